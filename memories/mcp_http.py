@@ -1,0 +1,2 @@
+def build_mcp_asgi():
+    raise NotImplementedError

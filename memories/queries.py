@@ -1,0 +1,232 @@
+"""The read side: hybrid retrieval, listings and stats.
+
+Retrieval fuses three signals into one ranking:
+- dense: cosine similarity from pgvector (HNSW, iterative scan so a project filter stays correct);
+- keyword: Postgres full-text rank of an OR query over the question's lexemes;
+- recency: newer memories win ties.
+`similarity` on every hit is the plain cosine in [0, 1]; the `min_similarity`
+floor is applied to it, so an unrelated query returns nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+
+from .embedders import Embedder, embeds, get_embedder
+from .models import CATEGORIES, EventKind, Memory, MemoryEvent
+from .serializers import hit_dict
+from .vector_index import ensure_index
+
+Mode = Literal["hybrid", "dense", "keyword"]
+
+TRIVIAL = {
+    "ok", "okay", "k", "kk", "thanks", "thank you", "thx", "ty", "yes", "y", "yep", "yeah", "no", "nope", "continue",
+    "go on", "go ahead", "sure", "cool", "great", "nice", "done", "next", "proceed", "lgtm", "perfect", "got it",
+    "sounds good", "please", "hi", "hello", "hey", "ack", "right", "correct", "good", "fine", "alright", "agreed",
+}
+
+# Fusion weights, chosen on the LoCoMo dev split (docs/benchmarks.md).
+W_DENSE = 1.0
+W_KEYWORD = 1.0
+W_RECENCY = 0.05
+RRF_K = 20
+CANDIDATES = 60
+WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]*")
+
+
+def is_trivial(query: str) -> bool:
+    text = query.lower().strip()
+    text = re.sub(r"[.!?,]", "", text).strip()
+    return not text or text in TRIVIAL
+
+
+def clean_categories(categories: Iterable[str] | None) -> list[str]:
+    """OR of the given categories; unknown values are dropped."""
+    if not categories:
+        return []
+    return sorted({c.strip().lower() for c in categories if isinstance(c, str) and c.strip().lower() in CATEGORIES})
+
+
+@dataclass
+class Candidate:
+    memory_id: int
+    similarity: float | None = None
+    dense_rank: int | None = None
+    keyword_rank: int | None = None
+    keyword_score: float = 0.0
+    score: float = 0.0
+
+
+@dataclass
+class SearchResult:
+    project_id: str
+    recall_id: str | None
+    results: list[dict[str, Any]] = field(default_factory=list)
+    considered: list[dict[str, Any]] = field(default_factory=list)
+    embedded: bool = False
+
+
+def _vec_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7f}" for x in vector) + "]"
+
+
+def _dense(project_id: str, embedder_id: str, qvec: np.ndarray, cats: list[str], k: int) -> dict[int, float]:
+    dim = len(qvec)
+    ensure_index(embedder_id, dim)
+    cat_sql = "AND m.category = ANY(%s)" if cats else ""
+    params: list[Any] = [_vec_literal(qvec), embedder_id, project_id, dim]
+    if cats:
+        params.append(cats)
+    params += [_vec_literal(qvec), k]
+    sql = f"""
+        SELECT v.memory_id, (v.vector::vector({dim})) <=> %s::vector({dim}) AS dist
+        FROM memories_memoryvector v JOIN memories_memory m ON m.id = v.memory_id
+        WHERE v.embedder = %s AND v.project_id = %s AND v.dim = %s {cat_sql}
+        ORDER BY (v.vector::vector({dim})) <=> %s::vector({dim})
+        LIMIT %s
+    """
+    with transaction.atomic(), connection.cursor() as cur:
+        # Iterative scans keep the HNSW index correct under the project filter (pgvector ≥ 0.8).
+        cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cur.execute("SET LOCAL hnsw.ef_search = 100")
+        cur.execute(sql, params)
+        rows = cur.fetchall()
+    return {mid: max(0.0, min(1.0, 1.0 - float(dist))) for mid, dist in rows}
+
+
+def _or_tsquery(query: str) -> str:
+    words = {w.lower().strip("'_-") for w in WORD_RE.findall(query)}
+    return " | ".join(sorted(w for w in words if w and len(w) < 64))
+
+
+def _keyword(project_id: str, query: str, cats: list[str], k: int) -> dict[int, float]:
+    terms = _or_tsquery(query)
+    if not terms:
+        return {}
+    cat_sql = "AND category = ANY(%s)" if cats else ""
+    params: list[Any] = [terms, project_id]
+    if cats:
+        params.append(cats)
+    params.append(k)
+    sql = f"""
+        SELECT id, ts_rank(search, q, 1) AS score
+        FROM memories_memory, to_tsquery('english', %s) q
+        WHERE project_id = %s AND search @@ q {cat_sql}
+        ORDER BY score DESC, updated_at DESC
+        LIMIT %s
+    """
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return {mid: float(score) for mid, score in cur.fetchall()}
+
+
+def _similarities(ids: list[int], embedder_id: str, qvec: np.ndarray) -> dict[int, float]:
+    if not ids:
+        return {}
+    dim = len(qvec)
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT memory_id, (vector::vector({dim})) <=> %s::vector({dim}) FROM memories_memoryvector "
+            "WHERE embedder = %s AND dim = %s AND memory_id = ANY(%s)",
+            [_vec_literal(qvec), embedder_id, dim, ids],
+        )
+        return {mid: max(0.0, min(1.0, 1.0 - float(d))) for mid, d in cur.fetchall()}
+
+
+def fuse(cands: dict[int, Candidate], recency: dict[int, float], mode: Mode) -> list[Candidate]:
+    """Reciprocal-rank fusion of dense and keyword ranks, plus a small recency term."""
+    for c in cands.values():
+        dense = 1.0 / (RRF_K + c.dense_rank) if c.dense_rank is not None and mode != "keyword" else 0.0
+        kw = 1.0 / (RRF_K + c.keyword_rank) if c.keyword_rank is not None and mode != "dense" else 0.0
+        c.score = W_DENSE * dense + W_KEYWORD * kw + W_RECENCY / RRF_K * recency.get(c.memory_id, 0.0)
+    return sorted(cands.values(), key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))
+
+
+def _recency(memories: dict[int, Memory]) -> dict[int, float]:
+    """1.0 for the newest candidate, decaying with a 30-day half-life."""
+    if not memories:
+        return {}
+    newest = max(m.updated_at for m in memories.values())
+    return {
+        mid: math.pow(0.5, (newest - m.updated_at).total_seconds() / (30 * 86400)) for mid, m in memories.items()
+    }
+
+
+def search(project_id: str, query: str, *, limit: int = 5, categories: Iterable[str] | None = None,
+           min_similarity: float | None = None, mode: Mode = "hybrid", log: bool = True,
+           embedder: Embedder | None = None, query_vector: np.ndarray | None = None) -> SearchResult:
+    """Search one project. `log=False` for previews (the admin's search box) and benchmarks."""
+    result = SearchResult(project_id=project_id, recall_id=None)
+    if is_trivial(query) or not Memory.objects.filter(project_id=project_id).exists():
+        return result
+    floor = settings.YULLU["retrieval"]["min_similarity"] if min_similarity is None else min_similarity
+    cats = clean_categories(categories)
+    embedder = embedder or get_embedder()
+    qvec = query_vector
+    if qvec is None and mode != "keyword" and embeds(embedder):
+        qvec = embedder.embed([query], kind="query")[0]
+    ranked = rank(project_id, query, qvec, embedder.id, cats, mode)
+    memories = Memory.objects.in_bulk([c.memory_id for c in ranked[: max(limit * 3, CANDIDATES)]])
+    recency = _recency(memories)
+    ordered = fuse({c.memory_id: c for c in ranked if c.memory_id in memories}, recency, mode)
+    result.embedded = qvec is not None
+    _apply_floor(result, ordered, memories, floor, limit, qvec is not None)
+    if log and (result.results or result.considered):
+        result.recall_id = str(uuid.uuid4())
+        _log_recall(result, query)
+    return result
+
+
+def rank(project_id: str, query: str, qvec: np.ndarray | None, embedder_id: str, cats: list[str],
+         mode: Mode) -> list[Candidate]:
+    cands: dict[int, Candidate] = {}
+    if qvec is not None and mode != "keyword":
+        dense = _dense(project_id, embedder_id, qvec, cats, CANDIDATES)
+        for n, (mid, sim) in enumerate(sorted(dense.items(), key=lambda kv: -kv[1]), start=1):
+            cands[mid] = Candidate(mid, similarity=sim, dense_rank=n)
+    if mode != "dense":
+        keyword = _keyword(project_id, query, cats, CANDIDATES)
+        for n, (mid, score) in enumerate(keyword.items(), start=1):
+            c = cands.setdefault(mid, Candidate(mid))
+            c.keyword_rank, c.keyword_score = n, score
+        missing = [mid for mid, c in cands.items() if c.similarity is None]
+        if qvec is not None and missing:
+            for mid, sim in _similarities(missing, embedder_id, qvec).items():
+                cands[mid].similarity = sim
+    return list(cands.values())
+
+
+def _apply_floor(result: SearchResult, ordered: list[Candidate], memories: dict[int, Memory], floor: float,
+                 limit: int, embedded: bool) -> None:
+    """Keep hits whose cosine clears the floor. A memory with no vector yet (backfill pending, or
+    keyword-only mode) can only arrive through a keyword match, and is kept on that evidence."""
+    for c in ordered:
+        if len(result.results) >= limit:
+            break
+        memory = memories[c.memory_id]
+        passes = c.similarity is None or not embedded or c.similarity >= floor
+        if passes:
+            result.results.append(hit_dict(memory, c.similarity, len(result.results) + 1))
+        elif len(result.considered) < limit:
+            result.considered.append(hit_dict(memory, c.similarity, 0))
+
+
+def _log_recall(result: SearchResult, query: str) -> None:
+    rows = [
+        MemoryEvent(
+            kind=kind, memory_id=hit["id"], memory_uuid=hit["uuid"], project_id=result.project_id,
+            recall_id=result.recall_id,
+            metadata={"query": query[:1000], "similarity": hit["similarity"], "rank": hit["rank"]},
+        )
+        for kind, hits in ((EventKind.RECALLED, result.results), (EventKind.CONSIDERED, result.considered))
+        for hit in hits
+    ]
+    MemoryEvent.objects.bulk_create(rows)

@@ -1,0 +1,143 @@
+"""Project scoping (SPEC §2): explicit project_id → the caller's cwd → the server's cwd."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.utils import timezone
+
+from yullu_site.errors import UserError
+
+MAX_PROJECT_ID = 500
+
+
+@dataclass(frozen=True)
+class Scope:
+    project_id: str
+    git_root: Path | None
+
+
+def canonical_origin(url: str) -> str:
+    """git@host:o/r.git, https://user:tok@host/o/r/, ssh://git@host:22/o/r → host[:port]/o/r."""
+    url = url.strip().rstrip("/")
+    if url.endswith(".git"):
+        url = url[: -len(".git")]
+    if "://" not in url:
+        user_host, sep, path = url.partition(":")
+        if sep and not user_host.startswith("/"):
+            host = user_host.rsplit("@", 1)[-1]
+            return f"{host}/{path.lstrip('/')}"
+        return url
+    rest = url.split("://", 1)[1]
+    authority, _, path = rest.partition("/")
+    host = authority.rsplit("@", 1)[-1]  # credentials are never kept
+    return f"{host}/{path}" if path else host
+
+
+def find_git_root(path: Path) -> Path | None:
+    """Walk up to the folder holding `.git` (a directory, or a file for worktrees/submodules)."""
+    for folder in [path, *path.parents]:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _git_dir(root: Path) -> Path:
+    dot_git = root / ".git"
+    if dot_git.is_file():
+        text = dot_git.read_text(errors="replace").strip()
+        if text.startswith("gitdir:"):
+            gitdir = Path(text.split(":", 1)[1].strip())
+            gitdir = gitdir if gitdir.is_absolute() else (root / gitdir).resolve()
+            common = gitdir / "commondir"
+            if common.is_file():
+                return (gitdir / common.read_text().strip()).resolve()
+            return gitdir
+    return dot_git
+
+
+def origin_url(root: Path) -> str | None:
+    parser = configparser.RawConfigParser(strict=False)
+    try:
+        parser.read(_git_dir(root) / "config", encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError, OSError):
+        return None
+    section = 'remote "origin"'
+    if parser.has_section(section) and parser.has_option(section, "url"):
+        return parser.get(section, "url").strip() or None
+    return None
+
+
+def resolve_path(path: str | os.PathLike[str]) -> Scope:
+    folder = Path(path).expanduser()
+    try:
+        folder = folder.resolve()
+    except OSError:
+        pass
+    root = find_git_root(folder)
+    if root is None:
+        return Scope(folder.name or str(folder), None)
+    origin = origin_url(root)
+    return Scope(canonical_origin(origin) if origin else root.name, root)
+
+
+def validate_project_id(project_id: str) -> str:
+    project_id = project_id.strip()
+    if not project_id:
+        raise UserError("project_id must not be empty.")
+    if len(project_id) > MAX_PROJECT_ID or re.search(r"[\x00-\x1f]", project_id):
+        raise UserError(f"project_id must be at most {MAX_PROJECT_ID} printable characters.")
+    return project_id
+
+
+def resolve(project_id: str | None = None, cwd: str | None = None) -> Scope:
+    """Resolve a scope and remember where its repo lives (project_locations)."""
+    if project_id:
+        project_id = validate_project_id(project_id)
+        scope = Scope(project_id, None)
+        if cwd:
+            from_cwd = _resolve_cwd(cwd)
+            if from_cwd.git_root is not None and from_cwd.project_id == project_id:
+                scope = from_cwd
+        if scope.git_root is None:
+            scope = Scope(project_id, known_root(project_id))
+        return scope
+    if cwd:
+        scope = _resolve_cwd(cwd)
+    else:
+        scope = resolve_path(os.getcwd())
+    if scope.git_root is not None:
+        remember_location(scope)
+    return scope
+
+
+def _resolve_cwd(cwd: str) -> Scope:
+    if "\x00" in cwd or len(cwd) > 4096:
+        raise UserError("cwd must be a path of at most 4096 characters.")
+    if not os.path.isabs(cwd):
+        raise UserError("cwd must be an absolute path.")
+    scope = resolve_path(cwd)
+    if scope.git_root is not None:
+        remember_location(scope)
+    return scope
+
+
+def remember_location(scope: Scope) -> None:
+    from .models import ProjectLocation
+
+    ProjectLocation.objects.update_or_create(
+        project_id=scope.project_id, defaults={"git_root": str(scope.git_root), "last_seen": timezone.now()}
+    )
+
+
+def known_root(project_id: str) -> Path | None:
+    from .models import ProjectLocation
+
+    row = ProjectLocation.objects.filter(project_id=project_id).first()
+    if row and Path(row.git_root, ".git").exists():
+        return Path(row.git_root)
+    return None

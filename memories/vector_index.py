@@ -1,0 +1,39 @@
+"""HNSW indexes: one partial index per embedder, on `vector::vector(dim)` with cosine ops.
+
+Vectors of every embedder share one table (so switching model is a backfill,
+not a wipe); a partial expression index per embedder id keeps each one searchable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from django.db import connection
+
+log = logging.getLogger(__name__)
+
+_known: set[tuple[str, int]] = set()
+
+
+def index_name(embedder_id: str, dim: int) -> str:
+    return "memvec_hnsw_" + hashlib.sha256(f"{embedder_id}:{dim}".encode()).hexdigest()[:12]
+
+
+def ensure_index(embedder_id: str, dim: int) -> None:
+    """Create the HNSW index for this embedder if missing. Idempotent; cached per process."""
+    if (embedder_id, dim) in _known:
+        return
+    name = index_name(embedder_id, dim)
+    literal = embedder_id.replace("'", "''")
+    with connection.cursor() as cur:
+        cur.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON memories_memoryvector "
+            f"USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
+            f"WHERE embedder = '{literal}'"
+        )
+    _known.add((embedder_id, dim))
+
+
+def forget_cache() -> None:
+    _known.clear()

@@ -1,0 +1,48 @@
+"""Writes the sync event matching each local mutation (called by memories.services)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from django.conf import settings
+
+from memories.scope import known_root
+from yullu_site.config import load_for_project
+
+from .eventlog import Event, EventType, logs_dir, new_event, write_event
+
+log = logging.getLogger(__name__)
+_warned: set[str] = set()
+
+
+def sync_config(project_id: str, git_root: Path | None) -> dict:
+    cfg, _ = load_for_project(project_id, git_root, settings.YULLU)
+    return cfg["sync"]
+
+
+def target_dir(project_id: str, git_root: Path | None) -> Path | None:
+    """The project's logs folder, or None when sync is off or the repo is unknown (warned once)."""
+    git_root = git_root or known_root(project_id)
+    if git_root is None:
+        if project_id not in _warned:
+            _warned.add(project_id)
+            log.warning("no repository known for project %s: its changes are not written to an event log", project_id)
+        return None
+    cfg = sync_config(project_id, git_root)
+    if not cfg["enabled"]:
+        return None
+    return logs_dir(git_root, cfg["dir"])
+
+
+def publish(project_id: str, git_root: Path | None, kind: EventType, memory_uuid: str, **fields: object) -> Event | None:
+    folder = target_dir(project_id, git_root)
+    if folder is None:
+        return None
+    if "vectors" in fields and not sync_config(project_id, git_root or known_root(project_id))["log_embeddings"]:
+        fields.pop("vectors")
+        if kind == "revise" and set(fields) <= {"vectors"}:
+            return None
+    event = new_event(kind, memory_uuid, **fields)
+    write_event(folder, event)
+    return event

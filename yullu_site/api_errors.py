@@ -1,0 +1,52 @@
+"""Every API error is JSON `{"error": "..."}` with a fitting status; no traceback leaves the server."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+log = logging.getLogger("yullu.api")
+
+
+class ServiceUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The database is unavailable right now; try again shortly."
+
+
+def _first_message(detail: Any, path: str = "") -> str:
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = key if key != "non_field_errors" else ""
+            return _first_message(value, f"{path}.{name}" if path and name else (name or path))
+    if isinstance(detail, list) and detail:
+        return _first_message(detail[0], path)
+    text = str(detail)
+    return f"{path}: {text}" if path else text
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    from .errors import UserError
+
+    if isinstance(exc, UserError):
+        return Response({"error": str(exc)}, status=exc.status)
+    if isinstance(exc, DjangoValidationError):
+        return Response({"error": " ".join(exc.messages)}, status=400)
+    if isinstance(exc, DatabaseError):
+        log.warning("database error: %s", exc)
+        return Response({"error": ServiceUnavailable.default_detail}, status=503)
+    if isinstance(exc, exceptions.APIException):
+        response = Response({"error": _first_message(exc.detail)}, status=exc.status_code)
+        if getattr(exc, "auth_header", None):
+            response["WWW-Authenticate"] = exc.auth_header
+        if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+            response["WWW-Authenticate"] = 'Bearer realm="yullu"'
+        return response
+    error_id = uuid.uuid4().hex[:12]
+    log.exception("unexpected error %s", error_id)
+    return Response({"error": f"Internal error (id {error_id}); see the server log."}, status=500)

@@ -1,0 +1,49 @@
+"""One ASGI app: /mcp goes to the MCP SDK's Streamable HTTP app, everything else to Django.
+
+The MCP app needs the ASGI lifespan events (they start its session manager), so
+lifespan is forwarded to it; our own start-up work runs first.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Awaitable, Callable
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
+
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_app = get_asgi_application()
+
+from memories.mcp_http import build_mcp_asgi  # noqa: E402
+from yullu_site.startup import on_startup  # noqa: E402
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+mcp_app = build_mcp_asgi()
+
+
+async def application(scope: Scope, receive: Receive, send: Send) -> None:
+    kind = scope["type"]
+    if kind == "lifespan":
+        await _lifespan(scope, receive, send)
+    elif kind == "http" and (scope["path"] == "/mcp" or scope["path"].startswith("/mcp/")):
+        await mcp_app(scope, receive, send)
+    else:
+        await django_app(scope, receive, send)
+
+
+async def _lifespan(scope: Scope, receive: Receive, send: Send) -> None:
+    started = False
+
+    async def wrapped_receive() -> dict[str, Any]:
+        nonlocal started
+        message = await receive()
+        if message["type"] == "lifespan.startup" and not started:
+            started = True
+            await on_startup()
+        return message
+
+    await mcp_app(scope, wrapped_receive, send)

@@ -1,0 +1,44 @@
+"""Bearer-token authentication shared by DRF (/api) and the MCP endpoint (/mcp)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from .models import ApiToken, hash_token
+
+
+def user_for_token(raw: str) -> AbstractBaseUser | None:
+    """The active user owning this token, or None. Updates last_used_at at most once a minute."""
+    if not raw:
+        return None
+    token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(raw)).first()
+    if token is None or not token.user.is_active:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user
+
+
+def bearer_from_header(value: str) -> str:
+    scheme, _, raw = value.partition(" ")
+    return raw.strip() if scheme.lower() == "bearer" else ""
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    def authenticate(self, request: Any) -> tuple[AbstractBaseUser, str] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        raw = bearer_from_header(header)
+        user = user_for_token(raw)
+        if user is None:
+            raise exceptions.AuthenticationFailed("Invalid or missing API token; run `yullu token` to see yours.")
+        return user, raw
+
+    def authenticate_header(self, request: Any) -> str:
+        return 'Bearer realm="yullu"'

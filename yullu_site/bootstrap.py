@@ -1,0 +1,64 @@
+"""First-run setup: the admin account, its API token and their files under $YULLU_HOME.
+
+Idempotent: a second run changes nothing and reports what already exists.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from .models import ApiToken, hash_token
+from .paths import write_private
+
+
+@dataclass
+class BootstrapResult:
+    admin_created: bool
+    admin_password_file: Path
+    token_file: Path
+    token_created: bool
+
+
+def admin_password_file() -> Path:
+    return settings.YULLU_HOME / "admin-password"
+
+
+def token_file() -> Path:
+    return settings.YULLU_HOME / "token"
+
+
+@transaction.atomic
+def ensure_admin() -> bool:
+    User = get_user_model()
+    if User.objects.filter(username="admin").exists():
+        return False
+    password = secrets.token_urlsafe(12)
+    User.objects.create_superuser("admin", email="", password=password)
+    write_private(admin_password_file(), password + "\n")
+    return True
+
+
+@transaction.atomic
+def ensure_token() -> bool:
+    """Make sure $YULLU_HOME/token holds a valid token of the admin; issue one if not."""
+    path = token_file()
+    if path.exists():
+        raw = path.read_text().strip()
+        if ApiToken.objects.filter(key_hash=hash_token(raw)).exists():
+            return False
+    admin = get_user_model().objects.get(username="admin")
+    _, raw = ApiToken.issue(admin)
+    write_private(path, raw + "\n")
+    return True
+
+
+def bootstrap() -> BootstrapResult:
+    created = ensure_admin()
+    token_created = ensure_token()
+    return BootstrapResult(created, admin_password_file(), token_file(), token_created)

@@ -1,0 +1,32 @@
+"""The Celery app. Beat's schedule is data; `expires` is shorter than each period so a
+backed-up queue never stacks duplicate runs."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
+
+app = Celery("yullu")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+def _seconds(name: str, default: int) -> float:
+    raw = os.environ.get(name, "")
+    return float(raw) if raw else float(default)
+
+
+HEARTBEAT = _seconds("YULLU_HEARTBEAT_SECONDS", 60)
+TICK = _seconds("YULLU_SCHEDULER_TICK_SECONDS", 60)
+
+app.conf.beat_schedule = {
+    "heartbeat": {"task": "yullu_site.tasks.heartbeat", "schedule": HEARTBEAT, "options": {"expires": HEARTBEAT * 0.9}},
+    "reconcile-tick": {"task": "sync.tasks.reconcile_due", "schedule": TICK, "options": {"expires": TICK * 0.9}},
+    "dream-tick": {"task": "dreaming.tasks.dream_due", "schedule": TICK, "options": {"expires": TICK * 0.9}},
+    "backfill-tick": {
+        "task": "memories.tasks.backfill_embeddings",
+        "schedule": TICK * 5,
+        "options": {"expires": TICK * 4.5},
+    },
+}

@@ -1,0 +1,139 @@
+"""The `yullu` command. Keep imports lazy: hook commands must start fast (no Django, no torch)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable, NoReturn
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    print(f"yullu: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def run_guarded(fn: Callable[[], object]) -> None:
+    """Run `fn`, turning configuration and startup errors into one sentence instead of a traceback."""
+    from .config import ConfigError
+    from .database import DatabaseUrlError
+    from .env import EnvError
+    from .pg import EmbeddedPostgresError
+
+    try:
+        fn()
+    except (ConfigError, EnvError, DatabaseUrlError, EmbeddedPostgresError) as exc:
+        fail(str(exc))
+
+
+def setup_django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
+    import django
+
+    django.setup()
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    from .serve import serve
+
+    serve(port=args.port, workers=args.workers)
+
+
+def cmd_token(args: argparse.Namespace) -> None:
+    setup_django()
+    from .bootstrap import bootstrap, token_file
+
+    bootstrap()
+    print(f"# API token (stored in {token_file()}); send it as 'Authorization: Bearer <token>'")
+    print(token_file().read_text().strip())
+
+
+def cmd_stdio(args: argparse.Namespace) -> None:
+    setup_django()
+    from memories.mcp import run_stdio
+
+    run_stdio()
+
+
+def cmd_bench(args: argparse.Namespace) -> None:
+    setup_django()
+    if args.bench == "locomo":
+        from bench.locomo import main as locomo_main
+
+        locomo_main(args)
+
+
+def cmd_reconcile(args: argparse.Namespace) -> None:
+    setup_django()
+    import json
+
+    from sync.services import reconcile_cli
+
+    print(json.dumps(reconcile_cli(args.cwd, args.project_id), indent=2))
+
+
+def cmd_dream(args: argparse.Namespace) -> None:
+    setup_django()
+    import json
+
+    from dreaming.services import dream_cli
+
+    print(json.dumps(dream_cli(args.cwd, args.project_id), indent=2))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    setup_django()
+    from memories.export import export_agents_md
+
+    export_agents_md(project_id=args.project, cwd=os.getcwd(), out=args.out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="yullu", description="Persistent memory for AI coding assistants.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the web server, a Celery worker and beat (and embedded Postgres)")
+    p.add_argument("--port", type=int, default=None, help="port (default $YULLU_PORT or 47823)")
+    p.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    p.set_defaults(fn=cmd_serve)
+
+    p = sub.add_parser("token", help="print the API token (alone on the last line)")
+    p.set_defaults(fn=cmd_token)
+
+    p = sub.add_parser("stdio", help="serve the MCP tools over stdio")
+    p.set_defaults(fn=cmd_stdio)
+
+    p = sub.add_parser("reconcile", help="apply teammates' events from <repo>/.yullu/logs")
+    p.add_argument("--cwd", default=os.getcwd())
+    p.add_argument("--project-id", default=None)
+    p.set_defaults(fn=cmd_reconcile)
+
+    p = sub.add_parser("dream", help="run a dream pass now")
+    p.add_argument("--cwd", default=os.getcwd())
+    p.add_argument("--project-id", default=None)
+    p.set_defaults(fn=cmd_dream)
+
+    p = sub.add_parser("export", help="export memories")
+    p.add_argument("format", choices=["agents-md"])
+    p.add_argument("--project", default=None)
+    p.add_argument("--out", default="-")
+    p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser("bench", help="run a benchmark")
+    bench = p.add_subparsers(dest="bench", required=True)
+    b = bench.add_parser("locomo", help="LoCoMo retrieval benchmark")
+    b.add_argument("--data", required=True)
+    b.add_argument("--out", default=None)
+    b.add_argument("--modes", default="hybrid,dense,keyword")
+    b.add_argument("--limit-conversations", type=int, default=0)
+    p.set_defaults(fn=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    run_guarded(lambda: args.fn(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,330 @@
+"""config.toml: defaults, validation, environment overrides and per-project layers.
+
+The file is written with defaults on first run. A malformed file stops startup
+with one sentence naming the file, the key and what is wrong (ConfigError).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import platformdirs
+
+log = logging.getLogger(__name__)
+
+Config = dict[str, dict[str, Any]]
+
+
+class ConfigError(Exception):
+    """A config file or environment variable holds a value we cannot use."""
+
+
+DURATION_RE = re.compile(r"^(\d+)(s|m|h|d)$")
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: str) -> int:
+    """'30m' -> 1800 seconds. Raises ValueError on anything else."""
+    match = DURATION_RE.match(value.strip())
+    if not match:
+        raise ValueError("must be a duration like '30s', '30m', '2h' or '1d'")
+    seconds = int(match.group(1)) * DURATION_UNITS[match.group(2)]
+    if seconds <= 0:
+        raise ValueError("must be longer than zero")
+    return seconds
+
+
+@dataclass(frozen=True)
+class Key:
+    kind: type
+    default: Any
+    check: Callable[[Any], None] | None = None
+    secret: bool = False
+
+
+def _choice(*options: str) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if value not in options:
+            raise ValueError("must be one of " + ", ".join(repr(o) for o in options))
+
+    return check
+
+
+def _between(low: float, high: float) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}")
+
+    return check
+
+
+def _duration(value: Any) -> None:
+    parse_duration(value)
+
+
+EMBED_PROVIDERS = ("local", "voyage", "openai", "none")
+REASON_PROVIDERS = ("", "sampling", "openai", "anthropic")
+
+SCHEMA: dict[str, dict[str, Key]] = {
+    "embedding": {
+        "provider": Key(str, "local", _choice(*EMBED_PROVIDERS)),
+        "model": Key(str, ""),
+        "batch_size": Key(int, 64, _between(1, 2048)),
+    },
+    "reasoning": {
+        "provider": Key(str, "", _choice(*REASON_PROVIDERS)),
+        "model": Key(str, ""),
+        "timeout_seconds": Key(int, 120, _between(1, 3600)),
+    },
+    "openai": {
+        "api_key": Key(str, "", secret=True),
+        "base_url": Key(str, ""),
+    },
+    "anthropic": {
+        "api_key": Key(str, "", secret=True),
+        "base_url": Key(str, ""),
+    },
+    "voyage": {
+        "api_key": Key(str, "", secret=True),
+        "base_url": Key(str, ""),
+    },
+    "sync": {
+        "enabled": Key(bool, True),
+        "dir": Key(str, ".yullu"),
+        "log_embeddings": Key(bool, True),
+        "reuse_embeddings": Key(bool, True),
+        "auto_reconcile_on_startup": Key(bool, True),
+        "reconcile_interval": Key(str, "5m", _duration),
+    },
+    "dreaming": {
+        "enabled": Key(bool, True),
+        "interval": Key(str, "30m", _duration),
+        "min_messages": Key(int, 10, _between(1, 100000)),
+        "context_memories": Key(int, 50, _between(0, 1000)),
+        "on_idle_seconds": Key(int, 0, _between(0, 10**7)),
+    },
+    "retrieval": {
+        "min_similarity": Key(float, 0.35, _between(0.0, 1.0)),
+        "max_content_chars": Key(int, 8000, _between(100, 100000)),
+    },
+    "server": {
+        "host": Key(str, "127.0.0.1"),
+        "port": Key(int, 47823, _between(1, 65535)),
+        "allowed_hosts": Key(list, ["127.0.0.1", "localhost", "[::1]"]),
+        "allowed_origins": Key(list, []),
+    },
+}
+
+# Keys a team may not set in the repo-committed layer: they would leak into git.
+SECRET_KEYS = {(s, k) for s, keys in SCHEMA.items() for k, spec in keys.items() if spec.secret}
+
+ENV_OVERRIDES: dict[str, tuple[str, str]] = {
+    "YULLU_EMBED_PROVIDER": ("embedding", "provider"),
+    "YULLU_EMBED_MODEL": ("embedding", "model"),
+    "YULLU_REASON_PROVIDER": ("reasoning", "provider"),
+    "YULLU_REASON_MODEL": ("reasoning", "model"),
+    "OPENAI_API_KEY": ("openai", "api_key"),
+    "OPENAI_BASE_URL": ("openai", "base_url"),
+    "ANTHROPIC_API_KEY": ("anthropic", "api_key"),
+    "VOYAGE_API_KEY": ("voyage", "api_key"),
+    "YULLU_PORT": ("server", "port"),
+}
+
+DEFAULT_FILE = """\
+# Yul'lu configuration. Environment variables override these values
+# (YULLU_EMBED_PROVIDER, YULLU_EMBED_MODEL, YULLU_REASON_PROVIDER,
+# YULLU_REASON_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY, VOYAGE_API_KEY, YULLU_PORT).
+# Prefer environment variables for API keys: never commit a key.
+
+[embedding]
+# "local" (all-MiniLM-L6-v2, offline, no key), "voyage", "openai" (also
+# Ollama / llama.cpp / vLLM through [openai].base_url) or "none" (keyword only).
+provider = "local"
+model = ""            # blank = the provider's default model
+batch_size = 64
+
+[reasoning]
+# Blank = MCP sampling through the calling client. "openai" or "anthropic"
+# with a key also enables scheduled (background) dreaming.
+provider = ""
+model = ""
+timeout_seconds = 120
+
+[openai]
+api_key = ""          # blank reads $OPENAI_API_KEY
+base_url = ""         # e.g. http://127.0.0.1:11434/v1 for Ollama
+
+[anthropic]
+api_key = ""          # blank reads $ANTHROPIC_API_KEY
+base_url = ""
+
+[voyage]
+api_key = ""          # blank reads $VOYAGE_API_KEY
+base_url = ""
+
+[sync]
+enabled = true                    # read and write <repo>/.yullu/logs
+dir = ".yullu"
+log_embeddings = true             # publish our vectors with events
+reuse_embeddings = true           # accept teammates' vectors for the same model
+auto_reconcile_on_startup = true
+reconcile_interval = "5m"
+
+[dreaming]
+enabled = true
+interval = "30m"
+min_messages = 10
+context_memories = 50
+on_idle_seconds = 0               # 0 = off
+
+[retrieval]
+# Cosine-similarity floor: weaker matches are dropped so an unrelated query
+# returns nothing. Chosen from the LoCoMo benchmark (docs/benchmarks.md).
+min_similarity = 0.35
+max_content_chars = 8000
+
+[server]
+host = "127.0.0.1"
+port = 47823
+allowed_hosts = ["127.0.0.1", "localhost", "[::1]"]
+allowed_origins = []
+"""
+
+
+def config_path() -> Path:
+    explicit = os.environ.get("YULLU_CONFIG", "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(platformdirs.user_config_dir("yullu")) / "config.toml"
+
+
+def defaults() -> Config:
+    return {s: {k: copy.deepcopy(spec.default) for k, spec in keys.items()} for s, keys in SCHEMA.items()}
+
+
+def _coerce(kind: type, value: Any) -> Any:
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind is int and isinstance(value, bool):
+        raise TypeError
+    if not isinstance(value, kind):
+        raise TypeError
+    if kind is list and not all(isinstance(v, str) for v in value):
+        raise TypeError
+    return value
+
+
+def _apply_layer(cfg: Config, data: dict[str, Any], source: str, *, repo_layer: bool = False) -> None:
+    """Validate `data` against SCHEMA and merge it into `cfg`. Raises ConfigError."""
+    for section, values in data.items():
+        if section not in SCHEMA:
+            raise ConfigError(f"{source}: unknown section [{section}]; known sections are {', '.join(SCHEMA)}.")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: [{section}] must be a table.")
+        for key, value in values.items():
+            spec = SCHEMA[section].get(key)
+            if spec is None:
+                raise ConfigError(f"{source}: unknown key [{section}].{key}.")
+            if repo_layer and spec.secret:
+                if value:
+                    log.warning("%s: ignoring [%s].%s: API keys are never read from a repository.", source, section, key)
+                continue
+            cfg[section][key] = _validated(spec, value, f"{source}: [{section}].{key}")
+
+
+def _validated(spec: Key, value: Any, where: str) -> Any:
+    try:
+        value = _coerce(spec.kind, value)
+    except TypeError:
+        raise ConfigError(f"{where} must be a {spec.kind.__name__}, not {value!r}.") from None
+    if spec.check is not None:
+        try:
+            spec.check(value)
+        except ValueError as exc:
+            raise ConfigError(f"{where} {exc} (got {value!r}).") from None
+    return value
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix or delete the file.") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror}).") from None
+
+
+def _apply_env(cfg: Config) -> None:
+    for var, (section, key) in ENV_OVERRIDES.items():
+        raw = os.environ.get(var)
+        if raw is None or raw == "":
+            continue
+        spec = SCHEMA[section][key]
+        value: Any = raw
+        if spec.kind is int:
+            try:
+                value = int(raw)
+            except ValueError:
+                raise ConfigError(f"environment variable {var} must be a whole number, not {raw!r}.") from None
+        cfg[section][key] = _validated(spec, value, f"environment variable {var}")
+
+
+def load(path: Path | None = None, *, write_default: bool = True) -> Config:
+    """The global config: defaults, then the file (created on first run), then the environment."""
+    path = path or config_path()
+    cfg = defaults()
+    if not path.exists() and write_default:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(DEFAULT_FILE)
+    if path.exists():
+        _apply_layer(cfg, read_toml(path), str(path))
+    _apply_env(cfg)
+    return cfg
+
+
+def project_user_file(project_id: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", project_id).strip("_") or "default"
+    return config_path().parent / "projects" / f"{safe}.toml"
+
+
+# Embedding settings decide which vectors exist in the shared database: one value for all projects.
+GLOBAL_ONLY_SECTIONS = {"embedding"}
+
+
+def load_for_project(project_id: str, git_root: Path | None, base: Config | None = None) -> tuple[Config, dict]:
+    """Global → `<git_root>/<sync.dir>/config.toml` → the user's per-project file; last wins.
+
+    Returns the merged config and, per `section.key`, which layer set it.
+    """
+    cfg = copy.deepcopy(base or load())
+    origin = {f"{s}.{k}": "global" for s, keys in cfg.items() for k in keys}
+    layers: list[tuple[Path, str]] = []
+    if git_root is not None:
+        layers.append((git_root / cfg["sync"]["dir"] / "config.toml", "repo"))
+    layers.append((project_user_file(project_id), "user"))
+    for path, name in layers:
+        if not path.is_file():
+            continue
+        data = {s: v for s, v in read_toml(path).items() if s not in GLOBAL_ONLY_SECTIONS}
+        before = copy.deepcopy(cfg)
+        _apply_layer(cfg, data, str(path), repo_layer=(name == "repo"))
+        for s, keys in cfg.items():
+            for k, v in keys.items():
+                if before[s][k] != v or (isinstance(data.get(s), dict) and k in data[s]):
+                    if not (name == "repo" and (s, k) in SECRET_KEYS):
+                        origin[f"{s}.{k}"] = name
+    _apply_env(cfg)
+    return cfg, origin
+
+
+def mask(value: str) -> str:
+    """Show that a key is set without echoing it."""
+    return "•••••••• (set)" if value else ""

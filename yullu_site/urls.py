@@ -1,0 +1,14 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from .views import status_view
+
+urlpatterns = [
+    path("api/status", status_view, name="status"),
+    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("api/", include("memories.urls")),
+    path("api/", include("dreaming.urls")),
+    path("api/", include("sync.urls")),
+    path("admin/", admin.site.urls),
+]
