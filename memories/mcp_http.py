@@ -1,2 +1,110 @@
-def build_mcp_asgi():
-    raise NotImplementedError
+"""The MCP Streamable HTTP app with bearer-token auth and DNS-rebinding protection.
+
+Mode: stateful by default (sessions in this process's memory; sampling for
+dream_now works). With several uvicorn workers, a session would land on a worker
+that does not know it, so `yullu serve --workers N>1` sets YULLU_MCP_STATELESS=1:
+every request is self-contained (sampling then falls back to the configured reasoner).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Awaitable, Callable
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from mcp.server.transport_security import TransportSecuritySettings
+
+from yullu_site.auth import bearer_from_header, user_for_token
+from yullu_site.models import hash_token
+
+Scope = dict[str, Any]
+ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
+TOKEN_CACHE_SECONDS = 30.0
+
+
+def allowed_hosts() -> list[str]:
+    hosts = []
+    for host in settings.YULLU["server"]["allowed_hosts"]:
+        hosts += [host, f"{host}:*"]
+    return hosts
+
+
+def allowed_origins() -> list[str]:
+    origins = list(settings.YULLU["server"]["allowed_origins"])
+    for host in settings.YULLU["server"]["allowed_hosts"]:
+        origins += [f"http://{host}", f"http://{host}:*", f"https://{host}", f"https://{host}:*"]
+    return origins
+
+
+def transport_security() -> TransportSecuritySettings:
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts(), allowed_origins=allowed_origins()
+    )
+
+
+def _check_token(raw: str) -> bool:
+    close_old_connections()
+    try:
+        return user_for_token(raw) is not None
+    finally:
+        close_old_connections()
+
+
+class TokenAuth:
+    """Rejects requests without a valid `Authorization: Bearer` token (401, JSON body)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._valid: dict[str, float] = {}
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        raw = bearer_from_header(headers.get("authorization", ""))
+        if raw and await self._is_valid(raw):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps({"error": "Invalid or missing API token; run `yullu token` to see yours."}).encode()
+        await send({
+            "type": "http.response.start", "status": 401,
+            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="yullu"')],
+        })
+        await send({"type": "http.response.body", "body": body})
+
+    async def _is_valid(self, raw: str) -> bool:
+        key = hash_token(raw)
+        now = time.monotonic()
+        if self._valid.get(key, 0) > now:
+            return True
+        if await sync_to_async(_check_token, thread_sensitive=False)(raw):
+            self._valid[key] = now + TOKEN_CACHE_SECONDS
+            return True
+        self._valid.pop(key, None)
+        return False
+
+
+def build_mcp_asgi() -> ASGIApp:
+    from .mcp import get_server
+
+    stateless = os.environ.get("YULLU_MCP_STATELESS", "") in ("1", "true")
+    app = get_server().streamable_http_app(
+        streamable_http_path="/mcp", stateless_http=stateless, transport_security=transport_security()
+    )
+    return _Guarded(TokenAuth(app), app)
+
+
+class _Guarded:
+    """HTTP goes through auth; lifespan goes straight to the MCP app (it starts the session manager)."""
+
+    def __init__(self, guarded: ASGIApp, inner: ASGIApp) -> None:
+        self.guarded, self.inner = guarded, inner
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        target = self.inner if scope["type"] == "lifespan" else self.guarded
+        await target(scope, receive, send)

@@ -12,6 +12,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 log = logging.getLogger("yullu.api")
+TOKEN_HELP = "Invalid or missing API token; send 'Authorization: Bearer <token>' (run `yullu token` to see yours)."
 
 
 class ServiceUnavailable(exceptions.APIException):
@@ -40,6 +41,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, DatabaseError):
         log.warning("database error: %s", exc)
         return Response({"error": ServiceUnavailable.default_detail}, status=503)
+    if isinstance(exc, exceptions.NotAuthenticated):
+        exc = exceptions.NotAuthenticated(TOKEN_HELP)
     if isinstance(exc, exceptions.APIException):
         response = Response({"error": _first_message(exc.detail)}, status=exc.status_code)
         if getattr(exc, "auth_header", None):

@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from .api_errors import TOKEN_HELP
 from .models import ApiToken, hash_token
 
 
@@ -37,7 +38,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         raw = bearer_from_header(header)
         user = user_for_token(raw)
         if user is None:
-            raise exceptions.AuthenticationFailed("Invalid or missing API token; run `yullu token` to see yours.")
+            raise exceptions.AuthenticationFailed(TOKEN_HELP)
         return user, raw
 
     def authenticate_header(self, request: Any) -> str:

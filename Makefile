@@ -1,0 +1,43 @@
+# Yul'lu — two commands: `make run` and `make test`.
+SHELL := /bin/bash
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+
+.PHONY: run test lint format install clean-test
+
+$(BIN)/python:
+	@command -v $(PY) >/dev/null || { echo "Python 3.11 is required ($(PY) not found)"; exit 1; }
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python requirements.txt pyproject.toml
+	@echo "installing dependencies (first run takes a few minutes)…"
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e .
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/yullu serve
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+# Tests use their own YULLU_HOME and config so they never touch your data.
+TEST_HOME ?= $(CURDIR)/.test-home
+test: install lint
+	@mkdir -p $(TEST_HOME)
+	YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml HF_HUB_OFFLINE=1 \
+		$(BIN)/pytest $(PYTEST_ARGS)
+
+clean-test:
+	rm -rf $(TEST_HOME)

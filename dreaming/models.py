@@ -1,0 +1,38 @@
+"""The local conversation buffer and dream-pass history. Raw messages never leave this database."""
+
+from django.db import models
+from django.utils import timezone
+
+
+class SessionMessage(models.Model):
+    project_id = models.CharField(max_length=500)
+    session_id = models.CharField(max_length=200)
+    role = models.CharField(max_length=10, choices=[("user", "user"), ("assistant", "assistant")])
+    content = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["project_id", "session_id", "id"], name="msg_project_session"),
+            models.Index(fields=["project_id", "-created_at"], name="msg_project_time"),
+        ]
+
+
+class DreamPass(models.Model):
+    project_id = models.CharField(max_length=500)
+    trigger = models.CharField(max_length=20, default="manual")  # manual | interval | idle
+    reasoner = models.CharField(max_length=100, blank=True, default="")
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    phase = models.CharField(max_length=30, default="starting")
+    sessions_total = models.PositiveIntegerField(default=0)
+    sessions_processed = models.PositiveIntegerField(default=0)
+    messages_processed = models.PositiveIntegerField(default=0)
+    ops_created = models.PositiveIntegerField(default=0)
+    ops_updated = models.PositiveIntegerField(default=0)
+    ops_deleted = models.PositiveIntegerField(default=0)
+    ops_skipped = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project_id", "-started_at"], name="dream_project_time")]

@@ -1,0 +1,146 @@
+"""Read-side helpers for listings, stats, retrievals and usage (REST, MCP and admin share them)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from .embedders import get_embedder
+from .models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, RejectedMemory, Usage
+from .serializers import memory_dict
+
+
+def list_memories(project_id: str, limit: int = 20) -> list[dict[str, Any]]:
+    rows = Memory.objects.filter(project_id=project_id).order_by("-updated_at", "-id")[:limit]
+    return [memory_dict(m) for m in rows]
+
+
+def projects() -> list[dict[str, Any]]:
+    counts = Memory.objects.values("project_id").annotate(memories=Count("id"), unrated=Count("id", filter=Q(rating=None)))
+    roots = dict(ProjectLocation.objects.values_list("project_id", "git_root"))
+    out = {row["project_id"]: {**row, "git_root": roots.get(row["project_id"])} for row in counts}
+    for pid, root in roots.items():
+        out.setdefault(pid, {"project_id": pid, "memories": 0, "unrated": 0, "git_root": root})
+    return sorted(out.values(), key=lambda r: r["project_id"])
+
+
+def stats(project_id: str | None = None, days: int = 30) -> dict[str, Any]:
+    memories = Memory.objects.all()
+    events = MemoryEvent.objects.all()
+    if project_id:
+        memories = memories.filter(project_id=project_id)
+        events = events.filter(project_id=project_id)
+    since = timezone.now() - timedelta(days=days)
+    per_day: dict[str, dict[str, int]] = {}
+    daily = (
+        events.filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "kind")
+        .annotate(n=Count("id"))
+    )
+    for row in daily:
+        per_day.setdefault(row["day"].isoformat(), {k: 0 for k in ("created", "updated", "deleted", "recalled")})
+        if row["kind"] in per_day[row["day"].isoformat()]:
+            per_day[row["day"].isoformat()][row["kind"]] = row["n"]
+    top = (
+        events.filter(kind=EventKind.RECALLED, memory__isnull=False)
+        .values("memory_id", "memory__content")
+        .annotate(recalls=Count("id"))
+        .order_by("-recalls")[:10]
+    )
+    embedder = get_embedder()
+    return {
+        "project_id": project_id,
+        "totals": {
+            "memories": memories.count(),
+            "unrated": memories.filter(rating=None).count(),
+            "rejected": RejectedMemory.objects.filter(**({"project_id": project_id} if project_id else {})).count(),
+            "embedded_with_active": MemoryVector.objects.filter(
+                embedder=embedder.id, memory__in=memories
+            ).count(),
+            "by_category": dict(
+                memories.values_list("category").annotate(n=Count("id")).values_list("category", "n")
+            ),
+        },
+        "per_day": [{"day": day, **counts} for day, counts in sorted(per_day.items())],
+        "top_recalled": [
+            {"id": r["memory_id"], "content": r["memory__content"][:200], "recalls": r["recalls"]} for r in top
+        ],
+    }
+
+
+def retrievals(project_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    """The recall log grouped by recall_id, newest first."""
+    qs = MemoryEvent.objects.filter(kind__in=[EventKind.RECALLED, EventKind.CONSIDERED], recall_id__isnull=False)
+    if project_id:
+        qs = qs.filter(project_id=project_id)
+    recall_ids = qs.order_by("-created_at").values_list("recall_id", flat=True)[: limit * 20]
+    seen: list[Any] = []
+    for rid in recall_ids:
+        if rid not in seen:
+            seen.append(rid)
+        if len(seen) >= limit:
+            break
+    groups: dict[Any, dict[str, Any]] = {}
+    for ev in qs.filter(recall_id__in=seen).select_related("memory").order_by("created_at"):
+        group = groups.setdefault(
+            ev.recall_id,
+            {"recall_id": str(ev.recall_id), "project_id": ev.project_id, "query": ev.metadata.get("query", ""),
+             "at": ev.created_at.isoformat(), "sent": [], "dropped": []},
+        )
+        item = {
+            "id": ev.memory_id, "uuid": str(ev.memory_uuid) if ev.memory_uuid else None,
+            "content": ev.memory.content[:200] if ev.memory else "(deleted)",
+            "similarity": ev.metadata.get("similarity"), "rank": ev.metadata.get("rank"),
+        }
+        group["sent" if ev.kind == EventKind.RECALLED else "dropped"].append(item)
+    return [groups[r] for r in seen if r in groups]
+
+
+def usage_summary(since_hours: float | None = None, recent: bool = False, recent_limit: int = 20) -> dict[str, Any]:
+    qs = Usage.objects.all()
+    out: dict[str, Any] = {}
+    if since_hours:
+        since = timezone.now() - timedelta(hours=since_hours)
+        qs = qs.filter(created_at__gte=since)
+        out["since"] = since.isoformat()
+    buckets = (
+        qs.values("provider", "model", "kind")
+        .annotate(
+            calls=Count("id"), errors=Count("id", filter=Q(ok=False)), input_tokens=Sum("input_tokens"),
+            output_tokens=Sum("output_tokens"), cost_microcents_usd=Sum("cost_microcents"),
+            latency_ms_total=Sum("latency_ms"),
+        )
+        .order_by("provider", "model", "kind")
+    )
+    out["buckets"] = [
+        {**{k: v for k, v in b.items() if k != "latency_ms_total"},
+         "avg_latency_ms": round(b["latency_ms_total"] / b["calls"]) if b["calls"] else 0}
+        for b in buckets
+    ]
+    out["total_calls"] = sum(b["calls"] for b in out["buckets"])
+    out["total_cost_microcents_usd"] = sum(b["cost_microcents_usd"] or 0 for b in out["buckets"])
+    if recent:
+        out["recent"] = [
+            {"provider": u.provider, "model": u.model, "kind": u.kind, "input_tokens": u.input_tokens,
+             "output_tokens": u.output_tokens, "cost_microcents_usd": u.cost_microcents, "latency_ms": u.latency_ms,
+             "ok": u.ok, "error": u.error, "at": u.created_at.isoformat()}
+            for u in qs.order_by("-created_at")[:recent_limit]
+        ]
+    return out
+
+
+def usage_by_day(days: int = 30) -> list[dict[str, Any]]:
+    since = timezone.now() - timedelta(days=days)
+    rows = (
+        Usage.objects.filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "provider", "model", "kind")
+        .annotate(calls=Count("id"), cost_microcents_usd=Sum("cost_microcents"))
+        .order_by("day")
+    )
+    return [{**r, "day": r["day"].isoformat()} for r in rows]

@@ -1,0 +1,6 @@
+from celery import shared_task
+
+
+@shared_task(ignore_result=True)
+def backfill_embeddings() -> None:
+    """Embed memories that have no vector for the active embedder (filled in below)."""

@@ -1,0 +1,89 @@
+"""Shared fixtures: personas, API tokens, a stub embedder and the real ASGI server on a loopback port."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any, Iterator
+
+import pytest
+from django.conf import settings
+
+from memories import embedders, vector_index
+from tests.stubs import StubServer
+from yullu_site.models import ApiToken
+
+
+@pytest.fixture
+def owner(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_superuser("owner", password="owner-pass-123")
+
+
+@pytest.fixture
+def owner_token(owner: Any) -> str:
+    return ApiToken.issue(owner)[1]
+
+
+@pytest.fixture
+def stranger(django_user_model: Any) -> Any:
+    return django_user_model.objects.create_user("stranger", password="stranger-pass-123")
+
+
+@pytest.fixture
+def stub_api() -> Iterator[StubServer]:
+    with StubServer() as stub:
+        yield stub
+
+
+@pytest.fixture
+def stub_embedder(stub_api: StubServer, monkeypatch: pytest.MonkeyPatch) -> StubServer:
+    """Route embeddings to the local OpenAI-compatible stub (real openai client, real HTTP)."""
+    monkeypatch.setitem(settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "openai",
+                                                      "model": "stub-embed"})
+    monkeypatch.setitem(settings.YULLU, "openai", {"api_key": "sk-test-not-real", "base_url": stub_api.url})
+    embedders._cache.clear()
+    vector_index.forget_cache()
+    yield stub_api
+    embedders._cache.clear()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    def __init__(self) -> None:
+        import uvicorn
+
+        from yullu_site.asgi import application
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def live_server_url(django_db_setup: Any, django_db_blocker: Any) -> Iterator[str]:
+    """The real ASGI app (Django + MCP) under uvicorn in a thread. Tests using it need transactional_db."""
+    with django_db_blocker.unblock():
+        server = LiveServer()
+        server.start()
+        yield server.url
+        server.stop()

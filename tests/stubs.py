@@ -1,0 +1,88 @@
+"""Local stand-ins for paid remote APIs, served over real HTTP on a loopback port.
+
+The product talks to them through the real client libraries (openai, anthropic).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+import numpy as np
+
+DIM = 8
+
+
+def vector_for(text: str) -> list[float]:
+    """'vec:1,0,0' → that vector (padded to DIM); anything else → a stable pseudo-random vector."""
+    if text.startswith("vec:"):
+        values = [float(x) for x in text[4:].split()[0].split(",")]
+        return (values + [0.0] * DIM)[:DIM]
+    seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+    return list(np.random.default_rng(seed).normal(size=DIM))
+
+
+class StubServer:
+    """A tiny OpenAI-compatible server. `chat_replies` is a queue of canned chat answers
+    (a string → 200 with that content; an int → that HTTP status)."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.chat_replies: list[str | int] = []
+        self.embed_status = 200
+        self.dim = DIM
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                stub.requests.append({"path": self.path, "body": body, "auth": self.headers.get("authorization")})
+                handler: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
+                handler = stub._embeddings if self.path.endswith("/embeddings") else stub._chat
+                status, payload = handler(body)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> StubServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def embed_calls(self) -> int:
+        return sum(1 for r in self.requests if r["path"].endswith("/embeddings"))
+
+    def _embeddings(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.embed_status != 200:
+            return self.embed_status, {"error": {"message": "stub failure", "type": "server_error"}}
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [{"object": "embedding", "index": i, "embedding": vector_for(t)[: self.dim]} for i, t in enumerate(texts)]
+        tokens = sum(len(t.split()) for t in texts)
+        return 200, {"object": "list", "data": data, "model": body.get("model"),
+                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+    def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        reply = self.chat_replies.pop(0) if self.chat_replies else '{"operations": []}'
+        if isinstance(reply, int):
+            return reply, {"error": {"message": "stub failure", "type": "server_error"}}
+        return 200, {
+            "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body.get("model", "stub"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+        }

@@ -1,0 +1,89 @@
+from pathlib import Path
+
+import pytest
+
+from yullu_site import config
+
+
+def test_first_run_writes_the_default_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    cfg = config.load(path)
+    assert path.exists()
+    assert cfg["embedding"]["provider"] == "local"
+    assert cfg["dreaming"]["interval"] == "30m"
+    assert config.read_toml(path)["server"]["port"] == 47823
+
+
+def test_file_values_override_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[retrieval]\nmin_similarity = 0.5\n[dreaming]\nmin_messages = 3\n')
+    cfg = config.load(path)
+    assert cfg["retrieval"]["min_similarity"] == 0.5
+    assert cfg["dreaming"]["min_messages"] == 3
+    assert cfg["sync"]["enabled"] is True
+
+
+def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[embedding]\nprovider = "local"\n')
+    monkeypatch.setenv("YULLU_EMBED_PROVIDER", "none")
+    monkeypatch.setenv("YULLU_PORT", "50001")
+    cfg = config.load(path)
+    assert cfg["embedding"]["provider"] == "none"
+    assert cfg["server"]["port"] == 50001
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[retrieval\nmin_similarity = 0.5", "not valid TOML"),
+        ("[retrieval]\nmin_similarity = 2.0\n", "[retrieval].min_similarity must be between 0.0 and 1.0"),
+        ('[retrieval]\nmin_similarity = "high"\n', "[retrieval].min_similarity must be a float"),
+        ('[embedding]\nprovider = "magic"\n', "[embedding].provider must be one of"),
+        ('[dreaming]\ninterval = "soon"\n', "[dreaming].interval must be a duration"),
+        ("[nope]\nx = 1\n", "unknown section [nope]"),
+        ("[sync]\nenabledd = true\n", "unknown key [sync].enabledd"),
+    ],
+)
+def test_a_corrupt_file_names_the_file_and_key(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    assert str(path) in str(err.value)
+    assert expected in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_bad_environment_value_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("YULLU_PORT", "eighty")
+    with pytest.raises(config.ConfigError, match="YULLU_PORT must be a whole number"):
+        config.load(tmp_path / "c.toml")
+
+
+def test_repo_layer_cannot_set_api_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("YULLU_CONFIG", str(tmp_path / "global.toml"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    repo = tmp_path / "repo"
+    (repo / ".yullu").mkdir(parents=True)
+    (repo / ".yullu" / "config.toml").write_text(
+        '[openai]\napi_key = "sk-committed-by-mistake"\n[dreaming]\nmin_messages = 4\n'
+    )
+    cfg, origin = config.load_for_project("github.com/o/r", repo)
+    assert cfg["openai"]["api_key"] == ""
+    assert cfg["dreaming"]["min_messages"] == 4
+    assert origin["dreaming.min_messages"] == "repo"
+    assert origin["openai.api_key"] == "global"
+
+
+def test_user_project_layer_wins_over_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("YULLU_CONFIG", str(tmp_path / "global.toml"))
+    repo = tmp_path / "repo"
+    (repo / ".yullu").mkdir(parents=True)
+    (repo / ".yullu" / "config.toml").write_text("[dreaming]\nmin_messages = 4\n")
+    user_file = config.project_user_file("github.com/o/r")
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text("[dreaming]\nmin_messages = 7\n")
+    cfg, origin = config.load_for_project("github.com/o/r", repo)
+    assert cfg["dreaming"]["min_messages"] == 7
+    assert origin["dreaming.min_messages"] == "user"

@@ -1,0 +1,71 @@
+import os
+import shutil
+import tempfile
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from yullu_site import pg
+from yullu_site.database import DatabaseUrlError, database_settings, parse_database_url
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_database_url_selects_that_server_and_never_starts_one(tmp_path: Path) -> None:
+    db, kind = database_settings("postgresql://app:s%40cret@db.internal:6543/yullu?sslmode=require", tmp_path)
+    assert kind == "external"
+    assert (db["HOST"], db["PORT"], db["NAME"], db["USER"], db["PASSWORD"]) == (
+        "db.internal", "6543", "yullu", "app", "s@cret")
+    assert db["OPTIONS"] == {"sslmode": "require"}
+    assert not (tmp_path / "pgdata").exists()
+
+
+def test_a_socket_database_url_is_understood() -> None:
+    db = parse_database_url("postgresql://postgres@/yullu?host=/run/pg")
+    assert db["HOST"] == "/run/pg" and db["NAME"] == "yullu"
+
+
+@pytest.mark.parametrize("url", ["mysql://x@y/z", "postgresql://host:5432/"])
+def test_a_bad_database_url_is_one_clear_error(url: str) -> None:
+    with pytest.raises(DatabaseUrlError):
+        parse_database_url(url)
+
+
+def test_embedded_server_never_loosens_a_private_home(tmp_path: Path) -> None:
+    """As root the wheel would chmod every parent of pgdata; ours must leave a 0700 home alone."""
+    home = tmp_path / "home" / "alice"
+    home.mkdir(parents=True)
+    home.chmod(0o700)
+    yhome = home / ".local" / "share" / "yullu"
+    # As root, clusters outside private folders go under a base that the postgres user can reach.
+    root_base = Path(tempfile.mkdtemp(prefix="yullu-rootbase-"))
+    root_base.chmod(0o755)
+    env = {**os.environ, "YULLU_HOME": str(yhome), "YULLU_ROOT_PG_BASE": str(root_base)}
+    code = (
+        "from yullu_site import pg, paths; import psycopg; h = paths.ensure_home(); c = pg.ensure_running(h);"
+        "conn = psycopg.connect(**c.conninfo()); print(conn.execute('select 1').fetchone()[0]); conn.close();"
+        "pg.stop(h)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+                         timeout=180)
+    shutil.rmtree(root_base, ignore_errors=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "1"
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert not stat.S_IMODE(yhome.stat().st_mode) & 0o077
+
+
+def test_the_plan_keeps_root_clusters_out_of_private_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    private.chmod(0o700)
+    monkeypatch.setattr(pg, "ROOT_BASE", tmp_path / "base")
+    monkeypatch.setattr(pg, "is_root", lambda: True)
+    cluster = pg.plan(private / "yullu")
+    assert cluster.run_as == pg.PG_SYSTEM_USER
+    assert not cluster.pgdata.is_relative_to(private)
+    monkeypatch.setattr(pg, "is_root", lambda: False)
+    assert pg.plan(private / "yullu").pgdata == private / "yullu" / "pgdata"

@@ -1,0 +1,80 @@
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memories.scope import canonical_origin, resolve, resolve_path
+
+
+@pytest.mark.parametrize(
+    ("origin", "project_id"),
+    [
+        ("git@github.com:owner/repo.git", "github.com/owner/repo"),
+        ("https://github.com/owner/repo.git", "github.com/owner/repo"),
+        ("ssh://git@github.com/owner/repo", "github.com/owner/repo"),
+        ("https://github.com/owner/repo/", "github.com/owner/repo"),
+        ("https://gitlab.com/group/sub/repo.git", "gitlab.com/group/sub/repo"),
+        ("ssh://git@host:2222/o/r", "host:2222/o/r"),
+        ("https://user:token@github.com/o/r.git", "github.com/o/r"),
+        ("  https://github.com/Owner/Repo.git  ", "github.com/Owner/Repo"),
+    ],
+)
+def test_origins_canonicalise_as_the_spec_table_says(origin: str, project_id: str) -> None:
+    assert canonical_origin(origin) == project_id
+
+
+def _git_repo(path: Path, origin: str | None) -> Path:
+    path.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    if origin:
+        subprocess.run(["git", "-C", str(path), "remote", "add", "origin", origin], check=True)
+    return path
+
+
+def test_a_repo_with_origin_resolves_to_the_canonical_origin_from_a_subfolder(tmp_path: Path) -> None:
+    repo = _git_repo(tmp_path / "checkout", "https://user:secret@github.com/acme/app.git")
+    sub = repo / "src" / "deep"
+    sub.mkdir(parents=True)
+    scope = resolve_path(sub)
+    assert scope.project_id == "github.com/acme/app"
+    assert scope.git_root == repo.resolve()
+
+
+def test_a_repo_without_origin_uses_its_folder_name(tmp_path: Path) -> None:
+    repo = _git_repo(tmp_path / "localonly", None)
+    assert resolve_path(repo).project_id == "localonly"
+
+
+def test_outside_git_the_folder_name_is_the_project(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    scope = resolve_path(folder)
+    assert scope.project_id == "plain" and scope.git_root is None
+
+
+def test_a_git_file_worktree_is_recognised(tmp_path: Path) -> None:
+    repo = _git_repo(tmp_path / "main", "git@github.com:acme/wt.git")
+    (repo / "f").write_text("x")
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=a", "add", "f"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"],
+                   check=True)
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
+    assert (tmp_path / "wt" / ".git").is_file()
+    assert resolve_path(tmp_path / "wt").project_id == "github.com/acme/wt"
+
+
+@pytest.mark.django_db
+def test_resolving_a_cwd_in_a_repo_records_its_location(tmp_path: Path) -> None:
+    from memories.models import ProjectLocation
+
+    repo = _git_repo(tmp_path / "r", "git@github.com:acme/loc.git")
+    scope = resolve(None, str(repo))
+    row = ProjectLocation.objects.get(project_id="github.com/acme/loc")
+    assert row.git_root == str(repo.resolve()) == str(scope.git_root)
+    assert resolve("github.com/acme/loc", None).git_root == repo.resolve()
+
+
+@pytest.mark.django_db
+def test_explicit_project_id_wins_over_cwd(tmp_path: Path) -> None:
+    repo = _git_repo(tmp_path / "r", "git@github.com:acme/one.git")
+    assert resolve("explicit/project", str(repo)).project_id == "explicit/project"
