@@ -136,6 +136,8 @@ def create_memories(scope: Scope, items: Iterable[NewMemory], *, source: str = "
         refuse_secrets(item.content, *item.tags)
     embedder = get_embedder()
     vectors = _embed(embedder, [i.content for i in cleaned])
+    if vectors:
+        ensure_index(embedder.id, len(vectors[0]))
     created: list[Memory] = []
     with transaction.atomic():
         for n, item in enumerate(cleaned):
@@ -187,6 +189,8 @@ def update_memory(memory_id: Any, *, content: Any = _UNSET, tags: Any = _UNSET, 
     if "content" in changes and changes["content"] != memory.content:
         embedded = _embed(embedder, [changes["content"]])
         vector = embedded[0] if embedded else None
+        if vector is not None:
+            ensure_index(embedder.id, len(vector))
     with transaction.atomic():
         memory = Memory.objects.select_for_update().filter(pk=memory.pk).first()
         if memory is None:

@@ -27,6 +27,9 @@ def ensure_index(embedder_id: str, dim: int) -> None:
     name = index_name(embedder_id, dim)
     literal = embedder_id.replace("'", "''")
     with connection.cursor() as cur:
+        if connection.in_atomic_block:
+            # Deferred FK checks queued earlier in this transaction would block CREATE INDEX.
+            cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cur.execute(
             f"CREATE INDEX IF NOT EXISTS {name} ON memories_memoryvector "
             f"USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "

@@ -1,0 +1,75 @@
+"""Backfill vectors for the active embedder after a model switch.
+
+Runs in batches: select rows without a vector, embed outside any transaction,
+then insert the vectors only for rows whose content is unchanged (a concurrent
+edit re-embeds by itself). Progress goes to the log and to Meta
+`backfill:<embedder id>`. A Postgres advisory lock keeps one backfill at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from contextlib import contextmanager
+from typing import Iterator
+
+from django.db import connection, transaction
+
+from .embedders import embeds, get_embedder
+from .models import Memory, MemoryVector, Meta
+from .vector_index import ensure_index
+
+log = logging.getLogger(__name__)
+LOCK_KEY = 0x59_75_6C_01  # arbitrary, fixed: "Yul" + 1
+
+
+@contextmanager
+def advisory_lock(key: int, name: str = "") -> Iterator[bool]:
+    """Session-level pg_try_advisory_lock: yields False at once when another process holds it."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", [key, name])
+        got = bool(cur.fetchone()[0])
+    try:
+        yield got
+    finally:
+        if got:
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [key, name])
+
+
+def missing(embedder_id: str) -> "Memory.objects":  # type: ignore[name-defined]
+    return Memory.objects.exclude(vectors__embedder=embedder_id)
+
+
+def backfill(batch_size: int = 64) -> dict[str, int]:
+    embedder = get_embedder()
+    if not embeds(embedder):
+        return {"embedded": 0, "remaining": 0}
+    done = 0
+    with advisory_lock(LOCK_KEY, embedder.id) as got:
+        if not got:
+            return {"embedded": 0, "remaining": missing(embedder.id).count(), "skipped": 1}
+        while True:
+            rows = list(missing(embedder.id).order_by("id").values_list("id", "content")[:batch_size])
+            if not rows:
+                break
+            vectors = embedder.embed([content for _, content in rows])
+            ensure_index(embedder.id, len(vectors[0]))
+            with transaction.atomic():
+                current = dict(Memory.objects.filter(pk__in=[r[0] for r in rows]).values_list("id", "content"))
+                for (mid, content), vector in zip(rows, vectors):
+                    if current.get(mid) == content:
+                        MemoryVector.objects.update_or_create(
+                            memory_id=mid, embedder=embedder.id,
+                            defaults={"vector": vector, "dim": len(vector),
+                                      "project_id": Memory.objects.get(pk=mid).project_id},
+                        )
+                        done += 1
+            remaining = missing(embedder.id).count()
+            Meta.objects.update_or_create(
+                key=f"backfill:{embedder.id}", defaults={"value": json.dumps({"embedded": done, "remaining": remaining})}
+            )
+            log.info("backfill %s: %d embedded, %d remaining", embedder.id, done, remaining)
+            if len(rows) < batch_size:
+                break
+    return {"embedded": done, "remaining": missing(embedder.id).count()}
