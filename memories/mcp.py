@@ -16,7 +16,8 @@ from asgiref.sync import sync_to_async
 from django.db import DatabaseError, close_old_connections
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field, ValidationError
 
 from yullu_site.errors import UserError
 
@@ -86,8 +87,27 @@ async def run(fn: Callable[[], dict[str, Any]]) -> CallToolResult:
         return error(f"Internal error (id {error_id}); see the server log.")
 
 
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line naming each bad argument; never echoes the (possibly huge) rejected value."""
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "invalid arguments: " + "; ".join(parts)
+
+
+class YulluMCPServer(MCPServer):
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(describe_validation_error(exc.__cause__)) from exc.__cause__
+            raise
+
+
 def build_server() -> MCPServer:
-    server = MCPServer(name="yullu", instructions=INSTRUCTIONS, version="0.1.0")
+    server = YulluMCPServer(name="yullu", instructions=INSTRUCTIONS, version="0.1.0")
     register_memory_tools(server)
     register_other_tools(server)
     return server
@@ -178,7 +198,7 @@ def register_other_tools(server: MCPServer) -> None:
     async def record_messages(
         session_id: Annotated[str, Field(description="Your conversation/session id.", max_length=200)],
         messages: Annotated[
-            list[dict[str, Any]],
+            list[Any],
             Field(description="New turns: a list of {role: 'user'|'assistant', content: string}."),
         ],
         project_id: ProjectId = None,

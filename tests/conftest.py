@@ -75,8 +75,14 @@ class LiveServer:
             time.sleep(0.05)
 
     def stop(self) -> None:
+        from django.db import connection
+
         self.server.should_exit = True
         self.thread.join(timeout=10)
+        # Worker threads of the server keep their own connections; end them so the test DB can be dropped.
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()")
 
 
 @pytest.fixture(scope="session")

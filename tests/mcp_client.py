@@ -1,0 +1,29 @@
+"""Helpers to talk to our server with the official MCP SDK client."""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+@asynccontextmanager
+async def http_session(base_url: str, token: str, **session_kwargs: Any) -> AsyncIterator[ClientSession]:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with http, streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write):
+        async with ClientSession(read, write, **session_kwargs) as session:
+            await session.initialize()
+            yield session
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> tuple[bool, Any]:
+    """(is_error, structured content or error text)."""
+    result = await session.call_tool(tool, arguments)
+    if result.is_error:
+        return True, result.content[0].text
+    assert json.loads(result.content[0].text) == result.structured_content
+    return False, result.structured_content
