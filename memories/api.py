@@ -77,6 +77,7 @@ class MemoryList(APIView):
                 raise serializers.ValidationError({"project_id": "is required with q."})
             found = queries.search(project_id, q, limit=_limit(request, 20, 50), log=False, min_similarity=0.0)
             return Response({"project_id": project_id, "results": found.results})
+        _limit(request, 20, MemoryCursor.max_page_size)  # validates ?limit= (the paginator would ignore junk)
         qs = Memory.objects.all()
         if project_id:
             qs = qs.filter(project_id=project_id)

@@ -105,7 +105,13 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "yullu_site.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Yul'lu API", "VERSION": "1", "SERVE_INCLUDE_SCHEMA": False}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Yul'lu API",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_AUTHENTICATION": ["yullu_site.auth.BearerTokenAuthentication"],
+}
 
 # Celery: the filesystem broker needs no server; CELERY_BROKER_URL=redis://… for real deployments.
 BROKER_DIR = YULLU_HOME / "broker"
