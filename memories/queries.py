@@ -20,6 +20,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
+from . import bm25
 from .embedders import Embedder, embeds, get_embedder
 from .models import CATEGORIES, EventKind, Memory, MemoryEvent
 from .serializers import hit_dict
@@ -33,13 +34,12 @@ TRIVIAL = {
     "sounds good", "please", "hi", "hello", "hey", "ack", "right", "correct", "good", "fine", "alright", "agreed",
 }
 
-# Fusion weights, chosen on the LoCoMo dev split (docs/benchmarks.md).
-W_DENSE = 1.0
+# Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, bench/tune_fusion.py).
+FUSION = "score"
 W_KEYWORD = 1.0
 W_RECENCY = 0.05
 RRF_K = 20
 CANDIDATES = 60
-WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_-]*")
 
 
 def is_trivial(query: str) -> bool:
@@ -102,30 +102,8 @@ def _dense(project_id: str, embedder_id: str, qvec: np.ndarray, cats: list[str],
     return {mid: max(0.0, min(1.0, 1.0 - float(dist))) for mid, dist in rows}
 
 
-def _or_tsquery(query: str) -> str:
-    words = {w.lower().strip("'_-") for w in WORD_RE.findall(query)}
-    return " | ".join(sorted(w for w in words if w and len(w) < 64))
-
-
 def _keyword(project_id: str, query: str, cats: list[str], k: int) -> dict[int, float]:
-    terms = _or_tsquery(query)
-    if not terms:
-        return {}
-    cat_sql = "AND category = ANY(%s)" if cats else ""
-    params: list[Any] = [terms, project_id]
-    if cats:
-        params.append(cats)
-    params.append(k)
-    sql = f"""
-        SELECT id, ts_rank(search, q, 1) AS score
-        FROM memories_memory, to_tsquery('english', %s) q
-        WHERE project_id = %s AND search @@ q {cat_sql}
-        ORDER BY score DESC, updated_at DESC
-        LIMIT %s
-    """
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        return {mid: float(score) for mid, score in cur.fetchall()}
+    return bm25.search(project_id, query, cats, k)
 
 
 def _similarities(ids: list[int], embedder_id: str, qvec: np.ndarray) -> dict[int, float]:
@@ -141,12 +119,25 @@ def _similarities(ids: list[int], embedder_id: str, qvec: np.ndarray) -> dict[in
         return {mid: max(0.0, min(1.0, 1.0 - float(d))) for mid, d in cur.fetchall()}
 
 
-def fuse(cands: dict[int, Candidate], recency: dict[int, float], mode: Mode) -> list[Candidate]:
-    """Reciprocal-rank fusion of dense and keyword ranks, plus a small recency term."""
+def fuse(cands: dict[int, Candidate], recency: dict[int, float], mode: Mode, *, method: str = FUSION,
+         w_keyword: float = W_KEYWORD, w_recency: float = W_RECENCY) -> list[Candidate]:
+    """One ranking from dense, keyword and recency signals.
+
+    "score": cosine similarity + w_keyword × (BM25 / best BM25 among the candidates) + w_recency × recency.
+    "rrf": reciprocal-rank fusion of the dense and keyword ranks (+ recency), kept for comparison.
+    """
+    best_kw = max((c.keyword_score for c in cands.values()), default=0.0) or 1.0
+    dense_on, kw_on = mode != "keyword", mode != "dense"
     for c in cands.values():
-        dense = 1.0 / (RRF_K + c.dense_rank) if c.dense_rank is not None and mode != "keyword" else 0.0
-        kw = 1.0 / (RRF_K + c.keyword_rank) if c.keyword_rank is not None and mode != "dense" else 0.0
-        c.score = W_DENSE * dense + W_KEYWORD * kw + W_RECENCY / RRF_K * recency.get(c.memory_id, 0.0)
+        rec = w_recency * recency.get(c.memory_id, 0.0)
+        if method == "rrf":
+            dense = 1.0 / (RRF_K + c.dense_rank) if c.dense_rank is not None and dense_on else 0.0
+            kw = 1.0 / (RRF_K + c.keyword_rank) if c.keyword_rank is not None and kw_on else 0.0
+            c.score = dense + w_keyword * kw + rec / RRF_K
+        else:
+            dense = (c.similarity or 0.0) if dense_on else 0.0
+            kw = c.keyword_score / best_kw if kw_on else 0.0
+            c.score = dense + w_keyword * kw + rec
     return sorted(cands.values(), key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))
 
 

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from sync.publish import publish
+from sync.publish import Publisher, publish
 from sync.secrets import find_secret
 from yullu_site.errors import NotFound, UserError
 
@@ -138,20 +138,24 @@ def create_memories(scope: Scope, items: Iterable[NewMemory], *, source: str = "
     vectors = _embed(embedder, [i.content for i in cleaned])
     if vectors:
         ensure_index(embedder.id, len(vectors[0]))
-    created: list[Memory] = []
+    publisher = Publisher(scope.project_id, scope.git_root)
+    now = timezone.now()
     with transaction.atomic():
-        for n, item in enumerate(cleaned):
-            when = item.created_at or timezone.now()
-            memory = Memory.objects.create(
-                project_id=scope.project_id, content=item.content, category=item.category, tags=item.tags,
-                created_at=when, updated_at=when,
-            )
+        created = Memory.objects.bulk_create([
+            Memory(project_id=scope.project_id, content=i.content, category=i.category, tags=i.tags,
+                   created_at=i.created_at or now, updated_at=i.created_at or now)
+            for i in cleaned
+        ])
+        if vectors is not None:
+            MemoryVector.objects.bulk_create([
+                MemoryVector(memory=m, project_id=m.project_id, embedder=embedder.id, dim=len(v),
+                             vector=np.asarray(v, dtype=np.float32))
+                for m, v in zip(created, vectors)
+            ])
+        for n, memory in enumerate(created):
             vector = vectors[n] if vectors is not None else None
-            if vector is not None:
-                _save_vector(memory, embedder.id, vector)
-            publish(scope.project_id, scope.git_root, "remember", str(memory.uuid), content=memory.content,
-                    tags=memory.tags, category=memory.category, vectors=_vectors_field(embedder.id, vector))
-            created.append(memory)
+            publisher.emit("remember", str(memory.uuid), content=memory.content, tags=memory.tags,
+                           category=memory.category, vectors=_vectors_field(embedder.id, vector))
         MemoryEvent.objects.bulk_create([_activity(EventKind.CREATED, m, source=source) for m in created])
     return created
 

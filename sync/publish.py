@@ -35,14 +35,25 @@ def target_dir(project_id: str, git_root: Path | None) -> Path | None:
     return logs_dir(git_root, cfg["dir"])
 
 
-def publish(project_id: str, git_root: Path | None, kind: EventType, memory_uuid: str, **fields: object) -> Event | None:
-    folder = target_dir(project_id, git_root)
-    if folder is None:
-        return None
-    if "vectors" in fields and not sync_config(project_id, git_root or known_root(project_id))["log_embeddings"]:
-        fields.pop("vectors")
-        if kind == "revise" and set(fields) <= {"vectors"}:
+class Publisher:
+    """Writes events for one project; resolves the folder and settings once (batches share it)."""
+
+    def __init__(self, project_id: str, git_root: Path | None) -> None:
+        self.folder = target_dir(project_id, git_root)
+        root = git_root or known_root(project_id)
+        self.log_embeddings = bool(self.folder and sync_config(project_id, root)["log_embeddings"])
+
+    def emit(self, kind: EventType, memory_uuid: str, **fields: object) -> Event | None:
+        if self.folder is None:
             return None
-    event = new_event(kind, memory_uuid, **fields)
-    write_event(folder, event)
-    return event
+        if "vectors" in fields and (fields["vectors"] is None or not self.log_embeddings):
+            fields.pop("vectors")
+            if kind == "revise" and not fields:
+                return None
+        event = new_event(kind, memory_uuid, **fields)
+        write_event(self.folder, event)
+        return event
+
+
+def publish(project_id: str, git_root: Path | None, kind: EventType, memory_uuid: str, **fields: object) -> Event | None:
+    return Publisher(project_id, git_root).emit(kind, memory_uuid, **fields)

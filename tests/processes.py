@@ -1,0 +1,53 @@
+"""Start real product processes (Celery worker/beat, `yullu` commands) against the test database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_database_url() -> str:
+    db = settings.DATABASES["default"]
+    name = connection.settings_dict["NAME"]
+    host = db["HOST"]
+    if host.startswith("/"):
+        return f"postgresql://{db['USER']}@/{name}?host={host}"
+    return f"postgresql://{db['USER']}:{db['PASSWORD']}@{host}:{db['PORT'] or 5432}/{name}"
+
+
+def product_env(home: Path, **extra: str) -> dict[str, str]:
+    home.mkdir(parents=True, exist_ok=True)
+    return {
+        **os.environ,
+        "YULLU_HOME": str(home),
+        "DATABASE_URL": test_database_url(),
+        "DJANGO_SETTINGS_MODULE": "yullu_site.settings",
+        "YULLU_LOG_LEVEL": "warning",
+        **extra,
+    }
+
+
+def spawn(args: list[str], env: dict[str, str], **kwargs: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, *args], env=env, cwd=REPO, start_new_session=True, text=True, **kwargs)
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)

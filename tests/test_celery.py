@@ -1,0 +1,35 @@
+"""Beat → broker (filesystem, the default) → worker, with real processes."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.processes import product_env, spawn, stop
+from yullu_site.models import Heartbeat
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_beat_scheduled_task_runs_on_a_real_worker(tmp_path: Path) -> None:
+    env = product_env(tmp_path / "home", YULLU_HEARTBEAT_SECONDS="1", YULLU_SCHEDULER_TICK_SECONDS="3600")
+    worker = spawn(["-m", "celery", "-A", "yullu_site", "worker", "--concurrency", "1", "--loglevel", "WARNING",
+                    "-n", "test-worker@%h"], env)
+    beat = spawn(["-m", "celery", "-A", "yullu_site", "beat", "--loglevel", "WARNING",
+                  "--pidfile", str(tmp_path / "beat.pid")], env)
+    try:
+        deadline = time.monotonic() + 90
+        beats = 0
+        while time.monotonic() < deadline:
+            row = Heartbeat.objects.filter(name="beat").first()
+            beats = row.beats if row else 0
+            if beats >= 2:
+                break
+            assert worker.poll() is None, "worker died"
+            assert beat.poll() is None, "beat died"
+            time.sleep(0.5)
+        assert beats >= 2
+        assert (tmp_path / "home" / "broker").is_dir()
+    finally:
+        stop(beat)
+        stop(worker)

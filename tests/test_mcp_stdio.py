@@ -1,0 +1,45 @@
+"""The same tools over `yullu stdio`, driven by the official MCP client."""
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from tests.mcp_client import call
+from tests.processes import REPO, product_env
+from tests.stubs import StubServer
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_round_trip_over_stdio(tmp_path: Path, stub_api: StubServer) -> None:
+    env = product_env(tmp_path / "home", YULLU_EMBED_PROVIDER="openai", YULLU_EMBED_MODEL="stub-embed",
+                      OPENAI_API_KEY="sk-test-not-real", OPENAI_BASE_URL=stub_api.url)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "yullu_site.cli", "stdio"], env=env,
+                                   cwd=str(REPO))
+
+    async def go() -> dict[str, Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            names = {t.name for t in (await s.list_tools()).tools}
+            assert len(names) == 9
+            err, stored = await call(s, "store_memory", content="vec:1,0,0 stdio works", project_id="acme/stdio")
+            assert not err
+            err, found = await call(s, "retrieve_memories", query="vec:1,0,0 does stdio work",
+                                    project_id="acme/stdio")
+            assert not err and found["results"][0]["id"] == stored["id"]
+            err, updated = await call(s, "update_memory", id=stored["id"], category="gotcha")
+            assert not err and updated["category"] == "gotcha"
+            err, listed = await call(s, "list_memories", project_id="acme/stdio")
+            assert [m["id"] for m in listed["memories"]] == [stored["id"]]
+            err, deleted = await call(s, "delete_memory", id=stored["id"])
+            assert deleted["deleted"] is True
+            err, message = await call(s, "update_memory", id=stored["id"], content="x")
+            assert err and message == f"memory {stored['id']} not found"
+            return stored
+
+    asyncio.run(go())
