@@ -16,7 +16,7 @@ import re
 import statistics
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ def session_turns(conv: dict[str, Any]) -> list[tuple[str, str, datetime]]:
     out = []
     n = 1
     while f"session_{n}" in c:
-        when = datetime.strptime(c[f"session_{n}_date_time"], DATE_FORMAT).replace(tzinfo=timezone.utc)
+        when = datetime.strptime(c[f"session_{n}_date_time"], DATE_FORMAT).replace(tzinfo=UTC)
         for i, turn in enumerate(c[f"session_{n}"]):
             out.append((turn["dia_id"], f"{turn['speaker']}: {turn['text']}", when + timedelta(seconds=i)))
         n += 1
@@ -93,30 +93,50 @@ def ingest(prefix: str, conv: dict[str, Any]) -> tuple[str, dict[int, str], floa
     for start in range(0, len(turns), batch):
         chunk = turns[start : start + batch]
         items = [services.NewMemory(content, None, [dia], when) for dia, content, when in chunk]
-        for m, (dia, _, _) in zip(services.create_memories(Scope(project, None), items, source="bench"), chunk):
+        created = services.create_memories(Scope(project, None), items, source="bench")
+        for m, (dia, _, _) in zip(created, chunk, strict=True):
             ids[m.id] = dia
     return project, ids, time.perf_counter() - started, len(turns)
 
 
-def run_mode(mode: str, project: str, qs: list[dict[str, Any]], ids: dict[int, str],
-             qvecs: list[Any], limit: int = 10, floor: float = 0.0) -> tuple[list[dict[str, Any]], list[float]]:
+def run_mode(
+    mode: str,
+    project: str,
+    qs: list[dict[str, Any]],
+    ids: dict[int, str],
+    qvecs: list[Any],
+    limit: int = 10,
+    floor: float = 0.0,
+) -> tuple[list[dict[str, Any]], list[float]]:
     rows, latencies = [], []
     embedder = get_embedder()
-    for q, qvec in zip(qs, qvecs):
+    for q, qvec in zip(qs, qvecs, strict=False):
         started = time.perf_counter()
-        found = queries.search(project, q["question"], limit=limit, min_similarity=floor, mode=mode, log=False,
-                               embedder=embedder, query_vector=qvec)
+        found = queries.search(
+            project,
+            q["question"],
+            limit=limit,
+            min_similarity=floor,
+            mode=mode,
+            log=False,
+            embedder=embedder,
+            query_vector=qvec,
+        )
         latencies.append((time.perf_counter() - started) * 1000)
         ranked = [ids.get(h["id"], "") for h in found.results]
-        rows.append({"category": q["category"], "m": metrics(ranked, q["gold"]), "n_results": len(found.results),
-                     "words": sum(len(h["content"].split()) for h in found.results[:5])})
+        rows.append(
+            {
+                "category": q["category"],
+                "m": metrics(ranked, q["gold"]),
+                "n_results": len(found.results),
+                "words": sum(len(h["content"].split()) for h in found.results[:5]),
+            }
+        )
     return rows, latencies
 
 
 def summarise(mode: str, rows: list[dict[str, Any]], latencies: list[float]) -> dict[str, Any]:
-    per_cat = {
-        name: average([r["m"] for r in rows if r["category"] == cat]) for cat, name in CATEGORIES.items()
-    }
+    per_cat = {name: average([r["m"] for r in rows if r["category"] == cat]) for cat, name in CATEGORIES.items()}
     return {
         "mode": mode,
         "overall": average([r["m"] for r in rows]),
@@ -230,11 +250,15 @@ def single_query_embed_ms(embedder: Any, n: int = 50) -> dict[str, float]:
 
 
 def print_table(report: dict[str, Any]) -> None:
-    print(f"\n{'mode':<9} {'n':>4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'hit@10':>7} {'MRR':>6} {'p50ms':>6} {'p95ms':>6}")
+    print(
+        f"\n{'mode':<9} {'n':>4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'hit@10':>7} {'MRR':>6} {'p50ms':>6} {'p95ms':>6}"
+    )
     for mode, r in report["modes"].items():
         o = r["overall"]
-        print(f"{mode:<9} {o['n']:>4} {o['recall@1']:>6.3f} {o['recall@5']:>6.3f} {o['recall@10']:>6.3f} "
-              f"{o['hit@10']:>7.3f} {o['mrr']:>6.3f} {r['search_ms']['p50']:>6} {r['search_ms']['p95']:>6}")
+        print(
+            f"{mode:<9} {o['n']:>4} {o['recall@1']:>6.3f} {o['recall@5']:>6.3f} {o['recall@10']:>6.3f} "
+            f"{o['hit@10']:>7.3f} {o['mrr']:>6.3f} {r['search_ms']['p50']:>6} {r['search_ms']['p95']:>6}"
+        )
     hybrid = report["modes"].get("hybrid")
     if hybrid:
         print("\nhybrid per category:")
@@ -242,7 +266,11 @@ def print_table(report: dict[str, Any]) -> None:
             if c.get("n"):
                 print(f"  {name:<12} n={c['n']:>3} R@5={c['recall@5']:.3f} R@10={c['recall@10']:.3f}")
     td = report["tool_default"]
-    print(f"\ntool default (limit 5, floor {td['min_similarity']}): recall@5={td['recall@5']} "
-          f"off-topic empty={td['offtopic_empty_rate']} on-topic empty={td['on_topic_empty_rate']}")
-    print(f"ingest: {report['ingest_per_s']}/s batched vs {report['ingest_one_at_a_time_per_s']}/s one at a time; "
-          f"query embed p50 {report['embed_ms']['p50']} ms")
+    print(
+        f"\ntool default (limit 5, floor {td['min_similarity']}): recall@5={td['recall@5']} "
+        f"off-topic empty={td['offtopic_empty_rate']} on-topic empty={td['on_topic_empty_rate']}"
+    )
+    print(
+        f"ingest: {report['ingest_per_s']}/s batched vs {report['ingest_one_at_a_time_per_s']}/s one at a time; "
+        f"query embed p50 {report['embed_ms']['p50']} ms"
+    )

@@ -28,7 +28,7 @@ from memories.models import Memory, MemoryEvent  # noqa: E402
 def collect(projects: list[Any], embedder: Any) -> list[dict[str, Any]]:
     cached = []
     for project, ids, qs, vecs, memories in projects:
-        for q, v in zip(qs, vecs):
+        for q, v in zip(qs, vecs, strict=False):
             cands = queries.rank(project, q["question"], v, embedder.id, [], "hybrid")
             rec = queries._recency({c.memory_id: memories[c.memory_id] for c in cands})
             cached.append({"q": q, "ids": ids, "cands": cands, "rec": rec})

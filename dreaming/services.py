@@ -48,8 +48,10 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
     valid = validate_messages(messages)
     with transaction.atomic():
         SessionMessage.objects.bulk_create(
-            [SessionMessage(project_id=project_id, session_id=session_id.strip(), role=r, content=redact(c))
-             for r, c in valid]
+            [
+                SessionMessage(project_id=project_id, session_id=session_id.strip(), role=r, content=redact(c))
+                for r, c in valid
+            ]
         )
     return {"session_id": session_id.strip(), "project_id": project_id, "count": len(valid)}
 

@@ -125,11 +125,23 @@ class RejectedView(APIView):
         if project_id := request.query_params.get("project_id"):
             qs = qs.filter(project_id=project_id)
         rows = qs[: _limit(request, 50)]
-        return Response({"rejected": [
-            {"uuid": str(r.uuid), "project_id": r.project_id, "content": r.content, "tags": r.tags,
-             "category": r.category, "rating": r.rating, "rating_comment": r.rating_comment,
-             "rejected_at": r.rejected_at.isoformat()} for r in rows
-        ]})
+        return Response(
+            {
+                "rejected": [
+                    {
+                        "uuid": str(r.uuid),
+                        "project_id": r.project_id,
+                        "content": r.content,
+                        "tags": r.tags,
+                        "category": r.category,
+                        "rating": r.rating,
+                        "rating_comment": r.rating_comment,
+                        "rejected_at": r.rejected_at.isoformat(),
+                    }
+                    for r in rows
+                ]
+            }
+        )
 
 
 class RecallView(APIView):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from django.db import connection, transaction
 
@@ -37,7 +37,7 @@ def advisory_lock(key: int, name: str = "") -> Iterator[bool]:
                 cur.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [key, name])
 
 
-def missing(embedder_id: str) -> "Memory.objects":  # type: ignore[name-defined]
+def missing(embedder_id: str) -> Memory.objects:  # type: ignore[name-defined]
     return Memory.objects.exclude(vectors__embedder=embedder_id)
 
 
@@ -57,17 +57,22 @@ def backfill(batch_size: int = 64) -> dict[str, int]:
             ensure_index(embedder.id, len(vectors[0]))
             with transaction.atomic():
                 current = dict(Memory.objects.filter(pk__in=[r[0] for r in rows]).values_list("id", "content"))
-                for (mid, content), vector in zip(rows, vectors):
+                for (mid, content), vector in zip(rows, vectors, strict=False):
                     if current.get(mid) == content:
                         MemoryVector.objects.update_or_create(
-                            memory_id=mid, embedder=embedder.id,
-                            defaults={"vector": vector, "dim": len(vector),
-                                      "project_id": Memory.objects.get(pk=mid).project_id},
+                            memory_id=mid,
+                            embedder=embedder.id,
+                            defaults={
+                                "vector": vector,
+                                "dim": len(vector),
+                                "project_id": Memory.objects.get(pk=mid).project_id,
+                            },
                         )
                         done += 1
             remaining = missing(embedder.id).count()
             Meta.objects.update_or_create(
-                key=f"backfill:{embedder.id}", defaults={"value": json.dumps({"embedded": done, "remaining": remaining})}
+                key=f"backfill:{embedder.id}",
+                defaults={"value": json.dumps({"embedded": done, "remaining": remaining})},
             )
             log.info("backfill %s: %d embedded, %d remaining", embedder.id, done, remaining)
             if len(rows) < batch_size:

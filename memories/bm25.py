@@ -99,9 +99,7 @@ def search(project_id: str, query: str, categories: list[str], k: int) -> dict[i
         return {}
     dfs = document_frequencies(project_id, lexemes)
     weights = {
-        lex: math.log(1 + (n - df + 0.5) / (df + 0.5))
-        for lex, df in dfs.items()
-        if 0 < df <= max(1, MAX_DF_SHARE * n)
+        lex: math.log(1 + (n - df + 0.5) / (df + 0.5)) for lex, df in dfs.items() if 0 < df <= max(1, MAX_DF_SHARE * n)
     }
     if not weights:
         return {}

@@ -51,13 +51,29 @@ def normalise(matrix: np.ndarray) -> list[np.ndarray]:
     return list(matrix / norms)
 
 
-def record_usage(provider: str, model: str, kind: str, started: float, *, tokens_in: int = 0,
-                 tokens_out: int = 0, cost: int = 0, error: str = "") -> None:
+def record_usage(
+    provider: str,
+    model: str,
+    kind: str,
+    started: float,
+    *,
+    tokens_in: int = 0,
+    tokens_out: int = 0,
+    cost: int = 0,
+    error: str = "",
+) -> None:
     from .models import Usage
 
     Usage.objects.create(
-        provider=provider, model=model, kind=kind, input_tokens=tokens_in, output_tokens=tokens_out,
-        cost_microcents=cost, latency_ms=int((time.monotonic() - started) * 1000), ok=not error, error=error[:500],
+        provider=provider,
+        model=model,
+        kind=kind,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cost_microcents=cost,
+        latency_ms=int((time.monotonic() - started) * 1000),
+        ok=not error,
+        error=error[:500],
     )
 
 

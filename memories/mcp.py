@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, close_old_connections
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field, ValidationError
 
 from yullu_site.errors import UserError
@@ -156,8 +157,9 @@ def register_memory_tools(server: MCPServer) -> None:
         def body() -> dict[str, Any]:
             from .serializers import memory_dict
 
-            return dict(memory_dict(services.update_memory(id, content=content, tags=tags, category=category,
-                                                           source="mcp")))
+            return dict(
+                memory_dict(services.update_memory(id, content=content, tags=tags, category=category, source="mcp"))
+            )
 
         return await run(body)
 
@@ -247,4 +249,3 @@ def run_stdio() -> None:
     import anyio
 
     anyio.run(get_server().run_stdio_async)
-

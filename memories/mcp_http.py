@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -71,10 +72,13 @@ class TokenAuth:
             await self.app(scope, receive, send)
             return
         body = json.dumps({"error": "Invalid or missing API token; run `yullu token` to see yours."}).encode()
-        await send({
-            "type": "http.response.start", "status": 401,
-            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="yullu"')],
-        })
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="yullu"')],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     async def _is_valid(self, raw: str) -> bool:

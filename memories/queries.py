@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 import numpy as np
 from django.conf import settings
@@ -29,9 +30,45 @@ from .vector_index import ensure_index
 Mode = Literal["hybrid", "dense", "keyword"]
 
 TRIVIAL = {
-    "ok", "okay", "k", "kk", "thanks", "thank you", "thx", "ty", "yes", "y", "yep", "yeah", "no", "nope", "continue",
-    "go on", "go ahead", "sure", "cool", "great", "nice", "done", "next", "proceed", "lgtm", "perfect", "got it",
-    "sounds good", "please", "hi", "hello", "hey", "ack", "right", "correct", "good", "fine", "alright", "agreed",
+    "ok",
+    "okay",
+    "k",
+    "kk",
+    "thanks",
+    "thank you",
+    "thx",
+    "ty",
+    "yes",
+    "y",
+    "yep",
+    "yeah",
+    "no",
+    "nope",
+    "continue",
+    "go on",
+    "go ahead",
+    "sure",
+    "cool",
+    "great",
+    "nice",
+    "done",
+    "next",
+    "proceed",
+    "lgtm",
+    "perfect",
+    "got it",
+    "sounds good",
+    "please",
+    "hi",
+    "hello",
+    "hey",
+    "ack",
+    "right",
+    "correct",
+    "good",
+    "fine",
+    "alright",
+    "agreed",
 }
 
 # Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, bench/tune_fusion.py).
@@ -119,8 +156,15 @@ def _similarities(ids: list[int], embedder_id: str, qvec: np.ndarray) -> dict[in
         return {mid: max(0.0, min(1.0, 1.0 - float(d))) for mid, d in cur.fetchall()}
 
 
-def fuse(cands: dict[int, Candidate], recency: dict[int, float], mode: Mode, *, method: str = FUSION,
-         w_keyword: float = W_KEYWORD, w_recency: float = W_RECENCY) -> list[Candidate]:
+def fuse(
+    cands: dict[int, Candidate],
+    recency: dict[int, float],
+    mode: Mode,
+    *,
+    method: str = FUSION,
+    w_keyword: float = W_KEYWORD,
+    w_recency: float = W_RECENCY,
+) -> list[Candidate]:
     """One ranking from dense, keyword and recency signals.
 
     "score": cosine similarity + w_keyword × (BM25 / best BM25 among the candidates) + w_recency × recency.
@@ -146,14 +190,21 @@ def _recency(memories: dict[int, Memory]) -> dict[int, float]:
     if not memories:
         return {}
     newest = max(m.updated_at for m in memories.values())
-    return {
-        mid: math.pow(0.5, (newest - m.updated_at).total_seconds() / (30 * 86400)) for mid, m in memories.items()
-    }
+    return {mid: math.pow(0.5, (newest - m.updated_at).total_seconds() / (30 * 86400)) for mid, m in memories.items()}
 
 
-def search(project_id: str, query: str, *, limit: int = 5, categories: Iterable[str] | None = None,
-           min_similarity: float | None = None, mode: Mode = "hybrid", log: bool = True,
-           embedder: Embedder | None = None, query_vector: np.ndarray | None = None) -> SearchResult:
+def search(
+    project_id: str,
+    query: str,
+    *,
+    limit: int = 5,
+    categories: Iterable[str] | None = None,
+    min_similarity: float | None = None,
+    mode: Mode = "hybrid",
+    log: bool = True,
+    embedder: Embedder | None = None,
+    query_vector: np.ndarray | None = None,
+) -> SearchResult:
     """Search one project. `log=False` for previews (the admin's search box) and benchmarks."""
     result = SearchResult(project_id=project_id, recall_id=None)
     if is_trivial(query) or not Memory.objects.filter(project_id=project_id).exists():
@@ -176,8 +227,9 @@ def search(project_id: str, query: str, *, limit: int = 5, categories: Iterable[
     return result
 
 
-def rank(project_id: str, query: str, qvec: np.ndarray | None, embedder_id: str, cats: list[str],
-         mode: Mode) -> list[Candidate]:
+def rank(
+    project_id: str, query: str, qvec: np.ndarray | None, embedder_id: str, cats: list[str], mode: Mode
+) -> list[Candidate]:
     cands: dict[int, Candidate] = {}
     if qvec is not None and mode != "keyword":
         dense = _dense(project_id, embedder_id, qvec, cats, CANDIDATES)
@@ -195,8 +247,14 @@ def rank(project_id: str, query: str, qvec: np.ndarray | None, embedder_id: str,
     return list(cands.values())
 
 
-def _apply_floor(result: SearchResult, ordered: list[Candidate], memories: dict[int, Memory], floor: float,
-                 limit: int, embedded: bool) -> None:
+def _apply_floor(
+    result: SearchResult,
+    ordered: list[Candidate],
+    memories: dict[int, Memory],
+    floor: float,
+    limit: int,
+    embedded: bool,
+) -> None:
     """Keep hits whose cosine clears the floor. A memory with no vector yet (backfill pending, or
     keyword-only mode) can only arrive through a keyword match, and is kept on that evidence."""
     for c in ordered:
@@ -213,7 +271,10 @@ def _apply_floor(result: SearchResult, ordered: list[Candidate], memories: dict[
 def _log_recall(result: SearchResult, query: str) -> None:
     rows = [
         MemoryEvent(
-            kind=kind, memory_id=hit["id"], memory_uuid=hit["uuid"], project_id=result.project_id,
+            kind=kind,
+            memory_id=hit["id"],
+            memory_uuid=hit["uuid"],
+            project_id=result.project_id,
             recall_id=result.recall_id,
             metadata={"query": query[:1000], "similarity": hit["similarity"], "rank": hit["rank"]},
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import configparser
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -74,10 +75,8 @@ def origin_url(root: Path) -> str | None:
 
 def resolve_path(path: str | os.PathLike[str]) -> Scope:
     folder = Path(path).expanduser()
-    try:
+    with contextlib.suppress(OSError):
         folder = folder.resolve()
-    except OSError:
-        pass
     root = find_git_root(folder)
     if root is None:
         return Scope(folder.name or str(folder), None)

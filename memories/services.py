@@ -9,9 +9,10 @@ transaction, so a failure leaves nothing half-written.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -48,7 +49,9 @@ def clean_content(content: Any) -> str:
         raise UserError("content must not contain NUL characters.")
     limit = max_content_chars()
     if len(content) > limit:
-        raise UserError(f"content is {len(content)} characters; the limit is {limit}. Store a shorter, self-contained fact.")
+        raise UserError(
+            f"content is {len(content)} characters; the limit is {limit}. Store a shorter, self-contained fact."
+        )
     return content
 
 
@@ -111,7 +114,9 @@ def _vectors_field(embedder_id: str, vector: np.ndarray | None) -> dict[str, lis
 
 
 def _activity(kind: str, memory: Memory, **metadata: Any) -> MemoryEvent:
-    return MemoryEvent(kind=kind, memory=memory, memory_uuid=memory.uuid, project_id=memory.project_id, metadata=metadata)
+    return MemoryEvent(
+        kind=kind, memory=memory, memory_uuid=memory.uuid, project_id=memory.project_id, metadata=metadata
+    )
 
 
 @dataclass
@@ -122,8 +127,15 @@ class NewMemory:
     created_at: datetime | None = None
 
 
-def create_memory(scope: Scope, content: Any, category: Any = None, tags: Any = None, *,
-                  created_at: datetime | None = None, source: str = "api") -> Memory:
+def create_memory(
+    scope: Scope,
+    content: Any,
+    category: Any = None,
+    tags: Any = None,
+    *,
+    created_at: datetime | None = None,
+    source: str = "api",
+) -> Memory:
     return create_memories(scope, [NewMemory(content, category, tags, created_at)], source=source)[0]
 
 
@@ -141,21 +153,42 @@ def create_memories(scope: Scope, items: Iterable[NewMemory], *, source: str = "
     publisher = Publisher(scope.project_id, scope.git_root)
     now = timezone.now()
     with transaction.atomic():
-        created = Memory.objects.bulk_create([
-            Memory(project_id=scope.project_id, content=i.content, category=i.category, tags=i.tags,
-                   created_at=i.created_at or now, updated_at=i.created_at or now)
-            for i in cleaned
-        ])
+        created = Memory.objects.bulk_create(
+            [
+                Memory(
+                    project_id=scope.project_id,
+                    content=i.content,
+                    category=i.category,
+                    tags=i.tags,
+                    created_at=i.created_at or now,
+                    updated_at=i.created_at or now,
+                )
+                for i in cleaned
+            ]
+        )
         if vectors is not None:
-            MemoryVector.objects.bulk_create([
-                MemoryVector(memory=m, project_id=m.project_id, embedder=embedder.id, dim=len(v),
-                             vector=np.asarray(v, dtype=np.float32))
-                for m, v in zip(created, vectors)
-            ])
+            MemoryVector.objects.bulk_create(
+                [
+                    MemoryVector(
+                        memory=m,
+                        project_id=m.project_id,
+                        embedder=embedder.id,
+                        dim=len(v),
+                        vector=np.asarray(v, dtype=np.float32),
+                    )
+                    for m, v in zip(created, vectors, strict=False)
+                ]
+            )
         for n, memory in enumerate(created):
             vector = vectors[n] if vectors is not None else None
-            publisher.emit("remember", str(memory.uuid), content=memory.content, tags=memory.tags,
-                           category=memory.category, vectors=_vectors_field(embedder.id, vector))
+            publisher.emit(
+                "remember",
+                str(memory.uuid),
+                content=memory.content,
+                tags=memory.tags,
+                category=memory.category,
+                vectors=_vectors_field(embedder.id, vector),
+            )
         MemoryEvent.objects.bulk_create([_activity(EventKind.CREATED, m, source=source) for m in created])
     return created
 
@@ -172,8 +205,9 @@ def get_memory(memory_id: Any) -> Memory:
     return memory
 
 
-def update_memory(memory_id: Any, *, content: Any = _UNSET, tags: Any = _UNSET, category: Any = _UNSET,
-                  source: str = "api") -> Memory:
+def update_memory(
+    memory_id: Any, *, content: Any = _UNSET, tags: Any = _UNSET, category: Any = _UNSET, source: str = "api"
+) -> Memory:
     """Patch content/tags/category. A content change re-embeds and drops other embedders' (now stale) vectors."""
     given = {k: v for k, v in (("content", content), ("tags", tags), ("category", category)) if v is not _UNSET}
     given = {k: v for k, v in given.items() if v is not None}
@@ -229,7 +263,10 @@ def delete_memory(memory_id: Any, *, source: str = "api") -> Memory:
 def _delete(memory: Memory, source: str, **metadata: Any) -> None:
     pk = memory.pk
     MemoryEvent.objects.create(
-        kind=EventKind.DELETED, memory=None, memory_uuid=memory.uuid, project_id=memory.project_id,
+        kind=EventKind.DELETED,
+        memory=None,
+        memory_uuid=memory.uuid,
+        project_id=memory.project_id,
         metadata={"source": source, "content": memory.content[:200], **metadata},
     )
     publish(memory.project_id, None, "forget", str(memory.uuid))
@@ -263,8 +300,84 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
             memory.save(update_fields=["rating", "rating_comment"])
             return {"id": memory.pk, "uuid": str(memory.uuid), "rating": value, "archived": False}
         RejectedMemory.objects.create(
-            uuid=memory.uuid, project_id=memory.project_id, content=memory.content, tags=memory.tags,
-            category=memory.category, rating=value, rating_comment=comment,
+            uuid=memory.uuid,
+            project_id=memory.project_id,
+            content=memory.content,
+            tags=memory.tags,
+            category=memory.category,
+            rating=value,
+            rating_comment=comment,
         )
         _delete(memory, source, rating=value)
     return {"id": memory.pk, "uuid": str(memory.uuid), "rating": value, "archived": True}
+
+
+# --- Applying teammates' events (called by sync.reconcile only) ---------------------------
+# These write without publishing: the events they apply are already in the log.
+
+
+def apply_remote_upsert(
+    project_id: str,
+    memory_uuid: str,
+    *,
+    content: str | None,
+    tags: list[str] | None,
+    category: str | None,
+    category_given: bool,
+    vector: tuple[str, Sequence[float]] | None,
+) -> str:
+    """Insert or update one memory from the log. Returns 'created', 'updated' or 'unchanged'.
+
+    Locks the row (select_for_update) so a concurrent local edit is never half-applied.
+    """
+    with transaction.atomic():
+        memory = Memory.objects.select_for_update().filter(uuid=memory_uuid).first()
+        if memory is None:
+            memory = Memory.objects.create(
+                uuid=memory_uuid,
+                project_id=project_id,
+                content=content or "",
+                tags=clean_tags(tags),
+                category=clean_category(category),
+            )
+            if vector is not None:
+                _save_vector(memory, vector[0], vector[1])
+            _activity(EventKind.CREATED, memory, source="reconcile").save()
+            return "created"
+        changes: dict[str, Any] = {}
+        if content is not None and content != memory.content:
+            changes["content"] = content
+        if tags is not None and clean_tags(tags) != list(memory.tags):
+            changes["tags"] = clean_tags(tags)
+        if category_given and clean_category(category) != memory.category:
+            changes["category"] = clean_category(category)
+        if "content" in changes:  # a content change makes every old vector stale
+            MemoryVector.objects.filter(memory=memory).delete()
+        if vector is not None and (
+            "content" in changes or not MemoryVector.objects.filter(memory=memory, embedder=vector[0]).exists()
+        ):
+            _save_vector(memory, vector[0], vector[1])
+        if not changes:
+            return "unchanged"
+        for key, value in changes.items():
+            setattr(memory, key, value)
+        memory.updated_at = timezone.now()
+        memory.save()
+        _activity(EventKind.UPDATED, memory, source="reconcile", fields=sorted(changes)).save()
+        return "updated"
+
+
+def apply_remote_delete(memory_uuid: str) -> bool:
+    with transaction.atomic():
+        memory = Memory.objects.select_for_update().filter(uuid=memory_uuid).first()
+        if memory is None:
+            return False
+        MemoryEvent.objects.create(
+            kind=EventKind.DELETED,
+            memory=None,
+            memory_uuid=memory.uuid,
+            project_id=memory.project_id,
+            metadata={"source": "reconcile", "content": memory.content[:200]},
+        )
+        memory.delete()
+        return True

@@ -20,7 +20,9 @@ def list_memories(project_id: str, limit: int = 20) -> list[dict[str, Any]]:
 
 
 def projects() -> list[dict[str, Any]]:
-    counts = Memory.objects.values("project_id").annotate(memories=Count("id"), unrated=Count("id", filter=Q(rating=None)))
+    counts = Memory.objects.values("project_id").annotate(
+        memories=Count("id"), unrated=Count("id", filter=Q(rating=None))
+    )
     roots = dict(ProjectLocation.objects.values_list("project_id", "git_root"))
     out = {row["project_id"]: {**row, "git_root": roots.get(row["project_id"])} for row in counts}
     for pid, root in roots.items():
@@ -59,12 +61,8 @@ def stats(project_id: str | None = None, days: int = 30) -> dict[str, Any]:
             "memories": memories.count(),
             "unrated": memories.filter(rating=None).count(),
             "rejected": RejectedMemory.objects.filter(**({"project_id": project_id} if project_id else {})).count(),
-            "embedded_with_active": MemoryVector.objects.filter(
-                embedder=embedder.id, memory__in=memories
-            ).count(),
-            "by_category": dict(
-                memories.values_list("category").annotate(n=Count("id")).values_list("category", "n")
-            ),
+            "embedded_with_active": MemoryVector.objects.filter(embedder=embedder.id, memory__in=memories).count(),
+            "by_category": dict(memories.values_list("category").annotate(n=Count("id")).values_list("category", "n")),
         },
         "per_day": [{"day": day, **counts} for day, counts in sorted(per_day.items())],
         "top_recalled": [
@@ -89,13 +87,21 @@ def retrievals(project_id: str | None = None, limit: int = 50) -> list[dict[str,
     for ev in qs.filter(recall_id__in=seen).select_related("memory").order_by("created_at"):
         group = groups.setdefault(
             ev.recall_id,
-            {"recall_id": str(ev.recall_id), "project_id": ev.project_id, "query": ev.metadata.get("query", ""),
-             "at": ev.created_at.isoformat(), "sent": [], "dropped": []},
+            {
+                "recall_id": str(ev.recall_id),
+                "project_id": ev.project_id,
+                "query": ev.metadata.get("query", ""),
+                "at": ev.created_at.isoformat(),
+                "sent": [],
+                "dropped": [],
+            },
         )
         item = {
-            "id": ev.memory_id, "uuid": str(ev.memory_uuid) if ev.memory_uuid else None,
+            "id": ev.memory_id,
+            "uuid": str(ev.memory_uuid) if ev.memory_uuid else None,
             "content": ev.memory.content[:200] if ev.memory else "(deleted)",
-            "similarity": ev.metadata.get("similarity"), "rank": ev.metadata.get("rank"),
+            "similarity": ev.metadata.get("similarity"),
+            "rank": ev.metadata.get("rank"),
         }
         group["sent" if ev.kind == EventKind.RECALLED else "dropped"].append(item)
     return [groups[r] for r in seen if r in groups]
@@ -111,24 +117,38 @@ def usage_summary(since_hours: float | None = None, recent: bool = False, recent
     buckets = (
         qs.values("provider", "model", "kind")
         .annotate(
-            calls=Count("id"), errors=Count("id", filter=Q(ok=False)), input_tokens=Sum("input_tokens"),
-            output_tokens=Sum("output_tokens"), cost_microcents_usd=Sum("cost_microcents"),
+            calls=Count("id"),
+            errors=Count("id", filter=Q(ok=False)),
+            input_tokens=Sum("input_tokens"),
+            output_tokens=Sum("output_tokens"),
+            cost_microcents_usd=Sum("cost_microcents"),
             latency_ms_total=Sum("latency_ms"),
         )
         .order_by("provider", "model", "kind")
     )
     out["buckets"] = [
-        {**{k: v for k, v in b.items() if k != "latency_ms_total"},
-         "avg_latency_ms": round(b["latency_ms_total"] / b["calls"]) if b["calls"] else 0}
+        {
+            **{k: v for k, v in b.items() if k != "latency_ms_total"},
+            "avg_latency_ms": round(b["latency_ms_total"] / b["calls"]) if b["calls"] else 0,
+        }
         for b in buckets
     ]
     out["total_calls"] = sum(b["calls"] for b in out["buckets"])
     out["total_cost_microcents_usd"] = sum(b["cost_microcents_usd"] or 0 for b in out["buckets"])
     if recent:
         out["recent"] = [
-            {"provider": u.provider, "model": u.model, "kind": u.kind, "input_tokens": u.input_tokens,
-             "output_tokens": u.output_tokens, "cost_microcents_usd": u.cost_microcents, "latency_ms": u.latency_ms,
-             "ok": u.ok, "error": u.error, "at": u.created_at.isoformat()}
+            {
+                "provider": u.provider,
+                "model": u.model,
+                "kind": u.kind,
+                "input_tokens": u.input_tokens,
+                "output_tokens": u.output_tokens,
+                "cost_microcents_usd": u.cost_microcents,
+                "latency_ms": u.latency_ms,
+                "ok": u.ok,
+                "error": u.error,
+                "at": u.created_at.isoformat(),
+            }
             for u in qs.order_by("-created_at")[:recent_limit]
         ]
     return out

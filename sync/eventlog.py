@@ -13,7 +13,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -49,12 +49,12 @@ def logs_dir(git_root: Path, sync_dir: str) -> Path:
 
 def event_filename(event_id: str, ns: int | None = None) -> str:
     ns = ns if ns is not None else time.time_ns()
-    stamp = datetime.fromtimestamp(ns // 10**9, tz=timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.fromtimestamp(ns // 10**9, tz=UTC).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}.{ns % 10**9:09d}Z-{uuid.UUID(event_id).hex[:8]}.json"
 
 
 def new_event(kind: EventType, memory_uuid: str, **fields: Any) -> Event:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     event: Event = {
         "id": str(uuid.uuid4()),
         "type": kind,

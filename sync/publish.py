@@ -55,5 +55,7 @@ class Publisher:
         return event
 
 
-def publish(project_id: str, git_root: Path | None, kind: EventType, memory_uuid: str, **fields: object) -> Event | None:
+def publish(
+    project_id: str, git_root: Path | None, kind: EventType, memory_uuid: str, **fields: object
+) -> Event | None:
     return Publisher(project_id, git_root).emit(kind, memory_uuid, **fields)

@@ -22,7 +22,10 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("a GitHub token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b|\bgithub_pat_[A-Za-z0-9_]{60,}\b")),
     ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}\b")),
     ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b")),
-    ("a Slack webhook URL", re.compile(r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+")),
+    (
+        "a Slack webhook URL",
+        re.compile(r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+"),
+    ),
     ("a Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}\b")),
     ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}\b")),
     ("an OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}\b")),
@@ -50,9 +53,14 @@ def _secret_assignment(match: re.Match[str]) -> bool:
     value = match.group(2)
     if PLACEHOLDER.match(value) or value.startswith(("os.environ", "process.env", "settings.")):
         return False
-    return len(value) >= 12 and entropy(value) >= 3.2 or len(value) >= 8 and entropy(value) >= 3.0 and any(
-        c.isdigit() for c in value
-    ) and any(c.isalpha() for c in value)
+    return (
+        len(value) >= 12
+        and entropy(value) >= 3.2
+        or len(value) >= 8
+        and entropy(value) >= 3.0
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+    )
 
 
 def find_secret(text: str) -> str | None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -39,8 +40,9 @@ def stub_api() -> Iterator[StubServer]:
 @pytest.fixture
 def stub_embedder(stub_api: StubServer, monkeypatch: pytest.MonkeyPatch) -> StubServer:
     """Route embeddings to the local OpenAI-compatible stub (real openai client, real HTTP)."""
-    monkeypatch.setitem(settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "openai",
-                                                      "model": "stub-embed"})
+    monkeypatch.setitem(
+        settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "openai", "model": "stub-embed"}
+    )
     monkeypatch.setitem(settings.YULLU, "openai", {"api_key": "sk-test-not-real", "base_url": stub_api.url})
     embedders._cache.clear()
     vector_index.forget_cache()
@@ -81,8 +83,10 @@ class LiveServer:
         self.thread.join(timeout=10)
         # Worker threads of the server keep their own connections; end them so the test DB can be dropped.
         with connection.cursor() as cur:
-            cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            cur.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -14,10 +15,13 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 @asynccontextmanager
 async def http_session(base_url: str, token: str, **session_kwargs: Any) -> AsyncIterator[ClientSession]:
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    async with http, streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write):
-        async with ClientSession(read, write, **session_kwargs) as session:
-            await session.initialize()
-            yield session
+    async with (
+        http,
+        streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write, **session_kwargs) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> tuple[bool, Any]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -72,17 +73,26 @@ class StubServer:
         if self.embed_status != 200:
             return self.embed_status, {"error": {"message": "stub failure", "type": "server_error"}}
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        data = [{"object": "embedding", "index": i, "embedding": vector_for(t)[: self.dim]} for i, t in enumerate(texts)]
+        data = [
+            {"object": "embedding", "index": i, "embedding": vector_for(t)[: self.dim]} for i, t in enumerate(texts)
+        ]
         tokens = sum(len(t.split()) for t in texts)
-        return 200, {"object": "list", "data": data, "model": body.get("model"),
-                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        return 200, {
+            "object": "list",
+            "data": data,
+            "model": body.get("model"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
 
     def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         reply = self.chat_replies.pop(0) if self.chat_replies else '{"operations": []}'
         if isinstance(reply, int):
             return reply, {"error": {"message": "stub failure", "type": "server_error"}}
         return 200, {
-            "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body.get("model", "stub"),
+            "id": "chatcmpl-stub",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "stub"),
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
         }

@@ -66,8 +66,9 @@ def test_recall_returns_ranked_hits_with_a_recall_id(api: Any, stub_embedder: St
         ("get", "/api/memories?limit=abc", None, None, 400, "limit"),
     ],
 )
-def test_bad_input_gets_one_json_error(api: Any, method: str, path: str, data: Any, raw: str | None,
-                                       status: int, fragment: str) -> None:
+def test_bad_input_gets_one_json_error(
+    api: Any, method: str, path: str, data: Any, raw: str | None, status: int, fragment: str
+) -> None:
     r = api(method, path, data, raw)
     assert r.status_code == status
     assert fragment in r.json()["error"]

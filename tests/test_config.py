@@ -16,7 +16,7 @@ def test_first_run_writes_the_default_file(tmp_path: Path) -> None:
 
 def test_file_values_override_defaults(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
-    path.write_text('[retrieval]\nmin_similarity = 0.5\n[dreaming]\nmin_messages = 3\n')
+    path.write_text("[retrieval]\nmin_similarity = 0.5\n[dreaming]\nmin_messages = 3\n")
     cfg = config.load(path)
     assert cfg["retrieval"]["min_similarity"] == 0.5
     assert cfg["dreaming"]["min_messages"] == 3

@@ -1,9 +1,9 @@
 import os
 import shutil
-import tempfile
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,12 @@ def test_database_url_selects_that_server_and_never_starts_one(tmp_path: Path) -
     db, kind = database_settings("postgresql://app:s%40cret@db.internal:6543/yullu?sslmode=require", tmp_path)
     assert kind == "external"
     assert (db["HOST"], db["PORT"], db["NAME"], db["USER"], db["PASSWORD"]) == (
-        "db.internal", "6543", "yullu", "app", "s@cret")
+        "db.internal",
+        "6543",
+        "yullu",
+        "app",
+        "s@cret",
+    )
     assert db["OPTIONS"] == {"sslmode": "require"}
     assert not (tmp_path / "pgdata").exists()
 
@@ -49,8 +54,7 @@ def test_embedded_server_never_loosens_a_private_home(tmp_path: Path) -> None:
         "conn = psycopg.connect(**c.conninfo()); print(conn.execute('select 1').fetchone()[0]); conn.close();"
         "pg.stop(h)"
     )
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
-                         timeout=180)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
     shutil.rmtree(root_base, ignore_errors=True)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "1"

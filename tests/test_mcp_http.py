@@ -17,8 +17,17 @@ from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TOOLS = {"store_memory", "retrieve_memories", "update_memory", "delete_memory", "list_memories",
-         "reconcile_memories", "record_messages", "dream_now", "get_usage"}
+TOOLS = {
+    "store_memory",
+    "retrieve_memories",
+    "update_memory",
+    "delete_memory",
+    "list_memories",
+    "reconcile_memories",
+    "record_messages",
+    "dream_now",
+    "get_usage",
+}
 
 
 def run(coro: Any) -> Any:
@@ -28,8 +37,11 @@ def run(coro: Any) -> Any:
 def test_the_nine_tools_are_listed_with_described_parameters(live_server_url: str, owner_token: str) -> None:
     async def go() -> list[types.Tool]:
         async with http_session(live_server_url, owner_token) as s:
-            assert "retrieve_memories" in (s.initialize_result.instructions or "") if hasattr(
-                s, "initialize_result") else True
+            assert (
+                "retrieve_memories" in (s.initialize_result.instructions or "")
+                if hasattr(s, "initialize_result")
+                else True
+            )
             return (await s.list_tools()).tools
 
     tools = {t.name: t for t in run(go())}
@@ -44,15 +56,21 @@ def test_the_nine_tools_are_listed_with_described_parameters(live_server_url: st
     assert tools["update_memory"].input_schema["required"] == ["id"]
 
 
-def test_store_retrieve_update_list_delete_round_trip(live_server_url: str, owner_token: str,
-                                                      stub_embedder: StubServer) -> None:
+def test_store_retrieve_update_list_delete_round_trip(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
     async def go() -> None:
         async with http_session(live_server_url, owner_token) as s:
-            err, stored = await call(s, "store_memory", content="vec:1,0,0 We deploy with make ship",
-                                     category="process", tags=["deploy"], project_id="acme/mcp")
+            err, stored = await call(
+                s,
+                "store_memory",
+                content="vec:1,0,0 We deploy with make ship",
+                category="process",
+                tags=["deploy"],
+                project_id="acme/mcp",
+            )
             assert not err and set(stored) == {"id", "uuid", "project_id"} and stored["project_id"] == "acme/mcp"
-            err, found = await call(s, "retrieve_memories", query="vec:1,0,0 how do we deploy?",
-                                    project_id="acme/mcp")
+            err, found = await call(s, "retrieve_memories", query="vec:1,0,0 how do we deploy?", project_id="acme/mcp")
             assert not err and found["project_id"] == "acme/mcp"
             hit = found["results"][0]
             assert hit["id"] == stored["id"] and hit["rank"] == 1 and 0.99 <= hit["similarity"] <= 1.0
@@ -68,13 +86,15 @@ def test_store_retrieve_update_list_delete_round_trip(live_server_url: str, owne
     run(go())
 
 
-def test_cwd_resolves_the_project_and_records_its_location(live_server_url: str, owner_token: str,
-                                                           stub_embedder: StubServer, tmp_path: Path) -> None:
+def test_cwd_resolves_the_project_and_records_its_location(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer, tmp_path: Path
+) -> None:
     from memories.models import ProjectLocation
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:acme/viacwd.git"],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:acme/viacwd.git"], check=True
+    )
 
     async def go() -> dict[str, Any]:
         async with http_session(live_server_url, owner_token) as s:
@@ -91,23 +111,38 @@ def test_cwd_resolves_the_project_and_records_its_location(live_server_url: str,
         ("update_memory", {"id": 987654, "content": "x"}, "memory 987654 not found"),
         ("delete_memory", {"id": 987654}, "memory 987654 not found"),
         ("record_messages", {"session_id": "s", "messages": []}, "messages must be a non-empty list"),
-        ("record_messages", {"session_id": "s", "messages": [{"role": "user", "content": "hi"},
-                                                             {"role": "user", "content": "a"},
-                                                             {"role": "bot", "content": "x"}]},
-         "messages[2].role must be 'user' or 'assistant'"),
-        ("record_messages", {"session_id": "s", "messages": [{"role": "user", "content": ""}]},
-         "messages[0].content must be a non-empty string"),
+        (
+            "record_messages",
+            {
+                "session_id": "s",
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "user", "content": "a"},
+                    {"role": "bot", "content": "x"},
+                ],
+            },
+            "messages[2].role must be 'user' or 'assistant'",
+        ),
+        (
+            "record_messages",
+            {"session_id": "s", "messages": [{"role": "user", "content": ""}]},
+            "messages[0].content must be a non-empty string",
+        ),
         ("record_messages", {"session_id": "s", "messages": ["hello"]}, "messages[0] must be an object"),
-        ("record_messages", {"session_id": "", "messages": [{"role": "user", "content": "x"}]},
-         "session_id must be a non-empty string"),
+        (
+            "record_messages",
+            {"session_id": "", "messages": [{"role": "user", "content": "x"}]},
+            "session_id must be a non-empty string",
+        ),
         ("store_memory", {"content": ""}, "content must not be empty"),
         ("store_memory", {"content": "x" * 9000}, "the limit is 8000"),
         ("retrieve_memories", {"query": "x", "limit": 0}, "limit"),
         ("retrieve_memories", {"query": "x", "limit": 500}, "limit"),
     ],
 )
-def test_bad_arguments_are_one_line_tool_errors(live_server_url: str, owner_token: str, stub_embedder: StubServer,
-                                                tool: str, args: dict[str, Any], message: str) -> None:
+def test_bad_arguments_are_one_line_tool_errors(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer, tool: str, args: dict[str, Any], message: str
+) -> None:
     async def go() -> tuple[bool, Any]:
         async with http_session(live_server_url, owner_token) as s:
             await call(s, "store_memory", content="seed fact", project_id="acme/err")
@@ -124,8 +159,13 @@ def test_record_messages_buffers_turns(live_server_url: str, owner_token: str) -
 
     async def go() -> tuple[bool, Any]:
         async with http_session(live_server_url, owner_token) as s:
-            return await call(s, "record_messages", session_id="sess-1", project_id="acme/dream", messages=[
-                {"role": "user", "content": "we use pnpm here"}, {"role": "assistant", "content": "noted"}])
+            return await call(
+                s,
+                "record_messages",
+                session_id="sess-1",
+                project_id="acme/dream",
+                messages=[{"role": "user", "content": "we use pnpm here"}, {"role": "assistant", "content": "noted"}],
+            )
 
     err, result = run(go())
     assert not err and result == {"session_id": "sess-1", "project_id": "acme/dream", "count": 2}
@@ -144,26 +184,40 @@ def test_get_usage_reports_buckets(live_server_url: str, owner_token: str, stub_
 
 
 def test_mcp_without_a_token_is_401(live_server_url: str) -> None:
-    response = httpx.post(f"{live_server_url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                          headers={"accept": "application/json, text/event-stream"})
+    response = httpx.post(
+        f"{live_server_url}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"accept": "application/json, text/event-stream"},
+    )
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
 @pytest.mark.parametrize("headers", [{"origin": "http://evil.example"}, {"host": "evil.example"}])
 def test_foreign_origin_or_host_is_refused(live_server_url: str, owner_token: str, headers: dict[str, str]) -> None:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-    response = httpx.post(f"{live_server_url}/mcp", json=body, headers={
-        "authorization": f"Bearer {owner_token}", "accept": "application/json, text/event-stream", **headers})
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    response = httpx.post(
+        f"{live_server_url}/mcp",
+        json=body,
+        headers={"authorization": f"Bearer {owner_token}", "accept": "application/json, text/event-stream", **headers},
+    )
     assert response.status_code in (403, 421)
 
 
-def test_get_mcp_without_a_session_returns_promptly_and_the_site_stays_up(live_server_url: str,
-                                                                          owner_token: str) -> None:
+def test_get_mcp_without_a_session_returns_promptly_and_the_site_stays_up(
+    live_server_url: str, owner_token: str
+) -> None:
     started = time.monotonic()
-    response = httpx.get(f"{live_server_url}/mcp", timeout=10, headers={
-        "authorization": f"Bearer {owner_token}", "accept": "text/event-stream"})
+    response = httpx.get(
+        f"{live_server_url}/mcp",
+        timeout=10,
+        headers={"authorization": f"Bearer {owner_token}", "accept": "text/event-stream"},
+    )
     assert time.monotonic() - started < 5
     assert response.status_code in (400, 404, 405, 406)
     for _ in range(5):

@@ -17,10 +17,16 @@ from tests.stubs import StubServer
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_round_trip_over_stdio(tmp_path: Path, stub_api: StubServer) -> None:
-    env = product_env(tmp_path / "home", YULLU_EMBED_PROVIDER="openai", YULLU_EMBED_MODEL="stub-embed",
-                      OPENAI_API_KEY="sk-test-not-real", OPENAI_BASE_URL=stub_api.url)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "yullu_site.cli", "stdio"], env=env,
-                                   cwd=str(REPO))
+    env = product_env(
+        tmp_path / "home",
+        YULLU_EMBED_PROVIDER="openai",
+        YULLU_EMBED_MODEL="stub-embed",
+        OPENAI_API_KEY="sk-test-not-real",
+        OPENAI_BASE_URL=stub_api.url,
+    )
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "yullu_site.cli", "stdio"], env=env, cwd=str(REPO)
+    )
 
     async def go() -> dict[str, Any]:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
@@ -29,8 +35,7 @@ def test_round_trip_over_stdio(tmp_path: Path, stub_api: StubServer) -> None:
             assert len(names) == 9
             err, stored = await call(s, "store_memory", content="vec:1,0,0 stdio works", project_id="acme/stdio")
             assert not err
-            err, found = await call(s, "retrieve_memories", query="vec:1,0,0 does stdio work",
-                                    project_id="acme/stdio")
+            err, found = await call(s, "retrieve_memories", query="vec:1,0,0 does stdio work", project_id="acme/stdio")
             assert not err and found["results"][0]["id"] == stored["id"]
             err, updated = await call(s, "update_memory", id=stored["id"], category="gotcha")
             assert not err and updated["category"] == "gotcha"

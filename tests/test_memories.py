@@ -118,8 +118,9 @@ def test_category_filter_is_an_or_and_excludes_uncategorised(stub_embedder: Stub
     services.create_memory(A, "vec:1,0,0 a", "gotcha")
     services.create_memory(A, "vec:1,0,0 b", "decision")
     services.create_memory(A, "vec:1,0,0 c")
-    found = queries.search(A.project_id, "vec:1,0,0 q", categories=["gotcha", "decision", "bogus"],
-                           min_similarity=0.0, log=False)
+    found = queries.search(
+        A.project_id, "vec:1,0,0 q", categories=["gotcha", "decision", "bogus"], min_similarity=0.0, log=False
+    )
     assert sorted(h["category"] for h in found.results) == ["decision", "gotcha"]
     everything = queries.search(A.project_id, "vec:1,0,0 q", categories=["bogus"], min_similarity=0.0, log=False)
     assert len(everything.results) == 3
@@ -167,7 +168,11 @@ def test_rating_keeps_six_to_ten_and_archives_one_to_five(stub_embedder: StubSer
     assert not Memory.objects.filter(pk=drop.id).exists()
     rejected = RejectedMemory.objects.get()
     assert (rejected.content, rejected.rating, rejected.rating_comment, rejected.tags) == (
-        "bad fact", 3, "too vague", ["x"])
+        "bad fact",
+        3,
+        "too vague",
+        ["x"],
+    )
 
 
 @pytest.mark.parametrize("rating", [0, 11, "high", True])
@@ -205,7 +210,6 @@ def test_switching_embedder_keeps_data_and_backfills(stub_embedder: StubServer, 
     found = queries.search(A.project_id, "where is the deploy key", log=False)
     assert len(found.results) == 1 and found.results[0]["similarity"] is None
     backfill_embeddings()
-    assert set(MemoryVector.objects.values_list("embedder", flat=True)) == {"openai:stub-embed",
-                                                                            "openai:stub-embed-2"}
+    assert set(MemoryVector.objects.values_list("embedder", flat=True)) == {"openai:stub-embed", "openai:stub-embed-2"}
     found = queries.search(A.project_id, "where is the deploy key", log=False, min_similarity=0.0)
     assert found.results[0]["similarity"] is not None

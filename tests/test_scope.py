@@ -56,8 +56,9 @@ def test_a_git_file_worktree_is_recognised(tmp_path: Path) -> None:
     repo = _git_repo(tmp_path / "main", "git@github.com:acme/wt.git")
     (repo / "f").write_text("x")
     subprocess.run(["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=a", "add", "f"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"], check=True
+    )
     subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
     assert (tmp_path / "wt" / ".git").is_file()
     assert resolve_path(tmp_path / "wt").project_id == "github.com/acme/wt"

@@ -7,7 +7,8 @@ lifespan is forwarded to it; our own start-up work runs first.
 from __future__ import annotations
 
 import os
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
 

@@ -11,9 +11,10 @@ import logging
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import platformdirs
 
@@ -234,7 +235,9 @@ def _apply_layer(cfg: Config, data: dict[str, Any], source: str, *, repo_layer: 
                 raise ConfigError(f"{source}: unknown key [{section}].{key}.")
             if repo_layer and spec.secret:
                 if value:
-                    log.warning("%s: ignoring [%s].%s: API keys are never read from a repository.", source, section, key)
+                    log.warning(
+                        "%s: ignoring [%s].%s: API keys are never read from a repository.", source, section, key
+                    )
                 continue
             cfg[section][key] = _validated(spec, value, f"{source}: [{section}].{key}")
 
@@ -318,9 +321,9 @@ def load_for_project(project_id: str, git_root: Path | None, base: Config | None
         _apply_layer(cfg, data, str(path), repo_layer=(name == "repo"))
         for s, keys in cfg.items():
             for k, v in keys.items():
-                if before[s][k] != v or (isinstance(data.get(s), dict) and k in data[s]):
-                    if not (name == "repo" and (s, k) in SECRET_KEYS):
-                        origin[f"{s}.{k}"] = name
+                changed = before[s][k] != v or (isinstance(data.get(s), dict) and k in data[s])
+                if changed and not (name == "repo" and (s, k) in SECRET_KEYS):
+                    origin[f"{s}.{k}"] = name
     _apply_env(cfg)
     return cfg, origin
 

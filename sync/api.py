@@ -1,0 +1,17 @@
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.api import ScopeIn, valid
+from memories.scope import resolve
+
+from .services import reconcile_scope
+
+
+class ReconcileView(APIView):
+    def post(self, request: Request) -> Response:
+        data = valid(ScopeIn, request.data)
+        if not data.get("project_id") and not data.get("cwd"):
+            raise serializers.ValidationError({"project_id": "give project_id or cwd."})
+        return Response(reconcile_scope(resolve(data.get("project_id"), data.get("cwd"))))

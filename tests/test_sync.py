@@ -1,0 +1,298 @@
+"""Team sync across "machines": A is this test process, B and C are `yullu reconcile` processes,
+each with its own database on the same server, all sharing one temporary git repository."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from django.conf import settings
+
+from memories import services
+from memories.models import Memory, MemoryVector
+from memories.scope import resolve
+from sync.eventlog import event_filename, read_events
+from sync.services import fold, reconcile_scope
+from tests.processes import REPO, product_env
+from tests.stubs import StubServer
+from yullu_site.errors import UserError
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ORIGIN = "git@github.com:acme/teamsync.git"
+PROJECT = "github.com/acme/teamsync"
+
+
+def server_conninfo(dbname: str) -> dict[str, Any]:
+    db = settings.DATABASES["default"]
+    info = {"user": db["USER"], "dbname": dbname, "host": db["HOST"], "password": db["PASSWORD"]}
+    if db["PORT"]:
+        info["port"] = db["PORT"]
+    return info
+
+
+def database_url(dbname: str) -> str:
+    db = settings.DATABASES["default"]
+    if db["HOST"].startswith("/"):
+        return f"postgresql://{db['USER']}@/{dbname}?host={db['HOST']}"
+    return f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}/{dbname}"
+
+
+@pytest.fixture(scope="session")
+def machine_dbs(django_db_setup: Any, django_db_blocker: Any) -> Iterator[dict[str, str]]:
+    """Two extra migrated databases, standing for teammates B and C."""
+    names = {"B": "yullu_machine_b", "C": "yullu_machine_c"}
+    with django_db_blocker.unblock(), psycopg.connect(**server_conninfo("postgres"), autocommit=True) as conn:
+        for name in names.values():
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+    for name in names.values():
+        env = {**product_env(Path(settings.YULLU_HOME) / f"home-{name}"), "DATABASE_URL": database_url(name)}
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=REPO, check=True)
+    yield {k: database_url(v) for k, v in names.items()}
+    with django_db_blocker.unblock(), psycopg.connect(**server_conninfo("postgres"), autocommit=True) as conn:
+        for name in names.values():
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "teamsync"
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    subprocess.run(["git", "-C", str(path), "remote", "add", "origin", ORIGIN], check=True)
+    return path
+
+
+class Machine:
+    def __init__(self, name: str, url: str, stub: StubServer, model: str, home: Path) -> None:
+        self.name, self.url, self.stub, self.model, self.home = name, url, stub, model, home
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("TRUNCATE memories_memory, memories_meta, memories_projectlocation CASCADE")
+
+    def reconcile(self, repo: Path, **env: str) -> dict[str, Any]:
+        environ = {
+            **product_env(self.home),
+            "DATABASE_URL": self.url,
+            "YULLU_EMBED_PROVIDER": "openai",
+            "YULLU_EMBED_MODEL": self.model,
+            "OPENAI_API_KEY": "sk-test-not-real",
+            "OPENAI_BASE_URL": self.stub.url,
+            **env,
+        }
+        out = subprocess.run(
+            [sys.executable, "-m", "yullu_site.cli", "reconcile", "--cwd", str(repo)],
+            env=environ,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout)
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.url) as conn:
+            return conn.execute(
+                "SELECT m.uuid::text, m.content, m.tags, m.category, "
+                "array(SELECT v.embedder FROM memories_memoryvector v WHERE v.memory_id = m.id ORDER BY 1) "
+                "FROM memories_memory m ORDER BY m.id"
+            ).fetchall()
+
+    def vector(self, memory_uuid: str) -> list[float]:
+        with psycopg.connect(self.url) as conn:
+            row = conn.execute(
+                "SELECT v.vector::text FROM memories_memoryvector v JOIN memories_memory m "
+                "ON m.id = v.memory_id WHERE m.uuid = %s",
+                [memory_uuid],
+            ).fetchone()
+        return json.loads(row[0])
+
+
+@pytest.fixture
+def machines(machine_dbs: dict[str, str], stub_embedder: StubServer, tmp_path: Path) -> dict[str, Machine]:
+    return {
+        "B": Machine("B", machine_dbs["B"], stub_embedder, "stub-embed", tmp_path / "home-b"),
+        "C": Machine("C", machine_dbs["C"], stub_embedder, "stub-embed-c", tmp_path / "home-c"),
+    }
+
+
+def test_the_two_machine_scenario(repo: Path, machines: dict[str, Machine], stub_embedder: StubServer) -> None:
+    b = machines["B"]
+    scope = resolve(None, str(repo))
+    assert scope.project_id == PROJECT
+    m = services.create_memory(scope, "vec:1,0,0 Releases are cut from main", "process", ["release"])
+    calls = stub_embedder.embed_calls()
+    r = b.reconcile(repo)
+    assert (r["created"], r["embeddings_reused"], r["embeddings_computed"]) == (1, 1, 0)
+    assert stub_embedder.embed_calls() == calls  # zero embed calls on B
+    assert b.rows() == [(str(m.uuid), m.content, ["release"], "process", ["openai:stub-embed"])]
+    again = b.reconcile(repo)
+    assert {
+        k: again[k]
+        for k in (
+            "created",
+            "updated",
+            "deleted",
+            "embeddings_reused",
+            "embeddings_computed",
+            "local_only_logged",
+            "events_scanned",
+        )
+    } == dict.fromkeys(
+        (
+            "created",
+            "updated",
+            "deleted",
+            "embeddings_reused",
+            "embeddings_computed",
+            "local_only_logged",
+            "events_scanned",
+        ),
+        0,
+    )
+    services.update_memory(m.id, content="vec:0,1,0 Releases are cut from release branches")
+    r = b.reconcile(repo)
+    assert (r["updated"], r["embeddings_reused"]) == (1, 1)
+    assert b.rows()[0][1] == "vec:0,1,0 Releases are cut from release branches"
+    assert b.vector(str(m.uuid))[:2] == pytest.approx([0.0, 1.0], abs=1e-5)
+    services.delete_memory(m.id)
+    assert b.reconcile(repo)["deleted"] == 1
+    assert b.rows() == []
+
+
+def test_a_different_embedder_computes_and_publishes_its_vector(
+    repo: Path, machines: dict[str, Machine], stub_embedder: StubServer
+) -> None:
+    c = machines["C"]
+    m = services.create_memory(resolve(None, str(repo)), "Use the staging DB for load tests", "gotcha")
+    calls = stub_embedder.embed_calls()
+    r = c.reconcile(repo)
+    assert (r["created"], r["embeddings_computed"], r["embeddings_reused"]) == (1, 1, 0)
+    assert stub_embedder.embed_calls() == calls + 1
+    events = read_events(repo / ".yullu" / "logs").events
+    revise = [e for _, e in events if e["type"] == "revise"]
+    assert len(revise) == 1 and set(revise[0]) == {"id", "type", "memory_id", "ts", "vectors"}
+    assert list(revise[0]["vectors"]) == ["openai:stub-embed-c"]
+    before = MemoryVector.objects.count()
+    r = reconcile_scope(resolve(None, str(repo)))
+    assert (r["created"], r["updated"], r["embeddings_reused"], r["embeddings_computed"]) == (0, 0, 0, 0)
+    assert Memory.objects.filter(pk=m.pk).exists() and MemoryVector.objects.count() == before
+
+
+def test_local_only_rows_are_published_and_picked_up(
+    repo: Path, machines: dict[str, Machine], stub_embedder: StubServer
+) -> None:
+    b = machines["B"]
+    with psycopg.connect(b.url) as conn:  # B had a memory before it knew the repo: no event for it
+        conn.execute(
+            "INSERT INTO memories_memory (uuid, project_id, content, tags, category, created_at, updated_at, "
+            "rating_comment) VALUES (gen_random_uuid(), %s, 'vec:0,0,1 B knows this', '{}', 'domain', now(), "
+            "now(), '')",
+            [PROJECT],
+        )
+    r = b.reconcile(repo)
+    assert r["local_only_logged"] == 1
+    r = reconcile_scope(resolve(None, str(repo)))
+    assert r["created"] == 1
+    assert Memory.objects.get().content == "vec:0,0,1 B knows this"
+
+
+def _write(repo: Path, name: str, event: dict[str, Any] | str) -> None:
+    folder = repo / ".yullu" / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(event if isinstance(event, str) else json.dumps(event))
+
+
+U1 = "11111111-1111-4111-8111-111111111111"
+
+
+def _ev(n: int, kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
+    """An event named as a writer would name it now (so it sorts after everything written before)."""
+    event_id = f"00000000-0000-4000-8000-{n:012d}"
+    return event_filename(event_id), {
+        "id": f"00000000-0000-4000-8000-{n:012d}",
+        "type": kind,
+        "memory_id": U1,
+        "ts": "2026-06-01T00:00:00Z",
+        **fields,
+    }
+
+
+def test_log_edge_cases_apply_safely(repo: Path, stub_embedder: StubServer) -> None:
+    scope = resolve(None, str(repo))
+    _write(repo, *_ev(1, "revise", tags=["orphan"]))  # tags-only revise for a missing memory: skipped
+    bad_name = event_filename("deadbeef-0000-4000-8000-000000000000")
+    _write(repo, bad_name, "{ not json")
+    _write(repo, ".20260601T000003.tmp", "partial")
+    _write(repo, "README.txt", "not an event")
+    r = reconcile_scope(scope)
+    assert r["created"] == 0 and Memory.objects.count() == 0
+    assert [p["file"] for p in r["parse_errors"]] == [bad_name]
+    _write(repo, *_ev(4, "remember", content="wrong-dim vector", tags=[], vectors={"openai:stub-embed": [0.1] * 3}))
+    MemoryVector.objects.all().delete()
+    services.create_memory(resolve("other/p", None), "seed so our dimension is known")
+    calls = stub_embedder.embed_calls()
+    r = reconcile_scope(scope)
+    assert (r["created"], r["embeddings_reused"], r["embeddings_computed"]) == (1, 0, 1)
+    assert stub_embedder.embed_calls() == calls + 1
+    assert MemoryVector.objects.get(memory__uuid=U1).dim == 8
+    _write(repo, *_ev(5, "forget"))
+    assert reconcile_scope(scope)["deleted"] == 1
+    last = _ev(6, "remember", content="back again", tags=["x"])
+    _write(repo, *last)
+    r = reconcile_scope(scope)
+    assert r["created"] == 1 and Memory.objects.get(uuid=U1).content == "back again"
+    assert r["watermark"] == last[0]
+    again = reconcile_scope(scope)  # scans only our own vector-only revise, which changes nothing
+    assert (again["created"], again["updated"], again["deleted"], again["embeddings_computed"]) == (0, 0, 0, 0)
+    assert reconcile_scope(scope)["events_scanned"] == 0
+
+
+def test_reuse_off_forces_a_local_embed(repo: Path, stub_embedder: StubServer, tmp_path: Path) -> None:
+    (repo / ".yullu").mkdir()
+    (repo / ".yullu" / "config.toml").write_text("[sync]\nreuse_embeddings = false\n")
+    services.create_memory(resolve("other/p", None), "seed")
+    _write(repo, *_ev(1, "remember", content="hello", tags=[], vectors={"openai:stub-embed": [1.0] + [0.0] * 7}))
+    r = reconcile_scope(resolve(None, str(repo)))
+    assert (r["embeddings_reused"], r["embeddings_computed"]) == (0, 1)
+
+
+def test_fold_resurrects_and_merges_vectors() -> None:
+    events = [
+        _ev(1, "remember", content="a", tags=["t"], vectors={"x:1": [1.0]}),
+        _ev(2, "revise", vectors={"y:2": [2.0]}),
+        _ev(3, "forget"),
+        _ev(4, "revise", tags=[]),
+    ]
+    target = fold([(n, e) for n, e in events])[U1]  # type: ignore[misc]
+    assert not target.deleted and target.tags == [] and target.content == "a"
+    assert set(target.vectors) == {"x:1", "y:2"}
+
+
+def test_events_are_pretty_atomic_files_with_sortable_names(repo: Path, stub_embedder: StubServer) -> None:
+    scope = resolve(None, str(repo))
+    for i in range(3):
+        services.create_memory(scope, f"fact {i}", "decision")
+    folder = repo / ".yullu" / "logs"
+    names = sorted(p.name for p in folder.iterdir())
+    assert len(names) == 3 and all(n.endswith(".json") and "T" in n for n in names)
+    text = (folder / names[0]).read_text()
+    assert text.startswith("{\n  ") and json.loads(text)["category"] == "decision"
+    assert [json.loads((folder / n).read_text())["content"] for n in names] == ["fact 0", "fact 1", "fact 2"]
+
+
+def test_secrets_never_reach_the_log_or_the_database(repo: Path, stub_embedder: StubServer) -> None:
+    scope = resolve(None, str(repo))
+    with pytest.raises(UserError, match="AWS access key"):
+        services.create_memory(scope, "deploy with AKIAIOSFODNN7EXAMPLE as the key")
+    m = services.create_memory(scope, "fine fact")
+    with pytest.raises(UserError, match="private key"):
+        services.update_memory(m.id, content="-----BEGIN RSA PRIVATE KEY-----\nabc")
+    assert Memory.objects.get().content == "fine fact"
+    assert len(list((repo / ".yullu" / "logs").iterdir())) == 1
