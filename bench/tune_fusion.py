@@ -56,17 +56,18 @@ def main() -> None:
             qs = questions(conv, set(ids.values()))
             vecs = embedder.embed([q["question"] for q in qs], kind="query")
             projects.append((project, ids, qs, vecs, Memory.objects.filter(project_id=project).in_bulk()))
-        for k1, b in [(1.2, 0.75), (1.2, 0.5), (1.2, 0.3), (0.9, 0.5), (1.6, 0.5)]:
+        for k1, b in [(1.2, 0.3), (1.2, 0.75)]:
             bm25.K1, bm25.B = k1, b
             cached = collect(projects, embedder)
-            for w_kw, w_rec in itertools.product([0.4, 0.5, 0.6, 0.8], [0.0, 0.05, 0.1]):
-                m = evaluate(cached, method="score", w_keyword=w_kw, w_recency=w_rec)
-                results.append((m["recall@10"], m["recall@5"], k1, b, w_kw, w_rec, m["mrr"]))
-            print("done", k1, b, max(r for r in results if r[2] == k1 and r[3] == b), flush=True)
+            grid = itertools.product(["score", "rrf"], [0.3, 0.4, 0.5, 0.6, 0.8, 1.0], [0.0, 0.05, 0.1])
+            for method, w_kw, w_rec in grid:
+                m = evaluate(cached, method=method, w_keyword=w_kw, w_recency=w_rec)
+                results.append((m["recall@10"], m["recall@5"], method, k1, b, w_kw, w_rec, m["mrr"]))
+            print("done", k1, b, max(r for r in results if r[3] == k1 and r[4] == b), flush=True)
     finally:
         Memory.objects.filter(project_id__startswith=prefix + "/").delete()
         MemoryEvent.objects.filter(project_id__startswith=prefix + "/").delete()
-    print("r@10 r@5 k1 b w_kw w_rec mrr")
+    print("r@10 r@5 method k1 b w_kw w_rec mrr")
     for row in sorted(results, reverse=True)[:12]:
         print(row)
 

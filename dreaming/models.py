@@ -36,3 +36,23 @@ class DreamPass(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["project_id", "-started_at"], name="dream_project_time")]
+
+
+class DreamPrompt(models.Model):
+    """The extraction prompt, editable in the admin. No row = the built-in default."""
+
+    text = models.TextField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class DreamSchedule(models.Model):
+    """Per-project dreaming schedule; blank values fall back to [dreaming] in config.toml."""
+
+    project_id = models.CharField(max_length=500, unique=True)
+    enabled = models.BooleanField(default=True)
+    interval_seconds = models.PositiveIntegerField(null=True, blank=True)
+    on_idle_seconds = models.PositiveIntegerField(null=True, blank=True)
+    last_pass_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.project_id

@@ -1,24 +1,67 @@
-"""The dream buffer (record_messages) and dream passes."""
+"""The dream buffer (record_messages) and dream passes (SPEC §6).
+
+Locks: a Postgres advisory lock per project makes a pass single-flight across
+processes; a second pass returns {"skipped": true} at once. The reasoner is called
+outside any transaction; ops are applied through memories.services (so they are
+validated, secret-scanned and synced); processed messages are deleted only after
+their session's ops were applied, and kept when the reasoner fails or its answer
+cannot be parsed.
+"""
 
 from __future__ import annotations
 
+import logging
+from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
+import numpy as np
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Max
+from django.utils import timezone
 
+from memories import services as memory_services
+from memories.backfill import advisory_lock
+from memories.embedders import embeds, get_embedder
+from memories.models import Memory, MemoryVector, RejectedMemory
+from memories.scope import Scope, known_root, resolve
 from sync.secrets import redact
+from yullu_site.config import load_for_project, parse_duration
 from yullu_site.errors import UserError
 
-from .models import SessionMessage
+from .models import DreamPass, DreamSchedule, SessionMessage
+from .parse import ParseError, parse_operations
+from .prompt import build_user_prompt, current_prompt
+from .reasoners import Reasoner, configured_reasoner
 
+log = logging.getLogger(__name__)
+LOCK_KEY = 0x59_75_6C_03
+MAX_MESSAGES_PER_SESSION = 500
 MAX_MESSAGES_PER_CALL = 200
 MAX_MESSAGE_CHARS = 100_000
+# Cosine similarity above which a "create" is treated as the same fact as an existing memory
+# (measured: docs/benchmarks.md, near-duplicate guard).
+DUPLICATE_SIMILARITY = 0.92
 
 
 class RecordResult(TypedDict):
     session_id: str
     project_id: str
     count: int
+
+
+class DreamResult(TypedDict, total=False):
+    project_id: str
+    sessions_processed: int
+    messages_processed: int
+    ops_created: int
+    ops_updated: int
+    ops_deleted: int
+    ops_skipped: int
+    sessions: list[dict[str, Any]]
+    errors: list[str]
+    skipped: bool
+    pass_id: int
 
 
 def validate_messages(messages: Any) -> list[tuple[str, str]]:
@@ -56,5 +99,263 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
     return {"session_id": session_id.strip(), "project_id": project_id, "count": len(valid)}
 
 
-def dream_cli(cwd: str, project_id: str | None) -> dict[str, Any]:
-    raise UserError("dreaming is not available yet in this build.")
+# --- the pass ---------------------------------------------------------------------------
+
+
+def _context(project_id: str, limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    memories = [
+        {"uuid": str(m.uuid), "content": m.content, "category": m.category, "tags": list(m.tags)}
+        for m in Memory.objects.filter(project_id=project_id).order_by("-updated_at")[:limit]
+    ]
+    rejected = [
+        {"content": r.content, "rating": r.rating, "comment": r.rating_comment}
+        for r in RejectedMemory.objects.filter(project_id=project_id).order_by("-rejected_at")[:5]
+    ]
+    return memories, rejected
+
+
+def _sessions(project_id: str, min_messages: int, session_id: str | None) -> list[str]:
+    qs = SessionMessage.objects.filter(project_id=project_id)
+    if session_id:
+        qs = qs.filter(session_id=session_id)
+    rows = qs.values("session_id").annotate(n=Count("id"), first=Max("id")).order_by("first")
+    return [r["session_id"] for r in rows if r["n"] >= min_messages]
+
+
+def _progress(dream: DreamPass, **fields: Any) -> None:
+    for key, value in fields.items():
+        setattr(dream, key, value)
+    DreamPass.objects.filter(pk=dream.pk).update(**fields)
+
+
+def run_dream_pass(
+    project_id: str,
+    *,
+    reasoner: Reasoner | None,
+    manual: bool = True,
+    session_id: str | None = None,
+    trigger: str = "manual",
+) -> DreamResult:
+    result: DreamResult = {
+        "project_id": project_id,
+        "sessions_processed": 0,
+        "messages_processed": 0,
+        "ops_created": 0,
+        "ops_updated": 0,
+        "ops_deleted": 0,
+        "ops_skipped": 0,
+        "sessions": [],
+        "errors": [],
+    }
+    with advisory_lock(LOCK_KEY, project_id) as got:
+        if not got:
+            return {**result, "skipped": True}
+        cfg, _ = load_for_project(project_id, known_root(project_id), settings.YULLU)
+        dream = DreamPass.objects.create(
+            project_id=project_id, trigger=trigger, reasoner=reasoner.name if reasoner else "", phase="loading"
+        )
+        result["pass_id"] = dream.pk
+        try:
+            _run(project_id, dream, reasoner, cfg["dreaming"], manual, session_id, result)
+        finally:
+            _progress(
+                dream,
+                phase="done",
+                finished_at=timezone.now(),
+                errors=result["errors"][:50],
+                sessions_processed=result["sessions_processed"],
+                messages_processed=result["messages_processed"],
+                ops_created=result["ops_created"],
+                ops_updated=result["ops_updated"],
+                ops_deleted=result["ops_deleted"],
+                ops_skipped=result["ops_skipped"],
+            )
+            DreamSchedule.objects.update_or_create(project_id=project_id, defaults={"last_pass_at": timezone.now()})
+    return result
+
+
+def _run(
+    project_id: str,
+    dream: DreamPass,
+    reasoner: Reasoner | None,
+    cfg: dict[str, Any],
+    manual: bool,
+    session_id: str | None,
+    result: DreamResult,
+) -> None:
+    sessions = _sessions(project_id, 1 if manual else cfg["min_messages"], session_id)
+    _progress(dream, sessions_total=len(sessions), phase="reasoning")
+    if sessions and reasoner is None:
+        result["errors"].append(
+            "no reasoner configured: set [reasoning].provider to 'openai' or 'anthropic' (with a key) for "
+            "background dreaming, or call dream_now from an MCP client that supports sampling."
+        )
+        return
+    system = current_prompt()
+    for n, sid in enumerate(sessions, start=1):
+        _progress(dream, phase=f"session {n} of {len(sessions)}")
+        outcome = _dream_session(project_id, sid, reasoner, system, cfg, result)  # type: ignore[arg-type]
+        result["sessions"].append(outcome)
+        if outcome.get("error"):
+            result["errors"].append(f"session {sid}: {outcome['error']}")
+        _progress(
+            dream,
+            sessions_processed=result["sessions_processed"],
+            errors=result["errors"][:50],
+            ops_created=result["ops_created"],
+            ops_updated=result["ops_updated"],
+            ops_deleted=result["ops_deleted"],
+            ops_skipped=result["ops_skipped"],
+            messages_processed=result["messages_processed"],
+        )
+
+
+def _dream_session(
+    project_id: str, session_id: str, reasoner: Reasoner, system: str, cfg: dict[str, Any], result: DreamResult
+) -> dict[str, Any]:
+    rows = list(
+        SessionMessage.objects.filter(project_id=project_id, session_id=session_id)
+        .order_by("id")
+        .values_list("id", "role", "content")[:MAX_MESSAGES_PER_SESSION]
+    )
+    memories, rejected = _context(project_id, cfg["context_memories"])
+    # Messages were redacted when stored; redact again in case the prompt was edited to echo more.
+    prompt = build_user_prompt([(r, redact(c)) for _, r, c in rows], memories, rejected)
+    outcome: dict[str, Any] = {"session_id": session_id, "messages": len(rows)}
+    try:
+        ops = parse_operations(reasoner.complete(system, prompt))
+    except (ParseError, UserError) as exc:
+        outcome["error"] = str(exc)
+        return outcome  # messages are kept for the next pass
+    counts = apply_operations(Scope(project_id, known_root(project_id)), ops)
+    for key, value in counts.items():
+        result[f"ops_{key}"] += value  # type: ignore[literal-required]
+    outcome.update(counts)
+    SessionMessage.objects.filter(pk__in=[r[0] for r in rows]).delete()
+    result["sessions_processed"] += 1
+    result["messages_processed"] += len(rows)
+    return outcome
+
+
+def apply_operations(scope: Scope, ops: list[dict[str, Any]]) -> dict[str, int]:
+    counts = {"created": 0, "updated": 0, "deleted": 0, "skipped": 0}
+    for op in ops:
+        try:
+            kind = _apply_op(scope, op)
+        except UserError as exc:
+            log.info("dream op skipped: %s", exc)
+            kind = "skipped"
+        counts[kind] += 1
+    return counts
+
+
+def _by_uuid(scope: Scope, value: Any) -> Memory:
+    memory = Memory.objects.filter(project_id=scope.project_id, uuid=_uuid(value)).first()
+    if memory is None:
+        raise UserError(f"no memory {value} in this project")
+    return memory
+
+
+def _uuid(value: Any) -> str:
+    import uuid
+
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise UserError(f"{value!r} is not a memory uuid") from None
+
+
+def _apply_op(scope: Scope, op: dict[str, Any]) -> str:
+    kind = op.get("op")
+    if kind == "create":
+        duplicate = near_duplicate(scope.project_id, op.get("content"))
+        if duplicate is not None:
+            if duplicate.content.strip() == str(op.get("content", "")).strip():
+                return "skipped"
+            memory_services.update_memory(
+                duplicate.id, content=op.get("content"), category=op.get("category"), source="dream"
+            )
+            return "updated"
+        memory_services.create_memory(scope, op.get("content"), op.get("category"), op.get("tags"), source="dream")
+        return "created"
+    if kind == "update":
+        memory = _by_uuid(scope, op.get("uuid"))
+        memory_services.update_memory(
+            memory.id, content=op.get("content"), tags=op.get("tags"), category=op.get("category"), source="dream"
+        )
+        return "updated"
+    if kind == "delete":
+        memory_services.delete_memory(_by_uuid(scope, op.get("uuid")).id, source="dream")
+        return "deleted"
+    raise UserError(f"unknown op {kind!r}")
+
+
+def near_duplicate(project_id: str, content: Any) -> Memory | None:
+    """The existing memory whose vector is nearly identical to `content`'s, if any."""
+    if not isinstance(content, str) or not content.strip():
+        return None
+    exact = Memory.objects.filter(project_id=project_id, content=content.strip()).first()
+    if exact is not None:
+        return exact
+    embedder = get_embedder()
+    if not embeds(embedder) or not MemoryVector.objects.filter(project_id=project_id, embedder=embedder.id).exists():
+        return None
+    from memories.queries import _dense
+
+    vector = np.asarray(embedder.embed([content.strip()], kind="document")[0])
+    best = _dense(project_id, embedder.id, vector, [], 1)
+    for memory_id, similarity in best.items():
+        if similarity >= DUPLICATE_SIMILARITY:
+            return Memory.objects.filter(pk=memory_id).first()
+    return None
+
+
+# --- scheduling -------------------------------------------------------------------------
+
+
+def should_dream(
+    now: datetime,
+    last_pass_at: datetime | None,
+    last_message_at: datetime | None,
+    interval_s: int,
+    idle_s: int,
+    has_messages: bool,
+) -> bool:
+    """The scheduling rule. First pass fires at once; then every interval; and, when idle_s > 0,
+    after idle_s seconds without a new message. Both off (0) never fires."""
+    if not has_messages:
+        return False
+    if interval_s > 0 and (last_pass_at is None or now - last_pass_at >= timedelta(seconds=interval_s)):
+        return True
+    if idle_s > 0 and last_message_at is not None and now - last_message_at >= timedelta(seconds=idle_s):
+        return last_pass_at is None or last_pass_at < last_message_at
+    return False
+
+
+def due_projects(now: datetime | None = None) -> list[str]:
+    now = now or timezone.now()
+    due = []
+    buffered = SessionMessage.objects.values("project_id").annotate(last=Max("created_at"))
+    schedules = {s.project_id: s for s in DreamSchedule.objects.all()}
+    for row in buffered:
+        pid = row["project_id"]
+        cfg, _ = load_for_project(pid, known_root(pid), settings.YULLU)
+        sched = schedules.get(pid)
+        if not cfg["dreaming"]["enabled"] or (sched is not None and not sched.enabled):
+            continue
+        interval = (
+            sched.interval_seconds
+            if sched and sched.interval_seconds is not None
+            else parse_duration(cfg["dreaming"]["interval"])
+        )
+        idle = (
+            sched.on_idle_seconds if sched and sched.on_idle_seconds is not None else cfg["dreaming"]["on_idle_seconds"]
+        )
+        if should_dream(now, sched.last_pass_at if sched else None, row["last"], interval, idle, True):
+            due.append(pid)
+    return due
+
+
+def dream_cli(cwd: str, project_id: str | None) -> DreamResult:
+    scope = resolve(project_id, cwd)
+    return run_dream_pass(scope.project_id, reasoner=configured_reasoner(), manual=True)

@@ -1,6 +1,20 @@
+"""Scheduled dreaming. Idempotent: a pass that finds nothing to do changes nothing."""
+
+import logging
+
 from celery import shared_task
+
+from .reasoners import configured_reasoner
+from .services import due_projects, run_dream_pass
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(ignore_result=True)
 def dream_due() -> None:
-    """Run dream passes for projects that are due (filled in by the dreaming issue)."""
+    """Run a pass for every project whose interval or idle trigger has fired."""
+    for project_id in due_projects():
+        try:
+            run_dream_pass(project_id, reasoner=configured_reasoner(), manual=False, trigger="scheduled")
+        except Exception:
+            log.exception("scheduled dream pass failed for %s", project_id)

@@ -4,7 +4,7 @@ Postgres' ts_rank has no inverse document frequency, so a question's common word
 (a speaker's name, "when", "did") swamp its rare, telling ones. Here the query is
 turned into lexemes with the same `english` configuration as the stored
 `search` column, document frequencies come from the GIN index, and each matching
-row is scored with BM25 (k1 1.2, b 0.75). Per-project statistics are cached for a
+row is scored with BM25 (k1 1.2, b 0.3). Per-project statistics are cached for a
 short while: slightly stale counts do not change a ranking in any way that matters.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from django.db import connection
 
 K1 = 1.2
-B = 0.75
+B = 0.3  # short memories: weak length normalisation measured best (docs/benchmarks.md)
 STATS_TTL = 60.0
 # Lexemes in more than this share of a project's rows carry almost no information;
 # leaving them out of the match keeps the candidate set (and the latency) small.

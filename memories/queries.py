@@ -73,9 +73,14 @@ TRIVIAL = {
 
 # Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, bench/tune_fusion.py).
 FUSION = "score"
-W_KEYWORD = 1.0
+W_KEYWORD = 0.5
 W_RECENCY = 0.05
 RRF_K = 20
+# The floor is on cosine similarity, but strong keyword evidence (BM25 ≥ ~two rare-term matches)
+# lowers it by FLOOR_RELIEF: an on-topic question with exact names/terms but modest cosine still
+# gets an answer, while an off-topic one (no rare-term match) still returns nothing.
+KEYWORD_EVIDENCE = 7.0
+FLOOR_RELIEF = 0.2
 CANDIDATES = 60
 
 
@@ -255,13 +260,19 @@ def _apply_floor(
     limit: int,
     embedded: bool,
 ) -> None:
-    """Keep hits whose cosine clears the floor. A memory with no vector yet (backfill pending, or
-    keyword-only mode) can only arrive through a keyword match, and is kept on that evidence."""
+    """Keep hits whose cosine clears the floor (lowered by FLOOR_RELIEF with strong keyword evidence).
+    A memory with no vector yet (backfill pending, or keyword-only mode) can only arrive through a
+    keyword match, and is kept on that evidence."""
     for c in ordered:
         if len(result.results) >= limit:
             break
         memory = memories[c.memory_id]
-        passes = c.similarity is None or not embedded or c.similarity >= floor
+        passes = (
+            c.similarity is None
+            or not embedded
+            or c.similarity >= floor
+            or (c.keyword_score >= KEYWORD_EVIDENCE and c.similarity >= floor - FLOOR_RELIEF)
+        )
         if passes:
             result.results.append(hit_dict(memory, c.similarity, len(result.results) + 1))
         elif len(result.considered) < limit:

@@ -112,7 +112,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "on_idle_seconds": Key(int, 0, _between(0, 10**7)),
     },
     "retrieval": {
-        "min_similarity": Key(float, 0.35, _between(0.0, 1.0)),
+        "min_similarity": Key(float, 0.45, _between(0.0, 1.0)),
         "max_content_chars": Key(int, 8000, _between(100, 100000)),
     },
     "server": {
@@ -187,8 +187,9 @@ on_idle_seconds = 0               # 0 = off
 
 [retrieval]
 # Cosine-similarity floor: weaker matches are dropped so an unrelated query
-# returns nothing. Chosen from the LoCoMo benchmark (docs/benchmarks.md).
-min_similarity = 0.35
+# returns nothing (strong keyword matches get 0.2 of slack). 0 disables it.
+# Chosen from the LoCoMo benchmark (docs/benchmarks.md).
+min_similarity = 0.45
 max_content_chars = 8000
 
 [server]

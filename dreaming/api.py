@@ -1,0 +1,69 @@
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories.api import ScopeIn, valid
+from memories.scope import resolve
+
+from .models import DreamPass
+from .reasoners import configured_reasoner
+from .services import record_messages, run_dream_pass
+
+
+class MessagesIn(ScopeIn):
+    session_id = serializers.CharField(max_length=200)
+    messages = serializers.ListField(child=serializers.JSONField())
+
+
+class DreamIn(ScopeIn):
+    session_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+def pass_dict(p: DreamPass) -> dict:
+    return {
+        "id": p.pk,
+        "project_id": p.project_id,
+        "trigger": p.trigger,
+        "reasoner": p.reasoner,
+        "phase": p.phase,
+        "started_at": p.started_at.isoformat(),
+        "finished_at": p.finished_at.isoformat() if p.finished_at else None,
+        "sessions_total": p.sessions_total,
+        "sessions_processed": p.sessions_processed,
+        "messages_processed": p.messages_processed,
+        "ops_created": p.ops_created,
+        "ops_updated": p.ops_updated,
+        "ops_deleted": p.ops_deleted,
+        "ops_skipped": p.ops_skipped,
+        "errors": p.errors,
+        "last_error": p.errors[-1] if p.errors else None,
+    }
+
+
+class MessagesView(APIView):
+    def post(self, request: Request) -> Response:
+        data = valid(MessagesIn, request.data)
+        scope = resolve(data.get("project_id"), data.get("cwd"))
+        return Response(record_messages(scope.project_id, data["session_id"], data["messages"]), status=201)
+
+
+class DreamView(APIView):
+    def post(self, request: Request) -> Response:
+        data = valid(DreamIn, request.data)
+        scope = resolve(data.get("project_id"), data.get("cwd"))
+        return Response(
+            run_dream_pass(
+                scope.project_id, reasoner=configured_reasoner(), manual=True, session_id=data.get("session_id") or None
+            )
+        )
+
+
+class DreamPassesView(APIView):
+    """Pass history with live progress (phase, session n of total, counters, last error)."""
+
+    def get(self, request: Request) -> Response:
+        qs = DreamPass.objects.order_by("-started_at")
+        if project_id := request.query_params.get("project_id"):
+            qs = qs.filter(project_id=project_id)
+        return Response({"passes": [pass_dict(p) for p in qs[:50]]})

@@ -1,0 +1,69 @@
+"""The extraction prompt: ours, editable in the admin, resettable to this default."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .models import DreamPrompt
+
+DEFAULT_PROMPT = """\
+You maintain the long-term memory of one software project. Read the conversation
+between a developer and an AI coding assistant and decide which durable facts about
+the codebase are worth remembering for future sessions.
+
+Keep a fact only if it is:
+- about this codebase or how the team works on it (never about a person);
+- durable and forward-looking: still true and useful next month;
+- specific: a command, a path, a decision and its reason, a pitfall and how to avoid it,
+  what a term means, a UI or code style rule.
+
+Skip: incidents and one-off debugging, task status, ephemeral state, plans that were not
+decided, generic programming advice, secrets or credentials, anything about people.
+
+Each fact gets exactly one category:
+- process: how to do things (commands, layout, conventions)
+- decision: why X was chosen over Y
+- gotcha: what bites, and how to avoid it
+- domain: what terms mean, invariants of the business
+- style: UI patterns, tone, code style
+
+Prefer updating an existing memory (give its uuid) to creating a near-duplicate. Delete
+an existing memory only when the conversation shows it is wrong or obsolete. Write each
+memory as one self-contained sentence or two, understandable without the conversation.
+Do not repeat the rejected examples or anything like them.
+
+Answer with one JSON object and nothing else:
+{"operations": [{"op": "create|update|delete", "uuid": "<existing uuid for update/delete>",
+ "content": "...", "category": "process|decision|gotcha|domain|style", "tags": ["..."],
+ "reasoning": "why this is durable"}]}
+Return {"operations": []} when nothing is worth keeping.
+"""
+
+
+def current_prompt() -> str:
+    row = DreamPrompt.objects.order_by("-id").first()
+    return row.text if row and row.text.strip() else DEFAULT_PROMPT
+
+
+def set_prompt(text: str) -> None:
+    DreamPrompt.objects.all().delete()
+    if text.strip() and text.strip() != DEFAULT_PROMPT.strip():
+        DreamPrompt.objects.create(text=text)
+
+
+def reset_prompt() -> None:
+    DreamPrompt.objects.all().delete()
+
+
+def build_user_prompt(
+    messages: list[tuple[str, str]], memories: list[dict[str, Any]], rejected: list[dict[str, Any]]
+) -> str:
+    """The conversation plus context, each part fenced as data."""
+    parts = ["## Existing memories (update these rather than duplicating them)"]
+    parts.append(json.dumps(memories, ensure_ascii=False, indent=0) if memories else "(none)")
+    parts.append("## Rejected examples (reviewers said these were not worth keeping; comments say why)")
+    parts.append(json.dumps(rejected, ensure_ascii=False, indent=0) if rejected else "(none)")
+    parts.append("## Conversation")
+    parts += [f"[{role}] {content}" for role, content in messages]
+    return "\n\n".join(parts)

@@ -1,0 +1,294 @@
+"""Dreaming against a real OpenAI-compatible stub server through the real `openai` client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from dreaming.models import DreamPass, SessionMessage
+from dreaming.parse import ParseError, parse_operations
+from dreaming.reasoners import configured_reasoner
+from dreaming.services import LOCK_KEY, record_messages, run_dream_pass, should_dream
+from memories import services
+from memories.models import Memory
+from memories.scope import resolve
+from sync.eventlog import read_events
+from tests.processes import REPO, product_env, spawn, stop
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def reasoner_stub(stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch) -> StubServer:
+    monkeypatch.setitem(
+        settings.YULLU, "reasoning", {"provider": "openai", "model": "stub-chat", "timeout_seconds": 10}
+    )
+    return stub_embedder
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:acme/dream.git"], check=True)
+    return tmp_path
+
+
+def chat_requests(stub: StubServer) -> list[dict[str, Any]]:
+    return [r for r in stub.requests if r["path"].endswith("/chat/completions")]
+
+
+def chat_calls(stub: StubServer) -> int:
+    return len(chat_requests(stub))
+
+
+def seed_session(project_id: str, n: int = 3, session_id: str = "s1") -> None:
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} about the build"} for i in range(n)]
+    record_messages(project_id, session_id, turns)
+
+
+def test_a_pass_applies_creates_and_updates_and_clears_the_buffer(reasoner_stub: StubServer, repo: Path) -> None:
+    scope = resolve(None, str(repo))
+    seeded = services.create_memory(scope, "CI runs on every push", "process")
+    seed_session(scope.project_id)
+    reasoner_stub.chat_replies.append(
+        json.dumps(
+            {
+                "operations": [
+                    {
+                        "op": "create",
+                        "content": "The build uses make, never npm scripts",
+                        "category": "process",
+                        "tags": ["build"],
+                    },
+                    {
+                        "op": "create",
+                        "content": "Migrations must be backwards compatible for one release",
+                        "category": "gotcha",
+                    },
+                    {"op": "update", "uuid": str(seeded.uuid), "content": "CI runs on every push and nightly"},
+                ]
+            }
+        )
+    )
+    result = run_dream_pass(scope.project_id, reasoner=configured_reasoner())
+    assert (result["ops_created"], result["ops_updated"], result["ops_skipped"]) == (2, 1, 0)
+    assert (result["sessions_processed"], result["messages_processed"], result["errors"]) == (1, 3, [])
+    assert chat_calls(reasoner_stub) == 1
+    assert SessionMessage.objects.count() == 0
+    assert Memory.objects.get(pk=seeded.pk).content == "CI runs on every push and nightly"
+    kinds = [e["type"] for _, e in read_events(repo / ".yullu" / "logs").events]
+    assert kinds.count("remember") == 3 and kinds.count("revise") == 1
+    row = DreamPass.objects.get()
+    assert (row.phase, row.ops_created, row.messages_processed) == ("done", 2, 3)
+    prompt = chat_requests(reasoner_stub)[-1]["body"]["messages"][1]["content"]
+    assert "turn 0 about the build" in prompt and str(seeded.uuid) in prompt
+
+
+@pytest.mark.parametrize("reply", ["I think there is nothing JSON here.", 500])
+def test_a_bad_answer_or_failure_keeps_the_messages(reasoner_stub: StubServer, reply: Any) -> None:
+    seed_session("acme/p")
+    reasoner_stub.chat_replies += [reply] * 3
+    result = run_dream_pass("acme/p", reasoner=configured_reasoner())
+    assert result["errors"] and result["sessions_processed"] == 0
+    assert "\n" not in result["errors"][0]
+    assert SessionMessage.objects.count() == 3 and Memory.objects.count() == 0
+
+
+def test_unknown_ops_and_unknown_uuids_are_skipped(reasoner_stub: StubServer) -> None:
+    seed_session("acme/p")
+    reasoner_stub.chat_replies.append(
+        "Sure! ```json\n"
+        + json.dumps(
+            {
+                "operations": [
+                    {"op": "merge", "content": "x"},
+                    {"op": "update", "uuid": "00000000-0000-4000-8000-000000000000", "content": "y"},
+                    {"op": "delete", "uuid": "not-a-uuid"},
+                    {"op": "create", "content": "Deploys need the VPN", "category": "gotcha"},
+                ]
+            }
+        )
+        + "\n```\nHope that helps."
+    )
+    result = run_dream_pass("acme/p", reasoner=configured_reasoner())
+    assert (result["ops_created"], result["ops_skipped"]) == (1, 3)
+    assert SessionMessage.objects.count() == 0
+
+
+def test_secrets_in_ops_are_refused_and_redacted_before_the_reasoner(reasoner_stub: StubServer) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    record_messages("acme/p", "s", [{"role": "user", "content": f"my token is {token}"}])
+    assert token not in SessionMessage.objects.get().content
+    reasoner_stub.chat_replies.append(json.dumps({"operations": [{"op": "create", "content": f"token {token}"}]}))
+    result = run_dream_pass("acme/p", reasoner=configured_reasoner())
+    assert result["ops_skipped"] == 1 and Memory.objects.count() == 0
+    assert token not in json.dumps(chat_requests(reasoner_stub)[-1]["body"])
+
+
+def test_near_duplicate_creates_become_updates_or_skips(reasoner_stub: StubServer) -> None:
+    scope = resolve("acme/p", None)
+    existing = services.create_memory(scope, "vec:1,0,0 Use pnpm for installs")
+    seed_session("acme/p")
+    reasoner_stub.chat_replies.append(
+        json.dumps(
+            {
+                "operations": [
+                    {"op": "create", "content": "vec:1,0,0 Use pnpm for installs"},
+                    {"op": "create", "content": "vec:1,0.01,0 Use pnpm for every install"},
+                ]
+            }
+        )
+    )
+    result = run_dream_pass("acme/p", reasoner=configured_reasoner())
+    assert (result["ops_created"], result["ops_updated"], result["ops_skipped"]) == (0, 1, 1)
+    assert Memory.objects.get().pk == existing.pk
+
+
+def test_without_a_reasoner_a_scheduled_pass_records_a_clear_error(stub_embedder: StubServer) -> None:
+    seed_session("acme/p", n=12)
+    result = run_dream_pass("acme/p", reasoner=None, manual=False, trigger="scheduled")
+    assert "no reasoner configured" in result["errors"][0]
+    assert SessionMessage.objects.count() == 12
+    assert "no reasoner configured" in DreamPass.objects.get().errors[0]
+
+
+def test_min_messages_applies_to_scheduled_passes_only(reasoner_stub: StubServer) -> None:
+    seed_session("acme/p", n=2)
+    assert run_dream_pass("acme/p", reasoner=configured_reasoner(), manual=False)["sessions_processed"] == 0
+    assert run_dream_pass("acme/p", reasoner=configured_reasoner(), manual=True)["sessions_processed"] == 1
+
+
+def test_a_second_pass_in_another_process_is_skipped(reasoner_stub: StubServer, tmp_path: Path) -> None:
+    seed_session("acme/locked")
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [LOCK_KEY, "acme/locked"])
+    try:
+        env = product_env(
+            tmp_path / "home",
+            YULLU_REASON_PROVIDER="openai",
+            OPENAI_BASE_URL=reasoner_stub.url,
+            OPENAI_API_KEY="sk-test-not-real",
+            YULLU_EMBED_PROVIDER="openai",
+            YULLU_EMBED_MODEL="stub-embed",
+        )
+        out = subprocess.run(
+            [sys.executable, "-m", "yullu_site.cli", "dream", "--project-id", "acme/locked"],
+            env=env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr[-1000:]
+        assert json.loads(out.stdout)["skipped"] is True
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [LOCK_KEY, "acme/locked"])
+    assert SessionMessage.objects.count() == 3 and chat_calls(reasoner_stub) == 0
+
+
+@pytest.mark.parametrize(
+    ("last_pass", "last_msg", "interval", "idle", "expected"),
+    [
+        (None, 5, 1800, 0, True),  # first pass fires
+        (3600, 5, 1800, 0, True),  # interval elapsed
+        (60, 5, 1800, 0, False),  # not elapsed, idle off
+        (600, 300, 1800, 120, True),  # quiet for longer than idle, new messages since the last pass
+        (600, 30, 1800, 120, False),  # a recent message suppresses idle
+        (None, 5, 0, 0, False),  # both off never fires
+        (60, 300, 1800, 120, False),  # idle: nothing new since the last pass
+    ],
+)
+def test_the_schedule_decision(last_pass: int | None, last_msg: int, interval: int, idle: int, expected: bool) -> None:
+    now = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+    ago = lambda s: now - timedelta(seconds=s)  # noqa: E731
+    assert (
+        should_dream(now, ago(last_pass) if last_pass is not None else None, ago(last_msg), interval, idle, True)
+        is expected
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"operations": [{"op": "create", "content": "a"}]}',
+        'Here you go:\n```json\n{"operations": [{"op": "create", "content": "a"}]}\n```',
+        'I found one. {"operations": [{"op": "create", "content": "a {b} \\"c\\""}]} Done.',
+    ],
+)
+def test_tolerant_parsing(text: str) -> None:
+    assert parse_operations(text)[0]["op"] == "create"
+
+
+def test_prose_without_json_is_a_parse_error() -> None:
+    with pytest.raises(ParseError):
+        parse_operations("Nothing durable here {but braces}.")
+
+
+@pytest.mark.slow
+def test_a_beat_scheduled_pass_runs_end_to_end(reasoner_stub: StubServer, tmp_path: Path) -> None:
+    seed_session("acme/scheduled", n=10)
+    reasoner_stub.chat_replies.append(
+        json.dumps({"operations": [{"op": "create", "content": "Scheduled passes work", "category": "process"}]})
+    )
+    env = product_env(
+        tmp_path / "home",
+        YULLU_REASON_PROVIDER="openai",
+        YULLU_REASON_MODEL="stub-chat",
+        OPENAI_BASE_URL=reasoner_stub.url,
+        OPENAI_API_KEY="sk-test-not-real",
+        YULLU_EMBED_PROVIDER="openai",
+        YULLU_EMBED_MODEL="stub-embed",
+        YULLU_SCHEDULER_TICK_SECONDS="2",
+        YULLU_HEARTBEAT_SECONDS="3600",
+    )
+    worker = spawn(
+        [
+            "-m",
+            "celery",
+            "-A",
+            "yullu_site",
+            "worker",
+            "--concurrency",
+            "1",
+            "--loglevel",
+            "WARNING",
+            "-n",
+            "dream-worker@%h",
+        ],
+        env,
+    )
+    beat = spawn(
+        ["-m", "celery", "-A", "yullu_site", "beat", "--loglevel", "WARNING", "--pidfile", str(tmp_path / "beat.pid")],
+        env,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not Memory.objects.filter(content="Scheduled passes work").exists():
+            assert worker.poll() is None and beat.poll() is None
+            time.sleep(0.5)
+        assert Memory.objects.filter(project_id="acme/scheduled").count() == 1
+        assert DreamPass.objects.get(project_id="acme/scheduled").trigger == "scheduled"
+        assert SessionMessage.objects.count() == 0
+    finally:
+        stop(beat)
+        stop(worker)
+    with psycopg.connect(
+        **{
+            "dbname": connection.settings_dict["NAME"],
+            "host": connection.settings_dict["HOST"],
+            "user": connection.settings_dict["USER"],
+        }
+    ) as conn:
+        assert conn.execute("SELECT count(*) FROM dreaming_dreampass").fetchone()[0] == 1
