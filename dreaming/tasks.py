@@ -18,3 +18,9 @@ def dream_due() -> None:
             run_dream_pass(project_id, reasoner=configured_reasoner(), manual=False, trigger="scheduled")
         except Exception:
             log.exception("scheduled dream pass failed for %s", project_id)
+
+
+@shared_task(ignore_result=True)
+def dream_project(project_id: str) -> None:
+    """A manual pass queued from the admin's "dream now" button."""
+    run_dream_pass(project_id, reasoner=configured_reasoner(), manual=True, trigger="manual")

@@ -209,8 +209,10 @@ def search(
     log: bool = True,
     embedder: Embedder | None = None,
     query_vector: np.ndarray | None = None,
+    preview: bool = False,
 ) -> SearchResult:
-    """Search one project. `log=False` for previews (the admin's search box) and benchmarks."""
+    """Search one project. `log=False` for the benchmarks; `preview=True` (the admin's search box)
+    returns hits regardless of the floor, each flagged `clears_floor`, and never logs."""
     result = SearchResult(project_id=project_id, recall_id=None)
     if is_trivial(query) or not Memory.objects.filter(project_id=project_id).exists():
         return result
@@ -221,10 +223,13 @@ def search(
     if qvec is None and mode != "keyword" and embeds(embedder):
         qvec = embedder.embed([query], kind="query")[0]
     ranked = rank(project_id, query, qvec, embedder.id, cats, mode)
-    memories = Memory.objects.in_bulk([c.memory_id for c in ranked[: max(limit * 3, CANDIDATES)]])
+    memories = Memory.objects.in_bulk([c.memory_id for c in ranked])
     recency = _recency(memories)
     ordered = fuse({c.memory_id: c for c in ranked if c.memory_id in memories}, recency, mode)
     result.embedded = qvec is not None
+    if preview:
+        _apply_floor(result, ordered, memories, 0.0, limit, qvec is not None, preview_floor=floor)
+        return result
     _apply_floor(result, ordered, memories, floor, limit, qvec is not None)
     if log and (result.results or result.considered):
         result.recall_id = str(uuid.uuid4())
@@ -252,6 +257,15 @@ def rank(
     return list(cands.values())
 
 
+def clears(c: Candidate, floor: float, embedded: bool) -> bool:
+    return (
+        c.similarity is None
+        or not embedded
+        or c.similarity >= floor
+        or (c.keyword_score >= KEYWORD_EVIDENCE and c.similarity >= floor - FLOOR_RELIEF)
+    )
+
+
 def _apply_floor(
     result: SearchResult,
     ordered: list[Candidate],
@@ -259,6 +273,7 @@ def _apply_floor(
     floor: float,
     limit: int,
     embedded: bool,
+    preview_floor: float | None = None,
 ) -> None:
     """Keep hits whose cosine clears the floor (lowered by FLOOR_RELIEF with strong keyword evidence).
     A memory with no vector yet (backfill pending, or keyword-only mode) can only arrive through a
@@ -267,14 +282,11 @@ def _apply_floor(
         if len(result.results) >= limit:
             break
         memory = memories[c.memory_id]
-        passes = (
-            c.similarity is None
-            or not embedded
-            or c.similarity >= floor
-            or (c.keyword_score >= KEYWORD_EVIDENCE and c.similarity >= floor - FLOOR_RELIEF)
-        )
-        if passes:
-            result.results.append(hit_dict(memory, c.similarity, len(result.results) + 1))
+        if preview_floor is not None or clears(c, floor, embedded):
+            hit = hit_dict(memory, c.similarity, len(result.results) + 1)
+            if preview_floor is not None:
+                hit["clears_floor"] = clears(c, preview_floor, embedded)
+            result.results.append(hit)
         elif len(result.considered) < limit:
             result.considered.append(hit_dict(memory, c.similarity, 0))
 

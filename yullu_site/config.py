@@ -326,6 +326,9 @@ def load_for_project(project_id: str, git_root: Path | None, base: Config | None
                 if changed and not (name == "repo" and (s, k) in SECRET_KEYS):
                     origin[f"{s}.{k}"] = name
     _apply_env(cfg)
+    for var, (section, key) in ENV_OVERRIDES.items():
+        if os.environ.get(var):
+            origin[f"{section}.{key}"] = f"environment ({var})"
     return cfg, origin
 
 

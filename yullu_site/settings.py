@@ -31,7 +31,7 @@ ALLOWED_HOSTS = [h.strip("[]") if h.startswith("[") else h for h in YULLU["serve
 YULLU_ALLOWED_ORIGINS: list[str] = YULLU["server"]["allowed_origins"]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "yullu_site.admin_site.YulluAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -1,0 +1,223 @@
+"""Admin for memories. Every change goes through memories.services (validated, secret-scanned, synced)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Case, Exists, IntegerField, OuterRef, QuerySet, Value, When
+from django.http import HttpRequest
+from django.urls import path
+from django.utils.html import format_html
+
+from yullu_site.errors import UserError
+
+from . import queries, services
+from .admin_views import retrievals_view, review_view, settings_view, stats_view, usage_view
+from .embedders import get_embedder
+from .models import CATEGORIES, Memory, MemoryVector, ProjectLocation, RejectedMemory
+from .scope import Scope, known_root
+
+
+class MemoryForm(forms.ModelForm):
+    tags_text = forms.CharField(required=False, label="Tags", help_text="Comma-separated.")
+    category = forms.ChoiceField(choices=[("", "(uncategorised)")] + [(c, c) for c in CATEGORIES], required=False)
+
+    class Meta:
+        model = Memory
+        fields = ["project_id", "content", "category"]
+        widgets = {"content": forms.Textarea(attrs={"rows": 5, "cols": 100})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["tags_text"].initial = ", ".join(self.instance.tags or [])
+            self.fields["project_id"].disabled = True
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        try:
+            data["content"] = services.clean_content(data.get("content", ""))
+            data["tags"] = services.clean_tags([t for t in data.get("tags_text", "").split(",") if t.strip()])
+            services.refuse_secrets(data["content"], *data["tags"])
+        except UserError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
+
+
+class RatedFilter(admin.SimpleListFilter):
+    title = "review"
+    parameter_name = "rated"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("no", "Unrated"), ("yes", "Rated")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> QuerySet[Memory]:
+        if self.value() == "no":
+            return queryset.filter(rating__isnull=True)
+        if self.value() == "yes":
+            return queryset.filter(rating__isnull=False)
+        return queryset
+
+
+class VectorFilter(admin.SimpleListFilter):
+    title = "vector for active embedder"
+    parameter_name = "embedded"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Embedded"), ("no", "Not yet (backfill pending)")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> QuerySet[Memory]:
+        has = Exists(MemoryVector.objects.filter(memory=OuterRef("pk"), embedder=get_embedder().id))
+        if self.value() == "yes":
+            return queryset.filter(has)
+        if self.value() == "no":
+            return queryset.filter(~has)
+        return queryset
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    form = MemoryForm
+    list_display = ["short_content", "project_id", "category", "tag_list", "rating", "updated_at", "match"]
+    list_filter = ["project_id", "category", RatedFilter, VectorFilter]
+    search_fields = ["content"]
+    search_help_text = "With a project selected (filter on the right): semantic search, shows similarity and rank."
+    readonly_fields = ["uuid", "created_at", "updated_at", "rating", "rating_comment"]
+    actions = ["keep_selected", "archive_selected", "delete_selected_via_service"]
+    list_per_page = 50
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # replaced: deletes must write sync events
+        return actions
+
+    def get_urls(self) -> list[Any]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("review/", wrap(review_view), name="memories_review"),
+            path("retrievals/", wrap(retrievals_view), name="memories_retrievals"),
+            path("stats/", wrap(stats_view), name="memories_stats"),
+            path("usage/", wrap(usage_view), name="memories_usage"),
+            path("settings/", wrap(settings_view), name="memories_settings"),
+            *super().get_urls(),
+        ]
+
+    @admin.display(description="content")
+    def short_content(self, obj: Memory) -> str:
+        return obj.content if len(obj.content) <= 120 else obj.content[:117] + "…"
+
+    @admin.display(description="tags")
+    def tag_list(self, obj: Memory) -> str:
+        return ", ".join(obj.tags or [])
+
+    _preview: dict[int, tuple[float | None, int, bool]] = {}
+
+    @admin.display(description="match")
+    def match(self, obj: Memory) -> str:
+        hit = getattr(self, "_preview", {}).get(obj.pk)
+        if not hit:
+            return ""
+        sim, rank, clears = hit
+        sim_text = "—" if sim is None else f"{sim:.2f}"
+        return format_html(
+            "#{} · {} · {}", rank, sim_text, "sent" if clears else format_html("<em>{}</em>", "below floor")
+        )
+
+    def _semantic(self, request: HttpRequest) -> list[int] | None:
+        """Run the preview search once per request (project filter + search box); None when not searching."""
+        term, project = request.GET.get("q", "").strip(), request.GET.get("project_id__exact")
+        if not term or not project:
+            return None
+        if not hasattr(request, "_yullu_order"):
+            found = queries.search(project, term, limit=50, preview=True)
+            self._preview = {h["id"]: (h["similarity"], h["rank"], h["clears_floor"]) for h in found.results}
+            request._yullu_order = [h["id"] for h in found.results]  # type: ignore[attr-defined]
+        return request._yullu_order  # type: ignore[attr-defined]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
+        qs = Memory.objects.all()
+        order = self._semantic(request)
+        if order is not None:  # annotate before ordering: the rank is the sort key
+            ranking = Case(
+                *[When(pk=pk, then=Value(n)) for n, pk in enumerate(order)],
+                default=Value(len(order)),
+                output_field=IntegerField(),
+            )
+            qs = qs.annotate(search_rank=ranking)
+        return qs.order_by(*self.get_ordering(request))
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet[Memory], search_term: str) -> Any:
+        order = self._semantic(request)
+        if order is None:
+            self._preview = {}
+            return super().get_search_results(request, queryset, search_term)
+        return queryset.filter(pk__in=order), False
+
+    def get_ordering(self, request: HttpRequest) -> list[str]:
+        return ["search_rank"] if self._semantic(request) is not None else ["-updated_at"]
+
+    def save_model(self, request: HttpRequest, obj: Memory, form: MemoryForm, change: bool) -> None:
+        data = form.cleaned_data
+        try:
+            if change:
+                services.update_memory(
+                    obj.pk,
+                    content=data["content"],
+                    tags=data["tags"],
+                    category=data.get("category") or "",
+                    source="admin",
+                )
+            else:
+                scope = Scope(data["project_id"], known_root(data["project_id"]))
+                created = services.create_memory(
+                    scope, data["content"], data.get("category"), data["tags"], source="admin"
+                )
+                obj.pk, obj.id, obj.uuid = created.pk, created.pk, created.uuid
+        except UserError as exc:
+            messages.error(request, str(exc))
+
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        services.delete_memory(obj.pk, source="admin")
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        for pk in list(queryset.values_list("pk", flat=True)):
+            services.delete_memory(pk, source="admin")
+
+    @admin.action(description="Keep selected (rate 8)")
+    def keep_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        for pk in list(queryset.values_list("pk", flat=True)):
+            services.rate_memory(pk, 8, source="admin")
+        self.message_user(request, f"Kept {queryset.count()} memories.")
+
+    @admin.action(description="Archive selected as rejected (rate 3)")
+    def archive_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        pks = list(queryset.values_list("pk", flat=True))
+        for pk in pks:
+            services.rate_memory(pk, 3, source="admin")
+        self.message_user(request, f"Archived {len(pks)} memories to rejected memories.")
+
+    @admin.action(description="Delete selected (synced)")
+    def delete_selected_via_service(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        pks = list(queryset.values_list("pk", flat=True))
+        self.delete_queryset(request, queryset)
+        self.message_user(request, f"Deleted {len(pks)} memories.")
+
+
+@admin.register(RejectedMemory)
+class RejectedMemoryAdmin(admin.ModelAdmin):
+    list_display = ["content", "project_id", "rating", "rating_comment", "rejected_at"]
+    list_filter = ["project_id", "rating"]
+    search_fields = ["content", "rating_comment"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ProjectLocation)
+class ProjectLocationAdmin(admin.ModelAdmin):
+    list_display = ["project_id", "git_root", "last_seen"]

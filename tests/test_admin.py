@@ -1,0 +1,172 @@
+"""The review UI: every page and action, with anonymous / non-staff / staff personas."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from dreaming.models import DreamPass, DreamPrompt, SessionMessage
+from dreaming.prompt import DEFAULT_PROMPT
+from dreaming.services import record_messages
+from memories import queries, services
+from memories.models import Memory, MemoryEvent, RejectedMemory
+from memories.scope import resolve
+from sync.eventlog import read_events
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db
+
+PAGES = [
+    "/admin/",
+    "/admin/memories/memory/",
+    "/admin/memories/memory/review/",
+    "/admin/memories/memory/retrievals/",
+    "/admin/memories/memory/stats/",
+    "/admin/memories/memory/usage/",
+    "/admin/memories/memory/settings/",
+    "/admin/memories/rejectedmemory/",
+    "/admin/dreaming/dreampass/",
+    "/admin/dreaming/dreampass/dreaming/",
+    "/admin/dreaming/dreamschedule/",
+]
+
+
+@pytest.fixture
+def staff(client: Client, owner: Any) -> Client:
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:acme/admin.git"], check=True)
+    return tmp_path
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_anonymous_users_are_sent_to_login(client: Client, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_non_staff_users_get_403(client: Client, stranger: Any, url: str) -> None:
+    client.force_login(stranger)
+    assert client.get(url).status_code == 403
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_staff_see_every_page(staff: Client, stub_embedder: StubServer, url: str) -> None:
+    m = services.create_memory(resolve("acme/a", None), "vec:1,0,0 Builds run in CI", "process", ["ci"])
+    queries.search("acme/a", "vec:1,0,0 builds", min_similarity=0.5)
+    record_messages("acme/a", "s1", [{"role": "user", "content": "we build with make"}])
+    response = staff.get(url)
+    assert response.status_code == 200
+    if url.endswith("/memory/") or url.endswith("/review/"):
+        assert m.content in response.content.decode()
+
+
+def test_rating_3_archives_and_writes_a_forget_event(staff: Client, stub_embedder: StubServer, repo: Path) -> None:
+    m = services.create_memory(resolve(None, str(repo)), "A vague fact", "domain")
+    response = staff.post(
+        "/admin/memories/memory/review/", {"memory_id": m.pk, "rating": "3", "comment": "vague"}, follow=True
+    )
+    assert f"Memory {m.pk} rated 3: archived to rejected memories" in response.content.decode()
+    assert not Memory.objects.filter(pk=m.pk).exists()
+    assert RejectedMemory.objects.get().rating_comment == "vague"
+    kinds = [e["type"] for _, e in read_events(repo / ".yullu" / "logs").events]
+    assert kinds == ["remember", "forget"]
+
+
+def test_rating_8_keeps_the_memory(staff: Client, stub_embedder: StubServer) -> None:
+    m = services.create_memory(resolve("acme/a", None), "A good fact")
+    staff.post("/admin/memories/memory/review/", {"memory_id": m.pk, "rating": "8"})
+    assert Memory.objects.get(pk=m.pk).rating == 8
+
+
+@pytest.mark.parametrize("rating", ["0", "11", "x"])
+def test_a_bad_rating_is_refused_with_a_message(staff: Client, stub_embedder: StubServer, rating: str) -> None:
+    m = services.create_memory(resolve("acme/a", None), "A fact")
+    response = staff.post("/admin/memories/memory/review/", {"memory_id": m.pk, "rating": rating}, follow=True)
+    assert "rating must be a whole number from 1 to 10" in response.content.decode().lower()
+    assert Memory.objects.get(pk=m.pk).rating is None
+
+
+def test_editing_goes_through_the_service_and_syncs(staff: Client, stub_embedder: StubServer, repo: Path) -> None:
+    m = services.create_memory(resolve(None, str(repo)), "Old text", "process", ["a"])
+    response = staff.post(
+        f"/admin/memories/memory/{m.pk}/change/",
+        {"project_id": m.project_id, "content": "New text", "category": "gotcha", "tags_text": "a, b"},
+    )
+    assert response.status_code == 302
+    m.refresh_from_db()
+    assert (m.content, m.category, m.tags) == ("New text", "gotcha", ["a", "b"])
+    revise = [e for _, e in read_events(repo / ".yullu" / "logs").events if e["type"] == "revise"]
+    assert revise[0]["content"] == "New text" and revise[0]["category"] == "gotcha"
+
+
+def test_an_edit_with_a_secret_is_refused_on_the_form(staff: Client, stub_embedder: StubServer) -> None:
+    m = services.create_memory(resolve("acme/a", None), "Old text")
+    response = staff.post(
+        f"/admin/memories/memory/{m.pk}/change/",
+        {"project_id": m.project_id, "content": "key AKIAIOSFODNN7EXAMPLE", "category": "", "tags_text": ""},
+    )
+    assert response.status_code == 200 and "AWS access key" in response.content.decode()
+    assert Memory.objects.get(pk=m.pk).content == "Old text"
+
+
+def test_delete_with_confirmation_uses_the_service(staff: Client, stub_embedder: StubServer) -> None:
+    m = services.create_memory(resolve("acme/a", None), "Doomed")
+    assert "Are you sure" in staff.get(f"/admin/memories/memory/{m.pk}/delete/").content.decode()
+    staff.post(f"/admin/memories/memory/{m.pk}/delete/", {"post": "yes"})
+    assert not Memory.objects.exists()
+    assert MemoryEvent.objects.filter(kind="deleted", metadata__source="admin").count() == 1
+
+
+def test_bulk_archive_action(staff: Client, stub_embedder: StubServer) -> None:
+    ids = [services.create_memory(resolve("acme/a", None), f"fact {i}").pk for i in range(3)]
+    staff.post("/admin/memories/memory/", {"action": "archive_selected", "_selected_action": ids})
+    assert Memory.objects.count() == 0 and RejectedMemory.objects.count() == 3
+
+
+def test_semantic_search_previews_without_logging(staff: Client, stub_embedder: StubServer) -> None:
+    services.create_memory(resolve("acme/a", None), "vec:1,0,0 exact match")
+    services.create_memory(resolve("acme/a", None), "vec:0,1,0 unrelated")
+    page = staff.get("/admin/memories/memory/", {"q": "vec:1,0,0 query", "project_id__exact": "acme/a"})
+    text = page.content.decode()
+    assert "#1 · 1.00 · sent" in text and "below floor" in text
+    assert not MemoryEvent.objects.filter(kind__in=["recalled", "considered"]).exists()
+
+
+def test_prompt_can_be_edited_and_reset(staff: Client) -> None:
+    staff.post("/admin/dreaming/dreampass/dreaming/", {"action": "save_prompt", "prompt": "Be brief."})
+    assert DreamPrompt.objects.get().text == "Be brief."
+    staff.post("/admin/dreaming/dreampass/dreaming/", {"action": "reset_prompt"})
+    assert not DreamPrompt.objects.exists()
+    assert DEFAULT_PROMPT[:40] in staff.get("/admin/dreaming/dreampass/dreaming/").content.decode()
+
+
+def test_dream_now_button_runs_a_pass(staff: Client, stub_embedder: StubServer, monkeypatch: Any) -> None:
+    from yullu_site.celery import app
+
+    monkeypatch.setitem(settings.YULLU, "reasoning", {"provider": "openai", "model": "stub", "timeout_seconds": 5})
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    record_messages("acme/a", "s1", [{"role": "user", "content": "we deploy on Tuesdays"}])
+    stub_embedder.chat_replies.append(
+        json.dumps({"operations": [{"op": "create", "content": "Deploys happen on Tuesdays", "category": "process"}]})
+    )
+    staff.post("/admin/dreaming/dreampass/dreaming/", {"action": "dream", "project_id": "acme/a"})
+    assert DreamPass.objects.get().ops_created == 1 and SessionMessage.objects.count() == 0
+
+
+def test_settings_page_masks_keys(staff: Client, monkeypatch: Any) -> None:
+    monkeypatch.setitem(settings.YULLU, "openai", {"api_key": "sk-live-very-secret-value-123", "base_url": ""})
+    text = staff.get("/admin/memories/memory/settings/").content.decode()
+    assert "openai.api_key" in text and "sk-live-very-secret-value-123" not in text and "(set)" in text
