@@ -2,10 +2,11 @@
 
 Postgres' ts_rank has no inverse document frequency, so a question's common words
 (a speaker's name, "when", "did") swamp its rare, telling ones. Here the query is
-turned into lexemes with the same `english` configuration as the stored
-`search` column, document frequencies come from the GIN index, and each matching
-row is scored with BM25 (k1 1.2, b 0.3). Per-project statistics are cached for a
-short while: slightly stale counts do not change a ranking in any way that matters.
+turned into lexemes with the same `english` configuration as the stored `search`
+column; document frequencies and term frequencies come from `memories_term`
+(postings kept by a trigger, migration 0003), and rows are scored with BM25
+(k1 1.2, b 0.3). Per-project statistics are cached for a short while: slightly
+stale counts do not change a ranking in any way that matters.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ STATS_TTL = 60.0
 # Lexemes in more than this share of a project's rows carry almost no information;
 # leaving them out of the match keeps the candidate set (and the latency) small.
 MAX_DF_SHARE = 0.4
+# At most this many postings are scanned per query; the commonest remaining terms are dropped
+# first (they carry the least weight), which bounds latency on large projects.
+POSTINGS_BUDGET = 20_000
 
 _lock = threading.Lock()
 _project_stats: dict[str, tuple[float, int, float]] = {}
@@ -66,17 +70,16 @@ def document_frequencies(project_id: str, lexemes: list[str]) -> dict[str, int]:
     if missing:
         with connection.cursor() as cur:
             cur.execute(
-                "SELECT l, (SELECT count(*) FROM memories_memory m WHERE m.project_id = %s "
-                "AND m.search @@ quote_literal(l)::tsquery) FROM unnest(%s::text[]) AS l",
+                "SELECT lexeme, count(*) FROM memories_term WHERE project_id = %s AND lexeme = ANY(%s) GROUP BY lexeme",
                 [project_id, missing],
             )
-            fresh = dict(cur.fetchall())
+            fresh = {lex: 0 for lex in missing} | {lex: int(n) for lex, n in cur.fetchall()}
         with _lock:
             if len(_df) > 50_000:
                 _df.clear()
             for lex, df in fresh.items():
-                _df[(project_id, lex)] = (now + STATS_TTL, int(df))
-        out.update({k: int(v) for k, v in fresh.items()})
+                _df[(project_id, lex)] = (now + STATS_TTL, df)
+        out.update(fresh)
     return out
 
 
@@ -89,38 +92,48 @@ def forget_stats(project_id: str | None = None) -> None:
             _project_stats.pop(project_id, None)
 
 
+def within_budget(dfs: dict[str, int], n: int) -> dict[str, int]:
+    """The informative lexemes, rarest first, until their postings fill the scan budget."""
+    kept: dict[str, int] = {}
+    total = 0
+    for lex, df in sorted(dfs.items(), key=lambda kv: kv[1]):
+        if df == 0 or df > max(1, MAX_DF_SHARE * n):
+            continue
+        if kept and total + df > POSTINGS_BUDGET:
+            break
+        kept[lex] = df
+        total += df
+    return kept
+
+
 def search(project_id: str, query: str, categories: list[str], k: int) -> dict[int, float]:
-    """memory id → BM25 score for the top `k` rows matching any informative query lexeme."""
+    """memory id → BM25 score for the top `k` rows holding any informative query lexeme."""
     lexemes = sorted(set(query_lexemes(query)))
     if not lexemes:
         return {}
     n, avgdl = project_stats(project_id)
     if n == 0:
         return {}
-    dfs = document_frequencies(project_id, lexemes)
-    weights = {
-        lex: math.log(1 + (n - df + 0.5) / (df + 0.5)) for lex, df in dfs.items() if 0 < df <= max(1, MAX_DF_SHARE * n)
-    }
-    if not weights:
+    kept = within_budget(document_frequencies(project_id, lexemes), n)
+    if not kept:
         return {}
-    tsquery = " | ".join("'" + lex.replace("'", "''") + "'" for lex in weights)
-    cat_sql = "AND m.category = ANY(%s)" if categories else ""
-    params: list[Any] = [K1 + 1, K1, B, B, avgdl, list(weights), list(weights.values()), project_id, tsquery]
-    if categories:
-        params.append(categories)
-    params.append(k)
+    idf = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in kept.values()]
+    cat_join = "JOIN memories_memory m ON m.id = t.memory_id AND m.category = ANY(%s)" if categories else ""
     sql = f"""
-        SELECT m.id,
-               sum(w.idf * array_length(u.positions, 1) * %s
-                   / (array_length(u.positions, 1) + %s * (1 - %s + %s * length(m.search) / %s))) AS score
-        FROM memories_memory m
-        CROSS JOIN LATERAL unnest(m.search) AS u
-        JOIN unnest(%s::text[], %s::float8[]) AS w(lex, idf) ON w.lex = u.lexeme
-        WHERE m.project_id = %s AND m.search @@ %s::tsquery {cat_sql}
-        GROUP BY m.id
-        ORDER BY score DESC, m.id DESC
+        SELECT t.memory_id,
+               sum(w.idf * t.tf * %s / (t.tf + %s * (1 - %s + %s * t.dl / %s))) AS score
+        FROM unnest(%s::text[], %s::float8[]) AS w(lex, idf)
+        JOIN memories_term t ON t.lexeme = w.lex
+        {cat_join}
+        WHERE t.project_id = %s
+        GROUP BY t.memory_id
+        ORDER BY score DESC, t.memory_id DESC
         LIMIT %s
     """
+    # Parameters follow the SQL text: the scoring constants come before the unnest arrays.
+    params: list[Any] = [K1 + 1, K1, B, B, avgdl, list(kept), idf]
+    params += [categories] if categories else []
+    params += [project_id, k]
     with connection.cursor() as cur:
         cur.execute(sql, params)
         return {mid: float(score) for mid, score in cur.fetchall()}

@@ -147,3 +147,14 @@ class Meta(models.Model):
 
     class Meta:
         verbose_name = "meta value"
+
+
+class Term(models.Model):
+    """BM25 postings: one row per (memory, lexeme). Written only by the `memories_term_sync`
+    trigger (migration 0003), like an index; deleted with their memory."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="+", db_index=False)
+    project_id = models.CharField(max_length=500)
+    lexeme = models.TextField()
+    tf = models.IntegerField()
+    dl = models.IntegerField()

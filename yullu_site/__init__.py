@@ -1,7 +1,7 @@
-"""Yul'lu: persistent, searchable memory for AI coding assistants."""
+"""Yul'lu: persistent, searchable memory for AI coding assistants.
+
+The Celery app is loaded by `YulluSiteConfig.ready()` rather than here, so that the
+`yullu` hook commands (inject, record-turn) start without importing Celery or Django.
+"""
 
 __version__ = "0.1.0"
-
-from .celery import app as celery_app  # noqa: E402  (Celery must load with Django)
-
-__all__ = ["celery_app", "__version__"]

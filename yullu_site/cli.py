@@ -62,6 +62,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
         from bench.locomo import main as locomo_main
 
         locomo_main(args)
+    elif args.bench == "latency":
+        from bench.latency import main as latency_main
+
+        latency_main(args)
 
 
 def cmd_reconcile(args: argparse.Namespace) -> None:
@@ -89,6 +93,37 @@ def cmd_export(args: argparse.Namespace) -> None:
     export_agents_md(project_id=args.project, cwd=os.getcwd(), out=args.out)
 
 
+def cmd_inject(args: argparse.Namespace) -> None:
+    from .hooks import inject
+
+    raise SystemExit(inject())
+
+
+def cmd_record_turn(args: argparse.Namespace) -> None:
+    from .hooks import record_turn
+
+    raise SystemExit(record_turn())
+
+
+def cmd_install(args: argparse.Namespace) -> None:
+    from .install import install
+
+    install(args.targets, service=args.service, assume_yes=args.yes)
+
+
+def cmd_uninstall(args: argparse.Namespace) -> None:
+    from .install import uninstall
+
+    uninstall(args.targets)
+
+
+def _target(value: str) -> str:
+    # argparse's `choices` rejects an empty nargs="*" list on Python 3.11, so check here.
+    if value not in ("claude", "codex", "cursor"):
+        raise argparse.ArgumentTypeError(f"unknown target {value!r}; choose claude, codex or cursor")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yullu", description="Persistent memory for AI coding assistants.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -100,6 +135,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("token", help="print the API token (alone on the last line)")
     p.set_defaults(fn=cmd_token)
+
+    p = sub.add_parser("inject", help="UserPromptSubmit hook: print relevant memories (reads hook JSON on stdin)")
+    p.set_defaults(fn=cmd_inject)
+
+    p = sub.add_parser("record-turn", help="Stop hook: send the last turn to the dream buffer")
+    p.set_defaults(fn=cmd_record_turn)
+
+    p = sub.add_parser("install", help="wire Yul'lu into Claude Code, Codex or Cursor")
+    p.add_argument("targets", nargs="*", type=_target, help="claude, codex or cursor (default: auto-detect)")
+    p.add_argument("--service", action="store_true", help="also install a systemd user unit / launchd agent")
+    p.add_argument("--yes", action="store_true", help="answer yes to prompts")
+    p.set_defaults(fn=cmd_install)
+
+    p = sub.add_parser("uninstall", help="remove what install added")
+    p.add_argument("targets", nargs="*", type=_target, help="claude, codex or cursor (default: all)")
+    p.set_defaults(fn=cmd_uninstall)
 
     p = sub.add_parser("stdio", help="serve the MCP tools over stdio")
     p.set_defaults(fn=cmd_stdio)
@@ -127,12 +178,18 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default=None)
     b.add_argument("--modes", default="hybrid,dense,keyword")
     b.add_argument("--limit-conversations", type=int, default=0)
+    b = bench.add_parser("latency", help="search latency at 1k/10k/100k memories")
+    b.add_argument("--sizes", default="1000,10000,100000")
+    b.add_argument("--queries", type=int, default=200)
+    b.add_argument("--out", default=None)
     p.set_defaults(fn=cmd_bench)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    if args.command in ("inject", "record-turn"):
+        args.fn(args)  # the hook path: stdlib only, always exits 0
     run_guarded(lambda: args.fn(args))
 
 

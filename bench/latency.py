@@ -1,0 +1,159 @@
+"""Search latency at scale: 1k → 10k → 100k memories in one project.
+
+Run: `yullu bench latency [--sizes 1000,10000,100000] [--queries 200] [--out PATH]`
+
+Synthetic memories (text drawn with a Zipf-like skew from a 20,000-word vocabulary,
+random unit vectors for the active embedder) are bulk-loaded, so the scale curve
+measures search, not ingest. Queries use real query embeddings computed once up front; reported
+latency is server-side search time without the query embedding. The throwaway
+project is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from django.db import connection
+
+from memories import queries
+from memories.embedders import get_embedder
+from memories.models import Memory, MemoryEvent
+from memories.vector_index import ensure_index
+
+# Real query embeddings for the dense side (the synthetic vectors are random anyway).
+NATURAL_QUESTIONS = [
+    "how do we deploy a hotfix release",
+    "why does the migration lock the table",
+    "where is the retry timeout set",
+    "which broker does celery use",
+    "how is the auth header checked",
+    "what happens on reconcile",
+    "why do we fsync before rename",
+    "how are vectors indexed",
+    "what does the advisory lock protect",
+    "which proxy sits in front of uvicorn",
+]
+VOCABULARY = 20_000  # pseudo-words w0 … w19999, drawn with a Zipf-like skew as in natural text
+SKEW = 3.0  # word index = floor(V * u^SKEW): a few very common words, a long tail of rare ones
+
+
+def populate(project_id: str, n: int, dim: int, embedder_id: str, start: int) -> None:
+    """Add rows start..n-1: text generated in SQL, random unit vectors written with binary COPY."""
+    import numpy as np
+    from django.utils import timezone
+    from pgvector.psycopg import register_vector
+
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            INSERT INTO memories_memory (uuid, project_id, content, tags, category, created_at, updated_at,
+                                         rating_comment)
+            SELECT gen_random_uuid(), %s,
+                   (SELECT string_agg('w' || floor(%s * power(random(), %s))::int, ' ')
+                    FROM generate_series(1, 10 + (g %% 11)) s WHERE g = g),
+                   '{}', NULL, now() - (g || ' seconds')::interval, now() - (g || ' seconds')::interval, ''
+            FROM generate_series(%s, %s - 1) g
+            """,
+            [project_id, VOCABULARY, SKEW, start, n],
+        )
+        cur.execute(
+            "SELECT id FROM memories_memory m WHERE project_id = %s AND NOT EXISTS ("
+            "SELECT 1 FROM memories_memoryvector v WHERE v.memory_id = m.id AND v.embedder = %s)",
+            [project_id, embedder_id],
+        )
+        ids = [row[0] for row in cur.fetchall()]
+    rng = np.random.default_rng(start + 7)
+    conn = connection.connection
+    register_vector(conn)
+    now = timezone.now()
+    copy_sql = (
+        "COPY memories_memoryvector (memory_id, project_id, embedder, dim, vector, created_at) "
+        "FROM STDIN WITH (FORMAT BINARY)"
+    )
+    with conn.cursor() as raw, raw.copy(copy_sql) as copy:
+        copy.set_types(["int8", "varchar", "varchar", "int4", "vector", "timestamptz"])
+        for chunk in range(0, len(ids), 10_000):
+            block = rng.normal(size=(len(ids[chunk : chunk + 10_000]), dim)).astype(np.float32)
+            block /= np.linalg.norm(block, axis=1, keepdims=True)
+            for mid, vec in zip(ids[chunk : chunk + 10_000], block, strict=True):
+                copy.write_row((mid, project_id, embedder_id, dim, vec, now))
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE memories_memory")
+        cur.execute("ANALYZE memories_memoryvector")
+        cur.execute("ANALYZE memories_term")
+
+
+def sample_queries(count: int) -> list[str]:
+    """Queries drawn from the same word distribution as the memories (6 words each)."""
+    rng = random.Random(11)
+    return [" ".join(f"w{int(VOCABULARY * rng.random() ** SKEW)}" for _ in range(6)) for _ in range(count)]
+
+
+def measure(project_id: str, qvecs: list[Any], n_queries: int) -> dict[str, float]:
+    latencies = []
+    embedder = get_embedder()
+    texts = sample_queries(len(qvecs))
+    for i in range(n_queries):
+        q = texts[i % len(texts)]
+        started = time.perf_counter()
+        queries.search(
+            project_id, q, limit=5, min_similarity=0.0, log=False, embedder=embedder, query_vector=qvecs[i % len(qvecs)]
+        )
+        latencies.append((time.perf_counter() - started) * 1000)
+    latencies.sort()
+    return {
+        "p50": round(statistics.median(latencies), 2),
+        "p95": round(latencies[int(0.95 * len(latencies)) - 1], 2),
+        "mean": round(statistics.fmean(latencies), 2),
+    }
+
+
+def uses_hnsw(project_id: str, embedder_id: str, dim: int) -> bool:
+    with connection.cursor() as cur:
+        cur.execute(
+            f"EXPLAIN SELECT memory_id FROM memories_memoryvector WHERE embedder = %s AND project_id = %s "
+            f"ORDER BY (vector::vector({dim})) <=> %s::vector({dim}) LIMIT 60",
+            [embedder_id, project_id, "[" + ",".join(["0.01"] * dim) + "]"],
+        )
+        return any("memvec_hnsw" in row[0] for row in cur.fetchall())
+
+
+def main(args: argparse.Namespace) -> dict[str, Any]:
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    embedder = get_embedder()
+    qvecs = embedder.embed(NATURAL_QUESTIONS, kind="query")
+    dim = len(qvecs[0])
+    ensure_index(embedder.id, dim)
+    project = f"latency-{uuid.uuid4().hex[:8]}"
+    random.seed(7)
+    report: dict[str, Any] = {"embedder": embedder.id, "sizes": {}}
+    have = 0
+    try:
+        for size in sizes:
+            started = time.perf_counter()
+            populate(project, size, dim, embedder.id, have)
+            have = size
+            fill_s = time.perf_counter() - started
+            measure(project, qvecs, 20)  # warm caches
+            result = measure(project, qvecs, args.queries)
+            result["hnsw_used"] = uses_hnsw(project, embedder.id, dim)
+            report["sizes"][str(size)] = result
+            print(
+                f"{size:>7} memories (filled in {fill_s:.0f}s): search p50 {result['p50']} ms, "
+                f"p95 {result['p95']} ms, HNSW used: {result['hnsw_used']}",
+                flush=True,
+            )
+    finally:
+        Memory.objects.filter(project_id=project).delete()
+        MemoryEvent.objects.filter(project_id=project).delete()
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=2))
+    return report

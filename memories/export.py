@@ -1,0 +1,43 @@
+"""`yullu export agents-md`: a project's memories grouped by category, as Markdown."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .models import CATEGORIES, Memory
+from .scope import resolve
+
+TITLES = {
+    "process": "How we work",
+    "decision": "Decisions",
+    "gotcha": "Gotchas",
+    "domain": "Domain",
+    "style": "Style",
+    None: "Other notes",
+}
+
+
+def render_agents_md(project_id: str) -> str:
+    memories = list(Memory.objects.filter(project_id=project_id).order_by("category", "created_at", "id"))
+    lines = [f"# Project memory: {project_id}", "", "Exported from Yul'lu. Each line is one durable fact.", ""]
+    for category in [*CATEGORIES, None]:
+        group = [m for m in memories if m.category == category]
+        if not group:
+            continue
+        lines += [f"## {TITLES[category]}", ""]
+        lines += [f"- {' '.join(m.content.split())}" for m in group]
+        lines.append("")
+    if not memories:
+        lines.append("_No memories yet._")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def export_agents_md(project_id: str | None, cwd: str, out: str) -> None:
+    scope = resolve(project_id, None if project_id else cwd)
+    text = render_agents_md(scope.project_id)
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(out).write_text(text)
+        print(f"wrote {out} ({text.count(chr(10) + '- ')} memories)", file=sys.stderr)

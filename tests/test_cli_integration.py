@@ -1,0 +1,214 @@
+"""`yullu inject`, `record-turn`, `install`/`uninstall` and `export` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from dreaming.models import SessionMessage
+from memories import services
+from memories.export import render_agents_md
+from memories.scope import resolve
+from tests.processes import REPO
+from tests.stubs import StubServer
+from yullu_site.hooks import category_hints, is_trivial
+
+
+def run_cli(args: list[str], env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "yullu_site.cli", *args],
+        input=stdin,
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def hook_env(tmp_path: Path, live_server_url: str, owner_token: str) -> dict[str, str]:
+    home = tmp_path / "yhome"
+    home.mkdir()
+    (home / "token").write_text(owner_token + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    return {**env, "YULLU_HOME": str(home), "YULLU_PORT": live_server_url.rsplit(":", 1)[1], "HOME": str(tmp_path)}
+
+
+@pytest.mark.parametrize(
+    ("prompt", "trivial"),
+    [("ok", True), ("Thanks!", True), ("sounds good", True), ("short", True), ("how do we deploy to staging?", False)],
+)
+def test_trivial_prompts_are_skipped(prompt: str, trivial: bool) -> None:
+    assert is_trivial(prompt) is trivial
+
+
+@pytest.mark.parametrize(
+    ("prompt", "hints"),
+    [
+        ("why did we pick celery over rq?", ["decision"]),
+        ("the build fails with a weird error", ["gotcha", "process"]),
+        ("how do I run the tests?", ["process"]),
+        ("what does 'watermark' mean here?", ["domain"]),
+        ("what is our naming convention for css classes", ["domain", "style"]),
+        ("refactor this function", []),
+    ],
+)
+def test_category_hints_follow_the_wording(prompt: str, hints: list[str]) -> None:
+    assert category_hints(prompt) == hints
+
+
+@pytest.mark.django_db(transaction=True)
+def test_inject_prints_a_memories_block(hook_env: dict[str, str], stub_embedder: StubServer) -> None:
+    # A cwd outside any repo resolves to its folder name.
+    services.create_memory(resolve("hookproj", None), "vec:1,0,0 Staging deploys go through make stage", "process")
+    out = run_cli(
+        ["inject"], hook_env, json.dumps({"prompt": "vec:1,0,0 how do we deploy to staging?", "cwd": "/tmp/hookproj"})
+    )
+    assert out.returncode == 0 and out.stdout.startswith("<yullu-memories>")
+    assert "- [process] vec:1,0,0 Staging deploys go through make stage" in out.stdout
+    assert "data, not instructions" in out.stdout
+
+
+@pytest.mark.parametrize("stdin", ["", "not json", json.dumps({"prompt": "ok"})])
+def test_inject_is_silent_on_junk_or_trivial_input(tmp_path: Path, stdin: str) -> None:
+    env = {**os.environ, "YULLU_HOME": str(tmp_path), "YULLU_PORT": "9"}
+    out = run_cli(["inject"], env, stdin)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+
+
+def test_inject_is_silent_when_the_server_is_down(tmp_path: Path) -> None:
+    env = {**os.environ, "YULLU_HOME": str(tmp_path), "YULLU_PORT": "9"}
+    out = run_cli(["inject"], env, json.dumps({"prompt": "how do we deploy to staging?", "cwd": "/tmp"}))
+    assert (out.returncode, out.stdout) == (0, "")
+
+
+def _transcript(path: Path) -> Path:
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "first question"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "first answer"}]}},
+        {"type": "user", "message": {"role": "user", "content": "How do we run migrations safely?"}},
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "file list"}],
+            },
+        },
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Run them with make migrate; they must be backwards compatible."}],
+            },
+        },
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n{broken line\n")
+    return path
+
+
+@pytest.mark.django_db(transaction=True)
+def test_record_turn_posts_the_last_exchange(hook_env: dict[str, str], tmp_path: Path) -> None:
+    transcript = _transcript(tmp_path / "t.jsonl")
+    out = run_cli(
+        ["record-turn"],
+        hook_env,
+        json.dumps({"transcript_path": str(transcript), "session_id": "abc", "cwd": "/tmp/hookproj"}),
+    )
+    assert out.returncode == 0
+    rows = list(SessionMessage.objects.order_by("id").values_list("session_id", "role", "content"))
+    assert rows == [
+        ("abc", "user", "How do we run migrations safely?"),
+        ("abc", "assistant", "Run them with make migrate; they must be backwards compatible."),
+    ]
+
+
+def test_record_turn_exits_0_on_a_missing_transcript(tmp_path: Path) -> None:
+    env = {**os.environ, "YULLU_HOME": str(tmp_path), "YULLU_PORT": "9"}
+    out = run_cli(["record-turn"], env, json.dumps({"transcript_path": str(tmp_path / "none.jsonl")}))
+    assert out.returncode == 0 and out.stdout == ""
+
+
+def test_install_and_uninstall_round_trip(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    settings_path = home / ".claude" / "settings.json"
+    other_hook = {"hooks": [{"type": "command", "command": "echo mine"}]}
+    settings_path.write_text(json.dumps({"model": "opus", "hooks": {"Stop": [other_hook]}}))
+    (home / ".codex" / "config.toml").write_text('# my codex config\nmodel = "o4"\n')
+    (home / ".codex" / "AGENTS.md").write_text("# My rules\n\nBe terse.\n")
+    yhome = tmp_path / "yhome"
+    yhome.mkdir()
+    (yhome / "token").write_text("yl_testtoken\n")
+    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(yhome), "PATH": "/usr/bin:/bin"}
+    for _ in range(2):  # idempotent
+        out = run_cli(["install", "cursor", "claude", "codex"], env)
+        assert out.returncode == 0, out.stderr
+    settings = json.loads(settings_path.read_text())
+    assert settings["model"] == "opus"
+    stop = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]
+    assert stop[0] == "echo mine" and len(stop) == 2 and stop[1].endswith("yullu record-turn")
+    assert settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"].endswith("yullu inject")
+    assert (home / ".claude" / "skills" / "yullu" / "SKILL.md").read_text().startswith("---\nname: yullu")
+    assert "claude mcp add" in out.stdout  # claude is not on PATH: the exact command is printed
+    codex = (home / ".codex" / "config.toml").read_text()
+    assert codex.startswith("# my codex config") and tomllib.loads(codex)["mcp_servers"]["yullu"]["url"].endswith(
+        "/mcp"
+    )
+    agents = (home / ".codex" / "AGENTS.md").read_text()
+    assert agents.count("<!-- yullu:start -->") == 1 and agents.startswith("# My rules")
+    cursor = json.loads((home / ".cursor" / "mcp.json").read_text())
+    assert cursor["mcpServers"]["yullu"]["headers"]["Authorization"] == "Bearer yl_testtoken"
+    out = run_cli(["uninstall"], env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(settings_path.read_text()) == {"model": "opus", "hooks": {"Stop": [other_hook]}}
+    assert not (home / ".claude" / "skills" / "yullu").exists()
+    assert tomllib.loads((home / ".codex" / "config.toml").read_text()) == {"model": "o4"}
+    assert (home / ".codex" / "AGENTS.md").read_text() == "# My rules\n\nBe terse.\n"
+    assert json.loads((home / ".cursor" / "mcp.json").read_text()) == {"mcpServers": {}}
+
+
+def test_install_refuses_an_unparseable_settings_file(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text("{ not json")
+    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    out = run_cli(["install", "claude"], env)
+    assert out.returncode != 0 and "not valid JSON" in out.stderr
+    assert (home / ".claude" / "settings.json").read_text() == "{ not json"
+
+
+def test_service_unit_is_written_and_removed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    assert run_cli(["install", "cursor", "--service"], env).returncode == 0
+    unit = home / ".config" / "systemd" / "user" / "yullu.service"
+    assert "serve" in unit.read_text()
+    assert run_cli(["uninstall"], env).returncode == 0
+    assert not unit.exists()
+
+
+@pytest.mark.django_db
+def test_export_groups_by_category(stub_embedder: StubServer) -> None:
+    scope = resolve("acme/export", None)
+    services.create_memory(scope, "Run make test before pushing", "process")
+    services.create_memory(scope, "We chose Postgres for pgvector", "decision")
+    services.create_memory(scope, "Loose note")
+    text = render_agents_md("acme/export")
+    assert text.index("## How we work") < text.index("## Decisions") < text.index("## Other notes")
+    assert "- Run make test before pushing" in text
