@@ -82,6 +82,7 @@ RRF_K = 20
 KEYWORD_EVIDENCE = 7.0
 FLOOR_RELIEF = 0.2
 CANDIDATES = 60
+EF_SEARCH = 64  # HNSW candidate list; with iterative scans it grows by itself when filters drop rows
 
 
 def is_trivial(query: str) -> bool:
@@ -137,8 +138,7 @@ def _dense(project_id: str, embedder_id: str, qvec: np.ndarray, cats: list[str],
     """
     with transaction.atomic(), connection.cursor() as cur:
         # Iterative scans keep the HNSW index correct under the project filter (pgvector ≥ 0.8).
-        cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cur.execute("SET LOCAL hnsw.ef_search = 100")
+        cur.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {EF_SEARCH}")
         cur.execute(sql, params)
         rows = cur.fetchall()
     return {mid: max(0.0, min(1.0, 1.0 - float(dist))) for mid, dist in rows}
@@ -223,7 +223,8 @@ def search(
     if qvec is None and mode != "keyword" and embeds(embedder):
         qvec = embedder.embed([query], kind="query")[0]
     ranked = rank(project_id, query, qvec, embedder.id, cats, mode)
-    memories = Memory.objects.in_bulk([c.memory_id for c in ranked])
+    # `search` (the tsvector) is large and not needed to answer: leave it in the database.
+    memories = Memory.objects.defer("search").in_bulk([c.memory_id for c in ranked])
     recency = _recency(memories)
     ordered = fuse({c.memory_id: c for c in ranked if c.memory_id in memories}, recency, mode)
     result.embedded = qvec is not None
