@@ -127,7 +127,7 @@ def _validate(raw: Any) -> Event:
     return raw  # type: ignore[return-value]
 
 
-def read_events(folder: Path, after: str = "") -> ReadResult:
+def read_events(folder: Path) -> ReadResult:
     """Events sorted by file name. Skips temp/non-JSON entries and symlinks; bad files go to parse_errors."""
     result = ReadResult()
     if not folder.is_dir():
@@ -147,6 +147,9 @@ def read_events(folder: Path, after: str = "") -> ReadResult:
                 event = _validate(json.load(fh))
         except (ValueError, UnicodeDecodeError) as exc:
             result.parse_errors.append({"file": name, "error": str(exc)[:200]})
+            continue
+        except RecursionError:  # absurdly nested JSON
+            result.parse_errors.append({"file": name, "error": "JSON nested too deeply"})
             continue
         result.events.append((name, event))
     return result

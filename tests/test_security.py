@@ -1,0 +1,97 @@
+"""Security checks: every /api route needs a token, keys never leave the server, hostile logs are contained."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from sync.eventlog import EventLogError, logs_dir, read_events
+
+PUBLIC = {"api/status"}
+
+
+def api_routes() -> list[str]:
+    routes: list[str] = []
+
+    def walk(patterns: list[Any], prefix: str) -> None:
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns, prefix + str(p.pattern))
+            elif isinstance(p, URLPattern):
+                routes.append(prefix + str(p.pattern))
+
+    walk(get_resolver().url_patterns, "")
+    return [r for r in routes if r.startswith("api/")]
+
+
+def concrete(route: str) -> str:
+    return "/" + route.replace("<int:pk>", "1")
+
+
+def test_the_url_conf_is_enumerated() -> None:
+    routes = api_routes()
+    assert "api/memories/recall" in routes and "api/reconcile" in routes and len(routes) >= 15
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method", ["get", "post", "patch", "delete"])
+def test_every_api_route_but_status_requires_a_token(client: Client, method: str) -> None:
+    for route in api_routes():
+        if route in PUBLIC:
+            continue
+        response = getattr(client, method)(concrete(route), content_type="application/json")
+        assert response.status_code in (401, 405), f"{method.upper()} /{route} answered {response.status_code}"
+        if response.status_code == 401:
+            assert "token" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_keys_never_appear_in_api_responses(client: Client, owner_token: str, monkeypatch: Any) -> None:
+    from django.conf import settings
+
+    secret = "sk-live-should-never-leave-1234567890"
+    monkeypatch.setitem(settings.YULLU, "openai", {"api_key": secret, "base_url": ""})
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
+    bodies = [
+        client.get("/api/status").content,
+        client.get("/api/usage", **auth).content,
+        client.get("/api/stats", **auth).content,
+        client.get("/api/schema", **auth).content,
+    ]
+    assert all(secret.encode() not in body for body in bodies)
+
+
+def test_a_sync_dir_escaping_the_repo_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(EventLogError, match="outside the repository"):
+        logs_dir(tmp_path, "../elsewhere")
+
+
+def test_hostile_log_entries_are_skipped_with_parse_errors(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"type": "forget", "id": "x", "memory_id": "y"}))
+    os.symlink(outside, logs / "20260101T000000.000000000Z-aaaaaaaa.json")
+    (logs / "20260101T000001.000000000Z-bbbbbbbb.json").write_bytes(b"\xff\xfe not utf-8")
+    (logs / "20260101T000002.000000000Z-cccccccc.json").write_text(
+        json.dumps(
+            {
+                "type": "remember",
+                "id": "11111111-1111-4111-8111-111111111111",
+                "memory_id": "22222222-2222-4222-8222-222222222222",
+                "content": "x",
+                "vectors": {"m": "nope"},
+            }
+        )
+    )
+    (logs / "20260101T000003.000000000Z-dddddddd.json").write_text("[" * 100000)
+    result = read_events(logs)
+    assert result.events == []
+    assert len(result.parse_errors) == 4
+    assert "symlink" in result.parse_errors[0]["error"]
