@@ -87,3 +87,31 @@ def test_user_project_layer_wins_over_repo(tmp_path: Path, monkeypatch: pytest.M
     cfg, origin = config.load_for_project("github.com/o/r", repo)
     assert cfg["dreaming"]["min_messages"] == 7
     assert origin["dreaming.min_messages"] == "user"
+
+
+def test_processes_starting_together_on_a_new_home_agree(tmp_path: Path) -> None:
+    """Web, worker and beat start at once on a fresh $YULLU_HOME: none may fail or read half a file."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.processes import REPO
+
+    env = {
+        **os.environ,
+        "YULLU_HOME": str(tmp_path / "home"),
+        "YULLU_CONFIG": str(tmp_path / "cfg" / "c.toml"),
+        "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none",
+        "DJANGO_SETTINGS_MODULE": "yullu_site.settings",
+    }
+    code = "from django.conf import settings; print(settings.SECRET_KEY, settings.YULLU['server']['port'])"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(6)
+    ]
+    outputs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-300:] for _, err in outputs]
+    assert len({out for out, _ in outputs}) == 1
+    assert not [f for f in (tmp_path / "home").iterdir() if f.name.endswith(".tmp")]

@@ -286,8 +286,10 @@ def load(path: Path | None = None, *, write_default: bool = True) -> Config:
     path = path or config_path()
     cfg = defaults()
     if not path.exists() and write_default:
+        from .paths import create_once
+
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(DEFAULT_FILE)
+        create_once(path, DEFAULT_FILE, 0o644)
     if path.exists():
         _apply_layer(cfg, read_toml(path), str(path))
     _apply_env(cfg)

@@ -1,6 +1,7 @@
 """Where Yul'lu keeps its data. Everything lives under one home folder."""
 
 import os
+import secrets
 from pathlib import Path
 
 
@@ -20,13 +21,31 @@ def ensure_home() -> Path:
     return home
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write a secret file atomically with mode 0600 (never world-readable, even briefly)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def _temp_file(path: Path, text: str, mode: int) -> Path:
+    # A name unique to this process and call: several processes may start at once on a new home.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    return tmp
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a secret file atomically with mode 0600 (never world-readable, even briefly)."""
+    os.replace(_temp_file(path, text, 0o600), path)
     os.chmod(path, 0o600)
+
+
+def create_once(path: Path, text: str, mode: int = 0o600) -> str:
+    """Create `path` with `text` unless it exists; return what the file holds. Safe when several
+    processes race: exactly one version wins and nobody ever reads a half-written file."""
+    tmp = _temp_file(path, text, mode)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_text()

@@ -10,7 +10,7 @@ from pathlib import Path
 from . import config as yconfig
 from .database import database_settings
 from .env import env_bool, env_choice, env_str
-from .paths import ensure_home, write_private
+from .paths import create_once, ensure_home
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -19,10 +19,7 @@ YULLU = yconfig.load()
 
 
 def _secret_key() -> str:
-    path = YULLU_HOME / "secret_key"
-    if not path.exists():
-        write_private(path, secrets.token_urlsafe(50))
-    return path.read_text().strip()
+    return create_once(YULLU_HOME / "secret_key", secrets.token_urlsafe(50)).strip()
 
 
 SECRET_KEY = _secret_key()
