@@ -66,6 +66,14 @@ def cmd_bench(args: argparse.Namespace) -> None:
         from bench.latency import main as latency_main
 
         latency_main(args)
+    elif args.bench == "load":
+        from django.conf import settings
+
+        from bench.load import main as load_main
+
+        args.url = args.url or f"http://127.0.0.1:{settings.YULLU['server']['port']}/mcp"
+
+        load_main(args)
 
 
 def cmd_reconcile(args: argparse.Namespace) -> None:
@@ -181,6 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     b = bench.add_parser("latency", help="search latency at 1k/10k/100k memories")
     b.add_argument("--sizes", default="1000,10000,100000")
     b.add_argument("--queries", type=int, default=200)
+    b.add_argument("--out", default=None)
+    b = bench.add_parser("load", help="concurrent MCP clients against a running server")
+    b.add_argument("--url", default=None, help="MCP endpoint (default: this home's server)")
+    b.add_argument("--clients", type=int, default=10)
+    b.add_argument("--duration", type=float, default=30.0)
+    b.add_argument("--max-requests", type=int, default=20000)
+    b.add_argument("--project", default=None, help="reuse this project (e.g. a prefilled one)")
+    b.add_argument("--prefill", type=int, default=0, help="synthetic memories to add to a new project first")
     b.add_argument("--out", default=None)
     p.set_defaults(fn=cmd_bench)
     return parser
