@@ -26,7 +26,7 @@ STATS_TTL = 60.0
 MAX_DF_SHARE = 0.4
 # At most this many postings are scanned per query; the commonest remaining terms are dropped
 # first (they carry the least weight), which bounds latency on large projects.
-POSTINGS_BUDGET = 20_000
+POSTINGS_BUDGET = 5_000
 
 _lock = threading.Lock()
 _project_stats: dict[str, tuple[float, int, float]] = {}

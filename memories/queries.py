@@ -28,6 +28,18 @@ from .serializers import hit_dict
 from .vector_index import ensure_index
 
 Mode = Literal["hybrid", "dense", "keyword"]
+HIT_FIELDS = (
+    "id",
+    "uuid",
+    "project_id",
+    "content",
+    "tags",
+    "category",
+    "created_at",
+    "updated_at",
+    "rating",
+    "rating_comment",
+)
 
 TRIVIAL = {
     "ok",
@@ -169,13 +181,14 @@ def fuse(
     method: str = FUSION,
     w_keyword: float = W_KEYWORD,
     w_recency: float = W_RECENCY,
+    best_keyword: float | None = None,
 ) -> list[Candidate]:
     """One ranking from dense, keyword and recency signals.
 
     "score": cosine similarity + w_keyword × (BM25 / best BM25 among the candidates) + w_recency × recency.
     "rrf": reciprocal-rank fusion of the dense and keyword ranks (+ recency), kept for comparison.
     """
-    best_kw = max((c.keyword_score for c in cands.values()), default=0.0) or 1.0
+    best_kw = best_keyword or max((c.keyword_score for c in cands.values()), default=0.0) or 1.0
     dense_on, kw_on = mode != "keyword", mode != "dense"
     for c in cands.values():
         rec = w_recency * recency.get(c.memory_id, 0.0)
@@ -223,10 +236,12 @@ def search(
     if qvec is None and mode != "keyword" and embeds(embedder):
         qvec = embedder.embed([query], kind="query")[0]
     ranked = rank(project_id, query, qvec, embedder.id, cats, mode)
-    # `search` (the tsvector) is large and not needed to answer: leave it in the database.
-    memories = Memory.objects.defer("search").in_bulk([c.memory_id for c in ranked])
-    recency = _recency(memories)
-    ordered = fuse({c.memory_id: c for c in ranked if c.memory_id in memories}, recency, mode)
+    # Recency only breaks near-ties, so rows are fetched for the best candidates alone.
+    best_kw = max((c.keyword_score for c in ranked), default=0.0)
+    shortlist = fuse({c.memory_id: c for c in ranked}, {}, mode)[: max(limit * 4, 20)]
+    memories = Memory.objects.only(*HIT_FIELDS).in_bulk([c.memory_id for c in shortlist])
+    live = {c.memory_id: c for c in shortlist if c.memory_id in memories}
+    ordered = fuse(live, _recency(memories), mode, best_keyword=best_kw)
     result.embedded = qvec is not None
     if preview:
         _apply_floor(result, ordered, memories, 0.0, limit, qvec is not None, preview_floor=floor)

@@ -172,7 +172,10 @@ def _start(cluster: Cluster) -> None:
     if cluster.socket_dir != cluster.pgdata and not cluster.socket_dir.exists():
         _mkdir_owned(cluster.socket_dir, cluster.run_as)
     log_file = cluster.pgdata / "server.log"
-    options = f"-h '' -k {cluster.socket_dir} -c max_connections=200"
+    # 512 MB of shared buffers keeps ~100k memories' vectors and their HNSW index in memory
+    # (the PostgreSQL default of 128 MB makes large-project searches read from disk).
+    buffers = os.environ.get("YULLU_PG_SHARED_BUFFERS", "512MB")
+    options = f"-h '' -k {cluster.socket_dir} -c max_connections=200 -c shared_buffers={buffers}"
     result = _run(
         cluster, ["pg_ctl", "start", "-w", "-t", "60", "-D", str(cluster.pgdata), "-l", str(log_file), "-o", options]
     )
