@@ -84,10 +84,10 @@ def populate(project_id: str, n: int, dim: int, embedder_id: str, start: int) ->
             block /= np.linalg.norm(block, axis=1, keepdims=True)
             for mid, vec in zip(ids[chunk : chunk + 10_000], block, strict=True):
                 copy.write_row((mid, project_id, embedder_id, dim, vec, now))
-    with connection.cursor() as cur:
-        cur.execute("ANALYZE memories_memory")
-        cur.execute("ANALYZE memories_memoryvector")
-        cur.execute("ANALYZE memories_term")
+    with connection.cursor() as cur:  # settle: no background vacuum during the measurement
+        cur.execute("VACUUM ANALYZE memories_memory")
+        cur.execute("VACUUM ANALYZE memories_memoryvector")
+        cur.execute("VACUUM ANALYZE memories_term")
 
 
 def sample_queries(count: int) -> list[str]:

@@ -103,9 +103,12 @@ class LocalEmbedder:
     def loaded(self) -> bool:
         return self.model in self._models
 
+    calls = 0  # embed calls made by this process (benchmarks read it)
+
     def embed(self, texts: list[str], kind: str = "document") -> list[np.ndarray]:
         if not texts:
             return []
+        LocalEmbedder.calls += 1
         model = self._load()
         batch = settings.YULLU["embedding"]["batch_size"]
         vectors = model.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True)

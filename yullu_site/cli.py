@@ -66,6 +66,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
         from bench.latency import main as latency_main
 
         latency_main(args)
+    elif args.bench == "reconcile":
+        from bench.reconcile import main as reconcile_main
+
+        reconcile_main(args)
     elif args.bench == "load":
         from django.conf import settings
 
@@ -189,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = bench.add_parser("latency", help="search latency at 1k/10k/100k memories")
     b.add_argument("--sizes", default="1000,10000,100000")
     b.add_argument("--queries", type=int, default=200)
+    b.add_argument("--out", default=None)
+    b = bench.add_parser("reconcile", help="reconcile a log of N events (vectors reused)")
+    b.add_argument("--events", type=int, default=10000)
     b.add_argument("--out", default=None)
     b = bench.add_parser("load", help="concurrent MCP clients against a running server")
     b.add_argument("--url", default=None, help="MCP endpoint (default: this home's server)")
