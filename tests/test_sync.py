@@ -296,3 +296,28 @@ def test_secrets_never_reach_the_log_or_the_database(repo: Path, stub_embedder: 
         services.update_memory(m.id, content="-----BEGIN RSA PRIVATE KEY-----\nabc")
     assert Memory.objects.get().content == "fine fact"
     assert len(list((repo / ".yullu" / "logs").iterdir())) == 1
+
+
+def _write_many(folder: str, count: int) -> None:
+    from sync.eventlog import new_event, write_event
+
+    for n in range(count):
+        write_event(
+            Path(folder), new_event("remember", f"00000000-0000-4000-8000-{n:012d}", content=f"fact {n}", tags=[])
+        )
+
+
+@pytest.mark.django_db(transaction=False)
+def test_two_writers_at_the_same_moment_never_clobber_each_other(tmp_path: Path) -> None:
+    import multiprocessing
+
+    folder = tmp_path / "logs"
+    ctx = multiprocessing.get_context("fork")
+    workers = [ctx.Process(target=_write_many, args=(str(folder), 200)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    result = read_events(folder)
+    assert len(result.events) == 400 and result.parse_errors == []
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]

@@ -1,0 +1,91 @@
+"""dream_now asks the connected client to do the LLM call (MCP sampling); tool calls do not leak connections."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from django.db import connection
+from mcp import types
+
+from dreaming.models import SessionMessage
+from dreaming.services import record_messages
+from memories.models import Memory
+from tests.mcp_client import call, http_session
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_dream_now_samples_through_the_calling_client(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    record_messages("acme/sampling", "s1", [{"role": "user", "content": "we always run make lint before pushing"}])
+    seen: list[types.CreateMessageRequestParams] = []
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        seen.append(params)
+        reply = json.dumps(
+            {"operations": [{"op": "create", "content": "Run make lint before every push", "category": "process"}]}
+        )
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text=reply), model="client-model"
+        )
+
+    async def go() -> tuple[bool, Any]:
+        async with http_session(
+            live_server_url, owner_token, sampling_callback=sampling, sampling_capabilities=types.SamplingCapability()
+        ) as s:
+            return await call(s, "dream_now", project_id="acme/sampling")
+
+    is_error, result = asyncio.run(go())
+    assert not is_error, result
+    assert len(seen) == 1 and "make lint" in seen[0].messages[0].content.text
+    assert "durable" in (seen[0].system_prompt or "")
+    assert result["ops_created"] == 1 and result["sessions_processed"] == 1
+    assert Memory.objects.get(project_id="acme/sampling").content == "Run make lint before every push"
+    assert SessionMessage.objects.count() == 0
+
+
+def test_without_sampling_or_reasoner_dream_now_reports_a_clear_error(live_server_url: str, owner_token: str) -> None:
+    record_messages("acme/nosampling", "s1", [{"role": "user", "content": "we deploy on Fridays"}])
+
+    async def go() -> tuple[bool, Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            return await call(s, "dream_now", project_id="acme/nosampling")
+
+    _, result = asyncio.run(go())
+    assert "no reasoner configured" in result["errors"][0]
+    assert SessionMessage.objects.count() == 1
+
+
+def _backends() -> int:
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return int(cur.fetchone()[0])
+
+
+@pytest.mark.slow
+def test_500_tool_calls_keep_the_connection_count_bounded(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    async def go() -> None:
+        async with http_session(live_server_url, owner_token) as s:
+            await call(s, "store_memory", content="vec:1,0,0 bounded connections", project_id="acme/conn")
+            for n in range(0, 500, 25):
+                batch = [
+                    call(s, "list_memories", project_id="acme/conn")
+                    if i % 2
+                    else call(s, "retrieve_memories", query="vec:1,0,0 connections", project_id="acme/conn")
+                    for i in range(25)
+                ]
+                results = await asyncio.gather(*batch)
+                assert not any(err for err, _ in results), n
+
+    before = _backends()
+    asyncio.run(go())
+    after = _backends()
+    # One connection per worker thread at most (the asgiref pool), never one per call.
+    assert after - before <= 12, (before, after)
