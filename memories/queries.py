@@ -10,6 +10,7 @@ floor is applied to it, so an unrelated query returns nothing.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import uuid
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 
 from . import bm25
 from .embedders import Embedder, embeds, get_embedder
@@ -27,6 +28,7 @@ from .models import CATEGORIES, EventKind, Memory, MemoryEvent
 from .serializers import hit_dict
 from .vector_index import ensure_index
 
+log = logging.getLogger(__name__)
 Mode = Literal["hybrid", "dense", "keyword"]
 HIT_FIELDS = (
     "id",
@@ -308,6 +310,8 @@ def _apply_floor(
 
 
 def _log_recall(result: SearchResult, query: str) -> None:
+    """Best effort: a memory deleted between the search and this insert is logged without its FK;
+    a logging failure never fails the search itself."""
     rows = [
         MemoryEvent(
             kind=kind,
@@ -320,4 +324,16 @@ def _log_recall(result: SearchResult, query: str) -> None:
         for kind, hits in ((EventKind.RECALLED, result.results), (EventKind.CONSIDERED, result.considered))
         for hit in hits
     ]
-    MemoryEvent.objects.bulk_create(rows)
+    try:
+        with transaction.atomic():
+            MemoryEvent.objects.bulk_create(rows)
+        return
+    except IntegrityError:
+        alive = set(Memory.objects.filter(pk__in=[r.memory_id for r in rows]).values_list("pk", flat=True))
+    for row in rows:
+        row.memory_id = row.memory_id if row.memory_id in alive else None
+    try:
+        with transaction.atomic():
+            MemoryEvent.objects.bulk_create(rows)
+    except IntegrityError:
+        log.warning("could not write the recall log for %s", result.recall_id)

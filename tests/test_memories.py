@@ -213,3 +213,16 @@ def test_switching_embedder_keeps_data_and_backfills(stub_embedder: StubServer, 
     assert set(MemoryVector.objects.values_list("embedder", flat=True)) == {"openai:stub-embed", "openai:stub-embed-2"}
     found = queries.search(A.project_id, "where is the deploy key", log=False, min_similarity=0.0)
     assert found.results[0]["similarity"] is not None
+
+
+def test_a_memory_deleted_during_a_search_does_not_break_the_recall_log(stub_embedder: StubServer) -> None:
+    kept = services.create_memory(A, "vec:1,0,0 kept")
+    gone = services.create_memory(A, "vec:1,0,0 gone")
+    result = queries.SearchResult(project_id=A.project_id, recall_id="00000000-0000-4000-8000-000000000001")
+    from memories.serializers import hit_dict
+
+    result.results = [hit_dict(kept, 0.9, 1), hit_dict(gone, 0.8, 2)]
+    Memory.objects.filter(pk=gone.pk).delete()  # a concurrent delete between search and logging
+    queries._log_recall(result, "q")
+    logged = dict(MemoryEvent.objects.filter(kind="recalled").values_list("memory_uuid", "memory_id"))
+    assert logged == {kept.uuid: kept.pk, gone.uuid: None}
