@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,6 +20,8 @@ from typing import Any, Literal
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+
+from yullu_site.trivial import is_acknowledgement
 
 from . import bm25
 from .embedders import Embedder, embeds, get_embedder
@@ -43,47 +44,6 @@ HIT_FIELDS = (
     "rating_comment",
 )
 
-TRIVIAL = {
-    "ok",
-    "okay",
-    "k",
-    "kk",
-    "thanks",
-    "thank you",
-    "thx",
-    "ty",
-    "yes",
-    "y",
-    "yep",
-    "yeah",
-    "no",
-    "nope",
-    "continue",
-    "go on",
-    "go ahead",
-    "sure",
-    "cool",
-    "great",
-    "nice",
-    "done",
-    "next",
-    "proceed",
-    "lgtm",
-    "perfect",
-    "got it",
-    "sounds good",
-    "please",
-    "hi",
-    "hello",
-    "hey",
-    "ack",
-    "right",
-    "correct",
-    "good",
-    "fine",
-    "alright",
-    "agreed",
-}
 
 # Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, bench/tune_fusion.py).
 FUSION = "score"
@@ -100,9 +60,7 @@ EF_SEARCH = 64  # HNSW candidate list; with iterative scans it grows by itself w
 
 
 def is_trivial(query: str) -> bool:
-    text = query.lower().strip()
-    text = re.sub(r"[.!?,]", "", text).strip()
-    return not text or text in TRIVIAL
+    return is_acknowledgement(query)
 
 
 def clean_categories(categories: Iterable[str] | None) -> list[str]:

@@ -51,3 +51,28 @@ def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=5)
+
+
+def start_worker_and_beat(env: dict[str, str], tmp_path: Path) -> tuple[subprocess.Popen[str], subprocess.Popen[str]]:
+    """A real Celery worker (concurrency 1) and beat on the product's settings."""
+    worker = spawn(
+        [
+            "-m",
+            "celery",
+            "-A",
+            "yullu_site",
+            "worker",
+            "--concurrency",
+            "1",
+            "--loglevel",
+            "WARNING",
+            "-n",
+            f"test-{tmp_path.name}@%h",
+        ],
+        env,
+    )
+    beat = spawn(
+        ["-m", "celery", "-A", "yullu_site", "beat", "--loglevel", "WARNING", "--pidfile", str(tmp_path / "beat.pid")],
+        env,
+    )
+    return worker, beat

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import product_env, spawn, stop
+from tests.processes import product_env, start_worker_and_beat, stop
 from yullu_site.models import Heartbeat
 
 
@@ -13,26 +13,7 @@ from yullu_site.models import Heartbeat
 @pytest.mark.django_db(transaction=True)
 def test_a_beat_scheduled_task_runs_on_a_real_worker(tmp_path: Path) -> None:
     env = product_env(tmp_path / "home", YULLU_HEARTBEAT_SECONDS="1", YULLU_SCHEDULER_TICK_SECONDS="3600")
-    worker = spawn(
-        [
-            "-m",
-            "celery",
-            "-A",
-            "yullu_site",
-            "worker",
-            "--concurrency",
-            "1",
-            "--loglevel",
-            "WARNING",
-            "-n",
-            "test-worker@%h",
-        ],
-        env,
-    )
-    beat = spawn(
-        ["-m", "celery", "-A", "yullu_site", "beat", "--loglevel", "WARNING", "--pidfile", str(tmp_path / "beat.pid")],
-        env,
-    )
+    worker, beat = start_worker_and_beat(env, tmp_path)
     try:
         deadline = time.monotonic() + 90
         beats = 0

@@ -23,7 +23,7 @@ from memories import services
 from memories.models import Memory
 from memories.scope import resolve
 from sync.eventlog import read_events
-from tests.processes import REPO, product_env, spawn, stop
+from tests.processes import REPO, product_env, start_worker_and_beat, stop
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -253,26 +253,7 @@ def test_a_beat_scheduled_pass_runs_end_to_end(reasoner_stub: StubServer, tmp_pa
         YULLU_SCHEDULER_TICK_SECONDS="2",
         YULLU_HEARTBEAT_SECONDS="3600",
     )
-    worker = spawn(
-        [
-            "-m",
-            "celery",
-            "-A",
-            "yullu_site",
-            "worker",
-            "--concurrency",
-            "1",
-            "--loglevel",
-            "WARNING",
-            "-n",
-            "dream-worker@%h",
-        ],
-        env,
-    )
-    beat = spawn(
-        ["-m", "celery", "-A", "yullu_site", "beat", "--loglevel", "WARNING", "--pidfile", str(tmp_path / "beat.pid")],
-        env,
-    )
+    worker, beat = start_worker_and_beat(env, tmp_path)
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and not Memory.objects.filter(content="Scheduled passes work").exists():

@@ -17,41 +17,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from .trivial import is_acknowledgement, normalise
+
 TIMEOUT = 1.5
 MIN_PROMPT_CHARS = 8
-ACKS = {
-    "ok",
-    "okay",
-    "thanks",
-    "thank you",
-    "thx",
-    "ty",
-    "yes",
-    "yep",
-    "yeah",
-    "no",
-    "nope",
-    "continue",
-    "go on",
-    "go ahead",
-    "sure",
-    "cool",
-    "great",
-    "nice",
-    "done",
-    "next",
-    "proceed",
-    "lgtm",
-    "perfect",
-    "got it",
-    "sounds good",
-    "do it",
-    "please do",
-    "yes please",
-    "ok thanks",
-    "okay thanks",
-    "looks good",
-}
 # Wording → category hints (SPEC §9: hints inferred from the prompt's wording).
 HINTS: list[tuple[str, re.Pattern[str]]] = [
     (
@@ -104,8 +73,7 @@ def token() -> str:
 
 
 def is_trivial(text: str) -> bool:
-    cleaned = re.sub(r"[.!?,]", "", text.strip().lower()).strip()
-    return len(cleaned) < MIN_PROMPT_CHARS or cleaned in ACKS
+    return len(normalise(text)) < MIN_PROMPT_CHARS or is_acknowledgement(text)
 
 
 def category_hints(prompt: str) -> list[str]:
