@@ -56,6 +56,7 @@ RRF_K = 20
 KEYWORD_EVIDENCE = 7.0
 FLOOR_RELIEF = 0.2
 CANDIDATES = 60
+EXACT_SCAN_MAX = 2_000  # projects up to this size are searched exactly (measured: docs/benchmarks.md)
 EF_SEARCH = 64  # HNSW candidate list; with iterative scans it grows by itself when filters drop rows
 
 
@@ -94,22 +95,28 @@ def _vec_literal(vector: np.ndarray) -> str:
 
 
 def _dense(project_id: str, embedder_id: str, qvec: np.ndarray, cats: list[str], k: int) -> dict[int, float]:
+    """Nearest memories by cosine. Small projects are scanned exactly (their rows via the btree on
+    (embedder, project_id)); large ones use the HNSW index with an iterative scan, which stays
+    correct under the project filter. In a database shared by many projects, walking the
+    shared HNSW graph for a small project would mostly visit other projects' vectors."""
     dim = len(qvec)
     ensure_index(embedder_id, dim)
+    exact = bm25.project_stats(project_id)[0] <= EXACT_SCAN_MAX
     cat_sql = "AND m.category = ANY(%s)" if cats else ""
     params: list[Any] = [_vec_literal(qvec), embedder_id, project_id, dim]
     if cats:
         params.append(cats)
     params += [_vec_literal(qvec), k]
+    # "+ 0" makes the ordering expression differ from the index expression: an exact scan.
+    order = f"((v.vector::vector({dim})) <=> %s::vector({dim})){' + 0' if exact else ''}"
     sql = f"""
         SELECT v.memory_id, (v.vector::vector({dim})) <=> %s::vector({dim}) AS dist
         FROM memories_memoryvector v JOIN memories_memory m ON m.id = v.memory_id
         WHERE v.embedder = %s AND v.project_id = %s AND v.dim = %s {cat_sql}
-        ORDER BY (v.vector::vector({dim})) <=> %s::vector({dim})
+        ORDER BY {order}
         LIMIT %s
     """
     with transaction.atomic(), connection.cursor() as cur:
-        # Iterative scans keep the HNSW index correct under the project filter (pgvector ≥ 0.8).
         cur.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {EF_SEARCH}")
         cur.execute(sql, params)
         rows = cur.fetchall()
