@@ -121,6 +121,8 @@ if not CELERY_BROKER_URL:
         "data_folder_out": str(BROKER_DIR),
         "processed_folder": str(BROKER_DIR),
         "store_processed": False,
+        # kombu keeps broadcast (pidbox) state in ./control unless told otherwise.
+        "control_folder": str(BROKER_DIR / "control"),
     }
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
