@@ -34,10 +34,14 @@ format: install
 
 # Tests use their own YULLU_HOME and config so they never touch your data.
 TEST_HOME ?= $(CURDIR)/.test-home
+# The embedded test server is stopped afterwards, whatever pytest's outcome.
 test: install lint
 	@mkdir -p $(TEST_HOME)
-	YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml HF_HUB_OFFLINE=1 \
-		$(BIN)/pytest $(PYTEST_ARGS)
+	@export YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml HF_HUB_OFFLINE=1; \
+		$(BIN)/pytest $(PYTEST_ARGS); status=$$?; \
+		[ -n "$$DATABASE_URL" ] || $(BIN)/python -c \
+			"from yullu_site import paths, pg; pg.stop(paths.yullu_home())" || true; \
+		exit $$status
 
 clean-test:
 	rm -rf $(TEST_HOME)
