@@ -1,0 +1,151 @@
+"""Fault injection with real processes (`-m faults`): nothing acknowledged is lost, nothing half-written."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memories import services
+from memories.models import Memory
+from memories.scope import resolve
+from sync import services as sync_services
+from sync.eventlog import read_events
+from tests.conftest import free_port
+from tests.mcp_client import call, http_session
+from tests.processes import REPO, product_env
+from tests.stubs import StubServer
+
+pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
+
+
+def start_web(env: dict[str, str], port: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "yullu_site.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        cwd=REPO,
+        start_new_session=True,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/api/status", timeout=1)
+            return proc
+        except httpx.HTTPError:
+            assert proc.poll() is None, "web process died on start"
+            time.sleep(0.2)
+    raise AssertionError("web process did not start")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    subprocess.run(["git", "-C", str(path), "remote", "add", "origin", "git@github.com:acme/faults.git"], check=True)
+    return path
+
+
+def test_kill_9_during_a_store_burst_loses_nothing_acknowledged(
+    tmp_path: Path, repo: Path, owner_token: str, stub_api: StubServer
+) -> None:
+    env = product_env(
+        tmp_path / "home",
+        YULLU_EMBED_PROVIDER="openai",
+        YULLU_EMBED_MODEL="stub-embed",
+        OPENAI_API_KEY="sk-test-not-real",
+        OPENAI_BASE_URL=stub_api.url,
+    )
+    port = free_port()
+    web = start_web(env, port)
+    acked: list[str] = []
+
+    async def burst() -> None:
+        async def one_client(n: int) -> None:
+            try:
+                async with http_session(f"http://127.0.0.1:{port}", owner_token) as s:
+                    for i in range(1000):
+                        err, result = await call(s, "store_memory", content=f"fault fact {n}-{i}", cwd=str(repo))
+                        if not err:
+                            acked.append(result["uuid"])
+            except BaseException:  # the server vanished mid-call: expected
+                return
+
+        tasks = [asyncio.create_task(one_client(n)) for n in range(4)]
+        await asyncio.sleep(2.0)
+        os.killpg(web.pid, signal.SIGKILL)
+        await asyncio.wait(tasks, timeout=30)
+
+    asyncio.run(burst())
+    web.wait(timeout=10)
+    assert len(acked) > 10
+    stored = {str(u) for u in Memory.objects.values_list("uuid", flat=True)}
+    assert set(acked) <= stored, "an acknowledged store is missing"
+    events = read_events(repo / ".yullu" / "logs")
+    assert events.parse_errors == []
+    logged = {e["memory_id"] for _, e in events.events}
+    assert stored <= logged, "a committed memory has no event file"
+    # A clean restart serves again.
+    web = start_web(env, port)
+    try:
+
+        async def after() -> tuple[bool, Any]:
+            async with http_session(f"http://127.0.0.1:{port}", owner_token) as s:
+                return await call(s, "store_memory", content="after restart", cwd=str(repo))
+
+        assert asyncio.run(after())[0] is False
+    finally:
+        os.killpg(web.pid, signal.SIGTERM)
+        web.wait(timeout=15)
+
+
+def test_an_interrupted_reconcile_reruns_to_the_same_state(
+    repo: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scope = resolve(None, str(repo))
+    for i in range(6):
+        services.create_memory(scope, f"shared fact {i}", "process", [f"t{i}"])
+    expected = sorted(Memory.objects.values_list("uuid", "content", "category"))
+    Memory.objects.all().delete()  # this machine forgets everything; the log still has it
+    from memories.models import Meta
+
+    Meta.objects.all().delete()
+    real = sync_services.memory_services.apply_remote_upsert
+    calls = {"n": 0}
+
+    def crash_after_three(*args: Any, **kwargs: Any) -> str:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise RuntimeError("power cut")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sync_services.memory_services, "apply_remote_upsert", crash_after_three)
+    with pytest.raises(RuntimeError):
+        sync_services.reconcile_scope(scope)
+    assert Memory.objects.count() == 3
+    assert not Meta.objects.filter(key__startswith="last_event:").exists()  # watermark not saved
+    monkeypatch.setattr(sync_services.memory_services, "apply_remote_upsert", real)
+    result = sync_services.reconcile_scope(scope)
+    assert result["created"] == 3
+    assert sorted(Memory.objects.values_list("uuid", "content", "category")) == expected
+    assert sync_services.reconcile_scope(scope)["created"] == 0
