@@ -9,19 +9,22 @@ every request is self-contained (sampling then falls back to the configured reas
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import psycopg
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 
 from yullu_site.auth import bearer_from_header, user_for_token
 from yullu_site.models import hash_token
 
+log = logging.getLogger("yullu.mcp")
 Scope = dict[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
 TOKEN_CACHE_SECONDS = 30.0
@@ -68,18 +71,21 @@ class TokenAuth:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         raw = bearer_from_header(headers.get("authorization", ""))
-        if raw and await self._is_valid(raw):
+        try:
+            valid = bool(raw) and await self._is_valid(raw)
+        except (DatabaseError, psycopg.Error) as exc:  # raw psycopg errors escape Django's wrapper on reconnect
+            log.warning("token check failed, database unavailable: %s", exc)
+            await _json(send, 503, "The database is unavailable right now; try again shortly.")
+            return
+        if valid:
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"error": "Invalid or missing API token; run `yullu token` to see yours."}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="yullu"')],
-            }
+        await _json(
+            send,
+            401,
+            "Invalid or missing API token; run `yullu token` to see yours.",
+            [(b"www-authenticate", b'Bearer realm="yullu"')],
         )
-        await send({"type": "http.response.body", "body": body})
 
     async def _is_valid(self, raw: str) -> bool:
         key = hash_token(raw)
@@ -91,6 +97,17 @@ class TokenAuth:
             return True
         self._valid.pop(key, None)
         return False
+
+
+async def _json(send: Any, status: int, error: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *(extra or [])],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
 
 
 def build_mcp_asgi() -> ASGIApp:

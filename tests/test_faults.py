@@ -149,3 +149,71 @@ def test_an_interrupted_reconcile_reruns_to_the_same_state(
     assert result["created"] == 3
     assert sorted(Memory.objects.values_list("uuid", "content", "category")) == expected
     assert sync_services.reconcile_scope(scope)["created"] == 0
+
+
+def _pg(env: dict[str, str], action: str) -> None:
+    code = f"from yullu_site import paths, pg; pg.{action}(paths.ensure_home())"
+    subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, timeout=120)
+
+
+def test_postgres_restart_gives_503_then_recovers_by_itself(tmp_path: Path) -> None:
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="yullu-faults-"))
+    base.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env.update(
+        YULLU_HOME=str(base / "home"),
+        YULLU_ROOT_PG_BASE=str(base / "pg"),
+        YULLU_EMBED_PROVIDER="none",
+        YULLU_CONFIG=str(base / "config.toml"),
+        DJANGO_SETTINGS_MODULE="yullu_site.settings",
+    )
+    web = None
+    try:
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=REPO, check=True, timeout=180)
+        token = (
+            subprocess.run(
+                [sys.executable, "-m", "yullu_site.cli", "token"],
+                env=env,
+                cwd=REPO,
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+        port = free_port()
+        web = start_web(env, port)
+        url, auth = f"http://127.0.0.1:{port}", {"authorization": f"Bearer {token}"}
+        assert httpx.get(f"{url}/api/memories", headers=auth, timeout=10).status_code == 200
+        _pg(env, "stop")
+        down = httpx.get(f"{url}/api/memories", headers=auth, timeout=10)
+        assert down.status_code == 503
+        assert "error" in down.json() and "Traceback" not in down.text
+        mcp_down = httpx.post(
+            f"{url}/mcp",
+            headers={**auth, "accept": "application/json, text/event-stream"},
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            timeout=10,
+        )
+        assert mcp_down.status_code == 503 and "database" in mcp_down.json()["error"]
+        status = httpx.get(f"{url}/api/status", timeout=10)
+        assert status.status_code == 503 and status.json()["ready"] is False
+        _pg(env, "ensure_running")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if httpx.get(f"{url}/api/memories", headers=auth, timeout=10).status_code == 200:
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("the server did not recover after Postgres came back")
+    finally:
+        if web is not None:
+            os.killpg(web.pid, signal.SIGTERM)
+            web.wait(timeout=15)
+        _pg(env, "stop")
+        shutil.rmtree(base, ignore_errors=True)
