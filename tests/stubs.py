@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -34,6 +35,7 @@ class StubServer:
         self.requests: list[dict[str, Any]] = []
         self.chat_replies: list[str | int] = []
         self.embed_status = 200
+        self.chat_delay = 0.0  # seconds to wait before answering a chat completion
         self.dim = DIM
         stub = self
 
@@ -85,6 +87,8 @@ class StubServer:
         }
 
     def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.chat_delay:
+            time.sleep(self.chat_delay)
         reply = self.chat_replies.pop(0) if self.chat_replies else '{"operations": []}'
         if isinstance(reply, int):
             return reply, {"error": {"message": "stub failure", "type": "server_error"}}

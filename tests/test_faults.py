@@ -217,3 +217,50 @@ def test_postgres_restart_gives_503_then_recovers_by_itself(tmp_path: Path) -> N
             web.wait(timeout=15)
         _pg(env, "stop")
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_kill_9_of_a_worker_mid_dream_keeps_the_messages(
+    tmp_path: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from django.conf import settings
+
+    from dreaming.models import SessionMessage
+    from dreaming.reasoners import configured_reasoner
+    from dreaming.services import record_messages, run_dream_pass
+    from tests.processes import spawn
+
+    record_messages("acme/killed", "s1", [{"role": "user", "content": "we build with make, never with npm"}])
+    reply = json.dumps({"operations": [{"op": "create", "content": "Build with make", "category": "process"}]})
+    stub_embedder.chat_replies += [reply, reply]
+    stub_embedder.chat_delay = 30.0  # the reasoner is "thinking" when the worker dies
+    env = product_env(
+        tmp_path / "home",
+        YULLU_REASON_PROVIDER="openai",
+        YULLU_REASON_MODEL="stub-chat",
+        OPENAI_BASE_URL=stub_embedder.url,
+        OPENAI_API_KEY="sk-test-not-real",
+        YULLU_EMBED_PROVIDER="openai",
+        YULLU_EMBED_MODEL="stub-embed",
+    )
+    worker = spawn(["-m", "yullu_site.cli", "dream", "--project-id", "acme/killed"], env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(
+        r["path"].endswith("/chat/completions") for r in stub_embedder.requests
+    ):
+        time.sleep(0.2)
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=10)
+    assert SessionMessage.objects.count() == 1 and Memory.objects.count() == 0
+    stub_embedder.chat_delay = 0.0
+    monkeypatch.setitem(
+        settings.YULLU, "reasoning", {"provider": "openai", "model": "stub-chat", "timeout_seconds": 10}
+    )
+    deadline = time.monotonic() + 30
+    result = run_dream_pass("acme/killed", reasoner=configured_reasoner())
+    while result.get("skipped") and time.monotonic() < deadline:  # the dead worker's lock goes with its session
+        time.sleep(0.5)
+        result = run_dream_pass("acme/killed", reasoner=configured_reasoner())
+    assert result["ops_created"] == 1 and SessionMessage.objects.count() == 0
+    assert Memory.objects.filter(content="Build with make").count() == 1
