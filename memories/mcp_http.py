@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from mcp.server.transport_security import TransportSecuritySettings
 
+from yullu_site import ratelimit
 from yullu_site.auth import bearer_from_header, user_for_token
 from yullu_site.models import hash_token
 
@@ -71,6 +72,10 @@ class TokenAuth:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         raw = bearer_from_header(headers.get("authorization", ""))
+        client = (scope.get("client") or ("", 0))[0]
+        if ratelimit.blocked(client, hash_token(raw)):
+            await _json(send, 429, "Too many failed token attempts; wait a minute and try again.")
+            return
         try:
             valid = bool(raw) and await self._is_valid(raw)
         except (DatabaseError, psycopg.Error) as exc:  # raw psycopg errors escape Django's wrapper on reconnect
@@ -78,8 +83,10 @@ class TokenAuth:
             await _json(send, 503, "The database is unavailable right now; try again shortly.")
             return
         if valid:
+            ratelimit.record_success(hash_token(raw))
             await self.app(scope, receive, send)
             return
+        ratelimit.record_failure(client)
         await _json(
             send,
             401,

@@ -16,6 +16,14 @@ from tests.stubs import StubServer
 from yullu_site.models import ApiToken
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits() -> None:
+    """Auth-failure counters live in process memory; each test starts with none."""
+    from yullu_site import ratelimit
+
+    ratelimit.reset()
+
+
 @pytest.fixture
 def owner(django_user_model: Any) -> Any:
     return django_user_model.objects.create_superuser("owner", password="owner-pass-123")

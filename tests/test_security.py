@@ -95,3 +95,31 @@ def test_hostile_log_entries_are_skipped_with_parse_errors(tmp_path: Path) -> No
     assert result.events == []
     assert len(result.parse_errors) == 4
     assert "symlink" in result.parse_errors[0]["error"]
+
+
+@pytest.mark.django_db
+def test_repeated_bad_tokens_are_rate_limited_but_a_working_client_is_not(client: Client, owner_token: str) -> None:
+    from yullu_site import ratelimit
+
+    good = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
+    assert client.get("/api/memories", **good).status_code == 200  # verified before the attack
+    for _ in range(ratelimit.MAX_FAILURES):
+        assert client.get("/api/memories", HTTP_AUTHORIZATION="Bearer yl_guess").status_code == 401
+    limited = client.get("/api/memories", HTTP_AUTHORIZATION="Bearer yl_guess")
+    assert limited.status_code == 429 and "Too many failed token attempts" in limited.json()["error"]
+    assert client.get("/api/memories", **good).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_rate_limits_bad_tokens(live_server_url: str) -> None:
+    import httpx
+
+    from yullu_site import ratelimit
+
+    headers = {"authorization": "Bearer yl_guess", "accept": "application/json, text/event-stream"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    codes = [
+        httpx.post(f"{live_server_url}/mcp", json=body, headers=headers).status_code
+        for _ in range(ratelimit.MAX_FAILURES + 1)
+    ]
+    assert codes[:-1] == [401] * ratelimit.MAX_FAILURES and codes[-1] == 429

@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from . import ratelimit
 from .api_errors import TOKEN_HELP
 from .models import ApiToken, hash_token
 
@@ -33,12 +34,17 @@ def bearer_from_header(value: str) -> str:
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request: Any) -> tuple[AbstractBaseUser, str] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
+        client = request.META.get("REMOTE_ADDR", "")
         if not header:
             return None
         raw = bearer_from_header(header)
+        if ratelimit.blocked(client, hash_token(raw)):
+            raise exceptions.Throttled(detail="Too many failed token attempts; wait a minute and try again.")
         user = user_for_token(raw)
         if user is None:
+            ratelimit.record_failure(client)
             raise exceptions.AuthenticationFailed(TOKEN_HELP)
+        ratelimit.record_success(hash_token(raw))
         return user, raw
 
     def authenticate_header(self, request: Any) -> str:
