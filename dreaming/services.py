@@ -122,6 +122,12 @@ def _sessions(project_id: str, min_messages: int, session_id: str | None) -> lis
     return [r["session_id"] for r in rows if r["n"] >= min_messages]
 
 
+def _counters(result: DreamResult) -> dict[str, Any]:
+    """The DreamPass columns that mirror the running result."""
+    keys = ("sessions_processed", "messages_processed", "ops_created", "ops_updated", "ops_deleted", "ops_skipped")
+    return {"errors": result["errors"][:50], **{k: result[k] for k in keys}}  # type: ignore[literal-required]
+
+
 def _progress(dream: DreamPass, **fields: Any) -> None:
     for key, value in fields.items():
         setattr(dream, key, value)
@@ -158,18 +164,7 @@ def run_dream_pass(
         try:
             _run(project_id, dream, reasoner, cfg["dreaming"], manual, session_id, result)
         finally:
-            _progress(
-                dream,
-                phase="done",
-                finished_at=timezone.now(),
-                errors=result["errors"][:50],
-                sessions_processed=result["sessions_processed"],
-                messages_processed=result["messages_processed"],
-                ops_created=result["ops_created"],
-                ops_updated=result["ops_updated"],
-                ops_deleted=result["ops_deleted"],
-                ops_skipped=result["ops_skipped"],
-            )
+            _progress(dream, phase="done", finished_at=timezone.now(), **_counters(result))
             DreamSchedule.objects.update_or_create(project_id=project_id, defaults={"last_pass_at": timezone.now()})
     return result
 
@@ -198,16 +193,7 @@ def _run(
         result["sessions"].append(outcome)
         if outcome.get("error"):
             result["errors"].append(f"session {sid}: {outcome['error']}")
-        _progress(
-            dream,
-            sessions_processed=result["sessions_processed"],
-            errors=result["errors"][:50],
-            ops_created=result["ops_created"],
-            ops_updated=result["ops_updated"],
-            ops_deleted=result["ops_deleted"],
-            ops_skipped=result["ops_skipped"],
-            messages_processed=result["messages_processed"],
-        )
+        _progress(dream, **_counters(result))
 
 
 def _dream_session(

@@ -50,14 +50,14 @@ def backfill(batch_size: int = 64) -> dict[str, int]:
         if not got:
             return {"embedded": 0, "remaining": missing(embedder.id).count(), "skipped": 1}
         while True:
-            rows = list(missing(embedder.id).order_by("id").values_list("id", "content")[:batch_size])
+            rows = list(missing(embedder.id).order_by("id").values_list("id", "content", "project_id")[:batch_size])
             if not rows:
                 break
-            vectors = embedder.embed([content for _, content in rows])
+            vectors = embedder.embed([content for _, content, _ in rows])
             ensure_index(embedder.id, len(vectors[0]))
             with transaction.atomic():
                 current = dict(Memory.objects.filter(pk__in=[r[0] for r in rows]).values_list("id", "content"))
-                for (mid, content), vector in zip(rows, vectors, strict=False):
+                for (mid, content, project_id), vector in zip(rows, vectors, strict=True):
                     if current.get(mid) == content:
                         MemoryVector.objects.update_or_create(
                             memory_id=mid,
@@ -65,7 +65,7 @@ def backfill(batch_size: int = 64) -> dict[str, int]:
                             defaults={
                                 "vector": vector,
                                 "dim": len(vector),
-                                "project_id": Memory.objects.get(pk=mid).project_id,
+                                "project_id": project_id,
                             },
                         )
                         done += 1

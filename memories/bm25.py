@@ -83,15 +83,6 @@ def document_frequencies(project_id: str, lexemes: list[str]) -> dict[str, int]:
     return out
 
 
-def forget_stats(project_id: str | None = None) -> None:
-    with _lock:
-        if project_id is None:
-            _project_stats.clear()
-            _df.clear()
-        else:
-            _project_stats.pop(project_id, None)
-
-
 def within_budget(dfs: dict[str, int], n: int) -> dict[str, int]:
     """The informative lexemes, rarest first, until their postings fill the scan budget."""
     kept: dict[str, int] = {}

@@ -11,7 +11,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError, close_old_connections
@@ -26,6 +26,7 @@ from . import queries, services, stats
 from .scope import resolve
 
 log = logging.getLogger("yullu.mcp")
+T = TypeVar("T")
 
 INSTRUCTIONS = """\
 Yul'lu is this codebase's long-term memory, shared with the team.
@@ -64,8 +65,9 @@ def error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-def _in_thread(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    # Connections opened outside Django's request cycle are not closed for us: expire them here.
+def with_fresh_connections(fn: Callable[[], T]) -> T:
+    """Call `fn` (in a worker thread) with stale DB connections closed before and after:
+    connections opened outside Django's request cycle are not closed for us."""
     close_old_connections()
     try:
         return fn()
@@ -76,7 +78,7 @@ def _in_thread(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 async def run(fn: Callable[[], dict[str, Any]]) -> CallToolResult:
     """Run a sync service call in a worker thread and turn its outcome into a tool result."""
     try:
-        return ok(await sync_to_async(_in_thread, thread_sensitive=False)(fn))
+        return ok(await sync_to_async(with_fresh_connections, thread_sensitive=False)(fn))
     except UserError as exc:
         return error(str(exc))
     except DatabaseError as exc:

@@ -18,12 +18,14 @@ from typing import Any
 import psycopg
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError
 from mcp.server.transport_security import TransportSecuritySettings
 
 from yullu_site import ratelimit
 from yullu_site.auth import bearer_from_header, user_for_token
 from yullu_site.models import hash_token
+
+from .mcp import with_fresh_connections
 
 log = logging.getLogger("yullu.mcp")
 Scope = dict[str, Any]
@@ -49,14 +51,6 @@ def transport_security() -> TransportSecuritySettings:
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts(), allowed_origins=allowed_origins()
     )
-
-
-def _check_token(raw: str) -> bool:
-    close_old_connections()
-    try:
-        return user_for_token(raw) is not None
-    finally:
-        close_old_connections()
 
 
 class TokenAuth:
@@ -99,7 +93,7 @@ class TokenAuth:
         now = time.monotonic()
         if self._valid.get(key, 0) > now:
             return True
-        if await sync_to_async(_check_token, thread_sensitive=False)(raw):
+        if await sync_to_async(with_fresh_connections, thread_sensitive=False)(lambda: user_for_token(raw) is not None):
             self._valid[key] = now + TOKEN_CACHE_SECONDS
             return True
         self._valid.pop(key, None)

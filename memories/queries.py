@@ -87,7 +87,6 @@ class SearchResult:
     recall_id: str | None
     results: list[dict[str, Any]] = field(default_factory=list)
     considered: list[dict[str, Any]] = field(default_factory=list)
-    embedded: bool = False
 
 
 def _vec_literal(vector: np.ndarray) -> str:
@@ -209,7 +208,6 @@ def search(
     memories = Memory.objects.only(*HIT_FIELDS).in_bulk([c.memory_id for c in shortlist])
     live = {c.memory_id: c for c in shortlist if c.memory_id in memories}
     ordered = fuse(live, _recency(memories), mode, best_keyword=best_kw)
-    result.embedded = qvec is not None
     if preview:
         _apply_floor(result, ordered, memories, 0.0, limit, qvec is not None, preview_floor=floor)
         return result

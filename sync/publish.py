@@ -21,27 +21,29 @@ def sync_config(project_id: str, git_root: Path | None) -> dict:
     return cfg["sync"]
 
 
-def target_dir(project_id: str, git_root: Path | None) -> Path | None:
-    """The project's logs folder, or None when sync is off or the repo is unknown (warned once)."""
+def _resolve(project_id: str, git_root: Path | None) -> tuple[Path | None, dict]:
+    """The project's logs folder (None when sync is off or the repo is unknown, warned once)
+    and its effective [sync] settings."""
     git_root = git_root or known_root(project_id)
     if git_root is None:
         if project_id not in _warned:
             _warned.add(project_id)
             log.warning("no repository known for project %s: its changes are not written to an event log", project_id)
-        return None
+        return None, {}
     cfg = sync_config(project_id, git_root)
-    if not cfg["enabled"]:
-        return None
-    return logs_dir(git_root, cfg["dir"])
+    return (logs_dir(git_root, cfg["dir"]) if cfg["enabled"] else None), cfg
+
+
+def target_dir(project_id: str, git_root: Path | None) -> Path | None:
+    return _resolve(project_id, git_root)[0]
 
 
 class Publisher:
     """Writes events for one project; resolves the folder and settings once (batches share it)."""
 
     def __init__(self, project_id: str, git_root: Path | None) -> None:
-        self.folder = target_dir(project_id, git_root)
-        root = git_root or known_root(project_id)
-        self.log_embeddings = bool(self.folder and sync_config(project_id, root)["log_embeddings"])
+        self.folder, cfg = _resolve(project_id, git_root)
+        self.log_embeddings = bool(self.folder and cfg["log_embeddings"])
 
     def emit(self, kind: EventType, memory_uuid: str, **fields: object) -> Event | None:
         if self.folder is None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
+from pathlib import Path
 
 from celery import shared_task
 from django.conf import settings
@@ -19,12 +21,10 @@ from .services import reconcile_scope
 log = logging.getLogger(__name__)
 
 
-def log_signature(folder_exists: bool, folder: object) -> str:
+def log_signature(folder: Path) -> str:
     """Changes whenever a file is added, removed or replaced in the log folder."""
-    if not folder_exists:
+    if not folder.is_dir():
         return "none"
-    import os
-
     entries = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.name.endswith(".json"))
     return f"{len(entries)}:{hash(tuple(entries))}"
 
@@ -42,8 +42,6 @@ def reconcile_location(location_id: int, force: bool = False) -> dict | None:
     loc = ProjectLocation.objects.filter(pk=location_id).first()
     if loc is None:
         return None  # the project went away: nothing to do
-    from pathlib import Path
-
     root = Path(loc.git_root)
     if not (root / ".git").exists():
         return None
@@ -51,13 +49,13 @@ def reconcile_location(location_id: int, force: bool = False) -> dict | None:
     if not cfg["enabled"]:
         return None
     folder = logs_dir(root, cfg["dir"])
-    signature = log_signature(folder.is_dir(), folder)
+    signature = log_signature(folder)
     now = time.time()
     if not force and not is_due(loc.project_id, signature, now, parse_duration(cfg["reconcile_interval"])):
         return None
     result = reconcile_scope(Scope(loc.project_id, root))
     if not result.get("skipped"):
-        signature = log_signature(folder.is_dir(), folder)  # our own publications count as seen
+        signature = log_signature(folder)  # our own publications count as seen
         Meta.objects.update_or_create(key=f"reconcile_at:{loc.project_id}", defaults={"value": f"{now}|{signature}"})
     return dict(result)
 

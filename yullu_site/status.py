@@ -16,7 +16,8 @@ def database_status() -> dict[str, Any]:
         with connection.cursor() as cur:
             cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = cur.fetchone()
-        pending = MigrationExecutor(connection).migration_plan(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
     except Exception as exc:  # any failure means "not usable"; say why without a traceback
         return {"ok": False, "kind": settings.DATABASE_KIND, "error": type(exc).__name__}
     return {
