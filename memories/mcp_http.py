@@ -2,7 +2,7 @@
 
 Mode: stateful by default (sessions in this process's memory; sampling for
 dream_now works). With several uvicorn workers, a session would land on a worker
-that does not know it, so `yullu serve --workers N>1` sets YULLU_MCP_STATELESS=1:
+that does not know it, so `yullu serve --workers N>1` sets YULLU_MCP_STATELESS=1 (serve.py):
 every request is self-contained (sampling then falls back to the configured reasoner).
 """
 

@@ -37,7 +37,7 @@ def setup_django() -> None:
 def cmd_serve(args: argparse.Namespace) -> None:
     from .serve import serve
 
-    serve(port=args.port, workers=args.workers)
+    serve(port=args.port, workers=args.workers, role=args.role)
 
 
 def cmd_token(args: argparse.Namespace) -> None:
@@ -142,7 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="run the web server, a Celery worker and beat (and embedded Postgres)")
     p.add_argument("--port", type=int, default=None, help="port (default $YULLU_PORT or 47823)")
-    p.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    p.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (more than 1: stateless MCP)")
+    p.add_argument(
+        "--role",
+        choices=("all", "web", "worker", "beat"),
+        default="all",
+        help="run one part only, for several machines sharing DATABASE_URL and CELERY_BROKER_URL (default: all)",
+    )
     p.set_defaults(fn=cmd_serve)
 
     p = sub.add_parser("token", help="print the API token (alone on the last line)")

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from .cli import fail, setup_django
 
@@ -60,81 +61,91 @@ def _stop_all(children: list[subprocess.Popen[bytes]]) -> None:
             os.killpg(child.pid, signal.SIGKILL)
 
 
-def serve(port: int | None, workers: int = 1) -> None:
+ROLES = ("all", "web", "worker", "beat")
+# Session-level advisory locks (any constant; namespaced by the high bits).
+MIGRATE_LOCK = 0x59554C4C5500
+BEAT_LOCK = 0x59554C4C5501
+
+
+def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
+    """Run one role (or all of them). Several `web`/`worker` processes may share a database and
+    broker; only one `beat` runs at a time (others wait on a database lock as standbys)."""
     from . import pg
     from .paths import ensure_home
 
     home = ensure_home()
     run_dir = home / "run"
     run_dir.mkdir(exist_ok=True)
-    _pidfile_claim(run_dir / "serve.pid")
     pg_was_running = not os.environ.get("DATABASE_URL") and pg.is_running(pg.plan(home))
-
     setup_django()
     from django.conf import settings
+
+    port = port or settings.YULLU["server"]["port"]
+    pidfile = run_dir / ("serve.pid" if role == "all" else f"serve-{role}-{port}.pid")
+    _pidfile_claim(pidfile)
+    result = _prepare_database() if role in ("all", "web") else None
+    beat_lock = _claim_beat_lock() if role in ("all", "beat") else None
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "yullu_site.settings", "YULLU_HOME": str(home)}
+    if workers > 1:
+        env["YULLU_MCP_STATELESS"] = "1"  # a session would hit a worker that does not know it
+    host = settings.YULLU["server"]["host"]
+    py = sys.executable
+    commands = {
+        "web": _web_cmd(py, host, port, workers),
+        "worker": _worker_cmd(py, f"yullu-{port}-{os.getpid()}"),
+        "beat": _beat_cmd(py, run_dir),
+    }
+    children = [_spawn(cmd, env) for name, cmd in commands.items() if role in ("all", name)]
+    if result is not None:
+        _print_banner(host, port, result, settings)
+    else:
+        print(f"Yul'lu {role} started (pid {os.getpid()}); press Ctrl-C to stop.", flush=True)
+    try:
+        _supervise(children, beat_lock)
+    finally:
+        print("yullu: stopping…", file=sys.stderr)
+        _stop_all(children)
+        if beat_lock is not None:
+            (run_dir / "beat.pid").unlink(missing_ok=True)
+            beat_lock.close()
+        if settings.DATABASE_KIND == "embedded" and not pg_was_running and role == "all":
+            pg.stop(home)
+        pidfile.unlink(missing_ok=True)
+
+
+def _prepare_database() -> object:
+    """Migrate and bootstrap under a database lock, so web processes starting together take turns."""
     from django.core.management import call_command
+    from django.db import connection
 
     from .bootstrap import bootstrap
 
-    call_command("migrate", interactive=False, verbosity=0)
-    result = bootstrap()
-    port = port or settings.YULLU["server"]["port"]
-    host = settings.YULLU["server"]["host"]
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "yullu_site.settings", "YULLU_HOME": str(home)}
-    py = sys.executable
-    children = [
-        _spawn(
-            [
-                py,
-                "-m",
-                "uvicorn",
-                "yullu_site.asgi:application",
-                "--host",
-                host,
-                "--port",
-                str(port),
-                "--workers",
-                str(workers),
-                "--no-access-log",
-                "--lifespan",
-                "on",
-            ],
-            env,
-        ),
-        _spawn(
-            [
-                py,
-                "-m",
-                "celery",
-                "-A",
-                "yullu_site",
-                "worker",
-                "--loglevel",
-                "WARNING",
-                "--concurrency",
-                "2",
-                "-n",
-                f"yullu-{port}@%h",
-            ],
-            env,
-        ),
-        _spawn(
-            [
-                py,
-                "-m",
-                "celery",
-                "-A",
-                "yullu_site",
-                "beat",
-                "--loglevel",
-                "WARNING",
-                "--pidfile",
-                str(run_dir / "beat.pid"),
-            ],
-            env,
-        ),
-    ]
-    _print_banner(host, port, result, settings)
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK])
+        try:
+            call_command("migrate", interactive=False, verbosity=0)
+            return bootstrap()
+        finally:
+            cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
+
+
+def _claim_beat_lock() -> Any:
+    """Hold a lock on our own connection for as long as beat runs: a second beat (another node,
+    a restarted supervisor) waits as a standby instead of sending every task twice."""
+    import psycopg
+    from django.db import connection
+
+    conn = psycopg.connect(**connection.get_connection_params(), autocommit=True)
+    announced = False
+    while not conn.execute("SELECT pg_try_advisory_lock(%s)", [BEAT_LOCK]).fetchone()[0]:
+        if not announced:
+            print("yullu: another beat is running; waiting as a standby.", file=sys.stderr, flush=True)
+            announced = True
+        time.sleep(2)
+    return conn
+
+
+def _supervise(children: list[subprocess.Popen[bytes]], beat_lock: Any) -> None:
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -143,19 +154,44 @@ def serve(port: int | None, workers: int = 1) -> None:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    checked = time.monotonic()
+    while not stopping:
+        if any(c.poll() is not None for c in children):
+            print("yullu: a child process exited; stopping everything.", file=sys.stderr)
+            return
+        if beat_lock is not None and time.monotonic() - checked > 10:
+            checked = time.monotonic()
+            if not _still_holding(beat_lock):
+                print("yullu: lost the database connection holding the beat lock; stopping.", file=sys.stderr)
+                return
+        time.sleep(0.5)
+
+
+def _still_holding(conn: Any) -> bool:
     try:
-        while not stopping:
-            if any(c.poll() is not None for c in children):
-                print("yullu: a child process exited; stopping everything.", file=sys.stderr)
-                break
-            time.sleep(0.5)
-    finally:
-        print("yullu: stopping…", file=sys.stderr)
-        _stop_all(children)
-        (run_dir / "beat.pid").unlink(missing_ok=True)
-        if settings.DATABASE_KIND == "embedded" and not pg_was_running:
-            pg.stop(home)
-        (run_dir / "serve.pid").unlink(missing_ok=True)
+        conn.execute("SELECT 1")
+    except Exception:
+        return False
+    return True
+
+
+def _web_cmd(py: str, host: str, port: int, workers: int) -> list[str]:
+    return [py, "-m", "uvicorn", "yullu_site.asgi:application", "--host", host, "--port", str(port),
+            "--workers", str(workers), "--no-access-log", "--lifespan", "on"]  # fmt: skip
+
+
+def _worker_cmd(py: str, name: str) -> list[str]:
+    return [py, "-m", "celery", "-A", "yullu_site", "worker", "--loglevel", _celery_level(),
+            "--concurrency", "2", "-n", f"{name}@%h"]  # fmt: skip
+
+
+def _beat_cmd(py: str, run_dir: Path) -> list[str]:
+    return [py, "-m", "celery", "-A", "yullu_site", "beat", "--loglevel", _celery_level(),
+            "--pidfile", str(run_dir / "beat.pid")]  # fmt: skip
+
+
+def _celery_level() -> str:
+    return os.environ.get("YULLU_CELERY_LOGLEVEL", "WARNING").upper()
 
 
 def _print_banner(host: str, port: int, result: object, settings: object) -> None:

