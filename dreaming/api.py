@@ -5,6 +5,7 @@ from rest_framework.views import APIView
 
 from memories.api import ScopeIn, valid
 from memories.scope import resolve
+from yullu_site.openapi import PROJECT, documented
 
 from .models import DreamPass
 from .reasoners import configured_reasoner
@@ -42,6 +43,7 @@ def pass_dict(p: DreamPass) -> dict:
 
 
 class MessagesView(APIView):
+    @documented(request=MessagesIn, status=201, summary="Buffer conversation turns for dreaming")
     def post(self, request: Request) -> Response:
         data = valid(MessagesIn, request.data)
         scope = resolve(data.get("project_id"), data.get("cwd"))
@@ -49,6 +51,7 @@ class MessagesView(APIView):
 
 
 class DreamView(APIView):
+    @documented(request=DreamIn, summary="Run a dream pass now (skipped: true if one is running)")
     def post(self, request: Request) -> Response:
         data = valid(DreamIn, request.data)
         scope = resolve(data.get("project_id"), data.get("cwd"))
@@ -62,6 +65,7 @@ class DreamView(APIView):
 class DreamPassesView(APIView):
     """Pass history with live progress (phase, session n of total, counters, last error)."""
 
+    @documented(params=[PROJECT], errors=())
     def get(self, request: Request) -> Response:
         qs = DreamPass.objects.order_by("-started_at")
         if project_id := request.query_params.get("project_id"):

@@ -4,11 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
+
+from yullu_site.openapi import (
+    DAYS,
+    LIMIT,
+    PROJECT,
+    CreatedOut,
+    DeletedOut,
+    MemoryOut,
+    MemoryPage,
+    ProjectOut,
+    RatedOut,
+    RecallOut,
+    RejectedOut,
+    SearchOut,
+    documented,
+    many,
+    query,
+)
 
 from . import queries, services, stats
 from .models import Memory, RejectedMemory
@@ -67,8 +87,26 @@ class MemoryCursor(CursorPagination):
     page_size_query_param = "limit"
     max_page_size = 200
 
+    def decode_cursor(self, request: Request) -> Any:
+        # DRF answers a mangled cursor with 404; it is bad input, so 400.
+        try:
+            return super().decode_cursor(request)
+        except NotFound:
+            raise serializers.ValidationError({"cursor": "is not a cursor this API handed out."}) from None
+
 
 class MemoryList(APIView):
+    @documented(
+        PolymorphicProxySerializer("MemoryListOrSearch", [MemoryPage, SearchOut], resource_type_field_name=None),
+        params=[
+            PROJECT,
+            LIMIT,
+            query("q", description="semantic preview search (needs project_id; never logged)"),
+            query("cursor"),
+        ],
+        summary="List memories (cursor pages), or preview-search them with ?q=",
+        operation_id="memories_list",
+    )
     def get(self, request: Request) -> Response:
         project_id = request.query_params.get("project_id") or None
         q = request.query_params.get("q", "").strip()
@@ -85,6 +123,7 @@ class MemoryList(APIView):
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response([memory_dict(m) for m in page or []])
 
+    @documented(CreatedOut, request=MemoryIn, status=201, summary="Store a memory")
     def post(self, request: Request) -> Response:
         data = valid(MemoryIn, request.data)
         scope = resolve(data.get("project_id"), data.get("cwd"))
@@ -93,25 +132,30 @@ class MemoryList(APIView):
 
 
 class MemoryDetail(APIView):
+    @documented(MemoryOut, errors=(404,))
     def get(self, request: Request, pk: int) -> Response:
         return Response(memory_dict(services.get_memory(pk)))
 
+    @documented(MemoryOut, request=MemoryPatch, errors=(400, 404))
     def patch(self, request: Request, pk: int) -> Response:
         data = valid(MemoryPatch, request.data)
         return Response(memory_dict(services.update_memory(pk, **data, source="rest")))
 
+    @documented(DeletedOut, errors=(404,))
     def delete(self, request: Request, pk: int) -> Response:
         memory = services.delete_memory(pk, source="rest")
         return Response({"id": pk, "uuid": str(memory.uuid), "deleted": True})
 
 
 class RateView(APIView):
+    @documented(RatedOut, request=RateIn, errors=(400, 404), summary="Rate 1–10: 6–10 keeps, 1–5 archives")
     def post(self, request: Request, pk: int) -> Response:
         data = valid(RateIn, request.data)
         return Response(services.rate_memory(pk, data["rating"], data["comment"], source="rest"))
 
 
 class UnratedView(APIView):
+    @documented(many("Unrated", "memories", MemoryOut()), params=[PROJECT, LIMIT])
     def get(self, request: Request) -> Response:
         qs = Memory.objects.filter(rating=None).order_by("-created_at", "-id")
         if project_id := request.query_params.get("project_id"):
@@ -120,6 +164,7 @@ class UnratedView(APIView):
 
 
 class RejectedView(APIView):
+    @documented(many("Rejected", "rejected", RejectedOut()), params=[PROJECT, LIMIT])
     def get(self, request: Request) -> Response:
         qs = RejectedMemory.objects.order_by("-rejected_at")
         if project_id := request.query_params.get("project_id"):
@@ -145,6 +190,7 @@ class RejectedView(APIView):
 
 
 class RecallView(APIView):
+    @documented(RecallOut, request=RecallIn, summary="Recall memories (logged, like the MCP tool)")
     def post(self, request: Request) -> Response:
         data = valid(RecallIn, request.data)
         scope = resolve(data.get("project_id"), data.get("cwd"))
@@ -153,6 +199,7 @@ class RecallView(APIView):
 
 
 class ProjectsView(APIView):
+    @documented(many("Projects", "projects", ProjectOut()), errors=())
     def get(self, request: Request) -> Response:
         return Response({"projects": stats.projects()})
 
@@ -168,26 +215,35 @@ def _days(request: Request) -> int:
 
 
 class StatsView(APIView):
+    @documented(params=[PROJECT, DAYS])
     def get(self, request: Request) -> Response:
         return Response(stats.stats(request.query_params.get("project_id") or None, _days(request)))
 
 
 class RetrievalsView(APIView):
+    @documented(params=[PROJECT, LIMIT])
     def get(self, request: Request) -> Response:
         project_id = request.query_params.get("project_id") or None
         return Response({"retrievals": stats.retrievals(project_id, _limit(request, 50))})
 
 
+MAX_HOURS = 24 * 3650  # ten years; beyond that a time window overflows
+
+
 class UsageView(APIView):
+    @documented(params=[query("since_hours", float), query("recent", description="1: include recent calls")])
     def get(self, request: Request) -> Response:
         raw = request.query_params.get("since_hours")
-        try:
-            since = float(raw) if raw else None
-        except ValueError:
-            raise serializers.ValidationError({"since_hours": "must be a number."}) from None
+        since = None
+        if raw:
+            try:
+                since = serializers.FloatField(min_value=0, max_value=MAX_HOURS).run_validation(raw)
+            except serializers.ValidationError:
+                raise serializers.ValidationError({"since_hours": f"must be a number from 0 to {MAX_HOURS}."}) from None
         return Response(stats.usage_summary(since, recent=request.query_params.get("recent") == "1"))
 
 
 class UsageDailyView(APIView):
+    @documented(params=[DAYS])
     def get(self, request: Request) -> Response:
         return Response({"days": stats.usage_by_day(_days(request))})

@@ -101,3 +101,14 @@ def test_stats_projects_and_usage(api: Any, stub_embedder: StubServer) -> None:
 def test_the_openapi_schema_needs_a_token(client: Client, api: Any) -> None:
     assert client.get("/api/schema").status_code == 401
     assert api("get", "/api/schema").status_code == 200
+
+
+def test_unknown_paths_mangled_cursors_and_absurd_windows_are_json_errors(api: Any) -> None:
+    missing = api("get", "/api/memories/-4")
+    assert missing.status_code == 404 and missing["content-type"] == "application/json"
+    assert "no such API endpoint" in missing.json()["error"]
+    cursor = api("get", "/api/memories?cursor=%C3%8D%22")
+    assert cursor.status_code == 400 and cursor.json()["error"].startswith("cursor:")
+    usage = api("get", "/api/usage?since_hours=4.7e16")
+    assert usage.status_code == 400 and "since_hours" in usage.json()["error"]
+    assert api("get", "/admin/no-such-page/").status_code in (302, 404)  # the admin keeps Django's pages

@@ -8,6 +8,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -53,3 +55,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     error_id = uuid.uuid4().hex[:12]
     log.exception("unexpected error %s", error_id)
     return Response({"error": f"Internal error (id {error_id}); see the server log."}, status=500)
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Unknown paths under /api answer JSON like the rest of the API; elsewhere Django's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": f"no such API endpoint: {request.path}"}, status=404)
+    return defaults.page_not_found(request, exception or Http404())
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "internal error; see the server log"}, status=500)
+    return defaults.server_error(request)

@@ -12,3 +12,6 @@ urlpatterns = [
     path("api/", include("sync.urls")),
     path("admin/", admin.site.urls),
 ]
+
+handler404 = "yullu_site.api_errors.not_found"
+handler500 = "yullu_site.api_errors.server_error"
