@@ -244,8 +244,13 @@ def test_kill_9_of_a_worker_mid_dream_keeps_the_messages(
         YULLU_EMBED_PROVIDER="openai",
         YULLU_EMBED_MODEL="stub-embed",
     )
-    worker = spawn(["-m", "yullu_site.cli", "dream", "--project-id", "acme/killed"], env)
-    deadline = time.monotonic() + 60
+    worker = spawn(["-m", "celery", "-A", "yullu_site", "worker", "--concurrency", "1", "--loglevel", "WARNING",
+                    "-n", f"killed-{tmp_path.name}@%h"], env)  # fmt: skip
+    queue = (
+        "import django; django.setup(); from dreaming.tasks import dream_project; dream_project.delay('acme/killed')"
+    )
+    subprocess.run([sys.executable, "-c", queue], env=env, cwd=REPO, check=True, timeout=60)
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline and not any(
         r["path"].endswith("/chat/completions") for r in stub_embedder.requests
     ):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -123,3 +124,22 @@ def test_mcp_rate_limits_bad_tokens(live_server_url: str) -> None:
         for _ in range(ratelimit.MAX_FAILURES + 1)
     ]
     assert codes[:-1] == [401] * ratelimit.MAX_FAILURES and codes[-1] == 429
+
+
+def test_a_rejected_key_is_echoed_neither_to_the_client_nor_to_the_logs(
+    client: Client, owner_token: str, stub_embedder: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from django.conf import settings
+
+    secret = "sk-live-should-never-leave-0987654321"
+    settings.YULLU["openai"] = {**settings.YULLU["openai"], "api_key": secret}  # stub_embedder restores the cache
+    stub_embedder.embed_status = 401
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
+    with caplog.at_level(logging.DEBUG):
+        response = client.post(
+            "/api/memories", {"content": "a fact", "project_id": "acme/keys"}, content_type="application/json", **auth
+        )
+    assert response.status_code in (502, 503) and "error" in response.json()
+    assert stub_embedder.requests[-1]["auth"] == f"Bearer {secret}"  # the key did go to the provider
+    assert secret not in response.content.decode()
+    assert secret not in caplog.text and secret[-10:] not in caplog.text
