@@ -3,6 +3,7 @@ every REST operation over real HTTP. No 5xx, and every response matches what the
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,13 @@ from memories import services
 from memories.scope import Scope
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _outside_the_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls without project_id/cwd resolve the server's working directory (SPEC §2); keep it out of our repo."""
+    monkeypatch.chdir(tmp_path)
+
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 

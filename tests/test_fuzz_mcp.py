@@ -11,6 +11,7 @@ import concurrent.futures
 import json
 import threading
 from collections.abc import Coroutine, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -22,6 +23,14 @@ from mcp.shared.exceptions import MCPError
 from tests.mcp_client import http_session
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _outside_the_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls without project_id/cwd resolve the server's working directory (SPEC §2); keep it out of our repo."""
+    monkeypatch.chdir(tmp_path)
+
+
 T = TypeVar("T")
 
 MAX_ERROR_CHARS = 600  # a one-line message, not a dump of the input
