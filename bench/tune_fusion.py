@@ -27,11 +27,11 @@ from memories.models import Memory, MemoryEvent  # noqa: E402
 
 def collect(projects: list[Any], embedder: Any) -> list[dict[str, Any]]:
     cached = []
-    for project, ids, qs, vecs, memories in projects:
+    for project, ids, qs, vecs in projects:
         for q, v in zip(qs, vecs, strict=False):
             cands = queries.rank(project, q["question"], v, embedder.id, [], "hybrid")
-            rec = queries._recency({c.memory_id: memories[c.memory_id].updated_at for c in cands})
-            created = {c.memory_id: memories[c.memory_id].created_at for c in cands}
+            rec = queries._recency({c.memory_id: c.updated for c in cands})  # type: ignore[misc]
+            created = {c.memory_id: c.created for c in cands}
             cached.append({"q": q, "ids": ids, "cands": cands, "rec": rec, "created": created})
     return cached
 
@@ -57,7 +57,7 @@ def main() -> None:
             project, ids, _, _ = ingest(prefix, conv)
             qs = questions(conv, set(ids.values()))
             vecs = embedder.embed([q["question"] for q in qs], kind="query")
-            projects.append((project, ids, qs, vecs, Memory.objects.filter(project_id=project).in_bulk()))
+            projects.append((project, ids, qs, vecs))
         for k1, b in [(1.2, 0.3), (1.2, 0.75)]:
             bm25.K1, bm25.B = k1, b
             cached = collect(projects, embedder)

@@ -39,6 +39,13 @@ def query_lexemes(query: str) -> list[str]:
         return [row[0] for row in cur.fetchall()]
 
 
+def cached_count(project_id: str) -> int:
+    """The project's memory count if a fresh one is cached, else 0 (no query)."""
+    with _lock:
+        hit = _project_stats.get(project_id)
+    return hit[1] if hit and hit[0] > time.monotonic() else 0
+
+
 def project_stats(project_id: str) -> tuple[int, float]:
     now = time.monotonic()
     with _lock:

@@ -244,3 +244,13 @@ def test_memories_written_moments_after_a_strong_hit_rise_with_it(stub_embedder:
     # Without contiguity the three equal matches would be ordered by recency alone (an hour later first).
     assert order == ["the strong hit", "said right after it", "said an hour later", "said just outside the window"]
     assert found.results[1]["similarity"] == pytest.approx(0.5, abs=1e-3)  # similarity stays the plain cosine
+
+
+def test_every_connection_searches_hnsw_with_iterative_scans() -> None:
+    """Set per connection (settings.py), not per query: a project filter must not starve the index scan."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT '[1,0]'::vector <=> '[0,1]'::vector")  # loads pgvector in this session
+        cur.execute("SHOW hnsw.iterative_scan")
+        assert cur.fetchone()[0] == "relaxed_order"
+        cur.execute("SHOW hnsw.ef_search")
+        assert cur.fetchone()[0] == "64"
