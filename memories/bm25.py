@@ -39,6 +39,14 @@ def query_lexemes(query: str) -> list[str]:
         return [row[0] for row in cur.fetchall()]
 
 
+def forget(project_id: str) -> None:
+    """Drop a project's cached statistics (after a bulk load that bypassed the write path)."""
+    with _lock:
+        _project_stats.pop(project_id, None)
+        for key in [k for k in _df if k[0] == project_id]:
+            del _df[key]
+
+
 def cached_count(project_id: str) -> int:
     """The project's memory count if a fresh one is cached, else 0 (no query)."""
     with _lock:

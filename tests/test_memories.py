@@ -253,4 +253,4 @@ def test_every_connection_searches_hnsw_with_iterative_scans() -> None:
         cur.execute("SHOW hnsw.iterative_scan")
         assert cur.fetchone()[0] == "relaxed_order"
         cur.execute("SHOW hnsw.ef_search")
-        assert cur.fetchone()[0] == "64"
+        assert cur.fetchone()[0] == str(queries.DENSE_CANDIDATES)

@@ -83,7 +83,7 @@ _db["CONN_HEALTH_CHECKS"] = True
 # pgvector search settings for every session, sent with the connection (no per-query SET): iterative
 # index scans keep a project-filtered HNSW search complete. Values: memories/queries.py.
 _db["OPTIONS"]["options"] = " ".join(
-    filter(None, [_db["OPTIONS"].get("options", ""), "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=64"])
+    filter(None, [_db["OPTIONS"].get("options", ""), "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=40"])
 )
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
