@@ -119,9 +119,8 @@ def index_recall(project_id: str, embedder_id: str, qvecs: list[Any]) -> float:
     """Share of the exact nearest DENSE_CANDIDATES that the HNSW search (as configured) also returns."""
     k, shares = queries.DENSE_CANDIDATES, []
     for vec in qvecs:
-        literal = queries._vec_literal(vec)
-        approx = queries._dense(project_id, embedder_id, literal, len(vec), [], k, exact=False)
-        exact = queries._dense(project_id, embedder_id, literal, len(vec), [], k, exact=True)
+        approx = queries.nearest(project_id, embedder_id, vec, k, exact=False)
+        exact = queries.nearest(project_id, embedder_id, vec, k, exact=True)
         shares.append(len(set(approx) & set(exact)) / max(1, len(exact)))
     return round(statistics.fmean(shares), 3)
 

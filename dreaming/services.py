@@ -286,10 +286,10 @@ def near_duplicate(project_id: str, content: Any) -> Memory | None:
     embedder = get_embedder()
     if not embeds(embedder) or not MemoryVector.objects.filter(project_id=project_id, embedder=embedder.id).exists():
         return None
-    from memories.queries import _dense
+    from memories.queries import nearest
 
     vector = np.asarray(embedder.embed([content.strip()], kind="document")[0])
-    best = _dense(project_id, embedder.id, vector, [], 1)
+    best = nearest(project_id, embedder.id, vector, 1)
     for memory_id, similarity in best.items():
         if similarity >= DUPLICATE_SIMILARITY:
             return Memory.objects.filter(pk=memory_id).first()

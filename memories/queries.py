@@ -140,6 +140,13 @@ def _dense(
     return {mid: _cosine(dist) for mid, dist in rows}
 
 
+def nearest(
+    project_id: str, embedder_id: str, vector: np.ndarray, k: int, exact: bool | None = None
+) -> dict[int, float]:
+    """The k memories nearest to `vector` → cosine (exact scan or HNSW as `_dense` decides)."""
+    return _dense(project_id, embedder_id, _vec_literal(vector), len(vector), [], k, exact=exact)
+
+
 def _cosine(distance: float) -> float:
     return max(0.0, min(1.0, 1.0 - float(distance)))
 

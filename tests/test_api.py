@@ -112,3 +112,6 @@ def test_unknown_paths_mangled_cursors_and_absurd_windows_are_json_errors(api: A
     usage = api("get", "/api/usage?since_hours=4.7e16")
     assert usage.status_code == 400 and "since_hours" in usage.json()["error"]
     assert api("get", "/admin/no-such-page/").status_code in (302, 404)  # the admin keeps Django's pages
+    nul = api("get", "/api/dream/passes?project_id=acme%00x")  # found by schemathesis: was a 500
+    assert nul.status_code == 400 and "NUL" in nul.json()["error"]
+    assert api("get", "/admin/memories/memory/?q=a%00b").status_code == 400

@@ -3,6 +3,7 @@ every REST operation over real HTTP. No 5xx, and every response matches what the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from memories import services
 from memories.scope import Scope
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.django_db(transaction=True)]
+# CI replays one fixed set of examples (a landing must not depend on luck); runs elsewhere explore.
+IN_CI = bool(os.environ.get("CI"))
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +50,9 @@ def test_every_operation_answers_within_its_schema(live_server_url: str, owner_t
     for op in ops:
 
         @given(case=op.as_strategy(generation_mode=mode))
-        @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(
+            max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=IN_CI
+        )
         def run(case: Any) -> None:
             case.call_and_validate(base_url=live_server_url, headers=headers, checks=CHECKS)
 

@@ -68,3 +68,18 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
         return JsonResponse({"error": "internal error; see the server log"}, status=500)
     return defaults.server_error(request)
+
+
+def reject_nul_bytes(get_response: Any) -> Any:
+    """Middleware: PostgreSQL text cannot hold NUL, so a query parameter carrying one would fail deep
+    in a query (500). Refuse it at the door for every page; JSON under /api."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        if any("\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()):
+            message = "query parameters must not contain NUL bytes."
+            if request.path.startswith("/api/"):
+                return JsonResponse({"error": message}, status=400)
+            return HttpResponse(message, status=400, content_type="text/plain")
+        return get_response(request)
+
+    return middleware

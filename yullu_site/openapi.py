@@ -21,8 +21,9 @@ class BearerAuthScheme(OpenApiAuthenticationExtension):
 
 
 Error = inline_serializer("Error", {"error": serializers.CharField()})
-# Every operation can answer these: bad token, too many bad tokens, database down.
-ALWAYS = (401, 429, 503)
+# Every operation can answer these: bad input (e.g. NUL in a query string), bad token, too many
+# bad tokens, database down.
+ALWAYS = (400, 401, 429, 503)
 
 
 class MemoryOut(serializers.Serializer):
