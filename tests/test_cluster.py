@@ -318,6 +318,21 @@ def test_beat_tasks_run_exactly_once_per_period_across_two_workers(cluster: Clus
                          "AND sessions_processed > 0")  # fmt: skip
     assert passes == [(1,)]
 
+    # The active beat dies without cleaning up: the standby takes over and the schedule goes on.
+    os.killpg(beat.proc.pid, 9)
+    before = len(task_runs(cluster)["yullu_site.tasks.heartbeat"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "beat v" not in standby.output():
+        time.sleep(0.5)
+    assert "beat v" in standby.output(), standby.output()[-2000:]  # celery's "celery beat v5… is starting"
+    time.sleep(2)
+    start = len(task_runs(cluster)["yullu_site.tasks.heartbeat"])
+    time.sleep(8)
+    beats = len(task_runs(cluster)["yullu_site.tasks.heartbeat"]) - start
+    # Once per second again, and only once: the dead supervisor's beat child died with it.
+    assert start > before and 5 <= beats <= 10, (before, start, beats)
+    assert standby.proc.poll() is None
+
 
 def task_runs(cluster: Cluster) -> dict[str, list[str]]:
     """Task name → ids of successful runs, from every worker's log."""

@@ -41,7 +41,18 @@ def _alive(pid: int) -> bool:
 
 
 def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(cmd, env=env, start_new_session=True)
+    return subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills the child when this supervisor dies, even by SIGKILL. Otherwise an
+    orphaned beat would keep sending tasks after its lock (held here) was released to a standby,
+    and an orphaned web process would keep the port."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
 def _stop_all(children: list[subprocess.Popen[bytes]]) -> None:
