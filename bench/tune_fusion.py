@@ -30,9 +30,7 @@ def collect(projects: list[Any], embedder: Any) -> list[dict[str, Any]]:
     for project, ids, qs, vecs in projects:
         for q, v in zip(qs, vecs, strict=False):
             cands = queries.rank(project, q["question"], v, embedder.id, [], "hybrid")
-            rec = queries._recency({c.memory_id: c.updated for c in cands})  # type: ignore[misc]
-            created = {c.memory_id: c.created for c in cands}
-            cached.append({"q": q, "ids": ids, "cands": cands, "rec": rec, "created": created})
+            cached.append({"q": q, "ids": ids, "cands": cands})
     return cached
 
 
@@ -40,7 +38,7 @@ def evaluate(cached: list[dict[str, Any]], **params: Any) -> dict[str, float]:
     rows = []
     for item in cached:
         cands = {c.memory_id: c for c in item["cands"]}
-        ordered = queries.fuse(cands, item["rec"], "hybrid", created=item["created"], **params)
+        ordered = queries.fuse(cands, "hybrid", **params)
         ranked = [item["ids"][c.memory_id] for c in ordered[:10]]
         rows.append(metrics(ranked, item["q"]["gold"]))
     return {k: round(statistics.fmean(r[k] for r in rows), 4) for k in ("recall@5", "recall@10", "mrr")}

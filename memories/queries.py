@@ -173,14 +173,11 @@ def _details(ids: list[int], cosine_for: list[int], embedder_id: str, qvec: str 
 
 def fuse(
     cands: dict[int, Candidate],
-    recency: dict[int, float],
     mode: Mode,
     *,
     method: str = FUSION,
     w_keyword: float = W_KEYWORD,
     w_recency: float = W_RECENCY,
-    best_keyword: float | None = None,
-    created: dict[int, float] | None = None,
     w_contiguity: float = W_CONTIGUITY,
 ) -> list[Candidate]:
     """One ranking from dense, keyword, recency and contiguity signals.
@@ -189,7 +186,8 @@ def fuse(
     gains w_contiguity × the best score among candidates created within CONTIGUITY_SECONDS of it.
     "rrf": reciprocal-rank fusion of the dense and keyword ranks (+ recency), kept for comparison.
     """
-    best_kw = best_keyword or max((c.keyword_score for c in cands.values()), default=0.0) or 1.0
+    best_kw = max((c.keyword_score for c in cands.values()), default=0.0) or 1.0
+    recency = _recency(cands)
     dense_on, kw_on = mode != "keyword", mode != "dense"
     for c in cands.values():
         rec = w_recency * recency.get(c.memory_id, 0.0)
@@ -201,30 +199,27 @@ def fuse(
             dense = (c.similarity or 0.0) if dense_on else 0.0
             kw = (c.keyword_score / best_kw) ** KEYWORD_POWER if kw_on else 0.0
             c.score = dense + w_keyword * kw + rec
-    if created and w_contiguity:
-        _add_contiguity(cands, created, w_contiguity)
+    if w_contiguity:
+        _add_contiguity(cands, w_contiguity)
     return sorted(cands.values(), key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))
 
 
-def _add_contiguity(cands: dict[int, Candidate], created: dict[int, float], weight: float) -> None:
+def _add_contiguity(cands: dict[int, Candidate], weight: float) -> None:
     """Sliding window over creation times: each candidate gains `weight` × its best neighbour's score."""
-    timed = sorted((created[mid], mid) for mid in cands if mid in created)
+    timed = sorted((c.created, mid) for mid, c in cands.items() if c.created is not None)
     base = {mid: cands[mid].score for _, mid in timed}
-    lo = 0
-    for i, (t, mid) in enumerate(timed):
+    lo = hi = 0
+    for t, mid in timed:
         while timed[lo][0] < t - CONTIGUITY_SECONDS:
             lo += 1
-        hi, best = i + 1, 0.0
         while hi < len(timed) and timed[hi][0] <= t + CONTIGUITY_SECONDS:
-            best = max(best, base[timed[hi][1]])
             hi += 1
-        for j in range(lo, i):
-            best = max(best, base[timed[j][1]])
-        cands[mid].score += weight * best
+        cands[mid].score += weight * max((base[m] for _, m in timed[lo:hi] if m != mid), default=0.0)
 
 
-def _recency(updated: dict[int, float]) -> dict[int, float]:
+def _recency(cands: dict[int, Candidate]) -> dict[int, float]:
     """1.0 for the newest candidate, decaying with a 30-day half-life (times in epoch seconds)."""
+    updated = {mid: c.updated for mid, c in cands.items() if c.updated is not None}
     if not updated:
         return {}
     newest = max(updated.values())
@@ -256,10 +251,8 @@ def search(
     if qvec is None and mode != "keyword" and embeds(embedder):
         qvec = embedder.embed([query], kind="query")[0]
     ranked = {c.memory_id: c for c in rank(project_id, query, qvec, embedder.id, cats, mode)}
-    recency = _recency({mid: c.updated for mid, c in ranked.items()})  # type: ignore[misc]
-    ordered = fuse(ranked, recency, mode, created={mid: c.created for mid, c in ranked.items()})  # type: ignore[misc]
     # Whole rows for the best candidates alone.
-    ordered = ordered[: max(limit * 4, 20)]
+    ordered = fuse(ranked, mode)[: max(limit * 4, 20)]
     memories = Memory.objects.only(*HIT_FIELDS).in_bulk([c.memory_id for c in ordered])
     ordered = [c for c in ordered if c.memory_id in memories]
     if preview:

@@ -72,7 +72,6 @@ def _stop_all(children: list[subprocess.Popen[bytes]]) -> None:
             os.killpg(child.pid, signal.SIGKILL)
 
 
-ROLES = ("all", "web", "worker", "beat")
 # Session-level advisory locks (any constant; namespaced by the high bits).
 MIGRATE_LOCK = 0x59554C4C5500
 BEAT_LOCK = 0x59554C4C5501
