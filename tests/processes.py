@@ -13,6 +13,44 @@ from django.conf import settings
 from django.db import connection
 
 REPO = Path(__file__).resolve().parent.parent
+STUB_KEY = "sk-test-not-real"
+
+
+def stub_env(url: str, reasoning: bool = False) -> dict[str, str]:
+    """Environment pointing the product's embedder (and optionally its reasoner) at a StubServer."""
+    env = {
+        "YULLU_EMBED_PROVIDER": "openai",
+        "YULLU_EMBED_MODEL": "stub-embed",
+        "OPENAI_API_KEY": STUB_KEY,
+        "OPENAI_BASE_URL": url,
+    }
+    if reasoning:
+        env |= {"YULLU_REASON_PROVIDER": "openai", "YULLU_REASON_MODEL": "stub-chat"}
+    return env
+
+
+def run_cli(
+    args: list[str], env: dict[str, str], stdin: str = "", timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """`yullu ARGS` in a subprocess, output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "yullu_site.cli", *args],
+        input=stdin,
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def git_repo(path: Path, origin: str | None = None) -> Path:
+    """A git repository at `path` (created if needed), with `origin` as its remote."""
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    if origin:
+        subprocess.run(["git", "-C", str(path), "remote", "add", "origin", origin], check=True)
+    return path
 
 
 def test_database_url() -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from memories import queries, services
 from memories.models import Memory, MemoryEvent, RejectedMemory
 from memories.scope import resolve
 from sync.eventlog import read_events
+from tests.processes import git_repo
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db
@@ -45,9 +45,7 @@ def staff(client: Client, owner: Any) -> Client:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:acme/admin.git"], check=True)
-    return tmp_path
+    return git_repo(tmp_path, "git@github.com:acme/admin.git")
 
 
 @pytest.mark.parametrize("url", PAGES)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -15,21 +13,9 @@ from dreaming.models import SessionMessage
 from memories import services
 from memories.export import render_agents_md
 from memories.scope import resolve
-from tests.processes import REPO
+from tests.processes import run_cli
 from tests.stubs import StubServer
 from yullu_site.hooks import category_hints, is_trivial
-
-
-def run_cli(args: list[str], env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "yullu_site.cli", *args],
-        input=stdin,
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.fixture

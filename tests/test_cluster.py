@@ -27,7 +27,7 @@ import pytest
 from sync.eventlog import new_event, write_event
 from tests.conftest import free_port
 from tests.mcp_client import call, http_session
-from tests.processes import REPO
+from tests.processes import REPO, git_repo, stub_env
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.cluster
@@ -166,13 +166,6 @@ def wait_ready(node: Node, timeout: float = 120) -> None:
     raise AssertionError(f"{node.role} node on {node.port} not ready:\n{node.output()[-3000:]}")
 
 
-def git_repo(path: Path, remote: str) -> Path:
-    path.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    subprocess.run(["git", "-C", str(path), "remote", "add", "origin", remote], check=True)
-    return path
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     redis_bin = redis_server()
@@ -197,12 +190,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             CELERY_BROKER_URL=f"redis://127.0.0.1:{redis_port}/0",
             YULLU_SECRET_KEY=secrets.token_urlsafe(40),
             YULLU_CONFIG=str(config),
-            YULLU_EMBED_PROVIDER="openai",
-            YULLU_EMBED_MODEL="stub-embed",
-            YULLU_REASON_PROVIDER="openai",
-            YULLU_REASON_MODEL="stub-chat",
-            OPENAI_API_KEY="sk-test-not-real",
-            OPENAI_BASE_URL=stub.url,
+            **stub_env(stub.url, reasoning=True),
             YULLU_HEARTBEAT_SECONDS=str(HEARTBEAT),
             YULLU_SCHEDULER_TICK_SECONDS=str(TICK),
             YULLU_CELERY_LOGLEVEL="INFO",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,7 +21,7 @@ from memories import services
 from memories.models import Memory
 from memories.scope import resolve
 from sync.eventlog import read_events
-from tests.processes import REPO, product_env, start_worker_and_beat, stop
+from tests.processes import git_repo, product_env, run_cli, start_worker_and_beat, stop, stub_env
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,9 +37,7 @@ def reasoner_stub(stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:acme/dream.git"], check=True)
-    return tmp_path
+    return git_repo(tmp_path, "git@github.com:acme/dream.git")
 
 
 def chat_requests(stub: StubServer) -> list[dict[str, Any]]:
@@ -174,22 +170,8 @@ def test_a_second_pass_in_another_process_is_skipped(reasoner_stub: StubServer, 
     with connection.cursor() as cur:
         cur.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [LOCK_KEY, "acme/locked"])
     try:
-        env = product_env(
-            tmp_path / "home",
-            YULLU_REASON_PROVIDER="openai",
-            OPENAI_BASE_URL=reasoner_stub.url,
-            OPENAI_API_KEY="sk-test-not-real",
-            YULLU_EMBED_PROVIDER="openai",
-            YULLU_EMBED_MODEL="stub-embed",
-        )
-        out = subprocess.run(
-            [sys.executable, "-m", "yullu_site.cli", "dream", "--project-id", "acme/locked"],
-            env=env,
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        env = product_env(tmp_path / "home", **stub_env(reasoner_stub.url, reasoning=True))
+        out = run_cli(["dream", "--project-id", "acme/locked"], env, timeout=120)
         assert out.returncode == 0, out.stderr[-1000:]
         assert json.loads(out.stdout)["skipped"] is True
     finally:
@@ -244,12 +226,7 @@ def test_a_beat_scheduled_pass_runs_end_to_end(reasoner_stub: StubServer, tmp_pa
     )
     env = product_env(
         tmp_path / "home",
-        YULLU_REASON_PROVIDER="openai",
-        YULLU_REASON_MODEL="stub-chat",
-        OPENAI_BASE_URL=reasoner_stub.url,
-        OPENAI_API_KEY="sk-test-not-real",
-        YULLU_EMBED_PROVIDER="openai",
-        YULLU_EMBED_MODEL="stub-embed",
+        **stub_env(reasoner_stub.url, reasoning=True),
         YULLU_SCHEDULER_TICK_SECONDS="2",
         YULLU_HEARTBEAT_SECONDS="3600",
     )

@@ -21,7 +21,7 @@ from sync import services as sync_services
 from sync.eventlog import read_events
 from tests.conftest import free_port
 from tests.mcp_client import call, http_session
-from tests.processes import REPO, product_env
+from tests.processes import REPO, git_repo, product_env, run_cli, stub_env
 from tests.stubs import StubServer
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
@@ -59,23 +59,13 @@ def start_web(env: dict[str, str], port: int) -> subprocess.Popen[str]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    subprocess.run(["git", "-C", str(path), "remote", "add", "origin", "git@github.com:acme/faults.git"], check=True)
-    return path
+    return git_repo(tmp_path / "repo", "git@github.com:acme/faults.git")
 
 
 def test_kill_9_during_a_store_burst_loses_nothing_acknowledged(
     tmp_path: Path, repo: Path, owner_token: str, stub_api: StubServer
 ) -> None:
-    env = product_env(
-        tmp_path / "home",
-        YULLU_EMBED_PROVIDER="openai",
-        YULLU_EMBED_MODEL="stub-embed",
-        OPENAI_API_KEY="sk-test-not-real",
-        OPENAI_BASE_URL=stub_api.url,
-    )
+    env = product_env(tmp_path / "home", **stub_env(stub_api.url))
     port = free_port()
     web = start_web(env, port)
     acked: list[str] = []
@@ -173,19 +163,9 @@ def test_postgres_restart_gives_503_then_recovers_by_itself(tmp_path: Path) -> N
     web = None
     try:
         subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=REPO, check=True, timeout=180)
-        token = (
-            subprocess.run(
-                [sys.executable, "-m", "yullu_site.cli", "token"],
-                env=env,
-                cwd=REPO,
-                check=True,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            .stdout.strip()
-            .splitlines()[-1]
-        )
+        issued = run_cli(["token"], env)
+        assert issued.returncode == 0, issued.stderr
+        token = issued.stdout.strip().splitlines()[-1]
         port = free_port()
         web = start_web(env, port)
         url, auth = f"http://127.0.0.1:{port}", {"authorization": f"Bearer {token}"}
@@ -235,15 +215,7 @@ def test_kill_9_of_a_worker_mid_dream_keeps_the_messages(
     reply = json.dumps({"operations": [{"op": "create", "content": "Build with make", "category": "process"}]})
     stub_embedder.chat_replies += [reply, reply]
     stub_embedder.chat_delay = 30.0  # the reasoner is "thinking" when the worker dies
-    env = product_env(
-        tmp_path / "home",
-        YULLU_REASON_PROVIDER="openai",
-        YULLU_REASON_MODEL="stub-chat",
-        OPENAI_BASE_URL=stub_embedder.url,
-        OPENAI_API_KEY="sk-test-not-real",
-        YULLU_EMBED_PROVIDER="openai",
-        YULLU_EMBED_MODEL="stub-embed",
-    )
+    env = product_env(tmp_path / "home", **stub_env(stub_embedder.url, reasoning=True))
     worker = spawn(["-m", "celery", "-A", "yullu_site", "worker", "--concurrency", "1", "--loglevel", "WARNING",
                     "-n", f"killed-{tmp_path.name}@%h"], env)  # fmt: skip
     queue = (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from mcp import types
 
 from tests.mcp_client import call, http_session
+from tests.processes import git_repo
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -91,10 +91,7 @@ def test_cwd_resolves_the_project_and_records_its_location(
 ) -> None:
     from memories.models import ProjectLocation
 
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run(
-        ["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:acme/viacwd.git"], check=True
-    )
+    git_repo(tmp_path, "git@github.com:acme/viacwd.git")
 
     async def go() -> dict[str, Any]:
         async with http_session(live_server_url, owner_token) as s:

@@ -10,20 +10,14 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.mcp_client import call
-from tests.processes import REPO, product_env
+from tests.processes import REPO, product_env, stub_env
 from tests.stubs import StubServer
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_round_trip_over_stdio(tmp_path: Path, stub_api: StubServer) -> None:
-    env = product_env(
-        tmp_path / "home",
-        YULLU_EMBED_PROVIDER="openai",
-        YULLU_EMBED_MODEL="stub-embed",
-        OPENAI_API_KEY="sk-test-not-real",
-        OPENAI_BASE_URL=stub_api.url,
-    )
+    env = product_env(tmp_path / "home", **stub_env(stub_api.url))
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "yullu_site.cli", "stdio"], env=env, cwd=str(REPO)
     )

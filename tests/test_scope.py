@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from memories.scope import canonical_origin, resolve, resolve_path
+from tests.processes import git_repo
 
 
 @pytest.mark.parametrize(
@@ -23,16 +24,8 @@ def test_origins_canonicalise_as_the_spec_table_says(origin: str, project_id: st
     assert canonical_origin(origin) == project_id
 
 
-def _git_repo(path: Path, origin: str | None) -> Path:
-    path.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    if origin:
-        subprocess.run(["git", "-C", str(path), "remote", "add", "origin", origin], check=True)
-    return path
-
-
 def test_a_repo_with_origin_resolves_to_the_canonical_origin_from_a_subfolder(tmp_path: Path) -> None:
-    repo = _git_repo(tmp_path / "checkout", "https://user:secret@github.com/acme/app.git")
+    repo = git_repo(tmp_path / "checkout", "https://user:secret@github.com/acme/app.git")
     sub = repo / "src" / "deep"
     sub.mkdir(parents=True)
     scope = resolve_path(sub)
@@ -41,7 +34,7 @@ def test_a_repo_with_origin_resolves_to_the_canonical_origin_from_a_subfolder(tm
 
 
 def test_a_repo_without_origin_uses_its_folder_name(tmp_path: Path) -> None:
-    repo = _git_repo(tmp_path / "localonly", None)
+    repo = git_repo(tmp_path / "localonly", None)
     assert resolve_path(repo).project_id == "localonly"
 
 
@@ -53,7 +46,7 @@ def test_outside_git_the_folder_name_is_the_project(tmp_path: Path) -> None:
 
 
 def test_a_git_file_worktree_is_recognised(tmp_path: Path) -> None:
-    repo = _git_repo(tmp_path / "main", "git@github.com:acme/wt.git")
+    repo = git_repo(tmp_path / "main", "git@github.com:acme/wt.git")
     (repo / "f").write_text("x")
     subprocess.run(["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=a", "add", "f"], check=True)
     subprocess.run(
@@ -68,7 +61,7 @@ def test_a_git_file_worktree_is_recognised(tmp_path: Path) -> None:
 def test_resolving_a_cwd_in_a_repo_records_its_location(tmp_path: Path) -> None:
     from memories.models import ProjectLocation
 
-    repo = _git_repo(tmp_path / "r", "git@github.com:acme/loc.git")
+    repo = git_repo(tmp_path / "r", "git@github.com:acme/loc.git")
     scope = resolve(None, str(repo))
     row = ProjectLocation.objects.get(project_id="github.com/acme/loc")
     assert row.git_root == str(repo.resolve()) == str(scope.git_root)
@@ -77,5 +70,5 @@ def test_resolving_a_cwd_in_a_repo_records_its_location(tmp_path: Path) -> None:
 
 @pytest.mark.django_db
 def test_explicit_project_id_wins_over_cwd(tmp_path: Path) -> None:
-    repo = _git_repo(tmp_path / "r", "git@github.com:acme/one.git")
+    repo = git_repo(tmp_path / "r", "git@github.com:acme/one.git")
     assert resolve("explicit/project", str(repo)).project_id == "explicit/project"

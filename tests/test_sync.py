@@ -19,7 +19,7 @@ from memories.models import Memory, MemoryVector
 from memories.scope import resolve
 from sync.eventlog import event_filename, read_events
 from sync.services import fold, reconcile_scope
-from tests.processes import REPO, product_env
+from tests.processes import REPO, git_repo, product_env, run_cli, stub_env
 from tests.stubs import StubServer
 from yullu_site.errors import UserError
 
@@ -62,11 +62,7 @@ def machine_dbs(django_db_setup: Any, django_db_blocker: Any) -> Iterator[dict[s
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "teamsync"
-    path.mkdir()
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    subprocess.run(["git", "-C", str(path), "remote", "add", "origin", ORIGIN], check=True)
-    return path
+    return git_repo(tmp_path / "teamsync", ORIGIN)
 
 
 class Machine:
@@ -79,20 +75,11 @@ class Machine:
         environ = {
             **product_env(self.home),
             "DATABASE_URL": self.url,
-            "YULLU_EMBED_PROVIDER": "openai",
+            **stub_env(self.stub.url),
             "YULLU_EMBED_MODEL": self.model,
-            "OPENAI_API_KEY": "sk-test-not-real",
-            "OPENAI_BASE_URL": self.stub.url,
             **env,
         }
-        out = subprocess.run(
-            [sys.executable, "-m", "yullu_site.cli", "reconcile", "--cwd", str(repo)],
-            env=environ,
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        out = run_cli(["reconcile", "--cwd", str(repo)], environ, timeout=120)
         assert out.returncode == 0, out.stderr[-2000:]
         return json.loads(out.stdout)
 
@@ -133,29 +120,9 @@ def test_the_two_machine_scenario(repo: Path, machines: dict[str, Machine], stub
     assert stub_embedder.embed_calls() == calls  # zero embed calls on B
     assert b.rows() == [(str(m.uuid), m.content, ["release"], "process", ["openai:stub-embed"])]
     again = b.reconcile(repo)
-    assert {
-        k: again[k]
-        for k in (
-            "created",
-            "updated",
-            "deleted",
-            "embeddings_reused",
-            "embeddings_computed",
-            "local_only_logged",
-            "events_scanned",
-        )
-    } == dict.fromkeys(
-        (
-            "created",
-            "updated",
-            "deleted",
-            "embeddings_reused",
-            "embeddings_computed",
-            "local_only_logged",
-            "events_scanned",
-        ),
-        0,
-    )
+    counters = ("created", "updated", "deleted", "embeddings_reused", "embeddings_computed", "local_only_logged",
+                "events_scanned")  # fmt: skip
+    assert {k: again[k] for k in counters} == dict.fromkeys(counters, 0)
     services.update_memory(m.id, content="vec:0,1,0 Releases are cut from release branches")
     r = b.reconcile(repo)
     assert (r["updated"], r["embeddings_reused"]) == (1, 1)
