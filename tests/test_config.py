@@ -115,3 +115,26 @@ def test_processes_starting_together_on_a_new_home_agree(tmp_path: Path) -> None
     assert all(p.returncode == 0 for p in procs), [err[-300:] for _, err in outputs]
     assert len({out for out, _ in outputs}) == 1
     assert not [f for f in (tmp_path / "home").iterdir() if f.name.endswith(".tmp")]
+
+
+def test_web_nodes_share_a_secret_key_from_the_environment(tmp_path: Path) -> None:
+    """YULLU_SECRET_KEY (for several web nodes) wins over the per-home key file, which is then not written."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.processes import REPO
+
+    env = {
+        **os.environ,
+        "YULLU_HOME": str(tmp_path / "home"),
+        "YULLU_CONFIG": str(tmp_path / "c.toml"),
+        "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none",
+        "DJANGO_SETTINGS_MODULE": "yullu_site.settings",
+        "YULLU_SECRET_KEY": "shared-by-every-web-node",
+    }
+    code = "from django.conf import settings; print(settings.SECRET_KEY)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert out.stdout.strip() == "shared-by-every-web-node"
+    assert not (tmp_path / "home" / "secret_key").exists()
