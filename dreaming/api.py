@@ -3,8 +3,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.api import ScopeIn, valid
-from memories.scope import resolve
+from memories.api import ScopeIn, rest_scope, valid
 from yullu_site.openapi import PROJECT, documented
 
 from .models import DreamPass
@@ -46,7 +45,7 @@ class MessagesView(APIView):
     @documented(request=MessagesIn, status=201, summary="Buffer conversation turns for dreaming")
     def post(self, request: Request) -> Response:
         data = valid(MessagesIn, request.data)
-        scope = resolve(data.get("project_id"), data.get("cwd"))
+        scope = rest_scope(data)
         return Response(record_messages(scope.project_id, data["session_id"], data["messages"]), status=201)
 
 
@@ -54,7 +53,7 @@ class DreamView(APIView):
     @documented(request=DreamIn, summary="Run a dream pass now (skipped: true if one is running)")
     def post(self, request: Request) -> Response:
         data = valid(DreamIn, request.data)
-        scope = resolve(data.get("project_id"), data.get("cwd"))
+        scope = rest_scope(data)
         return Response(
             run_dream_pass(
                 scope.project_id, reasoner=configured_reasoner(), manual=True, session_id=data.get("session_id") or None

@@ -35,7 +35,16 @@ class DreamPass(models.Model):
     errors = models.JSONField(default=list, blank=True)
 
     class Meta:
+        verbose_name = "dream pass"
+        verbose_name_plural = "dream passes"
         indexes = [models.Index(fields=["project_id", "-started_at"], name="dream_project_time")]
+
+    def __str__(self) -> str:
+        return f"Dream pass {self.pk} · {self.project_id} · {self.started_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def failed(self) -> bool:
+        return self.phase == "failed"
 
 
 class DreamPrompt(models.Model):
@@ -56,3 +65,21 @@ class DreamSchedule(models.Model):
 
     def __str__(self) -> str:
         return self.project_id
+
+
+class DreamOp(models.Model):
+    """One operation a reasoner proposed in a pass, and what became of it (for review in the admin)."""
+
+    dream_pass = models.ForeignKey(DreamPass, on_delete=models.CASCADE, related_name="ops")
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    op = models.CharField(max_length=20)  # create | update | delete | whatever the reasoner sent
+    memory_uuid = models.CharField(max_length=64, blank=True, default="")
+    content = models.TextField(blank=True, default="")
+    category = models.CharField(max_length=40, blank=True, default="")
+    reasoning = models.TextField(blank=True, default="")
+    outcome = models.CharField(max_length=20)  # created | updated | deleted | skipped
+    detail = models.TextField(blank=True, default="")  # why it was skipped, or which memory it merged into
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "dream operation"

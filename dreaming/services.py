@@ -29,7 +29,7 @@ from sync.secrets import redact
 from yullu_site.config import load_for_project, parse_duration
 from yullu_site.errors import UserError
 
-from .models import DreamPass, DreamSchedule, SessionMessage
+from .models import DreamOp, DreamPass, DreamSchedule, SessionMessage
 from .parse import ParseError, parse_operations
 from .prompt import build_user_prompt, current_prompt
 from .reasoners import Reasoner, configured_reasoner
@@ -161,10 +161,13 @@ def run_dream_pass(
             project_id=project_id, trigger=trigger, reasoner=reasoner.name if reasoner else "", phase="loading"
         )
         result["pass_id"] = dream.pk
+        phase = "failed"  # unless _run returns normally
         try:
             _run(project_id, dream, reasoner, cfg["dreaming"], manual, session_id, result)
+            # A pass that hit errors and processed nothing (no reasoner, every answer unparseable) failed.
+            phase = "failed" if result["errors"] and not result["sessions_processed"] else "done"
         finally:
-            _progress(dream, phase="done", finished_at=timezone.now(), **_counters(result))
+            _progress(dream, phase=phase, finished_at=timezone.now(), **_counters(result))
             DreamSchedule.objects.update_or_create(project_id=project_id, defaults={"last_pass_at": timezone.now()})
     return result
 
@@ -189,7 +192,7 @@ def _run(
     system = current_prompt()
     for n, sid in enumerate(sessions, start=1):
         _progress(dream, phase=f"session {n} of {len(sessions)}")
-        outcome = _dream_session(project_id, sid, reasoner, system, cfg, result)  # type: ignore[arg-type]
+        outcome = _dream_session(project_id, sid, reasoner, system, cfg, result, dream)  # type: ignore[arg-type]
         result["sessions"].append(outcome)
         if outcome.get("error"):
             result["errors"].append(f"session {sid}: {outcome['error']}")
@@ -197,7 +200,13 @@ def _run(
 
 
 def _dream_session(
-    project_id: str, session_id: str, reasoner: Reasoner, system: str, cfg: dict[str, Any], result: DreamResult
+    project_id: str,
+    session_id: str,
+    reasoner: Reasoner,
+    system: str,
+    cfg: dict[str, Any],
+    result: DreamResult,
+    dream: DreamPass | None = None,
 ) -> dict[str, Any]:
     rows = list(
         SessionMessage.objects.filter(project_id=project_id, session_id=session_id)
@@ -213,7 +222,10 @@ def _dream_session(
     except (ParseError, UserError) as exc:
         outcome["error"] = str(exc)
         return outcome  # messages are kept for the next pass
-    counts = apply_operations(Scope(project_id, known_root(project_id)), ops)
+    applied: list[tuple[dict[str, Any], str, str]] = []
+    counts = apply_operations(Scope(project_id, known_root(project_id)), ops, record=applied)
+    if dream is not None:
+        _record_ops(dream, session_id, applied)
     for key, value in counts.items():
         result[f"ops_{key}"] += value  # type: ignore[literal-required]
     outcome.update(counts)
@@ -223,16 +235,47 @@ def _dream_session(
     return outcome
 
 
-def apply_operations(scope: Scope, ops: list[dict[str, Any]]) -> dict[str, int]:
+def apply_operations(
+    scope: Scope, ops: list[dict[str, Any]], record: list[tuple[dict[str, Any], str, str]] | None = None
+) -> dict[str, int]:
+    """Apply ops one by one; a failing op is skipped. `record` (if given) receives (op, outcome, why)."""
     counts = {"created": 0, "updated": 0, "deleted": 0, "skipped": 0}
     for op in ops:
+        why = ""
         try:
             kind = _apply_op(scope, op)
         except UserError as exc:
             log.info("dream op skipped: %s", exc)
-            kind = "skipped"
+            kind, why = "skipped", str(exc)
         counts[kind] += 1
+        if record is not None:
+            record.append((op, kind, why))
     return counts
+
+
+def _text(value: Any, limit: int) -> str:
+    # A refused op may carry a secret: what is kept for review is redacted like the buffer.
+    return redact(value[:limit]) if isinstance(value, str) else ""
+
+
+def _record_ops(dream: DreamPass, session_id: str, applied: list[tuple[dict[str, Any], str, str]]) -> None:
+    """Keep what the reasoner proposed and what became of it, so a reviewer can see why memories changed."""
+    DreamOp.objects.bulk_create(
+        [
+            DreamOp(
+                dream_pass=dream,
+                session_id=session_id[:200],
+                op=_text(op.get("op"), 20) or "?",
+                memory_uuid=_text(op.get("uuid"), 64),
+                content=_text(op.get("content"), 20_000),
+                category=_text(op.get("category"), 40),
+                reasoning=_text(op.get("reasoning"), 5_000),
+                outcome=outcome,
+                detail=why[:1000],
+            )
+            for op, outcome, why in applied
+        ]
+    )
 
 
 def _by_uuid(scope: Scope, value: Any) -> Memory:

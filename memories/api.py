@@ -31,8 +31,8 @@ from yullu_site.openapi import (
 )
 
 from . import queries, services, stats
-from .models import Memory, RejectedMemory
-from .scope import resolve
+from .models import CATEGORIES, Memory, RejectedMemory
+from .scope import Scope, resolve
 from .serializers import memory_dict
 
 
@@ -41,15 +41,37 @@ class ScopeIn(serializers.Serializer):
     cwd = serializers.CharField(required=False, allow_blank=True, max_length=4096)
 
 
+def rest_scope(data: dict[str, Any]) -> Scope:
+    """REST callers name their project: the server's own folder is never a default project
+    (it would file memories, and their sync files, under wherever the server was started)."""
+    if not (data.get("project_id") or "").strip() and not (data.get("cwd") or "").strip():
+        raise serializers.ValidationError(
+            {"project_id": "or cwd is required: send the project's id or the absolute path of its checkout."}
+        )
+    return resolve(data.get("project_id"), data.get("cwd"))
+
+
+class CategoryField(serializers.CharField):
+    """A typo'd category ("convention") is refused rather than stored as uncategorised."""
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data).strip().lower()
+        if value and value not in CATEGORIES:
+            raise serializers.ValidationError(
+                f"{value!r} is not a category; use one of {', '.join(CATEGORIES)} (or leave it empty)."
+            )
+        return value
+
+
 class MemoryIn(ScopeIn):
     content = serializers.CharField(trim_whitespace=False, allow_blank=True)
-    category = serializers.CharField(required=False, allow_blank=True, allow_null=True)
+    category = CategoryField(required=False, allow_blank=True, allow_null=True)
     tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
 
 
 class MemoryPatch(serializers.Serializer):
     content = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True)
-    category = serializers.CharField(required=False, allow_blank=True)
+    category = CategoryField(required=False, allow_blank=True)
     tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
 
 
@@ -126,7 +148,7 @@ class MemoryList(APIView):
     @documented(CreatedOut, request=MemoryIn, status=201, summary="Store a memory")
     def post(self, request: Request) -> Response:
         data = valid(MemoryIn, request.data)
-        scope = resolve(data.get("project_id"), data.get("cwd"))
+        scope = rest_scope(data)
         memory = services.create_memory(scope, data["content"], data.get("category"), data.get("tags"), source="rest")
         return Response({"id": memory.id, "uuid": str(memory.uuid), "project_id": memory.project_id}, status=201)
 
@@ -193,7 +215,7 @@ class RecallView(APIView):
     @documented(RecallOut, request=RecallIn, summary="Recall memories (logged, like the MCP tool)")
     def post(self, request: Request) -> Response:
         data = valid(RecallIn, request.data)
-        scope = resolve(data.get("project_id"), data.get("cwd"))
+        scope = rest_scope(data)
         found = queries.search(scope.project_id, data["query"], limit=data["limit"], categories=data.get("categories"))
         return Response({"project_id": scope.project_id, "recall_id": found.recall_id, "results": found.results})
 

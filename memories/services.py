@@ -25,7 +25,7 @@ from yullu_site.errors import NotFound, UserError
 
 from .embedders import Embedder, embeds, get_embedder
 from .models import CATEGORIES, EventKind, Memory, MemoryEvent, MemoryVector, RejectedMemory
-from .scope import Scope
+from .scope import Scope, known_root
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)
@@ -310,6 +310,31 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
         )
         _delete(memory, source, rating=value)
     return {"id": memory.pk, "uuid": str(memory.uuid), "rating": value, "archived": True}
+
+
+def clear_rating(memory_id: Any) -> Memory:
+    """Undo a keep: the memory goes back to the review queue (unrated, no comment)."""
+    with transaction.atomic():
+        memory = Memory.objects.select_for_update().filter(pk=get_memory(memory_id).pk).first()
+        if memory is None:
+            raise NotFound(f"memory {memory_id} not found")
+        memory.rating, memory.rating_comment = None, ""
+        memory.save(update_fields=["rating", "rating_comment"])
+    return memory
+
+
+def restore_rejected(rejected_id: Any, *, source: str = "admin") -> Memory:
+    """Undo a rejection: store the archived memory again (a new create event, so teammates get it
+    back too) as unrated, and drop it from the archive. The archive row goes only if the store worked."""
+    try:
+        row = RejectedMemory.objects.get(pk=int(str(rejected_id)))
+    except (ValueError, RejectedMemory.DoesNotExist):
+        raise NotFound(f"rejected memory {rejected_id} not found") from None
+    memory = create_memory(
+        Scope(row.project_id, known_root(row.project_id)), row.content, row.category, row.tags, source=source
+    )
+    RejectedMemory.objects.filter(pk=row.pk).delete()
+    return memory
 
 
 # --- Applying teammates' events (called by sync.reconcile only) ---------------------------

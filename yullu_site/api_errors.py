@@ -6,6 +6,8 @@ import logging
 import uuid
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -38,6 +40,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
 
     if isinstance(exc, UserError):
         return Response({"error": str(exc)}, status=exc.status)
+    if isinstance(exc, RequestDataTooBig):
+        return Response({"error": body_too_large()}, status=413)
     if isinstance(exc, DjangoValidationError):
         return Response({"error": " ".join(exc.messages)}, status=400)
     if isinstance(exc, DatabaseError):
@@ -55,6 +59,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     error_id = uuid.uuid4().hex[:12]
     log.exception("unexpected error %s", error_id)
     return Response({"error": f"Internal error (id {error_id}); see the server log."}, status=500)
+
+
+def body_too_large() -> str:
+    limit_mb = settings.DATA_UPLOAD_MAX_MEMORY_SIZE / 1024 / 1024
+    return (
+        f"The request body is too large: the limit is {limit_mb:g} MB. "
+        "Send less per request (a memory is a short fact; split long message lists into several calls)."
+    )
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
