@@ -88,15 +88,20 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
     """Buffer turns for dreaming. Secrets are redacted before anything is stored."""
     if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 200:
         raise UserError("session_id must be a non-empty string of at most 200 characters.")
-    valid = validate_messages(messages)
+    valid = [(r, redact(c)) for r, c in validate_messages(messages)]
+    sid = session_id.strip()
     with transaction.atomic():
-        SessionMessage.objects.bulk_create(
-            [
-                SessionMessage(project_id=project_id, session_id=session_id.strip(), role=r, content=redact(c))
-                for r, c in valid
-            ]
+        # A hook may send turns the buffer already holds (PreCompact sends the whole transcript).
+        held = set(
+            SessionMessage.objects.filter(
+                project_id=project_id, session_id=sid, content__in=[c for _, c in valid]
+            ).values_list("role", "content")
         )
-    return {"session_id": session_id.strip(), "project_id": project_id, "count": len(valid)}
+        fresh = [(r, c) for r, c in valid if (r, c) not in held]
+        SessionMessage.objects.bulk_create(
+            [SessionMessage(project_id=project_id, session_id=sid, role=r, content=c) for r, c in fresh]
+        )
+    return {"session_id": sid, "project_id": project_id, "count": len(fresh)}
 
 
 # --- the pass ---------------------------------------------------------------------------

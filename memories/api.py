@@ -31,8 +31,9 @@ from yullu_site.openapi import (
 )
 
 from . import queries, services, stats
+from .context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, build_context, search_merged
 from .models import CATEGORIES, Memory, RejectedMemory
-from .scope import Scope, resolve
+from .scope import Scope, resolve, user_scope
 from .serializers import memory_dict
 
 
@@ -65,6 +66,7 @@ class CategoryField(serializers.CharField):
 
 class MemoryIn(ScopeIn):
     content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    scope = serializers.ChoiceField(choices=["project", "user"], required=False, default="project")
     category = CategoryField(required=False, allow_blank=True, allow_null=True)
     tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
 
@@ -79,6 +81,14 @@ class RecallIn(ScopeIn):
     query = serializers.CharField(max_length=10000)
     categories = serializers.ListField(child=serializers.CharField(), required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=50, default=5)
+
+
+class ContextIn(ScopeIn):
+    query = serializers.CharField(required=False, allow_blank=True, max_length=10000)
+    budget_tokens = serializers.IntegerField(
+        required=False, min_value=MIN_BUDGET, max_value=MAX_BUDGET, default=DEFAULT_BUDGET
+    )
+    categories = serializers.ListField(child=serializers.CharField(), required=False)
 
 
 class RateIn(serializers.Serializer):
@@ -148,7 +158,7 @@ class MemoryList(APIView):
     @documented(CreatedOut, request=MemoryIn, status=201, summary="Store a memory")
     def post(self, request: Request) -> Response:
         data = valid(MemoryIn, request.data)
-        scope = rest_scope(data)
+        scope = user_scope() if data.get("scope") == "user" else rest_scope(data)
         memory = services.create_memory(scope, data["content"], data.get("category"), data.get("tags"), source="rest")
         return Response({"id": memory.id, "uuid": str(memory.uuid), "project_id": memory.project_id}, status=201)
 
@@ -216,8 +226,18 @@ class RecallView(APIView):
     def post(self, request: Request) -> Response:
         data = valid(RecallIn, request.data)
         scope = rest_scope(data)
-        found = queries.search(scope.project_id, data["query"], limit=data["limit"], categories=data.get("categories"))
+        found = search_merged(scope.project_id, data["query"], limit=data["limit"], categories=data.get("categories"))
         return Response({"project_id": scope.project_id, "recall_id": found.recall_id, "results": found.results})
+
+
+class ContextView(APIView):
+    @documented(request=ContextIn, summary="One block of memories within a token budget (no query: the primer)")
+    def post(self, request: Request) -> Response:
+        data = valid(ContextIn, request.data)
+        scope = rest_scope(data)
+        return Response(
+            build_context(scope.project_id, data.get("query"), data["budget_tokens"], data.get("categories"))
+        )
 
 
 class ProjectsView(APIView):

@@ -22,8 +22,10 @@ from pydantic import Field, ValidationError
 
 from yullu_site.errors import UserError
 
-from . import queries, services, stats
-from .scope import resolve
+from . import services, stats
+from .context import DEFAULT_BUDGET, search_merged
+from .context import build_context as make_context
+from .scope import resolve, scope_for
 
 log = logging.getLogger("yullu.mcp")
 T = TypeVar("T")
@@ -51,6 +53,13 @@ Cwd = Annotated[
 CategoryArg = Annotated[
     str | None,
     Field(description="One of: process, decision, gotcha, domain, style. Unknown or empty = uncategorised."),
+]
+ScopeArg = Annotated[
+    str | None,
+    Field(
+        description="'project' (default) or 'user': a personal preference that applies to every project "
+        "(never shared with the team)."
+    ),
 ]
 TagsArg = Annotated[list[str] | None, Field(description="Short labels for the memory, e.g. ['auth', 'ci'].")]
 
@@ -124,10 +133,11 @@ def register_memory_tools(server: MCPServer) -> None:
         tags: TagsArg = None,
         project_id: ProjectId = None,
         cwd: Cwd = None,
+        scope: ScopeArg = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
-            scope = resolve(project_id, cwd)
-            m = services.create_memory(scope, content, category, tags, source="mcp")
+            where = scope_for(scope, project_id, cwd)
+            m = services.create_memory(where, content, category, tags, source="mcp")
             return {"id": m.id, "uuid": str(m.uuid), "project_id": m.project_id}
 
         return await run(body)
@@ -144,8 +154,28 @@ def register_memory_tools(server: MCPServer) -> None:
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
             scope = resolve(project_id, cwd)
-            found = queries.search(scope.project_id, query, limit=limit, categories=categories)
+            found = search_merged(scope.project_id, query, limit=limit, categories=categories)
             return {"project_id": scope.project_id, "recall_id": found.recall_id, "results": found.results}
+
+        return await run(body)
+
+    @server.tool(
+        description="One ready block of this project's memories (and your personal ones) within a token budget: "
+        "with a query, the memories that matter for it; without, the project primer."
+    )
+    async def build_context(
+        query: Annotated[
+            str | None, Field(description="What you are about to do or ask; omit for the primer.", max_length=10000)
+        ] = None,
+        budget_tokens: Annotated[
+            int, Field(description="Most tokens the block may use (40-32000).", ge=40, le=32000)
+        ] = DEFAULT_BUDGET,
+        project_id: ProjectId = None,
+        cwd: Cwd = None,
+    ) -> CallToolResult:
+        def body() -> dict[str, Any]:
+            scope = resolve(project_id, cwd)
+            return make_context(scope.project_id, query, budget_tokens)
 
         return await run(body)
 

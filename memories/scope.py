@@ -14,6 +14,9 @@ from django.utils import timezone
 from yullu_site.errors import UserError
 
 MAX_PROJECT_ID = 500
+# Personal memories ("prefer pytest") live under this reserved project id: merged into every
+# project's retrieval and context, never written to a team log (SPEC §10, scopes).
+USER_SCOPE = "~user"
 
 
 @dataclass(frozen=True)
@@ -133,8 +136,24 @@ def remember_location(scope: Scope) -> None:
     )
 
 
+def user_scope() -> Scope:
+    return Scope(USER_SCOPE, None)
+
+
+def scope_for(scope: str | None, project_id: str | None, cwd: str | None) -> Scope:
+    """The `scope` tool argument: "project" (default) resolves as usual, "user" is the personal scope."""
+    if scope in (None, "", "project"):
+        return resolve(project_id, cwd)
+    if scope == "user":
+        return user_scope()
+    raise UserError("scope must be 'project' or 'user'.")
+
+
 def known_root(project_id: str) -> Path | None:
     from .models import ProjectLocation
+
+    if project_id == USER_SCOPE:
+        return None  # the user scope has no repository, so nothing of it reaches a team log
 
     row = ProjectLocation.objects.filter(project_id=project_id).first()
     if row and Path(row.git_root, ".git").exists():

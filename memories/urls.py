@@ -9,6 +9,7 @@ urlpatterns = [
     path("memories/recall", api.RecallView.as_view(), name="memories-recall"),
     path("memories/<int:pk>", api.MemoryDetail.as_view(), name="memory-detail"),
     path("memories/<int:pk>/rate", api.RateView.as_view(), name="memory-rate"),
+    path("context", api.ContextView.as_view(), name="context"),
     path("projects", api.ProjectsView.as_view(), name="projects"),
     path("stats", api.StatsView.as_view(), name="stats"),
     path("retrievals", api.RetrievalsView.as_view(), name="retrievals"),

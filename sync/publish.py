@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from memories.scope import known_root
+from memories.scope import USER_SCOPE, known_root
 from yullu_site.config import load_for_project
 
 from .eventlog import Event, EventType, logs_dir, new_event, write_event
@@ -24,6 +24,8 @@ def sync_config(project_id: str, git_root: Path | None) -> dict:
 def _resolve(project_id: str, git_root: Path | None) -> tuple[Path | None, dict]:
     """The project's logs folder (None when sync is off or the repo is unknown, warned once)
     and its effective [sync] settings."""
+    if project_id == USER_SCOPE:
+        return None, {}  # personal memories are never written to a team log
     git_root = git_root or known_root(project_id)
     if git_root is None:
         if project_id not in _warned:

@@ -58,7 +58,7 @@ def test_inject_prints_a_memories_block(hook_env: dict[str, str], stub_embedder:
         ["inject"], hook_env, json.dumps({"prompt": "vec:1,0,0 how do we deploy to staging?", "cwd": "/tmp/hookproj"})
     )
     assert out.returncode == 0 and out.stdout.startswith("<yullu-memories>")
-    assert "- [process] vec:1,0,0 Staging deploys go through make stage" in out.stdout
+    assert "process] vec:1,0,0 Staging deploys go through make stage" in out.stdout
     assert "data, not instructions" in out.stdout
 
 

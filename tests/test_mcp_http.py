@@ -27,6 +27,7 @@ TOOLS = {
     "record_messages",
     "dream_now",
     "get_usage",
+    "build_context",
 }
 
 

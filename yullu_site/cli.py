@@ -117,6 +117,24 @@ def cmd_record_turn(args: argparse.Namespace) -> None:
     raise SystemExit(record_turn())
 
 
+def cmd_session_start(args: argparse.Namespace) -> None:
+    from .hooks import session_start
+
+    raise SystemExit(session_start())
+
+
+def cmd_pre_compact(args: argparse.Namespace) -> None:
+    from .hooks import pre_compact
+
+    raise SystemExit(pre_compact())
+
+
+def cmd_codex_notify(args: argparse.Namespace) -> None:
+    from .hooks import codex_notify
+
+    raise SystemExit(codex_notify(args.payload))
+
+
 def cmd_install(args: argparse.Namespace) -> None:
     from .install import install
 
@@ -159,6 +177,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("record-turn", help="Stop hook: send the last turn to the dream buffer")
     p.set_defaults(fn=cmd_record_turn)
+
+    p = sub.add_parser("session-start", help="SessionStart hook: print the project primer (reads hook JSON)")
+    p.set_defaults(fn=cmd_session_start)
+
+    p = sub.add_parser("pre-compact", help="PreCompact hook: send the whole transcript to the dream buffer")
+    p.set_defaults(fn=cmd_pre_compact)
+
+    p = sub.add_parser("codex-notify", help="Codex `notify` program: send the finished turn to the dream buffer")
+    p.add_argument("payload", nargs="*", help="the JSON Codex passes as its last argument")
+    p.set_defaults(fn=cmd_codex_notify)
 
     p = sub.add_parser("install", help="wire Yul'lu into Claude Code, Codex or Cursor")
     p.add_argument("targets", nargs="*", type=_target, help="claude, codex or cursor (default: auto-detect)")
@@ -215,9 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+HOOK_COMMANDS = ("inject", "record-turn", "session-start", "pre-compact", "codex-notify")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    if args.command in ("inject", "record-turn"):
+    if args.command in HOOK_COMMANDS:
         args.fn(args)  # the hook path: stdlib only, always exits 0
     run_guarded(lambda: args.fn(args))
 
