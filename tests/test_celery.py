@@ -1,4 +1,4 @@
-"""Beat → broker (filesystem, the default) → worker, with real processes."""
+"""Beat → broker (the PostgreSQL queue table, the default) → worker, with real processes."""
 
 import time
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.processes import product_env, start_worker_and_beat, stop
-from yullu_site.models import Heartbeat
+from yullu_site.models import BrokerMessage, Heartbeat
 
 
 @pytest.mark.slow
@@ -26,7 +26,8 @@ def test_a_beat_scheduled_task_runs_on_a_real_worker(tmp_path: Path) -> None:
             assert beat.poll() is None, "beat died"
             time.sleep(0.5)
         assert beats >= 2
-        assert (tmp_path / "home" / "broker").is_dir()
     finally:
         stop(beat)
         stop(worker)
+    # Acknowledged messages are deleted; a warm shutdown hands back what the worker had taken.
+    assert not BrokerMessage.objects.filter(owner__isnull=False).exists()

@@ -5,7 +5,10 @@ import os
 
 from celery import Celery
 
+from .broker import register
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
+register()  # `yullupg://`, the default broker (yullu_site/broker.py)
 
 app = Celery("yullu")
 app.config_from_object("django.conf:settings", namespace="CELERY")

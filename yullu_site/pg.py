@@ -32,7 +32,8 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-PG_SYSTEM_USER = "yullu-pg"
+# YULLU_PG_SYSTEM_USER: another name (tests use one that does not exist yet to cover a fresh machine).
+PG_SYSTEM_USER = os.environ.get("YULLU_PG_SYSTEM_USER", "").strip() or "yullu-pg"
 ROOT_BASE = Path(os.environ.get("YULLU_ROOT_PG_BASE", "/var/lib/yullu"))
 DB_NAME = "yullu"
 
@@ -110,16 +111,29 @@ def _run(cluster: Cluster, args: list[str], timeout: float = 60) -> subprocess.C
     )
 
 
-def _ensure_system_user() -> None:
+def system_user_exists(name: str) -> bool:
     import pwd
 
     try:
-        pwd.getpwnam(PG_SYSTEM_USER)
+        pwd.getpwnam(name)
     except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_SYSTEM_USER],
-            check=True,
-            capture_output=True,
+        return False
+    return True
+
+
+def _ensure_system_user() -> None:
+    if system_user_exists(PG_SYSTEM_USER):
+        return
+    created = subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_SYSTEM_USER],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if created.returncode != 0 and not system_user_exists(PG_SYSTEM_USER):  # another process may have won
+        raise EmbeddedPostgresError(
+            f"could not create the system user {PG_SYSTEM_USER!r} that runs PostgreSQL as root: "
+            f"{created.stderr.strip()}; create it with useradd or set DATABASE_URL."
         )
 
 
@@ -164,6 +178,8 @@ def _initdb(cluster: Cluster) -> None:
 
 
 def is_running(cluster: Cluster) -> bool:
+    if cluster.run_as and not system_user_exists(cluster.run_as):
+        return False  # a fresh machine: nothing can run as a user that does not exist yet
     result = _run(cluster, ["pg_ctl", "status", "-D", str(cluster.pgdata)], timeout=10)
     return result.returncode == 0 and (cluster.socket_dir / ".s.PGSQL.5432").exists()
 
@@ -212,6 +228,8 @@ def ensure_running(home: Path) -> Cluster:
 
 def stop(home: Path) -> None:
     cluster = plan(home)
+    if cluster.run_as and not system_user_exists(cluster.run_as):
+        return  # never started on this machine
     with _lock(home):
         if (cluster.pgdata / "PG_VERSION").exists():
             _run(cluster, ["pg_ctl", "stop", "-D", str(cluster.pgdata), "-m", "fast", "-w"], timeout=60)

@@ -1,6 +1,8 @@
 """`yullu serve`: migrate, bootstrap, then run uvicorn + a Celery worker + beat until Ctrl-C/SIGTERM.
 
-Every child runs in its own process group so one signal stops it and its children.
+Every child runs in its own process group so one signal stops it and its children. A child that
+exits is restarted with backoff while the others keep serving; only Ctrl-C/SIGTERM, or a child
+that keeps dying right after it starts, stops everything.
 The embedded Postgres is stopped on exit only if this command started it.
 """
 
@@ -12,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +58,8 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _stop_all(children: list[subprocess.Popen[bytes]]) -> None:
+def _stop_all(supervised: list[Child]) -> None:
+    children = [c.proc for c in supervised if c.proc is not None]
     # SIGTERM to each main process: Celery then shuts its pool down warmly, uvicorn drains.
     for child in children:
         if child.poll() is None:
@@ -105,7 +109,9 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         "worker": _worker_cmd(py, f"yullu-{port}-{os.getpid()}"),
         "beat": _beat_cmd(py, run_dir),
     }
-    children = [_spawn(cmd, env) for name, cmd in commands.items() if role in ("all", name)]
+    children = [Child(name, cmd, env) for name, cmd in commands.items() if role in ("all", name)]
+    for child in children:
+        child.start()
     if result is not None:
         _print_banner(host, port, result, settings)
     else:
@@ -155,7 +161,80 @@ def _claim_beat_lock() -> Any:
     return conn
 
 
-def _supervise(children: list[subprocess.Popen[bytes]], beat_lock: Any) -> None:
+@dataclass
+class Child:
+    """One supervised process: how to start it and how it has behaved so far."""
+
+    name: str
+    cmd: list[str]
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    restarts: int = 0
+    quick_failures: int = 0  # exits in a row within START_GRACE of starting
+    restart_at: float | None = None
+
+    def start(self) -> None:
+        self.proc = _spawn(self.cmd, self.env)
+        self.started_at = time.monotonic()
+        self.restart_at = None
+
+
+# A child that exits within START_GRACE seconds of starting, MAX_QUICK_FAILURES times in a row, is
+# broken (bad config, port taken, missing dependency): restarting it forever would only hide that.
+START_GRACE = 20.0
+MAX_QUICK_FAILURES = 4
+MAX_BACKOFF = 30.0
+
+
+class CrashLoop(Exception):
+    """A child keeps exiting right after it starts."""
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _on_exit(child: Child, now: float) -> None:
+    """Schedule a restart with backoff, or raise CrashLoop. Logs one line either way."""
+    assert child.proc is not None
+    code = child.proc.returncode
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.proc.pid, signal.SIGKILL)  # pool processes the dead parent left behind
+    quick = now - child.started_at < START_GRACE
+    child.quick_failures = child.quick_failures + 1 if quick else 0
+    if child.quick_failures >= MAX_QUICK_FAILURES:
+        raise CrashLoop(
+            f"yullu: the {child.name} process {_describe_exit(code)} within {START_GRACE:.0f} s of starting, "
+            f"{child.quick_failures} times in a row; stopping everything (its output above says why)."
+        )
+    delay = min(MAX_BACKOFF, 2.0 ** max(0, child.quick_failures - 1)) if quick else 1.0
+    child.restarts += 1
+    child.restart_at = now + delay
+    print(
+        f"yullu: the {child.name} process (pid {child.proc.pid}) {_describe_exit(code)}; "
+        f"restarting it in {delay:.0f} s (restart {child.restarts}).",
+        file=sys.stderr,
+        flush=True,
+    )
+    _count_restart(child.name)
+
+
+def _count_restart(name: str) -> None:
+    with contextlib.suppress(Exception):  # metrics are never a reason to stop supervising
+        from .metrics import CHILD_RESTARTS
+
+        CHILD_RESTARTS.labels(child=name).inc()
+
+
+def _supervise(children: list[Child], beat_lock: Any) -> None:
+    """Keep every child running until Ctrl-C/SIGTERM. A child that exits is restarted (the others
+    keep serving); one that keeps dying right at start stops everything, with one line saying why."""
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -166,11 +245,19 @@ def _supervise(children: list[subprocess.Popen[bytes]], beat_lock: Any) -> None:
     signal.signal(signal.SIGTERM, on_signal)
     checked = time.monotonic()
     while not stopping:
-        if any(c.poll() is not None for c in children):
-            print("yullu: a child process exited; stopping everything.", file=sys.stderr)
-            return
-        if beat_lock is not None and time.monotonic() - checked > 10:
-            checked = time.monotonic()
+        now = time.monotonic()
+        for child in children:
+            if child.restart_at is not None:
+                if now >= child.restart_at:
+                    child.start()
+            elif child.proc is not None and child.proc.poll() is not None:
+                try:
+                    _on_exit(child, now)
+                except CrashLoop as exc:
+                    print(exc, file=sys.stderr, flush=True)
+                    return
+        if beat_lock is not None and now - checked > 10:
+            checked = now
             if not _still_holding(beat_lock):
                 print("yullu: lost the database connection holding the beat lock; stopping.", file=sys.stderr)
                 return

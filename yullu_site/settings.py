@@ -119,20 +119,20 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": ["yullu_site.auth.BearerTokenAuthentication"],
 }
 
-# Celery: the filesystem broker needs no server; CELERY_BROKER_URL=redis://… for real deployments.
-BROKER_DIR = YULLU_HOME / "broker"
+# Celery: by default the broker is a queue table in our own PostgreSQL (yullu_site/broker.py: no
+# extra server, no half-written message files, a killed worker's task runs again);
+# CELERY_BROKER_URL=redis://… for a team server.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 if not CELERY_BROKER_URL:
-    BROKER_DIR.mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_DIR),
-        "data_folder_out": str(BROKER_DIR),
-        "processed_folder": str(BROKER_DIR),
-        "store_processed": False,
-        # kombu keeps broadcast (pidbox) state in ./control unless told otherwise.
-        "control_folder": str(BROKER_DIR / "control"),
-    }
+    from .broker import ALIAS, register
+
+    register()
+    CELERY_BROKER_URL = f"{ALIAS}://"
+# Late acknowledgement: a worker killed mid-task (OOM, kill -9) leaves the task to run again on the
+# next worker. Every task is idempotent (reconcile, dream pass, backfill; heartbeat only counts).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

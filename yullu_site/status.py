@@ -30,9 +30,13 @@ def database_status() -> dict[str, Any]:
 
 def broker_status() -> dict[str, Any]:
     url = settings.CELERY_BROKER_URL
-    if url.startswith("filesystem://"):
-        ok = settings.BROKER_DIR.is_dir()
-        return {"ok": ok, "kind": "filesystem"}
+    if url.startswith("yullupg://"):
+        from .broker import table_ready
+
+        try:  # the queue table is all this broker needs (the database itself is checked above)
+            return {"ok": table_ready(), "kind": "postgres"}
+        except Exception as exc:
+            return {"ok": False, "kind": "postgres", "error": type(exc).__name__}
     from .celery import app
 
     try:

@@ -1,0 +1,185 @@
+"""`yullu serve` as a new user runs it (`-m slow`): a fresh YULLU_HOME on the embedded Postgres, as
+root a PostgreSQL system user that does not exist yet, then children killed with -9 and brought back
+while the rest of the site keeps serving, and a task whose worker dies mid-run completing anyway."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+
+from tests.conftest import free_port
+from tests.processes import REPO, stub_env
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.slow
+
+DEADLINE = 120.0  # generous: two cores shared by everything else running
+
+
+@dataclass
+class Site:
+    proc: subprocess.Popen[bytes]
+    url: str
+    env: dict[str, str]
+    log: Path
+    stub: StubServer
+    system_user: str | None
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def token(self) -> str:
+        return (Path(self.env["YULLU_HOME"]) / "token").read_text().strip()
+
+    def child(self, kind: str) -> psutil.Process:
+        """The supervisor's direct child running `kind` (uvicorn, worker or beat: one of its arguments)."""
+        for proc in psutil.Process(self.proc.pid).children():
+            if kind in proc.cmdline():
+                return proc
+        raise LookupError(f"no {kind} child:\n{self.output()[-2000:]}")
+
+    def pid(self, kind: str) -> int | None:
+        try:
+            return self.child(kind).pid
+        except (LookupError, psutil.Error):
+            return None  # between an exit and its restart
+
+    def status(self) -> dict[str, Any]:
+        try:
+            return httpx.get(f"{self.url}/api/status", timeout=5).json()
+        except (httpx.HTTPError, ValueError):
+            return {}
+
+
+def wait_for(condition: Callable[[], Any], site: Site, what: str, timeout: float = DEADLINE) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert site.proc.poll() is None, f"yullu serve exited:\n{site.output()[-3000:]}"
+        if value := condition():
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"{what} did not happen within {timeout:.0f} s:\n{site.output()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[Site]:
+    base = Path(tempfile.mkdtemp(prefix="yullu-serve-"))
+    base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
+    system_user = f"yullu-pg-{secrets.token_hex(3)}" if os.geteuid() == 0 else None
+    if system_user:
+        with pytest.raises(KeyError):
+            pwd.getpwnam(system_user)  # a fresh machine: the user does not exist yet
+    (base / "config.toml").write_text("[dreaming]\nenabled = false\n")  # only the passes a test queues
+    stub = StubServer().__enter__()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_"))}
+    port = free_port()
+    env.update(
+        YULLU_HOME=str(base / "home"),
+        YULLU_CONFIG=str(base / "config.toml"),
+        YULLU_ROOT_PG_BASE=str(base / "pg"),
+        YULLU_PORT=str(port),
+        YULLU_LOG_LEVEL="warning",
+        YULLU_SCHEDULER_TICK_SECONDS="3600",
+        **stub_env(stub.url, reasoning=True),
+    )
+    if system_user:
+        env["YULLU_PG_SYSTEM_USER"] = system_user
+    log = base / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "yullu_site.cli", "serve"],
+            env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    site = Site(proc, f"http://127.0.0.1:{port}", env, log, stub, system_user)
+    try:
+        wait_for(lambda: site.status().get("ready"), site, "the first start", timeout=300)
+        yield site
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # the supervisor stops its children and the Postgres it started
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        stop_pg = "from yullu_site import paths, pg; pg.stop(paths.ensure_home())"
+        subprocess.run([sys.executable, "-c", stop_pg], env=env, cwd=REPO, timeout=120, check=False)
+        stub.__exit__(None, None, None)
+        if system_user:
+            subprocess.run(["userdel", system_user], capture_output=True, check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_serve_on_a_fresh_machine_creates_the_postgres_system_user_first(site: Site) -> None:
+    if site.system_user is None:
+        pytest.skip("only root runs PostgreSQL as a separate system user")
+    assert pwd.getpwnam(site.system_user).pw_shell.endswith("nologin")
+    assert "Traceback" not in site.output()
+
+
+def test_a_worker_killed_with_9_is_restarted_while_the_web_keeps_serving(site: Site) -> None:
+    web, worker = site.child("uvicorn"), site.child("worker")
+    worker.kill()
+    line = f"the worker process (pid {worker.pid}) was killed by SIGKILL; restarting it"
+    wait_for(lambda: line in site.output(), site, "the restart log line")
+    assert site.child("uvicorn").pid == web.pid and site.status().get("ready")  # never went down
+    wait_for(lambda: site.pid("worker") not in (None, worker.pid), site, "a new worker")
+    wait_for(lambda: site.status().get("ready"), site, "/api/status ready")
+
+
+def test_the_web_process_killed_with_9_comes_back(site: Site) -> None:
+    web = site.child("uvicorn")
+    web.kill()
+    wait_for(lambda: f"the web process (pid {web.pid}) was killed by SIGKILL" in site.output(), site, "the log line")
+    wait_for(lambda: site.status().get("ready"), site, "/api/status ready after the web restart", timeout=90)
+    assert site.pid("uvicorn") not in (None, web.pid)
+
+
+def test_a_task_whose_worker_is_killed_mid_run_completes_after_the_restart(site: Site) -> None:
+    auth = {"authorization": f"Bearer {site.token()}"}
+    project = "acme/killed-mid-task"
+    turns = [{"role": "user", "content": "we release with make release, never by hand"}]
+    recorded = httpx.post(f"{site.url}/api/messages", headers=auth, timeout=30,
+                          json={"project_id": project, "session_id": "s1", "messages": turns})  # fmt: skip
+    assert recorded.status_code == 201, recorded.text
+    reply = json.dumps(
+        {"operations": [{"op": "create", "content": "Release with make release", "category": "process"}]}
+    )
+    site.stub.chat_replies += [reply, reply]
+    site.stub.chat_delay = 60.0  # the reasoner is still "thinking" when the worker dies
+    asked = len([r for r in site.stub.requests if r["path"].endswith("/chat/completions")])
+    queue = f"import django; django.setup(); from dreaming.tasks import dream_project; dream_project.delay({project!r})"
+    subprocess.run([sys.executable, "-c", queue], env={**site.env, "DJANGO_SETTINGS_MODULE": "yullu_site.settings"},
+                   cwd=REPO, check=True, timeout=120)  # fmt: skip
+    chats = lambda: len([r for r in site.stub.requests if r["path"].endswith("/chat/completions")])  # noqa: E731
+    wait_for(lambda: chats() > asked, site, "the task reaching the reasoner")
+    worker = site.child("worker")
+    worker.kill()
+    site.stub.chat_delay = 0.0
+
+    def created() -> bool:
+        page = httpx.get(f"{site.url}/api/memories", params={"project_id": project}, headers=auth, timeout=10)
+        return page.status_code == 200 and any(
+            m["content"] == "Release with make release" for m in page.json()["results"]
+        )
+
+    wait_for(created, site, "the memory from the redelivered task")
+    assert site.pid("worker") not in (None, worker.pid)
+    assert chats() >= asked + 2  # the task ran a second time, on the new worker
+    passes = httpx.get(f"{site.url}/api/dream/passes", params={"project_id": project}, headers=auth, timeout=10)
+    assert [p["trigger"] for p in passes.json()["passes"] if p["ops_created"] == 1] == ["manual"]
