@@ -30,11 +30,17 @@ def ensure_index(embedder_id: str, dim: int) -> None:
         if connection.in_atomic_block:
             # Deferred FK checks queued earlier in this transaction would block CREATE INDEX.
             cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cur.execute(
-            f"CREATE INDEX IF NOT EXISTS {name} ON memories_memoryvector "
-            f"USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
-            f"WHERE embedder = '{literal}'"
-        )
+        # Concurrent first writers would race on IF NOT EXISTS (a duplicate-key error in pg_class):
+        # they take turns on a lock named after the index.
+        cur.execute("SELECT pg_advisory_lock(hashtext(%s))", [name])
+        try:
+            cur.execute(
+                f"CREATE INDEX IF NOT EXISTS {name} ON memories_memoryvector "
+                f"USING hnsw ((vector::vector({int(dim)})) vector_cosine_ops) "
+                f"WHERE embedder = '{literal}'"
+            )
+        finally:
+            cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", [name])
     _known.add((embedder_id, dim))
 
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
 
 from memories import embedders, vector_index
+from tests.processes import git_repo, wait_until
 from tests.stubs import StubServer
 from yullu_site.models import ApiToken
 
@@ -37,6 +38,18 @@ def owner_token(owner: Any) -> str:
 @pytest.fixture
 def stranger(django_user_model: Any) -> Any:
     return django_user_model.objects.create_user("stranger", password="stranger-pass-123")
+
+
+@pytest.fixture
+def repo_origin() -> str:
+    """The `origin` remote of the `repo` fixture; a test module overrides this to name its own."""
+    return "git@github.com:acme/app.git"
+
+
+@pytest.fixture
+def repo(tmp_path: Path, repo_origin: str) -> Path:
+    """A git checkout (tmp_path/repo) with an origin remote: its project id is the origin's."""
+    return git_repo(tmp_path / "repo", repo_origin)
 
 
 @pytest.fixture
@@ -78,11 +91,8 @@ class LiveServer:
 
     def start(self) -> None:
         self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.05)
+        # Listening is enough here: the test embedder loads lazily, so /api/status may say "not ready".
+        wait_until(lambda: self.server.started, "the in-process uvicorn to listen")
 
     def stop(self) -> None:
         from django.db import connection

@@ -10,18 +10,27 @@ from typing import Any
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import InitializeResult
 
 
 @asynccontextmanager
 async def http_session(base_url: str, token: str, **session_kwargs: Any) -> AsyncIterator[ClientSession]:
+    async with initialized_session(base_url, token, **session_kwargs) as (session, _):
+        yield session
+
+
+@asynccontextmanager
+async def initialized_session(
+    base_url: str, token: str, **session_kwargs: Any
+) -> AsyncIterator[tuple[ClientSession, InitializeResult]]:
+    """A session and the server's answer to `initialize` (its instructions, capabilities)."""
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
     async with (
         http,
         streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write),
         ClientSession(read, write, **session_kwargs) as session,
     ):
-        await session.initialize()
-        yield session
+        yield session, await session.initialize()
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> tuple[bool, Any]:

@@ -6,14 +6,64 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import httpx
 from django.conf import settings
 from django.db import connection
 
 REPO = Path(__file__).resolve().parent.parent
 STUB_KEY = "sk-test-not-real"
+DEADLINE = 60.0  # seconds a test waits for something before it fails: generous, a loaded 2-core CI is slow
+
+T = TypeVar("T")
+
+
+def wait_until(
+    check: Callable[[], T],
+    what: str,
+    timeout: float = DEADLINE,
+    alive: subprocess.Popen[Any] | Sequence[subprocess.Popen[Any]] = (),
+    output: Callable[[], str] = lambda: "",
+) -> T:
+    """Poll `check` until it returns something truthy and return that; fail after `timeout` seconds
+    (or at once when a process in `alive` exits), saying what was awaited and the tail of `output`."""
+    procs = [alive] if isinstance(alive, subprocess.Popen) else list(alive)
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        for proc in procs:
+            if proc.poll() is not None:
+                raise AssertionError(
+                    f"{proc.args} exited ({proc.returncode}) while waiting for {what}\n{output()[-3000:]}"
+                )
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{output()[-3000:]}")
+        time.sleep(0.2)
+
+
+def is_ready(url: str) -> bool:
+    """The server at `url` answers /api/status with 200 and ready: true (503 means not ready)."""
+    try:
+        response = httpx.get(f"{url}/api/status", timeout=5)
+        return response.status_code == 200 and response.json().get("ready") is True
+    except (httpx.HTTPError, ValueError):
+        return False
+
+
+def wait_ready(
+    url: str,
+    proc: subprocess.Popen[Any] | None = None,
+    timeout: float = 120,
+    output: Callable[[], str] = lambda: "",
+) -> None:
+    """The one "server is ready" check of the suite: poll /api/status until it says ready."""
+    wait_until(lambda: is_ready(url), f"{url} to be ready", timeout, alive=[proc] if proc else [], output=output)
 
 
 def stub_env(url: str, reasoning: bool = False) -> dict[str, str]:

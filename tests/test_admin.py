@@ -10,14 +10,13 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from dreaming.models import DreamPass, DreamPrompt, SessionMessage
+from dreaming.models import DreamPass, DreamPrompt, DreamSchedule, SessionMessage
 from dreaming.prompt import DEFAULT_PROMPT
 from dreaming.services import record_messages
 from memories import queries, services
 from memories.models import Memory, MemoryEvent, RejectedMemory
 from memories.scope import resolve
 from sync.eventlog import read_events
-from tests.processes import git_repo
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db
@@ -43,11 +42,6 @@ def staff(client: Client, owner: Any) -> Client:
     return client
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return git_repo(tmp_path, "git@github.com:acme/admin.git")
-
-
 @pytest.mark.parametrize("url", PAGES)
 def test_anonymous_users_are_sent_to_login(client: Client, url: str) -> None:
     response = client.get(url)
@@ -60,15 +54,40 @@ def test_non_staff_users_get_403(client: Client, stranger: Any, url: str) -> Non
     assert client.get(url).status_code == 403
 
 
+# What each page must show of the data `test_staff_see_every_page` puts in.
+SHOWS = {
+    "/admin/": ["Builds run in CI"],  # the dashboard's top recalled memory
+    "/admin/memories/memory/": ["Builds run in CI", "acme/a"],
+    "/admin/memories/memory/review/": ["Builds run in CI"],
+    "/admin/memories/memory/retrievals/": ["vec:1,0,0 builds", "Builds run in CI"],
+    "/admin/memories/memory/stats/": ["Builds run in CI"],  # top recalled
+    "/admin/memories/memory/usage/": ["stub-embed"],  # the provider calls, by model
+    "/admin/memories/memory/settings/": ["stub-embed"],  # the effective embedding model
+    "/admin/memories/rejectedmemory/": ["A vague fact to reject"],
+    "/admin/dreaming/dreampass/": ["acme/dreamed"],
+    "/admin/dreaming/dreampass/dreaming/": ["we build with make", "acme/dreamed"],
+    "/admin/dreaming/dreamschedule/": ["acme/on-a-schedule"],
+}
+
+
+def test_every_page_has_an_expectation() -> None:
+    assert set(SHOWS) == set(PAGES)
+
+
 @pytest.mark.parametrize("url", PAGES)
 def test_staff_see_every_page(staff: Client, stub_embedder: StubServer, url: str) -> None:
-    m = services.create_memory(resolve("acme/a", None), "vec:1,0,0 Builds run in CI", "process", ["ci"])
+    services.create_memory(resolve("acme/a", None), "vec:1,0,0 Builds run in CI", "process", ["ci"])
     queries.search("acme/a", "vec:1,0,0 builds", min_similarity=0.5)
+    rejected = services.create_memory(resolve("acme/a", None), "A vague fact to reject", "domain")
+    services.rate_memory(rejected.id, 3)
     record_messages("acme/a", "s1", [{"role": "user", "content": "we build with make"}])
+    DreamPass.objects.create(project_id="acme/dreamed", trigger="manual", phase="done", ops_created=2)
+    DreamSchedule.objects.create(project_id="acme/on-a-schedule", interval_seconds=3600)
     response = staff.get(url)
     assert response.status_code == 200
-    if url.endswith("/memory/") or url.endswith("/review/"):
-        assert m.content in response.content.decode()
+    page = response.content.decode()
+    for text in SHOWS[url]:
+        assert text in page, f"{url} does not show {text!r}"
 
 
 def test_rating_3_archives_and_writes_a_forget_event(staff: Client, stub_embedder: StubServer, repo: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from memories import services
 from memories.models import Memory
 from memories.scope import resolve
 from sync.eventlog import read_events
-from tests.processes import git_repo, product_env, run_cli, start_worker_and_beat, stop, stub_env
+from tests.processes import product_env, run_cli, start_worker_and_beat, stop, stub_env, wait_until
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,11 +32,6 @@ def reasoner_stub(stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch) ->
         settings.YULLU, "reasoning", {"provider": "openai", "model": "stub-chat", "timeout_seconds": 10}
     )
     return stub_embedder
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return git_repo(tmp_path, "git@github.com:acme/dream.git")
 
 
 def chat_requests(stub: StubServer) -> list[dict[str, Any]]:
@@ -232,10 +226,12 @@ def test_a_beat_scheduled_pass_runs_end_to_end(reasoner_stub: StubServer, tmp_pa
     )
     worker, beat = start_worker_and_beat(env, tmp_path)
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not Memory.objects.filter(content="Scheduled passes work").exists():
-            assert worker.poll() is None and beat.poll() is None
-            time.sleep(0.5)
+        wait_until(
+            lambda: Memory.objects.filter(content="Scheduled passes work").exists(),
+            "beat to schedule a dream pass and the worker to run it",
+            timeout=90,
+            alive=[worker, beat],
+        )
         assert Memory.objects.filter(project_id="acme/scheduled").count() == 1
         assert DreamPass.objects.get(project_id="acme/scheduled").trigger == "scheduled"
         assert SessionMessage.objects.count() == 0

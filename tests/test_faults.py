@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from sync import services as sync_services
 from sync.eventlog import read_events
 from tests.conftest import free_port
 from tests.mcp_client import call, http_session
-from tests.processes import REPO, git_repo, product_env, run_cli, stub_env
+from tests.processes import DEADLINE, REPO, product_env, run_cli, stub_env, wait_ready, wait_until
 from tests.stubs import StubServer
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
@@ -46,20 +45,12 @@ def start_web(env: dict[str, str], port: int) -> subprocess.Popen[str]:
         start_new_session=True,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/api/status", timeout=1)
-            return proc
-        except httpx.HTTPError:
-            assert proc.poll() is None, "web process died on start"
-            time.sleep(0.2)
-    raise AssertionError("web process did not start")
+    wait_ready(f"http://127.0.0.1:{port}", proc)
+    return proc
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return git_repo(tmp_path / "repo", "git@github.com:acme/faults.git")
+STORES = 50  # sent at once by CLIENTS sessions; the kill lands while some are still in flight
+CLIENTS = 5
 
 
 def test_kill_9_during_a_store_burst_loses_nothing_acknowledged(
@@ -68,33 +59,51 @@ def test_kill_9_during_a_store_burst_loses_nothing_acknowledged(
     env = product_env(tmp_path / "home", **stub_env(stub_api.url))
     port = free_port()
     web = start_web(env, port)
-    acked: list[str] = []
+    acked: dict[str, str] = {}  # uuid → content, for every store the server acknowledged
+    refused: list[str] = []  # error answers: concurrent first stores must not trip over each other
+    in_flight = STORES  # stores not answered yet (acknowledged or failed)
 
     async def burst() -> None:
         async def one_client(n: int) -> None:
+            nonlocal in_flight
+
+            async def store(i: int) -> None:
+                nonlocal in_flight
+                content = f"fault fact {n}-{i}"
+                try:
+                    err, result = await call(s, "store_memory", content=content, cwd=str(repo))
+                    if err:
+                        refused.append(result)
+                    else:
+                        acked[result["uuid"]] = content
+                finally:
+                    in_flight -= 1
+
             try:
                 async with http_session(f"http://127.0.0.1:{port}", owner_token) as s:
-                    for i in range(1000):
-                        err, result = await call(s, "store_memory", content=f"fault fact {n}-{i}", cwd=str(repo))
-                        if not err:
-                            acked.append(result["uuid"])
+                    await asyncio.gather(*(store(i) for i in range(STORES // CLIENTS)))
             except BaseException:  # the server vanished mid-call: expected
                 return
 
-        tasks = [asyncio.create_task(one_client(n)) for n in range(4)]
-        await asyncio.sleep(2.0)
+        tasks = [asyncio.create_task(one_client(n)) for n in range(CLIENTS)]
+        # Kill once the first stores are acknowledged, while the others are still in flight.
+        deadline = asyncio.get_running_loop().time() + DEADLINE
+        while len(acked) < STORES // 5 and in_flight and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
         os.killpg(web.pid, signal.SIGKILL)
-        await asyncio.wait(tasks, timeout=30)
+        await asyncio.wait(tasks, timeout=DEADLINE)
 
     asyncio.run(burst())
     web.wait(timeout=10)
-    assert len(acked) > 10
-    stored = {str(u) for u in Memory.objects.values_list("uuid", flat=True)}
-    assert set(acked) <= stored, "an acknowledged store is missing"
+    assert len(acked) >= STORES // 5, f"only {len(acked)} of {STORES} stores were acknowledged before the kill"
+    assert refused == []
+    stored = {str(u): content for u, content in Memory.objects.values_list("uuid", "content")}
+    lost = {u: c for u, c in acked.items() if stored.get(u) != c}
+    assert not lost, f"{len(lost)} acknowledged stores are missing or changed: {lost}"
     events = read_events(repo / ".yullu" / "logs")
     assert events.parse_errors == []
     logged = {e["memory_id"] for _, e in events.events}
-    assert stored <= logged, "a committed memory has no event file"
+    assert set(stored) <= logged, "a committed memory has no event file"
     # A clean restart serves again.
     web = start_web(env, port)
     try:
@@ -184,13 +193,11 @@ def test_postgres_restart_gives_503_then_recovers_by_itself(tmp_path: Path) -> N
         status = httpx.get(f"{url}/api/status", timeout=10)
         assert status.status_code == 503 and status.json()["ready"] is False
         _pg(env, "ensure_running")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if httpx.get(f"{url}/api/memories", headers=auth, timeout=10).status_code == 200:
-                break
-            time.sleep(0.5)
-        else:
-            raise AssertionError("the server did not recover after Postgres came back")
+        wait_until(
+            lambda: httpx.get(f"{url}/api/memories", headers=auth, timeout=10).status_code == 200,
+            "the server to recover after Postgres came back",
+            alive=web,
+        )
     finally:
         if web is not None:
             os.killpg(web.pid, signal.SIGTERM)
@@ -222,11 +229,12 @@ def test_kill_9_of_a_worker_mid_dream_keeps_the_messages(
         "import django; django.setup(); from dreaming.tasks import dream_project; dream_project.delay('acme/killed')"
     )
     subprocess.run([sys.executable, "-c", queue], env=env, cwd=REPO, check=True, timeout=60)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and not any(
-        r["path"].endswith("/chat/completions") for r in stub_embedder.requests
-    ):
-        time.sleep(0.2)
+    wait_until(
+        lambda: any(r["path"].endswith("/chat/completions") for r in stub_embedder.requests),
+        "the worker to ask the reasoner",
+        timeout=90,
+        alive=worker,
+    )
     os.killpg(worker.pid, signal.SIGKILL)
     worker.wait(timeout=10)
     assert SessionMessage.objects.count() == 1 and Memory.objects.count() == 0
@@ -234,10 +242,12 @@ def test_kill_9_of_a_worker_mid_dream_keeps_the_messages(
     monkeypatch.setitem(
         settings.YULLU, "reasoning", {"provider": "openai", "model": "stub-chat", "timeout_seconds": 10}
     )
-    deadline = time.monotonic() + 30
-    result = run_dream_pass("acme/killed", reasoner=configured_reasoner())
-    while result.get("skipped") and time.monotonic() < deadline:  # the dead worker's lock goes with its session
-        time.sleep(0.5)
+
+    # The dead worker's lock goes with its database session; until Postgres notices, a pass is skipped.
+    def a_pass_that_ran() -> dict[str, Any] | None:
         result = run_dream_pass("acme/killed", reasoner=configured_reasoner())
+        return None if result.get("skipped") else result
+
+    result = wait_until(a_pass_that_ran, "the dead worker's dream lock to be released")
     assert result["ops_created"] == 1 and SessionMessage.objects.count() == 0
     assert Memory.objects.filter(content="Build with make").count() == 1

@@ -13,6 +13,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from sync.eventlog import EventLogError, logs_dir, read_events
+from tests.stubs import StubServer
 
 PUBLIC = {"api/status"}
 
@@ -53,19 +54,33 @@ def test_every_api_route_but_status_requires_a_token(client: Client, method: str
 
 
 @pytest.mark.django_db
-def test_keys_never_appear_in_api_responses(client: Client, owner_token: str, monkeypatch: Any) -> None:
+def test_keys_never_appear_in_api_responses(
+    client: Client, owner_token: str, stub_embedder: StubServer, monkeypatch: Any
+) -> None:
     from django.conf import settings
 
     secret = "sk-live-should-never-leave-1234567890"
-    monkeypatch.setitem(settings.YULLU, "openai", {"api_key": secret, "base_url": ""})
+    monkeypatch.setitem(settings.YULLU, "openai", {**settings.YULLU["openai"], "api_key": secret})
     auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
+    memory = {"content": "vec:1,0,0 Deploys go through the blue/green script", "project_id": "acme/keys"}
+    stored = client.post("/api/memories", memory, content_type="application/json", **auth)
+    assert stored.status_code == 201, stored.content
+    recall = {"query": "vec:1,0,0 how do deploys work?", "project_id": "acme/keys"}
+    recalled = client.post("/api/memories/recall", recall, content_type="application/json", **auth)
+    assert recalled.status_code == 200 and recalled.json()["results"], recalled.content
+    # The key is really in play: every embedding call carried it to the provider.
+    assert stub_embedder.embed_calls() >= 2
+    assert {r["auth"] for r in stub_embedder.requests} == {f"Bearer {secret}"}
     bodies = [
+        stored.content,
+        recalled.content,
         client.get("/api/status").content,
+        client.get("/api/memories?project_id=acme/keys", **auth).content,
         client.get("/api/usage", **auth).content,
         client.get("/api/stats", **auth).content,
         client.get("/api/schema", **auth).content,
     ]
-    assert all(secret.encode() not in body for body in bodies)
+    assert all(secret.encode() not in body and secret[-10:].encode() not in body for body in bodies)
 
 
 def test_a_sync_dir_escaping_the_repo_is_refused(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from memories.models import Memory, MemoryVector
 from memories.scope import resolve
 from sync.eventlog import event_filename, read_events
 from sync.services import fold, reconcile_scope
-from tests.processes import REPO, git_repo, product_env, run_cli, stub_env
+from tests.processes import REPO, product_env, run_cli, stub_env
 from tests.stubs import StubServer
 from yullu_site.errors import UserError
 
@@ -61,8 +61,8 @@ def machine_dbs(django_db_setup: Any, django_db_blocker: Any) -> Iterator[dict[s
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return git_repo(tmp_path / "teamsync", ORIGIN)
+def repo_origin() -> str:
+    return ORIGIN
 
 
 class Machine:
