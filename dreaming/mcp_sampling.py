@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context
 
 from memories.scope import resolve
 
-from .reasoners import CallbackReasoner, Reasoner, configured_reasoner
+from .reasoners import CallbackReasoner, FallbackReasoner, Reasoner, configured_reasoner
 from .services import run_dream_pass
 
 SAMPLING_TIMEOUT = 300.0
@@ -61,7 +61,8 @@ async def dream_with_client(
 
     def body() -> dict[str, Any]:
         scope = resolve(project_id, cwd)
-        chosen = reasoner or configured_reasoner()
+        # Sampling first; if the client cannot do it after all, the configured reasoner.
+        chosen = FallbackReasoner(reasoner, configured_reasoner()) if reasoner else configured_reasoner()
         return dict(run_dream_pass(scope.project_id, reasoner=chosen, manual=True, session_id=session_id))
 
     return await run(body)

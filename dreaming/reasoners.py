@@ -3,14 +3,23 @@
 - openai: the official client; `[openai].base_url` or OPENAI_BASE_URL reaches Ollama, llama.cpp, vLLM …
 - anthropic: the official client.
 - sampling: the MCP client that asked for the pass does the LLM call (see dreaming.mcp_sampling).
+- cli: an installed assistant run non-interactively (`claude -p --output-format json`,
+  `codex exec`), so dreaming works with no API key: chosen automatically when none is set.
 Timeouts are bounded; the clients retry only transient errors (connection, 429, 5xx). Every
 direct call writes a usage row with tokens and cost.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -111,6 +120,95 @@ class AnthropicReasoner:
         return "".join(getattr(block, "text", "") for block in resp.content)
 
 
+class CLIReasoner:
+    """An installed coding assistant run once per call, without a terminal. The prompt goes in on
+    stdin (no argv length limit, not visible in `ps`); the run happens in an empty temporary
+    folder so the assistant has no repository to wander into."""
+
+    def __init__(self, tool: str, path: str, model: str = "") -> None:
+        self.tool, self.path, self.model = tool, path, model
+        self.name = f"cli:{tool}" + (f":{model}" if model else "")
+
+    def complete(self, system: str, prompt: str) -> str:
+        started = time.monotonic()
+        provider = f"{self.tool}-cli"
+        try:
+            with tempfile.TemporaryDirectory(prefix="yullu-dream-") as folder:
+                text, tin, tout, usd = self._run(Path(folder), f"{system}\n\n{prompt}")
+        except Unavailable as exc:
+            record_usage(provider, self.model or "default", "reason", started, error=str(exc))
+            raise
+        cost_mc = int(usd * 10**8) if usd else 0
+        record_usage(provider, self.model or "default", "reason", started, tokens_in=tin, tokens_out=tout, cost=cost_mc)
+        return text
+
+    def _run(self, folder: Path, stdin: str) -> tuple[str, int, int, float]:
+        timeout = settings.YULLU["reasoning"]["timeout_seconds"]
+        model = ["--model", self.model] if self.model else []
+        if self.tool == "claude":
+            cmd = [self.path, "-p", "--output-format", "json", *model]
+        else:
+            out_file = folder / "last-message.txt"
+            cmd = [self.path, "exec", "--skip-git-repo-check", "--output-last-message", str(out_file), *model, "-"]
+        try:
+            done = subprocess.run(
+                cmd, input=stdin, capture_output=True, text=True, timeout=timeout, cwd=folder, check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise Unavailable(
+                f"`{self.tool}` did not answer within {timeout} s ([reasoning].timeout_seconds)."
+            ) from None
+        except OSError as exc:
+            raise Unavailable(f"could not run `{self.path}` ({exc.strerror}).") from None
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
+            raise Unavailable(f"`{self.tool}` exited with status {done.returncode}: {tail[0][:200]}")
+        if self.tool == "claude":
+            return _claude_answer(done.stdout)
+        text = out_file.read_text() if out_file.exists() else done.stdout
+        return text, _tokens(stdin), _tokens(text), 0.0
+
+
+def _tokens(text: str) -> int:
+    from memories.context import count_tokens
+
+    return count_tokens(text)
+
+
+def _claude_answer(stdout: str) -> tuple[str, int, int, float]:
+    """`claude -p --output-format json` prints one object: result, is_error, usage, total_cost_usd."""
+    try:
+        data = json.loads(stdout)
+    except ValueError:
+        raise Unavailable("`claude -p` did not print JSON; is it Claude Code?") from None
+    if not isinstance(data, dict) or data.get("is_error") or not isinstance(data.get("result"), str):
+        raise Unavailable(
+            f"`claude -p` reported an error: {str(data.get('result') if isinstance(data, dict) else data)[:200]}"
+        )
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    tin = sum(
+        int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
+    return data["result"], tin, int(usage.get("output_tokens") or 0), float(data.get("total_cost_usd") or 0.0)
+
+
+CLI_TOOLS = ("claude", "codex")
+
+
+@functools.cache
+def _which(tool: str, path_env: str) -> str | None:
+    return shutil.which(tool, path=path_env)
+
+
+def detect_cli(preferred: str = "") -> tuple[str, str] | None:
+    """(tool, path) of the first installed assistant, `preferred` first. Cached per PATH."""
+    for tool in ([preferred] if preferred else []) + [t for t in CLI_TOOLS if t != preferred]:
+        found = _which(tool, os.environ.get("PATH", ""))
+        if found:
+            return tool, found
+    return None
+
+
 class CallbackReasoner:
     """Wraps a function (used for MCP sampling through the requesting client)."""
 
@@ -118,14 +216,68 @@ class CallbackReasoner:
         self.name, self._fn = name, fn
 
     def complete(self, system: str, prompt: str) -> str:
-        return self._fn(system, prompt)
+        started = time.monotonic()
+        try:
+            text = self._fn(system, prompt)
+        except Exception as exc:
+            record_usage(self.name, "client", "reason", started, error=type(exc).__name__)
+            raise
+        record_usage(
+            self.name, "client", "reason", started, tokens_in=_tokens(system + prompt), tokens_out=_tokens(text)
+        )
+        return text
+
+
+class FallbackReasoner:
+    """The first reasoner, and the second when the first fails (MCP sampling, then the configured one)."""
+
+    def __init__(self, first: Reasoner, second: Reasoner | None) -> None:
+        self.first, self.second = first, second
+        self.name = first.name + (f" → {second.name}" if second else "")
+
+    def complete(self, system: str, prompt: str) -> str:
+        try:
+            return self.first.complete(system, prompt)
+        except Exception as exc:
+            if self.second is None:
+                raise Unavailable(
+                    f"the MCP client could not run the model ({type(exc).__name__}) and no reasoner is configured: "
+                    "install Claude Code or Codex, or set [reasoning].provider with an API key."
+                ) from None
+            return self.second.complete(system, prompt)
 
 
 def configured_reasoner() -> Reasoner | None:
-    """The direct provider from [reasoning], or None when dreaming relies on MCP sampling."""
+    """The reasoner for passes that no MCP client drives (scheduled, CLI, admin), or None.
+
+    provider "" (default) picks one: Anthropic when its key is set, else an installed
+    `claude`/`codex` CLI; "sampling" means MCP sampling only (no background passes)."""
     cfg: dict[str, Any] = settings.YULLU["reasoning"]
     provider = cfg["provider"]
-    if provider in ("", "sampling"):
+    if provider == "sampling":
         return None
+    if provider == "" and settings.YULLU["anthropic"]["api_key"]:
+        provider = "anthropic"
+    if provider in ("", "cli"):
+        found = detect_cli(cfg.get("cli", ""))
+        return CLIReasoner(found[0], found[1], cfg["model"] if provider == "cli" else "") if found else None
     model = cfg["model"] or DEFAULT_MODELS[provider]
     return OpenAIReasoner(model) if provider == "openai" else AnthropicReasoner(model)
+
+
+def reasoner_status() -> dict[str, Any]:
+    """For /api/status, the banner, the admin and `yullu doctor`: which reasoner background
+    dreaming uses, or a warning saying how to get one."""
+    reasoner = configured_reasoner()
+    if reasoner is not None:
+        return {"available": True, "name": reasoner.name, "warning": None}
+    return {
+        "available": False,
+        "name": None,
+        "warning": (
+            "no reasoner for background dreaming: install Claude Code (`claude`) or Codex (`codex`), set "
+            'ANTHROPIC_API_KEY, or set [reasoning].provider = "openai" with a key or a local server '
+            "([openai].base_url). Recorded turns are kept up to [dreaming].buffer_max_messages / "
+            "buffer_max_age_days."
+        ),
+    }

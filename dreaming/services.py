@@ -104,6 +104,23 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
     return {"session_id": sid, "project_id": project_id, "count": len(fresh)}
 
 
+def prune_buffer(now: datetime | None = None) -> int:
+    """Retention for turns no pass consumed (no reasoner, dreaming off): older than
+    [dreaming].buffer_max_age_days, or beyond the newest buffer_max_messages of a project."""
+    cfg = settings.YULLU["dreaming"]
+    now = now or timezone.now()
+    deleted, _ = SessionMessage.objects.filter(created_at__lt=now - timedelta(days=cfg["buffer_max_age_days"])).delete()
+    keep = cfg["buffer_max_messages"]
+    for row in SessionMessage.objects.values("project_id").annotate(n=Count("id")).filter(n__gt=keep):
+        newest = SessionMessage.objects.filter(project_id=row["project_id"]).order_by("-id")
+        cutoff = newest.values_list("id", flat=True)[keep - 1]
+        more, _ = SessionMessage.objects.filter(project_id=row["project_id"], id__lt=cutoff).delete()
+        deleted += more
+    if deleted:
+        log.warning("dream buffer: dropped %d old recorded turns (retention; is a reasoner configured?)", deleted)
+    return deleted
+
+
 # --- the pass ---------------------------------------------------------------------------
 
 
@@ -190,8 +207,9 @@ def _run(
     _progress(dream, sessions_total=len(sessions), phase="reasoning")
     if sessions and reasoner is None:
         result["errors"].append(
-            "no reasoner configured: set [reasoning].provider to 'openai' or 'anthropic' (with a key) for "
-            "background dreaming, or call dream_now from an MCP client that supports sampling."
+            "no reasoner configured: install Claude Code or Codex (found on PATH automatically), or set "
+            "[reasoning].provider to 'openai' or 'anthropic' (with a key or a local server) for background "
+            "dreaming, or call dream_now from an MCP client that supports sampling."
         )
         return
     system = current_prompt()

@@ -5,14 +5,15 @@ import logging
 from celery import shared_task
 
 from .reasoners import configured_reasoner
-from .services import due_projects, run_dream_pass
+from .services import due_projects, prune_buffer, run_dream_pass
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(ignore_result=True)
 def dream_due() -> None:
-    """Run a pass for every project whose interval or idle trigger has fired."""
+    """Run a pass for every project whose interval or idle trigger has fired (after buffer retention)."""
+    prune_buffer()
     for project_id in due_projects():
         try:
             run_dream_pass(project_id, reasoner=configured_reasoner(), manual=False, trigger="scheduled")

@@ -63,6 +63,32 @@ def test_without_sampling_or_reasoner_dream_now_reports_a_clear_error(live_serve
     assert SessionMessage.objects.count() == 1
 
 
+def test_when_the_client_fails_to_sample_dream_now_falls_back_to_the_configured_reasoner(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.conf import settings
+
+    monkeypatch.setitem(settings.YULLU, "reasoning", {**settings.YULLU["reasoning"], "provider": "openai"})
+    stub_embedder.chat_replies.append(
+        json.dumps({"operations": [{"op": "create", "content": "Fallback reasoners work", "category": "process"}]})
+    )
+    record_messages("acme/fallback", "s1", [{"role": "user", "content": "we keep a fallback reasoner"}])
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=-32600, message="sampling is switched off in this client")
+
+    async def go() -> tuple[bool, Any]:
+        async with http_session(
+            live_server_url, owner_token, sampling_callback=sampling, sampling_capabilities=types.SamplingCapability()
+        ) as s:
+            return await call(s, "dream_now", project_id="acme/fallback")
+
+    is_error, result = asyncio.run(go())
+    assert not is_error, result
+    assert result["ops_created"] == 1, result
+    assert Memory.objects.get(project_id="acme/fallback").content == "Fallback reasoners work"
+
+
 def _backends() -> int:
     with connection.cursor() as cur:
         cur.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")

@@ -28,9 +28,11 @@ class YulluAdminSite(admin.AdminSite):
         return update_wrapper(wrapper, view)
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        from dreaming.reasoners import reasoner_status
         from memories.admin_views import dashboard_context
 
-        return super().index(request, {**dashboard_context(), **(extra_context or {})})
+        warning = {"reasoner_warning": reasoner_status()["warning"]}
+        return super().index(request, {**dashboard_context(), **warning, **(extra_context or {})})
 
 
 class YulluAdminConfig(AdminConfig):

@@ -71,7 +71,7 @@ def _duration(value: Any) -> None:
 
 
 EMBED_PROVIDERS = ("local", "voyage", "openai", "none")
-REASON_PROVIDERS = ("", "sampling", "openai", "anthropic")
+REASON_PROVIDERS = ("", "sampling", "cli", "openai", "anthropic")
 
 SCHEMA: dict[str, dict[str, Key]] = {
     "embedding": {
@@ -83,6 +83,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "provider": Key(str, "", _choice(*REASON_PROVIDERS)),
         "model": Key(str, ""),
         "timeout_seconds": Key(int, 120, _between(1, 3600)),
+        "cli": Key(str, "", _choice("", "claude", "codex")),
     },
     "openai": {
         "api_key": Key(str, "", secret=True),
@@ -110,6 +111,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "min_messages": Key(int, 10, _between(1, 100000)),
         "context_memories": Key(int, 50, _between(0, 1000)),
         "on_idle_seconds": Key(int, 0, _between(0, 10**7)),
+        "buffer_max_messages": Key(int, 5000, _between(10, 10**7)),
+        "buffer_max_age_days": Key(int, 30, _between(1, 3650)),
     },
     "retrieval": {
         "min_similarity": Key(float, 0.45, _between(0.0, 1.0)),
@@ -152,11 +155,14 @@ model = ""            # blank = the provider's default model
 batch_size = 64
 
 [reasoning]
-# Blank = MCP sampling through the calling client. "openai" or "anthropic"
-# with a key also enables scheduled (background) dreaming.
+# Blank = automatic: Anthropic when ANTHROPIC_API_KEY is set, else an installed
+# Claude Code (`claude -p`) or Codex (`codex exec`) CLI, else none (dream_now then
+# uses MCP sampling). "cli", "openai" (also Ollama / llama.cpp through
+# [openai].base_url) or "anthropic" choose one; "sampling" = MCP sampling only.
 provider = ""
 model = ""
 timeout_seconds = 120
+cli = ""              # "claude" or "codex"; blank = whichever is installed
 
 [openai]
 api_key = ""          # blank reads $OPENAI_API_KEY
@@ -184,6 +190,8 @@ interval = "30m"
 min_messages = 10
 context_memories = 50
 on_idle_seconds = 0               # 0 = off
+buffer_max_messages = 5000        # recorded turns kept per project when no pass consumes them
+buffer_max_age_days = 30
 
 [retrieval]
 # Cosine-similarity floor: weaker matches are dropped so an unrelated query

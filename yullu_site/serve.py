@@ -291,6 +291,14 @@ def _celery_level() -> str:
     return os.environ.get("YULLU_CELERY_LOGLEVEL", "WARNING").upper()
 
 
+def _reasoner_line() -> str:
+    """Which reasoner background dreaming uses (detected once at start), or a visible warning."""
+    from dreaming.reasoners import reasoner_status
+
+    state = reasoner_status()
+    return f"  dreaming:   {state['name']}" if state["available"] else f"  WARNING:    {state['warning']}"
+
+
 def _print_banner(host: str, port: int, result: object, settings: object) -> None:
     base = f"http://{host}:{port}"
     pw_file = result.admin_password_file  # type: ignore[attr-defined]
@@ -305,5 +313,6 @@ def _print_banner(host: str, port: int, result: object, settings: object) -> Non
     ]
     if result.admin_created:  # type: ignore[attr-defined]
         lines.append(f"  first run:  admin password is {pw_file.read_text().strip()}")
+    lines.append(_reasoner_line())
     lines.append("Press Ctrl-C to stop.")
     print("\n".join(lines), flush=True)

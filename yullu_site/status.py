@@ -48,6 +48,7 @@ def broker_status() -> dict[str, Any]:
 
 
 def status() -> dict[str, Any]:
+    from dreaming.reasoners import reasoner_status
     from memories.embedders import embedder_status
 
     db = database_status()
@@ -59,4 +60,6 @@ def status() -> dict[str, Any]:
         "database": db,
         "broker": broker,
         "embedder": embedder,
+        # Not part of "ready": the server works without one, but background dreaming does not.
+        "reasoner": reasoner_status(),
     }
