@@ -23,7 +23,7 @@ from django.utils import timezone
 from memories import services as memory_services
 from memories.backfill import advisory_lock
 from memories.embedders import embeds, get_embedder
-from memories.models import Memory, MemoryVector, RejectedMemory
+from memories.models import ArchiveReason, Memory, MemoryVector, RejectedMemory
 from memories.scope import Scope, known_root, resolve
 from sync.secrets import redact
 from yullu_site.config import load_for_project, parse_duration
@@ -127,11 +127,13 @@ def prune_buffer(now: datetime | None = None) -> int:
 def _context(project_id: str, limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     memories = [
         {"uuid": str(m.uuid), "content": m.content, "category": m.category, "tags": list(m.tags)}
-        for m in Memory.objects.filter(project_id=project_id).order_by("-updated_at")[:limit]
+        for m in Memory.objects.current().filter(project_id=project_id).order_by("-updated_at")[:limit]
     ]
     rejected = [
         {"content": r.content, "rating": r.rating, "comment": r.rating_comment}
-        for r in RejectedMemory.objects.filter(project_id=project_id).order_by("-rejected_at")[:5]
+        for r in RejectedMemory.objects.filter(project_id=project_id, reason=ArchiveReason.REJECTED).order_by(
+            "-rejected_at"
+        )[:5]
     ]
     return memories, rejected
 

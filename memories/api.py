@@ -18,6 +18,7 @@ from yullu_site.openapi import (
     PROJECT,
     CreatedOut,
     DeletedOut,
+    DuplicateOut,
     MemoryOut,
     MemoryPage,
     ProjectOut,
@@ -30,7 +31,7 @@ from yullu_site.openapi import (
     query,
 )
 
-from . import queries, services, stats
+from . import lifecycle, queries, services, stats
 from .context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, build_context, search_merged
 from .models import CATEGORIES, Memory, RejectedMemory
 from .scope import Scope, resolve, user_scope
@@ -64,17 +65,44 @@ class CategoryField(serializers.CharField):
         return value
 
 
+IMPORTANCE = serializers.ChoiceField(choices=["low", "normal", "high"], required=False, allow_null=True)
+
+
 class MemoryIn(ScopeIn):
     content = serializers.CharField(trim_whitespace=False, allow_blank=True)
     scope = serializers.ChoiceField(choices=["project", "user"], required=False, default="project")
     category = CategoryField(required=False, allow_blank=True, allow_null=True)
     tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+    supersedes = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**63 - 1)
+    importance = IMPORTANCE
+    ttl_days = serializers.FloatField(required=False, allow_null=True, min_value=1, max_value=3650)
 
 
 class MemoryPatch(serializers.Serializer):
     content = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True)
     category = CategoryField(required=False, allow_blank=True)
     tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+    importance = IMPORTANCE
+    ttl_days = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=3650)
+    supersede = serializers.BooleanField(required=False, default=False)
+
+
+class LinkIn(serializers.Serializer):
+    to = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
+    kind = serializers.ChoiceField(choices=["supersedes", "contradicts", "related"])
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class ResolveIn(serializers.Serializer):
+    resolution = serializers.ChoiceField(choices=["keep_from", "keep_to", "keep_both", "merge"])
+    content = serializers.CharField(required=False, allow_blank=True, allow_null=True, trim_whitespace=False)
+
+
+class VerdictIn(serializers.Serializer):
+    recall_id = serializers.CharField(max_length=100)
+    memory_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
+    useful = serializers.BooleanField()
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
 
 
 class RecallIn(ScopeIn):
@@ -135,6 +163,7 @@ class MemoryList(APIView):
             LIMIT,
             query("q", description="semantic preview search (needs project_id; never logged)"),
             query("cursor"),
+            query("all", description="1: include superseded and expired memories"),
         ],
         summary="List memories (cursor pages), or preview-search them with ?q=",
         operation_id="memories_list",
@@ -148,19 +177,36 @@ class MemoryList(APIView):
             found = queries.search(project_id, q, limit=_limit(request, 20, 50), log=False, min_similarity=0.0)
             return Response({"project_id": project_id, "results": found.results})
         _limit(request, 20, MemoryCursor.max_page_size)  # validates ?limit= (the paginator would ignore junk)
-        qs = Memory.objects.all()
+        # Superseded and expired memories are history: listed only with ?all=1.
+        qs = Memory.objects.all() if request.query_params.get("all") == "1" else Memory.objects.current()
         if project_id:
             qs = qs.filter(project_id=project_id)
         paginator = MemoryCursor()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response([memory_dict(m) for m in page or []])
 
-    @documented(CreatedOut, request=MemoryIn, status=201, summary="Store a memory")
+    @documented(
+        CreatedOut,
+        request=MemoryIn,
+        status=201,
+        also={200: DuplicateOut},
+        errors=(400, 404),
+        summary="Store a memory (200 with duplicate_of when a near-duplicate exists)",
+    )
     def post(self, request: Request) -> Response:
         data = valid(MemoryIn, request.data)
         scope = user_scope() if data.get("scope") == "user" else rest_scope(data)
-        memory = services.create_memory(scope, data["content"], data.get("category"), data.get("tags"), source="rest")
-        return Response({"id": memory.id, "uuid": str(memory.uuid), "project_id": memory.project_id}, status=201)
+        stored = services.store_memory(
+            scope,
+            data["content"],
+            data.get("category"),
+            data.get("tags"),
+            source="rest",
+            supersedes=data.get("supersedes"),
+            importance=data.get("importance"),
+            ttl_days=data.get("ttl_days"),
+        )
+        return Response(stored.as_dict(), status=201 if stored.created else 200)
 
 
 class MemoryDetail(APIView):
@@ -177,6 +223,44 @@ class MemoryDetail(APIView):
     def delete(self, request: Request, pk: int) -> Response:
         memory = services.delete_memory(pk, source="rest")
         return Response({"id": pk, "uuid": str(memory.uuid), "deleted": True})
+
+
+class HistoryView(APIView):
+    @documented(errors=(404,), summary="Every recorded change to a memory (source, before, after, time)")
+    def get(self, request: Request, pk: int) -> Response:
+        return Response({"id": pk, "history": lifecycle.history(pk), "links": lifecycle.links_of(pk)})
+
+
+class LinkView(APIView):
+    @documented(request=LinkIn, status=201, errors=(400, 404), summary="Link this memory to another of its project")
+    def post(self, request: Request, pk: int) -> Response:
+        data = valid(LinkIn, request.data)
+        link = lifecycle.link_memories(pk, data["to"], data["kind"], note=data["note"], source="rest")
+        return Response(lifecycle.link_dict(link), status=201)
+
+
+class ConflictsView(APIView):
+    @documented(params=[PROJECT], errors=(), summary="Open contradicts links (the conflicts queue)")
+    def get(self, request: Request) -> Response:
+        return Response({"conflicts": lifecycle.open_conflicts(request.query_params.get("project_id") or None)})
+
+
+class ResolveConflictView(APIView):
+    @documented(request=ResolveIn, errors=(400, 404), summary="Resolve a conflict: keep one, keep both, or merge")
+    def post(self, request: Request, pk: int) -> Response:
+        data = valid(ResolveIn, request.data)
+        link = lifecycle.resolve_conflict(pk, data["resolution"], merged_content=data.get("content"), source="rest")
+        return Response(link)
+
+
+class RecallFeedbackView(APIView):
+    @documented(request=VerdictIn, errors=(400, 404), summary="Say whether a recalled memory was useful")
+    def post(self, request: Request) -> Response:
+        data = valid(VerdictIn, request.data)
+        verdict = lifecycle.rate_recall(
+            data["recall_id"], data["memory_id"], data["useful"], data["comment"], source="rest"
+        )
+        return Response(verdict)
 
 
 class RateView(APIView):

@@ -23,6 +23,21 @@ class Category(models.TextChoices):
 CATEGORIES = tuple(c.value for c in Category)
 
 
+class Importance(models.TextChoices):
+    LOW = "low", "low"
+    NORMAL = "normal", "normal"
+    HIGH = "high", "high"
+
+
+IMPORTANCES = tuple(i.value for i in Importance)
+
+
+class MemoryQuerySet(models.QuerySet["Memory"]):
+    def current(self) -> MemoryQuerySet:
+        """What default retrieval, listings and context see: neither superseded nor expired."""
+        return self.filter(superseded_by__isnull=True).exclude(expires_at__lte=timezone.now())
+
+
 class Memory(models.Model):
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project_id = models.CharField(max_length=500)
@@ -33,12 +48,20 @@ class Memory(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     rating = models.PositiveSmallIntegerField(null=True, blank=True)
     rating_comment = models.TextField(blank=True, default="")
+    importance = models.CharField(max_length=10, choices=Importance.choices, default=Importance.NORMAL)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # Set when a newer memory replaces this one: kept for history, out of default retrieval.
+    superseded_by = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes"
+    )
     # Full-text search lives beside the row so keyword and vector search share one transaction.
     search = models.GeneratedField(
         expression=SearchVector("content", config="english"),
         output_field=SearchVectorField(),
         db_persist=True,
     )
+
+    objects = MemoryQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "memories"
@@ -77,16 +100,22 @@ class ProjectLocation(models.Model):
         return f"{self.project_id} → {self.git_root}"
 
 
+class ArchiveReason(models.TextChoices):
+    REJECTED = "rejected"  # rated 1–5 by a reviewer: an anti-example for dreaming
+    EXPIRED = "expired"  # its ttl ran out: pruned, not a judgement on its quality
+
+
 class RejectedMemory(models.Model):
-    """Memories rated 1–5: kept as anti-examples for dreaming, removed from recall."""
+    """Archived memories: rated 1–5 (kept as anti-examples for dreaming) or expired (pruned)."""
 
     uuid = models.UUIDField()
     project_id = models.CharField(max_length=500)
     content = models.TextField()
     tags = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     category = models.CharField(max_length=20, null=True, blank=True)
-    rating = models.PositiveSmallIntegerField()
+    rating = models.PositiveSmallIntegerField(null=True, blank=True)
     rating_comment = models.TextField(blank=True, default="")
+    reason = models.CharField(max_length=20, choices=ArchiveReason.choices, default=ArchiveReason.REJECTED)
     rejected_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -158,3 +187,86 @@ class Term(models.Model):
     lexeme = models.TextField()
     tf = models.IntegerField()
     dl = models.IntegerField()
+
+
+class LinkKind(models.TextChoices):
+    SUPERSEDES = "supersedes"
+    CONTRADICTS = "contradicts"
+    RELATED = "related"
+
+
+class MemoryLink(models.Model):
+    """A typed edge between two memories of one project. Open `contradicts` links (resolved_at
+    null) are the conflicts queue. `source` says who wrote it (mcp, rest, admin, dream, sync)."""
+
+    from_memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_out")
+    to_memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_in")
+    kind = models.CharField(max_length=20, choices=LinkKind.choices)
+    project_id = models.CharField(max_length=500)
+    source = models.CharField(max_length=20, default="api")
+    note = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution = models.CharField(max_length=40, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["from_memory", "to_memory", "kind"], name="one_link_per_kind"),
+            models.CheckConstraint(condition=~models.Q(from_memory=models.F("to_memory")), name="no_self_link"),
+        ]
+        indexes = [models.Index(fields=["project_id", "kind", "resolved_at"], name="link_project_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.from_memory_id} {self.kind} {self.to_memory_id}"
+
+
+class ChangeSource(models.TextChoices):
+    MCP = "mcp"
+    REST = "rest"
+    ADMIN = "admin"
+    DREAM = "dream"
+    SYNC = "sync"
+    IMPORT = "import"
+    PRUNE = "prune"
+    API = "api"  # direct service calls (scripts, tests)
+
+
+class MemoryChange(models.Model):
+    """History: one row per change to a memory, with who (source), what (action) and the fields
+    before and after. Local only: never synced. Kept after the memory is deleted (memory null)."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.SET_NULL, null=True, blank=True, related_name="history")
+    memory_uuid = models.UUIDField()
+    project_id = models.CharField(max_length=500)
+    action = models.CharField(max_length=30)
+    source = models.CharField(max_length=20)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["memory_uuid", "created_at"], name="change_memory_time"),
+            models.Index(fields=["project_id", "-created_at"], name="change_project_time"),
+        ]
+
+
+class RecallFeedback(models.Model):
+    """A verdict on one recalled memory: useful or not for that recall's query. Local only.
+    `query` is copied from the recall log so ranking can ask "unhelpful for queries like this?"."""
+
+    recall_id = models.UUIDField()
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="feedback")
+    project_id = models.CharField(max_length=500)
+    query = models.TextField(blank=True, default="")
+    useful = models.BooleanField()
+    comment = models.TextField(blank=True, default="")
+    source = models.CharField(max_length=20, default="api")
+    # The query's vector (by the embedder active when rated): ranking compares new queries with it.
+    query_embedder = models.CharField(max_length=200, blank=True, default="")
+    query_vector = VectorField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["recall_id", "memory"], name="one_verdict_per_recall")]
+        indexes = [models.Index(fields=["project_id", "memory"], name="feedback_project_memory")]

@@ -45,6 +45,9 @@ HIT_FIELDS = (
     "updated_at",
     "rating",
     "rating_comment",
+    "importance",
+    "expires_at",
+    "superseded_by",
 )
 
 
@@ -155,9 +158,13 @@ def _keyword(project_id: str, query: str, cats: list[str], k: int) -> dict[int, 
     return bm25.search(project_id, query, cats, k)
 
 
+# Superseded and expired memories leave default retrieval at once (Memory.objects.current()).
+CURRENT_SQL = "m.superseded_by_id IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())"
+
+
 def _details(ids: list[int], cosine_for: list[int], embedder_id: str, qvec: str | None, dim: int) -> dict[int, Timed]:
     """Times of every candidate, and the cosine of those the vector search did not return
-    (None without a vector), in one query. Memories deleted meanwhile are absent."""
+    (None without a vector), in one query. Memories deleted meanwhile, superseded or expired are absent."""
     if not ids:
         return {}
     cosine = f"(v.vector::vector({dim})) <=> %s::vector({dim})" if qvec else "NULL"
@@ -165,7 +172,7 @@ def _details(ids: list[int], cosine_for: list[int], embedder_id: str, qvec: str 
         cur.execute(
             f"SELECT m.id, {cosine}, {EPOCHS} FROM memories_memory m "
             "LEFT JOIN memories_memoryvector v ON v.memory_id = m.id AND v.embedder = %s AND v.dim = %s "
-            "AND v.memory_id = ANY(%s) WHERE m.id = ANY(%s)",
+            f"AND v.memory_id = ANY(%s) WHERE m.id = ANY(%s) AND {CURRENT_SQL}",
             [*([qvec] if qvec else []), embedder_id, dim, cosine_for, ids],
         )
         return {mid: (None if d is None else _cosine(d), c, u) for mid, d, c, u in cur.fetchall()}

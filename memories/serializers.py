@@ -18,6 +18,9 @@ class MemoryDict(TypedDict):
     updated_at: str
     rating: int | None
     rating_comment: str
+    importance: str
+    expires_at: str | None
+    superseded_by: int | None
 
 
 def memory_dict(m: Memory) -> MemoryDict:
@@ -32,6 +35,9 @@ def memory_dict(m: Memory) -> MemoryDict:
         "updated_at": m.updated_at.isoformat(),
         "rating": m.rating,
         "rating_comment": m.rating_comment,
+        "importance": m.importance,
+        "expires_at": m.expires_at.isoformat() if m.expires_at else None,
+        "superseded_by": m.superseded_by_id,
     }
 
 

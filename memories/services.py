@@ -10,21 +10,34 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypedDict
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from sync.publish import Publisher, publish
 from sync.secrets import find_secret
 from yullu_site.errors import NotFound, UserError
 
+from .duplicates import MAX_SIMILAR, thresholds
 from .embedders import Embedder, embeds, get_embedder
-from .models import CATEGORIES, EventKind, Memory, MemoryEvent, MemoryVector, RejectedMemory
+from .models import (
+    CATEGORIES,
+    IMPORTANCES,
+    EventKind,
+    Importance,
+    LinkKind,
+    Memory,
+    MemoryChange,
+    MemoryEvent,
+    MemoryLink,
+    MemoryVector,
+    RejectedMemory,
+)
 from .scope import Scope, known_root
 from .vector_index import ensure_index
 
@@ -119,12 +132,124 @@ def _activity(kind: str, memory: Memory, **metadata: Any) -> MemoryEvent:
     )
 
 
+def clean_importance(importance: Any) -> str | None:
+    """None = not given (keep the current value / default)."""
+    if importance is None or importance == "":
+        return None
+    if not isinstance(importance, str) or importance.strip().lower() not in IMPORTANCES:
+        raise UserError("importance must be one of: low, normal, high.")
+    return importance.strip().lower()
+
+
+MAX_TTL_DAYS = 3650
+
+
+def expiry_from_ttl(ttl_days: Any, now: datetime | None = None) -> datetime | None:
+    """ttl_days (1–3650) → expires_at. None = no expiry."""
+    if ttl_days is None:
+        return None
+    if isinstance(ttl_days, bool) or not isinstance(ttl_days, (int, float)) or not 1 <= ttl_days <= MAX_TTL_DAYS:
+        raise UserError(f"ttl_days must be a number of days from 1 to {MAX_TTL_DAYS}.")
+    return (now or timezone.now()) + timedelta(days=float(ttl_days))
+
+
+def parse_id(value: Any, name: str = "id") -> int:
+    if isinstance(value, bool):
+        raise UserError(f"{name} must be an integer.")
+    try:
+        return int(str(value))
+    except ValueError:
+        raise UserError(f"{name} must be an integer.") from None
+
+
+def snapshot(m: Memory) -> dict[str, Any]:
+    """The fields history records before and after a change."""
+    return {
+        "content": m.content,
+        "tags": list(m.tags or []),
+        "category": m.category,
+        "importance": m.importance,
+        "expires_at": m.expires_at.isoformat() if m.expires_at else None,
+        "superseded_by": m.superseded_by_id,
+        "rating": m.rating,
+    }
+
+
+def change_row(
+    memory: Memory, action: str, source: str, before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> MemoryChange:
+    return MemoryChange(
+        memory=memory,
+        memory_uuid=memory.uuid,
+        project_id=memory.project_id,
+        action=action,
+        source=HISTORY_SOURCES.get(source, source)[:20],
+        before=before,
+        after=after,
+    )
+
+
+def record_change(
+    memory: Memory, action: str, source: str, before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> MemoryChange:
+    """One history row (local only, never synced). Call inside the change's transaction."""
+    row = change_row(memory, action, source, before, after)
+    row.save()
+    return row
+
+
+# Adapters name themselves; history uses the SPEC's vocabulary.
+HISTORY_SOURCES = {"reconcile": "sync", "review": "admin"}
+
+
+def lifecycle_fields(m: Memory) -> dict[str, Any]:
+    """Lifecycle fields that travel in sync events (SPEC §10); verdicts and history never do."""
+    return {
+        "importance": m.importance,
+        "expires_at": m.expires_at.isoformat() if m.expires_at else None,
+    }
+
+
 @dataclass
 class NewMemory:
     content: str
     category: str | None = None
     tags: list[str] | None = None
     created_at: datetime | None = None
+    importance: str | None = None
+    ttl_days: float | None = None
+    supersedes: int | None = None
+    expires_at: datetime | None = None
+
+
+class Similar(TypedDict):
+    id: int
+    content: str
+    similarity: float
+
+
+@dataclass
+class Stored:
+    """What a store answers: the memory (new, or the existing near-duplicate) and what is near it."""
+
+    memory: Memory
+    created: bool
+    duplicate_of: int | None = None
+    similarity: float | None = None
+    similar: list[Similar] = field(default_factory=list)
+    superseded: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        m = self.memory
+        out: dict[str, Any] = {"id": m.id, "uuid": str(m.uuid), "project_id": m.project_id, "created": self.created}
+        if self.duplicate_of is not None:
+            out["duplicate_of"] = self.duplicate_of
+            out["content"] = m.content
+        else:
+            out["similar"] = self.similar
+        if self.superseded is not None:
+            out["supersedes"] = self.superseded
+        return out
 
 
 def create_memory(
@@ -135,70 +260,247 @@ def create_memory(
     *,
     created_at: datetime | None = None,
     source: str = "api",
+    importance: Any = None,
+    ttl_days: Any = None,
+    supersedes: Any = None,
 ) -> Memory:
-    return create_memories(scope, [NewMemory(content, category, tags, created_at)], source=source)[0]
+    """The memory now holding this fact: a new one, or the existing near-duplicate."""
+    return store_memory(
+        scope,
+        content,
+        category,
+        tags,
+        created_at=created_at,
+        source=source,
+        importance=importance,
+        ttl_days=ttl_days,
+        supersedes=supersedes,
+    ).memory
 
 
-def create_memories(scope: Scope, items: Iterable[NewMemory], *, source: str = "api") -> list[Memory]:
-    """Store several memories with one batched embedding call and one transaction."""
-    cleaned = [
-        NewMemory(clean_content(i.content), clean_category(i.category), clean_tags(i.tags), i.created_at) for i in items
-    ]
+def store_memory(
+    scope: Scope,
+    content: Any,
+    category: Any = None,
+    tags: Any = None,
+    *,
+    created_at: datetime | None = None,
+    source: str = "api",
+    importance: Any = None,
+    ttl_days: Any = None,
+    supersedes: Any = None,
+) -> Stored:
+    item = NewMemory(content, category, tags, created_at, importance, ttl_days, supersedes)
+    return store_memories(scope, [item], source=source)[0]
+
+
+def create_memories(
+    scope: Scope, items: Iterable[NewMemory], *, source: str = "api", dedupe: bool = True
+) -> list[Memory]:
+    return [s.memory for s in store_memories(scope, items, source=source, dedupe=dedupe)]
+
+
+def _clean_item(i: NewMemory, now: datetime) -> NewMemory:
+    return NewMemory(
+        clean_content(i.content),
+        clean_category(i.category),
+        clean_tags(i.tags),
+        i.created_at,
+        clean_importance(i.importance) or Importance.NORMAL,
+        None,
+        None if i.supersedes is None else parse_id(i.supersedes, "supersedes"),
+        i.expires_at or expiry_from_ttl(i.ttl_days, now),
+    )
+
+
+def store_memories(
+    scope: Scope, items: Iterable[NewMemory], *, source: str = "api", dedupe: bool = True
+) -> list[Stored]:
+    """Store several memories with one batched embedding call and one transaction.
+
+    With `dedupe` (every product write path; only benchmarks turn it off) a near-duplicate of
+    a current memory of the project, or of an earlier item of the batch, is not stored again:
+    its Stored says created=False and names the existing memory. The check and the insert run
+    under a per-project transaction-level advisory lock, so two concurrent identical stores
+    still leave one memory. `supersedes` marks that memory superseded by the stored one.
+    """
+    now = timezone.now()
+    cleaned = [_clean_item(i, now) for i in items]
     for item in cleaned:
-        refuse_secrets(item.content, *item.tags)
+        refuse_secrets(item.content, *item.tags)  # type: ignore[misc]
     embedder = get_embedder()
     vectors = _embed(embedder, [i.content for i in cleaned])
     if vectors:
         ensure_index(embedder.id, len(vectors[0]))
     publisher = Publisher(scope.project_id, scope.git_root)
-    now = timezone.now()
     with transaction.atomic():
+        if dedupe:
+            _lock_project(scope.project_id)
+        targets = _supersede_targets(scope.project_id, cleaned)
+        found = [
+            _near(scope.project_id, embedder.id, item, vectors[n] if vectors else None, set(targets.values()))
+            if dedupe
+            else None
+            for n, item in enumerate(cleaned)
+        ]
+        results: list[Stored | None] = [None] * len(cleaned)
+        fresh: list[int] = []
+        same_as: dict[int, tuple[int, float]] = {}  # item → earlier item of this batch it duplicates
+        for n in range(len(cleaned)):
+            near = found[n]
+            if near is not None and near.duplicate is not None:
+                memory, sim = near.duplicate
+                results[n] = Stored(memory, False, duplicate_of=memory.pk, similarity=sim)
+            elif dedupe and (earlier := _batch_duplicate(cleaned, vectors, n, fresh, embedder.id)) is not None:
+                same_as[n] = earlier
+            else:
+                fresh.append(n)
         created = Memory.objects.bulk_create(
             [
                 Memory(
                     project_id=scope.project_id,
-                    content=i.content,
-                    category=i.category,
-                    tags=i.tags,
-                    created_at=i.created_at or now,
-                    updated_at=i.created_at or now,
+                    content=cleaned[n].content,
+                    category=cleaned[n].category,
+                    tags=cleaned[n].tags,
+                    importance=cleaned[n].importance,
+                    expires_at=cleaned[n].expires_at,
+                    created_at=cleaned[n].created_at or now,
+                    updated_at=cleaned[n].created_at or now,
                 )
-                for i in cleaned
+                for n in fresh
             ]
         )
-        if vectors is not None:
+        for n, memory in zip(fresh, created, strict=True):
+            results[n] = Stored(memory, True, similar=found[n].similar if found[n] else [])  # type: ignore[union-attr]
+        for n, (m, sim) in same_as.items():
+            first = results[m].memory  # type: ignore[union-attr]
+            results[n] = Stored(first, False, duplicate_of=first.pk, similarity=sim)
+        if vectors is not None and created:
             MemoryVector.objects.bulk_create(
                 [
                     MemoryVector(
                         memory=m,
                         project_id=m.project_id,
                         embedder=embedder.id,
-                        dim=len(v),
-                        vector=np.asarray(v, dtype=np.float32),
+                        dim=len(vectors[n]),
+                        vector=np.asarray(vectors[n], dtype=np.float32),
                     )
-                    for m, v in zip(created, vectors, strict=False)
+                    for n, m in zip(fresh, created, strict=True)
                 ]
             )
-        for n, memory in enumerate(created):
-            vector = vectors[n] if vectors is not None else None
+        for n, memory in zip(fresh, created, strict=True):
             publisher.emit(
                 "remember",
                 str(memory.uuid),
                 content=memory.content,
                 tags=memory.tags,
                 category=memory.category,
-                vectors=_vectors_field(embedder.id, vector),
+                vectors=_vectors_field(embedder.id, vectors[n] if vectors is not None else None),
+                **lifecycle_fields(memory),
             )
         MemoryEvent.objects.bulk_create([_activity(EventKind.CREATED, m, source=source) for m in created])
-    return created
+        MemoryChange.objects.bulk_create([change_row(m, "created", source, None, snapshot(m)) for m in created])
+        for n, result in enumerate(results):
+            old = targets.get(n)
+            if old is not None and result is not None and result.memory.pk != old:
+                _mark_superseded(old, result.memory, source, publisher)
+                result.superseded = old
+    return results  # type: ignore[return-value]
+
+
+def _lock_project(project_id: str) -> None:
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [WRITE_LOCK_KEY, project_id])
+
+
+WRITE_LOCK_KEY = 0x59_75_6C_18
+
+
+def _supersede_targets(project_id: str, items: list[NewMemory]) -> dict[int, int]:
+    """Item index → id of the memory it supersedes, each checked to be a current memory of the project."""
+    targets: dict[int, int] = {}
+    for n, item in enumerate(items):
+        if item.supersedes is None:
+            continue
+        old = Memory.objects.select_for_update().filter(pk=item.supersedes).first()
+        if old is None or old.project_id != project_id:
+            raise NotFound(f"memory {item.supersedes} not found in project {project_id}")
+        if old.superseded_by_id is not None:
+            raise UserError(
+                f"memory {old.pk} is already superseded by memory {old.superseded_by_id}; supersede that one instead."
+            )
+        targets[n] = old.pk
+    return targets
+
+
+@dataclass
+class Nearby:
+    duplicate: tuple[Memory, float] | None
+    similar: list[Similar]
+
+
+def _near(project_id: str, embedder_id: str, item: NewMemory, vector: Any, exclude: set[int]) -> Nearby:
+    """The current memory this item duplicates (exact text, or cosine ≥ the embedder's duplicate
+    threshold), else up to MAX_SIMILAR related ones."""
+    current = Memory.objects.current().filter(project_id=project_id).exclude(pk__in=exclude)
+    exact = current.filter(content=item.content).order_by("id").first()
+    if exact is not None:
+        return Nearby((exact, 1.0), [])
+    if vector is None:
+        return Nearby(None, [])
+    from .queries import EXACT_SCAN_MAX, nearest
+
+    limit = thresholds(embedder_id)
+    # Decide exact vs HNSW here: the search's cached project count would go stale as we insert.
+    exact = Memory.objects.filter(project_id=project_id).count() <= EXACT_SCAN_MAX
+    near = nearest(project_id, embedder_id, vector, 12, exact=exact)
+    close = {mid: sim for mid, sim in near.items() if sim >= limit.related}
+    rows = current.in_bulk(list(close))
+    ranked = sorted(((rows[mid], sim) for mid, sim in close.items() if mid in rows), key=lambda p: (-p[1], p[0].pk))
+    if ranked and ranked[0][1] >= limit.duplicate:
+        return Nearby(ranked[0], [])
+    similar: list[Similar] = [
+        {"id": m.pk, "content": m.content, "similarity": round(sim, 4)} for m, sim in ranked[:MAX_SIMILAR]
+    ]
+    return Nearby(None, similar)
+
+
+def _batch_duplicate(
+    items: list[NewMemory], vectors: list[np.ndarray] | None, n: int, earlier: list[int], embedder_id: str
+) -> tuple[int, float] | None:
+    """The earlier (stored) item of this batch that item n duplicates, with the similarity."""
+    for m in earlier:
+        if items[m].content == items[n].content:
+            return m, 1.0
+        if vectors is not None:
+            a, b = vectors[m], vectors[n]
+            sim = float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
+            if sim >= thresholds(embedder_id).duplicate:
+                return m, sim
+    return None
+
+
+def _mark_superseded(old_id: int, new: Memory, source: str, publisher: Publisher | None = None) -> None:
+    """old.superseded_by = new, a `supersedes` link new → old, history on both. Inside a transaction."""
+    old = Memory.objects.select_for_update().get(pk=old_id)
+    before = snapshot(old)
+    old.superseded_by = new
+    old.updated_at = timezone.now()
+    old.save(update_fields=["superseded_by", "updated_at"])
+    MemoryLink.objects.get_or_create(
+        from_memory=new,
+        to_memory=old,
+        kind=LinkKind.SUPERSEDES,
+        defaults={"project_id": new.project_id, "source": HISTORY_SOURCES.get(source, source)[:20]},
+    )
+    record_change(old, "superseded", source, before, snapshot(old))
+    record_change(new, "supersedes", source, None, {"supersedes": old.pk})
+    emit = publisher.emit if publisher else lambda *a, **k: publish(new.project_id, None, *a, **k)
+    emit("revise", str(new.uuid), supersedes=[str(old.uuid)])
 
 
 def get_memory(memory_id: Any) -> Memory:
-    if isinstance(memory_id, bool) or not isinstance(memory_id, int):
-        try:
-            memory_id = int(str(memory_id))
-        except ValueError:
-            raise UserError("id must be an integer.") from None
+    memory_id = parse_id(memory_id)
     memory = Memory.objects.filter(pk=memory_id).first()
     if memory is None:
         raise NotFound(f"memory {memory_id} not found")
@@ -206,14 +508,38 @@ def get_memory(memory_id: Any) -> Memory:
 
 
 def update_memory(
-    memory_id: Any, *, content: Any = _UNSET, tags: Any = _UNSET, category: Any = _UNSET, source: str = "api"
+    memory_id: Any,
+    *,
+    content: Any = _UNSET,
+    tags: Any = _UNSET,
+    category: Any = _UNSET,
+    importance: Any = _UNSET,
+    ttl_days: Any = _UNSET,
+    supersede: bool = False,
+    source: str = "api",
 ) -> Memory:
-    """Patch content/tags/category. A content change re-embeds and drops other embedders' (now stale) vectors."""
-    given = {k: v for k, v in (("content", content), ("tags", tags), ("category", category)) if v is not _UNSET}
-    given = {k: v for k, v in given.items() if v is not None}
+    """Patch content/tags/category/importance/expiry. A content change re-embeds and drops other
+    embedders' (now stale) vectors. `ttl_days=0` clears the expiry.
+
+    With `supersede=True` the memory is not edited: a new memory (the given fields over the old
+    ones) is stored and the old one marked superseded by it; the new (or duplicate) memory is returned.
+    """
+    given = {
+        k: v
+        for k, v in (
+            ("content", content),
+            ("tags", tags),
+            ("category", category),
+            ("importance", importance),
+            ("ttl_days", ttl_days),
+        )
+        if v is not _UNSET and v is not None
+    }
     if not given:
-        raise UserError("nothing to update: give content, tags or category.")
+        raise UserError("nothing to update: give content, tags, category, importance or ttl_days.")
     memory = get_memory(memory_id)
+    if supersede:
+        return _supersede_with(memory, given, source)
     changes: dict[str, Any] = {}
     if "content" in given:
         changes["content"] = clean_content(given["content"])
@@ -221,6 +547,10 @@ def update_memory(
         changes["tags"] = clean_tags(given["tags"])
     if "category" in given:
         changes["category"] = clean_category(given["category"])
+    if "importance" in given:
+        changes["importance"] = clean_importance(given["importance"]) or Importance.NORMAL
+    if "ttl_days" in given:
+        changes["expires_at"] = None if given["ttl_days"] == 0 else expiry_from_ttl(given["ttl_days"])
     refuse_secrets(changes.get("content", ""), *changes.get("tags", []))
     embedder = get_embedder()
     vector = None
@@ -233,6 +563,7 @@ def update_memory(
         memory = Memory.objects.select_for_update().filter(pk=memory.pk).first()
         if memory is None:
             raise NotFound(f"memory {memory_id} not found")
+        before = snapshot(memory)
         content_changed = "content" in changes and changes["content"] != memory.content
         for key, value in changes.items():
             setattr(memory, key, value)
@@ -242,12 +573,46 @@ def update_memory(
             MemoryVector.objects.filter(memory=memory).exclude(embedder=embedder.id).delete()
             if vector is not None:
                 _save_vector(memory, embedder.id, vector)
-        fields: dict[str, Any] = {k: getattr(memory, k) for k in changes if k != "content" or content_changed}
+        fields: dict[str, Any] = {
+            k: getattr(memory, k)
+            for k in changes
+            if k in ("content", "tags", "category") and (k != "content" or content_changed)
+        }
         if content_changed:
             fields["vectors"] = _vectors_field(embedder.id, vector)
+        if {"importance", "expires_at"} & set(changes):
+            fields.update(lifecycle_fields(memory))
+            if memory.expires_at is None:
+                fields["expires_at"] = ""  # an explicit "no expiry" (None would be dropped from the event)
         publish(memory.project_id, None, "revise", str(memory.uuid), **fields)
         _activity(EventKind.UPDATED, memory, source=source, fields=sorted(changes)).save()
+        after = snapshot(memory)
+        if after != before:
+            record_change(memory, "updated", source, before, after)
     return memory
+
+
+def _supersede_with(old: Memory, given: dict[str, Any], source: str) -> Memory:
+    if "content" not in given:
+        raise UserError("supersede needs the new content.")
+    if old.superseded_by_id is not None:
+        raise UserError(
+            f"memory {old.pk} is already superseded by memory {old.superseded_by_id}; supersede that one instead."
+        )
+    remaining = None
+    if old.expires_at is not None:
+        remaining = max(1.0, (old.expires_at - timezone.now()).total_seconds() / 86400)
+    item = NewMemory(
+        given["content"],
+        given.get("category", old.category),
+        given.get("tags", list(old.tags)),
+        None,
+        given.get("importance", old.importance),
+        given.get("ttl_days", remaining) or None,
+        old.pk,
+    )
+    scope = Scope(old.project_id, None)
+    return store_memories(scope, [item], source=source)[0].memory
 
 
 def delete_memory(memory_id: Any, *, source: str = "api") -> Memory:
@@ -260,8 +625,9 @@ def delete_memory(memory_id: Any, *, source: str = "api") -> Memory:
     return memory
 
 
-def _delete(memory: Memory, source: str, **metadata: Any) -> None:
+def _delete(memory: Memory, source: str, *, publish_forget: bool = True, **metadata: Any) -> None:
     pk = memory.pk
+    record_change(memory, "deleted", source, snapshot(memory), None)
     MemoryEvent.objects.create(
         kind=EventKind.DELETED,
         memory=None,
@@ -269,7 +635,8 @@ def _delete(memory: Memory, source: str, **metadata: Any) -> None:
         project_id=memory.project_id,
         metadata={"source": source, "content": memory.content[:200], **metadata},
     )
-    publish(memory.project_id, None, "forget", str(memory.uuid))
+    if publish_forget:
+        publish(memory.project_id, None, "forget", str(memory.uuid))
     memory.delete()
     memory.pk = pk
 
@@ -296,8 +663,10 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
         if memory is None:
             raise NotFound(f"memory {memory_id} not found")
         if value >= 6:
+            before = snapshot(memory)
             memory.rating, memory.rating_comment = value, comment
             memory.save(update_fields=["rating", "rating_comment"])
+            record_change(memory, "rated", source, before, snapshot(memory))
             return {"id": memory.pk, "uuid": str(memory.uuid), "rating": value, "archived": False}
         RejectedMemory.objects.create(
             uuid=memory.uuid,
@@ -368,6 +737,7 @@ def apply_remote_upsert(
             if vector is not None:
                 _save_vector(memory, vector[0], vector[1])
             _activity(EventKind.CREATED, memory, source="reconcile").save()
+            record_change(memory, "created", "sync", None, snapshot(memory))
             return "created"
         changes: dict[str, Any] = {}
         if content is not None and content != memory.content:
@@ -384,11 +754,13 @@ def apply_remote_upsert(
             _save_vector(memory, vector[0], vector[1])
         if not changes:
             return "unchanged"
+        before = snapshot(memory)
         for key, value in changes.items():
             setattr(memory, key, value)
         memory.updated_at = timezone.now()
         memory.save()
         _activity(EventKind.UPDATED, memory, source="reconcile", fields=sorted(changes)).save()
+        record_change(memory, "updated", "sync", before, snapshot(memory))
         return "updated"
 
 
@@ -397,12 +769,5 @@ def apply_remote_delete(memory_uuid: str) -> bool:
         memory = Memory.objects.select_for_update().filter(uuid=memory_uuid).first()
         if memory is None:
             return False
-        MemoryEvent.objects.create(
-            kind=EventKind.DELETED,
-            memory=None,
-            memory_uuid=memory.uuid,
-            project_id=memory.project_id,
-            metadata={"source": "reconcile", "content": memory.content[:200]},
-        )
-        memory.delete()
+        _delete(memory, "reconcile", publish_forget=False)
         return True

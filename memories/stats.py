@@ -15,7 +15,7 @@ from .serializers import memory_dict
 
 
 def list_memories(project_id: str, limit: int = 20) -> list[dict[str, Any]]:
-    rows = Memory.objects.filter(project_id=project_id).order_by("-updated_at", "-id")[:limit]
+    rows = Memory.objects.current().filter(project_id=project_id).order_by("-updated_at", "-id")[:limit]
     return [memory_dict(m) for m in rows]
 
 

@@ -7,3 +7,11 @@ from .backfill import backfill
 def backfill_embeddings() -> None:
     """Embed memories that have no vector for the active embedder (idempotent, single flight)."""
     backfill()
+
+
+@shared_task(ignore_result=True)
+def prune_expired() -> None:
+    """Archive memories whose expiry passed (idempotent: SKIP LOCKED claims, gone rows are skipped)."""
+    from .lifecycle import prune_expired as prune
+
+    prune()

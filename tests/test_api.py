@@ -115,3 +115,41 @@ def test_unknown_paths_mangled_cursors_and_absurd_windows_are_json_errors(api: A
     nul = api("get", "/api/dream/passes?project_id=acme%00x")  # found by schemathesis: was a 500
     assert nul.status_code == 400 and "NUL" in nul.json()["error"]
     assert api("get", "/admin/memories/memory/?q=a%00b").status_code == 400
+
+
+def test_a_duplicate_post_answers_200_with_duplicate_of(api: Any, stub_embedder: StubServer) -> None:
+    body = {"content": "vec:1,0,0 We pin torch", "project_id": "acme/d", "importance": "high", "ttl_days": 30}
+    first = api("post", "/api/memories", body)
+    again = api("post", "/api/memories", body)
+    assert first.status_code == 201 and first.json()["created"] is True
+    assert again.status_code == 200 and again.json()["duplicate_of"] == first.json()["id"]
+    assert api("get", f"/api/memories/{first.json()['id']}").json()["importance"] == "high"
+
+
+def test_superseded_memories_are_listed_only_on_request_and_keep_their_history(
+    api: Any, stub_embedder: StubServer
+) -> None:
+    old = api("post", "/api/memories", {"content": "vec:1,0,0 use make ship", "project_id": "acme/h"}).json()["id"]
+    r = api("patch", f"/api/memories/{old}", {"content": "vec:1,0.6,0 use make release", "supersede": True})
+    assert r.status_code == 200 and r.json()["id"] != old
+    listed = api("get", "/api/memories?project_id=acme/h").json()["results"]
+    assert [m["id"] for m in listed] == [r.json()["id"]]
+    assert len(api("get", "/api/memories?project_id=acme/h&all=1").json()["results"]) == 2
+    history = api("get", f"/api/memories/{old}/history").json()
+    assert [c["action"] for c in history["history"]] == ["created", "superseded"]
+    assert history["links"][0]["kind"] == "supersedes"
+
+
+def test_links_conflicts_and_recall_feedback_over_rest(api: Any, stub_embedder: StubServer) -> None:
+    a = api("post", "/api/memories", {"content": "vec:1,0,0 deploy Tuesdays", "project_id": "acme/c"}).json()["id"]
+    b = api("post", "/api/memories", {"content": "vec:0,1,0 deploy Thursdays", "project_id": "acme/c"}).json()["id"]
+    assert api("post", f"/api/memories/{b}/links", {"to": a, "kind": "contradicts"}).status_code == 201
+    conflicts = api("get", "/api/conflicts?project_id=acme/c").json()["conflicts"]
+    assert len(conflicts) == 1
+    r = api("post", f"/api/conflicts/{conflicts[0]['id']}/resolve", {"resolution": "keep_from"})
+    assert r.status_code == 200 and api("get", f"/api/memories/{a}").json()["superseded_by"] == b
+    recall = api("post", "/api/memories/recall", {"query": "vec:0,1,0 when?", "project_id": "acme/c"}).json()
+    ok = api("post", "/api/recalls/feedback", {"recall_id": recall["recall_id"], "memory_id": b, "useful": False})
+    assert ok.status_code == 200 and ok.json()["recorded"] is True
+    unknown = {"recall_id": "00000000-0000-4000-8000-000000000000", "memory_id": b, "useful": True}
+    assert api("post", "/api/recalls/feedback", unknown).status_code == 404

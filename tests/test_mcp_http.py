@@ -1,4 +1,4 @@
-"""The nine tools over Streamable HTTP: the real ASGI app under uvicorn and the official MCP client."""
+"""The tools over Streamable HTTP: the real ASGI app under uvicorn and the official MCP client."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ TOOLS = {
     "dream_now",
     "get_usage",
     "build_context",
+    "rate_recall",
 }
 
 
@@ -34,7 +35,7 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-def test_the_nine_tools_are_listed_with_described_parameters(live_server_url: str, owner_token: str) -> None:
+def test_the_tools_are_listed_with_described_parameters(live_server_url: str, owner_token: str) -> None:
     async def go() -> list[types.Tool]:
         async with initialized_session(live_server_url, owner_token) as (s, init):
             assert "retrieve_memories" in (init.instructions or "")
@@ -65,7 +66,11 @@ def test_store_retrieve_update_list_delete_round_trip(
                 tags=["deploy"],
                 project_id="acme/mcp",
             )
-            assert not err and set(stored) == {"id", "uuid", "project_id"} and stored["project_id"] == "acme/mcp"
+            assert (
+                not err
+                and set(stored) == {"id", "uuid", "project_id", "created", "similar"}
+                and stored["project_id"] == "acme/mcp"
+            )
             err, found = await call(s, "retrieve_memories", query="vec:1,0,0 how do we deploy?", project_id="acme/mcp")
             assert not err and found["project_id"] == "acme/mcp"
             hit = found["results"][0]

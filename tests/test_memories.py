@@ -94,12 +94,12 @@ def test_projects_are_isolated(stub_embedder: StubServer) -> None:
 
 def test_similarity_is_cosine_for_exact_near_and_orthogonal_vectors(stub_embedder: StubServer) -> None:
     exact = services.create_memory(A, "vec:1,0,0 exact")
-    near = services.create_memory(A, "vec:0.9,0.1,0 near")
+    near = services.create_memory(A, "vec:0.9,0.4,0 near")  # cosine 0.914: related, not a duplicate
     ortho = services.create_memory(A, "vec:0,1,0 orthogonal")
     found = queries.search(A.project_id, "vec:1,0,0 query", limit=5, min_similarity=0.0, mode="dense", log=False)
     sims = {h["id"]: h["similarity"] for h in found.results}
     assert sims[exact.id] == pytest.approx(1.0, abs=1e-4)
-    assert sims[near.id] == pytest.approx(0.9 / (0.82**0.5), abs=1e-3)
+    assert sims[near.id] == pytest.approx(0.9 / (0.97**0.5), abs=1e-3)
     assert sims[ortho.id] == pytest.approx(0.0, abs=1e-4)
     assert [h["rank"] for h in found.results] == [1, 2, 3]
     assert [h["id"] for h in found.results] == [exact.id, near.id, ortho.id]
@@ -115,9 +115,10 @@ def test_the_floor_drops_weak_matches_and_can_drop_everything(stub_embedder: Stu
 
 
 def test_category_filter_is_an_or_and_excludes_uncategorised(stub_embedder: StubServer) -> None:
-    services.create_memory(A, "vec:1,0,0 a", "gotcha")
-    services.create_memory(A, "vec:1,0,0 b", "decision")
-    services.create_memory(A, "vec:1,0,0 c")
+    # Distinct facts with equally close vectors (identical vectors would be one memory).
+    services.create_memory(A, "vec:1,0.3,0 a", "gotcha")
+    services.create_memory(A, "vec:1,0,0.3 b", "decision")
+    services.create_memory(A, "vec:1,0,0,0.3 c")
     found = queries.search(
         A.project_id, "vec:1,0,0 q", categories=["gotcha", "decision", "bogus"], min_similarity=0.0, log=False
     )
@@ -217,7 +218,7 @@ def test_switching_embedder_keeps_data_and_backfills(stub_embedder: StubServer, 
 
 def test_a_memory_deleted_during_a_search_does_not_break_the_recall_log(stub_embedder: StubServer) -> None:
     kept = services.create_memory(A, "vec:1,0,0 kept")
-    gone = services.create_memory(A, "vec:1,0,0 gone")
+    gone = services.create_memory(A, "vec:0,1,0 gone")
     result = queries.SearchResult(project_id=A.project_id, recall_id="00000000-0000-4000-8000-000000000001")
     from memories.serializers import hit_dict
 
@@ -238,7 +239,7 @@ def test_memories_written_moments_after_a_strong_hit_rise_with_it(stub_embedder:
         services.NewMemory("vec:0.5,0.866,0 said an hour later", None, [], t0 + timedelta(hours=1)),
         services.NewMemory("vec:0.5,0.866,0 said just outside the window", None, [], t0 - timedelta(seconds=6)),
     ]
-    services.create_memories(A, items, source="test")
+    services.create_memories(A, items, source="test", dedupe=False)  # three equal vectors on purpose
     found = queries.search(A.project_id, "vec:1,0,0 question", limit=4, min_similarity=0.0, mode="dense", log=False)
     order = [hit["content"].split(" ", 1)[1] for hit in found.results]
     # Without contiguity the three equal matches would be ordered by recency alone (an hour later first).

@@ -27,6 +27,7 @@ app.conf.beat_schedule = {
     "heartbeat": {"task": "yullu_site.tasks.heartbeat", "schedule": HEARTBEAT, "options": {"expires": HEARTBEAT * 0.9}},
     "reconcile-tick": {"task": "sync.tasks.reconcile_due", "schedule": TICK, "options": {"expires": TICK * 0.9}},
     "dream-tick": {"task": "dreaming.tasks.dream_due", "schedule": TICK, "options": {"expires": TICK * 0.9}},
+    "prune-tick": {"task": "memories.tasks.prune_expired", "schedule": TICK * 60, "options": {"expires": TICK * 50}},
     "backfill-tick": {
         "task": "memories.tasks.backfill_embeddings",
         "schedule": TICK * 5,

@@ -98,6 +98,15 @@ def cmd_dream(args: argparse.Namespace) -> None:
     print(json.dumps(dream_cli(args.cwd, args.project_id), indent=2))
 
 
+def cmd_prune(args: argparse.Namespace) -> None:
+    setup_django()
+    import json
+
+    from memories.lifecycle import prune_expired
+
+    print(json.dumps(prune_expired(dry_run=args.dry_run), indent=2))
+
+
 def cmd_export(args: argparse.Namespace) -> None:
     setup_django()
     from memories.export import export_agents_md
@@ -210,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cwd", default=os.getcwd())
     p.add_argument("--project-id", default=None)
     p.set_defaults(fn=cmd_dream)
+
+    p = sub.add_parser("prune", help="archive expired memories (ttl_days ran out) to rejected memories")
+    p.add_argument("--dry-run", action="store_true", help="only list what would be archived")
+    p.set_defaults(fn=cmd_prune)
 
     p = sub.add_parser("export", help="export memories")
     p.add_argument("format", choices=["agents-md"])

@@ -37,6 +37,9 @@ class MemoryOut(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     rating = serializers.IntegerField(allow_null=True)
     rating_comment = serializers.CharField(allow_blank=True)
+    importance = serializers.ChoiceField(choices=["low", "normal", "high"])
+    expires_at = serializers.DateTimeField(allow_null=True)
+    superseded_by = serializers.IntegerField(allow_null=True, help_text="id of the memory that replaced this one")
 
 
 class HitOut(MemoryOut):
@@ -91,8 +94,27 @@ RecallOut = obj(
     recall_id=serializers.CharField(allow_null=True),
     results=serializers.ListField(child=HitOut()),
 )
+SimilarOut = obj(
+    "Similar", id=serializers.IntegerField(), content=serializers.CharField(), similarity=serializers.FloatField()
+)
 CreatedOut = obj(
-    "Created", id=serializers.IntegerField(), uuid=serializers.UUIDField(), project_id=serializers.CharField()
+    "Created",
+    id=serializers.IntegerField(),
+    uuid=serializers.UUIDField(),
+    project_id=serializers.CharField(),
+    created=serializers.BooleanField(),
+    similar=serializers.ListField(child=SimilarOut, required=False),
+    supersedes=serializers.IntegerField(required=False),
+)
+DuplicateOut = obj(
+    "Duplicate",
+    id=serializers.IntegerField(),
+    uuid=serializers.UUIDField(),
+    project_id=serializers.CharField(),
+    created=serializers.BooleanField(),
+    duplicate_of=serializers.IntegerField(),
+    content=serializers.CharField(),
+    supersedes=serializers.IntegerField(required=False),
 )
 DeletedOut = obj(
     "Deleted", id=serializers.IntegerField(), uuid=serializers.UUIDField(), deleted=serializers.BooleanField()
@@ -115,9 +137,11 @@ def documented(
     errors: tuple[int, ...] = (400,),
     summary: str = "",
     operation_id: str | None = None,
+    also: dict[int, Any] | None = None,
 ) -> Callable[[Any], Any]:
-    """extend_schema with our error contract: every listed status answers `{"error": "..."}`."""
-    responses: dict[int, Any] = {status: ok}
+    """extend_schema with our error contract: every listed status answers `{"error": "..."}`.
+    `also`: further success statuses and their bodies."""
+    responses: dict[int, Any] = {status: ok, **(also or {})}
     responses.update({code: Error for code in (*errors, *ALWAYS)})
     return extend_schema(
         request=request,

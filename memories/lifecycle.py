@@ -1,0 +1,285 @@
+"""The write side of a memory's life after it is stored: links and conflicts, expiry and prune,
+recall feedback. Part of the service layer (memories.services holds the store/update/delete
+path these build on); adapters (MCP, REST, admin, dreaming, tasks, CLI) call these only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, TypedDict
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from yullu_site.errors import NotFound, UserError
+
+from . import services
+from .embedders import embeds, get_embedder
+from .models import (
+    ArchiveReason,
+    EventKind,
+    LinkKind,
+    Memory,
+    MemoryChange,
+    MemoryEvent,
+    MemoryLink,
+    RecallFeedback,
+    RejectedMemory,
+)
+
+LINK_KINDS = tuple(k.value for k in LinkKind)
+
+
+class LinkDict(TypedDict):
+    id: int
+    from_id: int
+    to_id: int
+    kind: str
+    source: str
+    note: str
+    created_at: str
+    resolved_at: str | None
+    resolution: str
+
+
+def link_dict(link: MemoryLink) -> LinkDict:
+    return {
+        "id": link.pk,
+        "from_id": link.from_memory_id,
+        "to_id": link.to_memory_id,
+        "kind": link.kind,
+        "source": link.source,
+        "note": link.note,
+        "created_at": link.created_at.isoformat(),
+        "resolved_at": link.resolved_at.isoformat() if link.resolved_at else None,
+        "resolution": link.resolution,
+    }
+
+
+# --- links -----------------------------------------------------------------------------------
+
+
+def link_memories(from_id: Any, to_id: Any, kind: Any, *, source: str = "api", note: str = "") -> MemoryLink:
+    """Link two memories of one project. `supersedes` also marks `to` superseded by `from`.
+    Idempotent: linking twice returns the existing link."""
+    if kind not in LINK_KINDS:
+        raise UserError("kind must be one of: supersedes, contradicts, related.")
+    a, b = services.get_memory(from_id), services.get_memory(to_id)
+    if a.pk == b.pk:
+        raise UserError("a memory cannot be linked to itself.")
+    if a.project_id != b.project_id:
+        raise UserError("links join memories of one project only.")
+    with transaction.atomic():
+        if kind == LinkKind.SUPERSEDES:
+            if b.superseded_by_id not in (None, a.pk):
+                raise UserError(f"memory {b.pk} is already superseded by memory {b.superseded_by_id}.")
+            if b.superseded_by_id is None:
+                services._mark_superseded(b.pk, a, source)
+            return MemoryLink.objects.get(from_memory=a, to_memory=b, kind=kind)
+        link, made = MemoryLink.objects.get_or_create(
+            from_memory=a,
+            to_memory=b,
+            kind=kind,
+            defaults={"project_id": a.project_id, "source": _source(source), "note": (note or "")[:2000]},
+        )
+        if made:
+            services.record_change(a, "linked", source, None, {"kind": kind, "to": b.pk})
+            services.record_change(b, "linked", source, None, {"kind": kind, "from": a.pk})
+            services.publish(a.project_id, None, "revise", str(a.uuid), links=[{"kind": kind, "to": str(b.uuid)}])
+    return link
+
+
+def _source(source: str) -> str:
+    return services.HISTORY_SOURCES.get(source, source)[:20]
+
+
+def links_of(memory_id: Any) -> list[LinkDict]:
+    memory = services.get_memory(memory_id)
+    rows = MemoryLink.objects.filter(from_memory=memory) | MemoryLink.objects.filter(to_memory=memory)
+    return [link_dict(link) for link in rows.order_by("created_at", "id")]
+
+
+# --- conflicts -------------------------------------------------------------------------------
+
+
+def open_conflicts(project_id: str | None = None) -> list[dict[str, Any]]:
+    """Open `contradicts` links between two current memories, oldest first (the admin's queue)."""
+    qs = MemoryLink.objects.filter(kind=LinkKind.CONTRADICTS, resolved_at__isnull=True).select_related(
+        "from_memory", "to_memory"
+    )
+    if project_id:
+        qs = qs.filter(project_id=project_id)
+    out = []
+    for link in qs.order_by("created_at", "id"):
+        out.append(
+            {
+                **link_dict(link),
+                "project_id": link.project_id,
+                "from_content": link.from_memory.content,
+                "to_content": link.to_memory.content,
+            }
+        )
+    return out
+
+
+RESOLUTIONS = ("keep_from", "keep_to", "keep_both", "merge")
+
+
+def resolve_conflict(link_id: Any, resolution: Any, *, merged_content: Any = None, source: str = "admin") -> LinkDict:
+    """Close an open `contradicts` link:
+    - keep_from / keep_to: the other memory is superseded by the kept one;
+    - keep_both: both stay current, the link becomes `related`;
+    - merge: `merged_content` becomes the text of the `from` memory and `to` is superseded by it.
+    """
+    if resolution not in RESOLUTIONS:
+        raise UserError(f"resolution must be one of: {', '.join(RESOLUTIONS)}.")
+    if resolution == "merge" and not (isinstance(merged_content, str) and merged_content.strip()):
+        raise UserError("merge needs the merged text.")
+    link = MemoryLink.objects.filter(pk=services.parse_id(link_id, "link id"), kind=LinkKind.CONTRADICTS).first()
+    if link is None:
+        raise NotFound(f"conflict {link_id} not found")
+    if link.resolved_at is not None:
+        raise UserError(f"conflict {link.pk} was already resolved ({link.resolution}).")
+    if resolution == "merge":  # embeds outside the transaction below
+        services.update_memory(link.from_memory_id, content=merged_content, source=source)
+    with transaction.atomic():
+        link = MemoryLink.objects.select_for_update().get(pk=link.pk)
+        if link.resolved_at is not None:
+            raise UserError(f"conflict {link.pk} was already resolved ({link.resolution}).")
+        keep, drop = _kept(link, resolution)
+        if drop is not None:
+            current = Memory.objects.select_for_update().get(pk=drop.pk)
+            if current.superseded_by_id is None:
+                services._mark_superseded(drop.pk, keep, source)
+        elif resolution == "keep_both":
+            MemoryLink.objects.get_or_create(
+                from_memory_id=link.from_memory_id,
+                to_memory_id=link.to_memory_id,
+                kind=LinkKind.RELATED,
+                defaults={"project_id": link.project_id, "source": _source(source)},
+            )
+        link.resolved_at, link.resolution = timezone.now(), resolution
+        link.save(update_fields=["resolved_at", "resolution"])
+        for memory in (link.from_memory, link.to_memory):
+            after = {"link": link.pk, "resolution": resolution}
+            services.record_change(memory, "conflict resolved", source, None, after)
+    return link_dict(link)
+
+
+def _kept(link: MemoryLink, resolution: str) -> tuple[Memory, Memory | None]:
+    if resolution in ("keep_from", "merge"):
+        return link.from_memory, link.to_memory
+    if resolution == "keep_to":
+        return link.to_memory, link.from_memory
+    return link.from_memory, None
+
+
+# --- history ---------------------------------------------------------------------------------
+
+
+class ChangeDict(TypedDict):
+    action: str
+    source: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    at: str
+
+
+def history(memory_id: Any) -> list[ChangeDict]:
+    """Every recorded change to a memory, oldest first (by uuid, so it survives the row's deletion)."""
+    memory = services.get_memory(memory_id)
+    rows = MemoryChange.objects.filter(memory_uuid=memory.uuid).order_by("created_at", "id")
+    return [
+        {"action": r.action, "source": r.source, "before": r.before, "after": r.after, "at": r.created_at.isoformat()}
+        for r in rows
+    ]
+
+
+# --- expiry ----------------------------------------------------------------------------------
+
+
+class PruneResult(TypedDict):
+    dry_run: bool
+    expired: int
+    ids: list[int]
+
+
+def prune_expired(*, dry_run: bool = False, now: datetime | None = None, limit: int = 1000) -> PruneResult:
+    """Archive expired memories (to rejected memories with reason "expired") and delete them.
+
+    No sync event: expires_at travels in the log, so every machine prunes the same memories on
+    its own schedule. Rows are claimed with SKIP LOCKED, so two prunes never archive one twice.
+    """
+    now = now or timezone.now()
+    due = Memory.objects.filter(expires_at__lte=now).order_by("expires_at", "id")
+    if dry_run:
+        ids = list(due.values_list("id", flat=True)[:limit])
+        return {"dry_run": True, "expired": len(ids), "ids": ids}
+    done: list[int] = []
+    with transaction.atomic():
+        for memory in due.select_for_update(skip_locked=True)[:limit]:
+            RejectedMemory.objects.create(
+                uuid=memory.uuid,
+                project_id=memory.project_id,
+                content=memory.content,
+                tags=memory.tags,
+                category=memory.category,
+                rating=None,
+                reason=ArchiveReason.EXPIRED,
+            )
+            services._delete(memory, "prune", publish_forget=False, expired=True)
+            done.append(memory.pk)
+    return {"dry_run": False, "expired": len(done), "ids": done}
+
+
+# --- recall feedback ---------------------------------------------------------------------------
+
+
+class VerdictDict(TypedDict):
+    recall_id: str
+    memory_id: int
+    useful: bool
+    recorded: bool
+
+
+def rate_recall(recall_id: Any, memory_id: Any, useful: Any, comment: Any = "", *, source: str = "api") -> VerdictDict:
+    """A verdict on one memory of one recall (useful or not for that query). Rating the same
+    (recall, memory) again replaces the verdict. Local only: verdicts are never synced."""
+    try:
+        rid = uuid.UUID(str(recall_id))
+    except ValueError:
+        raise UserError("recall_id must be the recall_id a retrieval returned (a UUID).") from None
+    mid = services.parse_id(memory_id, "memory_id")
+    if not isinstance(useful, bool):
+        raise UserError("useful must be true or false.")
+    if comment is not None and not isinstance(comment, str):
+        raise UserError("comment must be a string.")
+    events = MemoryEvent.objects.filter(recall_id=rid, kind__in=[EventKind.RECALLED, EventKind.CONSIDERED])
+    if not events.exists():
+        raise NotFound(f"unknown recall_id {rid}: rate only what a retrieval returned.")
+    event = events.filter(memory_id=mid).first()
+    if event is None:
+        raise UserError(f"memory {mid} was not returned by recall {rid}.")
+    text = (comment or "").strip()[:2000]
+    services.refuse_secrets(text)
+    query = str(event.metadata.get("query", ""))[:1000]
+    embedder, vector = get_embedder(), None
+    if query and embeds(embedder):  # outside any transaction; ranking compares new queries with it
+        vector = np.asarray(embedder.embed([query], kind="query")[0], dtype=np.float32)
+    RecallFeedback.objects.update_or_create(
+        recall_id=rid,
+        memory_id=mid,
+        defaults={
+            "project_id": event.project_id,
+            "query": query,
+            "query_embedder": embedder.id if vector is not None else "",
+            "query_vector": vector,
+            "useful": useful,
+            "comment": text,
+            "source": _source(source),
+            "created_at": timezone.now(),
+        },
+    )
+    return {"recall_id": str(rid), "memory_id": mid, "useful": useful, "recorded": True}
