@@ -48,7 +48,10 @@ class Memory(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     rating = models.PositiveSmallIntegerField(null=True, blank=True)
     rating_comment = models.TextField(blank=True, default="")
-    importance = models.CharField(max_length=10, choices=Importance.choices, default=Importance.NORMAL)
+    # db_default too: rows written by raw SQL (tools, older code) get a value as well.
+    importance = models.CharField(
+        max_length=10, choices=Importance.choices, default=Importance.NORMAL, db_default=Importance.NORMAL
+    )
     expires_at = models.DateTimeField(null=True, blank=True)
     # Set when a newer memory replaces this one: kept for history, out of default retrieval.
     superseded_by = models.ForeignKey(
@@ -115,7 +118,9 @@ class RejectedMemory(models.Model):
     category = models.CharField(max_length=20, null=True, blank=True)
     rating = models.PositiveSmallIntegerField(null=True, blank=True)
     rating_comment = models.TextField(blank=True, default="")
-    reason = models.CharField(max_length=20, choices=ArchiveReason.choices, default=ArchiveReason.REJECTED)
+    reason = models.CharField(
+        max_length=20, choices=ArchiveReason.choices, default=ArchiveReason.REJECTED, db_default=ArchiveReason.REJECTED
+    )
     rejected_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

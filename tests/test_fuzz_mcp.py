@@ -120,7 +120,7 @@ def assert_clean(result: Any) -> None:
 
 def test_generated_arguments_give_results_or_one_line_errors(mcp: Client) -> None:
     tools = {t.name: t.input_schema for t in mcp.call("list_tools").tools}
-    assert len(tools) == 9
+    assert "rate_recall" in tools and "store_memory" in tools
 
     @given(
         name=st.sampled_from(sorted(tools)),
