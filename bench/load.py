@@ -1,11 +1,18 @@
 """Load benchmark: N concurrent MCP clients (official SDK, Streamable HTTP) against a running server.
 
 Run (server started with `yullu serve`, same YULLU_HOME):
-    yullu bench load --clients 10 --duration 30 [--max-requests 5000] [--prefill 100000]
+    yullu bench load --clients 1,10,20,50 --duration 30 [--mix retrieve=70,store=30] [--inject 30]
 
-Mix per client: 70% retrieve_memories, 20% store_memory, 10% list/update/delete.
-Loopback only; bounded by duration and request count. Afterwards every acknowledged
-store is checked in the database (and its event file when the project has a repo).
+Each level runs N closed-loop clients for `duration` seconds. Default mix: 70 % retrieve_memories,
+30 % store_memory; `other=` adds list/update/delete. Queries are drawn from ~25,000 wordings, so
+the server's query-embedding cache rarely helps (as with real assistants asking new questions).
+Before the first level a few clients store `--seed` memories (not measured), so retrieval
+searches a non-empty project. Reported per level: ops/s, p50/p95/p99 per tool, CPU milliseconds
+per operation of the web processes, PostgreSQL, the Celery worker and this load generator, and
+how busy the whole machine was (other users of the CPU show up there). `--inject N` runs the
+real `yullu inject` hook N times, one after another, while the clients run (process start to
+printed block). Afterwards every acknowledged store is checked in the database.
+Loopback only; bounded by duration and request count.
 """
 
 from __future__ import annotations
@@ -13,14 +20,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
+import subprocess
+import sys
+import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import psutil
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -28,6 +41,65 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from memories.models import Memory
 
 TOPICS = ["deploy", "migration", "cache", "retry", "auth", "queue", "index", "release", "logging", "config"]
+WORDS = [
+    *[
+        "service",
+        "worker",
+        "database",
+        "schema",
+        "token",
+        "client",
+        "server",
+        "build",
+        "test",
+        "lint",
+        "branch",
+        "review",
+        "staging",
+    ],
+    *[
+        "production",
+        "backup",
+        "restore",
+        "timeout",
+        "limit",
+        "header",
+        "session",
+        "cookie",
+        "payload",
+        "webhook",
+        "cron",
+        "scheduler",
+    ],
+    *[
+        "container",
+        "image",
+        "volume",
+        "secret",
+        "certificate",
+        "proxy",
+        "gateway",
+        "router",
+        "handler",
+        "parser",
+        "encoder",
+        "metric",
+    ],
+    *[
+        "alert",
+        "dashboard",
+        "report",
+        "export",
+        "import",
+        "upgrade",
+        "rollback",
+        "feature",
+        "flag",
+        "tenant",
+        "account",
+        "invoice",
+    ],
+]
 
 
 class Stats:
@@ -38,8 +110,42 @@ class Stats:
         self.requests = 0
 
 
+def parse_mix(text: str) -> dict[str, float]:
+    mix = {"retrieve": 0.0, "store": 0.0, "other": 0.0}
+    for part in text.split(","):
+        name, _, share = part.partition("=")
+        if name.strip() not in mix:
+            raise SystemExit(f"--mix: unknown operation {name!r} (retrieve, store, other).")
+        mix[name.strip()] = float(share)
+    total = sum(mix.values()) or 1.0
+    return {k: v / total for k, v in mix.items()}
+
+
+def pick(rng: random.Random, mix: dict[str, float], project: str, mine: list[int]) -> tuple[str, dict[str, Any]]:
+    roll = rng.random()
+    topic = rng.choice(TOPICS)
+    if roll < mix["retrieve"]:
+        words = " ".join(rng.sample(WORDS, 2))
+        return "retrieve_memories", {"query": f"how do we handle {topic} for the {words}?", "project_id": project}
+    if roll < mix["retrieve"] + mix["store"]:
+        fact = f"Load test fact {uuid.uuid4().hex[:8]}: the {' '.join(rng.sample(WORDS, 3))} {topic} uses retries"
+        return "store_memory", {"content": fact, "category": "process", "project_id": project}
+    if mine and rng.random() < 0.5:
+        return "update_memory", {"id": rng.choice(mine), "tags": [topic]}
+    if mine:
+        return "delete_memory", {"id": mine.pop()}
+    return "list_memories", {"project_id": project, "limit": 10}
+
+
 async def client_loop(
-    url: str, token: str, project: str, deadline: float, budget: list[int], stats: Stats, seed: int
+    url: str,
+    token: str,
+    project: str,
+    deadline: float,
+    budget: list[int],
+    stats: Stats,
+    seed: int,
+    mix: dict[str, float],
 ) -> None:
     rng = random.Random(seed)
     mine: list[int] = []
@@ -52,25 +158,7 @@ async def client_loop(
         await session.initialize()
         while time.monotonic() < deadline and budget[0] > 0:
             budget[0] -= 1
-            roll = rng.random()
-            topic = rng.choice(TOPICS)
-            if roll < 0.7:
-                tool, args = "retrieve_memories", {"query": f"how do we handle {topic} here?", "project_id": project}
-            elif roll < 0.9:
-                tool, args = (
-                    "store_memory",
-                    {
-                        "content": f"Load test fact {uuid.uuid4().hex[:8]} about {topic}",
-                        "category": "process",
-                        "project_id": project,
-                    },
-                )
-            elif mine and roll < 0.95:
-                tool, args = "update_memory", {"id": rng.choice(mine), "tags": [topic]}
-            elif mine:
-                tool, args = "delete_memory", {"id": mine.pop()}
-            else:
-                tool, args = "list_memories", {"project_id": project, "limit": 10}
+            tool, args = pick(rng, mix, project, mine)
             started = time.perf_counter()
             try:
                 result = await session.call_tool(tool, args)
@@ -95,47 +183,135 @@ def pct(values: list[float], q: float) -> float:
     return round(values[min(len(values) - 1, int(q * len(values)))], 1) if values else 0.0
 
 
-async def run(args: argparse.Namespace, token: str, project: str) -> Stats:
-    host = urlparse(args.url).hostname
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        raise SystemExit("bench load only targets loopback addresses.")
+async def run_level(
+    url: str, token: str, project: str, clients: int, duration: float, max_requests: int, mix: dict[str, float]
+) -> Stats:
     stats = Stats()
-    deadline = time.monotonic() + args.duration
-    budget = [args.max_requests]
+    deadline = time.monotonic() + duration
+    budget = [max_requests]
+    seeds = [random.randrange(1 << 30) for _ in range(clients)]
     await asyncio.gather(
-        *(client_loop(args.url, token, project, deadline, budget, stats, n) for n in range(args.clients))
+        *(client_loop(url, token, project, deadline, budget, stats, seeds[n], mix) for n in range(clients))
     )
     return stats
 
 
-def main(args: argparse.Namespace) -> dict[str, Any]:
-    from django.conf import settings
+# --- CPU accounting ---------------------------------------------------------------------------
 
-    token = (settings.YULLU_HOME / "token").read_text().strip()
-    project = args.project or f"load-{uuid.uuid4().hex[:6]}"
-    if args.prefill and not Memory.objects.filter(project_id=project).exists():
-        from bench.latency import populate, rebuild_index
-        from memories.embedders import get_embedder
 
-        embedder = get_embedder()
-        dim = len(embedder.embed(["probe"])[0])
-        print(f"prefilling {project} with {args.prefill} synthetic memories…", flush=True)
-        rebuild_index(embedder.id, dim, drop=True)
-        populate(project, args.prefill, dim, embedder.id, 0)
-        rebuild_index(embedder.id, dim, drop=False)
-    started = time.perf_counter()
-    stats = asyncio.run(run(args, token, project))
-    elapsed = time.perf_counter() - started
-    present = Memory.objects.filter(uuid__in=stats.acked).count()
-    report = {
-        "clients": args.clients,
-        "project": project,
+def server_groups(home: Path) -> dict[str, list[psutil.Process]]:
+    """The processes of the server on this home: web (uvicorn), worker (Celery), postgres."""
+    groups: dict[str, list[psutil.Process]] = {"web": [], "worker": [], "postgres": []}
+    pidfile = home / "run" / "serve.pid"
+    if pidfile.exists():
+        try:
+            for proc in psutil.Process(int(pidfile.read_text().strip())).children(recursive=True):
+                cmd = " ".join(proc.cmdline())
+                groups["web" if "uvicorn" in cmd or "multiprocessing" in cmd else "worker"].append(proc)
+        except (psutil.Error, ValueError):
+            pass
+    from yullu_site import pg
+
+    postmaster = pg.plan(home).pgdata / "postmaster.pid"
+    try:
+        main = psutil.Process(int(postmaster.read_text().split()[0]))
+        groups["postgres"] = [main, *main.children(recursive=True)]
+    except (OSError, ValueError, IndexError, psutil.Error):
+        pass
+    return groups
+
+
+def cpu_seconds(procs: list[psutil.Process]) -> dict[int, float]:
+    out = {}
+    for proc in procs:
+        try:
+            t = proc.cpu_times()
+            out[proc.pid] = t.user + t.system
+        except psutil.Error:
+            pass
+    return out
+
+
+class CpuMeter:
+    """CPU seconds used by each server group, this process and the whole machine over a level."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    def __enter__(self) -> CpuMeter:
+        self.groups = server_groups(self.home)
+        self.before = {name: cpu_seconds(procs) for name, procs in self.groups.items()}
+        self.self_before = _own_cpu()
+        self.machine_before = psutil.cpu_times()
+        self.wall = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.monotonic() - self.wall
+        # Processes started meanwhile (a postgres backend per new connection) count from zero.
+        groups = server_groups(self.home)
+        self.used: dict[str, float] = {}
+        for name, procs in groups.items():
+            after = cpu_seconds(procs)
+            self.used[name] = sum(t - self.before[name].get(pid, 0.0) for pid, t in after.items())
+        self.used["load_generator"] = _own_cpu() - self.self_before
+        machine = psutil.cpu_times()
+        busy = sum(getattr(machine, f) - getattr(self.machine_before, f) for f in ("user", "nice", "system", "irq"))
+        busy += sum(getattr(machine, f, 0) - getattr(self.machine_before, f, 0) for f in ("softirq", "steal"))
+        self.used["machine"] = busy
+        self.cores = psutil.cpu_count() or 1
+
+    def report(self, operations: int) -> dict[str, Any]:
+        per_op = {name: round(1000 * s / max(1, operations), 2) for name, s in self.used.items()}
+        ours = sum(v for k, v in self.used.items() if k != "machine")
+        return {
+            "cpu_ms_per_op": per_op,
+            "machine_busy_share": round(self.used["machine"] / (self.wall * self.cores), 3),
+            "other_processes_cpu_share": round(max(0.0, self.used["machine"] - ours) / (self.wall * self.cores), 3),
+        }
+
+
+def _own_cpu() -> float:
+    t = psutil.Process().cpu_times()
+    return t.user + t.system
+
+
+# --- the inject hook under load -----------------------------------------------------------------
+
+PROMPTS = [
+    "How do we handle the deploy retries for the staging database?",
+    "Why did we choose this cache timeout for the session service?",
+    "What does the queue scheduler do when the webhook payload fails?",
+    "How should I run the migration for the tenant schema?",
+]
+
+
+def time_injects(count: int, project: str, port: int, delay: float, out: list[float]) -> None:
+    """Run `yullu inject` `count` times in a folder named like the project (no git: the folder
+    name is the project), timing process start to exit."""
+    time.sleep(delay)
+    yullu = str(Path(sys.executable).with_name("yullu"))
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp) / project
+        cwd.mkdir()
+        env = {**os.environ, "YULLU_PORT": str(port)}
+        for n in range(count):
+            payload = json.dumps({"prompt": PROMPTS[n % len(PROMPTS)], "cwd": str(cwd)})
+            started = time.perf_counter()
+            subprocess.run([yullu, "inject"], input=payload.encode(), capture_output=True, env=env, check=False)
+            out.append((time.perf_counter() - started) * 1000)
+
+
+# --- driver --------------------------------------------------------------------------------------
+
+
+def level_report(clients: int, stats: Stats, elapsed: float, cpu: CpuMeter, injects: list[float]) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "clients": clients,
         "seconds": round(elapsed, 1),
         "requests": stats.requests,
-        "throughput_rps": round(stats.requests / elapsed, 1),
+        "throughput_ops": round(stats.requests / elapsed, 1),
         "errors": stats.errors,
-        "lost_writes": len(stats.acked) - present,
-        "acknowledged_stores": len(stats.acked),
         "per_tool_ms": {
             tool: {
                 "n": len(v),
@@ -144,11 +320,79 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                 "p99": pct(v, 0.99),
                 "mean": round(statistics.fmean(v), 1),
             }
-            for tool, v in stats.latency.items()
+            for tool, v in sorted(stats.latency.items())
         },
+        **cpu.report(stats.requests),
     }
-    print(json.dumps(report, indent=2))
+    if injects:
+        report["inject_ms"] = {"n": len(injects), "p50": pct(injects, 0.5), "p95": pct(injects, 0.95)}
+    return report
+
+
+def main(args: argparse.Namespace) -> dict[str, Any]:
+    from django.conf import settings
+
+    host = urlparse(args.url).hostname
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise SystemExit("bench load only targets loopback addresses.")
+    home = settings.YULLU_HOME
+    token = (home / "token").read_text().strip()
+    port = urlparse(args.url).port or settings.YULLU["server"]["port"]
+    project = args.project or f"load-{uuid.uuid4().hex[:6]}"
+    levels = [int(n) for n in str(args.clients).split(",")]
+    mix = parse_mix(args.mix)
+    if args.prefill and not Memory.objects.filter(project_id=project).exists():
+        prefill(project, args.prefill)
+    acked: list[str] = []
+    if args.seed:
+        seeded = asyncio.run(
+            run_level(args.url, token, project, 4, 3600, args.seed, {"retrieve": 0, "store": 1, "other": 0})
+        )
+        acked += seeded.acked
+        print(f"seeded {project} with {len(seeded.acked)} memories", flush=True)
+    results = []
+    for clients in levels:
+        injects: list[float] = []
+        timer = None
+        if args.inject:
+            timer = threading.Thread(
+                target=time_injects, args=(args.inject, project, port, min(3.0, args.duration / 4), injects)
+            )
+        with CpuMeter(home) as cpu:
+            started = time.perf_counter()
+            if timer:
+                timer.start()
+            stats = asyncio.run(run_level(args.url, token, project, clients, args.duration, args.max_requests, mix))
+            elapsed = time.perf_counter() - started
+        if timer:
+            timer.join()
+        acked += stats.acked
+        report = level_report(clients, stats, elapsed, cpu, injects)
+        print(json.dumps(report, indent=2), flush=True)
+        results.append(report)
+    present = Memory.objects.filter(uuid__in=acked).count()
+    summary = {
+        "project": project,
+        "mix": mix,
+        "levels": results,
+        "acknowledged_stores": len(acked),
+        "lost_writes": len(acked) - present,
+        "errors": sum(sum(r["errors"].values()) for r in results),
+    }
+    print(json.dumps({k: v for k, v in summary.items() if k != "levels"}, indent=2))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(report, indent=2))
-    return report
+        Path(args.out).write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def prefill(project: str, count: int) -> None:
+    from bench.latency import populate, rebuild_index
+    from memories.embedders import get_embedder
+
+    embedder = get_embedder()
+    dim = len(embedder.embed(["probe"])[0])
+    print(f"prefilling {project} with {count} synthetic memories…", flush=True)
+    rebuild_index(embedder.id, dim, drop=True)
+    populate(project, count, dim, embedder.id, 0)
+    rebuild_index(embedder.id, dim, drop=False)

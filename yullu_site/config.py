@@ -78,6 +78,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "provider": Key(str, "local", _choice(*EMBED_PROVIDERS)),
         "model": Key(str, ""),
         "batch_size": Key(int, 64, _between(1, 2048)),
+        "runtime": Key(str, "onnx", _choice("onnx", "torch")),
     },
     "reasoning": {
         "provider": Key(str, "", _choice(*REASON_PROVIDERS)),
@@ -132,6 +133,7 @@ SECRET_KEYS = {(s, k) for s, keys in SCHEMA.items() for k, spec in keys.items() 
 ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "YULLU_EMBED_PROVIDER": ("embedding", "provider"),
     "YULLU_EMBED_MODEL": ("embedding", "model"),
+    "YULLU_EMBED_RUNTIME": ("embedding", "runtime"),
     "YULLU_REASON_PROVIDER": ("reasoning", "provider"),
     "YULLU_REASON_MODEL": ("reasoning", "model"),
     "OPENAI_API_KEY": ("openai", "api_key"),
@@ -153,6 +155,7 @@ DEFAULT_FILE = """\
 provider = "local"
 model = ""            # blank = the provider's default model
 batch_size = 64
+runtime = "onnx"      # local embedder: "onnx" (ONNX Runtime, int8 where it holds) or "torch"
 
 [reasoning]
 # Blank = automatic: Anthropic when ANTHROPIC_API_KEY is set, else an installed

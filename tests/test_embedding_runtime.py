@@ -1,0 +1,147 @@
+"""The local embedder's runtime: the ONNX build agrees with PyTorch and is the default, concurrent
+callers share forward passes but each gets its own vector, and query vectors are cached per embedder."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pytest
+from django.conf import settings
+
+from memories import embedders
+from memories.batching import Batcher, VectorCache
+from memories.embedders import LocalEmbedder, embed_query, get_embedder
+
+SENTENCES = [
+    "We deploy with a blue-green switch behind the load balancer.",
+    "Run the migrations before starting the new queue workers.",
+    "Why did we pick Postgres over MongoDB for billing?",
+    "The cache key must include the tenant id.",
+]
+
+
+def test_the_default_local_embedder_runs_on_onnx_and_agrees_with_pytorch() -> None:
+    from memories.onnx_model import load_torch_model
+
+    embedder = get_embedder(embedders.EmbedderSpec("local", "all-MiniLM-L6-v2"))
+    assert settings.YULLU["embedding"]["runtime"] == "onnx"
+    onnx = np.stack(embedder.embed(SENTENCES))
+    assert embedder._load().name == "onnx"
+    reference = load_torch_model("all-MiniLM-L6-v2").encode(SENTENCES, normalize_embeddings=True)
+    cosines = np.sum(onnx * reference, axis=1)
+    assert cosines.min() >= 0.98, cosines
+    assert cosines.mean() >= 0.99, cosines
+
+
+def test_the_onnx_build_is_exported_once_and_reused(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memories import onnx_model
+
+    build = onnx_model.ensure_build(settings.YULLU_HOME, "all-MiniLM-L6-v2")
+    assert (build / "meta.json").exists() and (build / "tokenizer.json").exists()
+    monkeypatch.setattr(onnx_model, "export", lambda *a: pytest.fail("a ready build must not be exported again"))
+    assert onnx_model.ensure_build(settings.YULLU_HOME, "all-MiniLM-L6-v2") == build
+
+
+def test_concurrent_callers_share_passes_and_each_gets_its_own_vector() -> None:
+    gate = threading.Event()
+    entered: list[str] = []
+    passes: list[list[str]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        entered.extend(texts)
+        gate.wait(60)  # the first pass blocks until every caller has queued behind it
+        passes.append(list(texts))
+        return np.array([[float(len(t)), float(sum(map(ord, t)))] for t in texts])
+
+    batcher = Batcher(encode, max_batch=16, wait=0.0)
+    texts = [f"question number {n}" + "?" * n for n in range(9)]
+    with ThreadPoolExecutor(len(texts)) as pool:
+        futures = [pool.submit(batcher.embed, [t]) for t in texts]
+        deadline = time.monotonic() + 60
+        while len(entered) + batcher._queue.qsize() < len(texts) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        gate.set()
+        results = [f.result(timeout=60) for f in futures]
+    for text, (vector,) in zip(texts, results, strict=True):
+        assert list(vector) == [float(len(text)), float(sum(map(ord, text)))]
+    assert len(passes) <= 2, passes  # whoever came first, then everyone who queued meanwhile
+    assert max(len(p) for p in passes) >= 5
+
+
+def test_concurrent_callers_of_the_real_model_get_the_vector_of_their_own_text() -> None:
+    embedder = get_embedder(embedders.EmbedderSpec("local", "all-MiniLM-L6-v2"))
+    alone = [embedder.embed([s])[0] for s in SENTENCES]
+    with ThreadPoolExecutor(len(SENTENCES)) as pool:
+        together = list(pool.map(lambda s: embedder.embed([s])[0], SENTENCES * 3))
+    # int8 activations are quantised per pass, so batch-mates move a vector slightly (as much as
+    # int8 vs fp32 does); another text's vector would be far below this.
+    for n, vector in enumerate(together):
+        assert float(vector @ alone[n % len(SENTENCES)]) > 0.98
+
+
+def test_a_failing_pass_fails_its_callers_and_the_batcher_keeps_working() -> None:
+    calls = {"n": 0}
+
+    def encode(texts: list[str]) -> np.ndarray:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("model crashed")
+        return np.ones((len(texts), 3))
+
+    batcher = Batcher(encode, wait=0.0)
+    with pytest.raises(RuntimeError, match="model crashed"):
+        batcher.embed(["first"])
+    assert len(batcher.embed(["second", "third"])) == 2
+
+
+class Counting:
+    provider = "local"
+
+    def __init__(self, id: str) -> None:
+        self.id, self.model, self.calls = id, id, 0
+
+    def embed(self, texts: list[str], kind: str = "document") -> list[np.ndarray]:
+        self.calls += 1
+        return [np.full(4, float(self.calls)) for _ in texts]
+
+
+def test_the_query_cache_returns_the_same_vector_and_is_keyed_by_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedders, "query_cache", VectorCache(size=8))
+    first, second = Counting("local:a"), Counting("local:b")
+    v1 = embed_query(first, "how do we deploy?")
+    assert np.array_equal(embed_query(first, "how do we deploy?"), v1)
+    assert first.calls == 1
+    embed_query(second, "how do we deploy?")
+    assert second.calls == 1, "another embedder must not get the first one's vector"
+    embed_query(first, "how do we release?")
+    assert first.calls == 2
+    with pytest.raises(ValueError):
+        v1[0] = 5.0  # shared between callers: read-only
+
+
+def test_the_query_cache_forgets_the_least_recently_used() -> None:
+    cache = VectorCache(size=2)
+    cache.put("e", "a", np.zeros(2))
+    cache.put("e", "b", np.zeros(2))
+    assert cache.get("e", "a") is not None  # a is now the most recent
+    cache.put("e", "c", np.zeros(2))
+    assert cache.get("e", "b") is None and cache.get("e", "a") is not None
+
+
+def test_model_work_never_runs_on_the_calling_thread() -> None:
+    seen: list[str] = []
+    batcher = Batcher(lambda texts: (seen.append(threading.current_thread().name), np.ones((len(texts), 2)))[1])
+    batcher.embed(["x"])
+    assert seen and seen[0] != threading.current_thread().name
+
+
+def test_the_torch_runtime_is_still_available(settings: Any) -> None:
+    settings.YULLU = {**settings.YULLU, "embedding": {**settings.YULLU["embedding"], "runtime": "torch"}}
+    embedder = LocalEmbedder("all-MiniLM-L6-v2")
+    batcher = embedders._load_local(embedder.model, embedders.runtime())
+    assert batcher.name == "torch"
+    assert len(batcher.embed(["hello"])[0]) == 384
