@@ -49,3 +49,19 @@ def parse_operations(text: str) -> list[dict[str, Any]]:
             return [op for op in data["operations"] if isinstance(op, dict)]
     excerpt = (text or "").strip().replace("\n", " ")[:200]
     raise ParseError(f"the reasoner's answer held no JSON object with an 'operations' list: {excerpt!r}")
+
+
+DECISIONS = ("create", "skip", "update", "supersede", "contradicts")
+
+
+def parse_decision(text: str) -> dict[str, Any]:
+    """The judge's answer: {"decision": one of DECISIONS, "uuid": ...}."""
+    for candidate in _objects(text or ""):
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and data.get("decision") in DECISIONS:
+            return data
+    excerpt = (text or "").strip().replace("\n", " ")[:200]
+    raise ParseError(f"the reasoner's answer held no decision: {excerpt!r}")

@@ -28,13 +28,18 @@ Each fact gets exactly one category:
 - domain: what terms mean, invariants of the business
 - style: UI patterns, tone, code style
 
-Prefer updating an existing memory (give its uuid) to creating a near-duplicate. Delete
-an existing memory only when the conversation shows it is wrong or obsolete. Write each
+Prefer updating an existing memory (give its uuid) to creating a near-duplicate. When the
+conversation reverses or replaces an existing memory (a decision changed, a command was
+renamed), use "supersede" with its uuid and the new fact: the old one is kept as history.
+When it disagrees with an existing memory and it is unclear which is right, use
+"contradicts" with its uuid and the new claim: a reviewer decides. Delete an existing
+memory only when the conversation shows it is simply wrong. Write each
 memory as one self-contained sentence or two, understandable without the conversation.
 Do not repeat the rejected examples or anything like them.
 
 Answer with one JSON object and nothing else:
-{"operations": [{"op": "create|update|delete", "uuid": "<existing uuid for update/delete>",
+{"operations": [{"op": "create|update|supersede|contradicts|delete",
+ "uuid": "<existing uuid for update/supersede/contradicts/delete>",
  "content": "...", "category": "process|decision|gotcha|domain|style", "tags": ["..."],
  "reasoning": "why this is durable"}]}
 Return {"operations": []} when nothing is worth keeping.
@@ -67,3 +72,30 @@ def build_user_prompt(
     parts.append("## Conversation")
     parts += [f"[{role}] {content}" for role, content in messages]
     return "\n\n".join(parts)
+
+
+JUDGE_PROMPT = """\
+You keep one software project's long-term memory free of duplicates and contradictions.
+A new memory is proposed; the existing memories most similar to it are listed. Decide:
+- "create": it is a different fact; keep both.
+- "skip": an existing memory already says the same thing.
+- "update": it refines one existing memory (same fact, better wording or more detail).
+- "supersede": it replaces one existing memory (the decision was reversed, the command
+  renamed, the value changed); the old one becomes history.
+- "contradicts": it disagrees with one existing memory and it is unclear which is right.
+Answer with one JSON object and nothing else:
+{"decision": "create|skip|update|supersede|contradicts", "uuid": "<the existing memory's uuid, if any>",
+ "reasoning": "one sentence"}
+"""
+
+
+def build_judge_prompt(proposed: str, neighbours: list[dict[str, Any]]) -> str:
+    """The proposal and its nearest existing memories, fenced as data."""
+    return "\n\n".join(
+        [
+            "## Proposed memory",
+            json.dumps({"content": proposed}, ensure_ascii=False),
+            "## Most similar existing memories",
+            json.dumps(neighbours, ensure_ascii=False, indent=0),
+        ]
+    )

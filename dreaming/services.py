@@ -14,7 +14,6 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
-import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max
@@ -22,16 +21,15 @@ from django.utils import timezone
 
 from memories import services as memory_services
 from memories.backfill import advisory_lock
-from memories.embedders import embeds, get_embedder
-from memories.models import ArchiveReason, Memory, MemoryVector, RejectedMemory
+from memories.models import ArchiveReason, Memory, RejectedMemory
 from memories.scope import Scope, known_root, resolve
 from sync.secrets import redact
 from yullu_site.config import load_for_project, parse_duration
 from yullu_site.errors import UserError
 
 from .models import DreamOp, DreamPass, DreamSchedule, SessionMessage
-from .parse import ParseError, parse_operations
-from .prompt import build_user_prompt, current_prompt
+from .parse import ParseError, parse_decision, parse_operations
+from .prompt import JUDGE_PROMPT, build_judge_prompt, build_user_prompt, current_prompt
 from .reasoners import Reasoner, configured_reasoner
 
 log = logging.getLogger(__name__)
@@ -39,9 +37,6 @@ LOCK_KEY = 0x59_75_6C_03
 MAX_MESSAGES_PER_SESSION = 500
 MAX_MESSAGES_PER_CALL = 200
 MAX_MESSAGE_CHARS = 100_000
-# Cosine similarity above which a "create" is treated as the same fact as an existing memory
-# (measured with bench/near_duplicates.py: restatements 0.835–0.951, distinct facts ≤ 0.741).
-DUPLICATE_SIMILARITY = 0.82
 
 
 class RecordResult(TypedDict):
@@ -248,11 +243,11 @@ def _dream_session(
         outcome["error"] = str(exc)
         return outcome  # messages are kept for the next pass
     applied: list[tuple[dict[str, Any], str, str]] = []
-    counts = apply_operations(Scope(project_id, known_root(project_id)), ops, record=applied)
+    counts = apply_operations(Scope(project_id, known_root(project_id)), ops, record=applied, reasoner=reasoner)
     if dream is not None:
         _record_ops(dream, session_id, applied)
     for key, value in counts.items():
-        result[f"ops_{key}"] += value  # type: ignore[literal-required]
+        result[f"ops_{COUNTED_AS.get(key, key)}"] += value  # type: ignore[literal-required]
     outcome.update(counts)
     SessionMessage.objects.filter(pk__in=[r[0] for r in rows]).delete()
     result["sessions_processed"] += 1
@@ -260,15 +255,23 @@ def _dream_session(
     return outcome
 
 
+# A supersede is an update of what the project knows; a conflict adds a (disputed) memory.
+COUNTED_AS = {"superseded": "updated", "conflict": "created"}
+
+
 def apply_operations(
-    scope: Scope, ops: list[dict[str, Any]], record: list[tuple[dict[str, Any], str, str]] | None = None
+    scope: Scope,
+    ops: list[dict[str, Any]],
+    record: list[tuple[dict[str, Any], str, str]] | None = None,
+    reasoner: Reasoner | None = None,
 ) -> dict[str, int]:
-    """Apply ops one by one; a failing op is skipped. `record` (if given) receives (op, outcome, why)."""
-    counts = {"created": 0, "updated": 0, "deleted": 0, "skipped": 0}
+    """Apply ops one by one; a failing op is skipped. `record` (if given) receives (op, outcome, why).
+    With a `reasoner`, a create close to existing memories is judged against them first."""
+    counts = {"created": 0, "updated": 0, "deleted": 0, "skipped": 0, "superseded": 0, "conflict": 0}
     for op in ops:
         why = ""
         try:
-            kind = _apply_op(scope, op)
+            kind = _apply_op(scope, op, reasoner)
         except UserError as exc:
             log.info("dream op skipped: %s", exc)
             kind, why = "skipped", str(exc)
@@ -319,49 +322,100 @@ def _uuid(value: Any) -> str:
         raise UserError(f"{value!r} is not a memory uuid") from None
 
 
-def _apply_op(scope: Scope, op: dict[str, Any]) -> str:
+def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None) -> str:
     kind = op.get("op")
     if kind == "create":
-        duplicate = near_duplicate(scope.project_id, op.get("content"))
-        if duplicate is not None:
-            if duplicate.content.strip() == str(op.get("content", "")).strip():
-                return "skipped"
-            memory_services.update_memory(
-                duplicate.id, content=op.get("content"), category=op.get("category"), source="dream"
-            )
-            return "updated"
-        memory_services.create_memory(scope, op.get("content"), op.get("category"), op.get("tags"), source="dream")
-        return "created"
+        return _create(scope, op, reasoner)
     if kind == "update":
         memory = _by_uuid(scope, op.get("uuid"))
         memory_services.update_memory(
             memory.id, content=op.get("content"), tags=op.get("tags"), category=op.get("category"), source="dream"
         )
         return "updated"
+    if kind == "supersede":
+        return _supersede(scope, _by_uuid(scope, op.get("uuid")), op)
+    if kind == "contradicts":
+        return _contradict(scope, _by_uuid(scope, op.get("uuid")), op)
     if kind == "delete":
         memory_services.delete_memory(_by_uuid(scope, op.get("uuid")).id, source="dream")
         return "deleted"
     raise UserError(f"unknown op {kind!r}")
 
 
-def near_duplicate(project_id: str, content: Any) -> Memory | None:
-    """The existing memory whose vector is nearly identical to `content`'s, if any."""
-    if not isinstance(content, str) or not content.strip():
-        return None
-    exact = Memory.objects.filter(project_id=project_id, content=content.strip()).first()
-    if exact is not None:
-        return exact
-    embedder = get_embedder()
-    if not embeds(embedder) or not MemoryVector.objects.filter(project_id=project_id, embedder=embedder.id).exists():
-        return None
-    from memories.queries import nearest
+def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None) -> str:
+    """A proposed new memory is first compared with its nearest neighbours: a near-duplicate
+    updates (or skips) the existing one; related ones go to the reasoner, which may decide the
+    proposal updates, supersedes or contradicts one of them instead of becoming a second memory."""
+    near = memory_services.nearby(scope.project_id, op.get("content"))
+    if near.duplicate is not None:
+        existing = near.duplicate[0]
+        if existing.content.strip() == str(op.get("content", "")).strip():
+            return "skipped"
+        memory_services.update_memory(
+            existing.id, content=op.get("content"), category=op.get("category"), source="dream"
+        )
+        return "updated"
+    if near.similar and reasoner is not None:
+        decision = _judge(reasoner, op, near.similar)
+        choice, memory = decision.get("decision"), None
+        if _is_uuid(decision.get("uuid")):
+            ids = [s["id"] for s in near.similar]
+            memory = Memory.objects.filter(pk__in=ids, uuid=_uuid(decision.get("uuid"))).first()
+        if choice == "skip":
+            return "skipped"
+        if memory is not None and choice == "update":
+            memory_services.update_memory(memory.id, content=op.get("content"), source="dream")
+            return "updated"
+        if memory is not None and choice == "supersede":
+            return _supersede(scope, memory, op)
+        if memory is not None and choice == "contradicts":
+            return _contradict(scope, memory, op)
+    memory_services.create_memory(scope, op.get("content"), op.get("category"), op.get("tags"), source="dream")
+    return "created"
 
-    vector = np.asarray(embedder.embed([content.strip()], kind="document")[0])
-    best = nearest(project_id, embedder.id, vector, 1)
-    for memory_id, similarity in best.items():
-        if similarity >= DUPLICATE_SIMILARITY:
-            return Memory.objects.filter(pk=memory_id).first()
-    return None
+
+def _supersede(scope: Scope, old: Memory, op: dict[str, Any]) -> str:
+    memory_services.store_memory(
+        scope,
+        op.get("content"),
+        op.get("category") or old.category,
+        op.get("tags") if op.get("tags") is not None else list(old.tags),
+        supersedes=old.pk,
+        source="dream",
+    )
+    return "superseded"
+
+
+def _contradict(scope: Scope, other: Memory, op: dict[str, Any]) -> str:
+    """Store the claim and open a conflict: a reviewer decides which one is current."""
+    from memories.lifecycle import link_memories
+
+    stored = memory_services.store_memory(scope, op.get("content"), op.get("category"), op.get("tags"), source="dream")
+    if stored.memory.pk == other.pk:
+        return "skipped"
+    link_memories(stored.memory.pk, other.pk, "contradicts", source="dream", note=str(op.get("reasoning") or ""))
+    return "conflict"
+
+
+def _is_uuid(value: Any) -> bool:
+    try:
+        _uuid(value)
+        return True
+    except UserError:
+        return False
+
+
+def _judge(reasoner: Reasoner, op: dict[str, Any], similar: list[Any]) -> dict[str, Any]:
+    """Ask the reasoner how a proposed memory relates to its nearest existing ones. Any failure
+    (transport, unparsable answer) means "create": the proposal is at worst a related memory."""
+    uuids = dict(Memory.objects.filter(pk__in=[s["id"] for s in similar]).values_list("pk", "uuid"))
+    neighbours = [{"uuid": str(uuids[s["id"]]), "content": s["content"]} for s in similar if s["id"] in uuids]
+    try:
+        answer = reasoner.complete(JUDGE_PROMPT, build_judge_prompt(str(op.get("content")), neighbours))
+        return parse_decision(answer)
+    except (ParseError, UserError) as exc:
+        log.info("dream judge gave no decision: %s", exc)
+        return {"decision": "create"}
 
 
 # --- scheduling -------------------------------------------------------------------------

@@ -465,6 +465,15 @@ def _near(project_id: str, embedder_id: str, item: NewMemory, vector: Any, exclu
     return Nearby(None, similar)
 
 
+def nearby(project_id: str, content: Any) -> Nearby:
+    """Read-only: the current memory `content` would duplicate, else the related ones (for dreaming,
+    which decides between update, supersede and a contradicts link before it writes)."""
+    text = clean_content(content)
+    embedder = get_embedder()
+    vectors = _embed(embedder, [text])
+    return _near(project_id, embedder.id, NewMemory(text), vectors[0] if vectors else None, set())
+
+
 def _batch_duplicate(
     items: list[NewMemory], vectors: list[np.ndarray] | None, n: int, earlier: list[int], embedder_id: str
 ) -> tuple[int, float] | None:
