@@ -107,6 +107,7 @@ class Stats:
         self.latency: dict[str, list[float]] = {}
         self.errors: dict[str, int] = {}
         self.acked: list[str] = []
+        self.deleted: set[str] = set()  # acknowledged deletes (another client's duplicate store may name one)
         self.requests = 0
 
 
@@ -173,9 +174,7 @@ async def client_loop(
                 stats.acked.append(result.structured_content["uuid"])
                 mine.append(result.structured_content["id"])
             elif tool == "delete_memory" and result is not None:
-                gone = result.structured_content["uuid"]
-                if gone in stats.acked:
-                    stats.acked.remove(gone)
+                stats.deleted.add(result.structured_content["uuid"])
 
 
 def pct(values: list[float], q: float) -> float:
@@ -344,6 +343,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     if args.prefill and not Memory.objects.filter(project_id=project).exists():
         prefill(project, args.prefill)
     acked: list[str] = []
+    deleted: set[str] = set()
     if args.seed:
         seeded = asyncio.run(
             run_level(args.url, token, project, 4, 3600, args.seed, {"retrieve": 0, "store": 1, "other": 0})
@@ -367,16 +367,21 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         if timer:
             timer.join()
         acked += stats.acked
+        deleted |= stats.deleted
         report = level_report(clients, stats, elapsed, cpu, injects)
         print(json.dumps(report, indent=2), flush=True)
         results.append(report)
-    present = Memory.objects.filter(uuid__in=acked).count()
+    # A store of a near-duplicate acknowledges the existing memory: count each memory once.
+    expected = set(acked) - deleted
+    present = {str(u) for u in Memory.objects.filter(uuid__in=expected).values_list("uuid", flat=True)}
     summary = {
         "project": project,
         "mix": mix,
         "levels": results,
         "acknowledged_stores": len(acked),
-        "lost_writes": len(acked) - present,
+        "acknowledged_memories": len(expected),
+        "lost_writes": len(expected - present),
+        "lost_uuids": sorted(expected - present)[:20],
         "errors": sum(sum(r["errors"].values()) for r in results),
     }
     print(json.dumps({k: v for k, v in summary.items() if k != "levels"}, indent=2))

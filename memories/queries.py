@@ -340,6 +340,15 @@ def _apply_floor(
             result.considered.append(hit_dict(memory, c.similarity, 0))
 
 
+def _lazy_commit() -> None:
+    """This transaction's commit does not wait for its WAL flush. For rows we can afford to lose
+    in a crash (the last ~0.6 s of recall log; never a memory): a crash loses them whole, it
+    never corrupts anything, and other sessions see them at once. Saves the flush wait (a few
+    ms) on every retrieve."""
+    with connection.cursor() as cur:
+        cur.execute("SET LOCAL synchronous_commit = off")
+
+
 def _log_recall(result: SearchResult, query: str) -> None:
     """Best effort: a memory deleted between the search and this insert is logged without its FK;
     a logging failure never fails the search itself."""
@@ -357,6 +366,7 @@ def _log_recall(result: SearchResult, query: str) -> None:
     ]
     try:
         with transaction.atomic():
+            _lazy_commit()
             MemoryEvent.objects.bulk_create(rows)
         return
     except IntegrityError:
@@ -365,6 +375,7 @@ def _log_recall(result: SearchResult, query: str) -> None:
         row.memory_id = row.memory_id if row.memory_id in alive else None
     try:
         with transaction.atomic():
+            _lazy_commit()
             MemoryEvent.objects.bulk_create(rows)
     except IntegrityError:
         log.warning("could not write the recall log for %s", result.recall_id)
