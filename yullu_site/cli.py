@@ -25,13 +25,55 @@ def run_guarded(fn: Callable[[], object]) -> None:
         fn()
     except (ConfigError, EnvError, DatabaseUrlError, EmbeddedPostgresError) as exc:
         fail(str(exc))
+    except Exception as exc:
+        from django.db import OperationalError
+
+        if not isinstance(exc, OperationalError):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        fail(f"cannot reach the database ({first}); start it, or check DATABASE_URL.")
 
 
-def setup_django() -> None:
+def setup_django(migrate: bool = True) -> None:
+    """Set Django up for a command that uses the database: bring the schema up to date first (so
+    a command run before the first `make run` works), and stop again an embedded PostgreSQL that
+    only this command started (so nothing is left running after it exits)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
     import django
 
+    started_here = migrate and _embedded_postgres_is_down()
     django.setup()
+    if started_here:
+        import atexit
+
+        atexit.register(_stop_postgres_started_here)
+    if migrate:
+        from .database import migrate_if_needed
+
+        if migrate_if_needed():
+            print("yullu: brought the database up to date.", file=sys.stderr)
+
+
+def _embedded_postgres_is_down() -> bool:
+    if os.environ.get("DATABASE_URL", "").strip():
+        return False
+    from . import pg
+    from .paths import ensure_home
+
+    return not pg.is_running(pg.plan(ensure_home()))
+
+
+def _stop_postgres_started_here() -> None:
+    from django.db import connections
+
+    from . import pg
+    from .paths import ensure_home
+    from .serve import server_running
+
+    connections.close_all()
+    home = ensure_home()
+    if not server_running(home):  # a `yullu serve` that started meanwhile is using it now
+        pg.stop(home)
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
@@ -45,7 +87,7 @@ def cmd_token(args: argparse.Namespace) -> None:
     from .bootstrap import bootstrap, token_file
 
     bootstrap()
-    print(f"# API token (stored in {token_file()}); send it as 'Authorization: Bearer <token>'")
+    print(f'# API token (stored in {token_file()}); send it as "Authorization: Bearer <token>"')
     print(token_file().read_text().strip())
 
 
@@ -110,7 +152,15 @@ def cmd_prune(args: argparse.Namespace) -> None:
 def cmd_export(args: argparse.Namespace) -> None:
     setup_django()
     from memories.export import export_agents_md
+    from memories.models import Memory, ProjectLocation
 
+    known = (
+        Memory.objects.filter(project_id=args.project).exists()
+        or ProjectLocation.objects.filter(project_id=args.project).exists()
+    )
+    if args.project and not known:
+        fail(f"project {args.project!r} not found (no memories, never seen); `yullu export agents-md` "
+             "without --project exports the current folder's project.")  # fmt: skip
     export_agents_md(project_id=args.project, cwd=os.getcwd(), out=args.out)
 
 

@@ -54,3 +54,30 @@ def database_settings(database_url: str, home: Path) -> tuple[dict[str, Any], st
     if database_url:
         return parse_database_url(database_url), "external"
     return embedded_database(home), "embedded"
+
+
+MIGRATE_LOCK = 0x59554C4C5500  # session-level advisory lock: one migrating process at a time
+
+
+def migrate_if_needed() -> bool:
+    """Apply pending migrations under a database lock (so processes starting together take turns).
+    Returns whether anything was applied. Safe to call from every process and command."""
+    from django.core.management import call_command
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    def pending() -> bool:
+        executor = MigrationExecutor(connection)
+        return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+
+    if not pending():
+        return False
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK])
+        try:
+            if not pending():  # another process migrated while we waited
+                return False
+            call_command("migrate", interactive=False, verbosity=0)
+            return True
+        finally:
+            cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])

@@ -8,7 +8,9 @@ file it cannot parse. Uninstall removes exactly what install added.
 from __future__ import annotations
 
 import json
+import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -16,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .hooks import server_url, token
+from .hooks import server_url, token, yullu_home
 
 SKILL = """\
 ---
@@ -70,9 +72,12 @@ def say(message: str) -> None:
     print(message, flush=True)
 
 
-def backup(path: Path) -> None:
+def backup(path: Path, private: bool = False) -> None:
     if path.exists():
-        shutil.copy2(path, path.with_name(f"{path.name}.yullu-backup-{time.strftime('%Y%m%d%H%M%S')}"))
+        copy = path.with_name(f"{path.name}.yullu-backup-{time.strftime('%Y%m%d%H%M%S')}")
+        shutil.copy2(path, copy)
+        if private:
+            copy.chmod(0o600)  # the old file may hold an earlier token
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -87,15 +92,28 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def write_if_changed(path: Path, text: str) -> bool:
+def write_if_changed(path: Path, text: str, private: bool = False) -> bool:
+    """Write `text` atomically unless the file already holds it. `private`: the file holds the API
+    token, so it (and its backup) is 0600 even if an earlier version was world-readable."""
     if path.exists() and path.read_text() == text:
+        if private:
+            path.chmod(0o600)
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    backup(path)
+    backup(path, private)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
     tmp.replace(path)
     return True
+
+
+def hook_command(binary: str, verb: str) -> str:
+    """The hook's shell command, pinned to the server and data this install was made for, so a
+    server on a non-default port or home is still found when the assistant runs the hook."""
+    port = server_url().rsplit(":", 1)[1]
+    return f"YULLU_HOME={shlex.quote(str(yullu_home().resolve()))} YULLU_PORT={port} {shlex.quote(binary)} {verb}"
 
 
 # --- Claude Code ----------------------------------------------------------------------
@@ -104,7 +122,7 @@ HOOKS = {"UserPromptSubmit": "inject", "Stop": "record-turn"}
 
 
 def _is_ours(command: str, verb: str) -> bool:
-    return command.endswith(f"yullu {verb}") or command.endswith(f'yullu" {verb}')
+    return any(command.endswith(f"yullu{quote} {verb}") for quote in ("", '"', "'"))
 
 
 def _strip_hooks(settings: dict[str, Any]) -> None:
@@ -128,7 +146,7 @@ def claude_settings_with_hooks(settings: dict[str, Any], binary: str) -> dict[st
     _strip_hooks(settings)
     hooks = settings.setdefault("hooks", {})
     for event, verb in HOOKS.items():
-        hooks.setdefault(event, []).append({"hooks": [{"type": "command", "command": f"{binary} {verb}"}]})
+        hooks.setdefault(event, []).append({"hooks": [{"type": "command", "command": hook_command(binary, verb)}]})
     return settings
 
 
@@ -163,8 +181,10 @@ def install_claude(home: Path, binary: str) -> None:
             else f"claude: `claude mcp add` failed: {done.stderr.strip()[:200]}"
         )
     else:
-        shown = cmd[:-1] + ["'Authorization: Bearer $(yullu token | tail -1)'"]
-        say("claude: `claude` is not on PATH; register the MCP server with:\n  " + " ".join(shown))
+        # Double quotes so the shell substitutes the token when the line is pasted; an absolute path
+        # so it works whatever the current folder and PATH.
+        header = f'"Authorization: Bearer $(cat {shlex.quote(str(yullu_home().resolve() / "token"))})"'
+        say("claude: `claude` is not on PATH; register the MCP server with:\n  " + shlex.join(cmd[:-1]) + " " + header)
 
 
 def uninstall_claude(home: Path) -> None:
@@ -217,7 +237,7 @@ def install_codex(home: Path) -> None:
     entry["url"] = f"{server_url()}/mcp"
     entry["http_headers"] = {"Authorization": f"Bearer {token()}"}
     servers["yullu"] = entry
-    if write_if_changed(path, tomlkit.dumps(doc)):
+    if write_if_changed(path, tomlkit.dumps(doc), private=True):
         say(f"codex: added [mcp_servers.yullu] to {path}")
 
 
@@ -236,7 +256,7 @@ def uninstall_codex(home: Path) -> None:
             del servers["yullu"]
             if not servers:
                 del doc["mcp_servers"]
-            write_if_changed(path, tomlkit.dumps(doc))
+            write_if_changed(path, tomlkit.dumps(doc), private=True)
             say(f"codex: removed [mcp_servers.yullu] from {path}")
 
 
@@ -250,7 +270,7 @@ def install_cursor(home: Path) -> None:
         "url": f"{server_url()}/mcp",
         "headers": {"Authorization": f"Bearer {token()}"},
     }
-    if write_if_changed(path, json.dumps(data, indent=2) + "\n"):
+    if write_if_changed(path, json.dumps(data, indent=2) + "\n", private=True):
         say(f"cursor: added mcpServers.yullu to {path}")
     say("cursor: rules are per project; commit this as .cursor/rules/yullu.mdc:\n\n" + CURSOR_RULES)
 
@@ -261,7 +281,7 @@ def uninstall_cursor(home: Path) -> None:
         data = read_json(path)
         if "yullu" in (data.get("mcpServers") or {}):
             del data["mcpServers"]["yullu"]
-            write_if_changed(path, json.dumps(data, indent=2) + "\n")
+            write_if_changed(path, json.dumps(data, indent=2) + "\n", private=True)
             say(f"cursor: removed mcpServers.yullu from {path}")
 
 

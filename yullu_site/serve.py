@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,8 +77,7 @@ def _stop_all(supervised: list[Child]) -> None:
             os.killpg(child.pid, signal.SIGKILL)
 
 
-# Session-level advisory locks (any constant; namespaced by the high bits).
-MIGRATE_LOCK = 0x59554C4C5500
+# Session-level advisory lock (any constant; namespaced by the high bits). Migrations: database.py.
 BEAT_LOCK = 0x59554C4C5501
 
 
@@ -91,7 +91,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     run_dir = home / "run"
     run_dir.mkdir(exist_ok=True)
     pg_was_running = not os.environ.get("DATABASE_URL") and pg.is_running(pg.plan(home))
-    setup_django()
+    setup_django(migrate=False)  # web nodes migrate below, under a lock
     from django.conf import settings
 
     port = port or settings.YULLU["server"]["port"]
@@ -130,19 +130,22 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
 
 
 def _prepare_database() -> object:
-    """Migrate and bootstrap under a database lock, so web processes starting together take turns."""
-    from django.core.management import call_command
-    from django.db import connection
-
+    """Migrate and bootstrap (under a database lock, so web processes starting together take turns)."""
     from .bootstrap import bootstrap
+    from .database import migrate_if_needed
 
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK])
-        try:
-            call_command("migrate", interactive=False, verbosity=0)
-            return bootstrap()
-        finally:
-            cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
+    migrate_if_needed()
+    return bootstrap()
+
+
+def server_running(home: Path) -> bool:
+    """Whether a `yullu serve` (any role) is running on this YULLU_HOME."""
+    for pidfile in (home / "run").glob("serve*.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pidfile.read_text().strip() or "0")
+            if pid and pid != os.getpid() and _alive(pid):
+                return True
+    return False
 
 
 def _claim_beat_lock() -> Any:
@@ -299,6 +302,14 @@ def _reasoner_line() -> str:
     return f"  dreaming:   {state['name']}" if state["available"] else f"  WARNING:    {state['warning']}"
 
 
+def path_hint(bin_dir: Path, path: str) -> str | None:
+    """How to put `yullu` on PATH, when the one beside this Python is not what the shell finds."""
+    found = shutil.which("yullu", path=path)
+    if not (bin_dir / "yullu").exists() or (found and Path(found).resolve() == (bin_dir / "yullu").resolve()):
+        return None
+    return f'  CLI:        `yullu` is not on your PATH; add it with:  export PATH="{bin_dir}:$PATH"'
+
+
 def _print_banner(host: str, port: int, result: object, settings: object) -> None:
     base = f"http://{host}:{port}"
     pw_file = result.admin_password_file  # type: ignore[attr-defined]
@@ -314,5 +325,7 @@ def _print_banner(host: str, port: int, result: object, settings: object) -> Non
     if result.admin_created:  # type: ignore[attr-defined]
         lines.append(f"  first run:  admin password is {pw_file.read_text().strip()}")
     lines.append(_reasoner_line())
+    if hint := path_hint(Path(sys.executable).parent, os.environ.get("PATH", "")):
+        lines.append(hint)
     lines.append("Press Ctrl-C to stop.")
     print("\n".join(lines), flush=True)
