@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
 
-.PHONY: run test lint format install clean-test
+.PHONY: run test lint format install clean-test browser
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null || { echo "Python 3.11 is required ($(PY) not found)"; exit 1; }
@@ -32,10 +32,24 @@ format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The admin's browser tests drive the system Chromium (Playwright cannot download browsers here).
+# As root (CI), install the Debian package when it is missing; otherwise say how.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing chromium for the browser tests…"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+		else \
+			echo "note: $(CHROMIUM) is missing; browser tests need it (sudo apt-get install chromium)"; \
+		fi; \
+	fi
+
 # Tests use their own YULLU_HOME and config so they never touch your data.
 TEST_HOME ?= $(CURDIR)/.test-home
 # The embedded test server is stopped afterwards, whatever pytest's outcome.
-test: install lint
+test: install lint browser
 	@mkdir -p $(TEST_HOME)
 	@export YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml HF_HUB_OFFLINE=1; \
 		$(BIN)/pytest $(PYTEST_ARGS); status=$$?; \

@@ -1,36 +1,66 @@
-"""Dreaming in the admin: buffered sessions, dream now with live progress, history, prompt, schedules."""
+"""Dreaming in the admin: buffered sessions, dream now with live status, each pass with its
+proposed and applied operations, the prompt and per-project schedules."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import Count, Max
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from unfold.admin import ModelAdmin, TabularInline
 
-from .models import DreamPass, DreamSchedule, SessionMessage
+from .models import DreamOp, DreamPass, DreamSchedule, SessionMessage
 from .prompt import DEFAULT_PROMPT, current_prompt, reset_prompt, set_prompt
 
 
+class DreamOpInline(TabularInline):
+    model = DreamOp
+    fields = ["session_id", "op", "outcome", "category", "content", "reasoning", "detail"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def pass_status(p: DreamPass) -> dict[str, Any]:
+    return {
+        "id": p.pk,
+        "project_id": p.project_id,
+        "phase": p.phase,
+        "running": p.finished_at is None,
+        "started": p.started_at.timestamp(),
+        "failed": p.failed,
+        "sessions": f"{p.sessions_processed}/{p.sessions_total}",
+        "ops": f"+{p.ops_created} ~{p.ops_updated} −{p.ops_deleted} skipped {p.ops_skipped}",
+        "errors": list(p.errors or []),
+    }
+
+
 @admin.register(DreamPass)
-class DreamPassAdmin(admin.ModelAdmin):
-    list_display = [
-        "started_at",
+class DreamPassAdmin(ModelAdmin):
+    list_display = ["started_at", "project_id", "trigger", "status", "sessions", "ops", "first_error"]
+    list_filter = ["project_id", "trigger", "phase"]
+    fields = [
         "project_id",
         "trigger",
         "reasoner",
-        "phase",
-        "sessions_processed",
-        "messages_processed",
-        "ops_created",
-        "ops_updated",
-        "ops_deleted",
-        "ops_skipped",
-        "error_list",
+        "status",
+        "started_at",
+        "finished_at",
+        "sessions",
+        "ops",
+        "error_text",
     ]
-    list_filter = ["project_id", "trigger"]
+    readonly_fields = fields
+    inlines = [DreamOpInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -38,16 +68,42 @@ class DreamPassAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    @admin.display(description="status")
+    def status(self, obj: DreamPass) -> str:
+        css = "y-bad" if obj.failed else ("y-warn" if obj.errors else "y-ok")
+        return format_html('<span class="y-badge {}">{}</span>', css, obj.phase)
+
+    @admin.display(description="sessions")
+    def sessions(self, obj: DreamPass) -> str:
+        return f"{obj.sessions_processed} of {obj.sessions_total} ({obj.messages_processed} messages)"
+
+    @admin.display(description="ops (+ ~ − skipped)")
+    def ops(self, obj: DreamPass) -> str:
+        return f"+{obj.ops_created} ~{obj.ops_updated} −{obj.ops_deleted} ·{obj.ops_skipped}"
+
+    @admin.display(description="first error")
+    def first_error(self, obj: DreamPass) -> str:
+        first = (obj.errors or [""])[0]
+        return first if len(first) <= 90 else first[:87] + "…"
+
     @admin.display(description="errors")
-    def error_list(self, obj: DreamPass) -> str:
-        return "; ".join(obj.errors or [])
+    def error_text(self, obj: DreamPass) -> str:
+        if not obj.errors:
+            return "none"
+        return format_html("<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((e,) for e in obj.errors)))
 
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
         return [
             path("dreaming/", wrap(self.dreaming_view), name="dreaming_dreampass_dreaming"),
+            path("status.json", wrap(self.status_view), name="dreaming_dreampass_status"),
             *super().get_urls(),
         ]
+
+    def status_view(self, request: HttpRequest) -> JsonResponse:
+        """Polled by the Dreaming page while a pass is queued or running."""
+        passes = [pass_status(p) for p in DreamPass.objects.order_by("-started_at")[:10]]
+        return JsonResponse({"passes": passes, "running": any(p["running"] for p in passes)})
 
     def dreaming_view(self, request: HttpRequest) -> HttpResponse:
         if request.method == "POST":
@@ -65,7 +121,6 @@ class DreamPassAdmin(admin.ModelAdmin):
                 .values("role", "content")[:20]
             )
             grouped.setdefault(row["project_id"], []).append(row)
-        running = DreamPass.objects.filter(finished_at__isnull=True).exists()
         context = {
             **self.admin_site.each_context(request),
             "title": "Dreaming",
@@ -73,18 +128,22 @@ class DreamPassAdmin(admin.ModelAdmin):
             "passes": DreamPass.objects.order_by("-started_at")[:20],
             "prompt": current_prompt(),
             "is_default_prompt": current_prompt() == DEFAULT_PROMPT,
-            "running": running,
+            # Epoch seconds the page waits for a pass started after ("Dream now"), or 0 to watch a running one.
+            "watch": request.GET.get("watch", "")
+            or ("0" if DreamPass.objects.filter(finished_at__isnull=True).exists() else ""),
         }
         return TemplateResponse(request, "admin/yullu/dreaming.html", context)
 
     def _post(self, request: HttpRequest) -> HttpResponse:
         action = request.POST.get("action")
+        target = reverse("admin:dreaming_dreampass_dreaming")
         if action == "dream":
             from .tasks import dream_project
 
             project = request.POST.get("project_id", "")
             dream_project.delay(project)
-            messages.success(request, f"Dream pass queued for {project}; progress shows below.")
+            messages.success(request, f"Dream pass queued for {project}; its status updates below.")
+            target += f"?watch={time.time() - 2:.0f}"
         elif action == "save_prompt":
             set_prompt(request.POST.get("prompt", ""))
             messages.success(request, "Prompt saved.")
@@ -93,11 +152,11 @@ class DreamPassAdmin(admin.ModelAdmin):
             messages.success(request, "Prompt reset to the default.")
         else:
             messages.error(request, "Unknown action.")
-        return HttpResponseRedirect(reverse("admin:dreaming_dreampass_dreaming"))
+        return HttpResponseRedirect(target)
 
 
 @admin.register(DreamSchedule)
-class DreamScheduleAdmin(admin.ModelAdmin):
+class DreamScheduleAdmin(ModelAdmin):
     list_display = ["project_id", "enabled", "interval_seconds", "on_idle_seconds", "last_pass_at"]
     list_editable = ["enabled", "interval_seconds", "on_idle_seconds"]
     readonly_fields = ["last_pass_at"]

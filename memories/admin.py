@@ -10,24 +10,42 @@ from django.db.models import Case, Exists, IntegerField, OuterRef, QuerySet, Val
 from django.http import HttpRequest
 from django.urls import path
 from django.utils.html import format_html
+from unfold.admin import ModelAdmin
+from unfold.widgets import UnfoldAdminSelectWidget, UnfoldAdminTextareaWidget, UnfoldAdminTextInputWidget
 
 from yullu_site.errors import UserError
 
-from . import queries, services
-from .admin_views import retrievals_view, review_view, settings_view, stats_view, usage_view
+from . import admin_queries, queries, services
+from .admin_views import (
+    graph_data_view,
+    graph_view,
+    projects_view,
+    recall_verdict_view,
+    retrievals_view,
+    review_view,
+    settings_view,
+    stats_view,
+    usage_view,
+)
 from .embedders import get_embedder
 from .models import CATEGORIES, Memory, MemoryVector, ProjectLocation, RejectedMemory
 from .scope import Scope, known_root
 
 
 class MemoryForm(forms.ModelForm):
-    tags_text = forms.CharField(required=False, label="Tags", help_text="Comma-separated.")
-    category = forms.ChoiceField(choices=[("", "(uncategorised)")] + [(c, c) for c in CATEGORIES], required=False)
+    tags_text = forms.CharField(
+        required=False, label="Tags", help_text="Comma-separated.", widget=UnfoldAdminTextInputWidget()
+    )
+    category = forms.ChoiceField(
+        choices=[("", "(uncategorised)")] + [(c, c) for c in CATEGORIES],
+        required=False,
+        widget=UnfoldAdminSelectWidget(),
+    )
 
     class Meta:
         model = Memory
         fields = ["project_id", "content", "category"]
-        widgets = {"content": forms.Textarea(attrs={"rows": 5, "cols": 100})}
+        widgets = {"content": UnfoldAdminTextareaWidget(attrs={"rows": 6}), "project_id": UnfoldAdminTextInputWidget()}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -77,11 +95,23 @@ class VectorFilter(admin.SimpleListFilter):
         return queryset
 
 
+class SourceFilter(admin.SimpleListFilter):
+    title = "source"
+    parameter_name = "source"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(s, s) for s in admin_queries.SOURCES]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> QuerySet[Memory]:
+        return admin_queries.source_filter(queryset, self.value() or "")
+
+
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(ModelAdmin):
     form = MemoryForm
-    list_display = ["short_content", "project_id", "category", "tag_list", "rating", "updated_at", "match"]
-    list_filter = ["project_id", "category", RatedFilter, VectorFilter]
+    list_display = ["short_content", "project_id", "category", "rating", "updated_at", "match"]
+    list_filter = ["project_id", "category", RatedFilter, SourceFilter, VectorFilter]
+    list_filter_submit = True
     search_fields = ["content"]
     search_help_text = "With a project selected (filter on the right): semantic search, shows similarity and rank."
     readonly_fields = ["uuid", "created_at", "updated_at", "rating", "rating_comment"]
@@ -101,16 +131,18 @@ class MemoryAdmin(admin.ModelAdmin):
             path("stats/", wrap(stats_view), name="memories_stats"),
             path("usage/", wrap(usage_view), name="memories_usage"),
             path("settings/", wrap(settings_view), name="memories_settings"),
+            path("projects/", wrap(projects_view), name="memories_projects"),
+            path("graph/", wrap(graph_view), name="memories_graph"),
+            path("graph.json", wrap(graph_data_view), name="memories_graph_data"),
+            path("verdict/", wrap(recall_verdict_view), name="memories_recall_verdict"),
             *super().get_urls(),
         ]
 
     @admin.display(description="content")
     def short_content(self, obj: Memory) -> str:
-        return obj.content if len(obj.content) <= 120 else obj.content[:117] + "…"
-
-    @admin.display(description="tags")
-    def tag_list(self, obj: Memory) -> str:
-        return ", ".join(obj.tags or [])
+        text = obj.content if len(obj.content) <= 160 else obj.content[:157] + "…"
+        tags = ", ".join(obj.tags or [])
+        return format_html('{}<div class="y-muted">{}</div>', text, tags) if tags else text
 
     _preview: dict[int, tuple[float | None, int, bool]] = {}
 
@@ -122,7 +154,10 @@ class MemoryAdmin(admin.ModelAdmin):
         sim, rank, clears = hit
         sim_text = "—" if sim is None else f"{sim:.2f}"
         return format_html(
-            "#{} · {} · {}", rank, sim_text, "sent" if clears else format_html("<em>{}</em>", "below floor")
+            '<span class="y-nowrap">#{} · {} · {}</span>',
+            rank,
+            sim_text,
+            "sent" if clears else format_html("<em>{}</em>", "below floor"),
         )
 
     def _semantic(self, request: HttpRequest) -> list[int] | None:
@@ -206,10 +241,27 @@ class MemoryAdmin(admin.ModelAdmin):
 
 
 @admin.register(RejectedMemory)
-class RejectedMemoryAdmin(admin.ModelAdmin):
+class RejectedMemoryAdmin(ModelAdmin):
     list_display = ["content", "project_id", "rating", "rating_comment", "rejected_at"]
     list_filter = ["project_id", "rating"]
     search_fields = ["content", "rating_comment"]
+    actions = ["restore_selected"]
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(description="Restore selected to the review queue")
+    def restore_selected(self, request: HttpRequest, queryset: QuerySet[RejectedMemory]) -> None:
+        restored = 0
+        for pk in list(queryset.values_list("pk", flat=True)):
+            try:
+                services.restore_rejected(pk, source="admin")
+                restored += 1
+            except UserError as exc:
+                messages.error(request, str(exc))
+        self.message_user(request, f"Restored {restored} memory(ies) to the review queue.")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -219,5 +271,5 @@ class RejectedMemoryAdmin(admin.ModelAdmin):
 
 
 @admin.register(ProjectLocation)
-class ProjectLocationAdmin(admin.ModelAdmin):
+class ProjectLocationAdmin(ModelAdmin):
     list_display = ["project_id", "git_root", "last_seen"]

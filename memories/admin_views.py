@@ -1,4 +1,5 @@
-"""Custom admin pages: review queue, retrievals, stats, usage, settings. They call services/queries only."""
+"""Custom admin pages: dashboard, review queue, retrievals, stats, usage, settings, projects, graph.
+They call services (writes) and queries (reads) only."""
 
 from __future__ import annotations
 
@@ -6,136 +7,305 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 
-from yullu_site.config import SECRET_KEYS, load_for_project, mask
+from yullu_site import settings_edit
+from yullu_site.config import ConfigError, load_for_project
 from yullu_site.errors import UserError
 
-from . import services, stats
-from .models import Memory
+from . import admin_queries, services, stats
+from .models import CATEGORIES, Memory, RejectedMemory
 from .scope import known_root
+
+REVIEW_PAGE = 30
 
 
 def _page(request: HttpRequest, template: str, title: str, **context: Any) -> HttpResponse:
     return TemplateResponse(request, template, {**admin.site.each_context(request), "title": title, **context})
 
 
-def bar_chart(points: list[tuple[str, float]], height: int = 120, bar: int = 18) -> dict[str, Any]:
-    """Geometry for a server-rendered SVG bar chart (no JavaScript, no CDN)."""
-    top = max((v for _, v in points), default=0) or 1
-    bars = []
-    for n, (label, value) in enumerate(points):
-        h = round(value / top * (height - 20))
-        bars.append({"x": n * (bar + 4), "y": height - h - 14, "w": bar, "h": h, "label": label, "value": value})
-    return {"bars": bars, "width": max(1, len(points)) * (bar + 4), "height": height}
+def _projects() -> list[str]:
+    return [p["project_id"] for p in stats.projects()]
 
 
-def dashboard_context() -> dict[str, Any]:
-    data = stats.stats(None, 30)
-    days = data["per_day"]
+def chart(labels: list[str], series: dict[str, list[float]], empty: str, kind: str = "bar") -> dict[str, Any]:
+    """Data for one Chart.js chart (drawn by static/yullu/admin.js), or the sentence shown when empty."""
+    has_data = any(v for values in series.values() for v in values)
+    return {"kind": kind, "labels": labels, "series": series, "empty": "" if has_data else empty}
+
+
+def _daily_charts(project_id: str | None = None) -> dict[str, Any]:
+    days = stats.stats(project_id, 30)["per_day"]
+    labels = [d["day"][5:] for d in days]
     return {
-        "yullu_stats": data,
-        "chart_created": bar_chart([(d["day"][5:], d["created"]) for d in days]),
-        "chart_recalled": bar_chart([(d["day"][5:], d["recalled"]) for d in days]),
-        "chart_cost": bar_chart(_cost_by_day()),
-        "dream_passes": _recent_passes(),
+        "chart_activity": chart(
+            labels,
+            {k: [d[k] for d in days] for k in ("created", "updated", "deleted")},
+            "No memories written in the last 30 days. Each store, edit or delete will show here per day.",
+        ),
+        "chart_recalled": chart(
+            labels,
+            {"recalled": [d["recalled"] for d in days]},
+            "Nothing recalled in the last 30 days. Each memory an assistant is sent counts here per day.",
+        ),
+        "chart_cost": _cost_chart(),
     }
 
 
-def _cost_by_day() -> list[tuple[str, float]]:
+def _cost_chart() -> dict[str, Any]:
     per_day: dict[str, float] = {}
     for row in stats.usage_by_day(30):
         per_day[row["day"]] = per_day.get(row["day"], 0) + (row["cost_microcents_usd"] or 0) / 10**8
-    return [(day[5:], round(v, 4)) for day, v in sorted(per_day.items())]
+    days = sorted(per_day)
+    return chart(
+        [d[5:] for d in days],
+        {"USD": [round(per_day[d], 6) for d in days]},
+        "No paid provider calls in the last 30 days (the local embedder is free). Remote embed and reason "
+        "calls will show their cost here per day.",
+    )
 
 
-def _recent_passes() -> list[Any]:
+def dashboard_context(request: HttpRequest) -> dict[str, Any]:
     from dreaming.models import DreamPass
 
-    return list(DreamPass.objects.order_by("-started_at")[:10])
+    return {
+        "health": admin_queries.health(),
+        "project_rows": admin_queries.project_rows(),
+        "dream_passes": list(DreamPass.objects.order_by("-started_at")[:8]),
+        "yullu_stats": stats.stats(None, 30),
+        **_daily_charts(),
+    }
+
+
+# --- review queue -------------------------------------------------------------------------
+
+
+def _safe_next(request: HttpRequest) -> str:
+    target = request.POST.get("next") or reverse("admin:memories_review")
+    if not url_has_allowed_host_and_scheme(target, {request.get_host()}):
+        return reverse("admin:memories_review")
+    return target
 
 
 def review_view(request: HttpRequest) -> HttpResponse:
-    """Unrated memories, newest first; rate 1–10 with an optional comment (1–5 archives)."""
+    """Unrated memories, newest first; 6–10 keeps, 1–5 archives (after confirmation), with undo."""
     if request.method == "POST":
-        try:
-            outcome = services.rate_memory(
-                request.POST.get("memory_id"),
-                request.POST.get("rating"),
-                request.POST.get("comment", ""),
-                source="admin",
-            )
-            verb = "archived to rejected memories" if outcome["archived"] else "kept"
-            messages.success(request, f"Memory {outcome['id']} rated {outcome['rating']}: {verb}.")
-        except UserError as exc:
-            messages.error(request, str(exc))
-        return HttpResponseRedirect(request.get_full_path())
+        _review_post(request)
+        return HttpResponseRedirect(_safe_next(request))
     qs = Memory.objects.filter(rating__isnull=True).order_by("-created_at", "-id")
-    project = request.GET.get("project_id", "")
+    project, category, source = (request.GET.get(k, "") for k in ("project_id", "category", "source"))
     if project:
         qs = qs.filter(project_id=project)
-    projects = sorted(set(Memory.objects.filter(rating__isnull=True).values_list("project_id", flat=True)))
+    if category:
+        qs = qs.filter(category=None if category == "none" else category)
+    qs = admin_queries.source_filter(qs, source)
+    total = qs.count()
+    page = list(qs[:REVIEW_PAGE])
+    ids = [m.pk for m in page]
+    origin, history = admin_queries.sources(ids), admin_queries.recall_history(ids)
+    rows = [{"m": m, "source": origin.get(m.pk, "unknown"), "history": history[m.pk]} for m in page]
     return _page(
         request,
         "admin/yullu/review.html",
         "Review queue",
-        memories=qs[:50],
+        rows=rows,
+        total=total,
         project=project,
-        projects=projects,
+        category=category,
+        source=source,
+        projects=sorted(set(Memory.objects.filter(rating=None).values_list("project_id", flat=True))),
+        categories=CATEGORIES,
+        sources=list(admin_queries.SOURCES),
         ratings=range(1, 11),
-        total=qs.count(),
     )
 
 
+def _review_post(request: HttpRequest) -> None:
+    action = request.POST.get("action", "rate")
+    try:
+        if action == "rate":
+            _rate(request, [request.POST.get("memory_id")], request.POST.get("rating"))
+        elif action == "bulk":
+            ids = request.POST.getlist("selected")
+            if not ids:
+                raise UserError("Select memories first (tick the boxes, or press x on a row).")
+            _rate(request, ids, request.POST.get("rating"))
+        elif action == "undo_keep":
+            request.session["yullu_undo"] = {}
+            memory = services.clear_rating(request.POST.get("memory_id"))
+            messages.success(request, f"Memory {memory.pk} is back in the review queue.")
+        elif action == "restore":
+            request.session["yullu_undo"] = {}
+            restored = [services.restore_rejected(r, source="admin") for r in request.POST.getlist("rejected_id")]
+            messages.success(request, f"Restored {len(restored)} memory(ies) to the review queue.")
+        else:
+            raise UserError(f"unknown action {action!r}.")
+    except UserError as exc:
+        messages.error(request, str(exc))
+
+
+def _rate(request: HttpRequest, ids: list[Any], rating: Any) -> None:
+    comment = request.POST.get("comment", "")
+    outcomes = [services.rate_memory(pk, rating, comment, source="admin") for pk in ids]
+    archived = [o for o in outcomes if o["archived"]]
+    kept = [o for o in outcomes if not o["archived"]]
+    undo: dict[str, Any] = {}
+    if archived:
+        rejected = RejectedMemory.objects.filter(uuid__in=[o["uuid"] for o in archived]).values_list("pk", flat=True)
+        undo = {"undo": "restore", "undo_ids": list(rejected)}
+    elif kept:
+        undo = {"undo": "undo_keep", "undo_ids": [kept[0]["id"]]}
+    request.session["yullu_undo"] = undo
+    rating_text = outcomes[0]["rating"] if outcomes else rating
+    if len(outcomes) == 1:
+        verb = "archived to rejected memories" if archived else "kept"
+        messages.success(request, f"Memory {outcomes[0]['id']} rated {rating_text}: {verb}.")
+    else:
+        messages.success(request, f"Rated {len(outcomes)} memories {rating_text}: {len(archived)} archived.")
+
+
+# --- retrievals, stats, usage ------------------------------------------------------------
+
+
+def _page_number(request: HttpRequest) -> int:
+    try:
+        return max(1, int(request.GET.get("page", "1")))
+    except ValueError:
+        return 1
+
+
 def retrievals_view(request: HttpRequest) -> HttpResponse:
-    project = request.GET.get("project_id") or None
+    project = request.GET.get("project_id", "")
+    page = _page_number(request)
+    groups, more = admin_queries.retrieval_page(project or None, page)
     return _page(
         request,
         "admin/yullu/retrievals.html",
         "Retrievals",
-        groups=stats.retrievals(project, 50),
-        project=project or "",
+        groups=groups,
+        project=project,
+        projects=_projects(),
+        page=page,
+        more=more,
+        can_rate=hasattr(services, "rate_recall"),
     )
 
 
+def recall_verdict_view(request: HttpRequest) -> HttpResponse:
+    """Useful / not useful for one memory in one recall (the lifecycle work's rate_recall)."""
+    if request.method != "POST":
+        return HttpResponseRedirect(reverse("admin:memories_retrievals"))
+    rate_recall = getattr(services, "rate_recall", None)
+    try:
+        if rate_recall is None:
+            raise UserError("Recall verdicts are not available in this version.")
+        rate_recall(
+            request.POST.get("recall_id"),
+            request.POST.get("memory_id"),
+            request.POST.get("useful") == "1",
+            request.POST.get("comment", ""),
+        )
+        messages.success(request, "Verdict saved.")
+    except (UserError, TypeError, ValueError) as exc:
+        messages.error(request, str(exc))
+    return HttpResponseRedirect(_safe_next(request))
+
+
 def stats_view(request: HttpRequest) -> HttpResponse:
-    return _page(request, "admin/yullu/stats.html", "Stats", **dashboard_context())
+    project = request.GET.get("project_id", "")
+    return _page(
+        request,
+        "admin/yullu/stats.html",
+        "Stats",
+        yullu_stats=stats.stats(project or None, 30),
+        project=project,
+        projects=_projects(),
+        **_daily_charts(project or None),
+    )
 
 
 def usage_view(request: HttpRequest) -> HttpResponse:
     summary = stats.usage_summary(None, recent=True, recent_limit=50)
     for bucket in summary["buckets"]:
         bucket["cost_usd"] = (bucket["cost_microcents_usd"] or 0) / 10**8
+    calls: dict[str, int] = {}
+    for row in stats.usage_by_day(30):
+        calls[row["day"]] = calls.get(row["day"], 0) + row["calls"]
+    days = sorted(calls)
     return _page(
         request,
         "admin/yullu/usage.html",
         "Usage",
         summary=summary,
         total_usd=summary["total_cost_microcents_usd"] / 10**8,
-        days=stats.usage_by_day(30),
-        chart_cost=bar_chart(_cost_by_day()),
+        chart_calls=chart(
+            [d[5:] for d in days],
+            {"calls": [calls[d] for d in days]},
+            "No provider calls in the last 30 days. Every embed or reason call is counted here per day.",
+        ),
+        chart_cost=_cost_chart(),
     )
 
 
+def projects_view(request: HttpRequest) -> HttpResponse:
+    return _page(request, "admin/yullu/projects.html", "Projects", project_rows=admin_queries.project_rows())
+
+
+# --- settings ----------------------------------------------------------------------------
+
+
 def settings_view(request: HttpRequest) -> HttpResponse:
-    """Effective config per project with the layer each value comes from; keys masked."""
+    """Effective config with the layer each value comes from (keys masked); run-time keys editable."""
+    if request.method == "POST":
+        try:
+            changed = settings_edit.save(request.POST)
+            if changed:
+                messages.success(request, f"Saved {', '.join(changed)} to {settings_edit.path()}.")
+            else:
+                messages.info(request, "Nothing changed.")
+        except ConfigError as exc:
+            messages.error(request, str(exc))
+        return HttpResponseRedirect(reverse("admin:memories_settings"))
     project = request.GET.get("project_id", "")
     cfg, origin = load_for_project(project, known_root(project) if project else None, settings.YULLU)
-    rows = []
-    for section, keys in cfg.items():
-        for key, value in keys.items():
-            shown = mask(value) if (section, key) in SECRET_KEYS else value
-            rows.append({"key": f"{section}.{key}", "value": shown, "origin": origin[f"{section}.{key}"]})
-    projects = [p["project_id"] for p in stats.projects()]
     return _page(
         request,
         "admin/yullu/settings.html",
         "Settings",
-        rows=rows,
+        rows=settings_edit.rows(cfg, origin),
+        project=project,
+        projects=_projects(),
+        config_file=str(settings_edit.path()),
+    )
+
+
+# --- graph -------------------------------------------------------------------------------
+
+
+def graph_view(request: HttpRequest) -> HttpResponse:
+    projects = _projects()
+    project = request.GET.get("project_id") or (projects[0] if projects else "")
+    return _page(
+        request,
+        "admin/yullu/graph.html",
+        "Graph",
         project=project,
         projects=projects,
-        config_file=str(settings.YULLU_HOME),
-        changelist=reverse("admin:memories_memory_changelist"),
+        threshold=request.GET.get("threshold", "0.6"),
+        categories=[*CATEGORIES, "uncategorised"],
     )
+
+
+def graph_data_view(request: HttpRequest) -> JsonResponse:
+    try:
+        threshold = min(1.0, max(0.0, float(request.GET.get("threshold", "0.6"))))
+    except ValueError:
+        return JsonResponse({"error": "threshold must be a number from 0 to 1."}, status=400)
+    data = admin_queries.graph(request.GET.get("project_id", ""), threshold=threshold)
+    change = reverse("admin:memories_memory_change", args=[0])
+    for node in data["nodes"]:
+        node["url"] = change.replace("/0/", f"/{node['id']}/")
+    return JsonResponse(data)

@@ -124,6 +124,8 @@ class RejectedMemory(models.Model):
     rejected_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        verbose_name = "rejected memory"
+        verbose_name_plural = "rejected memories"
         indexes = [models.Index(fields=["project_id", "-rejected_at"], name="rejected_project_time")]
 
 

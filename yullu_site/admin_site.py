@@ -1,4 +1,5 @@
-"""The admin site: the review UI. Authenticated non-staff users get 403 instead of a login loop."""
+"""The admin site: the review UI (django-unfold theme). Authenticated non-staff users get 403
+instead of a login loop; scheduler and account internals are for superusers only."""
 
 from __future__ import annotations
 
@@ -9,12 +10,17 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.urls import reverse
+from unfold.sites import UnfoldAdminSite
+
+# Apps whose models are plumbing (accounts, beat schedules): hidden from reviewers who are not superusers.
+SUPERUSER_APPS = {"auth", "django_celery_beat", "yullu_site"}
 
 
-class YulluAdminSite(admin.AdminSite):
+class YulluAdminSite(UnfoldAdminSite):
     site_header = "Yul'lu"
     site_title = "Yul'lu"
-    index_title = "Memory review"
+    index_title = "Dashboard"
     index_template = "admin/yullu_index.html"
 
     def admin_view(self, view: Callable[..., HttpResponse], cacheable: bool = False) -> Callable[..., HttpResponse]:
@@ -28,12 +34,90 @@ class YulluAdminSite(admin.AdminSite):
         return update_wrapper(wrapper, view)
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        from dreaming.reasoners import reasoner_status
         from memories.admin_views import dashboard_context
 
-        warning = {"reasoner_warning": reasoner_status()["warning"]}
-        return super().index(request, {**dashboard_context(), **warning, **(extra_context or {})})
+        return super().index(request, {**dashboard_context(request), **(extra_context or {})})
 
 
 class YulluAdminConfig(AdminConfig):
     default_site = "yullu_site.admin_site.YulluAdminSite"
+
+    def ready(self) -> None:
+        super().ready()
+        restrict_internals(admin.site)
+
+
+def _superuser_only(model_admin: admin.ModelAdmin) -> None:
+    def allowed(request: HttpRequest, *args: Any) -> bool:
+        return bool(request.user.is_active and request.user.is_superuser)
+
+    for name in ("has_module_permission", "has_view_permission", "has_add_permission", "has_change_permission"):
+        setattr(model_admin, name, allowed)
+    model_admin.has_delete_permission = allowed  # type: ignore[method-assign]
+
+
+def restrict_internals(site: admin.AdminSite) -> None:
+    """Staff reviewers see memories, dreaming and sync; accounts and beat schedules need a superuser."""
+    for model, model_admin in list(site._registry.items()):
+        if model._meta.app_label in SUPERUSER_APPS:
+            _superuser_only(model_admin)
+
+
+def is_superuser(request: HttpRequest) -> bool:
+    return bool(request.user.is_superuser)
+
+
+def _memories_active(request: HttpRequest) -> bool:
+    """The memory list and its change pages, not the custom pages that live under the same prefix."""
+    base = reverse("admin:memories_memory_changelist")
+    rest = request.path[len(base) :] if request.path.startswith(base) else None
+    return rest is not None and (rest == "" or rest.split("/")[0].isdigit() or rest.startswith("add"))
+
+
+def _item(title: str, icon: str, url: str, **extra: Any) -> dict[str, Any]:
+    return {"title": title, "icon": icon, "link": reverse(url), **extra}
+
+
+def navigation(request: HttpRequest) -> list[dict[str, Any]]:
+    """The sidebar: review first, then what happened, then setup; internals last and superuser-only."""
+    return [
+        {
+            "title": "Review",
+            "items": [
+                _item("Dashboard", "dashboard", "admin:index"),
+                _item("Review queue", "rate_review", "admin:memories_review"),
+                _item("Memories", "neurology", "admin:memories_memory_changelist", active=_memories_active),
+                _item("Rejected memories", "delete_history", "admin:memories_rejectedmemory_changelist"),
+                _item("Graph", "hub", "admin:memories_graph"),
+            ],
+        },
+        {
+            "title": "Activity",
+            "items": [
+                _item("Retrievals", "manage_search", "admin:memories_retrievals"),
+                _item("Dreaming", "bedtime", "admin:dreaming_dreampass_dreaming"),
+                _item("Dream passes", "history", "admin:dreaming_dreampass_changelist"),
+                _item("Stats", "bar_chart", "admin:memories_stats"),
+                _item("Usage", "payments", "admin:memories_usage"),
+            ],
+        },
+        {
+            "title": "Setup",
+            "items": [
+                _item("Projects", "folder_open", "admin:memories_projects"),
+                _item("Settings", "settings", "admin:memories_settings"),
+                _item("Dream schedules", "schedule", "admin:dreaming_dreamschedule_changelist"),
+            ],
+        },
+        {
+            "title": "System (superusers)",
+            "collapsible": True,
+            "items": [
+                _item("Users", "person", "admin:auth_user_changelist", permission=is_superuser),
+                _item("Groups", "group", "admin:auth_group_changelist", permission=is_superuser),
+                _item(
+                    "Beat tasks", "timer", "admin:django_celery_beat_periodictask_changelist", permission=is_superuser
+                ),
+            ],
+        },
+    ]

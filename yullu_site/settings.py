@@ -31,6 +31,8 @@ ALLOWED_HOSTS = [h.strip("[]") if h.startswith("[") else h for h in YULLU["serve
 YULLU_ALLOWED_ORIGINS: list[str] = YULLU["server"]["allowed_origins"]
 
 INSTALLED_APPS = [
+    # The admin theme; before django.contrib.admin. BasicAppConfig: keep our own site (YulluAdminSite).
+    "unfold.apps.BasicAppConfig",
     "yullu_site.admin_site.YulluAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -103,6 +105,33 @@ STATIC_ROOT = YULLU_HOME / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+
+
+def _admin_navigation(request: object) -> list[dict[str, object]]:
+    from yullu_site.admin_site import navigation
+
+    return navigation(request)
+
+
+# The review UI (django-unfold). Every asset is served from our static files: no CDN at run time.
+UNFOLD = {
+    "SITE_TITLE": "Yul'lu",
+    "SITE_HEADER": "Yul'lu",
+    "SITE_SUBHEADER": "memory review",
+    "SITE_SYMBOL": "neurology",
+    "SHOW_HISTORY": False,
+    "SHOW_VIEW_ON_SITE": False,
+    "STYLES": [lambda request: "/static/yullu/admin.css"],
+    "SCRIPTS": [
+        lambda request: "/static/yullu/vendor/chart-4.6.1.umd.min.js",
+        lambda request: "/static/yullu/admin.js",
+    ],
+    "SIDEBAR": {
+        "show_search": False,
+        "show_all_applications": False,
+        "navigation": _admin_navigation,
+    },
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["yullu_site.auth.BearerTokenAuthentication"],

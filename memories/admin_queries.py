@@ -1,0 +1,243 @@
+"""Read-side helpers for the review UI: per-project health, sources, recall history, retrieval pages,
+the memory graph. Nothing here writes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.utils import timezone
+
+from .embedders import embeds, get_embedder
+from .models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, Usage
+
+# How a memory came to be, from the `source` its create event recorded.
+SOURCES: dict[str, tuple[str, ...]] = {
+    "dream": ("dream",),
+    "person": ("admin",),
+    "assistant": ("mcp", "rest", "api", "cli", "import", "hook"),
+    "teammate": ("reconcile", "sync"),
+}
+
+
+def source_filter(qs: QuerySet[Memory], source: str) -> QuerySet[Memory]:
+    if source not in SOURCES:
+        return qs
+    created = MemoryEvent.objects.filter(
+        memory=OuterRef("pk"), kind=EventKind.CREATED, metadata__source__in=SOURCES[source]
+    )
+    return qs.filter(Exists(created))
+
+
+def sources(memory_ids: list[int]) -> dict[int, str]:
+    raw = dict(
+        MemoryEvent.objects.filter(memory_id__in=memory_ids, kind=EventKind.CREATED).values_list(
+            "memory_id", "metadata__source"
+        )
+    )
+    label = {s: name for name, values in SOURCES.items() for s in values}
+    return {pk: label.get(str(src), str(src or "unknown")) for pk, src in raw.items()}
+
+
+def recall_history(memory_ids: list[int], per_memory: int = 5) -> dict[int, dict[str, Any]]:
+    """For each memory: how often it was sent / fell below the floor, and its last few recalls."""
+    out: dict[int, dict[str, Any]] = {pk: {"sent": 0, "considered": 0, "recent": []} for pk in memory_ids}
+    counts = (
+        MemoryEvent.objects.filter(memory_id__in=memory_ids, kind__in=[EventKind.RECALLED, EventKind.CONSIDERED])
+        .values("memory_id", "kind")
+        .annotate(n=Count("id"))
+    )
+    for row in counts:
+        out[row["memory_id"]]["sent" if row["kind"] == EventKind.RECALLED else "considered"] = row["n"]
+    recent = MemoryEvent.objects.filter(memory_id__in=memory_ids, kind=EventKind.RECALLED).order_by("-created_at")
+    for ev in recent[: per_memory * max(1, len(memory_ids))]:
+        bucket = out[ev.memory_id]["recent"]
+        if len(bucket) < per_memory:
+            bucket.append(
+                {
+                    "query": ev.metadata.get("query", ""),
+                    "similarity": ev.metadata.get("similarity"),
+                    "rank": ev.metadata.get("rank"),
+                    "at": ev.created_at,
+                }
+            )
+    return out
+
+
+def project_rows(days: int = 30) -> list[dict[str, Any]]:
+    """Per project: memories, unrated, recalls in the window, dream passes and the last pass's phase."""
+    from dreaming.models import DreamPass
+
+    since = timezone.now() - timedelta(days=days)
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row(pid: str) -> dict[str, Any]:
+        return rows.setdefault(
+            pid,
+            {"project_id": pid, "memories": 0, "unrated": 0, "recalls": 0, "passes": 0, "failed": 0, "root": ""},
+        )
+
+    for r in Memory.objects.values("project_id").annotate(n=Count("id"), u=Count("id", filter=Q(rating=None))):
+        row(r["project_id"]).update(memories=r["n"], unrated=r["u"])
+    recalls = MemoryEvent.objects.filter(kind=EventKind.RECALLED, created_at__gte=since)
+    for r in recalls.values("project_id").annotate(n=Count("recall_id", distinct=True)):
+        row(r["project_id"])["recalls"] = r["n"]
+    passes = DreamPass.objects.values("project_id").annotate(n=Count("id"), f=Count("id", filter=Q(phase="failed")))
+    for r in passes:
+        row(r["project_id"]).update(passes=r["n"], failed=r["f"])
+    for pid, root in ProjectLocation.objects.values_list("project_id", "git_root"):
+        row(pid)["root"] = root
+    return sorted(rows.values(), key=lambda r: (-r["memories"], r["project_id"]))
+
+
+def health() -> dict[str, Any]:
+    """Embedder and reasoner status, with the warnings a reviewer should act on."""
+    from dreaming.reasoners import reasoner_status
+
+    embedder = get_embedder()
+    total = Memory.objects.count()
+    embedded = MemoryVector.objects.filter(embedder=embedder.id).count() if embeds(embedder) else 0
+    reasoner = reasoner_status()
+    day = timezone.now() - timedelta(days=1)
+    failures = Usage.objects.filter(ok=False, created_at__gte=day)
+    warnings: list[str] = []
+    if not embeds(embedder):
+        warnings.append('No embedder ([embedding].provider = "none"): search is keyword-only.')
+    elif embedded < total:
+        warnings.append(f"{total - embedded} of {total} memories have no vector for {embedder.id} yet (backfill).")
+    if n := failures.count():
+        last = failures.order_by("-created_at").first()
+        warnings.append(f"{n} provider calls failed in the last 24 h (last: {last.error[:160] if last else ''}).")
+    cost = Usage.objects.aggregate(c=Sum("cost_microcents"))["c"] or 0
+    return {
+        "embedder": embedder.id,
+        "embedded": embedded,
+        "total": total,
+        "reasoner": reasoner["name"] or "MCP sampling only",
+        "reasoner_warning": reasoner["warning"],
+        "warnings": warnings,
+        "cost_usd": cost / 10**8,
+        "min_similarity": settings.YULLU["retrieval"]["min_similarity"],
+    }
+
+
+def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tuple[list[dict[str, Any]], bool]:
+    """One page of recalls, newest first, grouped by recall_id. A hook that fires twice for one prompt
+    (the same query in the same project within a minute) shows once, with the repeat counted."""
+    qs = MemoryEvent.objects.filter(kind__in=[EventKind.RECALLED, EventKind.CONSIDERED], recall_id__isnull=False)
+    if project_id:
+        qs = qs.filter(project_id=project_id)
+    heads = list(
+        qs.order_by("recall_id", "-created_at")
+        .distinct("recall_id")
+        .values("recall_id", "project_id", "metadata__query", "created_at")
+    )
+    heads.sort(key=lambda h: h["created_at"], reverse=True)
+    collapsed: list[dict[str, Any]] = []
+    for h in heads:
+        prev = collapsed[-1] if collapsed else None
+        if (
+            prev
+            and prev["query"] == (h["metadata__query"] or "")
+            and prev["project_id"] == h["project_id"]
+            and prev["oldest"] - h["created_at"] <= timedelta(minutes=1)
+        ):
+            prev["recall_ids"].append(h["recall_id"])
+            prev["oldest"] = h["created_at"]
+            continue
+        collapsed.append(
+            {
+                "recall_ids": [h["recall_id"]],
+                "project_id": h["project_id"],
+                "query": h["metadata__query"] or "",
+                "at": h["created_at"],
+                "oldest": h["created_at"],
+            }
+        )
+    start = (page - 1) * per_page
+    window = collapsed[start : start + per_page]
+    ids = [rid for g in window for rid in g["recall_ids"]]
+    events = qs.filter(recall_id__in=ids).select_related("memory").order_by("created_at")
+    by_recall: dict[Any, list[MemoryEvent]] = {}
+    for ev in events:
+        by_recall.setdefault(ev.recall_id, []).append(ev)
+    for g in window:
+        # Show the recall that sent something (the hook's empty twin adds nothing).
+        best = max(g["recall_ids"], key=lambda r: sum(e.kind == EventKind.RECALLED for e in by_recall.get(r, [])))
+        g["recall_id"] = str(best)
+        g["repeats"] = len(g["recall_ids"]) - 1
+        g["sent"], g["dropped"] = [], []
+        for ev in by_recall.get(best, []):
+            item = {
+                "id": ev.memory_id,
+                "content": ev.memory.content if ev.memory else "(deleted)",
+                "category": ev.memory.category if ev.memory else None,
+                "similarity": ev.metadata.get("similarity"),
+                "rank": ev.metadata.get("rank"),
+            }
+            g["sent" if ev.kind == EventKind.RECALLED else "dropped"].append(item)
+        g["sent"].sort(key=lambda i: i["rank"] or 0)
+    return window, start + per_page < len(collapsed)
+
+
+def graph(project_id: str, threshold: float = 0.6, per_node: int = 5, limit: int = 2000) -> dict[str, Any]:
+    """Nodes (memories, coloured by category) and edges: each memory's `per_node` nearest neighbours
+    above `threshold` (computed in Postgres with pgvector), plus explicit links when the model has them."""
+    memories = list(
+        Memory.objects.filter(project_id=project_id).order_by("-updated_at").values("id", "content", "category")[:limit]
+    )
+    nodes = [
+        {"id": m["id"], "label": m["content"][:140], "category": m["category"] or "uncategorised"} for m in memories
+    ]
+    edges: list[dict[str, Any]] = []
+    embedder = get_embedder()
+    ids = [m["id"] for m in memories]
+    dim = MemoryVector.objects.filter(embedder=embedder.id).values_list("dim", flat=True).first()
+    if ids and embeds(embedder) and dim:
+        # Each memory's nearest neighbours through the embedder's HNSW index (partial on this embedder,
+        # so the id is inlined as in vector_index.ensure_index); per_node caps the edges at 2k nodes.
+        literal, cast = embedder.id.replace("'", "''"), f"vector({int(dim)})"
+        sql = f"""
+            SELECT a.memory_id, n.memory_id, 1 - n.dist
+            FROM memories_memoryvector a
+            CROSS JOIN LATERAL (
+                SELECT b.memory_id, (b.vector::{cast}) <=> (a.vector::{cast}) AS dist
+                FROM memories_memoryvector b
+                WHERE b.embedder = '{literal}' AND b.project_id = a.project_id AND b.memory_id <> a.memory_id
+                ORDER BY (b.vector::{cast}) <=> (a.vector::{cast})
+                LIMIT %s
+            ) n
+            WHERE a.embedder = '{literal}' AND a.project_id = %s AND a.memory_id = ANY(%s) AND 1 - n.dist >= %s
+        """
+        with connection.cursor() as cur:
+            cur.execute(sql, [per_node, project_id, ids, threshold])
+            seen: set[tuple[int, int]] = set()
+            shown = set(ids)
+            for a, b, sim in cur.fetchall():
+                key = (min(a, b), max(a, b))
+                if key not in seen and b in shown:
+                    seen.add(key)
+                    edges.append({"source": a, "target": b, "kind": "similar", "similarity": round(float(sim), 3)})
+    edges.extend(_link_edges(ids))
+    return {"project_id": project_id, "nodes": nodes, "edges": edges, "threshold": threshold}
+
+
+def _link_edges(ids: list[int]) -> list[dict[str, Any]]:
+    """supersedes / contradicts / related links, once the lifecycle work adds a MemoryLink model."""
+    from django.apps import apps
+
+    try:
+        link = apps.get_model("memories", "MemoryLink")
+    except LookupError:
+        return []
+    fields = {f.name for f in link._meta.get_fields()}
+    src, dst = ("source", "target") if "source" in fields else ("from_memory", "to_memory")
+    if src not in fields or dst not in fields or "kind" not in fields:
+        return []
+    rows = link.objects.filter(**{f"{src}_id__in": ids, f"{dst}_id__in": ids}).values_list(
+        f"{src}_id", f"{dst}_id", "kind"
+    )
+    return [{"source": a, "target": b, "kind": kind} for a, b, kind in rows]
