@@ -16,7 +16,7 @@ from yullu_site import settings_edit
 from yullu_site.config import ConfigError, load_for_project
 from yullu_site.errors import UserError
 
-from . import admin_queries, services, stats
+from . import admin_queries, lifecycle, services, stats
 from .models import CATEGORIES, Memory, RejectedMemory
 from .scope import known_root
 
@@ -190,7 +190,7 @@ def retrievals_view(request: HttpRequest) -> HttpResponse:
         projects=_projects(),
         page=page,
         more=more,
-        can_rate=hasattr(services, "rate_recall"),
+        can_rate=True,
     )
 
 
@@ -198,18 +198,19 @@ def recall_verdict_view(request: HttpRequest) -> HttpResponse:
     """Useful / not useful for one memory in one recall (the lifecycle work's rate_recall)."""
     if request.method != "POST":
         return HttpResponseRedirect(reverse("admin:memories_retrievals"))
-    rate_recall = getattr(services, "rate_recall", None)
     try:
-        if rate_recall is None:
-            raise UserError("Recall verdicts are not available in this version.")
-        rate_recall(
+        useful = request.POST.get("useful") == "1"
+        lifecycle.rate_recall(
             request.POST.get("recall_id"),
             request.POST.get("memory_id"),
-            request.POST.get("useful") == "1",
+            useful,
             request.POST.get("comment", ""),
+            source="admin",
         )
-        messages.success(request, "Verdict saved.")
-    except (UserError, TypeError, ValueError) as exc:
+        messages.success(
+            request, f"Marked memory {request.POST.get('memory_id')} {'useful' if useful else 'not useful'}."
+        )
+    except UserError as exc:
         messages.error(request, str(exc))
     return HttpResponseRedirect(_safe_next(request))
 
