@@ -23,7 +23,7 @@ from sync.publish import Publisher, publish
 from sync.secrets import find_secret
 from yullu_site.errors import NotFound, UserError
 
-from .duplicates import MAX_SIMILAR, thresholds
+from .duplicates import MAX_SIMILAR, same_fact_tokens, thresholds
 from .embedders import Embedder, embeds, get_embedder
 from .models import (
     CATEGORIES,
@@ -457,8 +457,9 @@ def _near(project_id: str, embedder_id: str, item: NewMemory, vector: Any, exclu
     close = {mid: sim for mid, sim in near.items() if sim >= limit.related}
     rows = current.in_bulk(list(close))
     ranked = sorted(((rows[mid], sim) for mid, sim in close.items() if mid in rows), key=lambda p: (-p[1], p[0].pk))
-    if ranked and ranked[0][1] >= limit.duplicate:
-        return Nearby(ranked[0], [])
+    for memory, sim in ranked:  # the nearest that is the same fact, not one with a changed literal
+        if sim >= limit.duplicate and same_fact_tokens(memory.content, item.content):
+            return Nearby((memory, sim), [])
     similar: list[Similar] = [
         {"id": m.pk, "content": m.content, "similarity": round(sim, 4)} for m, sim in ranked[:MAX_SIMILAR]
     ]
@@ -484,7 +485,7 @@ def _batch_duplicate(
         if vectors is not None:
             a, b = vectors[m], vectors[n]
             sim = float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
-            if sim >= thresholds(embedder_id).duplicate:
+            if sim >= thresholds(embedder_id).duplicate and same_fact_tokens(items[m].content, items[n].content):
                 return m, sim
     return None
 

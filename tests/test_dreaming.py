@@ -135,7 +135,7 @@ def test_near_duplicate_creates_become_updates_or_skips(reasoner_stub: StubServe
             {
                 "operations": [
                     {"op": "create", "content": "vec:1,0,0 Use pnpm for installs"},
-                    {"op": "create", "content": "vec:1,0.01,0 Use pnpm for every install"},
+                    {"op": "create", "content": "vec:1,0,0 Use pnpm for every single install"},
                 ]
             }
         )

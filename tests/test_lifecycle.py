@@ -31,7 +31,7 @@ def test_storing_the_same_fact_twice_returns_the_first_memory(stub_embedder: Stu
 
 def test_a_near_duplicate_vector_is_caught_and_a_related_one_is_listed_as_similar(stub_embedder: StubServer) -> None:
     first = services.store_memory(A, "vec:1,0,0 We deploy with make ship")
-    near = services.store_memory(A, "vec:1,0.05,0 Deploys go out with make ship")
+    near = services.store_memory(A, "vec:1,0,0 Deploys go out with make ship")
     related = services.store_memory(A, "vec:1,0.6,0 make ship also tags the release")
     assert not near.created and near.duplicate_of == first.memory.pk
     assert related.created and [s["id"] for s in related.similar] == [first.memory.pk]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,8 +30,8 @@ def test_a_second_identical_store_is_a_duplicate_and_a_paraphrase_too(
             assert not err and first["created"] is True and first["similar"] == []
             err, again = await call(s, "store_memory", content=fact, project_id=P)
             assert not err and again["created"] is False and again["duplicate_of"] == first["id"]
-            # The stub embedder maps "vec:" texts to those vectors: cosine 0.999 stands for a paraphrase.
-            err, para = await call(s, "store_memory", content="vec:1,0.04,0 Deploys use make ship", project_id=P)
+            # The stub embedder maps "vec:" texts to that vector: a reworded fact with the same vector.
+            err, para = await call(s, "store_memory", content="vec:1,0,0 Deploys go out using make ship", project_id=P)
             assert not err and para["duplicate_of"] == first["id"]
             err, listed = await call(s, "list_memories", project_id=P)
             assert not err and [m["id"] for m in listed["memories"]] == [first["id"]]
@@ -107,3 +108,39 @@ def test_importance_and_ttl_days_are_accepted_and_bad_values_refused(
     run(go())
     m = Memory.objects.get(project_id=P)
     assert m.importance == "high" and m.expires_at is not None
+
+
+@pytest.fixture
+def local_embedder(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The real default embedder (all-MiniLM-L6-v2, offline), for what only real embeddings show."""
+    from django.conf import settings
+
+    from memories import embedders, vector_index
+
+    monkeypatch.setitem(
+        settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "local", "model": "all-MiniLM-L6-v2"}
+    )
+    embedders._cache.clear()
+    vector_index.forget_cache()
+    yield
+    embedders._cache.clear()
+
+
+def test_with_the_real_embedder_a_paraphrase_merges_and_a_changed_port_does_not(
+    live_server_url: str, owner_token: str, local_embedder: None
+) -> None:
+    async def go() -> None:
+        async with http_session(live_server_url, owner_token) as s:
+            _, first = await call(
+                s, "store_memory", content="We use pnpm, never npm, to install JavaScript dependencies.", project_id=P
+            )
+            err, para = await call(
+                s, "store_memory", content="Install JS dependencies with pnpm rather than npm.", project_id=P
+            )
+            assert not err and para["created"] is False and para["duplicate_of"] == first["id"]
+            _, port = await call(s, "store_memory", content="The API listens on port 8080.", project_id=P)
+            err, moved = await call(s, "store_memory", content="The API listens on port 8081.", project_id=P)
+            assert not err and moved["created"] is True
+            assert [x["id"] for x in moved["similar"]] == [port["id"]]  # offered, so the caller can supersede
+
+    run(go())
