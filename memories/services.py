@@ -220,6 +220,7 @@ class NewMemory:
     ttl_days: float | None = None
     supersedes: int | None = None
     expires_at: datetime | None = None
+    uuid: str | None = None  # kept by imports, so importing twice finds the same memory
 
 
 class Similar(TypedDict):
@@ -310,6 +311,7 @@ def _clean_item(i: NewMemory, now: datetime) -> NewMemory:
         None,
         None if i.supersedes is None else parse_id(i.supersedes, "supersedes"),
         i.expires_at or expiry_from_ttl(i.ttl_days, now),
+        i.uuid,
     )
 
 
@@ -366,6 +368,7 @@ def store_memories(
                     expires_at=cleaned[n].expires_at,
                     created_at=cleaned[n].created_at or now,
                     updated_at=cleaned[n].created_at or now,
+                    **({"uuid": cleaned[n].uuid} if cleaned[n].uuid else {}),
                 )
                 for n in fresh
             ]

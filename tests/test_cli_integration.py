@@ -11,6 +11,7 @@ import pytest
 
 from dreaming.models import SessionMessage
 from memories import services
+from memories.context import count_tokens
 from memories.export import render_agents_md
 from memories.scope import resolve
 from tests.processes import run_cli
@@ -54,6 +55,7 @@ def test_category_hints_follow_the_wording(prompt: str, hints: list[str]) -> Non
 def test_inject_prints_a_memories_block(hook_env: dict[str, str], stub_embedder: StubServer) -> None:
     # A cwd outside any repo resolves to its folder name.
     services.create_memory(resolve("hookproj", None), "vec:1,0,0 Staging deploys go through make stage", "process")
+    count_tokens("warm")  # the server (in this process) loads its tokenizer at start; the hook waits 1.5 s at most
     out = run_cli(
         ["inject"], hook_env, json.dumps({"prompt": "vec:1,0,0 how do we deploy to staging?", "cwd": "/tmp/hookproj"})
     )

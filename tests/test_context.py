@@ -148,6 +148,7 @@ def test_rest_context_and_the_session_start_hook_print_the_primer(
     import httpx
 
     seed("ctxhook")
+    count_tokens("warm")  # the server (in this process) loads its tokenizer at start; hooks wait 1.5 s at most
     headers = {"Authorization": f"Bearer {owner_token}"}
     r = httpx.post(
         f"{live_server_url}/api/context", json={"project_id": "ctxhook", "budget_tokens": 5}, headers=headers

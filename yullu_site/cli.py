@@ -151,6 +151,11 @@ def cmd_prune(args: argparse.Namespace) -> None:
 
 def cmd_export(args: argparse.Namespace) -> None:
     setup_django()
+    if args.format == "json":
+        from memories.transfer import export_json_cli
+
+        export_json_cli(args.project, args.out, args.vectors)
+        return
     from memories.export import export_agents_md
     from memories.models import Memory, ProjectLocation
 
@@ -162,6 +167,21 @@ def cmd_export(args: argparse.Namespace) -> None:
         fail(f"project {args.project!r} not found (no memories, never seen); `yullu export agents-md` "
              "without --project exports the current folder's project.")  # fmt: skip
     export_agents_md(project_id=args.project, cwd=os.getcwd(), out=args.out)
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    setup_django()
+    import json
+    from pathlib import Path
+
+    from memories.transfer import import_path
+    from yullu_site.errors import UserError
+
+    try:
+        result = import_path(Path(args.path), args.project, args.cwd)
+    except UserError as exc:
+        fail(str(exc))
+    print(json.dumps(result.__dict__, indent=2))
 
 
 def cmd_inject(args: argparse.Namespace) -> None:
@@ -275,10 +295,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_prune)
 
     p = sub.add_parser("export", help="export memories")
-    p.add_argument("format", choices=["agents-md"])
-    p.add_argument("--project", default=None)
-    p.add_argument("--out", default="-")
+    p.add_argument("format", choices=["agents-md", "json"], help="agents-md (Markdown) or json (JSON Lines)")
+    p.add_argument("--project", default=None, help="only this project (json: default all projects)")
+    p.add_argument("--out", default="-", help="file to write, or - for stdout")
+    p.add_argument("--vectors", action="store_true", help="json: include the embedding vectors")
     p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser(
+        "import", help="import memories: a `yullu export json` file, a Go Yul'lu database or an MCP memory.jsonl"
+    )
+    p.add_argument("path")
+    p.add_argument("--project", default=None, help="put every memory in this project")
+    p.add_argument("--cwd", default=os.getcwd(), help="project for formats without one (default: this folder)")
+    p.set_defaults(fn=cmd_import)
 
     p = sub.add_parser("bench", help="run a benchmark")
     bench = p.add_subparsers(dest="bench", required=True)

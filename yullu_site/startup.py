@@ -1,4 +1,4 @@
-"""Work done once when a web process starts: warm the embedder, reconcile known projects."""
+"""Work done once when a web process starts: warm the embedder and the tokenizer, reconcile known projects."""
 
 from __future__ import annotations
 
@@ -22,6 +22,16 @@ def _warm_embedder() -> None:
         close_old_connections()
 
 
+def _warm_tokenizer() -> None:
+    """Load build_context's tokenizer now (~0.5 s), not in the first prompt hook's 1.5 s window."""
+    from memories.context import count_tokens
+
+    try:
+        count_tokens("warm up")
+    except Exception as exc:
+        log.warning("tokenizer warm-up failed: %s", exc)
+
+
 def _reconcile_on_start() -> None:
     from django.conf import settings
     from django.db import connection
@@ -41,4 +51,5 @@ def _reconcile_on_start() -> None:
 async def on_startup() -> None:
     """Runs in the background so the server answers /api/status (ready: false) at once."""
     threading.Thread(target=_warm_embedder, name="embedder-warmup", daemon=True).start()
+    threading.Thread(target=_warm_tokenizer, name="tokenizer-warmup", daemon=True).start()
     await asyncio.to_thread(_reconcile_on_start)

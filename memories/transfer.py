@@ -1,0 +1,366 @@
+"""`yullu export json` and `yullu import`: memories as versioned JSON Lines, and imports from that
+format, the original Go Yul'lu SQLite database and the official MCP memory server's JSONL.
+
+Imports go through the write path (`services.create_memories`: validation, secret scan, sync
+events) and are idempotent: a memory keeps its uuid (formats without one get a uuid derived from
+project and content), and a uuid or an identical content already in the project is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from yullu_site.errors import UserError
+
+from . import services
+from .models import Memory, MemoryVector
+from .scope import resolve
+
+FORMAT = "yullu-memories"
+VERSION = 1
+BATCH = 100
+# Fields every version writes; others (lifecycle fields added later) are exported generically.
+SKIP_FIELDS = {"id", "search"}
+IMPORT_NAMESPACE = uuid.UUID("6b1d3c52-7a0e-4f4e-9a57-0c8f3f0f9d11")
+
+
+# --- export -----------------------------------------------------------------------------
+
+
+def _value(memory: Memory, f: Any) -> Any:
+    if f.is_relation:  # links to other memories travel as their uuid
+        related = getattr(memory, f.name)
+        return str(related.uuid) if related is not None and hasattr(related, "uuid") else None
+    value = getattr(memory, f.attname)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+def memory_record(memory: Memory, vectors: bool = False) -> dict[str, Any]:
+    record = {f.name: _value(memory, f) for f in Memory._meta.concrete_fields if f.name not in SKIP_FIELDS}
+    if vectors:
+        record["vectors"] = {
+            v.embedder: [round(float(x), 7) for x in v.vector] for v in MemoryVector.objects.filter(memory=memory)
+        }
+    return record
+
+
+def export_json(project_id: str | None, out: IO[str], *, vectors: bool = False) -> int:
+    qs = Memory.objects.order_by("project_id", "created_at", "id")
+    if project_id:
+        qs = qs.filter(project_id=project_id)
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": timezone.now().isoformat(),
+        "project_id": project_id,
+        "count": qs.count(),
+        "vectors": vectors,
+    }
+    out.write(json.dumps(header, ensure_ascii=False) + "\n")
+    n = 0
+    for memory in qs.iterator(chunk_size=500):
+        out.write(json.dumps(memory_record(memory, vectors), ensure_ascii=False) + "\n")
+        n += 1
+    return n
+
+
+def export_json_cli(project_id: str | None, out: str, vectors: bool) -> None:
+    if out == "-":
+        export_json(project_id, sys.stdout, vectors=vectors)
+        return
+    path = Path(out)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        n = export_json(project_id, fh, vectors=vectors)
+    tmp.replace(path)
+    print(f"exported {n} memories to {path}", file=sys.stderr)
+
+
+# --- reading the three formats ----------------------------------------------------------
+
+
+@dataclass
+class Row:
+    project_id: str
+    content: str
+    category: str | None = None
+    tags: list[str] = field(default_factory=list)
+    uuid: str | None = None
+    created_at: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # rating, updated_at, lifecycle fields …
+
+
+def _time(value: Any) -> datetime | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, (int, float)):
+        seconds = value / 1000 if value > 10**11 else value  # milliseconds or seconds
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    try:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _uuid_or_none(value: Any) -> str | None:
+    try:
+        return str(uuid.UUID(str(value))) if value else None
+    except ValueError:
+        return None
+
+
+def derived_uuid(project_id: str, content: str) -> str:
+    return str(uuid.uuid5(IMPORT_NAMESPACE, f"{project_id}\n{content.strip()}"))
+
+
+def detect(path: Path) -> str:
+    with path.open("rb") as fh:
+        head = fh.read(16)
+    if head.startswith(b"SQLite format 3"):
+        return "go-sqlite"
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                first = json.loads(line)
+            except ValueError:
+                break
+            if isinstance(first, dict) and first.get("format") == FORMAT:
+                return "yullu-jsonl"
+            if isinstance(first, dict) and first.get("type") in ("entity", "relation"):
+                return "mcp-memory-jsonl"
+            break
+    raise UserError(
+        f"{path}: not a format yullu can import (a `yullu export json` file, the Go Yul'lu SQLite "
+        "database, or the MCP memory server's memory.jsonl)."
+    )
+
+
+def read_yullu(path: Path, project: str | None) -> Iterator[Row]:
+    with path.open(encoding="utf-8") as fh:
+        header = json.loads(fh.readline())
+        if header.get("version", 0) > VERSION:
+            raise UserError(f"{path} is format version {header['version']}; this yullu reads up to {VERSION}.")
+        for n, line in enumerate(fh, start=2):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                raise UserError(f"{path}:{n}: not valid JSON; nothing after line {n - 1} was imported.") from None
+            known = {"uuid", "project_id", "content", "category", "tags", "created_at", "vectors"}
+            yield Row(
+                project_id=project or str(rec.get("project_id") or ""),
+                content=rec.get("content"),
+                category=rec.get("category"),
+                tags=rec.get("tags") or [],
+                uuid=rec.get("uuid"),
+                created_at=_time(rec.get("created_at")),
+                extra={k: v for k, v in rec.items() if k not in known},
+            )
+
+
+def read_go_sqlite(path: Path, project: str | None) -> Iterator[Row]:
+    """The original program's `memories(id, uuid, project_id, content, tags_json, created_at,
+    updated_at, category, rating, rating_comment)`; older databases lack the later columns."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+        if not {"content", "project_id"} <= columns:
+            raise UserError(f"{path}: has no memories table with content and project_id; is it a Yul'lu database?")
+        for r in conn.execute("SELECT * FROM memories ORDER BY id"):
+            row = dict(r)
+            try:
+                tags = json.loads(row.get("tags_json") or "[]")
+            except ValueError:
+                tags = []
+            extra = {k: row.get(k) for k in ("rating", "rating_comment") if row.get(k) is not None}
+            if row.get("updated_at"):
+                extra["updated_at"] = row["updated_at"]
+            yield Row(
+                project_id=project or str(row["project_id"]),
+                content=row["content"],
+                category=row.get("category"),
+                tags=tags if isinstance(tags, list) else [],
+                uuid=row.get("uuid"),
+                created_at=_time(row.get("created_at")),
+                extra=extra,
+            )
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{path}: cannot read the SQLite database ({exc}).") from None
+    finally:
+        conn.close()
+
+
+def read_mcp_memory(path: Path, project: str) -> Iterator[Row]:
+    """The official MCP memory server's knowledge graph: each observation of an entity becomes
+    one memory ("<name> (<entityType>): <observation>"), each relation one memory."""
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(rec, dict):
+                continue
+            if rec.get("type") == "entity":
+                name, kind = str(rec.get("name", "")).strip(), str(rec.get("entityType", "")).strip()
+                for observation in rec.get("observations") or []:
+                    text = f"{name} ({kind}): {observation}" if kind else f"{name}: {observation}"
+                    yield Row(project, text, "domain", [t for t in ("mcp-memory", kind[:100]) if t])
+            elif rec.get("type") == "relation":
+                text = f"{rec.get('from', '')} {str(rec.get('relationType', '')).replace('_', ' ')} {rec.get('to', '')}"
+                yield Row(project, text.strip(), "domain", ["mcp-memory", "relation"])
+
+
+# --- writing ----------------------------------------------------------------------------
+
+
+@dataclass
+class ImportResult:
+    format: str
+    read: int = 0
+    created: int = 0
+    skipped: int = 0
+    refused: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _settable() -> dict[str, Any]:
+    """Fields an import may carry over after the write path created the row (ratings, times, lifecycle)."""
+    fixed = {"uuid", "project_id", "content", "category", "tags", "created_at"}
+    return {f.name: f for f in Memory._meta.concrete_fields if f.name not in fixed | SKIP_FIELDS}
+
+
+def _restore_fields(created: list[tuple[Memory, Row]]) -> None:
+    settable = _settable()
+    links: list[tuple[Memory, str, str]] = []
+    with transaction.atomic():
+        for memory, row in created:
+            changed = []
+            for key, value in row.extra.items():
+                f = settable.get(key)
+                if f is None or value is None:
+                    continue
+                if f.is_relation:
+                    links.append((memory, f.name, str(value)))
+                    continue
+                if f.get_internal_type() == "DateTimeField":
+                    value = _time(value)
+                    if value is None:
+                        continue
+                setattr(memory, f.attname, value)
+                changed.append(f.attname)
+            if changed:
+                memory.save(update_fields=changed)
+        for memory, name, target in links:  # links between imported memories, by uuid
+            other = Memory.objects.filter(uuid=target).first()
+            if other is not None:
+                setattr(memory, name, other)
+                memory.save(update_fields=[Memory._meta.get_field(name).attname])
+
+
+def _valid(row: Row, result: ImportResult) -> bool:
+    try:
+        services.clean_content(row.content)
+        services.refuse_secrets(str(row.content), *[str(t) for t in row.tags])
+        if not row.project_id:
+            raise UserError("no project: pass --project")
+    except UserError as exc:
+        result.refused += 1
+        if len(result.errors) < 20:
+            result.errors.append(f"{str(row.content)[:60]!r}: {exc}")
+        return False
+    return True
+
+
+def _write_batch(rows: list[Row], result: ImportResult) -> None:
+    for project_id in sorted({r.project_id for r in rows}):
+        group = [r for r in rows if r.project_id == project_id]
+        for r in group:
+            r.uuid = str(r.uuid) if r.uuid else derived_uuid(project_id, r.content)
+        seen_uuids = {
+            str(u) for u in Memory.objects.filter(uuid__in=[r.uuid for r in group]).values_list("uuid", flat=True)
+        }
+        seen_content = set(
+            Memory.objects.filter(project_id=project_id, content__in=[r.content.strip() for r in group]).values_list(
+                "content", flat=True
+            )
+        )
+        fresh: list[Row] = []
+        for r in group:
+            if r.uuid in seen_uuids or r.content.strip() in seen_content:
+                result.skipped += 1
+                continue
+            seen_uuids.add(r.uuid)
+            seen_content.add(r.content.strip())
+            fresh.append(r)
+        if not fresh:
+            continue
+        items = [services.NewMemory(r.content, r.category, r.tags, r.created_at, uuid=r.uuid) for r in fresh]
+        stored = services.store_memories(resolve(project_id, None), items, source="import")
+        made = [(s.memory, r) for s, r in zip(stored, fresh, strict=True) if s.created]
+        _restore_fields(made)
+        result.created += len(made)
+        result.skipped += len(stored) - len(made)  # near-duplicates of memories already there
+
+
+def import_rows(rows: Iterable[Row], result: ImportResult, progress: IO[str] | None = None) -> ImportResult:
+    batch: list[Row] = []
+    for row in rows:
+        result.read += 1
+        if not isinstance(row.content, str):
+            row.content = ""
+        if _valid(row, result):
+            batch.append(row)
+        if len(batch) >= BATCH:
+            _write_batch(batch, result)
+            batch = []
+            _progress(progress, result)
+    if batch:
+        _write_batch(batch, result)
+    _progress(progress, result, done=True)
+    return result
+
+
+def _progress(out: IO[str] | None, result: ImportResult, done: bool = False) -> None:
+    if out is None:
+        return
+    line = f"read {result.read}: {result.created} new, {result.skipped} already there, {result.refused} refused"
+    if out.isatty():
+        out.write("\r" + line + ("\n" if done else ""))
+    elif done or result.read % 1000 < BATCH:
+        out.write(line + "\n")
+    out.flush()
+
+
+def import_path(path: Path, project: str | None = None, cwd: str | None = None) -> ImportResult:
+    if not path.is_file():
+        raise UserError(f"{path}: no such file.")
+    kind = detect(path)
+    result = ImportResult(format=kind)
+    if kind == "yullu-jsonl":
+        rows = read_yullu(path, project)
+    elif kind == "go-sqlite":
+        rows = read_go_sqlite(path, project)
+    else:
+        rows = read_mcp_memory(path, project or resolve(None, cwd).project_id)
+    return import_rows(rows, result, progress=sys.stderr)
