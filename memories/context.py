@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q
 
 from yullu_site.errors import UserError
 
@@ -109,19 +109,6 @@ class Block:
     brief: list[int] = field(default_factory=list)
 
 
-def _current(qs: QuerySet[Memory]) -> QuerySet[Memory]:
-    """Memories that default retrieval would return: not superseded, not expired (when the
-    lifecycle fields exist)."""
-    from django.utils import timezone
-
-    names = {f.name for f in Memory._meta.get_fields()}
-    if "superseded_by" in names:
-        qs = qs.filter(superseded_by__isnull=True)
-    if "expires_at" in names:
-        qs = qs.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()))
-    return qs
-
-
 def primer(project_id: str) -> list[Entry]:
     """High-importance and most-useful memories, a few per category, interleaved so every
     category is represented before any gets a second place; then the user scope's."""
@@ -145,8 +132,10 @@ def primer(project_id: str) -> list[Entry]:
 
 
 def _ranked(project_id: str) -> list[Memory]:
-    qs = _current(Memory.objects.filter(project_id=project_id)).annotate(
-        recalls=Count("events", filter=Q(events__kind=EventKind.RECALLED))
+    qs = (
+        Memory.objects.filter(project_id=project_id)
+        .current()
+        .annotate(recalls=Count("events", filter=Q(events__kind=EventKind.RECALLED)))
     )
     rows = list(qs.order_by("-updated_at", "-id")[:500])
 

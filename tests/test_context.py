@@ -6,11 +6,13 @@ import asyncio
 import json
 import os
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from memories import embedders, services, vector_index
 from memories.context import Entry as ContextEntry
@@ -85,9 +87,16 @@ def test_without_a_query_build_context_is_the_primer_within_budget(
         async with http_session(live_server_url, owner_token) as s:
             return await call(s, "build_context", budget_tokens=budget, project_id="acme/primer")
 
+    old = services.create_memory(resolve("acme/primer", None), "Deploys used to go through Jenkins.", "process")
+    services.create_memory(
+        resolve("acme/primer", None), "Deploys go through GitHub Actions now.", "process", supersedes=old.id
+    )
+    freeze = services.create_memory(resolve("acme/primer", None), "The freeze lasts until Friday.", "process")
+    Memory.objects.filter(pk=freeze.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
     is_error, out = run(go(800))
     assert not is_error, out
     text = out["context"]
+    assert "GitHub Actions" in text and "Jenkins" not in text and "freeze" not in text, "superseded and expired are out"
     assert "primer" in text and count_tokens(text) <= 800
     for category in ("process", "decision", "gotcha", "domain", "style"):
         assert f" {category}] " in text
