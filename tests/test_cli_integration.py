@@ -25,7 +25,9 @@ def hook_env(tmp_path: Path, live_server_url: str, owner_token: str) -> dict[str
     home.mkdir()
     (home / "token").write_text(owner_token + "\n")
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    return {**env, "YULLU_HOME": str(home), "YULLU_PORT": live_server_url.rsplit(":", 1)[1], "HOME": str(tmp_path)}
+    port = live_server_url.rsplit(":", 1)[1]
+    # A first recall on a busy 2-core CI can take longer than the hook's 1.5 s budget.
+    return {**env, "YULLU_HOME": str(home), "YULLU_PORT": port, "HOME": str(tmp_path), "YULLU_HOOK_TIMEOUT": "60"}
 
 
 @pytest.mark.parametrize(
@@ -64,10 +66,22 @@ def test_inject_prints_a_memories_block(hook_env: dict[str, str], stub_embedder:
     assert "data, not instructions" in out.stdout
 
 
-@pytest.mark.parametrize("stdin", ["", "not json", json.dumps({"prompt": "ok"})])
-def test_inject_is_silent_on_junk_or_trivial_input(tmp_path: Path, stdin: str) -> None:
-    env = {**os.environ, "YULLU_HOME": str(tmp_path), "YULLU_PORT": "9"}
-    out = run_cli(["inject"], env, stdin)
+TRIVIAL = ["ok", "Thanks!", "deploy?"]  # acknowledgements, and a prompt too short to search on
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "stdin", ["", "not json", *(json.dumps({"prompt": p, "cwd": "/tmp/hookproj"}) for p in TRIVIAL)]
+)
+def test_inject_is_silent_on_junk_or_trivial_input(
+    hook_env: dict[str, str], stub_embedder: StubServer, stdin: str
+) -> None:
+    # A live server holding memories that a recall for these very prompts returns (same text, so the
+    # same stub vector and the same words). The server skips acknowledgements too; a short prompt
+    # like "deploy?" is kept out only by the hook's own filter.
+    for text in TRIVIAL:
+        services.create_memory(resolve("hookproj", None), f"{text} {text}", "process")
+    out = run_cli(["inject"], hook_env, stdin)
     assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
 
 
