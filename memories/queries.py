@@ -22,11 +22,12 @@ from typing import Any, Literal
 
 import numpy as np
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection
 
 from yullu_site.trivial import is_acknowledgement
 
 from . import bm25
+from .durability import losable
 from .embedders import Embedder, embed_query, embeds, get_embedder
 from .models import CATEGORIES, EventKind, Memory, MemoryEvent
 from .serializers import hit_dict
@@ -340,15 +341,6 @@ def _apply_floor(
             result.considered.append(hit_dict(memory, c.similarity, 0))
 
 
-def _lazy_commit() -> None:
-    """This transaction's commit does not wait for its WAL flush. For rows we can afford to lose
-    in a crash (the last ~0.6 s of recall log; never a memory): a crash loses them whole, it
-    never corrupts anything, and other sessions see them at once. Saves the flush wait (a few
-    ms) on every retrieve."""
-    with connection.cursor() as cur:
-        cur.execute("SET LOCAL synchronous_commit = off")
-
-
 def _log_recall(result: SearchResult, query: str) -> None:
     """Best effort: a memory deleted between the search and this insert is logged without its FK;
     a logging failure never fails the search itself."""
@@ -365,8 +357,7 @@ def _log_recall(result: SearchResult, query: str) -> None:
         for hit in hits
     ]
     try:
-        with transaction.atomic():
-            _lazy_commit()
+        with losable():  # recall-log rows may be lost in a crash: no WAL flush wait
             MemoryEvent.objects.bulk_create(rows)
         return
     except IntegrityError:
@@ -374,8 +365,7 @@ def _log_recall(result: SearchResult, query: str) -> None:
     for row in rows:
         row.memory_id = row.memory_id if row.memory_id in alive else None
     try:
-        with transaction.atomic():
-            _lazy_commit()
+        with losable():  # recall-log rows may be lost in a crash: no WAL flush wait
             MemoryEvent.objects.bulk_create(rows)
     except IntegrityError:
         log.warning("could not write the recall log for %s", result.recall_id)

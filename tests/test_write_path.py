@@ -1,0 +1,38 @@
+"""Rows we can afford to lose in a crash (recall log, usage) commit without waiting for the WAL
+flush; nothing else does, and a caller's own transaction is never relaxed."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+
+from memories.durability import losable
+from memories.embedders import record_usage
+from memories.models import Usage
+
+
+def _synchronous_commit() -> str:
+    with connection.cursor() as cur:
+        cur.execute("SHOW synchronous_commit")
+        return cur.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_losable_write_outside_any_transaction_skips_the_flush_wait_only_for_itself() -> None:
+    with losable():
+        assert _synchronous_commit() == "off"
+    assert _synchronous_commit() == "on"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_losable_write_inside_a_callers_transaction_leaves_the_callers_commit_durable() -> None:
+    with transaction.atomic():
+        with losable():
+            assert _synchronous_commit() == "on"
+        assert _synchronous_commit() == "on"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_usage_rows_are_written_and_visible_at_once() -> None:
+    record_usage("openai", "text-embedding-3-small", "embed", 0.0, tokens_in=12)
+    assert Usage.objects.filter(provider="openai", input_tokens=12).count() == 1
