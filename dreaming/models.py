@@ -83,3 +83,6 @@ class DreamOp(models.Model):
 
     class Meta:
         verbose_name = "dream operation"
+
+    def __str__(self) -> str:
+        return f"{self.op} → {self.outcome}"

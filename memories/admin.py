@@ -9,14 +9,15 @@ from django.contrib import admin, messages
 from django.db.models import Case, Exists, IntegerField, OuterRef, QuerySet, Value, When
 from django.http import HttpRequest
 from django.urls import path
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin
 from unfold.widgets import UnfoldAdminSelectWidget, UnfoldAdminTextareaWidget, UnfoldAdminTextInputWidget
 
 from yullu_site.errors import UserError
 
-from . import admin_queries, queries, services
+from . import admin_queries, lifecycle, queries, services
 from .admin_views import (
+    conflicts_view,
     graph_data_view,
     graph_view,
     projects_view,
@@ -62,6 +63,19 @@ class MemoryForm(forms.ModelForm):
         except UserError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
+
+
+def _change_text(row: dict[str, Any]) -> str:
+    """A short before → after, field by field (content trimmed)."""
+    before, after = row.get("before") or {}, row.get("after") or {}
+    parts = []
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key)
+        if old != new:
+            parts.append(
+                f"{key}: {str(old)[:80] if old is not None else '—'} → {str(new)[:80] if new is not None else '—'}"
+            )
+    return "; ".join(parts) or "—"
 
 
 class RatedFilter(admin.SimpleListFilter):
@@ -114,7 +128,16 @@ class MemoryAdmin(ModelAdmin):
     list_filter_submit = True
     search_fields = ["content"]
     search_help_text = "With a project selected (filter on the right): semantic search, shows similarity and rank."
-    readonly_fields = ["uuid", "created_at", "updated_at", "rating", "rating_comment"]
+    readonly_fields = [
+        "uuid",
+        "created_at",
+        "updated_at",
+        "rating",
+        "rating_comment",
+        "links",
+        "recalls",
+        "change_history",
+    ]
     actions = ["keep_selected", "archive_selected", "delete_selected_via_service"]
     list_per_page = 50
 
@@ -132,6 +155,7 @@ class MemoryAdmin(ModelAdmin):
             path("usage/", wrap(usage_view), name="memories_usage"),
             path("settings/", wrap(settings_view), name="memories_settings"),
             path("projects/", wrap(projects_view), name="memories_projects"),
+            path("conflicts/", wrap(conflicts_view), name="memories_conflicts"),
             path("graph/", wrap(graph_view), name="memories_graph"),
             path("graph.json", wrap(graph_data_view), name="memories_graph_data"),
             path("verdict/", wrap(recall_verdict_view), name="memories_recall_verdict"),
@@ -143,6 +167,55 @@ class MemoryAdmin(ModelAdmin):
         text = obj.content if len(obj.content) <= 160 else obj.content[:157] + "…"
         tags = ", ".join(obj.tags or [])
         return format_html('{}<div class="y-muted">{}</div>', text, tags) if tags else text
+
+    @admin.display(description="links")
+    def links(self, obj: Memory) -> str:
+        if not obj.pk:
+            return "—"
+        rows = lifecycle.links_of(obj.pk)
+        if not rows:
+            return "none"
+        return format_html_join(
+            "",
+            '<div>{} <a href="../../{}/change/">memory {}</a></div>',
+            (
+                (
+                    row["kind"] if row["from_id"] == obj.pk else f"{row['kind']} (from)",
+                    row["to_id"] if row["from_id"] == obj.pk else row["from_id"],
+                    row["to_id"] if row["from_id"] == obj.pk else row["from_id"],
+                )
+                for row in rows
+            ),
+        )
+
+    @admin.display(description="recall history")
+    def recalls(self, obj: Memory) -> str:
+        if not obj.pk:
+            return "—"
+        h = admin_queries.recall_history([obj.pk], per_memory=10)[obj.pk]
+        lines = format_html_join(
+            "",
+            "<div>“{}” · #{} · {} · {}</div>",
+            ((r["query"][:100], r["rank"], r["similarity"], r["at"].strftime("%Y-%m-%d %H:%M")) for r in h["recent"]),
+        )
+        return format_html("<div>sent {} · below floor {}</div>{}", h["sent"], h["considered"], lines)
+
+    @admin.display(description="history")
+    def change_history(self, obj: Memory) -> str:
+        if not obj.pk:
+            return "—"
+        rows = lifecycle.history(obj.pk)
+        if not rows:
+            return "no recorded changes"
+        return format_html(
+            '<table class="y-table"><tr><th>When (UTC)</th><th>What</th><th>Who</th><th>Before → after</th></tr>'
+            "{}</table>",
+            format_html_join(
+                "",
+                "<tr><td class='y-nowrap'>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                ((r["at"][:19].replace("T", " "), r["action"], r["source"], _change_text(r)) for r in reversed(rows)),
+            ),
+        )
 
     _preview: dict[int, tuple[float | None, int, bool]] = {}
 

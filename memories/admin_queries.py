@@ -12,7 +12,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 
 from .embedders import embeds, get_embedder
-from .models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, Usage
+from .models import EventKind, Memory, MemoryEvent, MemoryLink, MemoryVector, ProjectLocation, Usage
 
 # How a memory came to be, from the `source` its create event recorded.
 SOURCES: dict[str, tuple[str, ...]] = {
@@ -226,18 +226,8 @@ def graph(project_id: str, threshold: float = 0.6, per_node: int = 5, limit: int
 
 
 def _link_edges(ids: list[int]) -> list[dict[str, Any]]:
-    """supersedes / contradicts / related links, once the lifecycle work adds a MemoryLink model."""
-    from django.apps import apps
-
-    try:
-        link = apps.get_model("memories", "MemoryLink")
-    except LookupError:
-        return []
-    fields = {f.name for f in link._meta.get_fields()}
-    src, dst = ("source", "target") if "source" in fields else ("from_memory", "to_memory")
-    if src not in fields or dst not in fields or "kind" not in fields:
-        return []
-    rows = link.objects.filter(**{f"{src}_id__in": ids, f"{dst}_id__in": ids}).values_list(
-        f"{src}_id", f"{dst}_id", "kind"
+    """supersedes / contradicts / related links between the shown memories."""
+    rows = MemoryLink.objects.filter(from_memory_id__in=ids, to_memory_id__in=ids).values_list(
+        "from_memory_id", "to_memory_id", "kind"
     )
     return [{"source": a, "target": b, "kind": kind} for a, b, kind in rows]

@@ -251,6 +251,31 @@ def usage_view(request: HttpRequest) -> HttpResponse:
     )
 
 
+def conflicts_view(request: HttpRequest) -> HttpResponse:
+    """Open `contradicts` pairs: keep one (the other is superseded), keep both (related), or merge."""
+    if request.method == "POST":
+        try:
+            link = lifecycle.resolve_conflict(
+                request.POST.get("link_id"),
+                request.POST.get("resolution"),
+                merged_content=request.POST.get("merged_content"),
+                source="admin",
+            )
+            messages.success(request, f"Conflict {link['id']} resolved: {link['resolution'].replace('_', ' ')}.")
+        except UserError as exc:
+            messages.error(request, str(exc))
+        return HttpResponseRedirect(_safe_next(request))
+    project = request.GET.get("project_id", "")
+    return _page(
+        request,
+        "admin/yullu/conflicts.html",
+        "Conflicts",
+        conflicts=lifecycle.open_conflicts(project or None),
+        project=project,
+        projects=_projects(),
+    )
+
+
 def projects_view(request: HttpRequest) -> HttpResponse:
     return _page(request, "admin/yullu/projects.html", "Projects", project_rows=admin_queries.project_rows())
 

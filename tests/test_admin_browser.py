@@ -17,9 +17,10 @@ from django.conf import settings
 
 from dreaming.models import DreamOp, DreamPass
 from dreaming.services import record_messages
-from memories import queries, services
+from memories import lifecycle, queries, services
 from memories.models import Memory, RejectedMemory
 from memories.scope import resolve
+from memories.services import NewMemory
 from tests.stubs import StubServer
 
 CHROMIUM = "/usr/bin/chromium"
@@ -84,10 +85,17 @@ def seed(n: int = 3) -> list[Memory]:
     return [services.create_memory(scope, c, cat, ["seed"], source="mcp") for c, cat in facts[:n]]
 
 
-def test_a_reviewer_rates_rejects_and_undoes_from_the_keyboard(stub_embedder: StubServer, page: Any) -> None:
+def unrated_total_is(page: Any, n: int) -> None:
+    page.wait_for_function(f"document.getElementById('unrated-total').textContent === '{n}'")
+
+
+def test_a_reviewer_works_through_30_memories_from_the_keyboard(stub_embedder: StubServer, page: Any) -> None:
+    extra = [NewMemory(f"Module {i} owns the {i}th queue and retries {i} times", "process") for i in range(27)]
+    services.create_memories(resolve("acme/shop", None), extra, source="dream")
     newest_first = list(reversed(seed()))
     queries.search("acme/shop", "vec:1,0,0 how do we deploy?", min_similarity=0.1)
     page.goto("/admin/memories/memory/review/")
+    unrated_total_is(page, 30)
     no_overflow_and_shoot(page, "review-queue")
     page.keyboard.press("8")  # keep the focused (newest) memory
     page.wait_for_selector("text=rated 8: kept")
@@ -102,6 +110,11 @@ def test_a_reviewer_rates_rejects_and_undoes_from_the_keyboard(stub_embedder: St
     page.wait_for_selector("text=Restored 1 memory")
     assert RejectedMemory.objects.count() == 0
     assert Memory.objects.get(content=newest_first[1].content).rating is None
+    for left in range(29, 0, -1):  # and the rest, one key each
+        unrated_total_is(page, left)
+        page.keyboard.press("0" if left % 2 else "7")
+    unrated_total_is(page, 0)
+    assert Memory.objects.filter(rating=None).count() == 0 and Memory.objects.count() == 30
 
 
 def test_cancelling_a_rejection_changes_nothing(stub_embedder: StubServer, page: Any) -> None:
@@ -177,6 +190,8 @@ def test_every_page_fits_1280_px_and_is_screenshotted(stub_embedder: StubServer,
     seed()
     found = queries.search("acme/shop", "vec:1,0,0 how do we deploy?", min_similarity=0.1)
     assert found.results
+    fridays = services.create_memory(resolve("acme/shop", None), "vec:0,0.7,0.7 We deploy on Fridays", "process")
+    lifecycle.link_memories(fridays.pk, found.results[0]["id"], "contradicts", source="dream")
     pages = {
         "dashboard": "/admin/",
         "memories": "/admin/memories/memory/",
@@ -184,6 +199,7 @@ def test_every_page_fits_1280_px_and_is_screenshotted(stub_embedder: StubServer,
         "stats": "/admin/memories/memory/stats/",
         "usage": "/admin/memories/memory/usage/",
         "projects": "/admin/memories/memory/projects/",
+        "conflicts": "/admin/memories/memory/conflicts/",
         "graph": "/admin/memories/memory/graph/?project_id=acme/shop&threshold=0",
         "rejected": "/admin/memories/rejectedmemory/",
         "dream-passes": "/admin/dreaming/dreampass/",

@@ -1,0 +1,122 @@
+"""Review-app pages without a browser: undo and restore, bulk rating, source filter, collapsed hook
+repeats, conflicts, history, the graph's edges and who may see the scheduler internals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from memories import lifecycle, queries, services
+from memories.admin_queries import graph, retrieval_page
+from memories.models import Memory, RejectedMemory
+from memories.scope import resolve
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff(client: Client, owner: Any) -> Client:
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def reviewer(django_user_model: Any) -> Client:
+    """Staff, not superuser: a teammate who reviews memories (a client of their own)."""
+    client = Client()
+    client.force_login(django_user_model.objects.create_user("teammate", password="teammate-pass-1", is_staff=True))
+    return client
+
+
+REVIEW = "/admin/memories/memory/review/"
+
+
+def test_a_rejection_can_be_undone_and_the_memory_is_back_unrated(staff: Client, stub_embedder: StubServer) -> None:
+    m = services.create_memory(resolve("acme/u", None), "vec:1,0,0 Tabs, not spaces", "style")
+    staff.post(REVIEW, {"action": "rate", "memory_id": m.pk, "rating": "2"})
+    rejected = RejectedMemory.objects.get()
+    page = staff.get(REVIEW).content.decode()
+    assert "Undo last rating" in page
+    response = staff.post(REVIEW, {"action": "restore", "rejected_id": rejected.pk}, follow=True)
+    assert "Restored 1 memory" in response.content.decode()
+    assert RejectedMemory.objects.count() == 0
+    assert Memory.objects.get(content=m.content).rating is None
+
+
+def test_a_keep_can_be_undone(staff: Client, stub_embedder: StubServer) -> None:
+    m = services.create_memory(resolve("acme/u", None), "vec:1,0,0 Tabs, not spaces", "style")
+    staff.post(REVIEW, {"action": "rate", "memory_id": m.pk, "rating": "9"})
+    assert Memory.objects.get(pk=m.pk).rating == 9
+    staff.post(REVIEW, {"action": "undo_keep", "memory_id": m.pk})
+    assert Memory.objects.get(pk=m.pk).rating is None
+
+
+def test_bulk_rating_needs_a_selection_and_rates_every_selected(staff: Client, stub_embedder: StubServer) -> None:
+    scope = resolve("acme/u", None)
+    a = services.create_memory(scope, "vec:1,0,0 first fact")
+    b = services.create_memory(scope, "vec:0,1,0 second fact")
+    empty = staff.post(REVIEW, {"action": "bulk", "rating": "8"}, follow=True)
+    assert "Select memories first" in empty.content.decode()
+    staff.post(REVIEW, {"action": "bulk", "rating": "8", "selected": [a.pk, b.pk]})
+    assert set(Memory.objects.values_list("rating", flat=True)) == {8}
+
+
+def test_the_queue_filters_by_source(staff: Client, stub_embedder: StubServer) -> None:
+    scope = resolve("acme/u", None)
+    services.create_memory(scope, "vec:1,0,0 from a dream", source="dream")
+    services.create_memory(scope, "vec:0,1,0 from an assistant", source="mcp")
+    dreamed = staff.get(REVIEW + "?source=dream").content.decode()
+    assert "from a dream" in dreamed and "from an assistant" not in dreamed
+    assert "from an assistant" in staff.get(REVIEW + "?source=assistant").content.decode()
+
+
+def test_a_hook_prompt_recalled_twice_shows_once(stub_embedder: StubServer) -> None:
+    services.create_memory(resolve("acme/h", None), "vec:1,0,0 Deploy with make release", "process")
+    services.create_memory(resolve("acme/h", None), "vec:0,1,0 The VPN drops at midnight", "gotcha")
+    # The hook asks with category hints first (here: nothing clears the floor), then without.
+    queries.search("acme/h", "vec:1,0,0 how do we deploy?", min_similarity=0.5, categories=["gotcha"])
+    queries.search("acme/h", "vec:1,0,0 how do we deploy?", min_similarity=0.5)
+    groups, more = retrieval_page("acme/h", 1)
+    assert len(groups) == 1 and groups[0]["repeats"] == 1 and not more
+    assert groups[0]["sent"] and groups[0]["sent"][0]["content"].endswith("make release")
+
+
+def test_a_conflict_is_resolved_from_the_queue(staff: Client, stub_embedder: StubServer) -> None:
+    scope = resolve("acme/c", None)
+    old = services.create_memory(scope, "vec:1,0,0 We deploy on Fridays")
+    new = services.create_memory(scope, "vec:0,1,0 We never deploy on Fridays")
+    lifecycle.link_memories(new.pk, old.pk, "contradicts", source="api")
+    page = staff.get("/admin/memories/memory/conflicts/").content.decode()
+    assert "We deploy on Fridays" in page and "We never deploy on Fridays" in page
+    conflict = lifecycle.open_conflicts("acme/c")[0]
+    staff.post("/admin/memories/memory/conflicts/", {"link_id": conflict["id"], "resolution": "keep_from"})
+    assert lifecycle.open_conflicts("acme/c") == []
+    assert Memory.objects.get(pk=old.pk).superseded_by_id == new.pk
+    history = staff.get(f"/admin/memories/memory/{old.pk}/change/").content.decode()
+    assert "conflict resolved" in history and "contradicts" in history
+
+
+def test_the_graph_joins_near_memories_and_links(staff: Client, stub_embedder: StubServer) -> None:
+    scope = resolve("acme/g", None)
+    a = services.create_memory(scope, "vec:1,0,0 a", "process")
+    b = services.create_memory(scope, "vec:1,0.45,0 b", "gotcha")
+    c = services.create_memory(scope, "vec:0,0,1 c")
+    lifecycle.link_memories(c.pk, a.pk, "related", source="api")
+    data = graph("acme/g", threshold=0.9)
+    assert {n["category"] for n in data["nodes"]} == {"process", "gotcha", "uncategorised"}
+    similar = {(e["source"], e["target"]) for e in data["edges"] if e["kind"] == "similar"}
+    assert similar in ({(a.pk, b.pk)}, {(b.pk, a.pk)})
+    assert {"source": c.pk, "target": a.pk, "kind": "related"} in data["edges"]
+    body = staff.get("/admin/memories/memory/graph.json?project_id=acme/g&threshold=0.9").json()
+    assert len(body["nodes"]) == 3 and body["nodes"][0]["url"].endswith("/change/")
+    assert staff.get("/admin/memories/memory/graph.json?threshold=x").status_code == 400
+
+
+def test_scheduler_internals_are_for_superusers_only(reviewer: Client, staff: Client) -> None:
+    assert reviewer.get("/admin/django_celery_beat/crontabschedule/").status_code == 403
+    assert reviewer.get("/admin/auth/user/").status_code == 403
+    assert "Beat tasks" not in reviewer.get("/admin/").content.decode()
+    assert staff.get("/admin/django_celery_beat/crontabschedule/").status_code == 200
