@@ -183,19 +183,30 @@ def test_out_of_range_ratings_are_refused(stub_embedder: StubServer, rating: Any
         services.rate_memory(m.id, rating)
 
 
-def test_hnsw_index_exists_and_is_used(stub_embedder: StubServer) -> None:
-    services.create_memories(A, [services.NewMemory(f"fact {i}") for i in range(50)])
+def test_a_large_project_is_searched_through_the_hnsw_index(stub_embedder: StubServer) -> None:
+    # Just past the size below which the product scans exactly, so `_dense` takes the HNSW path.
+    n = queries.EXACT_SCAN_MAX + 1
+    many = [services.NewMemory(f"vec:{i % 7},1,{i % 5} fact number {i}") for i in range(n)]
+    services.create_memories(A, many, dedupe=False)  # distinct facts; skip the per-item duplicate search
     name = index_name("openai:stub-embed", 8)
+    sent: list[tuple[str, Any]] = []
+
+    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        sent.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        found = queries.search(A.project_id, "vec:1,1,0 which fact?", log=False, min_similarity=0.0)
+    assert found.results
+    dense = [(sql, params) for sql, params in sent if "<=>" in sql and "ORDER BY" in sql]
+    assert len(dense) == 1, [sql for sql, _ in sent]
+    sql, params = dense[0]
     with connection.cursor() as cur:
         cur.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [name])
         assert cur.fetchone()
-        cur.execute("SET enable_seqscan = off")
-        cur.execute(
-            "EXPLAIN SELECT memory_id FROM memories_memoryvector WHERE embedder = 'openai:stub-embed' "
-            "AND project_id = 'acme/app' ORDER BY (vector::vector(8)) <=> '[1,0,0,0,0,0,0,0]'::vector(8) LIMIT 5"
-        )
+        cur.execute("EXPLAIN " + sql, params)  # the product's own query, as it sent it
         plan = "\n".join(r[0] for r in cur.fetchall())
-    assert name in plan
+    assert name in plan, plan
 
 
 def test_switching_embedder_keeps_data_and_backfills(stub_embedder: StubServer, monkeypatch: Any) -> None:
