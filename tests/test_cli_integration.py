@@ -181,7 +181,56 @@ def test_install_and_uninstall_round_trip(tmp_path: Path) -> None:
     assert not (home / ".claude" / "skills" / "yullu").exists()
     assert tomllib.loads((home / ".codex" / "config.toml").read_text()) == {"model": "o4"}
     assert (home / ".codex" / "AGENTS.md").read_text() == "# My rules\n\nBe terse.\n"
-    assert json.loads((home / ".cursor" / "mcp.json").read_text()) == {"mcpServers": {}}
+    assert not (home / ".cursor" / "mcp.json").exists(), "a file install created is removed again"
+
+
+def user_files(home: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(home)): p.read_bytes()
+        for p in home.rglob("*")
+        if p.is_file() and ".yullu-backup-" not in p.name
+    }
+
+
+def test_install_then_uninstall_leaves_every_user_file_byte_identical(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".codex").mkdir()
+    (home / ".claude" / "settings.json").write_text('{\n    "model": "opus",\n    "hooks": {}\n}')  # no newline
+    (home / ".codex" / "config.toml").write_text('model = "o4"\n\n[profiles.fast]\nmodel = "o4-mini"\n\n')
+    (home / ".codex" / "AGENTS.md").write_text("# My rules\n\nBe terse.\n\n")  # two trailing newlines
+    before = user_files(home)
+    yhome = tmp_path / "yhome"
+    yhome.mkdir()
+    (yhome / "token").write_text("yl_testtoken\n")
+    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(yhome), "PATH": "/usr/bin:/bin"}
+    for _ in range(2):
+        assert run_cli(["install", "claude", "codex", "cursor"], env).returncode == 0
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    for event, verb in (("SessionStart", "session-start"), ("PreCompact", "pre-compact")):
+        assert settings["hooks"][event][0]["hooks"][0]["command"].endswith(f"yullu {verb}")
+    codex = tomllib.loads((home / ".codex" / "config.toml").read_text())
+    assert codex["notify"][-1] == "codex-notify" and codex["profiles"]["fast"]["model"] == "o4-mini"
+    assert (yhome / "install-state.json").stat().st_mode & 0o777 == 0o600
+    out = run_cli(["uninstall"], env)
+    assert out.returncode == 0, out.stderr
+    assert user_files(home) == before
+    assert not (yhome / "install-state.json").exists()
+
+
+def test_uninstall_after_the_user_edited_a_file_removes_only_our_parts(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".codex" / "AGENTS.md").write_text("# My rules\n")
+    yhome = tmp_path / "yhome"
+    yhome.mkdir()
+    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(yhome), "PATH": "/usr/bin:/bin"}
+    assert run_cli(["install", "codex"], env).returncode == 0
+    agents = home / ".codex" / "AGENTS.md"
+    agents.write_text(agents.read_text() + "\nA rule added later.\n")
+    assert run_cli(["uninstall", "codex"], env).returncode == 0
+    text = agents.read_text()
+    assert "yullu:start" not in text and text.startswith("# My rules") and "A rule added later." in text
 
 
 def test_install_refuses_an_unparseable_settings_file(tmp_path: Path) -> None:

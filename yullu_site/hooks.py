@@ -173,10 +173,16 @@ def turn_of(entry: Any) -> tuple[str, str] | None:
     - Codex session files (~/.codex/sessions/**/rollout-*.jsonl):
       {"type": "response_item", "payload": {"type": "message", "role": ..., "content": [...]}}
       (older files: the payload's fields at the top level)
-    - OpenAI-style chat lines, as OpenCode and others export them: {"role": ..., "content": ...}
+    - OpenCode messages (`opencode export` JSON, one per element of "messages"):
+      {"info": {"role": ...}, "parts": [{"type": "text", "text": ...}, ...]}
+    - OpenAI-style chat lines: {"role": ..., "content": ...}
     Anything else (tool calls, reasoning, metadata, system/developer prompts) is None."""
     if not isinstance(entry, dict):
         return None
+    info = entry.get("info")
+    if isinstance(info, dict) and info.get("role") in ("user", "assistant") and isinstance(entry.get("parts"), list):
+        parts = [p for p in entry["parts"] if isinstance(p, dict) and not p.get("synthetic")]
+        return str(info["role"]), "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
     if entry.get("type") in ("user", "assistant") and isinstance(entry.get("message"), dict):
         return str(entry["type"]), text_of(entry["message"])
     if entry.get("type") == "response_item" and isinstance(entry.get("payload"), dict):
@@ -189,16 +195,29 @@ def turn_of(entry: Any) -> tuple[str, str] | None:
     return None
 
 
-def read_turns(transcript: Path) -> list[tuple[str, str]]:
-    turns = []
+def _entries(transcript: Path) -> Any:
+    """Transcript entries: JSON Lines, or (a `.json` file) one document with a "messages" list."""
+    if transcript.suffix == ".json":
+        try:
+            doc = json.loads(transcript.read_text(encoding="utf-8", errors="replace"))
+        except ValueError:
+            return
+        yield from (doc.get("messages") or []) if isinstance(doc, dict) else []
+        return
     with transcript.open(encoding="utf-8", errors="replace") as fh:
         for line in fh:
             try:
-                turn = turn_of(json.loads(line))
+                yield json.loads(line)
             except ValueError:
                 continue
-            if turn is not None and turn[1].strip():
-                turns.append((turn[0], turn[1].strip()))
+
+
+def read_turns(transcript: Path) -> list[tuple[str, str]]:
+    turns = []
+    for entry in _entries(transcript):
+        turn = turn_of(entry)
+        if turn is not None and turn[1].strip():
+            turns.append((turn[0], turn[1].strip()))
     return turns
 
 

@@ -2,7 +2,9 @@
 
 Every edit is idempotent (re-running changes nothing), preserves the user's other
 settings, writes a backup before changing an existing file, and refuses to touch a
-file it cannot parse. Uninstall removes exactly what install added.
+file it cannot parse. Uninstall removes exactly what install added: a file nobody changed
+since install gets its original bytes back (trailing newlines included), or is deleted when
+install created it; a file edited since has just our parts taken out.
 """
 
 from __future__ import annotations
@@ -118,7 +120,12 @@ def hook_command(binary: str, verb: str) -> str:
 
 # --- Claude Code ----------------------------------------------------------------------
 
-HOOKS = {"UserPromptSubmit": "inject", "Stop": "record-turn"}
+HOOKS = {
+    "UserPromptSubmit": "inject",
+    "Stop": "record-turn",
+    "SessionStart": "session-start",
+    "PreCompact": "pre-compact",
+}
 
 
 def _is_ours(command: str, verb: str) -> bool:
@@ -126,19 +133,27 @@ def _is_ours(command: str, verb: str) -> bool:
 
 
 def _strip_hooks(settings: dict[str, Any]) -> None:
+    """Take our hooks out; an event (or "hooks") is dropped only when emptied by that, so a
+    user's own empty entries stay as they were."""
     hooks = settings.get("hooks") or {}
+    removed = False
     for event, verb in HOOKS.items():
-        groups = hooks.get(event) or []
+        groups = hooks.get(event)
+        if not groups:
+            continue
         kept = []
         for group in groups:
             inner = [h for h in group.get("hooks", []) if not _is_ours(str(h.get("command", "")), verb)]
-            if inner:
-                kept.append({**group, "hooks": inner})
+            if len(inner) != len(group.get("hooks", [])):
+                removed = True
+                if not inner:
+                    continue
+            kept.append({**group, "hooks": inner})
         if kept:
             hooks[event] = kept
         else:
             hooks.pop(event, None)
-    if "hooks" in settings and not settings["hooks"]:
+    if removed and "hooks" in settings and not settings["hooks"]:
         settings.pop("hooks")
 
 
@@ -158,7 +173,10 @@ def install_claude(home: Path, binary: str) -> None:
     settings = read_json(path)
     updated = claude_settings_with_hooks(json.loads(json.dumps(settings)), binary)
     if write_if_changed(path, json.dumps(updated, indent=2) + "\n"):
-        say(f"claude: hooks UserPromptSubmit → yullu inject, Stop → yullu record-turn in {path}")
+        say(
+            "claude: hooks UserPromptSubmit → yullu inject, Stop → yullu record-turn, SessionStart → yullu "
+            f"session-start, PreCompact → yullu pre-compact in {path}"
+        )
     cmd = [
         "claude",
         "mcp",
@@ -237,8 +255,24 @@ def install_codex(home: Path) -> None:
     entry["url"] = f"{server_url()}/mcp"
     entry["http_headers"] = {"Authorization": f"Bearer {token()}"}
     servers["yullu"] = entry
+    notify = doc.get("notify")
+    if notify is None or _is_our_notify(notify):
+        doc["notify"] = notify_command(yullu_bin())
+    else:
+        say(f"codex: {path} already has a `notify` program; turns are not recorded (add `yullu codex-notify`).")
     if write_if_changed(path, tomlkit.dumps(doc), private=True):
-        say(f"codex: added [mcp_servers.yullu] to {path}")
+        say(f"codex: added [mcp_servers.yullu] and notify → yullu codex-notify to {path}")
+
+
+def notify_command(binary: str) -> list[str]:
+    """Codex runs `notify` as an argv list (no shell) with the turn's JSON appended; `env` pins
+    the server and data this install was made for, like the Claude hooks."""
+    port = server_url().rsplit(":", 1)[1]
+    return ["env", f"YULLU_HOME={yullu_home().resolve()}", f"YULLU_PORT={port}", binary, "codex-notify"]
+
+
+def _is_our_notify(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and str(value[-1]) == "codex-notify"
 
 
 def uninstall_codex(home: Path) -> None:
@@ -252,12 +286,18 @@ def uninstall_codex(home: Path) -> None:
     if path.exists():
         doc = tomlkit.parse(path.read_text())
         servers = doc.get("mcp_servers")
+        changed = False
         if servers is not None and "yullu" in servers:
             del servers["yullu"]
             if not servers:
                 del doc["mcp_servers"]
+            changed = True
+        if _is_our_notify(doc.get("notify")):
+            del doc["notify"]
+            changed = True
+        if changed:
             write_if_changed(path, tomlkit.dumps(doc), private=True)
-            say(f"codex: removed [mcp_servers.yullu] from {path}")
+            say(f"codex: removed [mcp_servers.yullu] and our notify from {path}")
 
 
 # --- Cursor ---------------------------------------------------------------------------
@@ -339,6 +379,85 @@ def uninstall_service(home: Path) -> None:
 # --- entry points ---------------------------------------------------------------------
 
 
+# --- restoring user files byte for byte ----------------------------------------------
+
+TARGET_FILES = {
+    "claude": [".claude/settings.json"],
+    "codex": [".codex/AGENTS.md", ".codex/config.toml"],
+    "cursor": [".cursor/mcp.json"],
+}
+
+
+def state_file() -> Path:
+    return yullu_home() / "install-state.json"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        return None
+
+
+def _load_state() -> dict[str, dict[str, str | None]]:
+    try:
+        data = json.loads(state_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_state(state: dict[str, dict[str, str | None]]) -> None:
+    path = state_file()
+    if not state:
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # copies of files that may hold tokens
+    with os.fdopen(fd, "w") as fh:
+        json.dump(state, fh)
+    tmp.replace(path)
+
+
+def tracked_install(home: Path, target: str, fn: Any) -> None:
+    """Run one target's install, remembering each file's bytes from before the first install
+    and what we wrote, so uninstall can put the original back exactly."""
+    paths = [home / rel for rel in TARGET_FILES.get(target, [])]
+    before = {p: _read(p) for p in paths}
+    fn()
+    state = _load_state()
+    for p in paths:
+        after = _read(p)
+        if after == before[p]:
+            continue
+        entry = state.setdefault(str(p), {"original": before[p]})
+        entry["written"] = after
+    _save_state(state)
+
+
+def restore_untouched(home: Path, target: str) -> None:
+    """Give back the original bytes of every file of `target` that still holds exactly what
+    install wrote (a file created by install is deleted)."""
+    state = _load_state()
+    for rel in TARGET_FILES.get(target, []):
+        p = home / rel
+        entry = state.get(str(p))
+        if entry is None:
+            continue
+        if _read(p) == entry.get("written"):
+            original = entry.get("original")
+            if original is None:
+                p.unlink(missing_ok=True)
+            else:
+                tmp = p.with_name(p.name + ".tmp")
+                tmp.write_bytes(original.encode("utf-8", "surrogateescape"))
+                tmp.replace(p)
+            say(f"{target}: restored {p} as it was before install")
+        del state[str(p)]
+    _save_state(state)
+
+
 def detect(home: Path) -> list[str]:
     return [t for t, folder in (("claude", ".claude"), ("codex", ".codex")) if (home / folder).is_dir()]
 
@@ -354,11 +473,11 @@ def install(targets: list[str], *, service: bool = False, assume_yes: bool = Fal
     try:
         for target in chosen:
             if target == "claude":
-                install_claude(home, binary)
+                tracked_install(home, target, lambda: install_claude(home, binary))
             elif target == "codex":
-                install_codex(home)
+                tracked_install(home, target, lambda: install_codex(home))
             elif target == "cursor":
-                install_cursor(home)
+                tracked_install(home, target, lambda: install_cursor(home))
         if service:
             install_service(home)
     except InstallError as exc:
@@ -369,6 +488,7 @@ def uninstall(targets: list[str]) -> None:
     home = Path.home()
     try:
         for target in targets or ["claude", "codex", "cursor"]:
+            restore_untouched(home, target)
             {"claude": uninstall_claude, "codex": uninstall_codex, "cursor": uninstall_cursor}[target](home)
         if not targets:
             uninstall_service(home)
