@@ -60,13 +60,49 @@ def clean_budget(value: Any) -> int:
 # --- retrieval across the project and the user scope ------------------------------------
 
 
+CONFIG_TTL = 5.0  # seconds a project's merged config is reused (files are read at most this often)
+_config_cache: dict[str, tuple[float, dict[str, Any]]] = {}
+
+
+def project_retrieval(project_id: str) -> dict[str, Any]:
+    """[retrieval] for this project: global file → `<repo>/.yullu/config.toml` → the user's
+    per-project file (README, Configuration). Cached briefly: it is read on every recall."""
+    import time
+
+    from django.conf import settings
+
+    from yullu_site.config import load_for_project
+
+    from .scope import known_root
+
+    now = time.monotonic()
+    hit = _config_cache.get(project_id)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    try:
+        cfg, _ = load_for_project(project_id, known_root(project_id), settings.YULLU)
+        retrieval = cfg["retrieval"]
+    except Exception:  # a broken project file must not break recall; startup/doctor report it
+        retrieval = settings.YULLU["retrieval"]
+    _config_cache[project_id] = (now + CONFIG_TTL, retrieval)
+    return retrieval
+
+
 def search_merged(
-    project_id: str, query: str, *, limit: int = 5, categories: Iterable[str] | None = None, log: bool = True
+    project_id: str,
+    query: str,
+    *,
+    limit: int = 5,
+    categories: Iterable[str] | None = None,
+    log: bool = True,
+    min_similarity: float | None = None,
 ) -> queries.SearchResult:
     """The project's hits first, then the user scope's. User hits get a few reserved places
-    (a third of `limit`, at least one) so a personal preference is not crowded out."""
+    (a third of `limit`, at least one) so a personal preference is not crowded out. The floor
+    is the project's own [retrieval].min_similarity unless the caller gives one."""
     cats = list(categories or [])
-    project = queries.search(project_id, query, limit=limit, categories=cats, log=False)
+    floor = project_retrieval(project_id)["min_similarity"] if min_similarity is None else min_similarity
+    project = queries.search(project_id, query, limit=limit, categories=cats, log=False, min_similarity=floor)
     if project_id == USER_SCOPE:
         user = queries.SearchResult(project_id=USER_SCOPE, recall_id=None)
     else:

@@ -178,3 +178,29 @@ def test_rest_context_and_the_session_start_hook_print_the_primer(
     down = {**env, "YULLU_PORT": "9"}
     out = run_cli(["session-start"], down, json.dumps({"cwd": "/tmp/ctxhook"}))
     assert (out.returncode, out.stdout) == (0, "")
+
+
+def test_a_projects_own_min_similarity_is_honoured_by_recall(
+    live_server_url: str, owner_token: str, stub_embedder: Any
+) -> None:
+    from memories import context
+    from yullu_site.config import project_user_file
+
+    services.create_memory(resolve("acme/strict", None), "vec:1,0,0 Staging deploys go through make stage", "process")
+    services.create_memory(resolve("acme/lenient", None), "vec:1,0,0 Staging deploys go through make stage", "process")
+    strict = project_user_file("acme/strict")
+    strict.parent.mkdir(parents=True, exist_ok=True)
+    strict.write_text("[retrieval]\nmin_similarity = 0.9\n")
+    context._config_cache.clear()
+
+    async def go(project: str) -> list[Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            _, out = await call(s, "retrieve_memories", query="vec:0.6,0.8,0 where", project_id=project)
+            return out["results"]
+
+    try:
+        assert len(run(go("acme/lenient"))) == 1  # cosine 0.6 clears the global 0.45
+        assert run(go("acme/strict")) == []  # but not this project's 0.9
+    finally:
+        strict.unlink()
+        context._config_cache.clear()
