@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ import psutil
 import pytest
 
 from tests.conftest import free_port
-from tests.processes import REPO, stub_env
+from tests.processes import REPO, is_ready, stub_env, wait_until
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.slow
@@ -60,21 +59,9 @@ class Site:
         except (LookupError, psutil.Error):
             return None  # between an exit and its restart
 
-    def status(self) -> dict[str, Any]:
-        try:
-            return httpx.get(f"{self.url}/api/status", timeout=5).json()
-        except (httpx.HTTPError, ValueError):
-            return {}
-
 
 def wait_for(condition: Callable[[], Any], site: Site, what: str, timeout: float = DEADLINE) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert site.proc.poll() is None, f"yullu serve exited:\n{site.output()[-3000:]}"
-        if value := condition():
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"{what} did not happen within {timeout:.0f} s:\n{site.output()[-3000:]}")
+    return wait_until(condition, what, timeout, alive=site.proc, output=site.output)
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +95,7 @@ def site() -> Iterator[Site]:
         )  # fmt: skip
     site = Site(proc, f"http://127.0.0.1:{port}", env, log, stub, system_user)
     try:
-        wait_for(lambda: site.status().get("ready"), site, "the first start", timeout=300)
+        wait_for(lambda: is_ready(site.url), site, "the first start", timeout=300)
         yield site
     finally:
         if proc.poll() is None:
@@ -137,16 +124,16 @@ def test_a_worker_killed_with_9_is_restarted_while_the_web_keeps_serving(site: S
     worker.kill()
     line = f"the worker process (pid {worker.pid}) was killed by SIGKILL; restarting it"
     wait_for(lambda: line in site.output(), site, "the restart log line")
-    assert site.child("uvicorn").pid == web.pid and site.status().get("ready")  # never went down
+    assert site.child("uvicorn").pid == web.pid and is_ready(site.url)  # never went down
     wait_for(lambda: site.pid("worker") not in (None, worker.pid), site, "a new worker")
-    wait_for(lambda: site.status().get("ready"), site, "/api/status ready")
+    wait_for(lambda: is_ready(site.url), site, "/api/status ready")
 
 
 def test_the_web_process_killed_with_9_comes_back(site: Site) -> None:
     web = site.child("uvicorn")
     web.kill()
     wait_for(lambda: f"the web process (pid {web.pid}) was killed by SIGKILL" in site.output(), site, "the log line")
-    wait_for(lambda: site.status().get("ready"), site, "/api/status ready after the web restart", timeout=90)
+    wait_for(lambda: is_ready(site.url), site, "/api/status ready after the web restart", timeout=90)
     assert site.pid("uvicorn") not in (None, web.pid)
 
 
