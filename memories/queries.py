@@ -13,6 +13,7 @@ floor is applied to it, so an unrelated query returns nothing.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import uuid
@@ -341,6 +342,18 @@ def _apply_floor(
             result.considered.append(hit_dict(memory, c.similarity, 0))
 
 
+def _insert_events(rows: list[MemoryEvent]) -> None:
+    """One multi-row INSERT. Django's bulk_create cost ~6 % of the web process's CPU per
+    retrieve (docs/benchmarks.md); the rows are simple and the table is ours."""
+    columns = ("kind", "memory_id", "memory_uuid", "project_id", "recall_id", "metadata", "created_at")
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s::jsonb, %s)"] * len(rows))
+    params: list[Any] = []
+    for r in rows:
+        params += [r.kind, r.memory_id, r.memory_uuid, r.project_id, r.recall_id, json.dumps(r.metadata), r.created_at]
+    with connection.cursor() as cur:
+        cur.execute(f"INSERT INTO {MemoryEvent._meta.db_table} ({', '.join(columns)}) VALUES {values}", params)
+
+
 def _log_recall(result: SearchResult, query: str) -> None:
     """Best effort: a memory deleted between the search and this insert is logged without its FK;
     a logging failure never fails the search itself."""
@@ -358,7 +371,7 @@ def _log_recall(result: SearchResult, query: str) -> None:
     ]
     try:
         with losable():  # recall-log rows may be lost in a crash: no WAL flush wait
-            MemoryEvent.objects.bulk_create(rows)
+            _insert_events(rows)
         return
     except IntegrityError:
         alive = set(Memory.objects.filter(pk__in=[r.memory_id for r in rows]).values_list("pk", flat=True))
@@ -366,6 +379,6 @@ def _log_recall(result: SearchResult, query: str) -> None:
         row.memory_id = row.memory_id if row.memory_id in alive else None
     try:
         with losable():  # recall-log rows may be lost in a crash: no WAL flush wait
-            MemoryEvent.objects.bulk_create(rows)
+            _insert_events(rows)
     except IntegrityError:
         log.warning("could not write the recall log for %s", result.recall_id)
