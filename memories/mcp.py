@@ -123,12 +123,19 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 class YulluMCPServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(describe_validation_error(exc.__cause__)) from exc.__cause__
-            raise
+        from yullu_site.metrics import observe_tool
+
+        with observe_tool(name) as outcome:
+            try:
+                result = await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if str(exc).startswith("Unknown tool"):
+                    outcome.tool = "unknown"  # a client's typo must not grow the label set
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(describe_validation_error(exc.__cause__)) from exc.__cause__
+                raise
+            outcome.error = bool(getattr(result, "isError", False))
+            return result
 
 
 def build_server() -> MCPServer:

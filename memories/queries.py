@@ -25,6 +25,7 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connection
 
+from yullu_site.metrics import timed_recall
 from yullu_site.trivial import is_acknowledgement
 
 from . import bm25
@@ -235,6 +236,7 @@ def _recency(cands: dict[int, Candidate]) -> dict[int, float]:
     return {mid: math.pow(0.5, (newest - at) / (30 * 86400)) for mid, at in updated.items()}
 
 
+@timed_recall
 def search(
     project_id: str,
     query: str,

@@ -22,6 +22,7 @@ from memories.embedders import Embedder, embeds, get_embedder
 from memories.models import Memory, MemoryVector, Meta
 from memories.scope import Scope, known_root, resolve
 from yullu_site.errors import UserError
+from yullu_site.metrics import count_reconcile
 
 from .eventlog import Event, logs_dir, read_events
 from .publish import Publisher, sync_config
@@ -88,6 +89,7 @@ def embedder_dim(embedder: Embedder) -> int | None:
     return int(row) if row else None
 
 
+@count_reconcile
 def reconcile_scope(scope: Scope) -> ReconcileResult:
     git_root = scope.git_root or known_root(scope.project_id)
     base: ReconcileResult = {

@@ -170,3 +170,18 @@ def test_a_task_whose_worker_is_killed_mid_run_completes_after_the_restart(site:
     assert chats() >= asked + 2  # the task ran a second time, on the new worker
     passes = httpx.get(f"{site.url}/api/dream/passes", params={"project_id": project}, headers=auth, timeout=10)
     assert [p["trigger"] for p in passes.json()["passes"] if p["ops_created"] == 1] == ["manual"]
+
+
+def test_metrics_from_every_process_count_a_restarted_beat(site: Site) -> None:
+    beat = site.child("beat")
+    beat.kill()
+    wait_for(lambda: site.pid("beat") not in (None, beat.pid), site, "a new beat")
+    auth = {"authorization": f"Bearer {site.token()}"}
+
+    def restarts() -> str:
+        page = httpx.get(f"{site.url}/metrics", headers=auth, timeout=10)
+        found = 'yullu_child_restarts_total{child="beat"} 1.0' in page.text
+        return page.text if found else ""
+
+    text = wait_for(restarts, site, "the beat restart in /metrics")  # written by the supervisor process
+    assert 'yullu_http_requests_total{method="GET",route="/api/status",status="200"}' in text  # the web's own

@@ -91,6 +91,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     run_dir = home / "run"
     run_dir.mkdir(exist_ok=True)
     pg_was_running = not os.environ.get("DATABASE_URL") and pg.is_running(pg.plan(home))
+    metrics_dir = _metrics_dir(run_dir)  # before anything imports prometheus_client
     setup_django(migrate=False)  # web nodes migrate below, under a lock
     from django.conf import settings
 
@@ -119,7 +120,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     try:
         _supervise(children, beat_lock)
     finally:
-        print("yullu: stopping…", file=sys.stderr)
+        _say("yullu: stopping…")
         _stop_all(children)
         if beat_lock is not None:
             (run_dir / "beat.pid").unlink(missing_ok=True)
@@ -127,6 +128,21 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         if settings.DATABASE_KIND == "embedded" and not pg_was_running and role == "all":
             pg.stop(home)
         pidfile.unlink(missing_ok=True)
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _metrics_dir(run_dir: Path) -> Path:
+    """A fresh folder for this supervisor's processes' metrics (prometheus_client multiprocess mode);
+    folders left by supervisors that died without cleaning up are removed."""
+    base = run_dir / "metrics"
+    base.mkdir(exist_ok=True)
+    for old in base.iterdir():
+        if not (old.name.isdigit() and _alive(int(old.name))):
+            shutil.rmtree(old, ignore_errors=True)
+    folder = base / str(os.getpid())
+    folder.mkdir(exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+    return folder
 
 
 def _prepare_database() -> object:
@@ -158,7 +174,7 @@ def _claim_beat_lock() -> Any:
     announced = False
     while not conn.execute("SELECT pg_try_advisory_lock(%s)", [BEAT_LOCK]).fetchone()[0]:
         if not announced:
-            print("yullu: another beat is running; waiting as a standby.", file=sys.stderr, flush=True)
+            _say("yullu: another beat is running; waiting as a standby.")
             announced = True
         time.sleep(2)
     return conn
@@ -219,11 +235,10 @@ def _on_exit(child: Child, now: float) -> None:
     delay = min(MAX_BACKOFF, 2.0 ** max(0, child.quick_failures - 1)) if quick else 1.0
     child.restarts += 1
     child.restart_at = now + delay
-    print(
+    _say(
         f"yullu: the {child.name} process (pid {child.proc.pid}) {_describe_exit(code)}; "
         f"restarting it in {delay:.0f} s (restart {child.restarts}).",
-        file=sys.stderr,
-        flush=True,
+        "WARNING",
     )
     _count_restart(child.name)
 
@@ -257,12 +272,12 @@ def _supervise(children: list[Child], beat_lock: Any) -> None:
                 try:
                     _on_exit(child, now)
                 except CrashLoop as exc:
-                    print(exc, file=sys.stderr, flush=True)
+                    _say(str(exc), "ERROR")
                     return
         if beat_lock is not None and now - checked > 10:
             checked = now
             if not _still_holding(beat_lock):
-                print("yullu: lost the database connection holding the beat lock; stopping.", file=sys.stderr)
+                _say("yullu: lost the database connection holding the beat lock; stopping.", "ERROR")
                 return
         time.sleep(0.5)
 
@@ -275,9 +290,24 @@ def _still_holding(conn: Any) -> bool:
     return True
 
 
+def _say(message: str, level: str = "INFO") -> None:
+    """The supervisor's own lines on stderr: plain, or one JSON object with YULLU_LOG_FORMAT=json."""
+    if os.environ.get("YULLU_LOG_FORMAT", "").strip().lower() == "json":
+        import logging
+
+        from .logjson import JsonFormatter
+
+        record = logging.LogRecord("yullu.serve", getattr(logging, level), "", 0, message, None, None)
+        message = JsonFormatter().format(record)
+    print(message, file=sys.stderr, flush=True)
+
+
 def _web_cmd(py: str, host: str, port: int, workers: int) -> list[str]:
-    return [py, "-m", "uvicorn", "yullu_site.asgi:application", "--host", host, "--port", str(port),
-            "--workers", str(workers), "--no-access-log", "--lifespan", "on"]  # fmt: skip
+    cmd = [py, "-m", "uvicorn", "yullu_site.asgi:application", "--host", host, "--port", str(port),
+           "--workers", str(workers), "--no-access-log", "--lifespan", "on"]  # fmt: skip
+    if os.environ.get("YULLU_LOG_FORMAT", "").strip().lower() == "json":
+        cmd += ["--log-config", str(Path(__file__).with_name("uvicorn_log_json.json"))]
+    return cmd
 
 
 def _worker_cmd(py: str, name: str) -> list[str]:

@@ -49,9 +49,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "yullu_site.metrics.request_metrics",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "yullu_site.api_errors.reject_nul_bytes",
+    "yullu_site.origins.check_origin",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -171,12 +173,19 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
 
-LOG_LEVEL = env_choice("YULLU_LOG_LEVEL", ("debug", "info", "warning", "error"), "info").upper()
+# `warn` is what many people write; Python calls it WARNING.
+LOG_LEVEL = env_choice("YULLU_LOG_LEVEL", ("debug", "info", "warn", "warning", "error"), "info")
+LOG_LEVEL = {"warn": "warning"}.get(LOG_LEVEL, LOG_LEVEL).upper()
+# YULLU_LOG_FORMAT=json: one JSON object per line (for a log shipper); plain text otherwise.
+LOG_FORMAT = env_choice("YULLU_LOG_FORMAT", ("plain", "json"), "plain")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "stream": "ext://sys.stderr"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "yullu_site.logjson.JsonFormatter"},
+    },
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "stream": "ext://sys.stderr"}},
     "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {
         "httpx": {"level": "WARNING"},

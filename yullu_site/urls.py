@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from .views import status_view
+from .views import MetricsView, status_view
 
 urlpatterns = [
     path("api/status", status_view, name="status"),
@@ -11,6 +11,7 @@ urlpatterns = [
     path("api/", include("dreaming.urls")),
     path("api/", include("sync.urls")),
     path("admin/", admin.site.urls),
+    path("metrics", MetricsView.as_view(), name="metrics"),
 ]
 
 handler404 = "yullu_site.api_errors.not_found"

@@ -1,5 +1,8 @@
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from .status import status
 
@@ -9,3 +12,14 @@ def status_view(request: HttpRequest) -> JsonResponse:
     """Public readiness probe (no auth): 200 when ready, 503 otherwise."""
     body = status()
     return JsonResponse(body, status=200 if body["ready"] else 503)
+
+
+class MetricsView(APIView):
+    """Prometheus text format; the same bearer token as /api (see yullu_site/metrics.py)."""
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> HttpResponse:
+        from .metrics import render
+
+        body, content_type = render()
+        return HttpResponse(body, content_type=content_type)

@@ -1,0 +1,89 @@
+"""Operating the server: Origin checks on /api, log level and format, /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.mcp_client import call, http_session
+from tests.processes import REPO, product_env
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def auth(token: str, **extra: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}", **extra}
+
+
+def test_api_requests_from_a_foreign_origin_are_refused(live_server_url: str, owner_token: str) -> None:
+    evil = httpx.get(f"{live_server_url}/api/memories", headers=auth(owner_token, origin="http://evil.example"))
+    assert evil.status_code == 403
+    assert "allowed_origins" in evil.json()["error"]
+    assert httpx.get(f"{live_server_url}/api/status", headers={"origin": "http://evil.example"}).status_code == 403
+    own = httpx.get(f"{live_server_url}/api/memories", headers=auth(owner_token, origin=live_server_url))
+    assert own.status_code == 200
+    assert httpx.get(f"{live_server_url}/api/memories", headers=auth(owner_token)).status_code == 200  # curl, hooks
+
+
+def django_says(tmp_path: Path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    script = f"import django; django.setup()\n{code}"
+    return subprocess.run([sys.executable, "-c", script], env=product_env(tmp_path / "home", **env), cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+
+
+def test_log_level_warn_is_accepted_as_warning(tmp_path: Path) -> None:
+    ran = django_says(tmp_path, "from django.conf import settings; print(settings.LOG_LEVEL)", YULLU_LOG_LEVEL="warn")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "WARNING"
+
+
+def test_json_log_format_writes_one_object_per_line(tmp_path: Path) -> None:
+    code = (
+        "import logging\n"
+        "logging.getLogger('yullu.check').warning('first line\\nsecond line')\n"
+        "from yullu_site.serve import _say\n"
+        "_say('yullu: the worker process exited; restarting it', 'WARNING')\n"
+    )
+    ran = django_says(tmp_path, code, YULLU_LOG_FORMAT="json", YULLU_LOG_LEVEL="warn")
+    assert ran.returncode == 0, ran.stderr
+    entries = [json.loads(line) for line in ran.stderr.splitlines() if line.strip()]  # each line is one object
+    messages = {e["message"]: e for e in entries}
+    assert messages["first line\nsecond line"]["level"] == "WARNING"
+    assert messages["first line\nsecond line"]["logger"] == "yullu.check"
+    assert "yullu: the worker process exited; restarting it" in messages
+
+
+def test_metrics_need_the_token_and_count_requests_tools_recalls_and_memories(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    assert httpx.get(f"{live_server_url}/metrics").status_code == 401
+    memory = {"content": "vec:1,0,0 Deploys use make deploy", "project_id": "acme/metrics"}
+    stored = httpx.post(f"{live_server_url}/api/memories", headers=auth(owner_token), json=memory)
+    assert stored.status_code == 201, stored.text
+    recall = {"query": "vec:1,0,0 how do we deploy", "project_id": "acme/metrics"}
+    assert httpx.post(f"{live_server_url}/api/memories/recall", headers=auth(owner_token), json=recall).is_success
+
+    async def tools() -> None:
+        async with http_session(live_server_url, owner_token) as session:
+            await call(session, "list_memories", project_id="acme/metrics")
+            await call(session, "no_such_tool")
+
+    asyncio.run(tools())
+    page = httpx.get(f"{live_server_url}/metrics", headers=auth(owner_token))
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/plain")
+    text = page.text
+    assert 'yullu_http_requests_total{method="POST",route="/api/memories",status="201"}' in text
+    assert 'yullu_http_request_seconds_count{route="/api/memories/recall"}' in text
+    assert 'yullu_mcp_tool_calls_total{outcome="ok",tool="list_memories"}' in text
+    assert 'yullu_mcp_tool_calls_total{outcome="error",tool="unknown"}' in text
+    assert "yullu_recall_seconds_count" in text
+    assert 'yullu_memories{project_id="acme/metrics"} 1.0' in text
+    assert "yullu_dream_passes_total" in text or "# TYPE yullu_dream_passes counter" in text
+    assert "yullu_queue_depth" in text

@@ -1,0 +1,39 @@
+"""Origin check for /api and /metrics, with the same rules as the MCP SDK applies to /mcp: a browser
+page from another site must not drive the API with a token it got hold of (DNS rebinding, CSRF-like
+cross-site requests). Requests without an Origin header (curl, hooks, assistants) pass."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+CHECKED_PREFIXES = ("/api/", "/metrics")
+
+
+def allowed_origins() -> list[str]:
+    """`[server].allowed_origins` plus http(s) on every allowed host, any port."""
+    origins = list(settings.YULLU["server"]["allowed_origins"])
+    for host in settings.YULLU["server"]["allowed_hosts"]:
+        origins += [f"http://{host}", f"http://{host}:*", f"https://{host}", f"https://{host}:*"]
+    return origins
+
+
+def origin_allowed(origin: str, allowed: list[str]) -> bool:
+    if origin in allowed:
+        return True
+    return any(pattern.endswith(":*") and origin.startswith(pattern[:-2] + ":") for pattern in allowed)
+
+
+def check_origin(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
+    """Middleware: 403 with one sentence for an /api or /metrics request from a foreign Origin."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        origin = request.headers.get("origin", "")
+        if origin and request.path.startswith(CHECKED_PREFIXES) and not origin_allowed(origin, allowed_origins()):
+            message = f"requests from origin {origin[:200]} are not allowed; add it to [server].allowed_origins."
+            return JsonResponse({"error": message}, status=403)
+        return get_response(request)
+
+    return middleware
