@@ -320,14 +320,14 @@ def graph_view(request: HttpRequest) -> HttpResponse:
         "Graph",
         project=project,
         projects=projects,
-        threshold=request.GET.get("threshold", "0.6"),
+        threshold=request.GET.get("threshold", "0.5"),
         categories=[*CATEGORIES, "uncategorised"],
     )
 
 
 def graph_data_view(request: HttpRequest) -> JsonResponse:
     try:
-        threshold = min(1.0, max(0.0, float(request.GET.get("threshold", "0.6"))))
+        threshold = min(1.0, max(0.0, float(request.GET.get("threshold", "0.5"))))
     except ValueError:
         return JsonResponse({"error": "threshold must be a number from 0 to 1."}, status=400)
     data = admin_queries.graph(request.GET.get("project_id", ""), threshold=threshold)

@@ -10,7 +10,7 @@ from django.test import Client
 
 from memories import lifecycle, queries, services
 from memories.admin_queries import graph, retrieval_page
-from memories.models import Memory, RejectedMemory
+from memories.models import Memory, RecallFeedback, RejectedMemory
 from memories.scope import resolve
 from tests.stubs import StubServer
 
@@ -120,3 +120,19 @@ def test_scheduler_internals_are_for_superusers_only(reviewer: Client, staff: Cl
     assert reviewer.get("/admin/auth/user/").status_code == 403
     assert "Beat tasks" not in reviewer.get("/admin/").content.decode()
     assert staff.get("/admin/django_celery_beat/crontabschedule/").status_code == 200
+
+
+def test_a_verdict_on_a_recalled_memory_is_saved_and_shown(staff: Client, stub_embedder: StubServer) -> None:
+    m = services.create_memory(resolve("acme/v", None), "vec:1,0,0 Deploy with make release", "process")
+    found = queries.search("acme/v", "vec:1,0,0 how do we deploy?", min_similarity=0.1)
+    response = staff.post(
+        "/admin/memories/memory/verdict/",
+        {"recall_id": found.recall_id, "memory_id": m.pk, "useful": "0"},
+        follow=True,
+    )
+    assert f"Marked memory {m.pk} not useful" in response.content.decode()
+    assert not RecallFeedback.objects.get(memory=m).useful
+    page = staff.get("/admin/memories/memory/retrievals/?project_id=acme/v").content.decode()
+    assert 'y-chosen" name="useful" value="0"' in page
+    bad = staff.post("/admin/memories/memory/verdict/", {"recall_id": "nope", "memory_id": m.pk}, follow=True)
+    assert "recall_id must be" in bad.content.decode()
