@@ -285,9 +285,11 @@ PROMPTS = [
 ]
 
 
-def time_injects(count: int, project: str, port: int, delay: float, out: list[float]) -> None:
+def time_injects(count: int, project: str, port: int, delay: float, out: list[float], floor: list[float]) -> None:
     """Run `yullu inject` `count` times in a folder named like the project (no git: the folder
-    name is the project), timing process start to exit."""
+    name is the project), timing process start to exit. Each run is followed by one with a
+    trivial prompt ("ok"), which the hook skips before any request: its time is the floor set
+    by starting Python on this machine at this moment, whatever the server does."""
     time.sleep(delay)
     yullu = str(Path(sys.executable).with_name("yullu"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -299,12 +301,17 @@ def time_injects(count: int, project: str, port: int, delay: float, out: list[fl
             started = time.perf_counter()
             subprocess.run([yullu, "inject"], input=payload.encode(), capture_output=True, env=env, check=False)
             out.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            subprocess.run([yullu, "inject"], input=b'{"prompt": "ok"}', capture_output=True, env=env, check=False)
+            floor.append((time.perf_counter() - started) * 1000)
 
 
 # --- driver --------------------------------------------------------------------------------------
 
 
-def level_report(clients: int, stats: Stats, elapsed: float, cpu: CpuMeter, injects: list[float]) -> dict[str, Any]:
+def level_report(
+    clients: int, stats: Stats, elapsed: float, cpu: CpuMeter, injects: list[float], floor: list[float]
+) -> dict[str, Any]:
     report: dict[str, Any] = {
         "clients": clients,
         "seconds": round(elapsed, 1),
@@ -325,6 +332,7 @@ def level_report(clients: int, stats: Stats, elapsed: float, cpu: CpuMeter, inje
     }
     if injects:
         report["inject_ms"] = {"n": len(injects), "p50": pct(injects, 0.5), "p95": pct(injects, 0.95)}
+        report["inject_trivial_prompt_ms"] = {"n": len(floor), "p50": pct(floor, 0.5), "p95": pct(floor, 0.95)}
     return report
 
 
@@ -353,10 +361,11 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     results = []
     for clients in levels:
         injects: list[float] = []
+        floor: list[float] = []
         timer = None
         if args.inject:
             timer = threading.Thread(
-                target=time_injects, args=(args.inject, project, port, min(3.0, args.duration / 4), injects)
+                target=time_injects, args=(args.inject, project, port, min(3.0, args.duration / 4), injects, floor)
             )
         with CpuMeter(home) as cpu:
             started = time.perf_counter()
@@ -368,7 +377,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             timer.join()
         acked += stats.acked
         deleted |= stats.deleted
-        report = level_report(clients, stats, elapsed, cpu, injects)
+        report = level_report(clients, stats, elapsed, cpu, injects, floor)
         print(json.dumps(report, indent=2), flush=True)
         results.append(report)
     # A store of a near-duplicate acknowledges the existing memory: count each memory once.
