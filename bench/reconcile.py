@@ -1,4 +1,4 @@
-"""Reconcile throughput: a log of N `remember` events carrying vectors for our embedder.
+"""Reconcile throughput: a log of N memories (`create` + `embedding` for our embedder).
 
 Run: `yullu bench reconcile --events 10000 [--out PATH]`
 
@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from memories.embedders import get_embedder
-from memories.models import Memory, MemoryEvent, Meta
+from memories.models import Memory, MemoryEvent
 from memories.scope import Scope
 from sync.eventlog import new_event, write_event
+from sync.models import LedgerEntry, ProjectSyncState
 from sync.services import reconcile_scope
 
 
@@ -39,15 +40,12 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         for n in range(args.events):
             vec = rng.normal(size=dim)
             vec /= np.linalg.norm(vec)
-            event = new_event(
-                "remember",
-                str(uuid.uuid4()),
-                content=f"Synthetic team fact number {n}",
-                tags=["bench"],
-                category="process",
-                vectors={embedder.id: [round(float(x), 7) for x in vec]},
-            )
+            memory_uuid = str(uuid.uuid4())
+            content = f"Synthetic team fact number {n}"
+            event = new_event("create", memory_uuid, content=content, tags=["bench"], category="process")
             write_event(folder, event)
+            vector = [round(float(x), 7) for x in vec]
+            write_event(folder, new_event("embedding", memory_uuid, event.ts_ns, embedder=embedder.id, vector=vector))
         write_s = time.perf_counter() - started
         project = f"reconcile-bench-{uuid.uuid4().hex[:6]}"
         calls_before = getattr(type(embedder), "calls", 0)
@@ -59,7 +57,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             Memory.objects.filter(project_id=project).delete()
             MemoryEvent.objects.filter(project_id=project).delete()
-            Meta.objects.filter(key__endswith=project).delete()
+            LedgerEntry.objects.filter(project_id=project).delete()
+            ProjectSyncState.objects.filter(project_id=project).delete()
     report = {
         "events": args.events,
         "embedder": embedder.id,

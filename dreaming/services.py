@@ -23,7 +23,7 @@ from memories import services as memory_services
 from memories.backfill import advisory_lock
 from memories.models import ArchiveReason, Memory, RejectedMemory
 from memories.scope import Scope, known_root, resolve
-from sync.secrets import redact
+from memories.secrets import redact
 from yullu_site.config import load_for_project, parse_duration
 from yullu_site.errors import UserError
 

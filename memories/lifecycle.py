@@ -87,7 +87,7 @@ def link_memories(from_id: Any, to_id: Any, kind: Any, *, source: str = "api", n
         if made:
             services.record_change(a, "linked", source, None, {"kind": kind, "to": b.pk})
             services.record_change(b, "linked", source, None, {"kind": kind, "from": a.pk})
-            services.publish(a.project_id, None, "revise", str(a.uuid), links=[{"kind": kind, "to": str(b.uuid)}])
+            services.announce(a, links=[{"kind": kind, "to": str(b.uuid)}])
     return link
 
 

@@ -2,7 +2,8 @@
 so every change is validated, secret-scanned, logged and published to the event log.
 
 Embedding happens before the transaction (it may be slow or fail); the row, its
-vector, its activity event and its sync event file are written in one short
+vector, its activity event and its announcement (`changes.publish_change`, which the
+team-sync outbox turns into an event file after commit) are written in one short
 transaction, so a failure leaves nothing half-written.
 """
 
@@ -12,17 +13,16 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from sync.publish import Publisher, publish
-from sync.secrets import find_secret
 from yullu_site.errors import NotFound, UserError
 
+from .changes import change_time, datetime_to_ns, ns_to_datetime, publish_change
 from .duplicates import MAX_SIMILAR, same_fact_tokens, thresholds
 from .embedders import Embedder, embeds, get_embedder
 from .models import (
@@ -39,6 +39,7 @@ from .models import (
     RejectedMemory,
 )
 from .scope import Scope, known_root
+from .secrets import find_secret
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)
@@ -120,10 +121,10 @@ def _save_vector(memory: Memory, embedder_id: str, vector: Sequence[float]) -> N
     )
 
 
-def _vectors_field(embedder_id: str, vector: np.ndarray | None) -> dict[str, list[float]] | None:
+def _logged_vector(embedder_id: str, vector: np.ndarray | None) -> tuple[str, list[float]] | None:
     if vector is None:
         return None
-    return {embedder_id: [round(float(x), 7) for x in vector]}
+    return embedder_id, [float(x) for x in vector]
 
 
 def _activity(kind: str, memory: Memory, **metadata: Any) -> MemoryEvent:
@@ -202,12 +203,9 @@ def record_change(
 HISTORY_SOURCES = {"reconcile": "sync", "review": "admin"}
 
 
-def lifecycle_fields(m: Memory) -> dict[str, Any]:
-    """Lifecycle fields that travel in sync events (SPEC §10); verdicts and history never do."""
-    return {
-        "importance": m.importance,
-        "expires_at": m.expires_at.isoformat() if m.expires_at else None,
-    }
+# Fields whose changes travel in sync events (SPEC §5, §10; memories.changes reads them from
+# the row); verdicts, ratings and history never do. `supersedes` travels as an extra.
+SYNCED = ("content", "tags", "category", "importance", "expires_at")
 
 
 @dataclass
@@ -334,7 +332,7 @@ def store_memories(
     vectors = _embed(embedder, [i.content for i in cleaned])
     if vectors:
         ensure_index(embedder.id, len(vectors[0]))
-    publisher = Publisher(scope.project_id, scope.git_root)
+    stamp = change_time(None)
     with transaction.atomic():
         if dedupe:
             _lock_project(scope.project_id)
@@ -366,8 +364,8 @@ def store_memories(
                     tags=cleaned[n].tags,
                     importance=cleaned[n].importance,
                     expires_at=cleaned[n].expires_at,
-                    created_at=cleaned[n].created_at or now,
-                    updated_at=cleaned[n].created_at or now,
+                    created_at=ns_to_datetime(_ts(cleaned[n], stamp)),
+                    updated_at=ns_to_datetime(_ts(cleaned[n], stamp)),
                     **({"uuid": cleaned[n].uuid} if cleaned[n].uuid else {}),
                 )
                 for n in fresh
@@ -391,24 +389,23 @@ def store_memories(
                     for n, m in zip(fresh, created, strict=True)
                 ]
             )
+        root = str(scope.git_root) if scope.git_root else None
         for n, memory in zip(fresh, created, strict=True):
-            publisher.emit(
-                "remember",
-                str(memory.uuid),
-                content=memory.content,
-                tags=memory.tags,
-                category=memory.category,
-                vectors=_vectors_field(embedder.id, vectors[n] if vectors is not None else None),
-                **lifecycle_fields(memory),
-            )
+            logged = _logged_vector(embedder.id, vectors[n] if vectors is not None else None)
+            publish_change("create", memory, _ts(cleaned[n], stamp), vector=logged, git_root=root)
         MemoryEvent.objects.bulk_create([_activity(EventKind.CREATED, m, source=source) for m in created])
         MemoryChange.objects.bulk_create([change_row(m, "created", source, None, snapshot(m)) for m in created])
         for n, result in enumerate(results):
             old = targets.get(n)
             if old is not None and result is not None and result.memory.pk != old:
-                _mark_superseded(old, result.memory, source, publisher)
+                _mark_superseded(old, result.memory, source)
                 result.superseded = old
     return results  # type: ignore[return-value]
+
+
+def _ts(item: NewMemory, now_ns: int) -> int:
+    """A create's event time: an imported memory keeps its creation time."""
+    return datetime_to_ns(item.created_at) if item.created_at else now_ns
 
 
 def _lock_project(project_id: str) -> None:
@@ -493,7 +490,7 @@ def _batch_duplicate(
     return None
 
 
-def _mark_superseded(old_id: int, new: Memory, source: str, publisher: Publisher | None = None) -> None:
+def _mark_superseded(old_id: int, new: Memory, source: str) -> None:
     """old.superseded_by = new, a `supersedes` link new → old, history on both. Inside a transaction."""
     old = Memory.objects.select_for_update().get(pk=old_id)
     before = snapshot(old)
@@ -508,8 +505,16 @@ def _mark_superseded(old_id: int, new: Memory, source: str, publisher: Publisher
     )
     record_change(old, "superseded", source, before, snapshot(old))
     record_change(new, "supersedes", source, None, {"supersedes": old.pk})
-    emit = publisher.emit if publisher else lambda *a, **k: publish(new.project_id, None, *a, **k)
-    emit("revise", str(new.uuid), supersedes=[str(old.uuid)])
+    announce(new, supersedes=[str(old.uuid)])
+
+
+def announce(memory: Memory, **extra: Any) -> None:
+    """Publish an `update` of `memory` carrying only `extra` synced values (e.g. `links`,
+    `supersedes`), stamped after its last change. Inside the change's transaction."""
+    ts = change_time(memory.updated_at)
+    memory.updated_at = ns_to_datetime(ts)
+    memory.save(update_fields=["updated_at"])
+    publish_change("update", memory, ts, fields=(), extra=extra)
 
 
 def get_memory(memory_id: Any) -> Memory:
@@ -580,24 +585,16 @@ def update_memory(
         content_changed = "content" in changes and changes["content"] != memory.content
         for key, value in changes.items():
             setattr(memory, key, value)
-        memory.updated_at = timezone.now()
+        ts = change_time(memory.updated_at)
+        memory.updated_at = ns_to_datetime(ts)
         memory.save()
         if content_changed:
             MemoryVector.objects.filter(memory=memory).exclude(embedder=embedder.id).delete()
             if vector is not None:
                 _save_vector(memory, embedder.id, vector)
-        fields: dict[str, Any] = {
-            k: getattr(memory, k)
-            for k in changes
-            if k in ("content", "tags", "category") and (k != "content" or content_changed)
-        }
-        if content_changed:
-            fields["vectors"] = _vectors_field(embedder.id, vector)
-        if {"importance", "expires_at"} & set(changes):
-            fields.update(lifecycle_fields(memory))
-            if memory.expires_at is None:
-                fields["expires_at"] = ""  # an explicit "no expiry" (None would be dropped from the event)
-        publish(memory.project_id, None, "revise", str(memory.uuid), **fields)
+        fields = [k for k in changes if k in SYNCED and (k != "content" or content_changed)]
+        logged = _logged_vector(embedder.id, vector) if content_changed else None
+        publish_change("update", memory, ts, fields=fields, vector=logged)
         _activity(EventKind.UPDATED, memory, source=source, fields=sorted(changes)).save()
         after = snapshot(memory)
         if after != before:
@@ -649,7 +646,7 @@ def _delete(memory: Memory, source: str, *, publish_forget: bool = True, **metad
         metadata={"source": source, "content": memory.content[:200], **metadata},
     )
     if publish_forget:
-        publish(memory.project_id, None, "forget", str(memory.uuid))
+        publish_change("delete", memory, change_time(memory.updated_at))
     memory.delete()
     memory.pk = pk
 
@@ -719,68 +716,81 @@ def restore_rejected(rejected_id: Any, *, source: str = "admin") -> Memory:
     return memory
 
 
-# --- Applying teammates' events (called by sync.reconcile only) ---------------------------
-# These write without publishing: the events they apply are already in the log.
+# --- Applying teammates' events (called by sync reconcile only) ---------------------------
+# These write without announcing a change: what they apply is already in the log.
 
 
-def apply_remote_upsert(
+@dataclass
+class RemoteState:
+    """What a memory folds to from the team log (sync.fold): fields, and times from its events."""
+
+    content: str
+    tags: list[str]
+    category: str | None
+    created_at: datetime
+    updated_at: datetime
+    importance: str | None = None  # None: the default
+    expires_at: datetime | None = None
+
+
+RemoteOutcome = Literal["created", "updated", "unchanged", "deleted", "absent"]
+
+
+def remote_fields(memory: Memory, state: RemoteState) -> dict[str, Any]:
+    """The fields of `memory` that differ from `state` (times excluded)."""
+    wanted: dict[str, Any] = {
+        "content": state.content,
+        "tags": clean_tags(state.tags),
+        "category": clean_category(state.category),
+        "importance": clean_importance(state.importance) or Importance.NORMAL,
+        "expires_at": state.expires_at,
+    }
+    return {k: v for k, v in wanted.items() if getattr(memory, k) != v}
+
+
+def apply_remote_state(
     project_id: str,
     memory_uuid: str,
+    state: RemoteState | None,
+    vector: tuple[str, Sequence[float]] | None = None,
     *,
-    content: str | None,
-    tags: list[str] | None,
-    category: str | None,
-    category_given: bool,
-    vector: tuple[str, Sequence[float]] | None,
-) -> str:
-    """Insert or update one memory from the log. Returns 'created', 'updated' or 'unchanged'.
+    memory: Memory | None = None,
+) -> RemoteOutcome:
+    """Make the local row equal `state` (None: the memory is deleted). Call inside a transaction,
+    with the row (if any) passed in locked `select_for_update` by the caller.
 
-    Locks the row (select_for_update) so a concurrent local edit is never half-applied.
+    `vector` is stored for its embedder; a content change first drops every old (now stale) vector.
     """
-    with transaction.atomic():
-        memory = Memory.objects.select_for_update().filter(uuid=memory_uuid).first()
+    if state is None:
         if memory is None:
-            memory = Memory.objects.create(
-                uuid=memory_uuid,
-                project_id=project_id,
-                content=content or "",
-                tags=clean_tags(tags),
-                category=clean_category(category),
-            )
-            if vector is not None:
-                _save_vector(memory, vector[0], vector[1])
-            _activity(EventKind.CREATED, memory, source="reconcile").save()
-            record_change(memory, "created", "sync", None, snapshot(memory))
-            return "created"
-        changes: dict[str, Any] = {}
-        if content is not None and content != memory.content:
-            changes["content"] = content
-        if tags is not None and clean_tags(tags) != list(memory.tags):
-            changes["tags"] = clean_tags(tags)
-        if category_given and clean_category(category) != memory.category:
-            changes["category"] = clean_category(category)
-        if "content" in changes:  # a content change makes every old vector stale
-            MemoryVector.objects.filter(memory=memory).delete()
-        if vector is not None and (
-            "content" in changes or not MemoryVector.objects.filter(memory=memory, embedder=vector[0]).exists()
-        ):
-            _save_vector(memory, vector[0], vector[1])
-        if not changes:
-            return "unchanged"
-        before = snapshot(memory)
-        for key, value in changes.items():
-            setattr(memory, key, value)
-        memory.updated_at = timezone.now()
-        memory.save()
-        _activity(EventKind.UPDATED, memory, source="reconcile", fields=sorted(changes)).save()
-        record_change(memory, "updated", "sync", before, snapshot(memory))
-        return "updated"
-
-
-def apply_remote_delete(memory_uuid: str) -> bool:
-    with transaction.atomic():
-        memory = Memory.objects.select_for_update().filter(uuid=memory_uuid).first()
-        if memory is None:
-            return False
+            return "absent"
         _delete(memory, "reconcile", publish_forget=False)
-        return True
+        return "deleted"
+    if memory is None:
+        memory = Memory(uuid=memory_uuid, project_id=project_id)
+        for key, value in remote_fields(memory, state).items():
+            setattr(memory, key, value)
+        memory.created_at, memory.updated_at = state.created_at, state.updated_at
+        memory.save()
+        if vector is not None:
+            _save_vector(memory, vector[0], vector[1])
+        _activity(EventKind.CREATED, memory, source="reconcile").save()
+        record_change(memory, "created", "sync", None, snapshot(memory))
+        return "created"
+    changes = remote_fields(memory, state)
+    if "content" in changes:  # a content change makes every old vector stale
+        MemoryVector.objects.filter(memory=memory).delete()
+    if vector is not None:
+        _save_vector(memory, vector[0], vector[1])
+    if not changes and (memory.created_at, memory.updated_at) == (state.created_at, state.updated_at):
+        return "unchanged"
+    before = snapshot(memory)
+    for key, value in changes.items():
+        setattr(memory, key, value)
+    memory.created_at, memory.updated_at = state.created_at, state.updated_at
+    memory.save()
+    if not changes:
+        return "unchanged"  # only the times moved (e.g. an empty update event)
+    _activity(EventKind.UPDATED, memory, source="reconcile", fields=sorted(changes)).save()
+    record_change(memory, "updated", "sync", before, snapshot(memory))
+    return "updated"

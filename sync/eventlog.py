@@ -1,37 +1,38 @@
-"""The event log: one pretty-printed JSON file per event under `<git_root>/<dir>/logs/`.
+"""The event log on disk: one pretty-printed JSON file per event under `<git_root>/<dir>/logs/`.
 
-Files are written atomically (temp file in the same folder, fsync, hard link to
-the final name, which fails rather than overwrite, then fsync of the folder), so
-two servers writing into one repo at the same moment never clobber each other.
+Names: the event's UTC time with nanoseconds, colons removed, `-`, the first 8 hex chars of
+its id (`20260601T041213.364878000Z-abcf29d8.json`). A name is derived from the event, so
+writing the same event twice (a retried outbox flush) finds its own file instead of making
+a second one. Files are written atomically (temp file in the same folder, fsync, hard link
+to the final name, which fails rather than overwrite, fsync of the folder).
+
+Readers take every `*.json` entry that is not hidden, whatever its name: teammates' files
+arrive in any order and may be named by another implementation.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any
 
-EventType = Literal["remember", "revise", "forget"]
-NAME_RE = re.compile(r"^\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{8}\.json$")
-MAX_EVENT_BYTES = 4 * 1024 * 1024
-MAX_VECTOR_DIM = 8192
+from .schema import EPOCH, MAX_EVENT_BYTES, Event, EventError, build, format_ts, parse_bytes
 
-
-class Event(TypedDict, total=False):
-    id: str
-    type: EventType
-    memory_id: str
-    ts: str
-    content: str
-    tags: list[str]
-    category: str | None
-    vectors: dict[str, list[float]]
+__all__ = [
+    "EventLogError",
+    "ReadResult",
+    "event_filename",
+    "list_names",
+    "logs_dir",
+    "new_event",
+    "read_events",
+    "write_event",
+]
 
 
 class EventLogError(Exception):
@@ -47,22 +48,20 @@ def logs_dir(git_root: Path, sync_dir: str) -> Path:
     return path
 
 
-def event_filename(event_id: str, ns: int | None = None) -> str:
-    ns = ns if ns is not None else time.time_ns()
-    stamp = datetime.fromtimestamp(ns // 10**9, tz=UTC).strftime("%Y%m%dT%H%M%S")
-    return f"{stamp}.{ns % 10**9:09d}Z-{uuid.UUID(event_id).hex[:8]}.json"
+def new_event(kind: str, memory_uuid: str, ts_ns: int | None = None, **fields: Any) -> Event:
+    """A new event (fresh id, now unless `ts_ns`), validated by the schema (EventError)."""
+    ts = format_ts(time.time_ns() if ts_ns is None else ts_ns)
+    return build(id=str(uuid.uuid4()), type=kind, memory_id=memory_uuid, ts=ts, **fields)
 
 
-def new_event(kind: EventType, memory_uuid: str, **fields: Any) -> Event:
-    now = datetime.now(UTC)
-    event: Event = {
-        "id": str(uuid.uuid4()),
-        "type": kind,
-        "memory_id": memory_uuid,
-        "ts": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-    }
-    event.update({k: v for k, v in fields.items() if v is not None or k == "category"})  # type: ignore[typeddict-item]
-    return event
+def event_filename(event: Event) -> str:
+    ns = event.ts_ns
+    stamp = EPOCH + timedelta(seconds=ns // 1_000_000_000)
+    return f"{stamp:%Y%m%dT%H%M%S}.{ns % 1_000_000_000:09d}Z-{event.id.hex[:8]}.json"
+
+
+def render(event: Event) -> bytes:
+    return (json.dumps(event.to_wire(), indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def _fsync_dir(path: Path) -> None:
@@ -73,24 +72,49 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_event(folder: Path, event: Event) -> Path:
+def write_event(folder: Path, event: Event) -> str:
+    """Write `event` under its own name; idempotent (the same event again is a no-op). Returns the name."""
     folder.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(event, indent=2, ensure_ascii=False) + "\n"
-    while True:
-        final = folder / event_filename(event["id"])
-        tmp = folder / f".{final.name}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, final)
-        except FileExistsError:
-            continue  # same nanosecond and id prefix: take a fresh timestamp
-        finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(folder)
-        return final
+    name, data = event_filename(event), render(event)
+    final = folder / name
+    tmp = folder / f".{name}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, final)
+    except FileExistsError:
+        if final.read_bytes() != data:  # two different events with one name: ids share 8 hex chars and a ns
+            raise EventLogError(f"{name} already exists with other content; not overwriting it.") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(folder)
+    return name
+
+
+def list_names(folder: Path) -> list[str]:
+    """Event file names, unsorted. Cheap: one directory read, no stat per file."""
+    try:
+        with os.scandir(folder) as entries:
+            return [e.name for e in entries if e.name.endswith(".json") and not e.name.startswith(".")]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def read_file(folder: Path, name: str) -> list[Event]:
+    """The events of one file, or EventError naming what is wrong. Symlinks are refused."""
+    path = folder / name
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: a symlink
+            raise EventError("not a regular file (symlinks are ignored)") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if not os.path.isfile(path) or os.fstat(fh.fileno()).st_size > MAX_EVENT_BYTES:
+            raise EventError("not a regular file, or larger than 4 MiB")
+        return parse_bytes(fh.read(MAX_EVENT_BYTES + 1))
 
 
 @dataclass
@@ -99,57 +123,14 @@ class ReadResult:
     parse_errors: list[dict[str, str]] = field(default_factory=list)
 
 
-def _validate(raw: Any) -> Event:
-    if not isinstance(raw, dict):
-        raise ValueError("not a JSON object")
-    if raw.get("type") not in ("remember", "revise", "forget"):
-        raise ValueError("type must be remember, revise or forget")
-    for key in ("id", "memory_id"):
-        try:
-            uuid.UUID(str(raw.get(key)))
-        except ValueError:
-            raise ValueError(f"{key} must be a UUID") from None
-    if "content" in raw and not isinstance(raw["content"], str):
-        raise ValueError("content must be a string")
-    if "tags" in raw and not (isinstance(raw["tags"], list) and all(isinstance(t, str) for t in raw["tags"])):
-        raise ValueError("tags must be a list of strings")
-    if "category" in raw and raw["category"] is not None and not isinstance(raw["category"], str):
-        raise ValueError("category must be a string")
-    vectors = raw.get("vectors")
-    if vectors is not None:
-        if not isinstance(vectors, dict):
-            raise ValueError("vectors must be an object")
-        for key, vec in vectors.items():
-            if not isinstance(vec, list) or not 0 < len(vec) <= MAX_VECTOR_DIM:
-                raise ValueError(f"vector {key!r} must be a non-empty list of numbers")
-            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vec):
-                raise ValueError(f"vector {key!r} must hold numbers only")
-    return raw  # type: ignore[return-value]
-
-
-def read_events(folder: Path) -> ReadResult:
-    """Events sorted by file name. Skips temp/non-JSON entries and symlinks; bad files go to parse_errors."""
+def read_events(folder: Path, names: list[str] | None = None) -> ReadResult:
+    """Events of `names` (default: the whole folder, by name); bad files go to parse_errors."""
     result = ReadResult()
-    if not folder.is_dir():
-        return result
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-        name = entry.name
-        if name.startswith(".") or not name.endswith(".json"):
-            continue
-        if entry.is_symlink() or not entry.is_file(follow_symlinks=False):
-            result.parse_errors.append({"file": name, "error": "not a regular file (symlinks are ignored)"})
-            continue
-        if entry.stat(follow_symlinks=False).st_size > MAX_EVENT_BYTES:
-            result.parse_errors.append({"file": name, "error": "file is larger than 4 MiB"})
-            continue
+    for name in sorted(list_names(folder) if names is None else names):
         try:
-            with open(entry.path, encoding="utf-8") as fh:
-                event = _validate(json.load(fh))
-        except (ValueError, UnicodeDecodeError) as exc:
-            result.parse_errors.append({"file": name, "error": str(exc)[:200]})
-            continue
-        except RecursionError:  # absurdly nested JSON
-            result.parse_errors.append({"file": name, "error": "JSON nested too deeply"})
-            continue
-        result.events.append((name, event))
+            result.events.extend((name, e) for e in read_file(folder, name))
+        except FileNotFoundError:
+            continue  # gone since the listing (a checkout, a compaction)
+        except (EventError, OSError) as exc:
+            result.parse_errors.append({"file": name, "error": str(exc)[:300]})
     return result

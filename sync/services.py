@@ -1,87 +1,79 @@
-"""Reconcile (SPEC §5): apply teammates' events from the log and publish local-only memories.
+"""Reconcile (SPEC §5): fold teammates' events into this machine's memories, publish local-only ones.
 
-Idempotent and safe to repeat. Locks: a Postgres advisory lock per project, so two
-reconciles of one project never run at once (the second reports `skipped`).
-Ordering that keeps concurrent local writes safe: the local-only snapshot is taken
-*before* the log is read — a committed local row always has its event file already
-(the file is written inside the row's transaction), so it is never published twice.
+Idempotent, incremental and convergent:
+- A file is new when it is not in the project's ledger (applied or bad), whatever its name.
+  When the listing's sha256 equals the last complete pass's, the ledger is not even loaded.
+- Each memory touched by a new file is re-folded from ALL its files (the ledger indexes
+  files by memory uuid), so the result depends only on the set of files (sync.fold).
+- A memory is applied (row written + its new files recorded in the ledger) in one
+  transaction, with its row locked. A memory with a local change not yet in the log (an
+  outbox row, or a row newer than its fold) is deferred: its files stay new, and the next
+  pass folds them together with the local change's file.
+- Embedding happens outside transactions; a logged vector is reused only when
+  `[sync].reuse_embeddings` is on, its embedder id and dimension match ours, and it is of
+  the current content.
+Locks: a Postgres advisory lock per project, so two reconciles of one project never run at
+once (the second reports `skipped`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
 from django.db import transaction
+from django.utils import timezone
 
 from memories import services as memory_services
 from memories.backfill import advisory_lock
+from memories.changes import datetime_to_ns, memory_state, ns_to_datetime
 from memories.embedders import Embedder, embeds, get_embedder
-from memories.models import Memory, MemoryVector, Meta
+from memories.models import Memory, MemoryVector
 from memories.scope import Scope, known_root, resolve
 from yullu_site.errors import UserError
 from yullu_site.metrics import count_reconcile
 
-from .eventlog import Event, logs_dir, read_events
-from .publish import Publisher, sync_config
+from .eventlog import list_names, logs_dir, read_events, write_event
+from .fold import Folded, fold_all
+from .models import LedgerEntry, LedgerStatus, OutboxEvent, ProjectSyncState
+from .outbox import embedding_event, flush, make_event, pending_uuids, sync_config
+from .schema import Event, format_ts, parse_ts
 
 log = logging.getLogger(__name__)
 LOCK_KEY = 0x59_75_6C_02
+RACE_WINDOW_NS = 10 * 10**9  # a local write committed while we listed is at most this much older
 
 
 class ReconcileResult(TypedDict, total=False):
     project_id: str
     events_scanned: int
+    events_new: int
     created: int
     updated: int
     deleted: int
     embeddings_reused: int
     embeddings_computed: int
     local_only_logged: int
-    watermark: str
     parse_errors: list[dict[str, str]]
     no_event_dir: bool
     skipped: bool
 
 
-@dataclass
-class Target:
-    """The state one memory uuid folds to from the events after the watermark."""
-
-    content: str | None = None
-    tags: list[str] | None = None
-    category: str | None = None
-    category_given: bool = False
-    vectors: dict[str, list[float]] = field(default_factory=dict)
-    deleted: bool = False
+COUNTERS = ("events_scanned", "events_new", "created", "updated", "deleted", "embeddings_reused",
+            "embeddings_computed", "local_only_logged")  # fmt: skip
 
 
-def fold(events: list[tuple[str, Event]]) -> dict[str, Target]:
-    targets: dict[str, Target] = {}
-    for _, event in events:
-        t = targets.setdefault(event["memory_id"], Target())
-        kind = event["type"]
-        if kind == "forget":
-            t.deleted = True
-            continue
-        if kind == "remember" or any(k in event for k in ("content", "tags", "category")):
-            t.deleted = False  # a later remember/revise resurrects; a vector-only revise changes nothing
-        if kind == "remember" or "content" in event:
-            t.content = event.get("content", t.content)
-            t.vectors = dict(event.get("vectors") or {})  # new content: old vectors are stale
-        else:
-            t.vectors.update(event.get("vectors") or {})  # vector-only revise merges
-        if kind == "remember" or "tags" in event:
-            t.tags = list(event.get("tags") or [])
-        if kind == "remember" or "category" in event:
-            t.category, t.category_given = event.get("category"), True
-    return targets
+def listing_sha256(names: set[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()
 
 
-def watermark_key(project_id: str) -> str:
-    return f"last_event:{project_id}"
+def _datetime(value: str | None) -> datetime | None:
+    return None if value is None else ns_to_datetime(parse_ts(value))
 
 
 def embedder_dim(embedder: Embedder) -> int | None:
@@ -92,17 +84,7 @@ def embedder_dim(embedder: Embedder) -> int | None:
 @count_reconcile
 def reconcile_scope(scope: Scope) -> ReconcileResult:
     git_root = scope.git_root or known_root(scope.project_id)
-    base: ReconcileResult = {
-        "project_id": scope.project_id,
-        "events_scanned": 0,
-        "created": 0,
-        "updated": 0,
-        "deleted": 0,
-        "embeddings_reused": 0,
-        "embeddings_computed": 0,
-        "local_only_logged": 0,
-        "watermark": "",
-    }
+    base: ReconcileResult = {"project_id": scope.project_id, **dict.fromkeys(COUNTERS, 0), "parse_errors": []}  # type: ignore[typeddict-item]
     if git_root is None:
         return {**base, "no_event_dir": True}
     cfg = sync_config(scope.project_id, git_root)
@@ -110,113 +92,191 @@ def reconcile_scope(scope: Scope) -> ReconcileResult:
     with advisory_lock(LOCK_KEY, scope.project_id) as got:
         if not got:
             return {**base, "skipped": True}
-        return _reconcile(scope.project_id, git_root, folder, cfg, base)
+        return Reconcile(scope.project_id, folder, cfg, base).run()
 
 
-def _reconcile(
-    project_id: str, git_root: Path, folder: Path, cfg: dict[str, Any], result: ReconcileResult
-) -> ReconcileResult:
-    local_uuids = {str(u) for u in Memory.objects.filter(project_id=project_id).values_list("uuid", flat=True)}
-    if not folder.is_dir():
-        result["no_event_dir"] = True
-    read = read_events(folder)
-    watermark = Meta.objects.filter(key=watermark_key(project_id)).values_list("value", flat=True).first() or ""
-    known_creates = {e["memory_id"] for _, e in read.events if e["type"] == "remember"}
-    fresh = [(name, e) for name, e in read.events if name > watermark]
-    result["events_scanned"] = len(fresh)
-    embedder = get_embedder()
-    publisher = Publisher(project_id, git_root)
-    _apply(project_id, fold(fresh), embedder, cfg, publisher, result)
-    result["local_only_logged"] = _publish_local_only(project_id, local_uuids - known_creates, embedder, publisher)
-    if read.parse_errors:
-        result["parse_errors"] = read.parse_errors
-    new_mark = fresh[-1][0] if fresh else watermark
-    with transaction.atomic():  # reached only when every step above succeeded
-        Meta.objects.update_or_create(key=watermark_key(project_id), defaults={"value": new_mark})
-    result["watermark"] = new_mark
-    return result
+@dataclass
+class Reconcile:
+    project_id: str
+    folder: Path
+    cfg: dict[str, Any]
+    result: ReconcileResult
+    written: list[tuple[str, str]] = field(default_factory=list)  # (file name, memory uuid) we wrote
+    deferred: int = 0
+    started_ns: int = field(default_factory=time.time_ns)
 
+    def run(self) -> ReconcileResult:
+        flush(project_id=self.project_id)  # our own committed changes reach the log first
+        if not self.folder.is_dir():
+            self.result["no_event_dir"] = True
+        names = set(list_names(self.folder))
+        self.result["events_scanned"] = len(names)
+        new_names = self._new_names(names)
+        self.result["events_new"] = len(new_names)
+        new = read_events(self.folder, sorted(new_names))
+        self._record_bad(new.parse_errors)
+        self.result["parse_errors"] = new.parse_errors
+        new_by_memory: dict[str, list[str]] = {}
+        for name, event in new.events:
+            files = new_by_memory.setdefault(str(event.memory_id), [])
+            if name not in files:
+                files.append(name)
+        self._apply(new_by_memory, new.events)
+        self._publish_local_only(set(new_by_memory))
+        self._record_written()
+        if not self.deferred:
+            ProjectSyncState.objects.update_or_create(
+                project_id=self.project_id,
+                defaults={
+                    "listing_sha256": listing_sha256(names | {n for n, _ in self.written}),
+                    "reconciled_at": timezone.now(),
+                },
+            )
+        return self.result
 
-def _apply(
-    project_id: str,
-    targets: dict[str, Target],
-    embedder: Embedder,
-    cfg: dict[str, Any],
-    publisher: Publisher,
-    result: ReconcileResult,
-) -> None:
-    dim = embedder_dim(embedder)
-    chosen: dict[str, tuple[str, list[float]] | None] = {}
-    to_embed: list[str] = []
-    existing = {str(u): c for u, c in Memory.objects.filter(uuid__in=list(targets)).values_list("uuid", "content")}
-    for uuid_, t in targets.items():
-        if t.deleted:
-            continue
-        if uuid_ not in existing and t.content is None:
-            continue  # ours: a tags- or vector-only revise for a memory we never had is skipped
-        needs_vector = uuid_ not in existing or (t.content is not None and t.content != existing[uuid_])
-        logged = t.vectors.get(embedder.id)
-        reusable = cfg["reuse_embeddings"] and logged is not None and (dim is None or len(logged) == dim)
-        if reusable:
-            chosen[uuid_] = (embedder.id, logged)
-        elif needs_vector and embeds(embedder):
-            to_embed.append(uuid_)
-    computed = _embed_missing(embedder, to_embed, targets, existing)
-    for uuid_, t in targets.items():
-        if t.deleted:
-            result["deleted"] += int(memory_services.apply_remote_delete(uuid_))
-            continue
-        if uuid_ not in existing and t.content is None:
-            continue
-        vector = chosen.get(uuid_) or computed.get(uuid_)
-        outcome = memory_services.apply_remote_upsert(
-            project_id,
-            uuid_,
-            content=t.content,
-            tags=t.tags,
-            category=t.category,
-            category_given=t.category_given,
-            vector=vector,
+    def _new_names(self, names: set[str]) -> set[str]:
+        state = ProjectSyncState.objects.filter(project_id=self.project_id).first()
+        if state and state.listing_sha256 == listing_sha256(names):
+            return set()  # nothing arrived or left since the last complete pass
+        known = set(LedgerEntry.objects.filter(project_id=self.project_id).values_list("name", flat=True))
+        return names - known
+
+    def _record_bad(self, errors: list[dict[str, str]]) -> None:
+        LedgerEntry.objects.bulk_create(
+            [
+                LedgerEntry(project_id=self.project_id, name=e["file"], status=LedgerStatus.BAD, error=e["error"])
+                for e in errors
+            ],
+            ignore_conflicts=True,
         )
-        if outcome in ("created", "updated"):
-            result[outcome] += 1  # type: ignore[literal-required]
-        if uuid_ in chosen and outcome != "unchanged":
-            result["embeddings_reused"] += 1
-        if uuid_ in computed:
-            result["embeddings_computed"] += 1
-            publisher.emit("revise", uuid_, vectors={embedder.id: [round(float(x), 7) for x in computed[uuid_][1]]})
 
-
-def _embed_missing(
-    embedder: Embedder, uuids: list[str], targets: dict[str, Target], existing: dict[str, str]
-) -> dict[str, tuple[str, list[float]]]:
-    if not uuids:
-        return {}
-    texts = [targets[u].content if targets[u].content is not None else existing[u] for u in uuids]
-    vectors = embedder.embed(texts)  # outside any transaction
-    return {u: (embedder.id, list(map(float, v))) for u, v in zip(uuids, vectors, strict=False)}
-
-
-def _publish_local_only(project_id: str, uuids: set[str], embedder: Embedder, publisher: Publisher) -> int:
-    if not uuids or publisher.folder is None:
-        return 0
-    vectors = {
-        str(v.memory.uuid): list(map(float, v.vector))
-        for v in MemoryVector.objects.filter(memory__uuid__in=uuids, embedder=embedder.id).select_related("memory")
-    }
-    count = 0
-    for memory in Memory.objects.filter(uuid__in=uuids).order_by("created_at", "id"):
-        vec = vectors.get(str(memory.uuid))
-        publisher.emit(
-            "remember",
-            str(memory.uuid),
-            content=memory.content,
-            tags=list(memory.tags),
-            category=memory.category,
-            vectors={embedder.id: [round(x, 7) for x in vec]} if vec else None,
+    def _all_events(self, new_by_memory: dict[str, list[str]], new_events: list[tuple[str, Event]]) -> list[Event]:
+        """The new events plus every earlier file of the memories they touch."""
+        old_names = set(
+            LedgerEntry.objects.filter(
+                project_id=self.project_id, status=LedgerStatus.APPLIED, memory_uuid__in=list(new_by_memory)
+            ).values_list("name", flat=True)
         )
-        count += 1
-    return count
+        new_names = {n for n, _ in new_events}
+        old = read_events(self.folder, sorted(old_names - new_names))  # a file that went bad since is ignored
+        return [e for _, e in new_events] + [e for _, e in old.events if str(e.memory_id) in new_by_memory]
+
+    def _apply(self, new_by_memory: dict[str, list[str]], new_events: list[tuple[str, Event]]) -> None:
+        if not new_by_memory:
+            return
+        folded = fold_all(self._all_events(new_by_memory, new_events))
+        embedder = get_embedder()
+        vectors = self._vectors(folded, embedder)
+        for uuid_ in sorted(new_by_memory):
+            self._apply_one(uuid_, folded[uuid_], vectors.get(uuid_), new_by_memory[uuid_])
+
+    def _vectors(self, folded: dict[str, Folded], embedder: Embedder) -> dict[str, tuple[str, list[float]]]:
+        """Per memory that needs a vector of our embedder: a reused logged one or a fresh one."""
+        alive = [u for u, f in folded.items() if f.exists]
+        local = {str(u): c for u, c in Memory.objects.filter(uuid__in=alive).values_list("uuid", "content")}
+        have = {
+            str(u)
+            for u in MemoryVector.objects.filter(memory__uuid__in=alive, embedder=embedder.id).values_list(
+                "memory__uuid", flat=True
+            )
+        }
+        dim = embedder_dim(embedder)
+        chosen: dict[str, tuple[str, list[float]]] = {}
+        to_embed: list[str] = []
+        for uuid_ in alive:
+            content = folded[uuid_].content
+            if uuid_ in local and local[uuid_] == content and uuid_ in have:
+                continue  # already has our vector of this content
+            logged = folded[uuid_].vector_for(embedder.id) if self.cfg["reuse_embeddings"] else None
+            if logged is not None and (dim is None or len(logged) == dim):
+                chosen[uuid_] = (embedder.id, logged)
+                self.result["embeddings_reused"] += 1
+            elif embeds(embedder):
+                to_embed.append(uuid_)
+        if to_embed:
+            fresh = embedder.embed([folded[u].content or "" for u in to_embed])  # outside any transaction
+            for uuid_, vec in zip(to_embed, fresh, strict=True):
+                chosen[uuid_] = (embedder.id, [float(x) for x in vec])
+                self.result["embeddings_computed"] += 1
+                if self.cfg["log_embeddings"]:
+                    ts = max(folded[uuid_].content_ns, folded[uuid_].updated_ns or 0)
+                    self._write(embedding_event(uuid_, ts, embedder.id, vec, folded[uuid_].content or ""))
+        return chosen
+
+    def _apply_one(self, uuid_: str, folded: Folded, vector: tuple[str, list[float]] | None, names: list[str]) -> None:
+        with transaction.atomic():
+            row = Memory.objects.select_for_update().filter(uuid=uuid_).first()
+            if row is not None and row.project_id != self.project_id:
+                log.warning("event files for memory %s name project %s; it belongs to %s", uuid_, self.project_id,
+                            row.project_id)  # fmt: skip
+            elif self._deferred(uuid_, folded, row):
+                self.deferred += 1
+                return
+            elif folded.deleted:
+                self._count(memory_services.apply_remote_state(self.project_id, uuid_, None, memory=row))
+            elif folded.exists:
+                state = memory_services.RemoteState(
+                    content=folded.content or "",
+                    tags=list(folded.fields["tags"] or []),
+                    category=folded.fields["category"],
+                    created_at=ns_to_datetime(folded.created_ns or 0),
+                    updated_at=ns_to_datetime(folded.updated_ns or 0),
+                    importance=folded.fields["importance"],
+                    expires_at=_datetime(folded.fields["expires_at"]),
+                )
+                self._count(memory_services.apply_remote_state(self.project_id, uuid_, state, vector, memory=row))
+            LedgerEntry.objects.bulk_create(
+                [
+                    LedgerEntry(project_id=self.project_id, name=n, status=LedgerStatus.APPLIED, memory_uuid=uuid_)
+                    for n in names
+                ],
+                ignore_conflicts=True,
+            )
+
+    def _deferred(self, uuid_: str, folded: Folded, row: Memory | None) -> bool:
+        """A local change this fold does not contain yet (its event is still in the outbox, or was
+        written after our listing): leave the row as it is; its files are re-folded next pass."""
+        if OutboxEvent.objects.filter(project_id=self.project_id, memory_uuid=uuid_).exists():
+            return True
+        if row is None or folded.updated_ns is None:
+            return False
+        row_ns = datetime_to_ns(row.updated_at)
+        return row_ns > folded.updated_ns // 1000 * 1000 and row_ns >= self.started_ns - RACE_WINDOW_NS
+
+    def _count(self, outcome: str) -> None:
+        if outcome in ("created", "updated", "deleted"):
+            self.result[outcome] += 1  # type: ignore[literal-required]
+
+    def _write(self, event: Event) -> None:
+        self.written.append((write_event(self.folder, event), str(event.memory_id)))
+
+    def _publish_local_only(self, touched: set[str]) -> None:
+        """Local rows that have no event in the log (e.g. stored before the repo was known) → `create`."""
+        logged = LedgerEntry.objects.filter(project_id=self.project_id, memory_uuid__isnull=False).values("memory_uuid")
+        rows = Memory.objects.filter(project_id=self.project_id).exclude(uuid__in=logged).order_by("created_at", "id")
+        skip = touched | pending_uuids(self.project_id)
+        embedder = get_embedder()
+        for memory in rows:
+            uuid_ = str(memory.uuid)
+            if uuid_ in skip:
+                continue
+            ts = datetime_to_ns(memory.updated_at)
+            state = {k: v for k, v in memory_state(memory).items() if v is not None or k == "category"}
+            self._write(make_event("create", uuid_, ts, created_at=format_ts(datetime_to_ns(memory.created_at)),
+                                   **state))  # fmt: skip
+            vec = MemoryVector.objects.filter(memory=memory, embedder=embedder.id).values_list("vector", flat=True)
+            if self.cfg["log_embeddings"] and vec:
+                self._write(embedding_event(uuid_, ts, embedder.id, list(vec[0]), memory.content))
+            self.result["local_only_logged"] += 1
+
+    def _record_written(self) -> None:
+        LedgerEntry.objects.bulk_create(
+            [
+                LedgerEntry(project_id=self.project_id, name=n, status=LedgerStatus.APPLIED, memory_uuid=u)
+                for n, u in self.written
+            ],
+            ignore_conflicts=True,
+        )
 
 
 def reconcile_cli(cwd: str, project_id: str | None) -> ReconcileResult:

@@ -1,41 +1,36 @@
-"""Scheduled reconcile. Tasks take ids/primitives, are idempotent, and call services only."""
+"""Scheduled reconcile and the outbox sweep. Tasks take ids/primitives, are idempotent, and call services only."""
 
 from __future__ import annotations
 
 import logging
-import os
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from celery import shared_task
 from django.conf import settings
 
-from memories.models import Meta, ProjectLocation
+from memories.models import ProjectLocation
 from memories.scope import Scope
 from yullu_site.config import parse_duration
 
-from .eventlog import logs_dir
-from .publish import sync_config
-from .services import reconcile_scope
+from .eventlog import list_names, logs_dir
+from .models import ProjectSyncState
+from .outbox import flush, sync_config
+from .services import listing_sha256, reconcile_scope
 
 log = logging.getLogger(__name__)
+SWEEP_AFTER = timedelta(seconds=30)  # older outbox rows lost their on-commit flush (a crash)
 
 
-def log_signature(folder: Path) -> str:
-    """Changes whenever a file is added, removed or replaced in the log folder."""
-    if not folder.is_dir():
-        return "none"
-    entries = sorted((e.name, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.name.endswith(".json"))
-    return f"{len(entries)}:{hash(tuple(entries))}"
-
-
-def is_due(project_id: str, signature: str, now: float, interval: int) -> bool:
-    last = Meta.objects.filter(key=f"reconcile_at:{project_id}").values_list("value", flat=True).first()
-    if last:
-        at, _, sig = last.partition("|")
-        if sig == signature or now - float(at) < interval:
-            return False
-    return True
+def is_due(project_id: str, folder: Path, now: float, interval: int) -> bool:
+    """Due when the log's file names changed since the last complete pass and the interval has passed."""
+    state = ProjectSyncState.objects.filter(project_id=project_id).first()
+    if state is None or state.reconciled_at is None:
+        return True
+    if state.listing_sha256 == listing_sha256(set(list_names(folder))):
+        return False
+    return now - state.reconciled_at.timestamp() >= interval
 
 
 def reconcile_location(location_id: int, force: bool = False) -> dict | None:
@@ -49,20 +44,26 @@ def reconcile_location(location_id: int, force: bool = False) -> dict | None:
     if not cfg["enabled"]:
         return None
     folder = logs_dir(root, cfg["dir"])
-    signature = log_signature(folder)
-    now = time.time()
-    if not force and not is_due(loc.project_id, signature, now, parse_duration(cfg["reconcile_interval"])):
+    if not force and not is_due(loc.project_id, folder, time.time(), parse_duration(cfg["reconcile_interval"])):
         return None
-    result = reconcile_scope(Scope(loc.project_id, root))
-    if not result.get("skipped"):
-        signature = log_signature(folder)  # our own publications count as seen
-        Meta.objects.update_or_create(key=f"reconcile_at:{loc.project_id}", defaults={"value": f"{now}|{signature}"})
-    return dict(result)
+    return dict(reconcile_scope(Scope(loc.project_id, root)))
+
+
+def sweep_outbox() -> int:
+    """Write events whose on-commit flush never ran (the process died right after the commit)."""
+    written = flush(older_than=SWEEP_AFTER)
+    if written:
+        log.warning("outbox sweep wrote %d event file(s) left behind by an interrupted write", len(written))
+    return len(written)
 
 
 @shared_task(ignore_result=True)
 def reconcile_due() -> None:
-    """Reconcile every known project whose log changed and whose interval has passed."""
+    """Sweep the outbox, then reconcile every known project whose log changed and whose interval has passed."""
+    try:
+        sweep_outbox()
+    except Exception:
+        log.exception("outbox sweep failed")
     if not settings.YULLU["sync"]["enabled"]:
         return
     for loc_id in ProjectLocation.objects.values_list("id", flat=True):
@@ -75,6 +76,7 @@ def reconcile_due() -> None:
 @shared_task(ignore_result=True)
 def reconcile_all_known() -> None:
     """Start-up reconcile of every known project location."""
+    sweep_outbox()
     for loc_id in ProjectLocation.objects.values_list("id", flat=True):
         try:
             reconcile_location(loc_id, force=True)

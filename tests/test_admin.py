@@ -90,16 +90,19 @@ def test_staff_see_every_page(staff: Client, stub_embedder: StubServer, url: str
         assert text in page, f"{url} does not show {text!r}"
 
 
-def test_rating_3_archives_and_writes_a_forget_event(staff: Client, stub_embedder: StubServer, repo: Path) -> None:
-    m = services.create_memory(resolve(None, str(repo)), "A vague fact", "domain")
-    response = staff.post(
-        "/admin/memories/memory/review/", {"memory_id": m.pk, "rating": "3", "comment": "vague"}, follow=True
-    )
+def test_rating_3_archives_and_writes_a_delete_event(
+    staff: Client, stub_embedder: StubServer, repo: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):  # event files are written on commit
+        m = services.create_memory(resolve(None, str(repo)), "A vague fact", "domain")
+        response = staff.post(
+            "/admin/memories/memory/review/", {"memory_id": m.pk, "rating": "3", "comment": "vague"}, follow=True
+        )
     assert f"Memory {m.pk} rated 3: archived to rejected memories" in response.content.decode()
     assert not Memory.objects.filter(pk=m.pk).exists()
     assert RejectedMemory.objects.get().rating_comment == "vague"
-    kinds = [e["type"] for _, e in read_events(repo / ".yullu" / "logs").events]
-    assert kinds == ["remember", "forget"]
+    kinds = [e.type for _, e in read_events(repo / ".yullu" / "logs").events]
+    assert sorted(kinds) == ["create", "delete", "embedding"]
 
 
 def test_rating_8_keeps_the_memory(staff: Client, stub_embedder: StubServer) -> None:
@@ -116,17 +119,20 @@ def test_a_bad_rating_is_refused_with_a_message(staff: Client, stub_embedder: St
     assert Memory.objects.get(pk=m.pk).rating is None
 
 
-def test_editing_goes_through_the_service_and_syncs(staff: Client, stub_embedder: StubServer, repo: Path) -> None:
-    m = services.create_memory(resolve(None, str(repo)), "Old text", "process", ["a"])
-    response = staff.post(
-        f"/admin/memories/memory/{m.pk}/change/",
-        {"project_id": m.project_id, "content": "New text", "category": "gotcha", "tags_text": "a, b"},
-    )
+def test_editing_goes_through_the_service_and_syncs(
+    staff: Client, stub_embedder: StubServer, repo: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):  # event files are written on commit
+        m = services.create_memory(resolve(None, str(repo)), "Old text", "process", ["a"])
+        response = staff.post(
+            f"/admin/memories/memory/{m.pk}/change/",
+            {"project_id": m.project_id, "content": "New text", "category": "gotcha", "tags_text": "a, b"},
+        )
     assert response.status_code == 302
     m.refresh_from_db()
     assert (m.content, m.category, m.tags) == ("New text", "gotcha", ["a", "b"])
-    revise = [e for _, e in read_events(repo / ".yullu" / "logs").events if e["type"] == "revise"]
-    assert revise[0]["content"] == "New text" and revise[0]["category"] == "gotcha"
+    update = [e for _, e in read_events(repo / ".yullu" / "logs").events if e.type == "update"]
+    assert update[0].content == "New text" and update[0].category == "gotcha"
 
 
 def test_an_edit_with_a_secret_is_refused_on_the_form(staff: Client, stub_embedder: StubServer) -> None:

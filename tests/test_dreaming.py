@@ -77,8 +77,8 @@ def test_a_pass_applies_creates_and_updates_and_clears_the_buffer(reasoner_stub:
     assert chat_calls(reasoner_stub) == 1
     assert SessionMessage.objects.count() == 0
     assert Memory.objects.get(pk=seeded.pk).content == "CI runs on every push and nightly"
-    kinds = [e["type"] for _, e in read_events(repo / ".yullu" / "logs").events]
-    assert kinds.count("remember") == 3 and kinds.count("revise") == 1
+    kinds = [e.type for _, e in read_events(repo / ".yullu" / "logs").events]
+    assert kinds.count("create") == 3 and kinds.count("update") == 1
     row = DreamPass.objects.get()
     assert (row.phase, row.ops_created, row.messages_processed) == ("done", 2, 3)
     prompt = chat_requests(reasoner_stub)[-1]["body"]["messages"][1]["content"]

@@ -100,9 +100,12 @@ def test_kill_9_during_a_store_burst_loses_nothing_acknowledged(
     stored = {str(u): content for u, content in Memory.objects.values_list("uuid", "content")}
     lost = {u: c for u, c in acked.items() if stored.get(u) != c}
     assert not lost, f"{len(lost)} acknowledged stores are missing or changed: {lost}"
+    from sync.outbox import flush
+
+    flush()  # what the periodic outbox sweep does for writes whose process died between commit and file
     events = read_events(repo / ".yullu" / "logs")
     assert events.parse_errors == []
-    logged = {e["memory_id"] for _, e in events.events}
+    logged = {str(e.memory_id) for _, e in events.events}
     assert set(stored) <= logged, "a committed memory has no event file"
     # A clean restart serves again.
     web = start_web(env, port)
@@ -126,10 +129,9 @@ def test_an_interrupted_reconcile_reruns_to_the_same_state(
         services.create_memory(scope, f"shared fact {i}", "process", [f"t{i}"])
     expected = sorted(Memory.objects.values_list("uuid", "content", "category"))
     Memory.objects.all().delete()  # this machine forgets everything; the log still has it
-    from memories.models import Meta
+    from sync.models import LedgerEntry
 
-    Meta.objects.all().delete()
-    real = sync_services.memory_services.apply_remote_upsert
+    real = sync_services.memory_services.apply_remote_state
     calls = {"n": 0}
 
     def crash_after_three(*args: Any, **kwargs: Any) -> str:
@@ -138,12 +140,12 @@ def test_an_interrupted_reconcile_reruns_to_the_same_state(
             raise RuntimeError("power cut")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sync_services.memory_services, "apply_remote_upsert", crash_after_three)
+    monkeypatch.setattr(sync_services.memory_services, "apply_remote_state", crash_after_three)
     with pytest.raises(RuntimeError):
         sync_services.reconcile_scope(scope)
     assert Memory.objects.count() == 3
-    assert not Meta.objects.filter(key__startswith="last_event:").exists()  # watermark not saved
-    monkeypatch.setattr(sync_services.memory_services, "apply_remote_upsert", real)
+    assert LedgerEntry.objects.count() == 6  # the three applied memories' create + embedding files, no more
+    monkeypatch.setattr(sync_services.memory_services, "apply_remote_state", real)
     result = sync_services.reconcile_scope(scope)
     assert result["created"] == 3
     assert sorted(Memory.objects.values_list("uuid", "content", "category")) == expected

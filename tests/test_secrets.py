@@ -1,6 +1,6 @@
 import pytest
 
-from sync.secrets import find_secret, redact
+from memories.secrets import find_secret, redact
 
 # Assembled at run time so this file itself never holds a literal token.
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

@@ -101,6 +101,7 @@ def test_hostile_log_entries_are_skipped_with_parse_errors(tmp_path: Path) -> No
                 "type": "remember",
                 "id": "11111111-1111-4111-8111-111111111111",
                 "memory_id": "22222222-2222-4222-8222-222222222222",
+                "ts": "2026-01-01T00:00:02Z",
                 "content": "x",
                 "vectors": {"m": "nope"},
             }

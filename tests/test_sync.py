@@ -17,8 +17,10 @@ from django.conf import settings
 from memories import services
 from memories.models import Memory, MemoryVector
 from memories.scope import resolve
-from sync.eventlog import event_filename, read_events
-from sync.services import fold, reconcile_scope
+from sync.eventlog import new_event, read_events, write_event
+from sync.fold import fold
+from sync.schema import Event
+from sync.services import reconcile_scope
 from tests.processes import REPO, product_env, run_cli, stub_env
 from tests.stubs import StubServer
 from yullu_site.errors import UserError
@@ -69,7 +71,10 @@ class Machine:
     def __init__(self, name: str, url: str, stub: StubServer, model: str, home: Path) -> None:
         self.name, self.url, self.stub, self.model, self.home = name, url, stub, model, home
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("TRUNCATE memories_memory, memories_meta, memories_projectlocation CASCADE")
+            conn.execute(
+                "TRUNCATE memories_memory, memories_meta, memories_projectlocation, sync_ledgerentry, "
+                "sync_outboxevent, sync_projectsyncstate CASCADE"
+            )
 
     def reconcile(self, repo: Path, **env: str) -> dict[str, Any]:
         environ = {
@@ -121,7 +126,7 @@ def test_the_two_machine_scenario(repo: Path, machines: dict[str, Machine], stub
     assert b.rows() == [(str(m.uuid), m.content, ["release"], "process", ["openai:stub-embed"])]
     again = b.reconcile(repo)
     counters = ("created", "updated", "deleted", "embeddings_reused", "embeddings_computed", "local_only_logged",
-                "events_scanned")  # fmt: skip
+                "events_new")  # fmt: skip
     assert {k: again[k] for k in counters} == dict.fromkeys(counters, 0)
     services.update_memory(m.id, content="vec:0,1,0 Releases are cut from release branches")
     r = b.reconcile(repo)
@@ -143,9 +148,10 @@ def test_a_different_embedder_computes_and_publishes_its_vector(
     assert (r["created"], r["embeddings_computed"], r["embeddings_reused"]) == (1, 1, 0)
     assert stub_embedder.embed_calls() == calls + 1
     events = read_events(repo / ".yullu" / "logs").events
-    revise = [e for _, e in events if e["type"] == "revise"]
-    assert len(revise) == 1 and set(revise[0]) == {"id", "type", "memory_id", "ts", "vectors"}
-    assert list(revise[0]["vectors"]) == ["openai:stub-embed-c"]
+    ours = [e for _, e in events if e.type == "embedding" and e.embedder == "openai:stub-embed-c"]
+    assert len(ours) == 1 and set(ours[0].to_wire()) == {
+        "id", "type", "memory_id", "ts", "embedder", "vector", "content_sha256"
+    }  # fmt: skip
     before = MemoryVector.objects.count()
     r = reconcile_scope(resolve(None, str(repo)))
     assert (r["created"], r["updated"], r["embeddings_reused"], r["embeddings_computed"]) == (0, 0, 0, 0)
@@ -180,66 +186,66 @@ U1 = "11111111-1111-4111-8111-111111111111"
 
 
 def _ev(n: int, kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
-    """An event named as a writer would name it now (so it sorts after everything written before)."""
+    """Event n of memory U1, at second n of a fixed day, in a file named anyhow."""
     event_id = f"00000000-0000-4000-8000-{n:012d}"
-    return event_filename(event_id), {
-        "id": f"00000000-0000-4000-8000-{n:012d}",
-        "type": kind,
-        "memory_id": U1,
-        "ts": "2026-06-01T00:00:00Z",
-        **fields,
-    }
+    event = {"id": event_id, "type": kind, "memory_id": U1, "ts": f"2026-06-01T00:00:{n:02d}Z", **fields}
+    return f"teammate-{n}.json", event
 
 
 def test_log_edge_cases_apply_safely(repo: Path, stub_embedder: StubServer) -> None:
     scope = resolve(None, str(repo))
-    _write(repo, *_ev(1, "revise", tags=["orphan"]))  # tags-only revise for a missing memory: skipped
-    bad_name = event_filename("deadbeef-0000-4000-8000-000000000000")
-    _write(repo, bad_name, "{ not json")
+    _write(repo, *_ev(1, "update", tags=["orphan"]))  # tags-only update for a memory with no create: skipped
+    _write(repo, "bad.json", "{ not json")
     _write(repo, ".20260601T000003.tmp", "partial")
     _write(repo, "README.txt", "not an event")
     r = reconcile_scope(scope)
     assert r["created"] == 0 and Memory.objects.count() == 0
-    assert [p["file"] for p in r["parse_errors"]] == [bad_name]
-    _write(repo, *_ev(4, "remember", content="wrong-dim vector", tags=[], vectors={"openai:stub-embed": [0.1] * 3}))
+    assert [p["file"] for p in r["parse_errors"]] == ["bad.json"]
+    assert reconcile_scope(scope)["parse_errors"] == []  # recorded as bad: listed once, not retried
+    _write(repo, *_ev(4, "create", content="wrong-dim vector", tags=[]))
+    _write(repo, *_ev(5, "embedding", embedder="openai:stub-embed", vector=[0.1] * 3))
     MemoryVector.objects.all().delete()
     services.create_memory(resolve("other/p", None), "seed so our dimension is known")
     calls = stub_embedder.embed_calls()
     r = reconcile_scope(scope)
     assert (r["created"], r["embeddings_reused"], r["embeddings_computed"]) == (1, 0, 1)
     assert stub_embedder.embed_calls() == calls + 1
-    assert MemoryVector.objects.get(memory__uuid=U1).dim == 8
-    _write(repo, *_ev(5, "forget"))
+    memory = Memory.objects.get(uuid=U1)
+    assert MemoryVector.objects.get(memory=memory).dim == 8
+    assert memory.tags == [] and memory.created_at.isoformat() == "2026-06-01T00:00:01+00:00"  # from event 1
+    _write(repo, *_ev(6, "delete"))
     assert reconcile_scope(scope)["deleted"] == 1
-    last = _ev(6, "remember", content="back again", tags=["x"])
-    _write(repo, *last)
+    _write(repo, *_ev(7, "create", content="back again", tags=["x"]))
     r = reconcile_scope(scope)
     assert r["created"] == 1 and Memory.objects.get(uuid=U1).content == "back again"
-    assert r["watermark"] == last[0]
-    again = reconcile_scope(scope)  # scans only our own vector-only revise, which changes nothing
+    again = reconcile_scope(scope)
     assert (again["created"], again["updated"], again["deleted"], again["embeddings_computed"]) == (0, 0, 0, 0)
-    assert reconcile_scope(scope)["events_scanned"] == 0
+    assert again["events_new"] == 0
 
 
 def test_reuse_off_forces_a_local_embed(repo: Path, stub_embedder: StubServer, tmp_path: Path) -> None:
     (repo / ".yullu").mkdir()
     (repo / ".yullu" / "config.toml").write_text("[sync]\nreuse_embeddings = false\n")
     services.create_memory(resolve("other/p", None), "seed")
-    _write(repo, *_ev(1, "remember", content="hello", tags=[], vectors={"openai:stub-embed": [1.0] + [0.0] * 7}))
+    _write(repo, *_ev(1, "create", content="hello", tags=[]))
+    _write(repo, *_ev(2, "embedding", embedder="openai:stub-embed", vector=[1.0] + [0.0] * 7))
     r = reconcile_scope(resolve(None, str(repo)))
     assert (r["embeddings_reused"], r["embeddings_computed"]) == (0, 1)
 
 
-def test_fold_resurrects_and_merges_vectors() -> None:
+def test_fold_resurrects_and_keeps_vectors_of_the_current_content() -> None:
     events = [
-        _ev(1, "remember", content="a", tags=["t"], vectors={"x:1": [1.0]}),
-        _ev(2, "revise", vectors={"y:2": [2.0]}),
-        _ev(3, "forget"),
-        _ev(4, "revise", tags=[]),
+        _ev(1, "create", content="a", tags=["t"]),
+        _ev(2, "embedding", embedder="x:1", vector=[1.0]),
+        _ev(3, "delete"),
+        _ev(4, "update", tags=[]),
+        _ev(5, "embedding", embedder="y:2", vector=[2.0]),
     ]
-    target = fold([(n, e) for n, e in events])[U1]  # type: ignore[misc]
-    assert not target.deleted and target.tags == [] and target.content == "a"
-    assert set(target.vectors) == {"x:1", "y:2"}
+    target = fold([Event.model_validate(e) for _, e in reversed(events)])
+    assert target.exists and target.fields["tags"] == [] and target.content == "a"
+    assert target.vector_for("x:1") == [1.0] and target.vector_for("y:2") == [2.0]
+    changed = fold([Event.model_validate(e) for _, e in [*events, _ev(6, "update", content="b")]])
+    assert changed.vector_for("x:1") is None  # older than the content it would describe
 
 
 def test_events_are_pretty_atomic_files_with_sortable_names(repo: Path, stub_embedder: StubServer) -> None:
@@ -247,7 +253,7 @@ def test_events_are_pretty_atomic_files_with_sortable_names(repo: Path, stub_emb
     for i in range(3):
         services.create_memory(scope, f"fact {i}", "decision")
     folder = repo / ".yullu" / "logs"
-    names = sorted(p.name for p in folder.iterdir())
+    names = sorted(p.name for p in folder.iterdir() if json.loads(p.read_text())["type"] == "create")
     assert len(names) == 3 and all(n.endswith(".json") and "T" in n for n in names)
     text = (folder / names[0]).read_text()
     assert text.startswith("{\n  ") and json.loads(text)["category"] == "decision"
@@ -262,15 +268,13 @@ def test_secrets_never_reach_the_log_or_the_database(repo: Path, stub_embedder: 
     with pytest.raises(UserError, match="private key"):
         services.update_memory(m.id, content="-----BEGIN RSA PRIVATE KEY-----\nabc")
     assert Memory.objects.get().content == "fine fact"
-    assert len(list((repo / ".yullu" / "logs").iterdir())) == 1
+    assert [e.type for _, e in read_events(repo / ".yullu" / "logs").events] == ["create", "embedding"]
 
 
 def _write_many(folder: str, count: int) -> None:
-    from sync.eventlog import new_event, write_event
-
     for n in range(count):
         write_event(
-            Path(folder), new_event("remember", f"00000000-0000-4000-8000-{n:012d}", content=f"fact {n}", tags=[])
+            Path(folder), new_event("create", f"00000000-0000-4000-8000-{n:012d}", content=f"fact {n}", tags=[])
         )
 
 

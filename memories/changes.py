@@ -1,0 +1,109 @@
+"""How the write side announces a change to a memory, without knowing who listens.
+
+`publish_change()` is the one call every write path makes *inside* its transaction, after
+the row is written. Listeners (the team-sync outbox in `sync`, registered by its AppConfig)
+run in that same transaction, so a rolled-back write announces nothing. `memories` never
+imports `sync`: sync depends on this module, not the reverse.
+
+Event times: a change is stamped with `change_time(memory)`, at least 1 µs after the
+memory's `updated_at` (which reconcile sets from the latest event it folded), so a local
+edit always orders after every event this machine has seen for that memory — whatever the
+teammates' clocks say — and every machine folds the edit the same way (SPEC §5).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+ChangeKind = Literal["create", "update", "delete"]
+
+# Fields of a memory that travel to teammates (SPEC §5, §10). `memory_state()` reads the
+# plain attributes among them that the model has; `supersedes` (a memory uuid) and `links`
+# ([{type, target uuid}]) are passed by the caller in `publish_change(extra=...)`.
+ATTRIBUTE_FIELDS = ("content", "tags", "category", "importance", "expires_at")
+SYNCED_FIELDS = (*ATTRIBUTE_FIELDS, "supersedes", "links")
+
+
+@dataclass(frozen=True)
+class MemoryChange:
+    """One change to one memory, as the write side saw it."""
+
+    kind: ChangeKind
+    project_id: str
+    memory_uuid: str
+    ts_ns: int  # event time, nanoseconds since the epoch (UTC)
+    state: dict[str, Any] = field(default_factory=dict)  # create: every synced field; update: the changed ones
+    vector: tuple[str, Sequence[float]] | None = None  # (embedder id, vector) computed for new content
+    git_root: str | None = None  # when the caller knows it (saves a lookup)
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+Listener = Callable[[MemoryChange], None]
+_listeners: list[Listener] = []
+
+
+def register_listener(listener: Listener) -> None:
+    """Idempotent; called from an AppConfig.ready()."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+
+
+def ns_to_datetime(ns: int) -> datetime:
+    """Microsecond precision (Postgres), truncated towards the past."""
+    return EPOCH + timedelta(microseconds=ns // 1000)
+
+
+def datetime_to_ns(value: datetime) -> int:
+    return (value - EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def change_time(previous_updated_at: datetime | None) -> int:
+    """Now, or 1 µs after the memory's last known event if a teammate's clock ran ahead."""
+    now = time.time_ns()
+    if previous_updated_at is None:
+        return now
+    return max(now, datetime_to_ns(previous_updated_at) + 1000)
+
+
+def memory_state(memory: Any, fields: Iterable[str] = ATTRIBUTE_FIELDS) -> dict[str, Any]:
+    """The synced fields the model has, read from the row (uuids and datetimes as strings)."""
+    state: dict[str, Any] = {}
+    for name in fields:
+        if not hasattr(memory, name):
+            continue
+        value = getattr(memory, name)
+        if isinstance(value, datetime):
+            value = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        elif name == "tags":
+            value = list(value or [])
+        state[name] = value
+    return state
+
+
+def publish_change(
+    kind: ChangeKind,
+    memory: Any,
+    ts_ns: int,
+    *,
+    fields: Iterable[str] | None = None,
+    vector: tuple[str, Sequence[float]] | None = None,
+    extra: dict[str, Any] | None = None,
+    git_root: str | None = None,
+) -> None:
+    """Announce a change to `memory` (a saved Memory; for deletes, the row just deleted).
+
+    Call inside the write's transaction. `fields`: which synced fields changed (update;
+    None = all, as for create). `extra`: synced values that are not model attributes
+    (e.g. `links`, `supersedes`). Listeners may raise to refuse the write (the
+    transaction then rolls back)."""
+    state: dict[str, Any] = {}
+    if kind != "delete":
+        state = memory_state(memory, ATTRIBUTE_FIELDS if fields is None else fields)
+        state.update(extra or {})
+    change = MemoryChange(kind, memory.project_id, str(memory.uuid), ts_ns, state, vector, git_root)
+    for listener in _listeners:
+        listener(change)

@@ -1,0 +1,54 @@
+"""Sync bookkeeping: the outbox of local changes waiting to become event files, and the
+per-project ledger of event files already applied (or recorded as bad)."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class OutboxEvent(models.Model):
+    """An event a committed local write owes to the log. Inserted in the write's transaction;
+    written to disk on commit (or by the periodic sweep after a crash), then deleted."""
+
+    project_id = models.CharField(max_length=500)
+    memory_uuid = models.UUIDField()
+    folder = models.CharField(max_length=4000)  # the project's logs folder at write time
+    payload = models.JSONField()  # the event, as written to the file
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["project_id", "memory_uuid"], name="outbox_project_memory")]
+
+
+class LedgerStatus(models.TextChoices):
+    APPLIED = "applied"
+    BAD = "bad"
+
+
+class LedgerEntry(models.Model):
+    """One event file of a project's log that this machine has folded in (or found bad).
+
+    Every file not in the ledger is new, whatever its name (SPEC §5). `memory_uuid` finds all
+    of a memory's files again when a new event for it arrives, so it is re-folded from all."""
+
+    project_id = models.CharField(max_length=500)
+    name = models.CharField(max_length=255)
+    status = models.CharField(max_length=10, choices=LedgerStatus.choices)
+    memory_uuid = models.UUIDField(null=True)
+    error = models.TextField(blank=True, default="")
+    recorded_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name_plural = "ledger entries"
+        constraints = [models.UniqueConstraint(fields=["project_id", "name"], name="ledger_one_row_per_file")]
+        indexes = [models.Index(fields=["project_id", "memory_uuid"], name="ledger_project_memory")]
+
+
+class ProjectSyncState(models.Model):
+    """What the last complete reconcile of a project saw: a sha256 over its log's file names
+    (files are never rewritten, so the names address the content) and when it ran."""
+
+    project_id = models.CharField(max_length=500, primary_key=True)
+    listing_sha256 = models.CharField(max_length=64, blank=True, default="")
+    reconciled_at = models.DateTimeField(null=True)

@@ -1,0 +1,153 @@
+"""The outbox: local changes become event files only after their transaction commits.
+
+`on_change` (registered with memories.changes by SyncConfig.ready) runs inside the write's
+transaction: it builds the events with the one schema (a refusal rolls the write back) and
+inserts OutboxEvent rows. On commit, `flush()` writes those files and deletes the rows; a
+crash between commit and file leaves the rows for the periodic sweep (`flush(older_than=…)`,
+run by the reconcile tick) and for the next reconcile of the project. So a rolled-back write
+never leaves a file, and a committed write always gets one (SPEC §5).
+
+Locks: a flush claims rows with `SELECT … FOR UPDATE SKIP LOCKED`, so the on-commit flush,
+the sweep and a reconcile never write one row twice at once; writing a file twice is harmless
+anyway (its name derives from the event, see eventlog.write_event).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memories.changes import MemoryChange
+from memories.scope import USER_SCOPE, known_root
+from yullu_site.config import load_for_project
+from yullu_site.errors import UserError
+
+from .eventlog import logs_dir, new_event, write_event
+from .models import OutboxEvent
+from .schema import Event, EventError, content_sha256
+
+log = logging.getLogger(__name__)
+CORE_FIELDS = ("content", "tags", "category")
+_warned: set[str] = set()
+
+
+def sync_config(project_id: str, git_root: Path | None) -> dict[str, Any]:
+    cfg, _ = load_for_project(project_id, git_root, settings.YULLU)
+    return cfg["sync"]
+
+
+def resolve_folder(project_id: str, git_root: Path | None) -> tuple[Path | None, dict[str, Any]]:
+    """The project's logs folder (None when sync is off or the repo is unknown, warned once)
+    and its effective [sync] settings."""
+    if project_id == USER_SCOPE:
+        return None, {}  # personal memories are never written to a team log
+    git_root = git_root or known_root(project_id)
+    if git_root is None:
+        if project_id not in _warned:
+            _warned.add(project_id)
+            log.warning("no repository known for project %s: its changes are not written to an event log", project_id)
+        return None, {}
+    cfg = sync_config(project_id, git_root)
+    return (logs_dir(git_root, cfg["dir"]) if cfg["enabled"] else None), cfg
+
+
+def make_event(kind: str, memory_uuid: str, ts_ns: int, **fields: Any) -> Event:
+    """A new event (fresh id) through the schema; EventError when a reader would refuse it."""
+    return new_event(kind, memory_uuid, ts_ns, **fields)
+
+
+def embedding_event(memory_uuid: str, ts_ns: int, embedder: str, vector: Any, content: str) -> Event:
+    return make_event(
+        "embedding",
+        memory_uuid,
+        ts_ns,
+        embedder=embedder,
+        vector=[round(float(x), 7) for x in vector],
+        content_sha256=content_sha256(content),
+    )
+
+
+def events_for(change: MemoryChange, log_embeddings: bool) -> list[Event]:
+    if change.kind == "delete":
+        return [make_event("delete", change.memory_uuid, change.ts_ns)]
+    if change.kind == "create":
+        fields = {k: v for k, v in change.state.items() if v is not None or k == "category"}
+    else:
+        fields = dict(change.state)  # update: a present None clears the field
+    events = [make_event(change.kind, change.memory_uuid, change.ts_ns, **fields)]
+    if change.vector is not None and log_embeddings and "content" in change.state:
+        embedder, vector = change.vector
+        events.append(embedding_event(change.memory_uuid, change.ts_ns, embedder, vector, change.state["content"]))
+    return events
+
+
+def enqueue(project_id: str, folder: Path, events: list[Event]) -> None:
+    """Queue `events` in the current transaction; they are written when it commits."""
+    rows = OutboxEvent.objects.bulk_create(
+        [
+            OutboxEvent(project_id=project_id, memory_uuid=e.memory_id, folder=str(folder), payload=e.to_wire())
+            for e in events
+        ]
+    )
+    ids = [r.pk for r in rows]
+    transaction.on_commit(lambda: flush(ids=ids), robust=True)
+
+
+def on_change(change: MemoryChange) -> None:
+    """memories.changes listener: runs inside the write's transaction."""
+    folder, cfg = resolve_folder(change.project_id, Path(change.git_root) if change.git_root else None)
+    if folder is None:
+        return
+    log_embeddings = bool(cfg["log_embeddings"])
+    try:
+        events = events_for(change, log_embeddings)
+    except EventError as exc:
+        core = {k: v for k, v in change.state.items() if k in CORE_FIELDS}
+        try:
+            if core == change.state:
+                raise
+            events = events_for(replace(change, state=core), log_embeddings)
+        except EventError:
+            raise UserError(
+                f"refused: this change cannot be written to the team log ({exc}); nothing was stored."
+            ) from None
+        # A lifecycle field the schema does not accept must not block the write itself.
+        log.warning("memory %s: lifecycle fields left out of its sync event (%s)", change.memory_uuid, exc)
+    enqueue(change.project_id, folder, events)
+
+
+def flush(
+    ids: list[int] | None = None, project_id: str | None = None, older_than: timedelta | None = None
+) -> list[tuple[str, str, str]]:
+    """Write pending events to disk and delete their rows. Returns (project_id, folder, name) per file."""
+    written: list[tuple[str, str, str]] = []
+    with transaction.atomic():
+        rows = OutboxEvent.objects.select_for_update(skip_locked=True).order_by("id")
+        if ids is not None:
+            rows = rows.filter(pk__in=ids)
+        if project_id is not None:
+            rows = rows.filter(project_id=project_id)
+        if older_than is not None:
+            rows = rows.filter(created_at__lt=timezone.now() - older_than)
+        done: list[int] = []
+        for row in rows:
+            try:
+                name = write_event(Path(row.folder), Event.model_validate(row.payload))
+            except OSError as exc:
+                log.warning("could not write a sync event to %s (kept for the next sweep): %s", row.folder, exc)
+                continue
+            written.append((row.project_id, row.folder, name))
+            done.append(row.pk)
+        OutboxEvent.objects.filter(pk__in=done).delete()
+    return written
+
+
+def pending_uuids(project_id: str) -> set[str]:
+    return {str(u) for u in OutboxEvent.objects.filter(project_id=project_id).values_list("memory_uuid", flat=True)}
