@@ -309,6 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cwd", default=os.getcwd(), help="project for formats without one (default: this folder)")
     p.set_defaults(fn=cmd_import)
 
+    from .memcli import add_parsers as add_memory_parsers
+    from .memcli import run as run_memory_command
+
+    add_memory_parsers(sub, run_memory_command)
+
     p = sub.add_parser("bench", help="run a benchmark")
     bench = p.add_subparsers(dest="bench", required=True)
     b = bench.add_parser("locomo", help="LoCoMo retrieval benchmark")

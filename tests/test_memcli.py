@@ -1,0 +1,68 @@
+"""`yullu memories …` and `yullu doctor` as a person runs them at a terminal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memories.models import Memory
+from tests.processes import git_repo, product_env, run_cli
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"), **extra)
+
+
+def test_add_list_search_show_and_rm_a_memory(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo", "git@github.com:acme/cli.git")
+    env = env_for(tmp_path)
+    add = ["memories", "add", "Deploys go through make deploy", "--category", "process", "--tags", "ci,deploy"]
+    out = run_cli([*add, "--cwd", str(repo)], env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("stored #") and "github.com/acme/cli" in out.stdout
+    again = json.loads(run_cli([*add, "--cwd", str(repo), "--json"], env).stdout)
+    assert again["created"] is False, "a duplicate is not stored twice"
+    memory = Memory.objects.get(project_id="github.com/acme/cli")
+    assert (memory.category, memory.tags) == ("process", ["ci", "deploy"])
+
+    listed = run_cli(["memories", "list", "--cwd", str(repo)], env).stdout
+    assert f"#{memory.id} [process] Deploys go through make deploy" in listed
+    search = ["memories", "search", "deploy", "--project", "github.com/acme/cli", "--json"]
+    found = json.loads(run_cli(search, env).stdout)
+    assert [h["id"] for h in found["results"]] == [memory.id]
+    shown = run_cli(["memories", "show", str(memory.id)], env).stdout
+    assert "category: process" in shown and "importance: normal" in shown
+    assert run_cli(["memories", "rm", str(memory.id)], env).stdout.strip() == f"deleted #{memory.id}"
+    assert not Memory.objects.filter(pk=memory.id).exists()
+
+
+def test_bad_input_is_one_sentence_and_exit_1(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    for args in (["memories", "show", "999999"], ["memories", "add", "   ", "--project", "p"], ["memories", "rm", "x"]):
+        out = run_cli(args, env)
+        assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith("yullu: "), args
+        assert "Traceback" not in out.stderr
+
+
+def test_a_user_memory_added_from_the_cli_is_personal(tmp_path: Path) -> None:
+    out = run_cli(["memories", "add", "Answer in British English", "--user", "--json"], env_for(tmp_path))
+    assert json.loads(out.stdout)["project_id"] == "~user"
+
+
+def test_doctor_reports_each_failure_with_how_to_fix_it(tmp_path: Path) -> None:
+    env = env_for(tmp_path, YULLU_PORT="9", PATH="/usr/bin:/bin")
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    out = run_cli(["doctor", "--json"], env)
+    assert out.returncode == 1, out.stderr
+    checks = {c["check"]: c for c in json.loads(out.stdout)["checks"]}
+    assert set(checks) == {"config", "database", "broker", "embedder", "server", "hooks", "reasoner"}
+    assert checks["config"]["ok"] and checks["database"]["ok"] and checks["embedder"]["ok"]
+    assert not checks["server"]["ok"] and "yullu serve" in checks["server"]["fix"]
+    assert not checks["hooks"]["ok"] and "yullu install" in checks["hooks"]["fix"]
+    assert not checks["reasoner"]["ok"] and "Claude Code" in checks["reasoner"]["fix"]
+    human = run_cli(["doctor"], env).stdout
+    assert "FAIL  server" in human and "fix: start it with `yullu serve`" in human

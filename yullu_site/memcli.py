@@ -1,0 +1,241 @@
+"""`yullu memories list|search|show|add|rm` and `yullu doctor`: memory operations and a health
+check for people at a terminal. Human output by default, `--json` for scripts. Thin adapters over
+the same services as MCP and REST."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+WIDTH = 100
+
+
+def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
+    p = sub.add_parser("memories", help="list, search, show, add or remove memories")
+    ops = p.add_subparsers(dest="op", required=True)
+
+    def scoped(name: str, help_text: str) -> argparse.ArgumentParser:
+        q = ops.add_parser(name, help=help_text)
+        q.add_argument("--project", default=None, help="project id (default: from --cwd)")
+        q.add_argument("--cwd", default=os.getcwd(), help="a folder of the project (default: here)")
+        q.add_argument("--json", action="store_true", help="machine-readable output")
+        q.set_defaults(fn=run)
+        return q
+
+    q = scoped("list", "the project's current memories, most recently updated first")
+    q.add_argument("--limit", type=int, default=20)
+    q = scoped("search", "search the project's (and your personal) memories")
+    q.add_argument("query")
+    q.add_argument("--limit", type=int, default=10)
+    q = scoped("show", "one memory with every field")
+    q.add_argument("id")
+    q = scoped("add", "store a memory (duplicates are not stored twice)")
+    q.add_argument("content")
+    q.add_argument("--category", default=None, help="process, decision, gotcha, domain or style")
+    q.add_argument("--tags", default="", help="comma-separated")
+    q.add_argument("--importance", default=None, help="low, normal or high")
+    q.add_argument("--ttl-days", type=float, default=None, help="expire after this many days")
+    q.add_argument("--user", action="store_true", help="a personal memory for every project (never shared)")
+    q = scoped("rm", "delete a memory by id")
+    q.add_argument("id")
+
+    p = sub.add_parser("doctor", help="check config, database, broker, embedder, hooks and reasoner")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=run)
+
+
+# --- memories ---------------------------------------------------------------------------
+
+
+def _line(m: dict[str, Any], score: float | None = None) -> str:
+    text = " ".join(str(m["content"]).split())
+    text = text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
+    sim = f" {score:.2f}" if score is not None else ""
+    return f"#{m['id']}{sim} [{m.get('category') or 'note'}] {text}"
+
+
+def memories(args: argparse.Namespace) -> int:
+    from memories import services, stats
+    from memories.context import search_merged
+    from memories.scope import resolve, user_scope
+    from memories.serializers import memory_dict
+
+    out: Any
+    if args.op in ("show", "rm"):
+        memory = services.get_memory(args.id)
+        if args.op == "rm":
+            services.delete_memory(memory.pk, source="cli")
+            out, human = {"id": memory.pk, "uuid": str(memory.uuid), "deleted": True}, f"deleted #{memory.pk}"
+        else:
+            out = dict(memory_dict(memory))
+            human = "\n".join(f"{k:>14}: {v}" for k, v in out.items())
+        return _print(args, out, human)
+    scope = user_scope() if getattr(args, "user", False) else resolve(args.project, args.cwd)
+    if args.op == "list":
+        rows = stats.list_memories(scope.project_id, max(1, min(args.limit, 200)))
+        out = {"project_id": scope.project_id, "memories": rows}
+        human = "\n".join([f"{scope.project_id}: {len(rows)} shown", *(_line(m) for m in rows)])
+    elif args.op == "search":
+        found = search_merged(scope.project_id, args.query, limit=max(1, min(args.limit, 50)), log=False)
+        out = {"project_id": scope.project_id, "results": found.results}
+        lines = [_line(h, h.get("similarity")) for h in found.results]
+        human = "\n".join([f"{scope.project_id}: {len(lines)} found", *lines])
+    else:
+        tags = [t.strip() for t in args.tags.split(",") if t.strip()]
+        stored = services.store_memory(
+            scope,
+            args.content,
+            args.category,
+            tags,
+            source="cli",
+            importance=args.importance,
+            ttl_days=args.ttl_days,
+        )
+        out = stored.as_dict()
+        verb = "stored" if stored.created else f"already there as #{stored.duplicate_of}; not stored again:"
+        human = f"{verb} #{stored.memory.pk} in {scope.project_id}"
+    return _print(args, out, human)
+
+
+def _print(args: argparse.Namespace, data: Any, human: str) -> int:
+    print(json.dumps(data, indent=2, default=str) if args.json else human)
+    return 0
+
+
+# --- doctor -----------------------------------------------------------------------------
+
+
+def _check(name: str, fn: Callable[[], tuple[bool, str, str]]) -> dict[str, Any]:
+    try:
+        ok, detail, fix = fn()
+    except Exception as exc:  # a check that blows up is a failed check, said in one line
+        ok, detail, fix = False, f"{type(exc).__name__}: {str(exc)[:200]}", "see the message above"
+    return {"check": name, "ok": ok, "detail": detail, "fix": "" if ok else fix}
+
+
+def _config() -> tuple[bool, str, str]:
+    from .config import config_path, load
+
+    load()
+    return True, str(config_path()), ""
+
+
+def _database() -> tuple[bool, str, str]:
+    from .status import database_status
+
+    db = database_status()
+    if db["ok"]:
+        return True, f"{db['kind']}, pgvector {db.get('pgvector')}", ""
+    if db.get("pending_migrations"):
+        return False, f"{db['pending_migrations']} migrations pending", "run any database command (e.g. `yullu token`)"
+    return False, f"{db['kind']}: {db.get('error', 'not usable')}", "start it with `yullu serve` or check DATABASE_URL"
+
+
+def _broker() -> tuple[bool, str, str]:
+    from .status import broker_status
+
+    broker = broker_status()
+    detail = broker["kind"] + ("" if broker["ok"] else f": {broker.get('error', 'unreachable')}")
+    return broker["ok"], detail, "start the broker or unset CELERY_BROKER_URL to use the database queue"
+
+
+def _embedder() -> tuple[bool, str, str]:
+    from memories.embedders import embeds, get_embedder
+
+    embedder = get_embedder()
+    if not embeds(embedder):
+        return True, f"{embedder.id} (keyword search only)", ""
+    embedder.embed(["doctor check"], kind="query")
+    return True, embedder.id, "check [embedding] in config.toml (and its API key)"
+
+
+def _server() -> tuple[bool, str, str]:
+    import urllib.request
+
+    from .hooks import server_url
+
+    url = server_url() + "/api/status"
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:  # noqa: S310 (loopback only)
+            ready = json.loads(response.read()).get("ready")
+    except OSError as exc:
+        return False, f"{url}: {exc}", "start it with `yullu serve` (or `yullu install --service`)"
+    return bool(ready), url + (" ready" if ready else " starting"), "wait for it, or see its log"
+
+
+def _hooks() -> tuple[bool, str, str]:
+    from pathlib import Path
+
+    from .hooks import yullu_home
+    from .install import HOOKS
+
+    found, missing = [], []
+    settings_path = Path.home() / ".claude" / "settings.json"
+    if settings_path.exists():
+        text = settings_path.read_text(errors="replace")
+        for verb in HOOKS.values():
+            (found if f" {verb}" in text and "yullu" in text else missing).append(f"claude {verb}")
+    codex = Path.home() / ".codex" / "config.toml"
+    if codex.exists():
+        text = codex.read_text(errors="replace")
+        (found if "codex-notify" in text else missing).append("codex notify")
+        (found if "[mcp_servers.yullu]" in text else missing).append("codex mcp")
+    if not found and not missing:
+        return False, "no assistant configuration found", "run `yullu install` (claude, codex or cursor)"
+    if not (yullu_home() / "token").exists():
+        missing.append("API token file")
+    detail = "installed: " + (", ".join(found) or "nothing") + (f"; missing: {', '.join(missing)}" if missing else "")
+    return not missing, detail, "run `yullu serve` once (it writes the token), then `yullu install` again"
+
+
+def _reasoner() -> tuple[bool, str, str]:
+    from dreaming.reasoners import reasoner_status
+
+    state = reasoner_status()
+    return state["available"], state["name"] or "none", state["warning"] or ""
+
+
+def doctor(args: argparse.Namespace) -> int:
+    results = [_check("config", _config)]
+    if results[0]["ok"]:
+        from .cli import setup_django
+
+        setup_django()  # like every database command: migrate first, stop a PostgreSQL started only for this
+        for name, fn in (
+            ("database", _database),
+            ("broker", _broker),
+            ("embedder", _embedder),
+            ("server", _server),
+            ("hooks", _hooks),
+            ("reasoner", _reasoner),
+        ):
+            results.append(_check(name, fn))
+    if args.json:
+        print(json.dumps({"ok": all(r["ok"] for r in results), "checks": results}, indent=2))
+    else:
+        for r in results:
+            print(f"{'ok  ' if r['ok'] else 'FAIL'}  {r['check']:<9} {r['detail']}")
+            if not r["ok"]:
+                print(f"      {'':<9} fix: {r['fix']}")
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+def run(args: argparse.Namespace) -> None:
+    from .errors import UserError
+
+    try:
+        if args.command == "doctor":
+            code = doctor(args)
+        else:
+            from .cli import setup_django
+
+            setup_django()
+            code = memories(args)
+    except UserError as exc:
+        print(f"yullu: {exc}", file=sys.stderr)
+        code = 1
+    raise SystemExit(code)
