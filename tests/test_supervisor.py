@@ -185,3 +185,22 @@ def test_metrics_from_every_process_count_a_restarted_beat(site: Site) -> None:
 
     text = wait_for(restarts, site, "the beat restart in /metrics")  # written by the supervisor process
     assert 'yullu_http_requests_total{method="GET",route="/api/status",status="200"}' in text  # the web's own
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_child_that_keeps_dying_at_start_stops_everything_once_with_the_reason(tmp_path: Path) -> None:
+    import socket
+
+    from tests.processes import product_env
+
+    with socket.socket() as taken:  # the web child cannot bind its port, every time
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = product_env(tmp_path / "home", YULLU_PORT=str(port), YULLU_EMBED_PROVIDER="none")
+        ran = subprocess.run([sys.executable, "-m", "yullu_site.cli", "serve"], env=env, cwd=REPO,
+                             capture_output=True, text=True, timeout=240, check=False)  # fmt: skip
+    output = ran.stdout + ran.stderr
+    assert ran.returncode == 1, output[-3000:]
+    assert output.count("4 times in a row; stopping everything") == 1, output[-3000:]
+    assert "the web process" in output and "address already in use" in output

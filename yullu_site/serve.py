@@ -117,8 +117,9 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         _print_banner(host, port, result, settings)
     else:
         print(f"Yul'lu {role} started (pid {os.getpid()}); press Ctrl-C to stop.", flush=True)
+    healthy = True
     try:
-        _supervise(children, beat_lock)
+        healthy = _supervise(children, beat_lock)
     finally:
         _say("yullu: stopping…")
         _stop_all(children)
@@ -129,6 +130,8 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
             pg.stop(home)
         pidfile.unlink(missing_ok=True)
         shutil.rmtree(metrics_dir, ignore_errors=True)
+    if not healthy:
+        raise SystemExit(1)  # so `make run`, systemd and scripts see that it did not stop by request
 
 
 def _metrics_dir(run_dir: Path) -> Path:
@@ -250,9 +253,10 @@ def _count_restart(name: str) -> None:
         CHILD_RESTARTS.labels(child=name).inc()
 
 
-def _supervise(children: list[Child], beat_lock: Any) -> None:
-    """Keep every child running until Ctrl-C/SIGTERM. A child that exits is restarted (the others
-    keep serving); one that keeps dying right at start stops everything, with one line saying why."""
+def _supervise(children: list[Child], beat_lock: Any) -> bool:
+    """Keep every child running until Ctrl-C/SIGTERM (then True). A child that exits is restarted
+    (the others keep serving); one that keeps dying right at start stops everything, with one line
+    saying why (then False)."""
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -273,13 +277,14 @@ def _supervise(children: list[Child], beat_lock: Any) -> None:
                     _on_exit(child, now)
                 except CrashLoop as exc:
                     _say(str(exc), "ERROR")
-                    return
+                    return False
         if beat_lock is not None and now - checked > 10:
             checked = now
             if not _still_holding(beat_lock):
                 _say("yullu: lost the database connection holding the beat lock; stopping.", "ERROR")
-                return
+                return False
         time.sleep(0.5)
+    return True
 
 
 def _still_holding(conn: Any) -> bool:
