@@ -127,7 +127,9 @@ class MemoryAdmin(ModelAdmin):
     list_filter = ["project_id", "category", RatedFilter, SourceFilter, VectorFilter]
     list_filter_submit = True
     search_fields = ["content"]
-    search_help_text = "With a project selected (filter on the right): semantic search, shows similarity and rank."
+    search_help_text = (
+        "Pick a project under Filters, then search: a semantic preview with rank, similarity and sent/below floor."
+    )
     readonly_fields = [
         "uuid",
         "created_at",
