@@ -93,7 +93,7 @@ def ingest(prefix: str, conv: dict[str, Any]) -> tuple[str, dict[int, str], floa
     for start in range(0, len(turns), batch):
         chunk = turns[start : start + batch]
         items = [services.NewMemory(content, None, [dia], when) for dia, content, when in chunk]
-        created = services.create_memories(Scope(project, None), items, source="bench")
+        created = services.create_memories(Scope(project, None), items, source="bench", dedupe=False)
         for m, (dia, _, _) in zip(created, chunk, strict=True):
             ids[m.id] = dia
     return project, ids, time.perf_counter() - started, len(turns)

@@ -263,7 +263,7 @@ def search(
         qvec = embed_query(embedder, query)
     ranked = {c.memory_id: c for c in rank(project_id, query, qvec, embedder.id, cats, mode)}
     # Whole rows for the best candidates alone.
-    ordered = fuse(ranked, mode)[: max(limit * 4, 20)]
+    ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
     memories = Memory.objects.only(*HIT_FIELDS).in_bulk([c.memory_id for c in ordered])
     ordered = [c for c in ordered if c.memory_id in memories]
     if preview:
@@ -274,6 +274,18 @@ def search(
         result.recall_id = str(uuid.uuid4())
         _log_recall(result, query)
     return result
+
+
+def with_feedback(ordered: list[Candidate], embedder_id: str, qvec: np.ndarray | None) -> list[Candidate]:
+    """Verdicts on similar past queries move a candidate up or down (memories.feedback)."""
+    from .feedback import adjust
+
+    delta = adjust({c.memory_id: c.score for c in ordered}, embedder_id, qvec)
+    if not delta:
+        return ordered
+    for c in ordered:
+        c.score += delta.get(c.memory_id, 0.0)
+    return sorted(ordered, key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))
 
 
 def _has_memories(project_id: str) -> bool:

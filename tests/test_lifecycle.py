@@ -208,3 +208,19 @@ def test_bad_verdicts_are_refused(
     with pytest.raises(error):
         lifecycle.rate_recall(real if recall_id == "real" else recall_id, m.pk if memory == "real" else memory, useful)
     assert RecallFeedback.objects.count() == 0
+
+
+def test_a_memory_judged_unhelpful_sinks_for_like_queries_only(stub_embedder: StubServer) -> None:
+    first = services.create_memory(A, "vec:1,0.1,0 Deploys need the VPN")
+    second = services.create_memory(A, "vec:1,0,0.3 Deploy with make release")
+
+    def order(query: str) -> list[int]:
+        return [h["id"] for h in queries.search(A.project_id, query, min_similarity=0.0, log=False).results]
+
+    assert order("vec:1,0,0 how do we deploy?") == [first.pk, second.pk]
+    found = queries.search(A.project_id, "vec:1,0,0 how do we deploy?", min_similarity=0.0)
+    lifecycle.rate_recall(found.recall_id, first.pk, False)
+    lifecycle.rate_recall(found.recall_id, second.pk, True)
+    assert order("vec:1,0,0 deploy steps") == [second.pk, first.pk]
+    # A question unlike the judged one is ranked as before.
+    assert order("vec:0.2,1,0 what does the VPN guard?") == [first.pk, second.pk]

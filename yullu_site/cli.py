@@ -108,6 +108,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
         from bench.latency import main as latency_main
 
         latency_main(args)
+    elif args.bench == "feedback":
+        from bench.feedback_replay import main as feedback_main
+
+        feedback_main(args)
     elif args.bench == "reconcile":
         from bench.reconcile import main as reconcile_main
 
@@ -324,6 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = bench.add_parser("latency", help="search latency at 1k/10k/100k memories")
     b.add_argument("--sizes", default="1000,10000,100000")
     b.add_argument("--queries", type=int, default=200)
+    b.add_argument("--out", default=None)
+    b = bench.add_parser("feedback", help="replay rate_recall verdicts on the codebase set and measure ranking")
+    b.add_argument("--grid", default="", help="extra weight:tau pairs to try, e.g. 0.3:0.3,0.6:0.4")
     b.add_argument("--out", default=None)
     b = bench.add_parser("reconcile", help="reconcile a log of N events (vectors reused)")
     b.add_argument("--events", type=int, default=10000)

@@ -1,0 +1,70 @@
+"""What people said about recalled memories, folded into ranking (SPEC §10 "Feedback").
+
+A verdict (rate_recall) is about one memory *for one query*. A memory judged unhelpful for
+questions like the current one sinks; one judged useful rises. "Like" is the cosine between the
+current query and the verdict's query (both embedded by the same embedder): verdicts on
+unrelated questions do not count. Review ratings and recall counts were measured the same way
+and did not help (docs/benchmarks.md, bench/feedback_replay.py), so their weights are 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+from django.db import connection
+
+W_VERDICT = 0.3  # score moved by a saturated (tanh) sum of similar-query verdicts
+SIMILAR_QUERY = 0.5  # verdicts on queries below this cosine to the current one are ignored
+W_RATING = 0.0  # review rating 6–10 → [0, 1]: measured, no gain; kept for the benchmark
+W_RECALLS = 0.0  # log of how often a memory was recalled: measured, no gain; kept for the benchmark
+
+
+def verdict_scores(memory_ids: list[int], embedder_id: str, qvec: np.ndarray) -> dict[int, float]:
+    """memory id → Σ ±(cos − τ)/(1 − τ) over verdicts whose query is like this one (+ useful, − not)."""
+    if not memory_ids:
+        return {}
+    dim = len(qvec)
+    literal = "[" + ",".join(f"{x:.7f}" for x in qvec) + "]"
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT memory_id, useful, 1 - (query_vector::vector({dim}) <=> %s::vector({dim})) "
+            "FROM memories_recallfeedback WHERE memory_id = ANY(%s) AND query_embedder = %s "
+            "AND vector_dims(query_vector) = %s",
+            [literal, memory_ids, embedder_id, dim],
+        )
+        rows = cur.fetchall()
+    scores: dict[int, float] = defaultdict(float)
+    for memory_id, useful, cosine in rows:
+        weight = max(0.0, (float(cosine) - SIMILAR_QUERY) / (1.0 - SIMILAR_QUERY))
+        scores[memory_id] += weight if useful else -weight
+    return dict(scores)
+
+
+def priors(memory_ids: list[int]) -> dict[int, float]:
+    """Query-independent boosts from review ratings and recall counts (weights 0 unless measured better)."""
+    if not memory_ids or not (W_RATING or W_RECALLS):
+        return {}
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT m.id, m.rating, (SELECT count(*) FROM memories_memoryevent e "
+            "WHERE e.memory_id = m.id AND e.kind = 'recalled') FROM memories_memory m WHERE m.id = ANY(%s)",
+            [memory_ids],
+        )
+        rows = cur.fetchall()
+    out = {}
+    for memory_id, rating, recalls in rows:
+        rated = (rating - 5) / 5 if rating and rating >= 6 else 0.0
+        out[memory_id] = W_RATING * rated + W_RECALLS * math.log1p(recalls) / 5
+    return out
+
+
+def adjust(scores: dict[int, float], embedder_id: str, qvec: np.ndarray | None) -> dict[int, float]:
+    """Each candidate's score change from feedback (absent = unchanged)."""
+    ids = list(scores)
+    out: dict[int, float] = dict(priors(ids))
+    if qvec is not None and W_VERDICT:
+        for memory_id, total in verdict_scores(ids, embedder_id, qvec).items():
+            out[memory_id] = out.get(memory_id, 0.0) + W_VERDICT * math.tanh(total)
+    return out
