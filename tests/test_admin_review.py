@@ -120,6 +120,7 @@ def test_scheduler_internals_are_for_superusers_only(reviewer: Client, staff: Cl
     assert reviewer.get("/admin/auth/user/").status_code == 403
     assert "Beat tasks" not in reviewer.get("/admin/").content.decode()
     assert staff.get("/admin/django_celery_beat/crontabschedule/").status_code == 200
+    assert "Beat tasks" in staff.get("/admin/").content.decode()
 
 
 def test_a_verdict_on_a_recalled_memory_is_saved_and_shown(staff: Client, stub_embedder: StubServer) -> None:

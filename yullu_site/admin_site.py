@@ -78,9 +78,21 @@ def _item(title: str, icon: str, url: str, **extra: Any) -> dict[str, Any]:
     return {"title": title, "icon": icon, "link": reverse(url), **extra}
 
 
+def _system() -> dict[str, Any]:
+    return {
+        "title": "System",
+        "collapsible": True,
+        "items": [
+            _item("Users", "person", "admin:auth_user_changelist"),
+            _item("Groups", "group", "admin:auth_group_changelist"),
+            _item("Beat tasks", "timer", "admin:django_celery_beat_periodictask_changelist"),
+        ],
+    }
+
+
 def navigation(request: HttpRequest) -> list[dict[str, Any]]:
     """The sidebar: review first, then what happened, then setup; internals last and superuser-only."""
-    return [
+    groups = [
         {
             "title": "Review",
             "items": [
@@ -110,15 +122,7 @@ def navigation(request: HttpRequest) -> list[dict[str, Any]]:
                 _item("Dream schedules", "schedule", "admin:dreaming_dreamschedule_changelist"),
             ],
         },
-        {
-            "title": "System (superusers)",
-            "collapsible": True,
-            "items": [
-                _item("Users", "person", "admin:auth_user_changelist", permission=is_superuser),
-                _item("Groups", "group", "admin:auth_group_changelist", permission=is_superuser),
-                _item(
-                    "Beat tasks", "timer", "admin:django_celery_beat_periodictask_changelist", permission=is_superuser
-                ),
-            ],
-        },
     ]
+    if is_superuser(request):
+        groups.append(_system())
+    return groups
