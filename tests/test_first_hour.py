@@ -158,3 +158,15 @@ def test_export_of_an_unknown_project_says_it_was_not_found(tmp_path: Path) -> N
     assert out.returncode == 1
     assert "project 'nope' not found" in out.stderr and "Traceback" not in out.stderr
     assert out.stdout == ""
+
+
+def test_bench_load_without_a_server_says_so_and_starts_nothing(tmp_path: Path) -> None:
+    from tests.conftest import free_port
+
+    home = tmp_path / "never-started"
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "YULLU_HOME": str(home), "YULLU_PORT": str(free_port()),
+           "YULLU_CONFIG": str(tmp_path / "config.toml")}  # fmt: skip
+    out = run_cli(["bench", "load", "--duration", "1", "--clients", "1"], env)
+    assert out.returncode == 1
+    assert "no Yul'lu server answers" in out.stderr and "Traceback" not in out.stderr
+    assert not home.exists()  # no database initialised, no PostgreSQL started

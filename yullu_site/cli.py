@@ -99,6 +99,8 @@ def cmd_stdio(args: argparse.Namespace) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
+    if args.bench == "load":
+        _require_server(args)  # before anything starts: a load test needs a running server
     setup_django()
     if args.bench == "locomo":
         from bench.locomo import main as locomo_main
@@ -124,6 +126,25 @@ def cmd_bench(args: argparse.Namespace) -> None:
         args.url = args.url or f"http://127.0.0.1:{settings.YULLU['server']['port']}/mcp"
 
         load_main(args)
+
+
+def _require_server(args: argparse.Namespace) -> None:
+    """Stop with one sentence, having started nothing, when no server answers at the target URL."""
+    import urllib.error
+    import urllib.request
+
+    from .hooks import server_url, token
+
+    args.url = args.url or f"{server_url()}/mcp"
+    status = args.url.removesuffix("/mcp") + "/api/status"
+    try:
+        urllib.request.urlopen(status, timeout=5).close()  # noqa: S310 (a URL the user gave or ours)
+    except urllib.error.HTTPError:
+        pass  # it answers (503 while warming up is fine)
+    except (OSError, ValueError):
+        fail(f"no Yul'lu server answers at {status}; start one with `make run` (or pass --url).")
+    if not token():
+        fail("no API token in this YULLU_HOME yet; start the server once with `make run`.")
 
 
 def cmd_reconcile(args: argparse.Namespace) -> None:
