@@ -100,9 +100,13 @@ def test_a_reviewer_works_through_30_memories_from_the_keyboard(stub_embedder: S
     page.goto("/admin/memories/memory/review/")
     unrated_total_is(page, 30)
     no_overflow_and_shoot(page, "review-queue")
+    page.keyboard.press("c")  # a comment, then the rating: Enter leaves the field without submitting
+    page.keyboard.type("clear and current")
+    page.keyboard.press("Enter")
     page.keyboard.press("8")  # keep the focused (newest) memory
     page.wait_for_selector("text=rated 8: kept")
-    assert Memory.objects.get(pk=newest_first[0].pk).rating == 8
+    kept = Memory.objects.get(pk=newest_first[0].pk)
+    assert (kept.rating, kept.rating_comment) == (8, "clear and current")
     page.keyboard.press("3")  # reject the next one: a confirmation first
     page.wait_for_selector("dialog[open]")
     page.keyboard.press("Enter")

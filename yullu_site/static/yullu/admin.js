@@ -75,7 +75,11 @@
       if (e.ctrlKey || e.metaKey || e.altKey) return;
       const tag = (e.target.tagName || "").toLowerCase();
       if (tag === "input" || tag === "textarea" || tag === "select") {
-        if (e.key === "Escape") { e.target.blur(); focus(current); }
+        // Enter in a comment would submit its form with the first button (a rejection): leave the
+        // field instead, so the next key picks the rating and the comment goes with it.
+        if (e.key === "Escape" || (e.key === "Enter" && e.target.classList.contains("y-comment"))) {
+          e.preventDefault(); e.target.blur(); focus(current);
+        }
         return;
       }
       if (document.querySelector("dialog[open]")) return;
