@@ -358,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default=None)
     b = bench.add_parser("load", help="concurrent MCP clients against a running server")
     b.add_argument("--url", default=None, help="MCP endpoint (default: this home's server)")
-    b.add_argument("--clients", default="10", help="client counts, one level each (e.g. 1,10,20,50)")
+    b.add_argument("--clients", default="1,10,20,50", help="client counts, one level each")
     b.add_argument("--duration", type=float, default=30.0, help="seconds per level")
     b.add_argument("--mix", default="retrieve=70,store=30", help="retrieve/store/other shares")
     b.add_argument("--seed", type=int, default=200, help="memories stored (unmeasured) before the first level")
