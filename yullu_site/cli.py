@@ -85,8 +85,10 @@ def cmd_serve(args: argparse.Namespace) -> None:
 def cmd_token(args: argparse.Namespace) -> None:
     setup_django()
     from .bootstrap import bootstrap, token_file
+    from .database import migration_lock
 
-    bootstrap()
+    with migration_lock():  # a server starting at the same moment bootstraps under this lock too
+        bootstrap()
     print(f'# API token (stored in {token_file()}); send it as "Authorization: Bearer <token>"')
     print(token_file().read_text().strip())
 

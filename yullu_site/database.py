@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
@@ -59,9 +61,22 @@ def database_settings(database_url: str, home: Path) -> tuple[dict[str, Any], st
 MIGRATE_LOCK = 0x59554C4C5500  # session-level advisory lock: one migrating process at a time
 
 
+@contextmanager
+def migration_lock() -> Iterator[None]:
+    """Hold the migration lock on Django's connection (re-entrant within one session)."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK])
+        try:
+            yield
+        finally:
+            cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
+
+
 def migrate_if_needed() -> bool:
-    """Apply pending migrations under a database lock (so processes starting together take turns).
-    Returns whether anything was applied. Safe to call from every process and command."""
+    """Apply pending migrations under the migration lock (so processes starting together take
+    turns). Returns whether anything was applied. Safe to call from every process and command."""
     from django.core.management import call_command
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
@@ -72,12 +87,8 @@ def migrate_if_needed() -> bool:
 
     if not pending():
         return False
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK])
-        try:
-            if not pending():  # another process migrated while we waited
-                return False
-            call_command("migrate", interactive=False, verbosity=0)
-            return True
-        finally:
-            cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
+    with migration_lock():
+        if not pending():  # another process migrated while we waited
+            return False
+        call_command("migrate", interactive=False, verbosity=0)
+        return True

@@ -149,12 +149,14 @@ def _metrics_dir(run_dir: Path) -> Path:
 
 
 def _prepare_database() -> object:
-    """Migrate and bootstrap (under a database lock, so web processes starting together take turns)."""
+    """Migrate and bootstrap under the migration lock: web processes starting together take turns
+    (two creating the admin account at once would collide)."""
     from .bootstrap import bootstrap
-    from .database import migrate_if_needed
+    from .database import migrate_if_needed, migration_lock
 
-    migrate_if_needed()
-    return bootstrap()
+    with migration_lock():
+        migrate_if_needed()
+        return bootstrap()
 
 
 def server_running(home: Path) -> bool:
