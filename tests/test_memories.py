@@ -185,10 +185,12 @@ def test_out_of_range_ratings_are_refused(stub_embedder: StubServer, rating: Any
 
 def test_a_large_project_is_searched_through_the_hnsw_index(stub_embedder: StubServer) -> None:
     # Just past the size below which the product scans exactly, so `_dense` takes the HNSW path.
+    # A project no other test uses: project sizes are cached per process for a while.
+    large = Scope("acme/large", None)
     n = queries.EXACT_SCAN_MAX + 1
     many = [services.NewMemory(f"vec:{i % 7},1,{i % 5} fact number {i}") for i in range(n)]
-    services.create_memories(A, many, dedupe=False)  # distinct facts; skip the per-item duplicate search
-    bm25.forget(A.project_id)  # earlier tests' searches cached this project's count (60 s): it was tiny
+    services.create_memories(large, many, dedupe=False)  # distinct facts; skip the per-item duplicate search
+    bm25.forget(large.project_id)  # project sizes are cached per process (60 s)
     name = index_name("openai:stub-embed", 8)
     sent: list[tuple[str, Any]] = []
 
@@ -197,7 +199,7 @@ def test_a_large_project_is_searched_through_the_hnsw_index(stub_embedder: StubS
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(capture):
-        found = queries.search(A.project_id, "vec:1,1,0 which fact?", log=False, min_similarity=0.0)
+        found = queries.search(large.project_id, "vec:1,1,0 which fact?", log=False, min_similarity=0.0)
     assert found.results
     dense = [(sql, params) for sql, params in sent if "<=>" in sql and "ORDER BY" in sql]
     assert len(dense) == 1, [sql for sql, _ in sent]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 
 from .models import ApiToken, hash_token
 from .paths import write_private
@@ -33,9 +33,14 @@ def token_file() -> Path:
     return settings.YULLU_HOME / "token"
 
 
+BOOTSTRAP_LOCK = 0x59554C4C5501  # web nodes starting together create the admin once
+
+
 @transaction.atomic
 def ensure_admin() -> bool:
     User = get_user_model()
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", [BOOTSTRAP_LOCK])  # held until this transaction ends
     if User.objects.filter(username="admin").exists():
         return False
     password = secrets.token_urlsafe(12)
