@@ -87,3 +87,11 @@ def test_metrics_need_the_token_and_count_requests_tools_recalls_and_memories(
     assert 'yullu_memories{project_id="acme/metrics"} 1.0' in text
     assert "yullu_dream_passes_total" in text or "# TYPE yullu_dream_passes counter" in text
     assert "yullu_queue_depth" in text
+
+
+def test_a_not_ready_status_is_not_logged_as_a_server_error(tmp_path: Path) -> None:
+    # A fresh process has not loaded the local embedder yet: not ready, as during every start-up.
+    code = "from django.test import Client\nprint(Client().get('/api/status').status_code)\n"
+    ran = django_says(tmp_path, code, YULLU_LOG_LEVEL="info", YULLU_EMBED_PROVIDER="local")
+    assert ran.stdout.strip() == "503", ran.stderr
+    assert "Service Unavailable" not in ran.stderr

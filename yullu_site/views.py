@@ -11,7 +11,11 @@ from .status import status
 def status_view(request: HttpRequest) -> JsonResponse:
     """Public readiness probe (no auth): 200 when ready, 503 otherwise."""
     body = status()
-    return JsonResponse(body, status=200 if body["ready"] else 503)
+    response = JsonResponse(body, status=200 if body["ready"] else 503)
+    # "Not ready yet" is an answer, not a server error: polling during start-up (make run, load
+    # balancers) must not print an ERROR line per probe.
+    response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
 
 
 class MetricsView(APIView):
