@@ -141,9 +141,10 @@ class DreamPassAdmin(ModelAdmin):
             from .tasks import dream_project
 
             project = request.POST.get("project_id", "")
+            queued_at = time.time() - 2  # before queuing: a fast worker may start (or finish) at once
             dream_project.delay(project)
             messages.success(request, f"Dream pass queued for {project}; its status updates below.")
-            target += f"?watch={time.time() - 2:.0f}"
+            target += f"?watch={queued_at:.0f}"
         elif action == "save_prompt":
             set_prompt(request.POST.get("prompt", ""))
             messages.success(request, "Prompt saved.")

@@ -160,7 +160,10 @@ def test_dream_now_shows_the_pass_and_its_operations(
     ops = [{"op": "create", "content": "Staging deploys need the VPN", "category": "gotcha", "reasoning": "stated"}]
     stub_embedder.chat_replies.append(json.dumps({"operations": ops}))
     page.goto("/admin/dreaming/dreampass/dreaming/")
+    before = page.evaluate("history.length")
     page.click("text=Dream now")
+    # The queued page (?watch=…) polls the pass's status and reloads the plain page once it finished.
+    page.wait_for_function(f"history.length >= {before + 2} && location.search === ''")
     page.wait_for_selector("#passes span[data-phase]:has-text('done')")
     no_overflow_and_shoot(page, "dreaming")
     dream = DreamPass.objects.get()
