@@ -101,6 +101,38 @@ def links_of(memory_id: Any) -> list[LinkDict]:
     return [link_dict(link) for link in rows.order_by("created_at", "id")]
 
 
+def apply_remote_links(project_id: str, memory_uuid: str, supersedes: Any, links: Any) -> int:
+    """Apply what a teammate's events say this memory supersedes and links to (the folded log,
+    called by sync reconcile after every memory of the pass exists). Publishes nothing. Targets
+    not (yet) here are skipped; a later pass that brings them applies the links then.
+    Returns how many supersede marks and links were added."""
+    added = 0
+    with transaction.atomic():
+        memory = Memory.objects.select_for_update().filter(project_id=project_id, uuid=memory_uuid).first()
+        if memory is None:
+            return 0
+        wanted = [("supersedes", str(u)) for u in supersedes or []]
+        wanted += [(str(x.get("kind")), str(x.get("to"))) for x in links or [] if isinstance(x, dict)]
+        for kind, target_uuid in wanted:
+            if kind not in LINK_KINDS or target_uuid == memory_uuid:
+                continue
+            target = Memory.objects.filter(project_id=project_id, uuid=target_uuid).first()
+            if target is None:
+                continue
+            if kind == LinkKind.SUPERSEDES:
+                if target.superseded_by_id is None:
+                    services._mark_superseded(target.pk, memory, "sync", remote=True)
+                    added += 1
+                continue
+            _, made = MemoryLink.objects.get_or_create(
+                from_memory=memory, to_memory=target, kind=kind, defaults={"project_id": project_id, "source": "sync"}
+            )
+            if made:
+                services.record_change(memory, "linked", "sync", None, {"kind": kind, "to": target.pk})
+                added += 1
+    return added
+
+
 # --- conflicts -------------------------------------------------------------------------------
 
 

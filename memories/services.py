@@ -490,12 +490,14 @@ def _batch_duplicate(
     return None
 
 
-def _mark_superseded(old_id: int, new: Memory, source: str) -> None:
-    """old.superseded_by = new, a `supersedes` link new → old, history on both. Inside a transaction."""
+def _mark_superseded(old_id: int, new: Memory, source: str, *, remote: bool = False) -> None:
+    """old.superseded_by = new, a `supersedes` link new → old, history on both. Inside a transaction.
+    `remote`: applying a teammate's event — nothing is published and the row's time is kept."""
     old = Memory.objects.select_for_update().get(pk=old_id)
     before = snapshot(old)
     old.superseded_by = new
-    old.updated_at = timezone.now()
+    if not remote:
+        old.updated_at = timezone.now()
     old.save(update_fields=["superseded_by", "updated_at"])
     MemoryLink.objects.get_or_create(
         from_memory=new,
@@ -505,7 +507,8 @@ def _mark_superseded(old_id: int, new: Memory, source: str) -> None:
     )
     record_change(old, "superseded", source, before, snapshot(old))
     record_change(new, "supersedes", source, None, {"supersedes": old.pk})
-    announce(new, supersedes=[str(old.uuid)])
+    if not remote:
+        announce(new, supersedes=[str(old.uuid)])
 
 
 def announce(memory: Memory, **extra: Any) -> None:

@@ -33,6 +33,7 @@ from memories import services as memory_services
 from memories.backfill import advisory_lock
 from memories.changes import datetime_to_ns, memory_state, ns_to_datetime
 from memories.embedders import Embedder, embeds, get_embedder
+from memories.lifecycle import apply_remote_links
 from memories.models import Memory, MemoryVector
 from memories.scope import Scope, known_root, resolve
 from yullu_site.errors import UserError
@@ -169,6 +170,10 @@ class Reconcile:
         vectors = self._vectors(folded, embedder)
         for uuid_ in sorted(new_by_memory):
             self._apply_one(uuid_, folded[uuid_], vectors.get(uuid_), new_by_memory[uuid_])
+        for uuid_ in sorted(new_by_memory):  # after every memory of the pass exists: links name others
+            f = folded[uuid_]
+            if f.exists and (f.fields.get("supersedes") or f.fields.get("links")):
+                apply_remote_links(self.project_id, uuid_, f.fields.get("supersedes"), f.fields.get("links"))
 
     def _vectors(self, folded: dict[str, Folded], embedder: Embedder) -> dict[str, tuple[str, list[float]]]:
         """Per memory that needs a vector of our embedder: a reused logged one or a fresh one."""

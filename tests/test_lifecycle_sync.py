@@ -1,0 +1,53 @@
+"""Lifecycle fields and links travel through the team log (SPEC §10); verdicts and history stay local.
+A is this test process; B is a `yullu reconcile` process with its own database (tests/test_sync.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from memories import lifecycle, queries, services
+from memories.scope import resolve
+from tests.stubs import StubServer
+from tests.test_sync import Machine, machine_dbs, machines, repo_origin  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_supersede_links_importance_and_expiry_reach_a_teammate_but_verdicts_do_not(
+    repo: Path,
+    machines: dict[str, Machine],  # noqa: F811 (the fixture imported above)
+    stub_embedder: StubServer,
+) -> None:
+    scope = resolve(None, str(repo))
+    old = services.create_memory(scope, "vec:1,0,0 We deploy with make ship", "process")
+    new = services.store_memory(
+        scope, "vec:1,0.6,0 make ship is retired; deploy with make release", supersedes=old.pk, importance="high"
+    ).memory
+    other = services.create_memory(scope, "vec:0,0,1 Releases happen on Fridays", ttl_days=30)
+    lifecycle.link_memories(other.pk, new.pk, "contradicts")
+    found = queries.search(scope.project_id, "vec:1,0,0 deploy", min_similarity=0.0)
+    lifecycle.rate_recall(found.recall_id, new.pk, True)
+
+    b = machines["B"]
+    b.reconcile(repo)
+    with psycopg.connect(b.url) as conn:
+        found_rows = conn.execute(
+            "SELECT m.uuid::text, m.importance, s.uuid::text, m.expires_at IS NOT NULL "
+            "FROM memories_memory m LEFT JOIN memories_memory s ON s.id = m.superseded_by_id"
+        ).fetchall()
+        rows = {r[0]: tuple(r[1:]) for r in found_rows}
+        links = conn.execute(
+            "SELECT f.uuid::text, l.kind, t.uuid::text FROM memories_memorylink l "
+            "JOIN memories_memory f ON f.id = l.from_memory_id JOIN memories_memory t ON t.id = l.to_memory_id"
+        ).fetchall()
+        verdicts = conn.execute("SELECT count(*) FROM memories_recallfeedback").fetchone()[0]
+    assert rows[str(old.uuid)] == ("normal", str(new.uuid), False)
+    assert rows[str(new.uuid)] == ("high", None, False)
+    assert rows[str(other.uuid)] == ("normal", None, True)
+    assert sorted(links) == sorted(
+        [(str(new.uuid), "supersedes", str(old.uuid)), (str(other.uuid), "contradicts", str(new.uuid))]
+    )
+    assert verdicts == 0
