@@ -28,6 +28,9 @@ from memories.scope import Scope
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 GOLD_RE = re.compile(r"D:?(\d+):(\d+)")
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
+# Seconds between consecutive turns of a session (protocol: ../shared/bench/README.md). A 1 s pace
+# made a wall-clock neighbour bonus look useful; 60 s is a realistic conversation pace.
+TURN_SPACING_S = 60
 
 
 def session_turns(conv: dict[str, Any]) -> list[tuple[str, str, datetime]]:
@@ -38,7 +41,9 @@ def session_turns(conv: dict[str, Any]) -> list[tuple[str, str, datetime]]:
     while f"session_{n}" in c:
         when = datetime.strptime(c[f"session_{n}_date_time"], DATE_FORMAT).replace(tzinfo=UTC)
         for i, turn in enumerate(c[f"session_{n}"]):
-            out.append((turn["dia_id"], f"{turn['speaker']}: {turn['text']}", when + timedelta(seconds=i)))
+            out.append(
+                (turn["dia_id"], f"{turn['speaker']}: {turn['text']}", when + timedelta(seconds=i * TURN_SPACING_S))
+            )
         n += 1
     return out
 
@@ -84,7 +89,12 @@ def pct(values: list[float], q: float) -> float:
     return round(values[min(len(values) - 1, int(q * len(values)))], 2)
 
 
-def ingest(prefix: str, conv: dict[str, Any]) -> tuple[str, dict[int, str], float, int]:
+def session_tag(sample_id: str, dia: str) -> str:
+    """The tag a client recording this conversation would give each turn: one per LoCoMo session."""
+    return f"{queries.SESSION_TAG}{sample_id}-{dia.split(':')[0]}"
+
+
+def ingest(prefix: str, conv: dict[str, Any], sessions: bool = True) -> tuple[str, dict[int, str], float, int]:
     project = f"{prefix}/{conv['sample_id']}"
     turns = session_turns(conv)
     started = time.perf_counter()
@@ -92,7 +102,10 @@ def ingest(prefix: str, conv: dict[str, Any]) -> tuple[str, dict[int, str], floa
     batch = 128
     for start in range(0, len(turns), batch):
         chunk = turns[start : start + batch]
-        items = [services.NewMemory(content, None, [dia], when) for dia, content, when in chunk]
+        items = [
+            services.NewMemory(content, None, [dia, *([session_tag(conv["sample_id"], dia)] if sessions else [])], when)
+            for dia, content, when in chunk
+        ]
         created = services.create_memories(Scope(project, None), items, source="bench", dedupe=False)
         for m, (dia, _, _) in zip(created, chunk, strict=True):
             ids[m.id] = dia
@@ -106,7 +119,7 @@ def run_mode(
     ids: dict[int, str],
     qvecs: list[Any],
     limit: int = 10,
-    floor: float = 0.0,
+    floor: float | None = 0.0,
 ) -> tuple[list[dict[str, Any]], list[float]]:
     rows, latencies = [], []
     embedder = get_embedder()
@@ -158,7 +171,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     ingest_s, ingest_n = 0.0, 0
     try:
         for conv in data:
-            project, ids, secs, n = ingest(prefix, conv)
+            project, ids, secs, n = ingest(prefix, conv, sessions=not args.without_sessions)
             ingest_s += secs
             ingest_n += n
             qs = questions(conv, set(ids.values()))
@@ -179,6 +192,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "ingest_per_s": round(ingest_n / ingest_s, 1) if ingest_s else 0,
         "ingest_one_at_a_time_per_s": single,
         "embedder": embedder.id,
+        "turn_spacing_s": TURN_SPACING_S,
+        "session_tags": not args.without_sessions,
         "questions": sum(len(p[3]) for p in per_conv),
         "embed_ms": {"mean_per_query_batched": round(statistics.fmean(p[5] for p in per_conv), 2)},
     }
@@ -224,10 +239,9 @@ def tool_default(per_conv: list[Any]) -> dict[str, Any]:
     }
 
 
-def default_floor() -> float:
-    from django.conf import settings
-
-    return settings.YULLU["retrieval"]["min_similarity"]
+def default_floor() -> float | None:
+    """The configured cosine floor, or None: the embedder's calibrated gate (the tool's default)."""
+    return queries.configured_floor()
 
 
 def one_at_a_time_rate(prefix: str, conv: dict[str, Any], n: int = 100) -> float:
@@ -267,7 +281,7 @@ def print_table(report: dict[str, Any]) -> None:
                 print(f"  {name:<12} n={c['n']:>3} R@5={c['recall@5']:.3f} R@10={c['recall@10']:.3f}")
     td = report["tool_default"]
     print(
-        f"\ntool default (limit 5, floor {td['min_similarity']}): recall@5={td['recall@5']} "
+        f"\ntool default (limit 5, floor {td['min_similarity'] or 'calibrated gate'}): recall@5={td['recall@5']} "
         f"off-topic empty={td['offtopic_empty_rate']} on-topic empty={td['on_topic_empty_rate']}"
     )
     print(

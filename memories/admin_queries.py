@@ -120,7 +120,7 @@ def health() -> dict[str, Any]:
         "reasoner_warning": reasoner["warning"],
         "warnings": warnings,
         "cost_usd": cost / 10**8,
-        "min_similarity": settings.YULLU["retrieval"]["min_similarity"],
+        "min_similarity": settings.YULLU["retrieval"]["min_similarity"] or "calibrated gate",
     }
 
 

@@ -109,6 +109,7 @@ class RecallIn(ScopeIn):
     query = serializers.CharField(max_length=10000)
     categories = serializers.ListField(child=serializers.CharField(), required=False)
     limit = serializers.IntegerField(required=False, min_value=1, max_value=50, default=5)
+    min_similarity = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, allow_null=True, default=None)
 
 
 class ContextIn(ScopeIn):
@@ -125,6 +126,11 @@ class RateIn(serializers.Serializer):
 
 
 def valid(serializer_cls: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    """Validated data; a field the endpoint does not declare (a misspelt `limt`) is an error naming it."""
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - set(serializer_cls().fields))
+        if unknown:
+            raise serializers.ValidationError({name: "is not a field this endpoint takes." for name in unknown})
     s = serializer_cls(data=data)
     s.is_valid(raise_exception=True)
     return dict(s.validated_data)
@@ -310,7 +316,13 @@ class RecallView(APIView):
     def post(self, request: Request) -> Response:
         data = valid(RecallIn, request.data)
         scope = rest_scope(data)
-        found = search_merged(scope.project_id, data["query"], limit=data["limit"], categories=data.get("categories"))
+        found = search_merged(
+            scope.project_id,
+            data["query"],
+            limit=data["limit"],
+            categories=data.get("categories"),
+            min_similarity=data.get("min_similarity"),
+        )
         return Response({"project_id": scope.project_id, "recall_id": found.recall_id, "results": found.results})
 
 

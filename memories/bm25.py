@@ -22,8 +22,14 @@ K1 = 1.2
 B = 0.3  # short memories: weak length normalisation measured best (docs/benchmarks.md)
 STATS_TTL = 60.0
 # Lexemes in more than this share of a project's rows carry almost no information;
-# leaving them out of the match keeps the candidate set (and the latency) small.
+# leaving them out of the match keeps the candidate set (and the latency) small. Small projects
+# keep every lexeme (MIN_DF_CUT): in a project of two memories that both say "deploy", "deploy"
+# is still the telling word of "how do we deploy?".
 MAX_DF_SHARE = 0.4
+MIN_DF_CUT = 50
+# Query coverage (the relevance gate's keyword evidence) weighs each query lexeme by an idf computed
+# as if the project held at least this many memories, so it does not vanish in a tiny project.
+COVERAGE_MIN_N = 100
 # At most this many postings are scanned per query; the commonest remaining terms are dropped
 # first (they carry the least weight), which bounds latency on large projects.
 POSTINGS_BUDGET = 5_000
@@ -103,7 +109,7 @@ def within_budget(dfs: dict[str, int], n: int) -> dict[str, int]:
     kept: dict[str, int] = {}
     total = 0
     for lex, df in sorted(dfs.items(), key=lambda kv: kv[1]):
-        if df == 0 or df > max(1, MAX_DF_SHARE * n):
+        if df == 0 or df > max(MIN_DF_CUT, MAX_DF_SHARE * n):
             continue
         if kept and total + df > POSTINGS_BUDGET:
             break
@@ -112,23 +118,41 @@ def within_budget(dfs: dict[str, int], n: int) -> dict[str, int]:
     return kept
 
 
+def coverage_weight(df: int, n: int) -> float:
+    """A lexeme's weight in query coverage: idf against max(n, COVERAGE_MIN_N) memories."""
+    n = max(n, COVERAGE_MIN_N)
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
 def search(project_id: str, query: str, categories: list[str], k: int) -> dict[int, float]:
     """memory id → BM25 score for the top `k` rows holding any informative query lexeme."""
+    return {mid: score for mid, (score, _) in search_with_coverage(project_id, query, categories, k).items()}
+
+
+def search_with_coverage(project_id: str, query: str, categories: list[str], k: int) -> dict[int, tuple[float, float]]:
+    """memory id → (BM25 score, query coverage) for the top `k` rows holding any informative query lexeme.
+
+    Coverage is the share of the query's lexemes (weighted by `coverage_weight`) that the memory
+    holds: 1.0 when every telling word of the question is in it, whatever the project's size."""
     lexemes = sorted(set(query_lexemes(query)))
     if not lexemes:
         return {}
     n, avgdl = project_stats(project_id)
     if n == 0:
         return {}
-    kept = within_budget(document_frequencies(project_id, lexemes), n)
+    dfs = document_frequencies(project_id, lexemes)
+    kept = within_budget(dfs, n)
     if not kept:
         return {}
     idf = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in kept.values()]
+    total = sum(coverage_weight(df, n) for df in dfs.values()) or 1.0
+    cover = [coverage_weight(df, n) / total for df in kept.values()]
     cat_join = "JOIN memories_memory m ON m.id = t.memory_id AND m.category = ANY(%s)" if categories else ""
     sql = f"""
         SELECT t.memory_id,
-               sum(w.idf * t.tf * %s / (t.tf + %s * (1 - %s + %s * t.dl / %s))) AS score
-        FROM unnest(%s::text[], %s::float8[]) AS w(lex, idf)
+               sum(w.idf * t.tf * %s / (t.tf + %s * (1 - %s + %s * t.dl / %s))) AS score,
+               sum(w.cover) AS coverage
+        FROM unnest(%s::text[], %s::float8[], %s::float8[]) AS w(lex, idf, cover)
         JOIN memories_term t ON t.lexeme = w.lex
         {cat_join}
         WHERE t.project_id = %s
@@ -137,9 +161,9 @@ def search(project_id: str, query: str, categories: list[str], k: int) -> dict[i
         LIMIT %s
     """
     # Parameters follow the SQL text: the scoring constants come before the unnest arrays.
-    params: list[Any] = [K1 + 1, K1, B, B, avgdl, list(kept), idf]
+    params: list[Any] = [K1 + 1, K1, B, B, avgdl, list(kept), idf, cover]
     params += [categories] if categories else []
     params += [project_id, k]
     with connection.cursor() as cur:
         cur.execute(sql, params)
-        return {mid: float(score) for mid, score in cur.fetchall()}
+        return {mid: (float(score), min(1.0, float(cov))) for mid, score, cov in cur.fetchall()}

@@ -99,9 +99,10 @@ def search_merged(
 ) -> queries.SearchResult:
     """The project's hits first, then the user scope's. User hits get a few reserved places
     (a third of `limit`, at least one) so a personal preference is not crowded out. The floor
-    is the project's own [retrieval].min_similarity unless the caller gives one."""
+    is the project's own [retrieval].min_similarity unless the caller gives one; with neither, the
+    embedder's calibrated gate."""
     cats = list(categories or [])
-    floor = project_retrieval(project_id)["min_similarity"] if min_similarity is None else min_similarity
+    floor = queries.configured_floor(project_retrieval(project_id)) if min_similarity is None else min_similarity
     project = queries.search(project_id, query, limit=limit, categories=cats, log=False, min_similarity=floor)
     if project_id == USER_SCOPE:
         user = queries.SearchResult(project_id=USER_SCOPE, recall_id=None)

@@ -121,11 +121,26 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "invalid arguments: " + "; ".join(parts)
 
 
+def unknown_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any] | None) -> str | None:
+    """An error naming the arguments a tool does not declare (a misspelt `limt` is refused, not ignored).
+    Derived from the tool's own input schema, so a newly declared parameter is accepted at once."""
+    if schema is None or not arguments:
+        return None
+    known = set(schema.get("properties", {}))
+    unknown = sorted(set(arguments) - known)
+    if not unknown:
+        return None
+    names = ", ".join(repr(u) for u in unknown)
+    return f"unknown argument{'s' if len(unknown) > 1 else ''} {names}; this tool takes: {', '.join(sorted(known))}."
+
+
 class YulluMCPServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         from yullu_site.metrics import observe_tool
 
         with observe_tool(name) as outcome:
+            if message := unknown_arguments(self._tool_input_schema(name), arguments):
+                raise ToolError(message)
             try:
                 result = await super().call_tool(name, arguments, context)
             except ToolError as exc:
@@ -187,12 +202,23 @@ def register_memory_tools(server: MCPServer) -> None:
         categories: Annotated[
             list[str] | None, Field(description="Only these categories (any of them); unknown values are ignored.")
         ] = None,
+        min_similarity: Annotated[
+            float | None,
+            Field(
+                description="Optional cosine floor (0-1) replacing the calibrated relevance gate for this call; "
+                "0 returns the best matches however weak. Omit it to use the gate.",
+                ge=0.0,
+                le=1.0,
+            ),
+        ] = None,
         project_id: ProjectId = None,
         cwd: Cwd = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
             scope = resolve(project_id, cwd)
-            found = search_merged(scope.project_id, query, limit=limit, categories=categories)
+            found = search_merged(
+                scope.project_id, query, limit=limit, categories=categories, min_similarity=min_similarity
+            )
             return {"project_id": scope.project_id, "recall_id": found.recall_id, "results": found.results}
 
         return await run(body)

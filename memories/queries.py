@@ -4,11 +4,13 @@ Retrieval fuses three signals into one ranking:
 - dense: cosine similarity from pgvector (HNSW, iterative scan so a project filter stays correct);
 - keyword: Postgres full-text rank of an OR query over the question's lexemes;
 - recency: newer memories win ties;
-- contiguity: memories written within a few seconds of each other (one conversation moment, one
-  batch, one dream pass) lend each other part of their score, so the context around a strong hit
-  rises with it.
-`similarity` on every hit is the plain cosine in [0, 1]; the `min_similarity`
-floor is applied to it, so an unrelated query returns nothing.
+- session: memories tagged with the same `session:<id>` (a conversation, as a client or the
+  benchmark tags them) lend each other part of their score, so the context around a strong hit
+  rises with it. (Wall-clock closeness was tried instead; its gain was an artefact of 1-second
+  benchmark turns.)
+`similarity` on every hit is the plain cosine in [0, 1]. A relevance gate calibrated per embedder
+(cosine + keyword coverage, `Gate`) decides what is returned, so an unrelated prompt returns
+nothing; `min_similarity` replaces it by a plain cosine floor.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -59,14 +61,9 @@ FUSION = "score"
 W_KEYWORD = 0.6
 KEYWORD_POWER = 2.0  # (BM25 / best)²: only near-best keyword matches move a hit much
 W_RECENCY = 0.05
-W_CONTIGUITY = 0.3  # share of the best neighbour's score a candidate gains
-CONTIGUITY_SECONDS = 5.0
+W_CONTIGUITY = 0.3  # share of the best same-session candidate's score a candidate gains
+SESSION_TAG = "session:"
 RRF_K = 20
-# The floor is on cosine similarity, but strong keyword evidence (BM25 ≥ ~two rare-term matches)
-# lowers it by FLOOR_RELIEF: an on-topic question with exact names/terms but modest cosine still
-# gets an answer, while an off-topic one (no rare-term match) still returns nothing.
-KEYWORD_EVIDENCE = 7.0
-FLOOR_RELIEF = 0.2
 # Candidates per side. 40 nearest vectors recall as well as 60 on LoCoMo (0.730 either way) and
 # let the HNSW search stop sooner; keyword candidates are cheap, so 60.
 DENSE_CANDIDATES = 40
@@ -74,6 +71,45 @@ KEYWORD_CANDIDATES = 60
 EXACT_SCAN_MAX = 2_000  # projects up to this size are searched exactly (measured: docs/benchmarks.md)
 # HNSW candidate list: hnsw.ef_search = 40 (= DENSE_CANDIDATES), set per connection in settings.py;
 # with iterative scans it grows by itself when the project filter drops rows.
+
+
+@dataclass(frozen=True)
+class Gate:
+    """When a candidate is relevant enough to return, calibrated per embedder (cosine scales differ).
+
+    A hit clears the gate when its cosine alone reaches `cosine`, or when cosine + `weight` × coverage
+    reaches `combined` — coverage being the idf-weighted share of the question's telling words the
+    memory holds (bm25.search_with_coverage), which stays meaningful in a project of one memory."""
+
+    cosine: float
+    combined: float
+    weight: float
+
+    def clears(self, c: Candidate) -> bool:
+        sim = c.similarity or 0.0
+        return sim >= self.cosine or sim + self.weight * c.coverage >= self.combined
+
+
+# Chosen on the tuning halves of the codebase dev set (bench/codebase.py) and LoCoMo dev
+# (bench/locomo.py) with bench/tune_gate.py; numbers in docs/benchmarks.md.
+GATES = {
+    "local:all-MiniLM-L6-v2": Gate(cosine=0.4, combined=0.5, weight=0.4),
+}
+# Embedders nobody calibrated (remote models): strict on cosine, the same keyword evidence.
+DEFAULT_GATE = Gate(cosine=0.5, combined=0.6, weight=0.4)
+# Written to every config.toml before the gate existed; read as "not set" so upgraded installs get the gate.
+LEGACY_DEFAULT_FLOOR = 0.45
+
+
+def gate_for(embedder_id: str) -> Gate:
+    return GATES.get(embedder_id, DEFAULT_GATE)
+
+
+def configured_floor(retrieval: dict[str, Any] | None = None) -> float | None:
+    """`[retrieval].min_similarity` (of `retrieval`, else the global config) when someone set one;
+    None means the calibrated gate."""
+    value = (retrieval or settings.YULLU["retrieval"])["min_similarity"]
+    return None if value is None or value == LEGACY_DEFAULT_FLOOR else float(value)
 
 
 def is_trivial(query: str) -> bool:
@@ -96,6 +132,8 @@ class Candidate:
     dense_rank: int | None = None
     keyword_rank: int | None = None
     keyword_score: float = 0.0
+    coverage: float = 0.0  # share of the query's telling words the memory holds (bm25.search_with_coverage)
+    session: str | None = None  # its `session:<id>` tag, if any
     score: float = 0.0
 
 
@@ -111,8 +149,9 @@ def _vec_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.7f}" for x in vector) + "]"
 
 
-Timed = tuple[float | None, float, float]  # similarity, created_at, updated_at (epoch seconds)
+Timed = tuple[float | None, float, float, str | None]  # similarity, created_at, updated_at (epoch s), session
 EPOCHS = "extract(epoch from m.created_at)::float8, extract(epoch from m.updated_at)::float8"
+SESSION_SQL = f"(SELECT t FROM unnest(m.tags) t WHERE t LIKE '{SESSION_TAG}%%' LIMIT 1)"
 
 
 def _dense(
@@ -157,8 +196,8 @@ def _cosine(distance: float) -> float:
     return max(0.0, min(1.0, 1.0 - float(distance)))
 
 
-def _keyword(project_id: str, query: str, cats: list[str], k: int) -> dict[int, float]:
-    return bm25.search(project_id, query, cats, k)
+def _keyword(project_id: str, query: str, cats: list[str], k: int) -> dict[int, tuple[float, float]]:
+    return bm25.search_with_coverage(project_id, query, cats, k)
 
 
 # Superseded and expired memories leave default retrieval at once (Memory.objects.current()).
@@ -166,19 +205,20 @@ CURRENT_SQL = "m.superseded_by_id IS NULL AND (m.expires_at IS NULL OR m.expires
 
 
 def _details(ids: list[int], cosine_for: list[int], embedder_id: str, qvec: str | None, dim: int) -> dict[int, Timed]:
-    """Times of every candidate, and the cosine of those the vector search did not return
-    (None without a vector), in one query. Memories deleted meanwhile, superseded or expired are absent."""
+    """Times and session tag of every candidate, and the cosine of those the vector search did not
+    return (None without a vector), in one query. Memories deleted meanwhile, superseded or expired
+    are absent."""
     if not ids:
         return {}
     cosine = f"(v.vector::vector({dim})) <=> %s::vector({dim})" if qvec else "NULL"
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT m.id, {cosine}, {EPOCHS} FROM memories_memory m "
+            f"SELECT m.id, {cosine}, {EPOCHS}, {SESSION_SQL} FROM memories_memory m "
             "LEFT JOIN memories_memoryvector v ON v.memory_id = m.id AND v.embedder = %s AND v.dim = %s "
             f"AND v.memory_id = ANY(%s) WHERE m.id = ANY(%s) AND {CURRENT_SQL}",
             [*([qvec] if qvec else []), embedder_id, dim, cosine_for, ids],
         )
-        return {mid: (None if d is None else _cosine(d), c, u) for mid, d, c, u in cur.fetchall()}
+        return {mid: (None if d is None else _cosine(d), c, u, sess) for mid, d, c, u, sess in cur.fetchall()}
 
 
 def fuse(
@@ -190,10 +230,10 @@ def fuse(
     w_recency: float = W_RECENCY,
     w_contiguity: float = W_CONTIGUITY,
 ) -> list[Candidate]:
-    """One ranking from dense, keyword, recency and contiguity signals.
+    """One ranking from dense, keyword, recency and session signals.
 
     "score": cosine + w_keyword × (BM25 / best BM25)² + w_recency × recency, then each candidate
-    gains w_contiguity × the best score among candidates created within CONTIGUITY_SECONDS of it.
+    gains w_contiguity × the best score among the other candidates tagged with its session.
     "rrf": reciprocal-rank fusion of the dense and keyword ranks (+ recency), kept for comparison.
     """
     best_kw = max((c.keyword_score for c in cands.values()), default=0.0) or 1.0
@@ -215,16 +255,18 @@ def fuse(
 
 
 def _add_contiguity(cands: dict[int, Candidate], weight: float) -> None:
-    """Sliding window over creation times: each candidate gains `weight` × its best neighbour's score."""
-    timed = sorted((c.created, mid) for mid, c in cands.items() if c.created is not None)
-    base = {mid: cands[mid].score for _, mid in timed}
-    lo = hi = 0
-    for t, mid in timed:
-        while timed[lo][0] < t - CONTIGUITY_SECONDS:
-            lo += 1
-        while hi < len(timed) and timed[hi][0] <= t + CONTIGUITY_SECONDS:
-            hi += 1
-        cands[mid].score += weight * max((base[m] for _, m in timed[lo:hi] if m != mid), default=0.0)
+    """Each candidate gains `weight` × the best score among the other candidates of its session."""
+    sessions: dict[str, list[Candidate]] = {}
+    for c in cands.values():
+        if c.session is not None:
+            sessions.setdefault(c.session, []).append(c)
+    for members in sessions.values():
+        if len(members) < 2:
+            continue
+        ranked = sorted(members, key=lambda c: -c.score)
+        best, second = ranked[0].score, ranked[1].score
+        for c in members:
+            c.score += weight * (second if c is ranked[0] else best)
 
 
 def _recency(cands: dict[int, Candidate]) -> dict[int, float]:
@@ -251,25 +293,28 @@ def search(
     preview: bool = False,
 ) -> SearchResult:
     """Search one project. `log=False` for the benchmarks; `preview=True` (the admin's search box)
-    returns hits regardless of the floor, each flagged `clears_floor`, and never logs."""
+    returns hits regardless of the gate, each flagged `clears_floor`, and never logs.
+    `min_similarity` (else `[retrieval].min_similarity`) is a plain cosine floor replacing the
+    embedder's calibrated gate; None uses the gate."""
     result = SearchResult(project_id=project_id, recall_id=None)
     if is_trivial(query) or not _has_memories(project_id):
         return result
-    floor = settings.YULLU["retrieval"]["min_similarity"] if min_similarity is None else min_similarity
+    floor = configured_floor() if min_similarity is None else min_similarity
     cats = clean_categories(categories)
     embedder = embedder or get_embedder()
     qvec = query_vector
     if qvec is None and mode != "keyword" and embeds(embedder):
         qvec = embed_query(embedder, query)
     ranked = {c.memory_id: c for c in rank(project_id, query, qvec, embedder.id, cats, mode)}
+    relevant = relevance_test(floor, gate_for(embedder.id), qvec is not None)
     # Whole rows for the best candidates alone.
     ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
     memories = Memory.objects.only(*HIT_FIELDS).in_bulk([c.memory_id for c in ordered])
     ordered = [c for c in ordered if c.memory_id in memories]
     if preview:
-        _apply_floor(result, ordered, memories, 0.0, limit, qvec is not None, preview_floor=floor)
+        _apply_floor(result, ordered, memories, lambda c: True, limit, preview=relevant)
         return result
-    _apply_floor(result, ordered, memories, floor, limit, qvec is not None)
+    _apply_floor(result, ordered, memories, relevant, limit)
     if log and (result.results or result.considered):
         result.recall_id = str(uuid.uuid4())
         _log_recall(result, query)
@@ -307,50 +352,52 @@ def rank(
             cands[mid] = Candidate(mid, similarity=sim, dense_rank=n)
     if mode != "dense":
         keyword = _keyword(project_id, query, cats, KEYWORD_CANDIDATES)
-        for n, (mid, score) in enumerate(keyword.items(), start=1):
+        for n, (mid, (score, coverage)) in enumerate(keyword.items(), start=1):
             c = cands.setdefault(mid, Candidate(mid))
-            c.keyword_rank, c.keyword_score = n, score
+            c.keyword_rank, c.keyword_score, c.coverage = n, score, coverage
     missing = [mid for mid, c in cands.items() if c.similarity is None]
     found = _details(list(cands), missing, embedder_id, literal, dim)
     for mid, c in list(cands.items()):
         if mid not in found:
             del cands[mid]
             continue
-        sim, c.created, c.updated = found[mid]
+        sim, c.created, c.updated, c.session = found[mid]
         if c.similarity is None:
             c.similarity = sim
     return list(cands.values())
 
 
-def clears(c: Candidate, floor: float, embedded: bool) -> bool:
-    return (
-        c.similarity is None
-        or not embedded
-        or c.similarity >= floor
-        or (c.keyword_score >= KEYWORD_EVIDENCE and c.similarity >= floor - FLOOR_RELIEF)
-    )
+def relevance_test(floor: float | None, gate: Gate, embedded: bool) -> Callable[[Candidate], bool]:
+    """Whether a candidate may be returned: a plain cosine floor when one is given, else the gate.
+    A memory with no vector yet (backfill pending, or keyword-only mode) can only arrive through a
+    keyword match, and is kept on that evidence."""
+
+    def test(c: Candidate) -> bool:
+        if c.similarity is None or not embedded:
+            return True
+        return c.similarity >= floor if floor is not None else gate.clears(c)
+
+    return test
 
 
 def _apply_floor(
     result: SearchResult,
     ordered: list[Candidate],
     memories: dict[int, Memory],
-    floor: float,
+    relevant: Callable[[Candidate], bool],
     limit: int,
-    embedded: bool,
-    preview_floor: float | None = None,
+    preview: Callable[[Candidate], bool] | None = None,
 ) -> None:
-    """Keep hits whose cosine clears the floor (lowered by FLOOR_RELIEF with strong keyword evidence).
-    A memory with no vector yet (backfill pending, or keyword-only mode) can only arrive through a
-    keyword match, and is kept on that evidence."""
+    """Keep the best `limit` hits that pass `relevant`; up to `limit` of the others are logged as
+    considered. `preview` flags each hit with whether it would pass (the admin's search box)."""
     for c in ordered:
         if len(result.results) >= limit:
             break
         memory = memories[c.memory_id]
-        if preview_floor is not None or clears(c, floor, embedded):
+        if relevant(c):
             hit = hit_dict(memory, c.similarity, len(result.results) + 1)
-            if preview_floor is not None:
-                hit["clears_floor"] = clears(c, preview_floor, embedded)
+            if preview is not None:
+                hit["clears_floor"] = preview(c)
             result.results.append(hit)
         elif len(result.considered) < limit:
             result.considered.append(hit_dict(memory, c.similarity, 0))

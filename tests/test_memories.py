@@ -243,21 +243,28 @@ def test_a_memory_deleted_during_a_search_does_not_break_the_recall_log(stub_emb
     assert logged == {kept.uuid: kept.pk, gone.uuid: None}
 
 
-def test_memories_written_moments_after_a_strong_hit_rise_with_it(stub_embedder: StubServer) -> None:
+def test_memories_of_a_strong_hits_session_rise_with_it(stub_embedder: StubServer) -> None:
     from datetime import UTC, datetime, timedelta
 
     t0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
     items = [
-        services.NewMemory("vec:1,0,0 the strong hit", None, [], t0),
-        services.NewMemory("vec:0.5,0.866,0 said right after it", None, [], t0 + timedelta(seconds=1)),
-        services.NewMemory("vec:0.5,0.866,0 said an hour later", None, [], t0 + timedelta(hours=1)),
-        services.NewMemory("vec:0.5,0.866,0 said just outside the window", None, [], t0 - timedelta(seconds=6)),
+        services.NewMemory("vec:1,0,0 the strong hit", None, ["session:s1"], t0),
+        services.NewMemory("vec:0.5,0.866,0 said in the same session", None, ["session:s1"], t0 - timedelta(hours=2)),
+        services.NewMemory(
+            "vec:0.5,0.866,0 said a second later, elsewhere", None, ["session:s2"], t0 + timedelta(seconds=1)
+        ),
+        services.NewMemory("vec:0.5,0.866,0 said with no session", None, [], t0 - timedelta(hours=3)),
     ]
     services.create_memories(A, items, source="test", dedupe=False)  # three equal vectors on purpose
     found = queries.search(A.project_id, "vec:1,0,0 question", limit=4, min_similarity=0.0, mode="dense", log=False)
     order = [hit["content"].split(" ", 1)[1] for hit in found.results]
-    # Without contiguity the three equal matches would be ordered by recency alone (an hour later first).
-    assert order == ["the strong hit", "said right after it", "said an hour later", "said just outside the window"]
+    # Without the session signal the three equal matches would be ordered by recency alone.
+    assert order == [
+        "the strong hit",
+        "said in the same session",
+        "said a second later, elsewhere",
+        "said with no session",
+    ]
     assert found.results[1]["similarity"] == pytest.approx(0.5, abs=1e-3)  # similarity stays the plain cosine
 
 

@@ -108,6 +108,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
         from bench.locomo import main as locomo_main
 
         locomo_main(args)
+    elif args.bench == "codebase":
+        from bench.codebase import main as codebase_main
+
+        codebase_main(args)
     elif args.bench == "latency":
         from bench.latency import main as latency_main
 
@@ -348,6 +352,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default=None)
     b.add_argument("--modes", default="hybrid,dense,keyword")
     b.add_argument("--limit-conversations", type=int, default=0)
+    b.add_argument("--without-sessions", action="store_true", help="do not tag turns with their session")
+    b = bench.add_parser("codebase", help="short questions about a codebase, and prompts it has no memory for")
+    b.add_argument("--data", default=None, help="a set in the format of bench/data/codebase_dev.json")
+    b.add_argument("--limit", type=int, default=5)
+    b.add_argument("--min-similarity", type=float, default=None, help="override the calibrated gate")
+    b.add_argument("--out", default=None)
     b = bench.add_parser("latency", help="search latency at 1k/10k/100k memories")
     b.add_argument("--sizes", default="1000,10000,100000")
     b.add_argument("--queries", type=int, default=200)

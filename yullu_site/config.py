@@ -116,7 +116,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "buffer_max_age_days": Key(int, 30, _between(1, 3650)),
     },
     "retrieval": {
-        "min_similarity": Key(float, 0.45, _between(0.0, 1.0)),
+        # None: the embedder's calibrated relevance gate (memories/queries.py GATES); a number: a cosine floor.
+        "min_similarity": Key(float, None, _between(0.0, 1.0)),
         "max_content_chars": Key(int, 8000, _between(100, 100000)),
     },
     "server": {
@@ -197,10 +198,12 @@ buffer_max_messages = 5000        # recorded turns kept per project when no pass
 buffer_max_age_days = 30
 
 [retrieval]
-# Cosine-similarity floor: weaker matches are dropped so an unrelated query
-# returns nothing (strong keyword matches get 0.2 of slack). 0 disables it.
-# Chosen from the LoCoMo benchmark (docs/benchmarks.md).
-min_similarity = 0.45
+# Weak matches are dropped so an unrelated prompt returns nothing, by a gate
+# calibrated per embedder on cosine similarity and on how many of the
+# question's telling words a memory holds (docs/benchmarks.md). Uncomment to
+# replace it by a plain cosine floor (0 returns the best matches, however weak;
+# 0.45, the old default, is read as "not set").
+# min_similarity = 0.3
 max_content_chars = 8000
 
 [server]

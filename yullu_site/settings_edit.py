@@ -43,7 +43,7 @@ def _display(value: Any) -> str:
         return "on" if value else "off"
     if isinstance(value, list):
         return ", ".join(value) or "(none)"
-    if value == "":
+    if value == "" or value is None:
         return "(blank: default)"
     return str(value)
 
@@ -61,7 +61,7 @@ def rows(cfg: Config, origin: Mapping[str, str]) -> list[dict[str, Any]]:
                     "key": key,
                     "name": f"{section}.{key}",
                     "value": mask(value) if secret else _display(value),
-                    "raw": "" if secret else value,
+                    "raw": "" if secret or value is None else value,
                     "kind": spec.kind.__name__,
                     "origin": origin.get(f"{section}.{key}", "global"),
                     # A value the environment overrides would not change by editing the file.
@@ -90,6 +90,8 @@ def _parse(section: str, key: str, raw: str | None) -> Any:
             return int(text)
         except ValueError:
             raise ConfigError(f"{where} must be a whole number, not {text!r}.") from None
+    if spec.kind is float and not text and spec.default is None:
+        return None  # blank = the default behaviour ([retrieval].min_similarity: the calibrated gate)
     if spec.kind is float:
         try:
             return float(text)
@@ -108,7 +110,9 @@ def save(form: Mapping[str, Any]) -> list[str]:
             continue
         if SCHEMA[section][key].kind is bool and f"{name}.present" not in form:
             continue
-        value = _validated(SCHEMA[section][key], _parse(section, key, form.get(name)), f"[{section}].{key}")
+        value = _parse(section, key, form.get(name))
+        if value is not None:
+            value = _validated(SCHEMA[section][key], value, f"[{section}].{key}")
         if value != settings.YULLU[section][key]:
             changes[(section, key)] = value
     if not changes:
@@ -118,7 +122,10 @@ def save(form: Mapping[str, Any]) -> list[str]:
     for (section, key), value in changes.items():
         if section not in doc:
             doc[section] = tomlkit.table()
-        doc[section][key] = value  # type: ignore[index]
+        if value is None:
+            doc[section].pop(key, None)  # type: ignore[union-attr]
+        else:
+            doc[section][key] = value  # type: ignore[index]
     _write(file, tomlkit.dumps(doc))
     for (section, key), value in changes.items():
         settings.YULLU[section][key] = value

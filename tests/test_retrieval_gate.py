@@ -1,0 +1,151 @@
+"""The relevance gate with the real default local embedder: short natural questions find the memory
+that answers them (even in a project of one memory), unrelated prompts return nothing, and every
+tool and endpoint refuses an argument it does not declare."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from memories import queries, services
+from memories.embedders import get_embedder
+from memories.scope import resolve
+from tests.mcp_client import call, http_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEPLOY = "The probe service deploys with make ship-it after the canary passes."
+
+# A handful of memory / question pairs in one small project, as an assistant would store and ask them.
+GOLDEN = {
+    "We chose Postgres over MongoDB because billing needs multi-row transactions.": ["why postgres", "why not mongo?"],
+    "Run the whole test suite with make test; it starts its own Postgres.": ["how do I run the tests"],
+    "On-call rotates weekly on Mondays; the schedule lives in PagerDuty.": ["who is on call"],
+    "Celery workers must be restarted after changing settings.py; they do not reload code.": [
+        "celery not picking up my change"
+    ],
+    "Secrets are stored in Vault under secret/larkspur/<env>; never commit them.": ["where are the secrets"],
+}
+UNRELATED = ["write a haiku about autumn", "what's the weather like today", "who painted the mona lisa"]
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_the_default_embedder_is_the_local_one_with_a_calibrated_gate() -> None:
+    embedder = get_embedder()
+    assert embedder.id == "local:all-MiniLM-L6-v2"
+    assert embedder.id in queries.GATES
+    assert queries.configured_floor() is None
+
+
+@pytest.mark.slow
+def test_one_stored_memory_answers_how_do_we_deploy_through_mcp(live_server_url: str, owner_token: str) -> None:
+    async def go() -> tuple[Any, Any, Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            err, stored = await call(s, "store_memory", content=DEPLOY, category="process", project_id="acme/one")
+            assert not err, stored
+            asked = await call(s, "retrieve_memories", query="how do we deploy?", project_id="acme/one")
+            alone = await call(s, "retrieve_memories", query="deploy", project_id="acme/one")
+            unrelated = await call(s, "retrieve_memories", query="write a haiku about autumn", project_id="acme/one")
+            return stored, (asked, alone), unrelated
+
+    stored, answers, unrelated = run(go())
+    for err, found in answers:
+        assert not err and [hit["id"] for hit in found["results"]] == [stored["id"]]
+    assert unrelated == (False, unrelated[1]) and unrelated[1]["results"] == []
+
+
+def test_a_small_golden_set_is_answered_at_rank_one_and_unrelated_prompts_get_nothing() -> None:
+    scope = resolve("acme/golden", None)
+    ids = {content: services.create_memory(scope, content, "process").id for content in GOLDEN}
+    for content, questions in GOLDEN.items():
+        for question in questions:
+            found = queries.search(scope.project_id, question, log=False)
+            assert found.results and found.results[0]["id"] == ids[content], question
+    for prompt in UNRELATED:
+        assert queries.search(scope.project_id, prompt, log=False).results == [], prompt
+
+
+def test_min_similarity_replaces_the_gate_for_one_call(live_server_url: str, owner_token: str) -> None:
+    async def go() -> tuple[Any, Any, Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            await call(s, "store_memory", content=DEPLOY, project_id="acme/floor")
+            args = {"query": "write a haiku about autumn", "project_id": "acme/floor"}
+            gated = await call(s, "retrieve_memories", **args)
+            everything = await call(s, "retrieve_memories", **args, min_similarity=0.0)
+            too_high = await call(
+                s, "retrieve_memories", query="how do we deploy?", project_id="acme/floor", min_similarity=1.0
+            )
+            return gated, everything, too_high
+
+    gated, everything, too_high = run(go())
+    assert gated[1]["results"] == []
+    assert len(everything[1]["results"]) == 1
+    assert too_high[1]["results"] == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("retrieve_memories", {"query": "deploy", "limt": 3}),
+        ("retrieve_memories", {"query": "deploy", "scope": "user"}),
+        ("store_memory", {"content": "a fact", "catgory": "process"}),
+        ("list_memories", {"limt": 3}),
+        ("get_usage", {"verbose": True}),
+        ("dream_now", {"sesion_id": "s1"}),
+    ],
+)
+def test_an_unknown_tool_argument_is_an_error_naming_it(
+    live_server_url: str, owner_token: str, tool: str, args: dict[str, Any]
+) -> None:
+    async def go() -> tuple[bool, Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            return await call(s, tool, **args)
+
+    err, message = run(go())
+    bad = next(name for name in args if name not in {"query", "content"})
+    assert err and f"unknown argument '{bad}'" in message
+    from memories.models import Memory
+
+    assert not Memory.objects.filter(content="a fact").exists()
+
+
+def test_an_unknown_rest_field_is_a_400_naming_it(client: Client, owner_token: str) -> None:
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
+    r = client.post("/api/memories/recall", {"query": "deploy", "project_id": "acme/r", "limt": 3}, **auth)
+    assert r.status_code == 400 and "limt" in r.content.decode()
+    r = client.post("/api/memories", {"content": "a fact", "project_id": "acme/r", "scope": "user"}, **auth)
+    assert r.status_code == 400 and "scope" in r.content.decode()
+    from memories.models import Memory
+
+    assert not Memory.objects.filter(project_id="acme/r").exists()
+
+
+def test_rest_recall_takes_a_min_similarity_override(client: Client, owner_token: str) -> None:
+    services.create_memory(resolve("acme/rf", None), DEPLOY)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
+    body = {"query": "write a haiku about autumn", "project_id": "acme/rf"}
+    assert client.post("/api/memories/recall", body, **auth).json()["results"] == []
+    assert len(client.post("/api/memories/recall", {**body, "min_similarity": 0}, **auth).json()["results"]) == 1
+
+
+def test_an_upgraded_config_holding_the_old_default_floor_gets_the_calibrated_gate(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.conf import settings
+
+    from yullu_site.config import load
+
+    old = tmp_path / "config.toml"
+    old.write_text("[retrieval]\nmin_similarity = 0.45\n")  # what every config.toml said before the gate
+    monkeypatch.setitem(settings.YULLU, "retrieval", load(old)["retrieval"])
+    assert queries.configured_floor() is None
+    chosen = tmp_path / "chosen.toml"
+    chosen.write_text("[retrieval]\nmin_similarity = 0.3\n")
+    monkeypatch.setitem(settings.YULLU, "retrieval", load(chosen)["retrieval"])
+    assert queries.configured_floor() == 0.3
