@@ -93,7 +93,7 @@ def test_min_similarity_replaces_the_gate_for_one_call(live_server_url: str, own
     ("tool", "args"),
     [
         ("retrieve_memories", {"query": "deploy", "limt": 3}),
-        ("retrieve_memories", {"query": "deploy", "scope": "user"}),
+        ("retrieve_memories", {"query": "deploy", "categoires": ["process"]}),
         ("store_memory", {"content": "a fact", "catgory": "process"}),
         ("list_memories", {"limt": 3}),
         ("get_usage", {"verbose": True}),
@@ -119,8 +119,8 @@ def test_an_unknown_rest_field_is_a_400_naming_it(client: Client, owner_token: s
     auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
     r = client.post("/api/memories/recall", {"query": "deploy", "project_id": "acme/r", "limt": 3}, **auth)
     assert r.status_code == 400 and "limt" in r.content.decode()
-    r = client.post("/api/memories", {"content": "a fact", "project_id": "acme/r", "scope": "user"}, **auth)
-    assert r.status_code == 400 and "scope" in r.content.decode()
+    r = client.post("/api/memories", {"content": "a fact", "project_id": "acme/r", "scpe": "user"}, **auth)
+    assert r.status_code == 400 and "scpe" in r.content.decode()
     from memories.models import Memory
 
     assert not Memory.objects.filter(project_id="acme/r").exists()
