@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 from memories import services
 from memories.models import Memory
 from memories.scope import resolve
-from tests.processes import product_env, run_cli
+from tests.processes import REPO, product_env, run_cli
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -142,3 +144,23 @@ def test_an_unknown_file_is_one_clear_error(tmp_path: Path) -> None:
     done = run_cli(["import", str(path)], cli_env(tmp_path))
     assert done.returncode == 1 and "not a format yullu can import" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_export_piped_into_head_stops_quietly_without_a_traceback(stub_embedder: StubServer, tmp_path: Path) -> None:
+    scope = resolve("acme/piped", None)
+    for n in range(24):  # ~150 kB of JSON: more than a pipe holds, so the export is still writing when head leaves
+        services.create_memory(scope, f"Fact {n}: " + f"the cache key for shard {n} is cart-{n}. " * 160)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "yullu_site.cli", "export", "json", "--project", "acme/piped", "--out", "-"],
+        env=cli_env(tmp_path),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert json.loads(proc.stdout.readline())["format"] == "yullu-memories"
+    proc.stdout.close()  # what `| head -1` does
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=60) != 0
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr

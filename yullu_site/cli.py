@@ -390,7 +390,12 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command in HOOK_COMMANDS:
         args.fn(args)  # the hook path: stdlib only, always exits 0
-    run_guarded(lambda: args.fn(args))
+    try:
+        run_guarded(lambda: args.fn(args))
+    except BrokenPipeError:
+        # `yullu export json --out - | head`: the reader left; stop quietly, like other Unix tools.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        raise SystemExit(141) from None
 
 
 if __name__ == "__main__":
