@@ -57,6 +57,18 @@ def repo(tmp_path: Path, repo_origin: str) -> Path:
 
 
 @pytest.fixture
+def hook_env(tmp_path: Path, live_server_url: str, owner_token: str) -> dict[str, str]:
+    """Environment for `yullu <hook>` subprocesses talking to the live server as the owner."""
+    home = tmp_path / "yhome"
+    home.mkdir()
+    (home / "token").write_text(owner_token + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    port = live_server_url.rsplit(":", 1)[1]
+    # A hook gives up after 1.5 s so it never holds up a prompt; a busy 2-core CI can take longer.
+    return {**env, "YULLU_HOME": str(home), "YULLU_PORT": port, "HOME": str(tmp_path), "YULLU_HOOK_TIMEOUT": "60"}
+
+
+@pytest.fixture
 def stub_api() -> Iterator[StubServer]:
     with StubServer() as stub:
         yield stub

@@ -19,17 +19,6 @@ from tests.stubs import StubServer
 from yullu_site.hooks import category_hints, is_trivial
 
 
-@pytest.fixture
-def hook_env(tmp_path: Path, live_server_url: str, owner_token: str) -> dict[str, str]:
-    home = tmp_path / "yhome"
-    home.mkdir()
-    (home / "token").write_text(owner_token + "\n")
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    port = live_server_url.rsplit(":", 1)[1]
-    # A first recall on a busy 2-core CI can take longer than the hook's 1.5 s budget.
-    return {**env, "YULLU_HOME": str(home), "YULLU_PORT": port, "HOME": str(tmp_path), "YULLU_HOOK_TIMEOUT": "60"}
-
-
 @pytest.mark.parametrize(
     ("prompt", "trivial"),
     [("ok", True), ("Thanks!", True), ("sounds good", True), ("short", True), ("how do we deploy to staging?", False)],

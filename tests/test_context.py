@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -152,7 +151,7 @@ def test_a_user_scope_memory_stored_in_one_project_is_recalled_in_another(
 
 
 def test_rest_context_and_the_session_start_hook_print_the_primer(
-    live_server_url: str, owner_token: str, keyword_only: None, tmp_path: Path
+    live_server_url: str, owner_token: str, keyword_only: None, hook_env: dict[str, str]
 ) -> None:
     import httpx
 
@@ -167,11 +166,7 @@ def test_rest_context_and_the_session_start_hook_print_the_primer(
         f"{live_server_url}/api/context", json={"project_id": "ctxhook", "query": "deploy staging"}, headers=headers
     )
     assert r.status_code == 200 and DEPLOY in r.json()["context"]
-    home = tmp_path / "yhome"
-    home.mkdir()
-    (home / "token").write_text(owner_token + "\n")
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    env |= {"YULLU_HOME": str(home), "YULLU_PORT": live_server_url.rsplit(":", 1)[1], "HOME": str(tmp_path)}
+    env = hook_env
     out = run_cli(["session-start"], env, json.dumps({"cwd": "/tmp/ctxhook", "source": "startup"}))
     assert out.returncode == 0 and out.stdout.startswith("<yullu-memories>")
     assert "primer" in out.stdout and count_tokens(out.stdout) <= 800

@@ -28,15 +28,6 @@ def test_an_opencode_export_gives_text_parts_only() -> None:
     ]
 
 
-@pytest.fixture
-def hook_env(tmp_path: Path, live_server_url: str, owner_token: str) -> dict[str, str]:
-    home = tmp_path / "yhome"
-    home.mkdir()
-    (home / "token").write_text(owner_token + "\n")
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    return {**env, "YULLU_HOME": str(home), "YULLU_PORT": live_server_url.rsplit(":", 1)[1], "HOME": str(tmp_path)}
-
-
 @pytest.mark.django_db(transaction=True)
 def test_record_turn_reads_a_codex_session_file(hook_env: dict[str, str]) -> None:
     stdin = json.dumps({"transcript_path": str(FIXTURES / "codex-rollout.jsonl"), "cwd": "/tmp/codexproj"})
