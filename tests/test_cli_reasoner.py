@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from dreaming.models import DreamPass, SessionMessage
 from dreaming.reasoners import CLIReasoner, configured_reasoner, reasoner_status
 from dreaming.services import prune_buffer, record_messages, run_dream_pass
 from memories.models import Memory, Usage
-from tests.processes import product_env, start_worker_and_beat, stop
+from tests.processes import product_env, start_worker_and_beat, stop, wait_until
 from yullu_site.errors import Unavailable
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -140,10 +139,12 @@ def test_a_scheduled_pass_with_only_a_fake_claude_on_path_creates_memories(tmp_p
         env.pop(key, None)
     worker, beat = start_worker_and_beat(env, tmp_path)
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not Memory.objects.filter(project_id="acme/nokey").exists():
-            assert worker.poll() is None and beat.poll() is None
-            time.sleep(0.5)
+        wait_until(
+            lambda: Memory.objects.filter(project_id="acme/nokey").exists(),
+            "a scheduled pass through the cli reasoner",
+            timeout=90,
+            alive=[worker, beat],
+        )
     finally:
         stop(beat)
         stop(worker)
