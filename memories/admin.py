@@ -29,7 +29,7 @@ from .admin_views import (
     usage_view,
 )
 from .embedders import get_embedder
-from .models import CATEGORIES, Memory, MemoryVector, ProjectLocation, RejectedMemory
+from .models import CATEGORIES, IMPORTANCES, Memory, MemoryVector, ProjectLocation, RejectedMemory
 from .scope import Scope, known_root
 
 
@@ -42,16 +42,30 @@ class MemoryForm(forms.ModelForm):
         required=False,
         widget=UnfoldAdminSelectWidget(),
     )
+    importance = forms.ChoiceField(
+        choices=[("", "(unchanged / normal)")] + [(i, i) for i in IMPORTANCES],
+        required=False,
+        widget=UnfoldAdminSelectWidget(),
+    )
+    ttl_days = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=3650,
+        label="Expires in (days)",
+        help_text="Blank keeps the current expiry; 0 removes it (on an existing memory).",
+        widget=UnfoldAdminTextInputWidget(),
+    )
 
     class Meta:
         model = Memory
-        fields = ["project_id", "content", "category"]
+        fields = ["project_id", "content", "category", "importance"]
         widgets = {"content": UnfoldAdminTextareaWidget(attrs={"rows": 6}), "project_id": UnfoldAdminTextInputWidget()}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.fields["tags_text"].initial = ", ".join(self.instance.tags or [])
+            self.fields["importance"].initial = self.instance.importance
             self.fields["project_id"].disabled = True
 
     def clean(self) -> dict[str, Any]:
@@ -136,6 +150,7 @@ class MemoryAdmin(ModelAdmin):
         "updated_at",
         "rating",
         "rating_comment",
+        "expires_at",
         "links",
         "recalls",
         "change_history",
@@ -277,12 +292,20 @@ class MemoryAdmin(ModelAdmin):
                     content=data["content"],
                     tags=data["tags"],
                     category=data.get("category") or "",
+                    importance=data.get("importance") or None,
+                    ttl_days=data.get("ttl_days"),
                     source="admin",
                 )
             else:
                 scope = Scope(data["project_id"], known_root(data["project_id"]))
                 created = services.create_memory(
-                    scope, data["content"], data.get("category"), data["tags"], source="admin"
+                    scope,
+                    data["content"],
+                    data.get("category"),
+                    data["tags"],
+                    importance=data.get("importance") or None,
+                    ttl_days=data.get("ttl_days") or None,
+                    source="admin",
                 )
                 obj.pk, obj.id, obj.uuid = created.pk, created.pk, created.uuid
         except UserError as exc:

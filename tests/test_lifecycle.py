@@ -224,3 +224,18 @@ def test_a_memory_judged_unhelpful_sinks_for_like_queries_only(stub_embedder: St
     assert order("vec:1,0,0 deploy steps") == [second.pk, first.pk]
     # A question unlike the judged one is ranked as before.
     assert order("vec:0.2,1,0 what does the VPN guard?") == [first.pk, second.pk]
+
+
+def test_the_admin_form_sets_importance_and_expiry_through_the_write_path(
+    client: Any, owner: Any, stub_embedder: StubServer
+) -> None:
+    client.force_login(owner)
+    form = {"project_id": A.project_id, "content": "Use the staging DB this week", "category": "process"}
+    client.post("/admin/memories/memory/add/", {**form, "tags_text": "", "importance": "high", "ttl_days": "7"})
+    m = Memory.objects.get()
+    assert m.importance == "high" and m.expires_at is not None
+    change = {**form, "tags_text": "", "importance": "low", "ttl_days": "0"}
+    client.post(f"/admin/memories/memory/{m.pk}/change/", change)
+    m.refresh_from_db()
+    assert m.importance == "low" and m.expires_at is None
+    assert [(c["action"], c["source"]) for c in lifecycle.history(m.pk)] == [("created", "admin"), ("updated", "admin")]
