@@ -7,10 +7,14 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
+    import atexit
+
     from django.core.management import execute_from_command_line
 
-    from yullu_site.cli import run_guarded
+    from yullu_site.cli import _embedded_postgres_is_down, _stop_postgres_started_here, run_guarded
 
+    if _embedded_postgres_is_down():  # like `yullu` commands: stop again a PostgreSQL only this command started
+        atexit.register(_stop_postgres_started_here)
     run_guarded(lambda: execute_from_command_line(sys.argv))
 
 

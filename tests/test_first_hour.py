@@ -170,3 +170,11 @@ def test_bench_load_without_a_server_says_so_and_starts_nothing(tmp_path: Path) 
     assert out.returncode == 1
     assert "no Yul'lu server answers" in out.stderr and "Traceback" not in out.stderr
     assert not home.exists()  # no database initialised, no PostgreSQL started
+
+
+@pytest.mark.slow
+def test_a_manage_py_command_leaves_no_postgres_running(fresh_home: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=fresh_home, cwd=REPO,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert postgres_running_under(str(Path(fresh_home["YULLU_ROOT_PG_BASE"]).parent)) == []
