@@ -1,10 +1,12 @@
-"""Reconcile throughput: a log of N memories (`create` + `embedding` for our embedder).
+"""Reconcile of a large team log: full, no-op, and incremental on top of it.
 
-Run: `yullu bench reconcile --events 10000 [--out PATH]`
+Run: `yullu bench reconcile --base 50000 --events 1000 --events 10000 [--out PATH]`
 
-Writes the events into a temporary git repository (real event files, real writer), then
-reconciles them into a throwaway project of this database and reports seconds and the
-number of embed calls (expected: zero, every vector is reused). Cleans up afterwards.
+Writes `--base` event files into a temporary git repository (memories as `create` +
+`embedding` for our embedder, so no embed call is needed), reconciles them into a throwaway
+project, then times a no-op reconcile over that log, then, for each `--events N`, N new files
+on top followed by a reconcile (and a no-op again). Reports seconds, files read and embed calls
+(expected: zero, every vector is reused). Cleans up afterwards.
 """
 
 from __future__ import annotations
@@ -23,54 +25,66 @@ import numpy as np
 from memories.embedders import get_embedder
 from memories.models import Memory, MemoryEvent
 from memories.scope import Scope
-from sync.eventlog import new_event, write_event
+from sync.eventlog import event_filename, new_event, render
 from sync.models import LedgerEntry, ProjectSyncState
 from sync.services import reconcile_scope
+
+
+def write_memories(folder: Path, files: int, embedder_id: str, dim: int, rng: np.random.Generator) -> None:
+    """`files` event files: half `create`, half `embedding` (plain writes: the bench measures reading)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(files // 2):
+        memory_uuid = str(uuid.uuid4())
+        content = f"Synthetic team fact {uuid.uuid4().hex[:8]} number {n}"
+        create = new_event("create", memory_uuid, content=content, tags=["bench"], category="process")
+        vec = rng.normal(size=dim)
+        vec /= np.linalg.norm(vec)
+        vector = [round(float(x), 7) for x in vec]
+        embedding = new_event("embedding", memory_uuid, create.ts_ns, embedder=embedder_id, vector=vector)
+        for event in (create, embedding):
+            (folder / event_filename(event)).write_bytes(render(event))
+
+
+def timed(project: str, repo: Path, embedder: Any) -> dict[str, Any]:
+    calls_before = getattr(type(embedder), "calls", 0)
+    started = time.perf_counter()
+    result = reconcile_scope(Scope(project, repo))
+    seconds = time.perf_counter() - started
+    keys = ("events_scanned", "events_new", "created", "embeddings_reused", "embeddings_computed")
+    return {
+        "seconds": round(seconds, 2),
+        **{k: result[k] for k in keys},  # type: ignore[literal-required]
+        "embed_calls": getattr(type(embedder), "calls", 0) - calls_before,
+    }
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
     embedder = get_embedder()
     dim = len(embedder.embed(["dimension probe"])[0])
     rng = np.random.default_rng(3)
+    steps: dict[str, Any] = {}
+    project = f"reconcile-bench-{uuid.uuid4().hex[:6]}"
     with tempfile.TemporaryDirectory(prefix="yullu-reconcile-") as tmp:
         repo = Path(tmp)
         subprocess.run(["git", "init", "-q", str(repo)], check=True)
         folder = repo / ".yullu" / "logs"
-        started = time.perf_counter()
-        for n in range(args.events):
-            vec = rng.normal(size=dim)
-            vec /= np.linalg.norm(vec)
-            memory_uuid = str(uuid.uuid4())
-            content = f"Synthetic team fact number {n}"
-            event = new_event("create", memory_uuid, content=content, tags=["bench"], category="process")
-            write_event(folder, event)
-            vector = [round(float(x), 7) for x in vec]
-            write_event(folder, new_event("embedding", memory_uuid, event.ts_ns, embedder=embedder.id, vector=vector))
-        write_s = time.perf_counter() - started
-        project = f"reconcile-bench-{uuid.uuid4().hex[:6]}"
-        calls_before = getattr(type(embedder), "calls", 0)
-        started = time.perf_counter()
         try:
-            result = reconcile_scope(Scope(project, repo))
-            seconds = time.perf_counter() - started
-            calls = getattr(type(embedder), "calls", 0) - calls_before
+            write_memories(folder, args.base, embedder.id, dim, rng)
+            steps[f"full reconcile of {args.base} files"] = timed(project, repo, embedder)
+            steps[f"no-op over {args.base} files"] = timed(project, repo, embedder)
+            total = args.base
+            for extra in args.events or [1000]:
+                write_memories(folder, extra, embedder.id, dim, rng)
+                steps[f"{extra} new files on top of {total}"] = timed(project, repo, embedder)
+                total += extra
+                steps[f"no-op over {total} files"] = timed(project, repo, embedder)
         finally:
             Memory.objects.filter(project_id=project).delete()
             MemoryEvent.objects.filter(project_id=project).delete()
             LedgerEntry.objects.filter(project_id=project).delete()
             ProjectSyncState.objects.filter(project_id=project).delete()
-    report = {
-        "events": args.events,
-        "embedder": embedder.id,
-        "write_events_s": round(write_s, 1),
-        "reconcile_s": round(seconds, 1),
-        "events_per_s": round(args.events / seconds, 1),
-        "created": result["created"],
-        "embeddings_reused": result["embeddings_reused"],
-        "embeddings_computed": result["embeddings_computed"],
-        "embed_calls": calls,
-    }
+    report = {"embedder": embedder.id, "base_files": args.base, "steps": steps}
     print(json.dumps(report, indent=2))
     if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=2))
+        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     return report

@@ -47,6 +47,7 @@ from .schema import Event, format_ts, parse_ts
 
 log = logging.getLogger(__name__)
 LOCK_KEY = 0x59_75_6C_02
+APPLY_BATCH = 200  # memories per transaction: one commit (WAL flush) per batch, not per memory
 RACE_WINDOW_NS = 10 * 10**9  # a local write committed while we listed is at most this much older
 
 
@@ -168,9 +169,12 @@ class Reconcile:
         folded = fold_all(self._all_events(new_by_memory, new_events))
         embedder = get_embedder()
         vectors = self._vectors(folded, embedder)
-        for uuid_ in sorted(new_by_memory):
-            self._apply_one(uuid_, folded[uuid_], vectors.get(uuid_), new_by_memory[uuid_])
-        for uuid_ in sorted(new_by_memory):  # after every memory of the pass exists: links name others
+        uuids = sorted(new_by_memory)
+        for start in range(0, len(uuids), APPLY_BATCH):
+            with transaction.atomic():  # rows and their ledger entries commit together, a batch at a time
+                for uuid_ in uuids[start : start + APPLY_BATCH]:
+                    self._apply_one(uuid_, folded[uuid_], vectors.get(uuid_), new_by_memory[uuid_])
+        for uuid_ in uuids:  # after every memory of the pass exists: links name others
             f = folded[uuid_]
             if f.exists and (f.fields.get("supersedes") or f.fields.get("links")):
                 apply_remote_links(self.project_id, uuid_, f.fields.get("supersedes"), f.fields.get("links"))
@@ -209,34 +213,34 @@ class Reconcile:
         return chosen
 
     def _apply_one(self, uuid_: str, folded: Folded, vector: tuple[str, list[float]] | None, names: list[str]) -> None:
-        with transaction.atomic():
-            row = Memory.objects.select_for_update().filter(uuid=uuid_).first()
-            if row is not None and row.project_id != self.project_id:
-                log.warning("event files for memory %s name project %s; it belongs to %s", uuid_, self.project_id,
-                            row.project_id)  # fmt: skip
-            elif self._deferred(uuid_, folded, row):
-                self.deferred += 1
-                return
-            elif folded.deleted:
-                self._count(memory_services.apply_remote_state(self.project_id, uuid_, None, memory=row))
-            elif folded.exists:
-                state = memory_services.RemoteState(
-                    content=folded.content or "",
-                    tags=list(folded.fields["tags"] or []),
-                    category=folded.fields["category"],
-                    created_at=ns_to_datetime(folded.created_ns or 0),
-                    updated_at=ns_to_datetime(folded.updated_ns or 0),
-                    importance=folded.fields["importance"],
-                    expires_at=_datetime(folded.fields["expires_at"]),
-                )
-                self._count(memory_services.apply_remote_state(self.project_id, uuid_, state, vector, memory=row))
-            LedgerEntry.objects.bulk_create(
-                [
-                    LedgerEntry(project_id=self.project_id, name=n, status=LedgerStatus.APPLIED, memory_uuid=uuid_)
-                    for n in names
-                ],
-                ignore_conflicts=True,
+        """Call inside the batch's transaction; locks the row."""
+        row = Memory.objects.select_for_update().filter(uuid=uuid_).first()
+        if row is not None and row.project_id != self.project_id:
+            log.warning("event files for memory %s name project %s; it belongs to %s", uuid_, self.project_id,
+                        row.project_id)  # fmt: skip
+        elif self._deferred(uuid_, folded, row):
+            self.deferred += 1
+            return
+        elif folded.deleted:
+            self._count(memory_services.apply_remote_state(self.project_id, uuid_, None, memory=row))
+        elif folded.exists:
+            state = memory_services.RemoteState(
+                content=folded.content or "",
+                tags=list(folded.fields["tags"] or []),
+                category=folded.fields["category"],
+                created_at=ns_to_datetime(folded.created_ns or 0),
+                updated_at=ns_to_datetime(folded.updated_ns or 0),
+                importance=folded.fields["importance"],
+                expires_at=_datetime(folded.fields["expires_at"]),
             )
+            self._count(memory_services.apply_remote_state(self.project_id, uuid_, state, vector, memory=row))
+        LedgerEntry.objects.bulk_create(
+            [
+                LedgerEntry(project_id=self.project_id, name=n, status=LedgerStatus.APPLIED, memory_uuid=uuid_)
+                for n in names
+            ],
+            ignore_conflicts=True,
+        )
 
     def _deferred(self, uuid_: str, folded: Folded, row: Memory | None) -> bool:
         """A local change this fold does not contain yet (its event is still in the outbox, or was

@@ -143,11 +143,11 @@ def test_an_interrupted_reconcile_reruns_to_the_same_state(
     monkeypatch.setattr(sync_services.memory_services, "apply_remote_state", crash_after_three)
     with pytest.raises(RuntimeError):
         sync_services.reconcile_scope(scope)
-    assert Memory.objects.count() == 3
-    assert LedgerEntry.objects.count() == 6  # the three applied memories' create + embedding files, no more
+    assert Memory.objects.count() == 0  # the batch being applied rolled back with its ledger entries
+    assert LedgerEntry.objects.count() == 0
     monkeypatch.setattr(sync_services.memory_services, "apply_remote_state", real)
     result = sync_services.reconcile_scope(scope)
-    assert result["created"] == 3
+    assert result["created"] == 6
     assert sorted(Memory.objects.values_list("uuid", "content", "category")) == expected
     assert sync_services.reconcile_scope(scope)["created"] == 0
 

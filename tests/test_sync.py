@@ -292,3 +292,37 @@ def test_two_writers_at_the_same_moment_never_clobber_each_other(tmp_path: Path)
     result = read_events(folder)
     assert len(result.events) == 400 and result.parse_errors == []
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]
+
+
+def test_compact_folds_the_log_into_snapshots_a_fresh_teammate_reads_to_the_same_state(
+    repo: Path, machines: dict[str, Machine], stub_embedder: StubServer
+) -> None:
+    from sync.compact import compact
+
+    b = machines["B"]
+    scope = resolve(None, str(repo))
+    kept = services.create_memory(scope, "vec:1,0,0 Deploys go through make deploy", "process", ["deploy"])
+    services.update_memory(kept.id, content="vec:0,1,0 Deploys go through make release", tags=["deploy", "ci"])
+    gone = services.create_memory(scope, "A fact that will be deleted", "gotcha")
+    services.delete_memory(gone.id)
+    assert b.reconcile(repo)["created"] == 1  # B has applied the history before the compaction
+    folder = repo / ".yullu" / "logs"
+    before = len(list(folder.iterdir()))
+    dry = compact(scope, dry_run=True)
+    assert len(list(folder.iterdir())) == before and dry["dry_run"]
+    result = compact(scope)
+    assert (result["memories"], result["tombstones"], result["files_before"]) == (1, 1, before)
+    kinds = sorted(e.type for _, e in read_events(folder).events)
+    assert kinds == ["create", "delete", "embedding"] and result["files_after"] == 3
+    again = reconcile_scope(scope)
+    assert (again["created"], again["updated"], again["deleted"], again["embeddings_computed"]) == (0, 0, 0, 0)
+    kept.refresh_from_db()
+    on_b = b.reconcile(repo)  # B folds the snapshots to what it already had
+    assert (on_b["created"], on_b["updated"], on_b["deleted"]) == (0, 0, 0)
+    machines["C"].reconcile(repo)  # a teammate who never saw the old files
+    c_rows = machines["C"].rows()
+    assert [(r[0], r[1], r[2]) for r in c_rows] == [(str(kept.uuid), kept.content, ["deploy", "ci"])]
+    assert [(r[0], r[1], r[2]) for r in b.rows()] == [(str(kept.uuid), kept.content, ["deploy", "ci"])]
+    assert compact(scope)["files_after"] == 4  # + C's embedding for its model, kept as a snapshot vector
+    names = sorted(p.name for p in folder.iterdir())
+    assert compact(scope)["files_after"] == 4 and sorted(p.name for p in folder.iterdir()) == names  # a fixpoint

@@ -162,6 +162,21 @@ def cmd_reconcile(args: argparse.Namespace) -> None:
     print(json.dumps(reconcile_cli(args.cwd, args.project_id), indent=2))
 
 
+def cmd_sync_compact(args: argparse.Namespace) -> None:
+    setup_django()
+    import json
+
+    from memories.scope import resolve
+    from sync.compact import compact
+    from yullu_site.errors import UserError
+
+    try:
+        result = compact(resolve(args.project_id, args.cwd), dry_run=args.dry_run)
+    except UserError as exc:
+        fail(str(exc))
+    print(json.dumps(result, indent=2))
+
+
 def cmd_dream(args: argparse.Namespace) -> None:
     setup_django()
     import json
@@ -316,6 +331,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--project-id", default=None)
     p.set_defaults(fn=cmd_reconcile)
 
+    p = sub.add_parser("sync", help="team event log maintenance")
+    sync_sub = p.add_subparsers(dest="sync_command", required=True)
+    c = sync_sub.add_parser("compact", help="fold the event log into one snapshot per memory (then commit it)")
+    c.add_argument("--cwd", default=os.getcwd())
+    c.add_argument("--project-id", default=None)
+    c.add_argument("--dry-run", action="store_true", help="only count what would change")
+    c.set_defaults(fn=cmd_sync_compact)
+
     p = sub.add_parser("dream", help="run a dream pass now")
     p.add_argument("--cwd", default=os.getcwd())
     p.add_argument("--project-id", default=None)
@@ -365,8 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = bench.add_parser("feedback", help="replay rate_recall verdicts on the codebase set and measure ranking")
     b.add_argument("--grid", default="", help="extra weight:tau pairs to try, e.g. 0.3:0.3,0.6:0.4")
     b.add_argument("--out", default=None)
-    b = bench.add_parser("reconcile", help="reconcile a log of N events (vectors reused)")
-    b.add_argument("--events", type=int, default=10000)
+    b = bench.add_parser("reconcile", help="full, no-op and incremental reconcile of a large log (vectors reused)")
+    b.add_argument("--base", type=int, default=50000, help="event files already in the log")
+    b.add_argument("--events", type=int, action="append", help="new files on top (repeatable; default 1000)")
     b.add_argument("--out", default=None)
     b = bench.add_parser("load", help="concurrent MCP clients against a running server")
     b.add_argument("--url", default=None, help="MCP endpoint (default: this home's server)")

@@ -1,0 +1,130 @@
+"""`yullu sync compact`: fold a long event log into one snapshot per memory.
+
+Each memory's files are replaced by what they fold to (sync.fold):
+- a live memory → one `create` carrying every field, stamped with the memory's last change
+  (so it orders exactly where that change did) and its first event's time in `created_at`,
+  plus one `embedding` per embedder whose vector is of the current content (with its sha256);
+- a deleted memory → one `delete` (a tombstone, so a teammate who still has it deletes it);
+- a history with no content anywhere (orphan updates) is left as it is; bad files are left too.
+Snapshot ids are derived from the folded state, so two teammates compacting the same log write
+byte-identical files (git merges them cleanly), and compacting twice changes nothing.
+
+A teammate who had applied some of the old files folds the snapshot to the same state; one who
+had applied none gets the whole state from it. Safe whenever every teammate has pushed the events
+they made before the compaction: an unpushed edit older than a snapshot would be ordered before
+it and lose to it (per-field times are folded into the snapshot's one time). Edits made after
+pulling the compaction are unaffected. Compact reconciles first; commit the result.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any, TypedDict
+
+from memories.backfill import advisory_lock
+from memories.scope import Scope, known_root
+from yullu_site.errors import UserError
+
+from .eventlog import event_filename, logs_dir, read_events, write_event
+from .fold import Folded, fold
+from .models import LedgerEntry, ProjectSyncState
+from .outbox import flush, sync_config
+from .schema import Event, content_sha256, format_ts
+from .services import LOCK_KEY, reconcile_scope
+
+NAMESPACE = uuid.UUID("5e1f0c0a-7c1b-4f5e-9d43-0b9a6a3c2d11")
+
+
+class CompactResult(TypedDict):
+    project_id: str
+    files_before: int
+    files_after: int
+    memories: int
+    tombstones: int
+    left_alone: int
+    dry_run: bool
+
+
+def _snapshot(memory_uuid: str, folded: Folded) -> list[Event]:
+    ts = folded.updated_ns or 0
+    base = {"memory_id": memory_uuid, "ts": format_ts(ts)}
+    fields: dict[str, Any] = {k: v for k, v in folded.fields.items() if v is not None or k == "category"}
+    # The id depends only on the state, so compacting a compacted log (or the same log twice) is a fixpoint.
+    state = json.dumps([memory_uuid, ts, folded.created_ns, folded.deleted, fields], sort_keys=True)
+    snap_id = uuid.uuid5(NAMESPACE, state)
+    if folded.deleted:
+        return [Event.model_validate({**base, "id": str(snap_id), "type": "delete"})]
+    create = Event.model_validate(
+        {**base, **fields, "id": str(snap_id), "type": "create", "created_at": format_ts(folded.created_ns or ts)}
+    )
+    events = [create]
+    for embedder in sorted(folded.vectors):
+        vector = folded.vector_for(embedder)
+        if vector is not None:
+            event_id = uuid.uuid5(NAMESPACE, f"{snap_id}:{embedder}")
+            events.append(
+                Event.model_validate(
+                    {
+                        **base,
+                        "id": str(event_id),
+                        "type": "embedding",
+                        "embedder": embedder,
+                        "vector": vector,
+                        "content_sha256": content_sha256(folded.content or ""),
+                    }  # fmt: skip
+                )
+            )
+    return events
+
+
+def compact(scope: Scope, dry_run: bool = False) -> CompactResult:
+    git_root = scope.git_root or known_root(scope.project_id)
+    if git_root is None:
+        raise UserError(f"no git repository known for {scope.project_id}; run inside the repository or pass --cwd.")
+    folder = logs_dir(git_root, sync_config(scope.project_id, git_root)["dir"])
+    if not dry_run:
+        reconcile_scope(Scope(scope.project_id, git_root))  # apply teammates' files before replacing them
+    with advisory_lock(LOCK_KEY, scope.project_id) as got:
+        if not got:
+            raise UserError("a reconcile of this project is running; try again in a moment.")
+        return _compact(scope.project_id, folder, dry_run)
+
+
+def _compact(project_id: str, folder: Path, dry_run: bool) -> CompactResult:
+    flush(project_id=project_id)
+    read = read_events(folder)
+    by_memory: dict[str, list[tuple[str, Event]]] = {}
+    for name, event in read.events:
+        by_memory.setdefault(str(event.memory_id), []).append((name, event))
+    files_before = len({n for n, _ in read.events}) + len(read.parse_errors)
+    result = CompactResult(project_id=project_id, files_before=files_before, files_after=0, memories=0,
+                           tombstones=0, left_alone=0, dry_run=dry_run)  # fmt: skip
+    keep: set[str] = {e["file"] for e in read.parse_errors}
+    writes: list[tuple[str, Event]] = []
+    remove: set[str] = set()
+    for memory_uuid, pairs in by_memory.items():
+        folded = fold([e for _, e in pairs])
+        names = {n for n, _ in pairs}
+        if folded.content is None and not folded.deleted:
+            result["left_alone"] += 1
+            keep |= names
+            continue
+        snapshot = _snapshot(memory_uuid, folded)
+        result["tombstones" if folded.deleted else "memories"] += 1
+        new_names = {event_filename(e) for e in snapshot}
+        writes += [(event_filename(e), e) for e in snapshot]
+        keep |= new_names
+        remove |= names - new_names
+    result["files_after"] = len(keep)
+    if dry_run:
+        return result
+    for _, event in writes:
+        write_event(folder, event)  # all snapshots are on disk before any old file goes
+    for name in remove:
+        (folder / name).unlink(missing_ok=True)
+    # Snapshots stay new to our ledger: the next reconcile folds them once (a no-op when we were current).
+    LedgerEntry.objects.filter(project_id=project_id, name__in=remove).delete()
+    ProjectSyncState.objects.filter(project_id=project_id).delete()  # the listing changed
+    return result
