@@ -48,7 +48,7 @@ def rest_scope(data: dict[str, Any]) -> Scope:
     (it would file memories, and their sync files, under wherever the server was started)."""
     if not (data.get("project_id") or "").strip() and not (data.get("cwd") or "").strip():
         raise serializers.ValidationError(
-            {"project_id": "or cwd is required: send the project's id or the absolute path of its checkout."}
+            "project_id or cwd is required: send the project's id or the absolute path of its checkout."
         )
     return resolve(data.get("project_id"), data.get("cwd"))
 
