@@ -19,7 +19,8 @@ TITLES = {
 
 
 def render_agents_md(project_id: str) -> str:
-    memories = list(Memory.objects.filter(project_id=project_id).order_by("category", "created_at", "id"))
+    # Current facts only: a superseded or expired memory would tell a reader the old command.
+    memories = list(Memory.objects.current().filter(project_id=project_id).order_by("category", "created_at", "id"))
     lines = [f"# Project memory: {project_id}", "", "Exported from Yul'lu. Each line is one durable fact.", ""]
     for category in [*CATEGORIES, None]:
         group = [m for m in memories if m.category == category]

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from dreaming.models import SessionMessage
 from memories import services
 from memories.context import count_tokens
 from memories.export import render_agents_md
+from memories.models import Memory
 from memories.scope import resolve
 from tests.processes import run_cli
 from tests.stubs import StubServer
@@ -252,3 +255,15 @@ def test_export_groups_by_category(stub_embedder: StubServer) -> None:
     text = render_agents_md("acme/export")
     assert text.index("## How we work") < text.index("## Decisions") < text.index("## Other notes")
     assert "- Run make test before pushing" in text
+
+
+@pytest.mark.django_db
+def test_export_leaves_out_superseded_and_expired_memories(stub_embedder: StubServer) -> None:
+    scope = resolve("acme/export", None)
+    old = services.create_memory(scope, "We deploy with make release", "process")
+    services.create_memory(scope, "We deploy with make ship since the helm move", "process", supersedes=old.id)
+    services.create_memory(scope, "The freeze lasts until Monday", "process", ttl_days=1)
+    Memory.objects.filter(content__startswith="The freeze").update(expires_at=timezone.now() - timedelta(hours=1))
+    text = render_agents_md("acme/export")
+    assert "make ship" in text
+    assert "make release" not in text and "freeze" not in text
