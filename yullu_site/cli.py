@@ -158,8 +158,13 @@ def cmd_reconcile(args: argparse.Namespace) -> None:
     import json
 
     from sync.services import reconcile_cli
+    from yullu_site.errors import UserError
 
-    print(json.dumps(reconcile_cli(args.cwd, args.project_id), indent=2))
+    try:
+        result = reconcile_cli(os.path.abspath(args.cwd), args.project_id)
+    except UserError as exc:
+        fail(str(exc))
+    print(json.dumps(result, indent=2))
 
 
 def cmd_sync_compact(args: argparse.Namespace) -> None:
@@ -171,7 +176,7 @@ def cmd_sync_compact(args: argparse.Namespace) -> None:
     from yullu_site.errors import UserError
 
     try:
-        result = compact(resolve(args.project_id, args.cwd), dry_run=args.dry_run)
+        result = compact(resolve(args.project_id, os.path.abspath(args.cwd)), dry_run=args.dry_run)
     except UserError as exc:
         fail(str(exc))
     print(json.dumps(result, indent=2))
