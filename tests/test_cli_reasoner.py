@@ -140,7 +140,7 @@ def test_a_scheduled_pass_with_only_a_fake_claude_on_path_creates_memories(tmp_p
     worker, beat = start_worker_and_beat(env, tmp_path)
     try:
         wait_until(
-            lambda: Memory.objects.filter(project_id="acme/nokey").exists(),
+            lambda: DreamPass.objects.filter(project_id="acme/nokey", phase="done").exists(),  # finished last
             "a scheduled pass through the cli reasoner",
             timeout=90,
             alive=[worker, beat],

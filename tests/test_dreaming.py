@@ -226,9 +226,9 @@ def test_a_beat_scheduled_pass_runs_end_to_end(reasoner_stub: StubServer, tmp_pa
     )
     worker, beat = start_worker_and_beat(env, tmp_path)
     try:
-        wait_until(
-            lambda: Memory.objects.filter(content="Scheduled passes work").exists(),
-            "beat to schedule a dream pass and the worker to run it",
+        wait_until(  # the pass row is finished last, after its memories and the consumed messages
+            lambda: DreamPass.objects.filter(project_id="acme/scheduled", phase="done").exists(),
+            "beat to schedule a dream pass and the worker to finish it",
             timeout=90,
             alive=[worker, beat],
         )
