@@ -165,11 +165,15 @@ def test_a_task_whose_worker_is_killed_mid_run_completes_after_the_restart(site:
             m["content"] == "Release with make release" for m in page.json()["results"]
         )
 
+    def passes() -> list[dict[str, Any]]:
+        page = httpx.get(f"{site.url}/api/dream/passes", params={"project_id": project}, headers=auth, timeout=10)
+        return [p for p in page.json()["passes"] if p["ops_created"] == 1] if page.status_code == 200 else []
+
     wait_for(created, site, "the memory from the redelivered task")
+    wait_for(passes, site, "the redelivered pass to finish")  # its row is written after its memories
     assert site.pid("worker") not in (None, worker.pid)
     assert chats() >= asked + 2  # the task ran a second time, on the new worker
-    passes = httpx.get(f"{site.url}/api/dream/passes", params={"project_id": project}, headers=auth, timeout=10)
-    assert [p["trigger"] for p in passes.json()["passes"] if p["ops_created"] == 1] == ["manual"]
+    assert [p["trigger"] for p in passes()] == ["manual"]
 
 
 def test_metrics_from_every_process_count_a_restarted_beat(site: Site) -> None:
