@@ -178,3 +178,11 @@ def test_a_manage_py_command_leaves_no_postgres_running(fresh_home: dict[str, st
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert postgres_running_under(str(Path(fresh_home["YULLU_ROOT_PG_BASE"]).parent)) == []
+
+
+def test_a_user_error_in_any_database_command_is_one_sentence(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    for args in (["reconcile", "--cwd", str(tmp_path / "notes")], ["dream", "--project", "x" * 600]):
+        out = run_cli(args, product_env(tmp_path / "home"))
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+        assert out.stderr.strip().startswith("yullu: ") and len(out.stderr.strip().splitlines()) == 1, out.stderr

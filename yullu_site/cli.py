@@ -19,11 +19,12 @@ def run_guarded(fn: Callable[[], object]) -> None:
     from .config import ConfigError
     from .database import DatabaseUrlError
     from .env import EnvError
+    from .errors import UserError
     from .pg import EmbeddedPostgresError
 
     try:
         fn()
-    except (ConfigError, EnvError, DatabaseUrlError, EmbeddedPostgresError) as exc:
+    except (ConfigError, EnvError, DatabaseUrlError, EmbeddedPostgresError, UserError) as exc:
         fail(str(exc))
     except Exception as exc:
         from django.db import OperationalError
