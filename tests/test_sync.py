@@ -326,3 +326,47 @@ def test_compact_folds_the_log_into_snapshots_a_fresh_teammate_reads_to_the_same
     assert compact(scope)["files_after"] == 4  # + C's embedding for its model, kept as a snapshot vector
     names = sorted(p.name for p in folder.iterdir())
     assert compact(scope)["files_after"] == 4 and sorted(p.name for p in folder.iterdir()) == names  # a fixpoint
+
+
+def test_a_rolled_back_write_leaves_no_event_and_a_flush_lost_in_a_crash_is_swept(
+    repo: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import timedelta
+
+    from django.db import transaction
+    from django.utils import timezone
+
+    from sync import outbox
+    from sync.models import OutboxEvent
+    from sync.tasks import sweep_outbox
+
+    scope = resolve(None, str(repo))
+    logs = repo / ".yullu" / "logs"
+    with pytest.raises(RuntimeError), transaction.atomic():
+        services.create_memory(scope, "A fact whose transaction fails later")
+        raise RuntimeError("the caller's transaction rolls back")
+    assert not logs.exists() and OutboxEvent.objects.count() == 0 and Memory.objects.count() == 0
+    # The process dies right after the commit, before its on-commit flush writes the file.
+    monkeypatch.setattr(outbox.transaction, "on_commit", lambda *args, **kwargs: None)
+    m = services.create_memory(scope, "A fact committed just before a crash")
+    monkeypatch.undo()
+    assert not logs.exists() and OutboxEvent.objects.count() == 2  # create + embedding, owed to the log
+    assert sweep_outbox() == 0  # a fresh row may still be flushed by its own process
+    OutboxEvent.objects.update(created_at=timezone.now() - timedelta(minutes=5))
+    assert sweep_outbox() == 2 and OutboxEvent.objects.count() == 0
+    assert {str(e.memory_id) for _, e in read_events(logs).events} == {str(m.uuid)}
+
+
+def test_the_cli_takes_a_relative_cwd_and_answers_a_user_error_in_one_sentence(
+    repo: Path, machines: dict[str, Machine], tmp_path: Path
+) -> None:
+    import os
+
+    b = machines["B"]
+    env = {**product_env(b.home), "DATABASE_URL": b.url}
+    out = run_cli(["reconcile", "--cwd", os.path.relpath(repo, REPO)], env, timeout=120)
+    assert out.returncode == 0 and json.loads(out.stdout)["project_id"] == PROJECT
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    out = run_cli(["reconcile", "--cwd", str(outside)], env, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr and "no git repository known" in out.stderr
