@@ -30,6 +30,9 @@ MIN_DF_CUT = 50
 # Query coverage (the relevance gate's keyword evidence) weighs each query lexeme by an idf computed
 # as if the project held at least this many memories, so it does not vanish in a tiny project.
 COVERAGE_MIN_N = 100
+# Below this many memories the fusion scales keyword evidence down by how much weaker the idfs are
+# (search_with_coverage): in a project of two memories, a word one of them holds says little.
+ATTAINABLE_MIN_N = 20
 # At most this many postings are scanned per query; the commonest remaining terms are dropped
 # first (they carry the least weight), which bounds latency on large projects.
 POSTINGS_BUDGET = 5_000
@@ -121,15 +124,21 @@ def within_budget(dfs: dict[str, int], n: int) -> dict[str, int]:
 def coverage_weight(df: int, n: int) -> float:
     """A lexeme's weight in query coverage: idf against max(n, COVERAGE_MIN_N) memories."""
     n = max(n, COVERAGE_MIN_N)
+    return idf_of(df, n)
+
+
+def idf_of(df: int, n: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
 def search(project_id: str, query: str, categories: list[str], k: int) -> dict[int, float]:
     """memory id → BM25 score for the top `k` rows holding any informative query lexeme."""
-    return {mid: score for mid, (score, _) in search_with_coverage(project_id, query, categories, k).items()}
+    return {mid: score for mid, (score, _, _) in search_with_coverage(project_id, query, categories, k).items()}
 
 
-def search_with_coverage(project_id: str, query: str, categories: list[str], k: int) -> dict[int, tuple[float, float]]:
+def search_with_coverage(
+    project_id: str, query: str, categories: list[str], k: int
+) -> dict[int, tuple[float, float, float]]:
     """memory id → (BM25 score, query coverage) for the top `k` rows holding any informative query lexeme.
 
     Coverage is the share of the query's lexemes (weighted by `coverage_weight`) that the memory
@@ -147,6 +156,10 @@ def search_with_coverage(project_id: str, query: str, categories: list[str], k: 
     idf = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in kept.values()]
     total = sum(coverage_weight(df, n) for df in dfs.values()) or 1.0
     cover = [coverage_weight(df, n) / total for df in kept.values()]
+    # How telling these words can be here: their idf in this project over their idf in a project of
+    # ATTAINABLE_MIN_N memories. 1.0 from that size on; in a project of two memories a word held by
+    # one of them is weak evidence, and the fusion scales its keyword share down accordingly.
+    strength = sum(idf) / sum(idf_of(df, max(n, ATTAINABLE_MIN_N)) for df in kept.values())
     cat_join = "JOIN memories_memory m ON m.id = t.memory_id AND m.category = ANY(%s)" if categories else ""
     sql = f"""
         SELECT t.memory_id,
@@ -166,4 +179,4 @@ def search_with_coverage(project_id: str, query: str, categories: list[str], k: 
     params += [project_id, k]
     with connection.cursor() as cur:
         cur.execute(sql, params)
-        return {mid: (float(score), min(1.0, float(cov))) for mid, score, cov in cur.fetchall()}
+        return {mid: (float(score), min(1.0, float(cov)), strength) for mid, score, cov in cur.fetchall()}

@@ -132,6 +132,7 @@ class Candidate:
     dense_rank: int | None = None
     keyword_rank: int | None = None
     keyword_score: float = 0.0
+    keyword_strength: float = 1.0  # < 1 in a project too small for idf to tell words apart (bm25)
     coverage: float = 0.0  # share of the query's telling words the memory holds (bm25.search_with_coverage)
     session: str | None = None  # its `session:<id>` tag, if any
     score: float = 0.0
@@ -196,7 +197,7 @@ def _cosine(distance: float) -> float:
     return max(0.0, min(1.0, 1.0 - float(distance)))
 
 
-def _keyword(project_id: str, query: str, cats: list[str], k: int) -> dict[int, tuple[float, float]]:
+def _keyword(project_id: str, query: str, cats: list[str], k: int) -> dict[int, tuple[float, float, float]]:
     return bm25.search_with_coverage(project_id, query, cats, k)
 
 
@@ -232,7 +233,9 @@ def fuse(
 ) -> list[Candidate]:
     """One ranking from dense, keyword, recency and session signals.
 
-    "score": cosine + w_keyword × (BM25 / best BM25)² + w_recency × recency, then each candidate
+    "score": cosine + w_keyword × (strength × BM25 / best BM25)² + w_recency × recency, strength being
+    1 except in a project of fewer than 20 memories, where it is the query words' idf there over their
+    idf in 20 memories (bm25.ATTAINABLE_MIN_N); then each candidate
     gains w_contiguity × the best score among the other candidates tagged with its session.
     "rrf": reciprocal-rank fusion of the dense and keyword ranks (+ recency), kept for comparison.
     """
@@ -247,7 +250,9 @@ def fuse(
             c.score = dense + w_keyword * kw + rec / RRF_K
         else:
             dense = (c.similarity or 0.0) if dense_on else 0.0
-            kw = (c.keyword_score / best_kw) ** KEYWORD_POWER if kw_on else 0.0
+            # Relative to the best candidate, but a tiny project's literal match is weak evidence
+            # and must not outrank a much closer meaning (strength, bm25.search_with_coverage).
+            kw = (c.keyword_strength * c.keyword_score / best_kw) ** KEYWORD_POWER if kw_on else 0.0
             c.score = dense + w_keyword * kw + rec
     if w_contiguity:
         _add_contiguity(cands, w_contiguity)
@@ -352,9 +357,9 @@ def rank(
             cands[mid] = Candidate(mid, similarity=sim, dense_rank=n)
     if mode != "dense":
         keyword = _keyword(project_id, query, cats, KEYWORD_CANDIDATES)
-        for n, (mid, (score, coverage)) in enumerate(keyword.items(), start=1):
+        for n, (mid, (score, coverage, strength)) in enumerate(keyword.items(), start=1):
             c = cands.setdefault(mid, Candidate(mid))
-            c.keyword_rank, c.keyword_score, c.coverage = n, score, coverage
+            c.keyword_rank, c.keyword_score, c.coverage, c.keyword_strength = n, score, coverage, strength
     missing = [mid for mid, c in cands.items() if c.similarity is None]
     found = _details(list(cands), missing, embedder_id, literal, dim)
     for mid, c in list(cands.items()):

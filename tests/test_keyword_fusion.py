@@ -1,0 +1,23 @@
+"""Fusion with the real default local embedder: one literal keyword match does not outrank a much
+closer meaning in a small project (keyword evidence is measured against what the query could attain,
+not against the best candidate)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memories import queries, services
+from memories.scope import resolve
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TESTS = "Run the test suite with `make test`; it starts a throwaway Postgres and runs pytest."
+DECISION = "We chose PostgreSQL over MongoDB because we need transactions across tables and pgvector."
+
+
+@pytest.mark.parametrize("question", ["why postgres?", "why did we pick postgres over mongo"])
+def test_a_closer_meaning_beats_one_literal_keyword_match(question: str) -> None:
+    scope = resolve(project_id="acme/fusion")
+    _, decision = services.create_memories(scope, [services.NewMemory(TESTS), services.NewMemory(DECISION)])
+    found = queries.search(scope.project_id, question, log=False).results
+    assert found and found[0]["id"] == decision.id, [(h["content"][:30], h["similarity"]) for h in found]
