@@ -337,8 +337,16 @@ def store_memories(
         if dedupe:
             _lock_project(scope.project_id)
         targets = _supersede_targets(scope.project_id, cleaned)
+        exact_scan = _scans_exactly(scope.project_id) if dedupe and vectors else True
         found = [
-            _near(scope.project_id, embedder.id, item, vectors[n] if vectors else None, set(targets.values()))
+            _near(
+                scope.project_id,
+                embedder.id,
+                item,
+                vectors[n] if vectors else None,
+                set(targets.values()),
+                exact_scan=exact_scan,
+            )
             if dedupe
             else None
             for n, item in enumerate(cleaned)
@@ -439,7 +447,18 @@ class Nearby:
     similar: list[Similar]
 
 
-def _near(project_id: str, embedder_id: str, item: NewMemory, vector: Any, exclude: set[int]) -> Nearby:
+def _scans_exactly(project_id: str) -> bool:
+    """Whether the duplicate check scans the project exactly rather than through HNSW. Counted here,
+    once per batch (nothing is inserted until every item is checked): the search's cached project
+    count would go stale as we insert."""
+    from .queries import EXACT_SCAN_MAX
+
+    return Memory.objects.filter(project_id=project_id).count() <= EXACT_SCAN_MAX
+
+
+def _near(
+    project_id: str, embedder_id: str, item: NewMemory, vector: Any, exclude: set[int], *, exact_scan: bool
+) -> Nearby:
     """The current memory this item duplicates (exact text, or cosine ≥ the embedder's duplicate
     threshold), else up to MAX_SIMILAR related ones."""
     current = Memory.objects.current().filter(project_id=project_id).exclude(pk__in=exclude)
@@ -448,12 +467,10 @@ def _near(project_id: str, embedder_id: str, item: NewMemory, vector: Any, exclu
         return Nearby((exact, 1.0), [])
     if vector is None:
         return Nearby(None, [])
-    from .queries import EXACT_SCAN_MAX, nearest
+    from .queries import nearest
 
     limit = thresholds(embedder_id)
-    # Decide exact vs HNSW here: the search's cached project count would go stale as we insert.
-    exact = Memory.objects.filter(project_id=project_id).count() <= EXACT_SCAN_MAX
-    near = nearest(project_id, embedder_id, vector, 12, exact=exact)
+    near = nearest(project_id, embedder_id, vector, 12, exact=exact_scan)
     close = {mid: sim for mid, sim in near.items() if sim >= limit.related}
     rows = current.in_bulk(list(close))
     ranked = sorted(((rows[mid], sim) for mid, sim in close.items() if mid in rows), key=lambda p: (-p[1], p[0].pk))
@@ -472,7 +489,9 @@ def nearby(project_id: str, content: Any) -> Nearby:
     text = clean_content(content)
     embedder = get_embedder()
     vectors = _embed(embedder, [text])
-    return _near(project_id, embedder.id, NewMemory(text), vectors[0] if vectors else None, set())
+    vector = vectors[0] if vectors else None
+    exact_scan = _scans_exactly(project_id) if vector is not None else True
+    return _near(project_id, embedder.id, NewMemory(text), vector, set(), exact_scan=exact_scan)
 
 
 def _batch_duplicate(
