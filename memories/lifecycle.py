@@ -26,7 +26,6 @@ from .models import (
     MemoryEvent,
     MemoryLink,
     RecallFeedback,
-    RejectedMemory,
 )
 
 LINK_KINDS = tuple(k.value for k in LinkKind)
@@ -252,15 +251,7 @@ def prune_expired(*, dry_run: bool = False, now: datetime | None = None, limit: 
     done: list[int] = []
     with transaction.atomic():
         for memory in due.select_for_update(skip_locked=True)[:limit]:
-            RejectedMemory.objects.create(
-                uuid=memory.uuid,
-                project_id=memory.project_id,
-                content=memory.content,
-                tags=memory.tags,
-                category=memory.category,
-                rating=None,
-                reason=ArchiveReason.EXPIRED,
-            )
+            services.archive(memory, ArchiveReason.EXPIRED)
             services._delete(memory, "prune", publish_forget=False, expired=True)
             done.append(memory.pk)
     return {"dry_run": False, "expired": len(done), "ids": done}

@@ -28,6 +28,7 @@ from .embedders import Embedder, embeds, get_embedder
 from .models import (
     CATEGORIES,
     IMPORTANCES,
+    ArchiveReason,
     EventKind,
     Importance,
     LinkKind,
@@ -657,6 +658,20 @@ def delete_memory(memory_id: Any, *, source: str = "api") -> Memory:
     return memory
 
 
+def archive(memory: Memory, reason: str, *, rating: int | None = None, comment: str = "") -> RejectedMemory:
+    """Keep a copy of `memory` in rejected_memories before it is deleted (a rejection or an expiry)."""
+    return RejectedMemory.objects.create(
+        uuid=memory.uuid,
+        project_id=memory.project_id,
+        content=memory.content,
+        tags=memory.tags,
+        category=memory.category,
+        rating=rating,
+        rating_comment=comment,
+        reason=reason,
+    )
+
+
 def _delete(memory: Memory, source: str, *, publish_forget: bool = True, **metadata: Any) -> None:
     pk = memory.pk
     record_change(memory, "deleted", source, snapshot(memory), None)
@@ -700,15 +715,7 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
             memory.save(update_fields=["rating", "rating_comment"])
             record_change(memory, "rated", source, before, snapshot(memory))
             return {"id": memory.pk, "uuid": str(memory.uuid), "rating": value, "archived": False}
-        RejectedMemory.objects.create(
-            uuid=memory.uuid,
-            project_id=memory.project_id,
-            content=memory.content,
-            tags=memory.tags,
-            category=memory.category,
-            rating=value,
-            rating_comment=comment,
-        )
+        archive(memory, ArchiveReason.REJECTED, rating=value, comment=comment)
         _delete(memory, source, rating=value)
     return {"id": memory.pk, "uuid": str(memory.uuid), "rating": value, "archived": True}
 
