@@ -24,6 +24,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from yullu_site import ratelimit
 from yullu_site.auth import bearer_from_header, user_for_token
 from yullu_site.models import hash_token
+from yullu_site.origins import allowed_origins
 
 from .mcp import with_fresh_connections
 
@@ -38,13 +39,6 @@ def allowed_hosts() -> list[str]:
     for host in settings.YULLU["server"]["allowed_hosts"]:
         hosts += [host, f"{host}:*"]
     return hosts
-
-
-def allowed_origins() -> list[str]:
-    origins = list(settings.YULLU["server"]["allowed_origins"])
-    for host in settings.YULLU["server"]["allowed_hosts"]:
-        origins += [f"http://{host}", f"http://{host}:*", f"https://{host}", f"https://{host}:*"]
-    return origins
 
 
 def transport_security() -> TransportSecuritySettings:
