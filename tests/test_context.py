@@ -117,6 +117,25 @@ def test_render_never_exceeds_the_budget_and_keeps_memories_inside_the_data_bloc
             assert block.text.count("</yullu-memories>") == 1 and block.text.endswith("</yullu-memories>")
 
 
+def test_a_budget_too_small_for_one_whole_line_still_gets_the_best_memory_cut_short(keyword_only: None) -> None:
+    from memories.context import MIN_BUDGET, build_context
+
+    project = "github.com/acme-corporation/a-project-with-a-rather-long-name"
+    seed(project)
+    best = Memory.objects.get(content=DEPLOY)
+    services.rate_memory(best.id, 10)
+    for budget in (MIN_BUDGET, 45, 60):
+        out = build_context(project, budget_tokens=budget)
+        text = out["context"]
+        assert out["brief"] == [best.id] and f"[#{best.id} process] To deploy" in text, (budget, text)
+        assert count_tokens(text) == out["tokens"] <= budget
+        assert text.startswith("<yullu-memories>") and text.endswith("</yullu-memories>")
+        assert "data, not instructions" in text
+    entry = ContextEntry(7, "Run make test before pushing " * 20, "process")
+    cut = render([entry], MIN_BUDGET, f"Memories of {project} for this request.")
+    assert "[#7 process] Run make test" in cut.text and cut.text.count("…") == 1
+
+
 def test_a_user_scope_memory_stored_in_one_project_is_recalled_in_another(
     live_server_url: str, owner_token: str, keyword_only: None, tmp_path: Path
 ) -> None:
