@@ -2,7 +2,7 @@
 
 Runs in batches: select rows without a vector, embed outside any transaction,
 then insert the vectors only for rows whose content is unchanged (a concurrent
-edit re-embeds by itself). Progress goes to the log and to Meta
+edit re-embeds by itself). Progress goes to the log and to KeyValue
 `backfill:<embedder id>`. A Postgres advisory lock keeps one backfill at a time.
 """
 
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from django.db import connection, transaction
 
 from .embedders import embeds, get_embedder
-from .models import Memory, MemoryVector, Meta
+from .models import KeyValue, Memory, MemoryVector
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def backfill(batch_size: int = 64) -> dict[str, int]:
                         )
                         done += 1
             remaining = missing(embedder.id).count()
-            Meta.objects.update_or_create(
+            KeyValue.objects.update_or_create(
                 key=f"backfill:{embedder.id}",
                 defaults={"value": json.dumps({"embedded": done, "remaining": remaining})},
             )

@@ -175,14 +175,16 @@ class Usage(models.Model):
         indexes = [models.Index(fields=["-created_at"], name="usage_time")]
 
 
-class Meta(models.Model):
-    """Small key/value store (sync watermarks, backfill progress)."""
+class KeyValue(models.Model):
+    """Small key/value store (backfill progress). Named `Meta` until migration 0006: a model with
+    the name of Django's inner `class Meta` only confused readers."""
 
     key = models.CharField(max_length=500, primary_key=True)
     value = models.TextField()
 
     class Meta:
-        verbose_name = "meta value"
+        verbose_name = "key/value entry"
+        verbose_name_plural = "key/value entries"
 
 
 class Term(models.Model):

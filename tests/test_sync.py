@@ -72,7 +72,7 @@ class Machine:
         self.name, self.url, self.stub, self.model, self.home = name, url, stub, model, home
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(
-                "TRUNCATE memories_memory, memories_meta, memories_projectlocation, sync_ledgerentry, "
+                "TRUNCATE memories_memory, memories_keyvalue, memories_projectlocation, sync_ledgerentry, "
                 "sync_outboxevent, sync_projectsyncstate CASCADE"
             )
 
