@@ -1,14 +1,19 @@
+from __future__ import annotations
+
+from typing import Annotated
+
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.api import ScopeIn, rest_scope, valid
-from yullu_site.openapi import PROJECT, documented
+from yullu_site.openapi import PROJECT, documented, many, shape
+from yullu_site.wire import DATETIME
 
 from .models import DreamPass
 from .reasoners import configured_reasoner
-from .services import record_messages, run_dream_pass
+from .services import COUNTERS, DreamCounters, DreamResult, RecordResult, record_messages, run_dream_pass
 
 
 class MessagesIn(ScopeIn):
@@ -20,7 +25,20 @@ class DreamIn(ScopeIn):
     session_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
-def pass_dict(p: DreamPass) -> dict:
+class PassOut(DreamCounters):
+    id: int
+    project_id: str
+    trigger: str
+    reasoner: str
+    phase: str
+    started_at: Annotated[str, DATETIME]
+    finished_at: Annotated[str | None, DATETIME]
+    sessions_total: int
+    errors: list[str]
+    last_error: str | None
+
+
+def pass_to_wire(p: DreamPass) -> PassOut:
     return {
         "id": p.pk,
         "project_id": p.project_id,
@@ -30,19 +48,14 @@ def pass_dict(p: DreamPass) -> dict:
         "started_at": p.started_at.isoformat(),
         "finished_at": p.finished_at.isoformat() if p.finished_at else None,
         "sessions_total": p.sessions_total,
-        "sessions_processed": p.sessions_processed,
-        "messages_processed": p.messages_processed,
-        "ops_created": p.ops_created,
-        "ops_updated": p.ops_updated,
-        "ops_deleted": p.ops_deleted,
-        "ops_skipped": p.ops_skipped,
+        **{k: getattr(p, k) for k in COUNTERS},  # type: ignore[typeddict-item]
         "errors": p.errors,
         "last_error": p.errors[-1] if p.errors else None,
     }
 
 
 class MessagesView(APIView):
-    @documented(request=MessagesIn, status=201, summary="Buffer conversation turns for dreaming")
+    @documented(shape(RecordResult), request=MessagesIn, status=201, summary="Buffer conversation turns for dreaming")
     def post(self, request: Request) -> Response:
         data = valid(MessagesIn, request.data)
         scope = rest_scope(data)
@@ -50,7 +63,7 @@ class MessagesView(APIView):
 
 
 class DreamView(APIView):
-    @documented(request=DreamIn, summary="Run a dream pass now (skipped: true if one is running)")
+    @documented(shape(DreamResult), request=DreamIn, summary="Run a dream pass now (skipped: true if one is running)")
     def post(self, request: Request) -> Response:
         data = valid(DreamIn, request.data)
         scope = rest_scope(data)
@@ -64,9 +77,9 @@ class DreamView(APIView):
 class DreamPassesView(APIView):
     """Pass history with live progress (phase, session n of total, counters, last error)."""
 
-    @documented(params=[PROJECT], errors=())
+    @documented(many("Passes", "passes", shape(PassOut)()), params=[PROJECT], errors=())
     def get(self, request: Request) -> Response:
         qs = DreamPass.objects.order_by("-started_at")
         if project_id := request.query_params.get("project_id"):
             qs = qs.filter(project_id=project_id)
-        return Response({"passes": [pass_dict(p) for p in qs[:50]]})
+        return Response({"passes": [pass_to_wire(p) for p in qs[:50]]})

@@ -45,14 +45,24 @@ class RecordResult(TypedDict):
     count: int
 
 
-class DreamResult(TypedDict, total=False):
-    project_id: str
+class DreamCounters(TypedDict):
+    """A pass's progress: in its result, on its DreamPass row (same column names) and in /api/dream/passes."""
+
     sessions_processed: int
     messages_processed: int
     ops_created: int
     ops_updated: int
     ops_deleted: int
     ops_skipped: int
+
+
+COUNTERS = tuple(DreamCounters.__annotations__)
+
+
+class DreamResult(DreamCounters, total=False):
+    """What a dream pass answers (MCP dream_now, POST /api/dream, `yullu dream`)."""
+
+    project_id: str
     sessions: list[dict[str, Any]]
     errors: list[str]
     skipped: bool
@@ -143,8 +153,7 @@ def _sessions(project_id: str, min_messages: int, session_id: str | None) -> lis
 
 def _counters(result: DreamResult) -> dict[str, Any]:
     """The DreamPass columns that mirror the running result."""
-    keys = ("sessions_processed", "messages_processed", "ops_created", "ops_updated", "ops_deleted", "ops_skipped")
-    return {"errors": result["errors"][:50], **{k: result[k] for k in keys}}  # type: ignore[literal-required]
+    return {"errors": result["errors"][:50], **{k: result[k] for k in COUNTERS}}  # type: ignore[literal-required]
 
 
 def _progress(dream: DreamPass, **fields: Any) -> None:
@@ -161,17 +170,7 @@ def run_dream_pass(
     session_id: str | None = None,
     trigger: str = "manual",
 ) -> DreamResult:
-    result: DreamResult = {
-        "project_id": project_id,
-        "sessions_processed": 0,
-        "messages_processed": 0,
-        "ops_created": 0,
-        "ops_updated": 0,
-        "ops_deleted": 0,
-        "ops_skipped": 0,
-        "sessions": [],
-        "errors": [],
-    }
+    result: DreamResult = {"project_id": project_id, **dict.fromkeys(COUNTERS, 0), "sessions": [], "errors": []}  # type: ignore[typeddict-item]
     with advisory_lock(LOCK_KEY, project_id) as got:
         if not got:
             return {**result, "skipped": True}

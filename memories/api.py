@@ -35,7 +35,7 @@ from . import lifecycle, queries, services, stats
 from .context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, build_context, search_merged
 from .models import CATEGORIES, Memory, RejectedMemory
 from .scope import Scope, resolve, user_scope
-from .serializers import memory_dict
+from .serializers import memory_to_wire, rejected_to_wire
 
 
 class ScopeIn(serializers.Serializer):
@@ -189,7 +189,7 @@ class MemoryList(APIView):
             qs = qs.filter(project_id=project_id)
         paginator = MemoryCursor()
         page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response([memory_dict(m) for m in page or []])
+        return paginator.get_paginated_response([memory_to_wire(m) for m in page or []])
 
     @documented(
         CreatedOut,
@@ -218,12 +218,12 @@ class MemoryList(APIView):
 class MemoryDetail(APIView):
     @documented(MemoryOut, errors=(404,))
     def get(self, request: Request, pk: int) -> Response:
-        return Response(memory_dict(services.get_memory(pk)))
+        return Response(memory_to_wire(services.get_memory(pk)))
 
     @documented(MemoryOut, request=MemoryPatch, errors=(400, 404))
     def patch(self, request: Request, pk: int) -> Response:
         data = valid(MemoryPatch, request.data)
-        return Response(memory_dict(services.update_memory(pk, **data, source="rest")))
+        return Response(memory_to_wire(services.update_memory(pk, **data, source="rest")))
 
     @documented(DeletedOut, errors=(404,))
     def delete(self, request: Request, pk: int) -> Response:
@@ -282,7 +282,7 @@ class UnratedView(APIView):
         qs = Memory.objects.filter(rating=None).order_by("-created_at", "-id")
         if project_id := request.query_params.get("project_id"):
             qs = qs.filter(project_id=project_id)
-        return Response({"memories": [memory_dict(m) for m in qs[: _limit(request, 50)]]})
+        return Response({"memories": [memory_to_wire(m) for m in qs[: _limit(request, 50)]]})
 
 
 class RejectedView(APIView):
@@ -292,23 +292,7 @@ class RejectedView(APIView):
         if project_id := request.query_params.get("project_id"):
             qs = qs.filter(project_id=project_id)
         rows = qs[: _limit(request, 50)]
-        return Response(
-            {
-                "rejected": [
-                    {
-                        "uuid": str(r.uuid),
-                        "project_id": r.project_id,
-                        "content": r.content,
-                        "tags": r.tags,
-                        "category": r.category,
-                        "rating": r.rating,
-                        "rating_comment": r.rating_comment,
-                        "rejected_at": r.rejected_at.isoformat(),
-                    }
-                    for r in rows
-                ]
-            }
-        )
+        return Response({"rejected": [rejected_to_wire(r) for r in rows]})
 
 
 class RecallView(APIView):

@@ -261,7 +261,7 @@ def register_memory_tools(server: MCPServer) -> None:
         ] = False,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
-            from .serializers import memory_dict
+            from .serializers import memory_to_wire
 
             memory = services.update_memory(
                 id,
@@ -273,7 +273,7 @@ def register_memory_tools(server: MCPServer) -> None:
                 supersede=supersede,
                 source="mcp",
             )
-            out: dict[str, Any] = dict(memory_dict(memory))
+            out: dict[str, Any] = dict(memory_to_wire(memory))
             if supersede:
                 out["supersedes"] = id
             return out

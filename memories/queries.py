@@ -34,26 +34,11 @@ from . import bm25
 from .durability import losable
 from .embedders import Embedder, embed_query, embeds, get_embedder
 from .models import CATEGORIES, EventKind, Memory, MemoryEvent
-from .serializers import hit_dict
+from .serializers import HIT_FIELDS, hit_to_wire
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)
 Mode = Literal["hybrid", "dense", "keyword"]
-HIT_FIELDS = (
-    "id",
-    "uuid",
-    "project_id",
-    "content",
-    "tags",
-    "category",
-    "created_at",
-    "updated_at",
-    "rating",
-    "rating_comment",
-    "importance",
-    "expires_at",
-    "superseded_by",
-)
 
 
 # Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, bench/tune_fusion.py).
@@ -400,12 +385,12 @@ def _apply_floor(
             break
         memory = memories[c.memory_id]
         if relevant(c):
-            hit = hit_dict(memory, c.similarity, len(result.results) + 1)
+            hit = hit_to_wire(memory, c.similarity, len(result.results) + 1)
             if preview is not None:
                 hit["clears_floor"] = preview(c)
             result.results.append(hit)
         elif len(result.considered) < limit:
-            result.considered.append(hit_dict(memory, c.similarity, 0))
+            result.considered.append(hit_to_wire(memory, c.similarity, 0))
 
 
 def _insert_events(rows: list[MemoryEvent]) -> None:

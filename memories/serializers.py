@@ -1,29 +1,55 @@
-"""Plain-dict shapes that cross boundaries (MCP results, REST bodies)."""
+"""The wire shapes of memories: declared once, here, as TypedDicts.
+
+The MCP tools and the REST views return what these functions build, and the OpenAPI schema's
+components are derived from the same TypedDicts (yullu_site.openapi.shape), so the three cannot
+drift apart (tests/test_wire_shapes.py checks that they agree).
+"""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Annotated, Literal, NotRequired, TypedDict
 
-from .models import Memory
+from yullu_site.wire import DATETIME, UUID, Doc
+
+from .models import Memory, RejectedMemory
 
 
-class MemoryDict(TypedDict):
+class MemoryOut(TypedDict):
     id: int
-    uuid: str
+    uuid: Annotated[str, UUID]
     project_id: str
     content: str
     tags: list[str]
     category: str | None
-    created_at: str
-    updated_at: str
+    created_at: Annotated[str, DATETIME]
+    updated_at: Annotated[str, DATETIME]
     rating: int | None
     rating_comment: str
-    importance: str
-    expires_at: str | None
-    superseded_by: int | None
+    importance: Literal["low", "normal", "high"]
+    expires_at: Annotated[str | None, DATETIME]
+    superseded_by: Annotated[int | None, Doc("id of the memory that replaced this one")]
 
 
-def memory_dict(m: Memory) -> MemoryDict:
+class HitOut(MemoryOut):
+    """A memory as a recall returns it."""
+
+    similarity: Annotated[float | None, Doc("cosine similarity 0–1; null when not embedded")]
+    rank: int
+    clears_floor: NotRequired[bool]  # only in the admin's preview search
+
+
+class RejectedOut(TypedDict):
+    uuid: Annotated[str, UUID]
+    project_id: str
+    content: str
+    tags: list[str]
+    category: str | None
+    rating: int | None
+    rating_comment: str
+    rejected_at: Annotated[str, DATETIME]
+
+
+def memory_to_wire(m: Memory) -> MemoryOut:
     return {
         "id": m.id,
         "uuid": str(m.uuid),
@@ -35,11 +61,28 @@ def memory_dict(m: Memory) -> MemoryDict:
         "updated_at": m.updated_at.isoformat(),
         "rating": m.rating,
         "rating_comment": m.rating_comment,
-        "importance": m.importance,
+        "importance": m.importance,  # type: ignore[typeddict-item]  # the model's choices are these three
         "expires_at": m.expires_at.isoformat() if m.expires_at else None,
         "superseded_by": m.superseded_by_id,
     }
 
 
-def hit_dict(m: Memory, similarity: float | None, rank: int) -> dict[str, Any]:
-    return {**memory_dict(m), "similarity": None if similarity is None else round(similarity, 4), "rank": rank}
+def hit_to_wire(m: Memory, similarity: float | None, rank: int) -> HitOut:
+    return {**memory_to_wire(m), "similarity": None if similarity is None else round(similarity, 4), "rank": rank}
+
+
+def rejected_to_wire(r: RejectedMemory) -> RejectedOut:
+    return {
+        "uuid": str(r.uuid),
+        "project_id": r.project_id,
+        "content": r.content,
+        "tags": r.tags,
+        "category": r.category,
+        "rating": r.rating,
+        "rating_comment": r.rating_comment,
+        "rejected_at": r.rejected_at.isoformat(),
+    }
+
+
+# Model fields a hit needs: the memory shape's, loaded with .only() (superseded_by is the FK's name).
+HIT_FIELDS = tuple(MemoryOut.__annotations__)

@@ -11,12 +11,12 @@ from django.utils import timezone
 
 from .embedders import get_embedder
 from .models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, RejectedMemory, Usage
-from .serializers import memory_dict
+from .serializers import memory_to_wire
 
 
 def list_memories(project_id: str, limit: int = 20) -> list[dict[str, Any]]:
     rows = Memory.objects.current().filter(project_id=project_id).order_by("-updated_at", "-id")[:limit]
-    return [memory_dict(m) for m in rows]
+    return [memory_to_wire(m) for m in rows]
 
 
 def projects() -> list[dict[str, Any]]:

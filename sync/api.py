@@ -5,13 +5,13 @@ from rest_framework.views import APIView
 
 from memories.api import ScopeIn, valid
 from memories.scope import resolve
-from yullu_site.openapi import documented
+from yullu_site.openapi import documented, shape
 
-from .services import reconcile_scope
+from .services import ReconcileResult, reconcile_scope
 
 
 class ReconcileView(APIView):
-    @documented(request=ScopeIn, summary="Reconcile a project's event log now")
+    @documented(shape(ReconcileResult), request=ScopeIn, summary="Reconcile a project's event log now")
     def post(self, request: Request) -> Response:
         data = valid(ScopeIn, request.data)
         if not data.get("project_id") and not data.get("cwd"):

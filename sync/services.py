@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, get_type_hints
 
 from django.db import transaction
 from django.utils import timezone
@@ -52,6 +52,8 @@ RACE_WINDOW_NS = 10 * 10**9  # a local write committed while we listed is at mos
 
 
 class ReconcileResult(TypedDict, total=False):
+    """What a reconcile answers (MCP reconcile_memories, POST /api/sync/reconcile, `yullu reconcile`)."""
+
     project_id: str
     events_scanned: int
     events_new: int
@@ -66,8 +68,8 @@ class ReconcileResult(TypedDict, total=False):
     skipped: bool
 
 
-COUNTERS = ("events_scanned", "events_new", "created", "updated", "deleted", "embeddings_reused",
-            "embeddings_computed", "local_only_logged")  # fmt: skip
+# The counters every result starts at 0: the result's int fields, in their declared order.
+COUNTERS = tuple(name for name, kind in get_type_hints(ReconcileResult).items() if kind is int)
 
 
 def listing_sha256(names: set[str]) -> str:

@@ -234,7 +234,7 @@ def test_a_memory_deleted_during_a_search_does_not_break_the_recall_log(stub_emb
     kept = services.create_memory(A, "vec:1,0,0 kept")
     gone = services.create_memory(A, "vec:0,1,0 gone")
     result = queries.SearchResult(project_id=A.project_id, recall_id="00000000-0000-4000-8000-000000000001")
-    from memories.serializers import hit_dict
+    from memories.serializers import hit_to_wire as hit_dict
 
     result.results = [hit_dict(kept, 0.9, 1), hit_dict(gone, 0.8, 2)]
     Memory.objects.filter(pk=gone.pk).delete()  # a concurrent delete between search and logging

@@ -62,7 +62,7 @@ def memories(args: argparse.Namespace) -> int:
     from memories import services, stats
     from memories.context import search_merged
     from memories.scope import resolve, user_scope
-    from memories.serializers import memory_dict
+    from memories.serializers import memory_to_wire
 
     out: Any
     if args.op in ("show", "rm"):
@@ -71,7 +71,7 @@ def memories(args: argparse.Namespace) -> int:
             services.delete_memory(memory.pk, source="cli")
             out, human = {"id": memory.pk, "uuid": str(memory.uuid), "deleted": True}, f"deleted #{memory.pk}"
         else:
-            out = dict(memory_dict(memory))
+            out = dict(memory_to_wire(memory))
             human = "\n".join(f"{k:>14}: {v}" for k, v in out.items())
         return _print(args, out, human)
     scope = user_scope() if getattr(args, "user", False) else resolve(args.project, args.cwd)

@@ -4,12 +4,28 @@ dict), so their shapes are declared here; schemathesis checks every response aga
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import UnionType
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    Required,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
+
+from memories import serializers as wire
+
+from .wire import DATETIME, UUID, Doc, Format
 
 
 class BearerAuthScheme(OpenApiAuthenticationExtension):
@@ -26,36 +42,67 @@ Error = inline_serializer("Error", {"error": serializers.CharField()})
 ALWAYS = (400, 401, 429, 503)
 
 
-class MemoryOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    uuid = serializers.UUIDField()
-    project_id = serializers.CharField()
-    content = serializers.CharField()
-    tags = serializers.ListField(child=serializers.CharField())
-    category = serializers.CharField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    rating = serializers.IntegerField(allow_null=True)
-    rating_comment = serializers.CharField(allow_blank=True)
-    importance = serializers.ChoiceField(choices=["low", "normal", "high"])
-    expires_at = serializers.DateTimeField(allow_null=True)
-    superseded_by = serializers.IntegerField(allow_null=True, help_text="id of the memory that replaced this one")
+_shapes: dict[type, type[serializers.Serializer]] = {}
 
 
-class HitOut(MemoryOut):
-    similarity = serializers.FloatField(allow_null=True, help_text="cosine similarity 0–1; null when not embedded")
-    rank = serializers.IntegerField()
+def shape(typed_dict: type) -> type[serializers.Serializer]:
+    """The schema serializer of a wire TypedDict (memories.serializers, …): one component per
+    TypedDict, named after it, with its fields, nullability and `yullu_site.wire` markers. Used
+    only to describe responses; the views return what the TypedDict's builder makes."""
+    if typed_dict not in _shapes:
+        hints = get_type_hints(typed_dict, include_extras=True)
+        required = typed_dict.__required_keys__  # type: ignore[attr-defined]
+        fields = {name: _field(hint, required=_required(name, hint, required)) for name, hint in hints.items()}
+        _shapes[typed_dict] = type(typed_dict.__name__, (serializers.Serializer,), fields)
+    return _shapes[typed_dict]
 
 
-class RejectedOut(serializers.Serializer):
-    uuid = serializers.UUIDField()
-    project_id = serializers.CharField()
-    content = serializers.CharField()
-    tags = serializers.ListField(child=serializers.CharField())
-    category = serializers.CharField(allow_null=True)
-    rating = serializers.IntegerField(allow_null=True)
-    rating_comment = serializers.CharField(allow_blank=True)
-    rejected_at = serializers.DateTimeField()
+def _required(name: str, hint: Any, required_keys: frozenset[str]) -> bool:
+    # With postponed annotations the TypedDict cannot see NotRequired[...] itself; the hint can.
+    if get_origin(hint) is NotRequired:
+        return False
+    return get_origin(hint) is Required or name in required_keys
+
+
+def _field(hint: Any, *, required: bool = True) -> serializers.Field:
+    kwargs: dict[str, Any] = {} if required else {"required": False}
+    if get_origin(hint) in (Required, NotRequired):
+        hint = get_args(hint)[0]
+    fmt = None
+    if get_origin(hint) is Annotated:
+        hint, *meta = get_args(hint)
+        for m in meta:
+            if isinstance(m, Format):
+                fmt = m
+            elif isinstance(m, Doc):
+                kwargs["help_text"] = m.text
+    if get_origin(hint) in (Union, UnionType) and type(None) in get_args(hint):
+        kwargs["allow_null"] = True
+        (hint,) = [a for a in get_args(hint) if a is not type(None)]
+    origin, args = get_origin(hint), get_args(hint)
+    if fmt is UUID:
+        return serializers.UUIDField(**kwargs)
+    if fmt is DATETIME:
+        return serializers.DateTimeField(**kwargs)
+    if origin is Literal:
+        return serializers.ChoiceField(choices=list(args), **kwargs)
+    if origin is list:
+        return serializers.ListField(child=_field(args[0]), **kwargs)
+    if origin is dict:
+        return serializers.DictField(child=_field(args[1]), **kwargs)
+    if is_typeddict(hint):
+        return shape(hint)(**kwargs)
+    simple = {bool: serializers.BooleanField, int: serializers.IntegerField, float: serializers.FloatField}
+    if hint in simple:
+        return simple[hint](**kwargs)
+    if hint is str:
+        return serializers.CharField(allow_blank=True, **kwargs)
+    return serializers.JSONField(**kwargs)
+
+
+MemoryOut = shape(wire.MemoryOut)
+HitOut = shape(wire.HitOut)
+RejectedOut = shape(wire.RejectedOut)
 
 
 class ProjectOut(serializers.Serializer):
