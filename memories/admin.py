@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Case, Exists, IntegerField, OuterRef, QuerySet, Value, When
+from django.db.models import (
+    BooleanField,
+    Case,
+    Exists,
+    Field,
+    FloatField,
+    IntegerField,
+    OuterRef,
+    QuerySet,
+    Value,
+    When,
+)
 from django.http import HttpRequest
 from django.urls import path
 from django.utils.html import format_html, format_html_join
@@ -31,6 +43,7 @@ from .admin_views import (
 from .embedders import get_embedder
 from .models import CATEGORIES, IMPORTANCES, Memory, MemoryVector, ProjectLocation, RejectedMemory
 from .scope import Scope, known_root
+from .serializers import HitOut
 
 
 class MemoryForm(forms.ModelForm):
@@ -234,51 +247,53 @@ class MemoryAdmin(ModelAdmin):
             ),
         )
 
-    _preview: dict[int, tuple[float | None, int, bool]] = {}
-
     @admin.display(description="match")
     def match(self, obj: Memory) -> str:
-        hit = getattr(self, "_preview", {}).get(obj.pk)
-        if not hit:
+        # The preview's rank, similarity and gate verdict ride on the row (get_queryset annotates
+        # them): this admin is one instance serving every request, so it holds no search state.
+        rank = getattr(obj, "search_rank", None)
+        if rank is None:
             return ""
-        sim, rank, clears = hit
+        sim = obj.search_similarity  # type: ignore[attr-defined]
         sim_text = "—" if sim is None else f"{sim:.2f}"
         return format_html(
             '<span class="y-nowrap">#{} · {} · {}</span>',
             rank,
             sim_text,
-            "sent" if clears else format_html("<em>{}</em>", "below floor"),
+            "sent" if obj.search_clears else format_html("<em>{}</em>", "below floor"),  # type: ignore[attr-defined]
         )
 
-    def _semantic(self, request: HttpRequest) -> list[int] | None:
-        """Run the preview search once per request (project filter + search box); None when not searching."""
+    def _semantic(self, request: HttpRequest) -> list[HitOut] | None:
+        """The preview search's hits, run once per request (project filter + search box) and kept
+        on the request; None when not searching."""
         term, project = request.GET.get("q", "").strip(), request.GET.get("project_id__exact")
         if not term or not project:
             return None
-        if not hasattr(request, "_yullu_order"):
-            found = queries.search(project, term, limit=50, preview=True)
-            self._preview = {h["id"]: (h["similarity"], h["rank"], h["clears_floor"]) for h in found.results}
-            request._yullu_order = [h["id"] for h in found.results]  # type: ignore[attr-defined]
-        return request._yullu_order  # type: ignore[attr-defined]
+        if not hasattr(request, "_yullu_preview"):
+            request._yullu_preview = queries.search(project, term, limit=50, preview=True).results  # type: ignore[attr-defined]
+        return request._yullu_preview  # type: ignore[attr-defined]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
         qs = Memory.objects.all()
-        order = self._semantic(request)
-        if order is not None:  # annotate before ordering: the rank is the sort key
-            ranking = Case(
-                *[When(pk=pk, then=Value(n)) for n, pk in enumerate(order)],
-                default=Value(len(order)),
-                output_field=IntegerField(),
+        hits = self._semantic(request)
+        if hits is not None:  # annotate before ordering: the rank is the sort key
+
+            def per_hit(value: Callable[[HitOut], Any], default: Any, field: Field[Any, Any]) -> Case:
+                whens = [When(pk=h["id"], then=Value(value(h))) for h in hits]
+                return Case(*whens, default=Value(default), output_field=field)
+
+            qs = qs.annotate(
+                search_rank=per_hit(lambda h: h["rank"], None, IntegerField()),
+                search_similarity=per_hit(lambda h: h["similarity"], None, FloatField()),
+                search_clears=per_hit(lambda h: h.get("clears_floor", False), False, BooleanField()),
             )
-            qs = qs.annotate(search_rank=ranking)
         return qs.order_by(*self.get_ordering(request))
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet[Memory], search_term: str) -> Any:
-        order = self._semantic(request)
-        if order is None:
-            self._preview = {}
+        hits = self._semantic(request)
+        if hits is None:
             return super().get_search_results(request, queryset, search_term)
-        return queryset.filter(pk__in=order), False
+        return queryset.filter(pk__in=[h["id"] for h in hits]), False
 
     def get_ordering(self, request: HttpRequest) -> list[str]:
         return ["search_rank"] if self._semantic(request) is not None else ["-updated_at"]

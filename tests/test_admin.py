@@ -193,3 +193,26 @@ def test_settings_page_masks_keys(staff: Client, monkeypatch: Any) -> None:
     monkeypatch.setitem(settings.YULLU, "openai", {"api_key": "sk-live-very-secret-value-123", "base_url": ""})
     text = staff.get("/admin/memories/memory/settings/").content.decode()
     assert "openai.api_key" in text and "sk-live-very-secret-value-123" not in text and "(set)" in text
+
+
+def test_two_interleaved_preview_searches_each_show_their_own_match(owner: Any, stub_embedder: StubServer) -> None:
+    """The MemoryAdmin is one instance for every request: request B's search must not leak into
+    the match column of request A's rows (it did when the preview was kept on the admin)."""
+    from django.contrib import admin
+    from django.test import RequestFactory
+
+    a = services.create_memory(resolve("acme/a", None), "vec:1,0,0 deploys go through make ship")
+    services.create_memory(resolve("acme/b", None), "vec:0,1,0 tests run with make test")
+    model_admin = admin.site._registry[Memory]
+
+    def rows(project: str, q: str) -> list[Memory]:
+        request = RequestFactory().get("/admin/memories/memory/", {"q": q, "project_id__exact": project})
+        request.user = owner
+        found, _ = model_admin.get_search_results(request, model_admin.get_queryset(request), q)
+        return list(found)
+
+    rows_a = rows("acme/a", "vec:1,0,0 how do we deploy")
+    rows_b = rows("acme/b", "vec:1,0,0 how do we test")  # renders after A's query ran
+    assert [m.pk for m in rows_a] == [a.pk]
+    assert model_admin.match(rows_a[0]) == '<span class="y-nowrap">#1 · 1.00 · sent</span>'
+    assert "below floor" in model_admin.match(rows_b[0])
