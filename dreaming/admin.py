@@ -115,12 +115,12 @@ class DreamPassAdmin(ModelAdmin):
         )
         grouped: dict[str, list[dict[str, Any]]] = {}
         for row in sessions:
-            row["messages"] = list(
+            messages = list(
                 SessionMessage.objects.filter(project_id=row["project_id"], session_id=row["session_id"])
                 .order_by("id")
                 .values("role", "content")[:20]
             )
-            grouped.setdefault(row["project_id"], []).append(row)
+            grouped.setdefault(row["project_id"], []).append({**row, "messages": messages})
         context = {
             **self.admin_site.each_context(request),
             "title": "Dreaming",

@@ -185,7 +185,7 @@ def _claude_answer(stdout: str) -> tuple[str, int, int, float]:
         raise Unavailable(
             f"`claude -p` reported an error: {str(data.get('result') if isinstance(data, dict) else data)[:200]}"
         )
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
     tin = sum(
         int(usage.get(k) or 0) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
     )

@@ -82,7 +82,8 @@ class MemoryForm(forms.ModelForm):
             self.fields["project_id"].disabled = True
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         try:
             data["content"] = services.clean_content(data.get("content", ""))
             data["tags"] = services.clean_tags([t for t in data.get("tags_text", "").split(",") if t.strip()])

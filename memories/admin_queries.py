@@ -54,6 +54,8 @@ def recall_history(memory_ids: list[int], per_memory: int = 5) -> dict[int, dict
         out[row["memory_id"]]["sent" if row["kind"] == EventKind.RECALLED else "considered"] = row["n"]
     recent = MemoryEvent.objects.filter(memory_id__in=memory_ids, kind=EventKind.RECALLED).order_by("-created_at")
     for ev in recent[: per_memory * max(1, len(memory_ids))]:
+        if ev.memory_id is None:  # never: filtered on memory_id above
+            continue
         bucket = out[ev.memory_id]["recent"]
         if len(bucket) < per_memory:
             bucket.append(
@@ -80,14 +82,14 @@ def project_rows(days: int = 30) -> list[dict[str, Any]]:
             {"project_id": pid, "memories": 0, "unrated": 0, "recalls": 0, "passes": 0, "failed": 0, "root": ""},
         )
 
-    for r in Memory.objects.values("project_id").annotate(n=Count("id"), u=Count("id", filter=Q(rating=None))):
-        row(r["project_id"]).update(memories=r["n"], unrated=r["u"])
+    for m in Memory.objects.values("project_id").annotate(n=Count("id"), u=Count("id", filter=Q(rating=None))):
+        row(m["project_id"]).update(memories=m["n"], unrated=m["u"])
     recalls = MemoryEvent.objects.filter(kind=EventKind.RECALLED, created_at__gte=since)
-    for r in recalls.values("project_id").annotate(n=Count("recall_id", distinct=True)):
-        row(r["project_id"])["recalls"] = r["n"]
+    for rc in recalls.values("project_id").annotate(n=Count("recall_id", distinct=True)):
+        row(rc["project_id"])["recalls"] = rc["n"]
     passes = DreamPass.objects.values("project_id").annotate(n=Count("id"), f=Count("id", filter=Q(phase="failed")))
-    for r in passes:
-        row(r["project_id"]).update(passes=r["n"], failed=r["f"])
+    for p in passes:
+        row(p["project_id"]).update(passes=p["n"], failed=p["f"])
     for pid, root in ProjectLocation.objects.values_list("project_id", "git_root"):
         row(pid)["root"] = root
     return sorted(rows.values(), key=lambda r: (-r["memories"], r["project_id"]))
@@ -161,7 +163,7 @@ def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tup
     window = collapsed[start : start + per_page]
     ids = [rid for g in window for rid in g["recall_ids"]]
     events = qs.filter(recall_id__in=ids).select_related("memory").order_by("created_at")
-    verdicts = {
+    verdicts: dict[tuple[str, int | None], bool | None] = {
         (str(r), m): useful
         for r, m, useful in RecallFeedback.objects.filter(recall_id__in=ids).values_list(
             "recall_id", "memory_id", "useful"

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -95,7 +96,7 @@ def review_view(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         _review_post(request)
         return HttpResponseRedirect(_safe_next(request))
-    qs = Memory.objects.filter(rating__isnull=True).order_by("-created_at", "-id")
+    qs: QuerySet[Memory] = Memory.objects.filter(rating__isnull=True).order_by("-created_at", "-id")
     project, category, source = (request.GET.get(k, "") for k in ("project_id", "category", "source"))
     if project:
         qs = qs.filter(project_id=project)

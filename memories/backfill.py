@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.db import connection, transaction
+from django.db.models import QuerySet
 
 from .embedders import embeds, get_embedder
 from .models import KeyValue, Memory, MemoryVector
@@ -37,7 +38,7 @@ def advisory_lock(key: int, name: str = "") -> Iterator[bool]:
                 cur.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [key, name])
 
 
-def missing(embedder_id: str) -> Memory.objects:  # type: ignore[name-defined]
+def missing(embedder_id: str) -> QuerySet[Memory]:
     return Memory.objects.exclude(vectors__embedder=embedder_id)
 
 

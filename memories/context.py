@@ -11,7 +11,7 @@ import functools
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Count, Q
 
@@ -20,6 +20,9 @@ from yullu_site.errors import UserError
 from . import queries
 from .models import CATEGORIES, EventKind, Memory
 from .scope import USER_SCOPE
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 DEFAULT_BUDGET = 800
 MIN_BUDGET = 40
@@ -156,10 +159,10 @@ def primer(project_id: str) -> list[Entry]:
             continue
         ranked = _ranked(pid)
         by_cat: dict[str | None, list[Memory]] = {}
-        for m in ranked:
-            bucket = by_cat.setdefault(m.category, [])
+        for r in ranked:
+            bucket = by_cat.setdefault(r.category, [])
             if len(bucket) < PRIMER_PER_CATEGORY:
-                bucket.append(m)
+                bucket.append(r)
         order = [c for c in CATEGORIES if c in by_cat] + ([None] if None in by_cat else [])
         for depth in range(PRIMER_PER_CATEGORY):
             for cat in order:
@@ -169,15 +172,19 @@ def primer(project_id: str) -> list[Entry]:
     return out
 
 
-def _ranked(project_id: str) -> list[Memory]:
+class _Recalls(TypedDict):
+    recalls: int
+
+
+def _ranked(project_id: str) -> list[WithAnnotations[Memory, _Recalls]]:
     qs = (
         Memory.objects.filter(project_id=project_id)
         .current()
         .annotate(recalls=Count("events", filter=Q(events__kind=EventKind.RECALLED)))
     )
-    rows = list(qs.order_by("-updated_at", "-id")[:500])
+    rows: list[WithAnnotations[Memory, _Recalls]] = list(qs.order_by("-updated_at", "-id")[:500])
 
-    def key(m: Memory) -> tuple[int, int, int, float]:
+    def key(m: WithAnnotations[Memory, _Recalls]) -> tuple[int, int, int, float]:
         importance = IMPORTANCE_RANK.get(getattr(m, "importance", None) or "normal", 1)
         return (importance, -(m.rating or 0), -m.recalls, -m.updated_at.timestamp())
 

@@ -351,9 +351,9 @@ def rank(
         if mid not in found:
             del cands[mid]
             continue
-        sim, c.created, c.updated, c.session = found[mid]
+        cosine, c.created, c.updated, c.session = found[mid]
         if c.similarity is None:
-            c.similarity = sim
+            c.similarity = cosine
     return list(cands.values())
 
 

@@ -112,7 +112,15 @@ def _embed(embedder: Embedder, texts: list[str]) -> list[np.ndarray] | None:
     return embedder.embed(texts)
 
 
-def _save_vector(memory: Memory, embedder_id: str, vector: Sequence[float]) -> None:
+def _locked(memory: Memory, memory_id: Any) -> Memory:
+    """The row again, locked until the transaction ends; NotFound when it was deleted meanwhile."""
+    locked = Memory.objects.select_for_update().filter(pk=memory.pk).first()
+    if locked is None:
+        raise NotFound(f"memory {memory_id} not found")
+    return locked
+
+
+def _save_vector(memory: Memory, embedder_id: str, vector: Sequence[float] | np.ndarray) -> None:
     arr = np.asarray(vector, dtype=np.float32)
     ensure_index(embedder_id, len(arr))
     MemoryVector.objects.update_or_create(
@@ -222,6 +230,14 @@ class NewMemory:
     uuid: str | None = None  # kept by imports, so importing twice finds the same memory
 
 
+@dataclass
+class CleanMemory(NewMemory):
+    """A NewMemory after validation: tags a list, importance one of IMPORTANCES."""
+
+    tags: list[str] = field(default_factory=list)
+    importance: str = Importance.NORMAL
+
+
 class Similar(TypedDict):
     id: int
     content: str
@@ -300,8 +316,8 @@ def create_memories(
     return [s.memory for s in store_memories(scope, items, source=source, dedupe=dedupe)]
 
 
-def _clean_item(i: NewMemory, now: datetime) -> NewMemory:
-    return NewMemory(
+def _clean_item(i: NewMemory, now: datetime) -> CleanMemory:
+    return CleanMemory(
         clean_content(i.content),
         clean_category(i.category),
         clean_tags(i.tags),
@@ -328,7 +344,7 @@ def store_memories(
     now = timezone.now()
     cleaned = [_clean_item(i, now) for i in items]
     for item in cleaned:
-        refuse_secrets(item.content, *item.tags)  # type: ignore[misc]
+        refuse_secrets(item.content, *item.tags)
     embedder = get_embedder()
     vectors = _embed(embedder, [i.content for i in cleaned])
     if vectors:
@@ -352,7 +368,7 @@ def store_memories(
             else None
             for n, item in enumerate(cleaned)
         ]
-        results: list[Stored | None] = [None] * len(cleaned)
+        results: dict[int, Stored] = {}  # item → its answer; every item gets one
         fresh: list[int] = []
         same_as: dict[int, tuple[int, float]] = {}  # item → earlier item of this batch it duplicates
         for n in range(len(cleaned)):
@@ -381,9 +397,10 @@ def store_memories(
             ]
         )
         for n, memory in zip(fresh, created, strict=True):
-            results[n] = Stored(memory, True, similar=found[n].similar if found[n] else [])  # type: ignore[union-attr]
+            near = found[n]
+            results[n] = Stored(memory, True, similar=near.similar if near else [])
         for n, (m, sim) in same_as.items():
-            first = results[m].memory  # type: ignore[union-attr]
+            first = results[m].memory
             results[n] = Stored(first, False, duplicate_of=first.pk, similarity=sim)
         if vectors is not None and created:
             MemoryVector.objects.bulk_create(
@@ -404,12 +421,12 @@ def store_memories(
             publish_change("create", memory, _ts(cleaned[n], stamp), vector=logged, git_root=root)
         MemoryEvent.objects.bulk_create([_activity(EventKind.CREATED, m, source=source) for m in created])
         MemoryChange.objects.bulk_create([change_row(m, "created", source, None, snapshot(m)) for m in created])
-        for n, result in enumerate(results):
+        for n, result in results.items():
             old = targets.get(n)
-            if old is not None and result is not None and result.memory.pk != old:
+            if old is not None and result.memory.pk != old:
                 _mark_superseded(old, result.memory, source)
                 result.superseded = old
-    return results  # type: ignore[return-value]
+    return [results[n] for n in range(len(cleaned))]
 
 
 def _ts(item: NewMemory, now_ns: int) -> int:
@@ -425,7 +442,7 @@ def _lock_project(project_id: str) -> None:
 WRITE_LOCK_KEY = 0x59_75_6C_18
 
 
-def _supersede_targets(project_id: str, items: list[NewMemory]) -> dict[int, int]:
+def _supersede_targets(project_id: str, items: list[CleanMemory]) -> dict[int, int]:
     """Item index → id of the memory it supersedes, each checked to be a current memory of the project."""
     targets: dict[int, int] = {}
     for n, item in enumerate(items):
@@ -496,7 +513,7 @@ def nearby(project_id: str, content: Any) -> Nearby:
 
 
 def _batch_duplicate(
-    items: list[NewMemory], vectors: list[np.ndarray] | None, n: int, earlier: list[int], embedder_id: str
+    items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int, earlier: list[int], embedder_id: str
 ) -> tuple[int, float] | None:
     """The earlier (stored) item of this batch that item n duplicates, with the similarity."""
     for m in earlier:
@@ -601,9 +618,7 @@ def update_memory(
         if vector is not None:
             ensure_index(embedder.id, len(vector))
     with transaction.atomic():
-        memory = Memory.objects.select_for_update().filter(pk=memory.pk).first()
-        if memory is None:
-            raise NotFound(f"memory {memory_id} not found")
+        memory = _locked(memory, memory_id)
         before = snapshot(memory)
         content_changed = "content" in changes and changes["content"] != memory.content
         for key, value in changes.items():
@@ -651,9 +666,7 @@ def _supersede_with(old: Memory, given: dict[str, Any], source: str) -> Memory:
 def delete_memory(memory_id: Any, *, source: str = "api") -> Memory:
     memory = get_memory(memory_id)
     with transaction.atomic():
-        memory = Memory.objects.select_for_update().filter(pk=memory.pk).first()
-        if memory is None:
-            raise NotFound(f"memory {memory_id} not found")
+        memory = _locked(memory, memory_id)
         _delete(memory, source)
     return memory
 
@@ -706,9 +719,7 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
     comment = (comment or "").strip()[:2000]
     memory = get_memory(memory_id)
     with transaction.atomic():
-        memory = Memory.objects.select_for_update().filter(pk=memory.pk).first()
-        if memory is None:
-            raise NotFound(f"memory {memory_id} not found")
+        memory = _locked(memory, memory_id)
         if value >= 6:
             before = snapshot(memory)
             memory.rating, memory.rating_comment = value, comment

@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from .embedders import get_embedder
 from .models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, RejectedMemory, Usage
-from .serializers import memory_to_wire
+from .serializers import MemoryOut, memory_to_wire
 
 
-def list_memories(project_id: str, limit: int = 20) -> list[dict[str, Any]]:
+def list_memories(project_id: str, limit: int = 20) -> list[MemoryOut]:
     rows = Memory.objects.current().filter(project_id=project_id).order_by("-updated_at", "-id")[:limit]
     return [memory_to_wire(m) for m in rows]
 

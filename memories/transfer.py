@@ -275,7 +275,7 @@ def _restore_fields(created: list[tuple[Memory, Row]]) -> None:
             other = Memory.objects.filter(uuid=target).first()
             if other is not None:
                 setattr(memory, name, other)
-                memory.save(update_fields=[Memory._meta.get_field(name).attname])
+                memory.save(update_fields=[name])
 
 
 def _valid(row: Row, result: ImportResult) -> bool:
@@ -297,7 +297,7 @@ def _write_batch(rows: list[Row], result: ImportResult) -> None:
         group = [r for r in rows if r.project_id == project_id]
         for r in group:
             r.uuid = str(r.uuid) if r.uuid else derived_uuid(project_id, r.content)
-        seen_uuids = {
+        seen_uuids: set[str | None] = {
             str(u) for u in Memory.objects.filter(uuid__in=[r.uuid for r in group]).values_list("uuid", flat=True)
         }
         seen_content = set(

@@ -51,9 +51,14 @@ def _superuser_only(model_admin: admin.ModelAdmin) -> None:
     def allowed(request: HttpRequest, *args: Any) -> bool:
         return bool(request.user.is_active and request.user.is_superuser)
 
-    for name in ("has_module_permission", "has_view_permission", "has_add_permission", "has_change_permission"):
+    for name in (
+        "has_module_permission",
+        "has_view_permission",
+        "has_add_permission",
+        "has_change_permission",
+        "has_delete_permission",
+    ):
         setattr(model_admin, name, allowed)
-    model_admin.has_delete_permission = allowed  # type: ignore[method-assign]
 
 
 def restrict_internals(site: admin.AdminSite) -> None:

@@ -51,8 +51,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         exc = exceptions.NotAuthenticated(TOKEN_HELP)
     if isinstance(exc, exceptions.APIException):
         response = Response({"error": _first_message(exc.detail)}, status=exc.status_code)
-        if getattr(exc, "auth_header", None):
-            response["WWW-Authenticate"] = exc.auth_header
+        if auth_header := getattr(exc, "auth_header", None):
+            response["WWW-Authenticate"] = auth_header
         if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
             response["WWW-Authenticate"] = 'Bearer realm="yullu"'
         return response

@@ -7,7 +7,7 @@ lifespan is forwarded to it; our own start-up work runs first.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
@@ -21,7 +21,7 @@ from yullu_site.startup import on_startup  # noqa: E402
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+Send = Callable[[Mapping[str, Any]], Awaitable[None]]
 
 mcp_app = build_mcp_asgi()
 

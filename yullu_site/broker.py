@@ -153,7 +153,8 @@ class Channel(virtual.Channel):
 
     def basic_reject(self, delivery_tag: str, requeue: bool = False) -> None:
         self._forget(delivery_tag, requeue=requeue)
-        self.qos._quick_ack(delivery_tag)
+        # Out of the QoS's unacked set without kombu's requeue: _forget already handed the row back.
+        self.qos.ack(delivery_tag)
 
     def _restore(self, message: Any) -> None:
         # Unacked at shutdown: hand the same row back instead of copying it (the default re-puts).

@@ -232,7 +232,7 @@ def _coerce(kind: type, value: Any) -> Any:
         raise TypeError
     if not isinstance(value, kind):
         raise TypeError
-    if kind is list and not all(isinstance(v, str) for v in value):
+    if kind is list and isinstance(value, list) and not all(isinstance(v, str) for v in value):
         raise TypeError
     return value
 

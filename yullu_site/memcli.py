@@ -8,7 +8,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 WIDTH = 100
@@ -51,7 +51,7 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
 # --- memories ---------------------------------------------------------------------------
 
 
-def _line(m: dict[str, Any], score: float | None = None) -> str:
+def _line(m: Mapping[str, Any], score: float | None = None) -> str:
     text = " ".join(str(m["content"]).split())
     text = text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
     sim = f" {score:.2f}" if score is not None else ""
@@ -173,7 +173,8 @@ def _hooks() -> tuple[bool, str, str]:
     from .hooks import yullu_home
     from .install import HOOKS
 
-    found, missing = [], []
+    found: list[str] = []
+    missing: list[str] = []
     settings_path = Path.home() / ".claude" / "settings.json"
     if settings_path.exists():
         text = settings_path.read_text(errors="replace")

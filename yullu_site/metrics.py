@@ -78,9 +78,9 @@ class DatabaseCollector:
         rows = DreamPass.objects.values("trigger").annotate(
             n=Count("id"), bad=Count("id", filter=Q(phase="failed") | ~Q(errors=[]))
         )
-        for row in rows.order_by():
-            passes.add_metric([row["trigger"]], row["n"])
-            failed.add_metric([row["trigger"]], row["bad"])
+        for by_trigger in rows.order_by():
+            passes.add_metric([by_trigger["trigger"]], by_trigger["n"])
+            failed.add_metric([by_trigger["trigger"]], by_trigger["bad"])
         yield passes
         yield failed
         depth = _queue_depth()
@@ -108,8 +108,8 @@ def render() -> tuple[bytes, str]:
     if os.environ.get(MULTIPROC_ENV):
         MultiProcessCollector(registry)
     else:
-        registry.register(_ThisProcess())  # type: ignore[arg-type]
-    registry.register(DatabaseCollector())  # type: ignore[arg-type]
+        registry.register(_ThisProcess())
+    registry.register(DatabaseCollector())
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class Cluster:
     bin_dir: Path
     run_as: str | None  # system user to run the server as; None = ourselves
 
-    def conninfo(self, dbname: str = DB_NAME) -> dict[str, str]:
+    def conninfo(self, dbname: str = DB_NAME) -> dict[str, Any]:
         return {"host": str(self.socket_dir), "user": "postgres", "dbname": dbname, "password": ""}
 
 

@@ -176,8 +176,13 @@ def _claim_beat_lock() -> Any:
     from django.db import connection
 
     conn = psycopg.connect(**connection.get_connection_params(), autocommit=True)
+
+    def claimed() -> bool:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", [BEAT_LOCK]).fetchone()
+        return bool(row and row[0])
+
     announced = False
-    while not conn.execute("SELECT pg_try_advisory_lock(%s)", [BEAT_LOCK]).fetchone()[0]:
+    while not claimed():
         if not announced:
             _say("yullu: another beat is running; waiting as a standby.")
             announced = True

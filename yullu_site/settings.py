@@ -6,11 +6,15 @@ import logging
 import os
 import secrets
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import config as yconfig
 from .database import database_settings
 from .env import env_bool, env_choice, env_str
 from .paths import create_once, ensure_home
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -109,7 +113,7 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
 
-def _admin_navigation(request: object) -> list[dict[str, object]]:
+def _admin_navigation(request: HttpRequest) -> list[dict[str, object]]:
     from yullu_site.admin_site import navigation
 
     return navigation(request)

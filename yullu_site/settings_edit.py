@@ -123,9 +123,9 @@ def save(form: Mapping[str, Any]) -> list[str]:
         if section not in doc:
             doc[section] = tomlkit.table()
         if value is None:
-            doc[section].pop(key, None)  # type: ignore[union-attr]
+            doc[section].pop(key, None)
         else:
-            doc[section][key] = value  # type: ignore[index]
+            doc[section][key] = value
     _write(file, tomlkit.dumps(doc))
     for (section, key), value in changes.items():
         settings.YULLU[section][key] = value
