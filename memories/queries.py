@@ -34,7 +34,7 @@ from . import bm25
 from .durability import losable
 from .embedders import Embedder, embed_query, embeds, get_embedder
 from .models import CATEGORIES, EventKind, Memory, MemoryEvent
-from .serializers import HIT_FIELDS, hit_to_wire
+from .serializers import HIT_FIELDS, HitOut, hit_to_wire
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)
@@ -127,8 +127,8 @@ class Candidate:
 class SearchResult:
     project_id: str
     recall_id: str | None
-    results: list[dict[str, Any]] = field(default_factory=list)
-    considered: list[dict[str, Any]] = field(default_factory=list)
+    results: list[HitOut] = field(default_factory=list)
+    considered: list[HitOut] = field(default_factory=list)
 
 
 def _vec_literal(vector: np.ndarray) -> str:
