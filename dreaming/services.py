@@ -30,7 +30,7 @@ from yullu_site.errors import UserError
 from .models import DreamOp, DreamPass, DreamSchedule, SessionMessage
 from .parse import ParseError, parse_decision, parse_operations
 from .prompt import JUDGE_PROMPT, build_judge_prompt, build_user_prompt, current_prompt
-from .reasoners import Reasoner, configured_reasoner
+from .reasoners import Reasoner, configured_reasoner, reasoner_status
 
 log = logging.getLogger(__name__)
 LOCK_KEY = 0x59_75_6C_03
@@ -464,5 +464,10 @@ def due_projects(now: datetime | None = None) -> list[str]:
 
 
 def dream_cli(cwd: str, project_id: str | None) -> DreamResult:
+    """`yullu dream`: a manual pass with the configured reasoner. Without one there is nothing it
+    could do (MCP sampling needs a client), so it is a UserError saying what to configure."""
     scope = resolve(project_id, cwd)
-    return run_dream_pass(scope.project_id, reasoner=configured_reasoner(), manual=True)
+    reasoner = configured_reasoner()
+    if reasoner is None:
+        raise UserError(reasoner_status()["warning"])
+    return run_dream_pass(scope.project_id, reasoner=reasoner, manual=True)

@@ -174,6 +174,16 @@ def test_a_second_pass_in_another_process_is_skipped(reasoner_stub: StubServer, 
     assert SessionMessage.objects.count() == 3 and chat_calls(reasoner_stub) == 0
 
 
+def test_yullu_dream_without_a_reasoner_says_what_to_configure_and_exits_1(tmp_path: Path) -> None:
+    seed_session("acme/noreasoner")
+    env = product_env(tmp_path / "home", YULLU_EMBED_PROVIDER="none", PATH="/usr/bin:/bin")
+    env.pop("ANTHROPIC_API_KEY", None)
+    out = run_cli(["dream", "--project-id", "acme/noreasoner"], env)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.startswith("yullu: no reasoner") and "ANTHROPIC_API_KEY" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and not DreamPass.objects.exists()
+
+
 @pytest.mark.parametrize(
     ("last_pass", "last_msg", "interval", "idle", "expected"),
     [
