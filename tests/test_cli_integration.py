@@ -169,6 +169,14 @@ def test_install_and_uninstall_round_trip(tmp_path: Path) -> None:
     assert cursor["mcpServers"]["yullu"]["headers"]["Authorization"] == "Bearer yl_testtoken"
     out = run_cli(["uninstall"], env)
     assert out.returncode == 0, out.stderr
+    said = out.stdout.splitlines()
+    assert f"claude: restored {settings_path} as it was before install" in said
+    assert f"cursor: deleted {home / '.cursor' / 'mcp.json'} (install created it)" in said
+    kept = f" and {yhome} (config, API token)"
+    assert any(line.startswith("kept: your memories (") and kept in line for line in said)
+    assert "claude: `claude` is not on PATH; if you registered the MCP server, remove it with: " in out.stdout
+    again = run_cli(["uninstall", "codex"], env).stdout.splitlines()
+    assert again[0] == "codex: nothing of Yul'lu's found; nothing changed" and again[1].startswith("kept: ")
     assert json.loads(settings_path.read_text()) == {"model": "opus", "hooks": {"Stop": [other_hook]}}
     assert not (home / ".claude" / "skills" / "yullu").exists()
     assert tomllib.loads((home / ".codex" / "config.toml").read_text()) == {"model": "o4"}

@@ -205,11 +205,13 @@ def install_claude(home: Path, binary: str) -> None:
         say("claude: `claude` is not on PATH; register the MCP server with:\n  " + shlex.join(cmd[:-1]) + " " + header)
 
 
-def uninstall_claude(home: Path) -> None:
+def uninstall_claude(home: Path) -> bool:
+    changed = False
     skill = home / ".claude" / "skills" / "yullu"
     if skill.exists():
         shutil.rmtree(skill)
         say(f"claude: removed {skill}")
+        changed = True
     path = home / ".claude" / "settings.json"
     if path.exists():
         settings = read_json(path)
@@ -218,8 +220,15 @@ def uninstall_claude(home: Path) -> None:
         if json.dumps(settings, sort_keys=True) != before:
             write_if_changed(path, json.dumps(settings, indent=2) + "\n")
             say(f"claude: removed the yullu hooks from {path}")
+            changed = True
+    remove = ["claude", "mcp", "remove", "--scope", "user", "yullu"]
     if shutil.which("claude"):
-        subprocess.run(["claude", "mcp", "remove", "--scope", "user", "yullu"], capture_output=True, check=False)
+        if subprocess.run(remove, capture_output=True, check=False).returncode == 0:
+            say("claude: removed the yullu MCP server (`claude mcp remove --scope user yullu`)")
+            changed = True
+    elif changed:
+        say(f"claude: `claude` is not on PATH; if you registered the MCP server, remove it with: {shlex.join(remove)}")
+    return changed
 
 
 # --- Codex ----------------------------------------------------------------------------
@@ -275,29 +284,35 @@ def _is_our_notify(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and str(value[-1]) == "codex-notify"
 
 
-def uninstall_codex(home: Path) -> None:
+def uninstall_codex(home: Path) -> bool:
     import tomlkit
 
+    changed = False
     agents = home / ".codex" / "AGENTS.md"
     if agents.exists() and AGENTS_START in agents.read_text():
         write_if_changed(agents, without_section(agents.read_text()))
         say(f"codex: removed the yullu section of {agents}")
+        changed = True
     path = home / ".codex" / "config.toml"
     if path.exists():
+        removed = False
         doc = tomlkit.parse(path.read_text())
         servers = doc.get("mcp_servers")
-        changed = False
+        parts = []
         if servers is not None and "yullu" in servers:
             del servers["yullu"]
             if not servers:
                 del doc["mcp_servers"]
-            changed = True
+            parts.append("[mcp_servers.yullu]")
         if _is_our_notify(doc.get("notify")):
             del doc["notify"]
-            changed = True
-        if changed:
+            parts.append("notify → yullu codex-notify")
+        if parts:
             write_if_changed(path, tomlkit.dumps(doc), private=True)
-            say(f"codex: removed [mcp_servers.yullu] and our notify from {path}")
+            say(f"codex: removed {' and '.join(parts)} from {path}")
+            removed = True
+        changed = changed or removed
+    return changed
 
 
 # --- Cursor ---------------------------------------------------------------------------
@@ -315,7 +330,7 @@ def install_cursor(home: Path) -> None:
     say("cursor: rules are per project; commit this as .cursor/rules/yullu.mdc:\n\n" + CURSOR_RULES)
 
 
-def uninstall_cursor(home: Path) -> None:
+def uninstall_cursor(home: Path) -> bool:
     path = home / ".cursor" / "mcp.json"
     if path.exists():
         data = read_json(path)
@@ -323,6 +338,8 @@ def uninstall_cursor(home: Path) -> None:
             del data["mcpServers"]["yullu"]
             write_if_changed(path, json.dumps(data, indent=2) + "\n", private=True)
             say(f"cursor: removed mcpServers.yullu from {path}")
+            return True
+    return False
 
 
 # --- service --------------------------------------------------------------------------
@@ -364,16 +381,17 @@ def install_service(home: Path) -> None:
         subprocess.run(["launchctl", "load", "-w", str(path)], capture_output=True, check=False)
 
 
-def uninstall_service(home: Path) -> None:
+def uninstall_service(home: Path) -> bool:
     path, _ = service_file(home)
     if not path.exists():
-        return
+        return False
     if path.suffix == ".service" and shutil.which("systemctl"):
         subprocess.run(["systemctl", "--user", "disable", "--now", "yullu.service"], capture_output=True, check=False)
     elif path.suffix == ".plist" and shutil.which("launchctl"):
         subprocess.run(["launchctl", "unload", "-w", str(path)], capture_output=True, check=False)
     path.unlink()
-    say(f"service: removed {path}")
+    say(f"service: stopped and removed {path}")
+    return True
 
 
 # --- entry points ---------------------------------------------------------------------
@@ -436,10 +454,11 @@ def tracked_install(home: Path, target: str, fn: Any) -> None:
     _save_state(state)
 
 
-def restore_untouched(home: Path, target: str) -> None:
+def restore_untouched(home: Path, target: str) -> bool:
     """Give back the original bytes of every file of `target` that still holds exactly what
-    install wrote (a file created by install is deleted)."""
+    install wrote (a file created by install is deleted). True when a file was given back."""
     state = _load_state()
+    restored = False
     for rel in TARGET_FILES.get(target, []):
         p = home / rel
         entry = state.get(str(p))
@@ -449,13 +468,16 @@ def restore_untouched(home: Path, target: str) -> None:
             original = entry.get("original")
             if original is None:
                 p.unlink(missing_ok=True)
+                say(f"{target}: deleted {p} (install created it)")
             else:
                 tmp = p.with_name(p.name + ".tmp")
                 tmp.write_bytes(original.encode("utf-8", "surrogateescape"))
                 tmp.replace(p)
-            say(f"{target}: restored {p} as it was before install")
+                say(f"{target}: restored {p} as it was before install")
+            restored = True
         del state[str(p)]
     _save_state(state)
+    return restored
 
 
 def detect(home: Path) -> list[str]:
@@ -485,12 +507,38 @@ def install(targets: list[str], *, service: bool = False, assume_yes: bool = Fal
 
 
 def uninstall(targets: list[str]) -> None:
+    """Remove what install added and say so line by line; then say what is left on purpose."""
     home = Path.home()
+    removers = {"claude": uninstall_claude, "codex": uninstall_codex, "cursor": uninstall_cursor}
+    removed_from = set()
     try:
-        for target in targets or ["claude", "codex", "cursor"]:
-            restore_untouched(home, target)
-            {"claude": uninstall_claude, "codex": uninstall_codex, "cursor": uninstall_cursor}[target](home)
+        for target in targets or list(removers):
+            restored = restore_untouched(home, target)
+            if removers[target](home) or restored:
+                removed_from.add(target)
+            else:
+                say(f"{target}: nothing of Yul'lu's found; nothing changed")
         if not targets:
             uninstall_service(home)
     except InstallError as exc:
         raise SystemExit(f"yullu: {exc}") from None
+    for line in _left_behind(home, targets, cursor="cursor" in removed_from):
+        say(line)
+
+
+def _left_behind(home: Path, targets: list[str], cursor: bool) -> list[str]:
+    """What uninstall leaves on purpose, so nobody has to guess."""
+    where = "the database at DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "the embedded database"
+    lines = [f"kept: your memories ({where}) and {yullu_home()} (config, API token); delete them by hand "
+             "if you want them gone"]  # fmt: skip
+    backups = [p for d in (".claude", ".codex", ".cursor") for p in (home / d).rglob("*.yullu-backup-*")]
+    if backups:
+        folders = ", ".join(sorted({str(home / p.relative_to(home).parts[0]) for p in backups}))
+        copies = "copy" if len(backups) == 1 else "copies"
+        lines.append(f"kept: {len(backups)} backup {copies} of your files (*.yullu-backup-*) under {folders}")
+    service, _ = service_file(home)
+    if targets and service.exists():
+        lines.append(f"kept: the service {service} (`yullu uninstall` without targets removes it)")
+    if cursor:
+        lines.append("kept: any .cursor/rules/yullu.mdc you committed to a project (delete it there)")
+    return lines
