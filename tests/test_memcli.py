@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
+from memories import embedders
 from memories.models import Memory
 from tests.processes import git_repo, product_env, run_cli
 
@@ -64,5 +67,44 @@ def test_doctor_reports_each_failure_with_how_to_fix_it(tmp_path: Path) -> None:
     assert not checks["server"]["ok"] and "yullu serve" in checks["server"]["fix"]
     assert not checks["hooks"]["ok"] and "yullu install" in checks["hooks"]["fix"]
     assert not checks["reasoner"]["ok"] and "Claude Code" in checks["reasoner"]["fix"]
+    assert (checks["server"]["status"], checks["reasoner"]["status"]) == ("fail", "warn")
     human = run_cli(["doctor"], env).stdout
     assert "FAIL  server" in human and "fix: start it with `yullu serve`" in human
+
+
+@pytest.fixture
+def keyword_only_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The live server keyword-only, like the CLI here: ready without loading a model."""
+    monkeypatch.setitem(settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "none"})
+    embedders._cache.clear()
+    yield
+    embedders._cache.clear()
+
+
+def test_doctor_exits_0_when_the_only_finding_is_the_missing_reasoner_warning(
+    tmp_path: Path, live_server_url: str, owner_token: str, keyword_only_server: None
+) -> None:
+    env = env_for(tmp_path, YULLU_PORT=live_server_url.rsplit(":", 1)[1], PATH="/usr/bin:/bin")
+    env.pop("ANTHROPIC_API_KEY", None)
+    (tmp_path / "yhome" / "token").write_text(owner_token + "\n")
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    assert run_cli(["install", "claude"], env).returncode == 0
+    out = run_cli(["doctor", "--json"], env)
+    report = json.loads(out.stdout)
+    statuses = {c["check"]: c["status"] for c in report["checks"]}
+    assert statuses.pop("reasoner") == "warn" and set(statuses.values()) == {"ok"}, json.dumps(report, indent=1)
+    assert out.returncode == 0 and report["ok"] is True
+    human = run_cli(["doctor"], env)
+    assert human.returncode == 0 and "WARN  reasoner" in human.stdout and "FAIL" not in human.stdout
+
+
+def test_cli_commands_print_their_answer_without_log_lines_unless_verbose(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    env.pop("YULLU_LOG_LEVEL")
+    assert run_cli(["memories", "add", "Deploys go through make ship", "--project", "acme/quiet"], env).returncode == 0
+    env.pop("YULLU_EMBED_PROVIDER")  # searching with the local model: it logs at INFO when it loads
+    quiet = run_cli(["memories", "search", "how do we deploy?", "--project", "acme/quiet"], env)
+    assert quiet.returncode == 0 and quiet.stdout.startswith("acme/quiet: "), quiet.stderr
+    assert " INFO " not in quiet.stderr, quiet.stderr  # (a first run's one-off model export shows its progress)
+    verbose = run_cli(["-v", "memories", "search", "how do we deploy?", "--project", "acme/quiet"], env)
+    assert verbose.returncode == 0 and " INFO " in verbose.stderr, "the quiet run is quiet because of the level"

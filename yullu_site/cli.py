@@ -287,6 +287,8 @@ def _target(value: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yullu", description="Persistent memory for AI coding assistants.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at info level (commands other than "
+                        "serve log warnings only unless $YULLU_LOG_LEVEL says otherwise)")  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="run the web server, a Celery worker and beat (and embedded Postgres)")
@@ -418,6 +420,12 @@ HOOK_COMMANDS = ("inject", "record-turn", "session-start", "pre-compact", "codex
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
+    if args.verbose:
+        if os.environ.get("YULLU_LOG_LEVEL", "").strip().lower() != "debug":
+            os.environ["YULLU_LOG_LEVEL"] = "info"
+    elif args.command != "serve":
+        # A command's output is its answer: log lines (INFO from model loading, searches) only on request.
+        os.environ.setdefault("YULLU_LOG_LEVEL", "warning")
     if args.command in HOOK_COMMANDS:
         args.fn(args)  # the hook path: stdlib only, always exits 0
     try:

@@ -109,12 +109,18 @@ def _print(args: argparse.Namespace, data: Any, human: str) -> int:
 # --- doctor -----------------------------------------------------------------------------
 
 
+# Checks whose failure leaves Yul'lu working (the server banner calls them warnings): they are
+# reported as "warn" and do not fail the exit code.
+WARN_ONLY = {"reasoner"}
+
+
 def _check(name: str, fn: Callable[[], tuple[bool, str, str]]) -> dict[str, Any]:
     try:
         ok, detail, fix = fn()
     except Exception as exc:  # a check that blows up is a failed check, said in one line
         ok, detail, fix = False, f"{type(exc).__name__}: {str(exc)[:200]}", "see the message above"
-    return {"check": name, "ok": ok, "detail": detail, "fix": "" if ok else fix}
+    status = "ok" if ok else "warn" if name in WARN_ONLY else "fail"
+    return {"check": name, "ok": ok, "status": status, "detail": detail, "fix": "" if ok else fix}
 
 
 def _config() -> tuple[bool, str, str]:
@@ -215,14 +221,15 @@ def doctor(args: argparse.Namespace) -> int:
             ("reasoner", _reasoner),
         ):
             results.append(_check(name, fn))
+    failed = any(r["status"] == "fail" for r in results)
     if args.json:
-        print(json.dumps({"ok": all(r["ok"] for r in results), "checks": results}, indent=2))
+        print(json.dumps({"ok": not failed, "checks": results}, indent=2))
     else:
         for r in results:
-            print(f"{'ok  ' if r['ok'] else 'FAIL'}  {r['check']:<9} {r['detail']}")
+            print(f"{r['status'].upper() if not r['ok'] else 'ok':<4}  {r['check']:<9} {r['detail']}")
             if not r["ok"]:
                 print(f"      {'':<9} fix: {r['fix']}")
-    return 0 if all(r["ok"] for r in results) else 1
+    return 1 if failed else 0
 
 
 def run(args: argparse.Namespace) -> None:
