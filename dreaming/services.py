@@ -242,7 +242,8 @@ def _dream_session(
         outcome["error"] = str(exc)
         return outcome  # messages are kept for the next pass
     applied: list[tuple[dict[str, Any], str, str]] = []
-    counts = apply_operations(Scope(project_id, known_root(project_id)), ops, record=applied, reasoner=reasoner)
+    scope = Scope(project_id, known_root(project_id))
+    counts = apply_operations(scope, ops, record=applied, reasoner=reasoner, session_id=session_id)
     if dream is not None:
         _record_ops(dream, session_id, applied)
     for key, value in counts.items():
@@ -263,14 +264,17 @@ def apply_operations(
     ops: list[dict[str, Any]],
     record: list[tuple[dict[str, Any], str, str]] | None = None,
     reasoner: Reasoner | None = None,
+    session_id: str | None = None,
 ) -> dict[str, int]:
     """Apply ops one by one; a failing op is skipped. `record` (if given) receives (op, outcome, why).
-    With a `reasoner`, a create close to existing memories is judged against them first."""
+    With a `reasoner`, a create close to existing memories is judged against them first. Memories it
+    stores carry the `session:` tag of `session_id` (the conversation they came from), which retrieval
+    uses to let one conversation's memories rise together."""
     counts = {"created": 0, "updated": 0, "deleted": 0, "skipped": 0, "superseded": 0, "conflict": 0}
     for op in ops:
         why = ""
         try:
-            kind = _apply_op(scope, op, reasoner)
+            kind = _apply_op(scope, op, reasoner, session_id)
         except UserError as exc:
             log.info("dream op skipped: %s", exc)
             kind, why = "skipped", str(exc)
@@ -321,10 +325,10 @@ def _uuid(value: Any) -> str:
         raise UserError(f"{value!r} is not a memory uuid") from None
 
 
-def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None) -> str:
+def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None, session_id: str | None = None) -> str:
     kind = op.get("op")
     if kind == "create":
-        return _create(scope, op, reasoner)
+        return _create(scope, op, reasoner, session_id)
     if kind == "update":
         memory = _by_uuid(scope, op.get("uuid"))
         memory_services.update_memory(
@@ -332,16 +336,16 @@ def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None
         )
         return "updated"
     if kind == "supersede":
-        return _supersede(scope, _by_uuid(scope, op.get("uuid")), op)
+        return _supersede(scope, _by_uuid(scope, op.get("uuid")), op, session_id)
     if kind == "contradicts":
-        return _contradict(scope, _by_uuid(scope, op.get("uuid")), op)
+        return _contradict(scope, _by_uuid(scope, op.get("uuid")), op, session_id)
     if kind == "delete":
         memory_services.delete_memory(_by_uuid(scope, op.get("uuid")).id, source="dream")
         return "deleted"
     raise UserError(f"unknown op {kind!r}")
 
 
-def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None) -> str:
+def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None, session_id: str | None = None) -> str:
     """A proposed new memory is first compared with its nearest neighbours: a near-duplicate
     updates (or skips) the existing one; related ones go to the reasoner, which may decide the
     proposal updates, supersedes or contradicts one of them instead of becoming a second memory."""
@@ -366,30 +370,37 @@ def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None) -> str:
             memory_services.update_memory(memory.id, content=op.get("content"), source="dream")
             return "updated"
         if memory is not None and choice == "supersede":
-            return _supersede(scope, memory, op)
+            return _supersede(scope, memory, op, session_id)
         if memory is not None and choice == "contradicts":
-            return _contradict(scope, memory, op)
-    memory_services.create_memory(scope, op.get("content"), op.get("category"), op.get("tags"), source="dream")
+            return _contradict(scope, memory, op, session_id)
+    tags = memory_services.with_session(op.get("tags"), session_id)
+    memory_services.create_memory(scope, op.get("content"), op.get("category"), tags, source="dream")
     return "created"
 
 
-def _supersede(scope: Scope, old: Memory, op: dict[str, Any]) -> str:
+def _supersede(scope: Scope, old: Memory, op: dict[str, Any], session_id: str | None = None) -> str:
+    tags = (
+        op.get("tags")
+        if op.get("tags") is not None
+        else [t for t in old.tags if not t.startswith(memory_services.SESSION_TAG)]
+    )
     memory_services.store_memory(
         scope,
         op.get("content"),
         op.get("category") or old.category,
-        op.get("tags") if op.get("tags") is not None else list(old.tags),
+        memory_services.with_session(tags, session_id),
         supersedes=old.pk,
         source="dream",
     )
     return "superseded"
 
 
-def _contradict(scope: Scope, other: Memory, op: dict[str, Any]) -> str:
+def _contradict(scope: Scope, other: Memory, op: dict[str, Any], session_id: str | None = None) -> str:
     """Store the claim and open a conflict: a reviewer decides which one is current."""
     from memories.lifecycle import link_memories
 
-    stored = memory_services.store_memory(scope, op.get("content"), op.get("category"), op.get("tags"), source="dream")
+    tags = memory_services.with_session(op.get("tags"), session_id)
+    stored = memory_services.store_memory(scope, op.get("content"), op.get("category"), tags, source="dream")
     if stored.memory.pk == other.pk:
         return "skipped"
     link_memories(stored.memory.pk, other.pk, "contradicts", source="dream", note=str(op.get("reasoning") or ""))

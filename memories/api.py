@@ -76,6 +76,7 @@ class MemoryIn(ScopeIn):
     supersedes = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**63 - 1)
     importance = IMPORTANCE
     ttl_days = serializers.FloatField(required=False, allow_null=True, min_value=1, max_value=3650)
+    session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
 
 
 class MemoryPatch(serializers.Serializer):
@@ -206,7 +207,7 @@ class MemoryList(APIView):
             scope,
             data["content"],
             data.get("category"),
-            data.get("tags"),
+            services.with_session(data.get("tags"), data.get("session_id")),
             source="rest",
             supersedes=data.get("supersedes"),
             importance=data.get("importance"),

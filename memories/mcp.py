@@ -178,6 +178,14 @@ def register_memory_tools(server: MCPServer) -> None:
         ] = None,
         importance: ImportanceArg = None,
         ttl_days: TtlArg = None,
+        session_id: Annotated[
+            str | None,
+            Field(
+                description="Your conversation/session id (the one you give record_messages), if you know it: "
+                "memories stored in one session are recalled together.",
+                max_length=200,
+            ),
+        ] = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
             where = scope_for(scope, project_id, cwd)
@@ -185,7 +193,7 @@ def register_memory_tools(server: MCPServer) -> None:
                 where,
                 content,
                 category,
-                tags,
+                services.with_session(tags, session_id),
                 source="mcp",
                 supersedes=supersedes,
                 importance=importance,

@@ -35,6 +35,7 @@ from .durability import losable
 from .embedders import Embedder, embed_query, embeds, get_embedder
 from .models import CATEGORIES, EventKind, Memory, MemoryEvent
 from .serializers import HIT_FIELDS, HitOut, hit_to_wire
+from .services import SESSION_TAG
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,6 @@ W_KEYWORD = 0.6
 KEYWORD_POWER = 2.0  # (BM25 / best)²: only near-best keyword matches move a hit much
 W_RECENCY = 0.05
 W_CONTIGUITY = 0.3  # share of the best same-session candidate's score a candidate gains
-SESSION_TAG = "session:"
 RRF_K = 20
 # Candidates per side. 40 nearest vectors recall as well as 60 on LoCoMo (0.730 either way) and
 # let the HNSW search stop sooner; keyword candidates are cheap, so 60.

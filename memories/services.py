@@ -9,6 +9,7 @@ transaction, so a failure leaves nothing half-written.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +48,31 @@ log = logging.getLogger(__name__)
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 100
+# Memories of one conversation carry this tag (plus the session id); retrieval lets them lend each
+# other rank (queries.fuse). Dreaming adds it to what it extracts; a client may pass its session_id.
+SESSION_TAG = "session:"
 _UNSET: Any = object()
+
+
+def session_tag(session_id: str) -> str:
+    """`session:<id>`; an id too long for a tag becomes a stable hash of itself."""
+    sid = session_id.strip()
+    tag = SESSION_TAG + sid
+    return tag if len(tag) <= MAX_TAG_CHARS else SESSION_TAG + hashlib.sha256(sid.encode()).hexdigest()[:32]
+
+
+def with_session(tags: Any, session_id: str | None) -> Any:
+    """`tags` plus the session's tag. Unchanged without a session, when a session tag is already
+    there (the caller's wins), or when `tags` is malformed (clean_tags refuses it with its own message);
+    the session tag takes the last place when the tags are full."""
+    if not session_id or not session_id.strip():
+        return tags
+    if tags is not None and (not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)):
+        return tags
+    tags = list(tags or [])
+    if any(t.strip().startswith(SESSION_TAG) for t in tags):
+        return tags
+    return [*tags[: MAX_TAGS - 1], session_tag(session_id)]
 
 
 def max_content_chars() -> int:

@@ -256,3 +256,50 @@ def test_a_beat_scheduled_pass_runs_end_to_end(reasoner_stub: StubServer, tmp_pa
         }
     ) as conn:
         assert conn.execute("SELECT count(*) FROM dreaming_dreampass").fetchone()[0] == 1
+
+
+def test_memories_dreamed_from_one_session_carry_it_and_rise_together(reasoner_stub: StubServer) -> None:
+    from memories import queries
+
+    seed_session("acme/p", session_id="deploy-chat")
+    reasoner_stub.chat_replies.append(
+        json.dumps(
+            {
+                "operations": [
+                    {"op": "create", "content": "vec:1,0,0 The probe deploys with make ship-it", "tags": ["deploy"]},
+                    {"op": "create", "content": "vec:0,1,0 ship-it waits for the canary to pass"},
+                ]
+            }
+        )
+    )
+    result = run_dream_pass("acme/p", reasoner=configured_reasoner())
+    assert (result["ops_created"], result["errors"]) == (2, [])
+    tags = {m.content.split(" ", 1)[1]: m.tags for m in Memory.objects.filter(project_id="acme/p")}
+    assert tags == {
+        "The probe deploys with make ship-it": ["deploy", "session:deploy-chat"],
+        "ship-it waits for the canary to pass": ["session:deploy-chat"],
+    }
+    # As close to the question as the canary memory, newer, but from no session: without the
+    # session signal recency would rank it second.
+    services.create_memories(
+        resolve("acme/p", None),
+        [services.NewMemory("vec:0,1,0 the office plants need water")],
+        source="test",
+        dedupe=False,
+    )
+    found = queries.search(
+        "acme/p", "vec:1,0.5,0 how do we deploy", limit=3, min_similarity=0.0, mode="dense", log=False
+    )
+    assert [hit["content"].split(" ", 1)[1] for hit in found.results] == [
+        "The probe deploys with make ship-it",
+        "ship-it waits for the canary to pass",
+        "the office plants need water",
+    ]
+
+
+def test_a_session_id_too_long_for_a_tag_is_tagged_by_its_hash() -> None:
+    long_id = "x" * 150
+    tag = services.session_tag(long_id)
+    assert tag.startswith("session:") and len(tag) <= services.MAX_TAG_CHARS and tag == services.session_tag(long_id)
+    assert services.with_session(["a"] * 20, long_id)[-1] == tag and len(services.with_session(["a"] * 20, "s")) == 20
+    assert services.with_session(["session:mine"], "other") == ["session:mine"]

@@ -149,3 +149,22 @@ def test_an_upgraded_config_holding_the_old_default_floor_gets_the_calibrated_ga
     chosen.write_text("[retrieval]\nmin_similarity = 0.3\n")
     monkeypatch.setitem(settings.YULLU, "retrieval", load(chosen)["retrieval"])
     assert queries.configured_floor() == 0.3
+
+
+def test_store_memory_with_a_session_id_tags_the_session(
+    live_server_url: str, owner_token: str, client: Client
+) -> None:
+    async def go() -> tuple[bool, Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            return await call(
+                s, "store_memory", content=DEPLOY, tags=["deploy"], session_id="chat-7", project_id="acme/sess"
+            )
+
+    from memories.models import Memory
+
+    err, stored = run(go())
+    assert not err and Memory.objects.get(pk=stored["id"]).tags == ["deploy", "session:chat-7"]
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
+    body = {"content": "Billing invoices are generated nightly.", "project_id": "acme/sess", "session_id": "chat-7"}
+    created = client.post("/api/memories", body, **auth).json()
+    assert Memory.objects.get(pk=created["id"]).tags == ["session:chat-7"]
