@@ -104,14 +104,14 @@ def search_merged(
     """The project's hits first, then the user scope's. User hits get a few reserved places
     (a third of `limit`, at least one) so a personal preference is not crowded out. The floor
     is the project's own [retrieval].min_similarity unless the caller gives one; with neither, the
-    embedder's calibrated gate."""
+    embedder's calibrated gate. A floor the caller gives applies to the user scope's hits too."""
     cats = list(categories or [])
     floor = queries.configured_floor(project_retrieval(project_id)) if min_similarity is None else min_similarity
     project = queries.search(project_id, query, limit=limit, categories=cats, log=False, min_similarity=floor)
     if project_id == USER_SCOPE:
         user = queries.SearchResult(project_id=USER_SCOPE, recall_id=None)
     else:
-        user = queries.search(USER_SCOPE, query, limit=limit, categories=cats, log=False)
+        user = queries.search(USER_SCOPE, query, limit=limit, categories=cats, log=False, min_similarity=min_similarity)
     reserved = min(len(user.results), max(1, limit // 3))
     hits = project.results[: limit - reserved]
     hits += user.results[: limit - len(hits)]

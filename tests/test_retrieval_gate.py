@@ -89,6 +89,18 @@ def test_min_similarity_replaces_the_gate_for_one_call(live_server_url: str, own
     assert too_high[1]["results"] == []
 
 
+def test_the_callers_min_similarity_applies_to_user_scope_hits_too() -> None:
+    from memories.context import search_merged
+    from memories.scope import USER_SCOPE
+
+    services.create_memory(resolve(USER_SCOPE, None), DEPLOY, "process")
+    services.create_memory(resolve("acme/mine", None), "Billing invoices are generated nightly.", "process")
+    assert [h["content"] for h in search_merged("acme/mine", "how do we deploy?", log=False).results] == [DEPLOY]
+    assert search_merged("acme/mine", "how do we deploy?", log=False, min_similarity=0.99).results == []
+    unrelated = search_merged("acme/mine", "write a haiku about autumn", log=False, min_similarity=0.0).results
+    assert DEPLOY in [h["content"] for h in unrelated]
+
+
 @pytest.mark.parametrize(
     ("tool", "args"),
     [
