@@ -1,0 +1,57 @@
+"""A question naming a date favours the memories created then (memories.expansion)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memories import queries, services
+from memories.expansion import date_windows, in_window
+from memories.scope import Scope
+from tests.stubs import StubServer
+
+A = Scope("acme/dates", None)
+
+
+def at(*args: int) -> float:
+    return datetime(*args, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("question", "inside", "outside"),
+    [
+        ("What painting did she show on October 13, 2023?", at(2023, 10, 13, 18), at(2023, 10, 20)),
+        ("what did we decide on 1 February, 2023", at(2023, 2, 1, 9), at(2023, 3, 1)),
+        ("why did the deploy fail on 2024-05-08?", at(2024, 5, 8, 23), at(2024, 5, 11)),
+        ("What class did Maria start in December 2023?", at(2023, 12, 30), at(2024, 1, 2)),
+        ("When did Melanie go camping in June?", at(2021, 6, 5), at(2021, 7, 5)),
+        ("how many outages did we have in 2022", at(2022, 7, 1), at(2023, 1, 2)),
+    ],
+)
+def test_a_question_naming_a_date_gives_its_window(question: str, inside: float, outside: float) -> None:
+    windows = date_windows(question)
+    assert in_window(inside, windows) and not in_window(outside, windows)
+
+
+@pytest.mark.parametrize("question", ["may I skip the canary?", "how do we deploy?", "run make test 2023 times"])
+def test_a_question_without_a_date_names_none(question: str) -> None:
+    assert date_windows(question) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_memory_created_on_the_day_asked_about_comes_first(stub_embedder: StubServer) -> None:
+    items = [
+        services.NewMemory("vec:1,0,0 the dated note", None, [], datetime(2026, 3, 3, 10, tzinfo=UTC)),
+        services.NewMemory("vec:1,0,0 the newer note", None, [], datetime(2026, 3, 10, 10, tzinfo=UTC)),
+    ]
+    services.create_memories(A, items, source="test", dedupe=False)  # equal vectors on purpose
+
+    def order(question: str) -> list[str]:
+        found = queries.search(A.project_id, question, limit=2, min_similarity=0.0, log=False)
+        return [hit["content"].split(" ", 1)[1] for hit in found.results]
+
+    assert order("vec:1,0,0 what happened on 3 March 2026") == ["the dated note", "the newer note"]
+    # Both in the month asked about, or no date at all: the newer one wins the tie.
+    assert order("vec:1,0,0 what happened in March 2026") == ["the newer note", "the dated note"]
+    assert order("vec:1,0,0 what happened") == ["the newer note", "the dated note"]
