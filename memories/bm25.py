@@ -36,29 +36,6 @@ ATTAINABLE_MIN_N = 20
 # At most this many postings are scanned per query; the commonest remaining terms are dropped
 # first (they carry the least weight), which bounds latency on large projects.
 POSTINGS_BUDGET = 5_000
-# A query lexeme of at least this many letters also matches the project's lexemes it begins
-# ("postgr", from "postgres", matches "postgresql"), at PREFIX_WEIGHT of their weight. 0: off.
-PREFIX_MIN = 0
-PREFIX_WEIGHT = 0.5
-
-
-def extensions(project_id: str, lexemes: list[str]) -> dict[str, str]:
-    """Project lexemes that extend a query lexeme → the query lexeme they extend."""
-    stems = [lex for lex in lexemes if len(lex) >= PREFIX_MIN and lex.isalpha()]
-    if not stems:
-        return {}
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT DISTINCT q.lex, t.lexeme FROM unnest(%s::text[]) AS q(lex) "
-            "JOIN memories_term t ON t.project_id = %s AND t.lexeme LIKE q.lex || '%%' AND t.lexeme <> q.lex",
-            [stems, project_id],
-        )
-        out: dict[str, str] = {}
-        for stem, lex in cur.fetchall():
-            if lex not in lexemes:
-                out.setdefault(lex, stem)
-        return out
-
 
 _lock = threading.Lock()
 _project_stats: dict[str, tuple[float, int, float]] = {}
@@ -174,28 +151,15 @@ def search_with_coverage(
         return {}
     dfs = document_frequencies(project_id, lexemes)
     kept = within_budget(dfs, n)
-    extended = extensions(project_id, lexemes) if PREFIX_MIN else {}
-    ext_kept = within_budget(document_frequencies(project_id, list(extended)), n) if extended else {}
-    if not kept and not ext_kept:
+    if not kept:
         return {}
     idf = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in kept.values()]
     total = sum(coverage_weight(df, n) for df in dfs.values()) or 1.0
     cover = [coverage_weight(df, n) / total for df in kept.values()]
-    if ext_kept:
-        ext_idf = [PREFIX_WEIGHT * idf_of(df, n) for df in ext_kept.values()]
-        ext_cover = [PREFIX_WEIGHT * coverage_weight(dfs[extended[lex]], n) / total for lex in ext_kept]
-        if not kept:
-            kept, idf, cover = dict(ext_kept), ext_idf, ext_cover
-        else:
-            kept = {**kept, **ext_kept}
-            idf, cover = idf + ext_idf, cover + ext_cover
     # How telling these words can be here: their idf in this project over their idf in a project of
     # ATTAINABLE_MIN_N memories. 1.0 from that size on; in a project of two memories a word held by
     # one of them is weak evidence, and the fusion scales its keyword share down accordingly.
-    basis = {lex: df for lex, df in kept.items() if lex not in ext_kept} or kept
-    strength = sum(idf_of(df, n) for df in basis.values()) / sum(
-        idf_of(df, max(n, ATTAINABLE_MIN_N)) for df in basis.values()
-    )
+    strength = sum(idf) / sum(idf_of(df, max(n, ATTAINABLE_MIN_N)) for df in kept.values())
     cat_join = "JOIN memories_memory m ON m.id = t.memory_id AND m.category = ANY(%s)" if categories else ""
     sql = f"""
         SELECT t.memory_id,

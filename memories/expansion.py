@@ -1,12 +1,9 @@
-"""A second look before the final ranking (read side, called by queries.search).
+"""Dates in a question (read side, called by queries.search).
 
-- Dates: a question naming a day, a month or a year ("what did we decide on 13 October 2023?",
-  "in May") favours memories created then, and fetches the closest ones created then that neither
-  search returned.
-- Session hop: the other memories of the sessions of the best first hits join the candidates, so
-  the context around a strong hit can rise with it even when it shares no words with the question.
-
-Each step is off when its weight is 0 (queries.W_DATE, queries.SESSION_HOP).
+A question naming a day, a month or a year ("what did we decide on 13 October 2023?", "in May")
+favours memories created then (queries.W_DATE), and the closest ones created then join the
+candidates even when neither search returned them. Measured on LoCoMo dev (docs/benchmarks.md);
+a session hop, keyword pseudo-relevance feedback and prefix matching were measured too and not kept.
 """
 
 from __future__ import annotations
@@ -136,63 +133,3 @@ def nearest_in_windows(
     with connection.cursor() as cur:
         cur.execute(sql, [embedder_id, dim, project_id, *params, *([cats] if cats else []), qvec, k])
         return [row[0] for row in cur.fetchall()]
-
-
-def session_members(project_id: str, sessions: list[str], cats: list[str], per_session: int) -> list[int]:
-    """Up to `per_session` memories of each of these `session:` tags."""
-    if not sessions:
-        return []
-    cat_sql = "AND m.category = ANY(%s)" if cats else ""
-    sql = f"""
-        SELECT s.tag, m.id FROM unnest(%s::text[]) AS s(tag)
-        CROSS JOIN LATERAL (
-            SELECT m.id FROM memories_memory m
-            WHERE m.project_id = %s AND m.tags @> ARRAY[s.tag]::varchar[] {cat_sql}
-            ORDER BY m.created_at LIMIT %s
-        ) m
-    """
-    with connection.cursor() as cur:
-        cur.execute(sql, [sessions, project_id, *([cats] if cats else []), per_session])
-        return [row[1] for row in cur.fetchall()]
-
-
-def feedback_terms(project_id: str, memory_ids: list[int], exclude: set[str], n: int) -> list[str]:
-    """Pseudo-relevance feedback: the `n` most telling lexemes of the best first hits (summed
-    tf × idf over them) that the question does not already hold."""
-    from . import bm25
-
-    if not memory_ids or n <= 0:
-        return []
-    with connection.cursor() as cur:
-        cur.execute("SELECT lexeme, sum(tf) FROM memories_term WHERE memory_id = ANY(%s) GROUP BY lexeme", [memory_ids])
-        tf = {lex: float(t) for lex, t in cur.fetchall() if lex not in exclude and len(lex) > 2}
-    total, _ = bm25.project_stats(project_id)
-    kept = bm25.within_budget(bm25.document_frequencies(project_id, list(tf)), total)
-    weight = {lex: tf[lex] * bm25.idf_of(df, total) for lex, df in kept.items() if df > 1}
-    return sorted(weight, key=lambda lex: -weight[lex])[:n]
-
-
-def keyword_scores(project_id: str, lexemes: list[str], cats: list[str], k: int) -> dict[int, float]:
-    """memory id → BM25 of these lexemes (already normalised) for the best `k` memories."""
-    from . import bm25
-
-    if not lexemes:
-        return {}
-    n, avgdl = bm25.project_stats(project_id)
-    dfs = bm25.document_frequencies(project_id, lexemes)
-    lexs = [lex for lex in lexemes if dfs.get(lex)]
-    if not lexs:
-        return {}
-    idf = [bm25.idf_of(dfs[lex], n) for lex in lexs]
-    cat_join = "JOIN memories_memory m ON m.id = t.memory_id AND m.category = ANY(%s)" if cats else ""
-    sql = f"""
-        SELECT t.memory_id, sum(w.idf * t.tf * %s / (t.tf + %s * (1 - %s + %s * t.dl / %s))) AS score
-        FROM unnest(%s::text[], %s::float8[]) AS w(lex, idf)
-        JOIN memories_term t ON t.lexeme = w.lex {cat_join}
-        WHERE t.project_id = %s
-        GROUP BY t.memory_id ORDER BY score DESC, t.memory_id DESC LIMIT %s
-    """
-    params: list[Any] = [bm25.K1 + 1, bm25.K1, bm25.B, bm25.B, avgdl, lexs, idf, *([cats] if cats else [])]
-    with connection.cursor() as cur:
-        cur.execute(sql, [*params, project_id, k])
-        return {mid: float(score) for mid, score in cur.fetchall()}

@@ -8,6 +8,7 @@ Retrieval fuses three signals into one ranking:
   benchmark tags them) lend each other part of their score, so the context around a strong hit
   rises with it. (Wall-clock closeness was tried instead; its gain was an artefact of 1-second
   benchmark turns.)
+- dates: a question naming a day, month or year favours memories created then (memories.expansion).
 `similarity` on every hit is the plain cosine in [0, 1]. A relevance gate calibrated per embedder
 (cosine + keyword coverage, `Gate`) decides what is returned, so an unrelated prompt returns
 nothing; `min_similarity` replaces it by a plain cosine floor.
@@ -49,14 +50,9 @@ KEYWORD_POWER = 2.0  # (BM25 / best)²: only near-best keyword matches move a hi
 W_RECENCY = 0.05
 W_CONTIGUITY = 0.3  # share of the best same-session candidate's score a candidate gains
 RRF_K = 20
-# A second look (memories.expansion); each is off at 0. Chosen on LoCoMo dev's tuning questions.
+# Dates named in a question (memories.expansion), chosen on LoCoMo dev's tuning questions.
 W_DATE = 0.3  # gained by a memory created on the day / month / year the question names
 DATE_CANDIDATES = 10  # nearest memories created then, added when the question names a date
-SESSION_HOP = 0  # the sessions of this many best first hits join the candidates …
-SESSION_HOP_MAX = 60  # … up to this many memories each
-PRF_DOCS = 3  # pseudo-relevance feedback: the best first hits whose words expand the question …
-PRF_TERMS = 0  # … this many of their most telling words …
-W_PRF = 0.3  # … whose BM25 (relative to the best) counts this much
 # Candidates per side. 40 nearest vectors recall as well as 60 on LoCoMo (0.730 either way) and
 # let the HNSW search stop sooner; keyword candidates are cheap, so 60.
 DENSE_CANDIDATES = 40
@@ -129,7 +125,6 @@ class Candidate:
     coverage: float = 0.0  # share of the query's telling words the memory holds (bm25.search_with_coverage)
     session: str | None = None  # its `session:<id>` tag, if any
     dated: bool = False  # created when the question says (expansion.date_windows)
-    feedback: float = 0.0  # BM25 of the feedback words (expansion.feedback_terms)
     score: float = 0.0
 
 
@@ -230,7 +225,7 @@ def fuse(
 
     "score": cosine + w_keyword × (strength × BM25 / best BM25)² + w_recency × recency, strength being
     1 except in a project of fewer than 20 memories, where it is the query words' idf there over their
-    idf in 20 memories (bm25.ATTAINABLE_MIN_N); then each candidate
+    idf in 20 memories (bm25.ATTAINABLE_MIN_N), + W_DATE when created when the question says; then each candidate
     gains w_contiguity × the best score among the other candidates tagged with its session.
     "rrf": reciprocal-rank fusion of the dense and keyword ranks (+ recency), kept for comparison.
     """
@@ -240,7 +235,6 @@ def fuse(
     w_recency = W_RECENCY if w_recency is None else w_recency
     w_contiguity = W_CONTIGUITY if w_contiguity is None else w_contiguity
     best_kw = max((c.keyword_score for c in cands.values()), default=0.0) or 1.0
-    best_fb = max((c.feedback for c in cands.values()), default=0.0) or 1.0
     recency = _recency(cands)
     dense_on, kw_on = mode != "keyword", mode != "dense"
     for c in cands.values():
@@ -255,7 +249,6 @@ def fuse(
             # and must not outrank a much closer meaning (strength, bm25.search_with_coverage).
             kw = (c.keyword_strength * c.keyword_score / best_kw) ** KEYWORD_POWER if kw_on else 0.0
             c.score = dense + w_keyword * kw + rec + (W_DATE if c.dated else 0.0)
-            c.score += W_PRF * (c.feedback / best_fb) ** KEYWORD_POWER
     if w_contiguity:
         _add_contiguity(cands, w_contiguity)
     return sorted(cands.values(), key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))
@@ -313,7 +306,7 @@ def search(
     if qvec is None and mode != "keyword" and embeds(embedder):
         qvec = embed_query(embedder, query)
     ranked = {c.memory_id: c for c in rank(project_id, query, qvec, embedder.id, cats, mode)}
-    if mode == "hybrid" and ranked and (W_DATE or SESSION_HOP or PRF_TERMS):
+    if mode == "hybrid" and ranked and W_DATE:
         second_look(project_id, query, qvec, embedder.id, cats, ranked)
     relevant = relevance_test(floor, gate_for(embedder.id), qvec is not None)
     # Whole rows for the best candidates alone.
@@ -384,29 +377,19 @@ def second_look(
     cats: list[str],
     ranked: dict[int, Candidate],
 ) -> None:
-    """Add the candidates a first look points to (memories.expansion), in place: memories created
-    when the question says, and the other memories of the best hits' sessions."""
-    literal = _vec_literal(qvec) if qvec is not None else None
-    dim = len(qvec) if qvec is not None else 0
-    extra: list[int] = []
-    windows = expansion.date_windows(query) if W_DATE else []
-    if windows and literal is not None:
-        extra += expansion.nearest_in_windows(project_id, embedder_id, literal, dim, windows, cats, DATE_CANDIDATES)
-    if SESSION_HOP:
-        sessions = [c.session for c in fuse(ranked, "hybrid")[:SESSION_HOP] if c.session]
-        extra += expansion.session_members(project_id, list(dict.fromkeys(sessions)), cats, SESSION_HOP_MAX)
-    feedback: dict[int, float] = {}
-    if PRF_TERMS:
-        best = [c.memory_id for c in fuse(ranked, "hybrid")[:PRF_DOCS]]
-        terms = expansion.feedback_terms(project_id, best, set(bm25.query_lexemes(query)), PRF_TERMS)
-        feedback = expansion.keyword_scores(project_id, terms, cats, KEYWORD_CANDIDATES)
-        extra += list(feedback)
-    new = [mid for mid in dict.fromkeys(extra) if mid not in ranked]
-    for mid, (sim, created, updated, session) in _details(new, new, embedder_id, literal, dim).items():
-        ranked[mid] = Candidate(mid, similarity=sim, created=created, updated=updated, session=session)
+    """When the question names a date (memories.expansion), flag the candidates created then and add,
+    in place, the memories created then that are nearest to it."""
+    windows = expansion.date_windows(query)
+    if not windows:
+        return
+    if qvec is not None:
+        literal, dim = _vec_literal(qvec), len(qvec)
+        near = expansion.nearest_in_windows(project_id, embedder_id, literal, dim, windows, cats, DATE_CANDIDATES)
+        new = [mid for mid in near if mid not in ranked]
+        for mid, (sim, created, updated, session) in _details(new, new, embedder_id, literal, dim).items():
+            ranked[mid] = Candidate(mid, similarity=sim, created=created, updated=updated, session=session)
     for c in ranked.values():
-        c.dated = bool(windows) and expansion.in_window(c.created, windows)
-        c.feedback = feedback.get(c.memory_id, 0.0)
+        c.dated = expansion.in_window(c.created, windows)
 
 
 def relevance_test(floor: float | None, gate: Gate, embedded: bool) -> Callable[[Candidate], bool]:
