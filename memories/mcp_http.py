@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import psycopg
@@ -29,8 +29,12 @@ from yullu_site.origins import allowed_origins
 from .mcp import with_fresh_connections
 
 log = logging.getLogger("yullu.mcp")
-Scope = dict[str, Any]
-ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
+# ASGI's types, for this module and yullu_site.asgi. Named ASGIScope: memories.scope.Scope is the
+# project a memory belongs to, a different thing.
+ASGIScope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[Mapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[ASGIScope, Any, Any], Awaitable[None]]
 TOKEN_CACHE_SECONDS = 30.0
 
 
@@ -54,7 +58,7 @@ class TokenAuth:
         self.app = app
         self._valid: dict[str, float] = {}
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -94,7 +98,7 @@ class TokenAuth:
         return False
 
 
-async def _json(send: Any, status: int, error: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+async def _json(send: Send, status: int, error: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     await send(
         {
             "type": "http.response.start",
@@ -121,6 +125,6 @@ class _Guarded:
     def __init__(self, guarded: ASGIApp, inner: ASGIApp) -> None:
         self.guarded, self.inner = guarded, inner
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         target = self.inner if scope["type"] == "lifespan" else self.guarded
         await target(scope, receive, send)

@@ -7,7 +7,6 @@ lifespan is forwarded to it; our own start-up work runs first.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
@@ -16,17 +15,13 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_app = get_asgi_application()
 
-from memories.mcp_http import build_mcp_asgi  # noqa: E402
+from memories.mcp_http import ASGIScope, Receive, Send, build_mcp_asgi  # noqa: E402
 from yullu_site.startup import on_startup  # noqa: E402
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[Mapping[str, Any]], Awaitable[None]]
 
 mcp_app = build_mcp_asgi()
 
 
-async def application(scope: Scope, receive: Receive, send: Send) -> None:
+async def application(scope: ASGIScope, receive: Receive, send: Send) -> None:
     kind = scope["type"]
     if kind == "lifespan":
         await _lifespan(scope, receive, send)
@@ -36,7 +31,7 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
         await django_app(scope, receive, send)
 
 
-async def _lifespan(scope: Scope, receive: Receive, send: Send) -> None:
+async def _lifespan(scope: ASGIScope, receive: Receive, send: Send) -> None:
     started = False
 
     async def wrapped_receive() -> dict[str, Any]:
