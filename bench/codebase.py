@@ -86,8 +86,7 @@ def run(dev: dict[str, Any], limit: int = 5, min_similarity: float | None = None
                 limit=limit,
                 min_similarity=min_similarity,
                 log=False,
-                embedder=embedder,
-                query_vector=vec,
+                embedded=queries.Embedded(embedder, vec),
             )
             search_ms.append((time.perf_counter() - started) * 1000)
             got = [ids.get(h["id"], "") for h in found.results]

@@ -104,7 +104,12 @@ def measure(project_id: str, qvecs: list[Any], n_queries: int) -> dict[str, floa
         q = texts[i % len(texts)]
         started = time.perf_counter()
         queries.search(
-            project_id, q, limit=5, min_similarity=0.0, log=False, embedder=embedder, query_vector=qvecs[i % len(qvecs)]
+            project_id,
+            q,
+            limit=5,
+            min_similarity=0.0,
+            log=False,
+            embedded=queries.Embedded(embedder, qvecs[i % len(qvecs)]),
         )
         latencies.append((time.perf_counter() - started) * 1000)
     latencies.sort()

@@ -132,8 +132,7 @@ def run_mode(
             min_similarity=floor,
             mode=mode,
             log=False,
-            embedder=embedder,
-            query_vector=qvec,
+            embedded=queries.Embedded(embedder, qvec),
         )
         latencies.append((time.perf_counter() - started) * 1000)
         ranked = [ids.get(h["id"], "") for h in found.results]

@@ -271,7 +271,7 @@ class MemoryAdmin(ModelAdmin):
         if not term or not project:
             return None
         if not hasattr(request, "_yullu_preview"):
-            request._yullu_preview = queries.search(project, term, limit=50, preview=True).results  # type: ignore[attr-defined]
+            request._yullu_preview = queries.preview(project, term, limit=50).results  # type: ignore[attr-defined]
         return request._yullu_preview  # type: ignore[attr-defined]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:

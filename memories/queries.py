@@ -278,6 +278,24 @@ def _recency(cands: dict[int, Candidate]) -> dict[int, float]:
     return {mid: math.pow(0.5, (newest - at) / (30 * 86400)) for mid, at in updated.items()}
 
 
+@dataclass(frozen=True)
+class Embedded:
+    """A query already embedded, with the embedder that made the vector (the benchmarks embed
+    their questions in batches, and time the search alone)."""
+
+    embedder: Embedder
+    vector: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One search's best candidates, in order, with their memories and the relevance test."""
+
+    ordered: list[Candidate]
+    memories: dict[int, Memory]
+    relevant: Callable[[Candidate], bool]
+
+
 @timed_recall
 def search(
     project_id: str,
@@ -288,21 +306,49 @@ def search(
     min_similarity: float | None = None,
     mode: Mode = "hybrid",
     log: bool = True,
-    embedder: Embedder | None = None,
-    query_vector: np.ndarray | None = None,
-    preview: bool = False,
+    embedded: Embedded | None = None,
 ) -> SearchResult:
-    """Search one project. `log=False` for the benchmarks; `preview=True` (the admin's search box)
-    returns hits regardless of the gate, each flagged `clears_floor`, and never logs.
+    """Search one project and log the recall (`log=False` for the benchmarks and merged searches).
     `min_similarity` (else `[retrieval].min_similarity`) is a plain cosine floor replacing the
     embedder's calibrated gate; None uses the gate."""
     result = SearchResult(project_id=project_id, recall_id=None)
-    if is_trivial(query) or not _has_memories(project_id):
+    found = _ranked(project_id, query, limit, categories, min_similarity, mode, embedded)
+    if found is None:
         return result
+    _apply_floor(result, found.ordered, found.memories, found.relevant, limit)
+    if log and (result.results or result.considered):
+        result.recall_id = str(uuid.uuid4())
+        _log_recall(result, query)
+    return result
+
+
+@timed_recall
+def preview(project_id: str, query: str, *, limit: int) -> SearchResult:
+    """The admin's search box: the best hits whatever the gate, each flagged `clears_floor`
+    (whether a recall would send it); never logged."""
+    result = SearchResult(project_id=project_id, recall_id=None)
+    found = _ranked(project_id, query, limit, None, None, "hybrid", None)
+    if found is not None:
+        _apply_floor(result, found.ordered, found.memories, lambda c: True, limit, preview=found.relevant)
+    return result
+
+
+def _ranked(
+    project_id: str,
+    query: str,
+    limit: int,
+    categories: Iterable[str] | None,
+    min_similarity: float | None,
+    mode: Mode,
+    embedded: Embedded | None,
+) -> Ranked | None:
+    """The fused, feedback-adjusted best candidates of a search; None when there is nothing to search."""
+    if is_trivial(query) or not _has_memories(project_id):
+        return None
     floor = configured_floor() if min_similarity is None else min_similarity
     cats = clean_categories(categories)
-    embedder = embedder or get_embedder()
-    qvec = query_vector
+    embedder = embedded.embedder if embedded else get_embedder()
+    qvec = embedded.vector if embedded else None
     if qvec is None and mode != "keyword" and embeds(embedder):
         qvec = embed_query(embedder, query)
     ranked = {c.memory_id: c for c in rank(project_id, query, qvec, embedder.id, cats, mode)}
@@ -312,15 +358,7 @@ def search(
     # Whole rows for the best candidates alone.
     ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
     memories = Memory.objects.only(*HIT_FIELDS).in_bulk([c.memory_id for c in ordered])
-    ordered = [c for c in ordered if c.memory_id in memories]
-    if preview:
-        _apply_floor(result, ordered, memories, lambda c: True, limit, preview=relevant)
-        return result
-    _apply_floor(result, ordered, memories, relevant, limit)
-    if log and (result.results or result.considered):
-        result.recall_id = str(uuid.uuid4())
-        _log_recall(result, query)
-    return result
+    return Ranked([c for c in ordered if c.memory_id in memories], memories, relevant)
 
 
 def with_feedback(ordered: list[Candidate], embedder_id: str, qvec: np.ndarray | None) -> list[Candidate]:
