@@ -554,13 +554,14 @@ def _batch_duplicate(
 
 def _mark_superseded(old_id: int, new: Memory, source: str, *, remote: bool = False) -> None:
     """old.superseded_by = new, a `supersedes` link new → old, history on both. Inside a transaction.
-    `remote`: applying a teammate's event — nothing is published and the row's time is kept."""
+    `remote`: applying a teammate's event — nothing is published.
+    The old row's `updated_at` is kept either way: the mark travels in the new memory's event
+    (`supersedes`), and `updated_at` is the time of a memory's own last event (SPEC §5), so a
+    teammate applying that event ends with the same row as we do."""
     old = Memory.objects.select_for_update().get(pk=old_id)
     before = snapshot(old)
     old.superseded_by = new
-    if not remote:
-        old.updated_at = timezone.now()
-    old.save(update_fields=["superseded_by", "updated_at"])
+    old.save(update_fields=["superseded_by"])
     MemoryLink.objects.get_or_create(
         from_memory=new,
         to_memory=old,

@@ -51,3 +51,33 @@ def test_supersede_links_importance_and_expiry_reach_a_teammate_but_verdicts_do_
         [(str(new.uuid), "supersedes", str(old.uuid)), (str(other.uuid), "contradicts", str(new.uuid))]
     )
     assert verdicts == 0
+
+
+def test_superseding_leaves_both_machines_with_the_same_updated_at_on_every_memory(
+    repo: Path,
+    machines: dict[str, Machine],  # noqa: F811 (the fixture imported above)
+    stub_embedder: StubServer,
+) -> None:
+    """Marking a memory superseded is carried by the superseding memory's event; the old row's
+    `updated_at` must not move on this machine alone (teammates would differ from us forever)."""
+    from memories.models import Memory
+
+    scope = resolve(None, str(repo))
+    old = services.create_memory(scope, "vec:1,0,0 We deploy with make ship", "process")
+    services.store_memory(scope, "vec:1,0.6,0 make ship is retired; deploy with make release", supersedes=old.pk)
+    gone = services.create_memory(scope, "vec:0,0,1 Staging runs on Fridays", "process")
+    later = services.create_memory(scope, "vec:0,1,0 Staging runs on Thursdays now", "process")
+    lifecycle.link_memories(later.pk, gone.pk, "supersedes")
+
+    machines["B"].reconcile(repo)
+    here = {
+        str(u): (t, s and str(s)) for u, t, s in Memory.objects.values_list("uuid", "updated_at", "superseded_by__uuid")
+    }
+    with psycopg.connect(machines["B"].url) as conn:
+        rows = conn.execute(
+            "SELECT m.uuid::text, m.updated_at, s.uuid::text "
+            "FROM memories_memory m LEFT JOIN memories_memory s ON s.id = m.superseded_by_id"
+        ).fetchall()
+    there = {r[0]: (r[1], r[2]) for r in rows}
+    assert there[str(old.uuid)][1] is not None and there[str(gone.uuid)][1] == str(later.uuid)
+    assert there == here
