@@ -10,8 +10,8 @@ Before the first level a few clients store `--seed` memories (not measured), so 
 searches a non-empty project. Reported per level: ops/s, p50/p95/p99 per tool, CPU milliseconds
 per operation of the web processes, PostgreSQL, the Celery worker and this load generator, and
 how busy the whole machine was (other users of the CPU show up there). `--inject N` runs the
-real `yullu inject` hook N times, one after another, while the clients run (process start to
-printed block). Afterwards every acknowledged store is checked in the database.
+real inject hook (the command `yullu install` writes) N times, one after another, while the
+clients run (process start to printed block). Afterwards every acknowledged store is checked in the database.
 Loopback only; bounded by duration and request count.
 """
 
@@ -24,7 +24,6 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -39,6 +38,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from memories.models import Memory
+from yullu_site.hooks import hook_argv
 
 TOPICS = ["deploy", "migration", "cache", "retry", "auth", "queue", "index", "release", "logging", "config"]
 WORDS = [
@@ -286,12 +286,13 @@ PROMPTS = [
 
 
 def time_injects(count: int, project: str, port: int, delay: float, out: list[float], floor: list[float]) -> None:
-    """Run `yullu inject` `count` times in a folder named like the project (no git: the folder
-    name is the project), timing process start to exit. Each run is followed by one with a
-    trivial prompt ("ok"), which the hook skips before any request: its time is the floor set
-    by starting Python on this machine at this moment, whatever the server does."""
+    """Run the inject hook as `yullu install` wires it (`python -I -S hook_entry.py inject`)
+    `count` times in a folder named like the project (no git: the folder name is the project),
+    timing process start to exit. Each run is followed by one with a trivial prompt ("ok"), which
+    the hook skips before any request: its time is the floor set by starting Python on this
+    machine at this moment, whatever the server does."""
     time.sleep(delay)
-    yullu = str(Path(sys.executable).with_name("yullu"))
+    hook = hook_argv("inject")
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp) / project
         cwd.mkdir()
@@ -299,10 +300,10 @@ def time_injects(count: int, project: str, port: int, delay: float, out: list[fl
         for n in range(count):
             payload = json.dumps({"prompt": PROMPTS[n % len(PROMPTS)], "cwd": str(cwd)})
             started = time.perf_counter()
-            subprocess.run([yullu, "inject"], input=payload.encode(), capture_output=True, env=env, check=False)
+            subprocess.run(hook, input=payload.encode(), capture_output=True, env=env, check=False)
             out.append((time.perf_counter() - started) * 1000)
             started = time.perf_counter()
-            subprocess.run([yullu, "inject"], input=b'{"prompt": "ok"}', capture_output=True, env=env, check=False)
+            subprocess.run(hook, input=b'{"prompt": "ok"}', capture_output=True, env=env, check=False)
             floor.append((time.perf_counter() - started) * 1000)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -19,7 +21,7 @@ from memories.models import Memory
 from memories.scope import resolve
 from tests.processes import run_cli
 from tests.stubs import StubServer
-from yullu_site.hooks import category_hints, is_trivial
+from yullu_site.hooks import category_hints, hook_argv, is_trivial
 
 
 @pytest.mark.parametrize(
@@ -77,10 +79,40 @@ def test_inject_is_silent_on_junk_or_trivial_input(
     assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
 
 
+SLOW_IMPORTS = {"urllib", "http", "email", "ssl", "pathlib", "typing", "tomllib", "django", "httpx", "yullu_site.cli"}
+
+
+def test_the_installed_inject_hook_starts_without_site_packages_or_slow_imports(tmp_path: Path) -> None:
+    # What `yullu install` writes, run with -X importtime: only the standard library, and none of
+    # the modules that made a hook run cost ~60 ms of start-up (urllib, pathlib, the CLI, ...).
+    argv = hook_argv("inject")
+    assert argv[1:3] == ["-I", "-S"]
+    env = {"PATH": "/usr/bin:/bin", "YULLU_HOME": str(tmp_path), "YULLU_PORT": "9"}
+    prompt = json.dumps({"prompt": "how do we deploy to staging?", "cwd": "/tmp"})
+    out = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], input=prompt, env=env, capture_output=True,
+                         text=True, timeout=60, check=False)  # fmt: skip
+    assert (out.returncode, out.stdout) == (0, "")
+    imported = {line.split("|")[2].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert "yullu_site.hooks" in imported
+    assert not {name.split(".")[0] for name in imported} & SLOW_IMPORTS, sorted(imported)
+    assert not SLOW_IMPORTS & imported
+
+
 def test_inject_is_silent_when_the_server_is_down(tmp_path: Path) -> None:
     env = {**os.environ, "YULLU_HOME": str(tmp_path), "YULLU_PORT": "9"}
     out = run_cli(["inject"], env, json.dumps({"prompt": "how do we deploy to staging?", "cwd": "/tmp"}))
     assert (out.returncode, out.stdout) == (0, "")
+
+
+def test_inject_gives_up_quietly_on_a_server_that_never_answers(tmp_path: Path) -> None:
+    with socket.socket() as silent:  # accepts connections (backlog) and never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        env = {"YULLU_HOME": str(tmp_path), "YULLU_PORT": str(port), "YULLU_HOOK_TIMEOUT": "0.3"}
+        prompt = json.dumps({"prompt": "how do we deploy to staging?", "cwd": "/tmp"})
+        out = subprocess.run(hook_argv("inject"), input=prompt, env=env, capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
 
 
 def _transcript(path: Path) -> Path:
@@ -155,8 +187,9 @@ def test_install_and_uninstall_round_trip(tmp_path: Path) -> None:
     settings = json.loads(settings_path.read_text())
     assert settings["model"] == "opus"
     stop = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]
-    assert stop[0] == "echo mine" and len(stop) == 2 and stop[1].endswith("yullu record-turn")
-    assert settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"].endswith("yullu inject")
+    assert stop[0] == "echo mine" and len(stop) == 2 and stop[1].endswith("hook_entry.py record-turn || true")
+    inject = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert " -I -S " in inject and inject.endswith("hook_entry.py inject || true")
     assert (home / ".claude" / "skills" / "yullu" / "SKILL.md").read_text().startswith("---\nname: yullu")
     assert "claude mcp add" in out.stdout  # claude is not on PATH: the exact command is printed
     codex = (home / ".codex" / "config.toml").read_text()
@@ -184,6 +217,19 @@ def test_install_and_uninstall_round_trip(tmp_path: Path) -> None:
     assert not (home / ".cursor" / "mcp.json").exists(), "a file install created is removed again"
 
 
+def test_install_replaces_hooks_an_earlier_version_wrote_as_yullu_verb(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    old = {"hooks": [{"type": "command", "command": "YULLU_HOME=/x YULLU_PORT=47823 /venv/bin/yullu inject"}]}
+    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"UserPromptSubmit": [old]}}))
+    (tmp_path / "yhome").mkdir()
+    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(tmp_path / "yhome"), "PATH": "/usr/bin:/bin"}
+    assert run_cli(["install", "claude"], env).returncode == 0
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    commands = [h["command"] for g in settings["hooks"]["UserPromptSubmit"] for h in g["hooks"]]
+    assert len(commands) == 1 and commands[0].endswith("hook_entry.py inject || true")
+
+
 def user_files(home: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(home)): p.read_bytes()
@@ -208,7 +254,7 @@ def test_install_then_uninstall_leaves_every_user_file_byte_identical(tmp_path: 
         assert run_cli(["install", "claude", "codex", "cursor"], env).returncode == 0
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     for event, verb in (("SessionStart", "session-start"), ("PreCompact", "pre-compact")):
-        assert settings["hooks"][event][0]["hooks"][0]["command"].endswith(f"yullu {verb}")
+        assert settings["hooks"][event][0]["hooks"][0]["command"].endswith(f"hook_entry.py {verb} || true")
     codex = tomllib.loads((home / ".codex" / "config.toml").read_text())
     assert codex["notify"][-1] == "codex-notify" and codex["profiles"]["fast"]["model"] == "o4-mini"
     assert (yhome / "install-state.json").stat().st_mode & 0o777 == 0o600

@@ -1,8 +1,11 @@
-"""`yullu inject` and `yullu record-turn`: assistant hooks that must start fast and never block.
+"""`yullu inject`, `record-turn`, `session-start`, `pre-compact`, `codex-notify`: assistant hooks
+that must start fast and never block.
 
-Only the standard library is imported here (no Django, no torch, no httpx): Python start
-to exit stays well under 150 ms when the server answers quickly. Both commands always
-exit 0 and print nothing when the server is down, slow or has nothing to say.
+Only cheap standard-library modules are imported here (no Django, no httpx, not even urllib,
+http.client or pathlib: those alone cost ~20-40 ms of start-up). Installed hooks run this module
+through `hook_entry.py` with `python -I -S` (no site-packages, no .pth files), so an inject is
+interpreter start (~10 ms) plus one or two loopback requests. Every hook exits 0 and prints
+nothing when the server is down, slow or has nothing to say.
 """
 
 from __future__ import annotations
@@ -10,14 +13,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import sys
-import tomllib
-import urllib.error
-import urllib.request
-from pathlib import Path
-from typing import Any
+import time
 
 from .trivial import is_acknowledgement, normalise
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing/pathlib would cost start-up time
+    from collections.abc import Iterator
+    from pathlib import Path
+    from typing import Any
 
 # A hook must never hold up the prompt; tests on a loaded machine raise it (YULLU_HOOK_TIMEOUT).
 TIMEOUT = float(os.environ.get("YULLU_HOOK_TIMEOUT") or 1.5)
@@ -45,30 +51,54 @@ HINTS: list[tuple[str, re.Pattern[str]]] = [
     ("domain", re.compile(r"\b(what (is|are|does)|mean|defin|term|concept|invariant|business|domain)", re.I)),
     ("style", re.compile(r"\b(style|format|naming|convention|lint|ui|ux|tone|colou?r|layout|css)", re.I)),
 ]
+DEFAULT_PORT = 47823
+
+
+def home_dir() -> str:
+    explicit = os.environ.get("YULLU_HOME", "").strip()
+    if explicit:
+        return os.path.expanduser(explicit)
+    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    return os.path.join(xdg or os.path.join(os.path.expanduser("~"), ".local", "share"), "yullu")
 
 
 def yullu_home() -> Path:
-    explicit = os.environ.get("YULLU_HOME", "").strip()
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
-    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "yullu"
+    from pathlib import Path
+
+    return Path(home_dir())
+
+
+def server_port() -> int:
+    """YULLU_PORT (installed hooks set it), else `[server].port` of the config file, else the default."""
+    port = os.environ.get("YULLU_PORT", "").strip()
+    if port.isdigit():
+        return int(port)
+    import tomllib  # only when the hook command does not pin the port
+
+    default = os.path.join(os.path.expanduser("~"), ".config", "yullu", "config.toml")
+    path = os.environ.get("YULLU_CONFIG", "") or default
+    try:
+        with open(path, "rb") as fh:
+            return int(tomllib.load(fh).get("server", {}).get("port", DEFAULT_PORT))
+    except (OSError, ValueError, TypeError):
+        return DEFAULT_PORT
+
+
+def hook_argv(verb: str) -> list[str]:
+    """How an assistant runs hook `verb`: this interpreter, isolated and without site-packages
+    (see hook_entry.py), on the entry next to this module."""
+    entry = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hook_entry.py")
+    return [sys.executable, "-I", "-S", entry, verb]
 
 
 def server_url() -> str:
-    port = os.environ.get("YULLU_PORT", "").strip()
-    if not port:
-        path = Path(os.environ.get("YULLU_CONFIG", "") or Path.home() / ".config" / "yullu" / "config.toml")
-        try:
-            port = str(tomllib.loads(path.read_text()).get("server", {}).get("port", 47823))
-        except (OSError, ValueError):
-            port = "47823"
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{server_port()}"
 
 
 def token() -> str:
     try:
-        return (yullu_home() / "token").read_text().strip()
+        with open(os.path.join(home_dir(), "token"), encoding="utf-8") as fh:
+            return fh.read().strip()
     except OSError:
         return ""
 
@@ -82,14 +112,66 @@ def category_hints(prompt: str) -> list[str]:
 
 
 def post(path: str, body: dict[str, Any]) -> Any:
-    request = urllib.request.Request(
-        server_url() + path,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"content-type": "application/json", "authorization": f"Bearer {token()}"},
+    """POST `body` as JSON to the local server; the decoded JSON answer.
+
+    One HTTP/1.1 exchange over a plain socket (`Connection: close`, read to the end): urllib and
+    http.client import email, ssl and more, ~20 ms per hook run. The whole exchange, connect to
+    last byte, gets TIMEOUT seconds. Raises OSError (refused, timed out) or ValueError (not a 2xx,
+    malformed answer)."""
+    deadline = time.monotonic() + TIMEOUT
+    port = server_port()
+    data = json.dumps(body).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer {token()}\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
     )
-    with urllib.request.urlopen(request, timeout=TIMEOUT) as response:  # noqa: S310 (loopback only)
-        return json.loads(response.read() or b"{}")
+    chunks = []
+    # Not create_connection(): its getaddrinfo() imports the idna codec (~1 ms) for a literal address.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(TIMEOUT)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(head.encode() + data)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no complete answer from {path} within {TIMEOUT} s")
+            sock.settimeout(left)
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return json.loads(response_body(b"".join(chunks)) or b"{}")
+
+
+def response_body(raw: bytes) -> bytes:
+    """The body of a complete HTTP/1.1 response (Content-Length, chunked, or ended by close)."""
+    head, found, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = lines[0].split(" ", 2)
+    if not found or len(status) < 2 or not status[1].startswith("2"):
+        raise ValueError(f"unexpected answer: {lines[0][:100]!r}")
+    headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        return dechunk(body)
+    if "content-length" in headers:
+        length = int(headers["content-length"])
+        if len(body) < length:
+            raise ValueError("truncated answer")
+        return body[:length]
+    return body
+
+
+def dechunk(body: bytes) -> bytes:
+    parts = []
+    while True:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)  # ValueError on a truncated or malformed answer
+        if size == 0:
+            return b"".join(parts)
+        if len(body) < size + 2:
+            raise ValueError("truncated chunk")
+        parts.append(body[:size])
+        body = body[size + 2 :]
 
 
 def read_stdin_json() -> dict[str, Any]:
@@ -129,7 +211,7 @@ def inject() -> int:
         return 0
     try:
         block = recall(prompt, str(data.get("cwd") or ""))
-    except (OSError, ValueError, urllib.error.URLError):
+    except (OSError, ValueError):
         return 0  # server down, slow or unhappy: never block the prompt
     if block:
         print(block)
@@ -144,7 +226,7 @@ def session_start() -> int:
         body["cwd"] = str(data["cwd"])
     try:
         block = context(body)
-    except (OSError, ValueError, urllib.error.URLError):
+    except (OSError, ValueError):
         return 0
     if block:
         print(block)
@@ -195,16 +277,16 @@ def turn_of(entry: Any) -> tuple[str, str] | None:
     return None
 
 
-def _entries(transcript: Path) -> Any:
+def _entries(transcript: str | Path) -> Iterator[Any]:
     """Transcript entries: JSON Lines, or (a `.json` file) one document with a "messages" list."""
-    if transcript.suffix == ".json":
-        try:
-            doc = json.loads(transcript.read_text(encoding="utf-8", errors="replace"))
-        except ValueError:
+    with open(transcript, encoding="utf-8", errors="replace") as fh:
+        if os.fspath(transcript).endswith(".json"):
+            try:
+                doc = json.load(fh)
+            except ValueError:
+                return
+            yield from (doc.get("messages") or []) if isinstance(doc, dict) else []
             return
-        yield from (doc.get("messages") or []) if isinstance(doc, dict) else []
-        return
-    with transcript.open(encoding="utf-8", errors="replace") as fh:
         for line in fh:
             try:
                 yield json.loads(line)
@@ -212,7 +294,7 @@ def _entries(transcript: Path) -> Any:
                 continue
 
 
-def read_turns(transcript: Path) -> list[tuple[str, str]]:
+def read_turns(transcript: str | Path) -> list[tuple[str, str]]:
     turns = []
     for entry in _entries(transcript):
         turn = turn_of(entry)
@@ -221,7 +303,7 @@ def read_turns(transcript: Path) -> list[tuple[str, str]]:
     return turns
 
 
-def last_turn(transcript: Path) -> tuple[str, str]:
+def last_turn(transcript: str | Path) -> tuple[str, str]:
     """The last user text and the assistant text after it."""
     entries = read_turns(transcript)
     user_at = max((i for i, (kind, _) in enumerate(entries) if kind == "user"), default=-1)
@@ -248,16 +330,20 @@ def record(session_id: str, cwd: Any, user: str, assistant: str) -> None:
     send_turns(session_id, cwd, [("user", user), ("assistant", assistant)])
 
 
+def stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
+
+
 def record_turn() -> int:
     """Stop hook (Claude Code), or any caller giving `transcript_path` in one of our formats."""
     data = read_stdin_json()
-    path = Path(str(data.get("transcript_path") or ""))
-    if not path.is_file():
+    path = str(data.get("transcript_path") or "")
+    if not os.path.isfile(path):
         return 0
     try:
         user, assistant = last_turn(path)
-        record(str(data.get("session_id") or path.stem), data.get("cwd"), user, assistant)
-    except (OSError, ValueError, urllib.error.URLError):
+        record(str(data.get("session_id") or stem(path)), data.get("cwd"), user, assistant)
+    except (OSError, ValueError):
         return 0
     return 0
 
@@ -266,13 +352,13 @@ def pre_compact() -> int:
     """PreCompact hook: the whole transcript goes to the dream buffer before it is compacted away
     (the server skips turns the buffer already holds)."""
     data = read_stdin_json()
-    path = Path(str(data.get("transcript_path") or ""))
-    if not path.is_file():
+    path = str(data.get("transcript_path") or "")
+    if not os.path.isfile(path):
         return 0
     try:
         turns = [(r, t) for r, t in read_turns(path) if not (r == "user" and is_trivial(t))]
-        send_turns(str(data.get("session_id") or path.stem), data.get("cwd"), turns[-1000:])
-    except (OSError, ValueError, urllib.error.URLError):
+        send_turns(str(data.get("session_id") or stem(path)), data.get("cwd"), turns[-1000:])
+    except (OSError, ValueError):
         return 0
     return 0
 
@@ -292,6 +378,20 @@ def codex_notify(argv: list[str]) -> int:
     session = str(data.get("thread-id") or data.get("turn-id") or "codex")
     try:
         record(f"codex-{session}", data.get("cwd"), user, assistant)
-    except (OSError, ValueError, urllib.error.URLError):
+    except (OSError, ValueError):
         return 0
     return 0
+
+
+VERBS = {"inject": inject, "record-turn": record_turn, "session-start": session_start, "pre-compact": pre_compact}
+
+
+def main(argv: list[str]) -> int:
+    """`hook_entry.py VERB [ARGS]`: run one hook (the `yullu` command dispatches here as well)."""
+    verb = argv[0] if argv else ""
+    if verb == "codex-notify":
+        return codex_notify(argv[1:])
+    if verb in VERBS:
+        return VERBS[verb]()
+    print(f"yullu hook: unknown hook {verb!r} (expected one of {', '.join([*VERBS, 'codex-notify'])})", file=sys.stderr)
+    return 1

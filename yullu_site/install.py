@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .hooks import server_url, token, yullu_home
+from .hooks import hook_argv, server_url, token, yullu_home
 
 SKILL = """\
 ---
@@ -111,11 +111,14 @@ def write_if_changed(path: Path, text: str, private: bool = False) -> bool:
     return True
 
 
-def hook_command(binary: str, verb: str) -> str:
+def hook_command(verb: str) -> str:
     """The hook's shell command, pinned to the server and data this install was made for, so a
-    server on a non-default port or home is still found when the assistant runs the hook."""
+    server on a non-default port or home is still found when the assistant runs the hook.
+    `|| true`: if the checkout or venv moves away, Python exits 2 ("can't open file"), and Claude
+    Code reads exit 2 as "block" (the prompt is dropped, a Stop hook keeps the agent going)."""
     port = server_url().rsplit(":", 1)[1]
-    return f"YULLU_HOME={shlex.quote(str(yullu_home().resolve()))} YULLU_PORT={port} {shlex.quote(binary)} {verb}"
+    home = shlex.quote(str(yullu_home().resolve()))
+    return f"YULLU_HOME={home} YULLU_PORT={port} {shlex.join(hook_argv(verb))} || true"
 
 
 # --- Claude Code ----------------------------------------------------------------------
@@ -129,7 +132,10 @@ HOOKS = {
 
 
 def _is_ours(command: str, verb: str) -> bool:
-    return any(command.endswith(f"yullu{quote} {verb}") for quote in ("", '"', "'"))
+    """Our hook, as this version writes it (hook_entry.py) or as earlier ones did (`yullu VERB`)."""
+    ends = [f"{name}{quote} {verb}{tail}" for name in ("yullu", "hook_entry.py") for quote in ("", '"', "'")
+            for tail in ("", " || true")]  # fmt: skip
+    return command.endswith(tuple(ends))
 
 
 def _strip_hooks(settings: dict[str, Any]) -> None:
@@ -157,21 +163,21 @@ def _strip_hooks(settings: dict[str, Any]) -> None:
         settings.pop("hooks")
 
 
-def claude_settings_with_hooks(settings: dict[str, Any], binary: str) -> dict[str, Any]:
+def claude_settings_with_hooks(settings: dict[str, Any]) -> dict[str, Any]:
     _strip_hooks(settings)
     hooks = settings.setdefault("hooks", {})
     for event, verb in HOOKS.items():
-        hooks.setdefault(event, []).append({"hooks": [{"type": "command", "command": hook_command(binary, verb)}]})
+        hooks.setdefault(event, []).append({"hooks": [{"type": "command", "command": hook_command(verb)}]})
     return settings
 
 
-def install_claude(home: Path, binary: str) -> None:
+def install_claude(home: Path) -> None:
     claude = home / ".claude"
     if write_if_changed(claude / "skills" / "yullu" / "SKILL.md", SKILL):
         say(f"claude: wrote {claude / 'skills/yullu/SKILL.md'}")
     path = claude / "settings.json"
     settings = read_json(path)
-    updated = claude_settings_with_hooks(json.loads(json.dumps(settings)), binary)
+    updated = claude_settings_with_hooks(json.loads(json.dumps(settings)))
     if write_if_changed(path, json.dumps(updated, indent=2) + "\n"):
         say(
             "claude: hooks UserPromptSubmit → yullu inject, Stop → yullu record-turn, SessionStart → yullu "
@@ -266,18 +272,18 @@ def install_codex(home: Path) -> None:
     servers["yullu"] = entry
     notify = doc.get("notify")
     if notify is None or _is_our_notify(notify):
-        doc["notify"] = notify_command(yullu_bin())
+        doc["notify"] = notify_command()
     else:
         say(f"codex: {path} already has a `notify` program; turns are not recorded (add `yullu codex-notify`).")
     if write_if_changed(path, tomlkit.dumps(doc), private=True):
         say(f"codex: added [mcp_servers.yullu] and notify → yullu codex-notify to {path}")
 
 
-def notify_command(binary: str) -> list[str]:
+def notify_command() -> list[str]:
     """Codex runs `notify` as an argv list (no shell) with the turn's JSON appended; `env` pins
     the server and data this install was made for, like the Claude hooks."""
     port = server_url().rsplit(":", 1)[1]
-    return ["env", f"YULLU_HOME={yullu_home().resolve()}", f"YULLU_PORT={port}", binary, "codex-notify"]
+    return ["env", f"YULLU_HOME={yullu_home().resolve()}", f"YULLU_PORT={port}", *hook_argv("codex-notify")]
 
 
 def _is_our_notify(value: Any) -> bool:
@@ -491,11 +497,10 @@ def install(targets: list[str], *, service: bool = False, assume_yes: bool = Fal
         say("No assistant found (~/.claude or ~/.codex); name one: yullu install claude|codex|cursor")
     if not token():
         say("warning: no API token yet; run `yullu serve` (or `yullu token`) once, then install again.")
-    binary = yullu_bin()
     try:
         for target in chosen:
             if target == "claude":
-                tracked_install(home, target, lambda: install_claude(home, binary))
+                tracked_install(home, target, lambda: install_claude(home))
             elif target == "codex":
                 tracked_install(home, target, lambda: install_codex(home))
             elif target == "cursor":
