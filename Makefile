@@ -24,9 +24,12 @@ install: $(STAMP)
 run: install
 	$(BIN)/yullu serve
 
+# mypy's Django plugin imports the settings: give it the test home, not yours (no server starts).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	@mkdir -p $(TEST_HOME)
+	YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml $(BIN)/mypy
 
 format: install
 	$(BIN)/ruff format .

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,10 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = env_str("DATABASE_URL")
+if not DATABASE_URL and "mypy_django_plugin" in sys.modules:
+    # mypy's django-stubs plugin imports these settings to read the models; it never connects, so a
+    # type check (`make lint` on a fresh clone, an editor) must not start the embedded PostgreSQL.
+    DATABASE_URL = "postgresql://typecheck@localhost/typecheck"
 _db, DATABASE_KIND = database_settings(DATABASE_URL, YULLU_HOME)
 # Keep connections for a minute, but check them first so a restarted Postgres heals by itself.
 _db["CONN_MAX_AGE"] = 60
