@@ -106,7 +106,8 @@ def in_window(created: float | None, windows: list[Window]) -> bool:
 
 
 def window_sql(windows: list[Window]) -> tuple[str, list[Any]]:
-    parts, params = [], []
+    parts: list[str] = []
+    params: list[Any] = []
     for w in windows:
         if isinstance(w, int):
             parts.append("extract(month from m.created_at AT TIME ZONE 'UTC') = %s")

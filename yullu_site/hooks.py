@@ -162,7 +162,7 @@ def response_body(raw: bytes) -> bytes:
 
 
 def dechunk(body: bytes) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         size_line, _, body = body.partition(b"\r\n")
         size = int(size_line.split(b";")[0], 16)  # ValueError on a truncated or malformed answer
