@@ -48,6 +48,7 @@ def pass_to_wire(p: DreamPass) -> PassOut:
         "started_at": p.started_at.isoformat(),
         "finished_at": p.finished_at.isoformat() if p.finished_at else None,
         "sessions_total": p.sessions_total,
+        # mypy cannot check keys computed at run time; COUNTERS are DreamCounters' own keys.
         **{k: getattr(p, k) for k in COUNTERS},  # type: ignore[typeddict-item]
         "errors": p.errors,
         "last_error": p.errors[-1] if p.errors else None,

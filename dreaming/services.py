@@ -153,6 +153,7 @@ def _sessions(project_id: str, min_messages: int, session_id: str | None) -> lis
 
 def _counters(result: DreamResult) -> dict[str, Any]:
     """The DreamPass columns that mirror the running result."""
+    # mypy cannot check TypedDict keys computed at run time; COUNTERS are DreamCounters' own keys.
     return {"errors": result["errors"][:50], **{k: result[k] for k in COUNTERS}}  # type: ignore[literal-required]
 
 
@@ -170,6 +171,7 @@ def run_dream_pass(
     session_id: str | None = None,
     trigger: str = "manual",
 ) -> DreamResult:
+    # mypy cannot check TypedDict keys computed at run time; COUNTERS are DreamCounters' own keys.
     result: DreamResult = {"project_id": project_id, **dict.fromkeys(COUNTERS, 0), "sessions": [], "errors": []}  # type: ignore[typeddict-item]
     with advisory_lock(LOCK_KEY, project_id) as got:
         if not got:
@@ -201,7 +203,9 @@ def _run(
 ) -> None:
     sessions = _sessions(project_id, 1 if manual else cfg["min_messages"], session_id)
     _progress(dream, sessions_total=len(sessions), phase="reasoning")
-    if sessions and reasoner is None:
+    if reasoner is None:
+        if not sessions:
+            return
         result["errors"].append(
             "no reasoner configured: install Claude Code or Codex (found on PATH automatically), or set "
             "[reasoning].provider to 'openai' or 'anthropic' (with a key or a local server) for background "
@@ -211,7 +215,7 @@ def _run(
     system = current_prompt()
     for n, sid in enumerate(sessions, start=1):
         _progress(dream, phase=f"session {n} of {len(sessions)}")
-        outcome = _dream_session(project_id, sid, reasoner, system, cfg, result, dream)  # type: ignore[arg-type]
+        outcome = _dream_session(project_id, sid, reasoner, system, cfg, result, dream)
         result["sessions"].append(outcome)
         if outcome.get("error"):
             result["errors"].append(f"session {sid}: {outcome['error']}")
@@ -247,6 +251,7 @@ def _dream_session(
     if dream is not None:
         _record_ops(dream, session_id, applied)
     for key, value in counts.items():
+        # mypy cannot check a computed key; every ops_* name is a DreamCounters key.
         result[f"ops_{COUNTED_AS.get(key, key)}"] += value  # type: ignore[literal-required]
     outcome.update(counts)
     SessionMessage.objects.filter(pk__in=[r[0] for r in rows]).delete()

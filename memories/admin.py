@@ -255,6 +255,7 @@ class MemoryAdmin(ModelAdmin):
         rank = getattr(obj, "search_rank", None)
         if rank is None:
             return ""
+        # search_similarity and search_clears are annotated by get_queryset, unknown to the model type.
         sim = obj.search_similarity  # type: ignore[attr-defined]
         sim_text = "—" if sim is None else f"{sim:.2f}"
         return format_html(
@@ -270,6 +271,7 @@ class MemoryAdmin(ModelAdmin):
         term, project = request.GET.get("q", "").strip(), request.GET.get("project_id__exact")
         if not term or not project:
             return None
+        # A per-request cache kept on the request object, which declares no such attribute.
         if not hasattr(request, "_yullu_preview"):
             request._yullu_preview = queries.preview(project, term, limit=50).results  # type: ignore[attr-defined]
         return request._yullu_preview  # type: ignore[attr-defined]

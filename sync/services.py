@@ -88,6 +88,7 @@ def embedder_dim(embedder: Embedder) -> int | None:
 @count_reconcile
 def reconcile_scope(scope: Scope) -> ReconcileResult:
     git_root = scope.git_root or known_root(scope.project_id)
+    # mypy cannot check TypedDict keys computed at run time; COUNTERS are ReconcileResult's int keys.
     base: ReconcileResult = {"project_id": scope.project_id, **dict.fromkeys(COUNTERS, 0), "parse_errors": []}  # type: ignore[typeddict-item]
     if git_root is None:
         return {**base, "no_event_dir": True}
@@ -256,6 +257,7 @@ class Reconcile:
 
     def _count(self, outcome: str) -> None:
         if outcome in ("created", "updated", "deleted"):
+            # mypy does not narrow a str by `in` to these literal keys.
             self.result[outcome] += 1  # type: ignore[literal-required]
 
     def _write(self, event: Event) -> None:

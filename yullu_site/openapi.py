@@ -51,6 +51,7 @@ def shape(typed_dict: type) -> type[serializers.Serializer]:
     only to describe responses; the views return what the TypedDict's builder makes."""
     if typed_dict not in _shapes:
         hints = get_type_hints(typed_dict, include_extras=True)
+        # Typing has no type for "any TypedDict class", so the parameter is a plain `type`.
         required = typed_dict.__required_keys__  # type: ignore[attr-defined]
         fields = {name: _field(hint, required=_required(name, hint, required)) for name, hint in hints.items()}
         _shapes[typed_dict] = type(typed_dict.__name__, (serializers.Serializer,), fields)

@@ -17,9 +17,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cli import fail, setup_django
+
+if TYPE_CHECKING:
+    from .bootstrap import BootstrapResult
 
 
 def _pidfile_claim(path: Path) -> None:
@@ -114,7 +117,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     for child in children:
         child.start()
     if result is not None:
-        _print_banner(host, port, result, settings)
+        _print_banner(host, port, result, settings.YULLU_HOME)
     else:
         print(f"Yul'lu {role} started (pid {os.getpid()}); press Ctrl-C to stop.", flush=True)
     healthy = True
@@ -148,7 +151,7 @@ def _metrics_dir(run_dir: Path) -> Path:
     return folder
 
 
-def _prepare_database() -> object:
+def _prepare_database() -> BootstrapResult:
     """Migrate and bootstrap under the migration lock: web processes starting together take turns
     (two creating the admin account at once would collide)."""
     from .bootstrap import bootstrap
@@ -352,19 +355,19 @@ def path_hint(bin_dir: Path, path: str) -> str | None:
     return f'  CLI:        `yullu` is not on your PATH; add it with:  export PATH="{bin_dir}:$PATH"'
 
 
-def _print_banner(host: str, port: int, result: object, settings: object) -> None:
+def _print_banner(host: str, port: int, result: BootstrapResult, data_dir: Path) -> None:
     base = f"http://{host}:{port}"
-    pw_file = result.admin_password_file  # type: ignore[attr-defined]
+    pw_file = result.admin_password_file
     lines = [
         "",
         f"Yul'lu is starting on {base}",
         f"  admin:      {base}/admin/  (user 'admin', password in {pw_file})",
         f"  MCP:        {base}/mcp",
-        f"  API token:  {result.token_file}  (or run `yullu token`)",  # type: ignore[attr-defined]
+        f"  API token:  {result.token_file}  (or run `yullu token`)",
         f"  status:     {base}/api/status",
-        f"  data:       {settings.YULLU_HOME}",  # type: ignore[attr-defined]
+        f"  data:       {data_dir}",
     ]
-    if result.admin_created:  # type: ignore[attr-defined]
+    if result.admin_created:
         lines.append(f"  first run:  admin password is {pw_file.read_text().strip()}")
     lines.append(_reasoner_line())
     if hint := path_hint(Path(sys.executable).parent, os.environ.get("PATH", "")):

@@ -14,7 +14,7 @@ def status_view(request: HttpRequest) -> JsonResponse:
     response = JsonResponse(body, status=200 if body["ready"] else 503)
     # "Not ready yet" is an answer, not a server error: polling during start-up (make run, load
     # balancers) must not print an ERROR line per probe.
-    response._has_been_logged = True  # type: ignore[attr-defined]
+    response._has_been_logged = True  # type: ignore[attr-defined]  # Django's private flag (django.utils.log)
     return response
 
 
