@@ -11,6 +11,7 @@ import functools
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Count, Q
@@ -64,31 +65,46 @@ def clean_budget(value: Any) -> int:
 # --- retrieval across the project and the user scope ------------------------------------
 
 
-CONFIG_TTL = 5.0  # seconds a project's merged config is reused (files are read at most this often)
-_config_cache: dict[str, tuple[float, dict[str, Any]]] = {}
+# project_id → (what the merge read, its [retrieval]). Reused only while every input is unchanged:
+# the repository root, both files (size, mtime, inode) and this process's global [retrieval] (the
+# admin's settings page edits it in place), so an edit in any process applies at the next recall.
+_config_cache: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def project_retrieval(project_id: str) -> dict[str, Any]:
     """[retrieval] for this project: global file → `<repo>/.yullu/config.toml` → the user's
-    per-project file (README, Configuration). Cached briefly: it is read on every recall."""
-    import time
-
+    per-project file (README, Configuration). Read on every recall, so the merge is cached."""
     from django.conf import settings
 
-    from yullu_site.config import load_for_project
+    from yullu_site.config import load_for_project, project_user_file
 
     from .scope import known_root
 
-    now = time.monotonic()
+    root = known_root(project_id)
+    repo_file = root / settings.YULLU["sync"]["dir"] / "config.toml" if root is not None else None
+    inputs = (
+        str(root),
+        repo_file and _stamp(repo_file),
+        _stamp(project_user_file(project_id)),
+        repr(sorted(settings.YULLU["retrieval"].items())),
+    )
     hit = _config_cache.get(project_id)
-    if hit is not None and hit[0] > now:
+    if hit is not None and hit[0] == inputs:
         return hit[1]
     try:
-        cfg, _ = load_for_project(project_id, known_root(project_id), settings.YULLU)
+        cfg, _ = load_for_project(project_id, root, settings.YULLU)
         retrieval = cfg["retrieval"]
     except Exception:  # a broken project file must not break recall; startup/doctor report it
         retrieval = settings.YULLU["retrieval"]
-    _config_cache[project_id] = (now + CONFIG_TTL, retrieval)
+    _config_cache[project_id] = (inputs, retrieval)
     return retrieval
 
 

@@ -1,0 +1,45 @@
+"""Caches that outlive a request answer as the database and the files do now: a write (by any
+process) or a config edit shows at the next call, not after a timeout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from memories import queries, services
+from memories.context import project_retrieval
+from memories.scope import Scope
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db
+
+P = Scope("acme/caches", None)
+
+
+def test_a_word_searched_before_any_memory_held_it_is_found_once_one_does(stub_embedder: StubServer) -> None:
+    services.create_memory(P, "Lunch is at noon on Fridays")
+    question = "where is the flux capacitor configured"
+    assert queries.search(P.project_id, question, mode="keyword", log=False).results == []
+    services.create_memory(P, "The flux capacitor config lives in settings/flux.toml")
+    found = queries.search(P.project_id, question, mode="keyword", log=False).results
+    assert [h["content"] for h in found] == ["The flux capacitor config lives in settings/flux.toml"]
+
+
+def test_a_project_config_edit_applies_to_the_next_recall(monkeypatch: pytest.MonkeyPatch) -> None:
+    from yullu_site.config import project_user_file
+
+    path = project_user_file("acme/caches")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.write_text("[retrieval]\nmin_similarity = 0.9\n")
+        assert project_retrieval("acme/caches")["min_similarity"] == 0.9
+        path.write_text("[retrieval]\nmin_similarity = 0.25\n")
+        assert project_retrieval("acme/caches")["min_similarity"] == 0.25
+        path.unlink()
+        edited: dict[str, Any] = {**settings.YULLU["retrieval"], "min_similarity": 0.3}
+        monkeypatch.setitem(settings.YULLU, "retrieval", edited)  # as the admin's settings page does
+        assert project_retrieval("acme/caches")["min_similarity"] == 0.3
+    finally:
+        path.unlink(missing_ok=True)
