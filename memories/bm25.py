@@ -5,8 +5,15 @@ Postgres' ts_rank has no inverse document frequency, so a question's common word
 turned into lexemes with the same `english` configuration as the stored `search`
 column; document frequencies and term frequencies come from `memories_term`
 (postings kept by a trigger, migration 0003), and rows are scored with BM25
-(k1 1.2, b 0.3). Per-project statistics are cached for a short while: slightly
-stale counts do not change a ranking in any way that matters.
+(k1 1.2, b 0.3).
+
+Per-process caches, shared by every request and blind to other processes' writes, so they hold
+only what may lag without hiding a memory: the project's size and mean length (for STATS_TTL, and
+re-read at once when a word turns out to be in more memories than the cached size) and positive
+document frequencies. Both only weight the score; which memories hold a word is read from the postings
+on every search. A zero — a word no memory holds yet, an empty project — is never cached: it would
+hide the memory that adds it. (An exact count per search would cost 6 ms at 100k memories, where
+the whole search takes 7 ms; docs/benchmarks.md, "Per-process caches".)
 """
 
 from __future__ import annotations
@@ -63,11 +70,13 @@ def cached_count(project_id: str) -> int:
     return hit[1] if hit and hit[0] > time.monotonic() else 0
 
 
-def project_stats(project_id: str) -> tuple[int, float]:
+def project_stats(project_id: str, *, at_least: int = 0) -> tuple[int, float]:
+    """(memory count, mean search-vector length); a cached pair is used while fresh and while its
+    count is at least `at_least` (a document frequency just read: a smaller count is stale)."""
     now = time.monotonic()
     with _lock:
         hit = _project_stats.get(project_id)
-    if hit and hit[0] > now:
+    if hit and hit[0] > now and hit[1] >= at_least:
         return hit[1], hit[2]
     with connection.cursor() as cur:
         cur.execute(
@@ -75,8 +84,9 @@ def project_stats(project_id: str) -> tuple[int, float]:
             [project_id],
         )
         n, avgdl = cur.fetchone()
-    with _lock:
-        _project_stats[project_id] = (now + STATS_TTL, int(n), float(avgdl) or 1.0)
+    if n:
+        with _lock:
+            _project_stats[project_id] = (now + STATS_TTL, int(n), float(avgdl) or 1.0)
     return int(n), float(avgdl) or 1.0
 
 
@@ -102,7 +112,8 @@ def document_frequencies(project_id: str, lexemes: list[str]) -> dict[str, int]:
             if len(_df) > 50_000:
                 _df.clear()
             for lex, df in fresh.items():
-                _df[(project_id, lex)] = (now + STATS_TTL, df)
+                if df:  # a word no memory holds yet is asked again: the next write may add it
+                    _df[(project_id, lex)] = (now + STATS_TTL, df)
         out.update(fresh)
     return out
 
@@ -150,6 +161,8 @@ def search_with_coverage(
     if n == 0:
         return {}
     dfs = document_frequencies(project_id, lexemes)
+    if max(dfs.values()) > n:  # memories were added since the count was cached
+        n, avgdl = project_stats(project_id, at_least=max(dfs.values()))
     kept = within_budget(dfs, n)
     if not kept:
         return {}
