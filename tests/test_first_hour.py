@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -49,6 +50,23 @@ def postgres_running_under(base: str) -> list[int]:
         if proc.info["name"] == "postgres" and base in cmdline:
             found.append(proc.pid)
     return found
+
+
+def test_serve_on_a_taken_port_says_so_at_once_and_starts_nothing(fresh_home: dict[str, str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ran = run_cli(["serve"], {**fresh_home, "YULLU_PORT": str(port)}, timeout=120)
+    assert ran.returncode == 1 and ran.stdout == "", ran.stdout + ran.stderr
+    assert ran.stderr.splitlines() == [
+        f"yullu: port {port} on 127.0.0.1 is already in use; stop what uses it, or pick another port with "
+        f"`yullu serve --port N`, YULLU_PORT=N or [server].port in {fresh_home['YULLU_CONFIG']}."
+    ]
+    base = Path(fresh_home["YULLU_ROOT_PG_BASE"]).parent
+    assert not list(base.rglob("PG_VERSION")), "the embedded Postgres was not even created"
+    assert postgres_running_under(str(base)) == []
+    assert not list((Path(fresh_home["YULLU_HOME"]) / "run").glob("serve*.pid"))
 
 
 @pytest.mark.slow

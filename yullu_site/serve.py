@@ -9,9 +9,11 @@ The embedded Postgres is stopped on exit only if this command started it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -88,25 +90,29 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     """Run one role (or all of them). Several `web`/`worker` processes may share a database and
     broker; only one `beat` runs at a time (others wait on a database lock as standbys)."""
     from . import pg
+    from .config import load as load_config
     from .paths import ensure_home
 
     home = ensure_home()
     run_dir = home / "run"
     run_dir.mkdir(exist_ok=True)
+    server_cfg = load_config()["server"]  # the same file and variables settings read, without Django yet
+    port, host = port or server_cfg["port"], server_cfg["host"]
+    pidfile = run_dir / ("serve.pid" if role == "all" else f"serve-{role}-{port}.pid")
+    _pidfile_claim(pidfile)
+    if role in ("all", "web") and (problem := _cannot_listen(host, port)):
+        pidfile.unlink(missing_ok=True)  # before Postgres or any child starts: nothing to stop
+        fail(problem)
     pg_was_running = not os.environ.get("DATABASE_URL") and pg.is_running(pg.plan(home))
     metrics_dir = _metrics_dir(run_dir)  # before anything imports prometheus_client
     setup_django(migrate=False)  # web nodes migrate below, under a lock
     from django.conf import settings
 
-    port = port or settings.YULLU["server"]["port"]
-    pidfile = run_dir / ("serve.pid" if role == "all" else f"serve-{role}-{port}.pid")
-    _pidfile_claim(pidfile)
     result = _prepare_database() if role in ("all", "web") else None
     beat_lock = _claim_beat_lock() if role in ("all", "beat") else None
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "yullu_site.settings", "YULLU_HOME": str(home)}
     if workers > 1:
         env["YULLU_MCP_STATELESS"] = "1"  # a session would hit a worker that does not know it
-    host = settings.YULLU["server"]["host"]
     py = sys.executable
     commands = {
         "web": _web_cmd(py, host, port, workers),
@@ -135,6 +141,25 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         shutil.rmtree(metrics_dir, ignore_errors=True)
     if not healthy:
         raise SystemExit(1)  # so `make run`, systemd and scripts see that it did not stop by request
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """One sentence saying why the web process could not listen on host:port and what to change,
+    or None. Found out by binding it once, as uvicorn will (SO_REUSEADDR, so connections left by a
+    server that just stopped do not count); otherwise it only shows as the web child's crash loop."""
+    from .config import config_path
+
+    change = f"`yullu serve --port N`, YULLU_PORT=N or [server].port in {config_path()}"
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        socket.create_server(address, family=family).close()
+    except socket.gaierror as exc:
+        return f"cannot listen on {host}: it does not resolve ({exc.strerror}); fix [server].host in {config_path()}."
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return f"port {port} on {host} is already in use; stop what uses it, or pick another port with {change}."
+        return f"cannot listen on port {port} on {host} ({exc.strerror}); pick another port with {change}."
+    return None
 
 
 def _metrics_dir(run_dir: Path) -> Path:
