@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .cli import fail, setup_django
 
 if TYPE_CHECKING:
-    from .bootstrap import BootstrapResult
+    from yullu_site.bootstrap import BootstrapResult
 
 
 def _pidfile_claim(path: Path) -> None:
