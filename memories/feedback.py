@@ -26,7 +26,9 @@ def verdict_scores(memory_ids: list[int], embedder_id: str, qvec: np.ndarray) ->
     if not memory_ids:
         return {}
     dim = len(qvec)
-    literal = "[" + ",".join(f"{x:.7f}" for x in qvec) + "]"
+    from .queries import vector_literal
+
+    literal = vector_literal(qvec)
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT memory_id, useful, 1 - (query_vector::vector({dim}) <=> %s::vector({dim})) "

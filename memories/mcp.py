@@ -25,7 +25,7 @@ from yullu_site.errors import UserError
 from . import services, stats
 from .context import DEFAULT_BUDGET, search_merged
 from .context import build_context as make_context
-from .scope import resolve, scope_for
+from .scope import project_of, resolve, scope_for
 
 log = logging.getLogger("yullu.mcp")
 T = TypeVar("T")
@@ -223,11 +223,9 @@ def register_memory_tools(server: MCPServer) -> None:
         cwd: Cwd = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
-            scope = resolve(project_id, cwd)
-            found = search_merged(
-                scope.project_id, query, limit=limit, categories=categories, min_similarity=min_similarity
-            )
-            return {"project_id": scope.project_id, "recall_id": found.recall_id, "results": found.results}
+            project = project_of(project_id, cwd)
+            found = search_merged(project, query, limit=limit, categories=categories, min_similarity=min_similarity)
+            return {"project_id": project, "recall_id": found.recall_id, "results": found.results}
 
         return await run(body)
 
@@ -246,8 +244,7 @@ def register_memory_tools(server: MCPServer) -> None:
         cwd: Cwd = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
-            scope = resolve(project_id, cwd)
-            return make_context(scope.project_id, query, budget_tokens)
+            return make_context(project_of(project_id, cwd), query, budget_tokens)
 
         return await run(body)
 
@@ -305,8 +302,8 @@ def register_memory_tools(server: MCPServer) -> None:
         cwd: Cwd = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
-            scope = resolve(project_id, cwd)
-            return {"project_id": scope.project_id, "memories": stats.list_memories(scope.project_id, limit)}
+            project = project_of(project_id, cwd)
+            return {"project_id": project, "memories": stats.list_memories(project, limit)}
 
         return await run(body)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -136,8 +137,22 @@ class SearchResult:
     considered: list[HitOut] = field(default_factory=list)
 
 
-def _vec_literal(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.7f}" for x in vector) + "]"
+_last_literal = threading.local()
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    """The pgvector text of `vector`. One search formats its query vector for the dense search,
+    the candidate details, the date windows and the feedback lookup (and again for the user scope):
+    the last one is kept per thread, keyed by the array itself. Formatting Python floats rather
+    than numpy scalars halves the cost (~0.25 ms per 384-dim vector before, ~5 % of a retrieve)."""
+    if getattr(_last_literal, "vector", None) is vector:
+        return str(_last_literal.text)
+    text = "[" + ",".join(map("{:.7f}".format, vector.tolist())) + "]"
+    _last_literal.vector, _last_literal.text = vector, text
+    return text
+
+
+_vec_literal = vector_literal
 
 
 Timed = tuple[float | None, float, float, str | None]  # similarity, created_at, updated_at (epoch s), session

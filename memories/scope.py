@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.db import connection
@@ -110,9 +111,8 @@ def resolve(project_id: str | None = None, cwd: str | None = None) -> Scope:
             scope = Scope(project_id, known_root(project_id))
         return scope
     if cwd:
-        scope = _resolve_cwd(cwd)
-    else:
-        scope = resolve_path(os.getcwd())
+        return _resolve_cwd(cwd)  # remembers the location
+    scope = resolve_path(os.getcwd())
     if scope.git_root is not None:
         remember_location(scope)
     return scope
@@ -129,12 +129,36 @@ def _resolve_cwd(cwd: str) -> Scope:
     return scope
 
 
+# `last_seen` (shown in the admin) is refreshed at most this often: every tool call with a cwd
+# resolves its project, and rewriting an unchanged row each time was a write transaction (and a
+# WAL flush) on the read path.
+LAST_SEEN_GRANULARITY = timedelta(minutes=10)
+
+
 def remember_location(scope: Scope) -> None:
+    """Record where the project's repo lives. One indexed read when nothing changed."""
     from .models import ProjectLocation
 
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT git_root, last_seen FROM {ProjectLocation._meta.db_table} WHERE project_id = %s",
+            [scope.project_id],
+        )
+        row = cur.fetchone()
+    now = timezone.now()
+    if row and row[0] == str(scope.git_root) and now - row[1] < LAST_SEEN_GRANULARITY:
+        return
     ProjectLocation.objects.update_or_create(
-        project_id=scope.project_id, defaults={"git_root": str(scope.git_root), "last_seen": timezone.now()}
+        project_id=scope.project_id, defaults={"git_root": str(scope.git_root), "last_seen": now}
     )
+
+
+def project_of(project_id: str | None, cwd: str | None) -> str:
+    """The project a read resolves to. Reads need only the id: with an explicit project_id and no
+    cwd, where its repo lives (`known_root`, a query) is not looked up."""
+    if project_id and not cwd:
+        return validate_project_id(project_id)
+    return resolve(project_id, cwd).project_id
 
 
 def user_scope() -> Scope:

@@ -69,6 +69,51 @@ def test_resolving_a_cwd_in_a_repo_records_its_location(tmp_path: Path) -> None:
 
 
 @pytest.mark.django_db
+def test_an_unchanged_location_is_read_not_rewritten_until_last_seen_is_stale(tmp_path: Path) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memories.models import ProjectLocation
+    from memories.scope import LAST_SEEN_GRANULARITY
+
+    repo = git_repo(tmp_path / "r", "git@github.com:acme/seen.git")
+    resolve(None, str(repo))
+    with CaptureQueriesContext(connection) as calls:
+        resolve(None, str(repo))  # every tool call with a cwd does this
+    assert [q["sql"].split()[0] for q in calls.captured_queries] == ["SELECT"]
+    stale = ProjectLocation.objects.get(project_id="github.com/acme/seen").last_seen - LAST_SEEN_GRANULARITY
+    ProjectLocation.objects.filter(project_id="github.com/acme/seen").update(last_seen=stale)
+    resolve(None, str(repo))
+    assert ProjectLocation.objects.get(project_id="github.com/acme/seen").last_seen > stale
+    moved = git_repo(tmp_path / "elsewhere", "git@github.com:acme/seen.git")  # a second clone
+    resolve(None, str(moved))
+    assert ProjectLocation.objects.get(project_id="github.com/acme/seen").git_root == str(moved.resolve())
+
+
+def test_a_read_with_an_explicit_project_id_does_not_look_up_its_repo() -> None:
+    from memories.scope import project_of
+
+    # No database access at all (this test has no django_db mark: a query would fail it).
+    assert project_of(" acme/app ", None) == "acme/app"
+
+
+def test_the_vector_literal_is_the_seven_decimal_text_pgvector_reads() -> None:
+    import numpy as np
+
+    from memories.queries import vector_literal
+
+    v = np.array([0.5, -0.123456789, 1e-9, -1.0], dtype=np.float32)
+    assert (
+        vector_literal(v)
+        == "[" + ",".join(f"{x:.7f}" for x in v) + "]"
+        == "[0.5000000,-0.1234568,0.0000000,-1.0000000]"
+    )
+    w = v.copy()
+    w[0] = 0.25
+    assert vector_literal(w).startswith("[0.2500000,")  # another array: not the remembered text
+
+
+@pytest.mark.django_db
 def test_explicit_project_id_wins_over_cwd(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "r", "git@github.com:acme/one.git")
     assert resolve("explicit/project", str(repo)).project_id == "explicit/project"
