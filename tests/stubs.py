@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 DIM = 8
+CHAT_GATE_LIMIT = 120.0
 
 
 def vector_for(text: str) -> list[float]:
@@ -36,6 +37,9 @@ class StubServer:
         self.chat_replies: list[str | int] = []
         self.embed_status = 200
         self.chat_delay = 0.0  # seconds to wait before answering a chat completion
+        # When set, a chat completion waits until the test opens this gate (at most CHAT_GATE_LIMIT
+        # seconds, so a test that never opens it fails instead of hanging).
+        self.chat_gate: threading.Event | None = None
         self.dim = DIM
         stub = self
 
@@ -87,6 +91,8 @@ class StubServer:
         }
 
     def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.chat_gate is not None:
+            self.chat_gate.wait(CHAT_GATE_LIMIT)
         if self.chat_delay:
             time.sleep(self.chat_delay)
         reply = self.chat_replies.pop(0) if self.chat_replies else '{"operations": []}'

@@ -12,6 +12,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -164,7 +165,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     )
     postgres = PostgresServer(base / "pg-home")
     stub = StubServer().__enter__()
-    stub.chat_delay = 1.5  # a pass is still running when the second trigger arrives
     config = base / "config.toml"
     config.write_text("[dreaming]\nmin_messages = 3\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_"))}
@@ -237,12 +237,28 @@ def test_a_dream_triggered_through_both_web_nodes_at_once_runs_once(cluster: Clu
     cluster.stub.chat_replies.append(json.dumps(reply))  # a second pass would get no operations
 
     def trigger(node: Node) -> dict[str, Any]:
-        response = httpx.post(f"{node.url}/api/dream", json={"cwd": str(repo)}, headers=auth, timeout=60)
+        response = httpx.post(f"{node.url}/api/dream", json={"cwd": str(repo)}, headers=auth, timeout=120)
         assert response.status_code == 200, response.text
         return response.json()
 
-    with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(trigger, [cluster.web(0), cluster.web(1)]))
+    def chats() -> int:
+        return sum(1 for r in cluster.stub.requests if r["path"].endswith("/chat/completions"))
+
+    # The pass that gets the project's lock waits inside the reasoner until the other trigger has
+    # answered: "at once" by construction, whatever the machine's speed.
+    asked, gate = chats(), threading.Event()
+    cluster.stub.chat_gate = gate
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            calls = [pool.submit(trigger, node) for node in (cluster.web(0), cluster.web(1))]
+            wait_until(lambda: chats() > asked, "one pass to reach the reasoner")
+            answered = wait_until(lambda: [c for c in calls if c.done()], "the other trigger to answer")
+            assert answered[0].result().get("skipped") is True, answered[0].result()
+            gate.set()
+            results = [c.result() for c in calls]
+    finally:
+        gate.set()
+        cluster.stub.chat_gate = None
     ran = [r for r in results if not r.get("skipped")]
     assert len(ran) == 1 and ran[0]["ops_created"] == 1, results
     project = ran[0]["project_id"]
