@@ -35,7 +35,7 @@ from . import lifecycle, queries, services, stats
 from .context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, build_context, search_merged
 from .models import CATEGORIES, Memory, RejectedMemory
 from .scope import Scope, resolve, user_scope
-from .serializers import memory_to_wire, rejected_to_wire
+from .serializers import deleted_to_wire, memory_to_wire, rejected_to_wire
 
 
 class ScopeIn(serializers.Serializer):
@@ -229,7 +229,7 @@ class MemoryDetail(APIView):
     @documented(DeletedOut, errors=(404,))
     def delete(self, request: Request, pk: int) -> Response:
         memory = services.delete_memory(pk, source="rest")
-        return Response({"id": pk, "uuid": str(memory.uuid), "deleted": True})
+        return Response(deleted_to_wire(pk, memory))
 
 
 class HistoryView(APIView):

@@ -26,6 +26,7 @@ from . import services, stats
 from .context import DEFAULT_BUDGET, search_merged
 from .context import build_context as make_context
 from .scope import project_of, resolve, scope_for
+from .serializers import deleted_to_wire, memory_to_wire
 
 log = logging.getLogger("yullu.mcp")
 T = TypeVar("T")
@@ -199,7 +200,7 @@ def register_memory_tools(server: MCPServer) -> None:
                 importance=importance,
                 ttl_days=ttl_days,
             )
-            return stored.as_dict()
+            return dict(stored.as_dict())
 
         return await run(body)
 
@@ -266,8 +267,6 @@ def register_memory_tools(server: MCPServer) -> None:
         ] = False,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
-            from .serializers import memory_to_wire
-
             memory = services.update_memory(
                 id,
                 content=content,
@@ -291,7 +290,7 @@ def register_memory_tools(server: MCPServer) -> None:
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
             m = services.delete_memory(id, source="mcp")
-            return {"id": id, "uuid": str(m.uuid), "deleted": True}
+            return dict(deleted_to_wire(id, m))
 
         return await run(body)
 

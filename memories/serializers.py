@@ -49,6 +49,55 @@ class RejectedOut(TypedDict):
     rejected_at: Annotated[str, DATETIME]
 
 
+class Similar(TypedDict):
+    id: int
+    content: str
+    similarity: float
+
+
+class Created(TypedDict):
+    """A store that created a memory (status 201)."""
+
+    id: int
+    uuid: Annotated[str, UUID]
+    project_id: str
+    created: bool
+    similar: NotRequired[list[Similar]]
+    supersedes: NotRequired[int]
+
+
+class Duplicate(TypedDict):
+    """A store answered by an existing near-duplicate (status 200)."""
+
+    id: int
+    uuid: Annotated[str, UUID]
+    project_id: str
+    created: bool
+    duplicate_of: int
+    content: str
+    supersedes: NotRequired[int]
+
+
+class Deleted(TypedDict):
+    id: int
+    uuid: Annotated[str, UUID]
+    deleted: bool
+
+
+class Rated(TypedDict):
+    id: int
+    uuid: Annotated[str, UUID]
+    rating: int
+    archived: bool
+
+
+class ProjectOut(TypedDict):
+    project_id: str
+    memories: int
+    unrated: int
+    git_root: str | None
+
+
 def memory_to_wire(m: Memory) -> MemoryOut:
     return {
         "id": m.id,
@@ -69,6 +118,14 @@ def memory_to_wire(m: Memory) -> MemoryOut:
 
 def hit_to_wire(m: Memory, similarity: float | None, rank: int) -> HitOut:
     return {**memory_to_wire(m), "similarity": None if similarity is None else round(similarity, 4), "rank": rank}
+
+
+def deleted_to_wire(memory_id: int, m: Memory) -> Deleted:
+    return {"id": memory_id, "uuid": str(m.uuid), "deleted": True}
+
+
+def rated_to_wire(m: Memory, rating: int, archived: bool) -> Rated:
+    return {"id": m.pk, "uuid": str(m.uuid), "rating": rating, "archived": archived}
 
 
 def rejected_to_wire(r: RejectedMemory) -> RejectedOut:

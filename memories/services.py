@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 import numpy as np
 from django.conf import settings
@@ -42,6 +42,7 @@ from .models import (
 )
 from .scope import Scope, known_root
 from .secrets import find_secret
+from .serializers import Created, Duplicate, Rated, Similar, rated_to_wire
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)
@@ -263,12 +264,6 @@ class CleanMemory(NewMemory):
     importance: str = Importance.NORMAL
 
 
-class Similar(TypedDict):
-    id: int
-    content: str
-    similarity: float
-
-
 @dataclass
 class Stored:
     """What a store answers: the memory (new, or the existing near-duplicate) and what is near it."""
@@ -280,14 +275,22 @@ class Stored:
     similar: list[Similar] = field(default_factory=list)
     superseded: int | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> Created | Duplicate:
         m = self.memory
-        out: dict[str, Any] = {"id": m.id, "uuid": str(m.uuid), "project_id": m.project_id, "created": self.created}
+        out: Created | Duplicate
         if self.duplicate_of is not None:
-            out["duplicate_of"] = self.duplicate_of
-            out["content"] = m.content
+            out = Duplicate(
+                id=m.id,
+                uuid=str(m.uuid),
+                project_id=m.project_id,
+                created=self.created,
+                duplicate_of=self.duplicate_of,
+                content=m.content,
+            )
         else:
-            out["similar"] = self.similar
+            out = Created(
+                id=m.id, uuid=str(m.uuid), project_id=m.project_id, created=self.created, similar=self.similar
+            )
         if self.superseded is not None:
             out["supersedes"] = self.superseded
         return out
@@ -739,7 +742,7 @@ def parse_rating(rating: Any) -> int:
     return value
 
 
-def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str = "review") -> dict[str, Any]:
+def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str = "review") -> Rated:
     """6–10 keeps the memory with its rating; 1–5 archives it to rejected_memories and deletes it (synced)."""
     value = parse_rating(rating)
     comment = (comment or "").strip()[:2000]
@@ -751,10 +754,10 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
             memory.rating, memory.rating_comment = value, comment
             memory.save(update_fields=["rating", "rating_comment"])
             record_change(memory, "rated", source, before, snapshot(memory))
-            return {"id": memory.pk, "uuid": str(memory.uuid), "rating": value, "archived": False}
+            return rated_to_wire(memory, value, archived=False)
         archive(memory, ArchiveReason.REJECTED, rating=value, comment=comment)
         _delete(memory, source, rating=value)
-    return {"id": memory.pk, "uuid": str(memory.uuid), "rating": value, "archived": True}
+    return rated_to_wire(memory, value, archived=True)
 
 
 def clear_rating(memory_id: Any) -> Memory:

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from .embedders import get_embedder
 from .models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, RejectedMemory, Usage
-from .serializers import MemoryOut, memory_to_wire
+from .serializers import MemoryOut, ProjectOut, memory_to_wire
 
 
 def list_memories(project_id: str, limit: int = 20) -> list[MemoryOut]:
@@ -19,12 +19,12 @@ def list_memories(project_id: str, limit: int = 20) -> list[MemoryOut]:
     return [memory_to_wire(m) for m in rows]
 
 
-def projects() -> list[dict[str, Any]]:
+def projects() -> list[ProjectOut]:
     counts = Memory.objects.values("project_id").annotate(
         memories=Count("id"), unrated=Count("id", filter=Q(rating=None))
     )
     roots = dict(ProjectLocation.objects.values_list("project_id", "git_root"))
-    out = {row["project_id"]: {**row, "git_root": roots.get(row["project_id"])} for row in counts}
+    out: dict[str, ProjectOut] = {r["project_id"]: {**r, "git_root": roots.get(r["project_id"])} for r in counts}
     for pid, root in roots.items():
         out.setdefault(pid, {"project_id": pid, "memories": 0, "unrated": 0, "git_root": root})
     return sorted(out.values(), key=lambda r: r["project_id"])

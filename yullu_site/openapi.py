@@ -104,13 +104,7 @@ def _field(hint: Any, *, required: bool = True) -> serializers.Field:
 MemoryOut = shape(wire.MemoryOut)
 HitOut = shape(wire.HitOut)
 RejectedOut = shape(wire.RejectedOut)
-
-
-class ProjectOut(serializers.Serializer):
-    project_id = serializers.CharField()
-    memories = serializers.IntegerField()
-    unrated = serializers.IntegerField()
-    git_root = serializers.CharField(allow_null=True)
+ProjectOut = shape(wire.ProjectOut)
 
 
 def obj(name: str, **fields: serializers.Field) -> serializers.Serializer:
@@ -142,38 +136,10 @@ RecallOut = obj(
     recall_id=serializers.CharField(allow_null=True),
     results=serializers.ListField(child=HitOut()),
 )
-SimilarOut = obj(
-    "Similar", id=serializers.IntegerField(), content=serializers.CharField(), similarity=serializers.FloatField()
-)
-CreatedOut = obj(
-    "Created",
-    id=serializers.IntegerField(),
-    uuid=serializers.UUIDField(),
-    project_id=serializers.CharField(),
-    created=serializers.BooleanField(),
-    similar=serializers.ListField(child=SimilarOut, required=False),
-    supersedes=serializers.IntegerField(required=False),
-)
-DuplicateOut = obj(
-    "Duplicate",
-    id=serializers.IntegerField(),
-    uuid=serializers.UUIDField(),
-    project_id=serializers.CharField(),
-    created=serializers.BooleanField(),
-    duplicate_of=serializers.IntegerField(),
-    content=serializers.CharField(),
-    supersedes=serializers.IntegerField(required=False),
-)
-DeletedOut = obj(
-    "Deleted", id=serializers.IntegerField(), uuid=serializers.UUIDField(), deleted=serializers.BooleanField()
-)
-RatedOut = obj(
-    "Rated",
-    id=serializers.IntegerField(),
-    uuid=serializers.UUIDField(),
-    rating=serializers.IntegerField(),
-    archived=serializers.BooleanField(),
-)
+CreatedOut = shape(wire.Created)
+DuplicateOut = shape(wire.Duplicate)
+DeletedOut = shape(wire.Deleted)
+RatedOut = shape(wire.Rated)
 
 
 def documented(
