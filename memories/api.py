@@ -119,6 +119,12 @@ class ContextIn(ScopeIn):
         required=False, min_value=MIN_BUDGET, max_value=MAX_BUDGET, default=DEFAULT_BUDGET
     )
     categories = serializers.ListField(child=serializers.CharField(), required=False)
+    prefer_categories = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Try these categories first; when none of their memories is relevant, the block is built "
+        "without a category filter (the prompt hook's hints, in one request). Not with `categories`.",
+    )
 
 
 class RateIn(serializers.Serializer):
@@ -315,10 +321,14 @@ class ContextView(APIView):
     @documented(request=ContextIn, summary="One block of memories within a token budget (no query: the primer)")
     def post(self, request: Request) -> Response:
         data = valid(ContextIn, request.data)
-        scope = rest_scope(data)
-        return Response(
-            build_context(scope.project_id, data.get("query"), data["budget_tokens"], data.get("categories"))
-        )
+        hints = data.get("prefer_categories")
+        if hints and data.get("categories"):
+            raise serializers.ValidationError({"prefer_categories": ["give categories or prefer_categories, not both"]})
+        project, query, budget = rest_scope(data).project_id, data.get("query"), data["budget_tokens"]
+        found = build_context(project, query, budget, data.get("categories") or hints)
+        if hints and not found["context"]:
+            found = build_context(project, query, budget)
+        return Response(found)
 
 
 class ProjectsView(APIView):

@@ -194,6 +194,28 @@ def test_rest_context_and_the_session_start_hook_print_the_primer(
     assert (out.returncode, out.stdout) == (0, "")
 
 
+def test_rest_context_tries_the_hinted_categories_first_and_falls_back_in_the_same_request(
+    live_server_url: str, owner_token: str, keyword_only: None
+) -> None:
+    import httpx
+
+    seed("ctxprefer")
+    count_tokens("warm")
+
+    headers = {"Authorization": f"Bearer {owner_token}"}
+
+    def ask(**extra: Any) -> httpx.Response:
+        body = {"project_id": "ctxprefer", "query": "how do we deploy to staging?", **extra}
+        return httpx.post(f"{live_server_url}/api/context", json=body, headers=headers)
+
+    assert DEPLOY not in ask(categories=["style"]).json()["context"]  # a filter stays a filter
+    assert DEPLOY in ask(prefer_categories=["style"]).json()["context"]  # nothing relevant there: unfiltered
+    hinted = ask(prefer_categories=["process"]).json()
+    assert DEPLOY in hinted["context"] and "Postgres" not in hinted["context"]
+    both = ask(categories=["process"], prefer_categories=["style"])
+    assert both.status_code == 400 and "prefer_categories" in both.text
+
+
 def test_a_projects_own_min_similarity_is_honoured_by_recall(
     live_server_url: str, owner_token: str, stub_embedder: Any
 ) -> None:

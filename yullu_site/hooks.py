@@ -192,15 +192,14 @@ def context(body: dict[str, Any]) -> str:
 
 
 def recall(prompt: str, cwd: str) -> str:
-    """Ask with category hints first; fall back to an unfiltered block when the hints find nothing."""
+    """Category hints first, an unfiltered block when the hints find nothing: one request, the server
+    falls back (a second request would queue again behind everything a busy server is doing)."""
     body: dict[str, Any] = {"query": prompt[:4000], "budget_tokens": INJECT_BUDGET}
     if cwd:
         body["cwd"] = cwd
     hints = category_hints(prompt)
     if hints:
-        found = context({**body, "categories": hints})
-        if found:
-            return found
+        body["prefer_categories"] = hints
     return context(body)
 
 
