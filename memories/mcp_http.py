@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -35,7 +34,6 @@ ASGIScope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[Mapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[ASGIScope, Any, Any], Awaitable[None]]
-TOKEN_CACHE_SECONDS = 30.0
 
 
 def allowed_hosts() -> list[str]:
@@ -56,7 +54,6 @@ class TokenAuth:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self._valid: dict[str, float] = {}
 
     async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,15 +84,11 @@ class TokenAuth:
         )
 
     async def _is_valid(self, raw: str) -> bool:
-        key = hash_token(raw)
-        now = time.monotonic()
-        if self._valid.get(key, 0) > now:
-            return True
-        if await sync_to_async(with_fresh_connections, thread_sensitive=False)(lambda: user_for_token(raw) is not None):
-            self._valid[key] = now + TOKEN_CACHE_SECONDS
-            return True
-        self._valid.pop(key, None)
-        return False
+        # Asked of the database on every request, as the REST API does: a deleted token or a
+        # deactivated user is refused at once, in every process (no per-process token cache).
+        return await sync_to_async(with_fresh_connections, thread_sensitive=False)(
+            lambda: user_for_token(raw) is not None
+        )
 
 
 async def _json(send: Send, status: int, error: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -43,3 +43,20 @@ def test_a_project_config_edit_applies_to_the_next_recall(monkeypatch: pytest.Mo
         assert project_retrieval("acme/caches")["min_similarity"] == 0.3
     finally:
         path.unlink(missing_ok=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deleted_token_is_refused_by_mcp_at_once(live_server_url: str, owner: Any) -> None:
+    import httpx
+
+    from yullu_site.models import ApiToken
+
+    token, raw = ApiToken.issue(owner)
+    request = {
+        "url": f"{live_server_url}/mcp",
+        "json": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        "headers": {"accept": "application/json, text/event-stream", "authorization": f"Bearer {raw}"},
+    }
+    assert httpx.post(**request).status_code != 401  # past the token check (the SDK then wants a session)
+    token.delete()  # `yullu token` rotation, or the admin, possibly in another process
+    assert httpx.post(**request).status_code == 401
