@@ -12,8 +12,8 @@ only what may lag without hiding a memory: the project's size and mean length (f
 re-read at once when a word turns out to be in more memories than the cached size) and positive
 document frequencies. Both only weight the score; which memories hold a word is read from the postings
 on every search. A zero — a word no memory holds yet, an empty project — is never cached: it would
-hide the memory that adds it. (An exact count per search would cost 6 ms at 100k memories, where
-the whole search takes 7 ms; docs/benchmarks.md, "Per-process caches".)
+hide the memory that adds it. (Re-reading size and mean length per search would cost 35 ms at
+100k memories, where the whole search takes 7 ms; docs/benchmarks.md, "Per-process caches".)
 """
 
 from __future__ import annotations
