@@ -67,8 +67,7 @@ def run_locomo(state: dict[str, Any], embedder: Any) -> dict[str, Any]:
                 limit=10,
                 min_similarity=0.0,
                 log=False,
-                embedder=embedder,
-                query_vector=vec,
+                embedded=queries.Embedded(embedder, vec),
             )
             lat.append((time.perf_counter() - started) * 1000)
             ranked = [conv["ids"].get(h["id"], "") for h in found.results]
@@ -91,7 +90,7 @@ def run_codebase(state: dict[str, Any], embedder: Any) -> dict[str, Any]:
     cb = state["codebase"]
     rows = []
     for (kind, text, answers, split), vec in zip(cb["prompts"], cb["vecs"], strict=True):
-        found = queries.search(cb["project"], text, limit=5, log=False, embedder=embedder, query_vector=vec)
+        found = queries.search(cb["project"], text, limit=5, log=False, embedded=queries.Embedded(embedder, vec))
         got = [cb["ids"].get(h["id"], "") for h in found.results]
         rows.append({"kind": kind, "q": text, "split": split, "answers": answers, "got": got})
     return {s: codebase.summarise([r for r in rows if r["split"] == s]) for s in codebase.SPLITS}

@@ -1,4 +1,5 @@
-"""Dates in a question (read side, called by queries.search).
+"""A second look at the candidates (read side, called by queries.search): dates in a question,
+and each candidate's place in its session.
 
 A question naming a day, a month or a year ("what did we decide on 13 October 2023?", "in May")
 favours memories created then (queries.W_DATE), and the closest ones created then join the
@@ -134,3 +135,22 @@ def nearest_in_windows(
     with connection.cursor() as cur:
         cur.execute(sql, [embedder_id, dim, project_id, *params, *([cats] if cats else []), qvec, k])
         return [row[0] for row in cur.fetchall()]
+
+
+def session_places(project_id: str, sessions: list[str]) -> dict[int, int]:
+    """memory id → its place in its session (0 = stored first), for every memory of these `session:`
+    tags (the GIN index on tags finds them; SESSION_SQL picks each one's session tag)."""
+    from .queries import SESSION_SQL
+
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT m.id, {SESSION_SQL} FROM memories_memory m "
+            "WHERE m.project_id = %s AND m.tags && %s::varchar[] ORDER BY m.created_at, m.id",
+            [project_id, sessions],
+        )
+        places: dict[int, int] = {}
+        counts: dict[str, int] = {}
+        for mid, session in cur.fetchall():
+            places[mid] = counts.get(session, 0)
+            counts[session] = places[mid] + 1
+        return places

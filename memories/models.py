@@ -70,6 +70,7 @@ class Memory(models.Model):
         verbose_name_plural = "memories"
         indexes = [
             GinIndex(fields=["search"], name="memory_search_gin"),
+            GinIndex(fields=["tags"], name="memory_tags_gin"),  # a session's memories (queries)
             models.Index(fields=["project_id", "-updated_at"], name="memory_project_updated"),
             models.Index(fields=["project_id", "rating"], name="memory_project_rating"),
         ]

@@ -49,7 +49,9 @@ FUSION = "score"
 W_KEYWORD = 0.6
 KEYWORD_POWER = 2.0  # (BM25 / best)²: only near-best keyword matches move a hit much
 W_RECENCY = 0.05
-W_CONTIGUITY = 0.3  # share of the best same-session candidate's score a candidate gains
+W_CONTIGUITY = 0.3  # share of the best same-session candidate's score a candidate gains …
+W_NEIGHBOUR = 0.1  # … plus this share of the best one stored at most NEIGHBOUR_TURNS before or after it
+NEIGHBOUR_TURNS = 2
 RRF_K = 20
 # Dates named in a question (memories.expansion), chosen on LoCoMo dev's tuning questions.
 W_DATE = 0.3  # gained by a memory created on the day / month / year the question names
@@ -125,6 +127,7 @@ class Candidate:
     keyword_strength: float = 1.0  # < 1 in a project too small for idf to tell words apart (bm25)
     coverage: float = 0.0  # share of the query's telling words the memory holds (bm25.search_with_coverage)
     session: str | None = None  # its `session:<id>` tag, if any
+    position: int | None = None  # its place in its session (0 = stored first), when W_NEIGHBOUR is on
     dated: bool = False  # created when the question says (expansion.date_windows)
     score: float = 0.0
 
@@ -270,7 +273,9 @@ def fuse(
 
 
 def _add_contiguity(cands: dict[int, Candidate], weight: float) -> None:
-    """Each candidate gains `weight` × the best score among the other candidates of its session."""
+    """Each candidate gains `weight` × the best score among the other candidates of its session, and
+    W_NEIGHBOUR × the best among those stored at most NEIGHBOUR_TURNS memories before or after it
+    there (the turn after the one that names the concert says what happened at it)."""
     sessions: dict[str, list[Candidate]] = {}
     for c in cands.values():
         if c.session is not None:
@@ -280,8 +285,16 @@ def _add_contiguity(cands: dict[int, Candidate], weight: float) -> None:
             continue
         ranked = sorted(members, key=lambda c: -c.score)
         best, second = ranked[0].score, ranked[1].score
+        base = {c.memory_id: c.score for c in members}
         for c in members:
             c.score += weight * (second if c is ranked[0] else best)
+            if W_NEIGHBOUR and c.position is not None:
+                near = [
+                    base[o.memory_id]
+                    for o in members
+                    if o is not c and o.position is not None and abs(o.position - c.position) <= NEIGHBOUR_TURNS
+                ]
+                c.score += W_NEIGHBOUR * max(near, default=0.0)
 
 
 def _recency(cands: dict[int, Candidate]) -> dict[int, float]:
@@ -369,6 +382,8 @@ def _ranked(
     ranked = {c.memory_id: c for c in rank(project_id, query, qvec, embedder.id, cats, mode)}
     if mode == "hybrid" and ranked and W_DATE:
         second_look(project_id, query, qvec, embedder.id, cats, ranked)
+    if mode == "hybrid" and W_NEIGHBOUR:
+        _place_in_sessions(project_id, ranked)
     relevant = relevance_test(floor, gate_for(embedder.id), qvec is not None)
     # Whole rows for the best candidates alone.
     ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
@@ -420,6 +435,20 @@ def rank(
         if c.similarity is None:
             c.similarity = cosine
     return list(cands.values())
+
+
+def _place_in_sessions(project_id: str, ranked: dict[int, Candidate]) -> None:
+    """Each candidate's place in its session, for the sessions with two candidates or more (one
+    query, through the GIN index on tags)."""
+    seen: dict[str, int] = {}
+    for c in ranked.values():
+        if c.session is not None:
+            seen[c.session] = seen.get(c.session, 0) + 1
+    sessions = sorted(s for s, n in seen.items() if n > 1)
+    if sessions:
+        for mid, place in expansion.session_places(project_id, sessions).items():
+            if mid in ranked:
+                ranked[mid].position = place
 
 
 def second_look(

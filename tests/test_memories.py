@@ -268,6 +268,29 @@ def test_memories_of_a_strong_hits_session_rise_with_it(stub_embedder: StubServe
     assert found.results[1]["similarity"] == pytest.approx(0.5, abs=1e-3)  # similarity stays the plain cosine
 
 
+def test_a_strong_hits_neighbours_in_its_session_rise_above_the_rest_of_it(stub_embedder: StubServer) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    texts = [
+        "vec:0,0,1 first",
+        "vec:1,0,0 the strong hit",
+        "vec:0.5,0.866,0 said right after it",
+        "vec:0,0,1 filler",
+        "vec:0,0,1 more filler",
+        "vec:0.55,0.835,0 said much later, a little closer in meaning",
+    ]
+    items = [services.NewMemory(t, None, ["session:s1"], t0 + timedelta(minutes=i)) for i, t in enumerate(texts)]
+    services.create_memories(A, items, source="test", dedupe=False)
+    found = queries.search(A.project_id, "vec:1,0,0 question", limit=3, min_similarity=0.0, log=False)
+    # Without the neighbour share the slightly closer one, further from the hit, would come first.
+    assert [hit["content"].split(" ", 1)[1] for hit in found.results] == [
+        "the strong hit",
+        "said right after it",
+        "said much later, a little closer in meaning",
+    ]
+
+
 def test_every_connection_searches_hnsw_with_iterative_scans() -> None:
     """Set per connection (settings.py), not per query: a project filter must not starve the index scan."""
     with connection.cursor() as cur:
