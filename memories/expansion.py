@@ -138,19 +138,19 @@ def nearest_in_windows(
 
 
 def session_places(project_id: str, sessions: list[str]) -> dict[int, int]:
-    """memory id → its place in its session (0 = stored first), for every memory of these `session:`
-    tags (the GIN index on tags finds them; SESSION_SQL picks each one's session tag)."""
-    from .queries import SESSION_SQL
-
+    """memory id → its place in its session (0 = stored first), for every memory carrying one of
+    these `session:` tags (found through the GIN index on tags)."""
+    wanted = set(sessions)
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT m.id, {SESSION_SQL} FROM memories_memory m "
+            "SELECT m.id, m.tags FROM memories_memory m "
             "WHERE m.project_id = %s AND m.tags && %s::varchar[] ORDER BY m.created_at, m.id",
             [project_id, sessions],
         )
         places: dict[int, int] = {}
         counts: dict[str, int] = {}
-        for mid, session in cur.fetchall():
+        for mid, tags in cur.fetchall():
+            session = next(t for t in tags if t in wanted)
             places[mid] = counts.get(session, 0)
             counts[session] = places[mid] + 1
         return places
