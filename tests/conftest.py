@@ -75,7 +75,7 @@ def stub_api() -> Iterator[StubServer]:
 
 
 @pytest.fixture
-def stub_embedder(stub_api: StubServer, monkeypatch: pytest.MonkeyPatch) -> StubServer:
+def stub_embedder(stub_api: StubServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[StubServer]:
     """Route embeddings to the local OpenAI-compatible stub (real openai client, real HTTP)."""
     monkeypatch.setitem(
         settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "openai", "model": "stub-embed"}

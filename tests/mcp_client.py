@@ -10,7 +10,7 @@ from typing import Any
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.types import InitializeResult
+from mcp.types import InitializeResult, TextContent
 
 
 @asynccontextmanager
@@ -36,7 +36,9 @@ async def initialized_session(
 async def call(session: ClientSession, tool: str, **arguments: Any) -> tuple[bool, Any]:
     """(is_error, structured content or error text)."""
     result = await session.call_tool(tool, arguments)
+    first = result.content[0]
+    assert isinstance(first, TextContent), first
     if result.is_error:
-        return True, result.content[0].text
-    assert json.loads(result.content[0].text) == result.structured_content
+        return True, first.text
+    assert json.loads(first.text) == result.structured_content
     return False, result.structured_content

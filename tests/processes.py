@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 
 def wait_until(
-    check: Callable[[], T],
+    check: Callable[[], T | None],
     what: str,
     timeout: float = DEADLINE,
     alive: subprocess.Popen[Any] | Sequence[subprocess.Popen[Any]] = (),
@@ -40,7 +40,7 @@ def wait_until(
         for proc in procs:
             if proc.poll() is not None:
                 raise AssertionError(
-                    f"{proc.args} exited ({proc.returncode}) while waiting for {what}\n{output()[-3000:]}"
+                    f"{proc.args!r} exited ({proc.returncode}) while waiting for {what}\n{output()[-3000:]}"
                 )
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{output()[-3000:]}")

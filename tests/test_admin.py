@@ -201,9 +201,12 @@ def test_two_interleaved_preview_searches_each_show_their_own_match(owner: Any, 
     from django.contrib import admin
     from django.test import RequestFactory
 
+    from memories.admin import MemoryAdmin
+
     a = services.create_memory(resolve("acme/a", None), "vec:1,0,0 deploys go through make ship")
     services.create_memory(resolve("acme/b", None), "vec:0,1,0 tests run with make test")
     model_admin = admin.site._registry[Memory]
+    assert isinstance(model_admin, MemoryAdmin)
 
     def rows(project: str, q: str) -> list[Memory]:
         request = RequestFactory().get("/admin/memories/memory/", {"q": q, "project_id__exact": project})

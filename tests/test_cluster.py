@@ -78,7 +78,12 @@ class PostgresServer:
         log = cluster.pgdata / "server.log"
         started = pg._run(cluster, ["pg_ctl", "start", "-w", "-D", str(cluster.pgdata), "-l", str(log), "-o", options])
         assert started.returncode == 0, started.stderr
-        admin = {"host": str(cluster.socket_dir), "port": self.port, "user": "postgres", "dbname": "postgres"}
+        admin: dict[str, Any] = {
+            "host": str(cluster.socket_dir),
+            "port": self.port,
+            "user": "postgres",
+            "dbname": "postgres",
+        }
         with psycopg.connect(**admin, autocommit=True) as conn:
             conn.execute(f"CREATE ROLE yullu LOGIN PASSWORD '{self.password}'")
             conn.execute("CREATE DATABASE yullu OWNER yullu")

@@ -255,7 +255,7 @@ def test_a_beat_scheduled_pass_runs_end_to_end(reasoner_stub: StubServer, tmp_pa
             "user": connection.settings_dict["USER"],
         }
     ) as conn:
-        assert conn.execute("SELECT count(*) FROM dreaming_dreampass").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM dreaming_dreampass").fetchone() == (1,)
 
 
 def test_memories_dreamed_from_one_session_carry_it_and_rise_together(reasoner_stub: StubServer) -> None:

@@ -30,7 +30,7 @@ def test_the_default_local_embedder_runs_on_onnx_and_agrees_with_pytorch() -> No
     embedder = get_embedder(embedders.EmbedderSpec("local", "all-MiniLM-L6-v2"))
     assert settings.YULLU["embedding"]["runtime"] == "onnx"
     onnx = np.stack(embedder.embed(SENTENCES))
-    assert embedder._load().name == "onnx"
+    assert isinstance(embedder, embedders.LocalEmbedder) and embedder._load().name == "onnx"
     reference = load_torch_model("all-MiniLM-L6-v2").encode(SENTENCES, normalize_embeddings=True)
     assert np.sum(onnx * reference, axis=1).min() >= 0.99
     # Thresholds compare two vectors: pairwise cosines must match PyTorch's, not only directions.
@@ -143,7 +143,12 @@ def test_the_query_cache_forgets_the_least_recently_used() -> None:
 
 def test_model_work_never_runs_on_the_calling_thread() -> None:
     seen: list[str] = []
-    batcher = Batcher(lambda texts: (seen.append(threading.current_thread().name), np.ones((len(texts), 2)))[1])
+
+    def model(texts: list[str]) -> np.ndarray:
+        seen.append(threading.current_thread().name)
+        return np.ones((len(texts), 2))
+
+    batcher = Batcher(model)
     batcher.embed(["x"])
     assert seen and seen[0] != threading.current_thread().name
 

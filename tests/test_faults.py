@@ -217,7 +217,7 @@ def test_kill_9_of_a_worker_mid_dream_keeps_the_messages(
 
     from dreaming.models import SessionMessage
     from dreaming.reasoners import configured_reasoner
-    from dreaming.services import record_messages, run_dream_pass
+    from dreaming.services import DreamResult, record_messages, run_dream_pass
     from tests.processes import spawn
 
     record_messages("acme/killed", "s1", [{"role": "user", "content": "we build with make, never with npm"}])
@@ -246,7 +246,7 @@ def test_kill_9_of_a_worker_mid_dream_keeps_the_messages(
     )
 
     # The dead worker's lock goes with its database session; until Postgres notices, a pass is skipped.
-    def a_pass_that_ran() -> dict[str, Any] | None:
+    def a_pass_that_ran() -> DreamResult | None:
         result = run_dream_pass("acme/killed", reasoner=configured_reasoner())
         return None if result.get("skipped") else result
 

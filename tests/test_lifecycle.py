@@ -103,7 +103,8 @@ def test_every_change_is_in_the_history_with_its_source(stub_embedder: StubServe
         ("updated", "rest"),
         ("rated", "admin"),
     ]
-    assert changes[1]["before"]["tags"] == [] and changes[1]["after"]["tags"] == ["ci"]
+    before, after = changes[1]["before"], changes[1]["after"]
+    assert before is not None and before["tags"] == [] and after is not None and after["tags"] == ["ci"]
     services.delete_memory(m.pk, source="mcp")
     assert MemoryChange.objects.filter(memory_uuid=m.uuid, action="deleted", source="mcp").exists()
 

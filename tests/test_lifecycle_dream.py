@@ -11,7 +11,7 @@ from django.conf import settings
 
 from dreaming.models import DreamOp
 from dreaming.reasoners import configured_reasoner
-from dreaming.services import record_messages, run_dream_pass
+from dreaming.services import DreamResult, record_messages, run_dream_pass
 from memories import lifecycle, queries, services
 from memories.models import LinkKind, Memory, MemoryLink
 from memories.scope import Scope
@@ -43,7 +43,7 @@ def converse() -> None:
     )
 
 
-def propose(stub: StubServer, *replies: dict[str, Any] | str) -> dict[str, Any]:
+def propose(stub: StubServer, *replies: dict[str, Any] | str) -> DreamResult:
     stub.chat_replies.extend(r if isinstance(r, str) else json.dumps(r) for r in replies)
     return run_dream_pass(P.project_id, reasoner=configured_reasoner())
 

@@ -43,14 +43,14 @@ def test_supersede_links_importance_and_expiry_reach_a_teammate_but_verdicts_do_
             "SELECT f.uuid::text, l.kind, t.uuid::text FROM memories_memorylink l "
             "JOIN memories_memory f ON f.id = l.from_memory_id JOIN memories_memory t ON t.id = l.to_memory_id"
         ).fetchall()
-        verdicts = conn.execute("SELECT count(*) FROM memories_recallfeedback").fetchone()[0]
+        verdicts = conn.execute("SELECT count(*) FROM memories_recallfeedback").fetchone()
     assert rows[str(old.uuid)] == ("normal", str(new.uuid), False)
     assert rows[str(new.uuid)] == ("high", None, False)
     assert rows[str(other.uuid)] == ("normal", None, True)
     assert sorted(links) == sorted(
         [(str(new.uuid), "supersedes", str(old.uuid)), (str(other.uuid), "contradicts", str(new.uuid))]
     )
-    assert verdicts == 0
+    assert verdicts == (0,)
 
 
 def test_superseding_leaves_both_machines_with_the_same_updated_at_on_every_memory(

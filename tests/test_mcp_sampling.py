@@ -44,7 +44,8 @@ def test_dream_now_samples_through_the_calling_client(
 
     is_error, result = asyncio.run(go())
     assert not is_error, result
-    assert len(seen) == 1 and "make lint" in seen[0].messages[0].content.text
+    content = seen[0].messages[0].content
+    assert len(seen) == 1 and isinstance(content, types.TextContent) and "make lint" in content.text
     assert "durable" in (seen[0].system_prompt or "")
     assert result["ops_created"] == 1 and result["sessions_processed"] == 1
     assert Memory.objects.get(project_id="acme/sampling").content == "Run make lint before every push"

@@ -122,7 +122,7 @@ def test_category_filter_is_an_or_and_excludes_uncategorised(stub_embedder: Stub
     found = queries.search(
         A.project_id, "vec:1,0,0 q", categories=["gotcha", "decision", "bogus"], min_similarity=0.0, log=False
     )
-    assert sorted(h["category"] for h in found.results) == ["decision", "gotcha"]
+    assert sorted(str(h["category"]) for h in found.results) == ["decision", "gotcha"]
     everything = queries.search(A.project_id, "vec:1,0,0 q", categories=["bogus"], min_similarity=0.0, log=False)
     assert len(everything.results) == 3
 

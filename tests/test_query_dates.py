@@ -14,8 +14,8 @@ from tests.stubs import StubServer
 A = Scope("acme/dates", None)
 
 
-def at(*args: int) -> float:
-    return datetime(*args, tzinfo=UTC).timestamp()
+def at(year: int, month: int, day: int, hour: int = 0) -> float:
+    return datetime(year, month, day, hour, tzinfo=UTC).timestamp()
 
 
 @pytest.mark.parametrize(

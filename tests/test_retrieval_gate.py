@@ -128,7 +128,7 @@ def test_an_unknown_tool_argument_is_an_error_naming_it(
 
 
 def test_an_unknown_rest_field_is_a_400_naming_it(client: Client, owner_token: str) -> None:
-    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
+    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
     r = client.post("/api/memories/recall", {"query": "deploy", "project_id": "acme/r", "limt": 3}, **auth)
     assert r.status_code == 400 and "limt" in r.content.decode()
     r = client.post("/api/memories", {"content": "a fact", "project_id": "acme/r", "scpe": "user"}, **auth)
@@ -140,7 +140,7 @@ def test_an_unknown_rest_field_is_a_400_naming_it(client: Client, owner_token: s
 
 def test_rest_recall_takes_a_min_similarity_override(client: Client, owner_token: str) -> None:
     services.create_memory(resolve("acme/rf", None), DEPLOY)
-    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
+    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
     body = {"query": "write a haiku about autumn", "project_id": "acme/rf"}
     assert client.post("/api/memories/recall", body, **auth).json()["results"] == []
     assert len(client.post("/api/memories/recall", {**body, "min_similarity": 0}, **auth).json()["results"]) == 1
@@ -176,7 +176,7 @@ def test_store_memory_with_a_session_id_tags_the_session(
 
     err, stored = run(go())
     assert not err and Memory.objects.get(pk=stored["id"]).tags == ["deploy", "session:chat-7"]
-    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
+    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
     body = {"content": "Billing invoices are generated nightly.", "project_id": "acme/sess", "session_id": "chat-7"}
     created = client.post("/api/memories", body, **auth).json()
     assert Memory.objects.get(pk=created["id"]).tags == ["session:chat-7"]

@@ -61,7 +61,7 @@ def test_keys_never_appear_in_api_responses(
 
     secret = "sk-live-should-never-leave-1234567890"
     monkeypatch.setitem(settings.YULLU, "openai", {**settings.YULLU["openai"], "api_key": secret})
-    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
+    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
     memory = {"content": "vec:1,0,0 Deploys go through the blue/green script", "project_id": "acme/keys"}
     stored = client.post("/api/memories", memory, content_type="application/json", **auth)
     assert stored.status_code == 201, stored.content
@@ -118,7 +118,7 @@ def test_hostile_log_entries_are_skipped_with_parse_errors(tmp_path: Path) -> No
 def test_repeated_bad_tokens_are_rate_limited_but_a_working_client_is_not(client: Client, owner_token: str) -> None:
     from yullu_site import ratelimit
 
-    good = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
+    good: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
     assert client.get("/api/memories", **good).status_code == 200  # verified before the attack
     for _ in range(ratelimit.MAX_FAILURES):
         assert client.get("/api/memories", HTTP_AUTHORIZATION="Bearer yl_guess").status_code == 401
@@ -150,7 +150,7 @@ def test_a_rejected_key_is_echoed_neither_to_the_client_nor_to_the_logs(
     secret = "sk-live-should-never-leave-0987654321"
     settings.YULLU["openai"] = {**settings.YULLU["openai"], "api_key": secret}  # stub_embedder restores the cache
     stub_embedder.embed_status = 401
-    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
+    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
     with caplog.at_level(logging.DEBUG):
         response = client.post(
             "/api/memories", {"content": "a fact", "project_id": "acme/keys"}, content_type="application/json", **auth

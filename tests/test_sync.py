@@ -20,7 +20,7 @@ from memories.scope import resolve
 from sync.eventlog import new_event, read_events, write_event
 from sync.fold import fold
 from sync.schema import Event
-from sync.services import reconcile_scope
+from sync.services import ReconcileResult, reconcile_scope
 from tests.processes import REPO, product_env, run_cli, stub_env
 from tests.stubs import StubServer
 from yullu_site.errors import UserError
@@ -76,7 +76,7 @@ class Machine:
                 "sync_outboxevent, sync_projectsyncstate CASCADE"
             )
 
-    def reconcile(self, repo: Path, **env: str) -> dict[str, Any]:
+    def reconcile(self, repo: Path, **env: str) -> ReconcileResult:
         environ = {
             **product_env(self.home),
             "DATABASE_URL": self.url,
@@ -103,6 +103,7 @@ class Machine:
                 "ON m.id = v.memory_id WHERE m.uuid = %s",
                 [memory_uuid],
             ).fetchone()
+        assert row is not None, f"no vector for {memory_uuid}"
         return json.loads(row[0])
 
 
@@ -127,7 +128,7 @@ def test_the_two_machine_scenario(repo: Path, machines: dict[str, Machine], stub
     again = b.reconcile(repo)
     counters = ("created", "updated", "deleted", "embeddings_reused", "embeddings_computed", "local_only_logged",
                 "events_new")  # fmt: skip
-    assert {k: again[k] for k in counters} == dict.fromkeys(counters, 0)
+    assert {k: again.get(k) for k in counters} == dict.fromkeys(counters, 0)
     services.update_memory(m.id, content="vec:0,1,0 Releases are cut from release branches")
     r = b.reconcile(repo)
     assert (r["updated"], r["embeddings_reused"]) == (1, 1)
