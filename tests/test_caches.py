@@ -52,7 +52,7 @@ def test_a_deleted_token_is_refused_by_mcp_at_once(live_server_url: str, owner: 
     from yullu_site.models import ApiToken
 
     token, raw = ApiToken.issue(owner)
-    request = {
+    request: dict[str, Any] = {
         "url": f"{live_server_url}/mcp",
         "json": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         "headers": {"accept": "application/json, text/event-stream", "authorization": f"Bearer {raw}"},
