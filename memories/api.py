@@ -35,7 +35,7 @@ from . import lifecycle, queries, services, stats
 from .context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, build_context, search_merged
 from .models import CATEGORIES, Memory, RejectedMemory
 from .scope import Scope, resolve, user_scope
-from .serializers import deleted_to_wire, memory_to_wire, rejected_to_wire
+from .serializers import SearchResults, deleted_to_wire, memory_to_wire, recall_to_wire, rejected_to_wire
 
 
 class ScopeIn(serializers.Serializer):
@@ -188,7 +188,7 @@ class MemoryList(APIView):
             if not project_id:
                 raise serializers.ValidationError({"project_id": "is required with q."})
             found = queries.search(project_id, q, limit=_limit(request, 20, 50), log=False, min_similarity=0.0)
-            return Response({"project_id": project_id, "results": found.results})
+            return Response(SearchResults(project_id=project_id, results=found.results))
         _limit(request, 20, MemoryCursor.max_page_size)  # validates ?limit= (the paginator would ignore junk)
         # Superseded and expired memories are history: listed only with ?all=1.
         qs = Memory.objects.all() if request.query_params.get("all") == "1" else Memory.objects.current()
@@ -314,7 +314,7 @@ class RecallView(APIView):
             categories=data.get("categories"),
             min_similarity=data.get("min_similarity"),
         )
-        return Response({"project_id": scope.project_id, "recall_id": found.recall_id, "results": found.results})
+        return Response(recall_to_wire(scope.project_id, found.recall_id, found.results))
 
 
 class ContextView(APIView):

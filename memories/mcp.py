@@ -26,7 +26,7 @@ from . import services, stats
 from .context import DEFAULT_BUDGET, search_merged
 from .context import build_context as make_context
 from .scope import project_of, resolve, scope_for
-from .serializers import deleted_to_wire, memory_to_wire
+from .serializers import deleted_to_wire, memory_to_wire, recall_to_wire
 
 log = logging.getLogger("yullu.mcp")
 T = TypeVar("T")
@@ -226,7 +226,7 @@ def register_memory_tools(server: MCPServer) -> None:
         def body() -> dict[str, Any]:
             project = project_of(project_id, cwd)
             found = search_merged(project, query, limit=limit, categories=categories, min_similarity=min_similarity)
-            return {"project_id": project, "recall_id": found.recall_id, "results": found.results}
+            return dict(recall_to_wire(project, found.recall_id, found.results))
 
         return await run(body)
 

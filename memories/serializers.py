@@ -38,6 +38,21 @@ class HitOut(MemoryOut):
     clears_floor: NotRequired[bool]  # only in the admin's preview search
 
 
+class RecallResults(TypedDict):
+    """What a recall answers (MCP retrieve_memories, POST /api/memories/recall)."""
+
+    project_id: str
+    recall_id: str | None
+    results: list[HitOut]
+
+
+class SearchResults(TypedDict):
+    """The REST preview search (GET /api/memories?q=): not logged, so no recall_id."""
+
+    project_id: str
+    results: list[HitOut]
+
+
 class RejectedOut(TypedDict):
     uuid: Annotated[str, UUID]
     project_id: str
@@ -126,6 +141,10 @@ def deleted_to_wire(memory_id: int, m: Memory) -> Deleted:
 
 def rated_to_wire(m: Memory, rating: int, archived: bool) -> Rated:
     return {"id": m.pk, "uuid": str(m.uuid), "rating": rating, "archived": archived}
+
+
+def recall_to_wire(project_id: str, recall_id: str | None, hits: list[HitOut]) -> RecallResults:
+    return {"project_id": project_id, "recall_id": recall_id, "results": hits}
 
 
 def rejected_to_wire(r: RejectedMemory) -> RejectedOut:

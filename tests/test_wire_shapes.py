@@ -11,7 +11,7 @@ import pytest
 
 from memories import services
 from memories.scope import Scope
-from memories.serializers import HitOut, MemoryOut
+from memories.serializers import HitOut, MemoryOut, RecallResults
 from sync.services import ReconcileResult
 from tests.mcp_client import call, http_session
 from tests.stubs import StubServer
@@ -35,9 +35,9 @@ def test_mcp_rest_and_the_openapi_schema_agree_on_the_memory_and_hit_fields(
         schema = rest.get("/api/schema", params={"format": "json"}).json()
         rest_one = rest.get(f"/api/memories/{memory.pk}").json()
         rest_page = rest.get("/api/memories", params={"project_id": "acme/wire"}).json()["results"]
-        rest_hits = rest.post(
+        rest_recall = rest.post(
             "/api/memories/recall", json={"project_id": "acme/wire", "query": "vec:1,0,0 deploy", "min_similarity": 0}
-        ).json()["results"]
+        ).json()
         rest_reconciled = rest.post("/api/reconcile", json={"project_id": "acme/wire"}).json()
 
     async def mcp() -> tuple[Any, Any, Any, Any]:
@@ -46,9 +46,10 @@ def test_mcp_rest_and_the_openapi_schema_agree_on_the_memory_and_hit_fields(
             _, found = await call(s, "retrieve_memories", query="vec:1,0,0 deploy", project_id="acme/wire")
             _, updated = await call(s, "update_memory", id=memory.pk, tags=["ops"])
             _, reconciled = await call(s, "reconcile_memories", project_id="acme/wire")
-            return listed["memories"], found["results"], updated, reconciled
+            return listed["memories"], found, updated, reconciled
 
-    mcp_list, mcp_hits, mcp_updated, mcp_reconciled = asyncio.run(mcp())
+    mcp_list, mcp_recall, mcp_updated, mcp_reconciled = asyncio.run(mcp())
+    rest_hits, mcp_hits = rest_recall["results"], mcp_recall["results"]
 
     assert schema_fields(schema, "MemoryOut") == MEMORY
     assert set(rest_one) == set(rest_page[0]) == MEMORY
@@ -56,5 +57,7 @@ def test_mcp_rest_and_the_openapi_schema_agree_on_the_memory_and_hit_fields(
     assert schema_fields(schema, "HitOut") == set(HitOut.__annotations__) | MEMORY
     assert rest_hits and mcp_hits
     assert set(rest_hits[0]) == set(mcp_hits[0]) == HIT
+    assert set(rest_recall) == set(mcp_recall) == schema_fields(schema, "RecallResults")
+    assert set(mcp_recall) == set(RecallResults.__annotations__)
     assert schema_fields(schema, "ReconcileResult") == set(ReconcileResult.__annotations__)
     assert set(rest_reconciled) == set(mcp_reconciled) and set(mcp_reconciled) <= set(ReconcileResult.__annotations__)

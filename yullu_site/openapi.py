@@ -129,13 +129,8 @@ MemoryPage = obj(
     previous=serializers.URLField(allow_null=True),
     results=serializers.ListField(child=MemoryOut()),
 )
-SearchOut = obj("SearchResults", project_id=serializers.CharField(), results=serializers.ListField(child=HitOut()))
-RecallOut = obj(
-    "RecallResults",
-    project_id=serializers.CharField(),
-    recall_id=serializers.CharField(allow_null=True),
-    results=serializers.ListField(child=HitOut()),
-)
+SearchOut = shape(wire.SearchResults)
+RecallOut = shape(wire.RecallResults)
 CreatedOut = shape(wire.Created)
 DuplicateOut = shape(wire.Duplicate)
 DeletedOut = shape(wire.Deleted)
