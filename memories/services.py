@@ -449,8 +449,8 @@ def store_memories(
             publish_change("create", memory, _ts(cleaned[n], stamp), vector=logged, git_root=root)
         MemoryEvent.objects.bulk_create([_activity(EventKind.CREATED, m, source=source) for m in created])
         MemoryChange.objects.bulk_create([change_row(m, "created", source, None, snapshot(m)) for m in created])
-        for n, result in results.items():
-            old = targets.get(n)
+        for n in range(len(cleaned)):  # supersede marks are written in the order the items came
+            result, old = results[n], targets.get(n)
             if old is not None and result.memory.pk != old:
                 _mark_superseded(old, result.memory, source)
                 result.superseded = old
