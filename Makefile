@@ -57,7 +57,7 @@ test: install lint browser
 	@export YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml HF_HUB_OFFLINE=1; \
 		$(BIN)/pytest $(PYTEST_ARGS); status=$$?; \
 		[ -n "$$DATABASE_URL" ] || $(BIN)/python -c \
-			"from yullu_site import paths, pg; pg.stop(paths.yullu_home())" || true; \
+			"from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())" || true; \
 		exit $$status
 
 clean-test:

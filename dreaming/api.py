@@ -8,8 +8,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.api import ScopeIn, rest_scope, valid
-from yullu_site.openapi import PROJECT, documented, many, shape
-from yullu_site.wire import DATETIME
+from memories.openapi import PROJECT, documented, many, shape
+from yullu_core.wire import DATETIME
 
 from .models import DreamPass
 from .reasoners import configured_reasoner

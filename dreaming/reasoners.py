@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from memories.embedders import record_usage
-from yullu_site.errors import Unavailable
+from yullu_core.errors import Unavailable
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 # USD microcents per 1M tokens (input, output). Unknown models cost 0.

@@ -24,8 +24,8 @@ from memories.backfill import advisory_lock
 from memories.models import ArchiveReason, Memory, RejectedMemory
 from memories.scope import Scope, known_root, resolve
 from memories.secrets import redact
-from yullu_site.config import load_for_project, parse_duration
-from yullu_site.errors import UserError
+from yullu_core.config import load_for_project, parse_duration
+from yullu_core.errors import UserError
 
 from .models import DreamOp, DreamPass, DreamSchedule, SessionMessage
 from .parse import ParseError, parse_decision, parse_operations

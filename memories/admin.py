@@ -25,7 +25,7 @@ from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin
 from unfold.widgets import UnfoldAdminSelectWidget, UnfoldAdminTextareaWidget, UnfoldAdminTextInputWidget
 
-from yullu_site.errors import UserError
+from yullu_core.errors import UserError
 
 from . import admin_queries, lifecycle, queries, services
 from .admin_views import (

@@ -13,9 +13,9 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from yullu_site import settings_edit
-from yullu_site.config import ConfigError, load_for_project
-from yullu_site.errors import UserError
+from yullu_core import settings_edit
+from yullu_core.config import ConfigError, load_for_project
+from yullu_core.errors import UserError
 
 from . import admin_queries, lifecycle, services, stats
 from .models import CATEGORIES, Memory, RejectedMemory

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from yullu_site.openapi import (
+from memories.openapi import (
     DAYS,
     LIMIT,
     PROJECT,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Count, Q
 
-from yullu_site.errors import UserError
+from yullu_core.errors import UserError
 
 from . import queries
 from .models import CATEGORIES, EventKind, Memory
@@ -84,7 +84,7 @@ def project_retrieval(project_id: str) -> dict[str, Any]:
     per-project file (README, Configuration). Read on every recall, so the merge is cached."""
     from django.conf import settings
 
-    from yullu_site.config import load_for_project, project_user_file
+    from yullu_core.config import load_for_project, project_user_file
 
     from .scope import known_root
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 from django.conf import settings
 
-from yullu_site.errors import Unavailable
+from yullu_core.errors import Unavailable
 
 from .batching import Batcher, VectorCache
 

@@ -13,7 +13,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from yullu_site.errors import NotFound, UserError
+from yullu_core.errors import NotFound, UserError
 
 from . import services
 from .embedders import embeds, get_embedder

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field, ValidationError
 
-from yullu_site.errors import UserError
+from yullu_core.errors import UserError
 
 from . import services, stats
 from .context import DEFAULT_BUDGET, search_merged

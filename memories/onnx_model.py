@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from yullu_site.errors import Unavailable
+from yullu_core.errors import Unavailable
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connection
 
+from memories.trivial import is_acknowledgement
 from yullu_site.metrics import timed_recall
-from yullu_site.trivial import is_acknowledgement
 
 from . import bm25, expansion
 from .durability import losable
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 Mode = Literal["hybrid", "dense", "keyword"]
 
 
-# Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, bench/tune_fusion.py).
+# Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, yullu_cli/bench/tune_fusion.py).
 FUSION = "score"
 W_KEYWORD = 0.6
 KEYWORD_POWER = 2.0  # (BM25 / best)²: only near-best keyword matches move a hit much
@@ -82,8 +82,8 @@ class Gate:
         return sim >= self.cosine or sim + self.weight * c.coverage >= self.combined
 
 
-# Chosen on the tuning halves of the codebase dev set (bench/codebase.py) and LoCoMo dev
-# (bench/locomo.py) with bench/tune_gate.py; numbers in docs/benchmarks.md.
+# Chosen on the tuning halves of the codebase dev set (yullu_cli/bench/codebase.py) and LoCoMo dev
+# (yullu_cli/bench/locomo.py) with yullu_cli/bench/tune_gate.py; numbers in docs/benchmarks.md.
 GATES = {
     "local:all-MiniLM-L6-v2": Gate(cosine=0.4, combined=0.5, weight=0.4),
 }

@@ -13,7 +13,7 @@ from pathlib import Path
 from django.db import connection
 from django.utils import timezone
 
-from yullu_site.errors import UserError
+from yullu_core.errors import UserError
 
 MAX_PROJECT_ID = 500
 # Personal memories ("prefer pytest") live under this reserved project id: merged into every

@@ -1,7 +1,7 @@
 """The wire shapes of memories: declared once, here, as TypedDicts.
 
 The MCP tools and the REST views return what these functions build, and the OpenAPI schema's
-components are derived from the same TypedDicts (yullu_site.openapi.shape), so the three cannot
+components are derived from the same TypedDicts (memories.openapi.shape), so the three cannot
 drift apart (tests/test_wire_shapes.py checks that they agree).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, NotRequired, TypedDict
 
-from yullu_site.wire import DATETIME, UUID, Doc
+from yullu_core.wire import DATETIME, UUID, Doc
 
 from .models import Memory, RejectedMemory
 

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from yullu_site.errors import NotFound, UserError
+from yullu_core.errors import NotFound, UserError
 
 from .changes import change_time, datetime_to_ns, ns_to_datetime, publish_change
 from .duplicates import MAX_SIMILAR, same_fact_tokens, thresholds

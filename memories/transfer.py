@@ -21,7 +21,7 @@ from typing import IO, Any
 from django.db import transaction
 from django.utils import timezone
 
-from yullu_site.errors import UserError
+from yullu_core.errors import UserError
 
 from . import services
 from .models import Memory, MemoryVector

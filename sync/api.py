@@ -4,8 +4,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.api import ScopeIn, valid
+from memories.openapi import documented, shape
 from memories.scope import resolve
-from yullu_site.openapi import documented, shape
 
 from .services import ReconcileResult, reconcile_scope
 

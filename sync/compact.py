@@ -25,7 +25,7 @@ from typing import Any, TypedDict
 
 from memories.backfill import advisory_lock
 from memories.scope import Scope, known_root
-from yullu_site.errors import UserError
+from yullu_core.errors import UserError
 
 from .eventlog import event_filename, logs_dir, read_events, write_event
 from .fold import Folded, fold

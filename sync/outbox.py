@@ -26,8 +26,8 @@ from django.utils import timezone
 
 from memories.changes import MemoryChange
 from memories.scope import USER_SCOPE, known_root
-from yullu_site.config import load_for_project
-from yullu_site.errors import UserError
+from yullu_core.config import load_for_project
+from yullu_core.errors import UserError
 
 from .eventlog import logs_dir, new_event, write_event
 from .models import OutboxEvent

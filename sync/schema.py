@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memories.secrets import find_secret
 from memories.services import clean_category, clean_content, clean_tags
-from yullu_site.errors import UserError
+from yullu_core.errors import UserError
 
 EventType = Literal["create", "update", "delete", "embedding"]
 LEGACY_TYPES = {"remember": "create", "revise": "update", "forget": "delete"}

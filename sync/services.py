@@ -36,7 +36,7 @@ from memories.embedders import Embedder, embeds, get_embedder
 from memories.lifecycle import apply_remote_links
 from memories.models import Memory, MemoryVector
 from memories.scope import Scope, known_root, resolve
-from yullu_site.errors import UserError
+from yullu_core.errors import UserError
 from yullu_site.metrics import count_reconcile
 
 from .eventlog import list_names, logs_dir, read_events, write_event

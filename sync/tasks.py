@@ -12,7 +12,7 @@ from django.conf import settings
 
 from memories.models import ProjectLocation
 from memories.scope import Scope
-from yullu_site.config import parse_duration
+from yullu_core.config import parse_duration
 
 from .eventlog import list_names, logs_dir
 from .models import ProjectSyncState

@@ -84,7 +84,7 @@ def run_cli(
 ) -> subprocess.CompletedProcess[str]:
     """`yullu ARGS` in a subprocess, output captured."""
     return subprocess.run(
-        [sys.executable, "-m", "yullu_site.cli", *args],
+        [sys.executable, "-m", "yullu_cli.main", *args],
         input=stdin,
         env=env,
         cwd=REPO,

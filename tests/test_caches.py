@@ -28,7 +28,7 @@ def test_a_word_searched_before_any_memory_held_it_is_found_once_one_does(stub_e
 
 
 def test_a_project_config_edit_applies_to_the_next_recall(monkeypatch: pytest.MonkeyPatch) -> None:
-    from yullu_site.config import project_user_file
+    from yullu_core.config import project_user_file
 
     path = project_user_file("acme/caches")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from memories.models import Memory
 from memories.scope import resolve
 from tests.processes import run_cli
 from tests.stubs import StubServer
-from yullu_site.hooks import category_hints, hook_argv, is_trivial
+from yullu_cli.hooks import category_hints, hook_argv, is_trivial
 
 
 @pytest.mark.parametrize(
@@ -79,7 +79,7 @@ def test_inject_is_silent_on_junk_or_trivial_input(
     assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
 
 
-SLOW_IMPORTS = {"urllib", "http", "email", "ssl", "pathlib", "typing", "tomllib", "django", "httpx", "yullu_site.cli"}
+SLOW_IMPORTS = {"urllib", "http", "email", "ssl", "pathlib", "typing", "tomllib", "django", "httpx", "yullu_cli.main"}
 
 
 def test_the_installed_inject_hook_starts_without_site_packages_or_slow_imports(tmp_path: Path) -> None:
@@ -93,7 +93,7 @@ def test_the_installed_inject_hook_starts_without_site_packages_or_slow_imports(
                          text=True, timeout=60, check=False)  # fmt: skip
     assert (out.returncode, out.stdout) == (0, "")
     imported = {line.split("|")[2].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
-    assert "yullu_site.hooks" in imported
+    assert "yullu_cli.hooks" in imported
     assert not {name.split(".")[0] for name in imported} & SLOW_IMPORTS, sorted(imported)
     assert not SLOW_IMPORTS & imported
 

@@ -19,7 +19,7 @@ from dreaming.reasoners import CLIReasoner, configured_reasoner, reasoner_status
 from dreaming.services import prune_buffer, record_messages, run_dream_pass
 from memories.models import Memory, Usage
 from tests.processes import product_env, start_worker_and_beat, stop, wait_until
-from yullu_site.errors import Unavailable
+from yullu_core.errors import Unavailable
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

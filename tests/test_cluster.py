@@ -64,7 +64,7 @@ class PostgresServer:
     password: str = field(default_factory=lambda: secrets.token_urlsafe(12))
 
     def start(self) -> str:
-        from yullu_site import pg
+        from yullu_core import postgres as pg
 
         self.cluster = cluster = pg.plan(self.home)
         if cluster.run_as:
@@ -92,7 +92,7 @@ class PostgresServer:
         return f"postgresql://yullu:{self.password}@127.0.0.1:{self.port}/yullu"
 
     def stop(self) -> None:
-        from yullu_site import pg
+        from yullu_core import postgres as pg
 
         pg._run(self.cluster, ["pg_ctl", "stop", "-D", str(self.cluster.pgdata), "-m", "immediate", "-w"])
         shutil.rmtree(self.cluster.pgdata, ignore_errors=True)
@@ -125,7 +125,7 @@ class Cluster:
         home = self.base / name
         home.mkdir()
         log = self.base / f"{name}.log"
-        args = [sys.executable, "-m", "yullu_site.cli", "serve", "--role", role]
+        args = [sys.executable, "-m", "yullu_cli.main", "serve", "--role", role]
         if port:
             args += ["--port", str(port)]
         with open(log, "wb") as out:

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from yullu_site import config
+from yullu_core import config
 
 
 def test_first_run_writes_the_default_file(tmp_path: Path) -> None:

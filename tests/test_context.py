@@ -220,7 +220,7 @@ def test_a_projects_own_min_similarity_is_honoured_by_recall(
     live_server_url: str, owner_token: str, stub_embedder: Any
 ) -> None:
     from memories import context
-    from yullu_site.config import project_user_file
+    from yullu_core.config import project_user_file
 
     services.create_memory(resolve("acme/strict", None), "vec:1,0,0 Staging deploys go through make stage", "process")
     services.create_memory(resolve("acme/lenient", None), "vec:1,0,0 Staging deploys go through make stage", "process")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from yullu_site import pg
-from yullu_site.database import DatabaseUrlError, database_settings, parse_database_url
+from yullu_core import postgres as pg
+from yullu_core.database import DatabaseUrlError, database_settings, parse_database_url
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -50,7 +50,8 @@ def test_embedded_server_never_loosens_a_private_home(tmp_path: Path) -> None:
     root_base.chmod(0o755)
     env = {**os.environ, "YULLU_HOME": str(yhome), "YULLU_ROOT_PG_BASE": str(root_base)}
     code = (
-        "from yullu_site import pg, paths; import psycopg; h = paths.ensure_home(); c = pg.ensure_running(h);"
+        "from yullu_core import paths, postgres as pg; import psycopg;"
+        "h = paths.ensure_home(); c = pg.ensure_running(h);"
         "conn = psycopg.connect(**c.conninfo()); print(conn.execute('select 1').fetchone()[0]); conn.close();"
         "pg.stop(h)"
     )

@@ -153,7 +153,7 @@ def test_an_interrupted_reconcile_reruns_to_the_same_state(
 
 
 def _pg(env: dict[str, str], action: str) -> None:
-    code = f"from yullu_site import paths, pg; pg.{action}(paths.ensure_home())"
+    code = f"from yullu_core import paths, postgres as pg; pg.{action}(paths.ensure_home())"
     subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, check=True, timeout=120)
 
 

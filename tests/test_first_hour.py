@@ -22,7 +22,7 @@ from memories import services
 from memories.scope import resolve
 from tests.processes import REPO, git_repo, product_env, run_cli, stub_env
 from tests.stubs import StubServer
-from yullu_site.serve import path_hint
+from yullu_cli.supervisor import path_hint
 
 YULLU = str(Path(sys.executable).parent / "yullu")
 
@@ -38,7 +38,7 @@ def fresh_home(stub_api: StubServer) -> Iterator[dict[str, str]]:
     try:
         yield env
     finally:
-        stop = "from yullu_site import paths, pg; pg.stop(paths.ensure_home())"
+        stop = "from yullu_core import paths, postgres as pg; pg.stop(paths.ensure_home())"
         subprocess.run([sys.executable, "-c", stop], env=env, cwd=REPO, timeout=120, check=False)
         shutil.rmtree(base, ignore_errors=True)
 

@@ -15,7 +15,7 @@ from memories import lifecycle, queries, services, stats
 from memories.models import ArchiveReason, LinkKind, Memory, MemoryChange, MemoryLink, RecallFeedback, RejectedMemory
 from memories.scope import Scope
 from tests.stubs import StubServer
-from yullu_site.errors import NotFound, UserError
+from yullu_core.errors import NotFound, UserError
 
 pytestmark = pytest.mark.django_db(transaction=True)
 A = Scope("acme/life", None)

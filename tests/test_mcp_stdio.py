@@ -24,7 +24,7 @@ SPEC_TOOLS = {
 def test_round_trip_over_stdio(tmp_path: Path, stub_api: StubServer) -> None:
     env = product_env(tmp_path / "home", **stub_env(stub_api.url))
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "yullu_site.cli", "stdio"], env=env, cwd=str(REPO)
+        command=sys.executable, args=["-m", "yullu_cli.main", "stdio"], env=env, cwd=str(REPO)
     )
 
     async def go() -> dict[str, Any]:

@@ -12,7 +12,7 @@ from memories.models import EventKind, Memory, MemoryEvent, MemoryVector, Reject
 from memories.scope import Scope
 from memories.vector_index import index_name
 from tests.stubs import StubServer
-from yullu_site.errors import NotFound, Unavailable, UserError
+from yullu_core.errors import NotFound, Unavailable, UserError
 
 pytestmark = pytest.mark.django_db
 A = Scope("acme/app", None)

@@ -29,7 +29,7 @@ def two_workers(django_db_setup: Any, tmp_path: Path) -> Iterator[tuple[str, str
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "yullu_site.cli", "serve", "--role", "web", "--workers", "2", "--port", str(port)],
+            [sys.executable, "-m", "yullu_cli.main", "serve", "--role", "web", "--workers", "2", "--port", str(port)],
             env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"

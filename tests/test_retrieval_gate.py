@@ -151,7 +151,7 @@ def test_an_upgraded_config_holding_the_old_default_floor_gets_the_calibrated_ga
 ) -> None:
     from django.conf import settings
 
-    from yullu_site.config import load
+    from yullu_core.config import load
 
     old = tmp_path / "config.toml"
     old.write_text("[retrieval]\nmin_similarity = 0.45\n")  # what every config.toml said before the gate

@@ -91,7 +91,7 @@ def site() -> Iterator[Site]:
     log = base / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "yullu_site.cli", "serve"],
+            [sys.executable, "-m", "yullu_cli.main", "serve"],
             env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     site = Site(proc, f"http://127.0.0.1:{port}", env, log, stub, system_user)
@@ -105,7 +105,7 @@ def site() -> Iterator[Site]:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-        stop_pg = "from yullu_site import paths, pg; pg.stop(paths.ensure_home())"
+        stop_pg = "from yullu_core import paths, postgres as pg; pg.stop(paths.ensure_home())"
         subprocess.run([sys.executable, "-c", stop_pg], env=env, cwd=REPO, timeout=120, check=False)
         stub.__exit__(None, None, None)
         if system_user:
@@ -201,7 +201,7 @@ def test_a_child_that_keeps_dying_at_start_stops_everything_once_with_the_reason
     # tests/test_first_hour.py.)
     env = product_env(tmp_path / "home", YULLU_PORT=str(free_port()), YULLU_EMBED_PROVIDER="none",
                       CELERY_BROKER_URL="reddis://127.0.0.1:9/0")  # fmt: skip
-    ran = subprocess.run([sys.executable, "-m", "yullu_site.cli", "serve"], env=env, cwd=REPO,
+    ran = subprocess.run([sys.executable, "-m", "yullu_cli.main", "serve"], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=240, check=False)  # fmt: skip
     output = ran.stdout + ran.stderr
     assert ran.returncode == 1, output[-3000:]

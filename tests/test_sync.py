@@ -23,7 +23,7 @@ from sync.schema import Event
 from sync.services import ReconcileResult, reconcile_scope
 from tests.processes import REPO, product_env, run_cli, stub_env
 from tests.stubs import StubServer
-from yullu_site.errors import UserError
+from yullu_core.errors import UserError
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = "git@github.com:acme/teamsync.git"

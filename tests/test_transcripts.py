@@ -10,7 +10,7 @@ import pytest
 
 from dreaming.models import SessionMessage
 from tests.processes import run_cli
-from yullu_site.hooks import last_turn, read_turns
+from yullu_cli.hooks import last_turn, read_turns
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 

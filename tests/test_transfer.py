@@ -151,7 +151,7 @@ def test_export_piped_into_head_stops_quietly_without_a_traceback(stub_embedder:
     for n in range(24):  # ~150 kB of JSON: more than a pipe holds, so the export is still writing when head leaves
         services.create_memory(scope, f"Fact {n}: " + f"the cache key for shard {n} is cart-{n}. " * 160)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "yullu_site.cli", "export", "json", "--project", "acme/piped", "--out", "-"],
+        [sys.executable, "-m", "yullu_cli.main", "export", "json", "--project", "acme/piped", "--out", "-"],
         env=cli_env(tmp_path),
         cwd=REPO,
         stdout=subprocess.PIPE,

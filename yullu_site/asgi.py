@@ -15,7 +15,7 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_app = get_asgi_application()
 
-from memories.mcp_http import ASGIScope, Receive, Send, build_mcp_asgi  # noqa: E402
+from yullu_site.mcp_http import ASGIScope, Receive, Send, build_mcp_asgi  # noqa: E402
 from yullu_site.startup import on_startup  # noqa: E402
 
 mcp_app = build_mcp_asgi()

@@ -8,8 +8,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from yullu_core.api_errors import TOKEN_HELP
+
 from . import ratelimit
-from .api_errors import TOKEN_HELP
 from .models import ApiToken, hash_token
 
 

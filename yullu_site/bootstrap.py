@@ -13,8 +13,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
+from yullu_core.paths import write_private
+
 from .models import ApiToken, hash_token
-from .paths import write_private
 
 
 @dataclass

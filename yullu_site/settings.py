@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import config as yconfig
-from .database import database_settings
-from .env import env_bool, env_choice, env_str
-from .paths import create_once, ensure_home
+from yullu_core import config as yconfig
+from yullu_core.database import database_settings
+from yullu_core.env import env_bool, env_choice, env_str
+from yullu_core.paths import create_once, ensure_home
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
@@ -57,7 +57,7 @@ MIDDLEWARE = [
     "yullu_site.metrics.request_metrics",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "yullu_site.api_errors.reject_nul_bytes",
+    "yullu_core.api_errors.reject_nul_bytes",
     "yullu_site.origins.check_origin",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -148,7 +148,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["yullu_site.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "yullu_site.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "yullu_core.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {

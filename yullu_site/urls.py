@@ -14,5 +14,5 @@ urlpatterns = [
     path("metrics", MetricsView.as_view(), name="metrics"),
 ]
 
-handler404 = "yullu_site.api_errors.not_found"
-handler500 = "yullu_site.api_errors.server_error"
+handler404 = "yullu_core.api_errors.not_found"
+handler500 = "yullu_core.api_errors.server_error"

@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-from .trivial import is_acknowledgement, normalise
+from memories.trivial import is_acknowledgement, normalise
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing/pathlib would cost start-up time

@@ -1,6 +1,6 @@
 """The admin graph at scale: time to compute nodes and edges for a project of N memories.
 
-Run: `YULLU_HOME=… .venv/bin/python -m bench.admin_graph --memories 2000`
+Run: `YULLU_HOME=… .venv/bin/python -m yullu_cli.bench.admin_graph --memories 2000`
 
 Inserts N memories with clustered random unit vectors (50 topics) for the active embedder into a
 throwaway project, builds the graph the Graph page fetches (each memory's 5 nearest neighbours
@@ -28,7 +28,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 
     embedder = get_embedder()
     dim = len(embedder.embed(["dimension probe"])[0])
-    project = "bench/admin-graph"
+    project = "yullu_cli/bench/admin-graph"
     rng = np.random.default_rng(7)
     centres = rng.normal(size=(50, dim))
     Memory.objects.filter(project_id=project).delete()

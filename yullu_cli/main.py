@@ -16,11 +16,11 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 def run_guarded(fn: Callable[[], object]) -> None:
     """Run `fn`, turning configuration and startup errors into one sentence instead of a traceback."""
-    from .config import ConfigError
-    from .database import DatabaseUrlError
-    from .env import EnvError
-    from .errors import UserError
-    from .pg import EmbeddedPostgresError
+    from yullu_core.config import ConfigError
+    from yullu_core.database import DatabaseUrlError
+    from yullu_core.env import EnvError
+    from yullu_core.errors import UserError
+    from yullu_core.postgres import EmbeddedPostgresError
 
     try:
         fn()
@@ -49,7 +49,7 @@ def setup_django(migrate: bool = True) -> None:
 
         atexit.register(_stop_postgres_started_here)
     if migrate:
-        from .database import migrate_if_needed
+        from yullu_core.database import migrate_if_needed
 
         if migrate_if_needed():
             print("yullu: brought the database up to date.", file=sys.stderr)
@@ -58,8 +58,8 @@ def setup_django(migrate: bool = True) -> None:
 def _embedded_postgres_is_down() -> bool:
     if os.environ.get("DATABASE_URL", "").strip():
         return False
-    from . import pg
-    from .paths import ensure_home
+    from yullu_core import postgres as pg
+    from yullu_core.paths import ensure_home
 
     return not pg.is_running(pg.plan(ensure_home()))
 
@@ -67,9 +67,10 @@ def _embedded_postgres_is_down() -> bool:
 def _stop_postgres_started_here() -> None:
     from django.db import connections
 
-    from . import pg
-    from .paths import ensure_home
-    from .serve import server_running
+    from yullu_core import postgres as pg
+    from yullu_core.paths import ensure_home
+
+    from .supervisor import server_running
 
     connections.close_all()
     home = ensure_home()
@@ -78,15 +79,15 @@ def _stop_postgres_started_here() -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
-    from .serve import serve
+    from .supervisor import serve
 
     serve(port=args.port, workers=args.workers, role=args.role)
 
 
 def cmd_token(args: argparse.Namespace) -> None:
     setup_django()
-    from .bootstrap import bootstrap, token_file
-    from .database import migration_lock
+    from yullu_core.database import migration_lock
+    from yullu_site.bootstrap import bootstrap, token_file
 
     with migration_lock():  # a server starting at the same moment bootstraps under this lock too
         bootstrap()
@@ -106,29 +107,29 @@ def cmd_bench(args: argparse.Namespace) -> None:
         _require_server(args)  # before anything starts: a load test needs a running server
     setup_django()
     if args.bench == "locomo":
-        from bench.locomo import main as locomo_main
+        from yullu_cli.bench.locomo import main as locomo_main
 
         locomo_main(args)
     elif args.bench == "codebase":
-        from bench.codebase import main as codebase_main
+        from yullu_cli.bench.codebase import main as codebase_main
 
         codebase_main(args)
     elif args.bench == "latency":
-        from bench.latency import main as latency_main
+        from yullu_cli.bench.latency import main as latency_main
 
         latency_main(args)
     elif args.bench == "feedback":
-        from bench.feedback_replay import main as feedback_main
+        from yullu_cli.bench.feedback_replay import main as feedback_main
 
         feedback_main(args)
     elif args.bench == "reconcile":
-        from bench.reconcile import main as reconcile_main
+        from yullu_cli.bench.reconcile import main as reconcile_main
 
         reconcile_main(args)
     elif args.bench == "load":
         from django.conf import settings
 
-        from bench.load import main as load_main
+        from yullu_cli.bench.load import main as load_main
 
         args.url = args.url or f"http://127.0.0.1:{settings.YULLU['server']['port']}/mcp"
 
@@ -159,7 +160,7 @@ def cmd_reconcile(args: argparse.Namespace) -> None:
     import json
 
     from sync.services import reconcile_cli
-    from yullu_site.errors import UserError
+    from yullu_core.errors import UserError
 
     try:
         result = reconcile_cli(os.path.abspath(args.cwd), args.project_id)
@@ -174,7 +175,7 @@ def cmd_sync_compact(args: argparse.Namespace) -> None:
 
     from memories.scope import resolve
     from sync.compact import compact
-    from yullu_site.errors import UserError
+    from yullu_core.errors import UserError
 
     try:
         result = compact(resolve(args.project_id, os.path.abspath(args.cwd)), dry_run=args.dry_run)
@@ -227,7 +228,7 @@ def cmd_import(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from memories.transfer import import_path
-    from yullu_site.errors import UserError
+    from yullu_core.errors import UserError
 
     try:
         result = import_path(Path(args.path), args.project, args.cwd)
@@ -371,8 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cwd", default=os.getcwd(), help="project for formats without one (default: this folder)")
     p.set_defaults(fn=cmd_import)
 
-    from .memcli import add_parsers as add_memory_parsers
-    from .memcli import run as run_memory_command
+    from .memory_commands import add_parsers as add_memory_parsers
+    from .memory_commands import run as run_memory_command
 
     add_memory_parsers(sub, run_memory_command)
 
@@ -385,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--limit-conversations", type=int, default=0)
     b.add_argument("--without-sessions", action="store_true", help="do not tag turns with their session")
     b = bench.add_parser("codebase", help="short questions about a codebase, and prompts it has no memory for")
-    b.add_argument("--data", default=None, help="a set in the format of bench/data/codebase_dev.json")
+    b.add_argument("--data", default=None, help="a set in the format of yullu_cli/bench/data/codebase_dev.json")
     b.add_argument("--limit", type=int, default=5)
     b.add_argument("--min-similarity", type=float, default=None, help="override the calibrated gate")
     b.add_argument("--out", default=None)

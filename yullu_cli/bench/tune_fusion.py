@@ -1,8 +1,8 @@
 """Developer tool: pick BM25 and fusion parameters on a LoCoMo-format file.
 
-Ingests like bench/locomo.py (once), caches each question's candidates per BM25
+Ingests like yullu_cli/bench/locomo.py (once), caches each question's candidates per BM25
 setting, then scores fusion variants in Python. Not part of the product path.
-Run: DJANGO_SETTINGS_MODULE=yullu_site.settings python -m bench.tune_fusion ../shared/bench/locomo_dev.json
+Run: DJANGO_SETTINGS_MODULE=yullu_site.settings python -m yullu_cli.bench.tune_fusion ../shared/bench/locomo_dev.json
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import django
 
 django.setup()
 
-from bench.locomo import ingest, metrics, questions  # noqa: E402
 from memories import bm25, queries  # noqa: E402
 from memories.embedders import get_embedder  # noqa: E402
 from memories.models import Memory, MemoryEvent  # noqa: E402
+from yullu_cli.bench.locomo import ingest, metrics, questions  # noqa: E402
 
 
 def collect(projects: list[Any], embedder: Any) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Where should "the same fact" start? Precision/recall of the duplicate rule on labelled pairs.
 
-Run: DJANGO_SETTINGS_MODULE=yullu_site.settings HF_HUB_OFFLINE=1 .venv/bin/python -m bench.duplicate_pairs
+Run: DJANGO_SETTINGS_MODULE=yullu_site.settings HF_HUB_OFFLINE=1 .venv/bin/python -m yullu_cli.bench.duplicate_pairs
      [--embedder local:all-MiniLM-L6-v2]
 
 Positives are restatements ("same"); negatives are one-fact near-misses and distinct facts on the

@@ -124,14 +124,14 @@ def _check(name: str, fn: Callable[[], tuple[bool, str, str]]) -> dict[str, Any]
 
 
 def _config() -> tuple[bool, str, str]:
-    from .config import config_path, load
+    from yullu_core.config import config_path, load
 
     load()
     return True, str(config_path()), ""
 
 
 def _database() -> tuple[bool, str, str]:
-    from .status import database_status
+    from yullu_site.status import database_status
 
     db = database_status()
     if db["ok"]:
@@ -142,7 +142,7 @@ def _database() -> tuple[bool, str, str]:
 
 
 def _broker() -> tuple[bool, str, str]:
-    from .status import broker_status
+    from yullu_site.status import broker_status
 
     broker = broker_status()
     detail = broker["kind"] + ("" if broker["ok"] else f": {broker.get('error', 'unreachable')}")
@@ -209,7 +209,7 @@ def _reasoner() -> tuple[bool, str, str]:
 def doctor(args: argparse.Namespace) -> int:
     results = [_check("config", _config)]
     if results[0]["ok"]:
-        from .cli import setup_django
+        from .main import setup_django
 
         setup_django()  # like every database command: migrate first, stop a PostgreSQL started only for this
         for name, fn in (
@@ -233,13 +233,13 @@ def doctor(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> None:
-    from .errors import UserError
+    from yullu_core.errors import UserError
 
     try:
         if args.command == "doctor":
             code = doctor(args)
         else:
-            from .cli import setup_django
+            from .main import setup_django
 
             setup_django()
             code = memories(args)

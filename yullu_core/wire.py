@@ -1,5 +1,5 @@
 """Markers for the wire-shape TypedDicts (memories.serializers, sync and dreaming results):
-what a plain `str` or `int` field means on the wire. yullu_site.openapi reads them to derive
+what a plain `str` or `int` field means on the wire. memories.openapi reads them to derive
 the schema; nothing else needs them."""
 
 from __future__ import annotations

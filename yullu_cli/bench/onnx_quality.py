@@ -1,6 +1,6 @@
 """Does the ONNX build of the local model embed like the PyTorch one? And how fast is it?
 
-    DJANGO_SETTINGS_MODULE=yullu_site.settings .venv/bin/python -m bench.onnx_quality [--conversations 2]
+    DJANGO_SETTINGS_MODULE=yullu_site.settings .venv/bin/python -m yullu_cli.bench.onnx_quality [--conversations 2]
 
 On LoCoMo dev conversations (../shared/bench/locomo_dev.json): cosine between the PyTorch and
 ONNX vector of every turn and question, and dense-only retrieval of each question's evidence
@@ -49,9 +49,9 @@ def main() -> None:
     import torch
     from django.conf import settings
 
-    from bench.locomo import session_turns
     from memories.embedders import active_spec
     from memories.onnx_model import OnnxModel, ensure_build, load_torch_model
+    from yullu_cli.bench.locomo import session_turns
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", default="../shared/bench/locomo_dev.json")

@@ -1,7 +1,8 @@
 """Developer tool: dump every query's candidates (cosine, keyword score, coverage, times) for the
 codebase dev set and LoCoMo dev, once, so gate and fusion variants can be scored offline.
 
-Run: DJANGO_SETTINGS_MODULE=yullu_site.settings python -m bench.tune_gate dump OUT.pkl ../shared/bench/locomo_dev.json
+Run: DJANGO_SETTINGS_MODULE=yullu_site.settings python -m yullu_cli.bench.tune_gate dump OUT.pkl \
+     ../shared/bench/locomo_dev.json
 (the LoCoMo path defaults to ../shared/bench/locomo_dev.json seen from the repository root).
 Not part of the product path.
 """
@@ -19,13 +20,13 @@ import django
 
 django.setup()
 
-from bench import codebase  # noqa: E402
-from bench.locomo import ingest, questions  # noqa: E402
 from memories import queries  # noqa: E402
 from memories.embedders import get_embedder  # noqa: E402
 from memories.models import Memory, MemoryEvent  # noqa: E402
+from yullu_cli.bench import codebase  # noqa: E402
+from yullu_cli.bench.locomo import ingest, questions  # noqa: E402
 
-LOCOMO = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "locomo_dev.json"
+LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "bench" / "locomo_dev.json"
 
 
 def _cands(project: str, text: str, vec: Any, embedder_id: str) -> list[dict[str, Any]]:

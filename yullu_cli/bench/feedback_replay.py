@@ -2,7 +2,7 @@
 
 Run: yullu bench feedback [--out docs/results/feedback_replay.json]
 
-The 45 memories of bench/data/codebase_dev.json go into a throwaway project. Questions are
+The 45 memories of yullu_cli/bench/data/codebase_dev.json go into a throwaway project. Questions are
 grouped by their answer; groups alternate between "rated" and "held out". In a rated group the
 first phrasing is asked once and every memory it returns or considered gets a verdict (useful =
 it is an answer), as a reviewer on the admin's Retrievals page would; its other phrasings are then

@@ -1,7 +1,7 @@
 """What the per-process caches save (docs/benchmarks.md, "Per-process caches").
 
-Run: `python manage.py shell -c "from bench.cache_cost import main; main()"` on a development
-database. Loads a throwaway project to 10k and 100k memories (bench.latency.populate) and times
+Run: `python manage.py shell -c "from yullu_cli.bench.cache_cost import main; main()"` on a development
+database. Loads a throwaway project to 10k and 100k memories (yullu_cli.bench.latency.populate) and times
 the BM25 statistics with and without their cache, the bare count, and the MCP token check.
 """
 
@@ -16,10 +16,10 @@ from collections.abc import Callable
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from bench.latency import populate, sample_queries
 from memories import bm25
-from memories.mcp_http import TokenAuth
 from memories.models import Memory
+from yullu_cli.bench.latency import populate, sample_queries
+from yullu_site.mcp_http import TokenAuth
 from yullu_site.models import ApiToken
 
 

@@ -1,6 +1,6 @@
 """Broker benchmark: how fast tasks go through the default broker (or another URL).
 
-Run: `python -m bench.broker --tasks 200` (this home's database; `--broker redis://…` to compare).
+Run: `python -m yullu_cli.bench.broker --tasks 200` (this home's database; `--broker redis://…` to compare).
 
 Starts a real Celery worker (concurrency 2), sends N `heartbeat` tasks and times until all have run
 (the heartbeat row counts them). A worker killed mid-task is covered by tests/test_supervisor.py.
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _beats() -> int:

@@ -1,9 +1,9 @@
 """Developer tool: score retrieval variants on LoCoMo dev (tune / held-out questions) and the
 codebase dev set through the product's own `queries.search`, with the corpora ingested once.
 
-    python -m bench.explore_retrieval ingest [LOCOMO_PATH]   # once: LoCoMo + codebase projects, kept
-    python -m bench.explore_retrieval run NAME [KEY=VALUE …]  # a variant: module settings of memories.queries
-    python -m bench.explore_retrieval drop                   # delete the kept projects
+    python -m yullu_cli.bench.explore_retrieval ingest [LOCOMO_PATH]   # once: LoCoMo + codebase projects, kept
+    python -m yullu_cli.bench.explore_retrieval run NAME [KEY=VALUE …]  # a variant: module settings of memories.queries
+    python -m yullu_cli.bench.explore_retrieval drop                   # delete the kept projects
 
 A variant is a set of `memories.queries` module settings (e.g. `W_DATE=0.1`). Every third
 question of each LoCoMo conversation is held out (as in the codebase set); tune on `tune`, check
@@ -22,15 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from yullu_site.cli import setup_django
+from yullu_cli.main import setup_django
 
 setup_django()  # migrates; stops an embedded PostgreSQL it started when the run ends
 
-from bench import codebase  # noqa: E402
-from bench.locomo import CATEGORIES, ingest, metrics, questions  # noqa: E402
 from memories import bm25, queries  # noqa: E402
 from memories.embedders import get_embedder  # noqa: E402
 from memories.models import Memory, MemoryEvent  # noqa: E402
+from yullu_cli.bench import codebase  # noqa: E402
+from yullu_cli.bench.locomo import CATEGORIES, ingest, metrics, questions  # noqa: E402
 
 PREFIX = "explore-retrieval"
 CACHE = Path(__file__).resolve().parents[1] / ".explore-retrieval.pkl"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli import fail, setup_django
+from .main import fail, setup_django
 
 if TYPE_CHECKING:
     from yullu_site.bootstrap import BootstrapResult
@@ -89,9 +89,9 @@ BEAT_LOCK = 0x59554C4C5501
 def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     """Run one role (or all of them). Several `web`/`worker` processes may share a database and
     broker; only one `beat` runs at a time (others wait on a database lock as standbys)."""
-    from . import pg
-    from .config import load as load_config
-    from .paths import ensure_home
+    from yullu_core import postgres as pg
+    from yullu_core.config import load as load_config
+    from yullu_core.paths import ensure_home
 
     home = ensure_home()
     run_dir = home / "run"
@@ -147,7 +147,7 @@ def _cannot_listen(host: str, port: int) -> str | None:
     """One sentence saying why the web process could not listen on host:port and what to change,
     or None. Found out by binding it once, as uvicorn will (SO_REUSEADDR, so connections left by a
     server that just stopped do not count); otherwise it only shows as the web child's crash loop."""
-    from .config import config_path
+    from yullu_core.config import config_path
 
     change = f"`yullu serve --port N`, YULLU_PORT=N or [server].port in {config_path()}"
     try:
@@ -179,8 +179,8 @@ def _metrics_dir(run_dir: Path) -> Path:
 def _prepare_database() -> BootstrapResult:
     """Migrate and bootstrap under the migration lock: web processes starting together take turns
     (two creating the admin account at once would collide)."""
-    from .bootstrap import bootstrap
-    from .database import migrate_if_needed, migration_lock
+    from yullu_core.database import migrate_if_needed, migration_lock
+    from yullu_site.bootstrap import bootstrap
 
     with migration_lock():
         migrate_if_needed()
@@ -283,7 +283,7 @@ def _on_exit(child: Child, now: float) -> None:
 
 def _count_restart(name: str) -> None:
     with contextlib.suppress(Exception):  # metrics are never a reason to stop supervising
-        from .metrics import CHILD_RESTARTS
+        from yullu_site.metrics import CHILD_RESTARTS
 
         CHILD_RESTARTS.labels(child=name).inc()
 
@@ -335,7 +335,7 @@ def _say(message: str, level: str = "INFO") -> None:
     if os.environ.get("YULLU_LOG_FORMAT", "").strip().lower() == "json":
         import logging
 
-        from .logjson import JsonFormatter
+        from yullu_site.logjson import JsonFormatter
 
         record = logging.LogRecord("yullu.serve", getattr(logging, level), "", 0, message, None, None)
         message = JsonFormatter().format(record)

@@ -24,8 +24,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from rest_framework import serializers
 
 from memories import serializers as wire
-
-from .wire import DATETIME, UUID, Doc, Format
+from yullu_core.wire import DATETIME, UUID, Doc, Format
 
 
 class BearerAuthScheme(OpenApiAuthenticationExtension):
@@ -47,7 +46,7 @@ _shapes: dict[type, type[serializers.Serializer]] = {}
 
 def shape(typed_dict: type) -> type[serializers.Serializer]:
     """The schema serializer of a wire TypedDict (memories.serializers, …): one component per
-    TypedDict, named after it, with its fields, nullability and `yullu_site.wire` markers. Used
+    TypedDict, named after it, with its fields, nullability and `yullu_core.wire` markers. Used
     only to describe responses; the views return what the TypedDict's builder makes."""
     if typed_dict not in _shapes:
         hints = get_type_hints(typed_dict, include_extras=True)

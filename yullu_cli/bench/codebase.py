@@ -3,7 +3,7 @@ codebase, and stay silent on prompts the project knows nothing about?
 
 Run: `yullu bench codebase [--out docs/results/codebase_dev.json]`
 
-The set (`bench/data/codebase_dev.json`) holds 45 memories of a fictional codebase across the five
+The set (`yullu_cli/bench/data/codebase_dev.json`) holds 45 memories of a fictional codebase across the five
 categories, 104 short questions with the memories that answer them, 45 unrelated prompts and 20
 near-miss codebase questions the project has no memory for. Memories are stored through the real
 write path into a throwaway project; every prompt goes through the same search as

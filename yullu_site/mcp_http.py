@@ -2,7 +2,7 @@
 
 Mode: stateful by default (sessions in this process's memory; sampling for
 dream_now works). With several uvicorn workers, a session would land on a worker
-that does not know it, so `yullu serve --workers N>1` sets YULLU_MCP_STATELESS=1 (serve.py):
+that does not know it, so `yullu serve --workers N>1` sets YULLU_MCP_STATELESS=1 (yullu_cli/supervisor.py):
 every request is self-contained (sampling then falls back to the configured reasoner).
 """
 
@@ -20,12 +20,11 @@ from django.conf import settings
 from django.db import DatabaseError
 from mcp.server.transport_security import TransportSecuritySettings
 
+from memories.mcp import with_fresh_connections
 from yullu_site import ratelimit
 from yullu_site.auth import bearer_from_header, user_for_token
 from yullu_site.models import hash_token
 from yullu_site.origins import allowed_origins
-
-from .mcp import with_fresh_connections
 
 log = logging.getLogger("yullu.mcp")
 # ASGI's types, for this module and yullu_site.asgi. Named ASGIScope: memories.scope.Scope is the
@@ -103,7 +102,7 @@ async def _json(send: Send, status: int, error: str, extra: list[tuple[bytes, by
 
 
 def build_mcp_asgi() -> ASGIApp:
-    from .mcp import get_server
+    from memories.mcp import get_server
 
     stateless = os.environ.get("YULLU_MCP_STATELESS", "") in ("1", "true")
     app = get_server().streamable_http_app(

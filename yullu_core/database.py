@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from . import pg
+from . import postgres as pg
 
 
 class DatabaseUrlError(Exception):

@@ -38,7 +38,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from memories.models import Memory
-from yullu_site.hooks import hook_argv
+from yullu_cli.hooks import hook_argv
 
 TOPICS = ["deploy", "migration", "cache", "retry", "auth", "queue", "index", "release", "logging", "config"]
 WORDS = [
@@ -209,7 +209,7 @@ def server_groups(home: Path) -> dict[str, list[psutil.Process]]:
                 groups["web" if "uvicorn" in cmd or "multiprocessing" in cmd else "worker"].append(proc)
         except (psutil.Error, ValueError):
             pass
-    from yullu_site import pg
+    from yullu_core import postgres as pg
 
     postmaster = pg.plan(home).pgdata / "postmaster.pid"
     try:
@@ -402,8 +402,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def prefill(project: str, count: int) -> None:
-    from bench.latency import populate, rebuild_index
     from memories.embedders import get_embedder
+    from yullu_cli.bench.latency import populate, rebuild_index
 
     embedder = get_embedder()
     dim = len(embedder.embed(["probe"])[0])

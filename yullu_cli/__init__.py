@@ -1,0 +1,1 @@
+"""The `yullu` command: argument parsing (main), the supervisor, installer, hooks, benchmarks."""

@@ -1,0 +1,1 @@
+"""Cross-app utilities: config, environment, paths, errors, database and embedded Postgres."""
