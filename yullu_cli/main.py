@@ -6,12 +6,8 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
 
-
-def fail(message: str, code: int = 1) -> NoReturn:
-    print(f"yullu: {message}", file=sys.stderr)
-    raise SystemExit(code)
+from .django_setup import fail, setup_django
 
 
 def run_guarded(fn: Callable[[], object]) -> None:
@@ -33,49 +29,6 @@ def run_guarded(fn: Callable[[], object]) -> None:
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         fail(f"cannot reach the database ({first}); start it, or check DATABASE_URL.")
-
-
-def setup_django(migrate: bool = True) -> None:
-    """Set Django up for a command that uses the database: bring the schema up to date first (so
-    a command run before the first `make run` works), and stop again an embedded PostgreSQL that
-    only this command started (so nothing is left running after it exits)."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
-    import django
-
-    started_here = migrate and _embedded_postgres_is_down()
-    django.setup()
-    if started_here:
-        import atexit
-
-        atexit.register(_stop_postgres_started_here)
-    if migrate:
-        from yullu_core.database import migrate_if_needed
-
-        if migrate_if_needed():
-            print("yullu: brought the database up to date.", file=sys.stderr)
-
-
-def _embedded_postgres_is_down() -> bool:
-    if os.environ.get("DATABASE_URL", "").strip():
-        return False
-    from yullu_core import postgres as pg
-    from yullu_core.paths import ensure_home
-
-    return not pg.is_running(pg.plan(ensure_home()))
-
-
-def _stop_postgres_started_here() -> None:
-    from django.db import connections
-
-    from yullu_core import postgres as pg
-    from yullu_core.paths import ensure_home
-
-    from .supervisor import server_running
-
-    connections.close_all()
-    home = ensure_home()
-    if not server_running(home):  # a `yullu serve` that started meanwhile is using it now
-        pg.stop(home)
 
 
 def cmd_serve(args: argparse.Namespace) -> None:

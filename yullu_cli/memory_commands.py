@@ -209,7 +209,7 @@ def _reasoner() -> tuple[bool, str, str]:
 def doctor(args: argparse.Namespace) -> int:
     results = [_check("config", _config)]
     if results[0]["ok"]:
-        from .main import setup_django
+        from .django_setup import setup_django
 
         setup_django()  # like every database command: migrate first, stop a PostgreSQL started only for this
         for name, fn in (
@@ -239,7 +239,7 @@ def run(args: argparse.Namespace) -> None:
         if args.command == "doctor":
             code = doctor(args)
         else:
-            from .main import setup_django
+            from .django_setup import setup_django
 
             setup_django()
             code = memories(args)

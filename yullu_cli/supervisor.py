@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .main import fail, setup_django
+from .django_setup import alive, fail, setup_django
 
 if TYPE_CHECKING:
     from yullu_site.bootstrap import BootstrapResult
@@ -34,19 +34,9 @@ def _pidfile_claim(path: Path) -> None:
             pid = int(path.read_text().strip() or "0")
         except ValueError:
             pid = 0
-        if pid and pid != os.getpid() and _alive(pid):
+        if pid and pid != os.getpid() and alive(pid):
             fail(f"a server is already running for this YULLU_HOME (pid {pid}); stop it first or set YULLU_HOME.")
     path.write_text(str(os.getpid()))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -168,7 +158,7 @@ def _metrics_dir(run_dir: Path) -> Path:
     base = run_dir / "metrics"
     base.mkdir(exist_ok=True)
     for old in base.iterdir():
-        if not (old.name.isdigit() and _alive(int(old.name))):
+        if not (old.name.isdigit() and alive(int(old.name))):
             shutil.rmtree(old, ignore_errors=True)
     folder = base / str(os.getpid())
     folder.mkdir(exist_ok=True)
@@ -185,16 +175,6 @@ def _prepare_database() -> BootstrapResult:
     with migration_lock():
         migrate_if_needed()
         return bootstrap()
-
-
-def server_running(home: Path) -> bool:
-    """Whether a `yullu serve` (any role) is running on this YULLU_HOME."""
-    for pidfile in (home / "run").glob("serve*.pid"):
-        with contextlib.suppress(OSError, ValueError):
-            pid = int(pidfile.read_text().strip() or "0")
-            if pid and pid != os.getpid() and _alive(pid):
-                return True
-    return False
 
 
 def _claim_beat_lock() -> Any:

@@ -1,0 +1,77 @@
+"""What every database command does first, shared by `yullu …` and the supervisor: set Django up
+(migrating, and stopping again an embedded PostgreSQL only this command started), say a failure in
+one sentence, and tell whether a `yullu serve` already runs on this YULLU_HOME."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    print(f"yullu: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def setup_django(migrate: bool = True) -> None:
+    """Set Django up for a command that uses the database: bring the schema up to date first (so
+    a command run before the first `make run` works), and stop again an embedded PostgreSQL that
+    only this command started (so nothing is left running after it exits)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
+    import django
+
+    started_here = migrate and _embedded_postgres_is_down()
+    django.setup()
+    if started_here:
+        import atexit
+
+        atexit.register(_stop_postgres_started_here)
+    if migrate:
+        from yullu_core.database import migrate_if_needed
+
+        if migrate_if_needed():
+            print("yullu: brought the database up to date.", file=sys.stderr)
+
+
+def _embedded_postgres_is_down() -> bool:
+    if os.environ.get("DATABASE_URL", "").strip():
+        return False
+    from yullu_core import postgres as pg
+    from yullu_core.paths import ensure_home
+
+    return not pg.is_running(pg.plan(ensure_home()))
+
+
+def _stop_postgres_started_here() -> None:
+    from django.db import connections
+
+    from yullu_core import postgres as pg
+    from yullu_core.paths import ensure_home
+
+    connections.close_all()
+    home = ensure_home()
+    if not server_running(home):  # a `yullu serve` that started meanwhile is using it now
+        pg.stop(home)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def server_running(home: Path) -> bool:
+    """Whether a `yullu serve` (any role) is running on this YULLU_HOME."""
+    for pidfile in (home / "run").glob("serve*.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pidfile.read_text().strip() or "0")
+            if pid and pid != os.getpid() and alive(pid):
+                return True
+    return False
