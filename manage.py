@@ -11,7 +11,8 @@ def main() -> None:
 
     from django.core.management import execute_from_command_line
 
-    from yullu_cli.main import _embedded_postgres_is_down, _stop_postgres_started_here, run_guarded
+    from yullu_cli.django_setup import _embedded_postgres_is_down, _stop_postgres_started_here
+    from yullu_cli.main import run_guarded
 
     if _embedded_postgres_is_down():  # like `yullu` commands: stop again a PostgreSQL only this command started
         atexit.register(_stop_postgres_started_here)
