@@ -20,12 +20,12 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from memories import services as memory_services
-from memories.backfill import advisory_lock
 from memories.models import ArchiveReason, Memory, RejectedMemory
 from memories.scope import Scope, known_root, resolve
 from memories.secrets import redact
 from yullu_core.config import load_for_project, parse_duration
 from yullu_core.errors import UserError
+from yullu_core.locks import advisory_lock
 
 from .models import DreamOp, DreamPass, DreamSchedule, SessionMessage
 from .parse import ParseError, parse_decision, parse_operations

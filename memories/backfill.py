@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import QuerySet
+
+from yullu_core.locks import advisory_lock
 
 from .embedders import embeds, get_embedder
 from .models import KeyValue, Memory, MemoryVector
@@ -22,20 +22,6 @@ from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)
 LOCK_KEY = 0x59_75_6C_01  # arbitrary, fixed: "Yul" + 1
-
-
-@contextmanager
-def advisory_lock(key: int, name: str = "") -> Iterator[bool]:
-    """Session-level pg_try_advisory_lock: yields False at once when another process holds it."""
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", [key, name])
-        got = bool(cur.fetchone()[0])
-    try:
-        yield got
-    finally:
-        if got:
-            with connection.cursor() as cur:
-                cur.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [key, name])
 
 
 def missing(embedder_id: str) -> QuerySet[Memory]:

@@ -23,9 +23,9 @@ import uuid
 from pathlib import Path
 from typing import Any, TypedDict
 
-from memories.backfill import advisory_lock
 from memories.scope import Scope, known_root
 from yullu_core.errors import UserError
+from yullu_core.locks import advisory_lock
 
 from .eventlog import event_filename, logs_dir, read_events, write_event
 from .fold import Folded, fold

@@ -30,13 +30,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories import services as memory_services
-from memories.backfill import advisory_lock
 from memories.changes import datetime_to_ns, memory_state, ns_to_datetime
 from memories.embedders import Embedder, embeds, get_embedder
 from memories.lifecycle import apply_remote_links
 from memories.models import Memory, MemoryVector
 from memories.scope import Scope, known_root, resolve
 from yullu_core.errors import UserError
+from yullu_core.locks import advisory_lock
 from yullu_site.metrics import count_reconcile
 
 from .eventlog import list_names, logs_dir, read_events, write_event
