@@ -137,7 +137,7 @@ def unknown_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any] |
 
 class YulluMCPServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        from yullu_site.metrics import observe_tool
+        from yullu_core.metrics import observe_tool
 
         with observe_tool(name) as outcome:
             if message := unknown_arguments(self._tool_input_schema(name), arguments):

@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection
 
 from memories.trivial import is_acknowledgement
-from yullu_site.metrics import timed_recall
+from yullu_core.metrics import timed_recall
 
 from . import bm25, expansion
 from .durability import losable

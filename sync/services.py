@@ -37,7 +37,7 @@ from memories.models import Memory, MemoryVector
 from memories.scope import Scope, known_root, resolve
 from yullu_core.errors import UserError
 from yullu_core.locks import advisory_lock
-from yullu_site.metrics import count_reconcile
+from yullu_core.metrics import count_reconcile
 
 from .eventlog import list_names, logs_dir, read_events, write_event
 from .fold import Folded, fold_all

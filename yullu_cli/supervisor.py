@@ -263,7 +263,7 @@ def _on_exit(child: Child, now: float) -> None:
 
 def _count_restart(name: str) -> None:
     with contextlib.suppress(Exception):  # metrics are never a reason to stop supervising
-        from yullu_site.metrics import CHILD_RESTARTS
+        from yullu_core.metrics import CHILD_RESTARTS
 
         CHILD_RESTARTS.labels(child=name).inc()
 
