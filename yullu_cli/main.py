@@ -50,7 +50,7 @@ def cmd_token(args: argparse.Namespace) -> None:
 
 def cmd_stdio(args: argparse.Namespace) -> None:
     setup_django()
-    from memories.mcp import run_stdio
+    from yullu_site.mcp import run_stdio
 
     run_stdio()
 

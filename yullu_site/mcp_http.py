@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from mcp.server.transport_security import TransportSecuritySettings
 
-from memories.mcp import with_fresh_connections
+from yullu_core.mcp import with_fresh_connections
 from yullu_site import ratelimit
 from yullu_site.auth import bearer_from_header, user_for_token
 from yullu_site.models import hash_token
@@ -102,7 +102,7 @@ async def _json(send: Send, status: int, error: str, extra: list[tuple[bytes, by
 
 
 def build_mcp_asgi() -> ASGIApp:
-    from memories.mcp import get_server
+    from .mcp import get_server
 
     stateless = os.environ.get("YULLU_MCP_STATELESS", "") in ("1", "true")
     app = get_server().streamable_http_app(

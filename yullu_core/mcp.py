@@ -1,0 +1,65 @@
+"""What every app's MCP tools share: run a sync service call off the event loop and turn its outcome
+into a tool result. Results are structured JSON plus the same JSON as text. Failures are tool results
+with isError and one sentence; unexpected exceptions are logged with an id the message mentions, and
+no traceback or SQL reaches the client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import DatabaseError, close_old_connections
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from .errors import UserError
+
+log = logging.getLogger("yullu.mcp")
+T = TypeVar("T")
+
+ProjectId = Annotated[
+    str | None, Field(description="Project scope. Usually omit it and pass `cwd`; the server derives the project.")
+]
+Cwd = Annotated[
+    str | None, Field(description="Absolute path of your current working directory; picks the project (git origin).")
+]
+
+
+def ok(payload: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))], structured_content=payload
+    )
+
+
+def error(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+def with_fresh_connections(fn: Callable[[], T]) -> T:
+    """Call `fn` (in a worker thread) with stale DB connections closed before and after:
+    connections opened outside Django's request cycle are not closed for us."""
+    close_old_connections()
+    try:
+        return fn()
+    finally:
+        close_old_connections()
+
+
+async def run(fn: Callable[[], dict[str, Any]]) -> CallToolResult:
+    """Run a sync service call in a worker thread and turn its outcome into a tool result."""
+    try:
+        return ok(await sync_to_async(with_fresh_connections, thread_sensitive=False)(fn))
+    except UserError as exc:
+        return error(str(exc))
+    except DatabaseError as exc:
+        log.warning("database error in tool: %s", exc)
+        return error("The database is unavailable right now; try again shortly.")
+    except Exception:
+        error_id = uuid.uuid4().hex[:12]
+        log.exception("unexpected error in MCP tool (id %s)", error_id)
+        return error(f"Internal error (id {error_id}); see the server log.")
