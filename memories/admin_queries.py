@@ -7,12 +7,10 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
-from django.conf import settings
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
-from django.utils import timezone
+from django.db.models import Count, Exists, OuterRef, QuerySet
 
 from .embedders import embeds, get_embedder
-from .models import EventKind, Memory, MemoryEvent, MemoryLink, MemoryVector, ProjectLocation, RecallFeedback, Usage
+from .models import EventKind, Memory, MemoryEvent, MemoryLink, MemoryVector, RecallFeedback
 
 # How a memory came to be, from the `source` its create event recorded.
 SOURCES: dict[str, tuple[str, ...]] = {
@@ -67,63 +65,6 @@ def recall_history(memory_ids: list[int], per_memory: int = 5) -> dict[int, dict
                 }
             )
     return out
-
-
-def project_rows(days: int = 30) -> list[dict[str, Any]]:
-    """Per project: memories, unrated, recalls in the window, dream passes and the last pass's phase."""
-    from dreaming.models import DreamPass
-
-    since = timezone.now() - timedelta(days=days)
-    rows: dict[str, dict[str, Any]] = {}
-
-    def row(pid: str) -> dict[str, Any]:
-        return rows.setdefault(
-            pid,
-            {"project_id": pid, "memories": 0, "unrated": 0, "recalls": 0, "passes": 0, "failed": 0, "root": ""},
-        )
-
-    for m in Memory.objects.values("project_id").annotate(n=Count("id"), u=Count("id", filter=Q(rating=None))):
-        row(m["project_id"]).update(memories=m["n"], unrated=m["u"])
-    recalls = MemoryEvent.objects.filter(kind=EventKind.RECALLED, created_at__gte=since)
-    for rc in recalls.values("project_id").annotate(n=Count("recall_id", distinct=True)):
-        row(rc["project_id"])["recalls"] = rc["n"]
-    passes = DreamPass.objects.values("project_id").annotate(n=Count("id"), f=Count("id", filter=Q(phase="failed")))
-    for p in passes:
-        row(p["project_id"]).update(passes=p["n"], failed=p["f"])
-    for pid, root in ProjectLocation.objects.values_list("project_id", "git_root"):
-        row(pid)["root"] = root
-    return sorted(rows.values(), key=lambda r: (-r["memories"], r["project_id"]))
-
-
-def health() -> dict[str, Any]:
-    """Embedder and reasoner status, with the warnings a reviewer should act on."""
-    from dreaming.reasoners import reasoner_status
-
-    embedder = get_embedder()
-    total = Memory.objects.count()
-    embedded = MemoryVector.objects.filter(embedder=embedder.id).count() if embeds(embedder) else 0
-    reasoner = reasoner_status()
-    day = timezone.now() - timedelta(days=1)
-    failures = Usage.objects.filter(ok=False, created_at__gte=day)
-    warnings: list[str] = []
-    if not embeds(embedder):
-        warnings.append('No embedder ([embedding].provider = "none"): search is keyword-only.')
-    elif embedded < total:
-        warnings.append(f"{total - embedded} of {total} memories have no vector for {embedder.id} yet (backfill).")
-    if n := failures.count():
-        last = failures.order_by("-created_at").first()
-        warnings.append(f"{n} provider calls failed in the last 24 h (last: {last.error[:160] if last else ''}).")
-    cost = Usage.objects.aggregate(c=Sum("cost_microcents"))["c"] or 0
-    return {
-        "embedder": embedder.id,
-        "embedded": embedded,
-        "total": total,
-        "reasoner": reasoner["name"] or "MCP sampling only",
-        "reasoner_warning": reasoner["warning"],
-        "warnings": warnings,
-        "cost_usd": cost / 10**8,
-        "min_similarity": settings.YULLU["retrieval"]["min_similarity"] or "calibrated gate",
-    }
 
 
 def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tuple[list[dict[str, Any]], bool]:

@@ -24,7 +24,7 @@ from .scope import known_root
 REVIEW_PAGE = 30
 
 
-def _page(request: HttpRequest, template: str, title: str, **context: Any) -> HttpResponse:
+def admin_page(request: HttpRequest, template: str, title: str, **context: Any) -> HttpResponse:
     return TemplateResponse(request, template, {**admin.site.each_context(request), "title": title, **context})
 
 
@@ -38,7 +38,7 @@ def chart(labels: list[str], series: dict[str, list[float]], empty: str, kind: s
     return {"kind": kind, "labels": labels, "series": series, "empty": "" if has_data else empty}
 
 
-def _daily_charts(project_id: str | None = None) -> dict[str, Any]:
+def daily_charts(project_id: str | None = None) -> dict[str, Any]:
     days = stats.stats(project_id, 30)["per_day"]
     labels = [d["day"][5:] for d in days]
     return {
@@ -69,18 +69,6 @@ def _cost_chart() -> dict[str, Any]:
     )
 
 
-def dashboard_context(request: HttpRequest) -> dict[str, Any]:
-    from dreaming.models import DreamPass
-
-    return {
-        "health": admin_queries.health(),
-        "project_rows": admin_queries.project_rows(),
-        "dream_passes": list(DreamPass.objects.order_by("-started_at")[:8]),
-        "yullu_stats": stats.stats(None, 30),
-        **_daily_charts(),
-    }
-
-
 # --- review queue -------------------------------------------------------------------------
 
 
@@ -108,7 +96,7 @@ def review_view(request: HttpRequest) -> HttpResponse:
     ids = [m.pk for m in page]
     origin, history = admin_queries.sources(ids), admin_queries.recall_history(ids)
     rows = [{"m": m, "source": origin.get(m.pk, "unknown"), "history": history[m.pk]} for m in page]
-    return _page(
+    return admin_page(
         request,
         "admin/yullu/review.html",
         "Review queue",
@@ -182,7 +170,7 @@ def retrievals_view(request: HttpRequest) -> HttpResponse:
     project = request.GET.get("project_id", "")
     page = _page_number(request)
     groups, more = admin_queries.retrieval_page(project or None, page)
-    return _page(
+    return admin_page(
         request,
         "admin/yullu/retrievals.html",
         "Retrievals",
@@ -218,14 +206,14 @@ def recall_verdict_view(request: HttpRequest) -> HttpResponse:
 
 def stats_view(request: HttpRequest) -> HttpResponse:
     project = request.GET.get("project_id", "")
-    return _page(
+    return admin_page(
         request,
         "admin/yullu/stats.html",
         "Stats",
         yullu_stats=stats.stats(project or None, 30),
         project=project,
         projects=_projects(),
-        **_daily_charts(project or None),
+        **daily_charts(project or None),
     )
 
 
@@ -237,7 +225,7 @@ def usage_view(request: HttpRequest) -> HttpResponse:
     for row in stats.usage_by_day(30):
         calls[row["day"]] = calls.get(row["day"], 0) + row["calls"]
     days = sorted(calls)
-    return _page(
+    return admin_page(
         request,
         "admin/yullu/usage.html",
         "Usage",
@@ -267,7 +255,7 @@ def conflicts_view(request: HttpRequest) -> HttpResponse:
             messages.error(request, str(exc))
         return HttpResponseRedirect(_safe_next(request))
     project = request.GET.get("project_id", "")
-    return _page(
+    return admin_page(
         request,
         "admin/yullu/conflicts.html",
         "Conflicts",
@@ -275,10 +263,6 @@ def conflicts_view(request: HttpRequest) -> HttpResponse:
         project=project,
         projects=_projects(),
     )
-
-
-def projects_view(request: HttpRequest) -> HttpResponse:
-    return _page(request, "admin/yullu/projects.html", "Projects", project_rows=admin_queries.project_rows())
 
 
 # --- settings ----------------------------------------------------------------------------
@@ -298,7 +282,7 @@ def settings_view(request: HttpRequest) -> HttpResponse:
         return HttpResponseRedirect(reverse("admin:memories_settings"))
     project = request.GET.get("project_id", "")
     cfg, origin = load_for_project(project, known_root(project) if project else None, settings.YULLU)
-    return _page(
+    return admin_page(
         request,
         "admin/yullu/settings.html",
         "Settings",
@@ -315,7 +299,7 @@ def settings_view(request: HttpRequest) -> HttpResponse:
 def graph_view(request: HttpRequest) -> HttpResponse:
     projects = _projects()
     project = request.GET.get("project_id") or (projects[0] if projects else "")
-    return _page(
+    return admin_page(
         request,
         "admin/yullu/graph.html",
         "Graph",

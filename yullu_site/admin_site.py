@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
-from django.urls import reverse
+from django.urls import path, reverse
 from unfold.sites import UnfoldAdminSite
 
 # Apps whose models are plumbing (accounts, beat schedules): hidden from reviewers who are not superusers.
@@ -34,9 +34,17 @@ class YulluAdminSite(UnfoldAdminSite):
         return update_wrapper(wrapper, view)
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        from memories.admin_views import dashboard_context
+        from .admin_views import dashboard_context
 
         return super().index(request, {**dashboard_context(request), **(extra_context or {})})
+
+    def get_urls(self) -> list[Any]:
+        from .admin_views import projects_view
+
+        # The projects page spans apps (memories, dream passes), so the site serves it; it keeps the
+        # address and name it had under the memories admin. First, before the memory change pages.
+        projects = path("memories/memory/projects/", self.admin_view(projects_view), name="memories_projects")
+        return [projects, *super().get_urls()]
 
 
 class YulluAdminConfig(AdminConfig):
