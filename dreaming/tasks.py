@@ -10,7 +10,7 @@ from .services import due_projects, prune_buffer, run_dream_pass
 log = logging.getLogger(__name__)
 
 
-@shared_task(ignore_result=True)
+@shared_task(name="dreaming.tasks.dream_due", ignore_result=True)
 def dream_due() -> None:
     """Run a pass for every project whose interval or idle trigger has fired (after buffer retention)."""
     prune_buffer()
@@ -21,7 +21,7 @@ def dream_due() -> None:
             log.exception("scheduled dream pass failed for %s", project_id)
 
 
-@shared_task(ignore_result=True)
+@shared_task(name="dreaming.tasks.dream_project", ignore_result=True)
 def dream_project(project_id: str) -> None:
     """A manual pass queued from the admin's "dream now" button."""
     run_dream_pass(project_id, reasoner=configured_reasoner(), manual=True, trigger="manual")

@@ -3,13 +3,13 @@ from celery import shared_task
 from .backfill import backfill
 
 
-@shared_task(ignore_result=True)
+@shared_task(name="memories.tasks.backfill_embeddings", ignore_result=True)
 def backfill_embeddings() -> None:
     """Embed memories that have no vector for the active embedder (idempotent, single flight)."""
     backfill()
 
 
-@shared_task(ignore_result=True)
+@shared_task(name="memories.tasks.prune_expired", ignore_result=True)
 def prune_expired() -> None:
     """Archive memories whose expiry passed (idempotent: SKIP LOCKED claims, gone rows are skipped)."""
     from .lifecycle import prune_expired as prune

@@ -57,7 +57,7 @@ def sweep_outbox() -> int:
     return len(written)
 
 
-@shared_task(ignore_result=True)
+@shared_task(name="sync.tasks.reconcile_due", ignore_result=True)
 def reconcile_due() -> None:
     """Sweep the outbox, then reconcile every known project whose log changed and whose interval has passed."""
     try:
@@ -73,7 +73,7 @@ def reconcile_due() -> None:
             log.exception("scheduled reconcile failed for project location %s", loc_id)
 
 
-@shared_task(ignore_result=True)
+@shared_task(name="sync.tasks.reconcile_all_known", ignore_result=True)
 def reconcile_all_known() -> None:
     """Start-up reconcile of every known project location."""
     sweep_outbox()

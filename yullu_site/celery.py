@@ -1,5 +1,6 @@
 """The Celery app. Beat's schedule is data; `expires` is shorter than each period so a
-backed-up queue never stacks duplicate runs."""
+backed-up queue never stacks duplicate runs. Every task is declared with an explicit `name=`
+(its historical module path), so moving a module never orphans queued rows or beat entries."""
 
 import os
 

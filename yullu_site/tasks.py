@@ -5,7 +5,7 @@ from django.utils import timezone
 from .models import Heartbeat
 
 
-@shared_task(ignore_result=True)
+@shared_task(name="yullu_site.tasks.heartbeat", ignore_result=True)
 def heartbeat() -> None:
     """Bump the heartbeat row; the status page and tests read it to see beat → worker works."""
     row, _ = Heartbeat.objects.get_or_create(name="beat")
