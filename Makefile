@@ -30,6 +30,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	@mkdir -p $(TEST_HOME)
 	YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml $(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 format: install
 	$(BIN)/ruff format .
