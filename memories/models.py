@@ -31,6 +31,11 @@ class Importance(models.TextChoices):
 
 IMPORTANCES = tuple(i.value for i in Importance)
 
+# Memories of one conversation carry this tag (plus the session id); retrieval lets them lend each
+# other rank (queries.fuse). Dreaming adds it to what it extracts; a client may pass its session_id.
+# Declared here because services (writing it) and queries (reading it) both need it.
+SESSION_TAG = "session:"
+
 
 class MemoryQuerySet(models.QuerySet["Memory"]):
     def current(self) -> MemoryQuerySet:

@@ -35,9 +35,8 @@ from yullu_core.metrics import timed_recall
 from . import bm25, expansion
 from .durability import losable
 from .embedders import Embedder, embed_query, embeds, get_embedder
-from .models import CATEGORIES, EventKind, Memory, MemoryEvent
+from .models import CATEGORIES, SESSION_TAG, EventKind, Memory, MemoryEvent
 from .serializers import HIT_FIELDS, HitOut, hit_to_wire
-from .services import SESSION_TAG
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)

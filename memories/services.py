@@ -29,6 +29,7 @@ from .embedders import Embedder, embeds, get_embedder
 from .models import (
     CATEGORIES,
     IMPORTANCES,
+    SESSION_TAG,
     ArchiveReason,
     EventKind,
     Importance,
@@ -49,9 +50,6 @@ log = logging.getLogger(__name__)
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 100
-# Memories of one conversation carry this tag (plus the session id); retrieval lets them lend each
-# other rank (queries.fuse). Dreaming adds it to what it extracts; a client may pass its session_id.
-SESSION_TAG = "session:"
 _UNSET: Any = object()
 
 

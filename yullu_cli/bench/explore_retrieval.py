@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from yullu_cli.main import setup_django
+from yullu_cli.django_setup import setup_django
 
 setup_django()  # migrates; stops an embedded PostgreSQL it started when the run ends
 
