@@ -16,7 +16,7 @@ from yullu_core.mcp import Cwd, ProjectId, run
 from . import services, stats
 from .context import DEFAULT_BUDGET, search_merged
 from .context import build_context as make_context
-from .scope import project_of, resolve, scope_for
+from .scope import project_of, scope_for
 from .serializers import deleted_to_wire, memory_to_wire, recall_to_wire
 
 CategoryArg = Annotated[
