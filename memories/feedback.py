@@ -26,7 +26,7 @@ def verdict_scores(memory_ids: list[int], embedder_id: str, qvec: np.ndarray) ->
     if not memory_ids:
         return {}
     dim = len(qvec)
-    from .queries import vector_literal
+    from .vector_index import vector_literal
 
     literal = vector_literal(qvec)
     with connection.cursor() as cur:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from .durability import losable
 from .embedders import Embedder, embed_query, embeds, get_embedder
 from .models import CATEGORIES, SESSION_TAG, EventKind, Memory, MemoryEvent
 from .serializers import HIT_FIELDS, HitOut, hit_to_wire
-from .vector_index import ensure_index
+from .vector_index import ensure_index, vector_literal
 
 log = logging.getLogger(__name__)
 Mode = Literal["hybrid", "dense", "keyword"]
@@ -137,21 +136,6 @@ class SearchResult:
     recall_id: str | None
     results: list[HitOut] = field(default_factory=list)
     considered: list[HitOut] = field(default_factory=list)
-
-
-_last_literal = threading.local()
-
-
-def vector_literal(vector: np.ndarray) -> str:
-    """The pgvector text of `vector`. One search formats its query vector for the dense search,
-    the candidate details, the date windows and the feedback lookup (and again for the user scope):
-    the last one is kept per thread, keyed by the array itself. Formatting Python floats rather
-    than numpy scalars halves the cost (~0.25 ms per 384-dim vector before, ~5 % of a retrieve)."""
-    if getattr(_last_literal, "vector", None) is vector:
-        return str(_last_literal.text)
-    text = "[" + ",".join(map("{:.7f}".format, vector.tolist())) + "]"
-    _last_literal.vector, _last_literal.text = vector, text
-    return text
 
 
 _vec_literal = vector_literal

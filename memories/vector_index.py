@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 
+import numpy as np
 from django.db import connection
 
 log = logging.getLogger(__name__)
@@ -46,3 +48,18 @@ def ensure_index(embedder_id: str, dim: int) -> None:
 
 def forget_cache() -> None:
     _known.clear()
+
+
+_last_literal = threading.local()
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    """The pgvector text of `vector`. One search formats its query vector for the dense search,
+    the candidate details, the date windows and the feedback lookup (and again for the user scope):
+    the last one is kept per thread, keyed by the array itself. Formatting Python floats rather
+    than numpy scalars halves the cost (~0.25 ms per 384-dim vector before, ~5 % of a retrieve)."""
+    if getattr(_last_literal, "vector", None) is vector:
+        return str(_last_literal.text)
+    text = "[" + ",".join(map("{:.7f}".format, vector.tolist())) + "]"
+    _last_literal.vector, _last_literal.text = vector, text
+    return text
