@@ -497,7 +497,10 @@ def _scans_exactly(project_id: str) -> bool:
     count would go stale as we insert."""
     from .queries import EXACT_SCAN_MAX
 
-    return Memory.objects.filter(project_id=project_id).count() <= EXACT_SCAN_MAX
+    # Counting stops at EXACT_SCAN_MAX + 1 rows: a full count(*) grew with the project (3 ms at 100k
+    # memories, docs/benchmarks.md) and runs under the project's write lock, so every store of a
+    # large project waited for it.
+    return Memory.objects.filter(project_id=project_id)[: EXACT_SCAN_MAX + 1].count() <= EXACT_SCAN_MAX
 
 
 def _near(

@@ -36,3 +36,21 @@ def test_a_losable_write_inside_a_callers_transaction_leaves_the_callers_commit_
 def test_usage_rows_are_written_and_visible_at_once() -> None:
     record_usage("openai", "text-embedding-3-small", "embed", 0.0, tokens_in=12)
     assert Usage.objects.filter(provider="openai", input_tokens=12).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_duplicate_check_counts_a_project_only_up_to_the_exact_scan_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    from memories import queries
+    from memories.models import Memory
+    from memories.services import _scans_exactly
+
+    monkeypatch.setattr(queries, "EXACT_SCAN_MAX", 2)
+    for text in ("first fact", "second fact"):
+        Memory.objects.create(project_id="scan/limit", content=text)
+    assert _scans_exactly("scan/limit")
+    Memory.objects.create(project_id="scan/limit", content="third fact")
+    with CaptureQueriesContext(connection) as counted:
+        assert not _scans_exactly("scan/limit")
+    assert "LIMIT 3" in counted.captured_queries[0]["sql"]  # a big project is not counted to its end
