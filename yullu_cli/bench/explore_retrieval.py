@@ -33,8 +33,8 @@ from yullu_cli.bench import codebase  # noqa: E402
 from yullu_cli.bench.locomo import CATEGORIES, ingest, metrics, questions  # noqa: E402
 
 PREFIX = "explore-retrieval"
-CACHE = Path(__file__).resolve().parents[1] / ".explore-retrieval.pkl"
-LOCOMO = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "locomo_dev.json"
+CACHE = Path(__file__).resolve().parents[2] / ".explore-retrieval.pkl"  # the repository root
+LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "bench" / "locomo_dev.json"
 
 
 def do_ingest(path: str | None) -> None:
