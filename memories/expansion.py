@@ -43,6 +43,8 @@ _YEAR = r"((?:19|20)\d\d)"
 DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_M}\s*,?\s*{_YEAR}\b", re.I)
 MONTH_DAY_YEAR = re.compile(rf"\b{_M}\s+{_DAY}\s*,?\s*{_YEAR}\b", re.I)
 ISO_DAY = re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")
+DAY_MONTH = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_M}(?!\w)", re.I)
+MONTH_DAY = re.compile(rf"\b{_M}\s+{_DAY}\b", re.I)
 MONTH_YEAR = re.compile(rf"\b{_M}\s*,?\s*{_YEAR}\b", re.I)
 MONTH_ONLY = re.compile(rf"\b(?:in|during|of|since|last|early|late|mid)\s+{_M}\b", re.I)
 YEAR_ONLY = re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b", re.I)
@@ -57,6 +59,18 @@ def _day(year: int, month: int, day: int) -> Window | None:
         return None
     # A day either side: the question's day may be the writer's, in another time zone.
     return ((start - timedelta(days=1)).timestamp(), (start + timedelta(days=2)).timestamp())
+
+
+def _latest_day(month: int, day: int, now: datetime | None = None) -> Window | None:
+    """A day named without a year: its latest occurrence up to today (memories are in the past)."""
+    today = (now or datetime.now(UTC)).date()
+    for year in (today.year, today.year - 1):
+        try:
+            if datetime(year, month, day).date() <= today:
+                return _day(year, month, day)
+        except ValueError:
+            return None
+    return None
 
 
 def date_windows(query: str) -> list[Window]:
@@ -75,6 +89,9 @@ def date_windows(query: str) -> list[Window]:
     take(DAY_MONTH_YEAR, lambda m: _day(int(m[3]), MONTHS[m[2].lower()], int(m[1])))
     take(MONTH_DAY_YEAR, lambda m: _day(int(m[3]), MONTHS[m[1].lower()], int(m[2])))
     take(ISO_DAY, lambda m: _day(int(m[1]), int(m[2]), int(m[3])) if 1 <= int(m[2]) <= 12 else None)
+    take(DAY_MONTH, lambda m: _latest_day(MONTHS[m[2].lower()], int(m[1])))
+    # "may 3 tests fail" is not a date: lower-case "may" before a number is the verb.
+    take(MONTH_DAY, lambda m: None if m[1] == "may" else _latest_day(MONTHS[m[1].lower()], int(m[2])))
 
     def month_year(m: re.Match[str]) -> Window:
         year, month = int(m[2]), MONTHS[m[1].lower()]

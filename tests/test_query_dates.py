@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -34,7 +34,18 @@ def test_a_question_naming_a_date_gives_its_window(question: str, inside: float,
     assert in_window(inside, windows) and not in_window(outside, windows)
 
 
-@pytest.mark.parametrize("question", ["may I skip the canary?", "how do we deploy?", "run make test 2023 times"])
+def test_a_day_without_a_year_is_its_latest_occurrence() -> None:
+    last = datetime.now(UTC) - timedelta(days=10)
+    named = f"{last.day} {last.strftime('%B')}"
+    for question in (f"what did we decide on {named}?", f"what broke on {last.strftime('%B')} {last.day}th"):
+        windows = date_windows(question)
+        assert in_window(last.timestamp(), windows), question
+        assert not in_window((last - timedelta(days=365)).timestamp(), windows), question
+
+
+@pytest.mark.parametrize(
+    "question", ["may I skip the canary?", "how do we deploy?", "run make test 2023 times", "may 3 tests fail?"]
+)
 def test_a_question_without_a_date_names_none(question: str) -> None:
     assert date_windows(question) == []
 
