@@ -154,6 +154,11 @@ def nearest_in_windows(
         return [row[0] for row in cur.fetchall()]
 
 
+# Sessions read per search for the neighbour bonus: dreaming stores tens of memories per session (LoCoMo ~30), so
+# a bound far above that keeps one search from reading an unbounded session.
+SESSION_PLACES_MAX = 2000
+
+
 def session_places(project_id: str, sessions: list[str]) -> dict[int, int]:
     """memory id → its place in its session (0 = stored first), for every memory carrying one of
     these `session:` tags (found through the GIN index on tags)."""
@@ -161,12 +166,17 @@ def session_places(project_id: str, sessions: list[str]) -> dict[int, int]:
     with connection.cursor() as cur:
         cur.execute(
             "SELECT m.id, m.tags FROM memories_memory m "
-            "WHERE m.project_id = %s AND m.tags && %s::varchar[] ORDER BY m.created_at, m.id",
-            [project_id, sessions],
+            "WHERE m.project_id = %s AND m.tags && %s::varchar[] ORDER BY m.created_at, m.id LIMIT %s",
+            [project_id, sessions, SESSION_PLACES_MAX + 1],
         )
+        rows = cur.fetchall()
+        if len(rows) > SESSION_PLACES_MAX:
+            # A client that tags thousands of memories with one session would make every search read
+            # them all; past the bound the neighbour bonus is skipped (ranking falls back to the rest).
+            return {}
         places: dict[int, int] = {}
         counts: dict[str, int] = {}
-        for mid, tags in cur.fetchall():
+        for mid, tags in rows:
             session = next(t for t in tags if t in wanted)
             places[mid] = counts.get(session, 0)
             counts[session] = places[mid] + 1

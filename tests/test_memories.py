@@ -291,6 +291,22 @@ def test_a_strong_hits_neighbours_in_its_session_rise_above_the_rest_of_it(stub_
     ]
 
 
+def test_a_session_too_large_to_read_per_search_gets_no_neighbour_share(
+    stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from memories import expansion
+
+    t0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    texts = ["vec:1,0,0 the strong hit", "vec:0.5,0.866,0 said right after it", "vec:0,0,1 filler"]
+    items = [services.NewMemory(t, None, ["session:big"], t0 + timedelta(minutes=i)) for i, t in enumerate(texts)]
+    services.create_memories(A, items, source="test", dedupe=False)
+    assert len(expansion.session_places(A.project_id, ["session:big"])) == 3
+    monkeypatch.setattr(expansion, "SESSION_PLACES_MAX", 2)
+    assert expansion.session_places(A.project_id, ["session:big"]) == {}  # bounded: not read at all
+
+
 def test_every_connection_searches_hnsw_with_iterative_scans() -> None:
     """Set per connection (settings.py), not per query: a project filter must not starve the index scan."""
     with connection.cursor() as cur:
