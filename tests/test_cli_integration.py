@@ -21,7 +21,7 @@ from memories.models import Memory
 from memories.scope import resolve
 from tests.processes import run_cli
 from tests.stubs import StubServer
-from yullu_cli.hooks import category_hints, hook_argv, is_trivial
+from yullu_cli.hooks import category_hints, hook_argv, is_trivial, response_body
 
 
 @pytest.mark.parametrize(
@@ -102,6 +102,32 @@ def test_inject_is_silent_when_the_server_is_down(tmp_path: Path) -> None:
     env = {**os.environ, "YULLU_HOME": str(tmp_path), "YULLU_PORT": "9"}
     out = run_cli(["inject"], env, json.dumps({"prompt": "how do we deploy to staging?", "cwd": "/tmp"}))
     assert (out.returncode, out.stdout) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("raw", "body"),
+    [
+        (b'HTTP/1.1 200 OK\r\ncontent-length: 13\r\n\r\n{"context":1}', b'{"context":1}'),
+        (b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{"a"\r\n3\r\n:1}\r\n0\r\n\r\n', b'{"a":1}'),
+        (b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n{}", b"{}"),
+    ],
+)
+def test_the_hooks_read_a_whole_http_answer_in_each_framing(raw: bytes, body: bytes) -> None:
+    assert response_body(raw) == body
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 2\r\n\r\n{}",  # refused: nothing to print
+        b"HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\n{}",  # cut short
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n9\r\n{}",  # chunk cut short
+        b"HTTP/1.1 200 OK\r\ncontent-le",  # headers cut short
+    ],
+)
+def test_the_hooks_refuse_an_error_or_a_truncated_answer(raw: bytes) -> None:
+    with pytest.raises(ValueError):
+        response_body(raw)
 
 
 def test_inject_gives_up_quietly_on_a_server_that_never_answers(tmp_path: Path) -> None:
