@@ -7,6 +7,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from yullu_cli.supervisor import BEAT_LOCK
 from yullu_site.bootstrap import bootstrap, token_file
 from yullu_site.models import ApiToken
 
@@ -76,3 +77,21 @@ def test_bootstrap_creates_admin_password_and_token_files_privately(client: Clie
     assert ApiToken.objects.count() == 1
     assert raw not in "".join(ApiToken.objects.values_list("key_hash", flat=True))
     assert client.get("/api/memories", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bootstrap_does_not_wait_for_a_running_beat() -> None:
+    """A running server holds the beat lock for as long as beat runs; `yullu token` (which
+    bootstraps) once waited on it forever."""
+    import psycopg
+    from django.db import connection
+
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as server:
+        server.execute("SELECT pg_advisory_lock(%s)", [BEAT_LOCK])
+        with connection.cursor() as cur:
+            cur.execute("SET lock_timeout = '20s'")  # the bug's symptom: LockNotAvailable, not a hang
+        try:
+            assert bootstrap().admin_password_file.exists()
+        finally:
+            with connection.cursor() as cur:
+                cur.execute("RESET lock_timeout")

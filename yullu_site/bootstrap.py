@@ -34,7 +34,10 @@ def token_file() -> Path:
     return settings.YULLU_HOME / "token"
 
 
-BOOTSTRAP_LOCK = 0x59554C4C5501  # web nodes starting together create the admin once
+# Web nodes starting together create the admin once. Not 0x...5500 (yullu_core.database's
+# MIGRATE_LOCK) nor 0x...5501 (the supervisor's BEAT_LOCK, held as long as beat runs: sharing it
+# made every `yullu token` or web start wait forever while a server was up).
+BOOTSTRAP_LOCK = 0x59554C4C5502
 
 
 @transaction.atomic
