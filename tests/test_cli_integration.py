@@ -318,10 +318,15 @@ def test_install_refuses_an_unparseable_settings_file(tmp_path: Path) -> None:
 def test_service_unit_is_written_and_removed(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "YULLU_PORT": "47971"}
+    env["YULLU_CONFIG"] = str(tmp_path / "config.toml")
     assert run_cli(["install", "cursor", "--service"], env).returncode == 0
     unit = home / ".config" / "systemd" / "user" / "yullu.service"
-    assert "serve" in unit.read_text()
+    text = unit.read_text()
+    assert "serve" in text
+    # the service is the server the hooks were pinned to, not one on the default port and home
+    for line in (f"YULLU_HOME={tmp_path.resolve()}", "YULLU_PORT=47971", f"YULLU_CONFIG={tmp_path.resolve()}/config"):
+        assert f'Environment="{line}' in text, text
     assert run_cli(["uninstall"], env).returncode == 0
     assert not unit.exists()
 

@@ -351,23 +351,40 @@ def uninstall_cursor(home: Path) -> bool:
 # --- service --------------------------------------------------------------------------
 
 
+def service_env() -> dict[str, str]:
+    """What the service's `yullu serve` needs to be the server the hooks were pinned to (same
+    home, port and config file), whatever the service manager's own environment holds."""
+    env = {"YULLU_HOME": str(yullu_home().resolve()), "YULLU_PORT": server_url().rsplit(":", 1)[1]}
+    if os.environ.get("YULLU_CONFIG", "").strip():
+        env["YULLU_CONFIG"] = str(Path(os.environ["YULLU_CONFIG"]).expanduser().resolve())
+    return env
+
+
 def service_file(home: Path) -> tuple[Path, str]:
+    from xml.sax.saxutils import escape
+
     binary = yullu_bin()
+    env = service_env()
     if platform.system() == "Darwin":
+        variables = "".join(f"<key>{escape(k)}</key><string>{escape(v)}</string>" for k, v in env.items())
         plist = f"""<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <plist version="1.0"><dict>
   <key>Label</key><string>dev.yullu.server</string>
-  <key>ProgramArguments</key><array><string>{binary}</string><string>serve</string></array>
+  <key>ProgramArguments</key><array><string>{escape(binary)}</string><string>serve</string></array>
+  <key>EnvironmentVariables</key><dict>{variables}</dict>
   <key>RunAtLoad</key><true/><key>KeepAlive</key><true/>
 </dict></plist>
 """
         return home / "Library" / "LaunchAgents" / "dev.yullu.server.plist", plist
+    # systemd: a quoted assignment per line; `%` starts a specifier, so it is doubled.
+    quoted = {k: v.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") for k, v in env.items()}
+    environment = "".join(f'Environment="{k}={v}"\n' for k, v in quoted.items())
     unit = f"""[Unit]
 Description=Yul'lu memory server
 
 [Service]
-ExecStart={binary} serve
+{environment}ExecStart={binary} serve
 Restart=on-failure
 
 [Install]
