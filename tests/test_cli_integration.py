@@ -352,3 +352,21 @@ def test_export_leaves_out_superseded_and_expired_memories(stub_embedder: StubSe
     text = render_agents_md("acme/export")
     assert "make ship" in text
     assert "make release" not in text and "freeze" not in text
+
+
+def test_serve_banner_warns_about_hooks_that_run_a_file_that_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from yullu_cli.supervisor import _stale_hook_lines
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    env = {**os.environ, "YULLU_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    assert run_cli(["install", "claude"], env).returncode == 0
+    assert _stale_hook_lines() == []
+    settings = home / ".claude" / "settings.json"
+    settings.write_text(settings.read_text().replace("yullu_cli/hook_entry.py", "yullu_site/hook_entry.py"))
+    [line] = _stale_hook_lines()
+    assert "claude inject, claude record-turn" in line and "yullu_site/hook_entry.py, which no longer exists" in line
+    assert "run `yullu install` again" in line

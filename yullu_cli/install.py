@@ -138,6 +138,49 @@ def _is_ours(command: str, verb: str) -> bool:
     return command.endswith(tuple(ends))
 
 
+def stale_hooks(home: Path) -> dict[str, list[str]]:
+    """Files our installed hooks run that are gone (a moved checkout or venv, or hook_entry.py
+    moved by an upgrade: yullu_site/ to yullu_cli/), each with the hooks that run it. Such a hook
+    fails silently (`|| true`), so doctor and the `yullu serve` banner say it."""
+    import tomllib
+
+    stale: dict[str, list[str]] = {}
+    settings = home / ".claude" / "settings.json"
+    try:
+        hooks = json.loads(settings.read_text()).get("hooks") or {} if settings.exists() else {}
+    except (ValueError, AttributeError, OSError):
+        hooks = {}
+    if not isinstance(hooks, dict):
+        hooks = {}
+    for event, verb in HOOKS.items():
+        for group in hooks.get(event) or []:
+            for hook in group.get("hooks") or []:
+                command = str(hook.get("command", ""))
+                if _is_ours(command, verb) and (gone := _missing_file(command.removesuffix(" || true"))):
+                    stale.setdefault(gone, []).append(f"claude {verb}")
+    codex = home / ".codex" / "config.toml"
+    try:
+        notify = tomllib.loads(codex.read_text()).get("notify") if codex.exists() else None
+    except (tomllib.TOMLDecodeError, OSError):
+        notify = None
+    if notify and _is_our_notify(notify) and (gone := _missing_file(shlex.join(str(w) for w in notify))):
+        stale.setdefault(gone, []).append("codex notify")
+    return stale
+
+
+def _missing_file(command: str) -> str | None:
+    """The interpreter or hook entry a hook command runs, when it no longer exists."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for word in words:
+        name = os.path.basename(word)
+        if os.path.isabs(word) and (name == "hook_entry.py" or name.startswith("python")) and not os.path.exists(word):
+            return word
+    return None
+
+
 def _strip_hooks(settings: dict[str, Any]) -> None:
     """Take our hooks out; an event (or "hooks") is dropped only when emptied by that, so a
     user's own empty entries stay as they were."""

@@ -177,84 +177,31 @@ def _hooks() -> tuple[bool, str, str]:
     from pathlib import Path
 
     from .hooks import yullu_home
-    from .install import HOOKS
+    from .install import HOOKS, stale_hooks
 
     found: list[str] = []
     missing: list[str] = []
-    stale: dict[str, list[str]] = {}  # a file installed hooks run that is gone -> those hooks
     settings_path = Path.home() / ".claude" / "settings.json"
     if settings_path.exists():
         text = settings_path.read_text(errors="replace")
         for verb in HOOKS.values():
             (found if f" {verb}" in text and "yullu" in text else missing).append(f"claude {verb}")
-        for verb, gone in _stale_claude_hooks(text):
-            stale.setdefault(gone, []).append(f"claude {verb}")
     codex = Path.home() / ".codex" / "config.toml"
     if codex.exists():
         text = codex.read_text(errors="replace")
         (found if "codex-notify" in text else missing).append("codex notify")
         (found if "[mcp_servers.yullu]" in text else missing).append("codex mcp")
-        notify_gone = _stale_codex_notify(text)
-        if notify_gone:
-            stale.setdefault(notify_gone, []).append("codex notify")
     if not found and not missing:
         return False, "no assistant configuration found", "run `yullu install` (claude, codex or cursor)"
     if not (yullu_home() / "token").exists():
         missing.append("API token file")
     detail = "installed: " + (", ".join(found) or "nothing") + (f"; missing: {', '.join(missing)}" if missing else "")
+    stale = stale_hooks(Path.home())
     if stale:
         # `|| true` keeps a prompt from being blocked, so such a hook fails silently: say it here.
         detail += "".join(f"; {', '.join(hooks)} run {gone}, which no longer exists" for gone, hooks in stale.items())
         return False, detail, "run `yullu install` again (the checkout, its venv or the hook entry moved)"
     return not missing, detail, "run `yullu serve` once (it writes the token), then `yullu install` again"
-
-
-def _missing_file(argv: list[str]) -> str | None:
-    """The interpreter or hook entry of an installed hook command that is gone (a moved checkout
-    or venv, or hook_entry.py moved by an upgrade), else None."""
-    for word in argv:
-        name = os.path.basename(word)
-        if os.path.isabs(word) and (name == "hook_entry.py" or name.startswith("python")) and not os.path.exists(word):
-            return word
-    return None
-
-
-def _stale_claude_hooks(text: str) -> list[tuple[str, str]]:
-    """(verb, missing file) for each of our Claude Code hooks whose command cannot run."""
-    import shlex
-
-    from .install import HOOKS, _is_ours
-
-    try:
-        hooks = json.loads(text).get("hooks") or {}
-    except (ValueError, AttributeError):
-        return []
-    stale = []
-    for event, verb in HOOKS.items():
-        for group in hooks.get(event) or []:
-            for hook in group.get("hooks") or []:
-                command = str(hook.get("command", ""))
-                if not _is_ours(command, verb):
-                    continue
-                try:
-                    gone = _missing_file(shlex.split(command.removesuffix(" || true")))
-                except ValueError:
-                    continue
-                if gone:
-                    stale.append((verb, gone))
-    return stale
-
-
-def _stale_codex_notify(text: str) -> str | None:
-    import tomllib
-
-    from .install import _is_our_notify
-
-    try:
-        notify = tomllib.loads(text).get("notify")
-    except tomllib.TOMLDecodeError:
-        return None
-    return _missing_file([str(word) for word in notify]) if notify and _is_our_notify(notify) else None
 
 
 def _reasoner() -> tuple[bool, str, str]:

@@ -360,6 +360,20 @@ def path_hint(bin_dir: Path, path: str) -> str | None:
     return f'  CLI:        `yullu` is not on your PATH; add it with:  export PATH="{bin_dir}:$PATH"'
 
 
+def _stale_hook_lines() -> list[str]:
+    """A banner warning per file that installed hooks run and that is gone (they fail silently)."""
+    from .install import stale_hooks
+
+    try:
+        stale = stale_hooks(Path.home())
+    except Exception:  # a hand-mangled settings file must not keep the server from starting
+        return []
+    return [
+        f"  WARNING:    {', '.join(hooks)} run {gone}, which no longer exists: run `yullu install` again"
+        for gone, hooks in stale.items()
+    ]
+
+
 def _print_banner(host: str, port: int, result: BootstrapResult, data_dir: Path) -> None:
     base = f"http://{host}:{port}"
     pw_file = result.admin_password_file
@@ -375,6 +389,7 @@ def _print_banner(host: str, port: int, result: BootstrapResult, data_dir: Path)
     if result.admin_created:
         lines.append(f"  first run:  admin password is {pw_file.read_text().strip()}")
     lines.append(_reasoner_line())
+    lines += _stale_hook_lines()
     if hint := path_hint(Path(sys.executable).parent, os.environ.get("PATH", "")):
         lines.append(hint)
     lines.append("Press Ctrl-C to stop.")
