@@ -370,3 +370,12 @@ def test_serve_banner_warns_about_hooks_that_run_a_file_that_is_gone(
     [line] = _stale_hook_lines()
     assert "claude inject, claude record-turn" in line and "yullu_site/hook_entry.py, which no longer exists" in line
     assert "run `yullu install` again" in line
+
+
+def test_banner_says_how_to_set_the_admin_password_when_its_file_is_missing(tmp_path: Path) -> None:
+    from yullu_cli.supervisor import admin_password_hint
+
+    pw_file = tmp_path / "admin-password"
+    assert "changepassword admin" in admin_password_hint(pw_file)
+    pw_file.write_text("secret\n")
+    assert admin_password_hint(pw_file) == f"password in {pw_file}"

@@ -374,13 +374,23 @@ def _stale_hook_lines() -> list[str]:
     ]
 
 
+def admin_password_hint(pw_file: Path) -> str:
+    """Where the admin password is. The file is missing when the admin was created with another
+    $YULLU_HOME (a shared DATABASE_URL, or as root a cluster kept under /var/lib/yullu for a home
+    that was deleted and made again): say how to set one instead of naming a file that is not there."""
+    if pw_file.exists():
+        return f"password in {pw_file}"
+    manage = Path(__file__).resolve().parent.parent / "manage.py"
+    return f"password set elsewhere; set a new one with `{sys.executable} {manage} changepassword admin`"
+
+
 def _print_banner(host: str, port: int, result: BootstrapResult, data_dir: Path) -> None:
     base = f"http://{host}:{port}"
     pw_file = result.admin_password_file
     lines = [
         "",
         f"Yul'lu is starting on {base}",
-        f"  admin:      {base}/admin/  (user 'admin', password in {pw_file})",
+        f"  admin:      {base}/admin/  (user 'admin', {admin_password_hint(pw_file)})",
         f"  MCP:        {base}/mcp",
         f"  API token:  {result.token_file}  (or run `yullu token`)",
         f"  status:     {base}/api/status",
