@@ -112,7 +112,7 @@ def test_cli_commands_print_their_answer_without_log_lines_unless_verbose(tmp_pa
 
 def test_doctor_fails_when_installed_hooks_run_a_file_that_moved(tmp_path: Path) -> None:
     """Hooks end in `|| true` (a prompt is never blocked), so a hook whose hook_entry.py moved away
-    (the layout move took it from yullu_site/ to yullu_cli/) fails silently: doctor must say so."""
+    (a moved checkout or venv) fails silently: doctor must say so."""
     env = env_for(tmp_path, YULLU_PORT="9", PATH="/usr/bin:/bin")
     (tmp_path / "yhome").mkdir(parents=True, exist_ok=True)
     (tmp_path / "yhome" / "token").write_text("yl_test\n")
@@ -123,10 +123,10 @@ def test_doctor_fails_when_installed_hooks_run_a_file_that_moved(tmp_path: Path)
     assert checks["hooks"]["ok"], checks["hooks"]
     for name in (".claude/settings.json", ".codex/config.toml"):
         path = tmp_path / "home" / name
-        path.write_text(path.read_text().replace("yullu_cli/hook_entry.py", "yullu_site/hook_entry.py"))
+        path.write_text(path.read_text().replace("yullu_cli/hook_entry.py", "moved_away/hook_entry.py"))
     out = run_cli(["doctor", "--json"], env)
     hooks = {c["check"]: c for c in json.loads(out.stdout)["checks"]}["hooks"]
     assert out.returncode == 1 and hooks["status"] == "fail"
     assert "claude inject" in hooks["detail"] and "codex notify" in hooks["detail"]
-    assert "yullu_site/hook_entry.py, which no longer exists" in hooks["detail"]
+    assert "moved_away/hook_entry.py, which no longer exists" in hooks["detail"]
     assert "yullu install" in hooks["fix"]

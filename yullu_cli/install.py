@@ -139,9 +139,9 @@ def _is_ours(command: str, verb: str) -> bool:
 
 
 def stale_hooks(home: Path) -> dict[str, list[str]]:
-    """Files our installed hooks run that are gone (a moved checkout or venv, or hook_entry.py
-    moved by an upgrade: yullu_site/ to yullu_cli/), each with the hooks that run it. Such a hook
-    fails silently (`|| true`), so doctor and the `yullu serve` banner say it."""
+    """Files our installed hooks run that are gone (a moved checkout or venv), each with the hooks
+    that run it. Such a hook fails silently (`|| true`), so doctor and the `yullu serve` banner
+    say it. (Hooks from before the layout move run yullu_site/hook_entry.py, a stub that still works.)"""
     import tomllib
 
     stale: dict[str, list[str]] = {}
