@@ -387,17 +387,3 @@ def test_a_console_script_installed_before_the_layout_move_says_how_to_update() 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert out.stderr.startswith("yullu: ") and "install" in out.stderr
-
-
-def test_a_hook_installed_before_the_layout_move_still_runs(tmp_path: Path) -> None:
-    """Its command runs yullu_site/hook_entry.py; with the server down a hook prints nothing and
-    exits 0, and an unknown verb is refused by the real entry (so the old path reaches it)."""
-    old_entry = Path(hook_argv("inject")[3]).parent.parent / "yullu_site" / "hook_entry.py"
-    env = {**os.environ, "YULLU_HOME": str(tmp_path), "YULLU_PORT": "9"}
-    prompt = json.dumps({"prompt": "how do we deploy this service?", "cwd": str(tmp_path)})
-    out = subprocess.run(
-        [sys.executable, "-I", "-S", str(old_entry), "inject"], input=prompt, env=env, capture_output=True, text=True
-    )
-    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
-    wrong = subprocess.run([sys.executable, "-I", "-S", str(old_entry), "no-such-verb"], env=env, capture_output=True)
-    assert wrong.returncode != 0

@@ -141,7 +141,7 @@ def _is_ours(command: str, verb: str) -> bool:
 def stale_hooks(home: Path) -> dict[str, list[str]]:
     """Files our installed hooks run that are gone (a moved checkout or venv), each with the hooks
     that run it. Such a hook fails silently (`|| true`), so doctor and the `yullu serve` banner
-    say it. (Hooks from before the layout move run yullu_site/hook_entry.py, a stub that still works.)"""
+    say it."""
     import tomllib
 
     stale: dict[str, list[str]] = {}
