@@ -25,7 +25,7 @@ from memories.scope import Scope, known_root, resolve
 from memories.secrets import redact
 from yullu_core.config import load_for_project, parse_duration
 from yullu_core.errors import UserError
-from yullu_core.locks import advisory_lock
+from yullu_core.locks import LockKey, advisory_lock
 
 from .models import DreamOp, DreamPass, DreamSchedule, SessionMessage
 from .parse import ParseError, parse_decision, parse_operations
@@ -33,7 +33,6 @@ from .prompt import JUDGE_PROMPT, build_judge_prompt, build_user_prompt, current
 from .reasoners import Reasoner, configured_reasoner, reasoner_status
 
 log = logging.getLogger(__name__)
-LOCK_KEY = 0x59_75_6C_03
 MAX_MESSAGES_PER_SESSION = 500
 MAX_MESSAGES_PER_CALL = 200
 MAX_MESSAGE_CHARS = 100_000
@@ -173,7 +172,7 @@ def run_dream_pass(
 ) -> DreamResult:
     # mypy cannot check TypedDict keys computed at run time; COUNTERS are DreamCounters' own keys.
     result: DreamResult = {"project_id": project_id, **dict.fromkeys(COUNTERS, 0), "sessions": [], "errors": []}  # type: ignore[typeddict-item]
-    with advisory_lock(LOCK_KEY, project_id) as got:
+    with advisory_lock(LockKey.DREAM, project_id) as got:
         if not got:
             return {**result, "skipped": True}
         cfg, _ = load_for_project(project_id, known_root(project_id), settings.YULLU)

@@ -14,14 +14,13 @@ import logging
 from django.db import transaction
 from django.db.models import QuerySet
 
-from yullu_core.locks import advisory_lock
+from yullu_core.locks import LockKey, advisory_lock
 
 from .embedders import embeds, get_embedder
 from .models import KeyValue, Memory, MemoryVector
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)
-LOCK_KEY = 0x59_75_6C_01  # arbitrary, fixed: "Yul" + 1
 
 
 def missing(embedder_id: str) -> QuerySet[Memory]:
@@ -33,7 +32,7 @@ def backfill(batch_size: int = 64) -> dict[str, int]:
     if not embeds(embedder):
         return {"embedded": 0, "remaining": 0}
     done = 0
-    with advisory_lock(LOCK_KEY, embedder.id) as got:
+    with advisory_lock(LockKey.BACKFILL, embedder.id) as got:
         if not got:
             return {"embedded": 0, "remaining": missing(embedder.id).count(), "skipped": 1}
         while True:

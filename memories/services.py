@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from yullu_core.errors import NotFound, UserError
+from yullu_core.locks import LockKey
 
 from .changes import change_time, datetime_to_ns, ns_to_datetime, publish_change
 from .duplicates import MAX_SIMILAR, same_fact_tokens, thresholds
@@ -462,10 +463,7 @@ def _ts(item: NewMemory, now_ns: int) -> int:
 
 def _lock_project(project_id: str) -> None:
     with connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [WRITE_LOCK_KEY, project_id])
-
-
-WRITE_LOCK_KEY = 0x59_75_6C_18
+        cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LockKey.PROJECT_WRITE, project_id])
 
 
 def _supersede_targets(project_id: str, items: list[CleanMemory]) -> dict[int, int]:

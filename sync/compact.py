@@ -25,14 +25,14 @@ from typing import Any, TypedDict
 
 from memories.scope import Scope, known_root
 from yullu_core.errors import UserError
-from yullu_core.locks import advisory_lock
+from yullu_core.locks import LockKey, advisory_lock
 
 from .eventlog import event_filename, logs_dir, read_events, write_event
 from .fold import Folded, fold
 from .models import LedgerEntry, ProjectSyncState
 from .outbox import flush, sync_config
 from .schema import Event, content_sha256, format_ts
-from .services import LOCK_KEY, reconcile_scope
+from .services import reconcile_scope
 
 NAMESPACE = uuid.UUID("5e1f0c0a-7c1b-4f5e-9d43-0b9a6a3c2d11")
 
@@ -86,7 +86,7 @@ def compact(scope: Scope, dry_run: bool = False) -> CompactResult:
     folder = logs_dir(git_root, sync_config(scope.project_id, git_root)["dir"])
     if not dry_run:
         reconcile_scope(Scope(scope.project_id, git_root))  # apply teammates' files before replacing them
-    with advisory_lock(LOCK_KEY, scope.project_id) as got:
+    with advisory_lock(LockKey.RECONCILE, scope.project_id) as got:
         if not got:
             raise UserError("a reconcile of this project is running; try again in a moment.")
         return _compact(scope.project_id, folder, dry_run)

@@ -36,7 +36,7 @@ from memories.lifecycle import apply_remote_links
 from memories.models import Memory, MemoryVector
 from memories.scope import Scope, known_root, resolve
 from yullu_core.errors import UserError
-from yullu_core.locks import advisory_lock
+from yullu_core.locks import LockKey, advisory_lock
 from yullu_core.metrics import count_reconcile
 
 from .eventlog import list_names, logs_dir, read_events, write_event
@@ -46,7 +46,6 @@ from .outbox import embedding_event, flush, make_event, pending_uuids, sync_conf
 from .schema import Event, format_ts, parse_ts
 
 log = logging.getLogger(__name__)
-LOCK_KEY = 0x59_75_6C_02
 APPLY_BATCH = 200  # memories per transaction: one commit (WAL flush) per batch, not per memory
 RACE_WINDOW_NS = 10 * 10**9  # a local write committed while we listed is at most this much older
 
@@ -94,7 +93,7 @@ def reconcile_scope(scope: Scope) -> ReconcileResult:
         return {**base, "no_event_dir": True}
     cfg = sync_config(scope.project_id, git_root)
     folder = logs_dir(git_root, cfg["dir"])
-    with advisory_lock(LOCK_KEY, scope.project_id) as got:
+    with advisory_lock(LockKey.RECONCILE, scope.project_id) as got:
         if not got:
             return {**base, "skipped": True}
         return Reconcile(scope.project_id, folder, cfg, base).run()

@@ -7,7 +7,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from yullu_cli.supervisor import BEAT_LOCK
+from yullu_core.locks import LockKey
 from yullu_site.bootstrap import bootstrap, token_file
 from yullu_site.models import ApiToken
 
@@ -87,7 +87,7 @@ def test_bootstrap_does_not_wait_for_a_running_beat() -> None:
     from django.db import connection
 
     with psycopg.connect(**connection.get_connection_params(), autocommit=True) as server:
-        server.execute("SELECT pg_advisory_lock(%s)", [BEAT_LOCK])
+        server.execute("SELECT pg_advisory_lock(%s)", [LockKey.BEAT])
         with connection.cursor() as cur:
             cur.execute("SET lock_timeout = '20s'")  # the bug's symptom: LockNotAvailable, not a hang
         try:

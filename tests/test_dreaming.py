@@ -15,13 +15,14 @@ from django.db import connection
 from dreaming.models import DreamPass, SessionMessage
 from dreaming.parse import ParseError, parse_operations
 from dreaming.reasoners import configured_reasoner
-from dreaming.services import LOCK_KEY, record_messages, run_dream_pass, should_dream
+from dreaming.services import record_messages, run_dream_pass, should_dream
 from memories import services
 from memories.models import Memory
 from memories.scope import resolve
 from sync.eventlog import read_events
 from tests.processes import product_env, run_cli, start_worker_and_beat, stop, stub_env, wait_until
 from tests.stubs import StubServer
+from yullu_core.locks import LockKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -162,7 +163,7 @@ def test_min_messages_applies_to_scheduled_passes_only(reasoner_stub: StubServer
 def test_a_second_pass_in_another_process_is_skipped(reasoner_stub: StubServer, tmp_path: Path) -> None:
     seed_session("acme/locked")
     with connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [LOCK_KEY, "acme/locked"])
+        cur.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [LockKey.DREAM, "acme/locked"])
     try:
         env = product_env(tmp_path / "home", **stub_env(reasoner_stub.url, reasoning=True))
         out = run_cli(["dream", "--project-id", "acme/locked"], env, timeout=120)
@@ -170,7 +171,7 @@ def test_a_second_pass_in_another_process_is_skipped(reasoner_stub: StubServer, 
         assert json.loads(out.stdout)["skipped"] is True
     finally:
         with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [LOCK_KEY, "acme/locked"])
+            cur.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [LockKey.DREAM, "acme/locked"])
     assert SessionMessage.objects.count() == 3 and chat_calls(reasoner_stub) == 0
 
 

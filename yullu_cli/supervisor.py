@@ -72,10 +72,6 @@ def _stop_all(supervised: list[Child]) -> None:
             os.killpg(child.pid, signal.SIGKILL)
 
 
-# Session-level advisory lock (any constant; namespaced by the high bits). Migrations: database.py.
-BEAT_LOCK = 0x59554C4C5501
-
-
 def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     """Run one role (or all of them). Several `web`/`worker` processes may share a database and
     broker; only one `beat` runs at a time (others wait on a database lock as standbys)."""
@@ -183,10 +179,12 @@ def _claim_beat_lock() -> Any:
     import psycopg
     from django.db import connection
 
+    from yullu_core.locks import LockKey
+
     conn = psycopg.connect(**connection.get_connection_params(), autocommit=True)
 
     def claimed() -> bool:
-        row = conn.execute("SELECT pg_try_advisory_lock(%s)", [BEAT_LOCK]).fetchone()
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", [LockKey.BEAT]).fetchone()
         return bool(row and row[0])
 
     announced = False

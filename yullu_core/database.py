@@ -58,20 +58,19 @@ def database_settings(database_url: str, home: Path) -> tuple[dict[str, Any], st
     return embedded_database(home), "embedded"
 
 
-MIGRATE_LOCK = 0x59554C4C5500  # session-level advisory lock: one migrating process at a time
-
-
 @contextmanager
 def migration_lock() -> Iterator[None]:
     """Hold the migration lock on Django's connection (re-entrant within one session)."""
     from django.db import connection
 
+    from .locks import LockKey
+
     with connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_lock(%s)", [MIGRATE_LOCK])
+        cur.execute("SELECT pg_advisory_lock(%s)", [LockKey.MIGRATE])
         try:
             yield
         finally:
-            cur.execute("SELECT pg_advisory_unlock(%s)", [MIGRATE_LOCK])
+            cur.execute("SELECT pg_advisory_unlock(%s)", [LockKey.MIGRATE])
 
 
 def migrate_if_needed() -> bool:

@@ -5,12 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import IntEnum, unique
 
 from django.db import connection
 
 
+@unique
+class LockKey(IntEnum):
+    """Every advisory-lock key the product takes, declared together so that no two share one:
+    the bootstrap lock once reused beat's key, and `yullu token` waited forever while a server ran.
+    `unique` refuses a repeated value at import. Postgres keeps one-bigint locks and
+    (int, hashtext(name)) locks apart, but each key here is distinct all the same."""
+
+    # One bigint, session or transaction level.
+    MIGRATE = 0x59554C4C5500  # one migrating process at a time (yullu_core.database)
+    BEAT = 0x59554C4C5501  # held as long as a beat runs; standbys wait (yullu_cli.supervisor)
+    BOOTSTRAP = 0x59554C4C5502  # web nodes starting together create the admin once (yullu_site.bootstrap)
+    # (key, hashtext(name)): one per embedder or project.
+    BACKFILL = 0x59_75_6C_01  # one embedding backfill per embedder (memories.backfill)
+    RECONCILE = 0x59_75_6C_02  # one reconcile or compaction per project (sync)
+    DREAM = 0x59_75_6C_03  # one dream pass per project (dreaming)
+    PROJECT_WRITE = 0x59_75_6C_18  # a project's writes take turns, transaction level (memories.services)
+
+
 @contextmanager
-def advisory_lock(key: int, name: str = "") -> Iterator[bool]:
+def advisory_lock(key: LockKey, name: str = "") -> Iterator[bool]:
     """Session-level pg_try_advisory_lock: yields False at once when another process holds it."""
     with connection.cursor() as cur:
         cur.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", [key, name])

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
+from yullu_core.locks import LockKey
 from yullu_core.paths import write_private
 
 from .models import ApiToken, hash_token
@@ -34,17 +35,11 @@ def token_file() -> Path:
     return settings.YULLU_HOME / "token"
 
 
-# Web nodes starting together create the admin once. Not 0x...5500 (yullu_core.database's
-# MIGRATE_LOCK) nor 0x...5501 (the supervisor's BEAT_LOCK, held as long as beat runs: sharing it
-# made every `yullu token` or web start wait forever while a server was up).
-BOOTSTRAP_LOCK = 0x59554C4C5502
-
-
 @transaction.atomic
 def ensure_admin() -> bool:
     User = get_user_model()
     with connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(%s)", [BOOTSTRAP_LOCK])  # held until this transaction ends
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", [LockKey.BOOTSTRAP])  # held until this transaction ends
     if User.objects.filter(username="admin").exists():
         return False
     password = secrets.token_urlsafe(12)
