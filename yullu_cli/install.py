@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .hooks import hook_argv, server_url, token, yullu_home
+from .hooks import hook_argv, server_port, server_url, token, yullu_home
 
 SKILL = """\
 ---
@@ -111,14 +111,19 @@ def write_if_changed(path: Path, text: str, private: bool = False) -> bool:
     return True
 
 
+def pinned_env() -> dict[str, str]:
+    """The home and port this install is made for, set in every command it writes (hooks, Codex
+    notify, the service), so a server on a non-default port or home is still the one they reach."""
+    return {"YULLU_HOME": str(yullu_home().resolve()), "YULLU_PORT": str(server_port())}
+
+
 def hook_command(verb: str) -> str:
     """The hook's shell command, pinned to the server and data this install was made for, so a
     server on a non-default port or home is still found when the assistant runs the hook.
     `|| true`: if the checkout or venv moves away, Python exits 2 ("can't open file"), and Claude
     Code reads exit 2 as "block" (the prompt is dropped, a Stop hook keeps the agent going)."""
-    port = server_url().rsplit(":", 1)[1]
-    home = shlex.quote(str(yullu_home().resolve()))
-    return f"YULLU_HOME={home} YULLU_PORT={port} {shlex.join(hook_argv(verb))} || true"
+    env = " ".join(f"{name}={shlex.quote(value)}" for name, value in pinned_env().items())
+    return f"{env} {shlex.join(hook_argv(verb))} || true"
 
 
 # --- Claude Code ----------------------------------------------------------------------
@@ -325,8 +330,7 @@ def install_codex(home: Path) -> None:
 def notify_command() -> list[str]:
     """Codex runs `notify` as an argv list (no shell) with the turn's JSON appended; `env` pins
     the server and data this install was made for, like the Claude hooks."""
-    port = server_url().rsplit(":", 1)[1]
-    return ["env", f"YULLU_HOME={yullu_home().resolve()}", f"YULLU_PORT={port}", *hook_argv("codex-notify")]
+    return ["env", *(f"{name}={value}" for name, value in pinned_env().items()), *hook_argv("codex-notify")]
 
 
 def _is_our_notify(value: Any) -> bool:
@@ -397,7 +401,7 @@ def uninstall_cursor(home: Path) -> bool:
 def service_env() -> dict[str, str]:
     """What the service's `yullu serve` needs to be the server the hooks were pinned to (same
     home, port and config file), whatever the service manager's own environment holds."""
-    env = {"YULLU_HOME": str(yullu_home().resolve()), "YULLU_PORT": server_url().rsplit(":", 1)[1]}
+    env = pinned_env()
     if os.environ.get("YULLU_CONFIG", "").strip():
         env["YULLU_CONFIG"] = str(Path(os.environ["YULLU_CONFIG"]).expanduser().resolve())
     return env
