@@ -325,10 +325,7 @@ class ContextView(APIView):
         if hints and data.get("categories"):
             raise serializers.ValidationError({"prefer_categories": ["give categories or prefer_categories, not both"]})
         project, query, budget = rest_scope(data).project_id, data.get("query"), data["budget_tokens"]
-        found = build_context(project, query, budget, data.get("categories") or hints)
-        if hints and not found["context"]:
-            found = build_context(project, query, budget)
-        return Response(found)
+        return Response(build_context(project, query, budget, data.get("categories"), prefer_categories=hints))
 
 
 class ProjectsView(APIView):

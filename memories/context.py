@@ -282,12 +282,18 @@ def build_context(
     query: str | None = None,
     budget_tokens: Any = None,
     categories: Iterable[str] | None = None,
+    prefer_categories: Iterable[str] | None = None,
 ) -> dict[str, Any]:
+    """One block of memories within the budget: those recalled for `query`, else the project primer.
+    `prefer_categories` are tried first, and the search runs again unfiltered when they hold nothing
+    relevant (the prompt hook's hints: one request, since a second would queue behind a busy server)."""
     budget = clean_budget(budget_tokens)
     query = (query or "").strip()
     recall_id = None
     if query:
-        found = search_merged(project_id, query, limit=CANDIDATES, categories=categories)
+        found = search_merged(project_id, query, limit=CANDIDATES, categories=categories or prefer_categories)
+        if prefer_categories and not found.results:
+            found = search_merged(project_id, query, limit=CANDIDATES, categories=categories)
         recall_id = found.recall_id
         entries = [Entry(h["id"], h["content"], h["category"], h["project_id"] == USER_SCOPE) for h in found.results]
         title = f"Memories of {project_id} for this request."
