@@ -15,6 +15,8 @@ from collections import defaultdict
 import numpy as np
 from django.db import connection
 
+from .vector_index import vector_literal
+
 W_VERDICT = 0.3  # score moved by a saturated (tanh) sum of similar-query verdicts
 SIMILAR_QUERY = 0.5  # verdicts on queries below this cosine to the current one are ignored
 W_RATING = 0.0  # review rating 6–10 → [0, 1]: measured, no gain; kept for the benchmark
@@ -26,8 +28,6 @@ def verdict_scores(memory_ids: list[int], embedder_id: str, qvec: np.ndarray) ->
     if not memory_ids:
         return {}
     dim = len(qvec)
-    from .vector_index import vector_literal
-
     literal = vector_literal(qvec)
     with connection.cursor() as cur:
         cur.execute(

@@ -138,9 +138,6 @@ class SearchResult:
     considered: list[HitOut] = field(default_factory=list)
 
 
-_vec_literal = vector_literal
-
-
 Timed = tuple[float | None, float, float, str | None]  # similarity, created_at, updated_at (epoch s), session
 EPOCHS = "extract(epoch from m.created_at)::float8, extract(epoch from m.updated_at)::float8"
 SESSION_SQL = f"(SELECT t FROM unnest(m.tags) t WHERE t LIKE '{SESSION_TAG}%%' LIMIT 1)"
@@ -181,7 +178,7 @@ def nearest(
     project_id: str, embedder_id: str, vector: np.ndarray, k: int, exact: bool | None = None
 ) -> dict[int, float]:
     """The k memories nearest to `vector` → cosine (exact scan or HNSW as `_dense` decides)."""
-    return _dense(project_id, embedder_id, _vec_literal(vector), len(vector), [], k, exact=exact)
+    return _dense(project_id, embedder_id, vector_literal(vector), len(vector), [], k, exact=exact)
 
 
 def _cosine(distance: float) -> float:
@@ -397,7 +394,7 @@ def rank(
     """Candidates from both sides, each with its cosine (when embedded) and its times; memories
     deleted meanwhile drop out."""
     cands: dict[int, Candidate] = {}
-    literal = _vec_literal(qvec) if qvec is not None else None
+    literal = vector_literal(qvec) if qvec is not None else None
     dim = len(qvec) if qvec is not None else 0
     if literal is not None and mode != "keyword":
         dense = _dense(project_id, embedder_id, literal, dim, cats, DENSE_CANDIDATES)
@@ -448,7 +445,7 @@ def second_look(
     if not windows:
         return
     if qvec is not None:
-        literal, dim = _vec_literal(qvec), len(qvec)
+        literal, dim = vector_literal(qvec), len(qvec)
         near = expansion.nearest_in_windows(project_id, embedder_id, literal, dim, windows, cats, DATE_CANDIDATES)
         new = [mid for mid in near if mid not in ranked]
         for mid, (sim, created, updated, session) in _details(new, new, embedder_id, literal, dim).items():
