@@ -361,6 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--mix", default="retrieve=70,store=30", help="retrieve/store/other shares")
     b.add_argument("--seed", type=int, default=200, help="memories stored (unmeasured) before the first level")
     b.add_argument("--inject", type=int, default=0, help="time the `yullu inject` hook this many times per level")
+    b.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="open loop: offer this many operations per second in all, Poisson arrivals (default: closed loop)",
+    )
+    b.add_argument("--schedule-seed", type=int, default=1, help="seed of the paced arrival schedule and tool choice")
     b.add_argument("--max-requests", type=int, default=20000)
     b.add_argument("--project", default=None, help="reuse this project (e.g. a prefilled one)")
     b.add_argument("--prefill", type=int, default=0, help="synthetic memories to add to a new project first")

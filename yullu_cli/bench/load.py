@@ -2,17 +2,31 @@
 
 Run (server started with `yullu serve`, same YULLU_HOME):
     yullu bench load --clients 1,10,20,50 --duration 30 [--mix retrieve=70,store=30] [--inject 30]
+    yullu bench load --clients 20 --rate 60 --duration 30 [--schedule-seed 1] [--inject 20]
 
-Each level runs N closed-loop clients for `duration` seconds. Default mix: 70 % retrieve_memories,
-30 % store_memory; `other=` adds list/update/delete. Queries are drawn from ~25,000 wordings, so
-the server's query-embedding cache rarely helps (as with real assistants asking new questions).
-Before the first level a few clients store `--seed` memories (not measured), so retrieval
-searches a non-empty project. Reported per level: ops/s, p50/p95/p99 per tool, CPU milliseconds
-per operation of the web processes, PostgreSQL, the Celery worker and this load generator, and
-how busy the whole machine was (other users of the CPU show up there). `--inject N` runs the
-real inject hook (the command `yullu install` writes) N times, one after another, while the
-clients run (process start to printed block). Afterwards every acknowledged store is checked in the database.
-Loopback only; bounded by duration and request count.
+Two modes (the JSON says which ran: `mode`):
+
+- Closed loop (default): each level runs N clients for `duration` seconds with no think time, each
+  sending its next call as soon as the previous one answers. A saturation test: it measures the
+  throughput the server sustains, and by Little's law its mean latency is N / throughput, so
+  latency there says how long the queue is, not what one assistant waits.
+- Paced (`--rate R`, open loop): N sessions offer R operations per second in all, each on a
+  Poisson schedule of R/N per second (seeded by `--schedule-seed`), as assistants that pause while
+  their model writes. Each operation's latency counts from its scheduled start, so a client still
+  busy with its previous call counts the wait (no coordinated omission). Reported besides the
+  closed-loop fields: `offered_ops` (R), `scheduled_ops` (the arrivals drawn, per second),
+  `achieved_ops` (completed per second) and `not_started` (arrivals the window closed on: the server
+  fell behind, and the latency percentiles understate). Latency at a given offered load.
+
+Default mix: 70 % retrieve_memories, 30 % store_memory; `other=` adds list/update/delete. Queries
+are drawn from ~25,000 wordings, so the server's query-embedding cache rarely helps (as with real
+assistants asking new questions). Before the first level a few clients store `--seed` memories
+(not measured), so retrieval searches a non-empty project. Reported per level: ops/s, p50/p95/p99
+per tool, CPU milliseconds per operation of the web processes, PostgreSQL, the Celery worker and
+this load generator, and how busy the whole machine was (other users of the CPU show up there).
+`--inject N` runs the real inject hook (the command `yullu install` writes) N times, one after
+another, while the clients run (process start to printed block). Afterwards every acknowledged
+store is checked in the database. Loopback only; bounded by duration and request count.
 """
 
 from __future__ import annotations
@@ -160,21 +174,134 @@ async def client_loop(
         while time.monotonic() < deadline and budget[0] > 0:
             budget[0] -= 1
             tool, args = pick(rng, mix, project, mine)
-            started = time.perf_counter()
-            try:
-                result = await session.call_tool(tool, args)
-                ok = not result.is_error
-            except Exception:
-                ok, result = False, None
-            stats.latency.setdefault(tool, []).append((time.perf_counter() - started) * 1000)
-            stats.requests += 1
-            if not ok:
-                stats.errors[tool] = stats.errors.get(tool, 0) + 1
-            elif tool == "store_memory" and result is not None:
-                stats.acked.append(result.structured_content["uuid"])
-                mine.append(result.structured_content["id"])
-            elif tool == "delete_memory" and result is not None:
-                stats.deleted.add(result.structured_content["uuid"])
+            await timed_call(session, tool, args, time.perf_counter(), stats, mine)
+
+
+async def timed_call(
+    session: ClientSession, tool: str, args: dict[str, Any], started: float, stats: Stats, mine: list[int]
+) -> None:
+    """Call one tool and record its latency from `started` (a perf_counter reading), its error or
+    what it acknowledged."""
+    try:
+        result = await session.call_tool(tool, args)
+        ok = not result.is_error
+    except Exception:
+        ok, result = False, None
+    stats.latency.setdefault(tool, []).append((time.perf_counter() - started) * 1000)
+    stats.requests += 1
+    if not ok:
+        stats.errors[tool] = stats.errors.get(tool, 0) + 1
+    elif tool == "store_memory" and result is not None:
+        stats.acked.append(result.structured_content["uuid"])
+        mine.append(result.structured_content["id"])
+    elif tool == "delete_memory" and result is not None:
+        stats.deleted.add(result.structured_content["uuid"])
+
+
+# --- open loop (paced) ---------------------------------------------------------------------------
+
+
+class Pace:
+    """The shared clock of a paced level: every client's schedule starts at `start`, once all
+    sessions are initialized (so slow handshakes do not eat into the schedule)."""
+
+    def __init__(self, clients: int, duration: float) -> None:
+        self.clients = clients
+        self.duration = duration
+        self.ready = 0
+        self.go = asyncio.Event()
+        self.start = 0.0
+        self.scheduled = 0  # arrivals drawn inside the window
+        self.not_started = 0  # arrivals still waiting for their client when the window closed
+        self.finished = 0.0  # when the last operation ended
+
+    def arrived(self) -> None:
+        self.ready += 1
+        if self.ready == self.clients:
+            self.start = time.perf_counter()
+            self.go.set()
+
+
+async def paced_client_loop(
+    url: str,
+    token: str,
+    project: str,
+    pace: Pace,
+    rate: float,
+    budget: list[int],
+    stats: Stats,
+    seed: int,
+    mix: dict[str, float],
+) -> None:
+    """One assistant: operations arrive on a Poisson schedule at `rate` per second (exponential
+    gaps, seeded) and are issued one at a time on one session. Latency counts from the scheduled
+    start, so an operation that waits for its client's previous one counts that wait (no
+    coordinated omission). Arrivals after the window are not drawn; arrivals inside it that the
+    client has not started when the window closes are counted in `pace.not_started` (the server
+    did not keep up) and dropped."""
+    rng = random.Random(seed)
+    mine: list[int] = []
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with (
+        http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        pace.arrived()
+        await pace.go.wait()
+        end = pace.start + pace.duration
+        due = pace.start + rng.expovariate(rate)
+        while due < end and budget[0] > 0:
+            pace.scheduled += 1
+            now = time.perf_counter()
+            if now >= end:
+                pace.not_started += 1
+            else:
+                if due > now:
+                    await asyncio.sleep(due - now)
+                budget[0] -= 1
+                tool, args = pick(rng, mix, project, mine)
+                await timed_call(session, tool, args, due, stats, mine)
+            due += rng.expovariate(rate)
+        pace.finished = max(pace.finished, time.perf_counter())
+
+
+async def run_paced_level(
+    url: str,
+    token: str,
+    project: str,
+    clients: int,
+    rate: float,
+    duration: float,
+    max_requests: int,
+    mix: dict[str, float],
+    seed: int,
+) -> tuple[Stats, Pace]:
+    """`clients` sessions offering `rate` operations per second in all (rate / clients each)."""
+    stats = Stats()
+    pace = Pace(clients, duration)
+    budget = [max_requests]
+    per_client = rate / clients
+    await asyncio.gather(
+        *(
+            paced_client_loop(url, token, project, pace, per_client, budget, stats, seed * 1000 + n, mix)
+            for n in range(clients)
+        )
+    )
+    return stats, pace
+
+
+def pace_report(rate: float, stats: Stats, pace: Pace) -> dict[str, Any]:
+    window = max(pace.duration, pace.finished - pace.start)
+    return {
+        "offered_ops": rate,
+        "scheduled_ops": round(pace.scheduled / pace.duration, 1),
+        "achieved_ops": round(stats.requests / window, 1),
+        "scheduled": pace.scheduled,
+        "not_started": pace.not_started,
+        "last_end_s": round(pace.finished - pace.start, 1),  # when the last operation ended
+    }
 
 
 def pct(values: list[float], q: float) -> float:
@@ -372,13 +499,32 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             started = time.perf_counter()
             if timer:
                 timer.start()
-            stats = asyncio.run(run_level(args.url, token, project, clients, args.duration, args.max_requests, mix))
+            pace = None
+            if args.rate:
+                stats, pace = asyncio.run(
+                    run_paced_level(
+                        args.url,
+                        token,
+                        project,
+                        clients,
+                        args.rate,
+                        args.duration,
+                        args.max_requests,
+                        mix,
+                        args.schedule_seed,
+                    )
+                )
+            else:
+                stats = asyncio.run(run_level(args.url, token, project, clients, args.duration, args.max_requests, mix))
             elapsed = time.perf_counter() - started
         if timer:
             timer.join()
         acked += stats.acked
         deleted |= stats.deleted
         report = level_report(clients, stats, elapsed, cpu, injects, floor)
+        report["mode"] = "paced" if pace else "closed_loop"
+        if pace:
+            report |= pace_report(args.rate, stats, pace)
         print(json.dumps(report, indent=2), flush=True)
         results.append(report)
     # A store of a near-duplicate acknowledges the existing memory: count each memory once.
@@ -386,6 +532,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     present = {str(u) for u in Memory.objects.filter(uuid__in=expected).values_list("uuid", flat=True)}
     summary = {
         "project": project,
+        "mode": "paced" if args.rate else "closed_loop",
+        "offered_ops": args.rate or None,
         "mix": mix,
         "levels": results,
         "acknowledged_stores": len(acked),
