@@ -174,22 +174,28 @@ def search_with_coverage(
     # one of them is weak evidence, and the fusion scales its keyword share down accordingly.
     strength = sum(idf) / sum(idf_of(df, max(n, ATTAINABLE_MIN_N)) for df in kept.values())
     cat_join = "JOIN memories_memory m ON m.id = t.memory_id AND m.category = ANY(%s)" if categories else ""
+    # One index probe per kept lexeme, whatever the statistics say. As a plain join the planner,
+    # believing a project absent from its statistics (new, or grown since the last ANALYZE) holds
+    # ~1 row, walked all the project's postings and filtered by lexeme: 3.2 ms and ~1,900 buffers per
+    # search under load instead of ~0.2 ms and ~10 (docs/benchmarks.md, "SQL per operation").
+    # OFFSET 0 keeps the subquery from being flattened back into that join.
     sql = f"""
         SELECT t.memory_id,
                sum(w.idf * t.tf * %s / (t.tf + %s * (1 - %s + %s * t.dl / %s))) AS score,
                sum(w.cover) AS coverage
         FROM unnest(%s::text[], %s::float8[], %s::float8[]) AS w(lex, idf, cover)
-        JOIN memories_term t ON t.lexeme = w.lex
+        CROSS JOIN LATERAL (
+            SELECT memory_id, tf, dl FROM memories_term WHERE project_id = %s AND lexeme = w.lex OFFSET 0
+        ) t
         {cat_join}
-        WHERE t.project_id = %s
         GROUP BY t.memory_id
         ORDER BY score DESC, t.memory_id DESC
         LIMIT %s
     """
     # Parameters follow the SQL text: the scoring constants come before the unnest arrays.
-    params: list[Any] = [K1 + 1, K1, B, B, avgdl, list(kept), idf, cover]
+    params: list[Any] = [K1 + 1, K1, B, B, avgdl, list(kept), idf, cover, project_id]
     params += [categories] if categories else []
-    params += [project_id, k]
+    params += [k]
     with connection.cursor() as cur:
         cur.execute(sql, params)
         return {mid: (float(score), min(1.0, float(cov)), strength) for mid, score, cov in cur.fetchall()}
