@@ -94,14 +94,17 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self) -> None:
+    def __init__(self, app: Any = None) -> None:
+        """The site's ASGI application, or `app`, under uvicorn in a thread."""
         import uvicorn
 
         from yullu_site.asgi import application
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            app or application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

@@ -75,8 +75,14 @@ class YulluMCPServer(MCPServer):
             outcome.error = bool(getattr(result, "isError", False))
             return result
 
+    def talks_back(self, name: str) -> bool:
+        """Whether tool `name` takes the MCP Context, through which it may sample, log or report
+        progress to the client during the call (dream_now): its POST must be answered with SSE."""
+        tool = self._tool_manager.get_tool(name)
+        return tool is not None and tool.context_kwarg is not None
 
-def build_server() -> MCPServer:
+
+def build_server() -> YulluMCPServer:
     server = YulluMCPServer(name="yullu", instructions=INSTRUCTIONS, version="0.1.0")
     memories.mcp.register(server)
     sync.mcp.register(server)
@@ -84,10 +90,10 @@ def build_server() -> MCPServer:
     return server
 
 
-_server: MCPServer | None = None
+_server: YulluMCPServer | None = None
 
 
-def get_server() -> MCPServer:
+def get_server() -> YulluMCPServer:
     global _server
     if _server is None:
         _server = build_server()

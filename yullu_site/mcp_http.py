@@ -23,6 +23,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from yullu_core.mcp import with_fresh_connections
 from yullu_site import ratelimit
 from yullu_site.auth import bearer_from_header, user_for_token
+from yullu_site.mcp_transport import streamable_http_app
 from yullu_site.models import hash_token
 from yullu_site.origins import allowed_origins
 
@@ -104,9 +105,10 @@ async def _json(send: Send, status: int, error: str, extra: list[tuple[bytes, by
 def build_mcp_asgi() -> ASGIApp:
     from .mcp import get_server
 
+    server = get_server()
     stateless = os.environ.get("YULLU_MCP_STATELESS", "") in ("1", "true")
-    app = get_server().streamable_http_app(
-        streamable_http_path="/mcp", stateless_http=stateless, transport_security=transport_security()
+    app = streamable_http_app(
+        server, stateless=stateless, security_settings=transport_security(), talks_back=server.talks_back
     )
     return _Guarded(TokenAuth(app), app)
 

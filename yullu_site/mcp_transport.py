@@ -1,0 +1,182 @@
+"""Streamable HTTP that answers a POST with one JSON body when nothing but the response can follow
+it, and with an SSE stream only when something can (issue 16).
+
+An SSE answer costs the web process a task group, two memory streams and an EventSourceResponse
+per request; a JSON body costs none of that (docs/benchmarks.md, round four). The SDK offers JSON
+for the whole server only, which would take away dream_now's sampling (a server→client request in
+the middle of the call, carried on that POST's SSE stream). The spec lets the server choose per
+POST, so here:
+
+- `tools/call` of a tool that takes the MCP `Context` (it may sample, log or report progress:
+  dream_now) → SSE, exactly as before;
+- every other request (the other tools, initialize, tools/list, ping…) → one JSON body.
+
+Built on internals of mcp==2.3.0's StreamableHTTPServerTransport and StreamableHTTPSessionManager,
+which is why requirements.txt pins the SDK exactly: `is_json_response_enabled` is read while the
+SDK serves a POST (`_handle_post_request`, `_validate_accept_header`, `_message_metadata`) and by
+the session's `message_router` task; `_admit_session` builds the transport. Re-run
+tests/test_mcp_json.py when upgrading the SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from types import TracebackType
+from typing import Any, Self
+from uuid import uuid4
+
+import pydantic_core
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp.types import JSONRPCError, JSONRPCResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+# True while this transport serves a POST it answers in JSON. A context variable, not an attribute:
+# one session serves several POSTs at once (a dream_now on SSE beside retrieves in JSON), and the
+# session's message router, a task of its own, must keep seeing False.
+_json_body: ContextVar[bool] = ContextVar("yullu_mcp_json_body", default=False)
+
+TalksBack = Callable[[str], bool]  # tool name → may it send anything to the client mid-call?
+
+
+class SelectiveJsonTransport(StreamableHTTPServerTransport):
+    def __init__(self, *args: Any, talks_back: TalksBack, **kwargs: Any) -> None:
+        self._talks_back = talks_back
+        self._json_requests: set[str] = set()  # ids of the requests being answered in JSON
+        super().__init__(*args, **kwargs)
+
+    @property
+    def is_json_response_enabled(self) -> bool:
+        return _json_body.get()
+
+    @is_json_response_enabled.setter
+    def is_json_response_enabled(self, value: bool) -> None:
+        if value:  # the SDK's __init__ stores the manager's global choice; ours is per request
+            raise ValueError("SelectiveJsonTransport decides JSON per request; build it with json_response=False.")
+
+    async def _handle_post_request(self, scope: Scope, request: Request, receive: Receive, send: Send) -> None:
+        request_id = self._answerable_in_json(await request.body())  # Starlette keeps the body for the SDK
+        if request_id is None:
+            await super()._handle_post_request(scope, request, receive, send)
+            return
+        token = _json_body.set(True)
+        self._json_requests.add(request_id)
+        try:
+            await super()._handle_post_request(scope, request, receive, send)
+        finally:
+            self._json_requests.discard(request_id)
+            _json_body.reset(token)
+
+    def _answerable_in_json(self, body: bytes) -> str | None:
+        """The id of a JSON-RPC request that only its response can follow, else None."""
+        try:
+            message = pydantic_core.from_json(body)
+        except ValueError:
+            return None  # the SDK answers the parse error
+        if not isinstance(message, dict) or message.get("id") is None or not isinstance(message.get("method"), str):
+            return None  # notifications, responses, batches: the SDK's usual way
+        if message["method"] == "tools/call":
+            params = message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            if not isinstance(name, str) or self._talks_back(name):
+                return None
+        return str(message["id"])  # the SDK keys its request streams by str(id)
+
+    @asynccontextmanager
+    async def connect(
+        self,
+    ) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
+        async with super().connect() as (read_stream, write_stream):
+            yield read_stream, _DropRelatedToJson(write_stream, self._json_requests)
+
+
+class _DropRelatedToJson:
+    """The session's write stream, minus the notifications tied to a request answered in JSON.
+
+    The SDK's message router routes such a notification (a log line, progress) into the request's
+    stream unless JSON mode is on for the whole transport, and the SDK's JSON branch takes the first
+    message there for the response. A JSON body can carry only the response, so they are dropped
+    here, as the SDK drops them in its own JSON mode."""
+
+    def __init__(self, inner: WriteStream[SessionMessage], json_requests: set[str]) -> None:
+        self._inner = inner
+        self._json_requests = json_requests
+
+    async def send(self, item: SessionMessage, /) -> None:
+        meta = item.metadata
+        if (
+            not isinstance(item.message, JSONRPCResponse | JSONRPCError)
+            and isinstance(meta, ServerMessageMetadata)
+            and meta.related_request_id is not None
+            and str(meta.related_request_id) in self._json_requests
+        ):
+            return
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+class SelectiveJsonSessionManager(StreamableHTTPSessionManager):
+    """Stateful sessions whose transports choose JSON or SSE per POST (stateless mode has no
+    back-channel to keep, so it uses the SDK's own `json_response=True`)."""
+
+    def __init__(self, *args: Any, talks_back: TalksBack, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._talks_back = talks_back
+
+    def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
+        # mcp 2.3.0's _admit_session, building our transport instead of the SDK's.
+        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
+            return None
+        transport = SelectiveJsonTransport(
+            mcp_session_id=uuid4().hex,
+            event_store=self.event_store,
+            security_settings=self.security_settings,
+            retry_interval=self.retry_interval,
+            idle_timeout=self.session_idle_timeout,
+            talks_back=self._talks_back,
+        )
+        session_id = transport.mcp_session_id
+        assert session_id is not None
+        if requestor is not None:
+            self._session_owners[session_id] = requestor
+        self._server_instances[session_id] = transport
+        return transport
+
+
+def streamable_http_app(
+    server: MCPServer, *, stateless: bool, security_settings: TransportSecuritySettings | None, talks_back: TalksBack
+) -> Starlette:
+    """What `server.streamable_http_app()` builds (no SDK auth: yullu_site.mcp_http.TokenAuth guards
+    it), with our session manager. Stateless requests have no back-channel at all (dream_now's
+    sampling falls back to the configured reasoner), so there every POST is answered in JSON."""
+    manager = SelectiveJsonSessionManager(
+        app=server._lowlevel_server,
+        stateless=stateless,
+        json_response=stateless,
+        security_settings=security_settings,
+        talks_back=talks_back,
+    )
+    return Starlette(
+        routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda _app: manager.run()
+    )
