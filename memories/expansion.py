@@ -16,6 +16,9 @@ from typing import Any
 
 from django.db import connection
 
+from . import bm25
+from .vector_index import ensure_index
+
 MONTHS = {
     name: n
     for n, names in enumerate(
@@ -136,22 +139,63 @@ def window_sql(windows: list[Window]) -> tuple[str, list[Any]]:
     return "(" + " OR ".join(parts) + ")", params
 
 
+# A window holding up to this many of the project's memories is scanned exactly (cheap, and exact);
+# past it the HNSW index answers, with the window as a filter of its iterative scan.
+WINDOW_EXACT_MAX = 2_000
+
+
 def nearest_in_windows(
     project_id: str, embedder_id: str, qvec: str, dim: int, windows: list[Window], cats: list[str], k: int
 ) -> list[int]:
-    """The k memories created within `windows` nearest to the question (an exact scan of those rows)."""
+    """The k memories created within `windows` nearest to the question.
+
+    In a project of up to WINDOW_EXACT_MAX memories (the search's cached count) the window is
+    scanned exactly. In a larger one the window's ids are read first, stopping one past the bound:
+    up to the bound they are scanned exactly; past it (a year holding a 100k-memory project) the
+    HNSW index answers, its iterative scan (settings: hnsw.iterative_scan=relaxed_order) walking
+    the graph until k rows pass the date filter, which stays cheap while the window is a sizeable
+    share of the project, instead of computing every distance in the window."""
     where, params = window_sql(windows)
-    cat_sql = "AND m.category = ANY(%s)" if cats else ""
-    sql = f"""
-        SELECT m.id FROM memories_memory m
-        JOIN memories_memoryvector v ON v.memory_id = m.id AND v.embedder = %s AND v.dim = %s
-        WHERE m.project_id = %s AND {where} {cat_sql}
-        ORDER BY ((v.vector::vector({dim})) <=> %s::vector({dim})) + 0
-        LIMIT %s
-    """
+    if cats:
+        where, params = f"{where} AND m.category = ANY(%s)", [*params, cats]
     with connection.cursor() as cur:
-        cur.execute(sql, [embedder_id, dim, project_id, *params, *([cats] if cats else []), qvec, k])
+        if bm25.project_stats(project_id)[0] > WINDOW_EXACT_MAX:
+            cur.execute(
+                f"SELECT m.id FROM memories_memory m WHERE m.project_id = %s AND {where} LIMIT %s",
+                [project_id, *params, WINDOW_EXACT_MAX + 1],
+            )
+            ids = [row[0] for row in cur.fetchall()]
+            if len(ids) > WINDOW_EXACT_MAX:
+                return _nearest_by_index(cur, project_id, embedder_id, qvec, dim, where, params, k)
+            where, params = "m.id = ANY(%s)", [ids]
+        # "+ 0": the ordering expression differs from the index expression, an exact scan.
+        cur.execute(
+            f"""
+            SELECT m.id FROM memories_memory m
+            JOIN memories_memoryvector v ON v.memory_id = m.id AND v.embedder = %s AND v.dim = %s
+            WHERE m.project_id = %s AND {where}
+            ORDER BY ((v.vector::vector({dim})) <=> %s::vector({dim})) + 0
+            LIMIT %s
+            """,
+            [embedder_id, dim, project_id, *params, qvec, k],
+        )
         return [row[0] for row in cur.fetchall()]
+
+
+def _nearest_by_index(
+    cur: Any, project_id: str, embedder_id: str, qvec: str, dim: int, where: str, params: list[Any], k: int
+) -> list[int]:
+    ensure_index(embedder_id, dim)
+    cur.execute(
+        f"""
+        SELECT v.memory_id FROM memories_memoryvector v JOIN memories_memory m ON m.id = v.memory_id
+        WHERE v.embedder = %s AND v.project_id = %s AND v.dim = %s AND {where}
+        ORDER BY (v.vector::vector({dim})) <=> %s::vector({dim})
+        LIMIT %s
+        """,
+        [embedder_id, project_id, dim, *params, qvec, k],
+    )
+    return [row[0] for row in cur.fetchall()]
 
 
 # Sessions read per search for the neighbour bonus: dreaming stores tens of memories per session (LoCoMo ~30), so

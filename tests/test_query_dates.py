@@ -5,10 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
-from memories import queries, services
+from memories import bm25, expansion, queries, services
+from memories.embedders import get_embedder
 from memories.expansion import date_windows, in_window
+from memories.models import Memory
 from memories.scope import Scope
+from memories.vector_index import vector_literal
 from tests.stubs import StubServer
 
 A = Scope("acme/dates", None)
@@ -66,3 +71,28 @@ def test_the_memory_created_on_the_day_asked_about_comes_first(stub_embedder: St
     # Both in the month asked about, or no date at all: the newer one wins the tie.
     assert order("vec:1,0,0 what happened in March 2026") == ["the newer note", "the dated note"]
     assert order("vec:1,0,0 what happened") == ["the newer note", "the dated note"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "exact_max", [expansion.WINDOW_EXACT_MAX, 3, 2], ids=["small project", "small window", "large window: hnsw"]
+)
+def test_the_window_search_finds_the_memory_from_the_year_asked_about(
+    stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch, exact_max: int
+) -> None:
+    # Eight memories, three of 2024 (so a bound of 2 sends the window through the HNSW index, one of
+    # 3 scans the window's ids exactly) and, closer to the question, 2025 ones the window leaves out.
+    dated = [("vec:1,1,0 the 2024 release note", 2024)] + [(f"vec:0,0,1 other 2024 note {n}", 2024) for n in range(2)]
+    others = [(f"vec:1,0.{n},0 a 2025 note {n}", 2025) for n in range(5)]
+    items = [services.NewMemory(text, None, [], datetime(year, 6, 1, tzinfo=UTC)) for text, year in dated + others]
+    services.create_memories(A, items, source="test", dedupe=False)
+    monkeypatch.setattr(expansion, "WINDOW_EXACT_MAX", exact_max)
+    bm25.forget(A.project_id)  # the project's cached count may be an earlier test's
+    embedder = get_embedder()
+    qvec = embedder.embed(["vec:1,0,0 what did we release in 2024?"], kind="query")[0]
+    with CaptureQueriesContext(connection) as ran:
+        found = expansion.nearest_in_windows(
+            A.project_id, embedder.id, vector_literal(qvec), len(qvec), date_windows("in 2024"), [], 1
+        )
+    assert Memory.objects.get(pk=found[0]).content.endswith("the 2024 release note")
+    assert any(") + 0" in q["sql"] for q in ran.captured_queries) == (exact_max > 2)

@@ -346,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = bench.add_parser("latency", help="search latency at 1k/10k/100k memories")
     b.add_argument("--sizes", default="1000,10000,100000")
     b.add_argument("--queries", type=int, default=200)
+    b.add_argument("--dated", action="store_true", help="every query names the current year (date-window search)")
     b.add_argument("--out", default=None)
     b = bench.add_parser("feedback", help="replay rate_recall verdicts on the codebase set and measure ranking")
     b.add_argument("--grid", default="", help="extra weight:tau pairs to try, e.g. 0.3:0.3,0.6:0.4")

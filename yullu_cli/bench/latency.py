@@ -1,13 +1,16 @@
 """Search latency at scale: 1k → 10k → 100k memories in one project.
 
-Run: `yullu bench latency [--sizes 1000,10000,100000] [--queries 200] [--out PATH]`
+Run: `yullu bench latency [--sizes 1000,10000,100000] [--queries 200] [--dated] [--out PATH]`
 
 Synthetic memories (text drawn with a Zipf-like skew from a 20,000-word vocabulary; vectors
 clustered around 1,000 topic directions, as real embeddings cluster by subject) are bulk-loaded,
 so the scale curve measures search, not ingest. Query vectors are drawn around the same topics,
 so each has true near neighbours; reported latency is server-side search time without the query
-embedding. It also reports how many of the exact nearest vectors the HNSW search returns. The
-throwaway project is deleted afterwards.
+embedding. It also reports how many of the exact nearest vectors the HNSW search returns. With
+`--dated` every query names the current year ("… in 2026"), a window that holds the whole
+project, so each search also runs the date-window search (memories.expansion); it then reports how
+many of the window's exact nearest memories that search returns. The throwaway project is
+deleted afterwards.
 """
 
 from __future__ import annotations
@@ -23,10 +26,10 @@ from typing import Any
 
 from django.db import connection
 
-from memories import bm25, queries
+from memories import bm25, expansion, queries
 from memories.embedders import get_embedder
 from memories.models import Memory, MemoryEvent
-from memories.vector_index import ensure_index
+from memories.vector_index import ensure_index, vector_literal
 
 TOPICS = 1_000
 # Per-dimension noise around a topic: with 384 dimensions a vector keeps cos ≈ 0.7 to its topic
@@ -96,10 +99,10 @@ def sample_queries(count: int) -> list[str]:
     return [" ".join(f"w{int(VOCABULARY * rng.random() ** SKEW)}" for _ in range(6)) for _ in range(count)]
 
 
-def measure(project_id: str, qvecs: list[Any], n_queries: int) -> dict[str, float]:
+def measure(project_id: str, qvecs: list[Any], n_queries: int, suffix: str = "") -> dict[str, float]:
     latencies = []
     embedder = get_embedder()
-    texts = sample_queries(len(qvecs))
+    texts = [q + suffix for q in sample_queries(len(qvecs))]
     for i in range(n_queries):
         q = texts[i % len(texts)]
         started = time.perf_counter()
@@ -127,6 +130,23 @@ def index_recall(project_id: str, embedder_id: str, qvecs: list[Any]) -> float:
         approx = queries.nearest(project_id, embedder_id, vec, k, exact=False)
         exact = queries.nearest(project_id, embedder_id, vec, k, exact=True)
         shares.append(len(set(approx) & set(exact)) / max(1, len(exact)))
+    return round(statistics.fmean(shares), 3)
+
+
+def window_recall(project_id: str, embedder_id: str, qvecs: list[Any], question: str) -> float:
+    """Share of the exact nearest DATE_CANDIDATES memories in the question's date window that the
+    date-window search (as configured) returns."""
+    windows = expansion.date_windows(question)
+    k, shares, bound = queries.DATE_CANDIDATES, [], expansion.WINDOW_EXACT_MAX
+    for vec in qvecs:
+        literal = vector_literal(vec)
+        found = expansion.nearest_in_windows(project_id, embedder_id, literal, len(vec), windows, [], k)
+        expansion.WINDOW_EXACT_MAX = 10**9
+        try:
+            exact = expansion.nearest_in_windows(project_id, embedder_id, literal, len(vec), windows, [], k)
+        finally:
+            expansion.WINDOW_EXACT_MAX = bound
+        shares.append(len(set(found) & set(exact)) / max(1, len(exact)))
     return round(statistics.fmean(shares), 3)
 
 
@@ -166,6 +186,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         flush=True,
     )
     project = f"latency-{uuid.uuid4().hex[:8]}"
+    suffix = f" in {time.gmtime().tm_year}" if getattr(args, "dated", False) else ""
     random.seed(7)
     report: dict[str, Any] = {"embedder": embedder.id, "sizes": {}}
     have = 0
@@ -178,10 +199,12 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             bm25.forget(project)  # else the previous size's cached count would pick an exact scan
             have = size
             fill_s = time.perf_counter() - started
-            measure(project, qvecs, 20)  # warm caches
-            result = measure(project, qvecs, args.queries)
+            measure(project, qvecs, 20, suffix)  # warm caches
+            result = measure(project, qvecs, args.queries, suffix)
             result["hnsw_used"] = uses_hnsw(project, embedder.id, dim)
             result["hnsw_recall"] = index_recall(project, embedder.id, qvecs)
+            if suffix:
+                result["window_recall"] = window_recall(project, embedder.id, qvecs, suffix)
             report["sizes"][str(size)] = result
             print(
                 f"{size:>7} memories (filled in {fill_s:.0f}s): search p50 {result['p50']} ms, "
