@@ -13,6 +13,7 @@ from pathlib import Path
 from django.db import connection
 from django.utils import timezone
 
+from yullu_core.database import fetch_prepared
 from yullu_core.errors import UserError
 
 MAX_PROJECT_ID = 500
@@ -181,10 +182,9 @@ def known_root(project_id: str) -> Path | None:
         return None  # the user scope has no repository, so nothing of it reaches a team log
 
     # Runs on every tool call: plain SQL costs a tenth of the ORM query (11 % of the web
-    # process's CPU under load, docs/benchmarks.md). project_id is unique.
-    with connection.cursor() as cur:
-        cur.execute(f"SELECT git_root FROM {ProjectLocation._meta.db_table} WHERE project_id = %s", [project_id])
-        row = cur.fetchone()
-    if row and Path(row[0], ".git").exists():
-        return Path(row[0])
+    # process's CPU under load, docs/benchmarks.md), prepared once per connection (planning took
+    # ten times its execution). project_id is unique: one plan fits every value.
+    rows = fetch_prepared(f"SELECT git_root FROM {ProjectLocation._meta.db_table} WHERE project_id = %s", [project_id])
+    if rows and Path(rows[0][0], ".git").exists():
+        return Path(rows[0][0])
     return None

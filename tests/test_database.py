@@ -74,3 +74,19 @@ def test_the_plan_keeps_root_clusters_out_of_private_folders(tmp_path: Path, mon
     assert not cluster.pgdata.is_relative_to(private)
     monkeypatch.setattr(pg, "is_root", lambda: False)
     assert pg.plan(private / "yullu").pgdata == private / "yullu" / "pgdata"
+
+
+@pytest.mark.django_db
+def test_a_hot_read_is_prepared_once_on_djangos_connection_and_sees_its_transaction() -> None:
+    from django.db import connection
+
+    from memories.models import Memory
+    from yullu_core.database import fetch_prepared
+
+    memory = Memory.objects.create(project_id="prepared/reads", content="uncommitted fact")  # the test's transaction
+    sql = "SELECT content FROM memories_memory WHERE id = %s"
+    assert fetch_prepared(sql, [memory.pk]) == [("uncommitted fact",)]
+    assert fetch_prepared(sql, [memory.pk]) == [("uncommitted fact",)]
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement = %s", [sql.replace("%s", "$1")])
+        assert cur.fetchone() == (1,)  # one server-side statement, reused

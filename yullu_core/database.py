@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -91,3 +91,21 @@ def migrate_if_needed() -> bool:
             return False
         call_command("migrate", interactive=False, verbosity=0)
         return True
+
+
+def fetch_prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Rows of a hot read, run as a server-side prepared statement on Django's connection (same
+    transaction, same health check). PostgreSQL then plans it once per connection instead of on
+    every call: planning the retrieve's small statements cost more than running them
+    (docs/benchmarks.md, "SQL per operation"). Only for statements whose plan cannot depend on
+    the values (primary keys, unique keys, no table): a reused generic plan is chosen without
+    them, so a skewed filter (`project_id = %s`) could keep a plan that suits another project.
+    Django's ORM keeps its client-side binding; this bypasses its query log."""
+    import psycopg
+    from django.db import connection
+
+    with connection.cursor():  # health check and connect, as Django does for any query
+        pass
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cur:
+        cur.execute(sql, params, prepare=True)
+        return cur.fetchall()

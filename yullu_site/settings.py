@@ -99,6 +99,10 @@ _db["CONN_HEALTH_CHECKS"] = True
 _db["OPTIONS"]["options"] = " ".join(
     filter(None, [_db["OPTIONS"].get("options", ""), "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=40"])
 )
+# psycopg prepares a statement only when asked (yullu_core.database.fetch_prepared, a few hot reads);
+# Django's ORM keeps client-side binding, which never prepares. None (Django's default) would turn
+# those off too, e.g. for a DATABASE_URL behind a transaction-pooling PgBouncer older than 1.21.
+_db["OPTIONS"].setdefault("prepare_threshold", 1_000_000)
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
