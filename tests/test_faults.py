@@ -181,16 +181,21 @@ def test_postgres_restart_gives_503_then_recovers_by_itself(tmp_path: Path) -> N
         web = start_web(env, port)
         url, auth = f"http://127.0.0.1:{port}", {"authorization": f"Bearer {token}"}
         assert httpx.get(f"{url}/api/memories", headers=auth, timeout=10).status_code == 200
+
+        def mcp_list() -> httpx.Response:
+            return httpx.post(
+                f"{url}/mcp",
+                headers={**auth, "accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                timeout=10,
+            )
+
+        assert mcp_list().status_code == 400  # past the token check (the SDK then wants a session)
         _pg(env, "stop")
         down = httpx.get(f"{url}/api/memories", headers=auth, timeout=10)
         assert down.status_code == 503
         assert "error" in down.json() and "Traceback" not in down.text
-        mcp_down = httpx.post(
-            f"{url}/mcp",
-            headers={**auth, "accept": "application/json, text/event-stream"},
-            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-            timeout=10,
-        )
+        mcp_down = mcp_list()
         assert mcp_down.status_code == 503 and "database" in mcp_down.json()["error"]
         status = httpx.get(f"{url}/api/status", timeout=10)
         assert status.status_code == 503 and status.json()["ready"] is False
@@ -200,6 +205,7 @@ def test_postgres_restart_gives_503_then_recovers_by_itself(tmp_path: Path) -> N
             "the server to recover after Postgres came back",
             alive=web,
         )
+        assert mcp_list().status_code == 400  # the MCP token check reconnected by itself too
     finally:
         if web is not None:
             os.killpg(web.pid, signal.SIGTERM)

@@ -15,17 +15,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import psycopg
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import DatabaseError
 from mcp.server.transport_security import TransportSecuritySettings
 
-from yullu_core.mcp import with_fresh_connections
 from yullu_site import ratelimit
-from yullu_site.auth import bearer_from_header, user_for_token
+from yullu_site.auth import bearer_from_header
 from yullu_site.mcp_transport import streamable_http_app
 from yullu_site.models import hash_token
 from yullu_site.origins import allowed_origins
+from yullu_site.token_check import TokenChecker
 
 log = logging.getLogger("yullu.mcp")
 # ASGI's types, for this module and yullu_site.asgi. Named ASGIScope: memories.scope.Scope is the
@@ -54,6 +52,7 @@ class TokenAuth:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.tokens = TokenChecker()
 
     async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,8 +65,8 @@ class TokenAuth:
             await _json(send, 429, "Too many failed token attempts; wait a minute and try again.")
             return
         try:
-            valid = bool(raw) and await self._is_valid(raw)
-        except (DatabaseError, psycopg.Error) as exc:  # raw psycopg errors escape Django's wrapper on reconnect
+            valid = await self._is_valid(raw)
+        except psycopg.Error as exc:
             log.warning("token check failed, database unavailable: %s", exc)
             await _json(send, 503, "The database is unavailable right now; try again shortly.")
             return
@@ -86,9 +85,8 @@ class TokenAuth:
     async def _is_valid(self, raw: str) -> bool:
         # Asked of the database on every request, as the REST API does: a deleted token or a
         # deactivated user is refused at once, in every process (no per-process token cache).
-        return await sync_to_async(with_fresh_connections, thread_sensitive=False)(
-            lambda: user_for_token(raw) is not None
-        )
+        # One statement on the event loop's own connection: no hop through the thread pool.
+        return await self.tokens.is_valid(raw)
 
 
 async def _json(send: Send, status: int, error: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:

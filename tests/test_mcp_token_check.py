@@ -1,0 +1,57 @@
+"""The MCP token check runs on the event loop's own connection (yullu_site/token_check.py) and
+still asks the database on every request. The deleted-token case: tests/test_caches.py; PostgreSQL
+down → 503: tests/test_faults.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from django.db import connection
+
+from yullu_site.models import ApiToken
+from yullu_site.token_check import APPLICATION_NAME
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def initialize(url: str, raw: str) -> httpx.Response:
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+    return httpx.post(
+        f"{url}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
+        headers={"accept": "application/json, text/event-stream", "authorization": f"Bearer {raw}"},
+        timeout=30,
+    )
+
+
+def test_a_deactivated_users_token_is_refused_by_mcp_at_once(live_server_url: str, owner: Any) -> None:
+    _, raw = ApiToken.issue(owner)
+    assert initialize(live_server_url, raw).status_code == 200
+    owner.is_active = False
+    owner.save(update_fields=["is_active"])
+    refused = initialize(live_server_url, raw)
+    assert refused.status_code == 401 and "yullu token" in refused.json()["error"]
+
+
+def test_the_token_check_stamps_last_used_at_at_most_once_a_minute(live_server_url: str, owner: Any) -> None:
+    token, raw = ApiToken.issue(owner)
+    assert initialize(live_server_url, raw).status_code == 200
+    token.refresh_from_db()
+    first = token.last_used_at
+    assert first is not None
+    assert initialize(live_server_url, raw).status_code == 200
+    token.refresh_from_db()
+    assert token.last_used_at == first
+
+
+def test_a_lost_connection_is_replaced_without_failing_the_request(live_server_url: str, owner_token: str) -> None:
+    assert initialize(live_server_url, owner_token).status_code == 200
+    with connection.cursor() as cur:  # what a PostgreSQL restart does to the checker's connection
+        cur.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+            [APPLICATION_NAME],
+        )
+        assert cur.fetchone()[0] >= 1
+    assert initialize(live_server_url, owner_token).status_code == 200
