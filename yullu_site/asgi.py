@@ -15,6 +15,7 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_app = get_asgi_application()
 
+from yullu_site.hook_lanes import is_hook_request, lane  # noqa: E402
 from yullu_site.mcp_http import ASGIScope, Receive, Send, build_mcp_asgi  # noqa: E402
 from yullu_site.startup import on_startup  # noqa: E402
 
@@ -27,6 +28,9 @@ async def application(scope: ASGIScope, receive: Receive, send: Send) -> None:
         await _lifespan(scope, receive, send)
     elif kind == "http" and (scope["path"] == "/mcp" or scope["path"].startswith("/mcp/")):
         await mcp_app(scope, receive, send)
+    elif is_hook_request(scope):
+        async with lane():  # a long-lived thread that keeps its database connection
+            await django_app(scope, receive, send)
     else:
         await django_app(scope, receive, send)
 
