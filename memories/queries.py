@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connection
+from django.utils import timezone
 
 from memories.trivial import is_acknowledgement
 from yullu_core.database import fetch_prepared
@@ -492,43 +493,59 @@ def _apply_floor(
             result.considered.append(hit_to_wire(memory, c.similarity, 0))
 
 
-def _insert_events(rows: list[MemoryEvent]) -> None:
-    """One multi-row INSERT. Django's bulk_create cost ~6 % of the web process's CPU per
-    retrieve (docs/benchmarks.md); the rows are simple and the table is ours."""
-    columns = ("kind", "memory_id", "memory_uuid", "project_id", "recall_id", "metadata", "created_at")
-    values = ", ".join(["(%s, %s, %s, %s, %s, %s::jsonb, %s)"] * len(rows))
-    params: list[Any] = []
-    for r in rows:
-        params += [r.kind, r.memory_id, r.memory_uuid, r.project_id, r.recall_id, json.dumps(r.metadata), r.created_at]
+EVENT_COLUMNS = "kind, memory_id, memory_uuid, project_id, recall_id, metadata, created_at"
+# One row, typed: an INSERT … SELECT does not take its column types from the table.
+EVENT_ROW = "(%s, %s::bigint, %s::uuid, %s, %s::uuid, %s::jsonb, %s::timestamptz)"
+
+
+def _insert_events(rows: list[list[Any]]) -> None:
+    """Recall-log rows (values in EVENT_COLUMNS order) in one multi-row INSERT, committed without
+    waiting for the WAL flush (they may be lost in a crash; memories.durability). Outside a
+    transaction it is one statement, one round trip: `set_config(…, true)` lasts until the end of
+    the statement's own implicit transaction, so only its commit is relaxed — instead of BEGIN,
+    SET LOCAL, INSERT and COMMIT, four round trips on every retrieve. Inside a caller's transaction,
+    `losable()` (a savepoint, the caller's commit untouched). Django's bulk_create cost ~6 % of the
+    web process's CPU per retrieve (docs/benchmarks.md); the rows are simple and the table is ours."""
+    params = [value for row in rows for value in row]
+    table = MemoryEvent._meta.db_table
+    values = ", ".join([EVENT_ROW] * len(rows))
+    if connection.in_atomic_block or not connection.get_autocommit():
+        with losable(), connection.cursor() as cur:
+            cur.execute(f"INSERT INTO {table} ({EVENT_COLUMNS}) VALUES {values}", params)
+        return
     with connection.cursor() as cur:
-        cur.execute(f"INSERT INTO {MemoryEvent._meta.db_table} ({', '.join(columns)}) VALUES {values}", params)
+        cur.execute(
+            f"INSERT INTO {table} ({EVENT_COLUMNS}) SELECT * FROM (VALUES {values}) v "
+            "WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL",
+            params,
+        )
 
 
 def _log_recall(result: SearchResult, query: str) -> None:
     """Best effort: a memory deleted between the search and this insert is logged without its FK;
     a logging failure never fails the search itself."""
+    now = timezone.now()
     rows = [
-        MemoryEvent(
-            kind=kind,
-            memory_id=hit["id"],
-            memory_uuid=hit["uuid"],
-            project_id=result.project_id,
-            recall_id=result.recall_id,
-            metadata={"query": query[:1000], "similarity": hit["similarity"], "rank": hit["rank"]},
-        )
+        [
+            kind,
+            hit["id"],
+            hit["uuid"],
+            result.project_id,
+            result.recall_id,
+            json.dumps({"query": query[:1000], "similarity": hit["similarity"], "rank": hit["rank"]}),
+            now,
+        ]
         for kind, hits in ((EventKind.RECALLED, result.results), (EventKind.CONSIDERED, result.considered))
         for hit in hits
     ]
     try:
-        with losable():  # recall-log rows may be lost in a crash: no WAL flush wait
-            _insert_events(rows)
+        _insert_events(rows)
         return
-    except IntegrityError:
-        alive = set(Memory.objects.filter(pk__in=[r.memory_id for r in rows]).values_list("pk", flat=True))
+    except IntegrityError:  # the memory FK is checked at commit
+        alive = set(Memory.objects.filter(pk__in=[r[1] for r in rows]).values_list("pk", flat=True))
     for row in rows:
-        row.memory_id = row.memory_id if row.memory_id in alive else None
+        row[1] = row[1] if row[1] in alive else None
     try:
-        with losable():  # recall-log rows may be lost in a crash: no WAL flush wait
-            _insert_events(rows)
+        _insert_events(rows)
     except IntegrityError:
         log.warning("could not write the recall log for %s", result.recall_id)
