@@ -78,6 +78,8 @@ class Memory(models.Model):
             GinIndex(fields=["tags"], name="memory_tags_gin"),  # a session's memories (queries)
             models.Index(fields=["project_id", "-updated_at"], name="memory_project_updated"),
             models.Index(fields=["project_id", "rating"], name="memory_project_rating"),
+            # a question's date window (expansion.nearest_in_windows): a range read, not a scan of the project
+            models.Index(fields=["project_id", "created_at"], name="memory_project_created"),
         ]
 
     def __str__(self) -> str:
