@@ -425,7 +425,10 @@ def time_injects(count: int, project: str, port: int, delay: float, out: list[fl
         cwd.mkdir()
         env = {**os.environ, "YULLU_PORT": str(port)}
         for n in range(count):
-            payload = json.dumps({"prompt": PROMPTS[n % len(PROMPTS)], "cwd": str(cwd)})
+            # A fresh wording each time (a ticket number), so the query-embedding cache never answers:
+            # a real prompt is new text, and its embedding waits its turn under load.
+            prompt = f"{PROMPTS[n % len(PROMPTS)]} (ticket {uuid.uuid4().hex[:6]})"
+            payload = json.dumps({"prompt": prompt, "cwd": str(cwd)})
             started = time.perf_counter()
             subprocess.run(hook, input=payload.encode(), capture_output=True, env=env, check=False)
             out.append((time.perf_counter() - started) * 1000)
