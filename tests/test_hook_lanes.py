@@ -30,8 +30,9 @@ def test_prompt_hook_requests_reuse_one_connection_on_a_hook_lane(
             response = httpx.post(f"{live_server_url}/api/context", json=body, headers=auth, timeout=30)
             assert response.status_code == 200, response.text
         lanes = [name for name in opened if name.startswith("hook-lane")]
-        # Without lanes each request's thread opens its own connection (6); with them, at most one per lane.
-        assert 1 <= len(opened) <= 4 and lanes == opened, opened
+        # Without lanes each request's thread opens its own connection (6); with them, at most one per
+        # lane, and none when an earlier test in this process already connected the lanes.
+        assert len(opened) <= 4 and lanes == opened, opened
         opened.clear()
         httpx.get(f"{live_server_url}/api/memories", headers=auth, timeout=30).raise_for_status()
         assert opened and not any(name.startswith("hook-lane") for name in opened)  # the rest: Django's threads
