@@ -300,10 +300,9 @@ class Embedded:
 
 @dataclass(frozen=True)
 class Ranked:
-    """One search's best candidates, in order, with their memories and the relevance test."""
+    """One search's best candidates, in order, and the relevance test (rows not loaded yet)."""
 
     ordered: list[Candidate]
-    memories: dict[int, Memory]
     relevant: Callable[[Candidate], bool]
 
 
@@ -326,7 +325,8 @@ def search(
     found = _ranked(project_id, query, limit, categories, min_similarity, mode, embedded)
     if found is None:
         return result
-    _apply_floor(result, found.ordered, found.memories, found.relevant, limit)
+    ordered, memories = _rows(found.ordered, found.relevant, limit)
+    _apply_floor(result, ordered, memories, found.relevant, limit)
     if log and (result.results or result.considered):
         result.recall_id = str(uuid.uuid4())
         _log_recall(result, query)
@@ -340,7 +340,8 @@ def preview(project_id: str, query: str, *, limit: int) -> SearchResult:
     result = SearchResult(project_id=project_id, recall_id=None)
     found = _ranked(project_id, query, limit, None, None, "hybrid", None)
     if found is not None:
-        _apply_floor(result, found.ordered, found.memories, lambda c: True, limit, preview=found.relevant)
+        ordered, memories = _rows(found.ordered, _anything, limit)
+        _apply_floor(result, ordered, memories, _anything, limit, preview=found.relevant)
     return result
 
 
@@ -368,10 +369,45 @@ def _ranked(
     if mode == "hybrid" and W_NEIGHBOUR:
         _place_in_sessions(project_id, ranked)
     relevant = relevance_test(floor, gate_for(embedder.id), qvec is not None)
-    # Whole rows for the best candidates alone.
     ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
-    memories = Memory.objects.only(*HIT_FIELDS).in_bulk([c.memory_id for c in ordered])
-    return Ranked([c for c in ordered if c.memory_id in memories], memories, relevant)
+    return Ranked(ordered, relevant)
+
+
+def _anything(c: Candidate) -> bool:
+    return True
+
+
+def _shown(ordered: list[Candidate], relevant: Callable[[Candidate], bool], limit: int) -> list[Candidate]:
+    """The candidates `_apply_floor` turns into hits: the first `limit` relevant ones, and up to
+    `limit` of the others ranked before the last of those."""
+    shown: list[Candidate] = []
+    hits = others = 0
+    for c in ordered:
+        if hits >= limit:
+            break
+        if relevant(c):
+            hits += 1
+            shown.append(c)
+        elif others < limit:
+            others += 1
+            shown.append(c)
+    return shown
+
+
+def _rows(
+    ordered: list[Candidate], relevant: Callable[[Candidate], bool], limit: int
+) -> tuple[list[Candidate], dict[int, Memory]]:
+    """Whole rows for the candidates a search shows, and only those (ORM rows are the costly part
+    of the read; the ranking keeps 20 candidates, a search shows at most 2 × limit). A memory
+    deleted since the ranking drops out and the next candidate takes its place, as if it had never
+    been a candidate."""
+    memories: dict[int, Memory] = {}
+    while True:
+        missing = [c.memory_id for c in _shown(ordered, relevant, limit) if c.memory_id not in memories]
+        if not missing:
+            return ordered, memories
+        memories.update(Memory.objects.only(*HIT_FIELDS).in_bulk(missing))
+        ordered = [c for c in ordered if c.memory_id in memories or c.memory_id not in missing]
 
 
 def with_feedback(ordered: list[Candidate], embedder_id: str, qvec: np.ndarray | None) -> list[Candidate]:
@@ -483,14 +519,13 @@ def _apply_floor(
     for c in ordered:
         if len(result.results) >= limit:
             break
-        memory = memories[c.memory_id]
         if relevant(c):
-            hit = hit_to_wire(memory, c.similarity, len(result.results) + 1)
+            hit = hit_to_wire(memories[c.memory_id], c.similarity, len(result.results) + 1)
             if preview is not None:
                 hit["clears_floor"] = preview(c)
             result.results.append(hit)
         elif len(result.considered) < limit:
-            result.considered.append(hit_to_wire(memory, c.similarity, 0))
+            result.considered.append(hit_to_wire(memories[c.memory_id], c.similarity, 0))
 
 
 EVENT_COLUMNS = "kind, memory_id, memory_uuid, project_id, recall_id, metadata, created_at"

@@ -315,3 +315,19 @@ def test_every_connection_searches_hnsw_with_iterative_scans() -> None:
         assert cur.fetchone()[0] == "relaxed_order"
         cur.execute("SHOW hnsw.ef_search")
         assert cur.fetchone()[0] == str(queries.DENSE_CANDIDATES)
+
+
+def test_a_search_loads_only_the_rows_it_shows_and_a_memory_deleted_meanwhile_gives_way_to_the_next() -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    ids = [Memory.objects.create(project_id="rows/shown", content=f"fact {n}").pk for n in range(4)]
+    ordered = [queries.Candidate(mid, similarity=0.9) for mid in ids]
+    with CaptureQueriesContext(connection) as ran:
+        kept, rows = queries._rows(ordered, lambda c: True, 2)
+    assert sorted(rows) == ids[:2] and len(ran.captured_queries) == 1  # not the other candidates' rows
+    Memory.objects.filter(pk=ids[0]).delete()  # between the ranking and the row fetch
+    kept, rows = queries._rows(ordered, lambda c: True, 2)
+    assert [c.memory_id for c in kept] == ids[1:] and sorted(rows) == ids[1:3]
+    result = queries.SearchResult(project_id="rows/shown", recall_id=None)
+    queries._apply_floor(result, kept, rows, lambda c: True, 2)
+    assert [h["id"] for h in result.results] == ids[1:3]
