@@ -94,7 +94,8 @@ class TokenChecker:
 
     async def _ask(self, conn: psycopg.AsyncConnection[Any], key_hash: str) -> bool:
         # The connection's own lock serialises the statements of concurrent requests.
-        cur = await conn.execute(self._statement, (key_hash,))
+        # Prepared once per connection: planning this unique-key lookup cost more than running it.
+        cur = await conn.execute(self._statement, (key_hash,), prepare=True)
         row = await cur.fetchone()
         return bool(row and row[0])
 
