@@ -15,8 +15,6 @@ from collections import defaultdict
 import numpy as np
 from django.db import connection
 
-from yullu_core.database import fetch_prepared
-
 from .vector_index import vector_literal
 
 W_VERDICT = 0.3  # score moved by a saturated (tanh) sum of similar-query verdicts
@@ -31,12 +29,16 @@ def verdict_scores(memory_ids: list[int], embedder_id: str, qvec: np.ndarray) ->
         return {}
     dim = len(qvec)
     literal = vector_literal(qvec)
-    rows = fetch_prepared(  # by memory id whatever the values: planned once per connection
-        f"SELECT memory_id, useful, 1 - (query_vector::vector({dim}) <=> %s::vector({dim})) "
-        "FROM memories_recallfeedback WHERE memory_id = ANY(%s) AND query_embedder = %s "
-        "AND vector_dims(query_vector) = %s",
-        [literal, memory_ids, embedder_id, dim],
-    )
+    # Not prepared: a generic plan for `memory_id = ANY(...)` is chosen without the array and can
+    # scan the whole table when its statistics are old (see queries._details).
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT memory_id, useful, 1 - (query_vector::vector({dim}) <=> %s::vector({dim})) "
+            "FROM memories_recallfeedback WHERE memory_id = ANY(%s) AND query_embedder = %s "
+            "AND vector_dims(query_vector) = %s",
+            [literal, memory_ids, embedder_id, dim],
+        )
+        rows = cur.fetchall()
     scores: dict[int, float] = defaultdict(float)
     for memory_id, useful, cosine in rows:
         weight = max(0.0, (float(cosine) - SIMILAR_QUERY) / (1.0 - SIMILAR_QUERY))

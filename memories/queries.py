@@ -30,7 +30,6 @@ from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from memories.trivial import is_acknowledgement
-from yullu_core.database import fetch_prepared
 from yullu_core.metrics import timed_recall
 
 from . import bm25, expansion
@@ -202,15 +201,17 @@ def _details(ids: list[int], cosine_for: list[int], embedder_id: str, qvec: str 
     if not ids:
         return {}
     cosine = f"(v.vector::vector({dim})) <=> %s::vector({dim})" if qvec else "NULL"
-    # Prepared: planning this join cost more than running it (0.35 vs 0.31 ms), and its plan is by
-    # primary key whatever the values.
-    rows = fetch_prepared(
-        f"SELECT m.id, {cosine}, {EPOCHS}, {SESSION_SQL} FROM memories_memory m "
-        "LEFT JOIN memories_memoryvector v ON v.memory_id = m.id AND v.embedder = %s AND v.dim = %s "
-        f"AND v.memory_id = ANY(%s) WHERE m.id = ANY(%s) AND {CURRENT_SQL}",
-        [*([qvec] if qvec else []), embedder_id, dim, cosine_for, ids],
-    )
-    return {mid: (None if d is None else _cosine(d), c, u, sess) for mid, d, c, u, sess in rows}
+    # Not prepared: a reused generic plan is chosen without the id arrays, and with statistics from
+    # when the project was small it walked every current memory (`superseded_by_id IS NULL`) and
+    # filtered by id: PostgreSQL CPU per operation grew with the table (docs/benchmarks.md, round four).
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT m.id, {cosine}, {EPOCHS}, {SESSION_SQL} FROM memories_memory m "
+            "LEFT JOIN memories_memoryvector v ON v.memory_id = m.id AND v.embedder = %s AND v.dim = %s "
+            f"AND v.memory_id = ANY(%s) WHERE m.id = ANY(%s) AND {CURRENT_SQL}",
+            [*([qvec] if qvec else []), embedder_id, dim, cosine_for, ids],
+        )
+        return {mid: (None if d is None else _cosine(d), c, u, sess) for mid, d, c, u, sess in cur.fetchall()}
 
 
 def fuse(

@@ -97,9 +97,10 @@ def fetch_prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     """Rows of a hot read, run as a server-side prepared statement on Django's connection (same
     transaction, same health check). PostgreSQL then plans it once per connection instead of on
     every call: planning the retrieve's small statements cost more than running them
-    (docs/benchmarks.md, "SQL per operation"). Only for statements whose plan cannot depend on
-    the values (primary keys, unique keys, no table): a reused generic plan is chosen without
-    them, so a skewed filter (`project_id = %s`) could keep a plan that suits another project.
+    (docs/benchmarks.md, "SQL per operation"). Only for statements with no table or a unique-key
+    lookup in a small table: a reused generic plan is chosen without the values, so a skewed filter
+    (`project_id = %s`) could keep a plan that suits another project, and an `id = ANY(%s)` join
+    planned on old statistics walked a whole table (the search's details query, taken back out).
     Django's ORM keeps its client-side binding; this bypasses its query log."""
     import psycopg
     from django.db import connection
