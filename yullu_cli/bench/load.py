@@ -48,10 +48,9 @@ from urllib.parse import urlparse
 
 import psutil
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from memories.models import Memory
+from yullu_cli.bench.mcp_client import mcp_session
 from yullu_cli.hooks import hook_argv
 
 TOPICS = ["deploy", "migration", "cache", "retry", "auth", "queue", "index", "release", "logging", "config"]
@@ -164,13 +163,7 @@ async def client_loop(
 ) -> None:
     rng = random.Random(seed)
     mine: list[int] = []
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    async with (
-        http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    async with mcp_session(url, token) as session:
         while time.monotonic() < deadline and budget[0] > 0:
             budget[0] -= 1
             tool, args = pick(rng, mix, project, mine)
@@ -241,13 +234,7 @@ async def paced_client_loop(
     did not keep up) and dropped."""
     rng = random.Random(seed)
     mine: list[int] = []
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    async with (
-        http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    async with mcp_session(url, token) as session:
         pace.arrived()
         await pace.go.wait()
         end = pace.start + pace.duration

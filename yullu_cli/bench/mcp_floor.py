@@ -23,9 +23,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 import psutil
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+
+from yullu_cli.bench.mcp_client import mcp_session
 
 QUERIES = [f"how do we handle the {t} for the staging service?" for t in ("deploy", "cache", "retry", "queue")] + [
     f"why does the {t} use a timeout?" for t in ("worker", "proxy", "scheduler", "webhook")
@@ -47,14 +46,8 @@ def arguments(tool: str, project: str, n: int) -> tuple[str, dict[str, Any]]:
 
 
 async def client(url: str, token: str, tool: str, project: str, calls: int, offset: int) -> int:
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
     done = 0
-    async with (
-        http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    async with mcp_session(url, token) as session:
         for n in range(calls):
             name, args = arguments(tool, project, offset + n)
             result = await session.call_tool(name, args)
