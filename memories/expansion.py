@@ -165,9 +165,15 @@ def nearest_in_windows(
                 [project_id, *params, WINDOW_EXACT_MAX + 1],
             )
             ids = [row[0] for row in cur.fetchall()]
-            if len(ids) > WINDOW_EXACT_MAX:
-                return _nearest_by_index(cur, project_id, embedder_id, qvec, dim, where, params, k)
-            where, params = "m.id = ANY(%s)", [ids]
+            if len(ids) <= WINDOW_EXACT_MAX:
+                where, params = "m.id = ANY(%s)", [ids]
+            else:
+                found = _nearest_by_index(cur, project_id, embedder_id, qvec, dim, where, params, k)
+                if len(found) >= k:
+                    return found
+                # The iterative scan stops at hnsw.max_scan_tuples, counted over every project's
+                # vectors of this embedder, so a window that is a small share of them can come back
+                # short: then the exact scan of the window below.
         # "+ 0": the ordering expression differs from the index expression, an exact scan.
         cur.execute(
             f"""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from django.db import connection
 
@@ -55,3 +56,22 @@ def test_a_lost_connection_is_replaced_without_failing_the_request(live_server_u
         )
         assert cur.fetchone()[0] >= 1
     assert initialize(live_server_url, owner_token).status_code == 200
+
+
+def test_a_token_row_locked_elsewhere_does_not_hold_up_the_check(live_server_url: str, owner: Any) -> None:
+    # Every request of the process waits on the checker's one connection, so the once-a-minute
+    # stamp must not wait for a row lock someone else holds (an admin saving the token, say).
+    token, raw = ApiToken.issue(owner)
+
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    with psycopg.connect(**params) as other:  # its own transaction, holding the token's row
+        other.execute(f"SELECT 1 FROM {ApiToken._meta.db_table} WHERE id = %s FOR UPDATE", [token.pk])
+        answered = initialize(live_server_url, raw)  # token never used: its stamp is due
+        assert answered.status_code == 200
+        other.rollback()
+    token.refresh_from_db()
+    assert token.last_used_at is None  # skipped, not waited for: the next request stamps it
+    assert initialize(live_server_url, raw).status_code == 200
+    token.refresh_from_db()
+    assert token.last_used_at is not None

@@ -16,7 +16,8 @@ LANES of them run at once. Everything else keeps Django's thread per request.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from asgiref.sync import ThreadSensitiveContext
@@ -24,9 +25,32 @@ from asgiref.sync import ThreadSensitiveContext
 HOOK_PATHS = frozenset({"/api/context", "/api/messages"})  # yullu_cli/hooks.py: prompt, turns, primer
 LANES = 4
 
-_lanes = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"hook-lane-{n}") for n in range(LANES)]
-_in_flight = [0] * LANES
 _lock = threading.Lock()
+
+
+class _Lane(ThreadPoolExecutor):
+    """One thread; `busy` counts the work submitted to it and not finished. Counted here, not by
+    the request: a hook that hangs up cancels its request at once, while the view it started runs
+    on in the lane's thread, and the lane must not look free meanwhile."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(max_workers=1, thread_name_prefix=f"hook-lane-{n}")
+        self.busy = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        with _lock:
+            self.busy += 1
+        future = super().submit(fn, *args, **kwargs)
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, _future: Future[Any]) -> None:
+        with _lock:
+            self.busy -= 1
+
+
+_lanes = [_Lane(n) for n in range(LANES)]
+_in_flight = [0] * LANES  # requests that chose the lane and have not submitted their work yet, or are waiting on it
 
 
 def is_hook_request(scope: dict[str, Any]) -> bool:
@@ -38,7 +62,7 @@ class lane:
 
     def __init__(self) -> None:
         with _lock:
-            self.n = min(range(LANES), key=_in_flight.__getitem__)
+            self.n = min(range(LANES), key=lambda n: _in_flight[n] + _lanes[n].busy)
             _in_flight[self.n] += 1
         self.context = ThreadSensitiveContext(executor=_lanes[self.n])
 

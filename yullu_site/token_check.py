@@ -8,7 +8,11 @@ thread pool: no hop through the pool's 6 threads, no `select_related` compile, n
 
 The statement also stamps `last_used_at`, at most once a minute, like `user_for_token`.
 A broken connection (PostgreSQL restarted) is replaced and the statement retried once; if that
-fails too the error reaches the caller (TokenAuth answers 503).
+fails too the error reaches the caller (TokenAuth answers 503). Every request of the process waits
+on this one connection, so nothing may hold it long: the stamp skips a row someone else has locked,
+a check that does not answer within ASK_TIMEOUT drops the connection (503), TCP keepalives notice
+a peer that vanished, and after a failed connect the next requests fail at once for a moment
+instead of each waiting for its own connect timeout.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 import psycopg
@@ -28,6 +33,9 @@ from yullu_site.models import ApiToken, hash_token
 
 log = logging.getLogger("yullu.mcp")
 CONNECT_TIMEOUT = 5  # seconds; a database that does not answer is "unavailable" (503), not a hung request
+ASK_TIMEOUT = 5.0  # seconds for the statement itself (it takes well under a millisecond)
+RECONNECT_PAUSE = 2.0  # seconds after a failed connect during which checks fail at once
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 APPLICATION_NAME = "yullu-mcp-token-check"  # names the connection in pg_stat_activity
 
 
@@ -44,8 +52,11 @@ def _statement() -> sql.Composed:
             SELECT t.{t_pk} AS pk, t.{t_used} AS used FROM {t_table} t JOIN {u_table} u ON u.{u_pk} = t.{t_user}
             WHERE t.{t_hash} = %s AND u.{u_active}
         ), stamped AS (
-            UPDATE {t_table} SET {t_used} = now() FROM found
-            WHERE {t_table}.{t_pk} = found.pk AND (found.used IS NULL OR found.used < now() - interval '60 seconds')
+            UPDATE {t_table} SET {t_used} = now() WHERE {t_pk} IN (
+                SELECT s.{t_pk} FROM {t_table} s JOIN found ON s.{t_pk} = found.pk
+                WHERE found.used IS NULL OR found.used < now() - interval '60 seconds'
+                FOR NO KEY UPDATE OF s SKIP LOCKED
+            )
         )
         SELECT count(*) FROM found"""
     ).format(
@@ -65,8 +76,14 @@ def _connection_params() -> dict[str, Any]:
     params = connections["default"].get_connection_params()
     params.pop("cursor_factory", None)
     params.setdefault("connect_timeout", CONNECT_TIMEOUT)
+    for key, value in KEEPALIVES.items():
+        params.setdefault(key, value)
     params["application_name"] = APPLICATION_NAME
     return params
+
+
+class TokenCheckUnavailable(psycopg.InterfaceError):
+    """The check could not be answered in time (not a lost connection: no retry; TokenAuth: 503)."""
 
 
 class TokenChecker:
@@ -77,6 +94,7 @@ class TokenChecker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._connecting = asyncio.Lock()
+        self._failed_at = -RECONNECT_PAUSE
 
     async def is_valid(self, raw: str) -> bool:
         """Whether `raw` is the token of an active user. Raises psycopg.Error when the database
@@ -95,8 +113,13 @@ class TokenChecker:
     async def _ask(self, conn: psycopg.AsyncConnection[Any], key_hash: str) -> bool:
         # The connection's own lock serialises the statements of concurrent requests.
         # Prepared once per connection: planning this unique-key lookup cost more than running it.
-        cur = await conn.execute(self._statement, (key_hash,), prepare=True)
-        row = await cur.fetchone()
+        try:
+            async with asyncio.timeout(ASK_TIMEOUT):
+                cur = await conn.execute(self._statement, (key_hash,), prepare=True)
+                row = await cur.fetchone()
+        except TimeoutError:
+            await self._forget(conn)  # the requests queued behind it then reconnect
+            raise TokenCheckUnavailable(f"the token check did not answer within {ASK_TIMEOUT:g} s") from None
         return bool(row and row[0])
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
@@ -105,11 +128,18 @@ class TokenChecker:
             self._loop, self._conn, self._connecting = loop, None, asyncio.Lock()
         async with self._connecting:
             if self._conn is None or self._conn.closed:
-                self._conn = await psycopg.AsyncConnection.connect(**_connection_params(), autocommit=True)
+                if time.monotonic() - self._failed_at < RECONNECT_PAUSE:
+                    raise TokenCheckUnavailable("the database could not be reached a moment ago")
+                try:
+                    self._conn = await psycopg.AsyncConnection.connect(**_connection_params(), autocommit=True)
+                except psycopg.Error:
+                    self._failed_at = time.monotonic()
+                    raise
             return self._conn
 
     async def _forget(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if self._conn is conn:
             self._conn = None
-        with contextlib.suppress(psycopg.Error):
-            await conn.close()
+        with contextlib.suppress(psycopg.Error, TimeoutError):
+            async with asyncio.timeout(1.0):
+                await conn.close()
