@@ -379,8 +379,8 @@ def _anything(c: Candidate) -> bool:
 
 
 def _shown(ordered: list[Candidate], relevant: Callable[[Candidate], bool], limit: int) -> list[Candidate]:
-    """The candidates `_apply_floor` turns into hits: the first `limit` relevant ones, and up to
-    `limit` of the others ranked before the last of those."""
+    """The candidates a search shows: the first `limit` relevant ones (its hits), and up to `limit`
+    of the others ranked before the last of those (logged as considered)."""
     shown: list[Candidate] = []
     hits = others = 0
     for c in ordered:
@@ -517,15 +517,13 @@ def _apply_floor(
 ) -> None:
     """Keep the best `limit` hits that pass `relevant`; up to `limit` of the others are logged as
     considered. `preview` flags each hit with whether it would pass (the admin's search box)."""
-    for c in ordered:
-        if len(result.results) >= limit:
-            break
+    for c in _shown(ordered, relevant, limit):  # the same choice `_rows` loaded the rows for
         if relevant(c):
             hit = hit_to_wire(memories[c.memory_id], c.similarity, len(result.results) + 1)
             if preview is not None:
                 hit["clears_floor"] = preview(c)
             result.results.append(hit)
-        elif len(result.considered) < limit:
+        else:
             result.considered.append(hit_to_wire(memories[c.memory_id], c.similarity, 0))
 
 
