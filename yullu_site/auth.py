@@ -13,6 +13,8 @@ from yullu_core.api_errors import TOKEN_HELP
 from . import ratelimit
 from .models import ApiToken, hash_token
 
+STAMP_EVERY_S = 60  # a token's last_used_at is written at most this often (here and yullu_site.token_check)
+
 
 def user_for_token(raw: str) -> AbstractBaseUser | None:
     """The active user owning this token, or None. Updates last_used_at at most once a minute."""
@@ -22,7 +24,7 @@ def user_for_token(raw: str) -> AbstractBaseUser | None:
     if token is None or not token.user.is_active:
         return None
     now = timezone.now()
-    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > STAMP_EVERY_S:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token.user
 

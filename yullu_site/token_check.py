@@ -29,6 +29,7 @@ from django.db import connections
 from django.db.models import Model
 from psycopg import sql
 
+from yullu_site.auth import STAMP_EVERY_S
 from yullu_site.models import ApiToken, hash_token
 
 log = logging.getLogger("yullu.mcp")
@@ -54,7 +55,7 @@ def _statement() -> sql.Composed:
         ), stamped AS (
             UPDATE {t_table} SET {t_used} = now() WHERE {t_pk} IN (
                 SELECT s.{t_pk} FROM {t_table} s JOIN found ON s.{t_pk} = found.pk
-                WHERE found.used IS NULL OR found.used < now() - interval '60 seconds'
+                WHERE found.used IS NULL OR found.used < now() - {every}::interval
                 FOR NO KEY UPDATE OF s SKIP LOCKED
             )
         )
@@ -68,6 +69,7 @@ def _statement() -> sql.Composed:
         u_table=sql.Identifier(user._meta.db_table),
         u_pk=_column(user, user._meta.pk.name),
         u_active=_column(user, "is_active"),
+        every=sql.Literal(f"{STAMP_EVERY_S} seconds"),
     )
 
 
