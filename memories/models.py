@@ -287,3 +287,48 @@ class RecallFeedback(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["recall_id", "memory"], name="one_verdict_per_recall")]
         indexes = [models.Index(fields=["project_id", "memory"], name="feedback_project_memory")]
+
+
+class AnchorStatus(models.TextChoices):
+    """SPEC §12. `changed` and `missing` make the memory stale."""
+
+    OK = "ok"
+    MOVED = "moved"
+    CHANGED = "changed"
+    MISSING = "missing"
+
+
+STALE_STATUSES = (AnchorStatus.CHANGED.value, AnchorStatus.MISSING.value)
+
+
+class MemoryAnchor(models.Model):
+    """A piece of code a memory cites (SPEC §12): a file, a symbol in it or a line range, pinned to
+    the commit, blob and normalised-text hash it had when written. `status` is the last check's
+    verdict against the repository's HEAD `checked_head`; `current_*` say where the cited text is now
+    (a rename or other lines). Pin fields are empty when no checkout was readable at write time."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="anchors")
+    project_id = models.CharField(max_length=500)
+    path = models.CharField(max_length=1000)
+    symbol = models.CharField(max_length=300, blank=True, default="")
+    line_start = models.PositiveIntegerField(null=True, blank=True)
+    line_end = models.PositiveIntegerField(null=True, blank=True)
+    commit = models.CharField(max_length=64, blank=True, default="")
+    blob = models.CharField(max_length=64, blank=True, default="")
+    text_hash = models.CharField(max_length=64, blank=True, default="")
+    status = models.CharField(max_length=10, choices=AnchorStatus.choices, blank=True, default="")
+    current_path = models.CharField(max_length=1000, blank=True, default="")
+    current_start = models.PositiveIntegerField(null=True, blank=True)
+    current_end = models.PositiveIntegerField(null=True, blank=True)
+    checked_head = models.CharField(max_length=64, blank=True, default="")
+    checked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["memory"], name="anchor_memory"),
+            models.Index(fields=["project_id", "status"], name="anchor_project_status"),
+        ]
+
+    def __str__(self) -> str:
+        return self.path + (f"::{self.symbol}" if self.symbol else "")
