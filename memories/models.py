@@ -39,8 +39,8 @@ SESSION_TAG = "session:"
 
 class MemoryQuerySet(models.QuerySet["Memory"]):
     def current(self) -> MemoryQuerySet:
-        """What default retrieval, listings and context see: neither superseded nor expired."""
-        return self.filter(superseded_by__isnull=True).exclude(expires_at__lte=timezone.now())
+        """What default retrieval, listings and context see: neither superseded, expired nor held for review."""
+        return self.filter(superseded_by__isnull=True, held_reason="").exclude(expires_at__lte=timezone.now())
 
 
 class Memory(models.Model):
@@ -62,6 +62,9 @@ class Memory(models.Model):
     superseded_by = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes"
     )
+    # Why a memory is held for review (its text instructs the assistant: memories.poisoning); a held
+    # memory is stored but never retrieved or injected until a person approves it in the admin.
+    held_reason = models.CharField(max_length=300, blank=True, default="", db_default="")
     # Full-text search lives beside the row so keyword and vector search share one transaction.
     search = models.GeneratedField(
         expression=SearchVector("content", config="english"),

@@ -190,8 +190,8 @@ def _keyword(project_id: str, query: str, cats: list[str], k: int) -> dict[int, 
     return bm25.search_with_coverage(project_id, query, cats, k)
 
 
-# Superseded and expired memories leave default retrieval at once (Memory.objects.current()).
-CURRENT_SQL = "m.superseded_by_id IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())"
+# Superseded, expired and held memories leave default retrieval at once (Memory.objects.current()).
+CURRENT_SQL = "m.superseded_by_id IS NULL AND m.held_reason = '' AND (m.expires_at IS NULL OR m.expires_at > now())"
 
 
 def _details(ids: list[int], cosine_for: list[int], embedder_id: str, qvec: str | None, dim: int) -> dict[int, Timed]:

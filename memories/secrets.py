@@ -1,86 +1,458 @@
-"""Secret scanning for everything that could end up in a committed event file.
+"""Secret scanning: the one check every write path shares (docs/security.md).
 
-`find_secret()` names the kind of secret found (never the secret itself);
-`redact()` replaces secrets in text (used on conversation messages before they
-are stored or sent to a reasoner).
+`find_secret(text)` names the kind of the first secret found (never the secret itself);
+`services.refuse_secrets` calls it for MCP, REST, the admin, import, dreaming's operations and the
+CLI, and `sync.schema` for teammates' events. `redact(text)` cuts secrets out of conversation turns
+before they are buffered or reach a reasoner.
+
+The rules are gitleaks' default rule set (MIT, `secret_rules/gitleaks.toml`, kept as the upstream
+data file: update it by copying a newer one), translated from RE2 to Python's `re` when loaded and
+applied as gitleaks applies them (keyword prefilter, secret group, entropy floor, allowlists and
+stopwords), plus a few rules of ours (`OURS`) for forms gitleaks leaves to its file-path context or
+does not cover: bare private-key bodies, Authorization headers, passwords in URLs (also with `/`),
+`NAME=value` assignments of secret-looking names, and bare high-entropy tokens.
+
+Each text is scanned in several views, so a secret cannot hide by its spelling: folded (NFKC,
+invisible characters removed, look-alike letters mapped to ASCII: `yullu_core.textnorm`), with line
+breaks inside a token joined (a key split over two lines), and base64 / percent-encoded segments
+decoded (a token that decodes to a secret is one).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
+import tomllib
 from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+from urllib.parse import unquote
 
-PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("a PEM private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
-    ("an AWS secret access key", re.compile(r"(?i)aws_?secret_?access_?key\s*[:=]\s*['\"]?[A-Za-z0-9/+=]{40}\b")),
-    ("a Google Cloud API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b")),
-    ("a Google Cloud service-account key", re.compile(r'"type"\s*:\s*"service_account"')),
-    ("an Azure storage key", re.compile(r"(?i)AccountKey=[A-Za-z0-9+/=]{40,}")),
-    ("an Azure client secret", re.compile(r"\b[a-zA-Z0-9_~.]{3}\dQ~[a-zA-Z0-9_~.-]{31,34}\b")),
-    ("a GitHub token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b|\bgithub_pat_[A-Za-z0-9_]{60,}\b")),
-    ("a GitLab token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}\b")),
-    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b")),
-    (
-        "a Slack webhook URL",
-        re.compile(r"https://hooks\.slack\.com/services/T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+"),
-    ),
-    ("a Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}\b")),
-    ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}\b")),
-    ("an OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}\b")),
-    ("a Voyage API key", re.compile(r"\bpa-[A-Za-z0-9_\-]{30,}\b")),
-    ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\b")),
-    ("a password in a URL", re.compile(r"\b[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]{3,}@[^\s/]+", re.IGNORECASE)),
-]
+from yullu_core.textnorm import fold_with_origin
 
-ASSIGNMENT = re.compile(
-    r"""(?ix)
-    \b([A-Z0-9_]*(?:SECRET|TOKEN|PASSWORD|PASSWD|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?|AUTH)[A-Z0-9_]*)
-    \s*[:=]\s*
-    ['"]?([^\s'"]{8,})['"]?
-    """
-)
-PLACEHOLDER = re.compile(r"(?i)^(?:x+|\*+|<.*>|\$\{.*\}|\$[A-Z_]+|changeme|example|your[-_].*|none|null|true|false)$")
+
+@dataclass(frozen=True)
+class Allow:
+    """A gitleaks allowlist: a finding it matches is not a secret."""
+
+    target: str  # "secret" (default), "match" or "line": what the regexes are applied to
+    regexes: tuple[re.Pattern[str], ...]
+    stopwords: tuple[str, ...]
+    all_of: bool  # condition = "AND": every kind of check given must hold
+
+    def allows(self, secret: str, match: str, line: str) -> bool:
+        text = {"match": match, "line": line}.get(self.target, secret)
+        by_regex = any(r.search(text) for r in self.regexes)
+        lowered = secret.lower()
+        by_stopword = any(w in lowered for w in self.stopwords)
+        if self.all_of:
+            checks = ([by_regex] if self.regexes else []) + ([by_stopword] if self.stopwords else [])
+            return bool(checks) and all(checks)
+        return by_regex or by_stopword
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    kind: str  # shown to the user: "a credential (github-pat)"
+    regex: re.Pattern[str]
+    keywords: tuple[str, ...]  # lower case; the rule runs only when one occurs (none: always)
+    entropy: float = 0.0  # the secret's Shannon entropy must exceed this
+    group: int = 0  # which group is the secret (0: the first non-empty one, else the whole match)
+    allows: tuple[Allow, ...] = ()
+    check: Callable[[str], bool] | None = None  # ours: a further test the secret must pass
+    # gitleaks' keyword rules start with `[\w.-]{0,50}?` (the rest of the variable's name). Python's
+    # re tries it at every position (up to 8 ms per rule on a long memory), so it is cut from the
+    # pattern and the match is widened back over those characters afterwards.
+    name_prefix: bool = False
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    kind: str
+    start: int  # the secret's span in the scanned text
+    end: int
 
 
 def entropy(value: str) -> float:
+    if not value:
+        return 0.0
     counts = Counter(value)
     return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
 
 
-def _secret_assignment(match: re.Match[str]) -> bool:
-    value = match.group(2)
-    if PLACEHOLDER.match(value) or value.startswith(("os.environ", "process.env", "settings.")):
-        return False
-    return (
-        len(value) >= 12
-        and entropy(value) >= 3.2
-        or len(value) >= 8
-        and entropy(value) >= 3.0
-        and any(c.isdigit() for c in value)
-        and any(c.isalpha() for c in value)
+# ---------------------------------------------------------------------------------------------
+# gitleaks' rules: RE2 -> Python re
+
+_POSIX = {
+    "[:alnum:]": "a-zA-Z0-9",
+    "[:alpha:]": "a-zA-Z",
+    "[:digit:]": "0-9",
+    "[:lower:]": "a-z",
+    "[:upper:]": "A-Z",
+    "[:xdigit:]": "0-9A-Fa-f",
+    "[:space:]": r"\s",
+    "[:word:]": r"\w",
+    "[:punct:]": r"!-/:-@\[-`{-~",
+}
+_MID_FLAGS = re.compile(r"\(\?([imsU]+)\)")
+
+
+def python_regex(go: str) -> re.Pattern[str]:
+    """An RE2 pattern as Python `re`: POSIX classes spelled out, `\\z` as `\\Z`, and a flag group
+    in the middle (`\\b(p8e-(?i)[a-z0-9]{32})`, which Python refuses) applied to the whole pattern
+    (slightly wider than RE2's "from here on": a secret scanner may err towards matching)."""
+    for posix, spelled in _POSIX.items():
+        go = go.replace(posix, spelled)
+    go = go.replace(r"\z", r"\Z")
+    flags = "".join(sorted({f for m in _MID_FLAGS.finditer(go) for f in m.group(1) if f != "U"}))
+    go = _MID_FLAGS.sub("", go)
+    return re.compile(f"(?{flags}){go}" if flags else go)
+
+
+_NAME_PREFIX = r"[\w.-]{0,50}?"
+_NAME_CHAR = re.compile(r"[\w.-]")
+
+
+def _without_name_prefix(go: str) -> tuple[str, bool]:
+    flags = "(?i)" if go.startswith("(?i)") else ""
+    rest = go[len(flags) :]
+    cut = False
+    while rest.startswith(_NAME_PREFIX):
+        rest, cut = rest[len(_NAME_PREFIX) :], True
+    if rest.startswith("(?i:" + _NAME_PREFIX):
+        rest, cut = "(?i:" + rest[4 + len(_NAME_PREFIX) :], True
+    return flags + rest, cut
+
+
+def _allow(data: dict[str, object]) -> Allow:
+    regexes = data.get("regexes", [])
+    stopwords = data.get("stopwords", [])
+    assert isinstance(regexes, list) and isinstance(stopwords, list)
+    return Allow(
+        target=str(data.get("regexTarget", "secret")),
+        regexes=tuple(python_regex(r) for r in regexes),
+        stopwords=tuple(str(w).lower() for w in stopwords),
+        all_of=str(data.get("condition", "OR")).upper() == "AND",
     )
 
 
+def _gitleaks_rule(r: dict[str, Any]) -> Rule:
+    pattern, name_prefix = _without_name_prefix(r["regex"])
+    return Rule(
+        id=r["id"],
+        kind=f"a credential ({r['id']})",
+        regex=python_regex(pattern),
+        keywords=tuple(k.lower() for k in r.get("keywords", [])),
+        entropy=float(r.get("entropy", 0.0)),
+        group=int(r.get("secretGroup", 0)),
+        allows=tuple(_allow(a) for a in r.get("allowlists", [])),
+        name_prefix=name_prefix,
+    )
+
+
+@cache
+def gitleaks() -> tuple[tuple[Rule, ...], tuple[Allow, ...]]:
+    """gitleaks' rules (those with a content regex) and its global allowlist (regexes and stopwords;
+    its path lists mean nothing for a memory)."""
+    data = tomllib.loads(resources.files("memories").joinpath("secret_rules/gitleaks.toml").read_text("utf-8"))
+    rules = tuple(_gitleaks_rule(r) for r in data["rules"] if "regex" in r)
+    glob = data.get("allowlist", {})
+    return rules, (_allow({"regexes": glob.get("regexes", []), "stopwords": glob.get("stopwords", [])}),)
+
+
+# ---------------------------------------------------------------------------------------------
+# ours
+
+PLACEHOLDER = re.compile(
+    r"(?i)^(?:x{3,}|\*{3,}|\.{3,}|<[^>]*>|\[[^\]]*\]|\{[^}]*\}|\$\{[^}]*\}?|\$\(.*|\$[A-Z_][A-Z0-9_]*|%[A-Z_]+%"
+    r"|(?:my|your|some)[-_]\w*|change[-_]?me\w*|example\w*|dummy\w*|placeholder\w*|redacted\w*"
+    r"|none|null|nil|true|false|undefined|password\d{0,3}|passwd|pass|secret|token|pwd|test|admin|root|user"
+    r"|hunter2|letmein|qwerty\w*|12345\w*)$"
+)
+_REFERENCE = ("os.environ", "os.getenv", "process.env", "settings.", "env(", "env.", "ENV[", "getenv", "secrets.")
+
+
+_CALL = re.compile(r"[\w.\[\]'\"]+\(")  # get_secret("db"), env("X"): where the value comes from
+
+
+def _not_placeholder(secret: str) -> bool:
+    return not PLACEHOLDER.match(secret.strip("'\"`.,;"))
+
+
+def _assigned_secret(value: str) -> bool:
+    """A value assigned to a secret-looking name is a secret unless it is a placeholder, a reference
+    to where the secret lives, or too plain to be one (a word, a number, a duration)."""
+    value = value.strip("'\"`.,;")
+    if not _not_placeholder(value) or value.startswith(_REFERENCE) or _CALL.match(value) or value.startswith("{"):
+        return False
+    if value.isdigit() or value.isalpha() and value.islower():
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    has_other = any(not c.isalnum() for c in value)
+    kinds = sum((has_digit, has_alpha and any(c.isupper() for c in value), any(c.islower() for c in value), has_other))
+    h = entropy(value)
+    return (len(value) >= 12 and h >= 3.2) or (len(value) >= 8 and h >= 2.75 and kinds >= 3)
+
+
+def _url_password(password: str) -> bool:
+    # "host:8080/path@x" is a port, not a password; "user:${DB_PASSWORD}@" a template
+    if re.match(r"\d{1,5}(?:/|$)", password):
+        return False
+    return _not_placeholder(password) and not password.startswith(("$", "%", "{", "<"))
+
+
+def _random_looking(token: str) -> bool:
+    """A bare token of ≥ 32 characters from a key alphabet with upper and lower case, and a digit or
+    `+` / `/`, whose entropy is that of random bytes (an AWS secret access key, a base64 key)."""
+    if not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
+        return False
+    if not any(c.isdigit() or c in "+/" for c in token):
+        return False
+    return entropy(token) >= 4.2
+
+
+_SECRET_NAME = (
+    r"(?:SECRET|TOKEN|PASS(?:WORD|WD|PHRASE)?|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SIGNING_?KEY|ENCRYPTION_?KEY"
+    r"|MASTER_?KEY|CLIENT_?KEY|APP_?KEY|AUTH_?KEY|HMAC(?:_?KEY)?|[A-Z0-9]_KEY|CREDENTIALS?|AUTH|SALT|DSN|COOKIE)"
+)
+
+OURS: tuple[Rule, ...] = (
+    Rule(
+        "private-key-header",
+        "a private key",
+        re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
+        ("-----begin",),
+    ),
+    # A key's base64 body without its BEGIN line: DER keys start with a SEQUENCE ("MII..."),
+    # OpenSSH keys with "openssh-key-v1".
+    Rule(
+        "private-key-body",
+        "a private key",
+        re.compile(r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{60,}|b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{20,})={0,2}"),
+        ("mii", "b3blbnnzac1rzxktdje"),
+        entropy=4.0,
+    ),
+    Rule(
+        "authorization-header",
+        "an Authorization header credential",
+        re.compile(
+            r"(?i)\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|apikey|sso-key)\s+"
+            r"([A-Za-z0-9._~+/=:-]{8,})"
+        ),
+        ("authorization",),
+        check=_not_placeholder,
+    ),
+    Rule(
+        "bearer-token",
+        "a bearer token",
+        re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)"),
+        ("bearer",),
+        entropy=3.0,
+        check=_not_placeholder,
+    ),
+    Rule(
+        "url-password",
+        "a password in a URL",
+        re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:@/]{0,100}:([^\s@]{3,200})@[^\s@/]"),
+        ("://",),
+        check=_url_password,
+    ),
+    Rule(
+        "user-password-option",
+        "a password on a command line",
+        re.compile(r"(?:\s-u|--user)[= ]\s*['\"]?[^\s:'\"]{1,64}:([^\s'\"]{3,})"),
+        ("-u", "--user"),
+        check=_url_password,
+    ),
+    Rule(
+        "password-option",
+        "a password on a command line",
+        re.compile(
+            r"(?i)(?<![\w-])--?(?:password|passwd|pass|token|secret|api-key|auth-token)[= ]\s*['\"]?([^\s'\"]{6,})"
+        ),
+        ("pass", "token", "secret", "api-key"),
+        check=_assigned_secret,
+    ),
+    Rule(
+        "secret-assignment",
+        "a secret assignment",
+        re.compile(
+            rf"(?i)\b[A-Z0-9_.-]*{_SECRET_NAME}[A-Z0-9_.-]*[\"']?\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?([^\s\"'`]{{6,}})"
+        ),
+        (),
+        check=_assigned_secret,
+    ),
+    Rule(
+        "high-entropy-token",
+        "a high-entropy token (a bare key)",
+        re.compile(
+            r"(?<![A-Za-z0-9+/_=.-])[A-Za-z0-9+/_-][A-Za-z0-9+/_.-]{30,}[A-Za-z0-9+/_-]={0,2}(?![A-Za-z0-9+/_=-])"
+        ),
+        (),
+        check=_random_looking,
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# scanning
+
+
+@cache
+def _rules() -> tuple[tuple[Rule, ...], tuple[Allow, ...], dict[str, tuple[int, ...]]]:
+    """All rules, the global allowlist, and for each keyword the indexes of the rules it wakes."""
+    theirs, glob = gitleaks()
+    # Theirs first: a specific rule names the kind better than our catch-alls (last).
+    rules = (*theirs, *OURS)
+    by_keyword: dict[str, list[int]] = {}
+    for i, rule in enumerate(rules):
+        for k in rule.keywords:
+            by_keyword.setdefault(k, []).append(i)
+    return rules, glob, {k: tuple(v) for k, v in by_keyword.items()}
+
+
+def _line(text: str, start: int) -> str:
+    begin = text.rfind("\n", 0, start) + 1
+    end = text.find("\n", start)
+    return text[begin : end if end >= 0 else len(text)]
+
+
+def _secret_span(rule: Rule, m: re.Match[str]) -> tuple[int, int]:
+    if rule.group and rule.group <= (m.re.groups or 0):
+        return m.span(rule.group)
+    for i in range(1, (m.re.groups or 0) + 1):
+        if m.group(i):
+            return m.span(i)
+    return m.span()
+
+
+def _matches(view: str) -> Iterator[Finding]:
+    """Every finding of every rule in `view`, as gitleaks decides them (spans in `view`)."""
+    rules, glob, by_keyword = _rules()
+    lowered = view.lower()
+    woken = {i for k, ids in by_keyword.items() if k in lowered for i in ids}
+    for i, rule in enumerate(rules):
+        if rule.keywords and i not in woken:
+            continue
+        for m in rule.regex.finditer(view):
+            start, end = _secret_span(rule, m)
+            secret = view[start:end]
+            if not secret or rule.entropy and entropy(secret) <= rule.entropy:
+                continue
+            if rule.check and not rule.check(secret):
+                continue
+            begin = m.start()
+            if rule.name_prefix:
+                while begin > 0 and m.start() - begin < 50 and _NAME_CHAR.match(view, begin - 1):
+                    begin -= 1
+            line = _line(view, begin)
+            if any(a.allows(secret, view[begin : m.end()], line) for a in (*glob, *rule.allows)):
+                continue
+            yield Finding(rule.id, rule.kind, start, end)
+
+
+# A line break inside a token: token characters on both sides (a key wrapped at 64 columns, a
+# token split over two lines, a trailing backslash).
+_WRAP = re.compile(r"(?<=[A-Za-z0-9+/=_-])\\?[ \t]*\r?\n[ \t]*(?=[A-Za-z0-9+/=_-])")
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])")
+_PERCENT = re.compile(r"\S*%[0-9A-Fa-f]{2}\S*")
+
+
+def _joined(text: str) -> tuple[str, list[int]] | None:
+    """`text` with line breaks inside tokens removed, and each character's index in `text`."""
+    if "\n" not in text:
+        return None
+    parts: list[str] = []
+    origin: list[int] = []
+    pos = 0
+    for m in _WRAP.finditer(text):
+        parts.append(text[pos : m.start()])
+        origin.extend(range(pos, m.start()))
+        pos = m.end()
+    if not parts:
+        return None
+    parts.append(text[pos:])
+    origin.extend(range(pos, len(text)))
+    return "".join(parts), origin
+
+
+def _decoded(segment: str) -> str | None:
+    """A base64 segment's text when it decodes to readable UTF-8 (else None)."""
+    padded = segment + "=" * (-len(segment) % 4)
+    for decode in (base64.b64decode, base64.urlsafe_b64decode):
+        try:
+            raw = decode(padded)
+        except (binascii.Error, ValueError):
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if text and sum(c.isprintable() or c in "\n\r\t" for c in text) >= 0.95 * len(text):
+            return text
+    return None
+
+
+def _scan_views(text: str, depth: int = 0) -> Iterator[tuple[Finding, int, int]]:
+    """Findings with the span of `text` they cover: a secret's own span in the folded or joined
+    views, the whole encoded segment for a decoded one."""
+    folded, origin = fold_with_origin(text)
+
+    def back(i: int, j: int, table: list[int] | None) -> tuple[int, int]:
+        if table is None:
+            return i, j
+        return table[i], table[j - 1] + 1
+
+    for f in _matches(folded):
+        yield (f, *back(f.start, f.end, origin))
+    joined = _joined(folded)
+    if joined is not None:
+        jtext, jorigin = joined
+        for f in _matches(jtext):
+            s, e = back(f.start, f.end, jorigin)
+            yield (f, *back(s, e, origin))
+    if depth >= 2:
+        return
+    for m in _BASE64.finditer(folded):
+        decoded = _decoded(m.group(0))
+        if decoded is not None:
+            for f, _, _ in _scan_views(decoded, depth + 1):
+                yield (f, *back(m.start(), m.end(), origin))
+    if "%" in folded:
+        for m in _PERCENT.finditer(folded):
+            plain = unquote(m.group(0))
+            if plain != m.group(0):
+                for f, _, _ in _scan_views(plain, depth + 1):
+                    yield (f, *back(m.start(), m.end(), origin))
+
+
 def find_secret(text: str) -> str | None:
-    """The kind of the first secret in `text`, or None."""
-    for kind, pattern in PATTERNS:
-        if pattern.search(text):
-            return kind
-    for match in ASSIGNMENT.finditer(text):
-        if _secret_assignment(match):
-            return f"a secret assignment ({match.group(1)}=…)"
+    """The kind of the first secret in `text`, or None. Never returns the secret itself."""
+    for finding, _, _ in _scan_views(text):
+        return finding.kind
     return None
 
 
 def redact(text: str) -> str:
-    for kind, pattern in PATTERNS:
-        text = pattern.sub(f"[REDACTED {kind.split(' ', 1)[1]}]", text)
-
-    def sub_assignment(match: re.Match[str]) -> str:
-        if not _secret_assignment(match):
-            return match.group(0)
-        return f"{match.group(1)}=[REDACTED]"
-
-    return ASSIGNMENT.sub(sub_assignment, text)
+    """`text` with every secret replaced by `[REDACTED <rule>]`; the prose around it is kept."""
+    spans = sorted({(s, e, f.rule) for f, s, e in _scan_views(text)})
+    if not spans:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, end, rule in spans:
+        if end <= pos:
+            continue
+        out.append(text[pos : max(pos, start)])
+        out.append(f"[REDACTED {rule}]")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)

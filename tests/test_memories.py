@@ -79,7 +79,7 @@ def test_remote_embeds_record_usage_rows(stub_embedder: StubServer) -> None:
 
 
 def test_secrets_are_refused_before_anything_is_written(stub_embedder: StubServer) -> None:
-    with pytest.raises(UserError, match="GitHub token") as err:
+    with pytest.raises(UserError, match="github-pat") as err:
         services.create_memory(A, "use ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 for CI")
     assert "ghp_" not in str(err.value)
     assert Memory.objects.count() == 0 and stub_embedder.embed_calls() == 0

@@ -1,57 +1,90 @@
+"""The secret scanner itself (memories/secrets.py): the forms the issue-33 probes stored, the tuning
+set of yullu_cli/bench/secret_forms.py, hiding tricks, memories about secrets, and redaction.
+Every path calling this one function is tested in tests/test_secret_paths.py."""
+
+import json
+import random
+from pathlib import Path
+
 import pytest
 
-from memories.secrets import find_secret, redact
+from memories.secrets import find_secret, gitleaks, redact
+from yullu_cli.bench import secret_forms
+from yullu_cli.bench.secret_forms import ALNUM, HEX, URLSAFE, b64, b64_of, chars, cyrillic, full_width, zero_width
 
-# Assembled at run time so this file itself never holds a literal token.
-GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-SECRETS = [
-    ("AKIA" + "IOSFODNN7EXAMPLE", "AWS access key"),
-    ("aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AWS secret"),
-    ("AIza" + "SyA-1234567890abcdefghijklmnopqrstu", "Google Cloud API key"),
-    ('{"type": "service_account", "project_id": "x"}', "service-account"),
-    ("DefaultEndpointsProtocol=https;AccountKey=" + "a" * 20 + "B" * 20 + "==", "Azure storage key"),
-    (f"token {GH}", "GitHub token"),
-    ("glpat-" + "abcdefghij1234567890", "GitLab token"),
-    ("xoxb-" + "123456789012-abcdefghij", "Slack token"),
-    ("sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "Stripe key"),
-    ("sk-ant-" + "api03-abcdefghijklmnopqrstuvwx", "Anthropic API key"),
-    ("sk-proj-" + "abcdefghijklmnopqrstuvwxyz123456", "OpenAI API key"),
-    ("pa-" + "abcdefghijklmnopqrstuvwxyz1234567890", "Voyage API key"),
-    (
-        "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-        "JSON Web Token",
-    ),
-    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA", "PEM private key"),
-    ("postgres://admin:hunter2secret@db.example.com/app", "password in a URL"),
-    ("DATABASE_PASSWORD=Xk9#mP2$vL8qR4tZ", "secret assignment"),
-    ("export API_KEY='9f8e7d6c5b4a39281706f5e4d3c2b1a0'", "secret assignment"),
-]
+DATA = Path(__file__).resolve().parents[1] / "yullu_cli" / "bench" / "data"
+R = random.Random(33)
+GH = "ghp_" + chars(ALNUM, 36)(R)
 
-NEAR_MISSES = [
-    "Memory ids are UUIDs like 3b52929f-ade0-4451-bf87-696ba63dfee1.",
-    "The fix landed in commit 4f1c2a9e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39.",
-    "We pass the token through the Authorization header, never in URLs.",
-    "Set API_KEY=${OPENAI_API_KEY} in the shell, not in the repo.",
-    "PASSWORD=changeme is only the docker-compose default for local dev.",
-    "Use https://github.com/acme/app for issues; ssh://git@host:2222/o/r for the mirror.",
-    "The sk- prefix marks OpenAI keys; ours live in the vault.",
-    "TOKEN_TTL=3600 controls how long sessions last.",
-]
+# What the issue's probes stored (values assembled at run time: no literal token in this file).
+PROBED = {
+    "pypi": "pypi-AgEIcHlwaS5vcmc" + chars(URLSAFE, 120)(R),
+    "sendgrid": f"SG.{chars(URLSAFE, 22)(R)}.{chars(URLSAFE, 43)(R)}",
+    "twilio": "SK" + chars(HEX, 32)(R),
+    "hugging face": "hf_" + chars("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", 34)(R),
+    "signing key hex": "JWT_SIGNING_KEY=" + chars(HEX, 64)(R),
+    "basic auth header": "Authorization: Basic " + b64("deploy:Xk9#mP2vL8qR"),
+    "bare aws secret": "the backup key is " + b64_of(30)(R),
+    "pem body": "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ"
+    + chars("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 128)(R),
+    "slack xapp": f"xapp-1-A{chars('ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', 10)(R)}-1234567890123-{chars(HEX, 64)(R)}",
+    "npm": "npm_" + chars(ALNUM, 36)(R),
+    "DB_PASS line": "DB_PASS=Zq8#kP2!mw4",
+    "ENCRYPTION_KEY line": "ENCRYPTION_KEY=" + b64_of(32)(R),
+    "db url with / in password": "postgres://app:pa9/ss7Wd@db.internal:5432/app",
+    "bearer header": "Authorization: Bearer " + chars(URLSAFE, 40)(R),
+    "split over two lines": f"token: {GH[:20]}\n{GH[20:]}",
+    "zero-width": zero_width(GH),
+    "full-width": full_width(GH),
+    "cyrillic": cyrillic("ghp_") + GH[4:],
+    "base64 of a token": "encoded " + b64(GH),
+}
 
 
-@pytest.mark.parametrize(("text", "kind"), SECRETS)
-def test_each_kind_of_secret_is_found_and_named(text: str, kind: str) -> None:
-    found = find_secret(text)
-    assert found is not None and kind.lower() in found.lower()
+@pytest.mark.parametrize("name", PROBED)
+def test_each_form_the_probe_stored_is_now_found(name: str) -> None:
+    assert find_secret(PROBED[name]) is not None
 
 
-@pytest.mark.parametrize("text", NEAR_MISSES)
-def test_near_misses_pass(text: str) -> None:
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.TUNE, seed=7))
+def test_every_form_of_the_tuning_set_is_found(name: str, text: str) -> None:
+    assert find_secret(text) is not None, name
+
+
+def test_the_kind_names_the_rule_and_never_the_secret() -> None:
+    kind = find_secret(f"push with {GH}")
+    assert kind == "a credential (github-pat)"
+    assert GH not in kind
+
+
+MEMORIES_ABOUT_SECRETS = json.loads((DATA / "secret_talk.json").read_text())["memories"]
+
+
+@pytest.mark.parametrize("text", MEMORIES_ABOUT_SECRETS)
+def test_memories_about_secrets_are_not_secrets(text: str) -> None:
     assert find_secret(text) is None
+
+
+def test_the_codebase_set_is_never_refused() -> None:
+    code = json.loads((DATA / "codebase_dev.json").read_text())
+    texts = [m["content"] for m in code["memories"]] + [q["q"] for q in code["questions"]]
+    assert [t for t in texts if find_secret(t)] == []
+
+
+def test_all_of_gitleaks_rules_load() -> None:
+    rules, _ = gitleaks()
+    assert len(rules) >= 200 and {"github-pat", "generic-api-key", "sendgrid-api-token"} <= {r.id for r in rules}
 
 
 def test_redaction_removes_the_secret_and_keeps_the_prose() -> None:
     text = f"use {GH} to push, and DB_PASSWORD=Xk9mP2vL8qR4tZ77 for the db"
     out = redact(text)
     assert GH not in out and "Xk9mP2vL8qR4tZ77" not in out
-    assert out.startswith("use [REDACTED") and "to push" in out
+    assert out.startswith("use [REDACTED") and "to push" in out and "for the db" in out
+
+
+def test_redaction_cuts_a_hidden_secret_out_of_the_original_text() -> None:
+    hidden = zero_width(GH)
+    out = redact(f"before {hidden} after, and encoded {b64(GH)} too")
+    assert hidden not in out and b64(GH) not in out and GH[6:20] not in out
+    assert out.startswith("before [REDACTED") and "after, and encoded [REDACTED" in out and out.endswith(" too")

@@ -263,8 +263,8 @@ def test_events_are_pretty_atomic_files_with_sortable_names(repo: Path, stub_emb
 
 def test_secrets_never_reach_the_log_or_the_database(repo: Path, stub_embedder: StubServer) -> None:
     scope = resolve(None, str(repo))
-    with pytest.raises(UserError, match="AWS access key"):
-        services.create_memory(scope, "deploy with AKIAIOSFODNN7EXAMPLE as the key")
+    with pytest.raises(UserError, match="aws-access-token"):
+        services.create_memory(scope, "deploy with AKIA" + "Q3ZKX7LM2VPB4TJW as the key")
     m = services.create_memory(scope, "fine fact")
     with pytest.raises(UserError, match="private key"):
         services.update_memory(m.id, content="-----BEGIN RSA PRIVATE KEY-----\nabc")

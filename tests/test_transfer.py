@@ -95,7 +95,17 @@ def test_import_reads_the_go_yullu_database(tmp_path: Path) -> None:
                     None,
                     None,
                 ),
-                (None, "github.com/acme/go", "token=ghp_" + "a" * 36, "[]", None, None, None, None, None),
+                (
+                    None,
+                    "github.com/acme/go",
+                    "token=ghp_" + "Zq8kP2mw4Xk9mP2vL8qR4tZ77bN3cD5eF6gH",
+                    "[]",
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                ),
             ],
         )
     env = cli_env(tmp_path)
