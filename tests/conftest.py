@@ -99,11 +99,13 @@ class LiveServer:
         import uvicorn
 
         from yullu_site.asgi import application
+        from yullu_site.ratelimit import uvicorn_proxy_options
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        proxies = uvicorn_proxy_options(settings.YULLU["server"]["trusted_proxies"])  # as `yullu serve` runs it
         config = uvicorn.Config(
-            app or application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
+            app or application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on", **proxies
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -101,7 +101,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         env["YULLU_MCP_STATELESS"] = "1"  # a session would hit a worker that does not know it
     py = sys.executable
     commands = {
-        "web": _web_cmd(py, host, port, workers),
+        "web": _web_cmd(py, host, port, workers, server_cfg["trusted_proxies"]),
         "worker": _worker_cmd(py, f"yullu-{port}-{os.getpid()}"),
         "beat": _beat_cmd(py, run_dir),
     }
@@ -320,9 +320,12 @@ def _say(message: str, level: str = "INFO") -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _web_cmd(py: str, host: str, port: int, workers: int) -> list[str]:
+def _web_cmd(py: str, host: str, port: int, workers: int, trusted_proxies: list[str]) -> list[str]:
+    from yullu_site.ratelimit import uvicorn_proxy_args
+
     cmd = [py, "-m", "uvicorn", "yullu_site.asgi:application", "--host", host, "--port", str(port),
-           "--workers", str(workers), "--no-access-log", "--lifespan", "on"]  # fmt: skip
+           "--workers", str(workers), "--no-access-log", "--lifespan", "on",
+           *uvicorn_proxy_args(trusted_proxies)]  # fmt: skip
     if os.environ.get("YULLU_LOG_FORMAT", "").strip().lower() == "json":
         cmd += ["--log-config", str(Path(__file__).with_name("uvicorn_log_json.json"))]
     return cmd

@@ -7,6 +7,7 @@ with one sentence naming the file, the key and what is wrong (ConfigError).
 from __future__ import annotations
 
 import copy
+import ipaddress
 import logging
 import os
 import re
@@ -70,6 +71,20 @@ def _duration(value: Any) -> None:
     parse_duration(value)
 
 
+def _networks(value: Any) -> None:
+    for item in value:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(f"must list IP addresses or networks like '10.0.0.0/8'; {item!r} is neither") from None
+
+
+def _absolute_paths(value: Any) -> None:
+    for item in value:
+        if not os.path.isabs(os.path.expanduser(item)):
+            raise ValueError(f"must list absolute paths; {item!r} is not one")
+
+
 EMBED_PROVIDERS = ("local", "voyage", "openai", "none")
 REASON_PROVIDERS = ("", "sampling", "cli", "openai", "anthropic")
 
@@ -125,6 +140,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "port": Key(int, 47823, _between(1, 65535)),
         "allowed_hosts": Key(list, ["127.0.0.1", "localhost", "[::1]"]),
         "allowed_origins": Key(list, []),
+        # Addresses whose X-Forwarded-For / X-Forwarded-Proto are believed (a reverse proxy); none by default.
+        "trusted_proxies": Key(list, [], _networks),
+        # Folders a `cwd` may name (memories.scope); empty = the user's home, except on a team server.
+        "allowed_roots": Key(list, [], _absolute_paths),
     },
 }
 
@@ -142,6 +161,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "ANTHROPIC_API_KEY": ("anthropic", "api_key"),
     "VOYAGE_API_KEY": ("voyage", "api_key"),
     "YULLU_PORT": ("server", "port"),
+    "YULLU_ALLOWED_ROOTS": ("server", "allowed_roots"),  # os.pathsep-separated
 }
 
 DEFAULT_FILE = """\
@@ -211,6 +231,13 @@ host = "127.0.0.1"
 port = 47823
 allowed_hosts = ["127.0.0.1", "localhost", "[::1]"]
 allowed_origins = []
+# A reverse proxy in front of the server: its addresses (or networks), so the client address it
+# sends in X-Forwarded-For is used for rate limiting. Empty = the header is ignored.
+trusted_proxies = []
+# Folders whose paths clients may send as `cwd` (the tools resolve a project from it). Empty = your
+# home folder; a team server (listening beyond loopback, behind trusted_proxies or on DATABASE_URL)
+# accepts no cwd until this is set. Also $YULLU_ALLOWED_ROOTS (separated by ':').
+allowed_roots = []
 """
 
 
@@ -292,6 +319,8 @@ def _apply_env(cfg: Config) -> None:
                 value = int(raw)
             except ValueError:
                 raise ConfigError(f"environment variable {var} must be a whole number, not {raw!r}.") from None
+        elif spec.kind is list:
+            value = [part for part in raw.split(os.pathsep) if part]
         cfg[section][key] = _validated(spec, value, f"environment variable {var}")
 
 

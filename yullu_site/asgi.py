@@ -15,11 +15,14 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_app = get_asgi_application()
 
+from yullu_site.gate import Gate, limit_body  # noqa: E402
 from yullu_site.hook_lanes import is_hook_request, lane  # noqa: E402
 from yullu_site.mcp_http import ASGIScope, Receive, Send, build_mcp_asgi  # noqa: E402
 from yullu_site.startup import on_startup  # noqa: E402
+from yullu_site.token_check import TokenChecker  # noqa: E402
 
 mcp_app = build_mcp_asgi()
+site_app = Gate(django_app, TokenChecker())  # tokens before bodies, bodies bounded (yullu_site/gate.py)
 
 
 async def application(scope: ASGIScope, receive: Receive, send: Send) -> None:
@@ -27,12 +30,12 @@ async def application(scope: ASGIScope, receive: Receive, send: Send) -> None:
     if kind == "lifespan":
         await _lifespan(scope, receive, send)
     elif kind == "http" and (scope["path"] == "/mcp" or scope["path"].startswith("/mcp/")):
-        await mcp_app(scope, receive, send)
+        await limit_body(mcp_app, scope, receive, send)  # TokenAuth checks the token before any body is read
     elif is_hook_request(scope):
         async with lane():  # a long-lived thread that keeps its database connection
-            await django_app(scope, receive, send)
+            await site_app(scope, receive, send)
     else:
-        await django_app(scope, receive, send)
+        await site_app(scope, receive, send)
 
 
 async def _lifespan(scope: ASGIScope, receive: Receive, send: Send) -> None:

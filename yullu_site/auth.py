@@ -37,18 +37,15 @@ def bearer_from_header(value: str) -> str:
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     def authenticate(self, request: Any) -> tuple[AbstractBaseUser, str] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
-        client = request.META.get("REMOTE_ADDR", "")
         if not header:
             return None
         raw = bearer_from_header(header)
-        if ratelimit.blocked(client, hash_token(raw)):
-            raise exceptions.Throttled(detail="Too many failed token attempts; wait a minute and try again.")
         user = user_for_token(raw)
-        if user is None:
-            ratelimit.record_failure(client)
-            raise exceptions.AuthenticationFailed(TOKEN_HELP)
-        ratelimit.record_success(hash_token(raw))
-        return user, raw
+        if user is not None:
+            return user, raw  # a valid token is never throttled by others' failures (yullu_site.ratelimit)
+        if ratelimit.refuse(request.META.get("REMOTE_ADDR", "")) == 429:
+            raise exceptions.Throttled(detail=ratelimit.THROTTLED)
+        raise exceptions.AuthenticationFailed(TOKEN_HELP)
 
     def authenticate_header(self, request: Any) -> str:
         return 'Bearer realm="yullu"'

@@ -8,21 +8,17 @@ every request is self-contained (sampling then falls back to the configured reas
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import psycopg
-from django.conf import settings
 from mcp.server.transport_security import TransportSecuritySettings
 
-from yullu_site import ratelimit
-from yullu_site.auth import bearer_from_header
+from yullu_site.gate import check_token, headers_of, send_json
 from yullu_site.mcp_transport import streamable_http_app
-from yullu_site.models import hash_token
-from yullu_site.origins import allowed_origins
+from yullu_site.origins import allowed_origins, host_allowed, origin_allowed
 from yullu_site.token_check import TokenChecker
 
 log = logging.getLogger("yullu.mcp")
@@ -34,21 +30,15 @@ Send = Callable[[Mapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[ASGIScope, Any, Any], Awaitable[None]]
 
 
-def allowed_hosts() -> list[str]:
-    hosts = []
-    for host in settings.YULLU["server"]["allowed_hosts"]:
-        hosts += [host, f"{host}:*"]
-    return hosts
-
-
 def transport_security() -> TransportSecuritySettings:
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts(), allowed_origins=allowed_origins()
-    )
+    # Host and Origin are checked by TokenAuth with the site's own rules (yullu_site.origins), before
+    # the token: the SDK's prefix match let `127.0.0.1:PORT@evil.example` through.
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 class TokenAuth:
-    """Rejects requests without a valid `Authorization: Bearer` token (401, JSON body)."""
+    """Refuses a foreign Host (421) or Origin (403), then requests without a valid `Authorization: Bearer`
+    token (401, or 429 past the failure limit: yullu_site.ratelimit), all before the body is read."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -58,46 +48,28 @@ class TokenAuth:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        raw = bearer_from_header(headers.get("authorization", ""))
-        client = (scope.get("client") or ("", 0))[0]
-        if ratelimit.blocked(client, hash_token(raw)):
-            await _json(send, 429, "Too many failed token attempts; wait a minute and try again.")
+        headers = headers_of(scope)
+        if not host_allowed(headers.get("host", "")):
+            await send_json(send, 421, "this Host is not allowed; add it to [server].allowed_hosts.")
+            return
+        origin = headers.get("origin", "")
+        if origin and not origin_allowed(origin, allowed_origins()):
+            await send_json(
+                send, 403, f"requests from origin {origin[:200]} are not allowed; add it to [server].allowed_origins."
+            )
             return
         try:
-            valid = await self._is_valid(raw)
+            # Asked of the database on every request, as the REST API does: a deleted token or a
+            # deactivated user is refused at once, in every process (no per-process token cache).
+            refusal = await check_token(self.tokens, scope)
         except psycopg.Error as exc:
             log.warning("token check failed, database unavailable: %s", exc)
-            await _json(send, 503, "The database is unavailable right now; try again shortly.")
+            await send_json(send, 503, "The database is unavailable right now; try again shortly.")
             return
-        if valid:
-            ratelimit.record_success(hash_token(raw))
+        if refusal is None:
             await self.app(scope, receive, send)
             return
-        ratelimit.record_failure(client)
-        await _json(
-            send,
-            401,
-            "Invalid or missing API token; run `yullu token` to see yours.",
-            [(b"www-authenticate", b'Bearer realm="yullu"')],
-        )
-
-    async def _is_valid(self, raw: str) -> bool:
-        # Asked of the database on every request, as the REST API does: a deleted token or a
-        # deactivated user is refused at once, in every process (no per-process token cache).
-        # One statement on the event loop's own connection: no hop through the thread pool.
-        return await self.tokens.is_valid(raw)
-
-
-async def _json(send: Send, status: int, error: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), *(extra or [])],
-        }
-    )
-    await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
+        await send_json(send, refusal.status, refusal.error, refusal.headers)
 
 
 def build_mcp_asgi() -> ASGIApp:

@@ -1,6 +1,10 @@
-"""Origin check for /api and /metrics, with the same rules as the MCP SDK applies to /mcp: a browser
-page from another site must not drive the API with a token it got hold of (DNS rebinding, CSRF-like
-cross-site requests). Requests without an Origin header (curl, hooks, assistants) pass."""
+"""Host and Origin rules, one of each for /mcp and every Django page (DNS rebinding, cross-site requests).
+
+Host: Django's own parser (`split_domain_port`, `validate_host`) against `settings.ALLOWED_HOSTS`, which
+Django applies to its pages and `mcp_http` to /mcp; the MCP SDK's own check matched `127.0.0.1:*` as a
+prefix, so `127.0.0.1:PORT@evil.example` passed it. Origin: a browser page from another site must not
+drive the API with a token it got hold of; requests without an Origin header (curl, hooks, assistants)
+pass."""
 
 from __future__ import annotations
 
@@ -8,8 +12,15 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.request import split_domain_port, validate_host
 
 CHECKED_PREFIXES = ("/api/", "/metrics")
+
+
+def host_allowed(host: str) -> bool:
+    """The Host header's name (port ignored) is one of ALLOWED_HOSTS, by Django's rules."""
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
 
 
 def allowed_origins() -> list[str]:

@@ -1,9 +1,15 @@
-"""Auth-failure rate limiting (per process, per client address).
+"""Auth-failure rate limiting, keyed so that anonymous traffic cannot lock out a token (issue 33).
 
-After MAX_FAILURES bad tokens within WINDOW seconds from one address, further requests
-from it that do not carry a recently verified token get 429 without touching the
-database. Recently verified tokens keep working, so a misconfigured hook on the same
-loopback address cannot lock out the user's working clients.
+Requests without a valid token (none, or a wrong one) count against their client address: after
+MAX_FAILURES of them within WINDOW seconds, that address's further requests without a valid token
+get 429, those without any token before the database is asked. A request with a valid token is never
+refused here, whoever else failed from its address: a web page's anonymous POSTs come from the same
+loopback address as the user's own assistant, so an address-wide block was a lockout anyone could
+cause. A guessed token costs one indexed lookup; tokens are 32 random bytes, so guessing is not a
+threat the limit has to stop, and the database check of a token is the same with or without it.
+
+The client address is the TCP peer, or X-Forwarded-For when the peer is one of
+`[server].trusted_proxies` (uvicorn applies that, configured by `uvicorn_proxy_options`).
 """
 
 from __future__ import annotations
@@ -11,14 +17,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict, deque
+from typing import TypedDict
 
 MAX_FAILURES = 20
 WINDOW = 60.0
-VERIFIED_TTL = 300.0
+THROTTLED = "Too many failed token attempts from your address; wait a minute and try again."
 
 _lock = threading.Lock()
 _failures: dict[str, deque[float]] = defaultdict(deque)
-_verified: dict[str, float] = {}
 
 
 def _prune(client: str, now: float) -> deque[float]:
@@ -28,27 +34,41 @@ def _prune(client: str, now: float) -> deque[float]:
     return hits
 
 
-def record_failure(client: str) -> None:
+def refuse(client: str) -> int:
+    """Count a request from `client` that had no valid token; its status: 401, or 429 once over the limit."""
     now = time.monotonic()
     with _lock:
-        _prune(client, now).append(now)
+        hits = _prune(client, now)
+        over = len(hits) >= MAX_FAILURES
+        hits.append(now)
+    return 429 if over else 401
 
 
-def record_success(token_hash: str) -> None:
+def blocked(client: str) -> bool:
+    """True when `client` is over the failure limit (only ever asked for requests without a valid token)."""
     with _lock:
-        _verified[token_hash] = time.monotonic() + VERIFIED_TTL
-
-
-def blocked(client: str, token_hash: str) -> bool:
-    """True when `client` is over the failure limit and this token was not verified recently."""
-    now = time.monotonic()
-    with _lock:
-        if _verified.get(token_hash, 0.0) > now:
-            return False
-        return len(_prune(client, now)) >= MAX_FAILURES
+        return len(_prune(client, time.monotonic())) >= MAX_FAILURES
 
 
 def reset() -> None:
     with _lock:
         _failures.clear()
-        _verified.clear()
+
+
+class ProxyOptions(TypedDict):
+    proxy_headers: bool
+    forwarded_allow_ips: str
+
+
+def uvicorn_proxy_options(trusted_proxies: list[str]) -> ProxyOptions:
+    """uvicorn's proxy settings for `[server].trusted_proxies`. uvicorn's own default believes
+    X-Forwarded-For from 127.0.0.1, which let any local client choose the address counted above."""
+    return {"proxy_headers": bool(trusted_proxies), "forwarded_allow_ips": ",".join(trusted_proxies)}
+
+
+def uvicorn_proxy_args(trusted_proxies: list[str]) -> list[str]:
+    """The same as command-line flags (`yullu serve` runs uvicorn as a process)."""
+    options = uvicorn_proxy_options(trusted_proxies)
+    if not options["proxy_headers"]:
+        return ["--no-proxy-headers"]
+    return ["--proxy-headers", "--forwarded-allow-ips", options["forwarded_allow_ips"]]

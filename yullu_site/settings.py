@@ -32,7 +32,17 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("YULLU_DEBUG", False)
-ALLOWED_HOSTS = [h.strip("[]") if h.startswith("[") else h for h in YULLU["server"]["allowed_hosts"]] + ["testserver"]
+
+
+def _django_hosts(configured: list[str]) -> list[str]:
+    """`[server].allowed_hosts` as Django matches them: lowercased, IPv6 literals in brackets (Django
+    compares the Host header's `[::1]` with its brackets: the bare `::1` listed before never matched)."""
+    hosts = [host.strip().lower() for host in configured]
+    return [f"[{h}]" if ":" in h and not h.startswith("[") else h for h in hosts]
+
+
+# One Host rule: Django's for its pages, and yullu_site.origins.host_allowed applies it to /mcp.
+ALLOWED_HOSTS = _django_hosts(YULLU["server"]["allowed_hosts"]) + ["testserver"]
 YULLU_ALLOWED_ORIGINS: list[str] = YULLU["server"]["allowed_origins"]
 
 INSTALLED_APPS = [

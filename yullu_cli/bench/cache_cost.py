@@ -66,7 +66,7 @@ def token_check() -> float:
         ms = []
         for _ in range(300):
             started = time.perf_counter()
-            await auth._is_valid(raw)
+            await auth.tokens.is_valid(raw)
             ms.append((time.perf_counter() - started) * 1000)
         return ms
 
