@@ -13,7 +13,7 @@ from yullu_core.wire import DATETIME
 
 from .models import DreamPass
 from .reasoners import configured_reasoner
-from .services import COUNTERS, DreamCounters, DreamResult, RecordResult, record_messages, run_dream_pass
+from .services import COUNTERS, DreamCounters, DreamResult, RecordResult, recent_passes, record_messages, run_dream_pass
 
 
 class MessagesIn(ScopeIn):
@@ -80,7 +80,5 @@ class DreamPassesView(APIView):
 
     @documented(many("Passes", "passes", shape(PassOut)()), params=[PROJECT], errors=())
     def get(self, request: Request) -> Response:
-        qs = DreamPass.objects.order_by("-started_at")
-        if project_id := request.query_params.get("project_id"):
-            qs = qs.filter(project_id=project_id)
-        return Response({"passes": [pass_to_wire(p) for p in qs[:50]]})
+        passes = recent_passes(request.query_params.get("project_id") or None)
+        return Response({"passes": [pass_to_wire(p) for p in passes]})

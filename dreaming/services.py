@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
+from access import policy as access
 from memories import services as memory_services
 from memories.models import ArchiveReason, Memory, RejectedMemory
 from memories.scope import Scope, known_root, resolve
@@ -92,6 +93,7 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
     """Buffer turns for dreaming. Secrets are redacted before anything is stored."""
     if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 200:
         raise UserError("session_id must be a non-empty string of at most 200 characters.")
+    access.require(project_id, access.WRITE)
     valid = [(r, redact(c)) for r, c in validate_messages(messages)]
     sid = session_id.strip()
     with transaction.atomic():
@@ -106,6 +108,15 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
             [SessionMessage(project_id=project_id, session_id=sid, role=r, content=c) for r, c in fresh]
         )
     return {"session_id": sid, "project_id": project_id, "count": len(fresh)}
+
+
+def recent_passes(project_id: str | None = None, limit: int = 50) -> list[DreamPass]:
+    """The newest passes the caller may see (of one project, or of every project they may read)."""
+    qs = access.only_visible(DreamPass.objects.order_by("-started_at"))
+    if project_id:
+        access.require(project_id, access.READ)
+        qs = qs.filter(project_id=project_id)
+    return list(qs[:limit])
 
 
 def prune_buffer(now: datetime | None = None) -> int:
@@ -171,6 +182,7 @@ def run_dream_pass(
     trigger: str = "manual",
 ) -> DreamResult:
     # mypy cannot check TypedDict keys computed at run time; COUNTERS are DreamCounters' own keys.
+    access.require(project_id, access.WRITE)
     result: DreamResult = {"project_id": project_id, **dict.fromkeys(COUNTERS, 0), "sessions": [], "errors": []}  # type: ignore[typeddict-item]
     with advisory_lock(LockKey.DREAM, project_id) as got:
         if not got:

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, Exists, OuterRef, QuerySet
 
+from access import policy as access
+
 from .embedders import embeds, get_embedder
 from .models import EventKind, Memory, MemoryEvent, MemoryLink, MemoryVector, RecallFeedback
 
@@ -71,7 +73,9 @@ def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tup
     """One page of recalls, newest first, grouped by recall_id. A hook that fires twice for one prompt
     (the same query in the same project within a minute) shows once, with the repeat counted."""
     qs = MemoryEvent.objects.filter(kind__in=[EventKind.RECALLED, EventKind.CONSIDERED], recall_id__isnull=False)
+    qs = access.only_visible(qs)
     if project_id:
+        access.require(project_id, access.READ)
         qs = qs.filter(project_id=project_id)
     heads = list(
         qs.order_by("recall_id", "-created_at")
@@ -136,6 +140,7 @@ def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tup
 def graph(project_id: str, threshold: float = 0.5, per_node: int = 5, limit: int = 2000) -> dict[str, Any]:
     """Nodes (memories, coloured by category) and edges: each memory's `per_node` nearest neighbours
     above `threshold`, plus the supersedes / contradicts / related links between them."""
+    access.require(project_id, access.READ)
     memories = list(
         Memory.objects.filter(project_id=project_id).order_by("-updated_at").values("id", "content", "category")[:limit]
     )

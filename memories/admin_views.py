@@ -13,6 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from access import policy as access
 from yullu_core import settings_edit
 from yullu_core.config import ConfigError, load_for_project
 from yullu_core.errors import UserError
@@ -58,7 +59,7 @@ def daily_charts(project_id: str | None = None) -> dict[str, Any]:
 
 def _cost_chart() -> dict[str, Any]:
     per_day: dict[str, float] = {}
-    for row in stats.usage_by_day(30):
+    for row in stats.usage_by_day(30) if access.sees_install_wide() else []:
         per_day[row["day"]] = per_day.get(row["day"], 0) + (row["cost_microcents_usd"] or 0) / 10**8
     days = sorted(per_day)
     return chart(
@@ -84,7 +85,9 @@ def review_view(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         _review_post(request)
         return HttpResponseRedirect(_safe_next(request))
-    qs: QuerySet[Memory] = Memory.objects.filter(rating__isnull=True).order_by("-created_at", "-id")
+    qs: QuerySet[Memory] = access.only_visible(
+        Memory.objects.filter(rating__isnull=True).order_by("-created_at", "-id")
+    )
     project, category, source = (request.GET.get(k, "") for k in ("project_id", "category", "source"))
     if project:
         qs = qs.filter(project_id=project)
@@ -105,7 +108,9 @@ def review_view(request: HttpRequest) -> HttpResponse:
         project=project,
         category=category,
         source=source,
-        projects=sorted(set(Memory.objects.filter(rating=None).values_list("project_id", flat=True))),
+        projects=sorted(
+            set(access.only_visible(Memory.objects.filter(rating=None)).values_list("project_id", flat=True))
+        ),
         categories=CATEGORIES,
         sources=list(admin_queries.SOURCES),
         ratings=range(1, 11),

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
+from django.db.models import QuerySet
 from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
@@ -12,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from access import policy as access
 from memories.openapi import (
     DAYS,
     LIMIT,
@@ -37,6 +39,8 @@ from .models import CATEGORIES, Memory, RejectedMemory
 from .scope import Scope, resolve, user_scope
 from .serializers import SearchResults, deleted_to_wire, memory_to_wire, recall_to_wire, rejected_to_wire
 
+QS = TypeVar("QS", bound=QuerySet[Any])
+
 
 class ScopeIn(serializers.Serializer):
     project_id = serializers.CharField(required=False, allow_blank=True, max_length=500)
@@ -51,6 +55,15 @@ def rest_scope(data: dict[str, Any]) -> Scope:
             "project_id or cwd is required: send the project's id or the absolute path of its checkout."
         )
     return resolve(data.get("project_id"), data.get("cwd"))
+
+
+def visible_in(qs: QS, project_id: str | None) -> QS:
+    """A list narrowed to what the caller may read, and to `project_id` when given (a project
+    hidden from them answers like a missing one)."""
+    if project_id:
+        access.require(project_id, access.READ)
+        return qs.filter(project_id=project_id)
+    return access.only_visible(qs)
 
 
 class CategoryField(serializers.CharField):
@@ -187,13 +200,13 @@ class MemoryList(APIView):
         if q:
             if not project_id:
                 raise serializers.ValidationError({"project_id": "is required with q."})
+            access.require(project_id, access.READ)
             found = queries.search(project_id, q, limit=_limit(request, 20, 50), log=False, min_similarity=0.0)
             return Response(SearchResults(project_id=project_id, results=found.results))
         _limit(request, 20, MemoryCursor.max_page_size)  # validates ?limit= (the paginator would ignore junk)
         # Superseded and expired memories are history: listed only with ?all=1.
         qs = Memory.objects.all() if request.query_params.get("all") == "1" else Memory.objects.current()
-        if project_id:
-            qs = qs.filter(project_id=project_id)
+        qs = visible_in(qs, project_id)
         paginator = MemoryCursor()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response([memory_to_wire(m) for m in page or []])
@@ -287,17 +300,14 @@ class UnratedView(APIView):
     @documented(many("Unrated", "memories", MemoryOut()), params=[PROJECT, LIMIT])
     def get(self, request: Request) -> Response:
         qs = Memory.objects.filter(rating=None).order_by("-created_at", "-id")
-        if project_id := request.query_params.get("project_id"):
-            qs = qs.filter(project_id=project_id)
+        qs = visible_in(qs, request.query_params.get("project_id"))
         return Response({"memories": [memory_to_wire(m) for m in qs[: _limit(request, 50)]]})
 
 
 class RejectedView(APIView):
     @documented(many("Rejected", "rejected", RejectedOut()), params=[PROJECT, LIMIT])
     def get(self, request: Request) -> Response:
-        qs = RejectedMemory.objects.order_by("-rejected_at")
-        if project_id := request.query_params.get("project_id"):
-            qs = qs.filter(project_id=project_id)
+        qs = visible_in(RejectedMemory.objects.order_by("-rejected_at"), request.query_params.get("project_id"))
         rows = qs[: _limit(request, 50)]
         return Response({"rejected": [rejected_to_wire(r) for r in rows]})
 

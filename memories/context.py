@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Count, Q
 
+from access import policy as access
 from yullu_core.errors import UserError
 
 from . import queries
 from .models import CATEGORIES, EventKind, Memory
-from .scope import USER_SCOPE
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -121,13 +121,15 @@ def search_merged(
     (a third of `limit`, at least one) so a personal preference is not crowded out. The floor
     is the project's own [retrieval].min_similarity unless the caller gives one; with neither, the
     embedder's calibrated gate. A floor the caller gives applies to the user scope's hits too."""
+    access.require(project_id, access.READ)
+    mine = access.personal_project()
     cats = list(categories or [])
     floor = queries.configured_floor(project_retrieval(project_id)) if min_similarity is None else min_similarity
     project = queries.search(project_id, query, limit=limit, categories=cats, log=False, min_similarity=floor)
-    if project_id == USER_SCOPE:
-        user = queries.SearchResult(project_id=USER_SCOPE, recall_id=None)
+    if access.is_personal(project_id):
+        user = queries.SearchResult(project_id=project_id, recall_id=None)
     else:
-        user = queries.search(USER_SCOPE, query, limit=limit, categories=cats, log=False, min_similarity=min_similarity)
+        user = queries.search(mine, query, limit=limit, categories=cats, log=False, min_similarity=min_similarity)
     reserved = min(len(user.results), max(1, limit // 3))
     hits = project.results[: limit - reserved]
     hits += user.results[: limit - len(hits)]
@@ -170,8 +172,8 @@ def primer(project_id: str) -> list[Entry]:
     """High-importance and most-useful memories, a few per category, interleaved so every
     category is represented before any gets a second place; then the user scope's."""
     out: list[Entry] = []
-    for pid, is_user in ((project_id, False), (USER_SCOPE, True)):
-        if is_user and project_id == USER_SCOPE:
+    for pid, is_user in ((project_id, False), (access.personal_project(), True)):
+        if is_user and access.is_personal(project_id):
             continue
         ranked = _ranked(pid)
         by_cat: dict[str | None, list[Memory]] = {}
@@ -287,6 +289,7 @@ def build_context(
     """One block of memories within the budget: those recalled for `query`, else the project primer.
     `prefer_categories` are tried first, and the search runs again unfiltered when they hold nothing
     relevant (the prompt hook's hints: one request, since a second would queue behind a busy server)."""
+    access.require(project_id, access.READ)
     budget = clean_budget(budget_tokens)
     query = (query or "").strip()
     recall_id = None
@@ -295,7 +298,9 @@ def build_context(
         if prefer_categories and not found.results:
             found = search_merged(project_id, query, limit=CANDIDATES, categories=categories)
         recall_id = found.recall_id
-        entries = [Entry(h["id"], h["content"], h["category"], h["project_id"] == USER_SCOPE) for h in found.results]
+        entries = [
+            Entry(h["id"], h["content"], h["category"], access.is_personal(h["project_id"])) for h in found.results
+        ]
         title = f"Memories of {project_id} for this request."
     else:
         entries = primer(project_id)

@@ -13,6 +13,7 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
+from access import policy as access
 from yullu_core.errors import NotFound, UserError
 
 from . import services
@@ -65,7 +66,7 @@ def link_memories(from_id: Any, to_id: Any, kind: Any, *, source: str = "api", n
     Idempotent: linking twice returns the existing link."""
     if kind not in LINK_KINDS:
         raise UserError("kind must be one of: supersedes, contradicts, related.")
-    a, b = services.get_memory(from_id), services.get_memory(to_id)
+    a, b = services.get_memory(from_id, access.WRITE), services.get_memory(to_id, access.WRITE)
     if a.pk == b.pk:
         raise UserError("a memory cannot be linked to itself.")
     if a.project_id != b.project_id:
@@ -140,7 +141,9 @@ def open_conflicts(project_id: str | None = None) -> list[dict[str, Any]]:
     qs = MemoryLink.objects.filter(kind=LinkKind.CONTRADICTS, resolved_at__isnull=True).select_related(
         "from_memory", "to_memory"
     )
+    qs = access.only_visible(qs)
     if project_id:
+        access.require(project_id, access.ADMIN)
         qs = qs.filter(project_id=project_id)
     out = []
     for link in qs.order_by("created_at", "id"):
@@ -171,6 +174,7 @@ def resolve_conflict(link_id: Any, resolution: Any, *, merged_content: Any = Non
     link = MemoryLink.objects.filter(pk=services.parse_id(link_id, "link id"), kind=LinkKind.CONTRADICTS).first()
     if link is None:
         raise NotFound(f"conflict {link_id} not found")
+    access.require(link.project_id, access.ADMIN, missing=NotFound(f"conflict {link_id} not found"))
     if link.resolved_at is not None:
         raise UserError(f"conflict {link.pk} was already resolved ({link.resolution}).")
     if resolution == "merge":  # embeds outside the transaction below
@@ -280,9 +284,12 @@ def rate_recall(recall_id: Any, memory_id: Any, useful: Any, comment: Any = "", 
     if comment is not None and not isinstance(comment, str):
         raise UserError("comment must be a string.")
     events = MemoryEvent.objects.filter(recall_id=rid, kind__in=[EventKind.RECALLED, EventKind.CONSIDERED])
-    if not events.exists():
-        raise NotFound(f"unknown recall_id {rid}: rate only what a retrieval returned.")
+    unknown = NotFound(f"unknown recall_id {rid}: rate only what a retrieval returned.")
+    first = events.first()
+    if first is None:
+        raise unknown
     event = events.filter(memory_id=mid).first()
+    access.require((event or first).project_id, access.WRITE, missing=unknown)
     if event is None:
         raise UserError(f"memory {mid} was not returned by recall {rid}.")
     text = (comment or "").strip()[:2000]

@@ -13,13 +13,15 @@ from pathlib import Path
 from django.db import connection
 from django.utils import timezone
 
+from access.policy import PERSONAL_PREFIX, is_personal, personal_project
 from yullu_core.database import fetch_prepared
 from yullu_core.errors import UserError
 
 MAX_PROJECT_ID = 500
-# Personal memories ("prefer pytest") live under this reserved project id: merged into every
-# project's retrieval and context, never written to a team log (SPEC §10, scopes).
-USER_SCOPE = "~user"
+# Personal memories ("prefer pytest") live under a reserved project id per user, `~user:<user id>`
+# (access.policy.personal_project): merged into every project's retrieval and context for their
+# owner only, never written to a team log (SPEC §10, §11). USER_SCOPE is the ids' common prefix.
+USER_SCOPE = PERSONAL_PREFIX
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,8 @@ def project_of(project_id: str | None, cwd: str | None) -> str:
 
 
 def user_scope() -> Scope:
-    return Scope(USER_SCOPE, None)
+    """The acting user's personal scope."""
+    return Scope(personal_project(), None)
 
 
 def scope_for(scope: str | None, project_id: str | None, cwd: str | None) -> Scope:
@@ -178,7 +181,7 @@ def scope_for(scope: str | None, project_id: str | None, cwd: str | None) -> Sco
 def known_root(project_id: str) -> Path | None:
     from .models import ProjectLocation
 
-    if project_id == USER_SCOPE:
+    if is_personal(project_id):
         return None  # the user scope has no repository, so nothing of it reaches a team log
 
     # Runs on every tool call: plain SQL costs a tenth of the ORM query (11 % of the web

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from access import policy as access
 from yullu_core.errors import NotFound, UserError
 from yullu_core.locks import LockKey
 
@@ -368,6 +369,7 @@ def store_memories(
     under a per-project transaction-level advisory lock, so two concurrent identical stores
     still leave one memory. `supersedes` marks that memory superseded by the stored one.
     """
+    access.require(scope.project_id, access.WRITE)
     now = timezone.now()
     cleaned = [_clean_item(i, now) for i in items]
     for item in cleaned:
@@ -585,11 +587,15 @@ def announce(memory: Memory, **extra: Any) -> None:
     publish_change("update", memory, ts, fields=(), extra=extra)
 
 
-def get_memory(memory_id: Any) -> Memory:
+def get_memory(memory_id: Any, role: str = access.READ) -> Memory:
+    """The memory, if the acting user may act on its project with `role` (one they may not read
+    answers exactly like a missing one: access.policy)."""
     memory_id = parse_id(memory_id)
     memory = Memory.objects.filter(pk=memory_id).first()
+    missing = NotFound(f"memory {memory_id} not found")
     if memory is None:
-        raise NotFound(f"memory {memory_id} not found")
+        raise missing
+    access.require(memory.project_id, role, missing=missing)
     return memory
 
 
@@ -623,7 +629,7 @@ def update_memory(
     }
     if not given:
         raise UserError("nothing to update: give content, tags, category, importance or ttl_days.")
-    memory = get_memory(memory_id)
+    memory = get_memory(memory_id, access.WRITE)
     if supersede:
         return _supersede_with(memory, given, source)
     changes: dict[str, Any] = {}
@@ -692,7 +698,7 @@ def _supersede_with(old: Memory, given: dict[str, Any], source: str) -> Memory:
 
 
 def delete_memory(memory_id: Any, *, source: str = "api") -> Memory:
-    memory = get_memory(memory_id)
+    memory = get_memory(memory_id, access.WRITE)
     with transaction.atomic():
         memory = _locked(memory, memory_id)
         _delete(memory, source)
@@ -745,7 +751,7 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
     """6–10 keeps the memory with its rating; 1–5 archives it to rejected_memories and deletes it (synced)."""
     value = parse_rating(rating)
     comment = (comment or "").strip()[:2000]
-    memory = get_memory(memory_id)
+    memory = get_memory(memory_id, access.WRITE)
     with transaction.atomic():
         memory = _locked(memory, memory_id)
         if value >= 6:
@@ -762,7 +768,7 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
 def clear_rating(memory_id: Any) -> Memory:
     """Undo a keep: the memory goes back to the review queue (unrated, no comment)."""
     with transaction.atomic():
-        memory = Memory.objects.select_for_update().filter(pk=get_memory(memory_id).pk).first()
+        memory = Memory.objects.select_for_update().filter(pk=get_memory(memory_id, access.WRITE).pk).first()
         if memory is None:
             raise NotFound(f"memory {memory_id} not found")
         memory.rating, memory.rating_comment = None, ""
@@ -777,6 +783,7 @@ def restore_rejected(rejected_id: Any, *, source: str = "admin") -> Memory:
         row = RejectedMemory.objects.get(pk=int(str(rejected_id)))
     except (ValueError, RejectedMemory.DoesNotExist):
         raise NotFound(f"rejected memory {rejected_id} not found") from None
+    access.require(row.project_id, access.WRITE, missing=NotFound(f"rejected memory {rejected_id} not found"))
     memory = create_memory(
         Scope(row.project_id, known_root(row.project_id)), row.content, row.category, row.tags, source=source
     )

@@ -9,21 +9,26 @@ from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from access import policy as access
+
 from .embedders import get_embedder
 from .models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, RejectedMemory, Usage
 from .serializers import MemoryOut, ProjectOut, memory_to_wire
 
 
 def list_memories(project_id: str, limit: int = 20) -> list[MemoryOut]:
+    access.require(project_id, access.READ)
     rows = Memory.objects.current().filter(project_id=project_id).order_by("-updated_at", "-id")[:limit]
     return [memory_to_wire(m) for m in rows]
 
 
 def projects() -> list[ProjectOut]:
-    counts = Memory.objects.values("project_id").annotate(
-        memories=Count("id"), unrated=Count("id", filter=Q(rating=None))
+    counts = (
+        access.only_visible(Memory.objects.all())
+        .values("project_id")
+        .annotate(memories=Count("id"), unrated=Count("id", filter=Q(rating=None)))
     )
-    roots = dict(ProjectLocation.objects.values_list("project_id", "git_root"))
+    roots = dict(access.only_visible(ProjectLocation.objects.all()).values_list("project_id", "git_root"))
     out: dict[str, ProjectOut] = {r["project_id"]: {**r, "git_root": roots.get(r["project_id"])} for r in counts}
     for pid, root in roots.items():
         out.setdefault(pid, {"project_id": pid, "memories": 0, "unrated": 0, "git_root": root})
@@ -31,9 +36,12 @@ def projects() -> list[ProjectOut]:
 
 
 def stats(project_id: str | None = None, days: int = 30) -> dict[str, Any]:
-    memories = Memory.objects.all()
-    events = MemoryEvent.objects.all()
+    memories = access.only_visible(Memory.objects.all())
+    events = access.only_visible(MemoryEvent.objects.all())
+    rejected = access.only_visible(RejectedMemory.objects.all())
     if project_id:
+        access.require(project_id, access.READ)
+        rejected = rejected.filter(project_id=project_id)
         memories = memories.filter(project_id=project_id)
         events = events.filter(project_id=project_id)
     since = timezone.now() - timedelta(days=days)
@@ -60,7 +68,7 @@ def stats(project_id: str | None = None, days: int = 30) -> dict[str, Any]:
         "totals": {
             "memories": memories.count(),
             "unrated": memories.filter(rating=None).count(),
-            "rejected": RejectedMemory.objects.filter(**({"project_id": project_id} if project_id else {})).count(),
+            "rejected": rejected.count(),
             "embedded_with_active": MemoryVector.objects.filter(embedder=embedder.id, memory__in=memories).count(),
             "by_category": dict(memories.values_list("category").annotate(n=Count("id")).values_list("category", "n")),
         },
@@ -74,7 +82,9 @@ def stats(project_id: str | None = None, days: int = 30) -> dict[str, Any]:
 def retrievals(project_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """The recall log grouped by recall_id, newest first."""
     qs = MemoryEvent.objects.filter(kind__in=[EventKind.RECALLED, EventKind.CONSIDERED], recall_id__isnull=False)
+    qs = access.only_visible(qs)
     if project_id:
+        access.require(project_id, access.READ)
         qs = qs.filter(project_id=project_id)
     recall_ids = qs.order_by("-created_at").values_list("recall_id", flat=True)[: limit * 20]
     seen: list[Any] = []
@@ -108,6 +118,7 @@ def retrievals(project_id: str | None = None, limit: int = 50) -> list[dict[str,
 
 
 def usage_summary(since_hours: float | None = None, recent: bool = False, recent_limit: int = 20) -> dict[str, Any]:
+    access.require_install_wide("model usage")
     qs = Usage.objects.all()
     out: dict[str, Any] = {}
     if since_hours:
@@ -155,6 +166,7 @@ def usage_summary(since_hours: float | None = None, recent: bool = False, recent
 
 
 def usage_by_day(days: int = 30) -> list[dict[str, Any]]:
+    access.require_install_wide("model usage")
     since = timezone.now() - timedelta(days=days)
     rows = (
         Usage.objects.filter(created_at__gte=since)

@@ -25,7 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.changes import MemoryChange
-from memories.scope import USER_SCOPE, known_root
+from memories.scope import is_personal, known_root
 from yullu_core.config import load_for_project
 from yullu_core.errors import UserError
 
@@ -46,7 +46,7 @@ def sync_config(project_id: str, git_root: Path | None) -> dict[str, Any]:
 def resolve_folder(project_id: str, git_root: Path | None) -> tuple[Path | None, dict[str, Any]]:
     """The project's logs folder (None when sync is off or the repo is unknown, warned once)
     and its effective [sync] settings."""
-    if project_id == USER_SCOPE:
+    if is_personal(project_id):
         return None, {}  # personal memories are never written to a team log
     git_root = git_root or known_root(project_id)
     if git_root is None:

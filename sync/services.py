@@ -29,6 +29,7 @@ from typing import Any, TypedDict, get_type_hints
 from django.db import transaction
 from django.utils import timezone
 
+from access import policy as access
 from memories import services as memory_services
 from memories.changes import datetime_to_ns, memory_state, ns_to_datetime
 from memories.embedders import Embedder, embeds, get_embedder
@@ -86,6 +87,7 @@ def embedder_dim(embedder: Embedder) -> int | None:
 
 @count_reconcile
 def reconcile_scope(scope: Scope) -> ReconcileResult:
+    access.require(scope.project_id, access.WRITE)
     git_root = scope.git_root or known_root(scope.project_id)
     # mypy cannot check TypedDict keys computed at run time; COUNTERS are ReconcileResult's int keys.
     base: ReconcileResult = {"project_id": scope.project_id, **dict.fromkeys(COUNTERS, 0), "parse_errors": []}  # type: ignore[typeddict-item]

@@ -137,7 +137,7 @@ def test_a_budget_too_small_for_one_whole_line_still_gets_the_best_memory_cut_sh
 
 
 def test_a_user_scope_memory_stored_in_one_project_is_recalled_in_another(
-    live_server_url: str, owner_token: str, keyword_only: None, tmp_path: Path
+    live_server_url: str, owner: Any, owner_token: str, keyword_only: None, tmp_path: Path
 ) -> None:
     repo_a = git_repo(tmp_path / "a", "git@github.com:acme/alpha.git")
     repo_b = git_repo(tmp_path / "b", "git@github.com:acme/beta.git")
@@ -159,7 +159,7 @@ def test_a_user_scope_memory_stored_in_one_project_is_recalled_in_another(
             return stored, found, block, bad
 
     stored, found, block, bad = run(go())
-    assert not stored[0] and stored[1]["project_id"] == USER_SCOPE
+    assert not stored[0] and stored[1]["project_id"] == f"{USER_SCOPE}:{owner.pk}", "the caller's own scope"
     contents = [h["content"] for h in found[1]["results"]]
     assert found[1]["project_id"] == "github.com/acme/beta"
     assert contents[0].startswith("Beta tests"), "project memories come first"

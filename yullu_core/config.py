@@ -145,6 +145,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
         # Folders a `cwd` may name (memories.scope); empty = the user's home, except on a team server.
         "allowed_roots": Key(list, [], _absolute_paths),
     },
+    "access": {
+        # true: any user may create a project by using it, and gets admin on it (SPEC §11).
+        "open_projects": Key(bool, True),
+    },
 }
 
 # Keys a team may not set in the repo-committed layer: they would leak into git.
@@ -238,6 +242,11 @@ trusted_proxies = []
 # home folder; a team server (listening beyond loopback, behind trusted_proxies or on DATABASE_URL)
 # accepts no cwd until this is set. Also $YULLU_ALLOWED_ROOTS (separated by ':').
 allowed_roots = []
+
+[access]
+# A team server (SPEC §11): true lets any user create a project by using it (they get admin on
+# it); false: only grants (`yullu grant USER PROJECT ROLE`) open a project. Superusers may do all.
+open_projects = true
 """
 
 

@@ -13,8 +13,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.urls import path, reverse
 from unfold.sites import UnfoldAdminSite
 
+from yullu_core.errors import UserError
+
 # Apps whose models are plumbing (accounts, beat schedules): hidden from reviewers who are not superusers.
-SUPERUSER_APPS = {"auth", "django_celery_beat", "yullu_site"}
+SUPERUSER_APPS = {"auth", "django_celery_beat", "yullu_site", "access"}
 
 
 class YulluAdminSite(UnfoldAdminSite):
@@ -29,7 +31,10 @@ class YulluAdminSite(UnfoldAdminSite):
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.user.is_authenticated and not request.user.is_staff:
                 return HttpResponseForbidden("Staff access only.")
-            return inner(request, *args, **kwargs)
+            try:
+                return inner(request, *args, **kwargs)
+            except UserError as exc:  # e.g. a project the reviewer has no role on: access.policy's sentence
+                return HttpResponse(str(exc), status=exc.status, content_type="text/plain; charset=utf-8")
 
         return update_wrapper(wrapper, view)
 
@@ -53,6 +58,7 @@ class YulluAdminConfig(AdminConfig):
     def ready(self) -> None:
         super().ready()
         restrict_internals(admin.site)
+        scope_to_grants(admin.site)
 
 
 def _superuser_only(model_admin: admin.ModelAdmin) -> None:
@@ -74,6 +80,23 @@ def restrict_internals(site: admin.AdminSite) -> None:
     for model, model_admin in list(site._registry.items()):
         if model._meta.app_label in SUPERUSER_APPS:
             _superuser_only(model_admin)
+
+
+def scope_to_grants(site: admin.AdminSite) -> None:
+    """Every model page with a project_id lists only the projects the reviewer has a role on
+    (access.policy: the acting user is set from the login by access.middleware). Changes made from
+    those pages go through the services, which check the role each change needs."""
+    from access.policy import only_visible
+
+    for model, model_admin in list(site._registry.items()):
+        if "project_id" not in {f.name for f in model._meta.get_fields()}:
+            continue
+        base = model_admin.get_queryset
+
+        def get_queryset(request: HttpRequest, base: Callable[[HttpRequest], Any] = base) -> Any:
+            return only_visible(base(request))
+
+        model_admin.get_queryset = get_queryset  # type: ignore[method-assign]
 
 
 def is_superuser(request: HttpRequest) -> bool:

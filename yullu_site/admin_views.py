@@ -12,6 +12,7 @@ from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+from access.policy import only_visible
 from dreaming.models import DreamPass
 from dreaming.reasoners import reasoner_status
 from memories import stats
@@ -24,7 +25,7 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
     return {
         "health": health(),
         "project_rows": project_rows(),
-        "dream_passes": list(DreamPass.objects.order_by("-started_at")[:8]),
+        "dream_passes": list(only_visible(DreamPass.objects.order_by("-started_at"))[:8]),
         "yullu_stats": stats.stats(None, 30),
         **daily_charts(),
     }
@@ -45,15 +46,23 @@ def project_rows(days: int = 30) -> list[dict[str, Any]]:
             {"project_id": pid, "memories": 0, "unrated": 0, "recalls": 0, "passes": 0, "failed": 0, "root": ""},
         )
 
-    for m in Memory.objects.values("project_id").annotate(n=Count("id"), u=Count("id", filter=Q(rating=None))):
+    for m in (
+        only_visible(Memory.objects.all())
+        .values("project_id")
+        .annotate(n=Count("id"), u=Count("id", filter=Q(rating=None)))
+    ):
         row(m["project_id"]).update(memories=m["n"], unrated=m["u"])
-    recalls = MemoryEvent.objects.filter(kind=EventKind.RECALLED, created_at__gte=since)
+    recalls = only_visible(MemoryEvent.objects.filter(kind=EventKind.RECALLED, created_at__gte=since))
     for rc in recalls.values("project_id").annotate(n=Count("recall_id", distinct=True)):
         row(rc["project_id"])["recalls"] = rc["n"]
-    passes = DreamPass.objects.values("project_id").annotate(n=Count("id"), f=Count("id", filter=Q(phase="failed")))
+    passes = (
+        only_visible(DreamPass.objects.all())
+        .values("project_id")
+        .annotate(n=Count("id"), f=Count("id", filter=Q(phase="failed")))
+    )
     for p in passes:
         row(p["project_id"]).update(passes=p["n"], failed=p["f"])
-    for pid, root in ProjectLocation.objects.values_list("project_id", "git_root"):
+    for pid, root in only_visible(ProjectLocation.objects.all()).values_list("project_id", "git_root"):
         row(pid)["root"] = root
     return sorted(rows.values(), key=lambda r: (-r["memories"], r["project_id"]))
 

@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
+from access.actor import actor_for_user, set_acting
 from yullu_core.api_errors import TOKEN_HELP
 
 from . import ratelimit
@@ -16,17 +17,23 @@ from .models import ApiToken, hash_token
 STAMP_EVERY_S = 60  # a token's last_used_at is written at most this often (here and yullu_site.token_check)
 
 
-def user_for_token(raw: str) -> AbstractBaseUser | None:
-    """The active user owning this token, or None. Updates last_used_at at most once a minute."""
+def token_for(raw: str) -> ApiToken | None:
+    """The token, if unexpired and of an active user. Updates last_used_at at most once a minute."""
     if not raw:
         return None
     token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(raw)).first()
-    if token is None or not token.user.is_active:
-        return None
     now = timezone.now()
+    if token is None or not token.user.is_active or (token.expires_at is not None and token.expires_at <= now):
+        return None
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > STAMP_EVERY_S:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    return token
+
+
+def user_for_token(raw: str) -> AbstractBaseUser | None:
+    """The active user owning this (unexpired) token, or None."""
+    token = token_for(raw)
+    return token.user if token else None
 
 
 def bearer_from_header(value: str) -> str:
@@ -40,9 +47,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         raw = bearer_from_header(header)
-        user = user_for_token(raw)
-        if user is not None:
-            return user, raw  # a valid token is never throttled by others' failures (yullu_site.ratelimit)
+        token = token_for(raw)
+        if token is not None:
+            # The services' access checks and attribution read the acting user (access.actor); the
+            # request's middleware (access.middleware) puts the previous one back when it ends.
+            set_acting(actor_for_user(token.user, read_only=token.read_only))
+            return token.user, raw  # a valid token is never throttled by others' failures (yullu_site.ratelimit)
         if ratelimit.refuse(request.META.get("REMOTE_ADDR", "")) == 429:
             raise exceptions.Throttled(detail=ratelimit.THROTTLED)
         raise exceptions.AuthenticationFailed(TOKEN_HELP)

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from access.actor import ACTOR_KEY
 from yullu_core.api_errors import TOKEN_HELP
 from yullu_site import ratelimit
 from yullu_site.auth import bearer_from_header
@@ -53,9 +54,13 @@ def client_of(scope: ASGIScope) -> str:
 
 async def check_token(tokens: TokenChecker, scope: ASGIScope) -> Refusal | None:
     """None when the request carries a valid token; else the answer (401, or 429 over the limit).
-    Raises psycopg.Error when the database cannot be asked."""
+    Raises psycopg.Error when the database cannot be asked. A valid token's owner is left in the
+    scope (access.actor.ACTOR_KEY): the MCP server reads it when it runs a tool, which may happen in
+    the session's own task rather than this request's, out of reach of a context variable set here."""
     raw = bearer_from_header(headers_of(scope).get("authorization", ""))
-    if raw and await tokens.is_valid(raw):
+    actor = await tokens.actor(raw) if raw else None
+    if actor is not None:
+        scope[ACTOR_KEY] = actor
         return None
     if ratelimit.refuse(client_of(scope)) == 429:
         return Refusal(429, ratelimit.THROTTLED)

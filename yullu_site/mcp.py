@@ -15,6 +15,7 @@ from pydantic import ValidationError
 import dreaming.mcp
 import memories.mcp
 import sync.mcp
+from access.actor import ACTOR_KEY, NOBODY, SYSTEM, Actor, acting_as
 from yullu_core.metrics import observe_tool
 
 INSTRUCTIONS = """\
@@ -59,9 +60,18 @@ def unknown_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any] |
     return f"unknown argument{'s' if len(unknown) > 1 else ''} {names}; this tool takes: {', '.join(sorted(known))}."
 
 
+def tool_actor(context: Any) -> Actor:
+    """Who calls a tool: over HTTP, the owner of the request's token (set by mcp_http.TokenAuth;
+    a request without one acts as nobody); over stdio, the local system (the install's owner)."""
+    request = getattr(getattr(context, "request_context", None), "request", None)
+    if request is None:
+        return SYSTEM
+    return request.scope.get(ACTOR_KEY, NOBODY)
+
+
 class YulluMCPServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        with observe_tool(name) as outcome:
+        with observe_tool(name) as outcome, acting_as(tool_actor(context)):
             if message := unknown_arguments(self._tool_input_schema(name), arguments):
                 raise ToolError(message)
             try:

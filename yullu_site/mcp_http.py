@@ -38,7 +38,9 @@ def transport_security() -> TransportSecuritySettings:
 
 class TokenAuth:
     """Refuses a foreign Host (421) or Origin (403), then requests without a valid `Authorization: Bearer`
-    token (401, or 429 past the failure limit: yullu_site.ratelimit), all before the body is read."""
+    token (401, or 429 past the failure limit: yullu_site.ratelimit), all before the body is read.
+    The token is asked of the database on every request (a deleted or expired token or a deactivated
+    user is refused at once, in every process); its owner is who the tools act for (yullu_site.mcp)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -25,11 +25,13 @@ class DatabaseCollector:
     def collect(self) -> Iterator[Metric]:
         from django.db.models import Count, Q
 
+        from access.policy import only_visible
         from dreaming.models import DreamPass
         from memories.models import Memory
 
+        # Only the projects the scraping token may read: a label is a project's name.
         per_project = GaugeMetricFamily("yullu_memories", "Memories per project", labels=["project_id"])
-        for row in Memory.objects.values("project_id").annotate(n=Count("id")).order_by():
+        for row in only_visible(Memory.objects.all()).values("project_id").annotate(n=Count("id")).order_by():
             per_project.add_metric([row["project_id"]], row["n"])
         yield per_project
         passes = CounterMetricFamily("yullu_dream_passes", "Dream passes by trigger", labels=["trigger"])

@@ -1,36 +1,13 @@
-"""Site-wide rows: API tokens and task heartbeats."""
+"""Site-wide rows: task heartbeats and the default broker's queue (API tokens: access.models)."""
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-
-from django.conf import settings
 from django.db import models
 
-TOKEN_PREFIX = "yl_"
+# API tokens moved to the access app (issue 28); these names stay importable from here.
+from access.models import TOKEN_PREFIX, ApiToken, hash_token
 
-
-def hash_token(raw: str) -> str:
-    return hashlib.sha256(raw.encode()).hexdigest()
-
-
-class ApiToken(models.Model):
-    """A bearer token for /api and /mcp. Only its SHA-256 is stored."""
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, default="default")
-    key_hash = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"{self.user} / {self.name}"
-
-    @classmethod
-    def issue(cls, user: models.Model, name: str = "default") -> tuple[ApiToken, str]:
-        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        return cls.objects.create(user=user, name=name, key_hash=hash_token(raw)), raw
+__all__ = ["TOKEN_PREFIX", "ApiToken", "BrokerMessage", "Heartbeat", "hash_token"]
 
 
 class Heartbeat(models.Model):

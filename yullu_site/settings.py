@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_celery_beat",
     "yullu_site",
+    "access",
     "memories",
     "sync",
     "dreaming",
@@ -73,6 +74,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "access.middleware.acting_user",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]

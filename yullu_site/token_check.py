@@ -29,6 +29,7 @@ from django.db import connections
 from django.db.models import Model
 from psycopg import sql
 
+from access.actor import Actor
 from yullu_site.auth import STAMP_EVERY_S
 from yullu_site.models import ApiToken, hash_token
 
@@ -50,8 +51,10 @@ def _statement() -> sql.Composed:
     user = get_user_model()
     return sql.SQL(
         """WITH found AS (
-            SELECT t.{t_pk} AS pk, t.{t_used} AS used FROM {t_table} t JOIN {u_table} u ON u.{u_pk} = t.{t_user}
-            WHERE t.{t_hash} = %s AND u.{u_active}
+            SELECT t.{t_pk} AS pk, t.{t_used} AS used, u.{u_pk} AS user_id, u.{u_name} AS username,
+                   u.{u_super} AS is_superuser, t.{t_ro} AS read_only
+            FROM {t_table} t JOIN {u_table} u ON u.{u_pk} = t.{t_user}
+            WHERE t.{t_hash} = %s AND u.{u_active} AND (t.{t_expires} IS NULL OR t.{t_expires} > now())
         ), stamped AS (
             UPDATE {t_table} SET {t_used} = now() WHERE {t_pk} IN (
                 SELECT s.{t_pk} FROM {t_table} s JOIN found ON s.{t_pk} = found.pk
@@ -59,16 +62,20 @@ def _statement() -> sql.Composed:
                 FOR NO KEY UPDATE OF s SKIP LOCKED
             )
         )
-        SELECT count(*) FROM found"""
+        SELECT user_id, username, is_superuser, read_only FROM found"""
     ).format(
         t_table=sql.Identifier(ApiToken._meta.db_table),
         t_pk=_column(ApiToken, "id"),
         t_used=_column(ApiToken, "last_used_at"),
         t_user=_column(ApiToken, "user"),
         t_hash=_column(ApiToken, "key_hash"),
+        t_expires=_column(ApiToken, "expires_at"),
+        t_ro=_column(ApiToken, "read_only"),
         u_table=sql.Identifier(user._meta.db_table),
         u_pk=_column(user, user._meta.pk.name),
         u_active=_column(user, "is_active"),
+        u_name=_column(user, user.USERNAME_FIELD),
+        u_super=_column(user, "is_superuser"),
         every=sql.Literal(f"{STAMP_EVERY_S} seconds"),
     )
 
@@ -99,10 +106,13 @@ class TokenChecker:
         self._failed_at = -RECONNECT_PAUSE
 
     async def is_valid(self, raw: str) -> bool:
-        """Whether `raw` is the token of an active user. Raises psycopg.Error when the database
-        cannot be asked."""
+        return await self.actor(raw) is not None
+
+    async def actor(self, raw: str) -> Actor | None:
+        """Who `raw` is the (unexpired) token of, if of an active user. Raises psycopg.Error when
+        the database cannot be asked."""
         if not raw:
-            return False
+            return None
         key_hash = hash_token(raw)
         conn = await self._connection()
         try:
@@ -112,7 +122,7 @@ class TokenChecker:
             await self._forget(conn)
             return await self._ask(await self._connection(), key_hash)
 
-    async def _ask(self, conn: psycopg.AsyncConnection[Any], key_hash: str) -> bool:
+    async def _ask(self, conn: psycopg.AsyncConnection[Any], key_hash: str) -> Actor | None:
         # The connection's own lock serialises the statements of concurrent requests.
         # Prepared once per connection: planning this unique-key lookup cost more than running it.
         try:
@@ -122,7 +132,7 @@ class TokenChecker:
         except TimeoutError:
             await self._forget(conn)  # the requests queued behind it then reconnect
             raise TokenCheckUnavailable(f"the token check did not answer within {ASK_TIMEOUT:g} s") from None
-        return bool(row and row[0])
+        return Actor(row[0], row[1], bool(row[2]), bool(row[3])) if row else None
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
         loop = asyncio.get_running_loop()

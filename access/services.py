@@ -1,0 +1,144 @@
+"""Managing people, tokens and grants: the CLI (`yullu users|tokens|grant|revoke-grant`), the admin
+and the REST endpoints for admins all call these. Each change to a token or grant is audited."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from yullu_core.errors import NotFound, UserError
+
+from .audit import record
+from .models import ApiToken, Grant, Project, Role
+
+MAX_TOKEN_DAYS = 3650
+
+
+def user_named(name: str) -> Any:
+    try:
+        return get_user_model().objects.get(username=name)
+    except get_user_model().DoesNotExist:
+        raise NotFound(f"no user named {name!r}; add one with `yullu users add {name}`.") from None
+
+
+def add_user(name: str, *, admin: bool = False) -> Any:
+    """A person. `admin`: a superuser (may do everything, also in the admin)."""
+    name = name.strip()
+    if not name or len(name) > 150:
+        raise UserError("a user name must be 1 to 150 characters.")
+    User = get_user_model()
+    if User.objects.filter(username=name).exists():
+        raise UserError(f"a user named {name!r} already exists.")
+    user = User.objects.create_user(name, is_staff=admin, is_superuser=admin)
+    user.set_unusable_password()  # people log in to the admin once a password is set (`changepassword`)
+    user.save(update_fields=["password"])
+    record("user.add", name, {"admin": admin})
+    return user
+
+
+@dataclass(frozen=True)
+class Issued:
+    token: ApiToken
+    raw: str  # shown once
+
+
+def create_token(
+    user: AbstractBaseUser | Any, name: str = "default", *, read_only: bool = False, expires_days: float | None = None
+) -> Issued:
+    name = (name or "default").strip()[:100] or "default"
+    expires_at: datetime | None = None
+    if expires_days is not None:
+        if not 0 < expires_days <= MAX_TOKEN_DAYS:
+            raise UserError(f"expires-days must be between 0 and {MAX_TOKEN_DAYS}.")
+        expires_at = timezone.now() + timedelta(days=expires_days)
+    token, raw = ApiToken.issue(user, name, read_only=read_only, expires_at=expires_at)
+    record("token.create", f"{user.get_username()} / {name}", {"id": token.pk, "read_only": read_only})
+    return Issued(token, raw)
+
+
+def token_row(t: ApiToken) -> dict[str, Any]:
+    return {
+        "id": t.pk,
+        "user": t.user.get_username(),
+        "name": t.name,
+        "read_only": t.read_only,
+        "created_at": t.created_at.isoformat(),
+        "last_used_at": t.last_used_at.isoformat() if t.last_used_at else None,
+        "expires_at": t.expires_at.isoformat() if t.expires_at else None,
+    }
+
+
+def list_tokens(username: str | None = None) -> list[dict[str, Any]]:
+    qs = ApiToken.objects.select_related("user").order_by("user__username", "id")
+    if username:
+        qs = qs.filter(user=user_named(username))
+    return [token_row(t) for t in qs]
+
+
+def revoke_token(token_id: Any) -> dict[str, Any]:
+    try:
+        token = ApiToken.objects.select_related("user").get(pk=int(token_id))
+    except (ValueError, TypeError, ApiToken.DoesNotExist):
+        raise NotFound(f"token {token_id} not found; `yullu tokens list` shows the ids.") from None
+    row = token_row(token)
+    token.delete()
+    record("token.revoke", f"{row['user']} / {row['name']}", {"id": row["id"]})
+    return row
+
+
+def _role(role: str) -> str:
+    if role not in Role.values:
+        raise UserError(f"role must be one of {', '.join(Role.values)}.")
+    return role
+
+
+def grant(username: str, project_id: str, role: str) -> dict[str, Any]:
+    """Give (or change) a user's role on a project, creating the project record if needed."""
+    role, user = _role(role), user_named(username)
+    project_id = project_id.strip()
+    if not project_id:
+        raise UserError("project must not be empty.")
+    with transaction.atomic():
+        project, _ = Project.objects.get_or_create(project_id=project_id)
+        try:
+            Grant.objects.update_or_create(project=project, user=user, defaults={"role": role})
+        except IntegrityError:
+            raise UserError("that grant changed at the same time; try again.") from None
+    record("grant.set", f"{username} → {project_id}", {"role": role})
+    return {"user": username, "project_id": project_id, "role": role}
+
+
+def grant_group(group: Any, project_id: str, role: str) -> None:
+    project, _ = Project.objects.get_or_create(project_id=project_id)
+    Grant.objects.update_or_create(project=project, group=group, defaults={"role": _role(role)})
+    record("grant.set", f"group {group.name} → {project_id}", {"role": role})
+
+
+def revoke_grant(username: str, project_id: str) -> dict[str, Any]:
+    user = user_named(username)
+    deleted, _ = Grant.objects.filter(user=user, project__project_id=project_id).delete()
+    if not deleted:
+        raise NotFound(f"{username} has no grant on {project_id!r}.")
+    record("grant.revoke", f"{username} → {project_id}")
+    return {"user": username, "project_id": project_id, "revoked": True}
+
+
+def list_grants(project_id: str | None = None) -> list[dict[str, Any]]:
+    qs = Grant.objects.select_related("project", "user", "group").order_by("project__project_id", "id")
+    if project_id:
+        qs = qs.filter(project__project_id=project_id)
+    return [
+        {
+            "project_id": g.project.project_id,
+            "user": g.user.get_username() if g.user else None,
+            "group": g.group.name if g.group else None,
+            "role": g.role,
+        }
+        for g in qs
+    ]
