@@ -72,7 +72,8 @@ def test_bootstrap_creates_admin_password_and_token_files_privately(client: Clie
     for path in (first.admin_password_file, token_file()):
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     password = first.admin_password_file.read_text().strip()
-    assert client.login(username="admin", password=password)
+    login = client.post("/admin/login/", {"username": "admin", "password": password, "next": "/admin/"})
+    assert login.status_code == 302 and login["Location"] == "/admin/"
     raw = token_file().read_text().strip()
     assert ApiToken.objects.count() == 1
     assert raw not in "".join(ApiToken.objects.values_list("key_hash", flat=True))

@@ -173,3 +173,30 @@ def test_one_host_rule_for_mcp_and_django(live_server_url: str, owner_token: str
     for host in (f"[::1]:{port}", "[::1]", f"localhost:{port}", f"127.0.0.1:{port}"):
         assert _raw_get(port, "/api/status", host) in (200, 503), host
         assert _raw_get(port, "/mcp", host, auth) != 421, host
+
+
+def _login(client: Any, password: str, next_url: str = "/admin/", address: str = "127.0.0.1") -> Any:
+    form = {"username": "owner", "password": password, "next": next_url}
+    return client.post("/admin/login/", form, REMOTE_ADDR=address)
+
+
+def test_admin_login_is_throttled_per_username_and_address(client: Any, owner: Any) -> None:
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert _login(client, "wrong-guess").status_code == 200  # the form again, with its error
+    assert _login(client, "wrong-guess").status_code == 429  # the last failure allowed locks
+    locked = _login(client, "owner-pass-123")  # even the right password, from that address
+    assert locked.status_code == 429 and not locked.wsgi_request.user.is_authenticated
+    elsewhere = _login(client, "owner-pass-123", address="192.0.2.9")  # the owner, from their own address
+    assert elsewhere.status_code == 302 and elsewhere["Location"] == "/admin/"
+
+
+@pytest.mark.parametrize("next_url", ["https://evil.example/", "//evil.example/x", "/\\evil.example", ""])
+def test_a_refused_next_lands_on_the_dashboard(client: Any, owner: Any, next_url: str) -> None:
+    response = _login(client, "owner-pass-123", next_url=next_url)
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    assert client.get(response["Location"]).status_code == 200
+
+
+def test_a_next_inside_the_site_is_followed(client: Any, owner: Any) -> None:
+    response = _login(client, "owner-pass-123", next_url="/admin/memories/memory/")
+    assert response.status_code == 302 and response["Location"] == "/admin/memories/memory/"

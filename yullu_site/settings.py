@@ -6,6 +6,7 @@ import logging
 import os
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_celery_beat",
+    "axes",
     "yullu_site",
     "access",
     "memories",
@@ -77,7 +79,24 @@ MIDDLEWARE = [
     "access.middleware.acting_user",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its 429 page
 ]
+
+# Admin logins are throttled (django-axes): 5 failures for one username from one address lock that
+# pair out for 15 minutes. Keyed by both, so nobody elsewhere can lock the owner out by guessing;
+# a cross-site page cannot post the form at all (CSRF). The address is REMOTE_ADDR: uvicorn has
+# already applied [server].trusted_proxies (django-ipware, which would read X-Forwarded-For from
+# anyone, is not installed).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Where a login lands when its `next` is missing or points off the site (Django refuses those): the
+# admin's dashboard, not Django's default /accounts/profile/ (a 404 here).
+LOGIN_REDIRECT_URL = "admin:index"
+LOGIN_URL = "admin:login"
 
 ROOT_URLCONF = "yullu_site.urls"
 ASGI_APPLICATION = "yullu_site.asgi.application"
@@ -215,6 +234,7 @@ LOGGING = {
     "loggers": {
         "httpx": {"level": "WARNING"},
         "sentence_transformers": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},  # a line per failed login attempt otherwise
         "celery.beat": {"level": "WARNING" if LOG_LEVEL != "DEBUG" else "DEBUG"},
     },
 }
