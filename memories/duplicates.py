@@ -9,6 +9,7 @@ memories.services, so one number decides what counts as a duplicate everywhere.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -112,7 +113,8 @@ def _stem(token: str) -> str:
     return token
 
 
-def _tokens(text: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)  # a batch compares each item with many others (imports: 100 a batch)
+def _tokens(text: str) -> frozenset[str]:
     out: set[str] = set()
     for raw in WORD.findall(text):
         word = raw.strip(".,;:!?()'\"`").lower()
@@ -123,7 +125,7 @@ def _tokens(text: str) -> set[str]:
         for part in word.split("-"):  # "backward-compatible" = "backward compatible"
             if part and part not in STOPWORDS:
                 out.add(_stem(part))
-    return out
+    return frozenset(out)
 
 
 def same_fact_tokens(a: str, b: str) -> bool:

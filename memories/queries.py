@@ -182,6 +182,43 @@ def nearest(
     return _dense(project_id, embedder_id, vector_literal(vector), len(vector), [], k, exact=exact)
 
 
+def nearest_many(
+    project_id: str, embedder_id: str, vectors: list[np.ndarray], k: int, exact: bool | None = None
+) -> list[dict[int, float]]:
+    """`nearest` for several vectors in one statement (a LATERAL search per vector): a batch of
+    stores checks its duplicates in one round trip instead of one per item."""
+    if not vectors:
+        return []
+    dim = len(vectors[0])
+    ensure_index(embedder_id, dim)
+    if exact is None:
+        exact = bm25.project_stats(project_id)[0] <= EXACT_SCAN_MAX
+    # The vectors are parsed once (a materialised CTE), not once per row compared.
+    order = f"((v.vector::vector({dim})) <=> q.vec){' + 0' if exact else ''}"
+    sql = f"""
+        WITH q AS MATERIALIZED (
+            SELECT n, vec::vector({dim}) AS vec FROM unnest(%s::int[], %s::text[]) AS u(n, vec)
+        )
+        SELECT q.n, hit.memory_id, hit.dist
+        FROM q
+        CROSS JOIN LATERAL (
+            SELECT v.memory_id, (v.vector::vector({dim})) <=> q.vec AS dist
+            FROM memories_memoryvector v
+            WHERE v.embedder = %s AND v.project_id = %s AND v.dim = %s
+            ORDER BY {order}
+            LIMIT %s
+        ) hit
+    """
+    out: list[dict[int, float]] = [{} for _ in vectors]
+    with connection.cursor() as cur:
+        cur.execute(
+            sql, [list(range(len(vectors))), [vector_literal(v) for v in vectors], embedder_id, project_id, dim, k]
+        )
+        for n, mid, dist in cur.fetchall():
+            out[n][mid] = _cosine(dist)
+    return out
+
+
 def _cosine(distance: float) -> float:
     return max(0.0, min(1.0, 1.0 - float(distance)))
 

@@ -138,6 +138,40 @@ def _embed(embedder: Embedder, texts: list[str]) -> list[np.ndarray] | None:
     return embedder.embed(texts)
 
 
+def _embed_missing(embedder: Embedder, items: list[CleanMemory]) -> list[np.ndarray] | None:
+    """Each item's vector: the one it came with, else one batched embedding call for the rest.
+    A given vector is used only when it has the model's dimension (else it is embedded again)."""
+    if not embeds(embedder):
+        return None
+    given = [_given_vector(i.vector) for i in items]
+    dim = next((len(v) for v in given if v is not None), None)
+    if dim is not None and dim != _model_dim(embedder):
+        given = [None] * len(items)
+    missing = [n for n, v in enumerate(given) if v is None]
+    computed = iter(embedder.embed([items[n].content for n in missing]) if missing else [])
+    return [v if v is not None else next(computed) for v in given]
+
+
+_DIMS: dict[str, int] = {}
+
+
+def _model_dim(embedder: Embedder) -> int:
+    """The embedder's vector size: from a stored vector, else one probe call (cached per model)."""
+    if embedder.id not in _DIMS:
+        stored = MemoryVector.objects.filter(embedder=embedder.id).values_list("dim", flat=True).first()
+        _DIMS[embedder.id] = int(stored) if stored else len(embedder.embed(["dimension probe"])[0])
+    return _DIMS[embedder.id]
+
+
+def _given_vector(vector: Sequence[float] | None) -> np.ndarray | None:
+    if vector is None:
+        return None
+    arr = np.asarray(vector, dtype=np.float32)
+    if arr.ndim != 1 or not arr.size or not np.isfinite(arr).all() or not np.linalg.norm(arr):
+        return None
+    return arr / np.linalg.norm(arr)
+
+
 def _locked(memory: Memory, memory_id: Any) -> Memory:
     """The row again, locked until the transaction ends; NotFound when it was deleted meanwhile."""
     locked = Memory.objects.select_for_update().filter(pk=memory.pk).first()
@@ -254,6 +288,9 @@ class NewMemory:
     supersedes: int | None = None
     expires_at: datetime | None = None
     uuid: str | None = None  # kept by imports, so importing twice finds the same memory
+    # The active embedder's vector of this content, when the caller has it (an export made with
+    # `--vectors` by the same model): the import then skips the embedding call.
+    vector: Sequence[float] | None = None
 
 
 @dataclass
@@ -355,6 +392,7 @@ def _clean_item(i: NewMemory, now: datetime) -> CleanMemory:
         None if i.supersedes is None else parse_id(i.supersedes, "supersedes"),
         i.expires_at or expiry_from_ttl(i.ttl_days, now),
         i.uuid,
+        i.vector,
     )
 
 
@@ -375,7 +413,7 @@ def store_memories(
     for item in cleaned:
         refuse_secrets(item.content, *item.tags)
     embedder = get_embedder()
-    vectors = _embed(embedder, [i.content for i in cleaned])
+    vectors = _embed_missing(embedder, cleaned)
     if vectors:
         ensure_index(embedder.id, len(vectors[0]))
     stamp = change_time(None)
@@ -384,19 +422,11 @@ def store_memories(
             _lock_project(scope.project_id)
         targets = _supersede_targets(scope.project_id, cleaned)
         exact_scan = _scans_exactly(scope.project_id) if dedupe and vectors else True
-        found = [
-            _near(
-                scope.project_id,
-                embedder.id,
-                item,
-                vectors[n] if vectors else None,
-                set(targets.values()),
-                exact_scan=exact_scan,
-            )
-            if dedupe
-            else None
-            for n, item in enumerate(cleaned)
-        ]
+        found: list[Nearby | None] = [None] * len(cleaned)
+        if dedupe:
+            exclude = set(targets.values())
+            found = list(_near_many(scope.project_id, embedder.id, cleaned, vectors, exclude, exact_scan=exact_scan))
+        batch = _BatchIndex(embedder.id)
         results: dict[int, Stored] = {}  # item → its answer; every item gets one
         fresh: list[int] = []
         same_as: dict[int, tuple[int, float]] = {}  # item → earlier item of this batch it duplicates
@@ -405,10 +435,11 @@ def store_memories(
             if near is not None and near.duplicate is not None:
                 memory, sim = near.duplicate
                 results[n] = Stored(memory, False, duplicate_of=memory.pk, similarity=sim)
-            elif dedupe and (earlier := _batch_duplicate(cleaned, vectors, n, fresh, embedder.id)) is not None:
+            elif dedupe and (earlier := batch.duplicate(cleaned, vectors, n)) is not None:
                 same_as[n] = earlier
             else:
                 fresh.append(n)
+                batch.add(cleaned, vectors, n)
         created = Memory.objects.bulk_create(
             [
                 Memory(
@@ -503,26 +534,42 @@ def _scans_exactly(project_id: str) -> bool:
     return Memory.objects.filter(project_id=project_id)[: EXACT_SCAN_MAX + 1].count() <= EXACT_SCAN_MAX
 
 
-def _near(
-    project_id: str, embedder_id: str, item: NewMemory, vector: Any, exclude: set[int], *, exact_scan: bool
-) -> Nearby:
-    """The current memory this item duplicates (exact text, or cosine ≥ the embedder's duplicate
-    threshold), else up to MAX_SIMILAR related ones."""
+def _near_many(
+    project_id: str,
+    embedder_id: str,
+    items: list[CleanMemory],
+    vectors: list[np.ndarray] | None,
+    exclude: set[int],
+    *,
+    exact_scan: bool,
+) -> list[Nearby]:
+    """For each item, the current memory it duplicates (exact text, or cosine ≥ the embedder's
+    duplicate threshold), else up to MAX_SIMILAR related ones. A constant number of queries
+    whatever the batch size (an import writes 100 per batch): exact texts in one, every item's
+    nearest neighbours in one, their rows in one."""
     current = Memory.objects.current().filter(project_id=project_id).exclude(pk__in=exclude)
-    exact = current.filter(content=item.content).order_by("id").first()
-    if exact is not None:
-        return Nearby((exact, 1.0), [])
-    if vector is None:
-        return Nearby(None, [])
-    from .queries import nearest
+    exact: dict[str, Memory] = {}
+    for memory in current.filter(content__in={i.content for i in items}).order_by("-id"):
+        exact[memory.content] = memory  # the oldest wins: rows come newest first
+    out: list[Nearby] = [Nearby((exact[i.content], 1.0), []) if i.content in exact else Nearby(None, []) for i in items]
+    todo = [n for n, i in enumerate(items) if i.content not in exact and vectors is not None]
+    if not todo or vectors is None:
+        return out
+    from .queries import nearest_many
 
     limit = thresholds(embedder_id)
-    near = nearest(project_id, embedder_id, vector, 12, exact=exact_scan)
-    close = {mid: sim for mid, sim in near.items() if sim >= limit.related}
-    rows = current.in_bulk(list(close))
+    near = nearest_many(project_id, embedder_id, [vectors[n] for n in todo], 12, exact=exact_scan)
+    close = [{mid: sim for mid, sim in hits.items() if sim >= limit.related} for hits in near]
+    rows = current.in_bulk({mid for hits in close for mid in hits})
+    for n, hits in zip(todo, close, strict=True):
+        out[n] = _nearby_from(items[n].content, hits, rows, limit.duplicate)
+    return out
+
+
+def _nearby_from(content: str, close: dict[int, float], rows: dict[int, Memory], duplicate: float) -> Nearby:
     ranked = sorted(((rows[mid], sim) for mid, sim in close.items() if mid in rows), key=lambda p: (-p[1], p[0].pk))
     for memory, sim in ranked:  # the nearest that is the same fact, not one with a changed literal
-        if sim >= limit.duplicate and same_fact_tokens(memory.content, item.content):
+        if sim >= duplicate and same_fact_tokens(memory.content, content):
             return Nearby((memory, sim), [])
     similar: list[Similar] = [
         {"id": m.pk, "content": m.content, "similarity": round(sim, 4)} for m, sim in ranked[:MAX_SIMILAR]
@@ -533,27 +580,43 @@ def _near(
 def nearby(project_id: str, content: Any) -> Nearby:
     """Read-only: the current memory `content` would duplicate, else the related ones (for dreaming,
     which decides between update, supersede and a contradicts link before it writes)."""
-    text = clean_content(content)
+    item = CleanMemory(clean_content(content))
     embedder = get_embedder()
-    vectors = _embed(embedder, [text])
-    vector = vectors[0] if vectors else None
-    exact_scan = _scans_exactly(project_id) if vector is not None else True
-    return _near(project_id, embedder.id, NewMemory(text), vector, set(), exact_scan=exact_scan)
+    vectors = _embed(embedder, [item.content])
+    exact_scan = _scans_exactly(project_id) if vectors else True
+    return _near_many(project_id, embedder.id, [item], vectors, set(), exact_scan=exact_scan)[0]
 
 
-def _batch_duplicate(
-    items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int, earlier: list[int], embedder_id: str
-) -> tuple[int, float] | None:
-    """The earlier (stored) item of this batch that item n duplicates, with the similarity."""
-    for m in earlier:
-        if items[m].content == items[n].content:
-            return m, 1.0
+@dataclass
+class _BatchIndex:
+    """The items of one store batch kept so far, to find an item that repeats an earlier one:
+    same text, or cosine ≥ the duplicate threshold (one matrix product, not a loop over pairs)."""
+
+    embedder_id: str
+    texts: dict[str, int] = field(default_factory=dict)
+    kept: list[int] = field(default_factory=list)
+    matrix: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> None:
+        self.texts.setdefault(items[n].content, n)
+        self.kept.append(n)
         if vectors is not None:
-            a, b = vectors[m], vectors[n]
-            sim = float(np.dot(a, b) / ((np.linalg.norm(a) * np.linalg.norm(b)) or 1.0))
-            if sim >= thresholds(embedder_id).duplicate and same_fact_tokens(items[m].content, items[n].content):
-                return m, sim
-    return None
+            v = np.asarray(vectors[n], dtype=np.float32)
+            self.matrix.append(v / (np.linalg.norm(v) or 1.0))
+
+    def duplicate(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> tuple[int, float] | None:
+        if items[n].content in self.texts:
+            return self.texts[items[n].content], 1.0
+        if vectors is None or not self.matrix:
+            return None
+        v = np.asarray(vectors[n], dtype=np.float32)
+        sims = np.stack(self.matrix) @ (v / (np.linalg.norm(v) or 1.0))
+        threshold = thresholds(self.embedder_id).duplicate
+        for k in np.flatnonzero(sims >= threshold):  # in the order they were kept, as before
+            m = self.kept[int(k)]
+            if same_fact_tokens(items[m].content, items[n].content):
+                return m, float(sims[k])
+        return None
 
 
 def _mark_superseded(old_id: int, new: Memory, source: str, *, remote: bool = False) -> None:
@@ -821,6 +884,35 @@ def remote_fields(memory: Memory, state: RemoteState) -> dict[str, Any]:
         "expires_at": state.expires_at,
     }
     return {k: v for k, v in wanted.items() if getattr(memory, k) != v}
+
+
+RemoteVector = tuple[str, Sequence[float]]  # (embedder id, vector)
+
+
+def create_remote_many(project_id: str, items: Sequence[tuple[str, RemoteState, RemoteVector | None]]) -> list[Memory]:
+    """`apply_remote_state` for memories this machine does not have yet, in a constant number of
+    statements (a teammate's first reconcile creates thousands). Call inside a transaction, after
+    checking that no row with these uuids exists."""
+    memories = []
+    for memory_uuid, state, _ in items:
+        memory = Memory(uuid=memory_uuid, project_id=project_id)
+        for key, value in remote_fields(memory, state).items():
+            setattr(memory, key, value)
+        memory.created_at, memory.updated_at = state.created_at, state.updated_at
+        memories.append(memory)
+    created = Memory.objects.bulk_create(memories)
+    with_vector = [(m, v) for m, (_, _, v) in zip(created, items, strict=True) if v is not None]
+    for embedder_id, dim in {(v[0], len(v[1])) for _, v in with_vector}:
+        ensure_index(embedder_id, dim)
+    MemoryVector.objects.bulk_create(
+        MemoryVector(
+            memory=m, project_id=project_id, embedder=v[0], dim=len(v[1]), vector=np.asarray(v[1], dtype=np.float32)
+        )
+        for m, v in with_vector
+    )
+    MemoryEvent.objects.bulk_create([_activity(EventKind.CREATED, m, source="reconcile") for m in created])
+    MemoryChange.objects.bulk_create([change_row(m, "created", "sync", None, snapshot(m)) for m in created])
+    return created
 
 
 def apply_remote_state(

@@ -18,18 +18,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from yullu_core.errors import UserError
 
 from . import services
+from .embedders import get_embedder
 from .models import Memory, MemoryVector
 from .scope import resolve
 
 FORMAT = "yullu-memories"
 VERSION = 1
-BATCH = 100
+BATCH = 500  # rows per write: one embedding call, one duplicate query, one insert each
 # Fields every version writes; others (lifecycle fields added later) are exported generically.
 SKIP_FIELDS = {"id", "search"}
 IMPORT_NAMESPACE = uuid.UUID("6b1d3c52-7a0e-4f4e-9a57-0c8f3f0f9d11")
@@ -103,6 +104,7 @@ class Row:
     uuid: str | None = None
     created_at: datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # rating, updated_at, lifecycle fields …
+    vectors: dict[str, Any] = field(default_factory=dict)  # embedder id → vector (`export --vectors`)
 
 
 def _time(value: Any) -> datetime | None:
@@ -174,6 +176,7 @@ def read_yullu(path: Path, project: str | None) -> Iterator[Row]:
                 uuid=rec.get("uuid"),
                 created_at=_time(rec.get("created_at")),
                 extra={k: v for k, v in rec.items() if k not in known},
+                vectors=rec.get("vectors") if isinstance(rec.get("vectors"), dict) else {},
             )
 
 
@@ -251,31 +254,55 @@ def _settable() -> dict[str, Any]:
 
 
 def _restore_fields(created: list[tuple[Memory, Row]]) -> None:
+    """Carry over what the write path does not set (ratings, times, lifecycle fields), in one
+    UPDATE per batch rather than one per memory; links between imported memories by uuid."""
     settable = _settable()
     links: list[tuple[Memory, str, str]] = []
+    changed: set[str] = set()
+    for memory, row in created:
+        for key, value in row.extra.items():
+            f = settable.get(key)
+            if f is None or value is None:
+                continue
+            if f.is_relation:
+                links.append((memory, f.name, str(value)))
+                continue
+            if f.get_internal_type() == "DateTimeField":
+                value = _time(value)
+                if value is None:
+                    continue
+            setattr(memory, f.attname, value)
+            changed.add(f.attname)
     with transaction.atomic():
-        for memory, row in created:
-            changed = []
-            for key, value in row.extra.items():
-                f = settable.get(key)
-                if f is None or value is None:
-                    continue
-                if f.is_relation:
-                    links.append((memory, f.name, str(value)))
-                    continue
-                if f.get_internal_type() == "DateTimeField":
-                    value = _time(value)
-                    if value is None:
-                        continue
-                setattr(memory, f.attname, value)
-                changed.append(f.attname)
-            if changed:
-                memory.save(update_fields=changed)
-        for memory, name, target in links:  # links between imported memories, by uuid
-            other = Memory.objects.filter(uuid=target).first()
+        for attname in sorted(changed):
+            _set_column(Memory._meta.get_field(attname), [m for m, _ in created])
+        targets = Memory.objects.in_bulk([t for _, _, t in links], field_name="uuid") if links else {}
+        for memory, name, target in links:
+            other = targets.get(target) or targets.get(uuid.UUID(target)) if _is_uuid(target) else None
             if other is not None:
                 setattr(memory, name, other)
                 memory.save(update_fields=[name])
+
+
+def _set_column(f: Any, memories: list[Memory]) -> None:
+    """One UPDATE of one column for the whole batch (Django's bulk_update builds a CASE per row,
+    which cost more than the inserts themselves)."""
+    table, column, kind = Memory._meta.db_table, f.column, f.db_type(connection)
+    values = [f.get_db_prep_value(getattr(m, f.attname), connection) for m in memories]
+    with connection.cursor() as cur:
+        cur.execute(
+            f'UPDATE {table} t SET "{column}" = u.v '
+            f"FROM unnest(%s::bigint[], %s::{kind}[]) AS u(id, v) WHERE t.id = u.id",
+            [[m.pk for m in memories], values],
+        )
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _valid(row: Row, result: ImportResult) -> bool:
@@ -290,6 +317,12 @@ def _valid(row: Row, result: ImportResult) -> bool:
             result.errors.append(f"{str(row.content)[:60]!r}: {exc}")
         return False
     return True
+
+
+def _vector(row: Row, embedder_id: str) -> list[float] | None:
+    """The row's vector of our model, if the export carried one (else the import embeds it)."""
+    vector = row.vectors.get(embedder_id)
+    return vector if isinstance(vector, list) and all(isinstance(x, (int, float)) for x in vector) else None
 
 
 def _write_batch(rows: list[Row], result: ImportResult) -> None:
@@ -315,7 +348,11 @@ def _write_batch(rows: list[Row], result: ImportResult) -> None:
             fresh.append(r)
         if not fresh:
             continue
-        items = [services.NewMemory(r.content, r.category, r.tags, r.created_at, uuid=r.uuid) for r in fresh]
+        model = get_embedder().id
+        items = [
+            services.NewMemory(r.content, r.category, r.tags, r.created_at, uuid=r.uuid, vector=_vector(r, model))
+            for r in fresh
+        ]
         stored = services.store_memories(resolve(project_id, None), items, source="import")
         made = [(s.memory, r) for s, r in zip(stored, fresh, strict=True) if s.created]
         _restore_fields(made)

@@ -176,8 +176,7 @@ class Reconcile:
         uuids = sorted(new_by_memory)
         for start in range(0, len(uuids), APPLY_BATCH):
             with transaction.atomic():  # rows and their ledger entries commit together, a batch at a time
-                for uuid_ in uuids[start : start + APPLY_BATCH]:
-                    self._apply_one(uuid_, folded[uuid_], vectors.get(uuid_), new_by_memory[uuid_])
+                self._apply_batch(uuids[start : start + APPLY_BATCH], folded, vectors, new_by_memory)
         for uuid_ in uuids:  # after every memory of the pass exists: links name others
             f = folded[uuid_]
             if f.exists and (f.fields.get("supersedes") or f.fields.get("links")):
@@ -216,41 +215,63 @@ class Reconcile:
                     self._write(embedding_event(uuid_, ts, embedder.id, vec, folded[uuid_].content or ""))
         return chosen
 
-    def _apply_one(self, uuid_: str, folded: Folded, vector: tuple[str, list[float]] | None, names: list[str]) -> None:
-        """Call inside the batch's transaction; locks the row."""
-        row = Memory.objects.select_for_update().filter(uuid=uuid_).first()
-        if row is not None and row.project_id != self.project_id:
-            log.warning("event files for memory %s name project %s; it belongs to %s", uuid_, self.project_id,
-                        row.project_id)  # fmt: skip
-        elif self._deferred(uuid_, folded, row):
-            self.deferred += 1
-            return
-        elif folded.deleted:
-            self._count(memory_services.apply_remote_state(self.project_id, uuid_, None, memory=row))
-        elif folded.exists:
-            state = memory_services.RemoteState(
-                content=folded.content or "",
-                tags=list(folded.fields["tags"] or []),
-                category=folded.fields["category"],
-                created_at=ns_to_datetime(folded.created_ns or 0),
-                updated_at=ns_to_datetime(folded.updated_ns or 0),
-                importance=folded.fields["importance"],
-                expires_at=_datetime(folded.fields["expires_at"]),
+    def _apply_batch(
+        self,
+        uuids: list[str],
+        folded: dict[str, Folded],
+        vectors: dict[str, tuple[str, list[float]]],
+        new_by_memory: dict[str, list[str]],
+    ) -> None:
+        """Call inside the batch's transaction; locks the batch's existing rows. Memories this
+        machine does not have yet (a first reconcile: nearly all) are inserted together."""
+        rows = {str(m.uuid): m for m in Memory.objects.select_for_update().filter(uuid__in=uuids)}
+        pending = {
+            str(u)
+            for u in OutboxEvent.objects.filter(project_id=self.project_id, memory_uuid__in=uuids).values_list(
+                "memory_uuid", flat=True
             )
-            self._count(memory_services.apply_remote_state(self.project_id, uuid_, state, vector, memory=row))
+        }
+        fresh: list[tuple[str, memory_services.RemoteState, tuple[str, list[float]] | None]] = []
+        applied: list[str] = []
+        for uuid_ in uuids:
+            f, row = folded[uuid_], rows.get(uuid_)
+            if row is None and uuid_ not in pending and f.exists and not f.deleted:
+                fresh.append((uuid_, _remote_state(f), vectors.get(uuid_)))
+                applied.append(uuid_)
+            elif self._apply_one(uuid_, f, vectors.get(uuid_), row, uuid_ in pending):
+                applied.append(uuid_)
+        memory_services.create_remote_many(self.project_id, fresh)
+        self.result["created"] += len(fresh)
         LedgerEntry.objects.bulk_create(
             [
                 LedgerEntry(project_id=self.project_id, name=n, status=LedgerStatus.APPLIED, memory_uuid=uuid_)
-                for n in names
+                for uuid_ in applied
+                for n in new_by_memory[uuid_]
             ],
             ignore_conflicts=True,
         )
 
-    def _deferred(self, uuid_: str, folded: Folded, row: Memory | None) -> bool:
-        """A local change this fold does not contain yet (its event is still in the outbox, or was
-        written after our listing): leave the row as it is; its files are re-folded next pass."""
-        if OutboxEvent.objects.filter(project_id=self.project_id, memory_uuid=uuid_).exists():
-            return True
+    def _apply_one(
+        self, uuid_: str, folded: Folded, vector: tuple[str, list[float]] | None, row: Memory | None, pending: bool
+    ) -> bool:
+        """One memory that exists here or is deleted; False when deferred (its files stay new)."""
+        if row is not None and row.project_id != self.project_id:
+            log.warning("event files for memory %s name project %s; it belongs to %s", uuid_, self.project_id,
+                        row.project_id)  # fmt: skip
+        elif pending or self._deferred(folded, row):
+            self.deferred += 1
+            return False
+        elif folded.deleted:
+            self._count(memory_services.apply_remote_state(self.project_id, uuid_, None, memory=row))
+        elif folded.exists:
+            state = _remote_state(folded)
+            self._count(memory_services.apply_remote_state(self.project_id, uuid_, state, vector, memory=row))
+        return True
+
+    def _deferred(self, folded: Folded, row: Memory | None) -> bool:
+        """A local change this fold does not contain yet (its event is still in the outbox — the
+        caller checks that — or was written after our listing): leave the row as it is; its files
+        are re-folded next pass."""
         if row is None or folded.updated_ns is None:
             return False
         row_ns = datetime_to_ns(row.updated_at)
@@ -291,6 +312,18 @@ class Reconcile:
             ],
             ignore_conflicts=True,
         )
+
+
+def _remote_state(folded: Folded) -> memory_services.RemoteState:
+    return memory_services.RemoteState(
+        content=folded.content or "",
+        tags=list(folded.fields["tags"] or []),
+        category=folded.fields["category"],
+        created_at=ns_to_datetime(folded.created_ns or 0),
+        updated_at=ns_to_datetime(folded.updated_ns or 0),
+        importance=folded.fields["importance"],
+        expires_at=_datetime(folded.fields["expires_at"]),
+    )
 
 
 def reconcile_cli(cwd: str, project_id: str | None) -> ReconcileResult:

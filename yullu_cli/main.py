@@ -79,6 +79,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
         from yullu_cli.bench.reconcile import main as reconcile_main
 
         reconcile_main(args)
+    elif args.bench == "scale":
+        from yullu_cli.bench.scale import main as scale_main
+
+        scale_main(args)
     elif args.bench == "load":
         from django.conf import settings
 
@@ -355,6 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--base", type=int, default=50000, help="event files already in the log")
     b.add_argument("--events", type=int, action="append", help="new files on top (repeatable; default 1000)")
     b.add_argument("--out", default=None)
+    b = bench.add_parser("scale", help="how each cost grows from 10k to 1M memories (use a throwaway YULLU_HOME)")
+    b.add_argument("--sizes", default="10000,100000,1000000", help="corpus sizes, ascending (memories)")
+    b.add_argument("--logs", default="1000,10000,100000", help="team-log sizes to reconcile (event files)")
+    b.add_argument("--imports", type=int, default=2000, help="memories per import run (0: skip)")
+    b.add_argument("--queries", type=int, default=200, help="searches per size")
+    b.add_argument("--out", default=None, help="write the JSON report here")
+    b.add_argument("--chart", default=None, help="write the growth chart (PNG) here")
     b = bench.add_parser("load", help="concurrent MCP clients against a running server")
     b.add_argument("--url", default=None, help="MCP endpoint (default: this home's server)")
     b.add_argument("--clients", default="1,10,20,50", help="client counts, one level each")
