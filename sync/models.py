@@ -52,3 +52,7 @@ class ProjectSyncState(models.Model):
     project_id = models.CharField(max_length=500, primary_key=True)
     listing_sha256 = models.CharField(max_length=64, blank=True, default="")
     reconciled_at = models.DateTimeField(null=True)
+    # The log's size at that pass, for the "compaction would help" advice (sync.hygiene): counted
+    # when the files are listed anyway, so the dashboard and doctor never list a large folder.
+    log_files = models.PositiveIntegerField(default=0, db_default=0)
+    log_memories = models.PositiveIntegerField(default=0, db_default=0)

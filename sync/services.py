@@ -131,14 +131,24 @@ class Reconcile:
         self._publish_local_only(set(new_by_memory))
         self._record_written()
         if not self.deferred:
-            ProjectSyncState.objects.update_or_create(
-                project_id=self.project_id,
-                defaults={
-                    "listing_sha256": listing_sha256(names | {n for n, _ in self.written}),
-                    "reconciled_at": timezone.now(),
-                },
-            )
+            listed = names | {n for n, _ in self.written}
+            defaults: dict[str, Any] = {
+                "listing_sha256": listing_sha256(listed),
+                "reconciled_at": timezone.now(),
+                "log_files": len(listed),
+            }
+            if new_names or self.written:  # the memory count only changes when files do
+                defaults["log_memories"] = self._logged_memories()
+            ProjectSyncState.objects.update_or_create(project_id=self.project_id, defaults=defaults)
         return self.result
+
+    def _logged_memories(self) -> int:
+        return (
+            LedgerEntry.objects.filter(project_id=self.project_id, status=LedgerStatus.APPLIED)
+            .values("memory_uuid")
+            .distinct()
+            .count()
+        )
 
     def _new_names(self, names: set[str]) -> set[str]:
         state = ProjectSyncState.objects.filter(project_id=self.project_id).first()

@@ -111,7 +111,7 @@ def _print(args: argparse.Namespace, data: Any, human: str) -> int:
 
 # Checks whose failure leaves Yul'lu working (the server banner calls them warnings): they are
 # reported as "warn" and do not fail the exit code.
-WARN_ONLY = {"reasoner"}
+WARN_ONLY = {"reasoner", "team log"}
 
 
 def _check(name: str, fn: Callable[[], tuple[bool, str, str]]) -> dict[str, Any]:
@@ -211,6 +211,15 @@ def _reasoner() -> tuple[bool, str, str]:
     return state["available"], state["name"] or "none", state["warning"] or ""
 
 
+def _team_log() -> tuple[bool, str, str]:
+    from sync.hygiene import all_advice
+
+    advice = all_advice()
+    if not advice:
+        return True, "no log large enough that compaction would help", ""
+    return False, " ".join(advice), "run `yullu sync compact` in each repository named, then commit the result"
+
+
 def doctor(args: argparse.Namespace) -> int:
     results = [_check("config", _config)]
     if results[0]["ok"]:
@@ -224,6 +233,7 @@ def doctor(args: argparse.Namespace) -> int:
             ("server", _server),
             ("hooks", _hooks),
             ("reasoner", _reasoner),
+            ("team log", _team_log),
         ):
             results.append(_check(name, fn))
     failed = any(r["status"] == "fail" for r in results)

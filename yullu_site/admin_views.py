@@ -19,6 +19,8 @@ from memories import stats
 from memories.admin_views import admin_page, daily_charts
 from memories.embedders import embeds, get_embedder
 from memories.models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, Usage
+from sync.hygiene import all_advice
+from sync.models import ProjectSyncState
 
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
@@ -83,6 +85,7 @@ def health() -> dict[str, Any]:
     if n := failures.count():
         last = failures.order_by("-created_at").first()
         warnings.append(f"{n} provider calls failed in the last 24 h (last: {last.error[:160] if last else ''}).")
+    warnings += all_advice(only_visible(ProjectSyncState.objects.all()))
     cost = Usage.objects.aggregate(c=Sum("cost_microcents"))["c"] or 0
     return {
         "embedder": embedder.id,
