@@ -9,9 +9,12 @@ Retrieval fuses three signals into one ranking:
   rises with it. (Wall-clock closeness was tried instead; its gain was an artefact of 1-second
   benchmark turns.)
 - dates: a question naming a day, month or year favours memories created then (memories.expansion).
-`similarity` on every hit is the plain cosine in [0, 1]. A relevance gate calibrated per embedder
-(cosine + keyword coverage, `Gate`) decides what is returned, so an unrelated prompt returns
-nothing; `min_similarity` replaces it by a plain cosine floor.
+`similarity` on every hit is the plain cosine in [0, 1]. What is returned is decided by a relevance
+gate calibrated per embedder (`Judged`): a cross-encoder (memories.rerank) reads the question with
+each of the first stage's best few candidates, and its score, the cosine and the keyword coverage
+make one calibrated probability; an unrelated prompt returns nothing. No cosine threshold alone
+separates relevant from unrelated (docs/benchmarks.md). `min_similarity` replaces the gate by a
+plain cosine floor.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from django.utils import timezone
 from memories.trivial import is_acknowledgement
 from yullu_core.metrics import timed_recall
 
-from . import bm25, expansion
+from . import bm25, expansion, rerank
 from .durability import losable
 from .embedders import Embedder, embed_query, embeds, get_embedder
 from .models import CATEGORIES, SESSION_TAG, EventKind, Memory, MemoryEvent
@@ -81,19 +84,60 @@ class Gate:
         return sim >= self.cosine or sim + self.weight * c.coverage >= self.combined
 
 
-# Chosen on the tuning halves of the codebase dev set (yullu_cli/bench/codebase.py) and LoCoMo dev
-# (yullu_cli/bench/locomo.py) with yullu_cli/bench/tune_gate.py; numbers in docs/benchmarks.md.
-GATES = {
-    "local:all-MiniLM-L6-v2": Gate(cosine=0.4, combined=0.5, weight=0.4),
+@dataclass(frozen=True)
+class Judged:
+    """The gate on a calibrated relevance probability: p = sigmoid(w_logit × cross-encoder logit +
+    w_cosine × cosine + w_coverage × coverage + bias), fitted (logistic regression) on the tuning
+    half of the codebase set with yullu_cli/bench/calibrate.py, so p reads as how likely the memory
+    answers the question. A candidate is returned when p ≥ threshold.
+
+    Only the first stage's best `depth` candidates can be returned. The cross-encoder costs
+    milliseconds per pair, so it runs only for the unsure: its logit is bounded
+    (rerank.LOGIT_RANGE), so cosine and coverage alone often settle p on one side of the threshold
+    whatever the model would say."""
+
+    w_logit: float
+    w_cosine: float
+    w_coverage: float
+    bias: float
+    threshold: float
+    depth: int = 3
+    clauses: bool = True  # a long prompt's logit is its best clause's (rerank.Judge.best_logits)
+    # Below this cosine a candidate is not judged and not returned: on the tuning split no answer
+    # cleared the gate below 0.26, and half of the unrelated prompts' candidates sit under 0.11.
+    min_cosine: float = 0.2
+
+    def probability(self, logit: float, c: Candidate) -> float:
+        z = self.w_logit * logit + self.w_cosine * (c.similarity or 0.0) + self.w_coverage * c.coverage + self.bias
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def settled(self, c: Candidate) -> bool | None:
+        """True / False when the first stage's evidence decides alone, None when the model must judge."""
+        low, high = rerank.LOGIT_RANGE
+        if (c.similarity or 0.0) < self.min_cosine:
+            return False
+        if self.probability(low, c) >= self.threshold:
+            return True
+        if self.probability(high, c) < self.threshold:
+            return False
+        return None
+
+
+# Fitted and chosen on the tuning half of the codebase set (yullu_cli/bench/calibrate.py); held-out
+# results and LoCoMo in docs/benchmarks.md. Embedders nobody calibrated keep the cosine gate below.
+JUDGED = {
+    "local:all-MiniLM-L6-v2": Judged(w_logit=0.338, w_cosine=20.644, w_coverage=3.648, bias=-2.935, threshold=0.7),
 }
-# Embedders nobody calibrated (remote models): strict on cosine, the same keyword evidence.
+# The cosine + coverage gate, for embedders without a calibrated judge (remote models): strict on
+# cosine, the same keyword evidence.
+GATES: dict[str, Gate] = {}
 DEFAULT_GATE = Gate(cosine=0.5, combined=0.6, weight=0.4)
 # Written to every config.toml before the gate existed; read as "not set" so upgraded installs get the gate.
 LEGACY_DEFAULT_FLOOR = 0.45
 
 
-def gate_for(embedder_id: str) -> Gate:
-    return GATES.get(embedder_id, DEFAULT_GATE)
+def gate_for(embedder_id: str) -> Gate | Judged:
+    return JUDGED.get(embedder_id) or GATES.get(embedder_id, DEFAULT_GATE)
 
 
 def configured_floor(retrieval: dict[str, Any] | None = None) -> float | None:
@@ -129,6 +173,7 @@ class Candidate:
     position: int | None = None  # its place in its session (0 = stored first), when W_NEIGHBOUR is on
     dated: bool = False  # created when the question says (expansion.date_windows)
     score: float = 0.0
+    relevance: float | None = None  # the calibrated gate's probability, when the cross-encoder judged it
 
 
 @dataclass
@@ -406,9 +451,11 @@ def _ranked(
         second_look(project_id, query, qvec, embedder.id, cats, ranked)
     if mode == "hybrid" and W_NEIGHBOUR:
         _place_in_sessions(project_id, ranked)
-    relevant = relevance_test(floor, gate_for(embedder.id), qvec is not None)
     ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
-    return Ranked(ordered, relevant)
+    gate = gate_for(embedder.id)
+    if floor is None and isinstance(gate, Judged) and qvec is not None:
+        return Ranked(ordered, judged_test(query, ordered, gate))
+    return Ranked(ordered, relevance_test(floor, gate if isinstance(gate, Gate) else DEFAULT_GATE, qvec is not None))
 
 
 def _anything(c: Candidate) -> bool:
@@ -529,6 +576,29 @@ def second_look(
             ranked[mid] = Candidate(mid, similarity=sim, created=created, updated=updated, session=session)
     for c in ranked.values():
         c.dated = expansion.in_window(c.created, windows)
+
+
+def judged_test(query: str, ordered: list[Candidate], gate: Judged) -> Callable[[Candidate], bool]:
+    """The calibrated gate over the first `gate.depth` candidates: the ones whose cosine and coverage
+    do not settle it are judged by the cross-encoder, in one batch (cached per question and text).
+    A candidate without a vector yet (backfill pending) is kept on its keyword evidence, as before."""
+    top = ordered[: gate.depth]
+    passed = {c.memory_id for c in top if c.similarity is not None and gate.settled(c)}
+    unsure = [c for c in top if c.similarity is not None and gate.settled(c) is None]
+    if unsure:
+        texts = dict(Memory.objects.filter(pk__in=[c.memory_id for c in unsure]).values_list("pk", "content"))
+        unsure = [c for c in unsure if c.memory_id in texts]
+        judge = rerank.judge.best_logits if gate.clauses else rerank.judge.logits
+        logits = judge(query, [texts[c.memory_id] for c in unsure]) if unsure else []
+        for c, logit in zip(unsure, logits, strict=True):
+            c.relevance = gate.probability(logit, c)
+            if c.relevance >= gate.threshold:
+                passed.add(c.memory_id)
+
+    def test(c: Candidate) -> bool:
+        return c.similarity is None or c.memory_id in passed
+
+    return test
 
 
 def relevance_test(floor: float | None, gate: Gate, embedded: bool) -> Callable[[Candidate], bool]:

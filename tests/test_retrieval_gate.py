@@ -1,6 +1,7 @@
-"""The relevance gate with the real default local embedder: short natural questions find the memory
-that answers them (even in a project of one memory), unrelated prompts return nothing, and every
-tool and endpoint refuses an argument it does not declare."""
+"""The relevance gate with the real default local embedder and the real cross-encoder: short natural
+questions and long task-first prompts find the memory that answers them (even in a project of one
+memory), unrelated prompts return nothing, and every tool and endpoint refuses an argument it does
+not declare."""
 
 from __future__ import annotations
 
@@ -36,11 +37,43 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-def test_the_default_embedder_is_the_local_one_with_a_calibrated_gate() -> None:
+# The first project-level complaint of issue 34: the deploy memory ranked first and nothing came back.
+LONG_DEPLOY = "I want to ship the new refund endpoint, what's the deploy process"
+FACTS = [
+    DEPLOY,
+    *GOLDEN,
+    "Feature flags are read from LaunchDarkly, not env vars, so product can toggle them without a deploy.",
+    "Commit messages use the imperative mood and reference the Jira ticket.",
+    "Logs go to Loki via Promtail; we dropped the ELK stack because it cost too much to run.",
+    "Customer data must stay in the EU region eu-west-1.",
+]
+
+
+def test_the_default_embedder_is_the_local_one_with_a_calibrated_judge() -> None:
     embedder = get_embedder()
     assert embedder.id == "local:all-MiniLM-L6-v2"
-    assert embedder.id in queries.GATES
+    assert isinstance(queries.gate_for(embedder.id), queries.Judged)
     assert queries.configured_floor() is None
+
+
+@pytest.mark.slow
+def test_a_long_task_first_prompt_brings_back_the_deploy_memory_through_mcp(
+    live_server_url: str, owner_token: str
+) -> None:
+    async def go() -> tuple[dict[str, int], Any, Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            ids = {}
+            for fact in FACTS:
+                err, stored = await call(s, "store_memory", content=fact, project_id="acme/ten")
+                assert not err, stored
+                ids[fact] = stored["id"]
+            long = await call(s, "retrieve_memories", query=LONG_DEPLOY, project_id="acme/ten")
+            haiku = await call(s, "retrieve_memories", query="write a haiku about autumn", project_id="acme/ten")
+            return ids, long, haiku
+
+    ids, (err, long), (haiku_err, haiku) = run(go())
+    assert not err and long["results"] and long["results"][0]["id"] == ids[DEPLOY]
+    assert not haiku_err and haiku["results"] == []
 
 
 @pytest.mark.slow

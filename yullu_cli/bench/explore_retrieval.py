@@ -112,8 +112,9 @@ def do_run(name: str, settings: list[str]) -> None:
     ct, ch = cb["tune"], cb["held_out"]
     line = (
         f"| {name} | {t['recall@5']:.3f} / {t['recall@10']:.3f} | {h['recall@5']:.3f} / {h['recall@10']:.3f} | "
-        f"{ct['rank1']:.3f}/{ct['top3']:.3f} · {ch['rank1']:.3f}/{ch['top3']:.3f} | "
-        f"{ct['unrelated_empty']:.0%}/{ch['unrelated_empty']:.0%} | {lo['p50_ms']} |"
+        f"{ct['question']['rank1']:.3f}/{ct['question']['top3']:.3f} · "
+        f"{ch['question']['rank1']:.3f}/{ch['question']['top3']:.3f} | "
+        f"{ct['unrelated']['empty']:.0%}/{ch['unrelated']['empty']:.0%} | {lo['p50_ms']} |"
     )
     print(line)
     print("  per category R@10:", lo["per_category_r10"], flush=True)

