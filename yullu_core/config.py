@@ -223,8 +223,9 @@ buffer_max_age_days = 30
 
 [retrieval]
 # Weak matches are dropped so an unrelated prompt returns nothing, by a gate
-# calibrated per embedder on cosine similarity and on how many of the
-# question's telling words a memory holds (docs/benchmarks.md). Uncomment to
+# calibrated per embedder: a cross-encoder's judgement of question and memory
+# together, cosine similarity and how many of the question's telling words a
+# memory holds (docs/benchmarks.md). Uncomment to
 # replace it by a plain cosine floor (0 returns the best matches, however weak;
 # 0.45, the old default, is read as "not set").
 # min_similarity = 0.3
