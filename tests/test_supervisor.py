@@ -1,6 +1,9 @@
 """`yullu serve` as a new user runs it (`-m slow`): a fresh YULLU_HOME on the embedded Postgres, as
 root a PostgreSQL system user that does not exist yet, then children killed with -9 and brought back
-while the rest of the site keeps serving, and a task whose worker dies mid-run completing anyway."""
+while the rest of the site keeps serving, and a task whose worker dies mid-run completing anyway.
+The embedded PostgreSQL is a child too: its postmaster or one backend killed with -9 during a
+burst of stores, the supervisor killed with -9 (its server adopted by the next start), and a server
+that cannot start again. The last two tests end the module's site."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +57,22 @@ class Site:
             if kind in proc.cmdline():
                 return proc
         raise LookupError(f"no {kind} child:\n{self.output()[-2000:]}")
+
+    def pgdata(self) -> Path:
+        """The embedded PostgreSQL's data folder (where plan() puts it for this env)."""
+        where = "from yullu_core import paths, postgres as pg; print(pg.plan(paths.yullu_home()).pgdata)"
+        return Path(subprocess.run([sys.executable, "-c", where], env=self.env, cwd=REPO, capture_output=True,
+                                   text=True, check=True, timeout=60).stdout.strip())  # fmt: skip
+
+    def postmaster(self) -> psutil.Process:
+        return psutil.Process(int((self.pgdata() / "postmaster.pid").read_text().split()[0]))
+
+    def restart(self) -> None:
+        """Start the supervisor again (after a test killed or stopped it), output appended to the log."""
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "yullu_cli.main", "serve"], env=self.env, cwd=REPO,
+                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        wait_for(lambda: is_ready(self.url), self, "the supervisor started again to be ready")
 
     def pid(self, kind: str) -> int | None:
         try:
@@ -99,6 +119,7 @@ def site() -> Iterator[Site]:
         wait_for(lambda: is_ready(site.url), site, "the first start", timeout=300)
         yield site
     finally:
+        proc = site.proc  # a test may have started the supervisor again
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)  # the supervisor stops its children and the Postgres it started
             try:
@@ -192,6 +213,118 @@ def test_metrics_from_every_process_count_a_restarted_beat(site: Site) -> None:
     assert 'yullu_http_requests_total{method="GET",route="/api/status",status="200"}' in text  # the web's own
 
 
+def stores_during(site: Site, kill: Callable[[], None], count: int = 60) -> tuple[dict[int, str], int]:
+    """`count` REST stores from 8 threads; `kill()` runs once a sixth of them are acknowledged, while
+    the rest are in flight. Returns the acknowledged stores (id → content) and how many failed."""
+    auth = {"authorization": f"Bearer {site.token()}"}
+    acked: dict[int, str] = {}
+    failed = 0
+    killed = False
+
+    def store(i: int) -> None:
+        nonlocal failed, killed
+        content = f"fault burst {secrets.token_hex(4)} fact number {i}"
+        try:
+            answer = httpx.post(f"{site.url}/api/memories", headers=auth, timeout=30,
+                                json={"project_id": "acme/faults", "content": content})  # fmt: skip
+            if answer.status_code in (200, 201):
+                acked[answer.json()["id"]] = answer.json().get("content", content)  # a duplicate names its memory
+            else:
+                failed += 1
+        except httpx.HTTPError:
+            failed += 1
+        if len(acked) >= count // 6 and not killed:
+            killed = True
+            kill()
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(store, range(count)))
+    assert killed, f"too few stores were acknowledged to kill during the burst: {len(acked)}"
+    return acked, failed
+
+
+def assert_nothing_acknowledged_is_lost(site: Site, acked: dict[int, str]) -> None:
+    auth = {"authorization": f"Bearer {site.token()}"}
+    for pk, content in acked.items():
+        found = httpx.get(f"{site.url}/api/memories/{pk}", headers=auth, timeout=30)
+        assert found.status_code == 200 and found.json()["content"] == content, (pk, found.text)
+
+
+def test_the_postgres_postmaster_killed_with_9_during_stores_is_started_again(site: Site) -> None:
+    postmaster = site.postmaster()
+    acked, _ = stores_during(site, postmaster.kill)
+    wait_for(lambda: f"the embedded PostgreSQL (pid {postmaster.pid}) is gone" in site.output(), site, "the log line")
+    wait_for(lambda: is_ready(site.url), site, "/api/status ready after PostgreSQL came back")
+    assert site.postmaster().pid != postmaster.pid
+    assert_nothing_acknowledged_is_lost(site, acked)
+    # beat stopped with its lock's connection, and runs again holding it
+    wait_for(lambda: "holding the beat lock again; starting beat" in site.output(), site, "the beat lock")
+    wait_for(lambda: site.pid("beat"), site, "beat running again")
+    assert site.proc.poll() is None and "stopping" not in site.output()
+
+
+def test_one_backend_killed_with_9_during_stores_costs_a_reconnect_not_the_site(site: Site) -> None:
+    postmaster = site.postmaster()
+    backends = [p for p in postmaster.children() if " yullu " in " ".join(p.cmdline())]
+    assert backends, "no client backend of the yullu database"
+    lost_lock = site.output().count("lost the database connection holding the beat lock")
+    acked, _ = stores_during(site, backends[0].kill)  # PostgreSQL then resets every backend
+    wait_for(lambda: site.output().count("lost the database connection holding the beat lock") > lost_lock,
+             site, "the beat lock's connection to go with the reset")  # fmt: skip
+    wait_for(lambda: is_ready(site.url), site, "/api/status ready after the reset")
+    assert site.postmaster().pid == postmaster.pid  # PostgreSQL recovered by itself
+    assert_nothing_acknowledged_is_lost(site, acked)
+    wait_for(lambda: site.pid("beat"), site, "beat running again")
+    assert site.proc.poll() is None
+
+
+def gone(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_supervisor_killed_with_9_leaves_a_server_the_next_start_adopts_and_stops(site: Site) -> None:
+    postmaster, web = site.postmaster(), site.child("uvicorn")
+    os.kill(site.proc.pid, signal.SIGKILL)  # its children die with it (PR_SET_PDEATHSIG); PostgreSQL does not
+    site.proc.wait(timeout=30)
+    wait_until(lambda: gone(web), "the web child to die with its supervisor", output=site.output)
+    assert not gone(postmaster)
+    site.restart()
+    assert f"adopting the embedded PostgreSQL (pid {postmaster.pid})" in site.output()
+    assert site.postmaster().pid == postmaster.pid
+    site.proc.send_signal(signal.SIGTERM)
+    assert site.proc.wait(timeout=90) == 0
+    assert gone(postmaster), "the adopted server was left running"  # pg_ctl stop -w returned before the exit
+
+
+def test_a_postgres_that_cannot_start_again_stops_everything_with_one_line(site: Site) -> None:
+    """Ends the module's site."""
+    if site.proc.poll() is not None:
+        site.restart()
+    postmaster = site.postmaster()
+    with open(site.pgdata() / "postgresql.auto.conf", "a") as conf:  # read at the next start only
+        conf.write("shared_buffers = 'not a size'\n")
+    before = len(site.output())
+    postmaster.kill()
+    assert site.proc.wait(timeout=DEADLINE) == 1, site.output()[-3000:]
+    output = site.output()[before:]
+    lines = [line for line in output.splitlines() if line.startswith("yullu: ")]
+    assert lines[-2:] == [
+        "yullu: the embedded PostgreSQL could not be started again, 4 times in a row (PostgreSQL did not start "
+        + lines[-2].partition("(PostgreSQL did not start ")[2],
+        "yullu: stopping…",
+    ], lines
+    assert "invalid value for parameter" in lines[-2] and "shared_buffers" in lines[-2]
+    assert [line.split("; trying again in ")[1] for line in lines if "; trying again in " in line] == [
+        "1 s.",
+        "2 s.",
+        "4 s.",
+    ], lines
+    assert not site.pid("uvicorn") and not is_ready(site.url)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_child_that_keeps_dying_at_start_stops_everything_once_with_the_reason(tmp_path: Path) -> None:
     from tests.processes import product_env
@@ -209,3 +342,56 @@ def test_a_child_that_keeps_dying_at_start_stops_everything_once_with_the_reason
     assert "No such transport: reddis" in output
     assert re.search(r"the (worker|beat) process exited with code 1 within 20 s of starting, 4 times", output)
     assert not list((tmp_path / "home" / "run").glob("serve*.pid")), "stopped and cleaned up"
+
+
+def test_with_an_external_database_the_site_waits_for_it_and_recovers(tmp_path: Path) -> None:
+    """DATABASE_URL names a server the supervisor cannot restart (here an embedded one of another
+    home, stopped and started by hand): the site says not ready while it is gone, keeps running,
+    and serves again, beat lock held again, once it is back."""
+    base = Path(tempfile.mkdtemp(prefix="yullu-external-"))
+    base.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_"))}
+    env.update(YULLU_ROOT_PG_BASE=str(base / "pg"), YULLU_EMBED_PROVIDER="none", YULLU_LOG_LEVEL="warning",
+               YULLU_CONFIG=str(base / "config.toml"), YULLU_SCHEDULER_TICK_SECONDS="3600")  # fmt: skip
+    (base / "config.toml").write_text("[dreaming]\nenabled = false\n")
+    db_env = {**env, "YULLU_HOME": str(base / "db-home")}
+
+    def server(action: str) -> str:
+        code = f"from yullu_core import paths, postgres as pg; print(pg.{action}(paths.ensure_home()))"
+        return subprocess.run([sys.executable, "-c", code], env=db_env, cwd=REPO, capture_output=True, text=True,
+                              check=True, timeout=180).stdout.strip()  # fmt: skip
+
+    server("ensure_running")
+    socket_dir = server("plan").split("socket_dir=PosixPath('")[1].split("'")[0]
+    port = free_port()
+    site_env = {**env, "YULLU_HOME": str(base / "home"), "YULLU_PORT": str(port),
+                "DATABASE_URL": f"postgresql://postgres@/yullu?host={socket_dir}"}  # fmt: skip
+    log = base / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "yullu_cli.main", "serve"], env=site_env, cwd=REPO,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+
+    def output() -> str:
+        return log.read_text(errors="replace")
+
+    try:
+        wait_until(lambda: is_ready(url), "the first start", 300, alive=proc, output=output)
+        server("stop")
+        wait_until(lambda: "lost the database connection holding the beat lock" in output(), "the lock loss",
+                   alive=proc, output=output)  # fmt: skip
+        status = httpx.get(f"{url}/api/status", timeout=10)
+        assert status.status_code == 503 and status.json()["ready"] is False
+        server("ensure_running")
+        wait_until(lambda: is_ready(url), "ready again once the database is back", alive=proc, output=output)
+        wait_until(lambda: "holding the beat lock again" in output(), "the beat lock", alive=proc, output=output)
+        assert "embedded PostgreSQL" not in output()  # nothing tried to start a server it does not own
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        server("stop")
+        shutil.rmtree(base, ignore_errors=True)

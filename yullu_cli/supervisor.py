@@ -2,8 +2,15 @@
 
 Every child runs in its own process group so one signal stops it and its children. A child that
 exits is restarted with backoff while the others keep serving; only Ctrl-C/SIGTERM, or a child
-that keeps dying right after it starts, stops everything.
-The embedded Postgres is stopped on exit only if this command started it.
+that keeps dying right after it starts, stops everything. A child that dies while the database is
+unreachable is restarted once it answers, and that never counts as a crash loop.
+
+The embedded PostgreSQL is supervised too: when its postmaster dies (kill -9, the OOM killer) it
+is started again (PostgreSQL's crash recovery), and only one that cannot start again, several
+times in a row, stops everything. The children reconnect by themselves; the beat lock lost with
+its connection is claimed again (beat is stopped meanwhile, so two beats never run).
+The embedded PostgreSQL is stopped on exit if this command started it, or adopted it from a
+`yullu serve` that was killed (the owner mark in $YULLU_HOME/run, yullu_core.postgres).
 """
 
 from __future__ import annotations
@@ -89,13 +96,21 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     if role in ("all", "web") and (problem := _cannot_listen(host, port)):
         pidfile.unlink(missing_ok=True)  # before Postgres or any child starts: nothing to stop
         fail(problem)
-    pg_was_running = not os.environ.get("DATABASE_URL") and pg.is_running(pg.plan(home))
+    embedded = not os.environ.get("DATABASE_URL", "").strip()
+    orphan = pg.left_by_dead_owner(home, pg.plan(home)) if embedded else None
+    if orphan is not None:
+        _say(f"yullu: adopting the embedded PostgreSQL (pid {orphan.pid}) left by a `yullu serve` that was killed.")
+    owns_pg = embedded and role == "all" and (orphan is not None or not pg.is_running(pg.plan(home)))
     metrics_dir = _metrics_dir(run_dir)  # before anything imports prometheus_client
     setup_django(migrate=False)  # web nodes migrate below, under a lock
     from django.conf import settings
 
+    database = Database(home, pg.plan(home) if embedded else None, owns_pg, role == "all")
+    database.adopt()
     result = _prepare_database() if role in ("all", "web") else None
-    beat_lock = _claim_beat_lock() if role in ("all", "beat") else None
+    beat_lock = BeatLock() if role in ("all", "beat") else None
+    if beat_lock is not None:
+        beat_lock.wait()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "yullu_site.settings", "YULLU_HOME": str(home)}
     if workers > 1:
         env["YULLU_MCP_STATELESS"] = "1"  # a session would hit a worker that does not know it
@@ -114,14 +129,14 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         print(f"Yul'lu {role} started (pid {os.getpid()}); press Ctrl-C to stop.", flush=True)
     healthy = True
     try:
-        healthy = _supervise(children, beat_lock)
+        healthy = _supervise(children, beat_lock, database)
     finally:
         _say("yullu: stopping…")
         _stop_all(children)
         if beat_lock is not None:
             (run_dir / "beat.pid").unlink(missing_ok=True)
             beat_lock.close()
-        if settings.DATABASE_KIND == "embedded" and not pg_was_running and role == "all":
+        if settings.DATABASE_KIND == "embedded" and database.owned:
             pg.stop(home)
         pidfile.unlink(missing_ok=True)
         shutil.rmtree(metrics_dir, ignore_errors=True)
@@ -173,27 +188,138 @@ def _prepare_database() -> BootstrapResult:
         return bootstrap()
 
 
-def _claim_beat_lock() -> Any:
-    """Hold a lock on our own connection for as long as beat runs: a second beat (another node,
-    a restarted supervisor) waits as a standby instead of sending every task twice."""
+def _connect(timeout: int = 5) -> Any:
+    """A connection of the supervisor's own to Django's database (autocommit)."""
     import psycopg
     from django.db import connection
 
-    from yullu_core.locks import LockKey
+    return psycopg.connect(**connection.get_connection_params(), autocommit=True, connect_timeout=timeout)
 
-    conn = psycopg.connect(**connection.get_connection_params(), autocommit=True)
 
-    def claimed() -> bool:
-        row = conn.execute("SELECT pg_try_advisory_lock(%s)", [LockKey.BEAT]).fetchone()
-        return bool(row and row[0])
+def _reachable() -> bool:
+    try:
+        _connect(timeout=3).close()
+    except Exception:
+        return False
+    return True
 
-    announced = False
-    while not claimed():
-        if not announced:
+
+class BeatLock:
+    """The beat lock, held on the supervisor's own connection for as long as beat runs: a second
+    beat (another node, a restarted supervisor) waits as a standby instead of sending every task
+    twice. Lost with its connection (PostgreSQL restarted, a backend killed), it is claimed again."""
+
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.held = False
+        self.standby_said = False
+
+    def claim(self) -> bool:
+        from yullu_core.locks import LockKey
+
+        try:
+            if self.conn is None:
+                self.conn = _connect()
+            row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", [LockKey.BEAT]).fetchone()
+        except Exception:  # the database is down: try again on the next round
+            self.close()
+            return False
+        if row and row[0]:
+            self.held, self.standby_said = True, False
+            return True
+        if not self.standby_said:
             _say("yullu: another beat is running; waiting as a standby.")
-            announced = True
-        time.sleep(2)
-    return conn
+            self.standby_said = True
+        return False
+
+    def wait(self) -> None:
+        while not self.claim():
+            time.sleep(2)
+
+    def still_held(self) -> bool:
+        try:
+            self.conn.execute("SELECT 1")
+        except Exception:
+            self.close()
+            return False
+        return True
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+        self.conn, self.held = None, False
+
+
+@dataclass
+class Database:
+    """The database as the supervisor keeps it: the embedded server (cluster None with
+    DATABASE_URL), started again whenever its postmaster dies."""
+
+    home: Path
+    cluster: Any  # yullu_core.postgres.Cluster, or None for an external server
+    owned: bool  # stopped when this supervisor exits
+    owner_role: bool  # a server this supervisor starts is its own (role "all")
+    server: Any = None  # the postmaster last seen running (yullu_core.postgres.Postmaster)
+    down_since: float | None = None
+    failures: int = 0  # failed starts in a row
+    retry_at: float = 0.0
+
+    def adopt(self) -> None:
+        """Take note of the running postmaster (and mark it ours when this supervisor owns it)."""
+        from yullu_core import postgres as pg
+
+        if self.cluster is None:
+            return
+        self.server = pg.postmaster(self.cluster)
+        if self.server is not None and self.owned:
+            pg.mark_owner(self.home, self.server, os.getpid())
+
+    def watch(self, now: float) -> None:
+        """Start the embedded server again if its postmaster is gone. Raises CrashLoop when it
+        could not start MAX_QUICK_FAILURES times in a row."""
+        from yullu_core import postgres as pg
+
+        if self.cluster is None:
+            return
+        running = pg.postmaster(self.cluster)
+        if running is not None:
+            if running != self.server:  # started again meanwhile by a child's ensure_running()
+                self.adopt()
+            return
+        if self.down_since is None:
+            self.down_since = now
+            gone = f" (pid {self.server.pid})" if self.server else ""
+            _say(f"yullu: the embedded PostgreSQL{gone} is gone; starting it again (crash recovery).", "WARNING")
+            _count_restart("postgres")
+        if now < self.retry_at:
+            return
+        try:
+            pg.ensure_running(self.home)
+        except Exception as exc:
+            self.failures += 1
+            reason = " ".join(str(exc).split())[:600]
+            if self.failures >= MAX_QUICK_FAILURES:
+                raise CrashLoop(
+                    f"yullu: the embedded PostgreSQL could not be started again, {self.failures} times in a row "
+                    f"({reason}); stopping everything."
+                ) from exc
+            delay = min(MAX_BACKOFF, 2.0 ** (self.failures - 1))
+            self.retry_at = time.monotonic() + delay
+            _say(f"yullu: PostgreSQL did not start ({reason}); trying again in {delay:.0f} s.", "WARNING")
+            return
+        self.owned = self.owned or self.owner_role
+        self.adopt()
+        _say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid if self.server else '?'}) "
+             f"{time.monotonic() - self.down_since:.1f} s after it went.")  # fmt: skip
+        self.down_since, self.failures = None, 0
+
+    def reachable(self) -> bool:
+        from yullu_core import postgres as pg
+
+        if self.cluster is not None and pg.postmaster(self.cluster) is None:
+            return False
+        return _reachable()
 
 
 @dataclass
@@ -207,12 +333,28 @@ class Child:
     started_at: float = 0.0
     restarts: int = 0
     quick_failures: int = 0  # exits in a row within START_GRACE of starting
+    db_waits: int = 0  # exits in a row while the database was unreachable
     restart_at: float | None = None
+    paused: bool = False  # stopped on purpose (beat without its lock): not restarted
 
     def start(self) -> None:
         self.proc = _spawn(self.cmd, self.env)
         self.started_at = time.monotonic()
         self.restart_at = None
+
+    def pause(self) -> None:
+        """Stop the process now and keep it stopped until start()."""
+        self.paused, self.restart_at = True, None
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=2)  # beat has nothing to finish; it may hang on a database that is down
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
 
 
 # A child that exits within START_GRACE seconds of starting, MAX_QUICK_FAILURES times in a row, is
@@ -235,25 +377,35 @@ def _describe_exit(code: int) -> str:
     return f"exited with code {code}"
 
 
-def _on_exit(child: Child, now: float) -> None:
-    """Schedule a restart with backoff, or raise CrashLoop. Logs one line either way."""
+def _on_exit(child: Child, now: float, database: Database) -> None:
+    """Schedule a restart with backoff, or raise CrashLoop. Logs one line either way. An exit
+    while the database is unreachable is no sign of a broken child: it never counts towards
+    CrashLoop, and the restart waits (backoff) for the database."""
     assert child.proc is not None
     code = child.proc.returncode
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.proc.pid, signal.SIGKILL)  # pool processes the dead parent left behind
     quick = now - child.started_at < START_GRACE
-    child.quick_failures = child.quick_failures + 1 if quick else 0
-    if child.quick_failures >= MAX_QUICK_FAILURES:
-        raise CrashLoop(
-            f"yullu: the {child.name} process {_describe_exit(code)} within {START_GRACE:.0f} s of starting, "
-            f"{child.quick_failures} times in a row; stopping everything (its output above says why)."
-        )
-    delay = min(MAX_BACKOFF, 2.0 ** max(0, child.quick_failures - 1)) if quick else 1.0
+    excused = quick and not database.reachable()
+    if excused:
+        child.db_waits += 1
+        delay = min(MAX_BACKOFF, 2.0 ** min(child.db_waits, 5))
+        why = "the database is unreachable; "
+    else:
+        child.db_waits = 0
+        child.quick_failures = child.quick_failures + 1 if quick else 0
+        if child.quick_failures >= MAX_QUICK_FAILURES:
+            raise CrashLoop(
+                f"yullu: the {child.name} process {_describe_exit(code)} within {START_GRACE:.0f} s of starting, "
+                f"{child.quick_failures} times in a row; stopping everything (its output above says why)."
+            )
+        delay = min(MAX_BACKOFF, 2.0 ** max(0, child.quick_failures - 1)) if quick else 1.0
+        why = ""
     child.restarts += 1
     child.restart_at = now + delay
     _say(
         f"yullu: the {child.name} process (pid {child.proc.pid}) {_describe_exit(code)}; "
-        f"restarting it in {delay:.0f} s (restart {child.restarts}).",
+        f"{why}restarting it in {delay:.0f} s (restart {child.restarts}).",
         "WARNING",
     )
     _count_restart(child.name)
@@ -266,10 +418,13 @@ def _count_restart(name: str) -> None:
         CHILD_RESTARTS.labels(child=name).inc()
 
 
-def _supervise(children: list[Child], beat_lock: Any) -> bool:
-    """Keep every child running until Ctrl-C/SIGTERM (then True). A child that exits is restarted
-    (the others keep serving); one that keeps dying right at start stops everything, with one line
-    saying why (then False)."""
+LOCK_CHECK_EVERY = 2.0  # seconds: how long a beat may run after the lock's connection was lost
+
+
+def _supervise(children: list[Child], beat_lock: BeatLock | None, database: Database) -> bool:
+    """Keep every child (and the embedded PostgreSQL) running until Ctrl-C/SIGTERM (then True). A
+    child that exits is restarted (the others keep serving); one that keeps dying right at start,
+    or a PostgreSQL that cannot start again, stops everything with one line saying why (then False)."""
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -279,33 +434,44 @@ def _supervise(children: list[Child], beat_lock: Any) -> bool:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     checked = time.monotonic()
+    beat = next((c for c in children if c.name == "beat"), None)
     while not stopping:
         now = time.monotonic()
-        for child in children:
-            if child.restart_at is not None:
-                if now >= child.restart_at:
-                    child.start()
-            elif child.proc is not None and child.proc.poll() is not None:
-                try:
-                    _on_exit(child, now)
-                except CrashLoop as exc:
-                    _say(str(exc), "ERROR")
-                    return False
-        if beat_lock is not None and now - checked > 10:
+        try:
+            database.watch(now)
+            for child in children:
+                if child.paused:
+                    continue
+                if child.restart_at is not None:
+                    if now >= child.restart_at:
+                        child.start()
+                elif child.proc is not None and child.proc.poll() is not None:
+                    _on_exit(child, now, database)
+        except CrashLoop as exc:
+            _say(str(exc), "ERROR")
+            return False
+        if beat_lock is not None and now - checked > LOCK_CHECK_EVERY:
             checked = now
-            if not _still_holding(beat_lock):
-                _say("yullu: lost the database connection holding the beat lock; stopping.", "ERROR")
-                return False
+            _keep_beat_lock(beat_lock, beat)
         time.sleep(0.5)
     return True
 
 
-def _still_holding(conn: Any) -> bool:
-    try:
-        conn.execute("SELECT 1")
-    except Exception:
-        return False
-    return True
+def _keep_beat_lock(lock: BeatLock, beat: Child | None) -> None:
+    """Beat runs only while this supervisor holds the beat lock. A lost lock (its connection went
+    with a PostgreSQL restart or a killed backend) stops beat until the lock is claimed again, so a
+    standby that took it meanwhile is never joined by a second beat."""
+    if lock.held:
+        if lock.still_held():
+            return
+        _say("yullu: lost the database connection holding the beat lock; beat waits until it holds the lock again.",
+             "WARNING")  # fmt: skip
+        if beat is not None:
+            beat.pause()
+    if lock.claim() and beat is not None and beat.paused:
+        _say("yullu: holding the beat lock again; starting beat.")
+        beat.paused = False
+        beat.start()
 
 
 def _say(message: str, level: str = "INFO") -> None:

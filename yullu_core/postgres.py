@@ -9,6 +9,9 @@ data dir world-traversable. Here:
   all call `ensure_running()`; a leftover postmaster is reused and a stale
   `postmaster.pid` is handled by pg_ctl itself;
 - the server is stopped only by `stop()` (called by `yullu serve` on shutdown);
+- `yullu serve` watches the postmaster (`postmaster()`) and starts it again when it dies; it
+  records which postmaster it owns (`mark_owner()`), so a server left running by a supervisor
+  that was killed is recognised as ours (`left_by_dead_owner()`) and adopted;
 - as root (PostgreSQL refuses to run as root) the server runs as the system user
   `yullu-pg`, and we never change the permissions of a folder we did not create:
   if the data dir or the binaries sit under a private folder such as /root, they
@@ -20,6 +23,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import shutil
@@ -197,10 +201,15 @@ def _start(cluster: Cluster) -> None:
         cluster, ["pg_ctl", "start", "-w", "-t", "60", "-D", str(cluster.pgdata), "-l", str(log_file), "-o", options]
     )
     if result.returncode != 0:
-        tail = ""
-        if log_file.exists():
-            tail = log_file.read_text(errors="replace")[-800:]
-        raise EmbeddedPostgresError(f"PostgreSQL did not start (see {log_file}): {result.stderr.strip()} {tail}")
+        raise EmbeddedPostgresError(f"PostgreSQL did not start (see {log_file}): {_why(log_file, result.stderr)}")
+
+
+def _why(log_file: Path, stderr: str) -> str:
+    """What the server log's last lines say went wrong (its LOG lines name a bad setting, FATAL
+    the consequence), else its tail: one line for the supervisor's message."""
+    tail = log_file.read_text(errors="replace")[-4000:].splitlines() if log_file.exists() else []
+    said = [line.split("UTC ", 1)[-1] for line in tail[-8:] if any(w in line for w in ("FATAL", "PANIC", "invalid"))]
+    return " ".join(said[-3:] or [stderr.strip(), *tail[-3:]])
 
 
 def _create_database(cluster: Cluster) -> None:
@@ -227,6 +236,65 @@ def ensure_running(home: Path) -> Cluster:
     return cluster
 
 
+OWNER_FILE = "postgres.owner"  # in $YULLU_HOME/run: the supervisor owning the running postmaster
+
+
+@dataclass(frozen=True)
+class Postmaster:
+    pid: int
+    started: str  # postmaster.pid's start stamp: with the pid, names one server run (pids are reused)
+
+
+def postmaster(cluster: Cluster) -> Postmaster | None:
+    """The postmaster serving `cluster` now, from its postmaster.pid, or None when none runs.
+    Cheap (one small file and one signal-0 check): the supervisor calls it twice a second."""
+    try:
+        lines = (cluster.pgdata / "postmaster.pid").read_text().splitlines()
+        pid = int(lines[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return Postmaster(pid, lines[2] if len(lines) > 2 else "") if _alive(pid) else None
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs: a killed postmaster stays a zombie until init reaps it, and signal 0
+    still reaches a zombie, so Linux's process state is read too."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, as another user
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): signal 0 said enough
+    return state != "Z"
+
+
+def mark_owner(home: Path, server: Postmaster, owner_pid: int) -> None:
+    """Record that the process `owner_pid` (a `yullu serve`) owns this postmaster and stops it."""
+    path = home / "run" / OWNER_FILE
+    path.parent.mkdir(exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"owner": owner_pid, "postmaster": server.pid, "started": server.started}))
+    os.replace(tmp, path)
+
+
+def left_by_dead_owner(home: Path, cluster: Cluster) -> Postmaster | None:
+    """The running postmaster when a `yullu serve` that is gone (killed with -9, its children went
+    with it) recorded it as its own: ours to adopt. None for a server started otherwise."""
+    server = postmaster(cluster)
+    try:
+        mark = json.loads((home / "run" / OWNER_FILE).read_text())
+        owner = int(mark["owner"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if server is None or (mark.get("postmaster"), mark.get("started")) != (server.pid, server.started):
+        return None
+    return None if _alive(owner) else server
+
+
 def stop(home: Path) -> None:
     cluster = plan(home)
     if cluster.run_as and not system_user_exists(cluster.run_as):
@@ -234,3 +302,4 @@ def stop(home: Path) -> None:
     with _lock(home):
         if (cluster.pgdata / "PG_VERSION").exists():
             _run(cluster, ["pg_ctl", "stop", "-D", str(cluster.pgdata), "-m", "fast", "-w"], timeout=60)
+        (home / "run" / OWNER_FILE).unlink(missing_ok=True)

@@ -176,6 +176,14 @@ class Transport(virtual.Transport):
     connection_errors = (*virtual.Transport.connection_errors, psycopg.OperationalError, psycopg.InterfaceError)
     channel_errors = (*virtual.Transport.channel_errors, psycopg.DatabaseError)
 
+    def establish_connection(self) -> Any:
+        # Connect once here, so a database that is down (restarting) fails here, where kombu retries
+        # with backoff; the channel connects lazily, so otherwise every poll failed at once and the
+        # worker's consumer restarted in a tight loop (RestartFreqExceeded, a traceback a second).
+        # Closed at once: a publisher holds no idle connection (Channel._put).
+        connect().close()
+        return super().establish_connection()
+
     @property
     def default_connection_params(self) -> dict[str, Any]:
         return {}  # the database is Django's; no host (kombu would warn about defaulting to localhost)

@@ -207,6 +207,9 @@ if not CELERY_BROKER_URL:
 # next worker. Every task is idempotent (reconcile, dream pass, backfill; heartbeat only counts).
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# When the broker's connection goes (PostgreSQL restarted), the messages of running tasks are
+# released to the queue and run again: cancel the running copies rather than run them twice.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
