@@ -32,7 +32,7 @@ from .fold import Folded, fold
 from .models import LedgerEntry, ProjectSyncState
 from .outbox import flush, sync_config
 from .schema import Event, content_sha256, format_ts
-from .services import reconcile_scope
+from .services import clamp, ledger_clamps, reconcile_scope
 
 NAMESPACE = uuid.UUID("5e1f0c0a-7c1b-4f5e-9d43-0b9a6a3c2d11")
 
@@ -102,10 +102,11 @@ def _compact(project_id: str, folder: Path, dry_run: bool) -> CompactResult:
     result = CompactResult(project_id=project_id, files_before=files_before, files_after=0, memories=0,
                            tombstones=0, left_alone=0, dry_run=dry_run)  # fmt: skip
     keep: set[str] = {e["file"] for e in read.parse_errors}
+    clamps = ledger_clamps(project_id)  # a teammate's future times, as reconcile read them
     writes: list[tuple[str, Event]] = []
     remove: set[str] = set()
     for memory_uuid, pairs in by_memory.items():
-        folded = fold([e for _, e in pairs])
+        folded = fold([clamp(e, clamps.get(n)) for n, e in pairs])
         names = {n for n, _ in pairs}
         if folded.content is None and not folded.deleted:
             result["left_alone"] += 1

@@ -7,13 +7,20 @@ a second one. Files are written atomically (temp file in the same folder, fsync,
 to the final name, which fails rather than overwrite, fsync of the folder).
 
 Readers take every `*.json` entry that is not hidden, whatever its name: teammates' files
-arrive in any order and may be named by another implementation.
+arrive in any order and may be named by another implementation. Other entries are skipped
+silently (temp files, README). A `*.json` entry that cannot be ours is skipped and reported
+by `scan` (never opened): a name that is not UTF-8 (listed as bytes, shown with `\\x..`
+escapes), a hidden one, one holding control characters or a backslash, and anything that is
+not a regular file (a directory, a symlink, a FIFO). Files are opened without following a
+symlink or blocking on a FIFO, and their size is checked before a byte is read.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -21,22 +28,27 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from yullu_core.errors import UserError
+from yullu_core.text import escape_controls
+
 from .schema import EPOCH, MAX_EVENT_BYTES, Event, EventError, build, format_ts, parse_bytes
 
 __all__ = [
     "EventLogError",
+    "Listing",
     "ReadResult",
     "event_filename",
     "list_names",
     "logs_dir",
     "new_event",
     "read_events",
+    "scan",
     "write_event",
 ]
 
 
-class EventLogError(Exception):
-    pass
+class EventLogError(UserError):
+    """The log folder cannot be used (it escapes the repository), or a name is taken by other content."""
 
 
 def logs_dir(git_root: Path, sync_dir: str) -> Path:
@@ -93,27 +105,87 @@ def write_event(folder: Path, event: Event) -> str:
     return name
 
 
-def list_names(folder: Path) -> list[str]:
-    """Event file names, unsorted. Cheap: one directory read, no stat per file."""
+@dataclass
+class Listing:
+    """One directory read: the files to read, and the entries that look like events but are not ours."""
+
+    names: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)  # shown name -> why it is skipped
+
+    @property
+    def all_names(self) -> set[str]:
+        return set(self.names) | set(self.refused)
+
+
+MAX_NAME_CHARS = 255  # the ledger's column
+
+
+def _shown(raw: bytes) -> str:
+    """A file name as text that is safe to store and print: bad UTF-8 and controls escaped."""
+    text = escape_controls(raw.decode("utf-8", "backslashreplace"))
+    return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1] + "…"
+
+
+def _refusal(entry: os.DirEntry[bytes], name: str) -> str | None:
+    """Why a `*.json` entry is not read, or None when it is a file we read."""
     try:
-        with os.scandir(folder) as entries:
-            return [e.name for e in entries if e.name.endswith(".json") and not e.name.startswith(".")]
+        entry.name.decode("utf-8")
+    except UnicodeDecodeError:
+        return "file name is not UTF-8; rename it"
+    if name.startswith("."):
+        return "hidden file name; rename it"
+    if name != entry.name.decode() or "\\" in name:
+        return "file name holds control characters or a backslash; rename it"
+    if entry.is_symlink():
+        return "not a regular file (symlinks are ignored)"
+    if entry.is_dir(follow_symlinks=False):
+        return "not a regular file (a directory)"
+    if not entry.is_file(follow_symlinks=False):
+        return "not a regular file"
+    return None
+
+
+def scan(folder: Path) -> Listing:
+    """Read the folder once (as bytes: any name a file system holds), no stat per file."""
+    listing = Listing()
+    try:
+        with os.scandir(os.fsencode(folder)) as entries:
+            for entry in entries:
+                if not entry.name.endswith(b".json"):
+                    continue  # temp files, README, .gitkeep: not events
+                name = _shown(entry.name)
+                reason = _refusal(entry, name)
+                if reason is None:
+                    listing.names.append(name)
+                else:
+                    listing.refused[name] = reason
     except (FileNotFoundError, NotADirectoryError):
-        return []
+        pass
+    return listing
+
+
+def list_names(folder: Path) -> list[str]:
+    """Every event-looking name of the folder (read or refused), unsorted: what a listing hash covers."""
+    return sorted(scan(folder).all_names)
 
 
 def read_file(folder: Path, name: str) -> list[Event]:
-    """The events of one file, or EventError naming what is wrong. Symlinks are refused."""
-    path = folder / name
+    """The events of one file, or EventError naming what is wrong. Symlinks and FIFOs are
+    refused without blocking; the size is checked before anything is read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
-        if exc.errno == 40:  # ELOOP: a symlink
+        if exc.errno == errno.ELOOP:
             raise EventError("not a regular file (symlinks are ignored)") from None
+        if exc.errno in (errno.EISDIR, errno.ENXIO):
+            raise EventError("not a regular file") from None
         raise
     with os.fdopen(fd, "rb") as fh:
-        if not os.path.isfile(path) or os.fstat(fh.fileno()).st_size > MAX_EVENT_BYTES:
-            raise EventError("not a regular file, or larger than 4 MiB")
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise EventError("not a regular file")
+        if info.st_size > MAX_EVENT_BYTES:
+            raise EventError(f"file is {info.st_size} bytes; the limit is 4 MiB")
         return parse_bytes(fh.read(MAX_EVENT_BYTES + 1))
 
 
@@ -126,7 +198,11 @@ class ReadResult:
 def read_events(folder: Path, names: list[str] | None = None) -> ReadResult:
     """Events of `names` (default: the whole folder, by name); bad files go to parse_errors."""
     result = ReadResult()
-    for name in sorted(list_names(folder) if names is None else names):
+    if names is None:
+        listing = scan(folder)
+        names = listing.names
+        result.parse_errors += [{"file": n, "error": why} for n, why in sorted(listing.refused.items())]
+    for name in sorted(names):
         try:
             result.events.extend((name, e) for e in read_file(folder, name))
         except FileNotFoundError:

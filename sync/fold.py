@@ -1,6 +1,7 @@
 """The convergent fold (SPEC §5): a memory's state from ALL its events, whatever order they arrived in.
 
-Events are ordered by (ts, event id); for each field the last event that sets it wins;
+Events are ordered by (ts, event id, then the event's content digest for two different files
+that share an id and a time); for each field the last event that sets it wins;
 `delete` tombstones; a later `create`/`update` resurrects (a `create` sets every field,
 absent ones to their defaults); `links` accumulate (each event names the links it adds).
 `embedding` events never change fields: the latest vector per embedder is kept with its
@@ -99,9 +100,17 @@ def _apply(state: Folded, event: Event, ts_ns: int) -> None:
 def fold(events: list[Event]) -> Folded:
     """Fold one memory's events (any order in, (ts, id) order applied)."""
     state = Folded()
-    for ts_ns, _, event in sorted(((e.ts_ns, str(e.id), e) for e in events), key=lambda t: (t[0], t[1])):
-        _apply(state, event, ts_ns)
+    for event in ordered(events):
+        _apply(state, event, event.ts_ns)
     return state
+
+
+def ordered(events: list[Event]) -> list[Event]:
+    """(ts, id) order; only when two events share both is their digest computed to order them."""
+    keyed = sorted(((e.ts_ns, str(e.id), e) for e in events), key=lambda t: (t[0], t[1]))
+    if all(a[:2] != b[:2] for a, b in zip(keyed, keyed[1:], strict=False)):
+        return [e for _, _, e in keyed]
+    return [e for _, _, _, e in sorted(((t, i, e.digest, e) for t, i, e in keyed), key=lambda t: t[:3])]
 
 
 def fold_all(events: list[Event]) -> dict[str, Folded]:

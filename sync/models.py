@@ -37,6 +37,9 @@ class LedgerEntry(models.Model):
     status = models.CharField(max_length=10, choices=LedgerStatus.choices)
     memory_uuid = models.UUIDField(null=True)
     error = models.TextField(blank=True, default="")
+    # The latest time this file's events are read at: set when its `ts` was beyond our clock plus the
+    # allowed skew the first time we saw it (sync.services MAX_SKEW_NS), so every later fold agrees.
+    clamped_ns = models.BigIntegerField(null=True)
     recorded_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -33,6 +33,10 @@ MAX_VECTOR_DIM = 8192
 MAX_EVENT_BYTES = 4 * 1024 * 1024
 TS_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Times a datetime (and PostgreSQL) can hold, in ns since the epoch; a zone offset can push a
+# `9999-12-31T23:59:59-23:59` past them. Later than the reader's clock is clamped by reconcile.
+MIN_NS = (datetime.min.replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1) * 1000
+MAX_NS = (datetime.max.replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1) * 1000 + 999
 
 
 class EventError(ValueError):
@@ -47,7 +51,10 @@ def parse_ts(value: str) -> int:
     base, frac, zone = match.groups()
     stamp = datetime.fromisoformat(base + ("+00:00" if zone == "Z" else zone))
     seconds = (stamp - EPOCH) // timedelta(seconds=1)
-    return seconds * 1_000_000_000 + int((frac or "").ljust(9, "0"))
+    ns = seconds * 1_000_000_000 + int((frac or "").ljust(9, "0"))
+    if not MIN_NS <= ns <= MAX_NS:
+        raise ValueError("ts must be between the years 1 and 9999 in UTC")
+    return ns
 
 
 def format_ts(ns: int) -> str:
@@ -163,8 +170,14 @@ class Event(BaseModel):
 
     @property
     def order(self) -> tuple[int, str]:
-        """Fold order (SPEC §5): time, then event id."""
+        """Fold order (SPEC §5): time, then event id (ties: `digest`, see sync.fold)."""
         return self.ts_ns, str(self.id)
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the event's content: orders two different events that share a time and an id
+        the same way on every machine, whichever file was listed first."""
+        return hashlib.sha256(json.dumps(self.to_wire(), sort_keys=True).encode()).hexdigest()
 
     def has(self, name: str) -> bool:
         return name in self.model_fields_set

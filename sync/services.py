@@ -14,6 +14,18 @@ Idempotent, incremental and convergent:
   the current content.
 Locks: a Postgres advisory lock per project, so two reconciles of one project never run at
 once (the second reports `skipped`).
+
+No file can block the log (SPEC §5):
+- An entry that cannot be ours (eventlog.scan), a file that breaks the schema, and a file naming
+  a memory of another project are recorded as bad, never retried, and listed in every pass's
+  `parse_errors` while they are in the log; the rest of the pass applies.
+- A time later than this machine's clock plus `MAX_SKEW_NS` is read as that bound (listed in
+  `clamped`), remembered in the ledger so the file keeps that time in every later fold: a
+  teammate's wrong clock never makes an event win forever, and a local edit after it orders
+  after it. Machines that first see such a file at different moments may order it differently
+  against events made in between; events within the skew fold identically everywhere.
+- Files this pass writes (embedding events, local-only memories) are written only after every
+  memory of the pass is applied: a pass that fails writes nothing.
 """
 
 from __future__ import annotations
@@ -40,7 +52,7 @@ from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
 from yullu_core.metrics import count_reconcile
 
-from .eventlog import list_names, logs_dir, read_events, write_event
+from .eventlog import EventLogError, logs_dir, read_events, scan, write_event
 from .fold import Folded, fold_all
 from .models import LedgerEntry, LedgerStatus, OutboxEvent, ProjectSyncState
 from .outbox import embedding_event, flush, make_event, pending_uuids, sync_config
@@ -49,6 +61,7 @@ from .schema import Event, format_ts, parse_ts
 log = logging.getLogger(__name__)
 APPLY_BATCH = 200  # memories per transaction: one commit (WAL flush) per batch, not per memory
 RACE_WINDOW_NS = 10 * 10**9  # a local write committed while we listed is at most this much older
+MAX_SKEW_NS = 5 * 60 * 10**9  # a teammate's clock may run this far ahead of ours before its times are clamped
 
 
 class ReconcileResult(TypedDict, total=False):
@@ -64,6 +77,7 @@ class ReconcileResult(TypedDict, total=False):
     embeddings_computed: int
     local_only_logged: int
     parse_errors: list[dict[str, str]]
+    clamped: list[dict[str, str]]
     no_event_dir: bool
     skipped: bool
 
@@ -90,7 +104,8 @@ def reconcile_scope(scope: Scope) -> ReconcileResult:
     access.require(scope.project_id, access.WRITE)
     git_root = scope.git_root or known_root(scope.project_id)
     # mypy cannot check TypedDict keys computed at run time; COUNTERS are ReconcileResult's int keys.
-    base: ReconcileResult = {"project_id": scope.project_id, **dict.fromkeys(COUNTERS, 0), "parse_errors": []}  # type: ignore[typeddict-item]
+    base: ReconcileResult = {"project_id": scope.project_id, **dict.fromkeys(COUNTERS, 0)}  # type: ignore[typeddict-item]
+    base |= {"parse_errors": [], "clamped": []}
     if git_root is None:
         return {**base, "no_event_dir": True}
     cfg = sync_config(scope.project_id, git_root)
@@ -108,6 +123,8 @@ class Reconcile:
     cfg: dict[str, Any]
     result: ReconcileResult
     written: list[tuple[str, str]] = field(default_factory=list)  # (file name, memory uuid) we wrote
+    to_write: list[Event] = field(default_factory=list)  # written once every memory of the pass is applied
+    clamps: dict[str, int] = field(default_factory=dict)  # file name -> the latest time its events are read at
     deferred: int = 0
     started_ns: int = field(default_factory=time.time_ns)
 
@@ -115,21 +132,27 @@ class Reconcile:
         flush(project_id=self.project_id)  # our own committed changes reach the log first
         if not self.folder.is_dir():
             self.result["no_event_dir"] = True
-        names = set(list_names(self.folder))
+        listing = scan(self.folder)
+        names = listing.all_names
         self.result["events_scanned"] = len(names)
         new_names = self._new_names(names)
         self.result["events_new"] = len(new_names)
-        new = read_events(self.folder, sorted(new_names))
-        self._record_bad(new.parse_errors)
-        self.result["parse_errors"] = new.parse_errors
+        refused = [{"file": n, "error": why} for n, why in sorted(listing.refused.items()) if n in new_names]
+        new = read_events(self.folder, sorted(new_names - set(listing.refused)))
+        self._record_bad(refused + new.parse_errors)
+        new_events = self._clamp_new(new.events)
         new_by_memory: dict[str, list[str]] = {}
-        for name, event in new.events:
+        for name, event in new_events:
             files = new_by_memory.setdefault(str(event.memory_id), [])
             if name not in files:
                 files.append(name)
-        self._apply(new_by_memory, new.events)
+        self._refuse_foreign(new_by_memory)
+        new_events = [(n, e) for n, e in new_events if str(e.memory_id) in new_by_memory]
+        self._apply(new_by_memory, new_events)
         self._publish_local_only(set(new_by_memory))
+        self._write_files()
         self._record_written()
+        self.result["parse_errors"] = self._bad_in(names)
         if not self.deferred:
             listed = names | {n for n, _ in self.written}
             defaults: dict[str, Any] = {
@@ -157,6 +180,38 @@ class Reconcile:
         known = set(LedgerEntry.objects.filter(project_id=self.project_id).values_list("name", flat=True))
         return names - known
 
+    def _bad_in(self, names: set[str]) -> list[dict[str, str]]:
+        """Every file of the log recorded as bad (now or in an earlier pass), once each."""
+        bad = LedgerEntry.objects.filter(project_id=self.project_id, status=LedgerStatus.BAD).values_list(
+            "name", "error"
+        )
+        return [{"file": n, "error": e} for n, e in sorted(bad) if n in names]
+
+    def _clamp_new(self, events: list[tuple[str, Event]]) -> list[tuple[str, Event]]:
+        """Times beyond our clock plus the skew are read as that bound (and recorded with the file)."""
+        bound = self.started_ns + MAX_SKEW_NS
+        for name, event in events:
+            if event.ts_ns > bound or (event.created_at and parse_ts(event.created_at) > bound):
+                if name not in self.clamps:
+                    self.result["clamped"].append({"file": name, "ts": event.ts, "read_as": format_ts(bound)})
+                self.clamps[name] = bound
+        return [(n, clamp(e, self.clamps.get(n))) for n, e in events]
+
+    def _refuse_foreign(self, new_by_memory: dict[str, list[str]]) -> None:
+        """Files naming a memory that lives in another project are bad: never applied, never re-embedded."""
+        foreign = set(
+            str(u)
+            for u in Memory.objects.filter(uuid__in=list(new_by_memory))
+            .exclude(project_id=self.project_id)
+            .values_list("uuid", flat=True)
+        )
+        errors = [
+            {"file": n, "error": f"names memory {u}, which belongs to another project; not applied"}
+            for u in sorted(foreign)
+            for n in new_by_memory.pop(u)
+        ]
+        self._record_bad(errors)
+
     def _record_bad(self, errors: list[dict[str, str]]) -> None:
         LedgerEntry.objects.bulk_create(
             [
@@ -167,15 +222,17 @@ class Reconcile:
         )
 
     def _all_events(self, new_by_memory: dict[str, list[str]], new_events: list[tuple[str, Event]]) -> list[Event]:
-        """The new events plus every earlier file of the memories they touch."""
-        old_names = set(
+        """The new events plus every earlier file of the memories they touch (at their recorded clamp)."""
+        old_clamps = dict(
             LedgerEntry.objects.filter(
                 project_id=self.project_id, status=LedgerStatus.APPLIED, memory_uuid__in=list(new_by_memory)
-            ).values_list("name", flat=True)
+            ).values_list("name", "clamped_ns")
         )
         new_names = {n for n, _ in new_events}
-        old = read_events(self.folder, sorted(old_names - new_names))  # a file that went bad since is ignored
-        return [e for _, e in new_events] + [e for _, e in old.events if str(e.memory_id) in new_by_memory]
+        old = read_events(self.folder, sorted(set(old_clamps) - new_names))  # a file that went bad since is ignored
+        return [e for _, e in new_events] + [
+            clamp(e, old_clamps[n]) for n, e in old.events if str(e.memory_id) in new_by_memory
+        ]
 
     def _apply(self, new_by_memory: dict[str, list[str]], new_events: list[tuple[str, Event]]) -> None:
         if not new_by_memory:
@@ -254,7 +311,13 @@ class Reconcile:
         self.result["created"] += len(fresh)
         LedgerEntry.objects.bulk_create(
             [
-                LedgerEntry(project_id=self.project_id, name=n, status=LedgerStatus.APPLIED, memory_uuid=uuid_)
+                LedgerEntry(
+                    project_id=self.project_id,
+                    name=n,
+                    status=LedgerStatus.APPLIED,
+                    memory_uuid=uuid_,
+                    clamped_ns=self.clamps.get(n),
+                )  # fmt: skip
                 for uuid_ in applied
                 for n in new_by_memory[uuid_]
             ],
@@ -265,10 +328,11 @@ class Reconcile:
         self, uuid_: str, folded: Folded, vector: tuple[str, list[float]] | None, row: Memory | None, pending: bool
     ) -> bool:
         """One memory that exists here or is deleted; False when deferred (its files stay new)."""
-        if row is not None and row.project_id != self.project_id:
-            log.warning("event files for memory %s name project %s; it belongs to %s", uuid_, self.project_id,
-                        row.project_id)  # fmt: skip
-        elif pending or self._deferred(folded, row):
+        if row is not None and row.project_id != self.project_id:  # moved there since _refuse_foreign
+            log.warning("event files for memory %s name project %s; it belongs to another", uuid_, self.project_id)
+            self.deferred += 1  # its files stay new: the next pass records them as bad
+            return False
+        if pending or self._deferred(folded, row):
             self.deferred += 1
             return False
         elif folded.deleted:
@@ -293,7 +357,14 @@ class Reconcile:
             self.result[outcome] += 1  # type: ignore[literal-required]
 
     def _write(self, event: Event) -> None:
-        self.written.append((write_event(self.folder, event), str(event.memory_id)))
+        self.to_write.append(event)
+
+    def _write_files(self) -> None:
+        for event in self.to_write:
+            try:
+                self.written.append((write_event(self.folder, event), str(event.memory_id)))
+            except EventLogError as exc:  # a name taken by other content: that one file is left out
+                log.warning("reconcile of %s: %s", self.project_id, exc)
 
     def _publish_local_only(self, touched: set[str]) -> None:
         """Local rows that have no event in the log (e.g. stored before the repo was known) → `create`."""
@@ -334,6 +405,24 @@ def _remote_state(folded: Folded) -> memory_services.RemoteState:
         importance=folded.fields["importance"],
         expires_at=_datetime(folded.fields["expires_at"]),
     )
+
+
+def clamp(event: Event, bound: int | None) -> Event:
+    """`event` with its times no later than `bound` (None: as it is)."""
+    if bound is None:
+        return event
+    update = {}
+    if event.ts_ns > bound:
+        update["ts"] = format_ts(bound)
+    if event.created_at and parse_ts(event.created_at) > bound:
+        update["created_at"] = format_ts(bound)
+    return event.model_copy(update=update) if update else event
+
+
+def ledger_clamps(project_id: str) -> dict[str, int]:
+    """The clamp recorded for each file of the project's log read with one (sync.compact folds with them)."""
+    rows = LedgerEntry.objects.filter(project_id=project_id, clamped_ns__isnull=False).values_list("name", "clamped_ns")
+    return {name: bound for name, bound in rows if bound is not None}
 
 
 def reconcile_cli(cwd: str, project_id: str | None) -> ReconcileResult:

@@ -1,0 +1,41 @@
+"""Control characters in stored text: refused on write, shown escaped when printed.
+
+A teammate's memory, tag or file name may carry ANSI/OSC escapes (OSC 52 writes the
+clipboard), C1 controls or bidi overrides (text that reads differently than it is).
+
+- Written text (content, tags, every write path through memories.services.clean_*, so
+  MCP, REST, admin, import and teammates' events alike) refuses C0 controls other than tab,
+  newline and carriage return, DEL, C1 controls and bidi controls: `CONTROL_RE`.
+- Printed text (CLI output) escapes those plus carriage return, zero-width, line/paragraph
+  separator and Unicode tag characters, as a visible `\\x1b` / `\\u202e`: `escape_controls`.
+  Zero-width joiner and non-joiner are kept (emoji sequences, Persian and Indic scripts).
+"""
+
+from __future__ import annotations
+
+import re
+
+_C0_C1 = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_INVISIBLE = "\r\u00ad\u180e\u200b\u2028\u2029\u2060-\u2064\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
+
+CONTROL_RE = re.compile(f"[{_C0_C1}{_BIDI}]")  # refused on write
+_UNSAFE_RE = re.compile(f"[{_C0_C1}{_BIDI}{_INVISIBLE}]")  # escaped on print
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escape_controls(text: str) -> str:
+    """`text` safe for a terminal: every control, bidi and invisible character as a visible escape."""
+    return _UNSAFE_RE.sub(_escape, text)
+
+
+def find_control(text: str) -> str | None:
+    """The first character a write refuses, as a visible escape (`\\x1b`), or None."""
+    match = CONTROL_RE.search(text)
+    return None if match is None else _escape(match)
