@@ -286,7 +286,11 @@ def settings_view(request: HttpRequest) -> HttpResponse:
             messages.error(request, str(exc))
         return HttpResponseRedirect(reverse("admin:memories_settings"))
     project = request.GET.get("project_id", "")
-    cfg, origin = load_for_project(project, known_root(project) if project else None, settings.YULLU)
+    try:
+        cfg, origin = load_for_project(project, known_root(project) if project else None, settings.YULLU)
+    except ConfigError as exc:  # the project's committed config is broken: say so, show the global values
+        messages.error(request, str(exc))
+        cfg, origin = load_for_project("", None, settings.YULLU)
     return admin_page(
         request,
         "admin/yullu/settings.html",

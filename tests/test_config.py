@@ -138,3 +138,52 @@ def test_web_nodes_share_a_secret_key_from_the_environment(tmp_path: Path) -> No
     assert out.returncode == 0, out.stderr[-500:]
     assert out.stdout.strip() == "shared-by-every-web-node"
     assert not (tmp_path / "home" / "secret_key").exists()
+
+
+def test_a_repo_config_from_a_newer_version_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("YULLU_CONFIG", str(tmp_path / "global.toml"))
+    repo = tmp_path / "repo"
+    (repo / ".yullu").mkdir(parents=True)
+    (repo / ".yullu" / "config.toml").write_text(
+        "[sync]\nshiny_new_option = true\n[dreaming]\nmin_messages = 4\n[hologram]\nenabled = true\n"
+    )
+    cfg, _ = config.load_for_project("github.com/o/newer", repo)
+    assert cfg["dreaming"]["min_messages"] == 4
+    assert "[sync].shiny_new_option" in caplog.text and "[hologram]" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[dreaming]\nmin_messages = 'four'\n", "[dreaming].min_messages must be a int"),
+        ("[dreaming\n", "not valid TOML"),
+        (b"[dreaming]\nmin_messages = 4 # \xff\xfe\n", "not UTF-8"),
+    ],
+)
+def test_a_bad_repo_config_is_one_sentence_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str | bytes, expected: str
+) -> None:
+    monkeypatch.setenv("YULLU_CONFIG", str(tmp_path / "global.toml"))
+    repo = tmp_path / "repo"
+    (repo / ".yullu").mkdir(parents=True)
+    path = repo / ".yullu" / "config.toml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(config.ConfigError) as err:
+        config.load_for_project("github.com/o/bad", repo)
+    assert expected in str(err.value) and str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_yullu_folder_symlinked_out_of_the_repository_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("YULLU_CONFIG", str(tmp_path / "global.toml"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config.toml").write_text("[dreaming]\nmin_messages = 4\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".yullu").symlink_to(outside)
+    with pytest.raises(config.ConfigError, match="outside the repository"):
+        config.load_for_project("github.com/o/escape", repo)

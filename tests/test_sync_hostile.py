@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from sync.eventlog import new_event, write_event
 from sync.fold import fold
 from sync.schema import Event
 from sync.services import reconcile_scope
-from tests.processes import git_repo
+from tests.processes import git_repo, product_env, run_cli, stub_env
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -151,3 +152,33 @@ def test_a_pass_that_fails_writes_no_file(
     monkeypatch.undo()
     result = reconcile_scope(resolve(None, str(repo)))
     assert result["created"] == 1 and len(os.listdir(logs)) == len(before) + 1  # now its embedding
+
+
+def test_a_bad_committed_config_or_an_escaping_yullu_folder_is_one_sentence_on_every_path(
+    tmp_path: Path, live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    repo = git_repo(tmp_path / "repo", ORIGIN)
+    (repo / ".yullu").mkdir()
+    config = repo / ".yullu" / "config.toml"
+    with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}) as api:
+        config.write_text("[sync]\nfrom_a_newer_version = 1\n[telepathy]\nenabled = true\n")
+        r = api.post("/api/memories", json={"content": "stored despite a newer config", "cwd": str(repo)})
+        assert r.status_code in (200, 201), r.text
+        assert api.post("/api/reconcile", json={"cwd": str(repo)}).status_code == 200
+
+        config.write_text('[sync]\nlog_embeddings = "yes"\n')
+        for path, body in [("/api/memories", {"content": "a fact", "cwd": str(repo)}), ("/api/reconcile", {})]:
+            r = api.post(path, json=body | {"cwd": str(repo)})
+            assert r.status_code == 400, r.text
+            assert "[sync].log_embeddings must be a bool" in r.json()["error"] and str(config) in r.json()["error"]
+
+        outside = tmp_path / "elsewhere"
+        outside.mkdir()
+        shutil.rmtree(repo / ".yullu")
+        (repo / ".yullu").symlink_to(outside)
+        for path, body in [("/api/memories", {"content": "a fact"}), ("/api/reconcile", {})]:
+            r = api.post(path, json=body | {"cwd": str(repo)})
+            assert r.status_code == 400 and "outside the repository" in r.json()["error"], r.text
+    assert not list(outside.iterdir())  # nothing written through the symlink
+    out = run_cli(["reconcile", "--cwd", str(repo)], product_env(tmp_path / "home", **stub_env(stub_embedder.url)))
+    assert out.returncode == 1 and "outside the repository" in out.stderr and "Traceback" not in out.stderr

@@ -2,6 +2,11 @@
 
 The file is written with defaults on first run. A malformed file stops startup
 with one sentence naming the file, the key and what is wrong (ConfigError).
+
+A repository's committed `.yullu/config.toml` may come from a newer version of the product:
+its unknown sections and keys are logged as warnings and ignored, while a value of a known key
+that is wrong, invalid TOML, and a file outside the repository (a `.yullu` symlinked out of it)
+are a ConfigError naming the file (and key) — a UserError, so every client gets that sentence.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ from typing import Any
 
 import platformdirs
 
+from .errors import UserError
+
 log = logging.getLogger(__name__)
 
 Config = dict[str, dict[str, Any]]
 
 
-class ConfigError(Exception):
+class ConfigError(UserError):
     """A config file or environment variable holds a value we cannot use."""
 
 
@@ -274,17 +281,31 @@ def _coerce(kind: type, value: Any) -> Any:
     return value
 
 
+_warned: set[str] = set()  # warnings already logged by this process
+
+
+def _unknown(message: str, repo_layer: bool) -> None:
+    """An unknown name: the user's own file is wrong (an error); a committed one may be newer (a warning)."""
+    if not repo_layer:
+        raise ConfigError(message)
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s (written by a newer version?); ignored.", message.rstrip("."))
+
+
 def _apply_layer(cfg: Config, data: dict[str, Any], source: str, *, repo_layer: bool = False) -> None:
     """Validate `data` against SCHEMA and merge it into `cfg`. Raises ConfigError."""
     for section, values in data.items():
         if section not in SCHEMA:
-            raise ConfigError(f"{source}: unknown section [{section}]; known sections are {', '.join(SCHEMA)}.")
+            _unknown(f"{source}: unknown section [{section}]; known sections are {', '.join(SCHEMA)}.", repo_layer)
+            continue
         if not isinstance(values, dict):
             raise ConfigError(f"{source}: [{section}] must be a table.")
         for key, value in values.items():
             spec = SCHEMA[section].get(key)
             if spec is None:
-                raise ConfigError(f"{source}: unknown key [{section}].{key}.")
+                _unknown(f"{source}: unknown key [{section}].{key}.", repo_layer)
+                continue
             if repo_layer and spec.secret:
                 if value:
                     log.warning(
@@ -313,6 +334,8 @@ def read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or delete the file.") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; save it as UTF-8 or delete it.") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror}).") from None
 
@@ -349,6 +372,18 @@ def load(path: Path | None = None, *, write_default: bool = True) -> Config:
     return cfg
 
 
+def repo_file(git_root: Path, sync_dir: str) -> Path:
+    """`<git_root>/<sync.dir>/config.toml`, refusing one that resolves outside the repository."""
+    root = git_root.resolve()
+    path = (root / sync_dir / "config.toml").resolve()
+    if not path.is_relative_to(root):
+        raise ConfigError(
+            f"{git_root / sync_dir}: resolves outside the repository (a symlink?); "
+            "refusing to read or write through it. Make it a folder inside the repository."
+        )
+    return path
+
+
 def project_user_file(project_id: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", project_id).strip("_") or "default"
     return config_path().parent / "projects" / f"{safe}.toml"
@@ -367,7 +402,7 @@ def load_for_project(project_id: str, git_root: Path | None, base: Config | None
     origin = {f"{s}.{k}": "global" for s, keys in cfg.items() for k in keys}
     layers: list[tuple[Path, str]] = []
     if git_root is not None:
-        layers.append((git_root / cfg["sync"]["dir"] / "config.toml", "repo"))
+        layers.append((repo_file(git_root, cfg["sync"]["dir"]), "repo"))
     layers.append((project_user_file(project_id), "user"))
     for path, name in layers:
         if not path.is_file():
