@@ -144,7 +144,8 @@ def test_a_pass_that_fails_writes_no_file(
     def broken(*args: Any, **kwargs: Any) -> str:
         raise RuntimeError("the database went away mid-pass")
 
-    monkeypatch.setattr(sync_services.memory_services, "apply_remote_state", broken)
+    for name in ("apply_remote_state", "create_remote_many"):  # after the embedding, before any row
+        monkeypatch.setattr(sync_services.memory_services, name, broken)
     for _ in range(3):
         with pytest.raises(RuntimeError):
             reconcile_scope(resolve(None, str(repo)))
