@@ -165,29 +165,31 @@ def _claim(project_id: str, actor: Actor) -> bool:
 
 _VISIBLE_SQL = (
     f"SELECT DISTINCT p.project_id FROM {Project._meta.db_table} p JOIN {Grant._meta.db_table} g "
-    "ON g.project_id = p.id WHERE g.user_id = %s OR g.group_id IN "
-    "(SELECT group_id FROM auth_user_groups WHERE user_id = %s)"
+    "ON g.project_id = p.id WHERE g.role = ANY(%s) AND (g.user_id = %s OR g.group_id IN "
+    "(SELECT group_id FROM auth_user_groups WHERE user_id = %s))"
 )
 
 
-def visible_projects(actor: Actor | None = None) -> frozenset[str] | None:
-    """The project ids the caller may read (with their personal scope), or None for all of them."""
+def visible_projects(actor: Actor | None = None, role: str = READ) -> frozenset[str] | None:
+    """The project ids on which the caller has at least `role` (with their personal scope), or None
+    for all of them."""
     actor = actor or acting()
     if actor.is_superuser:
         return None
     if actor.user_id is None:
         return frozenset()
+    roles = [r for r, rank in ROLE_RANK.items() if rank >= ROLE_RANK[Role(role)]]
     with connection.cursor() as cur:
-        cur.execute(_VISIBLE_SQL, [actor.user_id, actor.user_id])
+        cur.execute(_VISIBLE_SQL, [roles, actor.user_id, actor.user_id])
         ids = {row[0] for row in cur.fetchall()}
     return frozenset({*ids, personal_project(actor)})
 
 
-def only_visible(qs: QS, field: str = "project_id") -> QS:
-    """`qs` narrowed to the projects the caller may read. A superuser's personal scope is theirs
-    alone too: other people's `~user:<id>` rows are left out of every list."""
+def only_visible(qs: QS, field: str = "project_id", role: str = READ) -> QS:
+    """`qs` narrowed to the projects on which the caller has `role` (reading, by default). A
+    superuser's personal scope is theirs alone too: other people's `~user:<id>` rows are left out."""
     actor = acting()
-    visible = visible_projects(actor)
+    visible = visible_projects(actor, role)
     if visible is None:
         mine = personal_project(actor)
         return qs.filter(~Q(**{f"{field}__startswith": PERSONAL_PREFIX}) | Q(**{field: mine}))

@@ -16,6 +16,7 @@ from yullu_core.errors import NotFound, UserError
 
 from .audit import record
 from .models import ApiToken, Grant, Project, Role
+from .policy import ADMIN, only_visible, require, require_install_wide
 
 MAX_TOKEN_DAYS = 3650
 
@@ -29,6 +30,7 @@ def user_named(name: str) -> Any:
 
 def add_user(name: str, *, admin: bool = False) -> Any:
     """A person. `admin`: a superuser (may do everything, also in the admin)."""
+    require_install_wide("managing users")
     name = name.strip()
     if not name or len(name) > 150:
         raise UserError("a user name must be 1 to 150 characters.")
@@ -51,6 +53,7 @@ class Issued:
 def create_token(
     user: AbstractBaseUser | Any, name: str = "default", *, read_only: bool = False, expires_days: float | None = None
 ) -> Issued:
+    require_install_wide("managing tokens")
     name = (name or "default").strip()[:100] or "default"
     expires_at: datetime | None = None
     if expires_days is not None:
@@ -75,6 +78,7 @@ def token_row(t: ApiToken) -> dict[str, Any]:
 
 
 def list_tokens(username: str | None = None) -> list[dict[str, Any]]:
+    require_install_wide("managing tokens")
     qs = ApiToken.objects.select_related("user").order_by("user__username", "id")
     if username:
         qs = qs.filter(user=user_named(username))
@@ -82,6 +86,7 @@ def list_tokens(username: str | None = None) -> list[dict[str, Any]]:
 
 
 def revoke_token(token_id: Any) -> dict[str, Any]:
+    require_install_wide("managing tokens")
     try:
         token = ApiToken.objects.select_related("user").get(pk=int(token_id))
     except (ValueError, TypeError, ApiToken.DoesNotExist):
@@ -100,10 +105,11 @@ def _role(role: str) -> str:
 
 def grant(username: str, project_id: str, role: str) -> dict[str, Any]:
     """Give (or change) a user's role on a project, creating the project record if needed."""
-    role, user = _role(role), user_named(username)
     project_id = project_id.strip()
     if not project_id:
         raise UserError("project must not be empty.")
+    require(project_id, ADMIN)  # a project's admins manage its grants
+    role, user = _role(role), user_named(username)
     with transaction.atomic():
         project, _ = Project.objects.get_or_create(project_id=project_id)
         try:
@@ -115,12 +121,14 @@ def grant(username: str, project_id: str, role: str) -> dict[str, Any]:
 
 
 def grant_group(group: Any, project_id: str, role: str) -> None:
+    require(project_id, ADMIN)
     project, _ = Project.objects.get_or_create(project_id=project_id)
     Grant.objects.update_or_create(project=project, group=group, defaults={"role": _role(role)})
     record("grant.set", f"group {group.name} → {project_id}", {"role": role})
 
 
 def revoke_grant(username: str, project_id: str) -> dict[str, Any]:
+    require(project_id, ADMIN)
     user = user_named(username)
     deleted, _ = Grant.objects.filter(user=user, project__project_id=project_id).delete()
     if not deleted:
@@ -130,9 +138,13 @@ def revoke_grant(username: str, project_id: str) -> dict[str, Any]:
 
 
 def list_grants(project_id: str | None = None) -> list[dict[str, Any]]:
+    """Grants of one project, or of every project on which the caller is an admin."""
     qs = Grant.objects.select_related("project", "user", "group").order_by("project__project_id", "id")
     if project_id:
+        require(project_id, ADMIN)
         qs = qs.filter(project__project_id=project_id)
+    else:
+        qs = only_visible(qs, "project__project_id", role=ADMIN)
     return [
         {
             "project_id": g.project.project_id,

@@ -141,7 +141,7 @@ def open_conflicts(project_id: str | None = None) -> list[dict[str, Any]]:
     qs = MemoryLink.objects.filter(kind=LinkKind.CONTRADICTS, resolved_at__isnull=True).select_related(
         "from_memory", "to_memory"
     )
-    qs = access.only_visible(qs)
+    qs = access.only_visible(qs, role=access.ADMIN)  # the conflicts queue is a project admin's
     if project_id:
         access.require(project_id, access.ADMIN)
         qs = qs.filter(project_id=project_id)

@@ -334,6 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_memory_parsers(sub, run_memory_command)
 
+    from .access_commands import add_parsers as add_access_parsers
+
+    add_access_parsers(sub)
+
     p = sub.add_parser("bench", help="run a benchmark")
     bench = p.add_subparsers(dest="bench", required=True)
     b = bench.add_parser("locomo", help="LoCoMo retrieval benchmark")

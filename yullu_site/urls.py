@@ -10,6 +10,7 @@ urlpatterns = [
     path("api/", include("memories.urls")),
     path("api/", include("dreaming.urls")),
     path("api/", include("sync.urls")),
+    path("api/", include("access.urls")),
     path("admin/", admin.site.urls),
     path("metrics", MetricsView.as_view(), name="metrics"),
 ]

@@ -1,0 +1,112 @@
+"""`yullu users add`, `yullu tokens create|list|revoke`, `yullu grant`, `yullu revoke-grant`
+(SPEC §11): thin adapters over access.services, for whoever runs the server. The CLI talks to the
+database directly, so it acts as the system (every change is still audited, as by `system`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .django_setup import setup_django
+
+ROLES = ("read", "write", "admin")
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("users", help="people who use a team server")
+    ops = p.add_subparsers(dest="op", required=True)
+    q = ops.add_parser("add", help="add a user (--admin: a superuser, who may do everything)")
+    q.add_argument("name")
+    q.add_argument("--admin", action="store_true")
+    q.set_defaults(fn=cmd_users_add)
+
+    p = sub.add_parser("tokens", help="API tokens of users (stored hashed; shown once)")
+    ops = p.add_subparsers(dest="op", required=True)
+    q = ops.add_parser("create", help="create a token; prints it alone on the last line")
+    q.add_argument("--user", required=True)
+    q.add_argument("--name", default="default", help="a label, e.g. the laptop it is for")
+    q.add_argument("--read-only", action="store_true", help="may retrieve and list, never write")
+    q.add_argument("--expires-days", type=float, default=None, help="expire after this many days")
+    q.set_defaults(fn=cmd_tokens_create)
+    q = ops.add_parser("list", help="tokens (never their values): id, user, name, created, last used, expiry")
+    q.add_argument("--user", default=None)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_tokens_list)
+    q = ops.add_parser("revoke", help="delete a token by id (`yullu tokens list` shows ids)")
+    q.add_argument("id")
+    q.set_defaults(fn=cmd_tokens_revoke)
+
+    p = sub.add_parser("grant", help="give USER a role on PROJECT: read, write or admin")
+    p.add_argument("user")
+    p.add_argument("project")
+    p.add_argument("role", choices=ROLES)
+    p.set_defaults(fn=cmd_grant)
+    p = sub.add_parser("revoke-grant", help="take USER's role on PROJECT away")
+    p.add_argument("user")
+    p.add_argument("project")
+    p.set_defaults(fn=cmd_revoke_grant)
+
+
+def cmd_users_add(args: argparse.Namespace) -> None:
+    setup_django()
+    from access import services
+
+    user = services.add_user(args.name, admin=args.admin)
+    kind = "superuser" if args.admin else "user"
+    print(f"added {kind} {user.get_username()}; give them a token: yullu tokens create --user {user.get_username()}")
+
+
+def cmd_tokens_create(args: argparse.Namespace) -> None:
+    setup_django()
+    from access import services
+
+    issued = services.create_token(
+        services.user_named(args.user), args.name, read_only=args.read_only, expires_days=args.expires_days
+    )
+    t = issued.token
+    flags = ", read-only" if t.read_only else ""
+    expiry = f", expires {t.expires_at:%Y-%m-%d %H:%M} UTC" if t.expires_at else ""
+    print(f"# token {t.pk} for {args.user} ({t.name}{flags}{expiry}); shown once, stored only hashed")
+    print(issued.raw)
+
+
+def cmd_tokens_list(args: argparse.Namespace) -> None:
+    setup_django()
+    from access import services
+
+    rows = services.list_tokens(args.user)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        used = (r["last_used_at"] or "never")[:16]
+        expires = f" expires {r['expires_at'][:16]}" if r["expires_at"] else ""
+        ro = " read-only" if r["read_only"] else ""
+        print(f"{r['id']:>5}  {r['user']:<20} {r['name']:<20} created {r['created_at'][:16]}  used {used}{expires}{ro}")
+    if not rows:
+        print("no tokens")
+
+
+def cmd_tokens_revoke(args: argparse.Namespace) -> None:
+    setup_django()
+    from access import services
+
+    row = services.revoke_token(args.id)
+    print(f"revoked token {row['id']} ({row['user']} / {row['name']})")
+
+
+def cmd_grant(args: argparse.Namespace) -> None:
+    setup_django()
+    from access import services
+
+    g = services.grant(args.user, args.project, args.role)
+    print(f"{g['user']} now has {g['role']} on {g['project_id']}")
+
+
+def cmd_revoke_grant(args: argparse.Namespace) -> None:
+    setup_django()
+    from access import services
+
+    services.revoke_grant(args.user, args.project)
+    print(f"{args.user} no longer has a role on {args.project}")
