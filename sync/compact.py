@@ -27,7 +27,7 @@ from memories.scope import Scope, known_root
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
 
-from .eventlog import event_filename, logs_dir, read_events, write_event
+from .eventlog import event_filename, logs_dir, read_events, write_events
 from .fold import Folded, fold
 from .models import LedgerEntry, ProjectSyncState
 from .outbox import flush, sync_config
@@ -121,8 +121,7 @@ def _compact(project_id: str, folder: Path, dry_run: bool) -> CompactResult:
     result["files_after"] = len(keep)
     if dry_run:
         return result
-    for _, event in writes:
-        write_event(folder, event)  # all snapshots are on disk before any old file goes
+    write_events(folder, [event for _, event in writes])  # all snapshots are on disk before any old file goes
     for name in remove:
         (folder / name).unlink(missing_ok=True)
     # Snapshots stay new to our ledger: the next reconcile folds them once (a no-op when we were current).

@@ -86,23 +86,43 @@ def _fsync_dir(path: Path) -> None:
 
 def write_event(folder: Path, event: Event) -> str:
     """Write `event` under its own name; idempotent (the same event again is a no-op). Returns the name."""
+    return write_events(folder, [event])[0]
+
+
+def write_events(folder: Path, events: list[Event]) -> list[str]:
+    """Write each event under its own name, atomically (temp file, then a hard link to the final
+    name: never overwritten); idempotent. Durable on return. Many events pay for durability once
+    (one `sync` of the written data, one fsync of the folder) rather than twice each: compacting
+    1,000 files spent 10.6 of its 17.7 s in per-file fsyncs (docs/benchmarks.md)."""
     folder.mkdir(parents=True, exist_ok=True)
-    name, data = event_filename(event), render(event)
-    final = folder / name
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+    staged: list[tuple[Path, Path, bytes]] = []
+    try:
+        for event in events:
+            name, data = event_filename(event), render(event)
+            tmp = folder / f".{name}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                if len(events) == 1:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            staged.append((tmp, folder / name, data))
+        if len(events) > 1:
+            os.sync()  # every temp file's data on disk before any final name points at it
+        for tmp, final, data in staged:
+            _link(tmp, final, data)
+    finally:
+        for tmp, _, _ in staged:
+            tmp.unlink(missing_ok=True)
+    _fsync_dir(folder)
+    return [final.name for _, final, _ in staged]
+
+
+def _link(tmp: Path, final: Path, data: bytes) -> None:
     try:
         os.link(tmp, final)
     except FileExistsError:
         if final.read_bytes() != data:  # two different events with one name: ids share 8 hex chars and a ns
-            raise EventLogError(f"{name} already exists with other content; not overwriting it.") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(folder)
-    return name
+            raise EventLogError(f"{final.name} already exists with other content; not overwriting it.") from None
 
 
 @dataclass
