@@ -33,6 +33,7 @@ from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from memories.trivial import is_acknowledgement
+from yullu_core.errors import Unavailable
 from yullu_core.metrics import timed_recall
 
 from . import bm25, expansion, rerank
@@ -101,6 +102,7 @@ class Judged:
     w_coverage: float
     bias: float
     threshold: float
+    fallback: Gate  # when the cross-encoder cannot load
     depth: int = 3
     clauses: bool = True  # a long prompt's logit is its best clause's (rerank.Judge.best_logits)
     # Below this cosine a candidate is not judged and not returned: on the tuning split no answer
@@ -126,7 +128,14 @@ class Judged:
 # Fitted and chosen on the tuning half of the codebase set (yullu_cli/bench/calibrate.py); held-out
 # results and LoCoMo in docs/benchmarks.md. Embedders nobody calibrated keep the cosine gate below.
 JUDGED = {
-    "local:all-MiniLM-L6-v2": Judged(w_logit=0.338, w_cosine=20.644, w_coverage=3.648, bias=-2.935, threshold=0.7),
+    "local:all-MiniLM-L6-v2": Judged(
+        w_logit=0.338,
+        w_cosine=20.644,
+        w_coverage=3.648,
+        bias=-2.935,
+        threshold=0.7,
+        fallback=Gate(cosine=0.4, combined=0.5, weight=0.4),  # issue 15's calibration (docs/benchmarks.md)
+    ),
 }
 # The cosine + coverage gate, for embedders without a calibrated judge (remote models): strict on
 # cosine, the same keyword evidence.
@@ -138,6 +147,12 @@ LEGACY_DEFAULT_FLOOR = 0.45
 
 def gate_for(embedder_id: str) -> Gate | Judged:
     return JUDGED.get(embedder_id) or GATES.get(embedder_id, DEFAULT_GATE)
+
+
+def warm_up_gate() -> None:
+    """Load the active embedder's cross-encoder now (web start), not in the first search."""
+    if isinstance(gate_for(get_embedder().id), Judged):
+        rerank.judge.logits("warm up", ["warm up"])
 
 
 def configured_floor(retrieval: dict[str, Any] | None = None) -> float | None:
@@ -454,7 +469,11 @@ def _ranked(
     ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
     gate = gate_for(embedder.id)
     if floor is None and isinstance(gate, Judged) and qvec is not None:
-        return Ranked(ordered, judged_test(query, ordered, gate))
+        try:
+            return Ranked(ordered, judged_test(query, ordered, gate))
+        except Unavailable as exc:  # the model's package is missing: the cosine gate, not a failed search
+            log.warning("%s Falling back to the cosine gate.", exc)
+            gate = gate.fallback
     return Ranked(ordered, relevance_test(floor, gate if isinstance(gate, Gate) else DEFAULT_GATE, qvec is not None))
 
 

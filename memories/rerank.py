@@ -97,6 +97,7 @@ class Judge:
         self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()  # one pass at a time: two would fight over the same core
         self._cache: OrderedDict[bytes, float] = OrderedDict()
+        self._cache_lock = threading.Lock()  # web requests judge from several threads
         self.pairs_scored = 0  # pairs the model ran on (benchmarks read it)
 
     def model(self) -> CrossEncoder:
@@ -127,28 +128,28 @@ class Judge:
     def logits_many(self, pairs: list[tuple[str, str]]) -> list[float]:
         """The raw logit of each (query, text) pair, in one batch; cached pairs are not rerun."""
         keys = [_key(q, t) for q, t in pairs]
-        out: list[float | None] = [self._cache.get(k) for k in keys]
+        with self._cache_lock:
+            out: list[float | None] = [self._cache.get(k) for k in keys]
+            for k in keys:
+                if k in self._cache:
+                    self._cache.move_to_end(k)
         todo = [i for i, v in enumerate(out) if v is None]
         if todo:
             model = self.model()
             with self._run_lock:
                 scores = model.logits([pairs[i] for i in todo])
                 self.pairs_scored += len(todo)
-            for i, score in zip(todo, scores, strict=True):
-                out[i] = float(score)
-                self._remember(keys[i], float(score))
-        for k in keys:
-            if k in self._cache:
-                self._cache.move_to_end(k)
+            with self._cache_lock:
+                for i, score in zip(todo, scores, strict=True):
+                    out[i] = float(score)
+                    self._cache[keys[i]] = float(score)
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
         return [float(v) for v in out if v is not None]
 
-    def _remember(self, key: bytes, value: float) -> None:
-        self._cache[key] = value
-        while len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
-
     def clear(self) -> None:
-        self._cache.clear()
+        with self._cache_lock:
+            self._cache.clear()
 
 
 # Sentence ends, semicolons and dashes between words split a prompt; a clause of fewer than

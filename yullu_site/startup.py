@@ -13,9 +13,11 @@ def _warm_embedder() -> None:
     from django.db import close_old_connections
 
     from memories.embedders import warm_up
+    from memories.queries import warm_up_gate
 
     try:
         warm_up()
+        warm_up_gate()
     except Exception as exc:
         log.warning("embedder warm-up failed: %s", exc)
     finally:
