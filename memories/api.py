@@ -367,19 +367,14 @@ class RetrievalsView(APIView):
         return Response({"retrievals": stats.retrievals(project_id, _limit(request, 50))})
 
 
-MAX_HOURS = 24 * 3650  # ten years; beyond that a time window overflows
-
-
 class UsageView(APIView):
     @documented(params=[query("since_hours", float), query("recent", description="1: include recent calls")])
     def get(self, request: Request) -> Response:
         raw = request.query_params.get("since_hours")
-        since = None
-        if raw:
-            try:
-                since = serializers.FloatField(min_value=0, max_value=MAX_HOURS).run_validation(raw)
-            except serializers.ValidationError:
-                raise serializers.ValidationError({"since_hours": f"must be a number from 0 to {MAX_HOURS}."}) from None
+        try:
+            since = float(raw) if raw else None  # the range is the service's rule (stats.MAX_HOURS)
+        except ValueError:
+            raise serializers.ValidationError({"since_hours": "must be a number of hours."}) from None
         return Response(stats.usage_summary(since, recent=request.query_params.get("recent") == "1"))
 
 

@@ -126,7 +126,10 @@ def _resolve_cwd(cwd: str) -> Scope:
         raise UserError("cwd must be a path of at most 4096 characters.")
     if not os.path.isabs(cwd):
         raise UserError("cwd must be an absolute path.")
-    scope = resolve_path(cwd)
+    try:
+        scope = resolve_path(cwd)
+    except OSError as exc:  # unreadable, a name too long: the caller's path, not our failure
+        raise UserError(f"cwd cannot be read ({exc.strerror or type(exc).__name__}).") from None
     if scope.git_root is not None:
         remember_location(scope)
     return scope

@@ -10,6 +10,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from access import policy as access
+from yullu_core.errors import UserError
 
 from .embedders import get_embedder
 from .models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, RejectedMemory, Usage
@@ -117,7 +118,12 @@ def retrievals(project_id: str | None = None, limit: int = 50) -> list[dict[str,
     return [groups[r] for r in seen if r in groups]
 
 
+MAX_HOURS = 24 * 3650  # ten years; beyond that a time window overflows
+
+
 def usage_summary(since_hours: float | None = None, recent: bool = False, recent_limit: int = 20) -> dict[str, Any]:
+    if since_hours is not None and not 0 <= since_hours <= MAX_HOURS:  # NaN fails both comparisons
+        raise UserError(f"since_hours must be a number from 0 to {MAX_HOURS}.")
     access.require_install_wide("model usage")
     qs = Usage.objects.all()
     out: dict[str, Any] = {}

@@ -25,6 +25,13 @@ def run_guarded(fn: Callable[[], object]) -> None:
     except Exception as exc:
         from django.db import OperationalError
 
+        from yullu_core.failures import translate
+
+        if (said := translate(exc)) is not None:
+            fail(str(said))
+        if isinstance(exc, OSError):  # a path the command was given: missing, not a folder, not writable
+            where = f"{exc.filename}: " if exc.filename else ""
+            fail(f"{where}{exc.strerror or exc}.")
         if not isinstance(exc, OperationalError):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

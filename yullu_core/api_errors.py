@@ -12,8 +12,10 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
-from rest_framework import exceptions, status
+from rest_framework import exceptions, parsers, status
 from rest_framework.response import Response
+
+from .failures import translate
 
 log = logging.getLogger("yullu.api")
 TOKEN_HELP = "Invalid or missing API token; send 'Authorization: Bearer <token>' (run `yullu token` to see yours)."
@@ -44,6 +46,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return Response({"error": body_too_large()}, status=413)
     if isinstance(exc, DjangoValidationError):
         return Response({"error": " ".join(exc.messages)}, status=400)
+    if (said := translate(exc)) is not None:
+        return Response({"error": str(said)}, status=said.status)
     if isinstance(exc, DatabaseError):
         log.warning("database error: %s", exc)
         return Response({"error": ServiceUnavailable.default_detail}, status=503)
@@ -59,6 +63,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     error_id = uuid.uuid4().hex[:12]
     log.exception("unexpected error %s", error_id)
     return Response({"error": f"Internal error (id {error_id}); see the server log."}, status=500)
+
+
+class JSONParser(parsers.JSONParser):
+    """DRF's, with JSON nested deeper than the parser's recursion limit a 400 instead of a 500."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - nested too deeply.") from None
 
 
 def body_too_large() -> str:

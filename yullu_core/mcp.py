@@ -18,6 +18,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from .errors import UserError
+from .failures import translate
 
 log = logging.getLogger("yullu.mcp")
 T = TypeVar("T")
@@ -57,9 +58,13 @@ async def run(fn: Callable[[], dict[str, Any]]) -> CallToolResult:
     except UserError as exc:
         return error(str(exc))
     except DatabaseError as exc:
+        if (said := translate(exc)) is not None:
+            return error(str(said))
         log.warning("database error in tool: %s", exc)
         return error("The database is unavailable right now; try again shortly.")
-    except Exception:
+    except Exception as exc:
+        if (said := translate(exc)) is not None:  # a full disk
+            return error(str(said))
         error_id = uuid.uuid4().hex[:12]
         log.exception("unexpected error in MCP tool (id %s)", error_id)
         return error(f"Internal error (id {error_id}); see the server log.")

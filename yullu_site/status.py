@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from yullu_core.failures import disk_status
+
 from . import __version__
 
 
@@ -54,12 +56,14 @@ def status() -> dict[str, Any]:
     db = database_status()
     broker = broker_status()
     embedder = embedder_status()
+    disk = disk_status(settings.YULLU_HOME)  # the embedded database, the logs and the queue live there
     return {
-        "ready": bool(db["ok"] and broker["ok"] and embedder["ok"]),
+        "ready": bool(db["ok"] and broker["ok"] and embedder["ok"] and disk["ok"]),
         "version": __version__,
         "database": db,
         "broker": broker,
         "embedder": embedder,
+        "disk": disk,
         # Not part of "ready": the server works without one, but background dreaming does not.
         "reasoner": reasoner_status(),
     }

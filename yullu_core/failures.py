@@ -1,0 +1,67 @@
+"""Failures that are not bugs, said as what happened: the one mapping REST, MCP and the CLI use.
+
+- Input PostgreSQL cannot store (a NUL character in a query or session id, a value out of range)
+  is the client's error (400), not "the database is unavailable".
+- A full disk (PostgreSQL's SQLSTATE 53100, or ENOSPC writing a file) is 507 with a sentence
+  saying so; for `DISK_FULL_MEMORY_S` afterwards /api/status reports it and is not ready, as it
+  is whenever the home folder's file system has less than `MIN_FREE_BYTES` left.
+"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+import time
+from typing import Any
+
+from django.db import DataError
+
+from .errors import UserError
+
+MIN_FREE_BYTES = 64 * 1024 * 1024
+DISK_FULL_MEMORY_S = 60.0
+DISK_FULL = "The disk is full, so nothing was stored; free some space on the server and try again."
+_disk_full_at: float | None = None
+
+
+class DiskFull(UserError):
+    status = 507
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    for err in (exc, exc.__cause__):
+        state = getattr(err, "sqlstate", None)
+        if state:
+            return str(state)
+    return None
+
+
+def translate(exc: BaseException) -> UserError | None:
+    """The sentence for a failure caused by the input or by the machine, or None (a bug, or a
+    database that cannot be reached: the caller's own handling)."""
+    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or _sqlstate(exc) == "53100":
+        global _disk_full_at
+        _disk_full_at = time.monotonic()
+        return DiskFull(DISK_FULL)
+    if isinstance(exc, DataError):
+        text = str(exc).strip()
+        if "NUL" in text or "0x00" in text:
+            return UserError("text must not contain NUL (0x00) characters.")
+        first = text.splitlines()[0] if text else type(exc).__name__
+        return UserError(f"a value cannot be stored ({first}).")
+    return None
+
+
+def disk_status(path: Any) -> dict[str, Any]:
+    """Free space where the data lives, and whether a write recently found the disk full."""
+    recent = _disk_full_at is not None and time.monotonic() - _disk_full_at < DISK_FULL_MEMORY_S
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError as exc:
+        return {"ok": False, "error": exc.strerror or type(exc).__name__}
+    out: dict[str, Any] = {"ok": free >= MIN_FREE_BYTES and not recent, "free_mb": free // (1024 * 1024)}
+    if recent:
+        out["error"] = "a write found the disk full"
+    elif free < MIN_FREE_BYTES:
+        out["error"] = f"less than {MIN_FREE_BYTES // (1024 * 1024)} MB free"
+    return out
