@@ -120,6 +120,21 @@ class RatedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class HeldFilter(admin.SimpleListFilter):
+    title = "held for review"
+    parameter_name = "held"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Held (instructs the assistant)"), ("no", "Not held")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> QuerySet[Memory]:
+        if self.value() == "yes":
+            return queryset.exclude(held_reason="")
+        if self.value() == "no":
+            return queryset.filter(held_reason="")
+        return queryset
+
+
 class VectorFilter(admin.SimpleListFilter):
     title = "vector for active embedder"
     parameter_name = "embedded"
@@ -151,13 +166,14 @@ class SourceFilter(admin.SimpleListFilter):
 class MemoryAdmin(ModelAdmin):
     form = MemoryForm
     list_display = ["short_content", "project_id", "category", "rating", "updated_at", "match"]
-    list_filter = ["project_id", "category", RatedFilter, SourceFilter, VectorFilter]
+    list_filter = ["project_id", "category", RatedFilter, HeldFilter, SourceFilter, VectorFilter]
     list_filter_submit = True
     search_fields = ["content"]
     search_help_text = (
         "Pick a project under Filters, then search: a semantic preview with rank, similarity and sent/below floor."
     )
     readonly_fields = [
+        "held",
         "uuid",
         "created_at",
         "updated_at",
@@ -168,7 +184,7 @@ class MemoryAdmin(ModelAdmin):
         "recalls",
         "change_history",
     ]
-    actions = ["keep_selected", "archive_selected", "delete_selected_via_service"]
+    actions = ["approve_selected", "keep_selected", "archive_selected", "delete_selected_via_service"]
     list_per_page = 50
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
@@ -195,7 +211,19 @@ class MemoryAdmin(ModelAdmin):
     def short_content(self, obj: Memory) -> str:
         text = obj.content if len(obj.content) <= 160 else obj.content[:157] + "…"
         tags = ", ".join(obj.tags or [])
-        return format_html('{}<div class="y-muted">{}</div>', text, tags) if tags else text
+        out = format_html('{}<div class="y-muted">{}</div>', text, tags) if tags else text
+        if obj.held_reason:
+            out = format_html('<div class="y-held">held for review: {}</div>{}', obj.held_reason, out)
+        return out
+
+    @admin.display(description="held for review")
+    def held(self, obj: Memory) -> str:
+        if not obj.held_reason:
+            return "no: assistants can retrieve it"
+        return format_html(
+            '<div class="y-held">{}. Assistants do not see it until it is approved (action "Approve selected").</div>',
+            obj.held_reason,
+        )
 
     @admin.display(description="links")
     def links(self, obj: Memory) -> str:
@@ -333,6 +361,13 @@ class MemoryAdmin(ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
         for pk in list(queryset.values_list("pk", flat=True)):
             services.delete_memory(pk, source="admin")
+
+    @admin.action(description="Approve selected held memories (assistants will see them)")
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        pks = list(queryset.exclude(held_reason="").values_list("pk", flat=True))
+        for pk in pks:
+            services.approve_held(pk, source="admin")
+        self.message_user(request, f"Approved {len(pks)} held memories.")
 
     @admin.action(description="Keep selected (rate 8)")
     def keep_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:

@@ -131,6 +131,9 @@ def _review_post(request: HttpRequest) -> None:
             request.session["yullu_undo"] = {}
             memory = services.clear_rating(request.POST.get("memory_id"))
             messages.success(request, f"Memory {memory.pk} is back in the review queue.")
+        elif action == "approve":
+            memory = services.approve_held(request.POST.get("memory_id"), source="admin")
+            messages.success(request, f"Memory {memory.pk} approved: assistants can retrieve it now.")
         elif action == "restore":
             request.session["yullu_undo"] = {}
             restored = [services.restore_rejected(r, source="admin") for r in request.POST.getlist("rejected_id")]

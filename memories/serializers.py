@@ -27,6 +27,8 @@ class MemoryOut(TypedDict):
     rating_comment: str
     importance: Literal["low", "normal", "high"]
     expires_at: Annotated[str | None, DATETIME]
+    # Why it is held out of retrieval until a person approves it (memories.poisoning); "" when not held.
+    held_for_review: str
     superseded_by: Annotated[int | None, Doc("id of the memory that replaced this one")]
 
 
@@ -79,6 +81,8 @@ class Created(TypedDict):
     created: bool
     similar: NotRequired[list[Similar]]
     supersedes: NotRequired[int]
+    # Stored, but held out of retrieval until a person approves it in the admin: the reason.
+    held_for_review: NotRequired[str]
 
 
 class Duplicate(TypedDict):
@@ -128,6 +132,7 @@ def memory_to_wire(m: Memory) -> MemoryOut:
         "importance": m.importance,  # type: ignore[typeddict-item]  # the model's choices are these three
         "expires_at": m.expires_at.isoformat() if m.expires_at else None,
         "superseded_by": m.superseded_by_id,
+        "held_for_review": m.held_reason,
     }
 
 
@@ -160,5 +165,6 @@ def rejected_to_wire(r: RejectedMemory) -> RejectedOut:
     }
 
 
-# Model fields a hit needs: the memory shape's, loaded with .only() (superseded_by is the FK's name).
-HIT_FIELDS = tuple(MemoryOut.__annotations__)
+# Model fields a hit needs: the memory shape's, loaded with .only() (superseded_by is the FK's name;
+# held_for_review is the model's held_reason).
+HIT_FIELDS = tuple("held_reason" if f == "held_for_review" else f for f in MemoryOut.__annotations__)

@@ -43,6 +43,7 @@ from .models import (
     MemoryVector,
     RejectedMemory,
 )
+from .poisoning import hold_reason
 from .scope import Scope, known_root
 from .secrets import find_secret
 from .serializers import Created, Duplicate, Rated, Similar, rated_to_wire
@@ -325,9 +326,12 @@ class Stored:
                 content=m.content,
             )
         else:
-            out = Created(
+            created = Created(
                 id=m.id, uuid=str(m.uuid), project_id=m.project_id, created=self.created, similar=self.similar
             )
+            if m.held_reason:
+                created["held_for_review"] = m.held_reason
+            out = created
         if self.superseded is not None:
             out["supersedes"] = self.superseded
         return out
@@ -449,6 +453,7 @@ def store_memories(
                     tags=cleaned[n].tags,
                     importance=cleaned[n].importance,
                     expires_at=cleaned[n].expires_at,
+                    held_reason=hold_reason(cleaned[n].content, cleaned[n].tags),
                     created_at=ns_to_datetime(_ts(cleaned[n], stamp)),
                     updated_at=ns_to_datetime(_ts(cleaned[n], stamp)),
                     **({"uuid": cleaned[n].uuid} if cleaned[n].uuid else {}),
@@ -720,6 +725,8 @@ def update_memory(
         content_changed = "content" in changes and changes["content"] != memory.content
         for key, value in changes.items():
             setattr(memory, key, value)
+        if "content" in changes or "tags" in changes:
+            memory.held_reason = hold_reason(memory.content, memory.tags)
         ts = change_time(memory.updated_at)
         memory.updated_at = ns_to_datetime(ts)
         memory.save()
@@ -839,6 +846,19 @@ def clear_rating(memory_id: Any) -> Memory:
     return memory
 
 
+def approve_held(memory_id: Any, *, source: str = "admin") -> Memory:
+    """A person read a memory held for review (memories.poisoning) and lets assistants see it: it
+    joins retrieval and context. History records who approved what reason. Idempotent. Local only:
+    each teammate's server holds and approves its own copy."""
+    with transaction.atomic():
+        memory = _locked(get_memory(memory_id), memory_id)
+        if memory.held_reason:
+            reason, memory.held_reason = memory.held_reason, ""
+            memory.save(update_fields=["held_reason"])
+            record_change(memory, "approved", source, {"held_reason": reason}, {"held_reason": ""})
+    return memory
+
+
 def restore_rejected(rejected_id: Any, *, source: str = "admin") -> Memory:
     """Undo a rejection: store the archived memory again (a new create event, so teammates get it
     back too) as unrated, and drop it from the archive. The archive row goes only if the store worked."""
@@ -937,6 +957,7 @@ def apply_remote_state(
         memory = Memory(uuid=memory_uuid, project_id=project_id)
         for key, value in remote_fields(memory, state).items():
             setattr(memory, key, value)
+        memory.held_reason = hold_reason(memory.content, memory.tags)
         memory.created_at, memory.updated_at = state.created_at, state.updated_at
         memory.save()
         if vector is not None:
@@ -954,6 +975,8 @@ def apply_remote_state(
     before = snapshot(memory)
     for key, value in changes.items():
         setattr(memory, key, value)
+    if "content" in changes or "tags" in changes:
+        memory.held_reason = hold_reason(memory.content, memory.tags)
     memory.created_at, memory.updated_at = state.created_at, state.updated_at
     memory.save()
     if not changes:

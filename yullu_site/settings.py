@@ -10,6 +10,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from csp.constants import NONE, SELF
+
 from yullu_core import config as yconfig
 from yullu_core.database import database_settings
 from yullu_core.env import env_bool, env_choice, env_str
@@ -79,6 +81,7 @@ MIDDLEWARE = [
     "access.middleware.acting_user",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its 429 page
 ]
 
@@ -177,6 +180,29 @@ UNFOLD = {
         "show_all_applications": False,
         "navigation": _admin_navigation,
     },
+}
+
+# Content Security Policy (django-csp) on every Django response; it matters for the admin, which shows
+# text written by assistants and teammates. No inline script and no inline event handler: our JS is
+# static/yullu/admin.js. What the admin theme needs, and nothing more (docs/security.md):
+# - 'unsafe-eval' in script-src: unfold drives its UI with Alpine.js, whose standard build evaluates
+#   the x-data/x-init expressions of unfold's templates with Function(); the CSP build of Alpine
+#   cannot run them. Escaping keeps stored text from ever becoming such an attribute.
+# - 'unsafe-inline' in style-src: unfold's templates have <style> blocks (theme colours) and style=""
+#   attributes without nonces; styles cannot run script.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, "'unsafe-eval'"],
+        "style-src": [SELF, "'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
 }
 
 REST_FRAMEWORK = {

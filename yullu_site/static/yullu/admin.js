@@ -4,6 +4,20 @@
   const COLORS = ["#2563eb", "#16a34a", "#dc2626", "#9333ea", "#d97706"];
   const CATEGORY = { process: "#3b82f6", decision: "#8b5cf6", gotcha: "#ef4444", domain: "#22c55e", style: "#f59e0b", uncategorised: "#9ca3af" };
 
+  // force-graph shows a node's label as HTML (innerHTML): memory text is data, never markup.
+  function escapeHtml(text) {
+    const div = document.createElement("div");
+    div.textContent = String(text);
+    return div.innerHTML;
+  }
+
+  // <select data-autosubmit> submits its form on change (the admin's CSP forbids inline handlers).
+  function autoSubmit() {
+    document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
+      select.addEventListener("change", function () { select.form.submit(); });
+    });
+  }
+
   function charts() {
     if (!window.Chart) return;
     document.querySelectorAll("canvas[data-chart]").forEach(function (canvas) {
@@ -125,17 +139,19 @@
     fetch(el.dataset.url, { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (data) {
       document.getElementById("graph-info").textContent = data.nodes.length + " memories, " + data.edges.length + " edges (similarity ≥ " + data.threshold + "). Click a node to open it.";
       const links = data.edges.map(function (e) { return { source: e.source, target: e.target, kind: e.kind }; });
-      window.ForceGraph()(el)
+      // Kept on the element: tests find the nodes' screen positions through it (graph2ScreenCoords).
+      el.yulluGraph = window.ForceGraph()(el)
         .width(el.clientWidth).height(el.clientHeight)
         .graphData({ nodes: data.nodes, links: links })
-        .nodeLabel("label").nodeRelSize(4)
+        .nodeLabel(function (n) { return escapeHtml(n.label); }).nodeRelSize(4)
         .nodeColor(function (n) { return CATEGORY[n.category] || "#9ca3af"; })
         .linkColor(function (l) { return l.kind === "contradicts" ? "#dc2626" : l.kind === "supersedes" ? "#7c3aed" : "#cbd5e1"; })
         .linkWidth(function (l) { return l.kind === "similar" ? 1 : 2; })
         .cooldownTicks(data.nodes.length > 500 ? 60 : 150)
-        .onNodeClick(function (n) { window.location = n.url; });
+        .onNodeClick(function (n) { window.location = n.url; })
+        .onEngineStop(function () { el.dataset.settled = "1"; });
     });
   }
 
-  document.addEventListener("DOMContentLoaded", function () { charts(); localTimes(); review(); dreamStatus(); graph(); });
+  document.addEventListener("DOMContentLoaded", function () { autoSubmit(); charts(); localTimes(); review(); dreamStatus(); graph(); });
 })();
