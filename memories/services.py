@@ -918,6 +918,7 @@ def create_remote_many(project_id: str, items: Sequence[tuple[str, RemoteState, 
         memory = Memory(uuid=memory_uuid, project_id=project_id)
         for key, value in remote_fields(memory, state).items():
             setattr(memory, key, value)
+        memory.held_reason = hold_reason(memory.content, memory.tags)
         memory.created_at, memory.updated_at = state.created_at, state.updated_at
         memories.append(memory)
     created = Memory.objects.bulk_create(memories)
