@@ -4,8 +4,10 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
+# The test, lint and export tools on top (`make test`, `make lint`); `make run` needs none of them.
+DEV_STAMP := $(VENV)/.dev-installed-$(shell cat requirements*.txt pyproject.toml | sha256sum | cut -c1-16)
 
-.PHONY: run test lint format install clean-test browser
+.PHONY: run test lint format install install-dev clean-test browser
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null || { echo "Python 3.11 is required ($(PY) not found)"; exit 1; }
@@ -19,20 +21,28 @@ $(STAMP): $(BIN)/python requirements.txt pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
+$(DEV_STAMP): $(STAMP) requirements-dev.txt requirements-export.txt
+	@echo "installing test and lint tools…"
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	@rm -f $(VENV)/.dev-installed-*
+	@touch $(DEV_STAMP)
+
 install: $(STAMP)
+
+install-dev: $(DEV_STAMP)
 
 run: install
 	$(BIN)/yullu serve
 
 # mypy's Django plugin imports the settings: give it the test home, not yours (no server starts).
-lint: install
+lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@mkdir -p $(TEST_HOME)
 	YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml $(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 
-format: install
+format: install-dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
@@ -53,7 +63,7 @@ browser:
 # Tests use their own YULLU_HOME and config so they never touch your data.
 TEST_HOME ?= $(CURDIR)/.test-home
 # The embedded test server is stopped afterwards, whatever pytest's outcome.
-test: install lint browser
+test: install-dev lint browser
 	@mkdir -p $(TEST_HOME)
 	@export YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml HF_HUB_OFFLINE=1; \
 		$(BIN)/pytest $(PYTEST_ARGS); status=$$?; \

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from memories.embedders import record_usage
-from yullu_core.errors import Unavailable
+from yullu_core.errors import Unavailable, optional_module
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 # USD microcents per 1M tokens (input, output). Unknown models cost 0.
@@ -55,8 +55,7 @@ class OpenAIReasoner:
         self.name = f"openai:{model}"
 
     def complete(self, system: str, prompt: str) -> str:
-        import openai
-
+        openai = optional_module("openai", "openai", "the openai reasoner")
         cfg = settings.YULLU
         client = openai.OpenAI(
             api_key=cfg["openai"]["api_key"] or "none",
@@ -160,6 +159,8 @@ class CLIReasoner:
             ) from None
         except OSError as exc:
             raise Unavailable(f"could not run `{self.path}` ({exc.strerror}).") from None
+        if self.tool == "claude" and done.stdout.lstrip().startswith("{"):
+            return _claude_answer(done.stdout)  # its JSON says what went wrong, whatever the exit status
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
             raise Unavailable(f"`{self.tool}` exited with status {done.returncode}: {tail[0][:200]}")
@@ -182,8 +183,10 @@ def _claude_answer(stdout: str) -> tuple[str, int, int, float]:
     except ValueError:
         raise Unavailable("`claude -p` did not print JSON; is it Claude Code?") from None
     if not isinstance(data, dict) or data.get("is_error") or not isinstance(data.get("result"), str):
+        said = " ".join(str(data.get("result") or data.get("subtype") or "" if isinstance(data, dict) else "").split())
         raise Unavailable(
-            f"`claude -p` reported an error: {str(data.get('result') if isinstance(data, dict) else data)[:200]}"
+            f"`claude -p` failed: {said[:200] or 'no answer'}. Is Claude Code logged in (run `claude`, "
+            "then /login)? Or choose another reasoner ([reasoning].provider)."
         )
     usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
     tin = sum(

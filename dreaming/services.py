@@ -343,6 +343,8 @@ def _uuid(value: Any) -> str:
 
 def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None, session_id: str | None = None) -> str:
     kind = op.get("op")
+    if isinstance(op.get("category"), str):  # a reasoner's odd category leaves the fact uncategorised
+        op = {**op, "category": memory_services.clean_category(op["category"], strict=False)}
     if kind == "create":
         return _create(scope, op, reasoner, session_id)
     if kind == "update":

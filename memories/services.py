@@ -116,13 +116,17 @@ def clean_tags(tags: Any) -> list[str]:
     return seen
 
 
-def clean_category(category: Any) -> str | None:
-    """Empty or unknown categories are stored as null ("uncategorised"), per the spec."""
+def clean_category(category: Any, *, strict: bool = True) -> str | None:
+    """Empty is null ("uncategorised"); an unknown category is an error naming the five (SPEC §1,
+    every path: MCP, REST, CLI, import). `strict=False` keeps null for text we did not write and
+    must not refuse whole: a teammate's event, a reasoner's proposal."""
     if category is None:
         return None
     if not isinstance(category, str):
         raise UserError("category must be a string.")
     value = category.strip().lower()
+    if value and value not in CATEGORIES and strict:
+        raise UserError(f"{value[:40]!r} is not a category; use one of {', '.join(CATEGORIES)} (or leave it empty).")
     return value if value in CATEGORIES else None
 
 
@@ -642,8 +646,20 @@ def _mark_superseded(old_id: int, new: Memory, source: str, *, remote: bool = Fa
     )
     record_change(old, "superseded", source, before, snapshot(old))
     record_change(new, "supersedes", source, None, {"supersedes": old.pk})
+    _close_conflicts_of(old, source)
     if not remote:
         announce(new, supersedes=[str(old.uuid)])
+
+
+def _close_conflicts_of(old: Memory, source: str) -> None:
+    """A superseded memory is history: its open `contradicts` links leave the conflicts queue
+    (resolution "superseded"), whichever side it was on."""
+    open_links = MemoryLink.objects.filter(kind=LinkKind.CONTRADICTS, resolved_at__isnull=True)
+    for link in (open_links.filter(from_memory=old) | open_links.filter(to_memory=old)).select_for_update():
+        link.resolved_at, link.resolution = timezone.now(), "superseded"
+        link.save(update_fields=["resolved_at", "resolution"])
+        after = {"link": link.pk, "resolution": "superseded"}
+        record_change(old, "conflict resolved", source, None, after)
 
 
 def announce(memory: Memory, **extra: Any) -> None:
@@ -664,6 +680,15 @@ def get_memory(memory_id: Any, role: str = access.READ) -> Memory:
     if memory is None:
         raise missing
     access.require(memory.project_id, role, missing=missing)
+    return memory
+
+
+def get_memory_in(memory_id: Any, project_id: str | None) -> Memory:
+    """A memory addressed together with a project (a tool's `cwd`/`project_id`): it must be that
+    project's or the caller's personal one; anything else answers like an unknown id."""
+    memory = get_memory(memory_id)
+    if project_id is not None and memory.project_id != project_id and not access.is_personal(memory.project_id):
+        raise NotFound(f"memory {memory.pk} not found in project {project_id}")
     return memory
 
 

@@ -308,6 +308,7 @@ def _is_uuid(value: str) -> bool:
 def _valid(row: Row, result: ImportResult) -> bool:
     try:
         services.clean_content(row.content)
+        services.clean_category(row.category)  # an unknown category is reported and the row skipped
         services.refuse_secrets(str(row.content), *[str(t) for t in row.tags])
         if not row.project_id:
             raise UserError("no project: pass --project")

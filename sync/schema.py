@@ -147,7 +147,8 @@ class Event(BaseModel):
     @field_validator("category")
     @classmethod
     def _category(cls, value: str | None) -> str | None:
-        return _user_rule(clean_category, value)  # unknown → None ("uncategorised"), not an error
+        # A teammate's unknown category (another version's) is kept as uncategorised, not refused.
+        return _user_rule(lambda v: clean_category(v, strict=False), value)
 
     @field_validator("vector")
     @classmethod

@@ -1,8 +1,11 @@
-"""The local embedder's runtime: the ONNX build agrees with PyTorch and is the default, concurrent
+"""The local embedder's runtime: the shipped ONNX model agrees with PyTorch and is the default, concurrent
 callers share forward passes but each gets its own vector, and query vectors are cached per embedder."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +18,7 @@ from django.conf import settings
 from memories import embedders
 from memories.batching import Batcher, VectorCache
 from memories.embedders import LocalEmbedder, embed_query, get_embedder
+from tests.processes import REPO
 
 SENTENCES = [
     "We deploy with a blue-green switch behind the load balancer.",
@@ -35,6 +39,20 @@ def test_the_default_local_embedder_runs_on_onnx_and_agrees_with_pytorch() -> No
     assert np.sum(onnx * reference, axis=1).min() >= 0.99
     # Thresholds compare two vectors: pairwise cosines must match PyTorch's, not only directions.
     assert np.abs(onnx @ onnx.T - reference @ reference.T).max() <= 0.005
+
+
+def test_the_default_model_ships_in_the_package_and_embeds_without_torch(tmp_path: Any) -> None:
+    probe = (
+        "import sys; from pathlib import Path; from memories import onnx_model as m; "
+        "build, file = m.locate(Path(sys.argv[1]), 'all-MiniLM-L6-v2'); "
+        "assert build == m.SHIPPED / 'all-MiniLM-L6-v2', build; "
+        "v = m.OnnxModel(build, file=file).encode(['We deploy with make ship']); "
+        "print(v.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    ran = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], env=env, capture_output=True, text=True)
+    assert ran.stdout.strip() == "(1, 384) False False", ran.stderr
+    assert not (tmp_path / "models").exists(), "the shipped model needs no export"
 
 
 def test_int8_is_available_on_request_and_close_to_pytorch(settings: Any) -> None:

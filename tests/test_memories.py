@@ -31,8 +31,11 @@ def test_create_update_delete_round_trip(stub_embedder: StubServer) -> None:
     assert kinds == ["created", "updated", "deleted"]
 
 
-def test_unknown_category_is_stored_as_uncategorised(stub_embedder: StubServer) -> None:
-    assert services.create_memory(A, "x is y", "opinion").category is None
+def test_an_unknown_category_is_refused_naming_the_five_and_empty_is_uncategorised(stub_embedder: StubServer) -> None:
+    with pytest.raises(UserError, match="'opinion' is not a category; use one of process, decision, gotcha, domain"):
+        services.create_memory(A, "x is y", "opinion")
+    assert Memory.objects.count() == 0
+    assert services.create_memory(A, "x is y", "").category is None
 
 
 @pytest.mark.parametrize("content", ["", "   ", None, 42, "a\x00b"])

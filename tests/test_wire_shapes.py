@@ -42,6 +42,8 @@ def test_mcp_rest_and_the_openapi_schema_agree_on_the_memory_and_hit_fields(
 
     async def mcp() -> tuple[Any, Any, Any, Any]:
         async with http_session(live_server_url, owner_token) as s:
+            _, got = await call(s, "get_memory", id=memory.pk)
+            assert set(got) == MEMORY | {"anchors", "links", "history"}  # the memory, plus what surrounds it
             _, listed = await call(s, "list_memories", project_id="acme/wire")
             _, found = await call(s, "retrieve_memories", query="vec:1,0,0 deploy", project_id="acme/wire")
             _, updated = await call(s, "update_memory", id=memory.pk, tags=["ops"])

@@ -404,6 +404,10 @@ def service_env() -> dict[str, str]:
     env = pinned_env()
     if os.environ.get("YULLU_CONFIG", "").strip():
         env["YULLU_CONFIG"] = str(Path(os.environ["YULLU_CONFIG"]).expanduser().resolve())
+    # The service manager's PATH rarely holds ~/.local/bin or npm's folder: without this the
+    # service's server finds no `claude`/`codex` reasoner that `yullu doctor` in a shell finds.
+    if os.environ.get("PATH"):
+        env["PATH"] = os.environ["PATH"]
     return env
 
 
@@ -446,9 +450,20 @@ def install_service(home: Path) -> None:
         say(f"service: wrote {path}")
     if path.suffix == ".service" and shutil.which("systemctl"):
         subprocess.run(["systemctl", "--user", "daemon-reload"], capture_output=True, check=False)
-        subprocess.run(["systemctl", "--user", "enable", "--now", "yullu.service"], capture_output=True, check=False)
+        command = ["systemctl", "--user", "enable", "--now", "yullu.service"]
     elif path.suffix == ".plist" and shutil.which("launchctl"):
-        subprocess.run(["launchctl", "load", "-w", str(path)], capture_output=True, check=False)
+        command = ["launchctl", "load", "-w", str(path)]
+    else:
+        say(f"service: no systemctl or launchctl here; start `{yullu_bin()} serve` yourself")
+        return
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        why = (done.stderr or done.stdout).strip().splitlines()
+        raise InstallError(
+            f"the service file is written ({path}) but `{' '.join(command)}` failed"
+            f" ({why[0][:200] if why else f'exit {done.returncode}'}); fix that and run it, or start `yullu serve`."
+        )
+    say(f"service: enabled and started ({' '.join(command)})")
 
 
 def uninstall_service(home: Path) -> bool:
@@ -508,12 +523,57 @@ def _save_state(state: dict[str, dict[str, str | None]]) -> None:
     tmp.replace(path)
 
 
+# Folders install may create, deepest first: uninstall removes those it created once they are empty.
+INSTALL_FOLDERS = (".claude/skills/yullu", ".claude/skills", ".codex", ".cursor", ".config/systemd/user",
+                   ".config/systemd", ".config", "Library/LaunchAgents")  # fmt: skip
+
+
+def folders_file() -> Path:
+    return yullu_home() / "install-folders.json"
+
+
+def remembering_new_folders(home: Path, fn: Any) -> None:
+    """Run `fn` and add the folders of INSTALL_FOLDERS it created to folders_file()."""
+    existed = {rel for rel in INSTALL_FOLDERS if (home / rel).exists()}
+    try:
+        fn()
+    finally:
+        made = {str(home / rel) for rel in INSTALL_FOLDERS if rel not in existed and (home / rel).is_dir()}
+        if made:
+            known = set(_load_folders())
+            folders_file().parent.mkdir(parents=True, exist_ok=True)
+            folders_file().write_text(json.dumps(sorted(known | made)))
+
+
+def _load_folders() -> list[str]:
+    try:
+        return [str(f) for f in json.loads(folders_file().read_text())]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def remove_empty_folders() -> None:
+    """Remove the folders install created that nothing else has filled since (deepest first)."""
+    kept = []
+    for folder in sorted(_load_folders(), key=lambda f: f.count("/"), reverse=True):
+        path = Path(folder)
+        if path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+            say(f"removed the empty folder {path} (install created it)")
+        elif path.is_dir():
+            kept.append(folder)
+    if kept:
+        folders_file().write_text(json.dumps(sorted(kept)))
+    else:
+        folders_file().unlink(missing_ok=True)
+
+
 def tracked_install(home: Path, target: str, fn: Any) -> None:
     """Run one target's install, remembering each file's bytes from before the first install
     and what we wrote, so uninstall can put the original back exactly."""
     paths = [home / rel for rel in TARGET_FILES.get(target, [])]
     before = {p: _read(p) for p in paths}
-    fn()
+    remembering_new_folders(home, fn)
     state = _load_state()
     for p in paths:
         after = _read(p)
@@ -570,7 +630,7 @@ def install(targets: list[str], *, service: bool = False, assume_yes: bool = Fal
             elif target == "cursor":
                 tracked_install(home, target, lambda: install_cursor(home))
         if service:
-            install_service(home)
+            remembering_new_folders(home, lambda: install_service(home))
     except InstallError as exc:
         raise SystemExit(f"yullu: {exc}") from None
 
@@ -589,6 +649,7 @@ def uninstall(targets: list[str]) -> None:
                 say(f"{target}: nothing of Yul'lu's found; nothing changed")
         if not targets:
             uninstall_service(home)
+        remove_empty_folders()
     except InstallError as exc:
         raise SystemExit(f"yullu: {exc}") from None
     for line in _left_behind(home, targets, cursor="cursor" in removed_from):

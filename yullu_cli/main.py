@@ -154,7 +154,10 @@ def cmd_dream(args: argparse.Namespace) -> None:
 
     from dreaming.services import dream_cli
 
-    print(json.dumps(dream_cli(args.cwd, args.project_id), indent=2))
+    result = dream_cli(args.cwd, args.project_id)
+    print(json.dumps(result, indent=2))
+    if result["errors"] and not result["sessions_processed"]:  # the pass failed: say why, exit 1
+        fail(f"the dream pass failed: {result['errors'][0]}")
 
 
 def cmd_prune(args: argparse.Namespace) -> None:
@@ -254,7 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yullu", description="Persistent memory for AI coding assistants.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at info level (commands other than "
                         "serve log warnings only unless $YULLU_LOG_LEVEL says otherwise)")  # fmt: skip
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"yullu {version()}")
+    # Not required: a bare `yullu` starts the server, like the original program (see main()).
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND (default: serve)")
 
     p = sub.add_parser("serve", help="run the web server, a Celery worker and beat (and embedded Postgres)")
     p.add_argument("--port", type=int, default=None, help="port (default $YULLU_PORT or 47823)")
@@ -402,8 +407,22 @@ def build_parser() -> argparse.ArgumentParser:
 HOOK_COMMANDS = ("inject", "record-turn", "session-start", "pre-compact", "codex-notify")
 
 
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("yullu")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "0+unknown"
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args([*argv, "serve"])
     if args.verbose:
         if os.environ.get("YULLU_LOG_LEVEL", "").strip().lower() != "debug":
             os.environ["YULLU_LOG_LEVEL"] = "info"

@@ -34,7 +34,7 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
     q = scoped("show", "one memory with every field")
     q.add_argument("id")
     q = scoped("add", "store a memory (duplicates are not stored twice)")
-    q.add_argument("content")
+    q.add_argument("content", help="the fact; - reads it from standard input")
     q.add_argument("--category", default=None, help="process, decision, gotcha, domain or style")
     q.add_argument("--tags", default="", help="comma-separated")
     q.add_argument("--importance", default=None, help="low, normal or high")
@@ -51,11 +51,14 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
 # --- memories ---------------------------------------------------------------------------
 
 
+def _short(content: Any) -> str:
+    text = " ".join(str(content).split())
+    return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
+
+
 def _line(m: Mapping[str, Any], score: float | None = None) -> str:
-    text = " ".join(str(m["content"]).split())
-    text = text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
     sim = f" {score:.2f}" if score is not None else ""
-    return f"#{m['id']}{sim} [{m.get('category') or 'note'}] {text}"
+    return f"#{m['id']}{sim} [{m.get('category') or 'note'}] {_short(m['content'])}"
 
 
 def memories(args: argparse.Namespace) -> int:
@@ -88,7 +91,7 @@ def memories(args: argparse.Namespace) -> int:
         tags = [t.strip() for t in args.tags.split(",") if t.strip()]
         stored = services.store_memory(
             scope,
-            args.content,
+            sys.stdin.read() if args.content == "-" else args.content,
             args.category,
             tags,
             source="cli",
@@ -97,7 +100,9 @@ def memories(args: argparse.Namespace) -> int:
         )
         out = stored.as_dict()
         verb = "stored" if stored.created else f"already there as #{stored.duplicate_of}; not stored again:"
-        human = f"{verb} #{stored.memory.pk} in {scope.project_id}"
+        similar = [f"  #{x['id']} {x['similarity']:.2f} {_short(x['content'])}" for x in out.get("similar", [])]
+        related = ["similar memories (update or supersede one of them if this replaces it):", *similar]
+        human = "\n".join([f"{verb} #{stored.memory.pk} in {scope.project_id}", *(related if similar else [])])
     return _print(args, out, human)
 
 
@@ -205,10 +210,32 @@ def _hooks() -> tuple[bool, str, str]:
 
 
 def _reasoner() -> tuple[bool, str, str]:
+    """The reasoner the running server uses (what dreaming gets), else the one this shell would
+    choose; a server started with another PATH (a service) may find no `claude` this shell finds."""
     from dreaming.reasoners import reasoner_status
 
     state = reasoner_status()
-    return state["available"], state["name"] or "none", state["warning"] or ""
+    here = state["name"] or "none"
+    served = _served_status().get("reasoner")
+    if isinstance(served, dict) and served.get("name") != state["name"]:
+        detail = f"the running server uses {served.get('name') or 'none'}, this shell would use {here}"
+        fix = "restart `yullu serve` from a shell that finds it, or run `yullu install --service` again (it keeps PATH)"
+        return False, detail, fix
+    return state["available"], here, state["warning"] or ""
+
+
+def _served_status() -> dict[str, Any]:
+    """The running server's /api/status, or {} when none answers."""
+    import urllib.request
+
+    from .hooks import server_url
+
+    try:
+        with urllib.request.urlopen(server_url() + "/api/status", timeout=3) as response:  # noqa: S310 (loopback)
+            data = json.loads(response.read())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _team_log() -> tuple[bool, str, str]:

@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from access.policy import only_visible
@@ -81,10 +82,15 @@ def health() -> dict[str, Any]:
     if not embeds(embedder):
         warnings.append('No embedder ([embedding].provider = "none"): search is keyword-only.')
     elif embedded < total:
-        warnings.append(f"{total - embedded} of {total} memories have no vector for {embedder.id} yet (backfill).")
+        missing = total - embedded
+        have = "has" if missing == 1 else "have"
+        warnings.append(
+            f"{missing} of {total} memor{pluralize(total, 'y,ies')} {have} no vector for {embedder.id} yet (backfill)."
+        )
     if n := failures.count():
         last = failures.order_by("-created_at").first()
-        warnings.append(f"{n} provider calls failed in the last 24 h (last: {last.error[:160] if last else ''}).")
+        calls = f"{n} provider call{pluralize(n)}"
+        warnings.append(f"{calls} failed in the last 24 h (last: {last.error[:160] if last else ''}).")
     warnings += all_advice(only_visible(ProjectSyncState.objects.all()))
     cost = Usage.objects.aggregate(c=Sum("cost_microcents"))["c"] or 0
     return {

@@ -3,8 +3,10 @@ backed-up queue never stacks duplicate runs. Every task is declared with an expl
 (its historical module path), so moving a module never orphans queued rows or beat entries."""
 
 import os
+import warnings
 
 from celery import Celery
+from celery.exceptions import SecurityWarning
 
 from .broker import register
 
@@ -13,6 +15,11 @@ register()  # `yullupg://`, the default broker (yullu_site/broker.py)
 
 app = Celery("yullu")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+# As root (containers, CI) Celery warns on every worker start that it runs with superuser
+# privileges. It refuses outright when pickle is accepted; ours accepts JSON only
+# (CELERY_ACCEPT_CONTENT), so a message can never run code: the warning is noise there.
+if app.conf.accept_content == ["json"]:
+    warnings.filterwarnings("ignore", message=r"You're running the worker with superuser", category=SecurityWarning)
 app.autodiscover_tasks()
 
 

@@ -102,12 +102,15 @@ LOGIN_REDIRECT_URL = "admin:index"
 LOGIN_URL = "admin:login"
 
 ROOT_URLCONF = "yullu_site.urls"
+# A login without `next` (the admin's own form posts none) lands on the admin, not Django's
+# default /accounts/profile/, which does not exist here.
+LOGIN_REDIRECT_URL = "admin:index"
 ASGI_APPLICATION = "yullu_site.asgi.application"
 
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [],  # ours are in yullu_site/templates (APP_DIRS): they ship inside the package
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

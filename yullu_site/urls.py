@@ -1,10 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
 from .views import MetricsView, status_view
 
 urlpatterns = [
+    # The site's front page is the admin (review, stats, settings); the API lives under /api.
+    path("", RedirectView.as_view(pattern_name="admin:index"), name="home"),
     path("api/status", status_view, name="status"),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/", include("memories.urls")),

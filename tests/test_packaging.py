@@ -1,0 +1,146 @@
+"""Yul'lu as a package: pyproject.toml declares what requirements.txt pins, `yullu --version`, a
+bare `yullu` serves, and a wheel installed into a fresh venv outside the repository (no PyTorch)
+reaches ready and serves the admin's stylesheet."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from packaging.requirements import Requirement
+
+from tests.processes import REPO, run_cli, stop, wait_ready
+from yullu_cli import main as cli
+
+
+def pins(name: str) -> dict[str, str]:
+    """`package==version` lines of a requirements file (its `-r` includes not followed)."""
+    found = {}
+    for line in (REPO / name).read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            req = Requirement(line)
+            found[req.name.lower()] = str(req.specifier).removeprefix("==")
+    return found
+
+
+def declared() -> tuple[list[Requirement], dict[str, list[Requirement]]]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = {k: [Requirement(r) for r in v] for k, v in project["optional-dependencies"].items()}
+    return [Requirement(r) for r in project["dependencies"]], extras
+
+
+def test_pyproject_declares_exactly_the_runtime_pins_of_requirements_txt_with_ranges_that_hold_them() -> None:
+    runtime, _ = declared()
+    pinned = pins("requirements.txt")
+    assert sorted(r.name.lower() for r in runtime) == sorted(pinned)
+    for req in runtime:
+        assert req.specifier.contains(pinned[req.name.lower()]), f"{req} does not allow the pin {pinned[req.name]}"
+
+
+def test_every_extra_is_pinned_for_make_test_and_no_torch_in_the_runtime() -> None:
+    _, extras = declared()
+    pinned = pins("requirements-export.txt") | pins("requirements-dev.txt")
+    for name, reqs in extras.items():
+        for req in reqs:
+            assert req.name.lower() in pinned, f"extra {name}: {req.name} has no pin in requirements-*.txt"
+            assert req.specifier.contains(pinned[req.name.lower()]), f"extra {name}: {req} vs {pinned[req.name]}"
+    runtime = {r.name.lower() for r in declared()[0]}
+    assert not runtime & {"torch", "sentence-transformers", "transformers", "pytest", "mypy", "ruff"}
+
+
+def test_yullu_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    ran = run_cli(["--version"], dict(os.environ))
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == f"yullu {version('yullu')}"
+
+
+def test_a_bare_yullu_starts_the_server_like_yullu_serve(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: list[tuple[int | None, str]] = []
+    monkeypatch.setattr(cli, "cmd_serve", lambda args: served.append((args.port, args.role)))
+    cli.main([])
+    cli.main(["-v"])
+    assert served == [(None, "all"), (None, "all")]
+
+
+# --- the installed wheel ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh venv outside the repository with only the wheel built from it (and its dependencies,
+    from pip's cache when they are there) installed."""
+    base = Path(tempfile.mkdtemp(prefix="yullu-wheel-"))
+    base.chmod(0o755)  # as root, PostgreSQL's system user must reach its data folder
+    try:
+        wheels, env = base / "dist", outside_env(base)  # no PYTHONPATH: pip must not see the checkout
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+                       check=True, cwd=base, env=env, timeout=600)  # fmt: skip
+        (wheel,) = wheels.glob("yullu-*.whl")
+        subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True, env=env, timeout=300)
+        pip = [str(base / "venv/bin/python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        subprocess.run([*pip, str(wheel)], check=True, cwd=base, env=env, timeout=1200)
+        yield base
+    finally:
+        stop_pg = "from yullu_core import paths, postgres as pg; pg.stop(paths.ensure_home())"
+        if (base / "venv/bin/python").exists() and (base / "home").exists():
+            subprocess.run([str(base / "venv/bin/python"), "-c", stop_pg], env=outside_env(base), cwd=base,
+                           timeout=120, check=False)  # fmt: skip
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def outside_env(base: Path) -> dict[str, str]:
+    """No trace of the repository or the test settings: what a user's shell would have."""
+    drop = ("PYTHON", "DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_", "VIRTUAL_ENV")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    return env | {
+        "YULLU_HOME": str(base / "home"),
+        "YULLU_CONFIG": str(base / "config.toml"),
+        "YULLU_ROOT_PG_BASE": str(base / "pg"),
+        "PATH": f"{base / 'venv/bin'}:{env.get('PATH', '')}",
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_the_wheel_installs_outside_the_repo_without_torch_and_serves(installed: Path, free_tcp_port: int) -> None:
+    env, python = outside_env(installed), str(installed / "venv/bin/python")
+    probe = "import importlib.util as u, yullu_site; print(u.find_spec('torch') is None, yullu_site.__file__)"
+    probed = subprocess.run([python, "-c", probe], env=env, cwd=installed, capture_output=True, text=True)
+    assert probed.returncode == 0, probed.stderr[-3000:]
+    no_torch, where = probed.stdout.split()
+    assert no_torch == "True" and "site-packages" in where and str(REPO) not in where
+    version = subprocess.run(["yullu", "--version"], env=env, cwd=installed, capture_output=True, text=True)
+    assert re.fullmatch(r"yullu \d+\.\d+\.\d+\S*", version.stdout.strip()), version
+
+    log = installed / "serve.log"
+    with open(log, "w") as out:
+        server = subprocess.Popen(["yullu", "serve", "--port", str(free_tcp_port)], env=env, cwd=installed, stdout=out,
+                                  stderr=subprocess.STDOUT, start_new_session=True, text=True)  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{free_tcp_port}"
+        wait_ready(url, server, timeout=600, output=log.read_text)
+        status = httpx.get(f"{url}/api/status").json()
+        assert status["ready"] is True, status
+        page = httpx.get(f"{url}/admin/login/")
+        assert page.status_code == 200
+        sheets = re.findall(r'href="([^"]+\.css)"', page.text)
+        assert any("/static/" in s for s in sheets), page.text[:2000]
+        for sheet in sheets:
+            css = httpx.get(url + sheet if sheet.startswith("/") else sheet)
+            assert css.status_code == 200 and css.headers["content-type"].startswith("text/css"), sheet
+        ours = httpx.get(f"{url}/static/yullu/admin.css")
+        assert ours.status_code == 200 and ours.text.strip()
+    finally:
+        stop(server)
