@@ -42,7 +42,9 @@ def declared() -> tuple[list[Requirement], dict[str, list[Requirement]]]:
 def test_pyproject_declares_exactly_the_runtime_pins_of_requirements_txt_with_ranges_that_hold_them() -> None:
     runtime, _ = declared()
     pinned = pins("requirements.txt")
-    assert sorted(r.name.lower() for r in runtime) == sorted(pinned)
+    names = {r.name.lower() for r in runtime}
+    assert not set(pinned) - names, f"add to pyproject.toml [project].dependencies: {sorted(set(pinned) - names)}"
+    assert not names - set(pinned), f"pin in requirements.txt or drop from pyproject: {sorted(names - set(pinned))}"
     for req in runtime:
         assert req.specifier.contains(pinned[req.name.lower()]), f"{req} does not allow the pin {pinned[req.name]}"
 
@@ -56,6 +58,11 @@ def test_every_extra_is_pinned_for_make_test_and_no_torch_in_the_runtime() -> No
             assert req.specifier.contains(pinned[req.name.lower()]), f"extra {name}: {req} vs {pinned[req.name]}"
     runtime = {r.name.lower() for r in declared()[0]}
     assert not runtime & {"torch", "sentence-transformers", "transformers", "pytest", "mypy", "ruff"}
+
+
+def test_every_template_is_inside_a_package_so_the_wheel_ships_it() -> None:
+    stray = subprocess.run(["git", "ls-files", "templates"], cwd=REPO, capture_output=True, text=True).stdout.split()
+    assert stray == [], f"move these under yullu_site/templates/ (settings has no project-level folder): {stray}"
 
 
 def test_yullu_version_prints_the_installed_version() -> None:
