@@ -27,6 +27,7 @@ from . import services
 from .embedders import get_embedder
 from .models import Memory, MemoryVector
 from .scope import resolve
+from .secrets import redact
 
 FORMAT = "yullu-memories"
 VERSION = 1
@@ -315,7 +316,8 @@ def _valid(row: Row, result: ImportResult) -> bool:
     except UserError as exc:
         result.refused += 1
         if len(result.errors) < 20:
-            result.errors.append(f"{str(row.content)[:60]!r}: {exc}")
+            # redacted: a row refused for a secret must not print the secret in the report
+            result.errors.append(f"{redact(str(row.content))[:60]!r}: {exc}")
         return False
     return True
 

@@ -1,0 +1,118 @@
+"""One scanner on every path (issue 33): a secret the old hand-written regexes missed (a GitHub token
+hidden by a zero-width space) is refused by MCP, REST, the admin form, import, dreaming's operations
+and a teammate's event file, and cut out of conversation turns before they are buffered or reach a
+reasoner. The scanner's own coverage: tests/test_secrets.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from dreaming.models import SessionMessage
+from dreaming.reasoners import configured_reasoner
+from dreaming.services import record_messages, run_dream_pass
+from memories.models import Memory
+from memories.scope import resolve
+from memories.transfer import ImportResult, Row, import_rows
+from sync.schema import parse_bytes
+from sync.services import reconcile_scope
+from tests.mcp_client import call, http_session
+from tests.stubs import StubServer
+from yullu_cli.bench.secret_forms import ALNUM, chars, zero_width
+
+TOKEN = "ghp_" + chars(ALNUM, 36)(random.Random(2033))
+HIDDEN = zero_width(TOKEN)
+SENTENCE = f"CI pushes tags with {HIDDEN} from the release job"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_and_rest_refuse_a_hidden_secret_and_store_nothing(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    async def mcp() -> tuple[tuple[bool, Any], tuple[bool, Any]]:
+        async with http_session(live_server_url, owner_token) as s:
+            stored = await call(s, "store_memory", content=SENTENCE, project_id="acme/paths")
+            _, ok = await call(s, "store_memory", content="Releases are tagged by CI", project_id="acme/paths")
+            updated = await call(s, "update_memory", id=ok["id"], content=SENTENCE)
+            return stored, updated
+
+    (store_error, store_text), (update_error, update_text) = asyncio.run(mcp())
+    assert store_error and update_error
+    assert "github-pat" in store_text and "github-pat" in update_text and TOKEN[8:] not in store_text
+    response = httpx.post(
+        f"{live_server_url}/api/memories",
+        json={"project_id": "acme/paths", "content": SENTENCE},
+        headers={"Authorization": f"Bearer {owner_token}"},
+    )
+    assert response.status_code == 400 and "github-pat" in response.text
+    assert list(Memory.objects.values_list("content", flat=True)) == ["Releases are tagged by CI"]
+
+
+@pytest.mark.django_db
+def test_the_admin_form_refuses_a_hidden_secret(client: Client, owner: Any, stub_embedder: StubServer) -> None:
+    client.force_login(owner)
+    response = client.post(
+        "/admin/memories/memory/add/",
+        {"project_id": "acme/paths", "content": SENTENCE, "category": "", "tags_text": ""},
+    )
+    assert response.status_code == 200 and "github-pat" in response.content.decode()
+    assert not Memory.objects.exists()
+
+
+@pytest.mark.django_db
+def test_import_refuses_a_hidden_secret_without_echoing_it(stub_embedder: StubServer) -> None:
+    result = import_rows(
+        [Row("acme/paths", SENTENCE), Row("acme/paths", "Releases are tagged by CI", tags=[HIDDEN[:40]])],
+        ImportResult("yullu"),
+    )
+    assert (result.refused, result.created) == (2, 0)
+    assert all(TOKEN[4:20] not in e for e in result.errors), result.errors
+    assert not Memory.objects.exists()
+
+
+@pytest.mark.django_db
+def test_dreaming_redacts_turns_and_refuses_operations_with_a_hidden_secret(
+    stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(
+        settings.YULLU, "reasoning", {"provider": "openai", "model": "stub-chat", "timeout_seconds": 10}
+    )
+    record_messages("acme/paths", "s", [{"role": "user", "content": f"the token is {HIDDEN}, keep it safe"}])
+    buffered = SessionMessage.objects.get().content
+    assert HIDDEN not in buffered and TOKEN[8:] not in buffered and buffered.endswith(", keep it safe")
+    stub_embedder.chat_replies.append(json.dumps({"operations": [{"op": "create", "content": SENTENCE}]}))
+    result = run_dream_pass("acme/paths", reasoner=configured_reasoner())
+    assert result["ops_skipped"] == 1 and not Memory.objects.exists()
+    prompts = [json.dumps(r["body"]) for r in stub_embedder.requests if r["path"].endswith("/chat/completions")]
+    assert prompts and all(TOKEN[8:] not in p for p in prompts)
+
+
+@pytest.mark.django_db
+def test_a_teammates_event_with_a_hidden_secret_is_refused(repo: Path, stub_embedder: StubServer) -> None:
+    event = {
+        "id": "11111111-1111-4111-8111-111111111111",
+        "type": "create",
+        "memory_id": "22222222-2222-4222-8222-222222222222",
+        "ts": "2026-01-01T00:00:02Z",
+        "content": SENTENCE,
+        "tags": [],
+    }
+    data = json.dumps(event).encode()
+    with pytest.raises(ValueError, match="github-pat"):
+        parse_bytes(data)
+    logs = repo / ".yullu" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "20260101T000002.000000000Z-11111111.json").write_bytes(data)
+    result = reconcile_scope(resolve(None, str(repo)))
+    assert result["created"] == 0 and [e["file"] for e in result["parse_errors"]] == [
+        "20260101T000002.000000000Z-11111111.json"
+    ]
+    assert not Memory.objects.exists()
