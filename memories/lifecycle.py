@@ -6,11 +6,12 @@ path these build on); adapters (MCP, REST, admin, dreaming, tasks, CLI) call the
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 import numpy as np
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from access import policy as access
@@ -296,6 +297,28 @@ def prune_expired(*, dry_run: bool = False, now: datetime | None = None, limit: 
             services._delete(memory, "prune", publish_forget=False, expired=True)
             done.append(memory.pk)
     return {"dry_run": False, "expired": len(done), "ids": done}
+
+
+def prune_recall_log(*, days: int | None = None, now: datetime | None = None, batch: int = 10_000) -> int:
+    """Delete recall-log rows (recalled / considered) older than `[retrieval].recall_log_days`.
+
+    The log grows by ~10 rows a search (a team's year: millions) and is read only for the recent
+    past: the Retrievals page, recall counts, `rate_recall` on a recent recall. Verdicts live in
+    their own table and are kept. Deleted a batch per statement (short transactions, no long lock);
+    idempotent. Returns the rows deleted."""
+    keep = days if days is not None else settings.YULLU["retrieval"]["recall_log_days"]
+    cutoff = (now or timezone.now()) - timedelta(days=keep)
+    table, deleted = MemoryEvent._meta.db_table, 0
+    while True:
+        with connection.cursor() as cur:
+            cur.execute(
+                f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} "
+                "WHERE kind IN (%s, %s) AND created_at < %s LIMIT %s)",
+                [EventKind.RECALLED, EventKind.CONSIDERED, cutoff, batch],
+            )
+            deleted += cur.rowcount
+            if cur.rowcount < batch:
+                return deleted
 
 
 # --- recall feedback ---------------------------------------------------------------------------

@@ -15,3 +15,11 @@ def prune_expired() -> None:
     from .lifecycle import prune_expired as prune
 
     prune()
+
+
+@shared_task(name="memories.tasks.prune_recall_log", ignore_result=True)
+def prune_recall_log() -> None:
+    """Drop recall-log rows past `[retrieval].recall_log_days` (idempotent, batched deletes)."""
+    from .lifecycle import prune_recall_log as prune
+
+    prune()

@@ -12,7 +12,16 @@ from django.db import connection
 from django.utils import timezone
 
 from memories import lifecycle, queries, services, stats
-from memories.models import ArchiveReason, LinkKind, Memory, MemoryChange, MemoryLink, RecallFeedback, RejectedMemory
+from memories.models import (
+    ArchiveReason,
+    LinkKind,
+    Memory,
+    MemoryChange,
+    MemoryEvent,
+    MemoryLink,
+    RecallFeedback,
+    RejectedMemory,
+)
 from memories.scope import Scope
 from tests.stubs import StubServer
 from yullu_core.errors import NotFound, UserError
@@ -240,3 +249,16 @@ def test_the_admin_form_sets_importance_and_expiry_through_the_write_path(
     m.refresh_from_db()
     assert m.importance == "low" and m.expires_at is None
     assert [(c["action"], c["source"]) for c in lifecycle.history(m.pk)] == [("created", "admin"), ("updated", "admin")]
+
+
+def test_the_recall_log_keeps_its_window_and_every_verdict(stub_embedder: StubServer) -> None:
+    m, old_recall = _recall()
+    lifecycle.rate_recall(old_recall, m.pk, True)
+    MemoryEvent.objects.filter(recall_id=old_recall).update(created_at=timezone.now() - timedelta(days=200))
+    recent = queries.search(A.project_id, "vec:1,0,0 how do we release?", min_similarity=0.0).recall_id
+    assert lifecycle.prune_recall_log(days=180, batch=1) == 1  # several batches would be needed for more
+    assert not MemoryEvent.objects.filter(recall_id=old_recall).exists()
+    assert MemoryEvent.objects.filter(recall_id=recent).exists()
+    assert MemoryEvent.objects.filter(memory=m, kind="created").exists()  # history is not the recall log
+    assert RecallFeedback.objects.filter(recall_id=old_recall).exists()
+    assert lifecycle.prune_recall_log(days=180) == 0  # idempotent

@@ -141,6 +141,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         # None: the embedder's calibrated relevance gate (memories/queries.py GATES); a number: a cosine floor.
         "min_similarity": Key(float, None, _between(0.0, 1.0)),
         "max_content_chars": Key(int, 8000, _between(100, 100000)),
+        # Recall-log rows (what each search returned or dropped) older than this are deleted hourly.
+        "recall_log_days": Key(int, 180, _between(1, 36500)),
     },
     "server": {
         "host": Key(str, "127.0.0.1"),
@@ -237,6 +239,7 @@ buffer_max_age_days = 30
 # 0.45, the old default, is read as "not set").
 # min_similarity = 0.3
 max_content_chars = 8000
+recall_log_days = 180             # the Retrievals page and recall counts look this far back
 
 [server]
 host = "127.0.0.1"

@@ -36,6 +36,11 @@ app.conf.beat_schedule = {
     "reconcile-tick": {"task": "sync.tasks.reconcile_due", "schedule": TICK, "options": {"expires": TICK * 0.9}},
     "dream-tick": {"task": "dreaming.tasks.dream_due", "schedule": TICK, "options": {"expires": TICK * 0.9}},
     "prune-tick": {"task": "memories.tasks.prune_expired", "schedule": TICK * 60, "options": {"expires": TICK * 50}},
+    "recall-log-tick": {
+        "task": "memories.tasks.prune_recall_log",
+        "schedule": TICK * 60,
+        "options": {"expires": TICK * 50},
+    },
     "backfill-tick": {
         "task": "memories.tasks.backfill_embeddings",
         "schedule": TICK * 5,
