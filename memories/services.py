@@ -846,6 +846,7 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
     """6–10 keeps the memory with its rating; 1–5 archives it to rejected_memories and deletes it (synced)."""
     value = parse_rating(rating)
     comment = (comment or "").strip()[:2000]
+    refuse_secrets(comment)  # a rejection's comment goes to the reasoner as an anti-example
     memory = get_memory(memory_id, access.WRITE)
     with transaction.atomic():
         memory = _locked(memory, memory_id)

@@ -19,6 +19,7 @@ from django.test import Client
 from dreaming.models import SessionMessage
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass
+from memories import services
 from memories.models import Memory
 from memories.scope import resolve
 from memories.transfer import ImportResult, Row, import_rows
@@ -27,6 +28,7 @@ from sync.services import reconcile_scope
 from tests.mcp_client import call, http_session
 from tests.stubs import StubServer
 from yullu_cli.bench.secret_forms import ALNUM, chars, zero_width
+from yullu_core.errors import UserError
 
 TOKEN = "ghp_" + chars(ALNUM, 36)(random.Random(2033))
 HIDDEN = zero_width(TOKEN)
@@ -116,3 +118,11 @@ def test_a_teammates_event_with_a_hidden_secret_is_refused(repo: Path, stub_embe
         "20260101T000002.000000000Z-11111111.json"
     ]
     assert not Memory.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_review_comment_with_a_hidden_secret_is_refused(stub_embedder: StubServer) -> None:
+    memory = services.create_memory(resolve("acme/paths", None), "Releases are tagged by CI")
+    with pytest.raises(UserError, match="github-pat"):
+        services.rate_memory(memory.pk, 2, f"wrong: the token is {HIDDEN}", source="admin")
+    assert Memory.objects.get(pk=memory.pk).rating is None
