@@ -228,6 +228,7 @@ def ensure_running(home: Path) -> Cluster:
         if cluster.run_as:
             _prepare_root(cluster)
         _initdb(cluster)
+        _wait_until_reaped(cluster)
         if not is_running(cluster):
             started = time.monotonic()
             _start(cluster)
@@ -256,15 +257,33 @@ def postmaster(cluster: Cluster) -> Postmaster | None:
     return Postmaster(pid, lines[2] if len(lines) > 2 else "") if _alive(pid) else None
 
 
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs: a killed postmaster stays a zombie until init reaps it, and signal 0
-    still reaches a zombie, so Linux's process state is read too."""
+def _wait_until_reaped(cluster: Cluster, timeout: float = 30) -> None:
+    """A postmaster killed a moment ago stays a zombie until init reaps it; until then pg_ctl
+    counts it as running and a new postmaster refuses its lock file. Wait for that (briefly)."""
+    try:
+        pid = int((cluster.pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    deadline = time.monotonic() + timeout
+    while not _alive(pid) and _exists(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _exists(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        pass  # it exists, as another user
+        pass
+    return True
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs: a killed postmaster stays a zombie until init reaps it, and signal 0
+    still reaches a zombie, so Linux's process state is read too."""
+    if not _exists(pid):
+        return False
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):

@@ -3,7 +3,7 @@ stores from many MCP clients; how long until /api/status is ready again, what th
 whether any acknowledged store was lost.
 
 Run (starts its own `yullu serve` on a new home with the embedded PostgreSQL, stops it after):
-    python -m yullu_cli.bench.faults [--clients 50] [--burst 20] [--kill-after 4] [--out FILE]
+    python -m yullu_cli.bench.faults [--clients 50] [--burst 40] [--kill-after 10] [--out FILE]
 
 Each fault, in turn, on the same site: `--clients` sessions of the official MCP SDK client store
 memories back to back for `--burst` seconds (a broken session is reopened after 0.5 s, as an
@@ -18,8 +18,9 @@ assistant would); `--kill-after` seconds in, the part is killed with SIGKILL:
 
 Reported per fault: `not_ready_s` (how long /api/status, polled every 0.1 s, did not say ready),
 `ready_again_s` (seconds from the kill to the first ready answer after that; 0 when it never
-stopped being ready), `errors` (failed calls, broken sessions and failed reconnects seen by the
-clients), `acked` and
+stopped being ready), `stores_again_s` (from the kill to the sending of the first store that was
+then acknowledged), `errors` (failed calls, broken sessions and failed reconnects seen by the
+clients; each is followed by a new session 0.5 s later), `acked` and
 `lost` (acknowledged stores missing from the database afterwards; must be 0), and whether the
 supervisor kept running. Stores use the keyword-only embedder (no model), so the numbers are the
 fault's, not the embedding's.
@@ -29,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import shutil
 import signal
@@ -40,14 +43,17 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import psutil
-
-from yullu_cli.bench.mcp_client import mcp_session
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 FAULTS = ["supervisor", "web", "worker", "beat", "postmaster", "backend"]
 REPO = Path(__file__).resolve().parents[2]
@@ -74,11 +80,15 @@ class Site:
         return psutil.Process(int((Path(pgdata) / "postmaster.pid").read_text().split()[0]))
 
     def python(self, code: str) -> str:
-        return subprocess.run([sys.executable, "-c", code], env=self.env, cwd=REPO, capture_output=True, text=True,
-                              check=True, timeout=120).stdout.strip()  # fmt: skip
+        done = subprocess.run([sys.executable, "-c", code], env=self.env, cwd=REPO, capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        if done.returncode != 0:
+            raise SystemExit(f"{code!r} failed: {done.stderr[-2000:]}")
+        return done.stdout.strip()
 
     def stored(self, project: str) -> set[str]:
-        code = ("import django, json; django.setup(); from memories.models import Memory; "
+        code = ("import os; os.environ['DJANGO_SETTINGS_MODULE'] = 'yullu_site.settings'; "
+                "import django, json; django.setup(); from memories.models import Memory; "
                 f"print(json.dumps([str(u) for u in Memory.objects.filter(project_id={project!r})"
                 ".values_list('uuid', flat=True)]))")  # fmt: skip
         return set(json.loads(self.python(code).splitlines()[-1]))
@@ -101,23 +111,43 @@ class Site:
 @dataclass
 class Burst:
     acked: list[str] = field(default_factory=list)
+    acked_at: list[float] = field(default_factory=list)  # when each acknowledged store was sent
     errors: int = 0
     done: bool = False
+
+
+@contextlib.asynccontextmanager
+async def session_for(url: str, token: str) -> AsyncIterator[ClientSession]:
+    """The official SDK client over Streamable HTTP, with timeouts short enough that a client
+    notices a server that went away (the SDK's defaults wait up to 300 s on a stream)."""
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(10, read=20))
+    async with (
+        http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await asyncio.wait_for(session.initialize(), 20)
+        yield session
 
 
 async def store_client(url: str, token: str, project: str, burst: Burst) -> None:
     while not burst.done:
         try:
-            async with mcp_session(url, token) as session:
+            async with session_for(url, token) as session:
                 while not burst.done:
                     fact = f"fault matrix fact {uuid.uuid4().hex}: the deploy waits for the queue to drain"
-                    result = await session.call_tool("store_memory", {"content": fact, "project_id": project})
+                    started = time.monotonic()
+                    result = await session.call_tool(
+                        "store_memory", {"content": fact, "project_id": project}, read_timeout_seconds=20
+                    )
                     if result.is_error:
                         burst.errors += 1
-                    else:
-                        burst.acked.append(result.structured_content["uuid"])
-        except Exception:  # the session broke (server gone, connection reset): reopen it
+                        break  # reopen, as an assistant's client does after an error
+                    burst.acked.append(result.structured_content["uuid"])
+                    burst.acked_at.append(started)
+        except Exception:  # the session broke (server gone, connection reset, timeout): reopen it
             burst.errors += 1
+        if not burst.done:
             await asyncio.sleep(0.5)
 
 
@@ -137,8 +167,11 @@ def kill(site: Site, fault: str) -> None:
     if fault == "postmaster":
         site.postmaster().kill()
     elif fault == "backend":
-        backends = [p for p in site.postmaster().children() if " yullu " in " ".join(p.cmdline())]
-        backends[0].kill()
+        for backend in site.postmaster().children():
+            with contextlib.suppress(psutil.Error):  # a request's connection may just have ended
+                if " yullu " in " ".join(backend.cmdline()):
+                    backend.kill()
+                    return
     else:
         site.child({"web": "uvicorn"}.get(fault, fault)).kill()
 
@@ -171,8 +204,10 @@ def run_fault(site: Site, fault: str, args: argparse.Namespace, token: str) -> d
     down = [t for t, ok in after if not ok]
     ready_again = next((t for t, ok in after if ok and down and t > down[0]), None)
     lost = set(burst.acked) - site.stored(project)
+    stores_again = min((t for t in burst.acked_at if t > killed_at), default=None)
     return {
         "fault": fault,
+        "stores_again_s": round(stores_again - killed_at, 1) if stores_again else None,
         "not_ready_s": round(ready_again - down[0], 1) if down and ready_again else 0.0,
         "ready_again_s": round(ready_again - killed_at, 1) if ready_again else 0.0,
         "errors": burst.errors,
@@ -191,11 +226,12 @@ def free_port() -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--burst", type=float, default=20.0, help="seconds of stores per fault")
-    parser.add_argument("--kill-after", type=float, default=4.0, help="seconds into the burst")
+    parser.add_argument("--burst", type=float, default=40.0, help="seconds of stores per fault")
+    parser.add_argument("--kill-after", type=float, default=10.0, help="seconds into the burst")
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--out", default=None, help="also write the results as JSON")
     args = parser.parse_args()
+    logging.getLogger("mcp").setLevel(logging.ERROR)  # "Session termination failed: 503" while the database is down
     base = Path(tempfile.mkdtemp(prefix="yullu-faults-"))
     base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
     (base / "config.toml").write_text("[dreaming]\nenabled = false\n")
@@ -220,14 +256,15 @@ def main() -> None:
             site.proc.wait(timeout=120)
         site.python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
         print(f"log: {site.log}", flush=True)
-    print("\n| kill -9 of | ready again after (s) | not ready for (s) | client errors | acknowledged | lost |")
-    print("|---|---|---|---|---|---|")
+    columns = ("fault", "ready_again_s", "not_ready_s", "stores_again_s", "errors", "acked", "lost")
+    print("\n| kill -9 of | ready again after (s) | not ready for (s) | first store acknowledged after (s) "
+          "| client errors | acknowledged | lost |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(
-            f"| {r['fault']} | {r['ready_again_s']} | {r['not_ready_s']} | {r['errors']} | {r['acked']} | {r['lost']} |"
-        )
+        print("| " + " | ".join(str(r[k]) for k in columns) + " |")
     if args.out:
         Path(args.out).write_text(json.dumps({"clients": args.clients, "burst_s": args.burst, "rows": rows}, indent=2))
+        shutil.copy(site.log, Path(args.out).with_suffix(".serve.log"))
     if not any(r["lost"] for r in rows):
         shutil.rmtree(base, ignore_errors=True)
 
