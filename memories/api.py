@@ -78,6 +78,8 @@ class CategoryField(serializers.CharField):
         return value
 
 
+# Code the memory cites (SPEC §12): 'app/clock.py', 'app/clock.py:40-58', 'app/clock.py::Clock.now'.
+ANCHORS = serializers.ListField(child=serializers.CharField(max_length=1400), required=False, allow_null=True)
 IMPORTANCE = serializers.ChoiceField(choices=["low", "normal", "high"], required=False, allow_null=True)
 
 
@@ -90,6 +92,7 @@ class MemoryIn(ScopeIn):
     importance = IMPORTANCE
     ttl_days = serializers.FloatField(required=False, allow_null=True, min_value=1, max_value=3650)
     session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
+    anchors = ANCHORS
 
 
 class MemoryPatch(serializers.Serializer):
@@ -99,6 +102,7 @@ class MemoryPatch(serializers.Serializer):
     importance = IMPORTANCE
     ttl_days = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=3650)
     supersede = serializers.BooleanField(required=False, default=False)
+    anchors = ANCHORS
 
 
 class LinkIn(serializers.Serializer):
@@ -231,6 +235,7 @@ class MemoryList(APIView):
             supersedes=data.get("supersedes"),
             importance=data.get("importance"),
             ttl_days=data.get("ttl_days"),
+            anchors=data.get("anchors"),
         )
         return Response(stored.as_dict(), status=201 if stored.created else 200)
 

@@ -20,6 +20,7 @@ from access import policy as access
 from yullu_core.errors import UserError
 
 from . import queries
+from .anchors.store import for_memories, stale_paths, stamp
 from .models import CATEGORIES, EventKind, Memory
 
 if TYPE_CHECKING:
@@ -158,6 +159,7 @@ class Entry:
     content: str
     category: str | None
     user: bool = False
+    stale: list[str] = field(default_factory=list)  # cited paths whose code changed or is gone (SPEC §12)
 
 
 @dataclass
@@ -172,6 +174,7 @@ def primer(project_id: str) -> list[Entry]:
     """High-importance and most-useful memories, a few per category, interleaved so every
     category is represented before any gets a second place; then the user scope's."""
     out: list[Entry] = []
+    stamps: dict[int, float] = {}
     for pid, is_user in ((project_id, False), (access.personal_project(), True)):
         if is_user and access.is_personal(project_id):
             continue
@@ -187,6 +190,10 @@ def primer(project_id: str) -> list[Entry]:
                 if depth < len(by_cat[cat]):
                     m = by_cat[cat][depth]
                     out.append(Entry(m.id, m.content, m.category, is_user))
+                    stamps[m.id] = stamp(m.updated_at)
+    checked = for_memories(project_id, {e.id: stamps[e.id] for e in out if not e.user} if out else {})
+    for e in out:
+        e.stale = stale_paths(checked.get(e.id, []))
     return out
 
 
@@ -218,6 +225,9 @@ def _line(entry: Entry, full: bool, chars: int = BRIEF_CHARS) -> str:
         text = " ".join(text.split())
         if len(text) > chars:
             text = text[: max(0, chars - 1)].rstrip() + "…"
+    if entry.stale:
+        paths = ", ".join(p.replace(OPEN, "").replace(CLOSE, "") for p in entry.stale)
+        text = f"(cited code changed since this was written: {paths}) {text}"
     return f"- [#{entry.id} {label}] {text}"
 
 
@@ -299,7 +309,8 @@ def build_context(
             found = search_merged(project_id, query, limit=CANDIDATES, categories=categories)
         recall_id = found.recall_id
         entries = [
-            Entry(h["id"], h["content"], h["category"], access.is_personal(h["project_id"])) for h in found.results
+            Entry(h["id"], h["content"], h["category"], access.is_personal(h["project_id"]), stale_paths(h["anchors"]))
+            for h in found.results
         ]
         title = f"Memories of {project_id} for this request."
     else:

@@ -36,6 +36,14 @@ ImportanceArg = Annotated[
     Literal["low", "normal", "high"] | None,
     Field(description="low, normal (default) or high; high-importance memories lead the project's context."),
 ]
+AnchorsArg = Annotated[
+    list[str] | None,
+    Field(
+        description="Code this memory is about, relative to the repository root: 'app/clock.py', "
+        "'app/clock.py:40-58' or 'app/clock.py::Clock.now'. Pinned to HEAD (needs cwd), so retrieval can say "
+        "when that code changed. Paths written in the content are detected too."
+    ),
+]
 TtlArg = Annotated[
     float | None,
     Field(description="Forget after this many days (1-3650), e.g. for a temporary workaround. Omit: keep.", ge=0),
@@ -81,6 +89,7 @@ def register_memory_tools(server: MCPServer) -> None:
                 max_length=200,
             ),
         ] = None,
+        anchors: AnchorsArg = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
             where = scope_for(scope, project_id, cwd)
@@ -93,6 +102,7 @@ def register_memory_tools(server: MCPServer) -> None:
                 supersedes=supersedes,
                 importance=importance,
                 ttl_days=ttl_days,
+                anchors=anchors,
             )
             return dict(stored.as_dict())
 
@@ -159,6 +169,10 @@ def register_memory_tools(server: MCPServer) -> None:
         supersede: Annotated[
             bool, Field(description="Keep the old memory as history and store the new content as its successor.")
         ] = False,
+        anchors: Annotated[
+            list[str] | None,
+            Field(description="New code anchors (replace the old ones; [] clears), as for store_memory."),
+        ] = None,
         project_id: ProjectId = None,
         cwd: Cwd = None,
     ) -> CallToolResult:
@@ -173,6 +187,7 @@ def register_memory_tools(server: MCPServer) -> None:
                 ttl_days=ttl_days,
                 supersede=supersede,
                 source="mcp",
+                anchors=anchors,
             )
             out: dict[str, Any] = dict(memory_to_wire(memory))
             if supersede:

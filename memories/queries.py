@@ -37,6 +37,7 @@ from yullu_core.errors import Unavailable
 from yullu_core.metrics import timed_recall
 
 from . import bm25, expansion, rerank
+from .anchors import store as anchor_store
 from .durability import losable
 from .embedders import Embedder, embed_query, embeds, get_embedder
 from .models import CATEGORIES, SESSION_TAG, EventKind, Memory, MemoryEvent
@@ -425,6 +426,7 @@ def search(
         return result
     ordered, memories = _rows(found.ordered, found.relevant, limit)
     _apply_floor(result, ordered, memories, found.relevant, limit)
+    anchor_store.annotate(project_id, result.results)
     if log and (result.results or result.considered):
         result.recall_id = str(uuid.uuid4())
         _log_recall(result, query)
@@ -440,6 +442,7 @@ def preview(project_id: str, query: str, *, limit: int) -> SearchResult:
     if found is not None:
         ordered, memories = _rows(found.ordered, _anything, limit)
         _apply_floor(result, ordered, memories, _anything, limit, preview=found.relevant)
+        anchor_store.annotate(project_id, result.results)
     return result
 
 
@@ -467,6 +470,7 @@ def _ranked(
     if mode == "hybrid" and W_NEIGHBOUR:
         _place_in_sessions(project_id, ranked)
     ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
+    ordered = anchor_store.demote(project_id, ordered)  # cited code changed: ranked lower (SPEC §12)
     gate = gate_for(embedder.id)
     if floor is None and isinstance(gate, Judged) and qvec is not None:
         try:

@@ -32,11 +32,28 @@ class MemoryOut(TypedDict):
     superseded_by: Annotated[int | None, Doc("id of the memory that replaced this one")]
 
 
+class AnchorOut(TypedDict):
+    """Code a memory cites (SPEC §12) and its status against the project's HEAD."""
+
+    path: str
+    symbol: str | None
+    lines: Annotated[list[int] | None, Doc("[first, last] line at the pinned commit")]
+    status: Annotated[
+        Literal["ok", "moved", "changed", "missing"] | None,
+        Doc("null: never checked (no checkout of the repository on this server)"),
+    ]
+    commit: Annotated[str | None, Doc("the commit it was pinned at")]
+    current_path: NotRequired[Annotated[str, Doc("moved: the file's path now (renamed)")]]
+    current_lines: NotRequired[Annotated[list[int], Doc("moved or changed: [first, last] line now")]]
+
+
 class HitOut(MemoryOut):
     """A memory as a recall returns it."""
 
     similarity: Annotated[float | None, Doc("cosine similarity 0–1; null when not embedded")]
     rank: int
+    anchors: list[AnchorOut]
+    stale: Annotated[bool, Doc("a cited piece of code changed or is gone since this was written")]
     clears_floor: NotRequired[bool]  # only in the admin's preview search
 
 
@@ -83,6 +100,7 @@ class Created(TypedDict):
     supersedes: NotRequired[int]
     # Stored, but held out of retrieval until a person approves it in the admin: the reason.
     held_for_review: NotRequired[str]
+    anchors: NotRequired[list[AnchorOut]]  # the code it cites, as pinned (SPEC §12)
 
 
 class Duplicate(TypedDict):
@@ -137,7 +155,9 @@ def memory_to_wire(m: Memory) -> MemoryOut:
 
 
 def hit_to_wire(m: Memory, similarity: float | None, rank: int) -> HitOut:
-    return {**memory_to_wire(m), "similarity": None if similarity is None else round(similarity, 4), "rank": rank}
+    score = None if similarity is None else round(similarity, 4)
+    # anchors and stale are filled in by memories.anchors.store.annotate (one checked batch per search)
+    return {**memory_to_wire(m), "similarity": score, "rank": rank, "anchors": [], "stale": False}
 
 
 def deleted_to_wire(memory_id: int, m: Memory) -> Deleted:

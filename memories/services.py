@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from django.conf import settings
@@ -25,6 +25,7 @@ from access import policy as access
 from yullu_core.errors import NotFound, UserError
 from yullu_core.locks import LockKey
 
+from .anchors import store as anchor_store
 from .changes import change_time, datetime_to_ns, ns_to_datetime, publish_change
 from .duplicates import MAX_SIMILAR, same_fact_tokens, thresholds
 from .embedders import Embedder, embeds, get_embedder
@@ -46,7 +47,7 @@ from .models import (
 from .poisoning import hold_reason
 from .scope import Scope, known_root
 from .secrets import find_secret
-from .serializers import Created, Duplicate, Rated, Similar, rated_to_wire
+from .serializers import AnchorOut, Created, Duplicate, Rated, Similar, rated_to_wire
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)
@@ -296,6 +297,7 @@ class NewMemory:
     # The active embedder's vector of this content, when the caller has it (an export made with
     # `--vectors` by the same model): the import then skips the embedding call.
     vector: Sequence[float] | None = None
+    anchors: Any = None  # code it cites (SPEC §12): strings like 'app/clock.py::Clock.now'
 
 
 @dataclass
@@ -316,6 +318,7 @@ class Stored:
     similarity: float | None = None
     similar: list[Similar] = field(default_factory=list)
     superseded: int | None = None
+    anchors: list[AnchorOut] = field(default_factory=list)
 
     def as_dict(self) -> Created | Duplicate:
         m = self.memory
@@ -338,6 +341,8 @@ class Stored:
             out = created
         if self.superseded is not None:
             out["supersedes"] = self.superseded
+        if self.anchors and self.duplicate_of is None:
+            cast(Created, out)["anchors"] = self.anchors
         return out
 
 
@@ -378,8 +383,9 @@ def store_memory(
     importance: Any = None,
     ttl_days: Any = None,
     supersedes: Any = None,
+    anchors: Any = None,
 ) -> Stored:
-    item = NewMemory(content, category, tags, created_at, importance, ttl_days, supersedes)
+    item = NewMemory(content, category, tags, created_at, importance, ttl_days, supersedes, anchors=anchors)
     return store_memories(scope, [item], source=source)[0]
 
 
@@ -417,9 +423,11 @@ def store_memories(
     """
     access.require(scope.project_id, access.WRITE)
     now = timezone.now()
+    items = list(items)
     cleaned = [_clean_item(i, now) for i in items]
     for item in cleaned:
         refuse_secrets(item.content, *item.tags)
+    cited = [anchor_store.prepare(i.anchors, c.content, scope.git_root) for i, c in zip(items, cleaned, strict=True)]
     embedder = get_embedder()
     vectors = _embed_missing(embedder, cleaned)
     if vectors:
@@ -487,7 +495,12 @@ def store_memories(
         root = str(scope.git_root) if scope.git_root else None
         for n, memory in zip(fresh, created, strict=True):
             logged = _logged_vector(embedder.id, vectors[n] if vectors is not None else None)
-            publish_change("create", memory, _ts(cleaned[n], stamp), vector=logged, git_root=root)
+            extra = None
+            if items_cited := cited[n]:
+                rows = anchor_store.attach(memory, items_cited)
+                results[n].anchors = [anchor_store.anchor_out(a) for a in rows]
+                extra = {"anchors": anchor_store.to_wire(rows)}
+            publish_change("create", memory, _ts(cleaned[n], stamp), vector=logged, git_root=root, extra=extra)
         MemoryEvent.objects.bulk_create([_activity(EventKind.CREATED, m, source=source) for m in created])
         MemoryChange.objects.bulk_create([change_row(m, "created", source, None, snapshot(m)) for m in created])
         for n in range(len(cleaned)):  # supersede marks are written in the order the items came
@@ -702,8 +715,9 @@ def update_memory(
     ttl_days: Any = _UNSET,
     supersede: bool = False,
     source: str = "api",
+    anchors: Any = _UNSET,
 ) -> Memory:
-    """Patch content/tags/category/importance/expiry. A content change re-embeds and drops other
+    """Patch content/tags/category/importance/expiry/anchors. A content change re-embeds and drops other
     embedders' (now stale) vectors. `ttl_days=0` clears the expiry.
 
     With `supersede=True` the memory is not edited: a new memory (the given fields over the old
@@ -717,11 +731,12 @@ def update_memory(
             ("category", category),
             ("importance", importance),
             ("ttl_days", ttl_days),
+            ("anchors", anchors),
         )
         if v is not _UNSET and v is not None
     }
     if not given:
-        raise UserError("nothing to update: give content, tags, category, importance or ttl_days.")
+        raise UserError("nothing to update: give content, tags, category, importance, ttl_days or anchors.")
     memory = get_memory(memory_id, access.WRITE)
     if supersede:
         return _supersede_with(memory, given, source)
@@ -737,6 +752,11 @@ def update_memory(
     if "ttl_days" in given:
         changes["expires_at"] = None if given["ttl_days"] == 0 else expiry_from_ttl(given["ttl_days"])
     refuse_secrets(changes.get("content", ""), *changes.get("tags", []))
+    cited = None
+    if "anchors" in given:  # the given anchors (and paths the new content names) replace the old ones
+        cited = anchor_store.prepare(
+            given["anchors"], changes.get("content", memory.content), known_root(memory.project_id)
+        )
     embedder = get_embedder()
     vector = None
     if "content" in changes and changes["content"] != memory.content:
@@ -761,11 +781,29 @@ def update_memory(
                 _save_vector(memory, embedder.id, vector)
         fields = [k for k in changes if k in SYNCED and (k != "content" or content_changed)]
         logged = _logged_vector(embedder.id, vector) if content_changed else None
-        publish_change("update", memory, ts, fields=fields, vector=logged)
+        extra = None
+        if cited is not None:
+            extra = {"anchors": anchor_store.to_wire(anchor_store.attach(memory, cited))}
+            changes["anchors"] = extra["anchors"]
+        publish_change("update", memory, ts, fields=fields, vector=logged, extra=extra)
         _activity(EventKind.UPDATED, memory, source=source, fields=sorted(changes)).save()
         after = snapshot(memory)
         if after != before:
             record_change(memory, "updated", source, before, after)
+    return memory
+
+
+def repin_memory(memory_id: Any, *, source: str = "admin") -> Memory:
+    """Keep a stale memory as it is: pin its anchors again at HEAD, where their code is now (SPEC §12).
+    A re-pin is an event, so teammates get the new pins."""
+    memory = get_memory(memory_id)
+    with transaction.atomic():
+        memory = _locked(memory, memory_id)
+        before = anchor_store.wire_of(memory)
+        rows = anchor_store.repin(memory)
+        after = anchor_store.to_wire(rows)
+        announce(memory, anchors=after)
+        record_change(memory, "repinned", source, {"anchors": before}, {"anchors": after})
     return memory
 
 
@@ -787,6 +825,7 @@ def _supersede_with(old: Memory, given: dict[str, Any], source: str) -> Memory:
         given.get("importance", old.importance),
         given.get("ttl_days", remaining) or None,
         old.pk,
+        anchors=given.get("anchors"),
     )
     scope = Scope(old.project_id, None)
     return store_memories(scope, [item], source=source)[0].memory
@@ -915,6 +954,7 @@ class RemoteState:
     updated_at: datetime
     importance: str | None = None  # None: the default
     expires_at: datetime | None = None
+    anchors: list[Any] | None = None  # None: the log never named any
 
 
 RemoteOutcome = Literal["created", "updated", "unchanged", "deleted", "absent"]
@@ -957,6 +997,7 @@ def create_remote_many(project_id: str, items: Sequence[tuple[str, RemoteState, 
         )
         for m, v in with_vector
     )
+    anchor_store.add_from_wire([(m, state.anchors) for m, (_, state, _) in zip(created, items, strict=True)])
     MemoryEvent.objects.bulk_create([_activity(EventKind.CREATED, m, source="reconcile") for m in created])
     MemoryChange.objects.bulk_create([change_row(m, "created", "sync", None, snapshot(m)) for m in created])
     return created
@@ -989,10 +1030,15 @@ def apply_remote_state(
         memory.save()
         if vector is not None:
             _save_vector(memory, vector[0], vector[1])
+        if state.anchors:
+            anchor_store.from_wire(memory, state.anchors)
         _activity(EventKind.CREATED, memory, source="reconcile").save()
         record_change(memory, "created", "sync", None, snapshot(memory))
         return "created"
     changes = remote_fields(memory, state)
+    if state.anchors is not None and anchor_store.wire_of(memory) != state.anchors:
+        anchor_store.from_wire(memory, state.anchors)  # a teammate's re-pin or new anchors
+        changes["anchors"] = state.anchors
     if "content" in changes:  # a content change makes every old vector stale
         MemoryVector.objects.filter(memory=memory).delete()
     if vector is not None:
@@ -1001,7 +1047,8 @@ def apply_remote_state(
         return "unchanged"
     before = snapshot(memory)
     for key, value in changes.items():
-        setattr(memory, key, value)
+        if key != "anchors":
+            setattr(memory, key, value)
     if "content" in changes or "tags" in changes:
         memory.held_reason = hold_reason(memory.content, memory.tags)
     memory.created_at, memory.updated_at = state.created_at, state.updated_at

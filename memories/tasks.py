@@ -23,3 +23,12 @@ def prune_recall_log() -> None:
     from .lifecycle import prune_recall_log as prune
 
     prune()
+
+
+@shared_task(name="memories.tasks.check_anchors", ignore_result=True)
+def check_anchors() -> None:
+    """Check the code anchors of every known project against its checkout's HEAD (SPEC §12); rows
+    already checked at that HEAD cost nothing."""
+    from .anchors.store import check_known_projects
+
+    check_known_projects()

@@ -26,6 +26,7 @@ FIELD_DEFAULTS: dict[str, Any] = {
     "links": None,
     "importance": None,
     "expires_at": None,
+    "anchors": None,  # code anchors (SPEC §12): the latest list wins, like a field
 }
 
 
@@ -85,6 +86,8 @@ def _apply(state: Folded, event: Event, ts_ns: int) -> None:
         value = getattr(event, name)
         if name == "tags" and value is None:
             value = []
+        if name == "anchors" and value is not None:
+            value = [a.to_wire() for a in value]
         if name == "supersedes" and value is not None:
             value = [str(u) for u in value]
         if name == "links":  # links only accumulate (events carry the new ones)

@@ -23,6 +23,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from memories.anchors import refs as anchor_refs
 from memories.secrets import find_secret
 from memories.services import clean_category, clean_content, clean_tags
 from yullu_core.errors import UserError
@@ -88,6 +89,34 @@ class Link(BaseModel):
     to: UUID
 
 
+class Anchor(BaseModel):
+    """Code a memory cites (SPEC §12), as pinned by its writer; each reader checks it against its own
+    checkout. A path outside the repository breaks the event, like any other bad field."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    path: str = Field(max_length=1000)
+    symbol: str | None = Field(default=None, max_length=300)
+    lines: list[int] | None = Field(default=None, min_length=2, max_length=2)
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40,64}$")
+    blob: str | None = Field(default=None, pattern=r"^[0-9a-f]{40,64}$")
+    text_hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{1,64}$")
+
+    @field_validator("path")
+    @classmethod
+    def _inside(cls, value: str) -> str:
+        return _user_rule(lambda v: anchor_refs.clean_path(v, v), value)
+
+    @field_validator("lines")
+    @classmethod
+    def _range(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and not 1 <= value[0] <= value[1]:
+            raise ValueError("lines must be [first, last] with 1 <= first <= last")
+        return value
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
 class Event(BaseModel):
     """One event. Presence matters for `update`: absent = unchanged (`model_fields_set`)."""
 
@@ -104,6 +133,7 @@ class Event(BaseModel):
     links: list[Link] | None = Field(default=None, max_length=50)
     importance: Literal["low", "normal", "high"] | None = None
     expires_at: str | None = None
+    anchors: list[Anchor] | None = Field(default=None, max_length=20)  # ours: SPEC §12
     embedder: str | None = Field(default=None, min_length=1, max_length=200)
     vector: list[float] | None = Field(default=None, min_length=1, max_length=MAX_VECTOR_DIM)
     content_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")  # ours: the content a vector is of

@@ -404,6 +404,7 @@ def _remote_state(folded: Folded) -> memory_services.RemoteState:
         updated_at=ns_to_datetime(folded.updated_ns or 0),
         importance=folded.fields["importance"],
         expires_at=_datetime(folded.fields["expires_at"]),
+        anchors=folded.fields["anchors"],
     )
 
 

@@ -19,7 +19,7 @@ from tests.stubs import StubServer
 pytestmark = pytest.mark.django_db(transaction=True)
 
 MEMORY = set(MemoryOut.__annotations__)
-HIT = MEMORY | {"similarity", "rank"}  # HitOut's own optional clears_floor is the admin preview's
+HIT = MEMORY | {"similarity", "rank", "anchors", "stale"}  # HitOut's own optional clears_floor is the admin preview's
 
 
 def schema_fields(schema: dict[str, Any], component: str) -> set[str]:

@@ -133,6 +133,26 @@ def cmd_reconcile(args: argparse.Namespace) -> None:
     print(json.dumps(result, indent=2))
 
 
+def cmd_anchors_check(args: argparse.Namespace) -> None:
+    """Check every code anchor of the project at --cwd against its HEAD; exit 1 when a memory is stale
+    (for CI: a memory describes code that changed since it was written)."""
+    setup_django()
+    import json
+
+    from memories.anchors.store import check_project, describe
+    from memories.scope import resolve
+    from yullu_core.errors import UserError
+
+    try:
+        scope = resolve(args.project_id, os.path.abspath(args.cwd))
+        result = check_project(scope.project_id, scope.git_root)
+    except UserError as exc:
+        fail(str(exc))
+    print(json.dumps(result.as_dict(), indent=2) if args.json else describe(result))
+    if result.stale:
+        sys.exit(1)
+
+
 def cmd_sync_compact(args: argparse.Namespace) -> None:
     setup_django()
     import json
@@ -308,6 +328,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cwd", default=os.getcwd())
     p.add_argument("--project-id", default=None)
     p.set_defaults(fn=cmd_reconcile)
+
+    p = sub.add_parser("anchors", help="code anchors: memories that cite code (SPEC §12)")
+    anchors_sub = p.add_subparsers(dest="anchors_command", required=True)
+    c = anchors_sub.add_parser("check", help="check cited code against HEAD; exit 1 when memories are stale")
+    c.add_argument("--cwd", default=os.getcwd(), help="a folder inside the project's git checkout")
+    c.add_argument("--project-id", default=None)
+    c.add_argument("--json", action="store_true", help="print the result as JSON")
+    c.set_defaults(fn=cmd_anchors_check)
 
     p = sub.add_parser("sync", help="team event log maintenance")
     sync_sub = p.add_subparsers(dest="sync_command", required=True)

@@ -1,0 +1,186 @@
+"""Pinning one anchor and checking it against a commit (SPEC §12). Pure: a Repo in, a Pin or a
+Verdict out; the database side is memories.anchors.store.
+
+The cited text is compared after normalising whitespace (runs of spaces, tabs, newlines and blank
+lines are one space), so re-indenting, re-wrapping blank lines or formatting elsewhere in the file
+changes nothing; any change to the words of the cited code does."""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from dataclasses import dataclass
+
+from yullu_core.errors import UserError
+
+from . import symbols
+from .refs import AnchorRef
+from .repo import Repo
+
+OK, MOVED, CHANGED, MISSING = "ok", "moved", "changed", "missing"
+# A whole-file anchor is `changed` when less than this share of its (normalised, non-blank) lines
+# survive: the file was rewritten, as git's own rename detection calls a file "the same" at 50%.
+FILE_KEPT = 0.5
+
+
+@dataclass(frozen=True)
+class Pin:
+    path: str
+    symbol: str
+    start: int | None  # the cited lines at the pinned commit (a symbol's too)
+    end: int | None
+    commit: str
+    blob: str
+    text_hash: str
+
+    @property
+    def whole_file(self) -> bool:
+        return not self.symbol and self.start is None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str
+    path: str  # where the cited code is now (a rename changes it)
+    start: int | None = None
+    end: int | None = None
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def digest(normalised: str) -> str:
+    return hashlib.sha256(normalised.encode()).hexdigest()[:40]
+
+
+def _lines(source: bytes) -> list[str]:
+    return source.decode("utf-8", "replace").splitlines()
+
+
+def span_text(source: bytes, start: int, end: int) -> str:
+    return normalise("\n".join(_lines(source)[start - 1 : end]))
+
+
+def _span(ref: AnchorRef | Pin, source: bytes) -> tuple[int, int] | None:
+    """The lines the anchor cites in `source`: its symbol's, its range (if the file has them), or all."""
+    if ref.symbol:
+        return symbols.find(ref.path, source, ref.symbol)
+    count = len(_lines(source))
+    if ref.start is None:
+        return (1, max(count, 1))
+    end = ref.end or ref.start
+    return (ref.start, end) if end <= count else None
+
+
+def pin(repo: Repo, head: str, ref: AnchorRef) -> Pin:
+    """Pin `ref` at `head` (a file not committed yet: its working-tree bytes). UserError when the
+    file, symbol or lines are not there."""
+    blob = repo.blob_id(head, ref.path)
+    data = repo.read(blob) if blob else None
+    if blob is None or data is None:
+        local = repo.hash_file(ref.path)
+        if local is None:
+            raise UserError(f"anchor {str(ref)!r}: no such file in the repository.")
+        blob, data = local
+    if ref.symbol and not symbols.supports(ref.path):
+        raise UserError(
+            f"anchor {str(ref)!r}: symbols are understood in Python, Go, JavaScript and TypeScript; cite lines."
+        )
+    span = _span(ref, data)
+    if span is None:
+        what = f"no symbol {ref.symbol} in {ref.path}" if ref.symbol else f"{ref.path} has fewer lines"
+        raise UserError(f"anchor {str(ref)!r}: {what}.")
+    start, end = (None, None) if ref.start is None and not ref.symbol else span
+    return Pin(ref.path, ref.symbol, start, end, head, blob, digest(span_text(data, *span)))
+
+
+def check(repo: Repo, head: str, p: Pin) -> Verdict:
+    """The pinned anchor `p` against commit `head` (SPEC §12 statuses)."""
+    path, renamed = p.path, False
+    blob = repo.blob_id(head, path)
+    if blob is None:
+        moved_to = repo.renamed_to(p.commit, head, path) if p.commit else None
+        if moved_to is None:
+            return Verdict(MISSING, p.path)
+        path, renamed, blob = moved_to, True, repo.blob_id(head, moved_to)
+    if blob == p.blob:  # the very same file: nothing to read
+        return Verdict(MOVED if renamed else OK, path, p.start, p.end)
+    data = repo.read(blob or "")
+    if data is None:
+        return Verdict(MISSING, p.path)
+    if p.whole_file:
+        return _check_file(repo, p, data, path, renamed)
+    if p.symbol:
+        span = symbols.find(path, data, p.symbol)
+        if span is None:
+            return Verdict(MISSING, path)
+        if digest(span_text(data, *span)) != p.text_hash:
+            return Verdict(CHANGED, path, *span)
+        return Verdict(OK if span == (p.start, p.end) and not renamed else MOVED, path, *span)
+    return _check_lines(repo, p, data, path, renamed)
+
+
+def _check_file(repo: Repo, p: Pin, data: bytes, path: str, renamed: bool) -> Verdict:
+    status = MOVED if renamed else OK
+    text = "\n".join(_lines(data))
+    if digest(normalise(text)) == p.text_hash:
+        return Verdict(status, path)
+    before = repo.read(p.blob)
+    if before is None:
+        return Verdict(CHANGED, path)
+    old = [normalise(line) for line in _lines(before) if line.strip()]
+    new = {normalise(line) for line in _lines(data) if line.strip()}
+    kept = sum(1 for line in old if line in new) / max(len(old), 1)
+    return Verdict(status if kept >= FILE_KEPT else CHANGED, path)
+
+
+def _check_lines(repo: Repo, p: Pin, data: bytes, path: str, renamed: bool) -> Verdict:
+    assert p.start is not None and p.end is not None
+    lines = _lines(data)
+    if p.end <= len(lines) and digest(span_text(data, p.start, p.end)) == p.text_hash:
+        return Verdict(MOVED if renamed else OK, path, p.start, p.end)
+    before = repo.read(p.blob)
+    found = (
+        _find_text(lines, span_text(before, p.start, p.end))
+        if before is not None
+        else _find_by_hash(lines, p.end - p.start + 1, p.text_hash)
+    )
+    if found is None:
+        return Verdict(CHANGED, path, p.start, p.end)
+    return Verdict(MOVED, path, *found)
+
+
+def _find_text(lines: list[str], wanted: str) -> tuple[int, int] | None:
+    """The lines of the first place where the normalised text `wanted` is, token for token."""
+    if not wanted:
+        return None
+    tokens: list[str] = []
+    token_line: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        for tok in line.split():
+            tokens.append(tok)
+            token_line.append(number)
+    starts: list[int] = []
+    offset = 0
+    for tok in tokens:
+        starts.append(offset)
+        offset += len(tok) + 1
+    text = " ".join(tokens)
+    at = text.find(wanted)
+    while at >= 0:
+        first = bisect.bisect_left(starts, at)
+        after = at + len(wanted)
+        if first < len(starts) and starts[first] == at and (after == len(text) or text[after] == " "):
+            last = bisect.bisect_right(starts, after - 1) - 1
+            return token_line[first], token_line[last]
+        at = text.find(wanted, at + 1)
+    return None
+
+
+def _find_by_hash(lines: list[str], count: int, wanted: str) -> tuple[int, int] | None:
+    """Without the pinned text (its commit is not in this clone): a window of the same length with the hash."""
+    for start in range(1, len(lines) - count + 2):
+        if digest(normalise("\n".join(lines[start - 1 : start - 1 + count]))) == wanted:
+            return start, start + count - 1
+    return None

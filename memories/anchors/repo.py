@@ -1,0 +1,92 @@
+"""The repository on this machine, read through libgit2 (pygit2): in-process, so resolving HEAD and
+a file's blob id take microseconds where a `git` subprocess takes a millisecond or two
+(docs/decisions.md, "code anchors: git through pygit2")."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import pygit2
+
+
+class Repo:
+    def __init__(self, root: Path, git: pygit2.Repository) -> None:
+        self.root = root
+        self.git = git
+
+    def head(self) -> str | None:
+        """HEAD's commit id; None in a repository with no commit yet."""
+        try:
+            return str(self.git.head.target)
+        except (pygit2.GitError, KeyError):
+            return None
+
+    def _commit(self, commit: str) -> pygit2.Commit | None:
+        try:
+            obj = self.git.get(commit)
+        except (ValueError, pygit2.GitError):
+            return None
+        return obj if isinstance(obj, pygit2.Commit) else None
+
+    def has_commit(self, commit: str) -> bool:
+        return bool(commit) and self._commit(commit) is not None
+
+    def blob_id(self, commit: str, path: str) -> str | None:
+        """The id of the file at `path` in `commit`; None when it is not a file there."""
+        c = self._commit(commit)
+        if c is None:
+            return None
+        try:
+            entry = c.tree[path]
+        except KeyError:
+            return None
+        return str(entry.id) if entry.type_str == "blob" else None
+
+    def read(self, blob_id: str) -> bytes | None:
+        if not blob_id:
+            return None
+        try:
+            obj = self.git.get(blob_id)
+        except (ValueError, pygit2.GitError):
+            return None
+        return obj.data if isinstance(obj, pygit2.Blob) else None
+
+    def renamed_to(self, old: str, new: str, path: str) -> str | None:
+        """Where `path` of commit `old` went by commit `new`, by git's rename detection (content
+        similarity, as `git diff -M`); None when it was deleted or either commit is unknown."""
+        a, b = self._commit(old), self._commit(new)
+        if a is None or b is None:
+            return None
+        diff = self.git.diff(a, b)
+        diff.find_similar()
+        for delta in diff.deltas:
+            if delta.status == pygit2.enums.DeltaStatus.RENAMED and delta.old_file.path == path:
+                return str(delta.new_file.path)
+        return None
+
+    def hash_file(self, path: str) -> tuple[str, bytes] | None:
+        """A working-tree file not committed yet: its would-be blob id and bytes."""
+        target = self.root / path
+        if not target.is_file():
+            return None
+        data = target.read_bytes()
+        return str(pygit2.hash(data)), data
+
+
+def open_repo(root: Path | str | None) -> Repo | None:
+    """The repository at `root` (a checkout on this machine), or None when it cannot be read."""
+    if root is None:
+        return None
+    try:
+        git = pygit2.Repository(str(root))
+    except (pygit2.GitError, OSError):
+        return None
+    return Repo(Path(root), git)
+
+
+def unified_diff(before: bytes | None, after: bytes | None, old_name: str, new_name: str, context: int = 3) -> str:
+    """A unified diff of two texts (the cited code then and now), for the Stale queue."""
+    a = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    b = (after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(a, b, f"a/{old_name}", f"b/{new_name}", n=context))

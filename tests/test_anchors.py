@@ -1,0 +1,359 @@
+"""Code anchors (SPEC §12) end to end: real git repositories, real commits, the REST API and the MCP
+tools of the live server, the `yullu anchors check` command, and anchors travelling in sync events."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memories import services
+from memories.anchors import pins, store, symbols
+from memories.anchors.refs import AnchorRef
+from memories.anchors.repo import open_repo
+from memories.models import Memory, MemoryAnchor
+from memories.scope import resolve
+from sync.models import LedgerEntry, ProjectSyncState
+from sync.services import reconcile_scope
+from tests.mcp_client import call, http_session
+from tests.processes import product_env, run_cli
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+CLOCK = """import time
+
+
+class Clock:
+    def now(self):
+        return time.time()
+
+    def later(self, seconds):
+        return self.now() + seconds
+
+
+def helper():
+    return 1
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(cwd), **GIT_ENV},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
+    return out.stdout
+
+
+def commit(repo: Path, message: str = "change") -> None:
+    git(repo, "add", "-A", "app")
+    git(repo, "commit", "-q", "-m", message)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    store.forget_cache()
+    yield
+    store.forget_cache()
+
+
+@pytest.fixture
+def checkout(repo: Path) -> Path:
+    (repo / "app").mkdir()
+    (repo / "app" / "clock.py").write_text(CLOCK)
+    commit(repo, "clock")
+    return repo
+
+
+def rewrite(repo: Path, old: str, new: str, path: str = "app/clock.py") -> None:
+    f = repo / path
+    text = f.read_text()
+    assert old in text
+    f.write_text(text.replace(old, new))
+    commit(repo)
+
+
+def by_path(anchors: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {a["path"] + (f"::{a['symbol']}" if a["symbol"] else ""): a for a in anchors}
+
+
+# --- through REST: ok, changed, and what build_context says --------------------------------
+
+
+def test_rest_walk_ok_then_changed_with_the_context_note(
+    checkout: Path, live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    auth = {"Authorization": f"Bearer {owner_token}"}
+    cwd = str(checkout)
+    with httpx.Client(base_url=live_server_url, headers=auth, timeout=60) as rest:
+        stored = rest.post(
+            "/api/memories",
+            json={
+                "content": "vec:1,0,0 Clock.now reads the wall clock",
+                "cwd": cwd,
+                "anchors": ["app/clock.py::Clock.now"],
+            },
+        )
+        assert stored.status_code == 201, stored.text
+        assert stored.json()["anchors"][0]["status"] == "ok"
+
+        def recall() -> dict[str, Any]:
+            r = rest.post("/api/memories/recall", json={"query": "vec:1,0,0 clock", "cwd": cwd, "min_similarity": 0})
+            assert r.status_code == 200, r.text
+            return r.json()["results"][0]
+
+        hit = recall()
+        assert (hit["stale"], hit["anchors"][0]["status"], hit["anchors"][0]["lines"]) == (False, "ok", [5, 6])
+        rewrite(checkout, "return time.time()", "return time.monotonic()")
+        hit = recall()
+        assert (hit["stale"], hit["anchors"][0]["status"]) == (True, "changed")
+        context = rest.post("/api/context", json={"query": "vec:1,0,0 clock", "cwd": cwd}).json()["context"]
+        assert "cited code changed since this was written: app/clock.py" in context
+
+
+def test_formatting_and_code_added_elsewhere_keep_anchors_ok_or_moved(
+    checkout: Path, stub_embedder: StubServer
+) -> None:
+    scope = resolve(None, str(checkout))
+    services.store_memory(
+        scope, "vec:1,0,0 how the clock works", anchors=["app/clock.py::Clock.now", "app/clock.py:12-13"]
+    )
+    rewrite(checkout, "import time\n", "import time\nimport os\n\n\ndef added():\n    return os.sep\n")
+    rewrite(checkout, "    def later(self, seconds):", "    def later(self,   seconds):  # reformatted")
+    result = store.check_project(scope.project_id, scope.git_root)
+    statuses = {a["path"] + (a["symbol"] or ""): a for a in _all_anchors(scope.project_id)}
+    assert not result.stale
+    now = statuses["app/clock.pyClock.now"]
+    assert (now["status"], now["current_lines"]) == ("moved", [10, 11])
+    helper = statuses["app/clock.py"]
+    assert (helper["status"], helper["current_lines"]) == ("moved", [17, 18])
+
+
+def _all_anchors(project_id: str) -> list[Any]:
+    return [store.anchor_out(a) for a in MemoryAnchor.objects.filter(project_id=project_id)]
+
+
+# --- through MCP: moved (a rename), missing ---------------------------------------------------
+
+
+def test_mcp_walk_moved_by_a_rename_then_missing(
+    checkout: Path, live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    cwd = str(checkout)
+
+    async def walk() -> list[Any]:
+        seen = []
+        async with http_session(live_server_url, owner_token) as s:
+            err, stored = await call(
+                s,
+                "store_memory",
+                content="vec:0,1,0 helper() always answers one",
+                category="domain",
+                cwd=cwd,
+                anchors=["app/clock.py::helper", "app/clock.py:1-1"],
+            )
+            assert not err, stored
+            retrieve = {"query": "vec:0,1,0 helper", "cwd": cwd, "min_similarity": 0}
+            git(checkout, "mv", "app/clock.py", "app/timekeeping.py")
+            commit(checkout, "rename")
+            seen.append(await call(s, "retrieve_memories", **retrieve))
+            (checkout / "app" / "timekeeping.py").write_text(CLOCK.replace("def helper():\n    return 1\n", ""))
+            commit(checkout, "helper removed")
+            seen.append(await call(s, "retrieve_memories", **retrieve))
+        return seen
+
+    (err1, renamed), (err2, removed) = asyncio.run(walk())
+    assert not err1 and not err2
+    hit = renamed["results"][0]
+    helper = by_path(hit["anchors"])["app/clock.py::helper"]
+    assert (hit["stale"], helper["status"], helper["current_path"]) == (False, "moved", "app/timekeeping.py")
+    hit = removed["results"][0]
+    anchors = by_path(hit["anchors"])
+    assert (hit["stale"], anchors["app/clock.py::helper"]["status"]) == (True, "missing")
+    assert anchors["app/clock.py"]["status"] == "moved"  # line 1 is still there, in the renamed file
+
+
+def test_a_deleted_file_is_missing(checkout: Path, stub_embedder: StubServer) -> None:
+    scope = resolve(None, str(checkout))
+    m = services.store_memory(scope, "vec:1,0,0 the clock module", anchors=["app/clock.py"]).memory
+    (checkout / "app" / "clock.py").unlink()
+    commit(checkout, "gone")
+    found = store.for_memories(scope.project_id, {m.pk: m.updated_at.timestamp()})
+    assert [a["status"] for a in found[m.pk]] == ["missing"]
+
+
+# --- refusals -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "anchor", ["/etc/passwd", "../outside.py", "app/../../outside.py", "C:/x.py", "link/secret.py", "app/nope.py"]
+)
+def test_anchors_outside_the_repository_are_refused_over_rest(
+    checkout: Path, tmp_path: Path, anchor: str, live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.py").write_text("x = 1\n")
+    (checkout / "link").symlink_to(outside)  # a symlink leaving the repository
+    with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}, timeout=60) as rest:
+        r = rest.post("/api/memories", json={"content": "vec:1,0,0 x", "cwd": str(checkout), "anchors": [anchor]})
+    assert r.status_code == 400, r.text
+    assert "anchor" in r.json()["error"] and "Traceback" not in r.text
+    assert not Memory.objects.exists()
+
+
+def test_an_anchor_outside_the_repository_is_a_tool_error(
+    checkout: Path, live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    async def go() -> tuple[bool, Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            return await call(s, "store_memory", content="vec:1,0,0 x", cwd=str(checkout), anchors=["../../etc/passwd"])
+
+    err, text = asyncio.run(go())
+    assert err and "outside the repository" in text
+    assert not Memory.objects.exists()
+
+
+def test_paths_written_in_the_content_that_exist_become_anchors(checkout: Path, stub_embedder: StubServer) -> None:
+    scope = resolve(None, str(checkout))
+    stored = services.store_memory(
+        scope, "vec:1,0,0 The clock lives in app/clock.py:4-6 (not in lib/clock.py), see e.g. v1.2 notes"
+    )
+    assert [(a["path"], a["lines"]) for a in stored.anchors] == [("app/clock.py", [4, 6])]
+
+
+# --- symbols in Go and TypeScript --------------------------------------------------------------
+
+
+def test_symbols_are_found_in_go_typescript_and_javascript() -> None:
+    go = b"package clock\n\ntype Clock struct{}\n\nfunc (c *Clock) Now() int {\n\treturn 1\n}\n\n"
+    go += b"func New() *Clock {\n\treturn nil\n}\n"
+    assert symbols.find("c.go", go, "Clock.Now") == (5, 7)
+    assert symbols.find("c.go", go, "New") == (9, 11)
+    assert symbols.find("c.go", go, "Clock") == (3, 3)
+    ts = b"export class Clock {\n  now(): number {\n    return 1\n  }\n}\n\nexport const later = (s: number) => s\n"
+    assert symbols.find("c.ts", ts, "Clock.now") == (2, 4)
+    assert symbols.find("c.ts", ts, "later") == (7, 7)
+    assert symbols.find("c.js", b"function f() {\n}\n", "f") == (1, 2)
+    assert symbols.find("c.ts", ts, "Clock.gone") is None
+
+
+def test_a_pin_and_its_check_in_a_go_file(checkout: Path) -> None:
+    (checkout / "app" / "clock.go").write_text("package app\n\nfunc Now() int {\n\treturn 1\n}\n")
+    commit(checkout, "go")
+    repo = open_repo(checkout)
+    assert repo is not None
+    head = repo.head() or ""
+    p = pins.pin(repo, head, AnchorRef("app/clock.go", symbol="Now"))
+    (checkout / "app" / "clock.go").write_text("package app\n\n// Now is now.\nfunc Now() int {\n    return 1\n}\n")
+    commit(checkout, "comment above, spaces inside")
+    assert pins.check(repo, repo.head() or "", p).status == "moved"
+    (checkout / "app" / "clock.go").write_text("package app\n\nfunc Now() int {\n\treturn 2\n}\n")
+    commit(checkout, "edit")
+    assert pins.check(repo, repo.head() or "", p).status == "changed"
+
+
+# --- the command for CI ------------------------------------------------------------------------
+
+
+def test_cli_check_exits_1_only_when_memories_are_stale(
+    checkout: Path, tmp_path: Path, stub_embedder: StubServer
+) -> None:
+    scope = resolve(None, str(checkout))
+    services.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"])
+    env = product_env(tmp_path / "home")
+    clean = run_cli(["anchors", "check", "--cwd", str(checkout), "--json"], env)
+    assert clean.returncode == 0, clean.stderr
+    assert json.loads(clean.stdout)["stale_memories"] == []
+    rewrite(checkout, "return self.now() + seconds", "return self.now() + 2 * seconds")
+    stale = run_cli(["anchors", "check", "--cwd", str(checkout), "--json"], env)
+    assert stale.returncode == 1, stale.stderr
+    out = json.loads(stale.stdout)
+    assert [a["status"] for m in out["stale_memories"] for a in m["anchors"]] == ["changed"]
+    human = run_cli(["anchors", "check", "--cwd", str(checkout)], env)
+    assert human.returncode == 1 and "changed: app/clock.py::Clock.later" in human.stdout
+
+
+# --- team: anchors travel in events; each checkout judges them ----------------------------------
+
+
+def test_anchors_and_repins_travel_in_sync_events_and_are_checked_against_each_checkout(
+    checkout: Path, tmp_path: Path, stub_embedder: StubServer
+) -> None:
+    scope = resolve(None, str(checkout))
+    memory = services.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"]).memory
+    pinned = store.wire_of(memory)
+    # A teammate's clone, on a branch where Clock.later was rewritten.
+    teammate = tmp_path / "teammate"
+    git(tmp_path, "clone", "-q", str(checkout), str(teammate))
+    git(teammate, "remote", "set-url", "origin", git(checkout, "remote", "get-url", "origin").strip())
+    git(teammate, "checkout", "-q", "-b", "feature")
+    (teammate / "app" / "clock.py").write_text(CLOCK.replace("return self.now() + seconds", "return seconds"))
+    commit(teammate, "feature: later is relative")
+    shutil.copytree(checkout / ".yullu", teammate / ".yullu")
+
+    def as_teammate() -> Memory:
+        """The teammate's server: it knows nothing but the log (no row, empty ledger)."""
+        Memory.objects.all().delete()
+        LedgerEntry.objects.all().delete()
+        ProjectSyncState.objects.all().delete()
+        store.forget_cache()
+        result = reconcile_scope(resolve(None, str(teammate)))
+        assert result["parse_errors"] == []
+        return Memory.objects.get(uuid=memory.uuid)
+
+    theirs = as_teammate()
+    assert store.wire_of(theirs) == pinned  # commit, blob and text hash as pinned by the writer
+    found = store.for_memories(scope.project_id, {theirs.pk: theirs.updated_at.timestamp()})[theirs.pk]
+    assert [a["status"] for a in found] == ["changed"]  # stale on this branch, not deleted
+    assert Memory.objects.filter(pk=theirs.pk).exists()
+
+    # Back on the writer's side: the code changes, the writer keeps the memory (re-pin = an event).
+    Memory.objects.all().delete()
+    LedgerEntry.objects.all().delete()
+    ProjectSyncState.objects.all().delete()
+    back = reconcile_scope(resolve(None, str(checkout)))
+    assert back["created"] == 1, back
+    rewrite(checkout, "return self.now() + seconds", "return seconds")
+    mine = Memory.objects.get(uuid=memory.uuid)
+    services.repin_memory(mine.pk, source="admin")
+    repinned = store.wire_of(Memory.objects.get(uuid=memory.uuid))
+    assert repinned[0]["commit"] != pinned[0]["commit"]
+    shutil.rmtree(teammate / ".yullu")
+    shutil.copytree(checkout / ".yullu", teammate / ".yullu")
+    theirs = as_teammate()
+    assert store.wire_of(theirs) == repinned
+    found = store.for_memories(scope.project_id, {theirs.pk: theirs.updated_at.timestamp()})[theirs.pk]
+    assert [a["status"] for a in found] == ["ok"]  # the same text is on the teammate's branch
+
+
+def test_the_beat_task_checks_known_projects_and_records_the_verdict(checkout: Path, stub_embedder: StubServer) -> None:
+    from memories.tasks import check_anchors
+    from yullu_site.celery import app
+
+    assert app.conf.beat_schedule["anchors-tick"]["task"] == check_anchors.name
+    scope = resolve(None, str(checkout))
+    services.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"])
+    rewrite(checkout, "return self.now() + seconds", "return seconds")
+    check_anchors()
+    row = MemoryAnchor.objects.get()
+    assert (row.status, row.checked_head) == ("changed", open_repo(checkout).head())  # type: ignore[union-attr]
+    assert store.stale_count(scope.project_id) == 1
