@@ -36,11 +36,17 @@ When it disagrees with an existing memory and it is unclear which is right, use
 memory only when the conversation shows it is simply wrong. Write each
 memory as one self-contained sentence or two, understandable without the conversation.
 Do not repeat the rejected examples or anything like them.
+An existing memory with "cited_code_changed" describes code that changed since it was written
+(each entry gives the file, its status and the diff): when the diff makes the memory wrong,
+update or supersede it with what the code does now; when it is still right, leave it alone.
+When a memory is about particular code, list it in "anchors": file paths relative to the
+repository root, optionally with lines ("app/clock.py:40-58") or a symbol ("app/clock.py::Clock.now").
 
 Answer with one JSON object and nothing else:
 {"operations": [{"op": "create|update|supersede|contradicts|delete",
  "uuid": "<existing uuid for update/supersede/contradicts/delete>",
  "content": "...", "category": "process|decision|gotcha|domain|style", "tags": ["..."],
+ "anchors": ["path/in/repo.py::Symbol"],
  "reasoning": "why this is durable"}]}
 Return {"operations": []} when nothing is worth keeping.
 """

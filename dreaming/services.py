@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from access import policy as access
 from memories import services as memory_services
+from memories.anchors.store import refs_now, stale_notes
 from memories.models import ArchiveReason, Memory, RejectedMemory
 from memories.scope import Scope, known_root, resolve
 from memories.secrets import redact
@@ -140,9 +141,12 @@ def prune_buffer(now: datetime | None = None) -> int:
 
 
 def _context(project_id: str, limit: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rows = list(Memory.objects.current().filter(project_id=project_id).order_by("-updated_at")[:limit])
+    changed = stale_notes([m.pk for m in rows])  # code anchors: what changed in the code they cite
     memories = [
         {"uuid": str(m.uuid), "content": m.content, "category": m.category, "tags": list(m.tags)}
-        for m in Memory.objects.current().filter(project_id=project_id).order_by("-updated_at")[:limit]
+        | ({"cited_code_changed": changed[m.pk]} if m.pk in changed else {})
+        for m in rows
     ]
     rejected = [
         {"content": r.content, "rating": r.rating, "comment": r.rating_comment}
@@ -350,7 +354,13 @@ def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None
     if kind == "update":
         memory = _by_uuid(scope, op.get("uuid"))
         memory_services.update_memory(
-            memory.id, content=op.get("content"), tags=op.get("tags"), category=op.get("category"), source="dream"
+            memory.id,
+            content=op.get("content"),
+            tags=op.get("tags"),
+            category=op.get("category"),
+            source="dream",
+            anchors=op.get("anchors"),
+            lenient_anchors=True,
         )
         return "updated"
     if kind == "supersede":
@@ -392,7 +402,15 @@ def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None, session
         if memory is not None and choice == "contradicts":
             return _contradict(scope, memory, op, session_id)
     tags = memory_services.with_session(op.get("tags"), session_id)
-    memory_services.create_memory(scope, op.get("content"), op.get("category"), tags, source="dream")
+    memory_services.create_memory(
+        scope,
+        op.get("content"),
+        op.get("category"),
+        tags,
+        source="dream",
+        anchors=op.get("anchors"),
+        lenient_anchors=True,
+    )
     return "created"
 
 
@@ -409,6 +427,8 @@ def _supersede(scope: Scope, old: Memory, op: dict[str, Any], session_id: str | 
         memory_services.with_session(tags, session_id),
         supersedes=old.pk,
         source="dream",
+        anchors=op.get("anchors") if op.get("anchors") is not None else (refs_now(old) or None),
+        lenient_anchors=True,
     )
     return "superseded"
 

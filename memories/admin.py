@@ -36,6 +36,7 @@ from .admin_views import (
     retrievals_view,
     review_view,
     settings_view,
+    stale_view,
     stats_view,
     usage_view,
 )
@@ -201,6 +202,7 @@ class MemoryAdmin(ModelAdmin):
             path("usage/", wrap(usage_view), name="memories_usage"),
             path("settings/", wrap(settings_view), name="memories_settings"),
             path("conflicts/", wrap(conflicts_view), name="memories_conflicts"),
+            path("stale/", wrap(stale_view), name="memories_stale"),
             path("graph/", wrap(graph_view), name="memories_graph"),
             path("graph.json", wrap(graph_data_view), name="memories_graph_data"),
             path("verdict/", wrap(recall_verdict_view), name="memories_recall_verdict"),

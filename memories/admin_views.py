@@ -19,7 +19,8 @@ from yullu_core.config import ConfigError, load_for_project
 from yullu_core.errors import UserError
 
 from . import admin_queries, lifecycle, services, stats
-from .models import CATEGORIES, Memory, RejectedMemory
+from .anchors import store as anchor_store
+from .models import CATEGORIES, Memory, MemoryAnchor, RejectedMemory
 from .scope import known_root
 
 REVIEW_PAGE = 30
@@ -73,10 +74,10 @@ def _cost_chart() -> dict[str, Any]:
 # --- review queue -------------------------------------------------------------------------
 
 
-def _safe_next(request: HttpRequest) -> str:
-    target = request.POST.get("next") or reverse("admin:memories_review")
+def _safe_next(request: HttpRequest, fallback: str = "admin:memories_review") -> str:
+    target = request.POST.get("next") or reverse(fallback)
     if not url_has_allowed_host_and_scheme(target, {request.get_host()}):
-        return reverse("admin:memories_review")
+        return reverse(fallback)
     return target
 
 
@@ -332,3 +333,45 @@ def graph_data_view(request: HttpRequest) -> JsonResponse:
     for node in data["nodes"]:
         node["url"] = change.replace("/0/", f"/{node['id']}/")
     return JsonResponse(data)
+
+
+# --- stale queue (code anchors, SPEC §12) ------------------------------------------------
+
+
+def stale_view(request: HttpRequest) -> HttpResponse:
+    """Memories whose cited code changed or is gone, with the diff since the pinned commit: keep
+    (re-pin to HEAD), edit, supersede with a corrected text, or reject."""
+    if request.method == "POST":
+        _stale_post(request)
+        return HttpResponseRedirect(_safe_next(request, "admin:memories_stale"))
+    project = request.GET.get("project_id", "")
+    rows = anchor_store.stale_rows(project or None, limit=REVIEW_PAGE)
+    return admin_page(
+        request,
+        "admin/yullu/stale.html",
+        "Stale memories",
+        rows=rows,
+        total=anchor_store.stale_count(project or None),
+        project=project,
+        projects=sorted(set(MemoryAnchor.objects.values_list("project_id", flat=True))),
+    )
+
+
+def _stale_post(request: HttpRequest) -> None:
+    action, memory_id = request.POST.get("action", ""), request.POST.get("memory_id")
+    try:
+        if action == "keep":
+            memory = services.repin_memory(memory_id, source="admin")
+            messages.success(request, f"Memory {memory.pk} kept: its anchors are pinned to HEAD again.")
+        elif action == "supersede":
+            new = services.update_memory(
+                memory_id, content=request.POST.get("content", ""), supersede=True, source="admin"
+            )
+            messages.success(request, f"Memory {memory_id} superseded by memory {new.pk}.")
+        elif action == "reject":
+            services.rate_memory(memory_id, 3, request.POST.get("comment", "") or "stale: cited code changed")
+            messages.success(request, f"Memory {memory_id} rejected (archived; restorable from Rejected).")
+        else:
+            raise UserError(f"unknown action {action!r}.")
+    except UserError as exc:
+        messages.error(request, str(exc))

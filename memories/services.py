@@ -298,6 +298,7 @@ class NewMemory:
     # `--vectors` by the same model): the import then skips the embedding call.
     vector: Sequence[float] | None = None
     anchors: Any = None  # code it cites (SPEC §12): strings like 'app/clock.py::Clock.now'
+    lenient_anchors: bool = False  # drop anchors that do not resolve instead of refusing (dreaming, carried over)
 
 
 @dataclass
@@ -357,6 +358,8 @@ def create_memory(
     importance: Any = None,
     ttl_days: Any = None,
     supersedes: Any = None,
+    anchors: Any = None,
+    lenient_anchors: bool = False,
 ) -> Memory:
     """The memory now holding this fact: a new one, or the existing near-duplicate."""
     return store_memory(
@@ -369,6 +372,8 @@ def create_memory(
         importance=importance,
         ttl_days=ttl_days,
         supersedes=supersedes,
+        anchors=anchors,
+        lenient_anchors=lenient_anchors,
     ).memory
 
 
@@ -384,8 +389,19 @@ def store_memory(
     ttl_days: Any = None,
     supersedes: Any = None,
     anchors: Any = None,
+    lenient_anchors: bool = False,
 ) -> Stored:
-    item = NewMemory(content, category, tags, created_at, importance, ttl_days, supersedes, anchors=anchors)
+    item = NewMemory(
+        content,
+        category,
+        tags,
+        created_at,
+        importance,
+        ttl_days,
+        supersedes,
+        anchors=anchors,
+        lenient_anchors=lenient_anchors,
+    )
     return store_memories(scope, [item], source=source)[0]
 
 
@@ -427,7 +443,10 @@ def store_memories(
     cleaned = [_clean_item(i, now) for i in items]
     for item in cleaned:
         refuse_secrets(item.content, *item.tags)
-    cited = [anchor_store.prepare(i.anchors, c.content, scope.git_root) for i, c in zip(items, cleaned, strict=True)]
+    cited = [
+        anchor_store.prepare(i.anchors, c.content, scope.git_root, lenient=i.lenient_anchors)
+        for i, c in zip(items, cleaned, strict=True)
+    ]
     embedder = get_embedder()
     vectors = _embed_missing(embedder, cleaned)
     if vectors:
@@ -716,6 +735,7 @@ def update_memory(
     supersede: bool = False,
     source: str = "api",
     anchors: Any = _UNSET,
+    lenient_anchors: bool = False,
 ) -> Memory:
     """Patch content/tags/category/importance/expiry/anchors. A content change re-embeds and drops other
     embedders' (now stale) vectors. `ttl_days=0` clears the expiry.
@@ -755,7 +775,10 @@ def update_memory(
     cited = None
     if "anchors" in given:  # the given anchors (and paths the new content names) replace the old ones
         cited = anchor_store.prepare(
-            given["anchors"], changes.get("content", memory.content), known_root(memory.project_id)
+            given["anchors"],
+            changes.get("content", memory.content),
+            known_root(memory.project_id),
+            lenient=lenient_anchors,
         )
     embedder = get_embedder()
     vector = None
@@ -782,8 +805,13 @@ def update_memory(
         fields = [k for k in changes if k in SYNCED and (k != "content" or content_changed)]
         logged = _logged_vector(embedder.id, vector) if content_changed else None
         extra = None
-        if cited is not None:
-            extra = {"anchors": anchor_store.to_wire(anchor_store.attach(memory, cited))}
+        # New anchors replace the old; new content without them re-pins the old at HEAD (whoever
+        # rewrote the memory wrote it against the code as it is now).
+        rows = anchor_store.attach(memory, cited) if cited is not None else None
+        if rows is None and content_changed:
+            rows = anchor_store.repin(memory, strict=False)
+        if rows is not None:
+            extra = {"anchors": anchor_store.to_wire(rows)}
             changes["anchors"] = extra["anchors"]
         publish_change("update", memory, ts, fields=fields, vector=logged, extra=extra)
         _activity(EventKind.UPDATED, memory, source=source, fields=sorted(changes)).save()
@@ -800,7 +828,7 @@ def repin_memory(memory_id: Any, *, source: str = "admin") -> Memory:
     with transaction.atomic():
         memory = _locked(memory, memory_id)
         before = anchor_store.wire_of(memory)
-        rows = anchor_store.repin(memory)
+        rows = anchor_store.repin(memory) or []
         after = anchor_store.to_wire(rows)
         announce(memory, anchors=after)
         record_change(memory, "repinned", source, {"anchors": before}, {"anchors": after})
@@ -825,9 +853,10 @@ def _supersede_with(old: Memory, given: dict[str, Any], source: str) -> Memory:
         given.get("importance", old.importance),
         given.get("ttl_days", remaining) or None,
         old.pk,
-        anchors=given.get("anchors"),
+        anchors=given["anchors"] if "anchors" in given else (anchor_store.refs_now(old) or None),
+        lenient_anchors="anchors" not in given,
     )
-    scope = Scope(old.project_id, None)
+    scope = Scope(old.project_id, known_root(old.project_id))
     return store_memories(scope, [item], source=source)[0].memory
 
 

@@ -24,6 +24,7 @@ from django.utils import timezone
 from yullu_core.errors import UserError
 
 from . import services
+from .anchors import store as anchor_store
 from .embedders import get_embedder
 from .models import Memory, MemoryVector
 from .scope import resolve
@@ -54,6 +55,9 @@ def _value(memory: Memory, f: Any) -> Any:
 
 def memory_record(memory: Memory, vectors: bool = False) -> dict[str, Any]:
     record = {f.name: _value(memory, f) for f in Memory._meta.concrete_fields if f.name not in SKIP_FIELDS}
+    anchors = anchor_store.wire_of(memory)
+    if anchors:
+        record["anchors"] = anchors  # code anchors with their pins (SPEC §12)
     if vectors:
         record["vectors"] = {
             v.embedder: [round(float(x), 7) for x in v.vector] for v in MemoryVector.objects.filter(memory=memory)
@@ -359,6 +363,9 @@ def _write_batch(rows: list[Row], result: ImportResult) -> None:
         stored = services.store_memories(resolve(project_id, None), items, source="import")
         made = [(s.memory, r) for s, r in zip(stored, fresh, strict=True) if s.created]
         _restore_fields(made)
+        for memory, row in made:  # code anchors keep the pins they had where they were exported
+            if anchors := anchor_store.clean_wire(row.extra.get("anchors")):
+                anchor_store.from_wire(memory, anchors)
         result.created += len(made)
         result.skipped += len(stored) - len(made)  # near-duplicates of memories already there
 

@@ -222,3 +222,38 @@ def test_every_page_fits_1280_px_and_is_screenshotted(stub_embedder: StubServer,
     page.goto("/admin/")
     assert page.locator("canvas[data-chart]").count() >= 1  # real charts once there is data
     assert "Crontabs" not in page.inner_text("body")  # scheduler internals are not in the sidebar
+
+
+def test_the_stale_queue_shows_the_diff_and_keeps_or_rejects_from_the_keyboard(
+    stub_embedder: StubServer, page: Any, repo: Path
+) -> None:
+    from memories.anchors import store
+    from tests.test_anchors import CLOCK, commit, rewrite
+
+    (repo / "app").mkdir()
+    (repo / "app" / "clock.py").write_text(CLOCK)
+    commit(repo, "clock")
+    scope = resolve(None, str(repo))
+    first = services.store_memory(scope, "vec:1,0,0 Clock.now reads wall time", anchors=["app/clock.py::Clock.now"])
+    second = services.store_memory(scope, "vec:0,1,0 helper answers one", anchors=["app/clock.py::helper"])
+    rewrite(repo, "return time.time()", "return time.monotonic()")
+    rewrite(repo, "    return 1\n", "    return 2\n")
+    store.forget_cache()
+    store.check_project(scope.project_id, scope.git_root)
+    page.goto("/admin/")
+    assert page.text_content("#stale-count") == "2"
+    page.goto("/admin/memories/memory/stale/")
+    page.wait_for_selector("text=-        return time.time()")
+    page.wait_for_selector("text=+        return time.monotonic()")
+    no_overflow_and_shoot(page, "stale-queue")
+    newest = page.get_attribute("article.y-item", "data-id")
+    page.keyboard.press("p")  # keep the focused memory: its anchors are pinned to HEAD again
+    page.wait_for_selector("text=kept: its anchors are pinned to HEAD again")
+    kept = Memory.objects.get(pk=newest)
+    assert store.stale_count(scope.project_id) == 1
+    other = second.memory if kept.pk == first.memory.pk else first.memory
+    page.keyboard.press("r")
+    page.wait_for_selector("dialog[open]")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("text=rejected (archived")
+    assert not Memory.objects.filter(pk=other.pk).exists() and store.stale_count(scope.project_id) == 0

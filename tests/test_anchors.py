@@ -357,3 +357,49 @@ def test_the_beat_task_checks_known_projects_and_records_the_verdict(checkout: P
     row = MemoryAnchor.objects.get()
     assert (row.status, row.checked_head) == ("changed", open_repo(checkout).head())  # type: ignore[union-attr]
     assert store.stale_count(scope.project_id) == 1
+
+
+# --- every write path: update, supersede, dreaming, export and import ----------------------------
+
+
+def test_new_content_re_pins_and_a_supersede_carries_the_anchors(checkout: Path, stub_embedder: StubServer) -> None:
+    scope = resolve(None, str(checkout))
+    m = services.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"]).memory
+    rewrite(checkout, "return self.now() + seconds", "return seconds")
+    assert store.check_project(scope.project_id, scope.git_root).stale
+    services.update_memory(m.pk, content="vec:1,0,0 later returns the seconds it is given")
+    assert not store.check_project(scope.project_id, scope.git_root).stale  # rewritten against HEAD
+    rewrite(checkout, "return seconds", "return 2 * seconds")
+    new = services.update_memory(m.pk, content="vec:0,1,0 later doubles the seconds", supersede=True)
+    assert [a["symbol"] for a in store.wire_of(new)] == ["Clock.later"]
+    assert not store.check_project(scope.project_id, scope.git_root).stale  # the old one is superseded
+
+
+def test_dreaming_cites_code_and_sees_what_changed(checkout: Path, stub_embedder: StubServer) -> None:
+    from dreaming.services import _context, apply_operations
+
+    scope = resolve(None, str(checkout))
+    op = {"op": "create", "content": "vec:1,0,0 Clock.later adds seconds to now", "category": "domain"}
+    apply_operations(scope, [op | {"anchors": ["app/clock.py::Clock.later", "../escape.py", "app/nope.py"]}])
+    m = Memory.objects.get()
+    assert [a["path"] for a in store.wire_of(m)] == ["app/clock.py"]  # a reasoner's bad anchors are dropped
+    rewrite(checkout, "return self.now() + seconds", "return seconds")
+    store.check_project(scope.project_id, scope.git_root)
+    memories, _ = _context(scope.project_id, 10)
+    note = memories[0]["cited_code_changed"][0]
+    assert note["status"] == "changed" and "-        return self.now() + seconds" in note["diff"]
+
+
+def test_export_and_import_keep_the_pins(checkout: Path, tmp_path: Path, stub_embedder: StubServer) -> None:
+    from memories import transfer
+
+    scope = resolve(None, str(checkout))
+    m = services.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"]).memory
+    pinned = store.wire_of(m)
+    out = tmp_path / "export.jsonl"
+    with out.open("w") as fh:
+        transfer.export_json(scope.project_id, fh)
+    Memory.objects.all().delete()
+    result = transfer.import_rows(transfer.read_yullu(out, None), transfer.ImportResult("yullu"))
+    assert result.created == 1
+    assert store.wire_of(Memory.objects.get()) == pinned

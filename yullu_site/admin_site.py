@@ -136,6 +136,7 @@ def navigation(request: HttpRequest) -> list[dict[str, Any]]:
                 _item("Review queue", "rate_review", "admin:memories_review"),
                 _item("Memories", "neurology", "admin:memories_memory_changelist", active=_memories_active),
                 _item("Conflicts", "compare_arrows", "admin:memories_conflicts"),
+                _item("Stale", "history_toggle_off", "admin:memories_stale"),
                 _item("Rejected memories", "delete_history", "admin:memories_rejectedmemory_changelist"),
                 _item("Graph", "hub", "admin:memories_graph"),
             ],

@@ -18,6 +18,7 @@ from dreaming.models import DreamPass
 from dreaming.reasoners import reasoner_status
 from memories import stats
 from memories.admin_views import admin_page, daily_charts
+from memories.anchors import store as anchor_store
 from memories.embedders import embeds, get_embedder
 from memories.models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, Usage
 from sync.hygiene import all_advice
@@ -30,6 +31,7 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         "project_rows": project_rows(),
         "dream_passes": list(only_visible(DreamPass.objects.order_by("-started_at"))[:8]),
         "yullu_stats": stats.stats(None, 30),
+        "stale_count": anchor_store.stale_count(),
         **daily_charts(),
     }
 

@@ -4,6 +4,7 @@ and list stale memories. memories.services calls in here; nothing here calls ser
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -25,6 +26,8 @@ from . import pins, refs
 from .pins import Pin, Verdict
 from .refs import AnchorRef
 from .repo import Repo, open_repo, unified_diff
+
+_HEX = re.compile(r"^[0-9a-f]{1,64}$")
 
 
 class AnchorWire(TypedDict):
@@ -49,18 +52,26 @@ class Prepared:
 # --- writing ----------------------------------------------------------------------------
 
 
-def prepare(raw: Any, content: str | None, root: Path | None, *, detect: bool = True) -> list[Prepared] | None:
+def prepare(
+    raw: Any, content: str | None, root: Path | None, *, detect: bool = True, lenient: bool = False
+) -> list[Prepared] | None:
     """Validate and pin the `anchors` argument (None: not given) plus the paths written in `content`
-    that exist in the repository. UserError for an anchor outside the repository or not in it;
-    None when neither gives anything and `raw` was not given (the memory's anchors stay as they are)."""
-    given = refs.parse_all(raw)
+    that exist in the repository. UserError for an anchor outside the repository or not in it
+    (`lenient`: such anchors are dropped instead, for writers that are not a person: dreaming, a
+    supersede carrying anchors over); None when neither gives anything and `raw` was not given
+    (the memory's anchors stay as they are)."""
+    given = refs.parse_all(raw) if not lenient else _parse_lenient(raw)
     repo = open_repo(root)
     head = repo.head() if repo else None
     out: list[Prepared] = []
     for ref in given:
-        if root is not None and not refs.inside(root, ref.path):
-            raise UserError(f"anchor {str(ref)!r} is outside the repository (a symlink leaves it).")
-        out.append(Prepared(ref, pins.pin(repo, head, ref) if repo and head else None))
+        try:
+            if root is not None and not refs.inside(root, ref.path):
+                raise UserError(f"anchor {str(ref)!r} is outside the repository (a symlink leaves it).")
+            out.append(Prepared(ref, pins.pin(repo, head, ref) if repo and head else None))
+        except UserError:
+            if not lenient:
+                raise
     if detect and content and repo is not None and head is not None and root is not None:
         cited = {p.ref.path for p in out}
         for ref in refs.detect(content):
@@ -73,6 +84,32 @@ def prepare(raw: Any, content: str | None, root: Path | None, *, detect: bool = 
             cited.add(ref.path)
     if raw is None and not out:
         return None
+    return out
+
+
+def _parse_lenient(raw: Any) -> list[AnchorRef]:
+    out: list[AnchorRef] = []
+    for item in raw if isinstance(raw, (list, tuple)) else []:
+        try:
+            ref = refs.parse(item)
+        except UserError:
+            continue
+        if ref not in out:
+            out.append(ref)
+    return out[: refs.MAX_ANCHORS]
+
+
+def refs_now(memory: Memory) -> list[str]:
+    """The memory's anchors as strings naming where their code is now (a renamed file's new path,
+    moved lines), leaving out those whose code is gone: what a successor of the memory cites."""
+    out = []
+    for a in MemoryAnchor.objects.filter(memory=memory).order_by("id"):
+        if a.status == pins.MISSING:
+            continue
+        path = a.current_path or a.path
+        start = a.current_start if a.current_start is not None else a.line_start
+        end = a.current_end if a.current_end is not None else a.line_end
+        out.append(str(AnchorRef(path, a.symbol, None if a.symbol else start, None if a.symbol else end)))
     return out
 
 
@@ -358,14 +395,18 @@ def stale_count(project_id: str | None = None) -> int:
     return len(stale_ids(project_id))
 
 
-def repin(memory: Memory) -> list[MemoryAnchor]:
+def repin(memory: Memory, *, strict: bool = True) -> list[MemoryAnchor] | None:
     """Keep: pin every anchor of `memory` again at HEAD, where its code is now (a renamed file's new
     path; a symbol's or moved lines' current lines). An anchor whose code is gone is dropped.
     Inside the caller's transaction; the caller publishes the change (a re-pin is an event)."""
     repo, head = _head(memory.project_id)
     if repo is None or not head:
+        if not strict:
+            return None  # no checkout here: the anchors stay as they were pinned
         raise UserError("re-pin needs the project's checkout on this machine: run a tool with cwd in it first.")
     rows = list(MemoryAnchor.objects.filter(memory=memory).order_by("id"))
+    if not rows and not strict:
+        return None
     kept: list[Prepared] = []
     for a in rows:
         path = a.current_path or a.path
@@ -473,3 +514,55 @@ def check_known_projects() -> list[ProjectCheck]:
         if (root / ".git").exists():
             out.append(check_project(loc.project_id, root))
     return out
+
+
+def stale_rows(project_id: str | None, limit: int = 30) -> list[dict[str, Any]]:
+    """The Stale queue's page: stale memories (newest first), each with its anchors and, for the
+    stale ones, the cited code's diff between the pinned commit and HEAD."""
+    ids = stale_ids(project_id)
+    memories = Memory.objects.filter(pk__in=ids).order_by("-updated_at", "-id")[:limit]
+    by_memory: dict[int, list[MemoryAnchor]] = {}
+    for a in MemoryAnchor.objects.filter(memory_id__in=[m.pk for m in memories]).order_by("id"):
+        by_memory.setdefault(a.memory_id, []).append(a)
+    rows = []
+    for m in memories:
+        anchors = [
+            {**anchor_out(a), "diff": diff(a) if a.status in STALE_STATUSES else ""} for a in by_memory.get(m.pk, [])
+        ]
+        rows.append({"m": m, "anchors": anchors})
+    return rows
+
+
+def stale_notes(memory_ids: Sequence[int], max_diff: int = 1500) -> dict[int, list[dict[str, Any]]]:
+    """For dreaming's context: each stale memory's changed anchors with the diff of their code
+    (cut to `max_diff` characters), so the reasoner may propose an update."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    rows = MemoryAnchor.objects.filter(memory_id__in=memory_ids, status__in=STALE_STATUSES).order_by("id")
+    for a in rows:
+        text = diff(a)
+        where = a.path + (f"::{a.symbol}" if a.symbol else "")
+        out.setdefault(a.memory_id, []).append({"anchor": where, "status": a.status, "diff": text[:max_diff]})
+    return out
+
+
+def clean_wire(raw: Any) -> list[AnchorWire]:
+    """Anchors read from a file (an export being imported): the well-formed ones, paths inside the
+    repository; anything else is dropped."""
+    out: list[AnchorWire] = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+            continue
+        try:
+            anchor: AnchorWire = {"path": refs.clean_path(item["path"], item["path"])}
+        except UserError:
+            continue
+        if isinstance(item.get("symbol"), str) and item["symbol"]:
+            anchor["symbol"] = item["symbol"][: refs.MAX_SYMBOL]
+        lines = item.get("lines")
+        if isinstance(lines, list) and len(lines) == 2 and all(isinstance(n, int) and n > 0 for n in lines):
+            anchor["lines"] = [lines[0], max(lines)]
+        pins_ok = all(isinstance(item.get(k), str) and _HEX.match(item[k]) for k in ("commit", "blob", "text_hash"))
+        if pins_ok:
+            anchor.update({"commit": item["commit"], "blob": item["blob"], "text_hash": item["text_hash"]})
+        out.append(anchor)
+    return out[: refs.MAX_ANCHORS]

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pygit2
+
 from yullu_cli.django_setup import setup_django
 
 
@@ -47,6 +49,7 @@ def _candidates(repo_root: Path, count: int, back: int) -> list[Any]:
     assert repo is not None
     head = first_parent_chain(repo, back)[0]  # pinned `back` commits ago: the beat has real work at HEAD
     commit = repo.git.get(head)
+    assert isinstance(commit, pygit2.Commit)
     out = []
     for path in _python_files(commit.tree, ""):
         data = repo.read(str(commit.tree[path].id)) or b""
@@ -94,6 +97,11 @@ def measure(repo_root: Path, count: int, rounds: int, back: int) -> dict[str, An
 
 
 class _Cand:
+    memory_id: int
+    updated: Any
+    score: float
+    similarity: float | None
+
     def __init__(self, m: Any) -> None:
         self.memory_id, self.updated, self.score, self.similarity = m.pk, m.updated_at.timestamp(), 1.0, 0.5
 

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pygit2
+
 from memories.anchors import pins
 from memories.anchors.refs import AnchorRef
 from memories.anchors.repo import Repo, open_repo
@@ -42,7 +44,7 @@ class Tracked:
 def first_parent_chain(repo: Repo, commits: int) -> list[str]:
     """The last `commits` + 1 first-parent commits, oldest first."""
     chain: list[str] = []
-    c = repo.git.head.peel()
+    c: pygit2.Commit | None = repo.git.head.peel(pygit2.Commit)
     while len(chain) <= commits and c is not None:
         chain.append(str(c.id))
         c = c.parents[0] if c.parents else None
@@ -70,6 +72,7 @@ def choose(repo: Repo, base: str, count: int, seed: int) -> list[Tracked]:
     """Half symbols, half line ranges (3-12 lines inside a function body), from the .py files at `base`."""
     rng = random.Random(seed)
     commit = repo.git.get(base)
+    assert isinstance(commit, pygit2.Commit)
     found: list[Tracked] = []
     for path in _python_files(commit.tree, ""):
         data = repo.read(str(commit.tree[path].id)) or b""
@@ -99,12 +102,21 @@ def _norm(lines: list[str]) -> str:
     return " ".join(" ".join(lines).split())
 
 
-def truth(before: list[str], after: list[str], start: int, end: int) -> tuple[bool, tuple[int, int] | None]:
-    """(whether a non-whitespace change touched lines start..end, where those lines are afterwards)."""
+def _overlaps(a1: int, a2: int, start: int, end: int) -> bool:
+    """Whether the diff range [a1, a2) (0-based) touches lines start..end (1-based); an insertion
+    (a1 == a2) counts when it is strictly inside."""
+    return a1 < end and a2 > start - 1 if a2 > a1 else start - 1 < a1 < end
+
+
+def truth(
+    before: list[str], after: list[str], start: int, end: int, new_span: tuple[int, int] | None = None
+) -> tuple[bool, tuple[int, int] | None]:
+    """(whether a non-whitespace change touched lines start..end — or, for a symbol, its lines
+    afterwards `new_span`, so a decorator added on top counts — and where the lines are afterwards)."""
     touched = False
     new_start = new_end = None
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
-        overlaps = i1 < end and i2 > start - 1 if i2 > i1 else start - 1 < i1 < end  # insert strictly inside
+        overlaps = _overlaps(i1, i2, start, end) or (new_span is not None and _overlaps(j1, j2, *new_span))
         if tag != "equal" and overlaps and _norm(before[i1:i2]) != _norm(after[j1:j2]):
             touched = True
         if tag == "equal":
@@ -117,9 +129,34 @@ def truth(before: list[str], after: list[str], start: int, end: int) -> tuple[bo
     return touched, located
 
 
+def _symbol_span(lines: list[str], symbol: str) -> tuple[int, int] | None:
+    """The symbol's lines with its decorators, by `ast` (independently of memories.anchors.symbols)."""
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+    body: list[ast.stmt] = tree.body
+    node: ast.stmt | None = None
+    for part in symbol.split("."):
+        node = next(
+            (
+                n
+                for n in body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
+            ),
+            None,
+        )
+        if node is None:
+            return None
+        body = node.body if isinstance(node, ast.ClassDef) else []
+    assert node is not None
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return first, node.end_lineno or node.lineno
+
+
 def replay(repo: Repo, chain: list[str], anchors: list[Tracked]) -> dict[str, object]:
     counts = {"unrelated": 0, "unrelated_kept": 0, "real": 0, "real_flagged": 0, "renamed": 0, "renamed_moved": 0}
-    counts |= {"located": 0, "located_exact": 0, "checks": 0}
+    counts |= {"located": 0, "located_exact": 0, "checks": 0, "alignment_only": 0}
     false_alarms: list[dict[str, object]] = []
     missed: list[dict[str, object]] = []
     check_s = 0.0
@@ -149,12 +186,20 @@ def replay(repo: Repo, chain: list[str], anchors: list[Tracked]) -> dict[str, ob
             before = (repo.read(old_blob) or b"").decode("utf-8", "replace").splitlines()
             after = (repo.read(after_blob or "") or b"").decode("utf-8", "replace").splitlines()
             span = (p.start or 1, p.end or len(before))
+            new_span = _symbol_span(after, t.symbol) if t.symbol else None
             if new_blob is None and after_blob is None:
                 touched, located = True, None  # deleted, not renamed
             else:
-                touched, located = truth(before, after, *span)
+                touched, located = truth(before, after, *span, new_span=new_span)
+            if touched and after_blob is not None:
+                # difflib may pair repeated lines (blank lines, `return f`) across a neighbouring
+                # deletion: then the diff "touches" the span while the cited text is unchanged.
+                now = new_span if t.symbol else located
+                if now is not None and _norm(before[span[0] - 1 : span[1]]) == _norm(after[now[0] - 1 : now[1]]):
+                    counts["alignment_only"] += 1
+                    touched = False
             stale = verdict.status in (pins.CHANGED, pins.MISSING)
-            where = {"commit": cur[:10], "anchor": str(ref), "status": verdict.status}
+            where: dict[str, object] = {"commit": cur[:10], "anchor": str(ref), "status": verdict.status}
             if new_blob is None and after_blob is not None:
                 counts["renamed"] += 1
                 counts["renamed_moved"] += verdict.status == pins.MOVED

@@ -109,6 +109,48 @@
     focus(0);
   }
 
+  function stale() {
+    // The Stale queue (code anchors): j/k move, p keeps (re-pin), e edits, s supersedes, r rejects.
+    const root = document.getElementById("stale");
+    if (!root) return;
+    const items = Array.from(root.querySelectorAll(".y-item"));
+    let current = 0;
+    function focus(i) {
+      if (!items.length) return;
+      current = Math.max(0, Math.min(items.length - 1, i));
+      items.forEach(function (el, n) { el.classList.toggle("y-current", n === current); });
+      items[current].focus({ preventScroll: false });
+    }
+    root.addEventListener("submit", function (e) {
+      const btn = e.submitter;
+      if (!btn || btn.dataset.confirmed || !btn.dataset.confirm) return;
+      e.preventDefault();
+      confirmThen(btn.dataset.confirm, function () { btn.dataset.confirmed = "1"; e.target.requestSubmit(btn); });
+    });
+    items.forEach(function (el, n) { el.addEventListener("focusin", function () { current = n; items.forEach(function (o, m) { o.classList.toggle("y-current", m === n); }); }); });
+    document.addEventListener("keydown", function (e) {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      const tag = (e.target.tagName || "").toLowerCase();
+      if (tag === "input" || tag === "textarea" || tag === "select") {
+        if (e.key === "Escape") { e.preventDefault(); e.target.blur(); focus(current); }
+        return;
+      }
+      if (document.querySelector("dialog[open]")) return;
+      const item = items[current];
+      if (e.key === "j" || e.key === "ArrowDown") { focus(current + 1); e.preventDefault(); }
+      else if (e.key === "k" || e.key === "ArrowUp") { focus(current - 1); e.preventDefault(); }
+      else if (e.key === "e" && item) { window.location = item.dataset.edit; }
+      else if ((e.key === "p" || e.key === "r") && item) {
+        const form = item.querySelector("[data-stale-form]");
+        form.requestSubmit(form.querySelector('button[data-key="' + e.key + '"]')); e.preventDefault();
+      } else if (e.key === "s" && item) {
+        const details = item.querySelector("details"); details.open = true;
+        item.querySelector(".y-supersede").focus(); e.preventDefault();
+      }
+    });
+    focus(0);
+  }
+
   function dreamStatus() {
     const root = document.getElementById("dreaming");
     if (!root || root.dataset.watch === "") return;
@@ -153,5 +195,5 @@
     });
   }
 
-  document.addEventListener("DOMContentLoaded", function () { autoSubmit(); charts(); localTimes(); review(); dreamStatus(); graph(); });
+  document.addEventListener("DOMContentLoaded", function () { autoSubmit(); charts(); localTimes(); review(); stale(); dreamStatus(); graph(); });
 })();
