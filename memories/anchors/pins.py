@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from dataclasses import dataclass
+from functools import lru_cache
 
 from yullu_core.errors import UserError
 
@@ -142,7 +143,7 @@ def _check_lines(repo: Repo, p: Pin, data: bytes, path: str, renamed: bool) -> V
         return Verdict(MOVED if renamed else OK, path, p.start, p.end)
     before = repo.read(p.blob)
     found = (
-        _find_text(lines, span_text(before, p.start, p.end))
+        _find_text(data, span_text(before, p.start, p.end))
         if before is not None
         else _find_by_hash(lines, p.end - p.start + 1, p.text_hash)
     )
@@ -151,13 +152,13 @@ def _check_lines(repo: Repo, p: Pin, data: bytes, path: str, renamed: bool) -> V
     return Verdict(MOVED, path, *found)
 
 
-def _find_text(lines: list[str], wanted: str) -> tuple[int, int] | None:
-    """The lines of the first place where the normalised text `wanted` is, token for token."""
-    if not wanted:
-        return None
+@lru_cache(maxsize=16)
+def _token_index(data: bytes) -> tuple[str, list[int], list[int]]:
+    """The file as one normalised string, each token's offset in it and its line: built once per
+    file version, however many of its anchors are searched."""
     tokens: list[str] = []
     token_line: list[int] = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(_lines(data), start=1):
         for tok in line.split():
             tokens.append(tok)
             token_line.append(number)
@@ -166,7 +167,14 @@ def _find_text(lines: list[str], wanted: str) -> tuple[int, int] | None:
     for tok in tokens:
         starts.append(offset)
         offset += len(tok) + 1
-    text = " ".join(tokens)
+    return " ".join(tokens), starts, token_line
+
+
+def _find_text(data: bytes, wanted: str) -> tuple[int, int] | None:
+    """The lines of the first place where the normalised text `wanted` is, token for token."""
+    if not wanted:
+        return None
+    text, starts, token_line = _token_index(data)
     at = text.find(wanted)
     while at >= 0:
         first = bisect.bisect_left(starts, at)

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pygit2
 
+# (repository, old commit, new commit) → renames: commits never change, so this is never stale.
+_renames: dict[tuple[str, str, str], dict[str, str]] = {}
+
 
 class Repo:
     def __init__(self, root: Path, git: pygit2.Repository) -> None:
@@ -55,15 +58,25 @@ class Repo:
     def renamed_to(self, old: str, new: str, path: str) -> str | None:
         """Where `path` of commit `old` went by commit `new`, by git's rename detection (content
         similarity, as `git diff -M`); None when it was deleted or either commit is unknown."""
+        return self.renames(old, new).get(path)
+
+    def renames(self, old: str, new: str) -> dict[str, str]:
+        """Every rename between two commits (old path → new path), computed once per pair."""
+        key = (str(self.root), old, new)
+        if key in _renames:
+            return _renames[key]
         a, b = self._commit(old), self._commit(new)
-        if a is None or b is None:
-            return None
-        diff = self.git.diff(a, b)
-        diff.find_similar()
-        for delta in diff.deltas:
-            if delta.status == pygit2.enums.DeltaStatus.RENAMED and delta.old_file.path == path:
-                return str(delta.new_file.path)
-        return None
+        found: dict[str, str] = {}
+        if a is not None and b is not None:
+            diff = self.git.diff(a, b)
+            diff.find_similar()
+            for delta in diff.deltas:
+                if delta.status == pygit2.enums.DeltaStatus.RENAMED:
+                    found[str(delta.old_file.path)] = str(delta.new_file.path)
+        if len(_renames) > 256:
+            _renames.clear()
+        _renames[key] = found
+        return found
 
     def hash_file(self, path: str) -> tuple[str, bytes] | None:
         """A working-tree file not committed yet: its would-be blob id and bytes."""

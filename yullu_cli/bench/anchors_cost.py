@@ -107,6 +107,8 @@ class _Cand:
 
 
 def _search_cost(project: str, memories: list[Any], rounds: int) -> dict[str, Any]:
+    from django.db import connection
+
     from memories.anchors import store
 
     rng = random.Random(2)
@@ -124,9 +126,19 @@ def _search_cost(project: str, memories: list[Any], rounds: int) -> dict[str, An
 
     for m in memories:  # warm: every memory seen once at this HEAD
         store.for_memories(project, {m.pk: store.stamp(m.updated_at)})
-    warm = [one(False) for _ in range(rounds)]
-    cold = [one(True) for _ in range(rounds)]
+    def select_one() -> float:  # the noise floor of one database round trip on this machine
+        began = time.perf_counter()
+        with connection.cursor() as cur:
+            cur.execute("SELECT 1")
+        return (time.perf_counter() - began) * 1000
+
+    warm, cold, floor = [], [], []
+    for _ in range(rounds):  # alternating, so machine load hits all three alike
+        warm.append(one(False))
+        cold.append(one(True))
+        floor.append(select_one())
     return {
+        "select_1_ms_p50": round(statistics.median(floor), 3),
         "search_added_ms_p50_warm": round(statistics.median(warm), 3),
         "search_added_ms_p95_warm": round(sorted(warm)[int(len(warm) * 0.95)], 3),
         "search_added_ms_p50_cold": round(statistics.median(cold), 3),
