@@ -126,6 +126,7 @@ def _search_cost(project: str, memories: list[Any], rounds: int) -> dict[str, An
 
     for m in memories:  # warm: every memory seen once at this HEAD
         store.for_memories(project, {m.pk: store.stamp(m.updated_at)})
+
     def select_one() -> float:  # the noise floor of one database round trip on this machine
         began = time.perf_counter()
         with connection.cursor() as cur:
