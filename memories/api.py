@@ -47,14 +47,15 @@ class ScopeIn(serializers.Serializer):
     cwd = serializers.CharField(required=False, allow_blank=True, max_length=4096)
 
 
-def rest_scope(data: dict[str, Any]) -> Scope:
+def rest_scope(data: dict[str, Any], *, remember: bool = True) -> Scope:
     """REST callers name their project: the server's own folder is never a default project
-    (it would file memories, and their sync files, under wherever the server was started)."""
+    (it would file memories, and their sync files, under wherever the server was started).
+    Reads pass `remember=False`: they never record a location."""
     if not (data.get("project_id") or "").strip() and not (data.get("cwd") or "").strip():
         raise serializers.ValidationError(
             "project_id or cwd is required: send the project's id or the absolute path of its checkout."
         )
-    return resolve(data.get("project_id"), data.get("cwd"))
+    return resolve(data.get("project_id"), data.get("cwd"), remember=remember)
 
 
 def visible_in(qs: QS, project_id: str | None) -> QS:
@@ -321,7 +322,7 @@ class RecallView(APIView):
     @documented(RecallOut, request=RecallIn, summary="Recall memories (logged, like the MCP tool)")
     def post(self, request: Request) -> Response:
         data = valid(RecallIn, request.data)
-        scope = rest_scope(data)
+        scope = rest_scope(data, remember=False)
         found = search_merged(
             scope.project_id,
             data["query"],
@@ -339,7 +340,7 @@ class ContextView(APIView):
         hints = data.get("prefer_categories")
         if hints and data.get("categories"):
             raise serializers.ValidationError({"prefer_categories": ["give categories or prefer_categories, not both"]})
-        project, query, budget = rest_scope(data).project_id, data.get("query"), data["budget_tokens"]
+        project, query, budget = rest_scope(data, remember=False).project_id, data.get("query"), data["budget_tokens"]
         return Response(build_context(project, query, budget, data.get("categories"), prefer_categories=hints))
 
 

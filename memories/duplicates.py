@@ -13,6 +13,8 @@ import functools
 import re
 from typing import NamedTuple
 
+from yullu_core.textnorm import fold
+
 
 class Thresholds(NamedTuple):
     duplicate: float  # at or above: the same fact, not stored twice
@@ -32,6 +34,13 @@ MAX_SIMILAR = 3
 
 def thresholds(embedder_id: str) -> Thresholds:
     return MEASURED.get(embedder_id, DEFAULT)
+
+
+def skeleton(text: str) -> str:
+    """The text as a reader sees it: NFKC, invisible characters dropped, look-alike letters from other
+    scripts as the ASCII they imitate (yullu_core.textnorm), whitespace runs as one space. Memories with
+    one skeleton are the same text: a Cyrillic `е` or a zero-width space does not make a new fact."""
+    return " ".join(fold(text).split())
 
 
 # --- the one-fact guard ------------------------------------------------------------------------
@@ -130,7 +139,7 @@ def _tokens(text: str) -> frozenset[str]:
 
 def same_fact_tokens(a: str, b: str) -> bool:
     """False when `a` and `b` differ in a literal or by a one/two-word swap (likely one changed fact)."""
-    ta, tb = _tokens(a), _tokens(b)
+    ta, tb = _tokens(skeleton(a)), _tokens(skeleton(b))
     only_a, only_b = ta - tb, tb - ta
     if any(LITERAL.search(t) for t in only_a) and any(LITERAL.search(t) for t in only_b):
         return False  # a literal replaced by another: 8080 → 8081, v2 → v3

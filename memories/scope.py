@@ -1,21 +1,37 @@
-"""Project scoping (SPEC §2): explicit project_id → the caller's cwd → the server's cwd."""
+"""Project scoping (SPEC §2): explicit project_id → the caller's cwd → (stdio and the command line
+only) the process's own folder.
+
+A `cwd` is a path on the server's machine, sent by whoever holds a token, so it is confined
+(issue 33): it must lie inside `[server].allowed_roots` (default: the user's home on a local
+install; nothing on a team server until set), the answer outside them is the same whether the
+path exists or is a repository, and a git root is only looked for inside the root. Reads never
+record a location (beat reconciles every recorded one, writing `.yullu/logs` there). No path ever
+names a personal scope. Project ids are NFKC-normalised without invisible characters, and a new id
+that only imitates an existing one with look-alike letters is refused.
+"""
 
 from __future__ import annotations
 
 import configparser
 import contextlib
+import hashlib
+import ipaddress
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
 from access.policy import PERSONAL_PREFIX, is_personal, personal_project
 from yullu_core.database import fetch_prepared
 from yullu_core.errors import UserError
+from yullu_core.paths import in_callers_folder
+from yullu_core.textnorm import fold
 
 MAX_PROJECT_ID = 500
 # Personal memories ("prefer pytest") live under a reserved project id per user, `~user:<user id>`
@@ -47,11 +63,14 @@ def canonical_origin(url: str) -> str:
     return f"{host}/{path}" if path else host
 
 
-def find_git_root(path: Path) -> Path | None:
-    """Walk up to the folder holding `.git` (a directory, or a file for worktrees/submodules)."""
+def find_git_root(path: Path, stop: Path | None = None) -> Path | None:
+    """Walk up to the folder holding `.git` (a directory, or a file for worktrees/submodules),
+    no higher than `stop`."""
     for folder in [path, *path.parents]:
         if (folder / ".git").exists():
             return folder
+        if folder == stop:
+            break
     return None
 
 
@@ -81,58 +100,182 @@ def origin_url(root: Path) -> str | None:
     return None
 
 
-def resolve_path(path: str | os.PathLike[str]) -> Scope:
+def resolve_path(path: str | os.PathLike[str], stop: Path | None = None) -> Scope:
+    """The project a folder belongs to (SPEC §2), looking for its repository no higher than `stop`."""
     folder = Path(path).expanduser()
     with contextlib.suppress(OSError):
         folder = folder.resolve()
-    root = find_git_root(folder)
+    root = find_git_root(folder, stop)
     if root is None:
-        return Scope(folder.name or str(folder), None)
+        return Scope(_path_id(folder_id(folder), folder), None)
     origin = origin_url(root)
-    return Scope(canonical_origin(origin) if origin else root.name, root)
+    return Scope(_path_id(canonical_origin(origin) if origin else root.name, root), root)
+
+
+def folder_id(folder: Path) -> str:
+    """Outside git: the folder's name qualified by a hash of its path (**Ours**, SPEC §2), so two
+    folders called `notes` do not share memories. `resolve` keeps an existing bare-name project."""
+    name = folder.name or str(folder)
+    return f"{name}@{hashlib.sha256(str(folder).encode()).hexdigest()[:8]}"
+
+
+def _path_id(project_id: str, path: Path) -> str:
+    """A path never names a personal scope: a folder (or repo, or origin) called `~user` once mapped to
+    the personal memories, and reconcile published them into that folder's log."""
+    project_id = normalise_project_id(project_id)
+    if is_personal(project_id):
+        return f"{project_id.replace('~', '_', 1)}@{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    return project_id
+
+
+def normalise_project_id(project_id: str) -> str:
+    """NFKC (full-width and compatibility letters become plain ones) without invisible format
+    characters (zero-width, bidi controls): one spelling per id, whatever the client sent."""
+    text = unicodedata.normalize("NFKC", project_id)
+    return "".join(c for c in text if unicodedata.category(c) != "Cf").strip()
 
 
 def validate_project_id(project_id: str) -> str:
-    project_id = project_id.strip()
+    project_id = normalise_project_id(project_id)
     if not project_id:
         raise UserError("project_id must not be empty.")
-    if len(project_id) > MAX_PROJECT_ID or re.search(r"[\x00-\x1f]", project_id):
+    if len(project_id) > MAX_PROJECT_ID or re.search(r"[\x00-\x1f\x7f-\x9f]", project_id):
         raise UserError(f"project_id must be at most {MAX_PROJECT_ID} printable characters.")
     return project_id
 
 
-def resolve(project_id: str | None = None, cwd: str | None = None) -> Scope:
-    """Resolve a scope and remember where its repo lives (project_locations)."""
+NO_PROJECT = "name the project: pass cwd (the absolute path of your checkout) or project_id."
+OUTSIDE_ROOTS = "cwd is not inside a folder this server accepts ([server].allowed_roots); pass project_id instead."
+NO_ROOTS = "this server accepts no cwd until [server].allowed_roots is set; pass project_id instead."
+
+
+def resolve(project_id: str | None = None, cwd: str | None = None, *, remember: bool = True) -> Scope:
+    """Resolve a scope; with `remember` (writes), record where its repo lives (project_locations)."""
     if project_id:
-        project_id = validate_project_id(project_id)
+        project_id = refuse_lookalike(validate_project_id(project_id))
         scope = Scope(project_id, None)
         if cwd:
-            from_cwd = _resolve_cwd(cwd)
+            from_cwd = _resolve_cwd(cwd, remember=remember)
             if from_cwd.git_root is not None and from_cwd.project_id == project_id:
                 scope = from_cwd
         if scope.git_root is None:
             scope = Scope(project_id, known_root(project_id))
         return scope
     if cwd:
-        return _resolve_cwd(cwd)  # remembers the location
+        return _resolve_cwd(cwd, remember=remember)
+    if not in_callers_folder():  # over HTTP the server's folder means nothing to a remote client
+        raise UserError(NO_PROJECT)
     scope = resolve_path(os.getcwd())
-    if scope.git_root is not None:
+    if scope.git_root is not None and remember:
         remember_location(scope)
     return scope
 
 
-def _resolve_cwd(cwd: str) -> Scope:
+def _resolve_cwd(cwd: str, *, remember: bool) -> Scope:
+    folder, root = confined(cwd)
+    try:
+        scope = resolve_path(folder, stop=root)
+    except OSError as exc:  # unreadable, a name too long: the caller's path, not our failure
+        raise UserError(f"cwd cannot be read ({exc.strerror or type(exc).__name__}).") from None
+    if scope.git_root is None:
+        scope = Scope(_existing_bare_name(folder, scope.project_id), None)
+    scope = Scope(refuse_lookalike(scope.project_id), scope.git_root)
+    if scope.git_root is not None and remember:
+        remember_location(scope)
+    return scope
+
+
+def confined(cwd: str) -> tuple[Path, Path | None]:
+    """The folder `cwd` names (symlinks followed) and the allowed root holding it. The same error for
+    every path outside the roots, whether it exists or not; only inside them is a missing one named.
+    A process running in its caller's folder (stdio, the command line) serves the machine's own user:
+    no root applies."""
     if "\x00" in cwd or len(cwd) > 4096:
         raise UserError("cwd must be a path of at most 4096 characters.")
     if not os.path.isabs(cwd):
         raise UserError("cwd must be an absolute path.")
+    folder = Path(os.path.normpath(cwd))
+    with contextlib.suppress(OSError, RuntimeError):
+        folder = folder.resolve()
+    root = None
+    if not in_callers_folder():
+        roots = allowed_roots()
+        if not roots:
+            raise UserError(NO_ROOTS)
+        root = next((r for r in roots if folder == r or r in folder.parents), None)
+        if root is None:
+            raise UserError(OUTSIDE_ROOTS)
+    if not folder.is_dir():
+        raise UserError(f"cwd {cwd[:300]} does not exist or is not a folder; pass the absolute path of your checkout.")
+    return folder, root
+
+
+def location_allowed(path: Path) -> bool:
+    """Whether a recorded repository lies inside `[server].allowed_roots` (beat reconciles only those)."""
+    return any(path == r or r in path.parents for r in allowed_roots())
+
+
+def allowed_roots() -> list[Path]:
+    """`[server].allowed_roots`; when unset, the user's home on a local install and nothing on a team server."""
+    configured = settings.YULLU["server"]["allowed_roots"]
+    if not configured and not is_team_server():
+        configured = [str(Path.home())]
+    roots = []
+    for raw in configured:
+        root = Path(os.path.expanduser(raw))
+        with contextlib.suppress(OSError, RuntimeError):
+            root = root.resolve()
+        roots.append(root)
+    return roots
+
+
+def is_team_server() -> bool:
+    """A server other people reach (docs: "Running for a team"): it listens beyond loopback, sits
+    behind a trusted proxy, or keeps its data in a PostgreSQL server of its own (DATABASE_URL)."""
+    server = settings.YULLU["server"]
+    if server["trusted_proxies"] or getattr(settings, "DATABASE_URL", ""):
+        return True
+    host = server["host"].strip("[]")
+    if host == "localhost":
+        return False
     try:
-        scope = resolve_path(cwd)
-    except OSError as exc:  # unreadable, a name too long: the caller's path, not our failure
-        raise UserError(f"cwd cannot be read ({exc.strerror or type(exc).__name__}).") from None
-    if scope.git_root is not None:
-        remember_location(scope)
-    return scope
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True  # a host name: whoever resolves it may connect
+
+
+def _existing_bare_name(folder: Path, qualified: str) -> str:
+    """A folder outside git whose bare name already holds memories (from before ids were qualified)
+    keeps that project, unless the qualified id has memories of its own."""
+    from .models import Memory
+
+    bare = normalise_project_id(folder.name)
+    if not bare or is_personal(bare) or bare == qualified:
+        return qualified
+    if Memory.objects.filter(project_id=bare).exists() and not Memory.objects.filter(project_id=qualified).exists():
+        return bare
+    return qualified
+
+
+def refuse_lookalike(project_id: str) -> str:
+    """A new id that differs from an existing project's only by look-alike letters (a Cyrillic `а` for
+    a Latin `a`, ...) is refused: two projects that read the same would be told apart by nobody."""
+    skeleton = fold(project_id)
+    if skeleton == project_id:
+        return project_id  # nothing imitates anything (every ASCII id)
+    from access.models import Project
+
+    from .models import Memory
+
+    if Memory.objects.filter(project_id=project_id).exists() or Project.objects.filter(project_id=project_id).exists():
+        return project_id  # an existing project keeps working
+    others = Project.objects.exclude(project_id=project_id).values_list("project_id", flat=True)
+    if Memory.objects.filter(project_id=skeleton).exists() or any(fold(o) == skeleton for o in others.iterator()):
+        raise UserError(
+            f"project_id {project_id!r} imitates another project's name with look-alike characters; "
+            "use the real name, or one that does not look like another project's."
+        )
+    return project_id
 
 
 # `last_seen` (shown in the admin) is refreshed at most this often: every tool call with a cwd
@@ -161,10 +304,10 @@ def remember_location(scope: Scope) -> None:
 
 def project_of(project_id: str | None, cwd: str | None) -> str:
     """The project a read resolves to. Reads need only the id: with an explicit project_id and no
-    cwd, where its repo lives (`known_root`, a query) is not looked up."""
+    cwd, where its repo lives (`known_root`, a query) is not looked up; a read records no location."""
     if project_id and not cwd:
         return validate_project_id(project_id)
-    return resolve(project_id, cwd).project_id
+    return resolve(project_id, cwd, remember=False).project_id
 
 
 def user_scope() -> Scope:

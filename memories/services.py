@@ -27,7 +27,7 @@ from yullu_core.locks import LockKey
 
 from .anchors import store as anchor_store
 from .changes import change_time, datetime_to_ns, ns_to_datetime, publish_change
-from .duplicates import MAX_SIMILAR, same_fact_tokens, thresholds
+from .duplicates import MAX_SIMILAR, same_fact_tokens, skeleton, thresholds
 from .embedders import Embedder, embeds, get_embedder
 from .models import (
     CATEGORIES,
@@ -460,7 +460,8 @@ def store_memories(
         found: list[Nearby | None] = [None] * len(cleaned)
         if dedupe:
             exclude = set(targets.values())
-            found = list(_near_many(scope.project_id, embedder.id, cleaned, vectors, exclude, exact_scan=exact_scan))
+            probes = _probe_vectors(embedder, cleaned, vectors)
+            found = list(_near_many(scope.project_id, embedder.id, cleaned, probes, exclude, exact_scan=exact_scan))
         batch = _BatchIndex(embedder.id)
         results: dict[int, Stored] = {}  # item → its answer; every item gets one
         fresh: list[int] = []
@@ -584,27 +585,51 @@ def _near_many(
     *,
     exact_scan: bool,
 ) -> list[Nearby]:
-    """For each item, the current memory it duplicates (exact text, or cosine ≥ the embedder's
-    duplicate threshold), else up to MAX_SIMILAR related ones. A constant number of queries
-    whatever the batch size (an import writes 100 per batch): exact texts in one, every item's
-    nearest neighbours in one, their rows in one."""
+    """For each item, the current memory it duplicates (the same text as a reader sees it, or cosine ≥
+    the embedder's duplicate threshold), else up to MAX_SIMILAR related ones. A constant number of
+    queries whatever the batch size (an import writes 100 per batch): exact texts in one, every item's
+    nearest neighbours in one, their rows in one. `vectors` are the texts' skeletons' (_probe_vectors)."""
     current = Memory.objects.current().filter(project_id=project_id).exclude(pk__in=exclude)
+    shapes = [skeleton(i.content) for i in items]
     exact: dict[str, Memory] = {}
-    for memory in current.filter(content__in={i.content for i in items}).order_by("-id"):
-        exact[memory.content] = memory  # the oldest wins: rows come newest first
-    out: list[Nearby] = [Nearby((exact[i.content], 1.0), []) if i.content in exact else Nearby(None, []) for i in items]
-    todo = [n for n, i in enumerate(items) if i.content not in exact and vectors is not None]
+    for memory in current.filter(content__in={*(i.content for i in items), *shapes}).order_by("-id"):
+        exact[skeleton(memory.content)] = memory  # the oldest wins: rows come newest first
+    out: list[Nearby] = [Nearby((exact[shape], 1.0), []) if shape in exact else Nearby(None, []) for shape in shapes]
+    todo = [n for n, shape in enumerate(shapes) if shape not in exact and vectors is not None]
     if not todo or vectors is None:
         return out
     from .queries import nearest_many
 
     limit = thresholds(embedder_id)
     near = nearest_many(project_id, embedder_id, [vectors[n] for n in todo], 12, exact=exact_scan)
-    close = [{mid: sim for mid, sim in hits.items() if sim >= limit.related} for hits in near]
-    rows = current.in_bulk({mid for hits in close for mid in hits})
-    for n, hits in zip(todo, close, strict=True):
-        out[n] = _nearby_from(items[n].content, hits, rows, limit.duplicate)
+    rows = current.in_bulk({mid for hits in near for mid in hits})
+    for n, hits in zip(todo, near, strict=True):
+        # A look-alike of a neighbour (its skeleton's vector found it, whatever the cosine) is the same text.
+        same = [(mid, sim) for mid, sim in hits.items() if mid in rows and skeleton(rows[mid].content) == shapes[n]]
+        if same:
+            mid, sim = max(same, key=lambda p: p[1])
+            out[n] = Nearby((rows[mid], sim), [])
+            continue
+        close = {mid: sim for mid, sim in hits.items() if sim >= limit.related}
+        out[n] = _nearby_from(items[n].content, close, rows, limit.duplicate)
     return out
+
+
+def _probe_vectors(
+    embedder: Embedder, items: list[CleanMemory], vectors: list[np.ndarray] | None
+) -> list[np.ndarray] | None:
+    """The vectors the duplicate check searches with: of each text's skeleton, so look-alike letters
+    (which move an embedding a long way) do not hide a duplicate. Stored vectors stay the text's own."""
+    if vectors is None:
+        return None
+    changed = [n for n, item in enumerate(items) if skeleton(item.content) != item.content]
+    if not changed:
+        return vectors  # plain text (nearly always): no second embedding
+    probes = list(vectors)
+    fresh = _embed(embedder, [skeleton(items[n].content) for n in changed]) or []
+    for n, vector in zip(changed, fresh, strict=True):
+        probes[n] = vector
+    return probes
 
 
 def _nearby_from(content: str, close: dict[int, float], rows: dict[int, Memory], duplicate: float) -> Nearby:
@@ -623,7 +648,7 @@ def nearby(project_id: str, content: Any) -> Nearby:
     which decides between update, supersede and a contradicts link before it writes)."""
     item = CleanMemory(clean_content(content))
     embedder = get_embedder()
-    vectors = _embed(embedder, [item.content])
+    vectors = _embed(embedder, [skeleton(item.content)])  # a probe, as for a store
     exact_scan = _scans_exactly(project_id) if vectors else True
     return _near_many(project_id, embedder.id, [item], vectors, set(), exact_scan=exact_scan)[0]
 
@@ -639,15 +664,15 @@ class _BatchIndex:
     matrix: list[np.ndarray] = field(default_factory=list)
 
     def add(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> None:
-        self.texts.setdefault(items[n].content, n)
+        self.texts.setdefault(skeleton(items[n].content), n)
         self.kept.append(n)
         if vectors is not None:
             v = np.asarray(vectors[n], dtype=np.float32)
             self.matrix.append(v / (np.linalg.norm(v) or 1.0))
 
     def duplicate(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> tuple[int, float] | None:
-        if items[n].content in self.texts:
-            return self.texts[items[n].content], 1.0
+        if (shape := skeleton(items[n].content)) in self.texts:
+            return self.texts[shape], 1.0
         if vectors is None or not self.matrix:
             return None
         v = np.asarray(vectors[n], dtype=np.float32)

@@ -42,6 +42,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from access import policy as access
+from access.policy import is_personal
 from memories import services as memory_services
 from memories.changes import datetime_to_ns, memory_state, ns_to_datetime
 from memories.embedders import Embedder, embeds, get_embedder
@@ -102,7 +103,8 @@ def embedder_dim(embedder: Embedder) -> int | None:
 @count_reconcile
 def reconcile_scope(scope: Scope) -> ReconcileResult:
     access.require(scope.project_id, access.WRITE)
-    git_root = scope.git_root or known_root(scope.project_id)
+    # Personal memories never reach a team log, whatever location a scope claims (issue 33).
+    git_root = None if is_personal(scope.project_id) else scope.git_root or known_root(scope.project_id)
     # mypy cannot check TypedDict keys computed at run time; COUNTERS are ReconcileResult's int keys.
     base: ReconcileResult = {"project_id": scope.project_id, **dict.fromkeys(COUNTERS, 0)}  # type: ignore[typeddict-item]
     base |= {"parse_errors": [], "clamped": []}
@@ -251,8 +253,14 @@ class Reconcile:
 
     def _vectors(self, folded: dict[str, Folded], embedder: Embedder) -> dict[str, tuple[str, list[float]]]:
         """Per memory that needs a vector of our embedder: a reused logged one or a fresh one."""
-        alive = [u for u, f in folded.items() if f.exists]
-        local = {str(u): c for u, c in Memory.objects.filter(uuid__in=alive).values_list("uuid", "content")}
+        rows = Memory.objects.filter(uuid__in=[u for u, f in folded.items() if f.exists])
+        local, foreign = {}, set()
+        for u, text, project_id in rows.values_list("uuid", "content", "project_id"):
+            if project_id == self.project_id:
+                local[str(u)] = text
+            else:
+                foreign.add(str(u))  # another project's memory (_apply_one leaves it alone): no vector, no event here
+        alive = [u for u, f in folded.items() if f.exists and u not in foreign]
         have = {
             str(u)
             for u in MemoryVector.objects.filter(memory__uuid__in=alive, embedder=embedder.id).values_list(

@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 
 from memories.models import ProjectLocation
-from memories.scope import Scope
+from memories.scope import Scope, location_allowed
 from yullu_core.config import parse_duration
 
 from .eventlog import list_names, logs_dir
@@ -38,8 +38,8 @@ def reconcile_location(location_id: int, force: bool = False) -> dict | None:
     if loc is None:
         return None  # the project went away: nothing to do
     root = Path(loc.git_root)
-    if not (root / ".git").exists():
-        return None
+    if not (root / ".git").exists() or not location_allowed(root):
+        return None  # gone, or recorded before [server].allowed_roots confined cwd (issue 33)
     cfg = sync_config(loc.project_id, root)
     if not cfg["enabled"]:
         return None

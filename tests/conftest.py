@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,12 @@ from yullu_site.models import ApiToken
 
 # Servers started by tests (each with its own YULLU_HOME) share one ONNX export of the local model.
 os.environ.setdefault("YULLU_MODEL_CACHE", str(settings.YULLU_HOME / "models"))
+
+# Tests use temporary folders (tmp_path) as cwds: the suite allows them explicitly, here and, through
+# the environment, in every server it starts; the product's default stays the user's home.
+TEST_ROOTS = [tempfile.gettempdir(), str(Path.home())]
+os.environ["YULLU_ALLOWED_ROOTS"] = os.pathsep.join(TEST_ROOTS)
+settings.YULLU["server"]["allowed_roots"] = TEST_ROOTS
 
 
 @pytest.fixture(autouse=True)

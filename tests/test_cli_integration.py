@@ -49,12 +49,14 @@ def test_category_hints_follow_the_wording(prompt: str, hints: list[str]) -> Non
 
 
 @pytest.mark.django_db(transaction=True)
-def test_inject_prints_a_memories_block(hook_env: dict[str, str], stub_embedder: StubServer) -> None:
-    # A cwd outside any repo resolves to its folder name.
+def test_inject_prints_a_memories_block(hook_env: dict[str, str], stub_embedder: StubServer, tmp_path: Path) -> None:
+    # A cwd outside any repo whose folder name already holds memories resolves to that project.
     services.create_memory(resolve("hookproj", None), "vec:1,0,0 Staging deploys go through make stage", "process")
     count_tokens("warm")  # the server (in this process) loads its tokenizer at start; the hook waits 1.5 s at most
+    folder = tmp_path / "hookproj"
+    folder.mkdir()
     out = run_cli(
-        ["inject"], hook_env, json.dumps({"prompt": "vec:1,0,0 how do we deploy to staging?", "cwd": "/tmp/hookproj"})
+        ["inject"], hook_env, json.dumps({"prompt": "vec:1,0,0 how do we deploy to staging?", "cwd": str(folder)})
     )
     assert out.returncode == 0 and out.stdout.startswith("<yullu-memories>")
     assert "process] vec:1,0,0 Staging deploys go through make stage" in out.stdout
@@ -176,10 +178,11 @@ def _transcript(path: Path) -> Path:
 @pytest.mark.django_db(transaction=True)
 def test_record_turn_posts_the_last_exchange(hook_env: dict[str, str], tmp_path: Path) -> None:
     transcript = _transcript(tmp_path / "t.jsonl")
+    (tmp_path / "hookproj").mkdir()  # a cwd must exist (SPEC §2)
     out = run_cli(
         ["record-turn"],
         hook_env,
-        json.dumps({"transcript_path": str(transcript), "session_id": "abc", "cwd": "/tmp/hookproj"}),
+        json.dumps({"transcript_path": str(transcript), "session_id": "abc", "cwd": str(tmp_path / "hookproj")}),
     )
     assert out.returncode == 0
     rows = list(SessionMessage.objects.order_by("id").values_list("session_id", "role", "content"))

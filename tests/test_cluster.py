@@ -25,7 +25,7 @@ import psycopg
 import pytest
 
 from sync.eventlog import new_event, write_event
-from tests.conftest import free_port
+from tests.conftest import TEST_ROOTS, free_port
 from tests.mcp_client import call, http_session
 from tests.processes import REPO, git_repo, stub_env, wait_ready, wait_until
 from tests.stubs import StubServer
@@ -171,7 +171,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     postgres = PostgresServer(base / "pg-home")
     stub = StubServer().__enter__()
     config = base / "config.toml"
-    config.write_text("[dreaming]\nmin_messages = 3\n")
+    # A team server (DATABASE_URL) accepts cwds only inside [server].allowed_roots, set explicitly.
+    config.write_text(f"[dreaming]\nmin_messages = 3\n\n[server]\nallowed_roots = {json.dumps(TEST_ROOTS)}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_"))}
     cluster = None
     try:

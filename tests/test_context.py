@@ -170,7 +170,7 @@ def test_a_user_scope_memory_stored_in_one_project_is_recalled_in_another(
 
 
 def test_rest_context_and_the_session_start_hook_print_the_primer(
-    live_server_url: str, owner_token: str, keyword_only: None, hook_env: dict[str, str]
+    live_server_url: str, owner_token: str, keyword_only: None, hook_env: dict[str, str], tmp_path: Path
 ) -> None:
     import httpx
 
@@ -186,11 +186,13 @@ def test_rest_context_and_the_session_start_hook_print_the_primer(
     )
     assert r.status_code == 200 and DEPLOY in r.json()["context"]
     env = hook_env
-    out = run_cli(["session-start"], env, json.dumps({"cwd": "/tmp/ctxhook", "source": "startup"}))
+    folder = tmp_path / "ctxhook"  # outside git, its bare name holds the memories: that project
+    folder.mkdir()
+    out = run_cli(["session-start"], env, json.dumps({"cwd": str(folder), "source": "startup"}))
     assert out.returncode == 0 and out.stdout.startswith("<yullu-memories>")
     assert "primer" in out.stdout and count_tokens(out.stdout) <= 800
     down = {**env, "YULLU_PORT": "9"}
-    out = run_cli(["session-start"], down, json.dumps({"cwd": "/tmp/ctxhook"}))
+    out = run_cli(["session-start"], down, json.dumps({"cwd": str(folder)}))
     assert (out.returncode, out.stdout) == (0, "")
 
 

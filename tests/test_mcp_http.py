@@ -144,7 +144,8 @@ def test_bad_arguments_are_one_line_tool_errors(
     async def go() -> tuple[bool, Any]:
         async with http_session(live_server_url, owner_token) as s:
             await call(s, "store_memory", content="seed fact", project_id="acme/err")
-            return await call(s, tool, **args)
+            scoped = {"project_id": "acme/err"} if tool in ("record_messages", "store_memory") else {}
+            return await call(s, tool, **scoped, **args)
 
     is_error, text = run(go())
     assert is_error

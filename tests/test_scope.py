@@ -38,11 +38,11 @@ def test_a_repo_without_origin_uses_its_folder_name(tmp_path: Path) -> None:
     assert resolve_path(repo).project_id == "localonly"
 
 
-def test_outside_git_the_folder_name_is_the_project(tmp_path: Path) -> None:
+def test_outside_git_the_folder_name_qualified_by_its_path_is_the_project(tmp_path: Path) -> None:
     folder = tmp_path / "plain"
     folder.mkdir()
     scope = resolve_path(folder)
-    assert scope.project_id == "plain" and scope.git_root is None
+    assert scope.project_id.startswith("plain@") and scope.git_root is None
 
 
 def test_a_git_file_worktree_is_recognised(tmp_path: Path) -> None:

@@ -459,6 +459,10 @@ def main(argv: list[str] | None = None) -> None:
         os.environ.setdefault("YULLU_LOG_LEVEL", "warning")
     if args.command in HOOK_COMMANDS:
         args.fn(args)  # the hook path: stdlib only, always exits 0
+    if args.command != "serve":
+        from yullu_core.paths import run_in_callers_folder
+
+        run_in_callers_folder()  # stdio and commands: a call naming no project means this folder
     try:
         run_guarded(lambda: args.fn(args))
     except BrokenPipeError:

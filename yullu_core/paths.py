@@ -15,6 +15,20 @@ def yullu_home() -> Path:
     return (base / "yullu").resolve()
 
 
+# Whether this process runs in its caller's folder: stdio and the command line do (a call naming no
+# project uses that folder, SPEC §2); the web server and workers do not (set by yullu_cli.main).
+_in_callers_folder = False
+
+
+def run_in_callers_folder() -> None:
+    global _in_callers_folder
+    _in_callers_folder = True
+
+
+def in_callers_folder() -> bool:
+    return _in_callers_folder
+
+
 def ensure_home() -> Path:
     home = yullu_home()
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
