@@ -285,9 +285,11 @@ OURS: tuple[Rule, ...] = (
         "secret-assignment",
         "a secret assignment",
         re.compile(
-            rf"(?i)\b[A-Z0-9_.-]*{_SECRET_NAME}[A-Z0-9_.-]*[\"']?\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?([^\s\"'`]{{6,}})"
+            # Starts at the secret-looking part of the name (no `\b[A-Z0-9_.-]*` before it: Python's re
+            # tried that at every word, 1.5 ms on an 8,000-character memory).
+            rf"(?i){_SECRET_NAME}[A-Z0-9_.-]*[\"']?\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?([^\s\"'`]{{6,}})"
         ),
-        (),
+        ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "dsn", "cookie", "hmac"),
         check=_assigned_secret,
     ),
     Rule(
@@ -366,22 +368,51 @@ _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0
 _PERCENT = re.compile(r"\S*%[0-9A-Fa-f]{2}\S*")
 
 
-def _joined(text: str) -> tuple[str, list[int]] | None:
-    """`text` with line breaks inside tokens removed, and each character's index in `text`."""
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+# A join matters when the token it makes is long enough to be a key (prose lines ending and starting
+# with short words are left alone), and only the text around it is scanned again.
+MIN_JOINED_TOKEN = 20
+JOIN_CONTEXT = 300
+
+
+def _token_run(text: str, at: int, step: int) -> int:
+    """How many token characters (up to MIN_JOINED_TOKEN) run from `at` forwards (step 1) or end
+    just before it (step -1)."""
+    i, n = (at - 1 if step < 0 else at), 0
+    while 0 <= i < len(text) and text[i] in _TOKEN_CHARS and n < MIN_JOINED_TOKEN:
+        i, n = i + step, n + 1
+    return n
+
+
+def _joined(text: str) -> tuple[str, list[int], list[tuple[int, int]]] | None:
+    """`text` with line breaks inside long tokens removed, each character's index in `text`, and
+    the windows of the joined text around the joins (the only places a new match can appear)."""
     if "\n" not in text:
         return None
     parts: list[str] = []
     origin: list[int] = []
-    pos = 0
+    joins: list[int] = []
+    pos = size = 0
     for m in _WRAP.finditer(text):
+        if _token_run(text, m.start(), -1) + _token_run(text, m.end(), 1) < MIN_JOINED_TOKEN:
+            continue
         parts.append(text[pos : m.start()])
         origin.extend(range(pos, m.start()))
+        size += m.start() - pos
+        joins.append(size)
         pos = m.end()
-    if not parts:
+    if not joins:
         return None
     parts.append(text[pos:])
     origin.extend(range(pos, len(text)))
-    return "".join(parts), origin
+    windows: list[tuple[int, int]] = []
+    for at in joins:
+        start, end = max(0, at - JOIN_CONTEXT), min(len(origin), at + JOIN_CONTEXT)
+        if windows and start <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], end)
+        else:
+            windows.append((start, end))
+    return "".join(parts), origin, windows
 
 
 def _decoded(segment: str) -> str | None:
@@ -415,10 +446,11 @@ def _scan_views(text: str, depth: int = 0) -> Iterator[tuple[Finding, int, int]]
         yield (f, *back(f.start, f.end, origin))
     joined = _joined(folded)
     if joined is not None:
-        jtext, jorigin = joined
-        for f in _matches(jtext):
-            s, e = back(f.start, f.end, jorigin)
-            yield (f, *back(s, e, origin))
+        jtext, jorigin, windows = joined
+        for a, b in windows:
+            for f in _matches(jtext[a:b]):
+                s, e = back(a + f.start, a + f.end, jorigin)
+                yield (f, *back(s, e, origin))
     if depth >= 2:
         return
     for m in _BASE64.finditer(folded):
