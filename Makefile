@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha256
 # The test, lint and export tools on top (`make test`, `make lint`); `make run` needs none of them.
 DEV_STAMP := $(VENV)/.dev-installed-$(shell cat requirements*.txt pyproject.toml | sha256sum | cut -c1-16)
 
-.PHONY: run test lint format install install-dev clean-test browser
+.PHONY: run test lint format install install-dev clean-test browser clis
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null || { echo "Python 3.11 is required ($(PY) not found)"; exit 1; }
@@ -60,10 +60,25 @@ browser:
 		fi; \
 	fi
 
+# The plugin tests (tests/test_plugins.py) drive the real assistant CLIs from npm, pinned here;
+# they validate and install plugins without a login. Node and npm come with the machine image.
+CLAUDE_CODE_VERSION := 2.1.197
+CODEX_VERSION := 0.169.0
+CLIS_STAMP := $(VENV)/clis/.installed-$(CLAUDE_CODE_VERSION)-$(CODEX_VERSION)
+$(CLIS_STAMP):
+	@command -v npm >/dev/null || { echo "npm is required for the plugin tests (apt-get install npm)"; exit 1; }
+	@echo "installing the Claude Code and Codex CLIs for the plugin tests…"
+	npm install --prefix $(VENV)/clis --no-audit --no-fund --loglevel=error \
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) @openai/codex@$(CODEX_VERSION)
+	@rm -f $(VENV)/clis/.installed-*
+	@touch $(CLIS_STAMP)
+
+clis: $(CLIS_STAMP)
+
 # Tests use their own YULLU_HOME and config so they never touch your data.
 TEST_HOME ?= $(CURDIR)/.test-home
 # The embedded test server is stopped afterwards, whatever pytest's outcome.
-test: install-dev lint browser
+test: install-dev lint browser clis
 	@mkdir -p $(TEST_HOME)
 	@export YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml HF_HUB_OFFLINE=1; \
 		$(BIN)/pytest $(PYTEST_ARGS); status=$$?; \

@@ -202,3 +202,51 @@ def test_a_store_through_services_still_accepts_every_known_category(stub_embedd
     for category in ("process", "decision", "gotcha", "domain", "style", "Style "):
         memory = services.create_memory(Scope("acme/cats", None), f"fact about {category}", category)
         assert memory.category == category.strip().lower()
+
+
+# --- the dashboard on a phone --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Any:
+    from tests.test_admin_browser import CHROMIUM
+
+    if not os.path.exists(CHROMIUM):
+        message = f"{CHROMIUM} is missing: `make test` installs it as root (apt-get install chromium)."
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's loop runs in this thread; the ORM calls are sync
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        yield browser
+        browser.close()
+    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+def test_on_a_390_px_phone_the_dashboard_tables_scroll_instead_of_being_cut_off(
+    chromium: Any, live_server_url: str, django_user_model: Any, stub_embedder: StubServer
+) -> None:
+    django_user_model.objects.create_superuser("phone", password="a-long-password-1")
+    for n in range(3):
+        services.create_memory(Scope(f"github.com/a-rather-long-organisation-name/project-{n}", None), f"fact {n}")
+    context = chromium.new_context(viewport={"width": 390, "height": 844}, base_url=live_server_url)
+    tab = context.new_page()
+    try:
+        tab.goto("/admin/login/")  # no ?next=: where a person typing the URL lands
+        tab.fill("input[name=username]", "phone")
+        tab.fill("input[name=password]", "a-long-password-1")
+        tab.click("button[type=submit]")
+        tab.wait_for_url(f"{live_server_url}/admin/")
+        tab.wait_for_load_state("networkidle")
+        tables = tab.evaluate(
+            """() => [...document.querySelectorAll('.y-table')].map(t => ({
+                right: t.getBoundingClientRect().right, scroll: t.scrollWidth, client: t.clientWidth,
+                overflow: getComputedStyle(t).overflowX}))"""
+        )
+    finally:
+        context.close()
+    assert tables, "the dashboard has tables"
+    for table in tables:
+        assert table["right"] <= 391, f"a table reaches past the screen's edge: {table}"
+        assert table["scroll"] <= table["client"] or table["overflow"] in ("auto", "scroll"), table

@@ -382,7 +382,25 @@ def codex_notify(argv: list[str]) -> int:
     return 0
 
 
-VERBS = {"inject": inject, "record-turn": record_turn, "session-start": session_start, "pre-compact": pre_compact}
+def mcp_headers() -> int:
+    """`headersHelper` of the Claude Code plugin's MCP server: the bearer token as a JSON header
+    object, read from $YULLU_HOME/token at each connection (so it never sits in a plugin file).
+    Exit 1 with one sentence when there is no token yet."""
+    secret = token()
+    if not secret:
+        print(f"yullu: no API token in {home_dir()}; run `yullu serve` (or `yullu token`) once", file=sys.stderr)
+        return 1
+    print(json.dumps({"Authorization": f"Bearer {secret}"}))
+    return 0
+
+
+VERBS = {
+    "inject": inject,
+    "record-turn": record_turn,
+    "session-start": session_start,
+    "pre-compact": pre_compact,
+    "mcp-headers": mcp_headers,
+}
 
 
 def main(argv: list[str]) -> int:

@@ -230,6 +230,12 @@ def cmd_inject(args: argparse.Namespace) -> None:
     raise SystemExit(inject())
 
 
+def cmd_mcp_headers(args: argparse.Namespace) -> None:
+    from .hooks import mcp_headers
+
+    raise SystemExit(mcp_headers())
+
+
 def cmd_record_turn(args: argparse.Namespace) -> None:
     from .hooks import record_turn
 
@@ -306,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("pre-compact", help="PreCompact hook: send the whole transcript to the dream buffer")
     p.set_defaults(fn=cmd_pre_compact)
+
+    p = sub.add_parser("mcp-headers", help="the MCP Authorization header as JSON (the Claude Code plugin's helper)")
+    p.set_defaults(fn=cmd_mcp_headers)
 
     p = sub.add_parser("codex-notify", help="Codex `notify` program: send the finished turn to the dream buffer")
     p.add_argument("payload", nargs="*", help="the JSON Codex passes as its last argument")
@@ -432,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-HOOK_COMMANDS = ("inject", "record-turn", "session-start", "pre-compact", "codex-notify")
+HOOK_COMMANDS = ("inject", "record-turn", "session-start", "pre-compact", "codex-notify", "mcp-headers")
 
 
 def version() -> str:

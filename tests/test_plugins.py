@@ -1,0 +1,109 @@
+"""The Claude Code plugin and marketplace in the repository (.claude-plugin/marketplace.json,
+plugins/yullu/), checked with the real CLIs from npm (`make test` installs the pinned versions
+into .venv/clis; see docs/testing.md): `claude plugin validate --strict` accepts both manifests,
+`claude plugin marketplace add` + `claude plugin install` wire the MCP server to a running server
+(`claude mcp list`: Connected), and Codex installs the same plugin from the same marketplace. The
+plugin's skill and hooks are the installer's (one text, two ways to install)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.processes import REPO
+from yullu_cli import install
+
+PLUGIN = REPO / "plugins" / "yullu"
+CLIS = Path(os.environ.get("YULLU_TEST_CLIS") or REPO / ".venv" / "clis" / "node_modules" / ".bin")
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def cli(name: str) -> str:
+    path = CLIS / name
+    if not path.exists():
+        message = f"{path} is missing: `make test` installs the assistant CLIs (npm install into .venv/clis)."
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return str(path)
+
+
+def run(args: list[str], home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """A CLI with its own HOME (nothing of the user's), no telemetry or update checks."""
+    quiet = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1"}
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE"))}
+    return subprocess.run(args, env={**base, **quiet, "HOME": str(home), **env}, capture_output=True, text=True,
+                          timeout=180, cwd=home)  # fmt: skip
+
+
+def test_the_plugins_skill_and_hooks_are_the_installers() -> None:
+    assert (PLUGIN / "skills/yullu/SKILL.md").read_text() == install.SKILL
+    hooks = json.loads((PLUGIN / "hooks/hooks.json").read_text())["hooks"]
+    commands = {event: group[0]["hooks"][0]["command"] for event, group in hooks.items()}
+    assert commands == {event: f"yullu {verb} || true" for event, verb in install.HOOKS.items()}
+    server = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]["yullu"]
+    assert (
+        server["type"] == "http" and server["url"].endswith("/mcp") and server["headersHelper"] == "yullu mcp-headers"
+    )
+    manifest = json.loads((PLUGIN / ".claude-plugin/plugin.json").read_text())
+    market = json.loads((REPO / ".claude-plugin/marketplace.json").read_text())
+    from importlib.metadata import version
+
+    assert manifest["version"] == market["plugins"][0]["version"] == version("yullu")
+
+
+def test_claude_plugin_validate_accepts_the_plugin_and_the_marketplace(tmp_path: Path) -> None:
+    claude = cli("claude")
+    for path in (PLUGIN, REPO):
+        done = run([claude, "plugin", "validate", "--strict", str(path)], tmp_path)
+        assert done.returncode == 0 and "Validation passed" in done.stdout, done.stdout + done.stderr
+
+
+def test_mcp_headers_prints_the_token_header_or_says_there_is_none(tmp_path: Path) -> None:
+    entry = [sys.executable, "-m", "yullu_cli.main", "mcp-headers"]
+    env = {**os.environ, "YULLU_HOME": str(tmp_path)}
+    missing = subprocess.run(entry, env=env, capture_output=True, text=True, cwd=REPO)
+    assert missing.returncode == 1 and missing.stdout == "" and "no API token" in missing.stderr
+    (tmp_path / "token").write_text("yl_secret\n")
+    found = subprocess.run(entry, env=env, capture_output=True, text=True, cwd=REPO)
+    assert json.loads(found.stdout) == {"Authorization": "Bearer yl_secret"}
+
+
+def test_marketplace_add_and_install_connect_claude_code_to_a_running_server(
+    hook_env: dict[str, str], tmp_path: Path
+) -> None:
+    claude = cli("claude")
+    home = tmp_path / "clihome"
+    home.mkdir()
+    env = {**hook_env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{hook_env['PATH']}"}
+    env.pop("HOME")
+    added = run([claude, "plugin", "marketplace", "add", str(REPO)], home, **env)
+    assert added.returncode == 0, added.stdout + added.stderr
+    installed = run([claude, "plugin", "install", "yullu@yullu"], home, **env)
+    assert installed.returncode == 0 and "Successfully installed" in installed.stdout, installed.stdout
+    listed = run([claude, "mcp", "list"], home, **env)
+    assert f"plugin:yullu:yullu: http://127.0.0.1:{env['YULLU_PORT']}/mcp (HTTP) - ✔ Connected" in listed.stdout, (
+        listed.stdout + listed.stderr
+    )
+    # Without a token the same plugin cannot connect: the header comes from the token file.
+    (Path(env["YULLU_HOME"]) / "token").unlink()
+    refused = run([claude, "mcp", "list"], home, **env)
+    assert "plugin:yullu:yullu" in refused.stdout and "✔ Connected" not in refused.stdout
+
+
+def test_codex_installs_the_same_plugin_from_the_same_marketplace(tmp_path: Path) -> None:
+    codex = cli("codex")
+    home = tmp_path / "clihome"
+    (home / ".codex").mkdir(parents=True)
+    added = run([codex, "plugin", "marketplace", "add", str(REPO)], home)
+    assert added.returncode == 0 and "Added marketplace `yullu`" in added.stdout, added.stdout + added.stderr
+    installed = run([codex, "plugin", "add", "yullu@yullu"], home)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    skills = list((home / ".codex/plugins/cache/yullu/yullu").glob("*/skills/yullu/SKILL.md"))
+    assert [s.read_text() for s in skills] == [install.SKILL]
