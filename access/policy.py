@@ -23,7 +23,7 @@ from django.db.models import Q, QuerySet
 from yullu_core.database import fetch_prepared
 from yullu_core.errors import NotFound, UserError
 
-from .actor import Actor, acting
+from .actor import Actor, acting  # acting: also for attribution (memories.services)
 from .audit import record
 from .models import ROLE_RANK, Grant, Project, Role
 

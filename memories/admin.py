@@ -46,6 +46,11 @@ from .scope import Scope, known_root
 from .serializers import HitOut
 
 
+def _who(source: str, user: str | None) -> str:
+    """The channel and, when a person made the change, who (SPEC §11)."""
+    return f"{source} ({user})" if user else source
+
+
 class MemoryForm(forms.ModelForm):
     tags_text = forms.CharField(
         required=False, label="Tags", help_text="Comma-separated.", widget=UnfoldAdminTextInputWidget()
@@ -177,7 +182,9 @@ class MemoryAdmin(ModelAdmin):
         "held",
         "uuid",
         "created_at",
+        "created_by",
         "updated_at",
+        "updated_by",
         "rating",
         "rating_comment",
         "expires_at",
@@ -272,7 +279,10 @@ class MemoryAdmin(ModelAdmin):
             format_html_join(
                 "",
                 "<tr><td class='y-nowrap'>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                ((r["at"][:19].replace("T", " "), r["action"], r["source"], _change_text(r)) for r in reversed(rows)),
+                (
+                    (r["at"][:19].replace("T", " "), r["action"], _who(r["source"], r["user"]), _change_text(r))
+                    for r in reversed(rows)
+                ),
             ),
         )
 

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from access import policy as access
+from access.people import username
 from yullu_core.errors import NotFound, UserError
 
 from . import services
@@ -225,6 +226,7 @@ def _kept(link: MemoryLink, resolution: str) -> tuple[Memory, Memory | None]:
 class ChangeDict(TypedDict):
     action: str
     source: str
+    user: str | None  # who (null: the system)
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     at: str
@@ -235,7 +237,14 @@ def history(memory_id: Any) -> list[ChangeDict]:
     memory = services.get_memory(memory_id)
     rows = MemoryChange.objects.filter(memory_uuid=memory.uuid).order_by("created_at", "id")
     return [
-        {"action": r.action, "source": r.source, "before": r.before, "after": r.after, "at": r.created_at.isoformat()}
+        {
+            "action": r.action,
+            "source": r.source,
+            "user": username(r.user_id),
+            "before": r.before,
+            "after": r.after,
+            "at": r.created_at.isoformat(),
+        }
         for r in rows
     ]
 
@@ -369,6 +378,7 @@ def rate_recall(recall_id: Any, memory_id: Any, useful: Any, comment: Any = "", 
             "useful": useful,
             "comment": text,
             "source": _source(source),
+            "user_id": access.acting().user_id,
             "created_at": timezone.now(),
         },
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -58,6 +59,13 @@ class Memory(models.Model):
         max_length=10, choices=Importance.choices, default=Importance.NORMAL, db_default=Importance.NORMAL
     )
     expires_at = models.DateTimeField(null=True, blank=True)
+    # Who stored and who last changed it (SPEC §11); null: the system (dreaming, a teammate's event, the CLI).
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     # Set when a newer memory replaces this one: kept for history, out of default retrieval.
     superseded_by = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes"
@@ -263,6 +271,10 @@ class MemoryChange(models.Model):
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # The person (ratings, review actions and conflict resolutions are history rows too); null: the system.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
 
     class Meta:
         indexes = [
@@ -282,6 +294,9 @@ class RecallFeedback(models.Model):
     useful = models.BooleanField()
     comment = models.TextField(blank=True, default="")
     source = models.CharField(max_length=20, default="api")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     # The query's vector (by the embedder active when rated): ranking compares new queries with it.
     query_embedder = models.CharField(max_length=200, blank=True, default="")
     query_vector = VectorField(null=True, blank=True)

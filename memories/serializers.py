@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, NotRequired, TypedDict
 
+from access.people import username
 from yullu_core.wire import DATETIME, UUID, Doc
 
 from .models import Memory, RejectedMemory
@@ -30,6 +31,8 @@ class MemoryOut(TypedDict):
     # Why it is held out of retrieval until a person approves it (memories.poisoning); "" when not held.
     held_for_review: str
     superseded_by: Annotated[int | None, Doc("id of the memory that replaced this one")]
+    created_by: Annotated[str | None, Doc("user name of who stored it; null: the system (dreaming, sync, CLI)")]
+    updated_by: Annotated[str | None, Doc("user name of who last changed it; null: the system")]
 
 
 class AnchorOut(TypedDict):
@@ -151,6 +154,8 @@ def memory_to_wire(m: Memory) -> MemoryOut:
         "expires_at": m.expires_at.isoformat() if m.expires_at else None,
         "superseded_by": m.superseded_by_id,
         "held_for_review": m.held_reason,
+        "created_by": username(m.created_by_id),
+        "updated_by": username(m.updated_by_id),
     }
 
 

@@ -262,6 +262,7 @@ def change_row(
         source=HISTORY_SOURCES.get(source, source)[:20],
         before=before,
         after=after,
+        user_id=access.acting().user_id,
     )
 
 
@@ -438,6 +439,7 @@ def store_memories(
     still leave one memory. `supersedes` marks that memory superseded by the stored one.
     """
     access.require(scope.project_id, access.WRITE)
+    author = access.acting().user_id
     now = timezone.now()
     items = list(items)
     cleaned = [_clean_item(i, now) for i in items]
@@ -488,6 +490,8 @@ def store_memories(
                     held_reason=hold_reason(cleaned[n].content, cleaned[n].tags),
                     created_at=ns_to_datetime(_ts(cleaned[n], stamp)),
                     updated_at=ns_to_datetime(_ts(cleaned[n], stamp)),
+                    created_by_id=author,
+                    updated_by_id=author,
                     **({"uuid": cleaned[n].uuid} if cleaned[n].uuid else {}),
                 )
                 for n in fresh
@@ -820,6 +824,7 @@ def update_memory(
             setattr(memory, key, value)
         if "content" in changes or "tags" in changes:
             memory.held_reason = hold_reason(memory.content, memory.tags)
+        memory.updated_by_id = access.acting().user_id
         ts = change_time(memory.updated_at)
         memory.updated_at = ns_to_datetime(ts)
         memory.save()

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from access.actor import acting
 from memories.changes import MemoryChange
 from memories.scope import is_personal, known_root
 from yullu_core.config import load_for_project
@@ -74,14 +75,20 @@ def embedding_event(memory_uuid: str, ts_ns: int, embedder: str, vector: Any, co
     )
 
 
+def _author() -> dict[str, str]:
+    """The acting person's user name (never an email unless they chose it as their name)."""
+    actor = acting()
+    return {"author": actor.username} if actor.user_id is not None and actor.username else {}
+
+
 def events_for(change: MemoryChange, log_embeddings: bool) -> list[Event]:
     if change.kind == "delete":
-        return [make_event("delete", change.memory_uuid, change.ts_ns)]
+        return [make_event("delete", change.memory_uuid, change.ts_ns, **_author())]
     if change.kind == "create":
         fields = {k: v for k, v in change.state.items() if v is not None or k == "category"}
     else:
         fields = dict(change.state)  # update: a present None clears the field
-    events = [make_event(change.kind, change.memory_uuid, change.ts_ns, **fields)]
+    events = [make_event(change.kind, change.memory_uuid, change.ts_ns, **fields, **_author())]
     if change.vector is not None and log_embeddings and "content" in change.state:
         embedder, vector = change.vector
         events.append(embedding_event(change.memory_uuid, change.ts_ns, embedder, vector, change.state["content"]))

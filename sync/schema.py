@@ -138,6 +138,8 @@ class Event(BaseModel):
     vector: list[float] | None = Field(default=None, min_length=1, max_length=MAX_VECTOR_DIM)
     content_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")  # ours: the content a vector is of
     created_at: str | None = None  # ours: compacted snapshots keep the memory's creation time
+    # ours (SPEC §11): the display name of who made the change; readers that do not know it ignore it
+    author: str | None = Field(default=None, max_length=150)
 
     @field_validator("supersedes", mode="before")
     @classmethod

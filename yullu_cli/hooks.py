@@ -92,7 +92,9 @@ def hook_argv(verb: str) -> list[str]:
 
 
 def server_url() -> str:
-    return f"http://127.0.0.1:{server_port()}"
+    """YULLU_SERVER (a team server: `yullu install --server URL` pins it), else this machine's server."""
+    remote = os.environ.get("YULLU_SERVER", "").strip().rstrip("/")
+    return remote or f"http://127.0.0.1:{server_port()}"
 
 
 def token() -> str:

@@ -114,7 +114,10 @@ def write_if_changed(path: Path, text: str, private: bool = False) -> bool:
 def pinned_env() -> dict[str, str]:
     """The home and port this install is made for, set in every command it writes (hooks, Codex
     notify, the service), so a server on a non-default port or home is still the one they reach."""
-    return {"YULLU_HOME": str(yullu_home().resolve()), "YULLU_PORT": str(server_port())}
+    env = {"YULLU_HOME": str(yullu_home().resolve()), "YULLU_PORT": str(server_port())}
+    if remote := os.environ.get("YULLU_SERVER", "").strip():
+        env["YULLU_SERVER"] = remote  # a team server (`yullu install --server URL`)
+    return env
 
 
 def hook_command(verb: str) -> str:

@@ -263,6 +263,19 @@ def cmd_codex_notify(args: argparse.Namespace) -> None:
 def cmd_install(args: argparse.Namespace) -> None:
     from .install import install
 
+    if args.server:  # a team server: the hooks and MCP entries this install writes point there
+        from urllib.parse import urlparse
+
+        if urlparse(args.server).scheme not in ("http", "https") or not urlparse(args.server).netloc:
+            fail("--server must be the server's base URL, e.g. https://yullu.example.com")
+        os.environ["YULLU_SERVER"] = args.server.strip().rstrip("/")
+    if args.token:  # kept where the hooks read it (mode 0600)
+        from yullu_core.paths import write_private
+
+        from .hooks import yullu_home
+
+        write_private(yullu_home() / "token", args.token.strip() + "\n")
+
     install(args.targets, service=args.service, assume_yes=args.yes)
 
 
@@ -324,6 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("targets", nargs="*", type=_target, help="claude, codex or cursor (default: auto-detect)")
     p.add_argument("--service", action="store_true", help="also install a systemd user unit / launchd agent")
     p.add_argument("--yes", action="store_true", help="answer yes to prompts")
+    p.add_argument("--server", default="", help="a team server's base URL (default: this machine's server)")
+    p.add_argument("--token", default="", help="your token on that server (`yullu tokens create` prints it)")
     p.set_defaults(fn=cmd_install)
 
     p = sub.add_parser("uninstall", help="remove what install added")
