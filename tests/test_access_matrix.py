@@ -79,8 +79,10 @@ def make_world() -> World:
 
 Request = tuple[str, dict[str, Any]]  # path, and {"json": …} or {"params": …}
 # need: read | write | admin (of project P); "superuser" (install-wide); "auth" (any valid token,
-# nothing of a project); "public" (no token).
+# nothing of a project); "public" (no token); "never" (refused to everyone, 403).
 ROUTES: dict[tuple[str, str], tuple[str, Callable[[World], Request]]] = {
+    ("", "GET"): ("public", lambda w: ("/", {})),  # a redirect to the admin
+    **{("", method): ("never", lambda w: ("/", {})) for method in ("POST", "PUT", "PATCH", "DELETE")},  # CSRF
     ("api/status", "GET"): ("public", lambda w: ("/api/status", {})),
     ("api/schema", "GET"): ("auth", lambda w: ("/api/schema", {})),
     ("api/memories", "GET"): ("read", lambda w: ("/api/memories", {"params": {"project_id": P}})),
@@ -215,7 +217,7 @@ def tokens(keyword_only: None) -> dict[str, str]:
 def allowed(persona: str, need: str) -> bool:
     if need in ("public", "auth"):
         return True
-    if need == "superuser":
+    if need in ("superuser", "never"):
         return False
     return RANK[persona] >= NEED[need] and not (persona == "readonly" and NEED[need] > 1)
 
@@ -283,6 +285,13 @@ TOOLS: dict[str, tuple[str, Callable[[World], dict[str, Any]]]] = {
         lambda w: {"session_id": "s1", "messages": [{"role": "user", "content": "hello"}], "project_id": P},
     ),
     "dream_now": ("write", lambda w: {"project_id": P}),
+    "get_memory": ("read", lambda w: {"id": w.mem, "project_id": P}),
+    "link_memories": ("write", lambda w: {"from_id": w.mem, "to_id": w.mem2, "kind": "related", "project_id": P}),
+    "list_conflicts": ("admin", lambda w: {"project_id": P}),
+    "resolve_conflict": (
+        "admin",
+        lambda w: {"conflict_id": w.conflict, "resolution": "keep_both", "project_id": P},
+    ),
 }
 
 
