@@ -129,6 +129,16 @@ def truth(
     return touched, located
 
 
+def _trimmed(lines: list[str], start: int, end: int) -> tuple[int, int]:
+    """The span without its leading and trailing blank lines: they hold no code, and difflib pairs
+    blank lines arbitrarily, so a neighbouring edit would seem to touch them."""
+    while start < end and not lines[start - 1].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return start, end
+
+
 def _symbol_span(lines: list[str], symbol: str) -> tuple[int, int] | None:
     """The symbol's lines with its decorators, by `ast` (independently of memories.anchors.symbols)."""
     try:
@@ -185,7 +195,7 @@ def replay(repo: Repo, chain: list[str], anchors: list[Tracked]) -> dict[str, ob
             after_blob = repo.blob_id(cur, new_path)
             before = (repo.read(old_blob) or b"").decode("utf-8", "replace").splitlines()
             after = (repo.read(after_blob or "") or b"").decode("utf-8", "replace").splitlines()
-            span = (p.start or 1, p.end or len(before))
+            span = _trimmed(before, p.start or 1, p.end or len(before))
             new_span = _symbol_span(after, t.symbol) if t.symbol else None
             if new_blob is None and after_blob is None:
                 touched, located = True, None  # deleted, not renamed
