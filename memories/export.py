@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+
+from yullu_core.outfile import write_file
+from yullu_core.text import escape_controls
 
 from .models import CATEGORIES, Memory
 from .scope import resolve
@@ -36,9 +38,9 @@ def render_agents_md(project_id: str) -> str:
 
 def export_agents_md(project_id: str | None, cwd: str, out: str) -> None:
     scope = resolve(project_id, None if project_id else cwd)
-    text = render_agents_md(scope.project_id)
+    text = escape_controls(render_agents_md(scope.project_id))  # a teammate's escapes never reach a terminal
     if out == "-":
         sys.stdout.write(text)
     else:
-        Path(out).write_text(text)
+        write_file(out, lambda fh: fh.write(text), 0o644)  # a file to commit; never through a symlink or FIFO
         print(f"wrote {out} ({text.count(chr(10) + '- ')} memories)", file=sys.stderr)

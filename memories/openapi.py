@@ -4,6 +4,7 @@ dict), so their shapes are declared here; schemathesis checks every response aga
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import wraps
 from types import UnionType
 from typing import (
     Annotated,
@@ -148,13 +149,30 @@ def documented(
     also: dict[int, Any] | None = None,
 ) -> Callable[[Any], Any]:
     """extend_schema with our error contract: every listed status answers `{"error": "..."}`.
-    `also`: further success statuses and their bodies."""
+    `also`: further success statuses and their bodies. A query parameter not in `params` is a
+    400 naming it (SPEC §4): `?cwd=` on a list must not quietly list every project."""
     responses: dict[int, Any] = {status: ok, **(also or {})}
     responses.update({code: Error for code in (*errors, *ALWAYS)})
-    return extend_schema(
+    schema = extend_schema(
         request=request,
         responses=responses,
         parameters=params or [],
         summary=summary or None,
         operation_id=operation_id,
     )
+    allowed = sorted(p.name for p in params or [])
+
+    def decorate(method: Callable[..., Any]) -> Any:
+        @wraps(method)
+        def view(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+            unknown = sorted(set(request.query_params) - set(allowed))
+            if unknown:
+                takes = f"it takes {', '.join(allowed)}" if allowed else "it takes none"
+                raise serializers.ValidationError(
+                    f"unknown query parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; {takes}."
+                )
+            return method(self, request, *args, **kwargs)
+
+        return schema(view)
+
+    return decorate

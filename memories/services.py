@@ -24,6 +24,7 @@ from django.utils import timezone
 from access import policy as access
 from yullu_core.errors import NotFound, UserError
 from yullu_core.locks import LockKey
+from yullu_core.text import find_control
 
 from .anchors import store as anchor_store
 from .changes import change_time, datetime_to_ns, ns_to_datetime, publish_change
@@ -90,6 +91,8 @@ def clean_content(content: Any) -> str:
         raise UserError("content must not be empty.")
     if "\x00" in content:
         raise UserError("content must not contain NUL characters.")
+    if bad := find_control(content):
+        raise UserError(f"content must not contain control or bidi characters (found {bad}); remove them.")
     limit = max_content_chars()
     if len(content) > limit:
         raise UserError(
@@ -108,6 +111,8 @@ def clean_tags(tags: Any) -> list[str]:
         tag = tag.strip()
         if "\x00" in tag:
             raise UserError("tags must not contain NUL characters.")
+        if bad := find_control(tag):
+            raise UserError(f"tags must not contain control or bidi characters (found {bad}).")
         if len(tag) > MAX_TAG_CHARS:
             raise UserError(f"each tag must be at most {MAX_TAG_CHARS} characters.")
         if tag and tag not in seen:

@@ -4,6 +4,10 @@ format, the original Go Yul'lu SQLite database and the official MCP memory serve
 Imports go through the write path (`services.create_memories`: validation, secret scan, sync
 events) and are idempotent: a memory keeps its uuid (formats without one get a uuid derived from
 project and content), and a uuid or an identical content already in the project is skipped.
+
+Every field of a row is validated before the row is written (`_valid`: content, project, tags,
+category, times, rating, importance and the other carried-over fields): a bad row is refused and
+reported with its reason, never half-written, and the rows around it are imported.
 """
 
 from __future__ import annotations
@@ -18,16 +22,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
 from yullu_core.errors import UserError
+from yullu_core.outfile import write_file
+from yullu_core.text import json_safe
 
 from . import services
 from .anchors import store as anchor_store
 from .embedders import get_embedder
 from .models import Memory, MemoryVector
-from .scope import resolve
+from .scope import resolve, validate_project_id
 from .secrets import redact
 
 FORMAT = "yullu-memories"
@@ -77,10 +84,10 @@ def export_json(project_id: str | None, out: IO[str], *, vectors: bool = False) 
         "count": qs.count(),
         "vectors": vectors,
     }
-    out.write(json.dumps(header, ensure_ascii=False) + "\n")
+    out.write(json_safe(json.dumps(header, ensure_ascii=False)) + "\n")
     n = 0
-    for memory in qs.iterator(chunk_size=500):
-        out.write(json.dumps(memory_record(memory, vectors), ensure_ascii=False) + "\n")
+    for memory in qs.iterator(chunk_size=500):  # control and bidi characters as JSON escapes: safe in a terminal
+        out.write(json_safe(json.dumps(memory_record(memory, vectors), ensure_ascii=False)) + "\n")
         n += 1
     return n
 
@@ -89,12 +96,9 @@ def export_json_cli(project_id: str | None, out: str, vectors: bool) -> None:
     if out == "-":
         export_json(project_id, sys.stdout, vectors=vectors)
         return
-    path = Path(out)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        n = export_json(project_id, fh, vectors=vectors)
-    tmp.replace(path)
-    print(f"exported {n} memories to {path}", file=sys.stderr)
+    # Personal memories are in it: readable by the user only; a FIFO, symlink or device there is refused.
+    n = write_file(out, lambda fh: export_json(project_id, fh, vectors=vectors), 0o600)
+    print(f"exported {n} memories to {out}", file=sys.stderr)
 
 
 # --- reading the three formats ----------------------------------------------------------
@@ -107,22 +111,23 @@ class Row:
     category: str | None = None
     tags: list[str] = field(default_factory=list)
     uuid: str | None = None
-    created_at: datetime | None = None
+    created_at: Any = None  # as read; a datetime once `_valid` has checked it
     extra: dict[str, Any] = field(default_factory=dict)  # rating, updated_at, lifecycle fields …
     vectors: dict[str, Any] = field(default_factory=dict)  # embedder id → vector (`export --vectors`)
 
 
 def _time(value: Any) -> datetime | None:
-    if value in (None, ""):
-        return None
-    if isinstance(value, (int, float)):
-        seconds = value / 1000 if value > 10**11 else value  # milliseconds or seconds
-        return datetime.fromtimestamp(seconds, tz=UTC)
+    """A time as ISO 8601 or epoch seconds/milliseconds; ValueError for anything else."""
+    if value in (None, "") or isinstance(value, datetime):
+        return value or None
     try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            seconds = value / 1000 if value > 10**11 else value  # milliseconds or seconds
+            return datetime.fromtimestamp(seconds, tz=UTC)
         parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    except (ValueError, OverflowError, OSError):  # OSError: beyond what the C library converts
+        raise ValueError(f"{str(value)[:40]!r} is not a time between the years 1 and 9999") from None
 
 
 def _uuid_or_none(value: Any) -> str | None:
@@ -179,7 +184,7 @@ def read_yullu(path: Path, project: str | None) -> Iterator[Row]:
                 category=rec.get("category"),
                 tags=rec.get("tags") or [],
                 uuid=rec.get("uuid"),
-                created_at=_time(rec.get("created_at")),
+                created_at=rec.get("created_at"),
                 extra={k: v for k, v in rec.items() if k not in known},
                 vectors=rec.get("vectors") if isinstance(rec.get("vectors"), dict) else {},
             )
@@ -209,7 +214,7 @@ def read_go_sqlite(path: Path, project: str | None) -> Iterator[Row]:
                 category=row.get("category"),
                 tags=tags if isinstance(tags, list) else [],
                 uuid=row.get("uuid"),
-                created_at=_time(row.get("created_at")),
+                created_at=row.get("created_at"),
                 extra=extra,
             )
     except sqlite3.DatabaseError as exc:
@@ -272,11 +277,7 @@ def _restore_fields(created: list[tuple[Memory, Row]]) -> None:
             if f.is_relation:
                 links.append((memory, f.name, str(value)))
                 continue
-            if f.get_internal_type() == "DateTimeField":
-                value = _time(value)
-                if value is None:
-                    continue
-            setattr(memory, f.attname, value)
+            setattr(memory, f.attname, value)  # checked and converted by _valid
             changed.add(f.attname)
     with transaction.atomic():
         for attname in sorted(changed):
@@ -311,19 +312,40 @@ def _is_uuid(value: str) -> bool:
 
 
 def _valid(row: Row, result: ImportResult) -> bool:
+    """Check (and convert) every field the write will use; a bad row is refused with its reason."""
     try:
-        services.clean_content(row.content)
-        services.clean_category(row.category)  # an unknown category is reported and the row skipped
-        services.refuse_secrets(str(row.content), *[str(t) for t in row.tags])
-        if not row.project_id:
-            raise UserError("no project: pass --project")
-    except UserError as exc:
+        _check(row)
+    except (UserError, ValueError, ValidationError) as exc:
         result.refused += 1
+        reason = " ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
         if len(result.errors) < 20:
             # redacted: a row refused for a secret must not print the secret in the report
-            result.errors.append(f"{redact(str(row.content))[:60]!r}: {exc}")
+            result.errors.append(f"row {result.read} {redact(str(row.content))[:60]!r}: {reason}")
         return False
     return True
+
+
+def _check(row: Row) -> None:
+    services.clean_content(row.content)
+    if not row.project_id:
+        raise UserError("no project: pass --project")
+    validate_project_id(row.project_id)
+    row.tags = services.clean_tags(row.tags)
+    services.refuse_secrets(str(row.content), *row.tags)
+    row.category = services.clean_category(row.category)  # an unknown category is an error naming the five
+    row.created_at = _time(row.created_at)
+    settable = _settable()
+    for key, value in list(row.extra.items()):
+        f = settable.get(key)
+        if f is None or value is None or f.is_relation:
+            continue  # unknown keys are ignored; links are resolved by uuid after the write
+        if f.get_internal_type() == "DateTimeField":
+            row.extra[key] = _time(value)
+        elif key == "rating":
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
+                raise UserError(f"rating must be a whole number from 1 to 10, not {str(value)[:20]!r}.")
+        else:
+            row.extra[key] = f.clean(value, None)  # type, length and choices (importance) as the model has them
 
 
 def _vector(row: Row, embedder_id: str) -> list[float] | None:

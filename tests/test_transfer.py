@@ -174,3 +174,34 @@ def test_export_piped_into_head_stops_quietly_without_a_traceback(stub_embedder:
     stderr = proc.stderr.read()
     assert proc.wait(timeout=60) != 0
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
+def test_import_checks_every_row_first_and_refuses_the_bad_ones_whole(tmp_path: Path) -> None:
+    header: dict[str, Any] = {"format": "yullu-memories", "version": 1, "project_id": None, "count": 7}
+    good: dict[str, Any] = {
+        "project_id": "acme/rows",
+        "content": "A good row",
+        "category": "process",
+        "tags": ["ok"],
+        "rating": 7,
+    }
+    bad: dict[str, dict[str, Any]] = {
+        "importance": {"content": "Bad importance", "importance": "urgent"},
+        "rating": {"content": "Negative rating", "rating": -3},
+        "huge created_at": {"content": "Far future", "created_at": 1e20},
+        "huge updated_at": {"content": "Year 99999", "updated_at": "99999-01-01T00:00:00Z"},
+        "tags": {"content": "Tags not a list", "tags": "a,b"},
+        "category": {"content": "Unknown category", "category": "architecture"},
+    }
+    rows = [header, good] + [{"project_id": "acme/rows", **row} for row in bad.values()]
+    rows.append({"project_id": "acme/rows", "content": "Another good row", "updated_at": "2026-01-02T03:04:05Z"})
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = run_cli(["import", str(path)], cli_env(tmp_path))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["created"], result["refused"]) == (2, len(bad)), result
+    for row in bad.values():
+        assert any(row["content"] in e for e in result["errors"]), (row, result["errors"])
+    assert sorted(Memory.objects.values_list("content", flat=True)) == ["A good row", "Another good row"]
+    assert Memory.objects.get(content="A good row").rating == 7

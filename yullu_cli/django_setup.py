@@ -12,7 +12,9 @@ from typing import NoReturn
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    print(f"yullu: {message}", file=sys.stderr)
+    from yullu_core.text import escape_controls
+
+    print(f"yullu: {escape_controls(message)}", file=sys.stderr)
     raise SystemExit(code)
 
 

@@ -18,6 +18,7 @@ import sys
 import time
 
 from memories.trivial import is_acknowledgement, normalise
+from yullu_core.text import escape_controls
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: importing typing/pathlib would cost start-up time
@@ -215,7 +216,7 @@ def inject() -> int:
     except (OSError, ValueError):
         return 0  # server down, slow or unhappy: never block the prompt
     if block:
-        print(block)
+        print(escape_controls(block))  # a teammate's terminal escapes never reach the terminal
     return 0
 
 
@@ -230,7 +231,7 @@ def session_start() -> int:
     except (OSError, ValueError):
         return 0
     if block:
-        print(block)
+        print(escape_controls(block))  # a teammate's terminal escapes never reach the terminal
     return 0
 
 

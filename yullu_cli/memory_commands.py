@@ -107,7 +107,10 @@ def memories(args: argparse.Namespace) -> int:
 
 
 def _print(args: argparse.Namespace, data: Any, human: str) -> int:
-    print(json.dumps(data, indent=2, default=str) if args.json else human)
+    from yullu_core.text import escape_controls
+
+    # JSON escapes every control and bidi character itself (ensure_ascii); text is escaped here.
+    print(json.dumps(data, indent=2, default=str) if args.json else escape_controls(human))
     return 0
 
 

@@ -39,3 +39,17 @@ def find_control(text: str) -> str | None:
     """The first character a write refuses, as a visible escape (`\\x1b`), or None."""
     match = CONTROL_RE.search(text)
     return None if match is None else _escape(match)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a JSON string names an astral character by its UTF-16 surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_safe(json_text: str) -> str:
+    """JSON text (from json.dumps(ensure_ascii=False)) with the characters `escape_controls`
+    escapes written as JSON escapes: it decodes to the same value and prints safely."""
+    return _UNSAFE_RE.sub(_json_escape, json_text)
