@@ -172,8 +172,8 @@ def resolve(project_id: str | None = None, cwd: str | None = None, *, remember: 
 
 
 def _resolve_cwd(cwd: str, *, remember: bool) -> Scope:
-    folder, root = confined(cwd)
     try:
+        folder, root = confined(cwd)
         scope = resolve_path(folder, stop=root)
     except OSError as exc:  # unreadable, a name too long: the caller's path, not our failure
         raise UserError(f"cwd cannot be read ({exc.strerror or type(exc).__name__}).") from None
