@@ -30,7 +30,7 @@ from yullu_core.errors import UserError
 from yullu_core.outfile import write_file
 from yullu_core.text import json_safe
 
-from . import services
+from . import assistant_memory, services
 from .anchors import store as anchor_store
 from .embedders import get_embedder
 from .models import Memory, MemoryVector
@@ -255,6 +255,8 @@ class ImportResult:
     skipped: int = 0
     refused: int = 0
     errors: list[str] = field(default_factory=list)
+    # Assistant memory files only: each fact read with the category guessed for it, for review.
+    review: list[dict[str, str | None]] = field(default_factory=list)
 
 
 def _settable() -> dict[str, Any]:
@@ -422,8 +424,10 @@ def _progress(out: IO[str] | None, result: ImportResult, done: bool = False) -> 
 
 
 def import_path(path: Path, project: str | None = None, cwd: str | None = None) -> ImportResult:
+    if assistant_memory.is_assistant_source(path) and path.exists():
+        return import_assistant_memory(path, project, cwd)
     if not path.is_file():
-        raise UserError(f"{path}: no such file.")
+        raise UserError(f"{path}: no such file or folder.")
     kind = detect(path)
     result = ImportResult(format=kind)
     if kind == "yullu-jsonl":
@@ -432,4 +436,21 @@ def import_path(path: Path, project: str | None = None, cwd: str | None = None) 
         rows = read_go_sqlite(path, project)
     else:
         rows = read_mcp_memory(path, project or resolve(None, cwd).project_id)
+    return import_rows(rows, result, progress=sys.stderr)
+
+
+def import_assistant_memory(path: Path, project: str | None, cwd: str | None) -> ImportResult:
+    """Claude Code auto memory, CLAUDE.md / AGENTS.md, Cursor rules, Copilot instructions
+    (memories.assistant_memory). The project: --project, else the folder imported when it is a
+    repository (not a Claude memory folder), else --cwd."""
+    where = str(path) if path.is_dir() and path.name != "memory" else cwd
+    project_id = project or resolve(None, where).project_id
+    result = ImportResult(format="assistant-memory")
+    rows = []
+    for file, kind, category, fact in assistant_memory.read(path):
+        rows.append(Row(project_id=project_id, content=fact, category=category, tags=[f"from:{kind}"]))
+        result.review.append({"file": str(file), "category": category, "content": fact[:120]})
+    if not rows:
+        expected = "CLAUDE.md, AGENTS.md, .cursor/rules/*.mdc, .github/copilot-instructions.md or Claude Code's memory"
+        raise UserError(f"{path}: no facts found (expected Markdown lists or paragraphs: {expected}).")
     return import_rows(rows, result, progress=sys.stderr)

@@ -222,6 +222,10 @@ def cmd_import(args: argparse.Namespace) -> None:
     except UserError as exc:
         fail(str(exc))
     print(json.dumps(result.__dict__, indent=2))
+    if result.review:
+        print(f"yullu: {len(result.review)} facts read; the category guessed for each is under \"review\"; new "
+              "memories are unrated and wait in the admin's review queue (/admin/memories/memory/review/).",
+              file=sys.stderr)  # fmt: skip
 
 
 def cmd_inject(args: argparse.Namespace) -> None:
@@ -386,7 +390,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_export)
 
     p = sub.add_parser(
-        "import", help="import memories: a `yullu export json` file, a Go Yul'lu database or an MCP memory.jsonl"
+        "import",
+        help="import memories: a `yullu export json` file, a Go Yul'lu database, an MCP memory.jsonl, or the "
+        "assistants' own memory (a repository's CLAUDE.md / AGENTS.md / .cursor/rules / Copilot instructions, "
+        "a Claude Code memory folder, or one such file)",
     )
     p.add_argument("path")
     p.add_argument("--project", default=None, help="put every memory in this project")
