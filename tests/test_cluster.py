@@ -321,6 +321,70 @@ def test_beat_tasks_run_exactly_once_per_period_across_two_workers(cluster: Clus
     assert standby.proc.poll() is None
 
 
+def cli(cluster: Cluster, *args: str, home: Path | None = None, **env: str) -> str:
+    """`yullu ARGS` against the cluster's database, as whoever runs the team server types it."""
+    out = subprocess.run(
+        [sys.executable, "-m", "yullu_cli.main", *args],
+        env={**cluster.env, "YULLU_HOME": str(home or cluster.base / "admin-cli"), **env},
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, (args, out.stderr)
+    return out.stdout
+
+
+def test_two_people_with_different_grants_through_the_two_web_nodes(cluster: Cluster, tmp_path: Path) -> None:
+    """SPEC §11 on the team server: alice writes project A, bob may only read it; alice's own new
+    project is invisible to bob; bob's laptop is pointed at the server by `yullu install --server`."""
+    (cluster.base / "admin-cli").mkdir(exist_ok=True)
+    team, own = "github.com/acme/team-a", "github.com/acme/alice-only"
+    cli(cluster, "users", "add", "alice")
+    cli(cluster, "users", "add", "bob")
+    alice = cli(cluster, "tokens", "create", "--user", "alice", "--name", "laptop").strip().splitlines()[-1]
+    bob = cli(cluster, "tokens", "create", "--user", "bob", "--name", "laptop").strip().splitlines()[-1]
+    cli(cluster, "grant", "alice", team, "write")
+    cli(cluster, "grant", "bob", team, "read")
+
+    async def scenario() -> list[tuple[bool, Any]]:
+        async with http_session(cluster.web(0).url, alice) as a:
+            shared = await call(a, "store_memory", content="vec:0,1,0 Team A releases on Thursdays.", project_id=team)
+            mine = await call(a, "store_memory", content="vec:0,0,1 Alice's side project uses Rust.", project_id=own)
+        async with http_session(cluster.web(1).url, bob) as b:
+            found = await call(b, "retrieve_memories", query="vec:0,1,0 when does team A release?", project_id=team)
+            refused = await call(b, "store_memory", content="vec:1,1,0 Bob was here.", project_id=team)
+            hidden = await call(b, "retrieve_memories", query="vec:0,0,1 side project", project_id=own)
+        return [shared, mine, found, refused, hidden]
+
+    shared, mine, found, refused, hidden = asyncio.run(scenario())
+    assert not shared[0] and not mine[0], (shared, mine)
+    assert not found[0] and [h["created_by"] for h in found[1]["results"]][:1] == ["alice"], found
+    assert refused[0] and "read access" in refused[1], refused
+    assert hidden[0] and "not found" in hidden[1], "a project bob may not read answers like a missing one"
+    roles = cluster.sql(
+        "SELECT role FROM access_grant g JOIN auth_user u ON u.id = g.user_id "
+        "JOIN access_project p ON p.id = g.project_id WHERE u.username = 'alice' AND p.project_id = %s",
+        [own],
+    )
+    assert roles == [("admin",)], "open_projects: alice made the project by using it, so she is its admin"
+
+    # bob's laptop: the installer points the hooks at web node 2 with his token
+    laptop, home = tmp_path / "bob-home", tmp_path / "bob-yullu"
+    laptop.mkdir()
+    home.mkdir()
+    (laptop / ".claude").mkdir()
+    laptop_env = {"HOME": str(laptop), "YULLU_HOOK_TIMEOUT": "60", "PATH": "/usr/bin:/bin"}
+    cli(cluster, "install", "claude", "--server", cluster.web(1).url, "--token", bob, home=home, **laptop_env)
+    settings = json.loads((laptop / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert f"YULLU_SERVER={cluster.web(1).url}" in command
+    assert (home / "token").read_text().strip() == bob
+    checkout = git_repo(tmp_path / "team-a", "git@github.com:acme/team-a.git")  # bob's clone of project A
+    prompt = json.dumps({"prompt": "vec:0,1,0 when does team A release?", "cwd": str(checkout)})
+    hook_env = {k: v for k, v in os.environ.items() if not k.startswith("YULLU_")}
+    hooked = subprocess.run(["sh", "-c", command.replace("|| true", "")], input=prompt, env={**hook_env, **laptop_env},
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "Team A releases on Thursdays" in hooked.stdout, (hooked.stdout, hooked.stderr)
+
+
 def beat_children(node: Node) -> set[int]:
     """The celery beat processes this node's supervisor runs (one when active, none as a standby)."""
     found = set()

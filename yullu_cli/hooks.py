@@ -114,25 +114,45 @@ def category_hints(prompt: str) -> list[str]:
     return [name for name, pattern in HINTS if pattern.search(prompt)]
 
 
+def target() -> tuple[str, str, int, str, bool]:
+    """(Host header, host, port, path prefix, TLS?) of the server: YULLU_SERVER when set (a team
+    server, pinned by `yullu install --server URL`), else this machine's on 127.0.0.1."""
+    remote = os.environ.get("YULLU_SERVER", "").strip().rstrip("/")
+    if not remote:
+        port = server_port()
+        return f"127.0.0.1:{port}", "127.0.0.1", port, "", False
+    from urllib.parse import urlsplit  # light (no email/ssl); only for a team server
+
+    url = urlsplit(remote)
+    tls = url.scheme == "https"
+    port = url.port or (443 if tls else 80)
+    return url.netloc.rsplit("@", 1)[-1], url.hostname or "", port, url.path, tls
+
+
 def post(path: str, body: dict[str, Any]) -> Any:
-    """POST `body` as JSON to the local server; the decoded JSON answer.
+    """POST `body` as JSON to the server (`target()`); the decoded JSON answer.
 
     One HTTP/1.1 exchange over a plain socket (`Connection: close`, read to the end): urllib and
     http.client import email, ssl and more, ~20 ms per hook run. The whole exchange, connect to
     last byte, gets TIMEOUT seconds. Raises OSError (refused, timed out) or ValueError (not a 2xx,
     malformed answer)."""
     deadline = time.monotonic() + TIMEOUT
-    port = server_port()
+    authority, host, port, prefix, tls = target()
     data = json.dumps(body).encode()
     head = (
-        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"POST {prefix}{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n"
         f"Authorization: Bearer {token()}\r\nContent-Length: {len(data)}\r\nConnection: close\r\n\r\n"
     )
     chunks = []
     # Not create_connection(): its getaddrinfo() imports the idna codec (~1 ms) for a literal address.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(TIMEOUT)
-        sock.connect(("127.0.0.1", port))
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as raw:
+        raw.settimeout(TIMEOUT)
+        raw.connect((host, port))
+        sock = raw
+        if tls:  # a team server behind HTTPS; ssl is imported only then
+            import ssl
+
+            sock = ssl.create_default_context().wrap_socket(raw, server_hostname=host)
         sock.sendall(head.encode() + data)
         while True:
             left = deadline - time.monotonic()
