@@ -40,6 +40,8 @@ from .admin_views import (
     stats_view,
     usage_view,
 )
+from .anchors import refs as anchor_refs
+from .anchors import store as anchor_store
 from .embedders import get_embedder
 from .models import CATEGORIES, IMPORTANCES, Memory, MemoryVector, ProjectLocation, RejectedMemory
 from .scope import Scope, known_root
@@ -74,6 +76,14 @@ class MemoryForm(forms.ModelForm):
         widget=UnfoldAdminTextInputWidget(),
     )
 
+    anchors_text = forms.CharField(
+        required=False,
+        label="Code anchors",
+        help_text="Code this memory is about, one per line: app/clock.py, app/clock.py:40-58 or "
+        "app/clock.py::Clock.now (pinned to the project's checkout HEAD). Paths in the content are detected too.",
+        widget=UnfoldAdminTextareaWidget(attrs={"rows": 3}),
+    )
+
     class Meta:
         model = Memory
         fields = ["project_id", "content", "category", "importance"]
@@ -83,6 +93,7 @@ class MemoryForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.fields["tags_text"].initial = ", ".join(self.instance.tags or [])
+            self.fields["anchors_text"].initial = "\n".join(anchor_store.cited(self.instance))
             self.fields["importance"].initial = self.instance.importance
             self.fields["project_id"].disabled = True
 
@@ -93,6 +104,8 @@ class MemoryForm(forms.ModelForm):
             data["content"] = services.clean_content(data.get("content", ""))
             data["tags"] = services.clean_tags([t for t in data.get("tags_text", "").split(",") if t.strip()])
             services.refuse_secrets(data["content"], *data["tags"])
+            data["anchors"] = [line.strip() for line in data.get("anchors_text", "").splitlines() if line.strip()]
+            anchor_refs.parse_all(data["anchors"])
         except UserError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
@@ -351,6 +364,7 @@ class MemoryAdmin(ModelAdmin):
                     importance=data.get("importance") or None,
                     ttl_days=data.get("ttl_days"),
                     source="admin",
+                    **({"anchors": data["anchors"]} if "anchors_text" in form.changed_data else {}),
                 )
             else:
                 scope = Scope(data["project_id"], known_root(data["project_id"]))
@@ -362,6 +376,7 @@ class MemoryAdmin(ModelAdmin):
                     importance=data.get("importance") or None,
                     ttl_days=data.get("ttl_days") or None,
                     source="admin",
+                    anchors=data["anchors"] or None,
                 )
                 obj.pk, obj.id, obj.uuid = created.pk, created.pk, created.uuid
         except UserError as exc:

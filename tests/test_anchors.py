@@ -403,3 +403,30 @@ def test_export_and_import_keep_the_pins(checkout: Path, tmp_path: Path, stub_em
     result = transfer.import_rows(transfer.read_yullu(out, None), transfer.ImportResult("yullu"))
     assert result.created == 1
     assert store.wire_of(Memory.objects.get()) == pinned
+
+
+def test_the_admin_form_sets_anchors_and_refuses_an_escape(
+    checkout: Path, admin_client: Any, stub_embedder: StubServer
+) -> None:
+    scope = resolve(None, str(checkout))
+    m = services.store_memory(scope, "vec:1,0,0 the clock", anchors=["app/clock.py"]).memory
+    url = f"/admin/memories/memory/{m.pk}/change/"
+    form = {"content": m.content, "category": "", "importance": "normal", "tags_text": "", "ttl_days": ""}
+    page = admin_client.get(url)
+    assert "app/clock.py" in page.content.decode()  # the current anchors, one per line
+    admin_client.post(url, form | {"anchors_text": "app/clock.py::Clock.now\napp/clock.py:12-13"})
+    assert store.cited(Memory.objects.get(pk=m.pk)) == ["app/clock.py::Clock.now", "app/clock.py:12-13"]
+    refused = admin_client.post(url, form | {"anchors_text": "../../etc/passwd"})
+    assert "outside the repository" in refused.content.decode()
+    assert store.cited(Memory.objects.get(pk=m.pk)) == ["app/clock.py::Clock.now", "app/clock.py:12-13"]
+
+
+def test_a_comment_appended_to_a_cited_line_is_a_change_not_a_move(checkout: Path) -> None:
+    repo = open_repo(checkout)
+    assert repo is not None
+    p = pins.pin(repo, repo.head() or "", AnchorRef("app/clock.py", start=12, end=13))
+    rewrite(checkout, "def helper():\n    return 1\n", "def helper():\n    return 1  # type: ignore\n")
+    assert pins.check(repo, repo.head() or "", p).status == "changed"
+    rewrite(checkout, "import time\n", "import time\nimport os\n")
+    rewrite(checkout, "    return 1  # type: ignore\n", "    return 1\n")
+    assert pins.check(repo, repo.head() or "", p) == pins.Verdict("moved", "app/clock.py", 13, 14)

@@ -171,7 +171,8 @@ def _token_index(data: bytes) -> tuple[str, list[int], list[int]]:
 
 
 def _find_text(data: bytes, wanted: str) -> tuple[int, int] | None:
-    """The lines of the first place where the normalised text `wanted` is, token for token."""
+    """The lines of the first place where the normalised text `wanted` is, token for token, made of
+    whole lines: a comment appended to a cited line, or code added before it on that line, is a change."""
     if not wanted:
         return None
     text, starts, token_line = _token_index(data)
@@ -181,7 +182,10 @@ def _find_text(data: bytes, wanted: str) -> tuple[int, int] | None:
         after = at + len(wanted)
         if first < len(starts) and starts[first] == at and (after == len(text) or text[after] == " "):
             last = bisect.bisect_right(starts, after - 1) - 1
-            return token_line[first], token_line[last]
+            starts_line = first == 0 or token_line[first - 1] != token_line[first]
+            ends_line = last == len(starts) - 1 or token_line[last + 1] != token_line[last]
+            if starts_line and ends_line:
+                return token_line[first], token_line[last]
         at = text.find(wanted, at + 1)
     return None
 

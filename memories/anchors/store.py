@@ -567,3 +567,12 @@ def clean_wire(raw: Any) -> list[AnchorWire]:
             anchor.update({"commit": item["commit"], "blob": item["blob"], "text_hash": item["text_hash"]})
         out.append(anchor)
     return out[: refs.MAX_ANCHORS]
+
+
+def cited(memory: Memory) -> list[str]:
+    """The memory's anchors as the strings they were given as (the admin form shows these)."""
+    rows = MemoryAnchor.objects.filter(memory=memory).order_by("id")
+    return [
+        str(AnchorRef(a.path, a.symbol, None if a.symbol else a.line_start, None if a.symbol else a.line_end))
+        for a in rows
+    ]
