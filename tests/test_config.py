@@ -187,3 +187,13 @@ def test_a_yullu_folder_symlinked_out_of_the_repository_is_refused(
     (repo / ".yullu").symlink_to(outside)
     with pytest.raises(config.ConfigError, match="outside the repository"):
         config.load_for_project("github.com/o/escape", repo)
+
+
+def test_a_global_config_that_is_not_utf8_stops_serve_with_one_sentence(tmp_path: Path) -> None:
+    from tests.processes import product_env, run_cli
+
+    path = tmp_path / "config.toml"
+    path.write_bytes(b"[server]\nport = 47999 # caf\xe9 in Latin-1\n")
+    done = run_cli(["serve"], product_env(tmp_path / "home", YULLU_CONFIG=str(path)), timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"{path}: not UTF-8" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -23,8 +23,10 @@ from memories.models import (
     RejectedMemory,
 )
 from memories.scope import Scope
+from tests.processes import wait_until
 from tests.stubs import StubServer
 from yullu_core.errors import NotFound, UserError
+from yullu_core.locks import LockKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 A = Scope("acme/life", None)
@@ -55,18 +57,35 @@ def test_a_batch_never_stores_one_fact_twice(stub_embedder: StubServer) -> None:
 
 
 def test_two_concurrent_identical_stores_leave_one_memory(stub_embedder: StubServer) -> None:
-    barrier, outcomes = threading.Barrier(2), []
+    """Deterministic, not a thread race: the test holds the project's write lock until both stores
+    wait on it inside their transactions (after each checked for duplicates without the lock, had
+    the lock been missing), then lets them go one after the other."""
+    outcomes: list[bool] = []
 
     def store() -> None:
-        barrier.wait()
         try:
             outcomes.append(services.store_memory(A, "vec:0,1,0 Celery tasks take ids").created)
         finally:
             connection.close()
 
+    def waiting() -> int:
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND NOT granted",
+                [LockKey.PROJECT_WRITE],
+            )
+            return int(cur.fetchone()[0])
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [LockKey.PROJECT_WRITE, A.project_id])
     threads = [threading.Thread(target=store) for _ in range(2)]
-    for t in threads:
-        t.start()
+    try:
+        for t in threads:
+            t.start()
+        wait_until(lambda: waiting() == 2, "both stores to wait on the project's write lock")
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [LockKey.PROJECT_WRITE, A.project_id])
     for t in threads:
         t.join(timeout=60)
     assert sorted(outcomes) == [False, True] and Memory.objects.count() == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -15,13 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memories.changes import ns_to_datetime
 from memories.models import Memory
 from memories.scope import Scope
 from sync.eventlog import list_names
-from sync.fold import fold_all
 from sync.models import LedgerEntry, ProjectSyncState
-from sync.schema import Event, parse_ts
+from sync.schema import parse_ts
 from sync.services import reconcile_scope
 from tests.processes import git_repo
 from tests.stubs import StubServer
@@ -96,14 +95,35 @@ def replay(repo: Path, events: list[dict[str, Any]], batches: list[list[int]]) -
 
 
 def expected(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """SPEC §5's rule, written here independently of sync.fold (an oracle, not the product's own
+    fold): per memory, events in (ts, id) order; each field takes the last value set; a create
+    sets every field (tags [] and category null when absent), an update the ones it carries; a
+    delete tombstones and a later create/update resurrects; embeddings change no field;
+    created_at is the first field event's time, updated_at the last's (microseconds, truncated)."""
+    by_memory: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        by_memory.setdefault(e["memory_id"], []).append(e)
     rows = []
-    for uuid_, f in fold_all([Event.model_validate(e) for e in events]).items():
-        if f.exists:
-            assert f.created_ns is not None and f.updated_ns is not None
-            rows.append((uuid_, f.content, f.fields["tags"], f.fields["category"], f.created_ns, f.updated_ns))
-    return sorted(
-        (UUID(u), c, t, cat, ns_to_datetime(made), ns_to_datetime(changed)) for u, c, t, cat, made, changed in rows
-    )
+    for memory, evs in by_memory.items():
+        fields: dict[str, Any] = {"content": None, "tags": [], "category": None}
+        deleted, first, last = False, None, None
+        for e in sorted(evs, key=lambda e: (when(e["ts"]), e["id"])):
+            if e["type"] == "embedding":
+                continue
+            first, last = first or when(e["ts"]), when(e["ts"])
+            deleted = e["type"] == "delete"
+            if e["type"] == "create":
+                fields = {"content": e["content"], "tags": e.get("tags") or [], "category": e.get("category")}
+            elif e["type"] == "update":
+                fields |= {k: (v or [] if k == "tags" else v) for k, v in e.items() if k in fields}
+        if not deleted and fields["content"] is not None:
+            rows.append((UUID(memory), fields["content"], fields["tags"], fields["category"], first, last))
+    return sorted(rows)
+
+
+def when(ts: str) -> datetime:
+    """`2026-06-01T00:00:03.1Z` as the database stores it (tenths of a second fit a microsecond)."""
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
 
 # CI replays the same examples every run (a red CI is a regression, never a dice roll); local runs explore.
