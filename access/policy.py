@@ -22,6 +22,7 @@ from django.db.models import Q, QuerySet
 
 from yullu_core.database import fetch_prepared
 from yullu_core.errors import NotFound, UserError
+from yullu_core.gitorigin import PERSONAL_PREFIX
 
 from .actor import Actor, acting  # acting: also for attribution (memories.services)
 from .audit import record
@@ -29,7 +30,8 @@ from .models import ROLE_RANK, Grant, Project, Role
 
 QS = TypeVar("QS", bound=QuerySet[Any])
 READ, WRITE, ADMIN = Role.READ.value, Role.WRITE.value, Role.ADMIN.value
-PERSONAL_PREFIX = "~user"  # before issue 28 one shared pile, `~user`; now `~user:<user id>`
+# Before issue 28 one shared pile, `~user`; now `~user:<user id>` (the prefix lives in yullu_core.gitorigin,
+# which the hooks share: a folder may never name a personal scope).
 
 
 class Forbidden(UserError):

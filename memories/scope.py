@@ -12,13 +12,10 @@ that only imitates an existing one with look-alike letters is refused.
 
 from __future__ import annotations
 
-import configparser
 import contextlib
-import hashlib
 import ipaddress
 import os
 import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -30,6 +27,14 @@ from django.utils import timezone
 from access.policy import PERSONAL_PREFIX, is_personal, personal_project
 from yullu_core.database import fetch_prepared
 from yullu_core.errors import UserError
+from yullu_core.gitorigin import (  # the parts a hook needs too (stdlib only); names kept here
+    canonical_origin,
+    find_git_root,
+    folder_id,
+    normalise_project_id,
+    origin_url,
+    path_id,
+)
 from yullu_core.paths import in_callers_folder
 from yullu_core.textnorm import fold
 
@@ -46,60 +51,6 @@ class Scope:
     git_root: Path | None
 
 
-def canonical_origin(url: str) -> str:
-    """git@host:o/r.git, https://user:tok@host/o/r/, ssh://git@host:22/o/r → host[:port]/o/r."""
-    url = url.strip().rstrip("/")
-    if url.endswith(".git"):
-        url = url[: -len(".git")]
-    if "://" not in url:
-        user_host, sep, path = url.partition(":")
-        if sep and not user_host.startswith("/"):
-            host = user_host.rsplit("@", 1)[-1]
-            return f"{host}/{path.lstrip('/')}"
-        return url
-    rest = url.split("://", 1)[1]
-    authority, _, path = rest.partition("/")
-    host = authority.rsplit("@", 1)[-1]  # credentials are never kept
-    return f"{host}/{path}" if path else host
-
-
-def find_git_root(path: Path, stop: Path | None = None) -> Path | None:
-    """Walk up to the folder holding `.git` (a directory, or a file for worktrees/submodules),
-    no higher than `stop`."""
-    for folder in [path, *path.parents]:
-        if (folder / ".git").exists():
-            return folder
-        if folder == stop:
-            break
-    return None
-
-
-def _git_dir(root: Path) -> Path:
-    dot_git = root / ".git"
-    if dot_git.is_file():
-        text = dot_git.read_text(errors="replace").strip()
-        if text.startswith("gitdir:"):
-            gitdir = Path(text.split(":", 1)[1].strip())
-            gitdir = gitdir if gitdir.is_absolute() else (root / gitdir).resolve()
-            common = gitdir / "commondir"
-            if common.is_file():
-                return (gitdir / common.read_text().strip()).resolve()
-            return gitdir
-    return dot_git
-
-
-def origin_url(root: Path) -> str | None:
-    parser = configparser.RawConfigParser(strict=False)
-    try:
-        parser.read(_git_dir(root) / "config", encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError, OSError):
-        return None
-    section = 'remote "origin"'
-    if parser.has_section(section) and parser.has_option(section, "url"):
-        return parser.get(section, "url").strip() or None
-    return None
-
-
 def resolve_path(path: str | os.PathLike[str], stop: Path | None = None) -> Scope:
     """The project a folder belongs to (SPEC §2), looking for its repository no higher than `stop`."""
     folder = Path(path).expanduser()
@@ -107,32 +58,9 @@ def resolve_path(path: str | os.PathLike[str], stop: Path | None = None) -> Scop
         folder = folder.resolve()
     root = find_git_root(folder, stop)
     if root is None:
-        return Scope(_path_id(folder_id(folder), folder), None)
+        return Scope(path_id(folder_id(folder), folder), None)
     origin = origin_url(root)
-    return Scope(_path_id(canonical_origin(origin) if origin else root.name, root), root)
-
-
-def folder_id(folder: Path) -> str:
-    """Outside git: the folder's name qualified by a hash of its path (**Ours**, SPEC §2), so two
-    folders called `notes` do not share memories. `resolve` keeps an existing bare-name project."""
-    name = folder.name or str(folder)
-    return f"{name}@{hashlib.sha256(str(folder).encode()).hexdigest()[:8]}"
-
-
-def _path_id(project_id: str, path: Path) -> str:
-    """A path never names a personal scope: a folder (or repo, or origin) called `~user` once mapped to
-    the personal memories, and reconcile published them into that folder's log."""
-    project_id = normalise_project_id(project_id)
-    if is_personal(project_id):
-        return f"{project_id.replace('~', '_', 1)}@{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
-    return project_id
-
-
-def normalise_project_id(project_id: str) -> str:
-    """NFKC (full-width and compatibility letters become plain ones) without invisible format
-    characters (zero-width, bidi controls): one spelling per id, whatever the client sent."""
-    text = unicodedata.normalize("NFKC", project_id)
-    return "".join(c for c in text if unicodedata.category(c) != "Cf").strip()
+    return Scope(path_id(canonical_origin(origin) if origin else root.name, root), root)
 
 
 def validate_project_id(project_id: str) -> str:

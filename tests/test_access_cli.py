@@ -65,3 +65,25 @@ def test_yullu_token_still_prints_the_owners_token(tmp_path: Path) -> None:
     env = env_for(tmp_path)
     first = ok(["token"], env).strip().splitlines()[-1]
     assert first.startswith("yl_") and ok(["token"], env).strip().splitlines()[-1] == first
+
+
+def test_hooks_for_a_team_server_name_the_project_as_the_server_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A team server cannot see a laptop's folders: with YULLU_SERVER the hooks send the project id,
+    computed by the server's own rules; without it they send cwd as before."""
+    from memories.scope import resolve_path
+    from tests.processes import git_repo
+    from yullu_cli import hooks
+
+    repo = git_repo(tmp_path / "app", "git@github.com:acme/app.git")
+    (repo / "src").mkdir()
+    plain = tmp_path / "notes"
+    plain.mkdir()
+    for folder in (repo / "src", plain):
+        monkeypatch.delenv("YULLU_SERVER", raising=False)
+        assert hooks.where(str(folder)) == {"cwd": str(folder)}
+        monkeypatch.setenv("YULLU_SERVER", "https://yullu.example.com")
+        assert hooks.where(str(folder)) == {"project_id": resolve_path(folder).project_id}
+    assert hooks.where(str(repo)) == {"project_id": "github.com/acme/app"}
+    assert hooks.target() == ("yullu.example.com", "yullu.example.com", 443, "", True)

@@ -209,6 +209,17 @@ INJECT_BUDGET = 600  # tokens for the prompt hook's block (SPEC §10: bounded by
 PRIMER_BUDGET = 800
 
 
+def where(cwd: str) -> dict[str, str]:
+    """The project of a request: this machine's server resolves `cwd` itself; a team server
+    (YULLU_SERVER) cannot see the laptop's folders, so the hook names the project, computed here by
+    the same rules (yullu_core.gitorigin, standard library only)."""
+    if not os.environ.get("YULLU_SERVER", "").strip():
+        return {"cwd": cwd}
+    from yullu_core.gitorigin import project_id_of
+
+    return {"project_id": project_id_of(cwd)}
+
+
 def context(body: dict[str, Any]) -> str:
     """The server's ready block (`POST /api/context`); empty when nothing fits or is relevant."""
     return str(post("/api/context", body).get("context") or "")
@@ -219,7 +230,7 @@ def recall(prompt: str, cwd: str) -> str:
     falls back (a second request would queue again behind everything a busy server is doing)."""
     body: dict[str, Any] = {"query": prompt[:4000], "budget_tokens": INJECT_BUDGET}
     if cwd:
-        body["cwd"] = cwd
+        body.update(where(cwd))
     hints = category_hints(prompt)
     if hints:
         body["prefer_categories"] = hints
@@ -245,7 +256,7 @@ def session_start() -> int:
     data = read_stdin_json()
     body: dict[str, Any] = {"budget_tokens": PRIMER_BUDGET}
     if data.get("cwd"):
-        body["cwd"] = str(data["cwd"])
+        body.update(where(str(data["cwd"])))
     try:
         block = context(body)
     except (OSError, ValueError):
@@ -342,7 +353,7 @@ def send_turns(session_id: str, cwd: Any, turns: list[tuple[str, str]]) -> None:
     for at in range(0, len(messages), MAX_SEND):
         body: dict[str, Any] = {"session_id": session_id[:200], "messages": messages[at : at + MAX_SEND]}
         if cwd:
-            body["cwd"] = str(cwd)
+            body.update(where(str(cwd)))
         post("/api/messages", body)
 
 
