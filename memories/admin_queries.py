@@ -3,11 +3,12 @@ the memory graph. Nothing here writes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from access import policy as access
 
@@ -69,6 +70,32 @@ def recall_history(memory_ids: list[int], per_memory: int = 5) -> dict[int, dict
     return out
 
 
+HEADS_CHUNK = 2_000  # recall-log rows read at a time (a recall is ~10 rows)
+
+
+def _recall_heads(qs: QuerySet[MemoryEvent]) -> Iterator[dict[str, Any]]:
+    """Recalls newest first, one row each (its query, project and time), read from the recall
+    log's time index a chunk at a time: a page costs the rows up to it, not the whole log
+    (which grows by ~10 rows a search: 18 s for this page at 100k memories before)."""
+    seen: set[Any] = set()
+    ordered = qs.order_by("-created_at", "-id")
+    after: tuple[Any, int] | None = None
+    while True:
+        page = (
+            ordered
+            if after is None
+            else ordered.filter(Q(created_at__lt=after[0]) | Q(created_at=after[0], id__lt=after[1]))
+        )
+        rows = list(page.values("id", "recall_id", "project_id", "metadata__query", "created_at")[:HEADS_CHUNK])
+        for row in rows:
+            if row["recall_id"] not in seen:
+                seen.add(row["recall_id"])
+                yield dict(row)
+        if len(rows) < HEADS_CHUNK:
+            return
+        after = (rows[-1]["created_at"], rows[-1]["id"])
+
+
 def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tuple[list[dict[str, Any]], bool]:
     """One page of recalls, newest first, grouped by recall_id. A hook that fires twice for one prompt
     (the same query in the same project within a minute) shows once, with the repeat counted."""
@@ -77,14 +104,9 @@ def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tup
     if project_id:
         access.require(project_id, access.READ)
         qs = qs.filter(project_id=project_id)
-    heads = list(
-        qs.order_by("recall_id", "-created_at")
-        .distinct("recall_id")
-        .values("recall_id", "project_id", "metadata__query", "created_at")
-    )
-    heads.sort(key=lambda h: h["created_at"], reverse=True)
+    start = (page - 1) * per_page
     collapsed: list[dict[str, Any]] = []
-    for h in heads:
+    for h in _recall_heads(qs):
         prev = collapsed[-1] if collapsed else None
         if (
             prev
@@ -95,6 +117,8 @@ def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tup
             prev["recall_ids"].append(h["recall_id"])
             prev["oldest"] = h["created_at"]
             continue
+        if len(collapsed) > start + per_page:  # the group after this page is closed: enough read
+            break
         collapsed.append(
             {
                 "recall_ids": [h["recall_id"]],

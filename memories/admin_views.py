@@ -40,8 +40,10 @@ def chart(labels: list[str], series: dict[str, list[float]], empty: str, kind: s
     return {"kind": kind, "labels": labels, "series": series, "empty": "" if has_data else empty}
 
 
-def daily_charts(project_id: str | None = None) -> dict[str, Any]:
-    days = stats.stats(project_id, 30)["per_day"]
+def daily_charts(project_id: str | None = None, computed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The activity, recall and cost charts of the last 30 days (`computed`: `stats.stats(project_id,
+    30)` when the caller has it already, so a page does not count everything twice)."""
+    days = (computed or stats.stats(project_id, 30))["per_day"]
     labels = [d["day"][5:] for d in days]
     return {
         "chart_activity": chart(
@@ -215,14 +217,15 @@ def recall_verdict_view(request: HttpRequest) -> HttpResponse:
 
 def stats_view(request: HttpRequest) -> HttpResponse:
     project = request.GET.get("project_id", "")
+    totals = stats.stats(project or None, 30)
     return admin_page(
         request,
         "admin/yullu/stats.html",
         "Stats",
-        yullu_stats=stats.stats(project or None, 30),
+        yullu_stats=totals,
         project=project,
         projects=_projects(),
-        **daily_charts(project or None),
+        **daily_charts(project or None, computed=totals),
     )
 
 

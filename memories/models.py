@@ -172,6 +172,10 @@ class MemoryEvent(models.Model):
             models.Index(fields=["kind", "-created_at"], name="event_kind_time"),
             models.Index(fields=["recall_id"], name="event_recall"),
             models.Index(fields=["project_id", "-created_at"], name="event_project_time"),
+            # The recall log newest first (admin Retrievals page): only rows of a search carry a recall_id.
+            models.Index(
+                fields=["-created_at", "-id"], name="event_recall_time", condition=models.Q(recall_id__isnull=False)
+            ),
         ]
 
 

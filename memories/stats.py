@@ -57,8 +57,9 @@ def stats(project_id: str | None = None, days: int = 30) -> dict[str, Any]:
         per_day.setdefault(row["day"].isoformat(), {k: 0 for k in ("created", "updated", "deleted", "recalled")})
         if row["kind"] in per_day[row["day"].isoformat()]:
             per_day[row["day"].isoformat()][row["kind"]] = row["n"]
+    # In the window, like the rest: over the whole recall log this grouped millions of rows.
     top = (
-        events.filter(kind=EventKind.RECALLED, memory__isnull=False)
+        events.filter(kind=EventKind.RECALLED, memory__isnull=False, created_at__gte=since)
         .values("memory_id", "memory__content")
         .annotate(recalls=Count("id"))
         .order_by("-recalls")[:10]

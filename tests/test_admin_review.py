@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from memories import lifecycle, queries, services
+from memories import admin_queries, lifecycle, queries, services
 from memories.admin_queries import graph, retrieval_page
 from memories.models import Memory, RecallFeedback, RejectedMemory
 from memories.scope import resolve
@@ -82,6 +82,23 @@ def test_a_hook_prompt_recalled_twice_shows_once(stub_embedder: StubServer) -> N
     groups, more = retrieval_page("acme/h", 1)
     assert len(groups) == 1 and groups[0]["repeats"] == 1 and not more
     assert groups[0]["sent"] and groups[0]["sent"][0]["content"].endswith("make release")
+
+
+def test_retrievals_page_through_the_log_newest_first(
+    stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages are read from the log a chunk at a time (here 3 rows): each page shows the next
+    recalls, and the last one says there is no more."""
+    monkeypatch.setattr(admin_queries, "HEADS_CHUNK", 3)
+    services.create_memory(resolve("acme/p", None), "vec:1,0,0 Deploy with make release", "process")
+    services.create_memory(resolve("acme/p", None), "vec:0,1,0 The VPN drops at midnight", "gotcha")
+    asked = [f"vec:1,0,0 question number {n}" for n in range(7)]
+    for question in asked:
+        queries.search("acme/p", question, min_similarity=0.0)
+    pages = [retrieval_page("acme/p", n, per_page=3) for n in (1, 2, 3)]
+    assert [[g["query"] for g in groups] for groups, _ in pages] == [asked[6:3:-1], asked[3:0:-1], asked[0:1]]
+    assert [more for _, more in pages] == [True, True, False]
+    assert all(len(g["sent"]) + len(g["dropped"]) == 2 for groups, _ in pages for g in groups)
 
 
 def test_a_conflict_is_resolved_from_the_queue(staff: Client, stub_embedder: StubServer) -> None:

@@ -26,13 +26,14 @@ from sync.models import ProjectSyncState
 
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
+    totals = stats.stats(None, 30)
     return {
         "health": health(),
         "project_rows": project_rows(),
         "dream_passes": list(only_visible(DreamPass.objects.order_by("-started_at"))[:8]),
-        "yullu_stats": stats.stats(None, 30),
+        "yullu_stats": totals,
         "stale_count": anchor_store.stale_count(),
-        **daily_charts(),
+        **daily_charts(computed=totals),
     }
 
 
