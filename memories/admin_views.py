@@ -88,8 +88,8 @@ def review_view(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         _review_post(request)
         return HttpResponseRedirect(_safe_next(request))
-    qs: QuerySet[Memory] = access.only_visible(
-        Memory.objects.filter(rating__isnull=True).order_by("-created_at", "-id")
+    qs: QuerySet[Memory] = access.only_visible(  # the review queue is a project admin's (SPEC §11)
+        Memory.objects.filter(rating__isnull=True).order_by("-created_at", "-id"), role=access.ADMIN
     )
     project, category, source = (request.GET.get(k, "") for k in ("project_id", "category", "source"))
     if project:
@@ -112,7 +112,11 @@ def review_view(request: HttpRequest) -> HttpResponse:
         category=category,
         source=source,
         projects=sorted(
-            set(access.only_visible(Memory.objects.filter(rating=None)).values_list("project_id", flat=True))
+            set(
+                access.only_visible(Memory.objects.filter(rating=None), role=access.ADMIN).values_list(
+                    "project_id", flat=True
+                )
+            )
         ),
         categories=CATEGORIES,
         sources=list(admin_queries.SOURCES),
@@ -283,6 +287,7 @@ def conflicts_view(request: HttpRequest) -> HttpResponse:
 def settings_view(request: HttpRequest) -> HttpResponse:
     """Effective config with the layer each value comes from (keys masked); run-time keys editable."""
     if request.method == "POST":
+        access.require_install_wide("the install's settings file")  # edits every project's defaults
         try:
             changed = settings_edit.save(request.POST)
             if changed:
@@ -293,6 +298,8 @@ def settings_view(request: HttpRequest) -> HttpResponse:
             messages.error(request, str(exc))
         return HttpResponseRedirect(reverse("admin:memories_settings"))
     project = request.GET.get("project_id", "")
+    if project:
+        access.require(project, access.READ)
     try:
         cfg, origin = load_for_project(project, known_root(project) if project else None, settings.YULLU)
     except ConfigError as exc:  # the project's committed config is broken: say so, show the global values

@@ -130,3 +130,19 @@ def test_a_staff_member_sees_only_the_projects_they_have_a_role_on(keyword_only:
     assert dashboard.status_code == 200 and "acme/hidden" not in dashboard.content.decode()
     review = client.get("/admin/memories/memory/review/").content.decode()
     assert "Jenkins" in review and "VPN" not in review
+
+
+def test_a_writer_has_no_review_queue_and_only_a_superuser_edits_the_settings_file(keyword_only: None) -> None:
+    from memories.scope import Scope
+    from memories.services import create_memory
+
+    create_memory(Scope("acme/written", None), "Written project: lint runs in pre-commit.", "process")
+    writer = access_services.add_user("writer")
+    writer.is_staff = True
+    writer.save()
+    access_services.grant("writer", "acme/written", "write")
+    client = Client()
+    client.force_login(writer)
+    assert "pre-commit" not in client.get("/admin/memories/memory/review/").content.decode()
+    refused = client.post("/admin/memories/memory/settings/", {"retrieval.max_content_chars": "9000"})
+    assert refused.status_code == 403 and "superuser" in refused.content.decode()
