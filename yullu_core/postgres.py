@@ -28,6 +28,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -197,6 +198,10 @@ def _start(cluster: Cluster) -> None:
     # (the PostgreSQL default of 128 MB makes large-project searches read from disk).
     buffers = os.environ.get("YULLU_PG_SHARED_BUFFERS", "512MB")
     options = f"-h '' -k {cluster.socket_dir} -c max_connections=200 -c shared_buffers={buffers}"
+    if sys.platform.startswith("linux"):
+        # Crash recovery first makes the data folder durable: one syncfs() instead of an fsync()
+        # of every file (the default), which took 4-6 s of a restart here.
+        options += " -c recovery_init_sync_method=syncfs"
     result = _run(
         cluster, ["pg_ctl", "start", "-w", "-t", "60", "-D", str(cluster.pgdata), "-l", str(log_file), "-o", options]
     )
