@@ -18,8 +18,11 @@ assistant would); `--kill-after` seconds in, the part is killed with SIGKILL:
 
 Reported per fault: `not_ready_s` (how long /api/status, polled every 0.1 s, did not say ready),
 `ready_again_s` (seconds from the kill to the first ready answer after that; 0 when it never
-stopped being ready), `stores_again_s` (from the kill to the sending of the first store that was
-then acknowledged), `errors` (failed calls, broken sessions and failed reconnects seen by the
+stopped being ready), `stores_again_s` (from the kill to the sending of the first store, over raw
+MCP HTTP in a new session tried every 0.25 s, that was acknowledged: when the server takes writes
+again), `sdk_stores_again_s` (the same for the burst's SDK clients, which includes how the SDK
+reconnects: a session it opens while the server still answers 503 can wait for its 20 s read
+timeout), `errors` (failed calls, broken sessions and failed reconnects seen by the
 clients; each is followed by a new session 0.5 s later), `acked` and
 `lost` (acknowledged stores missing from the database afterwards; must be 0), and whether the
 supervisor kept running. Stores use the keyword-only embedder (no model), so the numbers are the
@@ -151,6 +154,34 @@ async def store_client(url: str, token: str, project: str, burst: Burst) -> None
             await asyncio.sleep(0.5)
 
 
+def first_store_after(url: str, token: str, project: str, deadline: float) -> float | None:
+    """Monotonic time at which a store over raw MCP HTTP (a new session: initialize, then
+    tools/call) is first acknowledged, trying every 0.25 s: when the server can take writes again,
+    whatever a client library does while it reconnects."""
+    headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "faults", "version": "1"}}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+    with httpx.Client(timeout=10) as http:
+        while time.monotonic() < deadline:
+            sent = time.monotonic()
+            try:
+                opened = http.post(url, headers=headers, json=init)
+                session = {**headers, "mcp-session-id": opened.headers.get("mcp-session-id", ""),
+                           "mcp-protocol-version": "2025-06-18"}  # fmt: skip
+                if opened.status_code == 200:
+                    http.post(url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+                    args = {"content": f"fault matrix probe {uuid.uuid4().hex}", "project_id": project}
+                    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                            "params": {"name": "store_memory", "arguments": args}}  # fmt: skip
+                    answer = http.post(url, headers=session, json=call)
+                    if answer.status_code == 200 and '"isError":true' not in answer.text.replace(" ", ""):
+                        return sent
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+    return None
+
+
 def watch_status(site: Site, stop: threading.Event, seen: list[tuple[float, bool]]) -> None:
     while not stop.is_set():
         seen.append((time.monotonic(), site.ready()))
@@ -182,6 +213,7 @@ def run_fault(site: Site, fault: str, args: argparse.Namespace, token: str) -> d
     seen: list[tuple[float, bool]] = []
     watcher = threading.Thread(target=watch_status, args=(site, stop, seen))
     killed_at = 0.0
+    writable_at: list[float | None] = [None]
 
     async def drive() -> None:
         nonlocal killed_at
@@ -190,7 +222,11 @@ def run_fault(site: Site, fault: str, args: argparse.Namespace, token: str) -> d
         await asyncio.sleep(args.kill_after)
         killed_at = time.monotonic()
         await asyncio.to_thread(kill, site, fault)
+        probe = asyncio.create_task(
+            asyncio.to_thread(first_store_after, mcp, token, project + "-probe", killed_at + args.burst)
+        )
         await asyncio.sleep(max(0.0, args.burst - args.kill_after))
+        writable_at[0] = await probe
         burst.done = True
         await asyncio.wait(clients, timeout=60)
 
@@ -204,10 +240,11 @@ def run_fault(site: Site, fault: str, args: argparse.Namespace, token: str) -> d
     down = [t for t, ok in after if not ok]
     ready_again = next((t for t, ok in after if ok and down and t > down[0]), None)
     lost = set(burst.acked) - site.stored(project)
-    stores_again = min((t for t in burst.acked_at if t > killed_at), default=None)
+    sdk_again = min((t for t in burst.acked_at if t > killed_at), default=None)
     return {
         "fault": fault,
-        "stores_again_s": round(stores_again - killed_at, 1) if stores_again else None,
+        "stores_again_s": round(writable_at[0] - killed_at, 1) if writable_at[0] else None,
+        "sdk_stores_again_s": round(sdk_again - killed_at, 1) if sdk_again else None,
         "not_ready_s": round(ready_again - down[0], 1) if down and ready_again else 0.0,
         "ready_again_s": round(ready_again - killed_at, 1) if ready_again else 0.0,
         "errors": burst.errors,
@@ -256,10 +293,11 @@ def main() -> None:
             site.proc.wait(timeout=120)
         site.python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
         print(f"log: {site.log}", flush=True)
-    columns = ("fault", "ready_again_s", "not_ready_s", "stores_again_s", "errors", "acked", "lost")
-    print("\n| kill -9 of | ready again after (s) | not ready for (s) | first store acknowledged after (s) "
-          "| client errors | acknowledged | lost |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+    columns = ("fault", "ready_again_s", "not_ready_s", "stores_again_s", "sdk_stores_again_s", "errors", "acked",
+               "lost")  # fmt: skip
+    print("\n| kill -9 of | ready again after (s) | not ready for (s) | stores again after (s) "
+          "| SDK clients store again after (s) | client errors | acknowledged stores | lost |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(str(r[k]) for k in columns) + " |")
     if args.out:
