@@ -268,7 +268,7 @@ def main() -> None:
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--out", default=None, help="also write the results as JSON")
     args = parser.parse_args()
-    logging.getLogger("mcp").setLevel(logging.ERROR)  # "Session termination failed: 503" while the database is down
+    logging.getLogger("mcp").setLevel(logging.CRITICAL)  # the SDK logs every broken session with a traceback
     base = Path(tempfile.mkdtemp(prefix="yullu-faults-"))
     base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
     (base / "config.toml").write_text("[dreaming]\nenabled = false\n")
