@@ -72,6 +72,11 @@ def validate_project_id(project_id: str) -> str:
     return project_id
 
 
+class CwdRefused(UserError):
+    """A well-formed cwd this server will not use: outside the roots, or missing. With an explicit
+    project_id the cwd only says where the repository is, and is then ignored instead."""
+
+
 NO_PROJECT = "name the project: pass cwd (the absolute path of your checkout) or project_id."
 OUTSIDE_ROOTS = "cwd is not inside a folder this server accepts ([server].allowed_roots); pass project_id instead."
 NO_ROOTS = "this server accepts no cwd until [server].allowed_roots is set; pass project_id instead."
@@ -83,9 +88,10 @@ def resolve(project_id: str | None = None, cwd: str | None = None, *, remember: 
         project_id = refuse_lookalike(validate_project_id(project_id))
         scope = Scope(project_id, None)
         if cwd:
-            from_cwd = _resolve_cwd(cwd, remember=remember)
-            if from_cwd.git_root is not None and from_cwd.project_id == project_id:
-                scope = from_cwd
+            with contextlib.suppress(CwdRefused):
+                from_cwd = _resolve_cwd(cwd, remember=remember)
+                if from_cwd.git_root is not None and from_cwd.project_id == project_id:
+                    scope = from_cwd
         if scope.git_root is None:
             scope = Scope(project_id, known_root(project_id))
         return scope
@@ -129,12 +135,12 @@ def confined(cwd: str) -> tuple[Path, Path | None]:
     if not in_callers_folder():
         roots = allowed_roots()
         if not roots:
-            raise UserError(NO_ROOTS)
+            raise CwdRefused(NO_ROOTS)
         root = next((r for r in roots if folder == r or r in folder.parents), None)
         if root is None:
-            raise UserError(OUTSIDE_ROOTS)
+            raise CwdRefused(OUTSIDE_ROOTS)
     if not folder.is_dir():
-        raise UserError(f"cwd {cwd[:300]} does not exist or is not a folder; pass the absolute path of your checkout.")
+        raise CwdRefused(f"cwd {cwd[:300]} does not exist or is not a folder; pass the absolute path of your checkout.")
     return folder, root
 
 

@@ -60,6 +60,13 @@ def test_a_cwd_outside_the_roots_reveals_nothing_and_changes_nothing(
     assert not (repo / ".yullu").exists() and ProjectLocation.objects.count() == 0 and Memory.objects.count() == 0
 
 
+def test_with_an_explicit_project_id_a_refused_cwd_is_ignored(roots: Path, tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "outside", "git@github.com:acme/named.git")
+    for cwd in (repo, roots / "missing"):  # a laptop's path sent to a team server, say
+        assert resolve("github.com/acme/named", str(cwd)) == resolve("github.com/acme/named", None)
+    assert ProjectLocation.objects.count() == 0 and not (repo / ".yullu").exists()
+
+
 def test_a_symlink_inside_the_roots_does_not_lead_out(roots: Path, tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "elsewhere", "git@github.com:secret/linked.git")
     (roots / "link").symlink_to(repo)
