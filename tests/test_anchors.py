@@ -430,3 +430,19 @@ def test_a_comment_appended_to_a_cited_line_is_a_change_not_a_move(checkout: Pat
     rewrite(checkout, "import time\n", "import time\nimport os\n")
     rewrite(checkout, "    return 1  # type: ignore\n", "    return 1\n")
     assert pins.check(repo, repo.head() or "", p) == pins.Verdict("moved", "app/clock.py", 13, 14)
+
+
+def test_a_stale_memory_ranks_below_a_current_one_but_is_still_returned(
+    checkout: Path, stub_embedder: StubServer
+) -> None:
+    from memories import queries
+
+    scope = resolve(None, str(checkout))
+    stale = services.store_memory(scope, "vec:1,0,0 later adds seconds to now", anchors=["app/clock.py::Clock.later"])
+    fresh = services.store_memory(scope, "vec:0.95,0.3,0 later returns the seconds it is given")
+    found = queries.search(scope.project_id, "vec:1,0,0 what does later do?", min_similarity=0.5, log=False)
+    assert [h["id"] for h in found.results] == [stale.memory.pk, fresh.memory.pk]  # closer, so first
+    rewrite(checkout, "return self.now() + seconds", "return seconds")
+    store.forget_cache()
+    found = queries.search(scope.project_id, "vec:1,0,0 what does later do?", min_similarity=0.5, log=False)
+    assert [(h["id"], h["stale"]) for h in found.results] == [(fresh.memory.pk, False), (stale.memory.pk, True)]
