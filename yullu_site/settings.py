@@ -110,7 +110,10 @@ ASGI_APPLICATION = "yullu_site.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],  # ours are in yullu_site/templates (APP_DIRS): they ship inside the package
+        # Ours ship inside the package (yullu_site/templates). Listed here too, so they come before every
+        # app's own: admin/djcelery/change_periodictask_form.html replaces django-celery-beat's, whose
+        # inline script the admin's CSP refuses (APP_DIRS alone would find celery beat's first).
+        "DIRS": [Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
