@@ -146,3 +146,22 @@ def test_a_writer_has_no_review_queue_and_only_a_superuser_edits_the_settings_fi
     assert "pre-commit" not in client.get("/admin/memories/memory/review/").content.decode()
     refused = client.post("/admin/memories/memory/settings/", {"retrieval.max_content_chars": "9000"})
     assert refused.status_code == 403 and "superuser" in refused.content.decode()
+
+
+def test_tokens_grants_and_the_audit_trail_in_the_admin(owner: Any, keyword_only: None) -> None:
+    from access.models import ApiToken
+
+    alice = access_services.add_user("alice")
+    client = Client()
+    client.force_login(owner)
+    for page in ("/admin/", "/admin/access/apitoken/", "/admin/access/project/", "/admin/access/auditentry/"):
+        assert client.get(page).status_code == 200, page
+    made = client.post(
+        "/admin/access/apitoken/add/", {"user": alice.pk, "name": "ci", "read_only": "on"}, follow=True
+    ).content.decode()
+    token = ApiToken.objects.get(user=alice)
+    assert token.read_only and "shown once" in made
+    client.post(f"/admin/access/apitoken/{token.pk}/delete/", {"post": "yes"})
+    assert not ApiToken.objects.filter(pk=token.pk).exists()
+    audit = client.get("/admin/access/auditentry/").content.decode()
+    assert "token.create" in audit and "token.revoke" in audit

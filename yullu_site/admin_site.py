@@ -121,6 +121,9 @@ def _system() -> dict[str, Any]:
         "items": [
             _item("Users", "person", "admin:auth_user_changelist"),
             _item("Groups", "group", "admin:auth_group_changelist"),
+            _item("API tokens", "key", "admin:access_apitoken_changelist"),
+            _item("Projects and grants", "folder_shared", "admin:access_project_changelist"),
+            _item("Audit trail", "history", "admin:access_auditentry_changelist"),
             _item("Beat tasks", "timer", "admin:django_celery_beat_periodictask_changelist"),
         ],
     }
