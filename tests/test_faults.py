@@ -131,21 +131,22 @@ def test_an_interrupted_reconcile_reruns_to_the_same_state(
     Memory.objects.all().delete()  # this machine forgets everything; the log still has it
     from sync.models import LedgerEntry
 
-    real = sync_services.memory_services.apply_remote_state
+    real = sync_services.memory_services.create_remote_many
     calls = {"n": 0}
 
-    def crash_after_three(*args: Any, **kwargs: Any) -> str:
+    def crash_after_three(project_id: str, fresh: list[Any]) -> Any:
+        """New memories are inserted together per batch (create_remote_many): cut the power after three."""
         calls["n"] += 1
-        if calls["n"] == 4:
-            raise RuntimeError("power cut")
-        return real(*args, **kwargs)
+        real(project_id, fresh[:3])
+        raise RuntimeError("power cut")
 
-    monkeypatch.setattr(sync_services.memory_services, "apply_remote_state", crash_after_three)
+    monkeypatch.setattr(sync_services.memory_services, "create_remote_many", crash_after_three)
     with pytest.raises(RuntimeError):
         sync_services.reconcile_scope(scope)
+    assert calls["n"] == 1
     assert Memory.objects.count() == 0  # the batch being applied rolled back with its ledger entries
     assert LedgerEntry.objects.count() == 0
-    monkeypatch.setattr(sync_services.memory_services, "apply_remote_state", real)
+    monkeypatch.setattr(sync_services.memory_services, "create_remote_many", real)
     result = sync_services.reconcile_scope(scope)
     assert result["created"] == 6
     assert sorted(Memory.objects.values_list("uuid", "content", "category")) == expected
