@@ -62,12 +62,13 @@ def test_doctor_reports_each_failure_with_how_to_fix_it(tmp_path: Path) -> None:
     out = run_cli(["doctor", "--json"], env)
     assert out.returncode == 1, out.stderr
     checks = {c["check"]: c for c in json.loads(out.stdout)["checks"]}
-    assert set(checks) == {"config", "database", "broker", "embedder", "server", "hooks", "reasoner"}
+    assert set(checks) == {"config", "database", "broker", "embedder", "server", "hooks", "reasoner", "team log"}
     assert checks["config"]["ok"] and checks["database"]["ok"] and checks["embedder"]["ok"]
     assert not checks["server"]["ok"] and "yullu serve" in checks["server"]["fix"]
     assert not checks["hooks"]["ok"] and "yullu install" in checks["hooks"]["fix"]
     assert not checks["reasoner"]["ok"] and "Claude Code" in checks["reasoner"]["fix"]
     assert (checks["server"]["status"], checks["reasoner"]["status"]) == ("fail", "warn")
+    assert checks["team log"]["ok"]  # no project has a log large enough to compact
     human = run_cli(["doctor"], env).stdout
     assert "FAIL  server" in human and "fix: start it with `yullu serve`" in human
 
