@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -96,3 +97,38 @@ def test_without_the_model_package_search_falls_back_to_the_cosine_gate(monkeypa
     assert [h["id"] for h in queries.search(scope.project_id, "how do we deploy?", log=False).results] == [deploy.id]
     assert queries.search(scope.project_id, "write a haiku about autumn", log=False).results == []
     assert queries.search(scope.project_id, PROMPT, log=False).results == []  # what the cosine gate missed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rerank_depth_reorders_the_first_stage_with_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.conf import settings
+
+    scope = resolve("acme/order", None)
+    invoices = services.create_memory(scope, "Invoices are generated on the first of the month.", "domain")
+    deploy = services.create_memory(scope, DEPLOY, "process")
+    first_stage = [queries.Candidate(invoices.id, similarity=0.5, score=1.0), queries.Candidate(deploy.id, score=0.9)]
+    order = queries.reordered("how do we deploy the probe?", first_stage, depth=20)
+    assert [c.memory_id for c in order] == [deploy.id, invoices.id]
+    assert [c.memory_id for c in queries.reordered("x", first_stage[:1], depth=0) + first_stage[1:]] == [
+        invoices.id,
+        deploy.id,
+    ]
+
+    def pairs_for(depth: int) -> int:
+        monkeypatch.setitem(settings.YULLU, "retrieval", {**settings.YULLU["retrieval"], "rerank_depth": depth})
+        rerank.judge.clear()
+        before = rerank.judge.pairs_scored
+        queries.search(scope.project_id, "what happens on the first of the month?", min_similarity=0.0, log=False)
+        return rerank.judge.pairs_scored - before
+
+    assert pairs_for(0) == 0  # off by default: a floor search never runs the model
+    assert pairs_for(20) == 2  # every candidate, in one batch
+
+
+def test_rerank_depth_is_validated(tmp_path: Any) -> None:
+    from yullu_core.config import ConfigError, load
+
+    bad = tmp_path / "config.toml"
+    bad.write_text("[retrieval]\nrerank_depth = -1\n")
+    with pytest.raises(ConfigError, match="rerank_depth"):
+        load(bad)

@@ -138,11 +138,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "buffer_max_age_days": Key(int, 30, _between(1, 3650)),
     },
     "retrieval": {
-        # None: the embedder's calibrated relevance gate (memories/queries.py GATES); a number: a cosine floor.
+        # None: the embedder's calibrated relevance gate (memories/queries.py JUDGED); a number: a cosine floor.
         "min_similarity": Key(float, None, _between(0.0, 1.0)),
         "max_content_chars": Key(int, 8000, _between(100, 100000)),
         # Recall-log rows (what each search returned or dropped) older than this are deleted hourly.
         "recall_log_days": Key(int, 180, _between(1, 36500)),
+        # 0: the first stage's order; N: its best N reordered with the cross-encoder (quality for CPU).
+        "rerank_depth": Key(int, 0, _between(0, 50)),
     },
     "server": {
         "host": Key(str, "127.0.0.1"),
@@ -240,6 +242,10 @@ buffer_max_age_days = 30
 # min_similarity = 0.3
 max_content_chars = 8000
 recall_log_days = 180             # the Retrievals page and recall counts look this far back
+# Reorder the best N candidates of every search with the cross-encoder too
+# (0 = off). 20 measured LoCoMo dev recall@10 0.752 -> 0.78 for ~20 model
+# passes per search, about 10x the CPU of a search (docs/benchmarks.md).
+rerank_depth = 0
 
 [server]
 host = "127.0.0.1"
