@@ -4,6 +4,7 @@ and list stale memories. memories.services calls in here; nothing here calls ser
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
@@ -27,6 +28,7 @@ from .pins import Pin, Verdict
 from .refs import AnchorRef
 from .repo import Repo, open_repo, unified_diff
 
+log = logging.getLogger(__name__)
 _HEX = re.compile(r"^[0-9a-f]{1,64}$")
 
 
@@ -232,6 +234,16 @@ def check_row(repo: Repo, head: str, a: MemoryAnchor) -> bool:
     return before != (a.status, a.current_path, a.current_start, a.current_end, a.checked_head)
 
 
+def _safe_check(repo: Repo, head: str, a: MemoryAnchor) -> bool:
+    """check_row for a search: a repository git cannot read (corrupt, permissions) leaves the
+    anchor as last checked rather than failing the search."""
+    try:
+        return check_row(repo, head, a)
+    except Exception:  # a search must answer whatever the checkout's state
+        log.warning("anchor %s of memory %s could not be checked", a, a.memory_id, exc_info=True)
+        return False
+
+
 CHECK_FIELDS = ["status", "current_path", "current_start", "current_end", "checked_head", "checked_at"]
 PIN_FIELDS = ["commit", "blob", "text_hash", "line_start", "line_end"]
 
@@ -298,7 +310,7 @@ def for_memories(project_id: str, memories: dict[int, float]) -> dict[int, list[
     if not todo:
         return out
     rows = list(MemoryAnchor.objects.filter(memory_id__in=todo).order_by("id"))
-    changed = [a for a in rows if repo is not None and head and a.checked_head != head and check_row(repo, head, a)]
+    changed = [a for a in rows if repo is not None and head and a.checked_head != head and _safe_check(repo, head, a)]
     _save_checked(changed)
     found: dict[int, list[AnchorOut]] = {mid: [] for mid in todo}
     for a in rows:
