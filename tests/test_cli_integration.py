@@ -322,9 +322,17 @@ def test_install_refuses_an_unparseable_settings_file(tmp_path: Path) -> None:
 def test_service_unit_is_written_and_removed(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "YULLU_PORT": "47971"}
+    # A systemctl that works (the machine's has no user session bus) and says what it was asked.
+    fake = tmp_path / "bin" / "systemctl"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "systemctl.log"}\n')
+    fake.chmod(0o755)
+    path = f"{fake.parent}:/usr/bin:/bin"
+    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(tmp_path), "PATH": path, "YULLU_PORT": "47971"}
     env["YULLU_CONFIG"] = str(tmp_path / "config.toml")
-    assert run_cli(["install", "cursor", "--service"], env).returncode == 0
+    installed = run_cli(["install", "cursor", "--service"], env)
+    assert installed.returncode == 0, installed.stderr
+    assert "--user enable --now yullu.service" in (tmp_path / "systemctl.log").read_text()
     unit = home / ".config" / "systemd" / "user" / "yullu.service"
     text = unit.read_text()
     assert "serve" in text

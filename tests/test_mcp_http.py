@@ -17,6 +17,10 @@ from tests.stubs import StubServer
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOOLS = {
+    "get_memory",
+    "link_memories",
+    "list_conflicts",
+    "resolve_conflict",
     "store_memory",
     "retrieve_memories",
     "update_memory",
@@ -38,7 +42,8 @@ def run(coro: Any) -> Any:
 def test_the_tools_are_listed_with_described_parameters(live_server_url: str, owner_token: str) -> None:
     async def go() -> list[types.Tool]:
         async with initialized_session(live_server_url, owner_token) as (s, init):
-            assert "retrieve_memories" in (init.instructions or "")
+            told = init.instructions or ""
+            assert all(n in told for n in ("retrieve_memories", "get_memory", "link_memories", "resolve_conflict"))
             return (await s.list_tools()).tools
 
     tools = {t.name: t for t in run(go())}
