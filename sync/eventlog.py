@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import time
 import uuid
@@ -138,6 +139,7 @@ class Listing:
 
 
 MAX_NAME_CHARS = 255  # the ledger's column
+_PLAIN = re.compile(rb"[^.\\\x00-\x20\x7f-\xff][\x21-\x5b\x5d-\x7e]*")  # visible ASCII, no backslash, not hidden
 
 
 def _shown(raw: bytes) -> str:
@@ -173,6 +175,9 @@ def scan(folder: Path) -> Listing:
             for entry in entries:
                 if not entry.name.endswith(b".json"):
                     continue  # temp files, README, .gitkeep: not events
+                if _PLAIN.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                    listing.names.append(entry.name.decode("ascii"))  # the common case, without the checks below
+                    continue
                 name = _shown(entry.name)
                 reason = _refusal(entry, name)
                 if reason is None:
