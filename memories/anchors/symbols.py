@@ -5,6 +5,7 @@ grammars (compiled, shipped in their wheels). Other languages have no symbols: c
 from __future__ import annotations
 
 import ast
+import hashlib
 from collections.abc import Callable, Iterator
 from functools import cache, lru_cache
 
@@ -32,17 +33,21 @@ def find(path: str, source: bytes, symbol: str) -> Span | None:
     lang = language_of(path)
     if lang is None:
         return None
-    return _cached(lang, source, symbol)
+    key = (lang, hashlib.blake2b(source, digest_size=16).digest(), symbol)
+    if key not in _spans:
+        if len(_spans) >= _SPANS_MAX:
+            _spans.clear()
+        parts = symbol.split(".")
+        tree = _py_tree(source) if lang == "python" else None
+        _spans[key] = _python(tree, parts) if lang == "python" else _tree_sitter(_ts_tree(lang, source), lang, parts)
+    return _spans[key]
 
 
 # A check of many anchors in one file asks for many symbols in the same bytes: each file version is
-# parsed once (a large module takes ~15 ms to parse). Keyed by the bytes themselves, so never stale.
-@lru_cache(maxsize=4096)
-def _cached(lang: str, source: bytes, symbol: str) -> Span | None:
-    parts = symbol.split(".")
-    if lang == "python":
-        return _python(_py_tree(source), parts)
-    return _tree_sitter(_ts_tree(lang, source), lang, parts)
+# parsed once (a large module takes ~15 ms to parse; the last 16 trees are kept) and each answer is
+# kept under a digest of the bytes (small entries, never stale: the same bytes, the same answer).
+_SPANS_MAX = 20_000
+_spans: dict[tuple[str, bytes, str], Span | None] = {}
 
 
 @lru_cache(maxsize=16)
