@@ -243,7 +243,7 @@ buffer_max_age_days = 30
 max_content_chars = 8000
 recall_log_days = 180             # the Retrievals page and recall counts look this far back
 # Reorder the best N candidates of every search with the cross-encoder too
-# (0 = off). 20 measured LoCoMo dev recall@10 0.752 -> 0.78 for ~20 model
+# (0 = off). 20 measured LoCoMo dev recall@10 0.752 -> 0.779 for 20 model
 # passes per search, about 10x the CPU of a search (docs/benchmarks.md).
 rerank_depth = 0
 
