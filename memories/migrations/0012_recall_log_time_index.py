@@ -1,20 +1,19 @@
-# The recall log newest first, for the admin's Retrievals page (issue 29). Built concurrently: on
-# a large install the log holds millions of rows and a plain CREATE INDEX would block searches'
-# recall-log inserts while it runs.
+# The recall log newest first, for the admin's Retrievals page (issue 29). A plain CREATE INDEX in
+# the migration's transaction, not CONCURRENTLY: processes starting together take turns on the
+# migration lock (yullu_core.database), and a concurrent build waits for every older transaction,
+# including a process waiting for that lock, which PostgreSQL ends as a deadlock. Building it
+# blocks writes to the recall log for its duration (seconds at millions of rows), once.
 
-from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    atomic = False
-
     dependencies = [
         ("memories", "0011_attribution"),
     ]
 
     operations = [
-        AddIndexConcurrently(
+        migrations.AddIndex(
             model_name="memoryevent",
             index=models.Index(
                 condition=models.Q(("recall_id__isnull", False)), fields=["-created_at", "-id"], name="event_recall_time"
