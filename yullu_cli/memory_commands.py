@@ -228,7 +228,9 @@ def _reasoner() -> tuple[bool, str, str]:
 
 
 def _served_status() -> dict[str, Any]:
-    """The running server's /api/status, or {} when none answers."""
+    """The running server's /api/status, or {} when none answers. A server still starting answers
+    503 with the same report (not ready yet): it is read too, its reasoner is already known."""
+    import urllib.error
     import urllib.request
 
     from .hooks import server_url
@@ -236,6 +238,11 @@ def _served_status() -> dict[str, Any]:
     try:
         with urllib.request.urlopen(server_url() + "/api/status", timeout=3) as response:  # noqa: S310 (loopback)
             data = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            data = json.loads(exc.read())
+        except (OSError, ValueError):
+            return {}
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

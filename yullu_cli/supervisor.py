@@ -93,7 +93,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     port, host = port or server_cfg["port"], server_cfg["host"]
     pidfile = run_dir / ("serve.pid" if role == "all" else f"serve-{role}-{port}.pid")
     _pidfile_claim(pidfile)
-    if role in ("all", "web") and (problem := _cannot_listen(host, port)):
+    if role in ("all", "web") and (problem := _wait_to_listen(host, port)):
         pidfile.unlink(missing_ok=True)  # before Postgres or any child starts: nothing to stop
         fail(problem)
     embedded = not os.environ.get("DATABASE_URL", "").strip()
@@ -142,6 +142,19 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         shutil.rmtree(metrics_dir, ignore_errors=True)
     if not healthy:
         raise SystemExit(1)  # so `make run`, systemd and scripts see that it did not stop by request
+
+
+PORT_PATIENCE_S = 10.0  # how long a port still held by a server that is stopping may take to free
+
+
+def _wait_to_listen(host: str, port: int) -> str | None:
+    """`_cannot_listen`, waiting a little while the port is in use: a supervisor killed with -9
+    takes its web child with it, but the child may still hold the port for a moment while it
+    exits (seen under load: the next `yullu serve` refused a port that was free a second later)."""
+    deadline = time.monotonic() + PORT_PATIENCE_S
+    while (problem := _cannot_listen(host, port)) and "already in use" in problem and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return problem
 
 
 def _cannot_listen(host: str, port: int) -> str | None:
