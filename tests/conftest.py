@@ -82,6 +82,16 @@ def stub_api() -> Iterator[StubServer]:
 
 
 @pytest.fixture
+def keyword_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No embedder: retrieval is keyword-only, so what a query finds does not depend on a model."""
+    monkeypatch.setitem(settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "none"})
+    embedders._cache.clear()
+    vector_index.forget_cache()
+    yield
+    embedders._cache.clear()
+
+
+@pytest.fixture
 def stub_embedder(stub_api: StubServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[StubServer]:
     """Route embeddings to the local OpenAI-compatible stub (real openai client, real HTTP)."""
     monkeypatch.setitem(

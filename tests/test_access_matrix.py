@@ -23,13 +23,12 @@ from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from access import services as access_services
 from access.models import ApiToken
-from memories import embedders, services, vector_index
+from memories import services
 from memories.context import search_merged
 from memories.lifecycle import link_memories
 from memories.scope import Scope
@@ -190,15 +189,6 @@ def test_every_route_of_the_url_conf_is_in_the_matrix() -> None:
     assert not missing, f"routes without an access matrix entry (add them to ROUTES with their need): {missing}"
     stale = set(ROUTES) - url_conf_routes()
     assert not stale, f"matrix entries for routes that no longer exist: {stale}"
-
-
-@pytest.fixture
-def keyword_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setitem(settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "none"})
-    embedders._cache.clear()
-    vector_index.forget_cache()
-    yield
-    embedders._cache.clear()
 
 
 @pytest.fixture

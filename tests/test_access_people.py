@@ -5,32 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from django.conf import settings
 from django.test import Client
 
 from access import services as access_services
 from access.models import AuditEntry
-from memories import embedders, vector_index
 from memories.models import Memory, MemoryChange, RecallFeedback
 from tests.mcp_client import call, http_session
 from tests.processes import git_repo
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def keyword_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setitem(settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "none"})
-    embedders._cache.clear()
-    vector_index.forget_cache()
-    yield
-    embedders._cache.clear()
 
 
 @pytest.fixture

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
-from memories import embedders, services, vector_index
+from memories import services
 from memories.context import Entry as ContextEntry
 from memories.context import count_tokens, render
 from memories.models import Memory
@@ -34,16 +32,6 @@ FILLER = [
     ("gotcha", "Celery beat must run once per cluster or scheduled passes happen twice."),
     ("decision", "Hooks use only the standard library so they start in well under 150 milliseconds."),
 ]
-
-
-@pytest.fixture
-def keyword_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No embedder: retrieval is keyword-only, so what a query finds does not depend on a model."""
-    monkeypatch.setitem(settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "none"})
-    embedders._cache.clear()
-    vector_index.forget_cache()
-    yield
-    embedders._cache.clear()
 
 
 def run(coro: Any) -> Any:
