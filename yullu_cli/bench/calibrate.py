@@ -61,7 +61,14 @@ def dump(out: str) -> None:
                     "split": split,
                     "answers": answers,
                     "cands": [
-                        {"id": ids[c.memory_id], "cosine": c.similarity, "coverage": c.coverage, "logit": w, "best": b}
+                        {
+                            "id": ids[c.memory_id],
+                            "score": c.score,
+                            "cosine": c.similarity,
+                            "coverage": c.coverage,
+                            "logit": w,
+                            "best": b,
+                        }
                         for c, w, b in zip(cands, whole, best, strict=True)
                     ],
                 }
@@ -112,6 +119,7 @@ def fit(path: str) -> None:
         rows = json.load(fh)["rows"]
     tune = [r for r in rows if r["split"] == "tune"]
     held = [r for r in rows if r["split"] == "held_out"]
+    fresh = [r for r in rows if r["split"] == "fresh"]
     for logit in ("logit", "best"):
         for depth in DEPTHS:
             w = fit_weights(tune, logit, depth)
@@ -121,6 +129,7 @@ def fit(path: str) -> None:
             for t in THRESHOLDS:
                 print(f"  t {t}: tune {score(tune, w, logit, depth, t)}")
                 print(f"         held {score(held, w, logit, depth, t)}")
+                print(f"        fresh {score(fresh, w, logit, depth, t)}")
 
 
 if __name__ == "__main__":

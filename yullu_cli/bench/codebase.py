@@ -16,6 +16,11 @@ tool), 33 long unrelated prompts (the hook: an empty block).
 Memories are stored through the real write path into a throwaway project. Every third memory's
 questions, paraphrases and long prompts, and every third unrelated / near-miss / long unrelated
 prompt, are held out: tune on `tune`, report both.
+
+A second held-out set, `data/codebase_fresh.json` (split `fresh`), asks about the same memories in
+another voice (typos, lowercase, rambling task-first prompts, synonyms) and adds long unrelated
+prompts close to the project's topics (git, docker, Postgres questions that ask nothing about it).
+It was written before round two's tuning and is never tuned on; the default run includes it.
 """
 
 from __future__ import annotations
@@ -36,11 +41,16 @@ from memories.scope import Scope
 from yullu_cli.hooks import INJECT_BUDGET, category_hints
 
 DATA = Path(__file__).resolve().parent / "data" / "codebase_dev.json"
-SPLITS = ("tune", "held_out")
+FRESH = DATA.parent / "codebase_fresh.json"
+SPLITS = ("tune", "held_out", "fresh")
 
 
-def load(path: Path = DATA) -> dict[str, Any]:
-    return json.loads(path.read_text())
+def load(path: Path = DATA, fresh: Path | None = FRESH) -> dict[str, Any]:
+    """The set; with `fresh`, its prompts join as the `fresh` split (they ask about the set's memories)."""
+    dev: dict[str, Any] = json.loads(path.read_text())
+    if fresh is not None:
+        dev["fresh"] = json.loads(fresh.read_text())
+    return dev
 
 
 def ingest(prefix: str, dev: dict[str, Any]) -> tuple[str, dict[int, str]]:
@@ -64,6 +74,13 @@ def prompts(dev: dict[str, Any]) -> Iterator[tuple[str, str, list[str], str]]:
     for kind in ("unrelated", "near_miss", "long_unrelated"):
         for i, text in enumerate(dev.get(kind, [])):
             yield kind, text, [], split_of(i)
+    fresh = dev.get("fresh", {})
+    for kind, key in (("question", "questions"), ("paraphrase", "paraphrase"), ("long", "long")):
+        for q in fresh.get(key, []):
+            yield kind, q["q"], q["a"], "fresh"
+    for kind in ("unrelated", "near_miss", "long_unrelated"):
+        for text in fresh.get(kind, []):
+            yield kind, text, [], "fresh"
 
 
 def pct(values: list[float], q: float) -> float:
@@ -199,7 +216,8 @@ def print_report(report: dict[str, Any]) -> None:
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    report = run(load(Path(args.data) if args.data else DATA), limit=args.limit, min_similarity=args.min_similarity)
+    dev = load(Path(args.data), fresh=None) if args.data else load()
+    report = run(dev, limit=args.limit, min_similarity=args.min_similarity)
     print_report(report)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
