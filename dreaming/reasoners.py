@@ -171,7 +171,7 @@ class CLIReasoner:
 
 
 def _tokens(text: str) -> int:
-    from memories.context import count_tokens
+    from yullu_core.tokens import count_tokens
 
     return count_tokens(text)
 

@@ -16,13 +16,13 @@ from django.utils import timezone
 
 from dreaming.models import SessionMessage
 from memories import services
-from memories.context import count_tokens
 from memories.export import render_agents_md
 from memories.models import Memory
 from memories.scope import resolve
 from tests.processes import run_cli
 from tests.stubs import StubServer
 from yullu_cli.hooks import category_hints, hook_argv, is_trivial, response_body
+from yullu_core.tokens import count_tokens
 
 
 @pytest.mark.parametrize(

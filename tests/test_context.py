@@ -13,11 +13,12 @@ from django.utils import timezone
 
 from memories import services
 from memories.context import Entry as ContextEntry
-from memories.context import count_tokens, render
+from memories.context import render
 from memories.models import Memory
 from memories.scope import USER_SCOPE, resolve
 from tests.mcp_client import call, http_session
 from tests.processes import git_repo, run_cli
+from yullu_core.tokens import count_tokens
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
