@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -25,6 +24,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from memories.embedders import record_usage
+from yullu_core.env import env_str
 from yullu_core.errors import Unavailable, optional_module
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
@@ -206,7 +206,7 @@ def _which(tool: str, path_env: str) -> str | None:
 def detect_cli(preferred: str = "") -> tuple[str, str] | None:
     """(tool, path) of the first installed assistant, `preferred` first. Cached per PATH."""
     for tool in ([preferred] if preferred else []) + [t for t in CLI_TOOLS if t != preferred]:
-        found = _which(tool, os.environ.get("PATH", ""))
+        found = _which(tool, env_str("PATH"))
         if found:
             return tool, found
     return None

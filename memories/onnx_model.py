@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from yullu_core.env import env_int, env_str
 from yullu_core.errors import Unavailable
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,7 @@ def fingerprint(model: str) -> str:
 def models_root(home: Path) -> Path:
     """$YULLU_HOME/models, or YULLU_MODEL_CACHE when set (several homes on one machine, e.g. the
     test suite's servers, then share one build)."""
-    return Path(os.environ.get("YULLU_MODEL_CACHE", "").strip() or home / "models")
+    return Path(env_str("YULLU_MODEL_CACHE") or home / "models")
 
 
 def build_dir(home: Path, model: str) -> Path:
@@ -342,7 +343,7 @@ def default_threads() -> int:
     """One intra-op thread unless YULLU_EMBED_THREADS says otherwise. Measured on 2 busy cores:
     a second thread made a single query 3× slower (the threads wait for each other while other
     processes hold the cores); throughput comes from batching and from several web workers."""
-    return max(1, int(os.environ.get("YULLU_EMBED_THREADS", "1") or 1))
+    return max(1, env_int("YULLU_EMBED_THREADS"))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import logging
-import os
 import re
 import threading
 import time
@@ -26,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from yullu_core.env import env_int
 from yullu_core.errors import Unavailable
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class Judge:
         with self._load_lock:
             if self._model is None:
                 started = time.monotonic()
-                threads = max(1, int(os.environ.get("YULLU_EMBED_THREADS", "1") or 1))
+                threads = max(1, env_int("YULLU_EMBED_THREADS"))
                 self._model = CrossEncoder(model_dir(), threads=threads)
                 log.info("reranker %s loaded in %.1fs", MODEL_ID, time.monotonic() - started)
             return self._model

@@ -39,7 +39,9 @@ def setup_django(migrate: bool = True) -> None:
 
 
 def _embedded_postgres_is_down() -> bool:
-    if os.environ.get("DATABASE_URL", "").strip():
+    from yullu_core.env import env_is_set
+
+    if env_is_set("DATABASE_URL"):
         return False
     from yullu_core import postgres as pg
     from yullu_core.paths import ensure_home

@@ -18,6 +18,7 @@ import sys
 import time
 
 from memories.trivial import is_acknowledgement, normalise
+from yullu_core.env import env_float, env_is_set, env_str
 from yullu_core.text import escape_controls
 
 TYPE_CHECKING = False
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # annotations only: importing typing/pathlib would cost start
     from typing import Any
 
 # A hook must never hold up the prompt; tests on a loaded machine raise it (YULLU_HOOK_TIMEOUT).
-TIMEOUT = float(os.environ.get("YULLU_HOOK_TIMEOUT") or 1.5)
+TIMEOUT = env_float("YULLU_HOOK_TIMEOUT")
 MIN_PROMPT_CHARS = 8
 # Wording → category hints (SPEC §9: hints inferred from the prompt's wording).
 HINTS: list[tuple[str, re.Pattern[str]]] = [
@@ -56,10 +57,10 @@ DEFAULT_PORT = 47823
 
 
 def home_dir() -> str:
-    explicit = os.environ.get("YULLU_HOME", "").strip()
+    explicit = env_str("YULLU_HOME")
     if explicit:
         return os.path.expanduser(explicit)
-    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    xdg = env_str("XDG_DATA_HOME")
     return os.path.join(xdg or os.path.join(os.path.expanduser("~"), ".local", "share"), "yullu")
 
 
@@ -71,13 +72,13 @@ def yullu_home() -> Path:
 
 def server_port() -> int:
     """YULLU_PORT (installed hooks set it), else `[server].port` of the config file, else the default."""
-    port = os.environ.get("YULLU_PORT", "").strip()
+    port = env_str("YULLU_PORT")
     if port.isdigit():
         return int(port)
     import tomllib  # only when the hook command does not pin the port
 
     default = os.path.join(os.path.expanduser("~"), ".config", "yullu", "config.toml")
-    path = os.environ.get("YULLU_CONFIG", "") or default
+    path = env_str("YULLU_CONFIG") or default
     try:
         with open(path, "rb") as fh:
             return int(tomllib.load(fh).get("server", {}).get("port", DEFAULT_PORT))
@@ -94,7 +95,7 @@ def hook_argv(verb: str) -> list[str]:
 
 def server_url() -> str:
     """YULLU_SERVER (a team server: `yullu install --server URL` pins it), else this machine's server."""
-    remote = os.environ.get("YULLU_SERVER", "").strip().rstrip("/")
+    remote = env_str("YULLU_SERVER").rstrip("/")
     return remote or f"http://127.0.0.1:{server_port()}"
 
 
@@ -117,7 +118,7 @@ def category_hints(prompt: str) -> list[str]:
 def target() -> tuple[str, str, int, str, bool]:
     """(Host header, host, port, path prefix, TLS?) of the server: YULLU_SERVER when set (a team
     server, pinned by `yullu install --server URL`), else this machine's on 127.0.0.1."""
-    remote = os.environ.get("YULLU_SERVER", "").strip().rstrip("/")
+    remote = env_str("YULLU_SERVER").rstrip("/")
     if not remote:
         port = server_port()
         return f"127.0.0.1:{port}", "127.0.0.1", port, "", False
@@ -213,7 +214,7 @@ def where(cwd: str) -> dict[str, str]:
     """The project of a request: this machine's server resolves `cwd` itself; a team server
     (YULLU_SERVER) cannot see the laptop's folders, so the hook names the project, computed here by
     the same rules (yullu_core.gitorigin, standard library only)."""
-    if not os.environ.get("YULLU_SERVER", "").strip():
+    if not env_is_set("YULLU_SERVER"):
         return {"cwd": cwd}
     from yullu_core.gitorigin import project_id_of
 

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from yullu_core.env import env_is_set, env_str
+
 from .hooks import hook_argv, server_port, server_url, token, yullu_home
 
 SKILL = """\
@@ -115,7 +117,7 @@ def pinned_env() -> dict[str, str]:
     """The home and port this install is made for, set in every command it writes (hooks, Codex
     notify, the service), so a server on a non-default port or home is still the one they reach."""
     env = {"YULLU_HOME": str(yullu_home().resolve()), "YULLU_PORT": str(server_port())}
-    if remote := os.environ.get("YULLU_SERVER", "").strip():
+    if remote := env_str("YULLU_SERVER"):
         env["YULLU_SERVER"] = remote  # a team server (`yullu install --server URL`)
     return env
 
@@ -405,12 +407,12 @@ def service_env() -> dict[str, str]:
     """What the service's `yullu serve` needs to be the server the hooks were pinned to (same
     home, port and config file), whatever the service manager's own environment holds."""
     env = pinned_env()
-    if os.environ.get("YULLU_CONFIG", "").strip():
-        env["YULLU_CONFIG"] = str(Path(os.environ["YULLU_CONFIG"]).expanduser().resolve())
+    if config := env_str("YULLU_CONFIG"):
+        env["YULLU_CONFIG"] = str(Path(config).expanduser().resolve())
     # The service manager's PATH rarely holds ~/.local/bin or npm's folder: without this the
     # service's server finds no `claude`/`codex` reasoner that `yullu doctor` in a shell finds.
-    if os.environ.get("PATH"):
-        env["PATH"] = os.environ["PATH"]
+    if path := env_str("PATH"):
+        env["PATH"] = path
     return env
 
 
@@ -661,7 +663,7 @@ def uninstall(targets: list[str]) -> None:
 
 def _left_behind(home: Path, targets: list[str], cursor: bool) -> list[str]:
     """What uninstall leaves on purpose, so nobody has to guess."""
-    where = "the database at DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "the embedded database"
+    where = "the database at DATABASE_URL" if env_is_set("DATABASE_URL") else "the embedded database"
     lines = [f"kept: your memories ({where}) and {yullu_home()} (config, API token); delete them by hand "
              "if you want them gone"]  # fmt: skip
     backups = [p for d in (".claude", ".codex", ".cursor") for p in (home / d).rglob("*.yullu-backup-*")]

@@ -483,7 +483,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.command is None:
         args = parser.parse_args([*argv, "serve"])
     if args.verbose:
-        if os.environ.get("YULLU_LOG_LEVEL", "").strip().lower() != "debug":
+        from yullu_core.env import env_str
+
+        if env_str("YULLU_LOG_LEVEL").lower() != "debug":
             os.environ["YULLU_LOG_LEVEL"] = "info"
     elif args.command != "serve":
         # A command's output is its answer: log lines (INFO from model loading, searches) only on request.

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from yullu_core.env import env_is_set, env_str
+
 from .django_setup import alive, fail, setup_django
 
 if TYPE_CHECKING:
@@ -96,7 +98,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     if role in ("all", "web") and (problem := _wait_to_listen(host, port)):
         pidfile.unlink(missing_ok=True)  # before Postgres or any child starts: nothing to stop
         fail(problem)
-    embedded = not os.environ.get("DATABASE_URL", "").strip()
+    embedded = not env_is_set("DATABASE_URL")
     orphan = pg.left_by_dead_owner(home, pg.plan(home)) if embedded else None
     if orphan is not None:
         _say(f"yullu: adopting the embedded PostgreSQL (pid {orphan.pid}) left by a `yullu serve` that was killed.")
@@ -489,7 +491,7 @@ def _keep_beat_lock(lock: BeatLock, beat: Child | None) -> None:
 
 def _say(message: str, level: str = "INFO") -> None:
     """The supervisor's own lines on stderr: plain, or one JSON object with YULLU_LOG_FORMAT=json."""
-    if os.environ.get("YULLU_LOG_FORMAT", "").strip().lower() == "json":
+    if env_str("YULLU_LOG_FORMAT").lower() == "json":
         import logging
 
         from yullu_site.logjson import JsonFormatter
@@ -505,7 +507,7 @@ def _web_cmd(py: str, host: str, port: int, workers: int, trusted_proxies: list[
     cmd = [py, "-m", "uvicorn", "yullu_site.asgi:application", "--host", host, "--port", str(port),
            "--workers", str(workers), "--no-access-log", "--lifespan", "on",
            *uvicorn_proxy_args(trusted_proxies)]  # fmt: skip
-    if os.environ.get("YULLU_LOG_FORMAT", "").strip().lower() == "json":
+    if env_str("YULLU_LOG_FORMAT").lower() == "json":
         cmd += ["--log-config", str(Path(__file__).with_name("uvicorn_log_json.json"))]
     return cmd
 
@@ -521,7 +523,7 @@ def _beat_cmd(py: str, run_dir: Path) -> list[str]:
 
 
 def _celery_level() -> str:
-    return os.environ.get("YULLU_CELERY_LOGLEVEL", "WARNING").upper()
+    return env_str("YULLU_CELERY_LOGLEVEL").upper()
 
 
 def _reasoner_line() -> str:
@@ -580,7 +582,7 @@ def _print_banner(host: str, port: int, result: BootstrapResult, data_dir: Path)
         lines.append(f"  first run:  admin password is {pw_file.read_text().strip()}")
     lines.append(_reasoner_line())
     lines += _stale_hook_lines()
-    if hint := path_hint(Path(sys.executable).parent, os.environ.get("PATH", "")):
+    if hint := path_hint(Path(sys.executable).parent, env_str("PATH")):
         lines.append(hint)
     lines.append("Press Ctrl-C to stop.")
     print("\n".join(lines), flush=True)

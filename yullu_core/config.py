@@ -24,6 +24,7 @@ from typing import Any
 
 import platformdirs
 
+from .env import env_is_set, env_str
 from .errors import UserError
 
 log = logging.getLogger(__name__)
@@ -268,7 +269,7 @@ open_projects = true
 
 
 def config_path() -> Path:
-    explicit = os.environ.get("YULLU_CONFIG", "").strip()
+    explicit = env_str("YULLU_CONFIG")
     if explicit:
         return Path(explicit).expanduser()
     return Path(platformdirs.user_config_dir("yullu")) / "config.toml"
@@ -351,8 +352,8 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 def _apply_env(cfg: Config) -> None:
     for var, (section, key) in ENV_OVERRIDES.items():
-        raw = os.environ.get(var)
-        if raw is None or raw == "":
+        raw = env_str(var)
+        if not raw:
             continue
         spec = SCHEMA[section][key]
         value: Any = raw
@@ -426,7 +427,7 @@ def load_for_project(project_id: str, git_root: Path | None, base: Config | None
                     origin[f"{s}.{k}"] = name
     _apply_env(cfg)
     for var, (section, key) in ENV_OVERRIDES.items():
-        if os.environ.get(var):
+        if env_is_set(var):
             origin[f"{section}.{key}"] = f"environment ({var})"
     return cfg, origin
 

@@ -4,13 +4,15 @@ import os
 import secrets
 from pathlib import Path
 
+from .env import env_str
+
 
 def yullu_home() -> Path:
     """`$YULLU_HOME`, else `$XDG_DATA_HOME/yullu`, else `~/.local/share/yullu`."""
-    explicit = os.environ.get("YULLU_HOME", "").strip()
+    explicit = env_str("YULLU_HOME")
     if explicit:
         return Path(explicit).expanduser().resolve()
-    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    xdg = env_str("XDG_DATA_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
     return (base / "yullu").resolve()
 

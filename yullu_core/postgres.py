@@ -36,11 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .env import env_str
+
 log = logging.getLogger(__name__)
 
 # YULLU_PG_SYSTEM_USER: another name (tests use one that does not exist yet to cover a fresh machine).
-PG_SYSTEM_USER = os.environ.get("YULLU_PG_SYSTEM_USER", "").strip() or "yullu-pg"
-ROOT_BASE = Path(os.environ.get("YULLU_ROOT_PG_BASE", "/var/lib/yullu"))
+PG_SYSTEM_USER = env_str("YULLU_PG_SYSTEM_USER")
+ROOT_BASE = Path(env_str("YULLU_ROOT_PG_BASE"))
 DB_NAME = "yullu"
 
 
@@ -196,7 +198,7 @@ def _start(cluster: Cluster) -> None:
     log_file = cluster.pgdata / "server.log"
     # 512 MB of shared buffers keeps ~100k memories' vectors and their HNSW index in memory
     # (the PostgreSQL default of 128 MB makes large-project searches read from disk).
-    buffers = os.environ.get("YULLU_PG_SHARED_BUFFERS", "512MB")
+    buffers = env_str("YULLU_PG_SHARED_BUFFERS")
     options = f"-h '' -k {cluster.socket_dir} -c max_connections=200 -c shared_buffers={buffers}"
     if sys.platform.startswith("linux"):
         # Crash recovery first makes the data folder durable: one syncfs() instead of an fsync()

@@ -8,6 +8,8 @@ import warnings
 from celery import Celery
 from celery.exceptions import SecurityWarning
 
+from yullu_core.env import env_float
+
 from .broker import register
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
@@ -23,13 +25,8 @@ if app.conf.accept_content == ["json"]:
 app.autodiscover_tasks()
 
 
-def _seconds(name: str, default: int) -> float:
-    raw = os.environ.get(name, "")
-    return float(raw) if raw else float(default)
-
-
-HEARTBEAT = _seconds("YULLU_HEARTBEAT_SECONDS", 60)
-TICK = _seconds("YULLU_SCHEDULER_TICK_SECONDS", 60)
+HEARTBEAT = env_float("YULLU_HEARTBEAT_SECONDS")
+TICK = env_float("YULLU_SCHEDULER_TICK_SECONDS")
 
 app.conf.beat_schedule = {
     "heartbeat": {"task": "yullu_site.tasks.heartbeat", "schedule": HEARTBEAT, "options": {"expires": HEARTBEAT * 0.9}},

@@ -9,13 +9,13 @@ every request is self-contained (sampling then falls back to the configured reas
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import psycopg
 from mcp.server.transport_security import TransportSecuritySettings
 
+from yullu_core.env import env_bool
 from yullu_site.gate import check_token, headers_of, send_json
 from yullu_site.mcp_transport import streamable_http_app
 from yullu_site.origins import allowed_origins, host_allowed, origin_allowed
@@ -78,7 +78,7 @@ def build_mcp_asgi() -> ASGIApp:
     from .mcp import get_server
 
     server = get_server()
-    stateless = os.environ.get("YULLU_MCP_STATELESS", "") in ("1", "true")
+    stateless = env_bool("YULLU_MCP_STATELESS")
     app = streamable_http_app(
         server, stateless=stateless, security_settings=transport_security(), talks_back=server.talks_back
     )

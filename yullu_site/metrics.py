@@ -7,7 +7,6 @@ scrape time, so they are right whichever process answers.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from yullu_core.env import env_is_set
 from yullu_core.metrics import HTTP_REQUESTS, HTTP_SECONDS, MULTIPROC_ENV
 
 
@@ -67,7 +67,7 @@ class _ThisProcess:
 
 def render() -> tuple[bytes, str]:
     registry = CollectorRegistry()
-    if os.environ.get(MULTIPROC_ENV):
+    if env_is_set(MULTIPROC_ENV):
         MultiProcessCollector(registry)
     else:
         registry.register(_ThisProcess())

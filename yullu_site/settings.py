@@ -28,13 +28,13 @@ YULLU = yconfig.load()
 
 def _secret_key() -> str:
     # Several web nodes behind one address need the same key (sessions, CSRF): set it in the env.
-    if shared := os.environ.get("YULLU_SECRET_KEY", "").strip():
+    if shared := env_str("YULLU_SECRET_KEY"):
         return shared
     return create_once(YULLU_HOME / "secret_key", secrets.token_urlsafe(50)).strip()
 
 
 SECRET_KEY = _secret_key()
-DEBUG = env_bool("YULLU_DEBUG", False)
+DEBUG = env_bool("YULLU_DEBUG")
 
 
 def _django_hosts(configured: list[str]) -> list[str]:
@@ -258,10 +258,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
 
 # `warn` is what many people write; Python calls it WARNING.
-LOG_LEVEL = env_choice("YULLU_LOG_LEVEL", ("debug", "info", "warn", "warning", "error"), "info")
+LOG_LEVEL = env_choice("YULLU_LOG_LEVEL", ("debug", "info", "warn", "warning", "error"))
 LOG_LEVEL = {"warn": "warning"}.get(LOG_LEVEL, LOG_LEVEL).upper()
 # YULLU_LOG_FORMAT=json: one JSON object per line (for a log shipper); plain text otherwise.
-LOG_FORMAT = env_choice("YULLU_LOG_FORMAT", ("plain", "json"), "plain")
+LOG_FORMAT = env_choice("YULLU_LOG_FORMAT", ("plain", "json"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
