@@ -8,6 +8,7 @@ import secrets
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
+from django.db.models.functions import Now
 from django.utils import timezone
 
 TOKEN_PREFIX = "yl_"
@@ -49,6 +50,16 @@ class Project(models.Model):
         return self.project_id
 
 
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def usable(self) -> ApiTokenQuerySet:
+        """THE token rule: a token authenticates while it is unexpired and its user is active.
+        REST (yullu_site.auth.token_for) filters with it and the MCP fast path
+        (yullu_site.token_check) is compiled from it; tests/test_token_rule.py asks both."""
+        return self.filter(user__is_active=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=Now())
+        )
+
+
 class ApiToken(models.Model):
     """A bearer token for /api and /mcp. Only its SHA-256 is stored; the token is shown once.
     Moved here from yullu_site (same table: existing tokens keep working)."""
@@ -60,6 +71,8 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     read_only = models.BooleanField(default=False, db_default=False)
+
+    objects = ApiTokenQuerySet.as_manager()
 
     class Meta:
         db_table = "yullu_site_apitoken"

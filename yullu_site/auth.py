@@ -18,13 +18,14 @@ STAMP_EVERY_S = 60  # a token's last_used_at is written at most this often (here
 
 
 def token_for(raw: str) -> ApiToken | None:
-    """The token, if unexpired and of an active user. Updates last_used_at at most once a minute."""
+    """The token, if usable (access.models: unexpired, of an active user). Updates last_used_at at most
+    once a minute."""
     if not raw:
         return None
-    token = ApiToken.objects.select_related("user").filter(key_hash=hash_token(raw)).first()
-    now = timezone.now()
-    if token is None or not token.user.is_active or (token.expires_at is not None and token.expires_at <= now):
+    token = ApiToken.objects.usable().select_related("user").filter(key_hash=hash_token(raw)).first()
+    if token is None:
         return None
+    now = timezone.now()
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > STAMP_EVERY_S:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token

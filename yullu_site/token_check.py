@@ -1,7 +1,9 @@
 """The MCP endpoint's token check, on the event loop (issue 16).
 
 Asked of the database on every request, as the REST API does (yullu_site.auth.user_for_token): a
-deleted token or a deactivated user is refused at once, in every process. But as one SQL
+deleted token or a deactivated user is refused at once, in every process. The rule itself is not
+written here: the statement's WHERE is compiled from access.models.ApiTokenQuerySet.usable, the
+queryset REST filters with (tests/test_token_rule.py asks both paths the same cases). But as one SQL
 statement on one psycopg AsyncConnection per process and event loop, instead of the ORM in the
 thread pool: no hop through the pool's 6 threads, no `select_related` compile, no health-check
 `SELECT 1`: ~0.6 ms of CPU per check before, ~0.1 ms now (docs/benchmarks.md, round four).
@@ -41,21 +43,31 @@ KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
 APPLICATION_NAME = "yullu-mcp-token-check"  # names the connection in pg_stat_activity
 
 
+_KEY = "\x00key-hash"  # stands for the hash while the rule's query is compiled; the real one is bound per check
+
+
 def _column(model: type[Model], field: str) -> sql.Identifier:
     column = model._meta.get_field(field).column  # type: ignore[union-attr]
     assert column is not None
     return sql.Identifier(column)
 
 
-def _statement() -> sql.Composed:
-    user = get_user_model()
-    return sql.SQL(
-        """WITH found AS (
-            SELECT t.{t_pk} AS pk, t.{t_used} AS used, u.{u_pk} AS user_id, u.{u_name} AS username,
-                   u.{u_super} AS is_superuser, t.{t_ro} AS read_only
-            FROM {t_table} t JOIN {u_table} u ON u.{u_pk} = t.{t_user}
-            WHERE t.{t_hash} = %s AND u.{u_active} AND (t.{t_expires} IS NULL OR t.{t_expires} > now())
-        ), stamped AS (
+def _found() -> tuple[sql.SQL, list[Any]]:
+    """The token rule (access.models.ApiTokenQuerySet.usable) as SQL, compiled by the ORM from the
+    same queryset REST filters with: one rule, two runners. Returns the SQL and its parameters,
+    with _KEY where the hash goes."""
+    username = f"user__{get_user_model().USERNAME_FIELD}"
+    found = ApiToken.objects.usable().filter(key_hash=_KEY)
+    columns = found.values_list("pk", "last_used_at", "user_id", username, "user__is_superuser", "read_only")
+    query, params = columns.query.sql_with_params()
+    assert params.count(_KEY) == 1, "the token rule's SQL must bind the hash exactly once"
+    return sql.SQL(query), list(params)
+
+
+def _statement() -> tuple[sql.Composed, list[Any]]:
+    found, params = _found()
+    statement = sql.SQL(
+        """WITH found(pk, used, user_id, username, is_superuser, read_only) AS ({found}), stamped AS (
             UPDATE {t_table} SET {t_used} = now() WHERE {t_pk} IN (
                 SELECT s.{t_pk} FROM {t_table} s JOIN found ON s.{t_pk} = found.pk
                 WHERE found.used IS NULL OR found.used < now() - {every}::interval
@@ -64,20 +76,13 @@ def _statement() -> sql.Composed:
         )
         SELECT user_id, username, is_superuser, read_only FROM found"""
     ).format(
+        found=found,
         t_table=sql.Identifier(ApiToken._meta.db_table),
         t_pk=_column(ApiToken, "id"),
         t_used=_column(ApiToken, "last_used_at"),
-        t_user=_column(ApiToken, "user"),
-        t_hash=_column(ApiToken, "key_hash"),
-        t_expires=_column(ApiToken, "expires_at"),
-        t_ro=_column(ApiToken, "read_only"),
-        u_table=sql.Identifier(user._meta.db_table),
-        u_pk=_column(user, user._meta.pk.name),
-        u_active=_column(user, "is_active"),
-        u_name=_column(user, user.USERNAME_FIELD),
-        u_super=_column(user, "is_superuser"),
         every=sql.Literal(f"{STAMP_EVERY_S} seconds"),
     )
+    return statement, params
 
 
 def _connection_params() -> dict[str, Any]:
@@ -99,7 +104,7 @@ class TokenChecker:
     """One connection per event loop (uvicorn has one; tests may run several servers in one process)."""
 
     def __init__(self) -> None:
-        self._statement = _statement()
+        self._compiled: tuple[sql.Composed, list[Any]] | None = None  # on first use: no query compiled at import
         self._loop: asyncio.AbstractEventLoop | None = None
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._connecting = asyncio.Lock()
@@ -127,7 +132,10 @@ class TokenChecker:
         # Prepared once per connection: planning this unique-key lookup cost more than running it.
         try:
             async with asyncio.timeout(ASK_TIMEOUT):
-                cur = await conn.execute(self._statement, (key_hash,), prepare=True)
+                self._compiled = self._compiled or _statement()
+                statement, params = self._compiled
+                bound = [key_hash if p == _KEY else p for p in params]
+                cur = await conn.execute(statement, bound, prepare=True)
                 row = await cur.fetchone()
         except TimeoutError:
             await self._forget(conn)  # the requests queued behind it then reconnect
@@ -148,6 +156,11 @@ class TokenChecker:
                     self._failed_at = time.monotonic()
                     raise
             return self._conn
+
+    async def close(self) -> None:
+        """Drop this loop's connection (a test or a benchmark that is done with the checker)."""
+        if self._conn is not None:
+            await self._forget(self._conn)
 
     async def _forget(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if self._conn is conn:
