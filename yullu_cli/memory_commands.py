@@ -9,7 +9,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from yullu_site.health import Part
 
 WIDTH = 100
 
@@ -117,18 +120,28 @@ def _print(args: argparse.Namespace, data: Any, human: str) -> int:
 # --- doctor -----------------------------------------------------------------------------
 
 
-# Checks whose failure leaves Yul'lu working (the server banner calls them warnings): they are
-# reported as "warn" and do not fail the exit code.
-WARN_ONLY = {"reasoner", "team log"}
-
-
 def _check(name: str, fn: Callable[[], tuple[bool, str, str]]) -> dict[str, Any]:
+    """A check of this terminal's own setup (config, server, hooks): a failure fails doctor."""
     try:
         ok, detail, fix = fn()
     except Exception as exc:  # a check that blows up is a failed check, said in one line
         ok, detail, fix = False, f"{type(exc).__name__}: {str(exc)[:200]}", "see the message above"
-    status = "ok" if ok else "warn" if name in WARN_ONLY else "fail"
-    return {"check": name, "ok": ok, "status": status, "detail": detail, "fix": "" if ok else fix}
+    return {"check": name, "ok": ok, "status": "ok" if ok else "fail", "detail": detail, "fix": "" if ok else fix}
+
+
+def _shown(part: Part) -> dict[str, Any]:
+    """A part of the health model (yullu_site/health.py) as a doctor line: an optional part's
+    problems are "warn" and leave the exit code 0."""
+    status = "ok" if part.ok else "fail" if part.required else "warn"
+    detail = part.detail if part.ok else " ".join(part.problems)
+    return {"check": part.name, "ok": part.ok, "status": status, "detail": detail, "fix": "" if part.ok else part.fix}
+
+
+def _system_checks() -> list[dict[str, Any]]:
+    from yullu_site import health
+
+    found = health.gather(health.DOCTOR, {"embedder": lambda: health.embedder(probe=True)})
+    return [_served_reasoner(_shown(p)) if p.name == "reasoner" else _shown(p) for p in found.parts]
 
 
 def _config() -> tuple[bool, str, str]:
@@ -136,35 +149,6 @@ def _config() -> tuple[bool, str, str]:
 
     load()
     return True, str(config_path()), ""
-
-
-def _database() -> tuple[bool, str, str]:
-    from yullu_site.status import database_status
-
-    db = database_status()
-    if db["ok"]:
-        return True, f"{db['kind']}, pgvector {db.get('pgvector')}", ""
-    if db.get("pending_migrations"):
-        return False, f"{db['pending_migrations']} migrations pending", "run any database command (e.g. `yullu token`)"
-    return False, f"{db['kind']}: {db.get('error', 'not usable')}", "start it with `yullu serve` or check DATABASE_URL"
-
-
-def _broker() -> tuple[bool, str, str]:
-    from yullu_site.status import broker_status
-
-    broker = broker_status()
-    detail = broker["kind"] + ("" if broker["ok"] else f": {broker.get('error', 'unreachable')}")
-    return broker["ok"], detail, "start the broker or unset CELERY_BROKER_URL to use the database queue"
-
-
-def _embedder() -> tuple[bool, str, str]:
-    from memories.embedders import embeds, get_embedder
-
-    embedder = get_embedder()
-    if not embeds(embedder):
-        return True, f"{embedder.id} (keyword search only)", ""
-    embedder.embed(["doctor check"], kind="query")
-    return True, embedder.id, "check [embedding] in config.toml (and its API key)"
 
 
 def _server() -> tuple[bool, str, str]:
@@ -212,19 +196,18 @@ def _hooks() -> tuple[bool, str, str]:
     return not missing, detail, "run `yullu serve` once (it writes the token), then `yullu install` again"
 
 
-def _reasoner() -> tuple[bool, str, str]:
+def _served_reasoner(line: dict[str, Any]) -> dict[str, Any]:
     """The reasoner the running server uses (what dreaming gets), else the one this shell would
     choose; a server started with another PATH (a service) may find no `claude` this shell finds."""
     from dreaming.reasoners import reasoner_status
 
-    state = reasoner_status()
-    here = state["name"] or "none"
+    here = reasoner_status()["name"]
     served = _served_status().get("reasoner")
-    if isinstance(served, dict) and served.get("name") != state["name"]:
-        detail = f"the running server uses {served.get('name') or 'none'}, this shell would use {here}"
+    if isinstance(served, dict) and served.get("name") != here:
+        detail = f"the running server uses {served.get('name') or 'none'}, this shell would use {here or 'none'}"
         fix = "restart `yullu serve` from a shell that finds it, or run `yullu install --service` again (it keeps PATH)"
-        return False, detail, fix
-    return state["available"], here, state["warning"] or ""
+        return {**line, "ok": False, "status": "warn", "detail": detail, "fix": fix}
+    return line
 
 
 def _served_status() -> dict[str, Any]:
@@ -248,31 +231,14 @@ def _served_status() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _team_log() -> tuple[bool, str, str]:
-    from sync.hygiene import all_advice
-
-    advice = all_advice()
-    if not advice:
-        return True, "no log large enough that compaction would help", ""
-    return False, " ".join(advice), "run `yullu sync compact` in each repository named, then commit the result"
-
-
 def doctor(args: argparse.Namespace) -> int:
     results = [_check("config", _config)]
     if results[0]["ok"]:
         from .django_setup import setup_django
 
         setup_django()  # like every database command: migrate first, stop a PostgreSQL started only for this
-        for name, fn in (
-            ("database", _database),
-            ("broker", _broker),
-            ("embedder", _embedder),
-            ("server", _server),
-            ("hooks", _hooks),
-            ("reasoner", _reasoner),
-            ("team log", _team_log),
-        ):
-            results.append(_check(name, fn))
+        results += _system_checks()
+        results += [_check("server", _server), _check("hooks", _hooks)]
     failed = any(r["status"] == "fail" for r in results)
     if args.json:
         print(json.dumps({"ok": not failed, "checks": results}, indent=2))

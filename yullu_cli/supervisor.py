@@ -527,11 +527,12 @@ def _celery_level() -> str:
 
 
 def _reasoner_line() -> str:
-    """Which reasoner background dreaming uses (detected once at start), or a visible warning."""
-    from dreaming.reasoners import reasoner_status
+    """The banner's part of the health model (yullu_site/health.py): which reasoner background
+    dreaming uses (detected once at start), or a visible warning."""
+    from yullu_site.health import BANNER, gather
 
-    state = reasoner_status()
-    return f"  dreaming:   {state['name']}" if state["available"] else f"  WARNING:    {state['warning']}"
+    (reasoner,) = gather(BANNER).parts
+    return f"  dreaming:   {reasoner.detail}" if reasoner.ok else f"  WARNING:    {' '.join(reasoner.problems)}"
 
 
 def path_hint(bin_dir: Path, path: str) -> str | None:

@@ -10,19 +10,17 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
-from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from access.policy import only_visible
 from dreaming.models import DreamPass
-from dreaming.reasoners import reasoner_status
 from memories import stats
 from memories.admin_views import admin_page, daily_charts
 from memories.anchors import store as anchor_store
-from memories.embedders import embeds, get_embedder
-from memories.models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, Usage
-from sync.hygiene import all_advice
+from memories.models import EventKind, Memory, MemoryEvent, ProjectLocation, Usage
 from sync.models import ProjectSyncState
+
+from .health import DASHBOARD, gather, team_log
 
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
@@ -74,35 +72,19 @@ def project_rows(days: int = 30) -> list[dict[str, Any]]:
 
 
 def health() -> dict[str, Any]:
-    """Embedder and reasoner status, with the warnings a reviewer should act on."""
-    embedder = get_embedder()
-    total = Memory.objects.count()
-    embedded = MemoryVector.objects.filter(embedder=embedder.id).count() if embeds(embedder) else 0
-    reasoner = reasoner_status()
-    day = timezone.now() - timedelta(days=1)
-    failures = Usage.objects.filter(ok=False, created_at__gte=day)
-    warnings: list[str] = []
-    if not embeds(embedder):
-        warnings.append('No embedder ([embedding].provider = "none"): search is keyword-only.')
-    elif embedded < total:
-        missing = total - embedded
-        have = "has" if missing == 1 else "have"
-        warnings.append(
-            f"{missing} of {total} memor{pluralize(total, 'y,ies')} {have} no vector for {embedder.id} yet (backfill)."
-        )
-    if n := failures.count():
-        last = failures.order_by("-created_at").first()
-        calls = f"{n} provider call{pluralize(n)}"
-        warnings.append(f"{calls} failed in the last 24 h (last: {last.error[:160] if last else ''}).")
-    warnings += all_advice(only_visible(ProjectSyncState.objects.all()))
+    """The dashboard's part of the health model (yullu_site/health.py): its numbers, and every
+    problem as a warning a reviewer should act on (the team logs: of the projects they may read)."""
+    visible_logs = only_visible(ProjectSyncState.objects.all())
+    found = gather(DASHBOARD, {"team log": lambda: team_log(visible_logs)})
+    vectors, reasoner = found.part("vectors"), found.part("reasoner")
     cost = Usage.objects.aggregate(c=Sum("cost_microcents"))["c"] or 0
     return {
-        "embedder": embedder.id,
-        "embedded": embedded,
-        "total": total,
-        "reasoner": reasoner["name"] or "MCP sampling only",
-        "reasoner_warning": reasoner["warning"],
-        "warnings": warnings,
+        "embedder": vectors.data.get("embedder", ""),
+        "embedded": vectors.data.get("embedded", 0),
+        "total": vectors.data.get("total", 0),
+        "reasoner": reasoner.data.get("name") or "MCP sampling only",
+        "reasoner_warning": " ".join(reasoner.problems) or None,
+        "warnings": [problem for p in found.parts if p.name != "reasoner" for problem in p.problems],
         "cost_usd": cost / 10**8,
         "min_similarity": settings.YULLU["retrieval"]["min_similarity"] or "calibrated gate",
     }

@@ -1,0 +1,238 @@
+"""Is the system healthy: one model, shown in four places. Each part is judged here, once:
+/api/status (`status()`), `yullu doctor`, the admin dashboard and the `yullu serve` banner show
+the parts they name below (cost decides: /api/status is polled, the dashboard's counts are not
+cheap). No secrets in any part.
+
+A part is healthy when it has no problems. The parts in OPTIONAL leave the server working when
+they have some (warnings: doctor's "warn", the dashboard's banner lines); every other part must be
+healthy for the server to be "ready". A judge that raises is a part with that one problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.models import QuerySet
+from django.template.defaultfilters import pluralize
+from django.utils import timezone
+
+from yullu_core.failures import disk_status
+
+from . import __version__
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    detail: str  # what is there, in one line ("postgres, pgvector 0.8.0")
+    problems: tuple[str, ...] = ()  # one sentence each; none: healthy
+    fix: str = ""  # what to do about the problems
+    data: Mapping[str, Any] = field(default_factory=dict)  # the machine-readable report (/api/status)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def required(self) -> bool:
+        return self.name not in OPTIONAL
+
+
+@dataclass(frozen=True)
+class Health:
+    parts: tuple[Part, ...]
+
+    @property
+    def ready(self) -> bool:
+        return all(p.ok for p in self.parts if p.required)
+
+    def part(self, name: str) -> Part:
+        return next(p for p in self.parts if p.name == name)
+
+    def problems(self) -> list[str]:
+        return [problem for p in self.parts for problem in p.problems]
+
+
+def database() -> Part:
+    try:
+        with connection.cursor() as cur:
+            cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cur.fetchone()
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except Exception as exc:  # any failure means "not usable"; say why without a traceback
+        data: dict[str, Any] = {"ok": False, "kind": settings.DATABASE_KIND, "error": type(exc).__name__}
+        problem = f"{settings.DATABASE_KIND}: {type(exc).__name__}"
+        return Part("database", problem, (problem,), "start it with `yullu serve` or check DATABASE_URL", data=data)
+    data = {
+        "ok": row is not None and not pending,
+        "kind": settings.DATABASE_KIND,
+        "pgvector": row[0] if row else None,
+        "pending_migrations": len(pending),
+    }
+    detail = f"{settings.DATABASE_KIND}, pgvector {data['pgvector']}"
+    if pending:
+        fix = "run any database command (e.g. `yullu token`)"
+        return Part("database", detail, (f"{len(pending)} migrations pending",), fix, data=data)
+    if row is None:
+        fix = "install pgvector in that PostgreSQL (CREATE EXTENSION vector)"
+        return Part("database", detail, (f"{settings.DATABASE_KIND}: pgvector is not installed",), fix, data=data)
+    return Part("database", detail, data=data)
+
+
+def _broker_data() -> dict[str, Any]:
+    url = settings.CELERY_BROKER_URL
+    if url.startswith("yullupg://"):
+        from .broker import table_ready
+
+        try:  # the queue table is all this broker needs (the database itself is checked above)
+            return {"ok": table_ready(), "kind": "postgres"}
+        except Exception as exc:
+            return {"ok": False, "kind": "postgres", "error": type(exc).__name__}
+    from .celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+    except Exception as exc:
+        return {"ok": False, "kind": url.split("://")[0], "error": type(exc).__name__}
+    return {"ok": True, "kind": url.split("://")[0]}
+
+
+def broker() -> Part:
+    data = _broker_data()
+    if data["ok"]:
+        return Part("broker", data["kind"], data=data)
+    problem = f"broker {data['kind']}: {data.get('error', 'unreachable')}"
+    fix = "start the broker or unset CELERY_BROKER_URL to use the database queue"
+    return Part("broker", data["kind"], (problem,), fix, data=data)
+
+
+def embedder(probe: bool = False) -> Part:
+    """The configured embedder; `probe` (doctor) embeds one text first, which also loads a local model."""
+    from memories.embedders import embedder_status, embeds, get_embedder
+
+    current = get_embedder()
+    fix = "check [embedding] in config.toml (and its API key)"
+    if probe and embeds(current):
+        try:
+            current.embed(["doctor check"], kind="query")
+        except Exception as exc:  # a failed embed is the answer, said in one line
+            problem = f"{type(exc).__name__}: {str(exc)[:200]}"
+            return Part("embedder", current.id, (problem,), fix, data={**embedder_status(), "ok": False})
+    data = embedder_status()
+    detail = current.id if embeds(current) else f"{current.id} (keyword search only)"
+    if data["ok"]:
+        return Part("embedder", detail, data=data)
+    problem = f"embedder {current.id}: " + ("no API key" if "key_set" in data else "the model is not loaded yet")
+    return Part("embedder", detail, (problem,), fix, data=data)
+
+
+def disk() -> Part:
+    data = disk_status(settings.YULLU_HOME)  # the embedded database, the logs and the queue live there
+    detail = f"{settings.YULLU_HOME}: {data.get('free_mb', '?')} MB free"
+    if data["ok"]:
+        return Part("disk", detail, data=data)
+    problem = f"disk: {data.get('error', 'not usable')}"
+    return Part("disk", detail, (problem,), f"free space where {settings.YULLU_HOME} lives", data=data)
+
+
+def reasoner() -> Part:
+    """Optional: the server works without one, but background dreaming does not."""
+    from dreaming.reasoners import reasoner_status
+
+    data = reasoner_status()
+    if data["available"]:
+        return Part("reasoner", data["name"], data=data)
+    return Part("reasoner", "none", (data["warning"],), data["warning"], data=data)
+
+
+def vectors() -> Part:
+    """Whether every memory has a vector of the current embedder (a backfill catches up)."""
+    from memories.embedders import embeds, get_embedder
+    from memories.models import Memory, MemoryVector
+
+    current = get_embedder()
+    total = Memory.objects.count()
+    if not embeds(current):
+        problem = 'No embedder ([embedding].provider = "none"): search is keyword-only.'
+        return Part("vectors", "none", (problem,), data={"embedder": current.id, "embedded": 0, "total": total})
+    embedded = MemoryVector.objects.filter(embedder=current.id).count()
+    data = {"embedder": current.id, "embedded": embedded, "total": total}
+    if embedded >= total:
+        return Part("vectors", f"{embedded} of {total} embedded", data=data)
+    missing = total - embedded
+    have = "has" if missing == 1 else "have"
+    problem = f"{missing} of {total} memor{pluralize(total, 'y,ies')} {have} no vector for {current.id} yet (backfill)."
+    return Part("vectors", f"{embedded} of {total} embedded", (problem,), data=data)
+
+
+def provider_calls() -> Part:
+    """Embedder and reasoner calls that failed in the last 24 hours."""
+    from memories.models import Usage
+
+    failures = Usage.objects.filter(ok=False, created_at__gte=timezone.now() - timedelta(days=1))
+    if not (n := failures.count()):
+        return Part("provider calls", "none failed in the last 24 h")
+    last = failures.order_by("-created_at").first()
+    problem = f"{n} provider call{pluralize(n)} failed in the last 24 h (last: {last.error[:160] if last else ''})."
+    fix = "see Usage in the admin"
+    return Part("provider calls", f"{n} failed", (problem,), fix, data={"failed": n})
+
+
+def team_log(states: QuerySet[Any] | None = None) -> Part:
+    """Team logs large enough that compaction would help (of `states`: e.g. the projects a viewer may read)."""
+    from sync.hygiene import all_advice
+
+    advice = all_advice(states)
+    if not advice:
+        return Part("team log", "no log large enough that compaction would help")
+    fix = "run `yullu sync compact` in each repository named, then commit the result"
+    return Part("team log", " ".join(advice), tuple(advice), fix)
+
+
+# Parts whose problems leave the server working: warnings, not "not ready".
+OPTIONAL = frozenset({"reasoner", "vectors", "provider calls", "team log"})
+PARTS: dict[str, Callable[[], Part]] = {
+    "database": database,
+    "broker": broker,
+    "disk": disk,
+    "embedder": embedder,
+    "vectors": vectors,
+    "provider calls": provider_calls,
+    "reasoner": reasoner,
+    "team log": team_log,
+}
+# What each place shows. /api/status is polled (no counts); the dashboard is a page the database
+# already served; the banner runs before anything else is up.
+STATUS = ("database", "broker", "embedder", "disk", "reasoner")
+DOCTOR = ("database", "broker", "disk", "embedder", "reasoner", "team log")
+DASHBOARD = ("broker", "disk", "vectors", "provider calls", "reasoner", "team log")
+BANNER = ("reasoner",)
+
+
+def gather(names: tuple[str, ...], judges: Mapping[str, Callable[[], Part]] | None = None) -> Health:
+    """The named parts, judged now; `judges` replaces some (doctor probes the embedder, the
+    dashboard limits the team logs to the viewer's projects)."""
+    chosen = {**PARTS, **(judges or {})}
+    return Health(tuple(_judged(name, chosen[name]) for name in names))
+
+
+def _judged(name: str, judge: Callable[[], Part]) -> Part:
+    try:
+        return judge()
+    except Exception as exc:  # a judge that blows up is a part with one problem, said in one line
+        return Part(name, "", (f"{type(exc).__name__}: {str(exc)[:200]}",), "see the message above")
+
+
+def status() -> dict[str, Any]:
+    """/api/status: ready, the version, and each part's report."""
+    health = gather(STATUS)
+    reports = {p.name: dict(p.data) or {"ok": p.ok, "error": " ".join(p.problems)} for p in health.parts}
+    return {"ready": health.ready, "version": __version__, **reports}
