@@ -26,12 +26,13 @@ from typing import Any, TypedDict
 from memories.scope import Scope, known_root
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
+from yullu_core.timestamps import format_ts
 
 from .eventlog import event_filename, logs_dir, read_events, write_events
 from .fold import Folded, fold
 from .models import LedgerEntry, ProjectSyncState
 from .outbox import flush, sync_config
-from .schema import Event, content_sha256, format_ts
+from .schema import Event, content_sha256
 from .services import clamp, ledger_clamps, reconcile_scope
 
 NAMESPACE = uuid.UUID("5e1f0c0a-7c1b-4f5e-9d43-0b9a6a3c2d11")

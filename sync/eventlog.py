@@ -25,14 +25,14 @@ import stat
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from yullu_core.errors import UserError
 from yullu_core.text import escape_controls
+from yullu_core.timestamps import format_ts, whole_second
 
-from .schema import EPOCH, MAX_EVENT_BYTES, Event, EventError, build, format_ts, parse_bytes
+from .schema import MAX_EVENT_BYTES, Event, EventError, build, parse_bytes
 
 __all__ = [
     "EventLogError",
@@ -69,8 +69,7 @@ def new_event(kind: str, memory_uuid: str, ts_ns: int | None = None, **fields: A
 
 def event_filename(event: Event) -> str:
     ns = event.ts_ns
-    stamp = EPOCH + timedelta(seconds=ns // 1_000_000_000)
-    return f"{stamp:%Y%m%dT%H%M%S}.{ns % 1_000_000_000:09d}Z-{event.id.hex[:8]}.json"
+    return f"{whole_second(ns):%Y%m%dT%H%M%S}.{ns % 1_000_000_000:09d}Z-{event.id.hex[:8]}.json"
 
 
 def render(event: Event) -> bytes:

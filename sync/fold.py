@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .schema import Event, content_sha256, parse_ts
+from yullu_core.timestamps import parse_ts
+
+from .schema import Event, content_sha256
 
 FIELD_DEFAULTS: dict[str, Any] = {
     "content": None,

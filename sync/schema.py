@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
-from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from uuid import UUID
 
@@ -27,40 +25,16 @@ from memories.anchors import refs as anchor_refs
 from memories.secrets import find_secret
 from memories.services import clean_category, clean_content, clean_tags
 from yullu_core.errors import UserError
+from yullu_core.timestamps import parse_ts
 
 EventType = Literal["create", "update", "delete", "embedding"]
 LEGACY_TYPES = {"remember": "create", "revise": "update", "forget": "delete"}
 MAX_VECTOR_DIM = 8192
 MAX_EVENT_BYTES = 4 * 1024 * 1024
-TS_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$")
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# Times a datetime (and PostgreSQL) can hold, in ns since the epoch; a zone offset can push a
-# `9999-12-31T23:59:59-23:59` past them. Later than the reader's clock is clamped by reconcile.
-MIN_NS = (datetime.min.replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1) * 1000
-MAX_NS = (datetime.max.replace(tzinfo=UTC) - EPOCH) // timedelta(microseconds=1) * 1000 + 999
 
 
 class EventError(ValueError):
     """An event (or file) that breaks the schema; the message names what is wrong."""
-
-
-def parse_ts(value: str) -> int:
-    """RFC 3339 (Go's RFC3339Nano included) → nanoseconds since the epoch."""
-    match = TS_RE.match(value)
-    if not match:
-        raise ValueError("ts must be an RFC 3339 time, e.g. 2026-06-01T04:12:13.364878Z")
-    base, frac, zone = match.groups()
-    stamp = datetime.fromisoformat(base + ("+00:00" if zone == "Z" else zone))
-    seconds = (stamp - EPOCH) // timedelta(seconds=1)
-    ns = seconds * 1_000_000_000 + int((frac or "").ljust(9, "0"))
-    if not MIN_NS <= ns <= MAX_NS:
-        raise ValueError("ts must be between the years 1 and 9999 in UTC")
-    return ns
-
-
-def format_ts(ns: int) -> str:
-    stamp = EPOCH + timedelta(seconds=ns // 1_000_000_000)
-    return f"{stamp:%Y-%m-%dT%H:%M:%S}.{ns % 1_000_000_000:09d}Z"
 
 
 def content_sha256(content: str) -> str:

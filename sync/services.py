@@ -44,7 +44,7 @@ from django.utils import timezone
 from access import policy as access
 from access.policy import is_personal
 from memories import services as memory_services
-from memories.changes import datetime_to_ns, memory_state, ns_to_datetime
+from memories.changes import memory_state
 from memories.embedders import Embedder, embeds, get_embedder
 from memories.lifecycle import apply_remote_links
 from memories.models import Memory, MemoryVector
@@ -52,12 +52,13 @@ from memories.scope import Scope, known_root, resolve
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
 from yullu_core.metrics import count_reconcile
+from yullu_core.timestamps import datetime_to_ns, format_ts, ns_to_datetime, parse_ts
 
 from .eventlog import EventLogError, logs_dir, read_events, scan, write_event
 from .fold import Folded, fold_all
 from .models import LedgerEntry, LedgerStatus, OutboxEvent, ProjectSyncState
 from .outbox import embedding_event, flush, make_event, pending_uuids, sync_config
-from .schema import Event, format_ts, parse_ts
+from .schema import Event
 
 log = logging.getLogger(__name__)
 APPLY_BATCH = 200  # memories per transaction: one commit (WAL flush) per batch, not per memory

@@ -20,10 +20,10 @@ from memories.models import Memory
 from memories.scope import Scope
 from sync.eventlog import list_names
 from sync.models import LedgerEntry, ProjectSyncState
-from sync.schema import parse_ts
 from sync.services import reconcile_scope
 from tests.processes import git_repo
 from tests.stubs import StubServer
+from yullu_core.timestamps import parse_ts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PROJECT = "example.com/convergence"
