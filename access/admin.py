@@ -1,4 +1,4 @@
-"""Tokens, projects, grants and the audit trail in the admin (superusers only: yullu_site.admin_site
+"""Tokens, projects, grants and the audit trail in the admin (superusers only: yullu_site.admin.site
 puts the access app among the internals). Token and grant changes go through access.services, so
 the admin's are audited like the CLI's; a new token is shown once, in the confirmation message."""
 

@@ -1,4 +1,4 @@
-"""Every web request starts acting as nobody (sees nothing) until its token (yullu_site.auth) or its
+"""Every web request starts acting as nobody (sees nothing) until its token (access.auth) or its
 admin login says who it is; the actor is put back when the request ends."""
 
 from __future__ import annotations

@@ -53,8 +53,8 @@ class Project(models.Model):
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
     def usable(self) -> ApiTokenQuerySet:
         """THE token rule: a token authenticates while it is unexpired and its user is active.
-        REST (yullu_site.auth.token_for) filters with it and the MCP fast path
-        (yullu_site.token_check) is compiled from it; tests/test_token_rule.py asks both."""
+        REST (access.auth.token_for) filters with it and the MCP fast path
+        (access.token_check) is compiled from it; tests/test_token_rule.py asks both."""
         return self.filter(user__is_active=True).filter(
             models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=Now())
         )

@@ -1,7 +1,7 @@
 """The memory tools over MCP: store, retrieve, build_context, update, delete, list, get_memory,
 link_memories, list_conflicts, resolve_conflict, rate_recall and get_usage, each a thin adapter over
 memories' services. The server that carries them (and the other apps' tools) is assembled in
-yullu_site/mcp.py.
+yullu_site/mcp/server.py.
 """
 
 from __future__ import annotations

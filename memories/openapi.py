@@ -29,7 +29,7 @@ from yullu_core.wire import DATETIME, UUID, Doc, Format
 
 
 class BearerAuthScheme(OpenApiAuthenticationExtension):
-    target_class = "yullu_site.auth.BearerTokenAuthentication"
+    target_class = "access.auth.BearerTokenAuthentication"
     name = "bearer"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+from access.models import ApiToken
 from memories import embedders, vector_index
 from tests.processes import git_repo, wait_until
 from tests.stubs import StubServer
-from yullu_site.models import ApiToken
 
 # Servers started by tests (each with its own YULLU_HOME) share one ONNX export of the local model.
 os.environ.setdefault("YULLU_MODEL_CACHE", str(settings.YULLU_HOME / "models"))
@@ -31,7 +31,7 @@ settings.YULLU["server"]["allowed_roots"] = TEST_ROOTS
 @pytest.fixture(autouse=True)
 def _fresh_rate_limits() -> None:
     """Auth-failure counters live in process memory; each test starts with none."""
-    from yullu_site import ratelimit
+    from access import ratelimit
 
     ratelimit.reset()
 
@@ -115,8 +115,8 @@ class LiveServer:
         """The site's ASGI application, or `app`, under uvicorn in a thread."""
         import uvicorn
 
+        from access.ratelimit import uvicorn_proxy_options
         from yullu_site.asgi import application
-        from yullu_site.ratelimit import uvicorn_proxy_options
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

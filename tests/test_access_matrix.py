@@ -299,7 +299,7 @@ def tool_outcome(persona: str, need: str, is_error: bool, payload: Any) -> str |
 
 
 def test_every_mcp_tool_is_in_the_matrix() -> None:
-    from yullu_site.mcp import build_server
+    from yullu_site.mcp.server import build_server
 
     names = {t.name for t in asyncio.run(build_server().list_tools())}
     assert names == set(TOOLS), f"tools without a matrix entry: {names - set(TOOLS)}; stale: {set(TOOLS) - names}"

@@ -12,10 +12,9 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from access.models import Project
+from access.auth import user_for_token
+from access.models import Project, hash_token
 from memories.models import KeyValue, Memory
-from yullu_site.auth import user_for_token
-from yullu_site.models import hash_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,9 +7,9 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from access.bootstrap import bootstrap, token_file
+from access.models import ApiToken
 from yullu_core.locks import LockKey
-from yullu_site.bootstrap import bootstrap, token_file
-from yullu_site.models import ApiToken
 
 
 @pytest.mark.django_db

@@ -49,7 +49,7 @@ def test_a_project_config_edit_applies_to_the_next_recall(monkeypatch: pytest.Mo
 def test_a_deleted_token_is_refused_by_mcp_at_once(live_server_url: str, owner: Any) -> None:
     import httpx
 
-    from yullu_site.models import ApiToken
+    from access.models import ApiToken
 
     token, raw = ApiToken.issue(owner)
     request: dict[str, Any] = {

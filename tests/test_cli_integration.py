@@ -6,7 +6,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -393,10 +392,3 @@ def test_banner_says_how_to_set_the_admin_password_when_its_file_is_missing(tmp_
     assert "changepassword admin" in admin_password_hint(pw_file)
     pw_file.write_text("secret\n")
     assert admin_password_hint(pw_file) == f"password in {pw_file}"
-
-
-def test_a_console_script_installed_before_the_layout_move_says_how_to_update() -> None:
-    code = "import sys; sys.argv = ['yullu', 'token']; from yullu_site.cli import main; main()"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert out.returncode == 1 and "Traceback" not in out.stderr
-    assert out.stderr.startswith("yullu: ") and "install" in out.stderr

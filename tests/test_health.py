@@ -1,4 +1,4 @@
-"""One health model (yullu_site/health.py) shown in four places: /api/status, `yullu doctor`, the
+"""One health model (yullu_site/monitoring/health.py) shown in four places: /api/status, `yullu doctor`, the
 admin dashboard and the `yullu serve` banner say the same thing about the same part."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from django.test import Client
 from dreaming import reasoners
 from yullu_cli import memory_commands, supervisor
 from yullu_core import failures
-from yullu_site import admin_views
+from yullu_site.admin import views as admin_views
 
 pytestmark = pytest.mark.django_db
 
@@ -57,7 +57,7 @@ def test_a_full_disk_makes_status_not_ready_doctor_fail_and_the_dashboard_warn(
 
 
 def test_a_judge_that_raises_is_one_problem_not_a_crash(monkeypatch: pytest.MonkeyPatch, client: Client) -> None:
-    from yullu_site import health
+    from yullu_site.monitoring import health
 
     def broken() -> health.Part:
         raise RuntimeError("the queue table is gone")

@@ -14,11 +14,11 @@ import httpx
 import pytest
 from django.conf import settings
 
+from access import ratelimit
+from access.models import ApiToken
 from tests.conftest import LiveServer
 from tests.mcp_client import call, http_session
 from tests.processes import wait_until
-from yullu_site import ratelimit
-from yullu_site.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,5 +1,5 @@
 """MCP POSTs are answered with one JSON body unless the tool may talk back mid-call (issue 16,
-yullu_site/mcp_transport.py): cheaper for the web process, and dream_now keeps its SSE stream."""
+yullu_site/mcp/transport.py): cheaper for the web process, and dream_now keeps its SSE stream."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from tests.conftest import LiveServer
 from tests.mcp_client import call, http_session
 from tests.stubs import StubServer
-from yullu_site.mcp_transport import streamable_http_app
+from yullu_site.mcp.transport import streamable_http_app
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -111,7 +111,7 @@ def test_a_tool_that_logs_still_returns_its_real_response(talks_back: bool) -> N
 def test_stateless_mode_answers_in_json_and_the_sdk_client_works(
     owner_token: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from yullu_site.mcp_http import build_mcp_asgi
+    from yullu_site.mcp.http import build_mcp_asgi
 
     monkeypatch.setenv("YULLU_MCP_STATELESS", "1")
     headers = {**ACCEPT, "authorization": f"Bearer {owner_token}"}

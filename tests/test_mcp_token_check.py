@@ -1,4 +1,4 @@
-"""The MCP token check runs on the event loop's own connection (yullu_site/token_check.py) and
+"""The MCP token check runs on the event loop's own connection (access/token_check.py) and
 still asks the database on every request. The deleted-token case: tests/test_caches.py; PostgreSQL
 down → 503: tests/test_faults.py."""
 
@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from django.db import connection
 
-from yullu_site.models import ApiToken
-from yullu_site.token_check import APPLICATION_NAME
+from access.models import ApiToken
+from access.token_check import APPLICATION_NAME
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -116,7 +116,7 @@ def test_hostile_log_entries_are_skipped_with_parse_errors(tmp_path: Path) -> No
 
 @pytest.mark.django_db
 def test_repeated_bad_tokens_are_rate_limited_but_a_working_client_is_not(client: Client, owner_token: str) -> None:
-    from yullu_site import ratelimit
+    from access import ratelimit
 
     good: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
     assert client.get("/api/memories", **good).status_code == 200  # verified before the attack
@@ -131,7 +131,7 @@ def test_repeated_bad_tokens_are_rate_limited_but_a_working_client_is_not(client
 def test_mcp_rate_limits_bad_tokens(live_server_url: str) -> None:
     import httpx
 
-    from yullu_site import ratelimit
+    from access import ratelimit
 
     headers = {"authorization": "Bearer yl_guess", "accept": "application/json, text/event-stream"}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}

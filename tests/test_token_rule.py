@@ -1,5 +1,5 @@
-"""One token rule, two runners: REST's ORM check (yullu_site.auth.token_for) and the MCP endpoint's
-raw-SQL fast path (yullu_site.token_check.TokenChecker) give the same answer for every case.
+"""One token rule, two runners: REST's ORM check (access.auth.token_for) and the MCP endpoint's
+raw-SQL fast path (access.token_check.TokenChecker) give the same answer for every case.
 Both come from access.models.ApiTokenQuerySet.usable; this table is what keeps them together."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from django.utils import timezone
 
 from access.actor import Actor, actor_for_user
+from access.auth import token_for
 from access.models import ApiToken
-from yullu_site.auth import token_for
-from yullu_site.token_check import TokenChecker
+from access.token_check import TokenChecker
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the fast path asks on its own connection
 

@@ -46,8 +46,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
 def cmd_token(args: argparse.Namespace) -> None:
     setup_django()
+    from access.bootstrap import bootstrap, token_file
     from yullu_core.database import migration_lock
-    from yullu_site.bootstrap import bootstrap, token_file
 
     with migration_lock():  # a server starting at the same moment bootstraps under this lock too
         bootstrap()
@@ -57,7 +57,7 @@ def cmd_token(args: argparse.Namespace) -> None:
 
 def cmd_stdio(args: argparse.Namespace) -> None:
     setup_django()
-    from yullu_site.mcp import run_stdio
+    from yullu_site.mcp.server import run_stdio
 
     run_stdio()
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from yullu_site.health import Part
+    from yullu_site.monitoring.health import Part
 
 WIDTH = 100
 
@@ -130,7 +130,7 @@ def _check(name: str, fn: Callable[[], tuple[bool, str, str]]) -> dict[str, Any]
 
 
 def _shown(part: Part) -> dict[str, Any]:
-    """A part of the health model (yullu_site/health.py) as a doctor line: an optional part's
+    """A part of the health model (yullu_site/monitoring/health.py) as a doctor line: an optional part's
     problems are "warn" and leave the exit code 0."""
     status = "ok" if part.ok else "fail" if part.required else "warn"
     detail = part.detail if part.ok else " ".join(part.problems)
@@ -138,7 +138,7 @@ def _shown(part: Part) -> dict[str, Any]:
 
 
 def _system_checks() -> list[dict[str, Any]]:
-    from yullu_site import health
+    from yullu_site.monitoring import health
 
     found = health.gather(health.DOCTOR, {"embedder": lambda: health.embedder(probe=True)})
     return [_served_reasoner(_shown(p)) if p.name == "reasoner" else _shown(p) for p in found.parts]

@@ -33,7 +33,7 @@ from yullu_core.env import env_is_set, env_str
 from .django_setup import alive, fail, setup_django
 
 if TYPE_CHECKING:
-    from yullu_site.bootstrap import BootstrapResult
+    from access.bootstrap import BootstrapResult
 
 
 def _pidfile_claim(path: Path) -> None:
@@ -195,8 +195,8 @@ def _metrics_dir(run_dir: Path) -> Path:
 def _prepare_database() -> BootstrapResult:
     """Migrate and bootstrap under the migration lock: web processes starting together take turns
     (two creating the admin account at once would collide)."""
+    from access.bootstrap import bootstrap
     from yullu_core.database import migrate_if_needed, migration_lock
-    from yullu_site.bootstrap import bootstrap
 
     with migration_lock():
         migrate_if_needed()
@@ -494,7 +494,7 @@ def _say(message: str, level: str = "INFO") -> None:
     if env_str("YULLU_LOG_FORMAT").lower() == "json":
         import logging
 
-        from yullu_site.logjson import JsonFormatter
+        from yullu_site.monitoring.logjson import JsonFormatter
 
         record = logging.LogRecord("yullu.serve", getattr(logging, level), "", 0, message, None, None)
         message = JsonFormatter().format(record)
@@ -502,7 +502,7 @@ def _say(message: str, level: str = "INFO") -> None:
 
 
 def _web_cmd(py: str, host: str, port: int, workers: int, trusted_proxies: list[str]) -> list[str]:
-    from yullu_site.ratelimit import uvicorn_proxy_args
+    from access.ratelimit import uvicorn_proxy_args
 
     cmd = [py, "-m", "uvicorn", "yullu_site.asgi:application", "--host", host, "--port", str(port),
            "--workers", str(workers), "--no-access-log", "--lifespan", "on",
@@ -527,9 +527,9 @@ def _celery_level() -> str:
 
 
 def _reasoner_line() -> str:
-    """The banner's part of the health model (yullu_site/health.py): which reasoner background
+    """The banner's part of the health model (yullu_site/monitoring/health.py): which reasoner background
     dreaming uses (detected once at start), or a visible warning."""
-    from yullu_site.health import BANNER, gather
+    from yullu_site.monitoring.health import BANNER, gather
 
     (reasoner,) = gather(BANNER).parts
     return f"  dreaming:   {reasoner.detail}" if reasoner.ok else f"  WARNING:    {' '.join(reasoner.problems)}"

@@ -20,7 +20,7 @@ class LockKey(IntEnum):
     # One bigint, session or transaction level.
     MIGRATE = 0x59554C4C5500  # one migrating process at a time (yullu_core.database)
     BEAT = 0x59554C4C5501  # held as long as a beat runs; standbys wait (yullu_cli.supervisor)
-    BOOTSTRAP = 0x59554C4C5502  # web nodes starting together create the admin once (yullu_site.bootstrap)
+    BOOTSTRAP = 0x59554C4C5502  # web nodes starting together create the admin once (access.bootstrap)
     # (key, hashtext(name)): one per embedder or project.
     BACKFILL = 0x59_75_6C_01  # one embedding backfill per embedder (memories.backfill)
     RECONCILE = 0x59_75_6C_02  # one reconcile or compaction per project (sync)

@@ -1,5 +1,5 @@
 """Prometheus instruments: the counters and histograms every layer observes (MCP tools, recall,
-reconcile, the supervisor). Scraping them (`GET /metrics`) is yullu_site/metrics.py.
+reconcile, the supervisor). Scraping them (`GET /metrics`) is yullu_site/monitoring/metrics.py.
 
 Counters and histograms live in the process that observes them; under `yullu serve` every process
 (supervisor, web workers, Celery worker) writes them to `$YULLU_HOME/run/metrics/` (prometheus_client's

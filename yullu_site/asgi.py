@@ -15,14 +15,14 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_app = get_asgi_application()
 
-from yullu_site.gate import Gate, limit_body  # noqa: E402
-from yullu_site.hook_lanes import is_hook_request, lane  # noqa: E402
-from yullu_site.mcp_http import ASGIScope, Receive, Send, build_mcp_asgi  # noqa: E402
+from access.token_check import TokenChecker  # noqa: E402
+from yullu_site.front.gate import Gate, limit_body  # noqa: E402
+from yullu_site.front.lanes import is_hook_request, lane  # noqa: E402
+from yullu_site.mcp.http import ASGIScope, Receive, Send, build_mcp_asgi  # noqa: E402
 from yullu_site.startup import on_startup  # noqa: E402
-from yullu_site.token_check import TokenChecker  # noqa: E402
 
 mcp_app = build_mcp_asgi()
-site_app = Gate(django_app, TokenChecker())  # tokens before bodies, bodies bounded (yullu_site/gate.py)
+site_app = Gate(django_app, TokenChecker())  # tokens before bodies, bodies bounded (yullu_site/front/gate.py)
 
 
 async def application(scope: ASGIScope, receive: Receive, send: Send) -> None:

@@ -4,11 +4,6 @@ from __future__ import annotations
 
 from django.db import models
 
-# API tokens moved to the access app (issue 28); these names stay importable from here.
-from access.models import TOKEN_PREFIX, ApiToken, hash_token
-
-__all__ = ["TOKEN_PREFIX", "ApiToken", "BrokerMessage", "Heartbeat", "hash_token"]
-
 
 class Heartbeat(models.Model):
     """Proves beat → broker → worker works: the heartbeat task bumps `beats`."""

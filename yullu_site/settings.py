@@ -44,14 +44,14 @@ def _django_hosts(configured: list[str]) -> list[str]:
     return [f"[{h}]" if ":" in h and not h.startswith("[") else h for h in hosts]
 
 
-# One Host rule: Django's for its pages, and yullu_site.origins.host_allowed applies it to /mcp.
+# One Host rule: Django's for its pages, and access.origins.host_allowed applies it to /mcp.
 ALLOWED_HOSTS = _django_hosts(YULLU["server"]["allowed_hosts"]) + ["testserver"]
 YULLU_ALLOWED_ORIGINS: list[str] = YULLU["server"]["allowed_origins"]
 
 INSTALLED_APPS = [
     # The admin theme; before django.contrib.admin. BasicAppConfig: keep our own site (YulluAdminSite).
     "unfold.apps.BasicAppConfig",
-    "yullu_site.admin_site.YulluAdminConfig",
+    "yullu_site.admin.site.YulluAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -69,11 +69,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "yullu_site.metrics.request_metrics",
+    "yullu_site.monitoring.metrics.request_metrics",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "yullu_core.api_errors.reject_nul_bytes",
-    "yullu_site.origins.check_origin",
+    "access.origins.check_origin",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -163,7 +163,7 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 
 def _admin_navigation(request: HttpRequest) -> list[dict[str, object]]:
-    from yullu_site.admin_site import navigation
+    from yullu_site.admin.site import navigation
 
     return navigation(request)
 
@@ -212,7 +212,7 @@ CONTENT_SECURITY_POLICY = {
 }
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["yullu_site.auth.BearerTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["access.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "yullu_core.api_errors.exception_handler",
@@ -228,7 +228,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
-    "SERVE_AUTHENTICATION": ["yullu_site.auth.BearerTokenAuthentication"],
+    "SERVE_AUTHENTICATION": ["access.auth.BearerTokenAuthentication"],
 }
 
 # Celery: by default the broker is a queue table in our own PostgreSQL (yullu_site/broker.py: no
@@ -267,7 +267,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
-        "json": {"()": "yullu_site.logjson.JsonFormatter"},
+        "json": {"()": "yullu_site.monitoring.logjson.JsonFormatter"},
     },
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "stream": "ext://sys.stderr"}},
     "root": {"handlers": ["stderr"], "level": LOG_LEVEL},

@@ -3,7 +3,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
-from .views import MetricsView, status_view
+from .monitoring.views import MetricsView, status_view
 
 urlpatterns = [
     # The site's front page is the admin (review, stats, settings); the API lives under /api.

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from access.models import ApiToken
 from memories import bm25
 from memories.models import Memory
 from yullu_cli.bench.latency import populate, sample_queries
-from yullu_site.mcp_http import TokenAuth
-from yullu_site.models import ApiToken
+from yullu_site.mcp.http import TokenAuth
 
 
 def p50(fn: Callable[[], object], n: int = 100) -> float:

@@ -1,5 +1,5 @@
 """CPU per MCP token check, in-process: the old way (the ORM in the thread pool, as
-yullu_site.auth.user_for_token through sync_to_async) against yullu_site.token_check.TokenChecker
+access.auth.user_for_token through sync_to_async) against access.token_check.TokenChecker
 (one statement on the event loop's own connection). docs/benchmarks.md, "Round four (issue 16)".
 
 Run, with the database of a home whose `token` file holds a valid token:
@@ -15,9 +15,9 @@ from collections.abc import Awaitable, Callable
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from access.auth import user_for_token
+from access.token_check import TokenChecker
 from yullu_core.mcp import with_fresh_connections
-from yullu_site.auth import user_for_token
-from yullu_site.token_check import TokenChecker
 
 Check = Callable[[], Awaitable[bool]]
 

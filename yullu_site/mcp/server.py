@@ -2,7 +2,7 @@
 adapter over the same services as the REST API: memories/mcp.py (store, retrieve, context, update,
 delete, list, get_memory, link_memories, list_conflicts, resolve_conflict, rate_recall, get_usage),
 sync/mcp.py (reconcile_memories), dreaming/mcp.py (record_messages, dream_now). Transport:
-yullu_site/mcp_http.py (HTTP) or `yullu stdio`.
+yullu_site/mcp/http.py (HTTP) or `yullu stdio`.
 """
 
 from __future__ import annotations

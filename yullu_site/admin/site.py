@@ -39,12 +39,12 @@ class YulluAdminSite(UnfoldAdminSite):
         return update_wrapper(wrapper, view)
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        from .admin_views import dashboard_context
+        from .views import dashboard_context
 
         return super().index(request, {**dashboard_context(request), **(extra_context or {})})
 
     def get_urls(self) -> list[Any]:
-        from .admin_views import projects_view
+        from .views import projects_view
 
         # The projects page spans apps (memories, dream passes), so the site serves it; it keeps the
         # address and name it had under the memories admin. First, before the memory change pages.
@@ -53,7 +53,7 @@ class YulluAdminSite(UnfoldAdminSite):
 
 
 class YulluAdminConfig(AdminConfig):
-    default_site = "yullu_site.admin_site.YulluAdminSite"
+    default_site = "yullu_site.admin.site.YulluAdminSite"
 
     def ready(self) -> None:
         super().ready()

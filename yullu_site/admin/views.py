@@ -19,8 +19,7 @@ from memories.admin_views import admin_page, daily_charts
 from memories.anchors import store as anchor_store
 from memories.models import EventKind, Memory, MemoryEvent, ProjectLocation, Usage
 from sync.models import ProjectSyncState
-
-from .health import DASHBOARD, gather, team_log
+from yullu_site.monitoring.health import DASHBOARD, gather, team_log
 
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
@@ -72,7 +71,7 @@ def project_rows(days: int = 30) -> list[dict[str, Any]]:
 
 
 def health() -> dict[str, Any]:
-    """The dashboard's part of the health model (yullu_site/health.py): its numbers, and every
+    """The dashboard's part of the health model (yullu_site/monitoring/health.py): its numbers, and every
     problem as a warning a reviewer should act on (the team logs: of the projects they may read)."""
     visible_logs = only_visible(ProjectSyncState.objects.all())
     found = gather(DASHBOARD, {"team log": lambda: team_log(visible_logs)})

@@ -23,8 +23,7 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from yullu_core.failures import disk_status
-
-from . import __version__
+from yullu_site import __version__
 
 
 @dataclass(frozen=True)
@@ -89,13 +88,13 @@ def database() -> Part:
 def _broker_data() -> dict[str, Any]:
     url = settings.CELERY_BROKER_URL
     if url.startswith("yullupg://"):
-        from .broker import table_ready
+        from yullu_site.broker import table_ready
 
         try:  # the queue table is all this broker needs (the database itself is checked above)
             return {"ok": table_ready(), "kind": "postgres"}
         except Exception as exc:
             return {"ok": False, "kind": "postgres", "error": type(exc).__name__}
-    from .celery import app
+    from yullu_site.celery import app
 
     try:
         with app.connection_for_write() as conn:

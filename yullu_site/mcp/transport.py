@@ -167,7 +167,7 @@ class SelectiveJsonSessionManager(StreamableHTTPSessionManager):
 def streamable_http_app(
     server: MCPServer, *, stateless: bool, security_settings: TransportSecuritySettings | None, talks_back: TalksBack
 ) -> Starlette:
-    """What `server.streamable_http_app()` builds (no SDK auth: yullu_site.mcp_http.TokenAuth guards
+    """What `server.streamable_http_app()` builds (no SDK auth: yullu_site.mcp.http.TokenAuth guards
     it), with our session manager. Stateless requests have no back-channel at all (dream_now's
     sampling falls back to the configured reasoner), so there every POST is answered in JSON."""
     manager = SelectiveJsonSessionManager(

@@ -19,7 +19,7 @@ def status_view(request: HttpRequest) -> JsonResponse:
 
 
 class MetricsView(APIView):
-    """Prometheus text format; the same bearer token as /api (see yullu_site/metrics.py)."""
+    """Prometheus text format; the same bearer token as /api (see yullu_site/monitoring/metrics.py)."""
 
     @extend_schema(exclude=True)
     def get(self, request: Request) -> HttpResponse:

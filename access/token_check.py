@@ -1,6 +1,6 @@
 """The MCP endpoint's token check, on the event loop (issue 16).
 
-Asked of the database on every request, as the REST API does (yullu_site.auth.user_for_token): a
+Asked of the database on every request, as the REST API does (access.auth.user_for_token): a
 deleted token or a deactivated user is refused at once, in every process. The rule itself is not
 written here: the statement's WHERE is compiled from access.models.ApiTokenQuerySet.usable, the
 queryset REST filters with (tests/test_token_rule.py asks both paths the same cases). But as one SQL
@@ -32,8 +32,8 @@ from django.db.models import Model
 from psycopg import sql
 
 from access.actor import Actor
-from yullu_site.auth import STAMP_EVERY_S
-from yullu_site.models import ApiToken, hash_token
+from access.auth import STAMP_EVERY_S
+from access.models import ApiToken, hash_token
 
 log = logging.getLogger("yullu.mcp")
 CONNECT_TIMEOUT = 5  # seconds; a database that does not answer is "unavailable" (503), not a hung request

@@ -55,7 +55,7 @@ def _queue_depth() -> int | None:
 
     if not settings.CELERY_BROKER_URL.startswith("yullupg://"):
         return None  # Redis: watch it with its own exporter
-    from .broker import queue_depth
+    from yullu_site.broker import queue_depth
 
     return queue_depth()
 

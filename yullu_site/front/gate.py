@@ -16,11 +16,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from access import ratelimit
 from access.actor import ACTOR_KEY
+from access.auth import bearer_from_header
+from access.token_check import TokenChecker
 from yullu_core.api_errors import TOKEN_HELP
-from yullu_site import ratelimit
-from yullu_site.auth import bearer_from_header
-from yullu_site.token_check import TokenChecker
 
 ASGIScope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from yullu_site.bootstrap import bootstrap
+from access.bootstrap import bootstrap
 
 
 class Command(BaseCommand):

@@ -15,11 +15,11 @@ from typing import Any
 import psycopg
 from mcp.server.transport_security import TransportSecuritySettings
 
+from access.origins import allowed_origins, host_allowed, origin_allowed
+from access.token_check import TokenChecker
 from yullu_core.env import env_bool
-from yullu_site.gate import check_token, headers_of, send_json
-from yullu_site.mcp_transport import streamable_http_app
-from yullu_site.origins import allowed_origins, host_allowed, origin_allowed
-from yullu_site.token_check import TokenChecker
+from yullu_site.front.gate import check_token, headers_of, send_json
+from yullu_site.mcp.transport import streamable_http_app
 
 log = logging.getLogger("yullu.mcp")
 # ASGI's types, for this module and yullu_site.asgi. Named ASGIScope: memories.scope.Scope is the
@@ -31,16 +31,16 @@ ASGIApp = Callable[[ASGIScope, Any, Any], Awaitable[None]]
 
 
 def transport_security() -> TransportSecuritySettings:
-    # Host and Origin are checked by TokenAuth with the site's own rules (yullu_site.origins), before
+    # Host and Origin are checked by TokenAuth with the site's own rules (access.origins), before
     # the token: the SDK's prefix match let `127.0.0.1:PORT@evil.example` through.
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 class TokenAuth:
     """Refuses a foreign Host (421) or Origin (403), then requests without a valid `Authorization: Bearer`
-    token (401, or 429 past the failure limit: yullu_site.ratelimit), all before the body is read.
+    token (401, or 429 past the failure limit: access.ratelimit), all before the body is read.
     The token is asked of the database on every request (a deleted or expired token or a deactivated
-    user is refused at once, in every process); its owner is who the tools act for (yullu_site.mcp)."""
+    user is refused at once, in every process); its owner is who the tools act for (yullu_site.mcp.server)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -75,7 +75,7 @@ class TokenAuth:
 
 
 def build_mcp_asgi() -> ASGIApp:
-    from .mcp import get_server
+    from .server import get_server
 
     server = get_server()
     stateless = env_bool("YULLU_MCP_STATELESS")

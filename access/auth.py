@@ -14,7 +14,7 @@ from yullu_core.api_errors import TOKEN_HELP
 from . import ratelimit
 from .models import ApiToken, hash_token
 
-STAMP_EVERY_S = 60  # a token's last_used_at is written at most this often (here and yullu_site.token_check)
+STAMP_EVERY_S = 60  # a token's last_used_at is written at most this often (here and access.token_check)
 
 
 def token_for(raw: str) -> ApiToken | None:
@@ -53,7 +53,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             # The services' access checks and attribution read the acting user (access.actor); the
             # request's middleware (access.middleware) puts the previous one back when it ends.
             set_acting(actor_for_user(token.user, read_only=token.read_only))
-            return token.user, raw  # a valid token is never throttled by others' failures (yullu_site.ratelimit)
+            return token.user, raw  # a valid token is never throttled by others' failures (access.ratelimit)
         if ratelimit.refuse(request.META.get("REMOTE_ADDR", "")) == 429:
             raise exceptions.Throttled(detail=ratelimit.THROTTLED)
         raise exceptions.AuthenticationFailed(TOKEN_HELP)
