@@ -186,7 +186,7 @@ def _similar_edges(
 ) -> list[dict[str, Any]]:
     """Each memory's `per_node` nearest neighbours above `threshold`. The project's vectors are read
     once and compared in one matrix product: at 2,000 memories that is a few milliseconds of numpy,
-    where 2,000 separate index lookups took seconds (yullu_cli/bench/admin_graph.py)."""
+    where 2,000 separate index lookups took seconds (bench/admin_graph.py)."""
     keys, matrix = _vectors(project_id, embedder_id, ids)
     if len(keys) < 2:
         return []

@@ -1,8 +1,8 @@
 """When are two memories the same fact? Thresholds on cosine similarity, per embedder.
 
-Chosen on the labelled pairs in yullu_cli/bench/duplicate_pairs.py (paraphrases that must merge;
+Chosen on the labelled pairs in bench/duplicate_pairs.py (paraphrases that must merge;
 near-misses that differ in one fact, such as a port or a command name, that must not):
-see docs/benchmarks.md ("Duplicate threshold") and `python -m yullu_cli.bench.duplicate_pairs`.
+see docs/benchmarks.md ("Duplicate threshold") and `python -m bench.duplicate_pairs`.
 Every write path (MCP, REST, admin, dreaming, import) uses these through
 memories.services, so one number decides what counts as a duplicate everywhere.
 """

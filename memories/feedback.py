@@ -4,7 +4,7 @@ A verdict (rate_recall) is about one memory *for one query*. A memory judged unh
 questions like the current one sinks; one judged useful rises. "Like" is the cosine between the
 current query and the verdict's query (both embedded by the same embedder): verdicts on
 unrelated questions do not count. Review ratings and recall counts were measured the same way
-and did not help (docs/benchmarks.md, yullu_cli/bench/feedback_replay.py), so their weights are 0.
+and did not help (docs/benchmarks.md, bench/feedback_replay.py), so their weights are 0.
 """
 
 from __future__ import annotations

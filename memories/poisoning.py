@@ -11,7 +11,7 @@ Ordinary imperative conventions ("always run make lint before pushing", "never f
 are what memories are for: the rules below look for what no convention needs: addressing the
 assistant's own instructions, fetching and executing remote code, sending data or secrets to an
 outside address, destroying the machine, and hidden characters. Measured on a labelled set:
-yullu_cli/bench/poisoning.py (docs/security.md).
+bench/poisoning.py (docs/security.md).
 """
 
 from __future__ import annotations

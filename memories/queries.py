@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 Mode = Literal["hybrid", "dense", "keyword"]
 
 
-# Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, yullu_cli/bench/tune_fusion.py).
+# Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, bench/tune_fusion.py).
 FUSION = "score"
 W_KEYWORD = 0.6
 KEYWORD_POWER = 2.0  # (BM25 / best)²: only near-best keyword matches move a hit much
@@ -90,7 +90,7 @@ class Gate:
 class Judged:
     """The gate on a calibrated relevance probability: p = sigmoid(w_logit × cross-encoder logit +
     w_cosine × cosine + w_coverage × coverage + bias), fitted (logistic regression) on the tuning
-    half of the codebase set with yullu_cli/bench/calibrate.py, so p reads as how likely the memory
+    half of the codebase set with bench/calibrate.py, so p reads as how likely the memory
     answers the question. A candidate is returned when p ≥ threshold.
 
     Only the first stage's best `depth` candidates can be returned. The cross-encoder costs
@@ -126,7 +126,7 @@ class Judged:
         return None
 
 
-# Fitted and chosen on the tuning half of the codebase set (yullu_cli/bench/calibrate.py); held-out
+# Fitted and chosen on the tuning half of the codebase set (bench/calibrate.py); held-out
 # results and LoCoMo in docs/benchmarks.md. Embedders nobody calibrated keep the cosine gate below.
 JUDGED = {
     "local:all-MiniLM-L6-v2": Judged(

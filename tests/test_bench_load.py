@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from bench import load
 from tests.stubs import StubServer
-from yullu_cli.bench import load
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

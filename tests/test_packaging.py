@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +64,15 @@ def test_every_extra_is_pinned_for_make_test_and_no_torch_in_the_runtime() -> No
 def test_every_template_is_inside_a_package_so_the_wheel_ships_it() -> None:
     stray = subprocess.run(["git", "ls-files", "templates"], cwd=REPO, capture_output=True, text=True).stdout.split()
     assert stray == [], f"move these under yullu_site/templates/ (settings has no project-level folder): {stray}"
+
+
+def test_package_discovery_leaves_the_benchmarks_out_of_the_wheel() -> None:
+    from setuptools import find_packages
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    shipped = find_packages(where=str(REPO), include=config["packages"]["find"]["include"])
+    assert "yullu_cli" in shipped and "memories" in shipped
+    assert not [p for p in shipped if p.split(".")[0] == "bench" or ".bench" in p], shipped
 
 
 def test_yullu_version_prints_the_installed_version() -> None:
@@ -136,6 +146,12 @@ def test_the_wheel_installs_outside_the_repo_without_torch_and_serves(installed:
     assert "site-packages" in model and pairs == "1"
     version = subprocess.run(["yullu", "--version"], env=env, cwd=installed, capture_output=True, text=True)
     assert re.fullmatch(r"yullu \d+\.\d+\.\d+\S*", version.stdout.strip()), version
+    (wheel,) = (installed / "dist").glob("yullu-*.whl")
+    benchmarks = [n for n in zipfile.ZipFile(wheel).namelist() if n.startswith(("bench/", "yullu_cli/bench/"))]
+    assert benchmarks == [], "the benchmarks run from a checkout; the wheel must not ship them"
+    bench = subprocess.run(["yullu", "bench", "codebase"], env=env, cwd=installed, capture_output=True, text=True)
+    assert bench.returncode == 1 and "benchmarks run from a checkout" in bench.stderr, bench
+    assert "Traceback" not in bench.stderr and len(bench.stderr.strip().splitlines()) == 1, bench.stderr
 
     log = installed / "serve.log"
     with open(log, "w") as out:

@@ -16,6 +16,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from bench.secret_forms import ALNUM, chars, zero_width
 from dreaming.models import SessionMessage
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass
@@ -27,7 +28,6 @@ from sync.schema import parse_bytes
 from sync.services import reconcile_scope
 from tests.mcp_client import call, http_session
 from tests.stubs import StubServer
-from yullu_cli.bench.secret_forms import ALNUM, chars, zero_width
 from yullu_core.errors import UserError
 
 TOKEN = "ghp_" + chars(ALNUM, 36)(random.Random(2033))

@@ -1,5 +1,5 @@
 """The secret scanner itself (memories/secrets.py): the forms the issue-33 probes stored, the tuning
-set of yullu_cli/bench/secret_forms.py, hiding tricks, memories about secrets, and redaction.
+set of bench/secret_forms.py, hiding tricks, memories about secrets, and redaction.
 Every path calling this one function is tested in tests/test_secret_paths.py."""
 
 import json
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from bench import secret_forms
+from bench.secret_forms import ALNUM, HEX, URLSAFE, b64, b64_of, chars, cyrillic, full_width, zero_width
 from memories.secrets import find_secret, gitleaks, redact
-from yullu_cli.bench import secret_forms
-from yullu_cli.bench.secret_forms import ALNUM, HEX, URLSAFE, b64, b64_of, chars, cyrillic, full_width, zero_width
 
-DATA = Path(__file__).resolve().parents[1] / "yullu_cli" / "bench" / "data"
+DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
 R = random.Random(33)
 GH = "ghp_" + chars(ALNUM, 36)(R)
 

@@ -462,7 +462,7 @@ def diff(a: MemoryAnchor) -> str:
 # --- ranking ----------------------------------------------------------------------------
 
 # Score a stale memory loses in a search (fused scores are ~ cosine + keyword + recency). Measured
-# with yullu_cli/bench/anchors_rank.py (docs/benchmarks.md, "code anchors: ranking"): 0.3 is the
+# with bench/anchors_rank.py (docs/benchmarks.md, "code anchors: ranking"): 0.3 is the
 # smallest weight that put the current version of a fact above its stale version in 20 of 20
 # pairs (0.15: 16, 0: 11); a stale memory alone stayed the first hit in 18 of 19 questions (19 at
 # 0.15), and it is still returned: the gate, not the score, decides what is sent.

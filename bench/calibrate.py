@@ -1,0 +1,136 @@
+"""Developer tool: calibrate the relevance gate (memories.queries.Judged) on the codebase set.
+
+`dump OUT.json` records, for every prompt of the set (short questions, paraphrases, long task-first
+prompts, unrelated and near-miss prompts, long unrelated prompts), the first stage's top DEPTH
+candidates (hybrid ranking, no gate) with their cosine and keyword coverage, and the cross-encoder's
+raw logit for each: for the whole prompt (`logit`) and the best of the prompt and its clauses
+(`best`, memories.rerank.clauses).
+
+`fit OUT.json` fits the gate's logistic regression on the `tune` split only: positives are the
+answering memories among each question's first `depth` candidates, negatives every candidate of
+the unrelated, near-miss and long unrelated prompts (a relevant prompt's other candidates are left
+out: some are related, and none is the point). It prints the weights and what each threshold
+gives on both splits; the held-out split is reported, never chosen on.
+
+Run: DJANGO_SETTINGS_MODULE=yullu_site.settings python -m bench.calibrate dump /tmp/calib.json
+     python -m bench.calibrate fit /tmp/calib.json
+Not part of the product path.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from typing import Any
+
+import numpy as np
+
+DEPTH = 10
+DEPTHS = (3, 5)
+THRESHOLDS = (0.5, 0.6, 0.7, 0.8)
+
+
+def dump(out: str) -> None:
+    import django
+
+    django.setup()
+    from bench import codebase
+    from memories import queries, rerank
+    from memories.embedders import get_embedder
+    from memories.models import Memory, MemoryEvent
+
+    dev = codebase.load()
+    embedder = get_embedder()
+    prefix = f"calib-{uuid.uuid4().hex[:8]}"
+    rows: list[dict[str, Any]] = []
+    try:
+        project, ids = codebase.ingest(prefix, dev)
+        content = {m.pk: m.content for m in Memory.objects.filter(project_id=project)}
+        for kind, text, answers, split in codebase.prompts(dev):
+            vec = embedder.embed([text], kind="query")[0]
+            found = queries._ranked(project, text, 5, None, 0.0, "hybrid", queries.Embedded(embedder, vec))
+            cands = found.ordered[:DEPTH] if found else []
+            texts = [content[c.memory_id] for c in cands]
+            whole = rerank.judge.logits(text, texts) if cands else []
+            best = rerank.judge.best_logits(text, texts) if cands else []
+            rows.append(
+                {
+                    "kind": kind,
+                    "q": text,
+                    "split": split,
+                    "answers": answers,
+                    "cands": [
+                        {
+                            "id": ids[c.memory_id],
+                            "score": c.score,
+                            "cosine": c.similarity,
+                            "coverage": c.coverage,
+                            "logit": w,
+                            "best": b,
+                        }
+                        for c, w, b in zip(cands, whole, best, strict=True)
+                    ],
+                }
+            )
+    finally:
+        Memory.objects.filter(project_id__startswith=prefix + "/").delete()
+        MemoryEvent.objects.filter(project_id__startswith=prefix + "/").delete()
+    with open(out, "w") as fh:
+        json.dump({"embedder": embedder.id, "rows": rows}, fh)
+    print(f"wrote {len(rows)} prompts to {out}")
+
+
+def features(c: dict[str, Any], logit: str) -> list[float]:
+    return [c[logit], c["cosine"] or 0.0, c["coverage"], 1.0]
+
+
+def fit_weights(rows: list[dict[str, Any]], logit: str, depth: int, l2: float = 1e-3) -> np.ndarray:
+    x, y = [], []
+    for r in rows:
+        for c in r["cands"][:depth]:
+            if r["answers"] and c["id"] not in r["answers"]:
+                continue
+            x.append(features(c, logit))
+            y.append(1.0 if r["answers"] else 0.0)
+    xs, ys = np.array(x), np.array(y)
+    w = np.zeros(xs.shape[1])
+    for _ in range(100):  # Newton's method on the L2-regularised log-likelihood
+        p = 1.0 / (1.0 + np.exp(-xs @ w))
+        grad = xs.T @ (p - ys) + l2 * w
+        hess = (xs * (p * (1 - p))[:, None]).T @ xs + l2 * np.eye(len(w))
+        w -= np.linalg.solve(hess, grad)
+    return w
+
+
+def score(rows: list[dict[str, Any]], w: np.ndarray, logit: str, depth: int, t: float) -> dict[str, float]:
+    """Per kind: rank-1 among the passing candidates (first-stage order) for prompts with an
+    answer, the share that pass nothing for the others."""
+    out: dict[str, list[bool]] = {}
+    for r in rows:
+        passing = [c["id"] for c in r["cands"][:depth] if 1.0 / (1.0 + np.exp(-np.dot(features(c, logit), w))) >= t]
+        ok = bool(passing) and passing[0] in r["answers"] if r["answers"] else not passing
+        out.setdefault(r["kind"], []).append(ok)
+    return {k: round(float(np.mean(v)), 3) for k, v in out.items()}
+
+
+def fit(path: str) -> None:
+    with open(path) as fh:
+        rows = json.load(fh)["rows"]
+    tune = [r for r in rows if r["split"] == "tune"]
+    held = [r for r in rows if r["split"] == "held_out"]
+    fresh = [r for r in rows if r["split"] == "fresh"]
+    for logit in ("logit", "best"):
+        for depth in DEPTHS:
+            w = fit_weights(tune, logit, depth)
+            print(
+                f"{logit} depth {depth}: w_logit {w[0]:.3f} w_cosine {w[1]:.3f} w_coverage {w[2]:.3f} bias {w[3]:.3f}"
+            )
+            for t in THRESHOLDS:
+                print(f"  t {t}: tune {score(tune, w, logit, depth, t)}")
+                print(f"         held {score(held, w, logit, depth, t)}")
+                print(f"        fresh {score(fresh, w, logit, depth, t)}")
+
+
+if __name__ == "__main__":
+    {"dump": dump, "fit": fit}[sys.argv[1]](sys.argv[2])

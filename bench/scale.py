@@ -1,0 +1,489 @@
+"""A big team's year: how each cost grows from 10k to 1M memories.
+
+Run (on a throwaway home: it adds up to a million memories to the database it finds):
+
+    YULLU_HOME=/tmp/yullu-scale YULLU_CONFIG=/tmp/yullu-scale/config.toml \
+        yullu bench scale [--sizes 10000,100000,1000000] [--logs 1000,10000,100000] \
+        [--out docs/results/scale.json] [--chart docs/scale.png]
+
+For each size the corpus grows to that many memories: one large project (half the corpus, at most
+100,000 memories) and the rest spread over 300 projects with a skew (a few big, a long tail), dated
+over the last year, each with its `created` activity row and, per ten memories, one logged search
+of ten candidates (the recall log). Text is drawn from a 20,000-word vocabulary with a Zipf-like
+skew and vectors clustered by topic (as `yullu bench latency`); the bulk is written with COPY, so
+the scale curve measures the product at that size, not the loader. Then, at that size:
+
+- search p50/p95 in the large project (server side, query vector given: no embedding);
+- store p50/p95, one client, through the product's write path with the real embedder;
+- server time of the admin's pages (dashboard, memories list, review queue, retrievals, stats,
+  projects, graph) for a logged-in superuser, median of 3;
+- database size per memory: table (+ TOAST), HNSW index, BM25 postings, recall log;
+- resident memory of this process and of PostgreSQL's processes.
+
+Separately (`--logs`): the first reconcile of a team log of N event files (memories as `create` +
+`embedding`, vectors reused), a no-op reconcile of the same log, and `yullu sync compact` of it.
+Import throughput (`yullu import`, with and without vectors) is measured at 2,000 memories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from django.db import connection
+
+BIG = "scale/big"
+SPREAD_PROJECTS = 300
+BIG_MAX = 100_000
+PAGES = {
+    "dashboard": "/admin/",
+    "memories list": "/admin/memories/memory/",
+    "memories list (big project)": "/admin/memories/memory/?project_id={big}",
+    "review queue": "/admin/memories/memory/review/",
+    "retrievals": "/admin/memories/memory/retrievals/",
+    "stats": "/admin/memories/memory/stats/",
+    "projects": "/admin/memories/memory/projects/",
+    "graph page": "/admin/memories/memory/graph/?project_id={big}",
+    "graph data (big project)": "/admin/memories/memory/graph.json?project_id={big}",
+}
+
+
+def big_share(size: int) -> int:
+    return min(BIG_MAX, size // 2)
+
+
+def _fill(start: int, stop: int, big_from: int, big_to: int) -> None:
+    """Rows start..stop-1 of the corpus: those in [big_from, big_to) go to the large project,
+    the others to one of the spread projects (index = 300 * u^2: a few big, a long tail)."""
+    from bench.latency import SKEW, VOCABULARY
+
+    with connection.cursor() as cur:
+        cur.execute(
+            """
+            INSERT INTO memories_memory (uuid, project_id, content, tags, category, created_at, updated_at,
+                                         rating_comment)
+            SELECT gen_random_uuid(),
+                   CASE WHEN g >= %s AND g < %s THEN %s
+                        ELSE 'scale/p' || floor(%s * power(random(), 2))::int END,
+                   (SELECT string_agg('w' || floor(%s * power(random(), %s))::int, ' ')
+                    FROM generate_series(1, 10 + (g %% 11)) s WHERE g = g),
+                   '{}', (ARRAY['process','decision','gotcha','domain','style',NULL])[1 + g %% 6],
+                   t, t, ''
+            FROM (SELECT g, now() - random() * interval '365 days' AS t FROM generate_series(%s, %s - 1) g) src
+            """,
+            [big_from, big_to, BIG, SPREAD_PROJECTS, VOCABULARY, SKEW, start, stop],
+        )
+
+
+def _activity_and_recalls(first_new_id: int) -> None:
+    """A `created` activity row per new memory, and per ten of them one search of ten candidates."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "INSERT INTO memories_memoryevent (kind, memory_id, memory_uuid, project_id, metadata, created_at) "
+            "SELECT 'created', id, uuid, project_id, '{\"source\": \"bench\"}', created_at "
+            "FROM memories_memory WHERE id >= %s",
+            [first_new_id],
+        )
+        cur.execute(
+            """
+            INSERT INTO memories_memoryevent (kind, memory_id, memory_uuid, project_id, recall_id, metadata,
+                                              created_at)
+            SELECT CASE WHEN rn <= 5 THEN 'recalled' ELSE 'considered' END, id, uuid, project_id,
+                   md5(project_id || (rn0 / 10)::text)::uuid,
+                   jsonb_build_object('query', 'how do we w' || (rn0 / 10), 'similarity', 0.5, 'rank', rn),
+                   created_at
+            FROM (SELECT id, uuid, project_id, created_at, row_number() OVER () AS rn0,
+                         1 + (row_number() OVER ()) %% 10 AS rn
+                  FROM memories_memory WHERE id >= %s) m
+            """,
+            [first_new_id],
+        )
+
+
+def grow(target: int, have: int, embedder_id: str, dim: int) -> None:
+    """Grow the corpus from `have` to `target` memories, vectors by binary COPY."""
+    from pgvector.psycopg import register_vector
+
+    from bench.latency import clustered
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT coalesce(max(id), 0) + 1 FROM memories_memory")
+        first_id = cur.fetchone()[0]
+    big_have, big_target = big_share(have), big_share(target)
+    step = 50_000
+    for lo in range(have, target, step):
+        hi = min(target, lo + step)
+        # the large project's new rows are the first (big_target - big_have) of this growth
+        _fill(lo, hi, have, have + (big_target - big_have))
+        print(f"  {hi:>9,} memories written", flush=True)
+    _activity_and_recalls(first_id)
+    conn = connection.connection
+    register_vector(conn)
+    copy_sql = (
+        "COPY memories_memoryvector (memory_id, project_id, embedder, dim, vector, created_at) "
+        "FROM STDIN WITH (FORMAT BINARY)"
+    )
+    with connection.cursor() as cur:
+        cur.execute("SELECT id, project_id, created_at FROM memories_memory WHERE id >= %s ORDER BY id", [first_id])
+        rows = cur.fetchall()
+    with conn.cursor() as raw, raw.copy(copy_sql) as copy:
+        copy.set_types(["int8", "varchar", "varchar", "int4", "vector", "timestamptz"])
+        for chunk in range(0, len(rows), 10_000):
+            part = rows[chunk : chunk + 10_000]
+            block = clustered(len(part), dim, seed=first_id + chunk)
+            for (mid, pid, created), vec in zip(part, block, strict=True):
+                copy.write_row((mid, pid, embedder_id, dim, vec, created))
+
+
+def settle(embedder_id: str, dim: int) -> None:
+    from bench.latency import rebuild_index
+    from memories import bm25
+
+    print("  building the HNSW index and analysing …", flush=True)
+    rebuild_index(embedder_id, dim, drop=False)
+    with connection.cursor() as cur:
+        for table in ("memories_memory", "memories_memoryvector", "memories_term", "memories_memoryevent"):
+            cur.execute(f"VACUUM ANALYZE {table}")
+    bm25.forget(BIG)
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    samples = sorted(samples)
+    return {
+        "p50": round(statistics.median(samples), 2),
+        "p95": round(samples[max(0, int(0.95 * len(samples)) - 1)], 2),
+        "n": len(samples),
+    }
+
+
+def timed_ms(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1000
+
+
+def search_latency(embedder: Any, dim: int, n: int) -> dict[str, float]:
+    from bench.latency import clustered, sample_queries
+    from memories import queries
+
+    qvecs, texts = list(clustered(50, dim, seed=99)), sample_queries(50)
+
+    def one(i: int) -> None:
+        queries.search(
+            BIG,
+            texts[i % 50],
+            limit=5,
+            min_similarity=0.0,
+            log=False,
+            embedded=queries.Embedded(embedder, qvecs[i % 50]),
+        )
+
+    for i in range(20):
+        one(i)
+    return percentiles([timed_ms(partial(one, i)) for i in range(n)])
+
+
+def store_latency(n: int) -> dict[str, float]:
+    """One client storing into the large project through the write path, real embedder included."""
+    from memories import services
+    from memories.scope import Scope
+
+    scope = Scope(BIG, None)
+    run = uuid.uuid4().hex[:6]
+    facts = team_facts(n)
+    return percentiles([timed_ms(partial(services.store_memory, scope, f"{fact} ({run})")) for fact in facts])
+
+
+def admin_pages() -> dict[str, float]:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    user, _ = get_user_model().objects.get_or_create(username="scale-bench", defaults={"is_staff": True})
+    user.is_staff = user.is_superuser = True
+    user.save()
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(user)
+    out = {}
+    for name, url in PAGES.items():
+        path = url.format(big=BIG)
+        status = client.get(path).status_code  # warm
+        if status != 200:
+            out[name] = -1.0
+            print(f"  {name}: HTTP {status} for {path}", flush=True)
+            continue
+        out[name] = round(statistics.median(timed_ms(partial(client.get, path)) for _ in range(3)), 1)
+    return out
+
+
+def sizes_per_memory(n: int) -> dict[str, float]:
+    from memories.embedders import get_embedder
+    from memories.vector_index import index_name
+
+    embedder = get_embedder()
+    dim = len(embedder.embed(["probe"])[0])
+    parts = {
+        "table": "pg_total_relation_size('memories_memory') - pg_indexes_size('memories_memory')",
+        "table indexes": "pg_indexes_size('memories_memory')",
+        "vectors (heap)": "pg_table_size('memories_memoryvector')",
+        "HNSW index": f"coalesce(pg_relation_size(to_regclass('{index_name(embedder.id, dim)}')), 0)",
+        "BM25 postings": "pg_total_relation_size('memories_term')",
+        "activity + recall log": "pg_total_relation_size('memories_memoryevent')",
+        "database": "pg_database_size(current_database())",
+    }
+    with connection.cursor() as cur:
+        out = {}
+        for name, expr in parts.items():
+            cur.execute(f"SELECT {expr}")
+            out[name] = round(cur.fetchone()[0] / n, 1)
+    return out
+
+
+def resident_mb() -> dict[str, float]:
+    import psutil
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        backend = psutil.Process(cur.fetchone()[0])
+    postmaster = backend.parent() or backend
+    pg = [postmaster, *postmaster.children()]
+    return {
+        "this process (web-like: Django, embedder, searches)": round(psutil.Process().memory_info().rss / 2**20, 1),
+        "PostgreSQL, all processes (RSS, shared buffers counted once per process)": round(
+            sum(p.memory_info().rss for p in pg if p.is_running()) / 2**20, 1
+        ),
+    }
+
+
+def corpus_size() -> int:
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM memories_memory")
+        return int(cur.fetchone()[0])
+
+
+def at_size(size: int, embedder: Any, dim: int, queries_n: int) -> dict[str, Any]:
+    have = corpus_size()
+    if have < size:
+        print(f"growing the corpus {have:,} → {size:,} memories", flush=True)
+        from bench.latency import rebuild_index
+
+        rebuild_index(embedder.id, dim, drop=True)
+        grow(size, have, embedder.id, dim)
+        settle(embedder.id, dim)
+    n = corpus_size()
+    big = statistics_big()
+    row = {
+        "memories": n,
+        "large project": big,
+        "search ms (large project)": search_latency(embedder, dim, queries_n),
+        "store ms (one client)": store_latency(40),
+        "admin page ms": admin_pages(),
+        "bytes per memory": sizes_per_memory(n),
+        "resident MB": resident_mb(),
+    }
+    print(json.dumps(row, indent=2), flush=True)
+    return row
+
+
+def statistics_big() -> int:
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM memories_memory WHERE project_id = %s", [BIG])
+        return int(cur.fetchone()[0])
+
+
+def log_steps(files: int, embedder: Any, dim: int) -> dict[str, Any]:
+    """First reconcile, no-op reconcile and compaction of a log of `files` event files."""
+    import numpy as np
+
+    from bench.reconcile import timed, write_memories
+    from memories.models import Memory
+    from memories.scope import Scope
+    from sync.compact import compact
+
+    project = f"scale/log-{uuid.uuid4().hex[:6]}"
+    out: dict[str, Any] = {"files": files}
+    with tempfile.TemporaryDirectory(prefix="yullu-scale-log-") as tmp:
+        repo = Path(tmp)
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        write_memories(repo / ".yullu" / "logs", files, embedder.id, dim, np.random.default_rng(5))
+        try:
+            first = timed(project, repo, embedder)
+            out["first reconcile s"] = first["seconds"]
+            out["memories/s"] = round(first["created"] / max(first["seconds"], 1e-9), 1)
+            out["embed calls"] = first["embed_calls"]
+            out["no-op reconcile s"] = timed(project, repo, embedder)["seconds"]
+            started = time.perf_counter()
+            compact(Scope(project, repo))
+            out["compaction s"] = round(time.perf_counter() - started, 2)
+        finally:
+            Memory.objects.filter(project_id=project).delete()
+    print(f"log of {files:,} files: {json.dumps(out)}", flush=True)
+    return out
+
+
+SUBJECTS = (
+    "the billing service",
+    "the nightly export",
+    "our CI pipeline",
+    "the auth middleware",
+    "the search indexer",
+    "the mobile client",
+    "the payments webhook",
+    "the admin dashboard",
+    "the feature-flag loader",
+    "the cache layer",
+    "the migration runner",
+    "the email worker",
+    "the rate limiter",
+    "the audit log",
+    "the GraphQL gateway",
+    "the invoice generator",
+    "the staging cluster",
+    "the docs site",
+    "the onboarding flow",
+    "the metrics exporter",
+)
+VERBS = (
+    "must be restarted after",
+    "breaks when it meets",
+    "reads its settings from",
+    "is deployed together with",
+    "times out unless you raise",
+    "logs every failure to",
+    "was moved away from",
+    "depends on a pinned",
+    "retries three times against",
+    "is tested only against",
+    "caches the result of",
+    "should never call",
+)
+OBJECTS = (
+    "the Redis sentinel",
+    "a schema change",
+    "the vault secrets path",
+    "the blue-green switch",
+    "the S3 bucket policy",
+    "the Kafka consumer group",
+    "a daylight-saving shift",
+    "the Postgres read replica",
+    "the legacy SOAP API",
+    "the Stripe sandbox",
+    "the cron scheduler",
+    "an empty locale file",
+    "the OpenTelemetry collector",
+    "the release branch",
+    "the load balancer health check",
+    "a UTF-8 BOM",
+    "the Terraform state lock",
+)
+
+
+def team_facts(count: int) -> list[str]:
+    """Distinct sentences that read like a team's memories (subject, verb, object, and a ticket)."""
+    rng = random.Random(count)
+    return [
+        f"{rng.choice(SUBJECTS).capitalize()} {rng.choice(VERBS)} {rng.choice(OBJECTS)} (see ticket OPS-{1000 + i})."
+        for i in range(count)
+    ]
+
+
+def import_steps(count: int) -> dict[str, Any]:
+    """`yullu import` of `count` memories exported from another project, with and without vectors.
+    Exports keep uuids, so the source is deleted first, as if the import ran on a new machine."""
+    from memories import services, transfer
+    from memories.models import Memory
+    from memories.scope import Scope
+
+    source = f"scale/import-src-{uuid.uuid4().hex[:6]}"
+    items = [services.NewMemory(text) for text in team_facts(count)]
+    services.store_memories(Scope(source, None), items, source="import", dedupe=False)
+    out: dict[str, Any] = {"memories": count}
+    with tempfile.TemporaryDirectory(prefix="yullu-scale-import-") as tmp:
+        files = {vectors: Path(tmp) / f"export-{vectors}.jsonl" for vectors in (False, True)}
+        for vectors, path in files.items():
+            with path.open("w", encoding="utf-8") as fh:
+                transfer.export_json(source, fh, vectors=vectors)
+        Memory.objects.filter(project_id=source).delete()
+        for vectors, path in files.items():
+            target = f"scale/import-{uuid.uuid4().hex[:6]}"
+            started = time.perf_counter()
+            result = transfer.import_path(path, project=target)
+            seconds = time.perf_counter() - started
+            key = "with vectors" if vectors else "embedding"
+            out[key] = {"created": result.created, "memories/s": round(result.created / seconds, 1)}
+            Memory.objects.filter(project_id=target).delete()
+    print(f"import: {json.dumps(out)}", flush=True)
+    return out
+
+
+def chart(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = report["sizes"]
+    xs = [r["memories"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    ax = axes[0]
+    ax.plot(xs, [r["search ms (large project)"]["p50"] for r in rows], "o-", label="search p50")
+    ax.plot(xs, [r["search ms (large project)"]["p95"] for r in rows], "o--", label="search p95")
+    ax.plot(xs, [r["store ms (one client)"]["p95"] for r in rows], "s-", label="store p95")
+    ax.set(title="search and store (ms)", xscale="log", xlabel="memories")
+    ax.legend()
+    ax = axes[1]
+    for page in rows[0]["admin page ms"]:
+        ax.plot(xs, [r["admin page ms"].get(page, 0) for r in rows], "o-", label=page)
+    ax.axhline(500, color="grey", lw=0.8, ls=":")
+    ax.set(title="admin page server time (ms)", xscale="log", xlabel="memories")
+    ax.legend(fontsize=7)
+    ax = axes[2]
+    logs = report.get("logs", [])
+    if logs:
+        fx = [r["files"] for r in logs]
+        ax.plot(fx, [r["first reconcile s"] for r in logs], "o-", label="first reconcile")
+        ax.plot(fx, [r["no-op reconcile s"] for r in logs], "o-", label="no-op reconcile")
+        ax.plot(fx, [r["compaction s"] for r in logs], "o-", label="compaction")
+        ax.set(title="team log (s)", xscale="log", yscale="log", xlabel="event files")
+        ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    print(f"chart: {path}", flush=True)
+
+
+def main(args: argparse.Namespace) -> dict[str, Any]:
+    from memories.embedders import get_embedder
+
+    embedder = get_embedder()
+    dim = len(embedder.embed(["how do we deploy a hotfix release"], kind="query")[0])
+    print(
+        f"note: this adds up to {max(int(s) for s in args.sizes.split(',')):,} memories to the database of "
+        f"YULLU_HOME={os.environ.get('YULLU_HOME', '(default)')}; use a throwaway home.",
+        flush=True,
+    )
+    report: dict[str, Any] = {"embedder": embedder.id, "sizes": [], "logs": []}
+    if args.logs:
+        report["logs"] = [log_steps(int(n), embedder, dim) for n in args.logs.split(",")]
+    if args.imports:
+        report["import"] = import_steps(args.imports)
+    for size in sorted(int(s) for s in args.sizes.split(",") if s):
+        report["sizes"].append(at_size(size, embedder, dim, args.queries))
+        if args.out:
+            Path(args.out).write_text(json.dumps(report, indent=2))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=2))
+    if args.chart and report["sizes"]:
+        chart(report, Path(args.chart))
+    return report

@@ -1,0 +1,254 @@
+"""Credential forms for measuring the secret scanner (bench/secret_scan.py, tests/test_secrets.py).
+
+Realistic fakes: each form follows the provider's published token shape, filled with seeded random
+characters (so no real key, and no literal token in this file for other scanners to trip on), set
+in the kind of sentence or config line an assistant might try to store. `TUNE` is what the scanner
+was developed against; `HELD_OUT` was written before the scanner was run on it and never tuned on:
+other providers, other wrappers, other hiding tricks.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+from collections.abc import Callable
+from urllib.parse import quote
+
+Gen = Callable[[random.Random], str]
+
+UPPER_DIGITS = string.ascii_uppercase + string.digits
+BASE32 = string.ascii_uppercase + "234567"  # AWS key ids
+ALNUM = string.ascii_letters + string.digits
+LOWER_ALNUM = string.ascii_lowercase + string.digits
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+URLSAFE = ALNUM + "-_"
+
+
+def chars(alphabet: str, n: int) -> Gen:
+    return lambda rng: "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def b64_of(n_bytes: int) -> Gen:
+    return lambda rng: base64.b64encode(rng.randbytes(n_bytes)).decode()
+
+
+def uuid4(rng: random.Random) -> str:
+    h = chars(HEX, 32)(rng)
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
+
+
+def jwt(rng: random.Random) -> str:
+    def part(obj: str) -> str:
+        return base64.urlsafe_b64encode(obj.encode()).decode().rstrip("=")
+
+    header = part('{"alg":"HS256","typ":"JWT"}')
+    claims = part(json.dumps({"sub": chars(string.digits, 10)(rng), "role": "admin"}))
+    return f"{header}.{claims}.{chars(URLSAFE, 43)(rng)}"
+
+
+def pem_body(rng: random.Random, lines: int = 4) -> str:
+    body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ" + chars(B64, 64 * lines)(rng)
+    return "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
+
+
+def password(rng: random.Random) -> str:
+    core = chars(ALNUM, 10)(rng)
+    return core[:4] + rng.choice("#!%^*-") + core[4:] + rng.choice(string.digits)
+
+
+# Hiding tricks (the issue's probe used each)
+ZWSP = "\u200b"
+CYRILLIC = {"a": "\u0430", "e": "\u0435", "o": "\u043e", "p": "\u0440", "c": "\u0441", "x": "\u0445"}
+
+
+def zero_width(text: str) -> str:
+    mid = len(text) // 2
+    return text[:mid] + ZWSP + text[mid:]
+
+
+def full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+def cyrillic(text: str) -> str:
+    return "".join(CYRILLIC.get(c, c) for c in text)
+
+
+def split_lines(text: str) -> str:
+    mid = len(text) // 2
+    return text[:mid] + "\n" + text[mid:]
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def pct(text: str) -> str:
+    return quote(text, safe="")
+
+
+# (name, builder): a builder makes one text from a seeded rng.
+Form = tuple[str, Callable[[random.Random], str]]
+
+
+def _f(name: str, build: Callable[[random.Random], str]) -> Form:
+    return name, build
+
+
+TUNE: list[Form] = [
+    _f("aws access key id", lambda r: f"The deploy user is AKIA{chars(BASE32, 16)(r)} in us-east-1."),
+    _f("aws secret, bare", lambda r: f"secret for the backup bucket: {b64_of(30)(r)}"),
+    _f("aws secret, assigned", lambda r: f"aws_secret_access_key = {b64_of(30)(r)}"),
+    _f("aws credentials file", lambda r: f"[default]\naws_access_key_id = AKIA{chars(BASE32, 16)(r)}"),
+    _f("github classic pat", lambda r: f"push with ghp_{chars(ALNUM, 36)(r)}"),
+    _f("github oauth", lambda r: f"GITHUB_TOKEN=gho_{chars(ALNUM, 36)(r)}"),
+    _f("github fine-grained", lambda r: f"github_pat_{chars(ALNUM, 22)(r)}_{chars(ALNUM, 59)(r)}"),
+    _f("gitlab pat", lambda r: f"CI uses glpat-{chars(URLSAFE, 20)(r)} for the registry"),
+    _f(
+        "slack bot token",
+        lambda r: f"xoxb-{chars(string.digits, 12)(r)}-{chars(string.digits, 13)(r)}-{chars(ALNUM, 24)(r)}",
+    ),
+    _f(
+        "slack app token",
+        lambda r: (
+            f"socket mode: xapp-1-A{chars(UPPER_DIGITS, 10)(r)}-{chars(string.digits, 13)(r)}-{chars(HEX, 64)(r)}"
+        ),
+    ),
+    _f(
+        "slack webhook",
+        lambda r: (
+            "alerts post to https://hooks.slack.com/services/"
+            f"T{chars(UPPER_DIGITS, 8)(r)}/B{chars(UPPER_DIGITS, 10)(r)}/{chars(ALNUM, 24)(r)}"
+        ),
+    ),
+    _f("stripe live secret", lambda r: f"STRIPE_SECRET_KEY=sk_live_{chars(ALNUM, 24)(r)}"),
+    _f("stripe restricted", lambda r: f"the reporting job uses rk_live_{chars(ALNUM, 24)(r)}"),
+    _f("openai project key", lambda r: f"OPENAI_API_KEY=sk-proj-{chars(URLSAFE, 48)(r)}"),
+    _f("anthropic key", lambda r: f"sk-ant-api03-{chars(URLSAFE, 93)(r)}AA"),
+    _f("google api key", lambda r: f"maps key AIza{chars(URLSAFE, 35)(r)}"),
+    _f("sendgrid", lambda r: f"mail goes through SG.{chars(URLSAFE, 22)(r)}.{chars(URLSAFE, 43)(r)}"),
+    _f("twilio api key", lambda r: f"twilio: SK{chars(HEX, 32)(r)}"),
+    _f("twilio auth token", lambda r: f"TWILIO_AUTH_TOKEN={chars(HEX, 32)(r)}"),
+    _f("hugging face", lambda r: f"HF token hf_{chars(string.ascii_letters, 34)(r)}"),
+    _f("pypi", lambda r: f"pypi-AgEIcHlwaS5vcmc{chars(URLSAFE, 120)(r)}"),
+    _f("npm token", lambda r: f"//registry.npmjs.org/:_authToken=npm_{chars(ALNUM, 36)(r)}"),
+    _f("jwt", lambda r: f"session cookie was {jwt(r)}"),
+    _f("pem private key", lambda r: f"-----BEGIN PRIVATE KEY-----\n{pem_body(r)}\n-----END PRIVATE KEY-----"),
+    _f("pem body only", lambda r: f"the key body:\n{pem_body(r)}"),
+    _f("openssh key body", lambda r: f"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAB{chars(B64, 60)(r)}"),
+    _f("postgres url", lambda r: f"DATABASE_URL=postgres://app:{password(r)}@db.internal:5432/app"),
+    _f(
+        "postgres url, / in password",
+        lambda r: f"postgresql://svc:{chars(ALNUM, 6)(r)}/{chars(ALNUM, 6)(r)}@10.0.0.5/prod",
+    ),
+    _f("mysql url", lambda r: f"mysql://root:{password(r)}@localhost:3306/shop"),
+    _f("redis url", lambda r: f"redis://:{chars(ALNUM, 20)(r)}@cache.internal:6379/0"),
+    _f("DB_PASS line", lambda r: f"DB_PASS={password(r)}"),
+    _f("ENCRYPTION_KEY line", lambda r: f"ENCRYPTION_KEY={b64_of(32)(r)}"),
+    _f("signing key hex", lambda r: f"WEBHOOK_SIGNING_KEY={chars(HEX, 64)(r)}"),
+    _f("bearer header", lambda r: f"Authorization: Bearer {chars(URLSAFE, 40)(r)}"),
+    _f("basic header", lambda r: f"-H 'Authorization: Basic {b64(f'deploy:{password(r)}')}'"),
+    _f("curl -u", lambda r: f"curl -u admin:{password(r)} https://ci.internal/api"),
+    _f("django secret key", lambda r: f"SECRET_KEY = '{chars(ALNUM + '!@#%^&*(-_=+)', 50)(r)}'"),
+    _f("azure storage", lambda r: f"DefaultEndpointsProtocol=https;AccountName=prod;AccountKey={b64_of(64)(r)};"),
+    _f(
+        "discord bot",
+        lambda r: f"discord bot token {chars(ALNUM, 24)(r)}.{chars(URLSAFE, 6)(r)}.{chars(URLSAFE, 27)(r)}",
+    ),
+    _f("telegram bot", lambda r: f"TELEGRAM_BOT_TOKEN={chars(string.digits, 10)(r)}:AA{chars(URLSAFE, 33)(r)}"),
+    _f("mailgun", lambda r: f"mailgun api key: key-{chars(HEX, 32)(r)}"),
+    _f("shopify", lambda r: f"shpat_{chars(HEX, 32)(r)}"),
+    _f("digitalocean", lambda r: f"doctl auth with dop_v1_{chars(HEX, 64)(r)}"),
+    _f("doppler", lambda r: f"dp.pt.{chars(ALNUM, 43)(r)}"),
+    _f("heroku", lambda r: f"HEROKU_API_KEY={uuid4(r)}"),
+    _f("datadog", lambda r: f"datadog api_key: {chars(HEX, 32)(r)}"),
+    _f("linear", lambda r: f"lin_api_{chars(ALNUM, 40)(r)}"),
+    _f("postman", lambda r: f"PMAK-{chars(HEX, 24)(r)}-{chars(HEX, 34)(r)}"),
+    _f("databricks", lambda r: f"dapi{chars(HEX, 32)(r)}"),
+    _f("vault", lambda r: f"VAULT_TOKEN=hvs.{chars(URLSAFE, 90)(r)}"),
+    _f("gcp service account", lambda r: f'{{"type": "service_account", "private_key_id": "{chars(HEX, 40)(r)}"}}'),
+    _f("yaml password", lambda r: f"database:\n  password: {password(r)}"),
+    _f("json secret", lambda r: f'{{"client_secret": "{chars(URLSAFE, 32)(r)}"}}'),
+    _f("zero-width github", lambda r: zero_width(f"ghp_{chars(ALNUM, 36)(r)}")),
+    _f("zero-width stripe", lambda r: zero_width(f"sk_live_{chars(ALNUM, 24)(r)}")),
+    _f("full-width github", lambda r: full_width(f"ghp_{chars(ALNUM, 36)(r)}")),
+    _f("full-width assignment", lambda r: full_width(f"API_KEY={chars(ALNUM, 32)(r)}")),
+    _f("cyrillic github", lambda r: cyrillic("ghp_") + chars(ALNUM, 36)(r)),
+    _f("cyrillic openai", lambda r: cyrillic(f"sk-proj-{chars(URLSAFE, 48)(r)}")),
+    _f("split github", lambda r: split_lines(f"token: ghp_{chars(ALNUM, 36)(r)}")),
+    _f(
+        "split slack",
+        lambda r: split_lines(
+            f"xoxb-{chars(string.digits, 12)(r)}-{chars(string.digits, 13)(r)}-{chars(ALNUM, 24)(r)}"
+        ),
+    ),
+    _f("base64 github", lambda r: f"encoded: {b64(f'ghp_{chars(ALNUM, 36)(r)}')}"),
+    _f("base64 .env line", lambda r: b64(f"DB_PASSWORD={password(r)}\n")),
+    _f("url-encoded url", lambda r: f"conn={pct(f'postgres://app:{password(r)}@db/app')}"),
+]
+
+
+HELD_OUT: list[Form] = [
+    _f("atlassian", lambda r: f"JIRA_API_TOKEN=ATATT3xFfGF0{chars(URLSAFE, 180)(r)}={chars('0123456789ABCDEF', 8)(r)}"),
+    _f("sentry user token", lambda r: f"sntryu_{chars(HEX, 64)(r)}"),
+    _f("grafana cloud", lambda r: f"glc_{chars(ALNUM + '+/', 32)(r)}{b64_of(24)(r)}"),
+    _f("grafana service account", lambda r: f"glsa_{chars(ALNUM, 32)(r)}_{chars(HEX, 8)(r)}"),
+    _f("new relic user key", lambda r: f"NRAK-{chars(UPPER_DIGITS, 27)(r)}"),
+    _f("pulumi", lambda r: f"PULUMI_ACCESS_TOKEN=pul-{chars(HEX, 40)(r)}"),
+    _f("terraform cloud", lambda r: f"{chars(ALNUM, 14)(r)}.atlasv1.{chars(ALNUM + '-_=', 67)(r)}"),
+    _f("netlify", lambda r: f"netlify token {chars(URLSAFE, 43)(r)}"),
+    _f("algolia admin key", lambda r: f"algolia_admin_key = {chars(HEX, 32)(r)}"),
+    _f("mapbox secret", lambda r: f"sk.eyJ1Ijoi{chars(ALNUM, 10)(r)}.{chars(ALNUM, 22)(r)}"),
+    _f("okta", lambda r: f"OKTA_API_TOKEN=00{chars(URLSAFE, 40)(r)}"),
+    _f("cloudflare", lambda r: f"cloudflare api token: {chars(URLSAFE, 40)(r)}"),
+    _f("dropbox", lambda r: f"dropbox sl.{chars(URLSAFE, 135)(r)}"),
+    _f("square", lambda r: f"EAAA{chars(URLSAFE, 60)(r)}"),
+    _f("planetscale", lambda r: f"pscale_tkn_{chars(URLSAFE, 43)(r)}"),
+    _f("contentful", lambda r: f"CFPAT-{chars(URLSAFE, 43)(r)}"),
+    _f("age key", lambda r: "AGE-SECRET-KEY-1" + chars("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)(r)),
+    _f("gitlab runner token", lambda r: f"glrt-{chars(URLSAFE, 20)(r)}"),
+    _f("github app token", lambda r: f"installation token ghs_{chars(ALNUM, 36)(r)} expires hourly"),
+    _f("stripe webhook secret", lambda r: f"whsec_{chars(ALNUM, 32)(r)}"),
+    _f("k8s secret yaml", lambda r: f"stringData:\n  password: {password(r)}"),
+    _f(".pypirc", lambda r: f"[pypi]\nusername = __token__\npassword = pypi-AgEIcHlwaS5vcmc{chars(URLSAFE, 100)(r)}"),
+    _f(".npmrc", lambda r: f"_authToken={uuid4(r)}"),
+    _f("export GH_TOKEN", lambda r: f"export GH_TOKEN=ghp_{chars(ALNUM, 36)(r)}"),
+    _f("docker login", lambda r: f"docker login -u ci --password {password(r)} registry.internal"),
+    _f("psql PGPASSWORD", lambda r: f"PGPASSWORD={password(r)} psql -h db -U app"),
+    _f("mongodb srv", lambda r: f"mongodb+srv://app:{password(r)}@cluster0.abcde.mongodb.net/prod"),
+    _f("amqp url", lambda r: f"CELERY_BROKER_URL=amqp://worker:{chars(ALNUM, 16)(r)}@mq:5672//"),
+    _f("ftp url, / in password", lambda r: f"ftp://upload:{chars(ALNUM, 5)(r)}/{chars(ALNUM, 7)(r)}@files.example.net"),
+    _f("ec private key", lambda r: f"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI{chars(B64, 60)(r)}"),
+    _f("pgp private key", lambda r: f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF{chars(B64, 60)(r)}"),
+    _f("python requests header", lambda r: f"headers={{'Authorization': 'Bearer {chars(ALNUM, 32)(r)}'}}"),
+    _f("x-api-key header", lambda r: f"-H 'X-API-Key: {chars(ALNUM, 32)(r)}'"),
+    _f("session secret", lambda r: f"SESSION_SECRET: {chars(ALNUM, 24)(r)}"),
+    _f("jwt secret", lambda r: f"JWT_SECRET={chars(ALNUM + '!$', 28)(r)}"),
+    _f("hmac key", lambda r: f"hmac_key = '{chars(HEX, 40)(r)}'"),
+    _f("bare base64 key", lambda r: f"rotate this one: {b64_of(48)(r)}"),
+    _f("zero-width anthropic", lambda r: zero_width(f"sk-ant-api03-{chars(URLSAFE, 93)(r)}AA")),
+    _f("zero-width assignment", lambda r: f"DB_PASS{ZWSP}WORD={password(r)}"),
+    _f(
+        "full-width slack",
+        lambda r: full_width(f"xoxp-{chars(string.digits, 12)(r)}-{chars(string.digits, 12)(r)}-{chars(ALNUM, 24)(r)}"),
+    ),
+    _f("cyrillic aws", lambda r: cyrillic("aws_secret_access_key") + f" = {b64_of(30)(r)}"),
+    _f("cyrillic postgres url", lambda r: cyrillic(f"postgres://app:{password(r)}@db/app")),
+    _f("split pem body", lambda r: f"privkey:\n{pem_body(r, 2)}"),
+    _f("split anthropic", lambda r: split_lines(f"sk-ant-api03-{chars(URLSAFE, 93)(r)}AA")),
+    _f("split assignment", lambda r: split_lines(f"ENCRYPTION_KEY={b64_of(32)(r)}")),
+    _f("base64 stripe", lambda r: f"value: {b64(f'sk_live_{chars(ALNUM, 24)(r)}')}"),
+    _f("base64 basic auth in URL param", lambda r: f"?auth={b64(f'admin:{password(r)}')}"),
+    _f("url-encoded token", lambda r: f"token={pct(f'ghp_{chars(ALNUM, 36)(r)}')}"),
+    _f("bearer in prose", lambda r: f"call the API with bearer {chars(ALNUM, 40)(r)} until Friday"),
+    _f("private key in json", lambda r: f'{{"private_key": "-----BEGIN RSA PRIVATE KEY-----\\n{chars(B64, 64)(r)}"}}'),
+]
+
+
+def texts(forms: list[Form], seed: int, per_form: int = 1) -> list[tuple[str, str]]:
+    """(form name, text) pairs; the same seed gives the same texts."""
+    rng = random.Random(seed)
+    return [(name, build(rng)) for name, build in forms for _ in range(per_form)]

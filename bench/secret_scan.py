@@ -1,0 +1,115 @@
+"""How well does the secret scanner refuse credentials and keep ordinary memories, and at what cost?
+
+Run: .venv/bin/python -m bench.secret_scan [--seeds 3] [--split tune|held-out|both] [--show]
+
+Credentials: the forms of bench/secret_forms.py (TUNE and HELD_OUT reported apart), each
+filled with `--seeds` different random values. Ordinary: every LoCoMo turn of
+../shared/bench/locomo_dev.json (chat about daily life), the codebase set's memories, questions and
+prompts, the duplicate-pair memories, and secret_talk.json (memories *about* secrets, hashes, ids).
+Cost: microseconds per `find_secret` call over all texts (the store path calls it once per content
+and once per tag), median and p99, on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from bench import secret_forms
+from memories.secrets import find_secret
+
+DATA = Path(__file__).parent / "data"
+LOCOMO = Path("../shared/bench/locomo_dev.json")  # beside the repository (docs: protocol)
+
+
+def ordinary_texts(locomo: Path) -> dict[str, list[str]]:
+    sets: dict[str, list[str]] = {}
+    if not locomo.exists():
+        raise SystemExit(f"{locomo} does not exist: pass --locomo PATH to the LoCoMo dev split.")
+    turns: list[str] = []
+    for conv in json.loads(locomo.read_text()):
+        for key, session in conv["conversation"].items():
+            if key.startswith("session_") and isinstance(session, list):
+                turns.extend(t["text"] for t in session if t.get("text"))
+    sets["locomo turns"] = turns
+    code = json.loads((DATA / "codebase_dev.json").read_text())
+    sets["codebase set"] = (
+        [m["content"] for m in code["memories"]]
+        + [q["q"] for q in code["questions"]]
+        + code["unrelated"]
+        + code["near_miss"]
+    )
+    pairs = json.loads((DATA / "duplicate_pairs.json").read_text())
+    sets["duplicate pairs"] = [t for key in ("same", "near_miss", "distinct") for pair in pairs[key] for t in pair]
+    sets["about secrets"] = json.loads((DATA / "secret_talk.json").read_text())["memories"]
+    return sets
+
+
+def timed(text: str) -> tuple[str | None, float]:
+    """The kind found and the CPU microseconds it took (CPU, not wall: the machine is shared)."""
+    start = time.thread_time_ns()
+    kind = find_secret(text)
+    return kind, (time.thread_time_ns() - start) / 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=3, help="random fillings per credential form")
+    parser.add_argument("--locomo", type=Path, default=LOCOMO)
+    parser.add_argument("--show", action="store_true", help="print what was missed / wrongly refused")
+    parser.add_argument("--split", choices=["tune", "held-out", "both"], default="both")
+    args = parser.parse_args()
+    find_secret("warm up: load the rules and the confusables table (а)")
+    costs: list[float] = []
+
+    for label, forms in (("tune", secret_forms.TUNE), ("held-out", secret_forms.HELD_OUT)):
+        if args.split not in (label, "both"):
+            continue
+        missed: list[tuple[str, str]] = []
+        total = 0
+        for seed in range(args.seeds):
+            for name, text in secret_forms.texts(forms, seed=1000 + seed):
+                kind, us = timed(text)
+                costs.append(us)
+                total += 1
+                if kind is None:
+                    missed.append((name, text))
+        refused = total - len(missed)
+        print(
+            f"credentials {label:9s} {len(forms):3d} forms x {args.seeds}: refused {refused}/{total} "
+            f"({100 * refused / total:.1f}%)"
+        )
+        if args.show:
+            for name, text in missed:
+                print(f"   missed [{name}] {text!r}")
+
+    all_ordinary = 0
+    all_refused = 0
+    for label, items in ordinary_texts(args.locomo).items():
+        wrong = []
+        for text in items:
+            kind, us = timed(text)
+            costs.append(us)
+            if kind is not None:
+                wrong.append((kind, text))
+        all_ordinary += len(items)
+        all_refused += len(wrong)
+        print(
+            f"ordinary {label:16s} {len(items):5d} texts: refused {len(wrong)} ({100 * len(wrong) / len(items):.2f}%)"
+        )
+        if args.show:
+            for kind, text in wrong:
+                print(f"   refused as {kind}: {text[:160]!r}")
+    print(f"ordinary total {all_ordinary} texts: refused {all_refused} ({100 * all_refused / all_ordinary:.2f}%)")
+    costs.sort()
+    print(
+        f"CPU per find_secret: median {statistics.median(costs):.0f} us, "
+        f"p99 {costs[int(0.99 * (len(costs) - 1))]:.0f} us, max {costs[-1]:.0f} us over {len(costs)} texts"
+    )
+
+
+if __name__ == "__main__":
+    main()
