@@ -1,4 +1,4 @@
-"""REST for managing access (SPEC §11: "the same … for admins over REST"): users and tokens for
+"""REST for managing access (docs/contract.md §11: "the same … for admins over REST"): users and tokens for
 superusers, a project's grants for its admins. Thin adapters over access.services, which check.
 Left out of the OpenAPI schema (it documents the memory API assistants use); README documents them."""
 

@@ -1,4 +1,4 @@
-"""The audit trail of access itself (SPEC §11): token creation and revocation, grant changes,
+"""The audit trail of access itself (docs/contract.md §11): token creation and revocation, grant changes,
 admin logins, projects claimed under open_projects. A small model, not a library: see
 docs/decisions.md."""
 

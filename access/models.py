@@ -1,4 +1,4 @@
-"""Projects, API tokens, grants and the audit trail (SPEC §11)."""
+"""Projects, API tokens, grants and the audit trail (docs/contract.md §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one access check (SPEC §11). Services call it at their entry points; every adapter (MCP,
+"""The one access check (docs/contract.md §11). Services call it at their entry points; every adapter (MCP,
 REST, the admin, the hooks' endpoints, tasks) reaches it through them, so a new adapter cannot
 forget it.
 

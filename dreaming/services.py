@@ -1,4 +1,4 @@
-"""The dream buffer (record_messages) and dream passes (SPEC §6).
+"""The dream buffer (record_messages) and dream passes (docs/contract.md §6).
 
 Locks: a Postgres advisory lock per project makes a pass single-flight across
 processes; a second pass returns {"skipped": true} at once. The reasoner is called

@@ -49,7 +49,7 @@ from .serializers import HitOut
 
 
 def _who(source: str, user: str | None) -> str:
-    """The channel and, when a person made the change, who (SPEC §11)."""
+    """The channel and, when a person made the change, who (docs/contract.md §11)."""
     return f"{source} ({user})" if user else source
 
 

@@ -88,7 +88,7 @@ def review_view(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         _review_post(request)
         return HttpResponseRedirect(_safe_next(request))
-    qs: QuerySet[Memory] = access.only_visible(  # the review queue is a project admin's (SPEC §11)
+    qs: QuerySet[Memory] = access.only_visible(  # the review queue is a project admin's (docs/contract.md §11)
         Memory.objects.filter(rating__isnull=True).order_by("-created_at", "-id"), role=access.ADMIN
     )
     project, category, source = (request.GET.get(k, "") for k in ("project_id", "category", "source"))
@@ -345,7 +345,7 @@ def graph_data_view(request: HttpRequest) -> JsonResponse:
     return JsonResponse(data)
 
 
-# --- stale queue (code anchors, SPEC §12) ------------------------------------------------
+# --- stale queue (code anchors, docs/contract.md §12) ------------------------------------------------
 
 
 def stale_view(request: HttpRequest) -> HttpResponse:

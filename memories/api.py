@@ -79,7 +79,7 @@ class CategoryField(serializers.CharField):
         return value
 
 
-# Code the memory cites (SPEC §12): 'app/clock.py', 'app/clock.py:40-58', 'app/clock.py::Clock.now'.
+# Code the memory cites (docs/contract.md §12): 'app/clock.py', 'app/clock.py:40-58', 'app/clock.py::Clock.now'.
 ANCHORS = serializers.ListField(child=serializers.CharField(max_length=1400), required=False, allow_null=True)
 IMPORTANCE = serializers.ChoiceField(choices=["low", "normal", "high"], required=False, allow_null=True)
 

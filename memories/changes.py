@@ -8,7 +8,7 @@ imports `sync`: sync depends on this module, not the reverse.
 Event times: a change is stamped with `change_time(memory)`, at least 1 µs after the
 memory's `updated_at` (which reconcile sets from the latest event it folded), so a local
 edit always orders after every event this machine has seen for that memory — whatever the
-teammates' clocks say — and every machine folds the edit the same way (SPEC §5).
+teammates' clocks say — and every machine folds the edit the same way (docs/contract.md §5).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 ChangeKind = Literal["create", "update", "delete"]
 
-# Fields of a memory that travel to teammates (SPEC §5, §10). `memory_state()` reads the
+# Fields of a memory that travel to teammates (docs/contract.md §5, §10). `memory_state()` reads the
 # plain attributes among them that the model has; `supersedes` (a memory uuid) and `links`
 # ([{type, target uuid}]) are passed by the caller in `publish_change(extra=...)`.
 ATTRIBUTE_FIELDS = ("content", "tags", "category", "importance", "expires_at")

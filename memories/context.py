@@ -1,4 +1,4 @@
-"""Context for an assistant (SPEC §10): the user scope merged into retrieval, and `build_context`,
+"""Context for an assistant (docs/contract.md §10): the user scope merged into retrieval, and `build_context`,
 one ready block of memories within a token budget.
 
 Tokens are counted with a real BPE tokenizer (OpenAI's o200k_base, shipped inside the
@@ -144,7 +144,7 @@ class Entry:
     content: str
     category: str | None
     user: bool = False
-    stale: list[str] = field(default_factory=list)  # cited paths whose code changed or is gone (SPEC §12)
+    stale: list[str] = field(default_factory=list)  # cited paths whose code changed or is gone (docs/contract.md §12)
 
 
 @dataclass

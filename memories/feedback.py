@@ -1,4 +1,4 @@
-"""What people said about recalled memories, folded into ranking (SPEC §10 "Feedback").
+"""What people said about recalled memories, folded into ranking (docs/contract.md §10 "Feedback").
 
 A verdict (rate_recall) is about one memory *for one query*. A memory judged unhelpful for
 questions like the current one sinks; one judged useful rises. "Like" is the cosine between the

@@ -271,7 +271,7 @@ def history_summary(memory: Memory, recent: int = 5) -> HistorySummary:
 
 
 def anchors_of(memory: Memory) -> list[dict[str, Any]]:
-    """The code a memory cites (SPEC §12) with its last check's status; empty when it cites none."""
+    """The code a memory cites (docs/contract.md §12) with its last check's status; empty when it cites none."""
     out = []
     for a in memory.anchors.order_by("id"):
         lines = f"{a.line_start}-{a.line_end}" if a.line_start and a.line_end else None

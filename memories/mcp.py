@@ -57,7 +57,7 @@ def register(server: MCPServer) -> None:
 
 
 def addressed(memory_id: int, project_id: str | None, cwd: str | None) -> None:
-    """With `cwd` or `project_id` (SPEC §2: every tool acting on a project accepts them), the memory
+    """With `cwd` or `project_id` (docs/contract.md §2: every tool acting on a project accepts them), the memory
     must belong to that project (or be the caller's personal one)."""
     if project_id or cwd:
         services.get_memory_in(memory_id, project_of(project_id, cwd))

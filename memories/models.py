@@ -59,7 +59,8 @@ class Memory(models.Model):
         max_length=10, choices=Importance.choices, default=Importance.NORMAL, db_default=Importance.NORMAL
     )
     expires_at = models.DateTimeField(null=True, blank=True)
-    # Who stored and who last changed it (SPEC §11); null: the system (dreaming, a teammate's event, the CLI).
+    # Who stored and who last changed it (docs/contract.md §11); null: the system (dreaming, a teammate's
+    # event, the CLI).
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -312,7 +313,7 @@ class RecallFeedback(models.Model):
 
 
 class AnchorStatus(models.TextChoices):
-    """SPEC §12. `changed` and `missing` make the memory stale."""
+    """docs/contract.md §12. `changed` and `missing` make the memory stale."""
 
     OK = "ok"
     MOVED = "moved"
@@ -324,7 +325,7 @@ STALE_STATUSES = (AnchorStatus.CHANGED.value, AnchorStatus.MISSING.value)
 
 
 class MemoryAnchor(models.Model):
-    """A piece of code a memory cites (SPEC §12): a file, a symbol in it or a line range, pinned to
+    """A piece of code a memory cites (docs/contract.md §12): a file, a symbol in it or a line range, pinned to
     the commit, blob and normalised-text hash it had when written. `status` is the last check's
     verdict against the repository's HEAD `checked_head`; `current_*` say where the cited text is now
     (a rename or other lines). Pin fields are empty when no checkout was readable at write time."""

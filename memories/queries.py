@@ -473,7 +473,7 @@ def _ranked(
     depth = int(settings.YULLU["retrieval"].get("rerank_depth") or 0)
     if depth and mode == "hybrid":
         ordered = reordered(query, ordered, depth)
-    ordered = anchor_store.demote(project_id, ordered)  # cited code changed: ranked lower (SPEC §12)
+    ordered = anchor_store.demote(project_id, ordered)  # cited code changed: ranked lower (docs/contract.md §12)
     gate = gate_for(embedder.id)
     if floor is None and isinstance(gate, Judged) and qvec is not None:
         try:

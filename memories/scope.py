@@ -1,4 +1,4 @@
-"""Project scoping (SPEC §2): explicit project_id → the caller's cwd → (stdio and the command line
+"""Project scoping (docs/contract.md §2): explicit project_id → the caller's cwd → (stdio and the command line
 only) the process's own folder.
 
 A `cwd` is a path on the server's machine, sent by whoever holds a token, so it is confined
@@ -41,7 +41,7 @@ from yullu_core.textnorm import fold
 MAX_PROJECT_ID = 500
 # Personal memories ("prefer pytest") live under a reserved project id per user, `~user:<user id>`
 # (access.policy.personal_project): merged into every project's retrieval and context for their
-# owner only, never written to a team log (SPEC §10, §11). USER_SCOPE is the ids' common prefix.
+# owner only, never written to a team log (docs/contract.md §10, §11). USER_SCOPE is the ids' common prefix.
 USER_SCOPE = PERSONAL_PREFIX
 
 
@@ -52,7 +52,7 @@ class Scope:
 
 
 def resolve_path(path: str | os.PathLike[str], stop: Path | None = None) -> Scope:
-    """The project a folder belongs to (SPEC §2), looking for its repository no higher than `stop`."""
+    """The project a folder belongs to (docs/contract.md §2), looking for its repository no higher than `stop`."""
     folder = Path(path).expanduser()
     with contextlib.suppress(OSError):
         folder = folder.resolve()

@@ -36,7 +36,7 @@ class MemoryOut(TypedDict):
 
 
 class AnchorOut(TypedDict):
-    """Code a memory cites (SPEC §12) and its status against the project's HEAD."""
+    """Code a memory cites (docs/contract.md §12) and its status against the project's HEAD."""
 
     path: str
     symbol: str | None
@@ -103,7 +103,7 @@ class Created(TypedDict):
     supersedes: NotRequired[int]
     # Stored, but held out of retrieval until a person approves it in the admin: the reason.
     held_for_review: NotRequired[str]
-    anchors: NotRequired[list[AnchorOut]]  # the code it cites, as pinned (SPEC §12)
+    anchors: NotRequired[list[AnchorOut]]  # the code it cites, as pinned (docs/contract.md §12)
 
 
 class Duplicate(TypedDict):

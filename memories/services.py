@@ -123,7 +123,7 @@ def clean_tags(tags: Any) -> list[str]:
 
 
 def clean_category(category: Any, *, strict: bool = True) -> str | None:
-    """Empty is null ("uncategorised"); an unknown category is an error naming the five (SPEC §1,
+    """Empty is null ("uncategorised"); an unknown category is an error naming the five (docs/contract.md §1,
     every path: MCP, REST, CLI, import). `strict=False` keeps null for text we did not write and
     must not refuse whole: a teammate's event, a reasoner's proposal."""
     if category is None:
@@ -280,11 +280,11 @@ def record_change(
     return row
 
 
-# Adapters name themselves; history uses the SPEC's vocabulary.
+# Adapters name themselves; history uses the contract's vocabulary (docs/contract.md §10).
 HISTORY_SOURCES = {"reconcile": "sync", "review": "admin"}
 
 
-# Fields whose changes travel in sync events (SPEC §5, §10; memories.changes reads them from
+# Fields whose changes travel in sync events (docs/contract.md §5, §10; memories.changes reads them from
 # the row); verdicts, ratings and history never do. `supersedes` travels as an extra.
 SYNCED = ("content", "tags", "category", "importance", "expires_at")
 
@@ -303,7 +303,7 @@ class NewMemory:
     # The active embedder's vector of this content, when the caller has it (an export made with
     # `--vectors` by the same model): the import then skips the embedding call.
     vector: Sequence[float] | None = None
-    anchors: Any = None  # code it cites (SPEC §12): strings like 'app/clock.py::Clock.now'
+    anchors: Any = None  # code it cites (docs/contract.md §12): strings like 'app/clock.py::Clock.now'
     lenient_anchors: bool = False  # drop anchors that do not resolve instead of refusing (dreaming, carried over)
 
 
@@ -698,7 +698,7 @@ def _mark_superseded(old_id: int, new: Memory, source: str, *, remote: bool = Fa
     """old.superseded_by = new, a `supersedes` link new → old, history on both. Inside a transaction.
     `remote`: applying a teammate's event — nothing is published.
     The old row's `updated_at` is kept either way: the mark travels in the new memory's event
-    (`supersedes`), and `updated_at` is the time of a memory's own last event (SPEC §5), so a
+    (`supersedes`), and `updated_at` is the time of a memory's own last event (docs/contract.md §5), so a
     teammate applying that event ends with the same row as we do."""
     old = Memory.objects.select_for_update().get(pk=old_id)
     before = snapshot(old)
@@ -857,7 +857,7 @@ def update_memory(
 
 
 def repin_memory(memory_id: Any, *, source: str = "admin") -> Memory:
-    """Keep a stale memory as it is: pin its anchors again at HEAD, where their code is now (SPEC §12).
+    """Keep a stale memory as it is: pin its anchors again at HEAD, where their code is now (docs/contract.md §12).
     A re-pin is an event, so teammates get the new pins."""
     memory = get_memory(memory_id)
     with transaction.atomic():

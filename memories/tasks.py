@@ -27,7 +27,7 @@ def prune_recall_log() -> None:
 
 @shared_task(name="memories.tasks.check_anchors", ignore_result=True)
 def check_anchors() -> None:
-    """Check the code anchors of every known project against its checkout's HEAD (SPEC §12); rows
+    """Check the code anchors of every known project against its checkout's HEAD (docs/contract.md §12); rows
     already checked at that HEAD cost nothing."""
     from .anchors.store import check_known_projects
 

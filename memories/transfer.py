@@ -64,7 +64,7 @@ def memory_record(memory: Memory, vectors: bool = False) -> dict[str, Any]:
     record = {f.name: _value(memory, f) for f in Memory._meta.concrete_fields if f.name not in SKIP_FIELDS}
     anchors = anchor_store.wire_of(memory)
     if anchors:
-        record["anchors"] = anchors  # code anchors with their pins (SPEC §12)
+        record["anchors"] = anchors  # code anchors with their pins (docs/contract.md §12)
     if vectors:
         record["vectors"] = {
             v.embedder: [round(float(x), 7) for x in v.vector] for v in MemoryVector.objects.filter(memory=memory)

@@ -57,7 +57,7 @@ ACKNOWLEDGEMENTS = frozenset(
 
 
 def normalise(text: str) -> str:
-    """Lowercase, strip `.!?,` and surrounding space (the spec's trivial-query rule)."""
+    """Lowercase, strip `.!?,` and surrounding space (the trivial-query rule, docs/contract.md §4)."""
     return re.sub(r"[.!?,]", "", text.lower()).strip()
 
 

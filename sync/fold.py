@@ -1,4 +1,4 @@
-"""The convergent fold (SPEC §5): a memory's state from ALL its events, whatever order they arrived in.
+"""The convergent fold (docs/contract.md §5): a memory's state from ALL its events, whatever order they arrived in.
 
 Events are ordered by (ts, event id, then the event's content digest for two different files
 that share an id and a time); for each field the last event that sets it wins;
@@ -28,7 +28,7 @@ FIELD_DEFAULTS: dict[str, Any] = {
     "links": None,
     "importance": None,
     "expires_at": None,
-    "anchors": None,  # code anchors (SPEC §12): the latest list wins, like a field
+    "anchors": None,  # code anchors (docs/contract.md §12): the latest list wins, like a field
 }
 
 

@@ -29,7 +29,7 @@ class LedgerStatus(models.TextChoices):
 class LedgerEntry(models.Model):
     """One event file of a project's log that this machine has folded in (or found bad).
 
-    Every file not in the ledger is new, whatever its name (SPEC §5). `memory_uuid` finds all
+    Every file not in the ledger is new, whatever its name (docs/contract.md §5). `memory_uuid` finds all
     of a memory's files again when a new event for it arrives, so it is re-folded from all."""
 
     project_id = models.CharField(max_length=500)

@@ -5,7 +5,7 @@ transaction: it builds the events with the one schema (a refusal rolls the write
 inserts OutboxEvent rows. On commit, `flush()` writes those files and deletes the rows; a
 crash between commit and file leaves the rows for the periodic sweep (`flush(older_than=…)`,
 run by the reconcile tick) and for the next reconcile of the project. So a rolled-back write
-never leaves a file, and a committed write always gets one (SPEC §5).
+never leaves a file, and a committed write always gets one (docs/contract.md §5).
 
 Locks: a flush claims rows with `SELECT … FOR UPDATE SKIP LOCKED`, so the on-commit flush,
 the sweep and a reconcile never write one row twice at once; writing a file twice is harmless

@@ -1,4 +1,4 @@
-"""The one definition of a team-sync event (SPEC §5), used to write and to read event files.
+"""The one definition of a team-sync event (docs/contract.md §5), used to write and to read event files.
 
 Wire format = the original Go Yul'lu's: types `create`/`update`/`delete`/`embedding`, an
 RFC 3339 `ts` with up to nanoseconds. Ours adds optional fields (category and the
@@ -64,7 +64,7 @@ class Link(BaseModel):
 
 
 class Anchor(BaseModel):
-    """Code a memory cites (SPEC §12), as pinned by its writer; each reader checks it against its own
+    """Code a memory cites (docs/contract.md §12), as pinned by its writer; each reader checks it against its own
     checkout. A path outside the repository breaks the event, like any other bad field."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -107,12 +107,12 @@ class Event(BaseModel):
     links: list[Link] | None = Field(default=None, max_length=50)
     importance: Literal["low", "normal", "high"] | None = None
     expires_at: str | None = None
-    anchors: list[Anchor] | None = Field(default=None, max_length=20)  # ours: SPEC §12
+    anchors: list[Anchor] | None = Field(default=None, max_length=20)  # ours: docs/contract.md §12
     embedder: str | None = Field(default=None, min_length=1, max_length=200)
     vector: list[float] | None = Field(default=None, min_length=1, max_length=MAX_VECTOR_DIM)
     content_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")  # ours: the content a vector is of
     created_at: str | None = None  # ours: compacted snapshots keep the memory's creation time
-    # ours (SPEC §11): the display name of who made the change; readers that do not know it ignore it
+    # ours (docs/contract.md §11): the display name of who made the change; readers that do not know it ignore it
     author: str | None = Field(default=None, max_length=150)
 
     @field_validator("supersedes", mode="before")
@@ -177,7 +177,7 @@ class Event(BaseModel):
 
     @property
     def order(self) -> tuple[int, str]:
-        """Fold order (SPEC §5): time, then event id (ties: `digest`, see sync.fold)."""
+        """Fold order (docs/contract.md §5): time, then event id (ties: `digest`, see sync.fold)."""
         return self.ts_ns, str(self.id)
 
     @property

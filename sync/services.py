@@ -1,4 +1,4 @@
-"""Reconcile (SPEC §5): fold teammates' events into this machine's memories, publish local-only ones.
+"""Reconcile (docs/contract.md §5): fold teammates' events into this machine's memories, publish local-only ones.
 
 Idempotent, incremental and convergent:
 - A file is new when it is not in the project's ledger (applied or bad), whatever its name.
@@ -15,7 +15,7 @@ Idempotent, incremental and convergent:
 Locks: a Postgres advisory lock per project, so two reconciles of one project never run at
 once (the second reports `skipped`).
 
-No file can block the log (SPEC §5):
+No file can block the log (docs/contract.md §5):
 - An entry that cannot be ours (eventlog.scan), a file that breaks the schema, and a file naming
   a memory of another project are recorded as bad, never retried, and listed in every pass's
   `parse_errors` while they are in the log; the rest of the pass applies.

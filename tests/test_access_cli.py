@@ -1,6 +1,6 @@
 """`yullu users|tokens|grant|revoke-grant` as whoever runs a team server types them, against a real
 server: a token made at the terminal works at once, its grant decides what it sees, and each change
-is in the audit trail (SPEC §11)."""
+is in the audit trail (docs/contract.md §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""THE access matrix (SPEC §11, issue 28): every REST route of the URL conf and every MCP tool of
+"""THE access matrix (docs/contract.md §11, issue 28): every REST route of the URL conf and every MCP tool of
 the server, called by five people over real HTTP (uvicorn, the MCP SDK client):
 
     nobody   a user with no grant on the project

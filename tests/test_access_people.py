@@ -1,4 +1,4 @@
-"""Two people on one server (SPEC §11): attribution of memories, history, verdicts and sync events;
+"""Two people on one server (docs/contract.md §11): attribution of memories, history, verdicts and sync events;
 personal memories that stay their owner's on every transport; the audit of admin logins."""
 
 from __future__ import annotations

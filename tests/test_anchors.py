@@ -1,4 +1,4 @@
-"""Code anchors (SPEC §12) end to end: real git repositories, real commits, the REST API and the MCP
+"""Code anchors (docs/contract.md §12) end to end: real git repositories, real commits, the REST API and the MCP
 tools of the live server, the `yullu anchors check` command, and anchors travelling in sync events."""
 
 from __future__ import annotations

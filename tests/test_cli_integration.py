@@ -179,7 +179,7 @@ def _transcript(path: Path) -> Path:
 @pytest.mark.django_db(transaction=True)
 def test_record_turn_posts_the_last_exchange(hook_env: dict[str, str], tmp_path: Path) -> None:
     transcript = _transcript(tmp_path / "t.jsonl")
-    (tmp_path / "hookproj").mkdir()  # a cwd must exist (SPEC §2)
+    (tmp_path / "hookproj").mkdir()  # a cwd must exist (docs/contract.md §2)
     out = run_cli(
         ["record-turn"],
         hook_env,

@@ -333,7 +333,7 @@ def cli(cluster: Cluster, *args: str, home: Path | None = None, **env: str) -> s
 
 
 def test_two_people_with_different_grants_through_the_two_web_nodes(cluster: Cluster, tmp_path: Path) -> None:
-    """SPEC §11 on the team server: alice writes project A, bob may only read it; alice's own new
+    """docs/contract.md §11 on the team server: alice writes project A, bob may only read it; alice's own new
     project is invisible to bob; bob's laptop is pointed at the server by `yullu install --server`."""
     (cluster.base / "admin-cli").mkdir(exist_ok=True)
     team, own = "github.com/acme/team-a", "github.com/acme/alice-only"

@@ -29,7 +29,8 @@ IN_CI = bool(os.environ.get("CI"))
 
 @pytest.fixture(autouse=True)
 def _outside_the_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Calls without project_id/cwd resolve the server's working directory (SPEC §2); keep it out of our repo."""
+    """Calls without project_id/cwd resolve the server's working directory (docs/contract.md §2); keep it out
+    of our repo."""
     monkeypatch.chdir(tmp_path)
 
 

@@ -1,4 +1,4 @@
-"""Memory lifecycle (SPEC §10) through the service layer: duplicates on write, supersede, links and
+"""Memory lifecycle (docs/contract.md §10) through the service layer: duplicates on write, supersede, links and
 conflicts, history, importance and expiry, recall feedback. Real Postgres + pgvector, stub embedder."""
 
 from __future__ import annotations

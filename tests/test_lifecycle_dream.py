@@ -1,4 +1,4 @@
-"""Dreaming against existing memories (SPEC §10): a conversation that reverses a decision yields a
+"""Dreaming against existing memories (docs/contract.md §10): a conversation that reverses a decision yields a
 supersede or a contradicts link, never a second memory. Stub reasoner over real HTTP (openai client)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""SPEC §10 through the real MCP client over Streamable HTTP: duplicates, supersede, feedback, expiry args."""
+"""docs/contract.md §10 through the real MCP client over Streamable HTTP: duplicates, supersede, feedback,
+expiry args."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lifecycle fields and links travel through the team log (SPEC §10); verdicts and history stay local.
+"""Lifecycle fields and links travel through the team log (docs/contract.md §10); verdicts and history stay local.
 A is this test process; B is a `yullu reconcile` process with its own database (tests/test_sync.py)."""
 
 from __future__ import annotations

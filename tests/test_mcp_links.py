@@ -1,5 +1,5 @@
 """get_memory, link_memories, list_conflicts and resolve_conflict through the real MCP client over
-Streamable HTTP; update_memory and delete_memory accept `cwd` (SPEC §2); a conflict closes when one
+Streamable HTTP; update_memory and delete_memory accept `cwd` (docs/contract.md §2); a conflict closes when one
 side is superseded."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from tests.mcp_client import call
 from tests.processes import REPO, product_env, stub_env
 from tests.stubs import StubServer
 
-SPEC_TOOLS = {
+CONTRACT_TOOLS = {
     "store_memory", "retrieve_memories", "update_memory", "delete_memory", "list_memories",
     "reconcile_memories", "record_messages", "dream_now", "get_usage", "build_context", "rate_recall",
 }  # fmt: skip
@@ -31,7 +31,7 @@ def test_round_trip_over_stdio(tmp_path: Path, stub_api: StubServer) -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             names = {t.name for t in (await s.list_tools()).tools}
-            assert names >= SPEC_TOOLS  # SPEC §3's nine plus §10's; more may come
+            assert names >= CONTRACT_TOOLS  # docs/contract.md §3's tools; more may come
             err, stored = await call(s, "store_memory", content="vec:1,0,0 stdio works", project_id="acme/stdio")
             assert not err
             err, found = await call(s, "retrieve_memories", query="vec:1,0,0 does stdio work", project_id="acme/stdio")

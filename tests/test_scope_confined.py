@@ -1,5 +1,5 @@
 """A `cwd` is a path on the server's machine sent by a token holder: confined to `[server].allowed_roots`,
-never recorded by a read, never a personal scope (issue 33); SPEC §2's rules for HTTP, missing folders
+never recorded by a read, never a personal scope (issue 33); docs/contract.md §2's rules for HTTP, missing folders
 and same-named folders outside git (issue 31); look-alike project ids (issue 33)."""
 
 from __future__ import annotations

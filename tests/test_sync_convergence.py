@@ -95,7 +95,7 @@ def replay(repo: Path, events: list[dict[str, Any]], batches: list[list[int]]) -
 
 
 def expected(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """SPEC §5's rule, written here independently of sync.fold (an oracle, not the product's own
+    """docs/contract.md §5's rule, written here independently of sync.fold (an oracle, not the product's own
     fold): per memory, events in (ts, id) order; each field takes the last value set; a create
     sets every field (tags [] and category null when absent), an update the ones it carries; a
     delete tombstones and a later create/update resurrects; embeddings change no field;

@@ -30,7 +30,7 @@ def test_an_opencode_export_gives_text_parts_only() -> None:
 
 
 def _folder(path: Path) -> str:
-    """A hook's cwd must exist (SPEC §2); outside git its project is the name qualified by the path."""
+    """A hook's cwd must exist (docs/contract.md §2); outside git its project is the name qualified by the path."""
     path.mkdir()
     return folder_id(path.resolve())
 

@@ -1,5 +1,5 @@
 """`yullu users add`, `yullu tokens create|list|revoke`, `yullu grant`, `yullu revoke-grant`
-(SPEC §11): thin adapters over access.services, for whoever runs the server. The CLI talks to the
+(docs/contract.md §11): thin adapters over access.services, for whoever runs the server. The CLI talks to the
 database directly, so it acts as the system (every change is still audited, as by `system`)."""
 
 from __future__ import annotations

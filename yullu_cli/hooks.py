@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # annotations only: importing typing/pathlib would cost start
 # A hook must never hold up the prompt; tests on a loaded machine raise it (YULLU_HOOK_TIMEOUT).
 TIMEOUT = env_float("YULLU_HOOK_TIMEOUT")
 MIN_PROMPT_CHARS = 8
-# Wording → category hints (SPEC §9: hints inferred from the prompt's wording).
+# Wording → category hints (docs/contract.md §9: hints inferred from the prompt's wording).
 HINTS: list[tuple[str, re.Pattern[str]]] = [
     (
         "decision",
@@ -206,7 +206,7 @@ def read_stdin_json() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-INJECT_BUDGET = 600  # tokens for the prompt hook's block (SPEC §10: bounded by tokens, not by count)
+INJECT_BUDGET = 600  # tokens for the prompt hook's block (docs/contract.md §10: bounded by tokens, not by count)
 PRIMER_BUDGET = 800
 
 

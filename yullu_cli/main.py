@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--project-id", default=None)
     p.set_defaults(fn=cmd_reconcile)
 
-    p = sub.add_parser("anchors", help="code anchors: memories that cite code (SPEC §12)")
+    p = sub.add_parser("anchors", help="code anchors: memories that cite code (docs/contract.md §12)")
     anchors_sub = p.add_subparsers(dest="anchors_command", required=True)
     c = anchors_sub.add_parser("check", help="check cited code against HEAD; exit 1 when memories are stale")
     c.add_argument("--cwd", default=os.getcwd(), help="a folder inside the project's git checkout")

@@ -158,7 +158,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "allowed_roots": Key(list, [], _absolute_paths),
     },
     "access": {
-        # true: any user may create a project by using it, and gets admin on it (SPEC §11).
+        # true: any user may create a project by using it, and gets admin on it (docs/contract.md §11).
         "open_projects": Key(bool, True),
     },
 }
@@ -262,7 +262,7 @@ trusted_proxies = []
 allowed_roots = []
 
 [access]
-# A team server (SPEC §11): true lets any user create a project by using it (they get admin on
+# A team server (docs/contract.md §11): true lets any user create a project by using it (they get admin on
 # it); false: only grants (`yullu grant USER PROJECT ROLE`) open a project. Superusers may do all.
 open_projects = true
 """

@@ -1,4 +1,4 @@
-"""Which project a folder belongs to, from git alone (SPEC §2): its repository's origin, else the
+"""Which project a folder belongs to, from git alone (docs/contract.md §2): its repository's origin, else the
 folder's name qualified by its path. Standard library only: the server's scoping
 (memories.scope) and the assistant hooks (yullu_cli.hooks, which must not import Django) share it,
 so a laptop talking to a team server names its project exactly as a local server would."""
@@ -70,7 +70,7 @@ def origin_url(root: Path) -> str | None:
 
 
 def folder_id(folder: Path) -> str:
-    """Outside git: the folder's name qualified by a hash of its path (**Ours**, SPEC §2), so two
+    """Outside git: the folder's name qualified by a hash of its path (docs/contract.md §2), so two
     folders called `notes` do not share memories. `resolve` keeps an existing bare-name project."""
     name = folder.name or str(folder)
     return f"{name}@{hashlib.sha256(str(folder).encode()).hexdigest()[:8]}"

@@ -18,7 +18,7 @@ def yullu_home() -> Path:
 
 
 # Whether this process runs in its caller's folder: stdio and the command line do (a call naming no
-# project uses that folder, SPEC §2); the web server and workers do not (set by yullu_cli.main).
+# project uses that folder, docs/contract.md §2); the web server and workers do not (set by yullu_cli.main).
 _in_callers_folder = False
 
 

@@ -38,7 +38,7 @@ app.conf.beat_schedule = {
         "schedule": TICK * 60,
         "options": {"expires": TICK * 50},
     },
-    # Code anchors against each checkout's HEAD (SPEC §12); unchanged HEADs cost one lookup each.
+    # Code anchors against each checkout's HEAD (docs/contract.md §12); unchanged HEADs cost one lookup each.
     "anchors-tick": {"task": "memories.tasks.check_anchors", "schedule": TICK * 5, "options": {"expires": TICK * 4.5}},
     "backfill-tick": {
         "task": "memories.tasks.backfill_embeddings",

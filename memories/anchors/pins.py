@@ -1,4 +1,4 @@
-"""Pinning one anchor and checking it against a commit (SPEC §12). Pure: a Repo in, a Pin or a
+"""Pinning one anchor and checking it against a commit (docs/contract.md §12). Pure: a Repo in, a Pin or a
 Verdict out; the database side is memories.anchors.store.
 
 The cited text is compared after normalising whitespace (runs of spaces, tabs, newlines and blank
@@ -97,7 +97,7 @@ def pin(repo: Repo, head: str, ref: AnchorRef) -> Pin:
 
 
 def check(repo: Repo, head: str, p: Pin) -> Verdict:
-    """The pinned anchor `p` against commit `head` (SPEC §12 statuses)."""
+    """The pinned anchor `p` against commit `head` (docs/contract.md §12 statuses)."""
     path, renamed = p.path, False
     blob = repo.blob_id(head, path)
     if blob is None:

@@ -33,7 +33,7 @@ _HEX = re.compile(r"^[0-9a-f]{1,64}$")
 
 
 class AnchorWire(TypedDict):
-    """An anchor as it travels in a sync event (SPEC §12, Team)."""
+    """An anchor as it travels in a sync event (docs/contract.md §12, Team)."""
 
     path: str
     symbol: NotRequired[str]

@@ -1,4 +1,4 @@
-"""The MCP server (SPEC §3, §10): one server assembled from each app's tools, every tool a thin
+"""The MCP server (docs/contract.md §3, §10): one server assembled from each app's tools, every tool a thin
 adapter over the same services as the REST API: memories/mcp.py (store, retrieve, context, update,
 delete, list, get_memory, link_memories, list_conflicts, resolve_conflict, rate_recall, get_usage),
 sync/mcp.py (reconcile_memories), dreaming/mcp.py (record_messages, dream_now). Transport:
