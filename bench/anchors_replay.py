@@ -22,7 +22,7 @@ import difflib
 import json
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pygit2
@@ -164,82 +164,126 @@ def _symbol_span(lines: list[str], symbol: str) -> tuple[int, int] | None:
     return first, node.end_lineno or node.lineno
 
 
+COUNTS = ("unrelated", "unrelated_kept", "real", "real_flagged", "renamed", "renamed_moved")
+COUNTS += ("located", "located_exact", "checks", "alignment_only")
+
+
+@dataclass
+class Tally:
+    """What a replay counted: verdicts against the diff's truth, examples of each mistake, check time."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTS, 0))
+    false_alarms: list[dict[str, object]] = field(default_factory=list)
+    missed: list[dict[str, object]] = field(default_factory=list)
+    check_s: float = 0.0
+
+
 def replay(repo: Repo, chain: list[str], anchors: list[Tracked]) -> dict[str, object]:
-    counts = {"unrelated": 0, "unrelated_kept": 0, "real": 0, "real_flagged": 0, "renamed": 0, "renamed_moved": 0}
-    counts |= {"located": 0, "located_exact": 0, "checks": 0, "alignment_only": 0}
-    false_alarms: list[dict[str, object]] = []
-    missed: list[dict[str, object]] = []
-    check_s = 0.0
+    tally = Tally()
     for prev, cur in zip(chain, chain[1:], strict=False):
         for t in anchors:
-            if not t.alive:
-                continue
-            old_blob = repo.blob_id(prev, t.path)
-            new_blob = repo.blob_id(cur, t.path)
-            if old_blob is None:
-                t.alive = False
-                continue
-            if new_blob == old_blob:
-                continue
-            ref = AnchorRef(t.path, t.symbol, None if t.symbol else t.start, None if t.symbol else t.end)
-            try:
-                p = pins.pin(repo, prev, ref)
-            except Exception:
-                t.alive = False
-                continue
-            began = time.perf_counter()
-            verdict = pins.check(repo, cur, p)
-            check_s += time.perf_counter() - began
-            counts["checks"] += 1
-            new_path = verdict.path if new_blob is None else t.path
-            after_blob = repo.blob_id(cur, new_path)
-            before = (repo.read(old_blob) or b"").decode("utf-8", "replace").splitlines()
-            after = (repo.read(after_blob or "") or b"").decode("utf-8", "replace").splitlines()
-            span = _trimmed(before, p.start or 1, p.end or len(before))
-            new_span = _symbol_span(after, t.symbol) if t.symbol else None
-            if new_blob is None and after_blob is None:
-                touched, located = True, None  # deleted, not renamed
-            else:
-                touched, located = truth(before, after, *span, new_span=new_span)
-            if touched and after_blob is not None:
-                # difflib may pair repeated lines (blank lines, `return f`) across a neighbouring
-                # deletion: then the diff "touches" the span while the cited text is unchanged.
-                now = new_span if t.symbol else located
-                if now is not None and _norm(before[span[0] - 1 : span[1]]) == _norm(after[now[0] - 1 : now[1]]):
-                    counts["alignment_only"] += 1
-                    touched = False
-            stale = verdict.status in (pins.CHANGED, pins.MISSING)
-            where: dict[str, object] = {"commit": cur[:10], "anchor": str(ref), "status": verdict.status}
-            if new_blob is None and after_blob is not None:
-                counts["renamed"] += 1
-                counts["renamed_moved"] += verdict.status == pins.MOVED
-            if touched:
-                counts["real"] += 1
-                counts["real_flagged"] += stale
-                if not stale:
-                    missed.append(where)
-            else:
-                counts["unrelated"] += 1
-                counts["unrelated_kept"] += not stale
-                if stale:
-                    false_alarms.append(where)
-                if not t.symbol and located and verdict.start is not None:
-                    counts["located"] += 1
-                    counts["located_exact"] += (verdict.start, verdict.end) == located
-            # follow the code, as a reviewer's "keep" would (re-pin where it is now)
-            if verdict.status == pins.MISSING or after_blob is None:
-                t.alive = False
-                continue
-            t.path = new_path
-            if t.symbol:
-                continue
-            if located is not None:
-                t.start, t.end = located
-            elif verdict.start is not None and verdict.end is not None:
-                t.start, t.end = verdict.start, verdict.end
-            else:
-                t.alive = False
-    commits = len(chain) - 1
+            if t.alive:
+                _step(repo, prev, cur, t, tally)
+    return _summary(len(chain) - 1, anchors, tally)
+
+
+def _step(repo: Repo, prev: str, cur: str, t: Tracked, tally: Tally) -> None:
+    """One anchor across one commit: pin at `prev`, check at `cur`, score the verdict, follow the code."""
+    old_blob = repo.blob_id(prev, t.path)
+    new_blob = repo.blob_id(cur, t.path)
+    if old_blob is None:
+        t.alive = False
+        return
+    if new_blob == old_blob:
+        return
+    ref = AnchorRef(t.path, t.symbol, None if t.symbol else t.start, None if t.symbol else t.end)
+    try:
+        p = pins.pin(repo, prev, ref)
+    except Exception:
+        t.alive = False
+        return
+    began = time.perf_counter()
+    verdict = pins.check(repo, cur, p)
+    tally.check_s += time.perf_counter() - began
+    tally.counts["checks"] += 1
+    new_path = verdict.path if new_blob is None else t.path
+    after_blob = repo.blob_id(cur, new_path)
+    touched, located = _truth_of(repo, t, p, old_blob, new_blob, after_blob, tally)
+    where: dict[str, object] = {"commit": cur[:10], "anchor": str(ref), "status": verdict.status}
+    if new_blob is None and after_blob is not None:
+        tally.counts["renamed"] += 1
+        tally.counts["renamed_moved"] += verdict.status == pins.MOVED
+    _score(tally, t, verdict, touched, located, where)
+    _follow(t, verdict, new_path, after_blob, located)
+
+
+def _truth_of(
+    repo: Repo, t: Tracked, p: pins.Pin, old_blob: str, new_blob: str | None, after_blob: str | None, tally: Tally
+) -> tuple[bool, tuple[int, int] | None]:
+    """Whether the commit really touched the cited text (from the diff), and where it is now."""
+    before = (repo.read(old_blob) or b"").decode("utf-8", "replace").splitlines()
+    after = (repo.read(after_blob or "") or b"").decode("utf-8", "replace").splitlines()
+    span = _trimmed(before, p.start or 1, p.end or len(before))
+    new_span = _symbol_span(after, t.symbol) if t.symbol else None
+    if new_blob is None and after_blob is None:
+        touched, located = True, None  # deleted, not renamed
+    else:
+        touched, located = truth(before, after, *span, new_span=new_span)
+    if touched and after_blob is not None:
+        # difflib may pair repeated lines (blank lines, `return f`) across a neighbouring
+        # deletion: then the diff "touches" the span while the cited text is unchanged.
+        now = new_span if t.symbol else located
+        if now is not None and _norm(before[span[0] - 1 : span[1]]) == _norm(after[now[0] - 1 : now[1]]):
+            tally.counts["alignment_only"] += 1
+            touched = False
+    return touched, located
+
+
+def _score(
+    tally: Tally,
+    t: Tracked,
+    verdict: pins.Verdict,
+    touched: bool,
+    located: tuple[int, int] | None,
+    where: dict[str, object],
+) -> None:
+    counts = tally.counts
+    stale = verdict.status in (pins.CHANGED, pins.MISSING)
+    if touched:
+        counts["real"] += 1
+        counts["real_flagged"] += stale
+        if not stale:
+            tally.missed.append(where)
+        return
+    counts["unrelated"] += 1
+    counts["unrelated_kept"] += not stale
+    if stale:
+        tally.false_alarms.append(where)
+    if not t.symbol and located and verdict.start is not None:
+        counts["located"] += 1
+        counts["located_exact"] += (verdict.start, verdict.end) == located
+
+
+def _follow(
+    t: Tracked, verdict: pins.Verdict, new_path: str, after_blob: str | None, located: tuple[int, int] | None
+) -> None:
+    """Follow the code, as a reviewer's "keep" would (re-pin where it is now)."""
+    if verdict.status == pins.MISSING or after_blob is None:
+        t.alive = False
+        return
+    t.path = new_path
+    if t.symbol:
+        return
+    if located is not None:
+        t.start, t.end = located
+    elif verdict.start is not None and verdict.end is not None:
+        t.start, t.end = verdict.start, verdict.end
+    else:
+        t.alive = False
+
+
+def _summary(commits: int, anchors: list[Tracked], tally: Tally) -> dict[str, object]:
+    counts = tally.counts
     return {
         "commits_replayed": commits,
         "anchors": len(anchors),
@@ -247,11 +291,11 @@ def replay(repo: Repo, chain: list[str], anchors: list[Tracked]) -> dict[str, ob
         **counts,
         "unrelated_kept_share": round(counts["unrelated_kept"] / max(counts["unrelated"], 1), 4),
         "real_flagged_share": round(counts["real_flagged"] / max(counts["real"], 1), 4),
-        "false_alarms_per_100_commits": round(100 * len(false_alarms) / max(commits, 1), 2),
+        "false_alarms_per_100_commits": round(100 * len(tally.false_alarms) / max(commits, 1), 2),
         "moved_lines_exact_share": round(counts["located_exact"] / max(counts["located"], 1), 4),
-        "check_ms_mean": round(1000 * check_s / max(counts["checks"], 1), 3),
-        "false_alarm_examples": false_alarms[:10],
-        "missed_examples": missed[:10],
+        "check_ms_mean": round(1000 * tally.check_s / max(counts["checks"], 1), 3),
+        "false_alarm_examples": tally.false_alarms[:10],
+        "missed_examples": tally.missed[:10],
     }
 
 

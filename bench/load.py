@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import psutil
 from mcp import ClientSession
 
+from bench.cpu import CpuMeter
 from bench.mcp_client import mcp_session
 from memories.models import Memory
 from yullu_cli.hooks import hook_argv
@@ -309,86 +309,6 @@ async def run_level(
     return stats
 
 
-# --- CPU accounting ---------------------------------------------------------------------------
-
-
-def server_groups(home: Path) -> dict[str, list[psutil.Process]]:
-    """The processes of the server on this home: web (uvicorn), worker (Celery), postgres."""
-    groups: dict[str, list[psutil.Process]] = {"web": [], "worker": [], "postgres": []}
-    pidfile = home / "run" / "serve.pid"
-    if pidfile.exists():
-        try:
-            for proc in psutil.Process(int(pidfile.read_text().strip())).children(recursive=True):
-                cmd = " ".join(proc.cmdline())
-                groups["web" if "uvicorn" in cmd or "multiprocessing" in cmd else "worker"].append(proc)
-        except (psutil.Error, ValueError):
-            pass
-    from yullu_core import postgres as pg
-
-    postmaster = pg.plan(home).pgdata / "postmaster.pid"
-    try:
-        main = psutil.Process(int(postmaster.read_text().split()[0]))
-        groups["postgres"] = [main, *main.children(recursive=True)]
-    except (OSError, ValueError, IndexError, psutil.Error):
-        pass
-    return groups
-
-
-def cpu_seconds(procs: list[psutil.Process]) -> dict[int, float]:
-    out = {}
-    for proc in procs:
-        try:
-            t = proc.cpu_times()
-            out[proc.pid] = t.user + t.system
-        except psutil.Error:
-            pass
-    return out
-
-
-class CpuMeter:
-    """CPU seconds used by each server group, this process and the whole machine over a level."""
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-
-    def __enter__(self) -> CpuMeter:
-        self.groups = server_groups(self.home)
-        self.before = {name: cpu_seconds(procs) for name, procs in self.groups.items()}
-        self.self_before = _own_cpu()
-        self.machine_before = psutil.cpu_times()
-        self.wall = time.monotonic()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.monotonic() - self.wall
-        # Processes started meanwhile (a postgres backend per new connection) count from zero.
-        groups = server_groups(self.home)
-        self.used: dict[str, float] = {}
-        for name, procs in groups.items():
-            after = cpu_seconds(procs)
-            self.used[name] = sum(t - self.before[name].get(pid, 0.0) for pid, t in after.items())
-        self.used["load_generator"] = _own_cpu() - self.self_before
-        machine = psutil.cpu_times()
-        busy = sum(getattr(machine, f) - getattr(self.machine_before, f) for f in ("user", "nice", "system", "irq"))
-        busy += sum(getattr(machine, f, 0) - getattr(self.machine_before, f, 0) for f in ("softirq", "steal"))
-        self.used["machine"] = busy
-        self.cores = psutil.cpu_count() or 1
-
-    def report(self, operations: int) -> dict[str, Any]:
-        per_op = {name: round(1000 * s / max(1, operations), 2) for name, s in self.used.items()}
-        ours = sum(v for k, v in self.used.items() if k != "machine")
-        return {
-            "cpu_ms_per_op": per_op,
-            "machine_busy_share": round(self.used["machine"] / (self.wall * self.cores), 3),
-            "other_processes_cpu_share": round(max(0.0, self.used["machine"] - ours) / (self.wall * self.cores), 3),
-        }
-
-
-def _own_cpu() -> float:
-    t = psutil.Process().cpu_times()
-    return t.user + t.system
-
-
 # --- the inject hook under load -----------------------------------------------------------------
 
 PROMPTS = [
@@ -464,7 +384,6 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     token = (home / "token").read_text().strip()
     port = urlparse(args.url).port or settings.YULLU["server"]["port"]
     project = args.project or f"load-{uuid.uuid4().hex[:6]}"
-    levels = [int(n) for n in str(args.clients).split(",")]
     mix = parse_mix(args.mix)
     if args.prefill and not Memory.objects.filter(project_id=project).exists():
         prefill(project, args.prefill)
@@ -477,50 +396,75 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         acked += seeded.acked
         print(f"seeded {project} with {len(seeded.acked)} memories", flush=True)
     results = []
-    for clients in levels:
-        injects: list[float] = []
-        floor: list[float] = []
-        timer = None
-        if args.inject:
-            timer = threading.Thread(
-                target=time_injects, args=(args.inject, project, port, min(3.0, args.duration / 4), injects, floor)
-            )
-        with CpuMeter(home) as cpu:
-            started = time.perf_counter()
-            if timer:
-                timer.start()
-            pace = None
-            if args.rate:
-                stats, pace = asyncio.run(
-                    run_paced_level(
-                        args.url,
-                        token,
-                        project,
-                        clients,
-                        args.rate,
-                        args.duration,
-                        args.max_requests,
-                        mix,
-                        args.schedule_seed,
-                    )
-                )
-            else:
-                stats = asyncio.run(run_level(args.url, token, project, clients, args.duration, args.max_requests, mix))
-            elapsed = time.perf_counter() - started
-        if timer:
-            timer.join()
+    for clients in [int(n) for n in str(args.clients).split(",")]:
+        report, stats = measure_level(args, home, token, project, port, clients, mix)
         acked += stats.acked
         deleted |= stats.deleted
-        report = level_report(clients, stats, elapsed, cpu, injects, floor)
-        report["mode"] = "paced" if pace else "closed_loop"
-        if pace:
-            report |= pace_report(args.rate, stats, pace)
         print(json.dumps(report, indent=2), flush=True)
         results.append(report)
+    summary = summarise(args, project, mix, results, acked, deleted)
+    print(json.dumps({k: v for k, v in summary.items() if k != "levels"}, indent=2))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def measure_level(
+    args: argparse.Namespace, home: Path, token: str, project: str, port: int, clients: int, mix: dict[str, float]
+) -> tuple[dict[str, Any], Stats]:
+    """One level: `clients` sessions, closed loop or paced, with the inject hook timed alongside."""
+    injects: list[float] = []
+    floor: list[float] = []
+    timer = None
+    if args.inject:
+        timer = threading.Thread(
+            target=time_injects, args=(args.inject, project, port, min(3.0, args.duration / 4), injects, floor)
+        )
+    with CpuMeter(home) as cpu:
+        started = time.perf_counter()
+        if timer:
+            timer.start()
+        pace = None
+        if args.rate:
+            stats, pace = asyncio.run(
+                run_paced_level(
+                    args.url,
+                    token,
+                    project,
+                    clients,
+                    args.rate,
+                    args.duration,
+                    args.max_requests,
+                    mix,
+                    args.schedule_seed,
+                )
+            )
+        else:
+            stats = asyncio.run(run_level(args.url, token, project, clients, args.duration, args.max_requests, mix))
+        elapsed = time.perf_counter() - started
+    if timer:
+        timer.join()
+    report = level_report(clients, stats, elapsed, cpu, injects, floor)
+    report["mode"] = "paced" if pace else "closed_loop"
+    if pace:
+        report |= pace_report(args.rate, stats, pace)
+    return report, stats
+
+
+def summarise(
+    args: argparse.Namespace,
+    project: str,
+    mix: dict[str, float],
+    results: list[dict[str, Any]],
+    acked: list[str],
+    deleted: set[str],
+) -> dict[str, Any]:
+    """The run's result, with every acknowledged store checked in the database."""
     # A store of a near-duplicate acknowledges the existing memory: count each memory once.
     expected = set(acked) - deleted
     present = {str(u) for u in Memory.objects.filter(uuid__in=expected).values_list("uuid", flat=True)}
-    summary = {
+    return {
         "project": project,
         "mode": "paced" if args.rate else "closed_loop",
         "offered_ops": args.rate or None,
@@ -532,11 +476,6 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "lost_uuids": sorted(expected - present)[:20],
         "errors": sum(sum(r["errors"].values()) for r in results),
     }
-    print(json.dumps({k: v for k, v in summary.items() if k != "levels"}, indent=2))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(summary, indent=2))
-    return summary
 
 
 def prefill(project: str, count: int) -> None:

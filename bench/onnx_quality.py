@@ -42,6 +42,18 @@ def _speed(encode: Any, texts: list[str]) -> dict[str, float]:
     return {"one_at_a_time_per_s": round(one, 1), "batches_of_16_per_s": round(batched, 1)}
 
 
+def _variant_report(measured: dict[str, list[float]], encode: Any, sample: list[str]) -> dict[str, Any]:
+    cos = np.asarray(measured["cos"])
+    return {
+        "cosine_vs_torch_mean": round(float(cos.mean()), 4),
+        "cosine_vs_torch_min": round(float(cos.min()), 4),
+        "texts": int(cos.size),
+        "dense_recall@10": round(float(np.mean(measured["recall"])), 3),
+        "top10_overlap_with_torch": round(float(np.mean(measured["overlap"])), 3),
+        **_speed(encode, sample),
+    }
+
+
 def main() -> None:
     import django
 
@@ -91,15 +103,7 @@ def main() -> None:
             per[name]["overlap"] += [len(a & b) / 10 for a, b in zip(tops, ref_tops, strict=True)]
     report["torch"] = {"dense_recall@10": round(float(np.mean(torch_recall)), 3), **_speed(torch_encode, sample)}
     for name, onnx in variants.items():
-        cos = np.asarray(per[name]["cos"])
-        report["variants"][name] = {
-            "cosine_vs_torch_mean": round(float(cos.mean()), 4),
-            "cosine_vs_torch_min": round(float(cos.min()), 4),
-            "texts": int(cos.size),
-            "dense_recall@10": round(float(np.mean(per[name]["recall"])), 3),
-            "top10_overlap_with_torch": round(float(np.mean(per[name]["overlap"])), 3),
-            **_speed(onnx.encode, sample),
-        }
+        report["variants"][name] = _variant_report(per[name], onnx.encode, sample)
     print(json.dumps(report, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2))

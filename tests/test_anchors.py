@@ -376,7 +376,8 @@ def test_new_content_re_pins_and_a_supersede_carries_the_anchors(checkout: Path,
 
 
 def test_dreaming_cites_code_and_sees_what_changed(checkout: Path, stub_embedder: StubServer) -> None:
-    from dreaming.services import _context, apply_operations
+    from dreaming.operations import apply_operations
+    from dreaming.services import _context
 
     scope = resolve(None, str(checkout))
     op = {"op": "create", "content": "vec:1,0,0 Clock.later adds seconds to now", "category": "domain"}

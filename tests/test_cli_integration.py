@@ -370,23 +370,23 @@ def test_export_leaves_out_superseded_and_expired_memories(stub_embedder: StubSe
 def test_serve_banner_warns_about_hooks_that_run_a_file_that_is_gone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from yullu_cli.supervisor import _stale_hook_lines
+    from yullu_cli.banner import stale_hook_lines
 
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     env = {**os.environ, "YULLU_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
     assert run_cli(["install", "claude"], env).returncode == 0
-    assert _stale_hook_lines() == []
+    assert stale_hook_lines() == []
     settings = home / ".claude" / "settings.json"
     settings.write_text(settings.read_text().replace("yullu_cli/hook_entry.py", "moved_away/hook_entry.py"))
-    [line] = _stale_hook_lines()
+    [line] = stale_hook_lines()
     assert "claude inject, claude record-turn" in line and "moved_away/hook_entry.py, which no longer exists" in line
     assert "run `yullu install` again" in line
 
 
 def test_banner_says_how_to_set_the_admin_password_when_its_file_is_missing(tmp_path: Path) -> None:
-    from yullu_cli.supervisor import admin_password_hint
+    from yullu_cli.banner import admin_password_hint
 
     pw_file = tmp_path / "admin-password"
     assert "changepassword admin" in admin_password_hint(pw_file)

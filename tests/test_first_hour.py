@@ -22,7 +22,7 @@ from memories import services
 from memories.scope import resolve
 from tests.processes import REPO, git_repo, product_env, run_cli, stub_env
 from tests.stubs import StubServer
-from yullu_cli.supervisor import path_hint
+from yullu_cli.banner import path_hint
 
 YULLU = str(Path(sys.executable).parent / "yullu")
 

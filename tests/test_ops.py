@@ -48,8 +48,8 @@ def test_json_log_format_writes_one_object_per_line(tmp_path: Path) -> None:
     code = (
         "import logging\n"
         "logging.getLogger('yullu.check').warning('first line\\nsecond line')\n"
-        "from yullu_cli.supervisor import _say\n"
-        "_say('yullu: the worker process exited; restarting it', 'WARNING')\n"
+        "from yullu_cli.supervised import say\n"
+        "say('yullu: the worker process exited; restarting it', 'WARNING')\n"
     )
     ran = django_says(tmp_path, code, YULLU_LOG_FORMAT="json", YULLU_LOG_LEVEL="warn")
     assert ran.returncode == 0, ran.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.processes import REPO
-from yullu_cli import install
+from yullu_cli.assistants import claude
 
 PLUGIN = REPO / "plugins" / "yullu"
 CLIS = Path(os.environ.get("YULLU_TEST_CLIS") or REPO / ".venv" / "clis" / "node_modules" / ".bin")
@@ -43,10 +43,10 @@ def run(args: list[str], home: Path, **env: str) -> subprocess.CompletedProcess[
 
 
 def test_the_plugins_skill_and_hooks_are_the_installers() -> None:
-    assert (PLUGIN / "skills/yullu/SKILL.md").read_text() == install.SKILL
+    assert (PLUGIN / "skills/yullu/SKILL.md").read_text() == claude.SKILL
     hooks = json.loads((PLUGIN / "hooks/hooks.json").read_text())["hooks"]
     commands = {event: group[0]["hooks"][0]["command"] for event, group in hooks.items()}
-    assert commands == {event: f"yullu {verb} || true" for event, verb in install.HOOKS.items()}
+    assert commands == {event: f"yullu {verb} || true" for event, verb in claude.HOOKS.items()}
     server = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]["yullu"]
     assert (
         server["type"] == "http" and server["url"].endswith("/mcp") and server["headersHelper"] == "yullu mcp-headers"
@@ -106,4 +106,4 @@ def test_codex_installs_the_same_plugin_from_the_same_marketplace(tmp_path: Path
     installed = run([codex, "plugin", "add", "yullu@yullu"], home)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     skills = list((home / ".codex/plugins/cache/yullu/yullu").glob("*/skills/yullu/SKILL.md"))
-    assert [s.read_text() for s in skills] == [install.SKILL]
+    assert [s.read_text() for s in skills] == [claude.SKILL]

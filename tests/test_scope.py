@@ -20,7 +20,7 @@ from tests.processes import git_repo
         ("  https://github.com/Owner/Repo.git  ", "github.com/Owner/Repo"),
     ],
 )
-def test_origins_canonicalise_as_the_spec_table_says(origin: str, project_id: str) -> None:
+def test_origins_canonicalise_as_the_contract_table_says(origin: str, project_id: str) -> None:
     assert canonical_origin(origin) == project_id
 
 

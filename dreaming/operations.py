@@ -1,0 +1,214 @@
+"""Applying a reasoner's operations (create, update, supersede, contradicts, delete) through memories'
+write path, so each is validated, secret-scanned, deduplicated and synced like a `store_memory`; and
+keeping what was proposed and what became of it (DreamOp rows) for reviewers. A failing operation is
+skipped, never fatal to the pass (dreaming.services runs the pass)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from memories import services as memory_services
+from memories.anchors.store import refs_now
+from memories.models import Memory
+from memories.scope import Scope
+from memories.secrets import redact
+from yullu_core.errors import UserError
+
+from .models import DreamOp, DreamPass
+from .parse import ParseError, parse_decision
+from .prompt import JUDGE_PROMPT, build_judge_prompt
+from .reasoners import Reasoner
+
+log = logging.getLogger(__name__)
+
+
+# A supersede is an update of what the project knows; a conflict adds a (disputed) memory.
+COUNTED_AS = {"superseded": "updated", "conflict": "created"}
+
+
+def apply_operations(
+    scope: Scope,
+    ops: list[dict[str, Any]],
+    record: list[tuple[dict[str, Any], str, str]] | None = None,
+    reasoner: Reasoner | None = None,
+    session_id: str | None = None,
+) -> dict[str, int]:
+    """Apply ops one by one; a failing op is skipped. `record` (if given) receives (op, outcome, why).
+    With a `reasoner`, a create close to existing memories is judged against them first. Memories it
+    stores carry the `session:` tag of `session_id` (the conversation they came from), which retrieval
+    uses to let one conversation's memories rise together."""
+    counts = {"created": 0, "updated": 0, "deleted": 0, "skipped": 0, "superseded": 0, "conflict": 0}
+    for op in ops:
+        why = ""
+        try:
+            kind = _apply_op(scope, op, reasoner, session_id)
+        except UserError as exc:
+            log.info("dream op skipped: %s", exc)
+            kind, why = "skipped", str(exc)
+        counts[kind] += 1
+        if record is not None:
+            record.append((op, kind, why))
+    return counts
+
+
+def _text(value: Any, limit: int) -> str:
+    # A refused op may carry a secret: what is kept for review is redacted like the buffer.
+    return redact(value[:limit]) if isinstance(value, str) else ""
+
+
+def record_ops(dream: DreamPass, session_id: str, applied: list[tuple[dict[str, Any], str, str]]) -> None:
+    """Keep what the reasoner proposed and what became of it, so a reviewer can see why memories changed."""
+    DreamOp.objects.bulk_create(
+        [
+            DreamOp(
+                dream_pass=dream,
+                session_id=session_id[:200],
+                op=_text(op.get("op"), 20) or "?",
+                memory_uuid=_text(op.get("uuid"), 64),
+                content=_text(op.get("content"), 20_000),
+                category=_text(op.get("category"), 40),
+                reasoning=_text(op.get("reasoning"), 5_000),
+                outcome=outcome,
+                detail=why[:1000],
+            )
+            for op, outcome, why in applied
+        ]
+    )
+
+
+def _by_uuid(scope: Scope, value: Any) -> Memory:
+    memory = Memory.objects.filter(project_id=scope.project_id, uuid=_uuid(value)).first()
+    if memory is None:
+        raise UserError(f"no memory {value} in this project")
+    return memory
+
+
+def _uuid(value: Any) -> str:
+    import uuid
+
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise UserError(f"{value!r} is not a memory uuid") from None
+
+
+def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None, session_id: str | None = None) -> str:
+    kind = op.get("op")
+    if isinstance(op.get("category"), str):  # a reasoner's odd category leaves the fact uncategorised
+        op = {**op, "category": memory_services.clean_category(op["category"], strict=False)}
+    if kind == "create":
+        return _create(scope, op, reasoner, session_id)
+    if kind == "update":
+        memory = _by_uuid(scope, op.get("uuid"))
+        memory_services.update_memory(
+            memory.id,
+            content=op.get("content"),
+            tags=op.get("tags"),
+            category=op.get("category"),
+            source="dream",
+            anchors=op.get("anchors"),
+            lenient_anchors=True,
+        )
+        return "updated"
+    if kind == "supersede":
+        return _supersede(scope, _by_uuid(scope, op.get("uuid")), op, session_id)
+    if kind == "contradicts":
+        return _contradict(scope, _by_uuid(scope, op.get("uuid")), op, session_id)
+    if kind == "delete":
+        memory_services.delete_memory(_by_uuid(scope, op.get("uuid")).id, source="dream")
+        return "deleted"
+    raise UserError(f"unknown op {kind!r}")
+
+
+def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None, session_id: str | None = None) -> str:
+    """A proposed new memory is first compared with its nearest neighbours: a near-duplicate
+    updates (or skips) the existing one; related ones go to the reasoner, which may decide the
+    proposal updates, supersedes or contradicts one of them instead of becoming a second memory."""
+    near = memory_services.nearby(scope.project_id, op.get("content"))
+    if near.duplicate is not None:
+        existing = near.duplicate[0]
+        if existing.content.strip() == str(op.get("content", "")).strip():
+            return "skipped"
+        memory_services.update_memory(
+            existing.id, content=op.get("content"), category=op.get("category"), source="dream"
+        )
+        return "updated"
+    if near.similar and reasoner is not None:
+        decision = _judge(reasoner, op, near.similar)
+        choice, memory = decision.get("decision"), None
+        if _is_uuid(decision.get("uuid")):
+            ids = [s["id"] for s in near.similar]
+            memory = Memory.objects.filter(pk__in=ids, uuid=_uuid(decision.get("uuid"))).first()
+        if choice == "skip":
+            return "skipped"
+        if memory is not None and choice == "update":
+            memory_services.update_memory(memory.id, content=op.get("content"), source="dream")
+            return "updated"
+        if memory is not None and choice == "supersede":
+            return _supersede(scope, memory, op, session_id)
+        if memory is not None and choice == "contradicts":
+            return _contradict(scope, memory, op, session_id)
+    tags = memory_services.with_session(op.get("tags"), session_id)
+    memory_services.create_memory(
+        scope,
+        op.get("content"),
+        op.get("category"),
+        tags,
+        source="dream",
+        anchors=op.get("anchors"),
+        lenient_anchors=True,
+    )
+    return "created"
+
+
+def _supersede(scope: Scope, old: Memory, op: dict[str, Any], session_id: str | None = None) -> str:
+    tags = (
+        op.get("tags")
+        if op.get("tags") is not None
+        else [t for t in old.tags if not t.startswith(memory_services.SESSION_TAG)]
+    )
+    memory_services.store_memory(
+        scope,
+        op.get("content"),
+        op.get("category") or old.category,
+        memory_services.with_session(tags, session_id),
+        supersedes=old.pk,
+        source="dream",
+        anchors=op.get("anchors") if op.get("anchors") is not None else (refs_now(old) or None),
+        lenient_anchors=True,
+    )
+    return "superseded"
+
+
+def _contradict(scope: Scope, other: Memory, op: dict[str, Any], session_id: str | None = None) -> str:
+    """Store the claim and open a conflict: a reviewer decides which one is current."""
+    from memories.lifecycle import link_memories
+
+    tags = memory_services.with_session(op.get("tags"), session_id)
+    stored = memory_services.store_memory(scope, op.get("content"), op.get("category"), tags, source="dream")
+    if stored.memory.pk == other.pk:
+        return "skipped"
+    link_memories(stored.memory.pk, other.pk, "contradicts", source="dream", note=str(op.get("reasoning") or ""))
+    return "conflict"
+
+
+def _is_uuid(value: Any) -> bool:
+    try:
+        _uuid(value)
+        return True
+    except UserError:
+        return False
+
+
+def _judge(reasoner: Reasoner, op: dict[str, Any], similar: list[Any]) -> dict[str, Any]:
+    """Ask the reasoner how a proposed memory relates to its nearest existing ones. Any failure
+    (transport, unparsable answer) means "create": the proposal is at worst a related memory."""
+    uuids = dict(Memory.objects.filter(pk__in=[s["id"] for s in similar]).values_list("pk", "uuid"))
+    neighbours = [{"uuid": str(uuids[s["id"]]), "content": s["content"]} for s in similar if s["id"] in uuids]
+    try:
+        answer = reasoner.complete(JUDGE_PROMPT, build_judge_prompt(str(op.get("content")), neighbours))
+        return parse_decision(answer)
+    except (ParseError, UserError) as exc:
+        log.info("dream judge gave no decision: %s", exc)
+        return {"decision": "create"}

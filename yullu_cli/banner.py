@@ -1,0 +1,77 @@
+"""The lines `yullu serve` prints when it starts: where the admin, MCP, token and data are, which
+reasoner dreams, and what needs fixing (hooks that run a file that is gone, `yullu` not on PATH)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from yullu_core.env import env_str
+
+if TYPE_CHECKING:
+    from yullu_site.bootstrap import BootstrapResult
+
+
+def reasoner_line() -> str:
+    """The banner's part of the health model (yullu_site/monitoring/health.py): which reasoner background
+    dreaming uses (detected once at start), or a visible warning."""
+    from yullu_site.monitoring.health import BANNER, gather
+
+    (reasoner,) = gather(BANNER).parts
+    return f"  dreaming:   {reasoner.detail}" if reasoner.ok else f"  WARNING:    {' '.join(reasoner.problems)}"
+
+
+def path_hint(bin_dir: Path, path: str) -> str | None:
+    """How to put `yullu` on PATH, when the one beside this Python is not what the shell finds."""
+    found = shutil.which("yullu", path=path)
+    if not (bin_dir / "yullu").exists() or (found and Path(found).resolve() == (bin_dir / "yullu").resolve()):
+        return None
+    return f'  CLI:        `yullu` is not on your PATH; add it with:  export PATH="{bin_dir}:$PATH"'
+
+
+def stale_hook_lines() -> list[str]:
+    """A banner warning per file that installed hooks run and that is gone (they fail silently)."""
+    from .install import stale_hooks
+
+    try:
+        stale = stale_hooks(Path.home())
+    except Exception:  # a hand-mangled settings file must not keep the server from starting
+        return []
+    return [
+        f"  WARNING:    {', '.join(hooks)} run {gone}, which no longer exists: run `yullu install` again"
+        for gone, hooks in stale.items()
+    ]
+
+
+def admin_password_hint(pw_file: Path) -> str:
+    """Where the admin password is. The file is missing when the admin was created with another
+    $YULLU_HOME (a shared DATABASE_URL, or as root a cluster kept under /var/lib/yullu for a home
+    that was deleted and made again): say how to set one instead of naming a file that is not there."""
+    if pw_file.exists():
+        return f"password in {pw_file}"
+    manage = Path(__file__).resolve().parent.parent / "manage.py"
+    return f"password set elsewhere; set a new one with `{sys.executable} {manage} changepassword admin`"
+
+
+def print_banner(host: str, port: int, result: BootstrapResult, data_dir: Path) -> None:
+    base = f"http://{host}:{port}"
+    pw_file = result.admin_password_file
+    lines = [
+        "",
+        f"Yul'lu is starting on {base}",
+        f"  admin:      {base}/admin/  (user 'admin', {admin_password_hint(pw_file)})",
+        f"  MCP:        {base}/mcp",
+        f"  API token:  {result.token_file}  (or run `yullu token`)",
+        f"  status:     {base}/api/status",
+        f"  data:       {data_dir}",
+    ]
+    if result.admin_created:
+        lines.append(f"  first run:  admin password is {pw_file.read_text().strip()}")
+    lines.append(reasoner_line())
+    lines += stale_hook_lines()
+    if hint := path_hint(Path(sys.executable).parent, env_str("PATH")):
+        lines.append(hint)
+    lines.append("Press Ctrl-C to stop.")
+    print("\n".join(lines), flush=True)

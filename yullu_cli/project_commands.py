@@ -1,0 +1,179 @@
+"""Project maintenance at a terminal: `yullu reconcile`, `anchors check`, `sync compact`, `dream`,
+`prune`, `export` and `import`. Thin adapters over the apps' services; JSON on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from .django_setup import fail, setup_django
+
+
+def add_parsers(sub: Any) -> None:
+    add_sync_parsers(sub)
+    add_memory_file_parsers(sub)
+
+
+def add_sync_parsers(sub: Any) -> None:
+    """The team log and the code it cites: reconcile, anchors check, sync compact."""
+    p = sub.add_parser("reconcile", help="apply teammates' events from <repo>/.yullu/logs")
+    p.add_argument("--cwd", default=os.getcwd())
+    p.add_argument("--project-id", default=None)
+    p.set_defaults(fn=cmd_reconcile)
+
+    p = sub.add_parser("anchors", help="code anchors: memories that cite code (docs/contract.md §12)")
+    anchors_sub = p.add_subparsers(dest="anchors_command", required=True)
+    c = anchors_sub.add_parser("check", help="check cited code against HEAD; exit 1 when memories are stale")
+    c.add_argument("--cwd", default=os.getcwd(), help="a folder inside the project's git checkout")
+    c.add_argument("--project-id", default=None)
+    c.add_argument("--json", action="store_true", help="print the result as JSON")
+    c.set_defaults(fn=cmd_anchors_check)
+
+    p = sub.add_parser("sync", help="team event log maintenance")
+    sync_sub = p.add_subparsers(dest="sync_command", required=True)
+    c = sync_sub.add_parser("compact", help="fold the event log into one snapshot per memory (then commit it)")
+    c.add_argument("--cwd", default=os.getcwd())
+    c.add_argument("--project-id", default=None)
+    c.add_argument("--dry-run", action="store_true", help="only count what would change")
+    c.set_defaults(fn=cmd_sync_compact)
+
+
+def add_memory_file_parsers(sub: Any) -> None:
+    """Dream passes, expiry, and memories in and out of files."""
+    p = sub.add_parser("dream", help="run a dream pass now")
+    p.add_argument("--cwd", default=os.getcwd())
+    p.add_argument("--project-id", default=None)
+    p.set_defaults(fn=cmd_dream)
+
+    p = sub.add_parser("prune", help="archive expired memories (ttl_days ran out) to rejected memories")
+    p.add_argument("--dry-run", action="store_true", help="only list what would be archived")
+    p.set_defaults(fn=cmd_prune)
+
+    p = sub.add_parser("export", help="export memories")
+    p.add_argument("format", choices=["agents-md", "json"], help="agents-md (Markdown) or json (JSON Lines)")
+    p.add_argument("--project", default=None, help="only this project (json: default all projects)")
+    p.add_argument("--out", default="-", help="file to write, or - for stdout")
+    p.add_argument("--vectors", action="store_true", help="json: include the embedding vectors")
+    p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser(
+        "import",
+        help="import memories: a `yullu export json` file, a Go Yul'lu database, an MCP memory.jsonl, or the "
+        "assistants' own memory (a repository's CLAUDE.md / AGENTS.md / .cursor/rules / Copilot instructions, "
+        "a Claude Code memory folder, or one such file)",
+    )
+    p.add_argument("path")
+    p.add_argument("--project", default=None, help="put every memory in this project")
+    p.add_argument("--cwd", default=os.getcwd(), help="project for formats without one (default: this folder)")
+    p.set_defaults(fn=cmd_import)
+
+
+def cmd_reconcile(args: argparse.Namespace) -> None:
+    setup_django()
+    import json
+
+    from sync.services import reconcile_cli
+    from yullu_core.errors import UserError
+
+    try:
+        result = reconcile_cli(os.path.abspath(args.cwd), args.project_id)
+    except UserError as exc:
+        fail(str(exc))
+    print(json.dumps(result, indent=2))
+
+
+def cmd_anchors_check(args: argparse.Namespace) -> None:
+    """Check every code anchor of the project at --cwd against its HEAD; exit 1 when a memory is stale
+    (for CI: a memory describes code that changed since it was written)."""
+    setup_django()
+    import json
+
+    from memories.anchors.store import check_project, describe
+    from memories.scope import resolve
+    from yullu_core.errors import UserError
+
+    try:
+        scope = resolve(args.project_id, os.path.abspath(args.cwd))
+        result = check_project(scope.project_id, scope.git_root)
+    except UserError as exc:
+        fail(str(exc))
+    print(json.dumps(result.as_dict(), indent=2) if args.json else describe(result))
+    if result.stale:
+        sys.exit(1)
+
+
+def cmd_sync_compact(args: argparse.Namespace) -> None:
+    setup_django()
+    import json
+
+    from memories.scope import resolve
+    from sync.compact import compact
+    from yullu_core.errors import UserError
+
+    try:
+        result = compact(resolve(args.project_id, os.path.abspath(args.cwd)), dry_run=args.dry_run)
+    except UserError as exc:
+        fail(str(exc))
+    print(json.dumps(result, indent=2))
+
+
+def cmd_dream(args: argparse.Namespace) -> None:
+    setup_django()
+    import json
+
+    from dreaming.services import dream_cli
+
+    result = dream_cli(args.cwd, args.project_id)
+    print(json.dumps(result, indent=2))
+    if result["errors"] and not result["sessions_processed"]:  # the pass failed: say why, exit 1
+        fail(f"the dream pass failed: {result['errors'][0]}")
+
+
+def cmd_prune(args: argparse.Namespace) -> None:
+    setup_django()
+    import json
+
+    from memories.lifecycle import prune_expired
+
+    print(json.dumps(prune_expired(dry_run=args.dry_run), indent=2))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    setup_django()
+    if args.format == "json":
+        from memories.transfer import export_json_cli
+
+        export_json_cli(args.project, args.out, args.vectors)
+        return
+    from memories.export import export_agents_md
+    from memories.models import Memory, ProjectLocation
+
+    known = (
+        Memory.objects.filter(project_id=args.project).exists()
+        or ProjectLocation.objects.filter(project_id=args.project).exists()
+    )
+    if args.project and not known:
+        fail(f"project {args.project!r} not found (no memories, never seen); `yullu export agents-md` "
+             "without --project exports the current folder's project.")  # fmt: skip
+    export_agents_md(project_id=args.project, cwd=os.getcwd(), out=args.out)
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    setup_django()
+    import json
+    from pathlib import Path
+
+    from memories.transfer import import_path
+    from yullu_core.errors import UserError
+
+    try:
+        result = import_path(Path(args.path), args.project, args.cwd)
+    except UserError as exc:
+        fail(str(exc))
+    print(json.dumps(result.__dict__, indent=2))
+    if result.review:
+        print(f"yullu: {len(result.review)} facts read; the category guessed for each is under \"review\"; new "
+              "memories are unrated and wait in the admin's review queue (/admin/memories/memory/review/).",
+              file=sys.stderr)  # fmt: skip

@@ -1,0 +1,348 @@
+"""What `yullu serve` keeps running: its children (web, worker, beat) restarted with backoff, the
+embedded PostgreSQL started again when its postmaster dies, and the beat lock held on the
+supervisor's own connection. `yullu_cli.supervisor` starts them and stops them."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from yullu_core.env import env_str
+
+
+def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills the child when this supervisor dies, even by SIGKILL. Otherwise an
+    orphaned beat would keep sending tasks after its lock (held here) was released to a standby,
+    and an orphaned web process would keep the port."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def stop_all(supervised: list[Child]) -> None:
+    children = [c.proc for c in supervised if c.proc is not None]
+    # SIGTERM to each main process: Celery then shuts its pool down warmly, uvicorn drains.
+    for child in children:
+        if child.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for child in children:
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+    for child in children:  # anything a child left behind in its process group
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, signal.SIGKILL)
+
+
+def _connect(timeout: int = 5) -> Any:
+    """A connection of the supervisor's own to Django's database (autocommit)."""
+    import psycopg
+    from django.db import connection
+
+    return psycopg.connect(**connection.get_connection_params(), autocommit=True, connect_timeout=timeout)
+
+
+def _reachable() -> bool:
+    try:
+        _connect(timeout=3).close()
+    except Exception:
+        return False
+    return True
+
+
+class BeatLock:
+    """The beat lock, held on the supervisor's own connection for as long as beat runs: a second
+    beat (another node, a restarted supervisor) waits as a standby instead of sending every task
+    twice. Lost with its connection (PostgreSQL restarted, a backend killed), it is claimed again."""
+
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.held = False
+        self.standby_said = False
+
+    def claim(self) -> bool:
+        from yullu_core.locks import LockKey
+
+        try:
+            if self.conn is None:
+                self.conn = _connect()
+            row = self.conn.execute("SELECT pg_try_advisory_lock(%s)", [LockKey.BEAT]).fetchone()
+        except Exception:  # the database is down: try again on the next round
+            self.close()
+            return False
+        if row and row[0]:
+            self.held, self.standby_said = True, False
+            return True
+        if not self.standby_said:
+            say("yullu: another beat is running; waiting as a standby.")
+            self.standby_said = True
+        return False
+
+    def wait(self) -> None:
+        while not self.claim():
+            time.sleep(2)
+
+    def still_held(self) -> bool:
+        try:
+            self.conn.execute("SELECT 1")
+        except Exception:
+            self.close()
+            return False
+        return True
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+        self.conn, self.held = None, False
+
+
+@dataclass
+class Database:
+    """The database as the supervisor keeps it: the embedded server (cluster None with
+    DATABASE_URL), started again whenever its postmaster dies."""
+
+    home: Path
+    cluster: Any  # yullu_core.postgres.Cluster, or None for an external server
+    owned: bool  # stopped when this supervisor exits
+    owner_role: bool  # a server this supervisor starts is its own (role "all")
+    server: Any = None  # the postmaster last seen running (yullu_core.postgres.Postmaster)
+    down_since: float | None = None
+    failures: int = 0  # failed starts in a row
+    retry_at: float = 0.0
+
+    def adopt(self) -> None:
+        """Take note of the running postmaster (and mark it ours when this supervisor owns it)."""
+        from yullu_core import postgres as pg
+
+        if self.cluster is None:
+            return
+        self.server = pg.postmaster(self.cluster)
+        if self.server is not None and self.owned:
+            pg.mark_owner(self.home, self.server, os.getpid())
+
+    def watch(self, now: float) -> None:
+        """Start the embedded server again if its postmaster is gone. Raises CrashLoop when it
+        could not start MAX_QUICK_FAILURES times in a row."""
+        from yullu_core import postgres as pg
+
+        if self.cluster is None:
+            return
+        running = pg.postmaster(self.cluster)
+        if running is not None:
+            if running != self.server:  # started again meanwhile by a child's ensure_running()
+                self.adopt()
+            return
+        if self.down_since is None:
+            self.down_since = now
+            gone = f" (pid {self.server.pid})" if self.server else ""
+            say(f"yullu: the embedded PostgreSQL{gone} is gone; starting it again (crash recovery).", "WARNING")
+            _count_restart("postgres")
+        if now < self.retry_at:
+            return
+        try:
+            pg.ensure_running(self.home)
+        except Exception as exc:
+            self.failures += 1
+            reason = " ".join(str(exc).split())[:600]
+            if self.failures >= MAX_QUICK_FAILURES:
+                raise CrashLoop(
+                    f"yullu: the embedded PostgreSQL could not be started again, {self.failures} times in a row "
+                    f"({reason}); stopping everything."
+                ) from exc
+            delay = min(MAX_BACKOFF, 2.0 ** (self.failures - 1))
+            self.retry_at = time.monotonic() + delay
+            say(f"yullu: PostgreSQL did not start ({reason}); trying again in {delay:.0f} s.", "WARNING")
+            return
+        self.owned = self.owned or self.owner_role
+        self.adopt()
+        say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid if self.server else '?'}) "
+             f"{time.monotonic() - self.down_since:.1f} s after it went.")  # fmt: skip
+        self.down_since, self.failures = None, 0
+
+    def reachable(self) -> bool:
+        from yullu_core import postgres as pg
+
+        if self.cluster is not None and pg.postmaster(self.cluster) is None:
+            return False
+        return _reachable()
+
+
+@dataclass
+class Child:
+    """One supervised process: how to start it and how it has behaved so far."""
+
+    name: str
+    cmd: list[str]
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    restarts: int = 0
+    quick_failures: int = 0  # exits in a row within START_GRACE of starting
+    db_waits: int = 0  # exits in a row while the database was unreachable
+    restart_at: float | None = None
+    paused: bool = False  # stopped on purpose (beat without its lock): not restarted
+
+    def start(self) -> None:
+        self.proc = _spawn(self.cmd, self.env)
+        self.started_at = time.monotonic()
+        self.restart_at = None
+
+    def pause(self) -> None:
+        """Stop the process now and keep it stopped until start()."""
+        self.paused, self.restart_at = True, None
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=2)  # beat has nothing to finish; it may hang on a database that is down
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+
+
+# A child that exits within START_GRACE seconds of starting, MAX_QUICK_FAILURES times in a row, is
+# broken (bad config, port taken, missing dependency): restarting it forever would only hide that.
+START_GRACE = 20.0
+MAX_QUICK_FAILURES = 4
+MAX_BACKOFF = 30.0
+
+
+class CrashLoop(Exception):
+    """A child keeps exiting right after it starts."""
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _on_exit(child: Child, now: float, database: Database) -> None:
+    """Schedule a restart with backoff, or raise CrashLoop. Logs one line either way. An exit
+    while the database is unreachable is no sign of a broken child: it never counts towards
+    CrashLoop, and the restart waits (backoff) for the database."""
+    assert child.proc is not None
+    code = child.proc.returncode
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.proc.pid, signal.SIGKILL)  # pool processes the dead parent left behind
+    quick = now - child.started_at < START_GRACE
+    excused = quick and not database.reachable()
+    if excused:
+        child.db_waits += 1
+        delay = min(MAX_BACKOFF, 2.0 ** min(child.db_waits, 5))
+        why = "the database is unreachable; "
+    else:
+        child.db_waits = 0
+        child.quick_failures = child.quick_failures + 1 if quick else 0
+        if child.quick_failures >= MAX_QUICK_FAILURES:
+            raise CrashLoop(
+                f"yullu: the {child.name} process {_describe_exit(code)} within {START_GRACE:.0f} s of starting, "
+                f"{child.quick_failures} times in a row; stopping everything (its output above says why)."
+            )
+        delay = min(MAX_BACKOFF, 2.0 ** max(0, child.quick_failures - 1)) if quick else 1.0
+        why = ""
+    child.restarts += 1
+    child.restart_at = now + delay
+    say(
+        f"yullu: the {child.name} process (pid {child.proc.pid}) {_describe_exit(code)}; "
+        f"{why}restarting it in {delay:.0f} s (restart {child.restarts}).",
+        "WARNING",
+    )
+    _count_restart(child.name)
+
+
+def _count_restart(name: str) -> None:
+    with contextlib.suppress(Exception):  # metrics are never a reason to stop supervising
+        from yullu_core.metrics import CHILD_RESTARTS
+
+        CHILD_RESTARTS.labels(child=name).inc()
+
+
+LOCK_CHECK_EVERY = 2.0  # seconds: how long a beat may run after the lock's connection was lost
+
+
+def supervise(children: list[Child], beat_lock: BeatLock | None, database: Database) -> bool:
+    """Keep every child (and the embedded PostgreSQL) running until Ctrl-C/SIGTERM (then True). A
+    child that exits is restarted (the others keep serving); one that keeps dying right at start,
+    or a PostgreSQL that cannot start again, stops everything with one line saying why (then False)."""
+    stopping = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    checked = time.monotonic()
+    beat = next((c for c in children if c.name == "beat"), None)
+    while not stopping:
+        now = time.monotonic()
+        try:
+            database.watch(now)
+            for child in children:
+                if child.paused:
+                    continue
+                if child.restart_at is not None:
+                    if now >= child.restart_at:
+                        child.start()
+                elif child.proc is not None and child.proc.poll() is not None:
+                    _on_exit(child, now, database)
+        except CrashLoop as exc:
+            say(str(exc), "ERROR")
+            return False
+        if beat_lock is not None and now - checked > LOCK_CHECK_EVERY:
+            checked = now
+            _keep_beat_lock(beat_lock, beat)
+        time.sleep(0.5)
+    return True
+
+
+def _keep_beat_lock(lock: BeatLock, beat: Child | None) -> None:
+    """Beat runs only while this supervisor holds the beat lock. A lost lock (its connection went
+    with a PostgreSQL restart or a killed backend) stops beat until the lock is claimed again, so a
+    standby that took it meanwhile is never joined by a second beat."""
+    if lock.held:
+        if lock.still_held():
+            return
+        say("yullu: lost the database connection holding the beat lock; beat waits until it holds the lock again.",
+             "WARNING")  # fmt: skip
+        if beat is not None:
+            beat.pause()
+    if lock.claim() and beat is not None and beat.paused:
+        say("yullu: holding the beat lock again; starting beat.")
+        beat.paused = False
+        beat.start()
+
+
+def say(message: str, level: str = "INFO") -> None:
+    """The supervisor's own lines on stderr: plain, or one JSON object with YULLU_LOG_FORMAT=json."""
+    if env_str("YULLU_LOG_FORMAT").lower() == "json":
+        import logging
+
+        from yullu_site.monitoring.logjson import JsonFormatter
+
+        record = logging.LogRecord("yullu.serve", getattr(logging, level), "", 0, message, None, None)
+        message = JsonFormatter().format(record)
+    print(message, file=sys.stderr, flush=True)
