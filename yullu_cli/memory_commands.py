@@ -168,8 +168,9 @@ def _server() -> tuple[bool, str, str]:
 def _hooks() -> tuple[bool, str, str]:
     from pathlib import Path
 
+    from .assistants.claude import HOOKS
     from .hooks import yullu_home
-    from .install import HOOKS, stale_hooks
+    from .install import stale_hooks
 
     found: list[str] = []
     missing: list[str] = []
