@@ -35,8 +35,8 @@ def find_bench() -> None:
     are then imported by name: the benchmarks sit above every layer, and nothing installed may import
     them)."""
     in_checkout = (CHECKOUT / "bench" / "__init__.py").is_file() and (CHECKOUT / "pyproject.toml").is_file()
-    if in_checkout and str(CHECKOUT) not in sys.path:
-        sys.path.append(str(CHECKOUT))
+    if in_checkout and sys.path[:1] != [str(CHECKOUT)]:
+        sys.path.insert(0, str(CHECKOUT))  # before the caller's folder, which may hold a `bench` of its own
     if importlib.util.find_spec("bench") is None:
         fail("benchmarks run from a checkout of the repository (`.venv/bin/yullu bench …` there); "
              "they are not part of the installed package.")  # fmt: skip
