@@ -164,7 +164,7 @@ def _symbol_span(lines: list[str], symbol: str) -> tuple[int, int] | None:
     return first, node.end_lineno or node.lineno
 
 
-COUNTS = ("unrelated", "unrelated_kept", "real", "real_flagged", "renamed", "renamed_moved")
+COUNTS: tuple[str, ...] = ("unrelated", "unrelated_kept", "real", "real_flagged", "renamed", "renamed_moved")
 COUNTS += ("located", "located_exact", "checks", "alignment_only")
 
 
