@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from dreaming import reasoners
-from yullu_cli import memory_commands, supervisor
+from yullu_cli import banner, memory_commands
 from yullu_core import failures
 from yullu_site.admin import views as admin_views
 
@@ -42,7 +42,7 @@ def test_a_missing_reasoner_is_the_same_warning_in_all_four_places(client: Clien
     line = _doctor()["reasoner"]
     assert (line["status"], line["detail"]) == ("warn", no_reasoner)
     assert admin_views.health()["reasoner_warning"] == no_reasoner
-    assert supervisor._reasoner_line() == f"  WARNING:    {no_reasoner}"
+    assert banner.reasoner_line() == f"  WARNING:    {no_reasoner}"
 
 
 def test_a_full_disk_makes_status_not_ready_doctor_fail_and_the_dashboard_warn(
