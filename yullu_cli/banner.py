@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from yullu_core.env import env_str
 
 if TYPE_CHECKING:
-    from yullu_site.bootstrap import BootstrapResult
+    from access.bootstrap import BootstrapResult
 
 
 def reasoner_line() -> str:
