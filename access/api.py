@@ -4,26 +4,18 @@ Left out of the OpenAPI schema (it documents the memory API assistants use); REA
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from yullu_core.rest import valid
+
 from . import services
 from .models import Role
 
 UNDOCUMENTED = extend_schema_view(**{m: extend_schema(exclude=True) for m in ("get", "post", "delete")})
-
-
-def _valid(cls: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    if isinstance(data, dict) and (unknown := sorted(set(data) - set(cls().fields))):
-        raise serializers.ValidationError({name: "is not a field this endpoint takes." for name in unknown})
-    s = cls(data=data)
-    s.is_valid(raise_exception=True)
-    return dict(s.validated_data)
 
 
 class UserIn(serializers.Serializer):
@@ -55,7 +47,7 @@ class RevokeIn(serializers.Serializer):
 )
 class UsersView(APIView):
     def post(self, request: Request) -> Response:
-        data = _valid(UserIn, request.data)
+        data = valid(UserIn, request.data)
         user = services.add_user(data["name"], admin=data["admin"])
         return Response({"name": user.get_username(), "admin": user.is_superuser}, status=201)
 
@@ -68,7 +60,7 @@ class TokensView(APIView):
         return Response({"tokens": services.list_tokens(request.query_params.get("user") or None)})
 
     def post(self, request: Request) -> Response:
-        data = _valid(TokenIn, request.data)
+        data = valid(TokenIn, request.data)
         issued = services.create_token(
             services.user_named(data["user"]), data["name"], read_only=data["read_only"],
             expires_days=data.get("expires_days"),
@@ -92,7 +84,7 @@ class GrantsView(APIView):
         return Response({"grants": services.list_grants(request.query_params.get("project_id") or None)})
 
     def post(self, request: Request) -> Response:
-        data = _valid(GrantIn, request.data)
+        data = valid(GrantIn, request.data)
         return Response(services.grant(data["user"], data["project_id"], data["role"]), status=201)
 
 
@@ -101,5 +93,5 @@ class GrantsView(APIView):
 )
 class RevokeGrantView(APIView):
     def post(self, request: Request) -> Response:
-        data = _valid(RevokeIn, request.data)
+        data = valid(RevokeIn, request.data)
         return Response(services.revoke_grant(data["user"], data["project_id"]))

@@ -24,7 +24,7 @@ from yullu_core.database import fetch_prepared
 from yullu_core.errors import NotFound, UserError
 from yullu_core.gitorigin import PERSONAL_PREFIX
 
-from .actor import Actor, acting  # acting: also for attribution (memories.services)
+from .actor import Actor, acting  # acting: also for attribution (memories.write)
 from .audit import record
 from .models import ROLE_RANK, Grant, Project, Role
 

@@ -21,10 +21,10 @@ import django
 def main(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
-    from memories.admin_queries import graph
-    from memories.embedders import get_embedder
+    from memories.embedding.embedders import get_embedder
+    from memories.embedding.vector_index import ensure_index
     from memories.models import Memory, MemoryVector
-    from memories.vector_index import ensure_index
+    from memories.search.admin_queries import graph
 
     embedder = get_embedder()
     dim = len(embedder.embed(["dimension probe"])[0])

@@ -3,7 +3,7 @@
 Stores N memories (default 1,000) in a scratch project, each with one anchor pinned at HEAD of a
 real checkout (functions and line ranges of its Python files), then times:
 - a search's anchor work on an unchanged HEAD: `demote` over 20 ranked candidates + `annotate` of
-  5 hits (the two calls memories.queries makes), warm (the per-HEAD cache) and cold (cache
+  5 hits (the two calls memories.search.queries makes), warm (the per-HEAD cache) and cold (cache
   dropped before each search: one query, verdicts already saved at this HEAD, no git);
 - the beat task's `check_project` over all anchors: every row re-checked (`force`, as after a
   new HEAD) and on an unchanged HEAD.
@@ -108,7 +108,7 @@ class _Cand:
 def _search_cost(project: str, memories: list[Any], rounds: int) -> dict[str, Any]:
     from django.db import connection
 
-    from memories.anchors import store
+    from memories.anchors import checks
 
     rng = random.Random(2)
 
@@ -117,14 +117,14 @@ def _search_cost(project: str, memories: list[Any], rounds: int) -> dict[str, An
         cands = [_Cand(m) for m in picked]
         hits = [{"id": m.pk, "project_id": project, "updated_at": m.updated_at.isoformat()} for m in picked[:5]]
         if cold:
-            store.forget_cache()
+            checks.forget_cache()
         began, cpu = time.perf_counter(), time.thread_time()
-        store.demote(project, cands)
-        store.annotate(project, hits)
+        checks.demote(project, cands)
+        checks.annotate(project, hits)
         return (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000
 
     for m in memories:  # warm: every memory seen once at this HEAD
-        store.for_memories(project, {m.pk: store.stamp(m.updated_at)})
+        checks.for_memories(project, {m.pk: checks.stamp(m.updated_at)})
 
     def select_one() -> float:  # the noise floor of one database round trip on this machine
         began = time.perf_counter()
@@ -157,13 +157,13 @@ def _search_cost(project: str, memories: list[Any], rounds: int) -> dict[str, An
 
 
 def _beat_cost(project: str, root: Path) -> dict[str, Any]:
-    from memories.anchors import store
+    from memories.anchors import checks
 
     began, cpu = time.perf_counter(), time.process_time()
-    forced = store.check_project(project, root, force=True)
+    forced = checks.check_project(project, root, force=True)
     forced_s, forced_cpu = time.perf_counter() - began, time.process_time() - cpu
     began = time.perf_counter()
-    store.check_project(project, root)
+    checks.check_project(project, root)
     same_s = time.perf_counter() - began
     per = 1000 / max(forced.anchors, 1)
     return {

@@ -1,8 +1,8 @@
-"""How much a stale memory should lose in ranking (memories.anchors.store.W_STALE; docs/benchmarks.md).
+"""How much a stale memory should lose in ranking (memories.anchors.checks.W_STALE; docs/benchmarks.md).
 
 A small set built for this: 20 facts about a codebase, each in an outdated version (its cited code
 changed: stale) and a current one, 20 unrelated memories, and a question per fact. For each
-question the fused scores of the search (memories.queries._ranked, no demotion) are read once;
+question the fused scores of the search (memories.search.queries._ranked, no demotion) are read once;
 then for each weight w:
 - pairs: both versions stored; the current one must rank above the stale one;
 - alone: only the stale version stored (nobody wrote the new fact yet); it should stay the
@@ -76,14 +76,14 @@ def main() -> None:
 
 def _scores(project: str, question: str, limit: int = 5) -> dict[int, tuple[float, bool]]:
     """Memory id → (fused score without demotion, whether it passes the gate), for one question."""
-    from memories import queries
-    from memories.anchors import store
+    from memories.anchors import checks
+    from memories.search import queries
 
-    saved, store.W_STALE = store.W_STALE, 0.0
+    saved, checks.W_STALE = checks.W_STALE, 0.0
     try:
         found = queries._ranked(project, question, limit, None, None, "hybrid", None)
     finally:
-        store.W_STALE = saved
+        checks.W_STALE = saved
     if found is None:
         return {}
     return {c.memory_id: (c.score, found.relevant(c)) for c in found.ordered}
@@ -95,20 +95,20 @@ def _first(scores: dict[int, tuple[float, bool]], stale: set[int], w: float) -> 
 
 
 def measure() -> dict[str, Any]:
-    from memories import services
     from memories.models import Memory, MemoryAnchor
     from memories.scope import Scope
+    from memories.write import create, validation
 
     project = "bench/anchors-rank"
     Memory.objects.filter(project_id=project).delete()
     scope = Scope(project, None)
     try:
-        others = services.store_memories(scope, [services.NewMemory(t) for t in OTHERS])
-        stale = [services.store_memory(scope, old).memory for _, old, _ in FACTS]
+        others = create.store_memories(scope, [validation.NewMemory(t) for t in OTHERS])
+        stale = [create.store_memory(scope, old).memory for _, old, _ in FACTS]
         for m in stale:  # stale: as if a check had found its cited code changed
             MemoryAnchor.objects.create(memory=m, project_id=project, path="app/x.py", status="changed")
         alone = [_scores(project, q) for q, _, _ in FACTS]
-        fresh = [services.store_memory(scope, new).memory for _, _, new in FACTS]
+        fresh = [create.store_memory(scope, new).memory for _, _, new in FACTS]
         pairs = [_scores(project, q) for q, _, _ in FACTS]
         stale_ids = {m.pk for m in stale}
         out: dict[str, Any] = {"facts": len(FACTS), "unrelated": len(others), "by_weight": []}

@@ -64,7 +64,7 @@ def main() -> None:
 
     django.setup()
     from bench import codebase
-    from memories.embedders import get_embedder
+    from memories.embedding.embedders import get_embedder
 
     dev = codebase.load()
     mem_ids = [m["id"] for m in dev["memories"]]

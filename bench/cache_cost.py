@@ -18,8 +18,8 @@ from django.db import connection
 
 from access.models import ApiToken
 from bench.latency import populate, sample_queries
-from memories import bm25
 from memories.models import Memory
+from memories.search import bm25
 from yullu_site.mcp.http import TokenAuth
 
 

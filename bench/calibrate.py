@@ -1,10 +1,10 @@
-"""Developer tool: calibrate the relevance gate (memories.queries.Judged) on the codebase set.
+"""Developer tool: calibrate the relevance gate (memories.search.gates.Judged) on the codebase set.
 
 `dump OUT.json` records, for every prompt of the set (short questions, paraphrases, long task-first
 prompts, unrelated and near-miss prompts, long unrelated prompts), the first stage's top DEPTH
 candidates (hybrid ranking, no gate) with their cosine and keyword coverage, and the cross-encoder's
 raw logit for each: for the whole prompt (`logit`) and the best of the prompt and its clauses
-(`best`, memories.rerank.clauses).
+(`best`, memories.search.rerank.clauses).
 
 `fit OUT.json` fits the gate's logistic regression on the `tune` split only: positives are the
 answering memories among each question's first `depth` candidates, negatives every candidate of
@@ -36,9 +36,9 @@ def dump(out: str) -> None:
 
     django.setup()
     from bench import codebase
-    from memories import queries, rerank
-    from memories.embedders import get_embedder
+    from memories.embedding.embedders import get_embedder
     from memories.models import Memory, MemoryEvent
+    from memories.search import queries, rerank
 
     dev = codebase.load()
     embedder = get_embedder()

@@ -34,10 +34,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from memories import context, queries, rerank, services
-from memories.embedders import get_embedder, query_cache
+from memories.embedding.embedders import get_embedder, query_cache
 from memories.models import Memory, MemoryEvent
 from memories.scope import Scope
+from memories.search import context, queries, rerank
+from memories.write import create, validation
 from yullu_cli.hooks import INJECT_BUDGET, category_hints
 
 DATA = Path(__file__).resolve().parent / "data" / "codebase_dev.json"
@@ -56,8 +57,8 @@ def load(path: Path = DATA, fresh: Path | None = FRESH) -> dict[str, Any]:
 def ingest(prefix: str, dev: dict[str, Any]) -> tuple[str, dict[int, str]]:
     """Store the set's memories in a throwaway project; returns it and memory pk → set id."""
     project = f"{prefix}/codebase"
-    items = [services.NewMemory(m["content"], m["category"], [], None) for m in dev["memories"]]
-    created = services.create_memories(Scope(project, None), items, source="bench")
+    items = [validation.NewMemory(m["content"], m["category"], [], None) for m in dev["memories"]]
+    created = [s.memory for s in create.store_memories(Scope(project, None), items, source="bench")]
     return project, {m.pk: d["id"] for m, d in zip(created, dev["memories"], strict=True)}
 
 

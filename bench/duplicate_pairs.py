@@ -6,7 +6,7 @@ Run: DJANGO_SETTINGS_MODULE=yullu_site.settings HF_HUB_OFFLINE=1 .venv/bin/pytho
 Positives are restatements ("same"); negatives are one-fact near-misses and distinct facts on the
 same topic. Even-indexed pairs tune, odd-indexed are held out. For each threshold it prints
 precision (merged pairs that were restatements) and recall (restatements merged), with the
-guard of memories.duplicates (differing numbers/identifiers never merge) on and off. Picks the
+guard of memories.write.duplicates (differing numbers/identifiers never merge) on and off. Picks the
 lowest threshold with no false merge on the tuning half and reports it on the held-out half.
 """
 
@@ -22,8 +22,8 @@ django.setup()
 
 import numpy as np  # noqa: E402
 
-from memories.duplicates import same_fact_tokens, thresholds  # noqa: E402
-from memories.embedders import get_embedder  # noqa: E402
+from memories.embedding.embedders import get_embedder  # noqa: E402
+from memories.write.duplicates import same_fact_tokens, thresholds  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "duplicate_pairs.json"
 Pair = tuple[str, str, bool, float]  # a, b, is_same, cosine

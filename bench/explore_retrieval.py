@@ -2,10 +2,10 @@
 codebase dev set through the product's own `queries.search`, with the corpora ingested once.
 
     python -m bench.explore_retrieval ingest [LOCOMO_PATH]   # once: LoCoMo + codebase projects, kept
-    python -m bench.explore_retrieval run NAME [KEY=VALUE …]  # a variant: module settings of memories.queries
+    python -m bench.explore_retrieval run NAME [KEY=VALUE …]  # a variant: module settings of memories.search.queries
     python -m bench.explore_retrieval drop                   # delete the kept projects
 
-A variant is a set of `memories.queries` module settings (e.g. `W_DATE=0.1`). Every third
+A variant is a set of `memories.search.queries` module settings (e.g. `W_DATE=0.1`). Every third
 question of each LoCoMo conversation is held out (as in the codebase set); tune on `tune`, check
 `held_out` and the codebase set do not regress. LoCoMo is asked like `yullu bench locomo`'s hybrid
 mode (limit 10, gate off); the codebase set like `yullu bench codebase` (limit 5, calibrated gate).
@@ -28,9 +28,9 @@ setup_django()  # migrates; stops an embedded PostgreSQL it started when the run
 
 from bench import codebase  # noqa: E402
 from bench.locomo import CATEGORIES, ingest, metrics, questions  # noqa: E402
-from memories import bm25, queries  # noqa: E402
-from memories.embedders import get_embedder  # noqa: E402
+from memories.embedding.embedders import get_embedder  # noqa: E402
 from memories.models import Memory, MemoryEvent  # noqa: E402
+from memories.search import bm25, queries  # noqa: E402
 
 PREFIX = "explore-retrieval"
 CACHE = Path(__file__).resolve().parents[1] / ".explore-retrieval.pkl"  # the repository root

@@ -11,7 +11,7 @@ get no verdicts and show that feedback elsewhere does no harm. Half the near-mis
 topics the project has no memory for) are asked and every memory they return is marked not
 useful; the other half measure whether such unhelpful memories now sink out of the results.
 
-Variants: no feedback; verdicts (memories.feedback W_VERDICT); verdicts + review ratings
+Variants: no feedback; verdicts (memories.search.feedback W_VERDICT); verdicts + review ratings
 (reviewers rated the memories that got a useful verdict 8); verdicts + recall counts.
 Metrics: MRR and hit@1 over the measured phrasings; for near-miss prompts, results returned
 above the relevance floor (fewer is better).
@@ -36,7 +36,7 @@ def _groups(questions: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 def _rank_metrics(project: str, asked: list[dict[str, Any]], ids: dict[str, int]) -> dict[str, float]:
-    from memories import queries
+    from memories.search import queries
 
     rr, hit1 = 0.0, 0
     for q in asked:
@@ -52,7 +52,7 @@ def _rank_metrics(project: str, asked: list[dict[str, Any]], ids: dict[str, int]
 def _sunk(project: str, rated: list[list[dict[str, Any]]], unhelpful: dict[int, set[int]]) -> int:
     """Top-3 slots of each rated group's other phrasings held by memories judged unhelpful for
     that group's rated phrasing (fewer is better)."""
-    from memories import queries
+    from memories.search import queries
 
     total = 0
     for n, g in enumerate(rated):
@@ -63,14 +63,16 @@ def _sunk(project: str, rated: list[list[dict[str, Any]]], unhelpful: dict[int, 
 
 
 def _returned(project: str, prompts: list[str]) -> int:
-    from memories import queries
+    from memories.search import queries
 
     return sum(len(queries.search(project, p, limit=5, log=False).results) for p in prompts)
 
 
 def _give_verdicts(project: str, asks: list[tuple[str, set[int]]], rate: bool) -> int:
     """Ask each question once (logged, so it has a recall_id) and judge every returned memory."""
-    from memories import lifecycle, queries, services
+    from memories import lifecycle
+    from memories.search import queries
+    from memories.write import edit
 
     given = 0
     for text, gold in asks:
@@ -79,7 +81,7 @@ def _give_verdicts(project: str, asks: list[tuple[str, set[int]]], rate: bool) -
             useful = hit["id"] in gold
             lifecycle.rate_recall(found.recall_id, hit["id"], useful, source="bench")
             if rate and useful:
-                services.rate_memory(hit["id"], 8, source="bench")
+                edit.rate_memory(hit["id"], 8, source="bench")
             given += 1
     return given
 
@@ -87,7 +89,7 @@ def _give_verdicts(project: str, asks: list[tuple[str, set[int]]], rate: bool) -
 def _unhelpful(project: str, rated: list[list[dict[str, Any]]], ids: dict[str, int]) -> dict[int, set[int]]:
     """Per rated group, the memories its rated phrasing returns or considers that are not its
     answer (they get `useful: false`); found without logging so every variant measures the same."""
-    from memories import queries
+    from memories.search import queries
 
     out: dict[int, set[int]] = {}
     for n, g in enumerate(rated):
@@ -98,13 +100,15 @@ def _unhelpful(project: str, rated: list[list[dict[str, Any]]], ids: dict[str, i
 
 
 def run_variant(name: str, weights: dict[str, float], data: dict[str, Any]) -> dict[str, Any]:
-    from memories import feedback, services
+
     from memories.models import Memory, MemoryEvent, RecallFeedback
     from memories.scope import Scope
+    from memories.search import feedback
+    from memories.write import create, validation
 
     project = f"bench-feedback/{uuid.uuid4().hex[:8]}"
-    items = [services.NewMemory(m["content"], m["category"]) for m in data["memories"]]
-    created = services.create_memories(Scope(project, None), items, source="bench", dedupe=False)
+    items = [validation.NewMemory(m["content"], m["category"]) for m in data["memories"]]
+    created = [s.memory for s in create.store_memories(Scope(project, None), items, source="bench", dedupe=False)]
     ids = {m["id"]: c.pk for m, c in zip(data["memories"], created, strict=True)}
     saved = {k: getattr(feedback, k) for k in weights}
     try:
@@ -139,7 +143,7 @@ def run_variant(name: str, weights: dict[str, float], data: dict[str, Any]) -> d
 
 
 def main(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from memories import feedback
+    from memories.search import feedback
 
     data = json.loads(DATA.read_text())
     w, tau = feedback.W_VERDICT, feedback.SIMILAR_QUERY

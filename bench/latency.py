@@ -8,7 +8,7 @@ so the scale curve measures search, not ingest. Query vectors are drawn around t
 so each has true near neighbours; reported latency is server-side search time without the query
 embedding. It also reports how many of the exact nearest vectors the HNSW search returns. With
 `--dated` every query names the current year ("… in 2026"), a window that holds the whole
-project, so each search also runs the date-window search (memories.expansion); it then reports how
+project, so each search also runs the date-window search (memories.search.expansion); it then reports how
 many of the window's exact nearest memories that search returns. The throwaway project is
 deleted afterwards.
 """
@@ -26,10 +26,10 @@ from typing import Any
 
 from django.db import connection
 
-from memories import bm25, expansion, queries
-from memories.embedders import get_embedder
+from memories.embedding.embedders import get_embedder
+from memories.embedding.vector_index import ensure_index, vector_literal
 from memories.models import Memory, MemoryEvent
-from memories.vector_index import ensure_index, vector_literal
+from memories.search import bm25, candidates, expansion, queries
 
 TOPICS = 1_000
 # Per-dimension noise around a topic: with 384 dimensions a vector keeps cos ≈ 0.7 to its topic
@@ -127,8 +127,8 @@ def index_recall(project_id: str, embedder_id: str, qvecs: list[Any]) -> float:
     """Share of the exact nearest DENSE_CANDIDATES that the HNSW search (as configured) also returns."""
     k, shares = queries.DENSE_CANDIDATES, []
     for vec in qvecs:
-        approx = queries.nearest(project_id, embedder_id, vec, k, exact=False)
-        exact = queries.nearest(project_id, embedder_id, vec, k, exact=True)
+        approx = candidates.nearest(project_id, embedder_id, vec, k, exact=False)
+        exact = candidates.nearest(project_id, embedder_id, vec, k, exact=True)
         shares.append(len(set(approx) & set(exact)) / max(1, len(exact)))
     return round(statistics.fmean(shares), 3)
 
@@ -162,7 +162,7 @@ def uses_hnsw(project_id: str, embedder_id: str, dim: int) -> bool:
 
 def rebuild_index(embedder_id: str, dim: int, drop: bool) -> None:
     """Bulk loads are far faster without the HNSW index; it is rebuilt (in parallel) afterwards."""
-    from memories import vector_index
+    from memories.embedding import vector_index
 
     name = vector_index.index_name(embedder_id, dim)
     with connection.cursor() as cur:

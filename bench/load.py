@@ -480,7 +480,7 @@ def summarise(
 
 def prefill(project: str, count: int) -> None:
     from bench.latency import populate, rebuild_index
-    from memories.embedders import get_embedder
+    from memories.embedding.embedders import get_embedder
 
     embedder = get_embedder()
     dim = len(embedder.embed(["probe"])[0])

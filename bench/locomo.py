@@ -20,10 +20,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memories import queries, services
-from memories.embedders import get_embedder
-from memories.models import Memory, MemoryEvent
+from memories.embedding.embedders import get_embedder
+from memories.models import SESSION_TAG, Memory, MemoryEvent
 from memories.scope import Scope
+from memories.search import gates, queries
+from memories.write import create, validation
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 GOLD_RE = re.compile(r"D:?(\d+):(\d+)")
@@ -91,7 +92,7 @@ def pct(values: list[float], q: float) -> float:
 
 def session_tag(sample_id: str, dia: str) -> str:
     """The tag a client recording this conversation would give each turn: one per LoCoMo session."""
-    return f"{queries.SESSION_TAG}{sample_id}-{dia.split(':')[0]}"
+    return f"{SESSION_TAG}{sample_id}-{dia.split(':')[0]}"
 
 
 def ingest(prefix: str, conv: dict[str, Any], sessions: bool = True) -> tuple[str, dict[int, str], float, int]:
@@ -103,10 +104,12 @@ def ingest(prefix: str, conv: dict[str, Any], sessions: bool = True) -> tuple[st
     for start in range(0, len(turns), batch):
         chunk = turns[start : start + batch]
         items = [
-            services.NewMemory(content, None, [dia, *([session_tag(conv["sample_id"], dia)] if sessions else [])], when)
+            validation.NewMemory(
+                content, None, [dia, *([session_tag(conv["sample_id"], dia)] if sessions else [])], when
+            )
             for dia, content, when in chunk
         ]
-        created = services.create_memories(Scope(project, None), items, source="bench", dedupe=False)
+        created = [s.memory for s in create.store_memories(Scope(project, None), items, source="bench", dedupe=False)]
         for m, (dia, _, _) in zip(created, chunk, strict=True):
             ids[m.id] = dia
     return project, ids, time.perf_counter() - started, len(turns)
@@ -240,7 +243,7 @@ def tool_default(per_conv: list[Any]) -> dict[str, Any]:
 
 def default_floor() -> float | None:
     """The configured cosine floor, or None: the embedder's calibrated gate (the tool's default)."""
-    return queries.configured_floor()
+    return gates.configured_floor()
 
 
 def one_at_a_time_rate(prefix: str, conv: dict[str, Any], n: int = 100) -> float:
@@ -249,7 +252,7 @@ def one_at_a_time_rate(prefix: str, conv: dict[str, Any], n: int = 100) -> float
     scope = Scope(f"{prefix}/single", None)
     started = time.perf_counter()
     for dia, content, when in turns:
-        services.create_memory(scope, content, None, [dia], created_at=when, source="bench")
+        create.store_memory(scope, content, None, [dia], created_at=when, source="bench")
     return round(len(turns) / (time.perf_counter() - started), 1)
 
 

@@ -62,8 +62,8 @@ def main() -> None:
     from django.conf import settings
 
     from bench.locomo import session_turns
-    from memories.embedders import active_spec
-    from memories.onnx_model import OnnxModel, ensure_build, load_torch_model
+    from memories.embedding.embedders import active_spec
+    from memories.embedding.onnx_model import OnnxModel, ensure_build, load_torch_model
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", default="../shared/bench/locomo_dev.json")

@@ -1,4 +1,4 @@
-"""How well does the poisoning hold (memories/poisoning.py) tell instructions aimed at the assistant
+"""How well does the poisoning hold (memories/write/poisoning.py) tell instructions aimed at the assistant
 from a team's ordinary imperative conventions?
 
 Run: .venv/bin/python -m bench.poisoning [--locomo ../shared/bench/locomo_dev.json] [--show]
@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from bench.secret_scan import LOCOMO, ordinary_texts
-from memories.poisoning import hold_reason
+from memories.write.poisoning import hold_reason
 
 DATA = Path(__file__).parent / "data" / "poisoning.json"
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from memories.embedders import get_embedder
+from memories.embedding.embedders import get_embedder
 from memories.models import Memory, MemoryEvent
 from memories.scope import Scope
 from sync.eventlog import event_filename, new_event, render

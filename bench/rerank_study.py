@@ -36,9 +36,9 @@ def dump(out: str, path: str | None = None) -> None:
 
     setup_django()
     from bench.locomo import ingest, questions
-    from memories import queries, rerank
-    from memories.embedders import get_embedder
+    from memories.embedding.embedders import get_embedder
     from memories.models import Memory, MemoryEvent
+    from memories.search import queries, rerank
 
     embedder = get_embedder()
     convs = json.loads(Path(path or LOCOMO).read_text())
@@ -107,7 +107,7 @@ def passes(c: dict[str, Any], gate: Any) -> bool:
 def gated(cands: list[dict[str, Any]], gate: Any, depth: int, settled_beyond: int, limit: int = 5) -> list[str]:
     """The ids the tool would return: the first `depth` candidates that pass the gate, and (the
     variant) those ranked up to `settled_beyond` that pass on cosine and coverage alone."""
-    from memories import rerank
+    from memories.search import rerank
 
     low = rerank.LOGIT_RANGE[0]
     out = []
@@ -137,7 +137,7 @@ def tool(part: list[dict[str, Any]], gate: Any, rerank: tuple[int, float], depth
 
 
 def evaluate(path: str) -> None:
-    from memories.queries import JUDGED
+    from memories.search.gates import JUDGED
 
     gate = JUDGED["local:all-MiniLM-L6-v2"]
     rows = json.loads(Path(path).read_text())["rows"]

@@ -33,6 +33,7 @@ import os
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -148,7 +149,7 @@ def grow(target: int, have: int, embedder_id: str, dim: int) -> None:
 
 def settle(embedder_id: str, dim: int) -> None:
     from bench.latency import rebuild_index
-    from memories import bm25
+    from memories.search import bm25
 
     print("  building the HNSW index and analysing …", flush=True)
     rebuild_index(embedder_id, dim, drop=False)
@@ -175,7 +176,7 @@ def timed_ms(fn: Callable[[], object]) -> float:
 
 def search_latency(embedder: Any, dim: int, n: int) -> dict[str, float]:
     from bench.latency import clustered, sample_queries
-    from memories import queries
+    from memories.search import queries
 
     qvecs, texts = list(clustered(50, dim, seed=99)), sample_queries(50)
 
@@ -196,13 +197,13 @@ def search_latency(embedder: Any, dim: int, n: int) -> dict[str, float]:
 
 def store_latency(n: int) -> dict[str, float]:
     """One client storing into the large project through the write path, real embedder included."""
-    from memories import services
     from memories.scope import Scope
+    from memories.write import create
 
     scope = Scope(BIG, None)
     run = uuid.uuid4().hex[:6]
     facts = team_facts(n)
-    return percentiles([timed_ms(partial(services.store_memory, scope, f"{fact} ({run})")) for fact in facts])
+    return percentiles([timed_ms(partial(create.store_memory, scope, f"{fact} ({run})")) for fact in facts])
 
 
 def admin_pages() -> dict[str, float]:
@@ -227,8 +228,8 @@ def admin_pages() -> dict[str, float]:
 
 
 def sizes_per_memory(n: int) -> dict[str, float]:
-    from memories.embedders import get_embedder
-    from memories.vector_index import index_name
+    from memories.embedding.embedders import get_embedder
+    from memories.embedding.vector_index import index_name
 
     embedder = get_embedder()
     dim = len(embedder.embed(["probe"])[0])
@@ -400,24 +401,25 @@ def team_facts(count: int) -> list[str]:
 def import_steps(count: int) -> dict[str, Any]:
     """`yullu import` of `count` memories exported from another project, with and without vectors.
     Exports keep uuids, so the source is deleted first, as if the import ran on a new machine."""
-    from memories import services, transfer
     from memories.models import Memory
     from memories.scope import Scope
+    from memories.transfer import export, importer
+    from memories.write import create, validation
 
     source = f"scale/import-src-{uuid.uuid4().hex[:6]}"
-    items = [services.NewMemory(text) for text in team_facts(count)]
-    services.store_memories(Scope(source, None), items, source="import", dedupe=False)
+    items = [validation.NewMemory(text) for text in team_facts(count)]
+    create.store_memories(Scope(source, None), items, source="import", dedupe=False)
     out: dict[str, Any] = {"memories": count}
     with tempfile.TemporaryDirectory(prefix="yullu-scale-import-") as tmp:
         files = {vectors: Path(tmp) / f"export-{vectors}.jsonl" for vectors in (False, True)}
         for vectors, path in files.items():
             with path.open("w", encoding="utf-8") as fh:
-                transfer.export_json(source, fh, vectors=vectors)
+                export.export_json(source, fh, vectors=vectors)
         Memory.objects.filter(project_id=source).delete()
         for vectors, path in files.items():
             target = f"scale/import-{uuid.uuid4().hex[:6]}"
             started = time.perf_counter()
-            result = transfer.import_path(path, project=target)
+            result = importer.import_path(path, project=target, progress=sys.stderr)
             seconds = time.perf_counter() - started
             key = "with vectors" if vectors else "embedding"
             out[key] = {"created": result.created, "memories/s": round(result.created / seconds, 1)}
@@ -463,7 +465,7 @@ def chart(report: dict[str, Any], path: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    from memories.embedders import get_embedder
+    from memories.embedding.embedders import get_embedder
 
     embedder = get_embedder()
     dim = len(embedder.embed(["how do we deploy a hotfix release"], kind="query")[0])

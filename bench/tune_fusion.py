@@ -20,9 +20,9 @@ import django
 django.setup()
 
 from bench.locomo import ingest, metrics, questions  # noqa: E402
-from memories import bm25, queries  # noqa: E402
-from memories.embedders import get_embedder  # noqa: E402
+from memories.embedding.embedders import get_embedder  # noqa: E402
 from memories.models import Memory, MemoryEvent  # noqa: E402
+from memories.search import bm25, queries  # noqa: E402
 
 
 def collect(projects: list[Any], embedder: Any) -> list[dict[str, Any]]:

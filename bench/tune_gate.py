@@ -22,9 +22,9 @@ django.setup()
 
 from bench import codebase  # noqa: E402
 from bench.locomo import ingest, questions  # noqa: E402
-from memories import queries  # noqa: E402
-from memories.embedders import get_embedder  # noqa: E402
+from memories.embedding.embedders import get_embedder  # noqa: E402
 from memories.models import Memory, MemoryEvent  # noqa: E402
+from memories.search import queries  # noqa: E402
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo_dev.json"
 

@@ -7,8 +7,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.api import ScopeIn, rest_scope, valid
-from memories.openapi import PROJECT, documented, many, shape
+from memories.rest import ScopeIn, rest_scope
+from yullu_core.rest import PROJECT, documented, many, shape, valid
 from yullu_core.wire import DATETIME
 
 from .models import DreamPass

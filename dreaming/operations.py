@@ -8,11 +8,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from memories import services as memory_services
 from memories.anchors.store import refs_now
-from memories.models import Memory
+from memories.models import SESSION_TAG, Memory
 from memories.scope import Scope
-from memories.secrets import redact
+from memories.write import create, edit, nearby, validation
+from memories.write.secrets import redact
 from yullu_core.errors import UserError
 
 from .models import DreamOp, DreamPass
@@ -96,12 +96,12 @@ def _uuid(value: Any) -> str:
 def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None, session_id: str | None = None) -> str:
     kind = op.get("op")
     if isinstance(op.get("category"), str):  # a reasoner's odd category leaves the fact uncategorised
-        op = {**op, "category": memory_services.clean_category(op["category"], strict=False)}
+        op = {**op, "category": validation.clean_category(op["category"], strict=False)}
     if kind == "create":
         return _create(scope, op, reasoner, session_id)
     if kind == "update":
         memory = _by_uuid(scope, op.get("uuid"))
-        memory_services.update_memory(
+        edit.update_memory(
             memory.id,
             content=op.get("content"),
             tags=op.get("tags"),
@@ -116,7 +116,7 @@ def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None
     if kind == "contradicts":
         return _contradict(scope, _by_uuid(scope, op.get("uuid")), op, session_id)
     if kind == "delete":
-        memory_services.delete_memory(_by_uuid(scope, op.get("uuid")).id, source="dream")
+        edit.delete_memory(_by_uuid(scope, op.get("uuid")).id, source="dream")
         return "deleted"
     raise UserError(f"unknown op {kind!r}")
 
@@ -125,14 +125,12 @@ def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None, session
     """A proposed new memory is first compared with its nearest neighbours: a near-duplicate
     updates (or skips) the existing one; related ones go to the reasoner, which may decide the
     proposal updates, supersedes or contradicts one of them instead of becoming a second memory."""
-    near = memory_services.nearby(scope.project_id, op.get("content"))
+    near = nearby.nearby(scope.project_id, op.get("content"))
     if near.duplicate is not None:
         existing = near.duplicate[0]
         if existing.content.strip() == str(op.get("content", "")).strip():
             return "skipped"
-        memory_services.update_memory(
-            existing.id, content=op.get("content"), category=op.get("category"), source="dream"
-        )
+        edit.update_memory(existing.id, content=op.get("content"), category=op.get("category"), source="dream")
         return "updated"
     if near.similar and reasoner is not None:
         decision = _judge(reasoner, op, near.similar)
@@ -143,14 +141,14 @@ def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None, session
         if choice == "skip":
             return "skipped"
         if memory is not None and choice == "update":
-            memory_services.update_memory(memory.id, content=op.get("content"), source="dream")
+            edit.update_memory(memory.id, content=op.get("content"), source="dream")
             return "updated"
         if memory is not None and choice == "supersede":
             return _supersede(scope, memory, op, session_id)
         if memory is not None and choice == "contradicts":
             return _contradict(scope, memory, op, session_id)
-    tags = memory_services.with_session(op.get("tags"), session_id)
-    memory_services.create_memory(
+    tags = validation.with_session(op.get("tags"), session_id)
+    create.store_memory(
         scope,
         op.get("content"),
         op.get("category"),
@@ -163,16 +161,12 @@ def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None, session
 
 
 def _supersede(scope: Scope, old: Memory, op: dict[str, Any], session_id: str | None = None) -> str:
-    tags = (
-        op.get("tags")
-        if op.get("tags") is not None
-        else [t for t in old.tags if not t.startswith(memory_services.SESSION_TAG)]
-    )
-    memory_services.store_memory(
+    tags = op.get("tags") if op.get("tags") is not None else [t for t in old.tags if not t.startswith(SESSION_TAG)]
+    create.store_memory(
         scope,
         op.get("content"),
         op.get("category") or old.category,
-        memory_services.with_session(tags, session_id),
+        validation.with_session(tags, session_id),
         supersedes=old.pk,
         source="dream",
         anchors=op.get("anchors") if op.get("anchors") is not None else (refs_now(old) or None),
@@ -185,8 +179,8 @@ def _contradict(scope: Scope, other: Memory, op: dict[str, Any], session_id: str
     """Store the claim and open a conflict: a reviewer decides which one is current."""
     from memories.lifecycle import link_memories
 
-    tags = memory_services.with_session(op.get("tags"), session_id)
-    stored = memory_services.store_memory(scope, op.get("content"), op.get("category"), tags, source="dream")
+    tags = validation.with_session(op.get("tags"), session_id)
+    stored = create.store_memory(scope, op.get("content"), op.get("category"), tags, source="dream")
     if stored.memory.pk == other.pk:
         return "skipped"
     link_memories(stored.memory.pk, other.pk, "contradicts", source="dream", note=str(op.get("reasoning") or ""))

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
-from memories.embedders import record_usage
+from memories.usage import record_usage
 from yullu_core.env import env_str
 from yullu_core.errors import Unavailable, optional_module
 

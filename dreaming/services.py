@@ -2,7 +2,7 @@
 
 Locks: a Postgres advisory lock per project makes a pass single-flight across
 processes; a second pass returns {"skipped": true} at once. The reasoner is called
-outside any transaction; ops are applied by dreaming.operations through memories.services (so they are
+outside any transaction; ops are applied by dreaming.operations through memories.write (so they are
 validated, secret-scanned and synced); processed messages are deleted only after
 their session's ops were applied, and kept when the reasoner fails or its answer
 cannot be parsed.
@@ -20,10 +20,10 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from access import policy as access
-from memories.anchors.store import stale_notes
+from memories.anchors.stale import stale_notes
 from memories.models import ArchiveReason, Memory, RejectedMemory
 from memories.scope import Scope, known_root, resolve
-from memories.secrets import redact
+from memories.write.secrets import redact
 from yullu_core.config import load_for_project, parse_duration
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock

@@ -1,4 +1,4 @@
-"""Admin for memories. Every change goes through memories.services (validated, secret-scanned, synced)."""
+"""Admin for memories. Every change goes through memories.write (validated, secret-scanned, synced)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from unfold.widgets import UnfoldAdminSelectWidget, UnfoldAdminTextareaWidget, U
 
 from yullu_core.errors import UserError
 
-from . import admin_queries, lifecycle, queries, services
+from . import lifecycle
 from .admin_views import (
     conflicts_view,
     graph_data_view,
@@ -42,10 +42,12 @@ from .admin_views import (
 )
 from .anchors import refs as anchor_refs
 from .anchors import store as anchor_store
-from .embedders import get_embedder
+from .embedding.embedders import get_embedder
 from .models import CATEGORIES, IMPORTANCES, Memory, MemoryVector, ProjectLocation, RejectedMemory
 from .scope import Scope, known_root
-from .serializers import HitOut
+from .search import admin_queries, queries
+from .wire import HitOut
+from .write import create, edit, validation
 
 
 def _who(source: str, user: str | None) -> str:
@@ -101,9 +103,9 @@ class MemoryForm(forms.ModelForm):
         super().clean()
         data = self.cleaned_data
         try:
-            data["content"] = services.clean_content(data.get("content", ""))
-            data["tags"] = services.clean_tags([t for t in data.get("tags_text", "").split(",") if t.strip()])
-            services.refuse_secrets(data["content"], *data["tags"])
+            data["content"] = validation.clean_content(data.get("content", ""))
+            data["tags"] = validation.clean_tags([t for t in data.get("tags_text", "").split(",") if t.strip()])
+            validation.refuse_secrets(data["content"], *data["tags"])
             data["anchors"] = [line.strip() for line in data.get("anchors_text", "").splitlines() if line.strip()]
             anchor_refs.parse_all(data["anchors"])
         except UserError as exc:
@@ -356,7 +358,7 @@ class MemoryAdmin(ModelAdmin):
         data = form.cleaned_data
         try:
             if change:
-                services.update_memory(
+                edit.update_memory(
                     obj.pk,
                     content=data["content"],
                     tags=data["tags"],
@@ -368,7 +370,7 @@ class MemoryAdmin(ModelAdmin):
                 )
             else:
                 scope = Scope(data["project_id"], known_root(data["project_id"]))
-                created = services.create_memory(
+                created = create.store_memory(
                     scope,
                     data["content"],
                     data.get("category"),
@@ -377,36 +379,36 @@ class MemoryAdmin(ModelAdmin):
                     ttl_days=data.get("ttl_days") or None,
                     source="admin",
                     anchors=data["anchors"] or None,
-                )
+                ).memory
                 obj.pk, obj.id, obj.uuid = created.pk, created.pk, created.uuid
         except UserError as exc:
             messages.error(request, str(exc))
 
     def delete_model(self, request: HttpRequest, obj: Memory) -> None:
-        services.delete_memory(obj.pk, source="admin")
+        edit.delete_memory(obj.pk, source="admin")
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
         for pk in list(queryset.values_list("pk", flat=True)):
-            services.delete_memory(pk, source="admin")
+            edit.delete_memory(pk, source="admin")
 
     @admin.action(description="Approve selected held memories (assistants will see them)")
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
         pks = list(queryset.exclude(held_reason="").values_list("pk", flat=True))
         for pk in pks:
-            services.approve_held(pk, source="admin")
+            edit.approve_held(pk, source="admin")
         self.message_user(request, f"Approved {len(pks)} held memories.")
 
     @admin.action(description="Keep selected (rate 8)")
     def keep_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
         for pk in list(queryset.values_list("pk", flat=True)):
-            services.rate_memory(pk, 8, source="admin")
+            edit.rate_memory(pk, 8, source="admin")
         self.message_user(request, f"Kept {queryset.count()} memories.")
 
     @admin.action(description="Archive selected as rejected (rate 3)")
     def archive_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
         pks = list(queryset.values_list("pk", flat=True))
         for pk in pks:
-            services.rate_memory(pk, 3, source="admin")
+            edit.rate_memory(pk, 3, source="admin")
         self.message_user(request, f"Archived {len(pks)} memories to rejected memories.")
 
     @admin.action(description="Delete selected (synced)")
@@ -433,7 +435,7 @@ class RejectedMemoryAdmin(ModelAdmin):
         restored = 0
         for pk in list(queryset.values_list("pk", flat=True)):
             try:
-                services.restore_rejected(pk, source="admin")
+                edit.restore_rejected(pk, source="admin")
                 restored += 1
             except UserError as exc:
                 messages.error(request, str(exc))

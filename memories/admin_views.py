@@ -1,5 +1,5 @@
 """Custom admin pages: dashboard, review queue, retrievals, stats, usage, settings, projects, graph.
-They call services (writes) and queries (reads) only."""
+They call the write side (memories.write) and the read side (memories.search) only."""
 
 from __future__ import annotations
 
@@ -18,10 +18,12 @@ from yullu_core import settings_edit
 from yullu_core.config import ConfigError, load_for_project
 from yullu_core.errors import UserError
 
-from . import admin_queries, lifecycle, services, stats
-from .anchors import store as anchor_store
+from . import lifecycle
+from .anchors import stale as anchor_stale
 from .models import CATEGORIES, Memory, MemoryAnchor, RejectedMemory
 from .scope import known_root
+from .search import admin_queries, stats
+from .write import edit
 
 REVIEW_PAGE = 30
 
@@ -136,14 +138,14 @@ def _review_post(request: HttpRequest) -> None:
             _rate(request, ids, request.POST.get("rating"))
         elif action == "undo_keep":
             request.session["yullu_undo"] = {}
-            memory = services.clear_rating(request.POST.get("memory_id"))
+            memory = edit.clear_rating(request.POST.get("memory_id"))
             messages.success(request, f"Memory {memory.pk} is back in the review queue.")
         elif action == "approve":
-            memory = services.approve_held(request.POST.get("memory_id"), source="admin")
+            memory = edit.approve_held(request.POST.get("memory_id"), source="admin")
             messages.success(request, f"Memory {memory.pk} approved: assistants can retrieve it now.")
         elif action == "restore":
             request.session["yullu_undo"] = {}
-            restored = [services.restore_rejected(r, source="admin") for r in request.POST.getlist("rejected_id")]
+            restored = [edit.restore_rejected(r, source="admin") for r in request.POST.getlist("rejected_id")]
             messages.success(request, f"Restored {len(restored)} memory(ies) to the review queue.")
         else:
             raise UserError(f"unknown action {action!r}.")
@@ -153,7 +155,7 @@ def _review_post(request: HttpRequest) -> None:
 
 def _rate(request: HttpRequest, ids: list[Any], rating: Any) -> None:
     comment = request.POST.get("comment", "")
-    outcomes = [services.rate_memory(pk, rating, comment, source="admin") for pk in ids]
+    outcomes = [edit.rate_memory(pk, rating, comment, source="admin") for pk in ids]
     archived = [o for o in outcomes if o["archived"]]
     kept = [o for o in outcomes if not o["archived"]]
     undo: dict[str, Any] = {}
@@ -355,13 +357,13 @@ def stale_view(request: HttpRequest) -> HttpResponse:
         _stale_post(request)
         return HttpResponseRedirect(_safe_next(request, "admin:memories_stale"))
     project = request.GET.get("project_id", "")
-    rows = anchor_store.stale_rows(project or None, limit=REVIEW_PAGE)
+    rows = anchor_stale.stale_rows(project or None, limit=REVIEW_PAGE)
     return admin_page(
         request,
         "admin/yullu/stale.html",
         "Stale memories",
         rows=rows,
-        total=anchor_store.stale_count(project or None),
+        total=anchor_stale.stale_count(project or None),
         project=project,
         projects=sorted(set(MemoryAnchor.objects.values_list("project_id", flat=True))),
     )
@@ -371,15 +373,13 @@ def _stale_post(request: HttpRequest) -> None:
     action, memory_id = request.POST.get("action", ""), request.POST.get("memory_id")
     try:
         if action == "keep":
-            memory = services.repin_memory(memory_id, source="admin")
+            memory = edit.repin_memory(memory_id, source="admin")
             messages.success(request, f"Memory {memory.pk} kept: its anchors are pinned to HEAD again.")
         elif action == "supersede":
-            new = services.update_memory(
-                memory_id, content=request.POST.get("content", ""), supersede=True, source="admin"
-            )
+            new = edit.update_memory(memory_id, content=request.POST.get("content", ""), supersede=True, source="admin")
             messages.success(request, f"Memory {memory_id} superseded by memory {new.pk}.")
         elif action == "reject":
-            services.rate_memory(memory_id, 3, request.POST.get("comment", "") or "stale: cited code changed")
+            edit.rate_memory(memory_id, 3, request.POST.get("comment", "") or "stale: cited code changed")
             messages.success(request, f"Memory {memory_id} rejected (archived; restorable from Rejected).")
         else:
             raise UserError(f"unknown action {action!r}.")

@@ -14,10 +14,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access import policy as access
-from memories.openapi import (
+from yullu_core.rest import PROJECT, documented, many, query, valid
+
+from . import lifecycle
+from .models import CATEGORIES, Memory, RejectedMemory
+from .rest import (
     DAYS,
     LIMIT,
-    PROJECT,
     CreatedOut,
     DeletedOut,
     DuplicateOut,
@@ -27,35 +30,18 @@ from memories.openapi import (
     RatedOut,
     RecallOut,
     RejectedOut,
+    ScopeIn,
     SearchOut,
-    documented,
-    many,
-    query,
+    rest_scope,
 )
-
-from . import lifecycle, queries, services, stats
-from .context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, build_context, search_merged
-from .models import CATEGORIES, Memory, RejectedMemory
-from .scope import Scope, resolve, user_scope
-from .serializers import SearchResults, deleted_to_wire, memory_to_wire, recall_to_wire, rejected_to_wire
+from .scope import user_scope
+from .search import queries, stats
+from .search.context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, build_context
+from .search.merged import search_merged
+from .wire import SearchResults, deleted_to_wire, memory_to_wire, recall_to_wire, rejected_to_wire
+from .write import create, edit, validation
 
 QS = TypeVar("QS", bound=QuerySet[Any])
-
-
-class ScopeIn(serializers.Serializer):
-    project_id = serializers.CharField(required=False, allow_blank=True, max_length=500)
-    cwd = serializers.CharField(required=False, allow_blank=True, max_length=4096)
-
-
-def rest_scope(data: dict[str, Any], *, remember: bool = True) -> Scope:
-    """REST callers name their project: the server's own folder is never a default project
-    (it would file memories, and their sync files, under wherever the server was started).
-    Reads pass `remember=False`: they never record a location."""
-    if not (data.get("project_id") or "").strip() and not (data.get("cwd") or "").strip():
-        raise serializers.ValidationError(
-            "project_id or cwd is required: send the project's id or the absolute path of its checkout."
-        )
-    return resolve(data.get("project_id"), data.get("cwd"), remember=remember)
 
 
 def visible_in(qs: QS, project_id: str | None) -> QS:
@@ -150,17 +136,6 @@ class RateIn(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
 
 
-def valid(serializer_cls: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    """Validated data; a field the endpoint does not declare (a misspelt `limt`) is an error naming it."""
-    if isinstance(data, dict):
-        unknown = sorted(set(data) - set(serializer_cls().fields))
-        if unknown:
-            raise serializers.ValidationError({name: "is not a field this endpoint takes." for name in unknown})
-    s = serializer_cls(data=data)
-    s.is_valid(raise_exception=True)
-    return dict(s.validated_data)
-
-
 def _limit(request: Request, default: int = 20, most: int = 200) -> int:
     s = serializers.IntegerField(min_value=1, max_value=most)
     raw = request.query_params.get("limit")
@@ -227,11 +202,11 @@ class MemoryList(APIView):
     def post(self, request: Request) -> Response:
         data = valid(MemoryIn, request.data)
         scope = user_scope() if data.get("scope") == "user" else rest_scope(data)
-        stored = services.store_memory(
+        stored = create.store_memory(
             scope,
             data["content"],
             data.get("category"),
-            services.with_session(data.get("tags"), data.get("session_id")),
+            validation.with_session(data.get("tags"), data.get("session_id")),
             source="rest",
             supersedes=data.get("supersedes"),
             importance=data.get("importance"),
@@ -244,16 +219,16 @@ class MemoryList(APIView):
 class MemoryDetail(APIView):
     @documented(MemoryOut, errors=(404,))
     def get(self, request: Request, pk: int) -> Response:
-        return Response(memory_to_wire(services.get_memory(pk)))
+        return Response(memory_to_wire(edit.get_memory(pk)))
 
     @documented(MemoryOut, request=MemoryPatch, errors=(400, 404))
     def patch(self, request: Request, pk: int) -> Response:
         data = valid(MemoryPatch, request.data)
-        return Response(memory_to_wire(services.update_memory(pk, **data, source="rest")))
+        return Response(memory_to_wire(edit.update_memory(pk, **data, source="rest")))
 
     @documented(DeletedOut, errors=(404,))
     def delete(self, request: Request, pk: int) -> Response:
-        memory = services.delete_memory(pk, source="rest")
+        memory = edit.delete_memory(pk, source="rest")
         return Response(deleted_to_wire(pk, memory))
 
 
@@ -299,7 +274,7 @@ class RateView(APIView):
     @documented(RatedOut, request=RateIn, errors=(400, 404), summary="Rate 1–10: 6–10 keeps, 1–5 archives")
     def post(self, request: Request, pk: int) -> Response:
         data = valid(RateIn, request.data)
-        return Response(services.rate_memory(pk, data["rating"], data["comment"], source="rest"))
+        return Response(edit.rate_memory(pk, data["rating"], data["comment"], source="rest"))
 
 
 class UnratedView(APIView):

@@ -21,15 +21,14 @@ from typing import Any, Literal
 
 ChangeKind = Literal["create", "update", "delete"]
 
-# Fields of a memory that travel to teammates (docs/contract.md §5, §10). `memory_state()` reads the
-# plain attributes among them that the model has; `supersedes` (a memory uuid) and `links`
+# Fields of a memory that travel to teammates (docs/contract.md §5, §10); verdicts, ratings and history
+# never do. `memory_state()` reads them from the row; `supersedes` (a memory uuid) and `links`
 # ([{type, target uuid}]) are passed by the caller in `publish_change(extra=...)`.
 ATTRIBUTE_FIELDS = ("content", "tags", "category", "importance", "expires_at")
-SYNCED_FIELDS = (*ATTRIBUTE_FIELDS, "supersedes", "links")
 
 
 @dataclass(frozen=True)
-class MemoryChange:
+class AnnouncedChange:
     """One change to one memory, as the write side saw it."""
 
     kind: ChangeKind
@@ -42,7 +41,7 @@ class MemoryChange:
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-Listener = Callable[[MemoryChange], None]
+Listener = Callable[[AnnouncedChange], None]
 _listeners: list[Listener] = []
 
 
@@ -104,6 +103,6 @@ def publish_change(
     if kind != "delete":
         state = memory_state(memory, ATTRIBUTE_FIELDS if fields is None else fields)
         state.update(extra or {})
-    change = MemoryChange(kind, memory.project_id, str(memory.uuid), ts_ns, state, vector, git_root)
+    change = AnnouncedChange(kind, memory.project_id, str(memory.uuid), ts_ns, state, vector, git_root)
     for listener in _listeners:
         listener(change)

@@ -1,5 +1,5 @@
 """The write side of a memory's life after it is stored: links and conflicts, expiry and prune,
-recall feedback. Part of the service layer (memories.services holds the store/update/delete
+recall feedback. Part of the service layer (memories.write holds the store/update/delete
 path these build on); adapters (MCP, REST, admin, dreaming, tasks, CLI) call these only.
 """
 
@@ -18,8 +18,7 @@ from access import policy as access
 from access.people import username
 from yullu_core.errors import NotFound, UserError
 
-from . import services
-from .embedders import embeds, get_embedder
+from .embedding.embedders import embeds, get_embedder
 from .models import (
     ArchiveReason,
     EventKind,
@@ -30,6 +29,8 @@ from .models import (
     MemoryLink,
     RecallFeedback,
 )
+from .write import create, edit, validation
+from .write import history as memory_history
 
 LINK_KINDS = tuple(k.value for k in LinkKind)
 
@@ -68,7 +69,7 @@ def link_memories(from_id: Any, to_id: Any, kind: Any, *, source: str = "api", n
     Idempotent: linking twice returns the existing link."""
     if kind not in LINK_KINDS:
         raise UserError("kind must be one of: supersedes, contradicts, related.")
-    a, b = services.get_memory(from_id, access.WRITE), services.get_memory(to_id, access.WRITE)
+    a, b = edit.get_memory(from_id, access.WRITE), edit.get_memory(to_id, access.WRITE)
     if a.pk == b.pk:
         raise UserError("a memory cannot be linked to itself.")
     if a.project_id != b.project_id:
@@ -78,7 +79,7 @@ def link_memories(from_id: Any, to_id: Any, kind: Any, *, source: str = "api", n
             if b.superseded_by_id not in (None, a.pk):
                 raise UserError(f"memory {b.pk} is already superseded by memory {b.superseded_by_id}.")
             if b.superseded_by_id is None:
-                services._mark_superseded(b.pk, a, source)
+                create.mark_superseded(b.pk, a, source)
             return MemoryLink.objects.get(from_memory=a, to_memory=b, kind=kind)
         link, made = MemoryLink.objects.get_or_create(
             from_memory=a,
@@ -87,18 +88,18 @@ def link_memories(from_id: Any, to_id: Any, kind: Any, *, source: str = "api", n
             defaults={"project_id": a.project_id, "source": _source(source), "note": (note or "")[:2000]},
         )
         if made:
-            services.record_change(a, "linked", source, None, {"kind": kind, "to": b.pk})
-            services.record_change(b, "linked", source, None, {"kind": kind, "from": a.pk})
-            services.announce(a, links=[{"kind": kind, "to": str(b.uuid)}])
+            memory_history.record_change(a, "linked", source, None, {"kind": kind, "to": b.pk})
+            memory_history.record_change(b, "linked", source, None, {"kind": kind, "from": a.pk})
+            memory_history.announce(a, links=[{"kind": kind, "to": str(b.uuid)}])
     return link
 
 
 def _source(source: str) -> str:
-    return services.HISTORY_SOURCES.get(source, source)[:20]
+    return memory_history.HISTORY_SOURCES.get(source, source)[:20]
 
 
 def links_of(memory_id: Any) -> list[LinkDict]:
-    memory = services.get_memory(memory_id)
+    memory = edit.get_memory(memory_id)
     rows = MemoryLink.objects.filter(from_memory=memory) | MemoryLink.objects.filter(to_memory=memory)
     return [link_dict(link) for link in rows.order_by("created_at", "id")]
 
@@ -123,14 +124,14 @@ def apply_remote_links(project_id: str, memory_uuid: str, supersedes: Any, links
                 continue
             if kind == LinkKind.SUPERSEDES:
                 if target.superseded_by_id is None:
-                    services._mark_superseded(target.pk, memory, "sync", remote=True)
+                    create.mark_superseded(target.pk, memory, "sync", remote=True)
                     added += 1
                 continue
             _, made = MemoryLink.objects.get_or_create(
                 from_memory=memory, to_memory=target, kind=kind, defaults={"project_id": project_id, "source": "sync"}
             )
             if made:
-                services.record_change(memory, "linked", "sync", None, {"kind": kind, "to": target.pk})
+                memory_history.record_change(memory, "linked", "sync", None, {"kind": kind, "to": target.pk})
                 added += 1
     return added
 
@@ -165,7 +166,7 @@ RESOLUTIONS = ("keep_from", "keep_to", "keep_both", "merge")
 
 def conflict_in(link_id: Any, project_id: str) -> None:
     """A conflict addressed with a project must be that project's (else: not found)."""
-    pk = services.parse_id(link_id, "conflict id")
+    pk = validation.parse_id(link_id, "conflict id")
     if not MemoryLink.objects.filter(pk=pk, kind=LinkKind.CONTRADICTS, project_id=project_id).exists():
         raise NotFound(f"conflict {pk} not found in project {project_id}")
 
@@ -180,14 +181,14 @@ def resolve_conflict(link_id: Any, resolution: Any, *, merged_content: Any = Non
         raise UserError(f"resolution must be one of: {', '.join(RESOLUTIONS)}.")
     if resolution == "merge" and not (isinstance(merged_content, str) and merged_content.strip()):
         raise UserError("merge needs the merged text.")
-    link = MemoryLink.objects.filter(pk=services.parse_id(link_id, "link id"), kind=LinkKind.CONTRADICTS).first()
+    link = MemoryLink.objects.filter(pk=validation.parse_id(link_id, "link id"), kind=LinkKind.CONTRADICTS).first()
     if link is None:
         raise NotFound(f"conflict {link_id} not found")
     access.require(link.project_id, access.ADMIN, missing=NotFound(f"conflict {link_id} not found"))
     if link.resolved_at is not None:
         raise UserError(f"conflict {link.pk} was already resolved ({link.resolution}).")
     if resolution == "merge":  # embeds outside the transaction below
-        services.update_memory(link.from_memory_id, content=merged_content, source=source)
+        edit.update_memory(link.from_memory_id, content=merged_content, source=source)
     with transaction.atomic():
         link = MemoryLink.objects.select_for_update().get(pk=link.pk)
         if link.resolved_at is not None:
@@ -196,7 +197,7 @@ def resolve_conflict(link_id: Any, resolution: Any, *, merged_content: Any = Non
         if drop is not None:
             current = Memory.objects.select_for_update().get(pk=drop.pk)
             if current.superseded_by_id is None:
-                services._mark_superseded(drop.pk, keep, source)
+                create.mark_superseded(drop.pk, keep, source)
         elif resolution == "keep_both":
             MemoryLink.objects.get_or_create(
                 from_memory_id=link.from_memory_id,
@@ -208,7 +209,7 @@ def resolve_conflict(link_id: Any, resolution: Any, *, merged_content: Any = Non
         link.save(update_fields=["resolved_at", "resolution"])
         for memory in (link.from_memory, link.to_memory):
             after = {"link": link.pk, "resolution": resolution}
-            services.record_change(memory, "conflict resolved", source, None, after)
+            memory_history.record_change(memory, "conflict resolved", source, None, after)
     return link_dict(link)
 
 
@@ -234,7 +235,7 @@ class ChangeDict(TypedDict):
 
 def history(memory_id: Any) -> list[ChangeDict]:
     """Every recorded change to a memory, oldest first (by uuid, so it survives the row's deletion)."""
-    memory = services.get_memory(memory_id)
+    memory = edit.get_memory(memory_id)
     rows = MemoryChange.objects.filter(memory_uuid=memory.uuid).order_by("created_at", "id")
     return [
         {
@@ -302,8 +303,8 @@ def prune_expired(*, dry_run: bool = False, now: datetime | None = None, limit: 
     done: list[int] = []
     with transaction.atomic():
         for memory in due.select_for_update(skip_locked=True)[:limit]:
-            services.archive(memory, ArchiveReason.EXPIRED)
-            services._delete(memory, "prune", publish_forget=False, expired=True)
+            edit.archive(memory, ArchiveReason.EXPIRED)
+            edit.remove(memory, "prune", publish_forget=False, expired=True)
             done.append(memory.pk)
     return {"dry_run": False, "expired": len(done), "ids": done}
 
@@ -347,7 +348,7 @@ def rate_recall(recall_id: Any, memory_id: Any, useful: Any, comment: Any = "", 
         rid = uuid.UUID(str(recall_id))
     except ValueError:
         raise UserError("recall_id must be the recall_id a retrieval returned (a UUID).") from None
-    mid = services.parse_id(memory_id, "memory_id")
+    mid = validation.parse_id(memory_id, "memory_id")
     if not isinstance(useful, bool):
         raise UserError("useful must be true or false.")
     if comment is not None and not isinstance(comment, str):
@@ -362,7 +363,7 @@ def rate_recall(recall_id: Any, memory_id: Any, useful: Any, comment: Any = "", 
     if event is None:
         raise UserError(f"memory {mid} was not returned by recall {rid}.")
     text = (comment or "").strip()[:2000]
-    services.refuse_secrets(text)
+    validation.refuse_secrets(text)
     query = str(event.metadata.get("query", ""))[:1000]
     embedder, vector = get_embedder(), None
     if query and embeds(embedder):  # outside any transaction; ranking compares new queries with it

@@ -14,11 +14,14 @@ from pydantic import Field
 
 from yullu_core.mcp import Cwd, ProjectId, run
 
-from . import lifecycle, services, stats
-from .context import DEFAULT_BUDGET, search_merged
-from .context import build_context as make_context
+from . import lifecycle
 from .scope import project_of, scope_for
-from .serializers import deleted_to_wire, memory_to_wire, recall_to_wire
+from .search import stats
+from .search.context import DEFAULT_BUDGET
+from .search.context import build_context as make_context
+from .search.merged import search_merged
+from .wire import deleted_to_wire, memory_to_wire, recall_to_wire
+from .write import create, edit, validation
 
 CategoryArg = Annotated[
     str | None,
@@ -60,10 +63,17 @@ def addressed(memory_id: int, project_id: str | None, cwd: str | None) -> None:
     """With `cwd` or `project_id` (docs/contract.md §2: every tool acting on a project accepts them), the memory
     must belong to that project (or be the caller's personal one)."""
     if project_id or cwd:
-        services.get_memory_in(memory_id, project_of(project_id, cwd))
+        edit.get_memory_in(memory_id, project_of(project_id, cwd))
 
 
 def register_memory_tools(server: MCPServer) -> None:
+    _register_store_tool(server)
+    _register_recall_tools(server)
+    _register_change_tools(server)
+    _register_list_tool(server)
+
+
+def _register_store_tool(server: MCPServer) -> None:
     @server.tool(
         description="Store one durable, self-contained fact about this codebase. A near-duplicate of an existing "
         "memory is not stored twice (created: false, duplicate_of: id); otherwise `similar` lists related memories."
@@ -93,11 +103,11 @@ def register_memory_tools(server: MCPServer) -> None:
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
             where = scope_for(scope, project_id, cwd)
-            stored = services.store_memory(
+            stored = create.store_memory(
                 where,
                 content,
                 category,
-                services.with_session(tags, session_id),
+                validation.with_session(tags, session_id),
                 source="mcp",
                 supersedes=supersedes,
                 importance=importance,
@@ -108,6 +118,8 @@ def register_memory_tools(server: MCPServer) -> None:
 
         return await run(body)
 
+
+def _register_recall_tools(server: MCPServer) -> None:
     @server.tool(description="Search this codebase's memories; call before answering questions about the code.")
     async def retrieve_memories(
         query: Annotated[str, Field(description="What you want to know, in plain words.", max_length=10000)],
@@ -153,6 +165,8 @@ def register_memory_tools(server: MCPServer) -> None:
 
         return await run(body)
 
+
+def _register_change_tools(server: MCPServer) -> None:
     @server.tool(
         description="Change a memory by its local id. With supersede: true the old memory is kept in history and "
         "a new one with the new content replaces it in retrieval."
@@ -178,7 +192,7 @@ def register_memory_tools(server: MCPServer) -> None:
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
             addressed(id, project_id, cwd)
-            memory = services.update_memory(
+            memory = edit.update_memory(
                 id,
                 content=content,
                 tags=tags,
@@ -204,11 +218,13 @@ def register_memory_tools(server: MCPServer) -> None:
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
             addressed(id, project_id, cwd)
-            m = services.delete_memory(id, source="mcp")
+            m = edit.delete_memory(id, source="mcp")
             return dict(deleted_to_wire(id, m))
 
         return await run(body)
 
+
+def _register_list_tool(server: MCPServer) -> None:
     @server.tool(description="List the most recently updated memories of this project.")
     async def list_memories(
         limit: Annotated[int, Field(description="How many memories at most (1-200).", ge=1, le=200)] = 20,
@@ -250,6 +266,11 @@ MemoryId = Annotated[int, Field(description="A memory's local id (the #id in con
 
 
 def register_link_tools(server: MCPServer) -> None:
+    _register_memory_links(server)
+    _register_conflict_tools(server)
+
+
+def _register_memory_links(server: MCPServer) -> None:
     @server.tool(
         description="One memory by its id (the #id a context block or result shows): full text, the code it "
         "cites (anchors) with their status, its links, and a summary of its change history."
@@ -257,7 +278,7 @@ def register_link_tools(server: MCPServer) -> None:
     async def get_memory(id: MemoryId, project_id: ProjectId = None, cwd: Cwd = None) -> CallToolResult:
         def body() -> dict[str, Any]:
             addressed(id, project_id, cwd)
-            memory = services.get_memory(id)
+            memory = edit.get_memory(id)
             return {
                 **memory_to_wire(memory),
                 "anchors": lifecycle.anchors_of(memory),
@@ -286,6 +307,8 @@ def register_link_tools(server: MCPServer) -> None:
 
         return await run(body)
 
+
+def _register_conflict_tools(server: MCPServer) -> None:
     @server.tool(description="Open conflicts of this project: pairs of current memories that contradict each other.")
     async def list_conflicts(project_id: ProjectId = None, cwd: Cwd = None) -> CallToolResult:
         def body() -> dict[str, Any]:

@@ -34,7 +34,7 @@ IMPORTANCES = tuple(i.value for i in Importance)
 
 # Memories of one conversation carry this tag (plus the session id); retrieval lets them lend each
 # other rank (queries.fuse). Dreaming adds it to what it extracts; a client may pass its session_id.
-# Declared here because services (writing it) and queries (reading it) both need it.
+# Declared here because the write side and the read side (memories.search.queries) both need it.
 SESSION_TAG = "session:"
 
 
@@ -71,7 +71,7 @@ class Memory(models.Model):
     superseded_by = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes"
     )
-    # Why a memory is held for review (its text instructs the assistant: memories.poisoning); a held
+    # Why a memory is held for review (its text instructs the assistant: memories.write.poisoning); a held
     # memory is stored but never retrieved or injected until a person approves it in the admin.
     held_reason = models.CharField(max_length=300, blank=True, default="", db_default="")
     # Full-text search lives beside the row so keyword and vector search share one transaction.
@@ -100,7 +100,7 @@ class Memory(models.Model):
 
 class MemoryVector(models.Model):
     """One vector per (memory, embedder id). HNSW indexes are partial, one per embedder
-    (created at run time by `memories.vector_index.ensure_index`), on `vector::vector(dim)`."""
+    (created at run time by `memories.embedding.vector_index.ensure_index`), on `vector::vector(dim)`."""
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="vectors")
     project_id = models.CharField(max_length=500)
@@ -251,17 +251,6 @@ class MemoryLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_memory_id} {self.kind} {self.to_memory_id}"
-
-
-class ChangeSource(models.TextChoices):
-    MCP = "mcp"
-    REST = "rest"
-    ADMIN = "admin"
-    DREAM = "dream"
-    SYNC = "sync"
-    IMPORT = "import"
-    PRUNE = "prune"
-    API = "api"  # direct service calls (scripts, tests)
 
 
 class MemoryChange(models.Model):

@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from .backfill import backfill
+from .embedding.backfill import backfill
 
 
 @shared_task(name="memories.tasks.backfill_embeddings", ignore_result=True)
@@ -29,6 +29,6 @@ def prune_recall_log() -> None:
 def check_anchors() -> None:
     """Check the code anchors of every known project against its checkout's HEAD (docs/contract.md §12); rows
     already checked at that HEAD cost nothing."""
-    from .anchors.store import check_known_projects
+    from .anchors.checks import check_known_projects
 
     check_known_projects()

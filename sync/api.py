@@ -3,9 +3,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.api import ScopeIn, valid
-from memories.openapi import documented, shape
+from memories.rest import ScopeIn
 from memories.scope import resolve
+from yullu_core.rest import documented, shape, valid
 
 from .services import ReconcileResult, reconcile_scope
 

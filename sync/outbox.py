@@ -25,7 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from access.actor import acting
-from memories.changes import MemoryChange
+from memories.changes import AnnouncedChange
 from memories.scope import is_personal, known_root
 from yullu_core.config import load_for_project
 from yullu_core.errors import UserError
@@ -59,13 +59,8 @@ def resolve_folder(project_id: str, git_root: Path | None) -> tuple[Path | None,
     return (logs_dir(git_root, cfg["dir"]) if cfg["enabled"] else None), cfg
 
 
-def make_event(kind: str, memory_uuid: str, ts_ns: int, **fields: Any) -> Event:
-    """A new event (fresh id) through the schema; EventError when a reader would refuse it."""
-    return new_event(kind, memory_uuid, ts_ns, **fields)
-
-
 def embedding_event(memory_uuid: str, ts_ns: int, embedder: str, vector: Any, content: str) -> Event:
-    return make_event(
+    return new_event(
         "embedding",
         memory_uuid,
         ts_ns,
@@ -81,14 +76,14 @@ def _author() -> dict[str, str]:
     return {"author": actor.username} if actor.user_id is not None and actor.username else {}
 
 
-def events_for(change: MemoryChange, log_embeddings: bool) -> list[Event]:
+def events_for(change: AnnouncedChange, log_embeddings: bool) -> list[Event]:
     if change.kind == "delete":
-        return [make_event("delete", change.memory_uuid, change.ts_ns, **_author())]
+        return [new_event("delete", change.memory_uuid, change.ts_ns, **_author())]
     if change.kind == "create":
         fields = {k: v for k, v in change.state.items() if v is not None or k == "category"}
     else:
         fields = dict(change.state)  # update: a present None clears the field
-    events = [make_event(change.kind, change.memory_uuid, change.ts_ns, **fields, **_author())]
+    events = [new_event(change.kind, change.memory_uuid, change.ts_ns, **fields, **_author())]
     if change.vector is not None and log_embeddings and "content" in change.state:
         embedder, vector = change.vector
         events.append(embedding_event(change.memory_uuid, change.ts_ns, embedder, vector, change.state["content"]))
@@ -107,7 +102,7 @@ def enqueue(project_id: str, folder: Path, events: list[Event]) -> None:
     transaction.on_commit(lambda: flush(ids=ids), robust=True)
 
 
-def on_change(change: MemoryChange) -> None:
+def on_change(change: AnnouncedChange) -> None:
     """memories.changes listener: runs inside the write's transaction."""
     folder, cfg = resolve_folder(change.project_id, Path(change.git_root) if change.git_root else None)
     if folder is None:

@@ -6,7 +6,7 @@ lifecycle fields of §10); readers ignore fields they do not know. Files written
 versions of this product (`remember`/`revise`/`forget`, vectors in a `vectors` map) are
 read as the matching new types plus one `embedding` per vector (`from_wire`).
 
-Validation uses the write side's own rules (memories.services.clean_*), so a file is
+Validation uses the write side's own rules (memories.write.validation.clean_*), so a file is
 refused on read exactly when the same content would be refused on write: bad JSON, an
 unknown type, too many or too long tags, NUL bytes, oversized content, a secret.
 """
@@ -22,8 +22,8 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memories.anchors import refs as anchor_refs
-from memories.secrets import find_secret
-from memories.services import clean_category, clean_content, clean_tags
+from memories.write.secrets import first_secret
+from memories.write.validation import clean_category, clean_content, clean_tags
 from yullu_core.errors import UserError
 from yullu_core.timestamps import parse_ts
 
@@ -49,10 +49,8 @@ def _user_rule(fn: Any, value: Any) -> Any:
 
 
 def _no_secret(*texts: str) -> None:
-    for text in texts:
-        kind = find_secret(text)
-        if kind:
-            raise ValueError(f"contains {kind}")
+    if kind := first_secret(*texts):
+        raise ValueError(f"contains {kind}")
 
 
 class Link(BaseModel):

@@ -43,21 +43,21 @@ from django.utils import timezone
 
 from access import policy as access
 from access.policy import is_personal
-from memories import services as memory_services
 from memories.changes import memory_state
-from memories.embedders import Embedder, embeds, get_embedder
+from memories.embedding.embedders import Embedder, embeds, get_embedder
 from memories.lifecycle import apply_remote_links
 from memories.models import Memory, MemoryVector
 from memories.scope import Scope, known_root, resolve
+from memories.write import remote
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
 from yullu_core.metrics import count_reconcile
 from yullu_core.timestamps import datetime_to_ns, format_ts, ns_to_datetime, parse_ts
 
-from .eventlog import EventLogError, logs_dir, read_events, scan, write_event
+from .eventlog import EventLogError, logs_dir, new_event, read_events, scan, write_event
 from .fold import Folded, fold_all
 from .models import LedgerEntry, LedgerStatus, OutboxEvent, ProjectSyncState
-from .outbox import embedding_event, flush, make_event, pending_uuids, sync_config
+from .outbox import embedding_event, flush, pending_uuids, sync_config
 from .schema import Event
 
 log = logging.getLogger(__name__)
@@ -307,7 +307,7 @@ class Reconcile:
                 "memory_uuid", flat=True
             )
         }
-        fresh: list[tuple[str, memory_services.RemoteState, tuple[str, list[float]] | None]] = []
+        fresh: list[tuple[str, remote.RemoteState, tuple[str, list[float]] | None]] = []
         applied: list[str] = []
         for uuid_ in uuids:
             f, row = folded[uuid_], rows.get(uuid_)
@@ -316,7 +316,7 @@ class Reconcile:
                 applied.append(uuid_)
             elif self._apply_one(uuid_, f, vectors.get(uuid_), row, uuid_ in pending):
                 applied.append(uuid_)
-        memory_services.create_remote_many(self.project_id, fresh)
+        remote.create_remote_many(self.project_id, fresh)
         self.result["created"] += len(fresh)
         LedgerEntry.objects.bulk_create(
             [
@@ -345,10 +345,10 @@ class Reconcile:
             self.deferred += 1
             return False
         elif folded.deleted:
-            self._count(memory_services.apply_remote_state(self.project_id, uuid_, None, memory=row))
+            self._count(remote.apply_remote_state(self.project_id, uuid_, None, memory=row))
         elif folded.exists:
             state = _remote_state(folded)
-            self._count(memory_services.apply_remote_state(self.project_id, uuid_, state, vector, memory=row))
+            self._count(remote.apply_remote_state(self.project_id, uuid_, state, vector, memory=row))
         return True
 
     def _deferred(self, folded: Folded, row: Memory | None) -> bool:
@@ -387,7 +387,7 @@ class Reconcile:
                 continue
             ts = datetime_to_ns(memory.updated_at)
             state = {k: v for k, v in memory_state(memory).items() if v is not None or k == "category"}
-            self._write(make_event("create", uuid_, ts, created_at=format_ts(datetime_to_ns(memory.created_at)),
+            self._write(new_event("create", uuid_, ts, created_at=format_ts(datetime_to_ns(memory.created_at)),
                                    **state))  # fmt: skip
             vec = MemoryVector.objects.filter(memory=memory, embedder=embedder.id).values_list("vector", flat=True)
             if self.cfg["log_embeddings"] and vec:
@@ -404,8 +404,8 @@ class Reconcile:
         )
 
 
-def _remote_state(folded: Folded) -> memory_services.RemoteState:
-    return memory_services.RemoteState(
+def _remote_state(folded: Folded) -> remote.RemoteState:
+    return remote.RemoteState(
         content=folded.content or "",
         tags=list(folded.fields["tags"] or []),
         category=folded.fields["category"],

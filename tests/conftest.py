@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 
 from access.models import ApiToken
-from memories import embedders, vector_index
+from memories.embedding import embedders, vector_index
 from tests.processes import git_repo, wait_until
 from tests.stubs import StubServer
 

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from access.models import ApiToken, AuditEntry
-from memories import services
 from memories.scope import Scope
+from memories.write import create
 from tests.processes import product_env, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -30,7 +30,7 @@ def ok(args: list[str], env: dict[str, str]) -> str:
 
 def test_users_tokens_and_grants_from_the_command_line(tmp_path: Path, live_server_url: str) -> None:
     env = env_for(tmp_path)
-    services.create_memory(Scope(P, None), "Releases are cut from the main branch every Tuesday.", "process")
+    create.store_memory(Scope(P, None), "Releases are cut from the main branch every Tuesday.", "process")
     assert "added user alice" in ok(["users", "add", "alice"], env)
     created = ok(
         ["tokens", "create", "--user", "alice", "--name", "laptop", "--read-only", "--expires-days", "30"], env

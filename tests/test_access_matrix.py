@@ -28,10 +28,10 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from access import services as access_services
 from access.models import ApiToken
-from memories import services
-from memories.context import search_merged
 from memories.lifecycle import link_memories
 from memories.scope import Scope
+from memories.search.merged import search_merged
+from memories.write import create, edit
 from tests.mcp_client import call, http_session
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -59,12 +59,12 @@ class World:
 def make_world() -> World:
     word = f"matrixword{next(_seq)}"
     scope = Scope(P, None)
-    a = services.create_memory(scope, f"The {word} service deploys with make ship.", "process")
-    b = services.create_memory(scope, f"The {word} service never deploys on Fridays at all.", "decision")
-    c = services.create_memory(scope, f"Old {word} note about the staging database host.", "domain")
+    a = create.store_memory(scope, f"The {word} service deploys with make ship.", "process").memory
+    b = create.store_memory(scope, f"The {word} service never deploys on Fridays at all.", "decision").memory
+    c = create.store_memory(scope, f"Old {word} note about the staging database host.", "domain").memory
     link = link_memories(a.pk, b.pk, "contradicts", source="api")
     found = search_merged(P, word, limit=5)
-    services.rate_memory(c.pk, 2, "wrong")
+    edit.rate_memory(c.pk, 2, "wrong")
     from memories.models import RejectedMemory
 
     rejected = RejectedMemory.objects.get(uuid=c.uuid)

@@ -97,10 +97,10 @@ def test_an_admin_login_is_audited(owner: Any) -> None:
 
 def test_a_staff_member_sees_only_the_projects_they_have_a_role_on(keyword_only: None) -> None:
     from memories.scope import Scope
-    from memories.services import create_memory
+    from memories.write.create import store_memory
 
-    create_memory(Scope("acme/granted", None), "Granted project: builds run on Jenkins.", "process")
-    hidden = create_memory(Scope("acme/hidden", None), "Hidden project: the VPN key rotates monthly.", "process")
+    store_memory(Scope("acme/granted", None), "Granted project: builds run on Jenkins.", "process")
+    hidden = store_memory(Scope("acme/hidden", None), "Hidden project: the VPN key rotates monthly.", "process").memory
     reviewer = access_services.add_user("reviewer")
     reviewer.is_staff = True
     reviewer.save()
@@ -122,9 +122,9 @@ def test_a_staff_member_sees_only_the_projects_they_have_a_role_on(keyword_only:
 
 def test_a_writer_has_no_review_queue_and_only_a_superuser_edits_the_settings_file(keyword_only: None) -> None:
     from memories.scope import Scope
-    from memories.services import create_memory
+    from memories.write.create import store_memory
 
-    create_memory(Scope("acme/written", None), "Written project: lint runs in pre-commit.", "process")
+    store_memory(Scope("acme/written", None), "Written project: lint runs in pre-commit.", "process")
     writer = access_services.add_user("writer")
     writer.is_staff = True
     writer.save()

@@ -13,9 +13,10 @@ from django.test import Client
 from dreaming.models import DreamPass, DreamPrompt, DreamSchedule, SessionMessage
 from dreaming.prompt import DEFAULT_PROMPT
 from dreaming.services import record_messages
-from memories import queries, services
 from memories.models import Memory, MemoryEvent, RejectedMemory
 from memories.scope import resolve
+from memories.search import queries
+from memories.write import create, edit
 from sync.eventlog import read_events
 from tests.stubs import StubServer
 
@@ -76,10 +77,10 @@ def test_every_page_has_an_expectation() -> None:
 
 @pytest.mark.parametrize("url", PAGES)
 def test_staff_see_every_page(staff: Client, stub_embedder: StubServer, url: str) -> None:
-    services.create_memory(resolve("acme/a", None), "vec:1,0,0 Builds run in CI", "process", ["ci"])
+    create.store_memory(resolve("acme/a", None), "vec:1,0,0 Builds run in CI", "process", ["ci"])
     queries.search("acme/a", "vec:1,0,0 builds", min_similarity=0.5)
-    rejected = services.create_memory(resolve("acme/a", None), "A vague fact to reject", "domain")
-    services.rate_memory(rejected.id, 3)
+    rejected = create.store_memory(resolve("acme/a", None), "A vague fact to reject", "domain").memory
+    edit.rate_memory(rejected.id, 3)
     record_messages("acme/a", "s1", [{"role": "user", "content": "we build with make"}])
     DreamPass.objects.create(project_id="acme/dreamed", trigger="manual", phase="done", ops_created=2)
     DreamSchedule.objects.create(project_id="acme/on-a-schedule", interval_seconds=3600)
@@ -94,7 +95,7 @@ def test_rating_3_archives_and_writes_a_delete_event(
     staff: Client, stub_embedder: StubServer, repo: Path, django_capture_on_commit_callbacks: Any
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):  # event files are written on commit
-        m = services.create_memory(resolve(None, str(repo)), "A vague fact", "domain")
+        m = create.store_memory(resolve(None, str(repo)), "A vague fact", "domain").memory
         response = staff.post(
             "/admin/memories/memory/review/", {"memory_id": m.pk, "rating": "3", "comment": "vague"}, follow=True
         )
@@ -106,14 +107,14 @@ def test_rating_3_archives_and_writes_a_delete_event(
 
 
 def test_rating_8_keeps_the_memory(staff: Client, stub_embedder: StubServer) -> None:
-    m = services.create_memory(resolve("acme/a", None), "A good fact")
+    m = create.store_memory(resolve("acme/a", None), "A good fact").memory
     staff.post("/admin/memories/memory/review/", {"memory_id": m.pk, "rating": "8"})
     assert Memory.objects.get(pk=m.pk).rating == 8
 
 
 @pytest.mark.parametrize("rating", ["0", "11", "x"])
 def test_a_bad_rating_is_refused_with_a_message(staff: Client, stub_embedder: StubServer, rating: str) -> None:
-    m = services.create_memory(resolve("acme/a", None), "A fact")
+    m = create.store_memory(resolve("acme/a", None), "A fact").memory
     response = staff.post("/admin/memories/memory/review/", {"memory_id": m.pk, "rating": rating}, follow=True)
     assert "rating must be a whole number from 1 to 10" in response.content.decode().lower()
     assert Memory.objects.get(pk=m.pk).rating is None
@@ -123,7 +124,7 @@ def test_editing_goes_through_the_service_and_syncs(
     staff: Client, stub_embedder: StubServer, repo: Path, django_capture_on_commit_callbacks: Any
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):  # event files are written on commit
-        m = services.create_memory(resolve(None, str(repo)), "Old text", "process", ["a"])
+        m = create.store_memory(resolve(None, str(repo)), "Old text", "process", ["a"]).memory
         response = staff.post(
             f"/admin/memories/memory/{m.pk}/change/",
             {"project_id": m.project_id, "content": "New text", "category": "gotcha", "tags_text": "a, b"},
@@ -136,7 +137,7 @@ def test_editing_goes_through_the_service_and_syncs(
 
 
 def test_an_edit_with_a_secret_is_refused_on_the_form(staff: Client, stub_embedder: StubServer) -> None:
-    m = services.create_memory(resolve("acme/a", None), "Old text")
+    m = create.store_memory(resolve("acme/a", None), "Old text").memory
     response = staff.post(
         f"/admin/memories/memory/{m.pk}/change/",
         {"project_id": m.project_id, "content": "key AKIA" + "Q3ZKX7LM2VPB4TJW", "category": "", "tags_text": ""},
@@ -146,7 +147,7 @@ def test_an_edit_with_a_secret_is_refused_on_the_form(staff: Client, stub_embedd
 
 
 def test_delete_with_confirmation_uses_the_service(staff: Client, stub_embedder: StubServer) -> None:
-    m = services.create_memory(resolve("acme/a", None), "Doomed")
+    m = create.store_memory(resolve("acme/a", None), "Doomed").memory
     assert "Are you sure" in staff.get(f"/admin/memories/memory/{m.pk}/delete/").content.decode()
     staff.post(f"/admin/memories/memory/{m.pk}/delete/", {"post": "yes"})
     assert not Memory.objects.exists()
@@ -154,14 +155,14 @@ def test_delete_with_confirmation_uses_the_service(staff: Client, stub_embedder:
 
 
 def test_bulk_archive_action(staff: Client, stub_embedder: StubServer) -> None:
-    ids = [services.create_memory(resolve("acme/a", None), f"fact {i}").pk for i in range(3)]
+    ids = [create.store_memory(resolve("acme/a", None), f"fact {i}").memory.pk for i in range(3)]
     staff.post("/admin/memories/memory/", {"action": "archive_selected", "_selected_action": ids})
     assert Memory.objects.count() == 0 and RejectedMemory.objects.count() == 3
 
 
 def test_semantic_search_previews_without_logging(staff: Client, stub_embedder: StubServer) -> None:
-    services.create_memory(resolve("acme/a", None), "vec:1,0,0 exact match")
-    services.create_memory(resolve("acme/a", None), "vec:0,1,0 unrelated")
+    create.store_memory(resolve("acme/a", None), "vec:1,0,0 exact match")
+    create.store_memory(resolve("acme/a", None), "vec:0,1,0 unrelated")
     page = staff.get("/admin/memories/memory/", {"q": "vec:1,0,0 query", "project_id__exact": "acme/a"})
     text = page.content.decode()
     assert "#1 · 1.00 · sent" in text and "below floor" in text
@@ -203,8 +204,8 @@ def test_two_interleaved_preview_searches_each_show_their_own_match(owner: Any, 
 
     from memories.admin import MemoryAdmin
 
-    a = services.create_memory(resolve("acme/a", None), "vec:1,0,0 deploys go through make ship")
-    services.create_memory(resolve("acme/b", None), "vec:0,1,0 tests run with make test")
+    a = create.store_memory(resolve("acme/a", None), "vec:1,0,0 deploys go through make ship").memory
+    create.store_memory(resolve("acme/b", None), "vec:0,1,0 tests run with make test")
     model_admin = admin.site._registry[Memory]
     assert isinstance(model_admin, MemoryAdmin)
 

@@ -18,10 +18,12 @@ from django.conf import settings
 
 from dreaming.models import DreamOp, DreamPass
 from dreaming.services import record_messages
-from memories import lifecycle, queries, services
+from memories import lifecycle
 from memories.models import Memory, RejectedMemory
 from memories.scope import resolve
-from memories.services import NewMemory
+from memories.search import queries
+from memories.write import create
+from memories.write.validation import NewMemory
 from tests.stubs import StubServer
 
 CHROMIUM = "/usr/bin/chromium"
@@ -85,7 +87,7 @@ def seed(n: int = 3) -> list[Memory]:
         ("vec:0,1,0 We chose Postgres over MySQL for pgvector and JSONB", "decision"),
         ("vec:0,0,1 The billing webhook retries for 72 hours: handlers must be idempotent", "gotcha"),
     ]
-    return [services.create_memory(scope, c, cat, ["seed"], source="mcp") for c, cat in facts[:n]]
+    return [create.store_memory(scope, c, cat, ["seed"], source="mcp").memory for c, cat in facts[:n]]
 
 
 def unrated_total_is(page: Any, n: int) -> None:
@@ -94,7 +96,7 @@ def unrated_total_is(page: Any, n: int) -> None:
 
 def test_a_reviewer_works_through_30_memories_from_the_keyboard(stub_embedder: StubServer, page: Any) -> None:
     extra = [NewMemory(f"Module {i} owns the {i}th queue and retries {i} times", "process") for i in range(27)]
-    services.create_memories(resolve("acme/shop", None), extra, source="dream")
+    create.store_memories(resolve("acme/shop", None), extra, source="dream")
     newest_first = list(reversed(seed()))
     queries.search("acme/shop", "vec:1,0,0 how do we deploy?", min_similarity=0.1)
     page.goto("/admin/memories/memory/review/")
@@ -200,7 +202,7 @@ def test_every_page_fits_1280_px_and_is_screenshotted(stub_embedder: StubServer,
     seed()
     found = queries.search("acme/shop", "vec:1,0,0 how do we deploy?", min_similarity=0.1)
     assert found.results
-    fridays = services.create_memory(resolve("acme/shop", None), "vec:0,0.7,0.7 We deploy on Fridays", "process")
+    fridays = create.store_memory(resolve("acme/shop", None), "vec:0,0.7,0.7 We deploy on Fridays", "process").memory
     lifecycle.link_memories(fridays.pk, found.results[0]["id"], "contradicts", source="dream")
     pages = {
         "dashboard": "/admin/",
@@ -227,19 +229,19 @@ def test_every_page_fits_1280_px_and_is_screenshotted(stub_embedder: StubServer,
 def test_the_stale_queue_shows_the_diff_and_keeps_or_rejects_from_the_keyboard(
     stub_embedder: StubServer, page: Any, repo: Path
 ) -> None:
-    from memories.anchors import store
+    from memories.anchors import checks, stale
     from tests.test_anchors import CLOCK, commit, rewrite
 
     (repo / "app").mkdir()
     (repo / "app" / "clock.py").write_text(CLOCK)
     commit(repo, "clock")
     scope = resolve(None, str(repo))
-    first = services.store_memory(scope, "vec:1,0,0 Clock.now reads wall time", anchors=["app/clock.py::Clock.now"])
-    second = services.store_memory(scope, "vec:0,1,0 helper answers one", anchors=["app/clock.py::helper"])
+    first = create.store_memory(scope, "vec:1,0,0 Clock.now reads wall time", anchors=["app/clock.py::Clock.now"])
+    second = create.store_memory(scope, "vec:0,1,0 helper answers one", anchors=["app/clock.py::helper"])
     rewrite(repo, "return time.time()", "return time.monotonic()")
     rewrite(repo, "    return 1\n", "    return 2\n")
-    store.forget_cache()
-    store.check_project(scope.project_id, scope.git_root)
+    checks.forget_cache()
+    checks.check_project(scope.project_id, scope.git_root)
     page.goto("/admin/")
     assert page.text_content("#stale-count") == "2"
     page.goto("/admin/memories/memory/stale/")
@@ -250,10 +252,10 @@ def test_the_stale_queue_shows_the_diff_and_keeps_or_rejects_from_the_keyboard(
     page.keyboard.press("p")  # keep the focused memory: its anchors are pinned to HEAD again
     page.wait_for_selector("text=kept: its anchors are pinned to HEAD again")
     kept = Memory.objects.get(pk=newest)
-    assert store.stale_count(scope.project_id) == 1
+    assert stale.stale_count(scope.project_id) == 1
     other = second.memory if kept.pk == first.memory.pk else first.memory
     page.keyboard.press("r")
     page.wait_for_selector("dialog[open]")
     page.keyboard.press("Enter")
     page.wait_for_selector("text=rejected (archived")
-    assert not Memory.objects.filter(pk=other.pk).exists() and store.stale_count(scope.project_id) == 0
+    assert not Memory.objects.filter(pk=other.pk).exists() and stale.stale_count(scope.project_id) == 0

@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from memories import admin_queries, lifecycle, queries, services
-from memories.admin_queries import graph, retrieval_page
+from memories import lifecycle
 from memories.models import Memory, RecallFeedback, RejectedMemory
 from memories.scope import resolve
+from memories.search import admin_queries, queries
+from memories.search.admin_queries import graph, retrieval_page
+from memories.write import create
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +37,7 @@ REVIEW = "/admin/memories/memory/review/"
 
 
 def test_a_rejection_can_be_undone_and_the_memory_is_back_unrated(staff: Client, stub_embedder: StubServer) -> None:
-    m = services.create_memory(resolve("acme/u", None), "vec:1,0,0 Tabs, not spaces", "style")
+    m = create.store_memory(resolve("acme/u", None), "vec:1,0,0 Tabs, not spaces", "style").memory
     staff.post(REVIEW, {"action": "rate", "memory_id": m.pk, "rating": "2"})
     rejected = RejectedMemory.objects.get()
     page = staff.get(REVIEW).content.decode()
@@ -47,7 +49,7 @@ def test_a_rejection_can_be_undone_and_the_memory_is_back_unrated(staff: Client,
 
 
 def test_a_keep_can_be_undone(staff: Client, stub_embedder: StubServer) -> None:
-    m = services.create_memory(resolve("acme/u", None), "vec:1,0,0 Tabs, not spaces", "style")
+    m = create.store_memory(resolve("acme/u", None), "vec:1,0,0 Tabs, not spaces", "style").memory
     staff.post(REVIEW, {"action": "rate", "memory_id": m.pk, "rating": "9"})
     assert Memory.objects.get(pk=m.pk).rating == 9
     staff.post(REVIEW, {"action": "undo_keep", "memory_id": m.pk})
@@ -56,8 +58,8 @@ def test_a_keep_can_be_undone(staff: Client, stub_embedder: StubServer) -> None:
 
 def test_bulk_rating_needs_a_selection_and_rates_every_selected(staff: Client, stub_embedder: StubServer) -> None:
     scope = resolve("acme/u", None)
-    a = services.create_memory(scope, "vec:1,0,0 first fact")
-    b = services.create_memory(scope, "vec:0,1,0 second fact")
+    a = create.store_memory(scope, "vec:1,0,0 first fact").memory
+    b = create.store_memory(scope, "vec:0,1,0 second fact").memory
     empty = staff.post(REVIEW, {"action": "bulk", "rating": "8"}, follow=True)
     assert "Select memories first" in empty.content.decode()
     staff.post(REVIEW, {"action": "bulk", "rating": "8", "selected": [a.pk, b.pk]})
@@ -66,16 +68,16 @@ def test_bulk_rating_needs_a_selection_and_rates_every_selected(staff: Client, s
 
 def test_the_queue_filters_by_source(staff: Client, stub_embedder: StubServer) -> None:
     scope = resolve("acme/u", None)
-    services.create_memory(scope, "vec:1,0,0 from a dream", source="dream")
-    services.create_memory(scope, "vec:0,1,0 from an assistant", source="mcp")
+    create.store_memory(scope, "vec:1,0,0 from a dream", source="dream")
+    create.store_memory(scope, "vec:0,1,0 from an assistant", source="mcp")
     dreamed = staff.get(REVIEW + "?source=dream").content.decode()
     assert "from a dream" in dreamed and "from an assistant" not in dreamed
     assert "from an assistant" in staff.get(REVIEW + "?source=assistant").content.decode()
 
 
 def test_a_hook_prompt_recalled_twice_shows_once(stub_embedder: StubServer) -> None:
-    services.create_memory(resolve("acme/h", None), "vec:1,0,0 Deploy with make release", "process")
-    services.create_memory(resolve("acme/h", None), "vec:0,1,0 The VPN drops at midnight", "gotcha")
+    create.store_memory(resolve("acme/h", None), "vec:1,0,0 Deploy with make release", "process")
+    create.store_memory(resolve("acme/h", None), "vec:0,1,0 The VPN drops at midnight", "gotcha")
     # The hook asks with category hints first (here: nothing clears the floor), then without.
     queries.search("acme/h", "vec:1,0,0 how do we deploy?", min_similarity=0.5, categories=["gotcha"])
     queries.search("acme/h", "vec:1,0,0 how do we deploy?", min_similarity=0.5)
@@ -90,8 +92,8 @@ def test_retrievals_page_through_the_log_newest_first(
     """Pages are read from the log a chunk at a time (here 3 rows): each page shows the next
     recalls, and the last one says there is no more."""
     monkeypatch.setattr(admin_queries, "HEADS_CHUNK", 3)
-    services.create_memory(resolve("acme/p", None), "vec:1,0,0 Deploy with make release", "process")
-    services.create_memory(resolve("acme/p", None), "vec:0,1,0 The VPN drops at midnight", "gotcha")
+    create.store_memory(resolve("acme/p", None), "vec:1,0,0 Deploy with make release", "process")
+    create.store_memory(resolve("acme/p", None), "vec:0,1,0 The VPN drops at midnight", "gotcha")
     asked = [f"vec:1,0,0 question number {n}" for n in range(7)]
     for question in asked:
         queries.search("acme/p", question, min_similarity=0.0)
@@ -103,8 +105,8 @@ def test_retrievals_page_through_the_log_newest_first(
 
 def test_a_conflict_is_resolved_from_the_queue(staff: Client, stub_embedder: StubServer) -> None:
     scope = resolve("acme/c", None)
-    old = services.create_memory(scope, "vec:1,0,0 We deploy on Fridays")
-    new = services.create_memory(scope, "vec:0,1,0 We never deploy on Fridays")
+    old = create.store_memory(scope, "vec:1,0,0 We deploy on Fridays").memory
+    new = create.store_memory(scope, "vec:0,1,0 We never deploy on Fridays").memory
     lifecycle.link_memories(new.pk, old.pk, "contradicts", source="api")
     page = staff.get("/admin/memories/memory/conflicts/").content.decode()
     assert "We deploy on Fridays" in page and "We never deploy on Fridays" in page
@@ -118,9 +120,9 @@ def test_a_conflict_is_resolved_from_the_queue(staff: Client, stub_embedder: Stu
 
 def test_the_graph_joins_near_memories_and_links(staff: Client, stub_embedder: StubServer) -> None:
     scope = resolve("acme/g", None)
-    a = services.create_memory(scope, "vec:1,0,0 a", "process")
-    b = services.create_memory(scope, "vec:1,0.45,0 b", "gotcha")
-    c = services.create_memory(scope, "vec:0,0,1 c")
+    a = create.store_memory(scope, "vec:1,0,0 a", "process").memory
+    b = create.store_memory(scope, "vec:1,0.45,0 b", "gotcha").memory
+    c = create.store_memory(scope, "vec:0,0,1 c").memory
     lifecycle.link_memories(c.pk, a.pk, "related", source="api")
     data = graph("acme/g", threshold=0.9)
     assert {n["category"] for n in data["nodes"]} == {"process", "gotcha", "uncategorised"}
@@ -141,7 +143,7 @@ def test_scheduler_internals_are_for_superusers_only(reviewer: Client, staff: Cl
 
 
 def test_a_verdict_on_a_recalled_memory_is_saved_and_shown(staff: Client, stub_embedder: StubServer) -> None:
-    m = services.create_memory(resolve("acme/v", None), "vec:1,0,0 Deploy with make release", "process")
+    m = create.store_memory(resolve("acme/v", None), "vec:1,0,0 Deploy with make release", "process").memory
     found = queries.search("acme/v", "vec:1,0,0 how do we deploy?", min_similarity=0.1)
     response = staff.post(
         "/admin/memories/memory/verdict/",

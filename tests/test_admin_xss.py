@@ -18,9 +18,11 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from dreaming.models import DreamOp, DreamPass
-from memories import lifecycle, queries, services
+from memories import lifecycle
 from memories.models import Memory, ProjectLocation, RejectedMemory
 from memories.scope import resolve
+from memories.search import queries
+from memories.write import edit
 from sync.eventlog import new_event, write_event
 from sync.services import reconcile_scope
 from tests.mcp_client import call, http_session
@@ -78,8 +80,8 @@ def store_payloads(base_url: str, token: str, repo: Path) -> list[int]:
         write_event(repo / ".yullu" / "logs", event)
     assert reconcile_scope(scope)["created"] == len(PAYLOADS)
     lifecycle.link_memories(ids[0], ids[1], "contradicts", note=PAYLOADS["img"])
-    services.rate_memory(ids[2], 3, PAYLOADS["svg"], source="admin")
-    services.rate_memory(ids[3], 8, PAYLOADS["alpine"], source="admin")
+    edit.rate_memory(ids[2], 3, PAYLOADS["svg"], source="admin")
+    edit.rate_memory(ids[3], 8, PAYLOADS["alpine"], source="admin")
     queries.search(PROJECT, f"vec:1,1,0 {PAYLOADS['details']}", min_similarity=0)
     dream = DreamPass.objects.create(project_id=PROJECT, phase="done", errors=[PAYLOADS["img"], PAYLOADS["script"]])
     DreamOp.objects.create(

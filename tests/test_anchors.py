@@ -14,12 +14,12 @@ from typing import Any
 import httpx
 import pytest
 
-from memories import services
-from memories.anchors import pins, store, symbols
+from memories.anchors import checks, pins, stale, store, symbols
 from memories.anchors.refs import AnchorRef
 from memories.anchors.repo import open_repo
 from memories.models import Memory, MemoryAnchor
 from memories.scope import resolve
+from memories.write import create, edit
 from sync.models import LedgerEntry, ProjectSyncState
 from sync.services import reconcile_scope
 from tests.mcp_client import call, http_session
@@ -70,9 +70,9 @@ def commit(repo: Path, message: str = "change") -> None:
 
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> Iterator[None]:
-    store.forget_cache()
+    checks.forget_cache()
     yield
-    store.forget_cache()
+    checks.forget_cache()
 
 
 @pytest.fixture
@@ -133,12 +133,12 @@ def test_formatting_and_code_added_elsewhere_keep_anchors_ok_or_moved(
     checkout: Path, stub_embedder: StubServer
 ) -> None:
     scope = resolve(None, str(checkout))
-    services.store_memory(
+    create.store_memory(
         scope, "vec:1,0,0 how the clock works", anchors=["app/clock.py::Clock.now", "app/clock.py:12-13"]
     )
     rewrite(checkout, "import time\n", "import time\nimport os\n\n\ndef added():\n    return os.sep\n")
     rewrite(checkout, "    def later(self, seconds):", "    def later(self,   seconds):  # reformatted")
-    result = store.check_project(scope.project_id, scope.git_root)
+    result = checks.check_project(scope.project_id, scope.git_root)
     statuses = {a["path"] + (a["symbol"] or ""): a for a in _all_anchors(scope.project_id)}
     assert not result.stale
     now = statuses["app/clock.pyClock.now"]
@@ -148,7 +148,7 @@ def test_formatting_and_code_added_elsewhere_keep_anchors_ok_or_moved(
 
 
 def _all_anchors(project_id: str) -> list[Any]:
-    return [store.anchor_out(a) for a in MemoryAnchor.objects.filter(project_id=project_id)]
+    return [checks.anchor_out(a) for a in MemoryAnchor.objects.filter(project_id=project_id)]
 
 
 # --- through MCP: moved (a rename), missing ---------------------------------------------------
@@ -193,10 +193,10 @@ def test_mcp_walk_moved_by_a_rename_then_missing(
 
 def test_a_deleted_file_is_missing(checkout: Path, stub_embedder: StubServer) -> None:
     scope = resolve(None, str(checkout))
-    m = services.store_memory(scope, "vec:1,0,0 the clock module", anchors=["app/clock.py"]).memory
+    m = create.store_memory(scope, "vec:1,0,0 the clock module", anchors=["app/clock.py"]).memory
     (checkout / "app" / "clock.py").unlink()
     commit(checkout, "gone")
-    found = store.for_memories(scope.project_id, {m.pk: m.updated_at.timestamp()})
+    found = checks.for_memories(scope.project_id, {m.pk: m.updated_at.timestamp()})
     assert [a["status"] for a in found[m.pk]] == ["missing"]
 
 
@@ -234,7 +234,7 @@ def test_an_anchor_outside_the_repository_is_a_tool_error(
 
 def test_paths_written_in_the_content_that_exist_become_anchors(checkout: Path, stub_embedder: StubServer) -> None:
     scope = resolve(None, str(checkout))
-    stored = services.store_memory(
+    stored = create.store_memory(
         scope, "vec:1,0,0 The clock lives in app/clock.py:4-6 (not in lib/clock.py), see e.g. v1.2 notes"
     )
     assert [(a["path"], a["lines"]) for a in stored.anchors] == [("app/clock.py", [4, 6])]
@@ -278,7 +278,7 @@ def test_cli_check_exits_1_only_when_memories_are_stale(
     checkout: Path, tmp_path: Path, stub_embedder: StubServer
 ) -> None:
     scope = resolve(None, str(checkout))
-    services.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"])
+    create.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"])
     env = product_env(tmp_path / "home")
     clean = run_cli(["anchors", "check", "--cwd", str(checkout), "--json"], env)
     assert clean.returncode == 0, clean.stderr
@@ -299,7 +299,7 @@ def test_anchors_and_repins_travel_in_sync_events_and_are_checked_against_each_c
     checkout: Path, tmp_path: Path, stub_embedder: StubServer
 ) -> None:
     scope = resolve(None, str(checkout))
-    memory = services.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"]).memory
+    memory = create.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"]).memory
     pinned = store.wire_of(memory)
     # A teammate's clone, on a branch where Clock.later was rewritten.
     teammate = tmp_path / "teammate"
@@ -315,14 +315,14 @@ def test_anchors_and_repins_travel_in_sync_events_and_are_checked_against_each_c
         Memory.objects.all().delete()
         LedgerEntry.objects.all().delete()
         ProjectSyncState.objects.all().delete()
-        store.forget_cache()
+        checks.forget_cache()
         result = reconcile_scope(resolve(None, str(teammate)))
         assert result["parse_errors"] == []
         return Memory.objects.get(uuid=memory.uuid)
 
     theirs = as_teammate()
     assert store.wire_of(theirs) == pinned  # commit, blob and text hash as pinned by the writer
-    found = store.for_memories(scope.project_id, {theirs.pk: theirs.updated_at.timestamp()})[theirs.pk]
+    found = checks.for_memories(scope.project_id, {theirs.pk: theirs.updated_at.timestamp()})[theirs.pk]
     assert [a["status"] for a in found] == ["changed"]  # stale on this branch, not deleted
     assert Memory.objects.filter(pk=theirs.pk).exists()
 
@@ -334,14 +334,14 @@ def test_anchors_and_repins_travel_in_sync_events_and_are_checked_against_each_c
     assert back["created"] == 1, back
     rewrite(checkout, "return self.now() + seconds", "return seconds")
     mine = Memory.objects.get(uuid=memory.uuid)
-    services.repin_memory(mine.pk, source="admin")
+    edit.repin_memory(mine.pk, source="admin")
     repinned = store.wire_of(Memory.objects.get(uuid=memory.uuid))
     assert repinned[0]["commit"] != pinned[0]["commit"]
     shutil.rmtree(teammate / ".yullu")
     shutil.copytree(checkout / ".yullu", teammate / ".yullu")
     theirs = as_teammate()
     assert store.wire_of(theirs) == repinned
-    found = store.for_memories(scope.project_id, {theirs.pk: theirs.updated_at.timestamp()})[theirs.pk]
+    found = checks.for_memories(scope.project_id, {theirs.pk: theirs.updated_at.timestamp()})[theirs.pk]
     assert [a["status"] for a in found] == ["ok"]  # the same text is on the teammate's branch
 
 
@@ -351,12 +351,12 @@ def test_the_beat_task_checks_known_projects_and_records_the_verdict(checkout: P
 
     assert app.conf.beat_schedule["anchors-tick"]["task"] == check_anchors.name
     scope = resolve(None, str(checkout))
-    services.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"])
+    create.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"])
     rewrite(checkout, "return self.now() + seconds", "return seconds")
     check_anchors()
     row = MemoryAnchor.objects.get()
     assert (row.status, row.checked_head) == ("changed", open_repo(checkout).head())  # type: ignore[union-attr]
-    assert store.stale_count(scope.project_id) == 1
+    assert stale.stale_count(scope.project_id) == 1
 
 
 # --- every write path: update, supersede, dreaming, export and import ----------------------------
@@ -364,15 +364,15 @@ def test_the_beat_task_checks_known_projects_and_records_the_verdict(checkout: P
 
 def test_new_content_re_pins_and_a_supersede_carries_the_anchors(checkout: Path, stub_embedder: StubServer) -> None:
     scope = resolve(None, str(checkout))
-    m = services.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"]).memory
+    m = create.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"]).memory
     rewrite(checkout, "return self.now() + seconds", "return seconds")
-    assert store.check_project(scope.project_id, scope.git_root).stale
-    services.update_memory(m.pk, content="vec:1,0,0 later returns the seconds it is given")
-    assert not store.check_project(scope.project_id, scope.git_root).stale  # rewritten against HEAD
+    assert checks.check_project(scope.project_id, scope.git_root).stale
+    edit.update_memory(m.pk, content="vec:1,0,0 later returns the seconds it is given")
+    assert not checks.check_project(scope.project_id, scope.git_root).stale  # rewritten against HEAD
     rewrite(checkout, "return seconds", "return 2 * seconds")
-    new = services.update_memory(m.pk, content="vec:0,1,0 later doubles the seconds", supersede=True)
+    new = edit.update_memory(m.pk, content="vec:0,1,0 later doubles the seconds", supersede=True)
     assert [a["symbol"] for a in store.wire_of(new)] == ["Clock.later"]
-    assert not store.check_project(scope.project_id, scope.git_root).stale  # the old one is superseded
+    assert not checks.check_project(scope.project_id, scope.git_root).stale  # the old one is superseded
 
 
 def test_dreaming_cites_code_and_sees_what_changed(checkout: Path, stub_embedder: StubServer) -> None:
@@ -385,23 +385,23 @@ def test_dreaming_cites_code_and_sees_what_changed(checkout: Path, stub_embedder
     m = Memory.objects.get()
     assert [a["path"] for a in store.wire_of(m)] == ["app/clock.py"]  # a reasoner's bad anchors are dropped
     rewrite(checkout, "return self.now() + seconds", "return seconds")
-    store.check_project(scope.project_id, scope.git_root)
+    checks.check_project(scope.project_id, scope.git_root)
     memories, _ = _context(scope.project_id, 10)
     note = memories[0]["cited_code_changed"][0]
     assert note["status"] == "changed" and "-        return self.now() + seconds" in note["diff"]
 
 
 def test_export_and_import_keep_the_pins(checkout: Path, tmp_path: Path, stub_embedder: StubServer) -> None:
-    from memories import transfer
+    from memories.transfer import export, importer
 
     scope = resolve(None, str(checkout))
-    m = services.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"]).memory
+    m = create.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"]).memory
     pinned = store.wire_of(m)
     out = tmp_path / "export.jsonl"
     with out.open("w") as fh:
-        transfer.export_json(scope.project_id, fh)
+        export.export_json(scope.project_id, fh)
     Memory.objects.all().delete()
-    result = transfer.import_rows(transfer.read_yullu(out, None), transfer.ImportResult("yullu"))
+    result = importer.import_rows(importer.read_yullu(out, None), importer.ImportResult("yullu"))
     assert result.created == 1
     assert store.wire_of(Memory.objects.get()) == pinned
 
@@ -410,7 +410,7 @@ def test_the_admin_form_sets_anchors_and_refuses_an_escape(
     checkout: Path, admin_client: Any, stub_embedder: StubServer
 ) -> None:
     scope = resolve(None, str(checkout))
-    m = services.store_memory(scope, "vec:1,0,0 the clock", anchors=["app/clock.py"]).memory
+    m = create.store_memory(scope, "vec:1,0,0 the clock", anchors=["app/clock.py"]).memory
     url = f"/admin/memories/memory/{m.pk}/change/"
     form = {"content": m.content, "category": "", "importance": "normal", "tags_text": "", "ttl_days": ""}
     page = admin_client.get(url)
@@ -436,14 +436,14 @@ def test_a_comment_appended_to_a_cited_line_is_a_change_not_a_move(checkout: Pat
 def test_a_stale_memory_ranks_below_a_current_one_but_is_still_returned(
     checkout: Path, stub_embedder: StubServer
 ) -> None:
-    from memories import queries
+    from memories.search import queries
 
     scope = resolve(None, str(checkout))
-    stale = services.store_memory(scope, "vec:1,0,0 later adds seconds to now", anchors=["app/clock.py::Clock.later"])
-    fresh = services.store_memory(scope, "vec:0.95,0.3,0 later returns the seconds it is given")
+    stale = create.store_memory(scope, "vec:1,0,0 later adds seconds to now", anchors=["app/clock.py::Clock.later"])
+    fresh = create.store_memory(scope, "vec:0.95,0.3,0 later returns the seconds it is given")
     found = queries.search(scope.project_id, "vec:1,0,0 what does later do?", min_similarity=0.5, log=False)
     assert [h["id"] for h in found.results] == [stale.memory.pk, fresh.memory.pk]  # closer, so first
     rewrite(checkout, "return self.now() + seconds", "return seconds")
-    store.forget_cache()
+    checks.forget_cache()
     found = queries.search(scope.project_id, "vec:1,0,0 what does later do?", min_similarity=0.5, log=False)
     assert [(h["id"], h["stale"]) for h in found.results] == [(fresh.memory.pk, False), (stale.memory.pk, True)]

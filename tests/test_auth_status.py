@@ -25,7 +25,7 @@ def test_status_is_public_and_reports_each_part(client: Client) -> None:
 
 @pytest.mark.django_db
 def test_status_is_ready_once_the_embedder_is_loaded(client: Client) -> None:
-    from memories.embedders import warm_up
+    from memories.embedding.embedders import warm_up
 
     warm_up()
     response = client.get("/api/status")

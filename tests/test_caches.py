@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from memories import queries, services
-from memories.context import project_retrieval
 from memories.scope import Scope
+from memories.search import queries
+from memories.search.merged import project_retrieval
+from memories.write import create
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db
@@ -19,10 +20,10 @@ P = Scope("acme/caches", None)
 
 
 def test_a_word_searched_before_any_memory_held_it_is_found_once_one_does(stub_embedder: StubServer) -> None:
-    services.create_memory(P, "Lunch is at noon on Fridays")
+    create.store_memory(P, "Lunch is at noon on Fridays")
     question = "where is the flux capacitor configured"
     assert queries.search(P.project_id, question, mode="keyword", log=False).results == []
-    services.create_memory(P, "The flux capacitor config lives in settings/flux.toml")
+    create.store_memory(P, "The flux capacitor config lives in settings/flux.toml")
     found = queries.search(P.project_id, question, mode="keyword", log=False).results
     assert [h["content"] for h in found] == ["The flux capacitor config lives in settings/flux.toml"]
 

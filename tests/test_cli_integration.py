@@ -14,10 +14,10 @@ import pytest
 from django.utils import timezone
 
 from dreaming.models import SessionMessage
-from memories import services
-from memories.export import render_agents_md
 from memories.models import Memory
 from memories.scope import resolve
+from memories.transfer.export import render_agents_md
+from memories.write import create
 from tests.processes import run_cli
 from tests.stubs import StubServer
 from yullu_cli.hooks import category_hints, hook_argv, is_trivial, response_body
@@ -50,7 +50,7 @@ def test_category_hints_follow_the_wording(prompt: str, hints: list[str]) -> Non
 @pytest.mark.django_db(transaction=True)
 def test_inject_prints_a_memories_block(hook_env: dict[str, str], stub_embedder: StubServer, tmp_path: Path) -> None:
     # A cwd outside any repo whose folder name already holds memories resolves to that project.
-    services.create_memory(resolve("hookproj", None), "vec:1,0,0 Staging deploys go through make stage", "process")
+    create.store_memory(resolve("hookproj", None), "vec:1,0,0 Staging deploys go through make stage", "process")
     count_tokens("warm")  # the server (in this process) loads its tokenizer at start; the hook waits 1.5 s at most
     folder = tmp_path / "hookproj"
     folder.mkdir()
@@ -75,7 +75,7 @@ def test_inject_is_silent_on_junk_or_trivial_input(
     # like "deploy?" is kept out only by the hook's own filter. The cwd exists and its bare folder
     # name holds the memories, so only the filters can keep the hook silent.
     for text in TRIVIAL:
-        services.create_memory(resolve("hookproj", None), f"{text} {text}", "process")
+        create.store_memory(resolve("hookproj", None), f"{text} {text}", "process")
     (tmp_path / "hookproj").mkdir()
     if stdin in TRIVIAL:
         stdin = json.dumps({"prompt": stdin, "cwd": str(tmp_path / "hookproj")})
@@ -347,9 +347,9 @@ def test_service_unit_is_written_and_removed(tmp_path: Path) -> None:
 @pytest.mark.django_db
 def test_export_groups_by_category(stub_embedder: StubServer) -> None:
     scope = resolve("acme/export", None)
-    services.create_memory(scope, "Run make test before pushing", "process")
-    services.create_memory(scope, "We chose Postgres for pgvector", "decision")
-    services.create_memory(scope, "Loose note")
+    create.store_memory(scope, "Run make test before pushing", "process")
+    create.store_memory(scope, "We chose Postgres for pgvector", "decision")
+    create.store_memory(scope, "Loose note")
     text = render_agents_md("acme/export")
     assert text.index("## How we work") < text.index("## Decisions") < text.index("## Other notes")
     assert "- Run make test before pushing" in text
@@ -358,9 +358,9 @@ def test_export_groups_by_category(stub_embedder: StubServer) -> None:
 @pytest.mark.django_db
 def test_export_leaves_out_superseded_and_expired_memories(stub_embedder: StubServer) -> None:
     scope = resolve("acme/export", None)
-    old = services.create_memory(scope, "We deploy with make release", "process")
-    services.create_memory(scope, "We deploy with make ship since the helm move", "process", supersedes=old.id)
-    services.create_memory(scope, "The freeze lasts until Monday", "process", ttl_days=1)
+    old = create.store_memory(scope, "We deploy with make release", "process").memory
+    create.store_memory(scope, "We deploy with make ship since the helm move", "process", supersedes=old.id)
+    create.store_memory(scope, "The freeze lasts until Monday", "process", ttl_days=1)
     Memory.objects.filter(content__startswith="The freeze").update(expires_at=timezone.now() - timedelta(hours=1))
     text = render_agents_md("acme/export")
     assert "make ship" in text

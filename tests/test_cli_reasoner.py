@@ -63,7 +63,7 @@ def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(settings.YULLU, "anthropic", {"api_key": "", "base_url": ""})
     monkeypatch.setitem(settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "none"})
     monkeypatch.setenv("PATH", "/nonexistent")
-    from memories import embedders
+    from memories.embedding import embedders
 
     embedders._cache.clear()
 

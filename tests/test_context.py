@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from memories import services
-from memories.context import Entry as ContextEntry
-from memories.context import render
 from memories.models import Memory
 from memories.scope import USER_SCOPE, resolve
+from memories.search.context import Entry as ContextEntry
+from memories.search.context import render
+from memories.write import create, edit
 from tests.mcp_client import call, http_session
 from tests.processes import git_repo, run_cli
 from yullu_core.tokens import count_tokens
@@ -41,9 +41,9 @@ def run(coro: Any) -> Any:
 
 def seed(project_id: str) -> None:
     scope = resolve(project_id, None)
-    services.create_memory(scope, DEPLOY, "process")
+    create.store_memory(scope, DEPLOY, "process")
     for category, text in FILLER:
-        services.create_memory(scope, text, category)
+        create.store_memory(scope, text, category)
 
 
 def test_build_context_finds_the_deploy_memory_within_120_tokens(
@@ -69,17 +69,17 @@ def test_without_a_query_build_context_is_the_primer_within_budget(
 ) -> None:
     seed("acme/primer")
     best = Memory.objects.get(content=FILLER[0][1])
-    services.rate_memory(best.id, 9)
+    edit.rate_memory(best.id, 9)
 
     async def go(budget: int) -> tuple[bool, Any]:
         async with http_session(live_server_url, owner_token) as s:
             return await call(s, "build_context", budget_tokens=budget, project_id="acme/primer")
 
-    old = services.create_memory(resolve("acme/primer", None), "Deploys used to go through Jenkins.", "process")
-    services.create_memory(
+    old = create.store_memory(resolve("acme/primer", None), "Deploys used to go through Jenkins.", "process").memory
+    create.store_memory(
         resolve("acme/primer", None), "Deploys go through GitHub Actions now.", "process", supersedes=old.id
     )
-    freeze = services.create_memory(resolve("acme/primer", None), "The freeze lasts until Friday.", "process")
+    freeze = create.store_memory(resolve("acme/primer", None), "The freeze lasts until Friday.", "process").memory
     Memory.objects.filter(pk=freeze.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
     is_error, out = run(go(800))
     assert not is_error, out
@@ -107,12 +107,12 @@ def test_render_never_exceeds_the_budget_and_keeps_memories_inside_the_data_bloc
 
 
 def test_a_budget_too_small_for_one_whole_line_still_gets_the_best_memory_cut_short(keyword_only: None) -> None:
-    from memories.context import MIN_BUDGET, build_context
+    from memories.search.context import MIN_BUDGET, build_context
 
     project = "github.com/acme-corporation/a-project-with-a-rather-long-name"
     seed(project)
     best = Memory.objects.get(content=DEPLOY)
-    services.rate_memory(best.id, 10)
+    edit.rate_memory(best.id, 10)
     for budget in (MIN_BUDGET, 45, 60):
         out = build_context(project, budget_tokens=budget)
         text = out["context"]
@@ -130,7 +130,7 @@ def test_a_user_scope_memory_stored_in_one_project_is_recalled_in_another(
 ) -> None:
     repo_a = git_repo(tmp_path / "a", "git@github.com:acme/alpha.git")
     repo_b = git_repo(tmp_path / "b", "git@github.com:acme/beta.git")
-    services.create_memory(resolve(None, str(repo_b)), "Beta tests live under tests/unit and use pytest fixtures.")
+    create.store_memory(resolve(None, str(repo_b)), "Beta tests live under tests/unit and use pytest fixtures.")
 
     async def go() -> tuple[Any, ...]:
         async with http_session(live_server_url, owner_token) as s:
@@ -210,15 +210,15 @@ def test_rest_context_tries_the_hinted_categories_first_and_falls_back_in_the_sa
 def test_a_projects_own_min_similarity_is_honoured_by_recall(
     live_server_url: str, owner_token: str, stub_embedder: Any
 ) -> None:
-    from memories import context
+    from memories.search import merged
     from yullu_core.config import project_user_file
 
-    services.create_memory(resolve("acme/strict", None), "vec:1,0,0 Staging deploys go through make stage", "process")
-    services.create_memory(resolve("acme/lenient", None), "vec:1,0,0 Staging deploys go through make stage", "process")
+    create.store_memory(resolve("acme/strict", None), "vec:1,0,0 Staging deploys go through make stage", "process")
+    create.store_memory(resolve("acme/lenient", None), "vec:1,0,0 Staging deploys go through make stage", "process")
     strict = project_user_file("acme/strict")
     strict.parent.mkdir(parents=True, exist_ok=True)
     strict.write_text("[retrieval]\nmin_similarity = 0.9\n")
-    context._config_cache.clear()
+    merged._config_cache.clear()
 
     async def go(project: str) -> list[Any]:
         async with http_session(live_server_url, owner_token) as s:
@@ -230,4 +230,4 @@ def test_a_projects_own_min_similarity_is_honoured_by_recall(
         assert run(go("acme/strict")) == []  # but not this project's 0.9
     finally:
         strict.unlink()
-        context._config_cache.clear()
+        merged._config_cache.clear()

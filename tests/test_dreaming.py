@@ -16,9 +16,9 @@ from dreaming.models import DreamPass, SessionMessage
 from dreaming.parse import ParseError, parse_operations
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass, should_dream
-from memories import services
 from memories.models import Memory
 from memories.scope import resolve
+from memories.write import create, validation
 from sync.eventlog import read_events
 from tests.processes import product_env, run_cli, start_worker_and_beat, stop, stub_env, wait_until
 from tests.stubs import StubServer
@@ -50,7 +50,7 @@ def seed_session(project_id: str, n: int = 3, session_id: str = "s1") -> None:
 
 def test_a_pass_applies_creates_and_updates_and_clears_the_buffer(reasoner_stub: StubServer, repo: Path) -> None:
     scope = resolve(None, str(repo))
-    seeded = services.create_memory(scope, "CI runs on every push", "process")
+    seeded = create.store_memory(scope, "CI runs on every push", "process").memory
     seed_session(scope.project_id)
     reasoner_stub.chat_replies.append(
         json.dumps(
@@ -129,7 +129,7 @@ def test_secrets_in_ops_are_refused_and_redacted_before_the_reasoner(reasoner_st
 
 def test_near_duplicate_creates_become_updates_or_skips(reasoner_stub: StubServer) -> None:
     scope = resolve("acme/p", None)
-    existing = services.create_memory(scope, "vec:1,0,0 Use pnpm for installs")
+    existing = create.store_memory(scope, "vec:1,0,0 Use pnpm for installs").memory
     seed_session("acme/p")
     reasoner_stub.chat_replies.append(
         json.dumps(
@@ -260,7 +260,7 @@ def test_a_beat_scheduled_pass_runs_end_to_end(reasoner_stub: StubServer, tmp_pa
 
 
 def test_memories_dreamed_from_one_session_carry_it_and_rise_together(reasoner_stub: StubServer) -> None:
-    from memories import queries
+    from memories.search import queries
 
     seed_session("acme/p", session_id="deploy-chat")
     reasoner_stub.chat_replies.append(
@@ -282,9 +282,9 @@ def test_memories_dreamed_from_one_session_carry_it_and_rise_together(reasoner_s
     }
     # As close to the question as the canary memory, newer, but from no session: without the
     # session signal recency would rank it second.
-    services.create_memories(
+    create.store_memories(
         resolve("acme/p", None),
-        [services.NewMemory("vec:0,1,0 the office plants need water")],
+        [validation.NewMemory("vec:0,1,0 the office plants need water")],
         source="test",
         dedupe=False,
     )
@@ -300,7 +300,11 @@ def test_memories_dreamed_from_one_session_carry_it_and_rise_together(reasoner_s
 
 def test_a_session_id_too_long_for_a_tag_is_tagged_by_its_hash() -> None:
     long_id = "x" * 150
-    tag = services.session_tag(long_id)
-    assert tag.startswith("session:") and len(tag) <= services.MAX_TAG_CHARS and tag == services.session_tag(long_id)
-    assert services.with_session(["a"] * 20, long_id)[-1] == tag and len(services.with_session(["a"] * 20, "s")) == 20
-    assert services.with_session(["session:mine"], "other") == ["session:mine"]
+    tag = validation.session_tag(long_id)
+    assert (
+        tag.startswith("session:") and len(tag) <= validation.MAX_TAG_CHARS and tag == validation.session_tag(long_id)
+    )
+    assert (
+        validation.with_session(["a"] * 20, long_id)[-1] == tag and len(validation.with_session(["a"] * 20, "s")) == 20
+    )
+    assert validation.with_session(["session:mine"], "other") == ["session:mine"]

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from django.conf import settings
 
-from memories import embedders
-from memories.batching import Batcher, VectorCache
-from memories.embedders import LocalEmbedder, embed_query, get_embedder
+from memories.embedding import embedders
+from memories.embedding.batching import Batcher, VectorCache
+from memories.embedding.embedders import LocalEmbedder, embed_query, get_embedder
 from tests.processes import REPO
 
 SENTENCES = [
@@ -29,7 +29,7 @@ SENTENCES = [
 
 
 def test_the_default_local_embedder_runs_on_onnx_and_agrees_with_pytorch() -> None:
-    from memories.onnx_model import load_torch_model
+    from memories.embedding.onnx_model import load_torch_model
 
     embedder = get_embedder(embedders.EmbedderSpec("local", "all-MiniLM-L6-v2"))
     assert settings.YULLU["embedding"]["runtime"] == "onnx"
@@ -43,7 +43,7 @@ def test_the_default_local_embedder_runs_on_onnx_and_agrees_with_pytorch() -> No
 
 def test_the_default_model_ships_in_the_package_and_embeds_without_torch(tmp_path: Any) -> None:
     probe = (
-        "import sys; from pathlib import Path; from memories import onnx_model as m; "
+        "import sys; from pathlib import Path; from memories.embedding import onnx_model as m; "
         "build, file = m.locate(Path(sys.argv[1]), 'all-MiniLM-L6-v2'); "
         "assert build == m.SHIPPED / 'all-MiniLM-L6-v2', build; "
         "v = m.OnnxModel(build, file=file).encode(['We deploy with make ship']); "
@@ -56,7 +56,7 @@ def test_the_default_model_ships_in_the_package_and_embeds_without_torch(tmp_pat
 
 
 def test_int8_is_available_on_request_and_close_to_pytorch(settings: Any) -> None:
-    from memories.onnx_model import load_torch_model
+    from memories.embedding.onnx_model import load_torch_model
 
     settings.YULLU = {**settings.YULLU, "embedding": {**settings.YULLU["embedding"], "runtime": "onnx-int8"}}
     batcher = embedders._load_local("all-MiniLM-L6-v2", embedders.runtime())
@@ -67,7 +67,7 @@ def test_int8_is_available_on_request_and_close_to_pytorch(settings: Any) -> Non
 
 
 def test_the_onnx_build_is_exported_once_and_reused(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memories import onnx_model
+    from memories.embedding import onnx_model
 
     build = onnx_model.ensure_build(settings.YULLU_HOME, "all-MiniLM-L6-v2")
     assert (build / "meta.json").exists() and (build / "tokenizer.json").exists()

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from memories import services
 from memories.models import Memory
 from memories.scope import resolve
+from memories.write import create
 from sync import services as sync_services
 from sync.eventlog import read_events
 from tests.conftest import free_port
@@ -126,12 +126,12 @@ def test_an_interrupted_reconcile_reruns_to_the_same_state(
 ) -> None:
     scope = resolve(None, str(repo))
     for i in range(6):
-        services.create_memory(scope, f"shared fact {i}", "process", [f"t{i}"])
+        create.store_memory(scope, f"shared fact {i}", "process", [f"t{i}"])
     expected = sorted(Memory.objects.values_list("uuid", "content", "category"))
     Memory.objects.all().delete()  # this machine forgets everything; the log still has it
     from sync.models import LedgerEntry
 
-    real = sync_services.memory_services.create_remote_many
+    real = sync_services.remote.create_remote_many
     calls = {"n": 0}
 
     def crash_after_three(project_id: str, fresh: list[Any]) -> Any:
@@ -140,13 +140,13 @@ def test_an_interrupted_reconcile_reruns_to_the_same_state(
         real(project_id, fresh[:3])
         raise RuntimeError("power cut")
 
-    monkeypatch.setattr(sync_services.memory_services, "create_remote_many", crash_after_three)
+    monkeypatch.setattr(sync_services.remote, "create_remote_many", crash_after_three)
     with pytest.raises(RuntimeError):
         sync_services.reconcile_scope(scope)
     assert calls["n"] == 1
     assert Memory.objects.count() == 0  # the batch being applied rolled back with its ledger entries
     assert LedgerEntry.objects.count() == 0
-    monkeypatch.setattr(sync_services.memory_services, "create_remote_many", real)
+    monkeypatch.setattr(sync_services.remote, "create_remote_many", real)
     result = sync_services.reconcile_scope(scope)
     assert result["created"] == 6
     assert sorted(Memory.objects.values_list("uuid", "content", "category")) == expected

@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from memories import services
 from memories.scope import resolve
+from memories.write import create
 from tests.processes import REPO, git_repo, product_env, run_cli, stub_env
 from tests.stubs import StubServer
 from yullu_cli.banner import path_hint
@@ -149,7 +149,7 @@ def test_installed_hooks_find_a_server_on_a_non_default_port(
     tmp_path: Path, live_server_url: str, owner_token: str, stub_embedder: StubServer
 ) -> None:
     repo = git_repo(tmp_path / "app", "git@github.com:acme/hooked.git")
-    services.create_memory(resolve(None, str(repo)), "vec:1,0,0 Deploys go through make deploy", "process", [])
+    create.store_memory(resolve(None, str(repo)), "vec:1,0,0 Deploys go through make deploy", "process", [])
     home = tmp_path / "yullu-home"
     home.mkdir()
     (home / "token").write_text(owner_token + "\n")

@@ -17,9 +17,9 @@ import pytest
 from django.test import Client
 
 from dreaming.services import record_messages
-from memories import services
 from memories.models import Memory, Usage
 from memories.scope import Scope
+from memories.write import create
 from tests.mcp_client import call, http_session
 from tests.processes import product_env, run_cli, spawn, stop, wait_until
 from tests.stubs import StubServer
@@ -200,7 +200,7 @@ def test_a_worker_started_as_root_prints_no_superuser_warning(tmp_path: Path) ->
 
 def test_a_store_through_services_still_accepts_every_known_category(stub_embedder: StubServer) -> None:
     for category in ("process", "decision", "gotcha", "domain", "style", "Style "):
-        memory = services.create_memory(Scope("acme/cats", None), f"fact about {category}", category)
+        memory = create.store_memory(Scope("acme/cats", None), f"fact about {category}", category).memory
         assert memory.category == category.strip().lower()
 
 
@@ -229,7 +229,7 @@ def test_on_a_390_px_phone_the_dashboard_tables_scroll_instead_of_being_cut_off(
 ) -> None:
     django_user_model.objects.create_superuser("phone", password="a-long-password-1")
     for n in range(3):
-        services.create_memory(Scope(f"github.com/a-rather-long-organisation-name/project-{n}", None), f"fact {n}")
+        create.store_memory(Scope(f"github.com/a-rather-long-organisation-name/project-{n}", None), f"fact {n}")
     context = chromium.new_context(viewport={"width": 390, "height": 844}, base_url=live_server_url)
     tab = context.new_page()
     try:

@@ -19,8 +19,8 @@ from schemathesis.checks import (
 from schemathesis.core.result import Err
 from schemathesis.generation import GenerationMode
 
-from memories import services
 from memories.scope import Scope
+from memories.write import create
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.django_db(transaction=True)]
 # CI replays one fixed set of examples (a landing must not depend on luck); runs elsewhere explore.
@@ -50,7 +50,7 @@ def operations(url: str, token: str) -> list[Any]:
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 def test_every_operation_answers_within_its_schema(live_server_url: str, owner_token: str, mode: Any) -> None:
     for n in range(3):  # something to find, update, rate and delete
-        services.create_memory(Scope("acme/fuzz", None), f"fuzz fact number {n}", "gotcha", ["fuzz"], source="test")
+        create.store_memory(Scope("acme/fuzz", None), f"fuzz fact number {n}", "gotcha", ["fuzz"], source="test")
     ops = operations(live_server_url, owner_token)
     assert len(ops) >= 15, [op.label for op in ops]
     headers = {"Authorization": f"Bearer {owner_token}"}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memories.assistant_memory import facts, guess_category
 from memories.models import Memory
+from memories.transfer.assistant_memory import facts, guess_category
 from tests.processes import git_repo, product_env, run_cli
 
 pytestmark = pytest.mark.django_db(transaction=True)

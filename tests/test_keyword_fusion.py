@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from memories import queries, services
 from memories.scope import resolve
+from memories.search import queries
+from memories.write import create, validation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,6 +19,8 @@ DECISION = "We chose PostgreSQL over MongoDB because we need transactions across
 @pytest.mark.parametrize("question", ["why postgres?", "why did we pick postgres over mongo"])
 def test_a_closer_meaning_beats_one_literal_keyword_match(question: str) -> None:
     scope = resolve(project_id="acme/fusion")
-    _, decision = services.create_memories(scope, [services.NewMemory(TESTS), services.NewMemory(DECISION)])
+    _, decision = [
+        s.memory for s in create.store_memories(scope, [validation.NewMemory(TESTS), validation.NewMemory(DECISION)])
+    ]
     found = queries.search(scope.project_id, question, log=False).results
     assert found and found[0]["id"] == decision.id, [(h["content"][:30], h["similarity"]) for h in found]

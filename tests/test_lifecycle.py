@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memories import lifecycle, queries, services, stats
+from memories import lifecycle
 from memories.models import (
     ArchiveReason,
     LinkKind,
@@ -23,6 +23,8 @@ from memories.models import (
     RejectedMemory,
 )
 from memories.scope import Scope
+from memories.search import queries, stats
+from memories.write import create, edit, validation
 from tests.processes import wait_until
 from tests.stubs import StubServer
 from yullu_core.errors import NotFound, UserError
@@ -33,17 +35,17 @@ A = Scope("acme/life", None)
 
 
 def test_storing_the_same_fact_twice_returns_the_first_memory(stub_embedder: StubServer) -> None:
-    first = services.store_memory(A, "We deploy with make ship", "process")
-    second = services.store_memory(A, "  We deploy with make ship ", "process")
+    first = create.store_memory(A, "We deploy with make ship", "process")
+    second = create.store_memory(A, "  We deploy with make ship ", "process")
     assert first.created and not second.created
     assert second.duplicate_of == first.memory.pk and second.as_dict().get("duplicate_of") == first.memory.pk
     assert Memory.objects.count() == 1
 
 
 def test_a_near_duplicate_vector_is_caught_and_a_related_one_is_listed_as_similar(stub_embedder: StubServer) -> None:
-    first = services.store_memory(A, "vec:1,0,0 We deploy with make ship")
-    near = services.store_memory(A, "vec:1,0,0 Deploys go out with make ship")
-    related = services.store_memory(A, "vec:1,0.6,0 make ship also tags the release")
+    first = create.store_memory(A, "vec:1,0,0 We deploy with make ship")
+    near = create.store_memory(A, "vec:1,0,0 Deploys go out with make ship")
+    related = create.store_memory(A, "vec:1,0.6,0 make ship also tags the release")
     assert not near.created and near.duplicate_of == first.memory.pk
     assert related.created and [s["id"] for s in related.similar] == [first.memory.pk]
     assert 0.75 <= related.similar[0]["similarity"] < 0.95
@@ -51,8 +53,8 @@ def test_a_near_duplicate_vector_is_caught_and_a_related_one_is_listed_as_simila
 
 
 def test_a_batch_never_stores_one_fact_twice(stub_embedder: StubServer) -> None:
-    items = [services.NewMemory("vec:0,0,1 Use pnpm"), services.NewMemory("vec:0,0,1 Use pnpm")]
-    results = services.store_memories(A, items, source="import")
+    items = [validation.NewMemory("vec:0,0,1 Use pnpm"), validation.NewMemory("vec:0,0,1 Use pnpm")]
+    results = create.store_memories(A, items, source="import")
     assert [r.created for r in results] == [True, False] and results[1].duplicate_of == results[0].memory.pk
 
 
@@ -64,7 +66,7 @@ def test_two_concurrent_identical_stores_leave_one_memory(stub_embedder: StubSer
 
     def store() -> None:
         try:
-            outcomes.append(services.store_memory(A, "vec:0,1,0 Celery tasks take ids").created)
+            outcomes.append(create.store_memory(A, "vec:0,1,0 Celery tasks take ids").created)
         finally:
             connection.close()
 
@@ -92,8 +94,8 @@ def test_two_concurrent_identical_stores_leave_one_memory(stub_embedder: StubSer
 
 
 def test_superseding_keeps_the_old_memory_out_of_retrieval_and_listing(stub_embedder: StubServer) -> None:
-    old = services.create_memory(A, "vec:1,0,0 We deploy with make ship", "process")
-    new = services.store_memory(A, "vec:1,0.5,0 make ship is retired; deploy with make release", supersedes=old.pk)
+    old = create.store_memory(A, "vec:1,0,0 We deploy with make ship", "process").memory
+    new = create.store_memory(A, "vec:1,0.5,0 make ship is retired; deploy with make release", supersedes=old.pk)
     assert new.created and new.superseded == old.pk
     old.refresh_from_db()
     assert old.superseded_by_id == new.memory.pk
@@ -105,26 +107,26 @@ def test_superseding_keeps_the_old_memory_out_of_retrieval_and_listing(stub_embe
 
 
 def test_update_with_supersede_stores_a_successor_with_the_old_labels(stub_embedder: StubServer) -> None:
-    old = services.create_memory(A, "vec:0,0,1 The API listens on port 8080", "process", ["api"], importance="high")
-    new = services.update_memory(old.pk, content="vec:0,0.5,1 The API listens on port 8081", supersede=True)
+    old = create.store_memory(A, "vec:0,0,1 The API listens on port 8080", "process", ["api"], importance="high").memory
+    new = edit.update_memory(old.pk, content="vec:0,0.5,1 The API listens on port 8081", supersede=True)
     old.refresh_from_db()
     assert new.pk != old.pk and old.superseded_by_id == new.pk and old.content.endswith("8080")
     assert (new.category, new.tags, new.importance) == ("process", ["api"], "high")
     with pytest.raises(UserError, match="already superseded"):
-        services.update_memory(old.pk, content="vec:0,1,1 port 9000", supersede=True)
+        edit.update_memory(old.pk, content="vec:0,1,1 port 9000", supersede=True)
 
 
 def test_supersedes_must_name_a_memory_of_the_same_project(stub_embedder: StubServer) -> None:
-    other = services.create_memory(Scope("acme/other", None), "a fact elsewhere")
+    other = create.store_memory(Scope("acme/other", None), "a fact elsewhere").memory
     with pytest.raises(NotFound):
-        services.store_memory(A, "a fact here", supersedes=other.pk)
+        create.store_memory(A, "a fact here", supersedes=other.pk)
     assert Memory.objects.filter(project_id=A.project_id).count() == 0
 
 
 def test_every_change_is_in_the_history_with_its_source(stub_embedder: StubServer) -> None:
-    m = services.create_memory(A, "CI runs on every push", source="mcp")
-    services.update_memory(m.pk, tags=["ci"], source="rest")
-    services.rate_memory(m.pk, 8, source="admin")
+    m = create.store_memory(A, "CI runs on every push", source="mcp").memory
+    edit.update_memory(m.pk, tags=["ci"], source="rest")
+    edit.rate_memory(m.pk, 8, source="admin")
     changes = lifecycle.history(m.pk)
     assert [(c["action"], c["source"]) for c in changes] == [
         ("created", "mcp"),
@@ -133,26 +135,26 @@ def test_every_change_is_in_the_history_with_its_source(stub_embedder: StubServe
     ]
     before, after = changes[1]["before"], changes[1]["after"]
     assert before is not None and before["tags"] == [] and after is not None and after["tags"] == ["ci"]
-    services.delete_memory(m.pk, source="mcp")
+    edit.delete_memory(m.pk, source="mcp")
     assert MemoryChange.objects.filter(memory_uuid=m.uuid, action="deleted", source="mcp").exists()
 
 
 def test_importance_and_ttl_are_stored_and_validated(stub_embedder: StubServer) -> None:
-    m = services.create_memory(A, "Use the staging DB this week", importance="low", ttl_days=7)
+    m = create.store_memory(A, "Use the staging DB this week", importance="low", ttl_days=7).memory
     assert m.importance == "low" and m.expires_at is not None
     assert timedelta(days=6.9) < m.expires_at - timezone.now() < timedelta(days=7.1)
-    services.update_memory(m.pk, ttl_days=0)
+    edit.update_memory(m.pk, ttl_days=0)
     m.refresh_from_db()
     assert m.expires_at is None
     for bad in ({"importance": "urgent"}, {"ttl_days": 0}, {"ttl_days": "soon"}, {"ttl_days": 99999}):
         with pytest.raises(UserError):
-            services.create_memory(A, "another fact", **bad)
+            create.store_memory(A, "another fact", **bad)
     assert Memory.objects.count() == 1
 
 
 def test_expired_memories_leave_retrieval_at_once_and_prune_archives_them(stub_embedder: StubServer) -> None:
-    gone = services.create_memory(A, "vec:1,0,0 temporary workaround", ttl_days=1)
-    kept = services.create_memory(A, "vec:0,1,0 durable fact")
+    gone = create.store_memory(A, "vec:1,0,0 temporary workaround", ttl_days=1).memory
+    kept = create.store_memory(A, "vec:0,1,0 durable fact").memory
     Memory.objects.filter(pk=gone.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     found = queries.search(A.project_id, "vec:1,0,0 workaround", min_similarity=0.0, log=False)
     assert [h["id"] for h in found.results] == [kept.pk]
@@ -165,8 +167,8 @@ def test_expired_memories_leave_retrieval_at_once_and_prune_archives_them(stub_e
 
 
 def _conflict() -> tuple[Memory, Memory, MemoryLink]:
-    a = services.create_memory(A, "vec:1,0,0 Releases are cut on Tuesdays")
-    b = services.create_memory(A, "vec:0,1,0 Releases are cut on Thursdays")
+    a = create.store_memory(A, "vec:1,0,0 Releases are cut on Tuesdays").memory
+    b = create.store_memory(A, "vec:0,1,0 Releases are cut on Thursdays").memory
     return a, b, lifecycle.link_memories(b.pk, a.pk, "contradicts", source="dream")
 
 
@@ -197,8 +199,8 @@ def test_resolving_a_conflict(stub_embedder: StubServer, resolution: str, curren
 
 
 def test_links_join_memories_of_one_project_only(stub_embedder: StubServer) -> None:
-    a = services.create_memory(A, "fact a")
-    b = services.create_memory(Scope("acme/other", None), "fact b")
+    a = create.store_memory(A, "fact a").memory
+    b = create.store_memory(Scope("acme/other", None), "fact b").memory
     with pytest.raises(UserError, match="one project"):
         lifecycle.link_memories(a.pk, b.pk, "related")
     with pytest.raises(UserError, match="kind"):
@@ -206,7 +208,7 @@ def test_links_join_memories_of_one_project_only(stub_embedder: StubServer) -> N
 
 
 def _recall() -> tuple[Memory, str]:
-    m = services.create_memory(A, "vec:1,0,0 We deploy with make release")
+    m = create.store_memory(A, "vec:1,0,0 We deploy with make release").memory
     found = queries.search(A.project_id, "vec:1,0,0 how do we deploy?", min_similarity=0.0)
     assert found.recall_id
     return m, found.recall_id
@@ -240,8 +242,8 @@ def test_bad_verdicts_are_refused(
 
 
 def test_a_memory_judged_unhelpful_sinks_for_like_queries_only(stub_embedder: StubServer) -> None:
-    first = services.create_memory(A, "vec:1,0.1,0 Deploys need the VPN")
-    second = services.create_memory(A, "vec:1,0,0.3 Deploy with make release")
+    first = create.store_memory(A, "vec:1,0.1,0 Deploys need the VPN").memory
+    second = create.store_memory(A, "vec:1,0,0.3 Deploy with make release").memory
 
     def order(query: str) -> list[int]:
         return [h["id"] for h in queries.search(A.project_id, query, min_similarity=0.0, log=False).results]

@@ -12,9 +12,11 @@ from django.conf import settings
 from dreaming.models import DreamOp
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import DreamResult, record_messages, run_dream_pass
-from memories import lifecycle, queries, services
+from memories import lifecycle
 from memories.models import LinkKind, Memory, MemoryLink
 from memories.scope import Scope
+from memories.search import queries
+from memories.write import create
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,7 +56,7 @@ def judge_prompt(stub: StubServer) -> str:
 
 
 def test_a_reversed_decision_supersedes_the_old_memory_instead_of_adding_one(reasoner_stub: StubServer) -> None:
-    old = services.create_memory(P, OLD, "process")
+    old = create.store_memory(P, OLD, "process").memory
     converse()
     result = propose(
         reasoner_stub,
@@ -72,7 +74,7 @@ def test_a_reversed_decision_supersedes_the_old_memory_instead_of_adding_one(rea
 
 
 def test_an_unclear_disagreement_opens_a_conflict(reasoner_stub: StubServer) -> None:
-    old = services.create_memory(P, OLD, "process")
+    old = create.store_memory(P, OLD, "process").memory
     converse()
     propose(
         reasoner_stub,
@@ -85,8 +87,8 @@ def test_an_unclear_disagreement_opens_a_conflict(reasoner_stub: StubServer) -> 
 
 
 def test_the_reasoner_can_supersede_directly_and_a_bad_judge_answer_means_create(reasoner_stub: StubServer) -> None:
-    old = services.create_memory(P, OLD, "process")
-    other = services.create_memory(P, "vec:0,0,1 Releases are tagged vX.Y.Z")
+    old = create.store_memory(P, OLD, "process").memory
+    other = create.store_memory(P, "vec:0,0,1 Releases are tagged vX.Y.Z").memory
     converse()
     propose(
         reasoner_stub,

@@ -116,7 +116,7 @@ def local_embedder(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The real default embedder (all-MiniLM-L6-v2, offline), for what only real embeddings show."""
     from django.conf import settings
 
-    from memories import embedders, vector_index
+    from memories.embedding import embedders, vector_index
 
     monkeypatch.setitem(
         settings.YULLU, "embedding", {**settings.YULLU["embedding"], "provider": "local", "model": "all-MiniLM-L6-v2"}

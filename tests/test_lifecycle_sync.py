@@ -8,8 +8,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memories import lifecycle, queries, services
+from memories import lifecycle
 from memories.scope import resolve
+from memories.search import queries
+from memories.write import create
 from tests.stubs import StubServer
 from tests.test_sync import Machine, machine_dbs, machines, repo_origin  # noqa: F401  (fixtures)
 
@@ -22,11 +24,11 @@ def test_supersede_links_importance_and_expiry_reach_a_teammate_but_verdicts_do_
     stub_embedder: StubServer,
 ) -> None:
     scope = resolve(None, str(repo))
-    old = services.create_memory(scope, "vec:1,0,0 We deploy with make ship", "process")
-    new = services.store_memory(
+    old = create.store_memory(scope, "vec:1,0,0 We deploy with make ship", "process").memory
+    new = create.store_memory(
         scope, "vec:1,0.6,0 make ship is retired; deploy with make release", supersedes=old.pk, importance="high"
     ).memory
-    other = services.create_memory(scope, "vec:0,0,1 Releases happen on Fridays", ttl_days=30)
+    other = create.store_memory(scope, "vec:0,0,1 Releases happen on Fridays", ttl_days=30).memory
     lifecycle.link_memories(other.pk, new.pk, "contradicts")
     found = queries.search(scope.project_id, "vec:1,0,0 deploy", min_similarity=0.0)
     lifecycle.rate_recall(found.recall_id, new.pk, True)
@@ -63,10 +65,10 @@ def test_superseding_leaves_both_machines_with_the_same_updated_at_on_every_memo
     from memories.models import Memory
 
     scope = resolve(None, str(repo))
-    old = services.create_memory(scope, "vec:1,0,0 We deploy with make ship", "process")
-    services.store_memory(scope, "vec:1,0.6,0 make ship is retired; deploy with make release", supersedes=old.pk)
-    gone = services.create_memory(scope, "vec:0,0,1 Staging runs on Fridays", "process")
-    later = services.create_memory(scope, "vec:0,1,0 Staging runs on Thursdays now", "process")
+    old = create.store_memory(scope, "vec:1,0,0 We deploy with make ship", "process").memory
+    create.store_memory(scope, "vec:1,0.6,0 make ship is retired; deploy with make release", supersedes=old.pk)
+    gone = create.store_memory(scope, "vec:0,0,1 Staging runs on Fridays", "process").memory
+    later = create.store_memory(scope, "vec:0,1,0 Staging runs on Thursdays now", "process").memory
     lifecycle.link_memories(later.pk, gone.pk, "supersedes")
 
     machines["B"].reconcile(repo)

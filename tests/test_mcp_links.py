@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from memories import lifecycle, services
+from memories import lifecycle
 from memories.models import MemoryLink
 from memories.scope import Scope
+from memories.write import create, edit
 from tests.mcp_client import call, http_session
 from tests.processes import git_repo
 from tests.stubs import StubServer
@@ -28,8 +29,8 @@ def run(coro: Any) -> Any:
 def test_get_memory_returns_full_text_links_anchors_and_a_history_summary(
     live_server_url: str, owner_token: str, stub_embedder: StubServer
 ) -> None:
-    memory = services.create_memory(Scope(P, None), "vec:1,0,0 We deploy with make ship " + "x" * 300, "process")
-    services.update_memory(memory.pk, tags=["ops"])
+    memory = create.store_memory(Scope(P, None), "vec:1,0,0 We deploy with make ship " + "x" * 300, "process").memory
+    edit.update_memory(memory.pk, tags=["ops"])
 
     async def go() -> None:
         async with http_session(live_server_url, owner_token) as s:
@@ -49,8 +50,8 @@ def test_get_memory_returns_full_text_links_anchors_and_a_history_summary(
 def test_link_list_and_resolve_a_conflict_over_mcp(
     live_server_url: str, owner_token: str, stub_embedder: StubServer
 ) -> None:
-    old = services.create_memory(Scope(P, None), "vec:1,0,0 The API listens on port 8000", "process")
-    new = services.create_memory(Scope(P, None), "vec:0,1,0 The API listens on port 9000", "process")
+    old = create.store_memory(Scope(P, None), "vec:1,0,0 The API listens on port 8000", "process").memory
+    new = create.store_memory(Scope(P, None), "vec:0,1,0 The API listens on port 9000", "process").memory
 
     async def go() -> None:
         async with http_session(live_server_url, owner_token) as s:
@@ -74,11 +75,11 @@ def test_link_list_and_resolve_a_conflict_over_mcp(
 
 
 def test_a_conflict_closes_when_one_side_is_superseded() -> None:
-    a = services.create_memory(Scope(P, None), "vec:1,0,0 Builds run on Jenkins", "process")
-    b = services.create_memory(Scope(P, None), "vec:0,1,0 Builds run on GitHub Actions", "process")
+    a = create.store_memory(Scope(P, None), "vec:1,0,0 Builds run on Jenkins", "process").memory
+    b = create.store_memory(Scope(P, None), "vec:0,1,0 Builds run on GitHub Actions", "process").memory
     link = lifecycle.link_memories(a.pk, b.pk, "contradicts")
     assert [c["id"] for c in lifecycle.open_conflicts(P)] == [link.pk]
-    services.store_memory(
+    create.store_memory(
         Scope(P, None), "vec:0,0,1 Builds run on Buildkite since May", "process", supersedes=a.pk, source="mcp"
     )
     assert lifecycle.open_conflicts(P) == []
@@ -91,8 +92,8 @@ def test_update_and_delete_accept_cwd_and_refuse_a_memory_of_another_project(
     live_server_url: str, owner_token: str, stub_embedder: StubServer, tmp_path: Path
 ) -> None:
     repo = git_repo(tmp_path / "svc", origin="git@github.com:acme/svc.git")
-    mine = services.create_memory(Scope("github.com/acme/svc", None), "vec:1,0,0 Lint with make lint", "process")
-    other = services.create_memory(Scope("acme/other", None), "vec:0,1,0 Lint with tox -e lint", "process")
+    mine = create.store_memory(Scope("github.com/acme/svc", None), "vec:1,0,0 Lint with make lint", "process").memory
+    other = create.store_memory(Scope("acme/other", None), "vec:0,1,0 Lint with tox -e lint", "process").memory
 
     async def go() -> None:
         async with http_session(live_server_url, owner_token) as s:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from memories import embedders
+from memories.embedding import embedders
 from memories.models import Memory
 from tests.processes import git_repo, product_env, run_cli
 

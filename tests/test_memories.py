@@ -6,11 +6,12 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from memories import bm25, queries, services
-from memories.embedders import get_embedder
+from memories.embedding.embedders import get_embedder
+from memories.embedding.vector_index import index_name
 from memories.models import EventKind, Memory, MemoryEvent, MemoryVector, RejectedMemory, Usage
 from memories.scope import Scope
-from memories.vector_index import index_name
+from memories.search import bm25, candidates, queries, recall_log
+from memories.write import create, edit, validation
 from tests.stubs import StubServer
 from yullu_core.errors import NotFound, Unavailable, UserError
 
@@ -20,12 +21,12 @@ B = Scope("acme/other", None)
 
 
 def test_create_update_delete_round_trip(stub_embedder: StubServer) -> None:
-    m = services.create_memory(A, "  Deploys go through the release train  ", "PROCESS", ["ci", "ci", " release "])
+    m = create.store_memory(A, "  Deploys go through the release train  ", "PROCESS", ["ci", "ci", " release "]).memory
     assert (m.content, m.category, m.tags) == ("Deploys go through the release train", "process", ["ci", "release"])
     assert MemoryVector.objects.get(memory=m).embedder == "openai:stub-embed"
-    updated = services.update_memory(m.id, content="Deploys go out every Tuesday", category="")
+    updated = edit.update_memory(m.id, content="Deploys go out every Tuesday", category="")
     assert updated.category is None and updated.content == "Deploys go out every Tuesday"
-    services.delete_memory(m.id)
+    edit.delete_memory(m.id)
     assert not Memory.objects.filter(pk=m.id).exists()
     kinds = list(MemoryEvent.objects.order_by("id").values_list("kind", flat=True))
     assert kinds == ["created", "updated", "deleted"]
@@ -33,48 +34,48 @@ def test_create_update_delete_round_trip(stub_embedder: StubServer) -> None:
 
 def test_an_unknown_category_is_refused_naming_the_five_and_empty_is_uncategorised(stub_embedder: StubServer) -> None:
     with pytest.raises(UserError, match="'opinion' is not a category; use one of process, decision, gotcha, domain"):
-        services.create_memory(A, "x is y", "opinion")
+        create.store_memory(A, "x is y", "opinion")
     assert Memory.objects.count() == 0
-    assert services.create_memory(A, "x is y", "").category is None
+    assert create.store_memory(A, "x is y", "").memory.category is None
 
 
 @pytest.mark.parametrize("content", ["", "   ", None, 42, "a\x00b"])
 def test_bad_content_is_refused_and_nothing_is_stored(stub_embedder: StubServer, content: Any) -> None:
     with pytest.raises(UserError):
-        services.create_memory(A, content)
+        create.store_memory(A, content)
     assert Memory.objects.count() == 0
 
 
 def test_oversized_content_is_refused_with_the_limit(stub_embedder: StubServer) -> None:
     limit = settings.YULLU["retrieval"]["max_content_chars"]
     with pytest.raises(UserError, match=f"limit is {limit}"):
-        services.create_memory(A, "x" * (limit + 1))
+        create.store_memory(A, "x" * (limit + 1))
     assert Memory.objects.count() == 0
 
 
 def test_update_with_nothing_is_refused(stub_embedder: StubServer) -> None:
-    m = services.create_memory(A, "fact")
+    m = create.store_memory(A, "fact").memory
     with pytest.raises(UserError, match="nothing to update"):
-        services.update_memory(m.id)
+        edit.update_memory(m.id)
 
 
 def test_unknown_ids_are_not_found() -> None:
     with pytest.raises(NotFound, match="memory 999999 not found"):
-        services.update_memory(999999, content="x")
+        edit.update_memory(999999, content="x")
     with pytest.raises(NotFound):
-        services.delete_memory(999999)
+        edit.delete_memory(999999)
 
 
 def test_a_failing_embedder_is_one_clear_error_and_writes_nothing(stub_embedder: StubServer) -> None:
     stub_embedder.embed_status = 500
     with pytest.raises(Unavailable, match="openai embedder"):
-        services.create_memory(A, "will not be stored")
+        create.store_memory(A, "will not be stored")
     assert Memory.objects.count() == 0
     assert Usage.objects.filter(ok=False).count() == 1
 
 
 def test_remote_embeds_record_usage_rows(stub_embedder: StubServer) -> None:
-    services.create_memories(A, [services.NewMemory(f"fact number {i}") for i in range(5)])
+    create.store_memories(A, [validation.NewMemory(f"fact number {i}") for i in range(5)])
     assert stub_embedder.embed_calls() == 1  # batched
     row = Usage.objects.get()
     assert (row.provider, row.kind, row.ok) == ("openai", "embed", True)
@@ -83,22 +84,22 @@ def test_remote_embeds_record_usage_rows(stub_embedder: StubServer) -> None:
 
 def test_secrets_are_refused_before_anything_is_written(stub_embedder: StubServer) -> None:
     with pytest.raises(UserError, match="github-pat") as err:
-        services.create_memory(A, "use ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 for CI")
+        create.store_memory(A, "use ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 for CI")
     assert "ghp_" not in str(err.value)
     assert Memory.objects.count() == 0 and stub_embedder.embed_calls() == 0
 
 
 def test_projects_are_isolated(stub_embedder: StubServer) -> None:
-    services.create_memory(A, "vec:1,0,0 alpha fact")
-    services.create_memory(B, "vec:1,0,0 beta fact")
+    create.store_memory(A, "vec:1,0,0 alpha fact")
+    create.store_memory(B, "vec:1,0,0 beta fact")
     found = queries.search(A.project_id, "vec:1,0,0 alpha", min_similarity=0.0, log=False)
     assert [h["project_id"] for h in found.results] == ["acme/app"]
 
 
 def test_similarity_is_cosine_for_exact_near_and_orthogonal_vectors(stub_embedder: StubServer) -> None:
-    exact = services.create_memory(A, "vec:1,0,0 exact")
-    near = services.create_memory(A, "vec:0.9,0.4,0 near")  # cosine 0.914: related, not a duplicate
-    ortho = services.create_memory(A, "vec:0,1,0 orthogonal")
+    exact = create.store_memory(A, "vec:1,0,0 exact").memory
+    near = create.store_memory(A, "vec:0.9,0.4,0 near").memory  # cosine 0.914: related, not a duplicate
+    ortho = create.store_memory(A, "vec:0,1,0 orthogonal").memory
     found = queries.search(A.project_id, "vec:1,0,0 query", limit=5, min_similarity=0.0, mode="dense", log=False)
     sims = {h["id"]: h["similarity"] for h in found.results}
     assert sims[exact.id] == pytest.approx(1.0, abs=1e-4)
@@ -109,8 +110,8 @@ def test_similarity_is_cosine_for_exact_near_and_orthogonal_vectors(stub_embedde
 
 
 def test_the_floor_drops_weak_matches_and_can_drop_everything(stub_embedder: StubServer) -> None:
-    services.create_memory(A, "vec:1,0,0 exact")
-    services.create_memory(A, "vec:0,1,0 orthogonal")
+    create.store_memory(A, "vec:1,0,0 exact")
+    create.store_memory(A, "vec:0,1,0 orthogonal")
     found = queries.search(A.project_id, "vec:1,0,0 query", min_similarity=0.5, mode="dense")
     assert len(found.results) == 1 and len(found.considered) == 1
     nothing = queries.search(A.project_id, "vec:0,0,1 query", min_similarity=0.99, mode="dense")
@@ -119,9 +120,9 @@ def test_the_floor_drops_weak_matches_and_can_drop_everything(stub_embedder: Stu
 
 def test_category_filter_is_an_or_and_excludes_uncategorised(stub_embedder: StubServer) -> None:
     # Distinct facts with equally close vectors (identical vectors would be one memory).
-    services.create_memory(A, "vec:1,0.3,0 a", "gotcha")
-    services.create_memory(A, "vec:1,0,0.3 b", "decision")
-    services.create_memory(A, "vec:1,0,0,0.3 c")
+    create.store_memory(A, "vec:1,0.3,0 a", "gotcha")
+    create.store_memory(A, "vec:1,0,0.3 b", "decision")
+    create.store_memory(A, "vec:1,0,0,0.3 c")
     found = queries.search(
         A.project_id, "vec:1,0,0 q", categories=["gotcha", "decision", "bogus"], min_similarity=0.0, log=False
     )
@@ -132,7 +133,7 @@ def test_category_filter_is_an_or_and_excludes_uncategorised(stub_embedder: Stub
 
 @pytest.mark.parametrize("query", ["ok", "Thanks!", "yes.", "continue", "  "])
 def test_trivial_queries_skip_the_embedder(stub_embedder: StubServer, query: str) -> None:
-    services.create_memory(A, "something")
+    create.store_memory(A, "something")
     before = stub_embedder.embed_calls()
     assert queries.search(A.project_id, query).results == []
     assert stub_embedder.embed_calls() == before
@@ -144,8 +145,8 @@ def test_an_empty_project_skips_the_embedder(stub_embedder: StubServer) -> None:
 
 
 def test_recall_log_groups_recalled_and_considered(stub_embedder: StubServer) -> None:
-    services.create_memory(A, "vec:1,0,0 exact")
-    services.create_memory(A, "vec:0,1,0 orthogonal")
+    create.store_memory(A, "vec:1,0,0 exact")
+    create.store_memory(A, "vec:0,1,0 orthogonal")
     found = queries.search(A.project_id, "vec:1,0,0 query", min_similarity=0.5)
     events = MemoryEvent.objects.filter(recall_id=found.recall_id)
     assert sorted(events.values_list("kind", flat=True)) == [EventKind.CONSIDERED, EventKind.RECALLED]
@@ -156,19 +157,19 @@ def test_recall_log_groups_recalled_and_considered(stub_embedder: StubServer) ->
 
 
 def test_keyword_search_finds_exact_terms(stub_embedder: StubServer) -> None:
-    services.create_memory(A, "The flux capacitor config lives in settings/flux.toml")
-    services.create_memory(A, "Unrelated text about lunch")
+    create.store_memory(A, "The flux capacitor config lives in settings/flux.toml")
+    create.store_memory(A, "Unrelated text about lunch")
     found = queries.search(A.project_id, "where is the flux capacitor configured", mode="keyword", log=False)
     assert "flux" in found.results[0]["content"]
     assert len(found.results) == 1
 
 
 def test_rating_keeps_six_to_ten_and_archives_one_to_five(stub_embedder: StubServer) -> None:
-    keep = services.create_memory(A, "good fact")
-    drop = services.create_memory(A, "bad fact", "gotcha", ["x"])
-    assert services.rate_memory(keep.id, 8, "useful")["archived"] is False
+    keep = create.store_memory(A, "good fact").memory
+    drop = create.store_memory(A, "bad fact", "gotcha", ["x"]).memory
+    assert edit.rate_memory(keep.id, 8, "useful")["archived"] is False
     assert Memory.objects.get(pk=keep.id).rating == 8
-    assert services.rate_memory(drop.id, 3, "too vague")["archived"] is True
+    assert edit.rate_memory(drop.id, 3, "too vague")["archived"] is True
     assert not Memory.objects.filter(pk=drop.id).exists()
     rejected = RejectedMemory.objects.get()
     assert (rejected.content, rejected.rating, rejected.rating_comment, rejected.tags) == (
@@ -181,18 +182,18 @@ def test_rating_keeps_six_to_ten_and_archives_one_to_five(stub_embedder: StubSer
 
 @pytest.mark.parametrize("rating", [0, 11, "high", True])
 def test_out_of_range_ratings_are_refused(stub_embedder: StubServer, rating: Any) -> None:
-    m = services.create_memory(A, "fact")
+    m = create.store_memory(A, "fact").memory
     with pytest.raises(UserError, match="1 to 10"):
-        services.rate_memory(m.id, rating)
+        edit.rate_memory(m.id, rating)
 
 
 def test_a_large_project_is_searched_through_the_hnsw_index(stub_embedder: StubServer) -> None:
     # Just past the size below which the product scans exactly, so `_dense` takes the HNSW path.
     # A project no other test uses: project sizes are cached per process for a while.
     large = Scope("acme/large", None)
-    n = queries.EXACT_SCAN_MAX + 1
-    many = [services.NewMemory(f"vec:{i % 7},1,{i % 5} fact number {i}") for i in range(n)]
-    services.create_memories(large, many, dedupe=False)  # distinct facts; skip the per-item duplicate search
+    n = candidates.EXACT_SCAN_MAX + 1
+    many = [validation.NewMemory(f"vec:{i % 7},1,{i % 5} fact number {i}") for i in range(n)]
+    create.store_memories(large, many, dedupe=False)  # distinct facts; skip the per-item duplicate search
     bm25.forget(large.project_id)  # project sizes are cached per process (60 s)
     name = index_name("openai:stub-embed", 8)
     sent: list[tuple[str, Any]] = []
@@ -218,9 +219,9 @@ def test_a_large_project_is_searched_through_the_hnsw_index(stub_embedder: StubS
 def test_switching_embedder_keeps_data_and_backfills(stub_embedder: StubServer, monkeypatch: Any) -> None:
     from memories.tasks import backfill_embeddings
 
-    services.create_memory(A, "The deploy key lives in the vault under ops/deploy")
+    create.store_memory(A, "The deploy key lives in the vault under ops/deploy")
     monkeypatch.setitem(settings.YULLU, "embedding", {**settings.YULLU["embedding"], "model": "stub-embed-2"})
-    from memories import embedders
+    from memories.embedding import embedders
 
     embedders._cache.clear()
     assert get_embedder().id == "openai:stub-embed-2"
@@ -234,14 +235,14 @@ def test_switching_embedder_keeps_data_and_backfills(stub_embedder: StubServer, 
 
 
 def test_a_memory_deleted_during_a_search_does_not_break_the_recall_log(stub_embedder: StubServer) -> None:
-    kept = services.create_memory(A, "vec:1,0,0 kept")
-    gone = services.create_memory(A, "vec:0,1,0 gone")
-    result = queries.SearchResult(project_id=A.project_id, recall_id="00000000-0000-4000-8000-000000000001")
-    from memories.serializers import hit_to_wire as hit_dict
+    kept = create.store_memory(A, "vec:1,0,0 kept").memory
+    gone = create.store_memory(A, "vec:0,1,0 gone").memory
+    result = candidates.SearchResult(project_id=A.project_id, recall_id="00000000-0000-4000-8000-000000000001")
+    from memories.wire import hit_to_wire as hit_dict
 
     result.results = [hit_dict(kept, 0.9, 1), hit_dict(gone, 0.8, 2)]
     Memory.objects.filter(pk=gone.pk).delete()  # a concurrent delete between search and logging
-    queries._log_recall(result, "q")
+    recall_log.log_recall(result, "q")
     logged = dict(MemoryEvent.objects.filter(kind="recalled").values_list("memory_uuid", "memory_id"))
     assert logged == {kept.uuid: kept.pk, gone.uuid: None}
 
@@ -251,14 +252,14 @@ def test_memories_of_a_strong_hits_session_rise_with_it(stub_embedder: StubServe
 
     t0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
     items = [
-        services.NewMemory("vec:1,0,0 the strong hit", None, ["session:s1"], t0),
-        services.NewMemory("vec:0.5,0.866,0 said in the same session", None, ["session:s1"], t0 - timedelta(hours=2)),
-        services.NewMemory(
+        validation.NewMemory("vec:1,0,0 the strong hit", None, ["session:s1"], t0),
+        validation.NewMemory("vec:0.5,0.866,0 said in the same session", None, ["session:s1"], t0 - timedelta(hours=2)),
+        validation.NewMemory(
             "vec:0.5,0.866,0 said a second later, elsewhere", None, ["session:s2"], t0 + timedelta(seconds=1)
         ),
-        services.NewMemory("vec:0.5,0.866,0 said with no session", None, [], t0 - timedelta(hours=3)),
+        validation.NewMemory("vec:0.5,0.866,0 said with no session", None, [], t0 - timedelta(hours=3)),
     ]
-    services.create_memories(A, items, source="test", dedupe=False)  # three equal vectors on purpose
+    create.store_memories(A, items, source="test", dedupe=False)  # three equal vectors on purpose
     found = queries.search(A.project_id, "vec:1,0,0 question", limit=4, min_similarity=0.0, mode="dense", log=False)
     order = [hit["content"].split(" ", 1)[1] for hit in found.results]
     # Without the session signal the three equal matches would be ordered by recency alone.
@@ -283,8 +284,8 @@ def test_a_strong_hits_neighbours_in_its_session_rise_above_the_rest_of_it(stub_
         "vec:0,0,1 more filler",
         "vec:0.55,0.835,0 said much later, a little closer in meaning",
     ]
-    items = [services.NewMemory(t, None, ["session:s1"], t0 + timedelta(minutes=i)) for i, t in enumerate(texts)]
-    services.create_memories(A, items, source="test", dedupe=False)
+    items = [validation.NewMemory(t, None, ["session:s1"], t0 + timedelta(minutes=i)) for i, t in enumerate(texts)]
+    create.store_memories(A, items, source="test", dedupe=False)
     found = queries.search(A.project_id, "vec:1,0,0 question", limit=3, min_similarity=0.0, log=False)
     # Without the neighbour share the slightly closer one, further from the hit, would come first.
     assert [hit["content"].split(" ", 1)[1] for hit in found.results] == [
@@ -299,12 +300,12 @@ def test_a_session_too_large_to_read_per_search_gets_no_neighbour_share(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from memories import expansion
+    from memories.search import expansion
 
     t0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
     texts = ["vec:1,0,0 the strong hit", "vec:0.5,0.866,0 said right after it", "vec:0,0,1 filler"]
-    items = [services.NewMemory(t, None, ["session:big"], t0 + timedelta(minutes=i)) for i, t in enumerate(texts)]
-    services.create_memories(A, items, source="test", dedupe=False)
+    items = [validation.NewMemory(t, None, ["session:big"], t0 + timedelta(minutes=i)) for i, t in enumerate(texts)]
+    create.store_memories(A, items, source="test", dedupe=False)
     assert len(expansion.session_places(A.project_id, ["session:big"])) == 3
     monkeypatch.setattr(expansion, "SESSION_PLACES_MAX", 2)
     assert expansion.session_places(A.project_id, ["session:big"]) == {}  # bounded: not read at all
@@ -324,13 +325,13 @@ def test_a_search_loads_only_the_rows_it_shows_and_a_memory_deleted_meanwhile_gi
     from django.test.utils import CaptureQueriesContext
 
     ids = [Memory.objects.create(project_id="rows/shown", content=f"fact {n}").pk for n in range(4)]
-    ordered = [queries.Candidate(mid, similarity=0.9) for mid in ids]
+    ordered = [candidates.Candidate(mid, similarity=0.9) for mid in ids]
     with CaptureQueriesContext(connection) as ran:
         kept, rows = queries._rows(ordered, lambda c: True, 2)
     assert sorted(rows) == ids[:2] and len(ran.captured_queries) == 1  # not the other candidates' rows
     Memory.objects.filter(pk=ids[0]).delete()  # between the ranking and the row fetch
     kept, rows = queries._rows(ordered, lambda c: True, 2)
     assert [c.memory_id for c in kept] == ids[1:] and sorted(rows) == ids[1:3]
-    result = queries.SearchResult(project_id="rows/shown", recall_id=None)
+    result = candidates.SearchResult(project_id="rows/shown", recall_id=None)
     queries._apply_floor(result, kept, rows, lambda c: True, 2)
     assert [h["id"] for h in result.results] == ids[1:3]

@@ -14,13 +14,14 @@ from typing import Any
 import httpx
 import pytest
 
-from memories import services
 from memories.models import Memory
 from memories.scope import resolve
+from memories.write import create
 from sync.services import reconcile_scope
 from tests.mcp_client import call, http_session
 from tests.processes import git_repo, product_env, run_cli
 from tests.stubs import StubServer
+from yullu_core.errors import UserError
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OSC52 = "\x1b]52;c;cm0gLXJmIH4=\x07"  # writes "rm -rf ~" to the clipboard
@@ -129,15 +130,15 @@ def test_control_and_bidi_characters_are_refused_on_every_write_path(
     result = reconcile_scope(resolve(None, str(repo)))
     assert [e["file"] for e in result["parse_errors"]] == ["teammate.json"]
     assert "control or bidi" in result["parse_errors"][0]["error"]
-    with pytest.raises(services.UserError, match="control or bidi"):
-        services.create_memory(resolve("acme/w", None), "admin and import use this path \x1b[0m")
+    with pytest.raises(UserError, match="control or bidi"):
+        create.store_memory(resolve("acme/w", None), "admin and import use this path \x1b[0m")
     assert not Memory.objects.exists()
 
 
 def test_a_query_parameter_an_endpoint_does_not_take_is_an_error_naming_it(
     live_server_url: str, owner_token: str, stub_embedder: StubServer
 ) -> None:
-    services.create_memory(resolve("acme/one", None), "a fact of project one")
+    create.store_memory(resolve("acme/one", None), "a fact of project one")
     with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}) as api:
         r = api.get("/api/memories", params={"cwd": "/somewhere/else"})
         assert r.status_code == 400 and "cwd" in r.json()["error"], r.text

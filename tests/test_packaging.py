@@ -139,7 +139,7 @@ def test_the_wheel_installs_outside_the_repo_without_torch_and_serves(installed:
     no_torch, where = probed.stdout.split()
     assert no_torch == "True" and "site-packages" in where and str(REPO) not in where
     # both models ship inside the wheel: the reranker judges a pair from the installed files
-    judge = "from memories import rerank; print(rerank.model_dir(), len(rerank.judge.logits('a', ['b'])))"
+    judge = "from memories.search import rerank; print(rerank.model_dir(), len(rerank.judge.logits('a', ['b'])))"
     judged = subprocess.run([python, "-c", judge], env=env, cwd=installed, capture_output=True, text=True)
     assert judged.returncode == 0, judged.stderr[-3000:]
     model, pairs = judged.stdout.split()

@@ -1,4 +1,4 @@
-"""A question naming a date favours the memories created then (memories.expansion)."""
+"""A question naming a date favours the memories created then (memories.search.expansion)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories import bm25, expansion, queries, services
-from memories.embedders import get_embedder
-from memories.expansion import date_windows, in_window
+from memories.embedding.embedders import get_embedder
+from memories.embedding.vector_index import vector_literal
 from memories.models import Memory
 from memories.scope import Scope
-from memories.vector_index import vector_literal
+from memories.search import bm25, expansion, queries
+from memories.search.expansion import date_windows, in_window
+from memories.write import create, validation
 from tests.stubs import StubServer
 
 A = Scope("acme/dates", None)
@@ -58,10 +59,10 @@ def test_a_question_without_a_date_names_none(question: str) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_the_memory_created_on_the_day_asked_about_comes_first(stub_embedder: StubServer) -> None:
     items = [
-        services.NewMemory("vec:1,0,0 the dated note", None, [], datetime(2026, 3, 3, 10, tzinfo=UTC)),
-        services.NewMemory("vec:1,0,0 the newer note", None, [], datetime(2026, 3, 10, 10, tzinfo=UTC)),
+        validation.NewMemory("vec:1,0,0 the dated note", None, [], datetime(2026, 3, 3, 10, tzinfo=UTC)),
+        validation.NewMemory("vec:1,0,0 the newer note", None, [], datetime(2026, 3, 10, 10, tzinfo=UTC)),
     ]
-    services.create_memories(A, items, source="test", dedupe=False)  # equal vectors on purpose
+    create.store_memories(A, items, source="test", dedupe=False)  # equal vectors on purpose
 
     def order(question: str) -> list[str]:
         found = queries.search(A.project_id, question, limit=2, min_similarity=0.0, log=False)
@@ -84,8 +85,8 @@ def test_the_window_search_finds_the_memory_from_the_year_asked_about(
     # 3 scans the window's ids exactly) and, closer to the question, 2025 ones the window leaves out.
     dated = [("vec:1,1,0 the 2024 release note", 2024)] + [(f"vec:0,0,1 other 2024 note {n}", 2024) for n in range(2)]
     others = [(f"vec:1,0.{n},0 a 2025 note {n}", 2025) for n in range(5)]
-    items = [services.NewMemory(text, None, [], datetime(year, 6, 1, tzinfo=UTC)) for text, year in dated + others]
-    services.create_memories(A, items, source="test", dedupe=False)
+    items = [validation.NewMemory(text, None, [], datetime(year, 6, 1, tzinfo=UTC)) for text, year in dated + others]
+    create.store_memories(A, items, source="test", dedupe=False)
     monkeypatch.setattr(expansion, "WINDOW_EXACT_MAX", exact_max)
     bm25.forget(A.project_id)  # the project's cached count may be an earlier test's
     embedder = get_embedder()

@@ -1,4 +1,4 @@
-"""The calibrated gate (memories.queries.Judged) and the cross-encoder behind it (memories.rerank):
+"""The calibrated gate (memories.search.gates.Judged) and the cross-encoder behind it (memories.search.rerank):
 the probability rises with the model's score, the first stage settles what the model could not
 overturn, only the unsure are judged (once: cached), and long prompts are judged clause by clause."""
 
@@ -10,16 +10,17 @@ from typing import Any
 
 import pytest
 
-from memories import queries, rerank, services
 from memories.scope import resolve
+from memories.search import candidates, gates, queries, rerank
+from memories.write import create
 
-GATE = queries.JUDGED["local:all-MiniLM-L6-v2"]
+GATE = gates.JUDGED["local:all-MiniLM-L6-v2"]
 DEPLOY = "The probe service deploys with make ship-it after the canary passes."
 PROMPT = "I want to ship the new refund endpoint, what's the deploy process"  # cosine 0.32: unsure
 
 
-def cand(cosine: float, coverage: float = 0.0) -> queries.Candidate:
-    return queries.Candidate(1, similarity=cosine, coverage=coverage)
+def cand(cosine: float, coverage: float = 0.0) -> candidates.Candidate:
+    return candidates.Candidate(1, similarity=cosine, coverage=coverage)
 
 
 def test_the_probability_is_in_0_1_and_rises_with_the_logit_cosine_and_coverage() -> None:
@@ -60,8 +61,8 @@ def test_the_model_scores_the_answer_above_an_unrelated_memory() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_only_unsure_candidates_are_judged_and_a_repeat_is_answered_from_the_cache() -> None:
     scope = resolve("acme/judge", None)
-    deploy = services.create_memory(scope, DEPLOY, "process")
-    services.create_memory(scope, "Invoices are generated on the first of the month at 02:00 UTC.", "domain")
+    deploy = create.store_memory(scope, DEPLOY, "process").memory
+    create.store_memory(scope, "Invoices are generated on the first of the month at 02:00 UTC.", "domain")
     rerank.judge.clear()
     before = rerank.judge.pairs_scored
     found = queries.search(scope.project_id, PROMPT, log=False)
@@ -78,7 +79,7 @@ def test_only_unsure_candidates_are_judged_and_a_repeat_is_answered_from_the_cac
 
 def test_the_shipped_model_runs_without_torch() -> None:
     code = (
-        "import sys; from memories import rerank; m = rerank.CrossEncoder(rerank.model_dir()); "
+        "import sys; from memories.search import rerank; m = rerank.CrossEncoder(rerank.model_dir()); "
         "print(len(m.logits([('a', 'b')])), 'torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
@@ -93,7 +94,7 @@ def test_without_the_model_package_search_falls_back_to_the_cosine_gate(monkeypa
     monkeypatch.setattr(rerank, "judge", rerank.Judge())  # not loaded yet
     monkeypatch.setattr(rerank, "model_dir", missing)
     scope = resolve("acme/nomodel", None)
-    deploy = services.create_memory(scope, DEPLOY, "process")
+    deploy = create.store_memory(scope, DEPLOY, "process").memory
     assert [h["id"] for h in queries.search(scope.project_id, "how do we deploy?", log=False).results] == [deploy.id]
     assert queries.search(scope.project_id, "write a haiku about autumn", log=False).results == []
     assert queries.search(scope.project_id, PROMPT, log=False).results == []  # what the cosine gate missed
@@ -104,9 +105,12 @@ def test_rerank_depth_reorders_the_first_stage_with_the_model(monkeypatch: pytes
     from django.conf import settings
 
     scope = resolve("acme/order", None)
-    invoices = services.create_memory(scope, "Invoices are generated on the first of the month.", "domain")
-    deploy = services.create_memory(scope, DEPLOY, "process")
-    first_stage = [queries.Candidate(invoices.id, similarity=0.5, score=1.0), queries.Candidate(deploy.id, score=0.9)]
+    invoices = create.store_memory(scope, "Invoices are generated on the first of the month.", "domain").memory
+    deploy = create.store_memory(scope, DEPLOY, "process").memory
+    first_stage = [
+        candidates.Candidate(invoices.id, similarity=0.5, score=1.0),
+        candidates.Candidate(deploy.id, score=0.9),
+    ]
     order = queries.reordered("how do we deploy the probe?", first_stage, depth=20)
     assert [c.memory_id for c in order] == [deploy.id, invoices.id]
     assert [c.memory_id for c in queries.reordered("x", first_stage[:1], depth=0) + first_stage[1:]] == [

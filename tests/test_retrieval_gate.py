@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from memories import queries, services
-from memories.embedders import get_embedder
+from memories.embedding.embedders import get_embedder
 from memories.scope import resolve
+from memories.search import gates, queries
+from memories.write import create
 from tests.mcp_client import call, http_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,8 +53,8 @@ FACTS = [
 def test_the_default_embedder_is_the_local_one_with_a_calibrated_judge() -> None:
     embedder = get_embedder()
     assert embedder.id == "local:all-MiniLM-L6-v2"
-    assert isinstance(queries.gate_for(embedder.id), queries.Judged)
-    assert queries.configured_floor() is None
+    assert isinstance(gates.gate_for(embedder.id), gates.Judged)
+    assert gates.configured_floor() is None
 
 
 @pytest.mark.slow
@@ -95,7 +96,7 @@ def test_one_stored_memory_answers_how_do_we_deploy_through_mcp(live_server_url:
 
 def test_a_small_golden_set_is_answered_at_rank_one_and_unrelated_prompts_get_nothing() -> None:
     scope = resolve("acme/golden", None)
-    ids = {content: services.create_memory(scope, content, "process").id for content in GOLDEN}
+    ids = {content: create.store_memory(scope, content, "process").memory.id for content in GOLDEN}
     for content, questions in GOLDEN.items():
         for question in questions:
             found = queries.search(scope.project_id, question, log=False)
@@ -123,11 +124,11 @@ def test_min_similarity_replaces_the_gate_for_one_call(live_server_url: str, own
 
 
 def test_the_callers_min_similarity_applies_to_user_scope_hits_too() -> None:
-    from memories.context import search_merged
     from memories.scope import USER_SCOPE
+    from memories.search.merged import search_merged
 
-    services.create_memory(resolve(USER_SCOPE, None), DEPLOY, "process")
-    services.create_memory(resolve("acme/mine", None), "Billing invoices are generated nightly.", "process")
+    create.store_memory(resolve(USER_SCOPE, None), DEPLOY, "process")
+    create.store_memory(resolve("acme/mine", None), "Billing invoices are generated nightly.", "process")
     assert [h["content"] for h in search_merged("acme/mine", "how do we deploy?", log=False).results] == [DEPLOY]
     assert search_merged("acme/mine", "how do we deploy?", log=False, min_similarity=0.99).results == []
     unrelated = search_merged("acme/mine", "write a haiku about autumn", log=False, min_similarity=0.0).results
@@ -172,7 +173,7 @@ def test_an_unknown_rest_field_is_a_400_naming_it(client: Client, owner_token: s
 
 
 def test_rest_recall_takes_a_min_similarity_override(client: Client, owner_token: str) -> None:
-    services.create_memory(resolve("acme/rf", None), DEPLOY)
+    create.store_memory(resolve("acme/rf", None), DEPLOY)
     auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}", "content_type": "application/json"}
     body = {"query": "write a haiku about autumn", "project_id": "acme/rf"}
     assert client.post("/api/memories/recall", body, **auth).json()["results"] == []
@@ -189,11 +190,11 @@ def test_an_upgraded_config_holding_the_old_default_floor_gets_the_calibrated_ga
     old = tmp_path / "config.toml"
     old.write_text("[retrieval]\nmin_similarity = 0.45\n")  # what every config.toml said before the gate
     monkeypatch.setitem(settings.YULLU, "retrieval", load(old)["retrieval"])
-    assert queries.configured_floor() is None
+    assert gates.configured_floor() is None
     chosen = tmp_path / "chosen.toml"
     chosen.write_text("[retrieval]\nmin_similarity = 0.3\n")
     monkeypatch.setitem(settings.YULLU, "retrieval", load(chosen)["retrieval"])
-    assert queries.configured_floor() == 0.3
+    assert gates.configured_floor() == 0.3
 
 
 def test_store_memory_with_a_session_id_tags_the_session(

@@ -100,7 +100,7 @@ def test_a_read_with_an_explicit_project_id_does_not_look_up_its_repo() -> None:
 def test_the_vector_literal_is_the_seven_decimal_text_pgvector_reads() -> None:
     import numpy as np
 
-    from memories.queries import vector_literal
+    from memories.embedding.vector_index import vector_literal
 
     v = np.array([0.5, -0.123456789, 1e-9, -1.0], dtype=np.float32)
     assert (

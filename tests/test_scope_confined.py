@@ -13,9 +13,9 @@ import pytest
 from django.conf import settings
 
 from access.policy import is_personal
-from memories import services
 from memories.models import Memory, ProjectLocation
 from memories.scope import NO_PROJECT, OUTSIDE_ROOTS, allowed_roots, resolve, resolve_path
+from memories.write import create
 from sync.eventlog import new_event, read_events, write_event
 from sync.services import reconcile_scope
 from tests.mcp_client import call, http_session
@@ -144,7 +144,7 @@ def test_same_named_folders_outside_git_do_not_share_memories(roots: Path, stub_
     first, second = resolve(None, str(one)), resolve(None, str(two))
     assert first.project_id != second.project_id
     assert first.project_id.startswith("notes@") and second.project_id.startswith("notes@")
-    services.store_memory(first, "vec:1,0,0 the notes folder keeps meeting minutes")
+    create.store_memory(first, "vec:1,0,0 the notes folder keeps meeting minutes")
     assert resolve(None, str(one)).project_id == first.project_id  # stable
     assert not Memory.objects.filter(project_id=second.project_id).exists()
 
@@ -152,7 +152,7 @@ def test_same_named_folders_outside_git_do_not_share_memories(roots: Path, stub_
 def test_an_existing_bare_name_project_keeps_resolving(roots: Path, stub_embedder: StubServer) -> None:
     folder = roots / "scratch"
     folder.mkdir()
-    services.store_memory(resolve("scratch", None), "vec:0,1,0 stored before ids were qualified")
+    create.store_memory(resolve("scratch", None), "vec:0,1,0 stored before ids were qualified")
     assert resolve(None, str(folder)).project_id == "scratch"
 
 
@@ -171,7 +171,7 @@ def test_reconcile_of_a_folder_named_like_the_personal_scope_publishes_no_person
 ) -> None:
     from memories.scope import user_scope
 
-    services.store_memory(user_scope(), "vec:0,0,1 I prefer pytest over unittest")
+    create.store_memory(user_scope(), "vec:0,0,1 I prefer pytest over unittest")
     repo = git_repo(roots / "~user", None)
     reconcile_scope(resolve(None, str(repo)))
     logs = repo / ".yullu" / "logs"
@@ -180,7 +180,7 @@ def test_reconcile_of_a_folder_named_like_the_personal_scope_publishes_no_person
 
 
 def test_reconcile_writes_no_event_for_another_projects_memory(roots: Path, stub_embedder: StubServer) -> None:
-    other = services.store_memory(resolve("acme/other", None), "vec:1,1,0 the other project's fact").memory
+    other = create.store_memory(resolve("acme/other", None), "vec:1,1,0 the other project's fact").memory
     repo = git_repo(roots / "this", "git@github.com:acme/this.git")
     scope = resolve(None, str(repo))
     logs = repo / ".yullu" / "logs"
@@ -196,7 +196,7 @@ def test_reconcile_writes_no_event_for_another_projects_memory(roots: Path, stub
 def test_project_ids_are_normalised_and_look_alikes_refused(stub_embedder: StubServer) -> None:
     assert resolve("ｇｉｔｈｕｂ.ｃｏｍ/acme/app", None).project_id == "github.com/acme/app"  # full-width
     assert resolve("github.com/acme\u200b/app", None).project_id == "github.com/acme/app"  # zero-width space
-    services.store_memory(resolve("github.com/acme/app", None), "vec:1,0,1 we deploy with make ship")
+    create.store_memory(resolve("github.com/acme/app", None), "vec:1,0,1 we deploy with make ship")
     for lookalike in ("github.com/\u0430cme/app", "github.com/acme/\u0430pp", "github.c\u03bfm/acme/app"):
         with pytest.raises(UserError, match="look-alike"):
             resolve(lookalike, None)
@@ -204,7 +204,7 @@ def test_project_ids_are_normalised_and_look_alikes_refused(stub_embedder: StubS
 
 
 def test_the_event_log_lists_no_look_alike_project(stub_embedder: StubServer) -> None:
-    services.store_memory(resolve("acme/pay", None), "vec:1,0,0 payments retry three times")
+    create.store_memory(resolve("acme/pay", None), "vec:1,0,0 payments retry three times")
     with pytest.raises(UserError):
-        services.store_memory(resolve("\u0430cme/pay", None), "vec:0,1,0 payments never retry")
+        create.store_memory(resolve("\u0430cme/pay", None), "vec:0,1,0 payments never retry")
     assert sorted(set(Memory.objects.values_list("project_id", flat=True))) == ["acme/pay"]

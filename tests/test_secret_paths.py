@@ -20,10 +20,10 @@ from bench.secret_forms import ALNUM, chars, zero_width
 from dreaming.models import SessionMessage
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass
-from memories import services
 from memories.models import Memory
 from memories.scope import resolve
-from memories.transfer import ImportResult, Row, import_rows
+from memories.transfer.importer import ImportResult, Row, import_rows
+from memories.write import create, edit
 from sync.schema import parse_bytes
 from sync.services import reconcile_scope
 from tests.mcp_client import call, http_session
@@ -122,7 +122,7 @@ def test_a_teammates_event_with_a_hidden_secret_is_refused(repo: Path, stub_embe
 
 @pytest.mark.django_db
 def test_a_review_comment_with_a_hidden_secret_is_refused(stub_embedder: StubServer) -> None:
-    memory = services.create_memory(resolve("acme/paths", None), "Releases are tagged by CI")
+    memory = create.store_memory(resolve("acme/paths", None), "Releases are tagged by CI").memory
     with pytest.raises(UserError, match="github-pat"):
-        services.rate_memory(memory.pk, 2, f"wrong: the token is {HIDDEN}", source="admin")
+        edit.rate_memory(memory.pk, 2, f"wrong: the token is {HIDDEN}", source="admin")
     assert Memory.objects.get(pk=memory.pk).rating is None

@@ -1,4 +1,4 @@
-"""The secret scanner itself (memories/secrets.py): the forms the issue-33 probes stored, the tuning
+"""The secret scanner itself (memories/write/secrets.py): the forms the issue-33 probes stored, the tuning
 set of bench/secret_forms.py, hiding tricks, memories about secrets, and redaction.
 Every path calling this one function is tested in tests/test_secret_paths.py."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from bench import secret_forms
 from bench.secret_forms import ALNUM, HEX, URLSAFE, b64, b64_of, chars, cyrillic, full_width, zero_width
-from memories.secrets import find_secret, gitleaks, redact
+from memories.write.secrets import find_secret, gitleaks, redact
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
 R = random.Random(33)

@@ -14,9 +14,9 @@ import psycopg
 import pytest
 from django.conf import settings
 
-from memories import services
 from memories.models import Memory, MemoryVector
 from memories.scope import resolve
+from memories.write import create, edit
 from sync.eventlog import new_event, read_events, write_event
 from sync.fold import fold
 from sync.schema import Event
@@ -119,7 +119,7 @@ def test_the_two_machine_scenario(repo: Path, machines: dict[str, Machine], stub
     b = machines["B"]
     scope = resolve(None, str(repo))
     assert scope.project_id == PROJECT
-    m = services.create_memory(scope, "vec:1,0,0 Releases are cut from main", "process", ["release"])
+    m = create.store_memory(scope, "vec:1,0,0 Releases are cut from main", "process", ["release"]).memory
     calls = stub_embedder.embed_calls()
     r = b.reconcile(repo)
     assert (r["created"], r["embeddings_reused"], r["embeddings_computed"]) == (1, 1, 0)
@@ -129,12 +129,12 @@ def test_the_two_machine_scenario(repo: Path, machines: dict[str, Machine], stub
     counters = ("created", "updated", "deleted", "embeddings_reused", "embeddings_computed", "local_only_logged",
                 "events_new")  # fmt: skip
     assert {k: again.get(k) for k in counters} == dict.fromkeys(counters, 0)
-    services.update_memory(m.id, content="vec:0,1,0 Releases are cut from release branches")
+    edit.update_memory(m.id, content="vec:0,1,0 Releases are cut from release branches")
     r = b.reconcile(repo)
     assert (r["updated"], r["embeddings_reused"]) == (1, 1)
     assert b.rows()[0][1] == "vec:0,1,0 Releases are cut from release branches"
     assert b.vector(str(m.uuid))[:2] == pytest.approx([0.0, 1.0], abs=1e-5)
-    services.delete_memory(m.id)
+    edit.delete_memory(m.id)
     assert b.reconcile(repo)["deleted"] == 1
     assert b.rows() == []
 
@@ -143,7 +143,7 @@ def test_a_different_embedder_computes_and_publishes_its_vector(
     repo: Path, machines: dict[str, Machine], stub_embedder: StubServer
 ) -> None:
     c = machines["C"]
-    m = services.create_memory(resolve(None, str(repo)), "Use the staging DB for load tests", "gotcha")
+    m = create.store_memory(resolve(None, str(repo)), "Use the staging DB for load tests", "gotcha").memory
     calls = stub_embedder.embed_calls()
     r = c.reconcile(repo)
     assert (r["created"], r["embeddings_computed"], r["embeddings_reused"]) == (1, 1, 0)
@@ -206,7 +206,7 @@ def test_log_edge_cases_apply_safely(repo: Path, stub_embedder: StubServer) -> N
     _write(repo, *_ev(4, "create", content="wrong-dim vector", tags=[]))
     _write(repo, *_ev(5, "embedding", embedder="openai:stub-embed", vector=[0.1] * 3))
     MemoryVector.objects.all().delete()
-    services.create_memory(resolve("other/p", None), "seed so our dimension is known")
+    create.store_memory(resolve("other/p", None), "seed so our dimension is known")
     calls = stub_embedder.embed_calls()
     r = reconcile_scope(scope)
     assert (r["created"], r["embeddings_reused"], r["embeddings_computed"]) == (1, 0, 1)
@@ -227,7 +227,7 @@ def test_log_edge_cases_apply_safely(repo: Path, stub_embedder: StubServer) -> N
 def test_reuse_off_forces_a_local_embed(repo: Path, stub_embedder: StubServer, tmp_path: Path) -> None:
     (repo / ".yullu").mkdir()
     (repo / ".yullu" / "config.toml").write_text("[sync]\nreuse_embeddings = false\n")
-    services.create_memory(resolve("other/p", None), "seed")
+    create.store_memory(resolve("other/p", None), "seed")
     _write(repo, *_ev(1, "create", content="hello", tags=[]))
     _write(repo, *_ev(2, "embedding", embedder="openai:stub-embed", vector=[1.0] + [0.0] * 7))
     r = reconcile_scope(resolve(None, str(repo)))
@@ -252,7 +252,7 @@ def test_fold_resurrects_and_keeps_vectors_of_the_current_content() -> None:
 def test_events_are_pretty_atomic_files_with_sortable_names(repo: Path, stub_embedder: StubServer) -> None:
     scope = resolve(None, str(repo))
     for i in range(3):
-        services.create_memory(scope, f"fact {i}", "decision")
+        create.store_memory(scope, f"fact {i}", "decision")
     folder = repo / ".yullu" / "logs"
     names = sorted(p.name for p in folder.iterdir() if json.loads(p.read_text())["type"] == "create")
     assert len(names) == 3 and all(n.endswith(".json") and "T" in n for n in names)
@@ -264,10 +264,10 @@ def test_events_are_pretty_atomic_files_with_sortable_names(repo: Path, stub_emb
 def test_secrets_never_reach_the_log_or_the_database(repo: Path, stub_embedder: StubServer) -> None:
     scope = resolve(None, str(repo))
     with pytest.raises(UserError, match="aws-access-token"):
-        services.create_memory(scope, "deploy with AKIA" + "Q3ZKX7LM2VPB4TJW as the key")
-    m = services.create_memory(scope, "fine fact")
+        create.store_memory(scope, "deploy with AKIA" + "Q3ZKX7LM2VPB4TJW as the key")
+    m = create.store_memory(scope, "fine fact").memory
     with pytest.raises(UserError, match="private key"):
-        services.update_memory(m.id, content="-----BEGIN RSA PRIVATE KEY-----\nabc")
+        edit.update_memory(m.id, content="-----BEGIN RSA PRIVATE KEY-----\nabc")
     assert Memory.objects.get().content == "fine fact"
     assert sorted(e.type for _, e in read_events(repo / ".yullu" / "logs").events) == ["create", "embedding"]
 
@@ -302,10 +302,10 @@ def test_compact_folds_the_log_into_snapshots_a_fresh_teammate_reads_to_the_same
 
     b = machines["B"]
     scope = resolve(None, str(repo))
-    kept = services.create_memory(scope, "vec:1,0,0 Deploys go through make deploy", "process", ["deploy"])
-    services.update_memory(kept.id, content="vec:0,1,0 Deploys go through make release", tags=["deploy", "ci"])
-    gone = services.create_memory(scope, "A fact that will be deleted", "gotcha")
-    services.delete_memory(gone.id)
+    kept = create.store_memory(scope, "vec:1,0,0 Deploys go through make deploy", "process", ["deploy"]).memory
+    edit.update_memory(kept.id, content="vec:0,1,0 Deploys go through make release", tags=["deploy", "ci"])
+    gone = create.store_memory(scope, "A fact that will be deleted", "gotcha").memory
+    edit.delete_memory(gone.id)
     assert b.reconcile(repo)["created"] == 1  # B has applied the history before the compaction
     folder = repo / ".yullu" / "logs"
     before = len(list(folder.iterdir()))
@@ -344,12 +344,12 @@ def test_a_rolled_back_write_leaves_no_event_and_a_flush_lost_in_a_crash_is_swep
     scope = resolve(None, str(repo))
     logs = repo / ".yullu" / "logs"
     with pytest.raises(RuntimeError), transaction.atomic():
-        services.create_memory(scope, "A fact whose transaction fails later")
+        create.store_memory(scope, "A fact whose transaction fails later")
         raise RuntimeError("the caller's transaction rolls back")
     assert not logs.exists() and OutboxEvent.objects.count() == 0 and Memory.objects.count() == 0
     # The process dies right after the commit, before its on-commit flush writes the file.
     monkeypatch.setattr(outbox.transaction, "on_commit", lambda *args, **kwargs: None)
-    m = services.create_memory(scope, "A fact committed just before a crash")
+    m = create.store_memory(scope, "A fact committed just before a crash").memory
     monkeypatch.undo()
     assert not logs.exists() and OutboxEvent.objects.count() == 2  # create + embedding, owed to the log
     assert sweep_outbox() == 0  # a fresh row may still be flushed by its own process

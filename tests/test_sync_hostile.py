@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from memories import services
 from memories.models import Memory
 from memories.scope import resolve
+from memories.write import create
 from sync import services as sync_services
 from sync.eventlog import new_event, write_event
 from sync.fold import fold
@@ -78,7 +78,7 @@ def teammate_log(tmp_path: Path, others_memory: str) -> tuple[Path, dict[bytes, 
 def test_one_reconcile_of_a_hostile_log_applies_the_good_and_lists_every_bad_file(
     tmp_path: Path, live_server_url: str, owner_token: str, stub_embedder: StubServer
 ) -> None:
-    others = services.create_memory(resolve("acme/other-project", None), "another project's memory")
+    others = create.store_memory(resolve("acme/other-project", None), "another project's memory").memory
     ours, files = teammate_log(tmp_path, str(others.uuid))
     with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}) as api:
         r = api.post("/api/reconcile", json={"cwd": str(ours)}, timeout=120)
@@ -145,7 +145,7 @@ def test_a_pass_that_fails_writes_no_file(
         raise RuntimeError("the database went away mid-pass")
 
     for name in ("apply_remote_state", "create_remote_many"):  # after the embedding, before any row
-        monkeypatch.setattr(sync_services.memory_services, name, broken)
+        monkeypatch.setattr(sync_services.remote, name, broken)
     for _ in range(3):
         with pytest.raises(RuntimeError):
             reconcile_scope(resolve(None, str(repo)))

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from memories import services
 from memories.models import Memory
 from memories.scope import resolve
+from memories.write import create, edit
 from tests.processes import REPO, product_env, run_cli
 from tests.stubs import StubServer
 
@@ -37,11 +37,11 @@ def test_export_then_import_twice_gives_the_same_memories_with_the_same_categori
     stub_embedder: StubServer, tmp_path: Path
 ) -> None:
     scope = resolve("acme/transfer", None)
-    services.create_memory(scope, "Run make test before pushing", "process", ["ci"])
-    kept = services.create_memory(scope, "We chose Postgres for pgvector", "decision", ["db", "search"])
-    services.create_memory(scope, "Loose note without a category")
-    services.rate_memory(kept.id, 8, "useful")
-    services.create_memory(resolve("acme/other", None), "Another project's memory", "gotcha")
+    create.store_memory(scope, "Run make test before pushing", "process", ["ci"])
+    kept = create.store_memory(scope, "We chose Postgres for pgvector", "decision", ["db", "search"]).memory
+    create.store_memory(scope, "Loose note without a category")
+    edit.rate_memory(kept.id, 8, "useful")
+    create.store_memory(resolve("acme/other", None), "Another project's memory", "gotcha")
     before = snapshot("acme/transfer")
     env = cli_env(tmp_path)
     out = tmp_path / "export.jsonl"
@@ -159,7 +159,7 @@ def test_an_unknown_file_is_one_clear_error(tmp_path: Path) -> None:
 def test_export_piped_into_head_stops_quietly_without_a_traceback(stub_embedder: StubServer, tmp_path: Path) -> None:
     scope = resolve("acme/piped", None)
     for n in range(24):  # ~150 kB of JSON: more than a pipe holds, so the export is still writing when head leaves
-        services.create_memory(scope, f"Fact {n}: " + f"the cache key for shard {n} is cart-{n}. " * 160)
+        create.store_memory(scope, f"Fact {n}: " + f"the cache key for shard {n} is cart-{n}. " * 160)
     proc = subprocess.Popen(
         [sys.executable, "-m", "yullu_cli.main", "export", "json", "--project", "acme/piped", "--out", "-"],
         env=cli_env(tmp_path),

@@ -1,5 +1,5 @@
 """One memory shape on the wire: the MCP tools, the REST API and the OpenAPI schema agree on it
-(and all three on memories.serializers.MemoryOut / HitOut, where it is declared)."""
+(and all three on memories.wire.MemoryOut / HitOut, where it is declared)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from memories import services
 from memories.scope import Scope
-from memories.serializers import HitOut, MemoryOut, RecallResults
+from memories.wire import HitOut, MemoryOut, RecallResults
+from memories.write import create
 from sync.services import ReconcileResult
 from tests.mcp_client import call, http_session
 from tests.stubs import StubServer
@@ -29,7 +29,7 @@ def schema_fields(schema: dict[str, Any], component: str) -> set[str]:
 def test_mcp_rest_and_the_openapi_schema_agree_on_the_memory_and_hit_fields(
     live_server_url: str, owner_token: str, stub_embedder: StubServer
 ) -> None:
-    memory = services.create_memory(Scope("acme/wire", None), "vec:1,0,0 Deploys go through make ship", "process")
+    memory = create.store_memory(Scope("acme/wire", None), "vec:1,0,0 Deploys go through make ship", "process").memory
     auth = {"Authorization": f"Bearer {owner_token}"}
     with httpx.Client(base_url=live_server_url, headers=auth) as rest:
         schema = rest.get("/api/schema", params={"format": "json"}).json()

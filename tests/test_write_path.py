@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
-from memories.durability import losable
-from memories.embedders import record_usage
 from memories.models import Usage
+from memories.usage import record_usage
+from yullu_core.durability import losable
 
 
 def _synchronous_commit() -> str:
@@ -45,25 +45,25 @@ def test_usage_rows_are_written_and_visible_at_once() -> None:
 def test_the_duplicate_check_counts_a_project_only_up_to_the_exact_scan_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     from django.test.utils import CaptureQueriesContext
 
-    from memories import queries
     from memories.models import Memory
-    from memories.services import _scans_exactly
+    from memories.search import candidates
+    from memories.write.nearby import scans_exactly
 
-    monkeypatch.setattr(queries, "EXACT_SCAN_MAX", 2)
+    monkeypatch.setattr(candidates, "EXACT_SCAN_MAX", 2)
     for text in ("first fact", "second fact"):
         Memory.objects.create(project_id="scan/limit", content=text)
-    assert _scans_exactly("scan/limit")
+    assert scans_exactly("scan/limit")
     Memory.objects.create(project_id="scan/limit", content="third fact")
     with CaptureQueriesContext(connection) as counted:
-        assert not _scans_exactly("scan/limit")
+        assert not scans_exactly("scan/limit")
     assert "LIMIT 3" in counted.captured_queries[0]["sql"]  # a big project is not counted to its end
 
 
 def _recall(project_id: str, memories: list[Any]) -> Any:
-    from memories import queries
-    from memories.serializers import hit_to_wire
+    from memories.search import candidates
+    from memories.wire import hit_to_wire
 
-    result = queries.SearchResult(project_id=project_id, recall_id=str(uuid.uuid4()))
+    result = candidates.SearchResult(project_id=project_id, recall_id=str(uuid.uuid4()))
     result.results = [hit_to_wire(m, 0.9, n) for n, m in enumerate(memories, start=1)]
     return result
 
@@ -72,13 +72,13 @@ def _recall(project_id: str, memories: list[Any]) -> Any:
 def test_the_recall_log_outside_a_transaction_is_one_statement_and_relaxes_no_later_commit() -> None:
     from django.test.utils import CaptureQueriesContext
 
-    from memories import queries
     from memories.models import Memory, MemoryEvent
+    from memories.search import recall_log
 
     kept = Memory.objects.create(project_id="recall/log", content="a fact to recall")
     result = _recall("recall/log", [kept])
     with CaptureQueriesContext(connection) as ran:
-        queries._log_recall(result, "what fact?")
+        recall_log.log_recall(result, "what fact?")
     assert len(ran.captured_queries) == 1  # not BEGIN, SET LOCAL, INSERT, COMMIT
     assert "set_config('synchronous_commit', 'off', true)" in ran.captured_queries[0]["sql"]
     assert _synchronous_commit() == "on"  # the relaxation ended with the statement
@@ -88,13 +88,13 @@ def test_the_recall_log_outside_a_transaction_is_one_statement_and_relaxes_no_la
 
 @pytest.mark.django_db(transaction=True)
 def test_a_memory_deleted_before_its_recall_is_logged_outside_a_transaction_is_logged_without_its_key() -> None:
-    from memories import queries
     from memories.models import Memory, MemoryEvent
+    from memories.search import recall_log
 
     kept = Memory.objects.create(project_id="recall/gone", content="kept fact")
     gone = Memory.objects.create(project_id="recall/gone", content="gone fact")
     result = _recall("recall/gone", [kept, gone])
     Memory.objects.filter(pk=gone.pk).delete()  # a concurrent delete between search and logging
-    queries._log_recall(result, "q")
+    recall_log.log_recall(result, "q")
     logged = dict(MemoryEvent.objects.filter(recall_id=result.recall_id).values_list("memory_uuid", "memory_id"))
     assert logged == {kept.uuid: kept.pk, gone.uuid: None}

@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-from memories.trivial import is_acknowledgement, normalise
+from memories.search.trivial import is_acknowledgement, normalise
 from yullu_core.env import env_float, env_is_set, env_str
 from yullu_core.text import escape_controls
 

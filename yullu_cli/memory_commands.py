@@ -1,4 +1,4 @@
-"""`yullu memories list|search|show|add|rm` and `yullu doctor`: memory operations and a health
+"""`yullu memories list|search|show|add|rm`, `yullu export` and `yullu doctor`: memory operations and a health
 check for people at a terminal. Human output by default, `--json` for scripts. Thin adapters over
 the same services as MCP and REST."""
 
@@ -54,6 +54,35 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
 # --- memories ---------------------------------------------------------------------------
 
 
+def export_json_to(project_id: str | None, out: str, vectors: bool) -> None:
+    """`yullu export json`: to standard output (`-`) or a file."""
+    from memories.transfer.export import export_json
+    from yullu_core.outfile import write_file
+
+    if out == "-":
+        export_json(project_id, sys.stdout, vectors=vectors)
+        return
+    # Personal memories are in it: readable by the user only; a FIFO, symlink or device there is refused.
+    n = write_file(out, lambda fh: export_json(project_id, fh, vectors=vectors), 0o600)
+    print(f"exported {n} memories to {out}", file=sys.stderr)
+
+
+def export_agents_md_to(project_id: str | None, cwd: str, out: str) -> None:
+    """`yullu export agents-md`: the project (--project, else the folder's) to standard output or a file."""
+    from memories.scope import resolve
+    from memories.transfer.export import render_agents_md
+    from yullu_core.outfile import write_file
+    from yullu_core.text import escape_controls
+
+    scope = resolve(project_id, None if project_id else cwd)
+    text = escape_controls(render_agents_md(scope.project_id))  # a teammate's escapes never reach a terminal
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        write_file(out, lambda fh: fh.write(text), 0o644)  # a file to commit; never through a symlink or FIFO
+        print(f"wrote {out} ({text.count(chr(10) + '- ')} memories)", file=sys.stderr)
+
+
 def _short(content: Any) -> str:
     text = " ".join(str(content).split())
     return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
@@ -65,16 +94,17 @@ def _line(m: Mapping[str, Any], score: float | None = None) -> str:
 
 
 def memories(args: argparse.Namespace) -> int:
-    from memories import services, stats
-    from memories.context import search_merged
     from memories.scope import resolve, user_scope
-    from memories.serializers import memory_to_wire
+    from memories.search import stats
+    from memories.search.merged import search_merged
+    from memories.wire import memory_to_wire
+    from memories.write import create, edit
 
     out: Any
     if args.op in ("show", "rm"):
-        memory = services.get_memory(args.id)
+        memory = edit.get_memory(args.id)
         if args.op == "rm":
-            services.delete_memory(memory.pk, source="cli")
+            edit.delete_memory(memory.pk, source="cli")
             out, human = {"id": memory.pk, "uuid": str(memory.uuid), "deleted": True}, f"deleted #{memory.pk}"
         else:
             out = dict(memory_to_wire(memory))
@@ -92,7 +122,7 @@ def memories(args: argparse.Namespace) -> int:
         human = "\n".join([f"{scope.project_id}: {len(lines)} found", *lines])
     else:
         tags = [t.strip() for t in args.tags.split(",") if t.strip()]
-        stored = services.store_memory(
+        stored = create.store_memory(
             scope,
             sys.stdin.read() if args.content == "-" else args.content,
             args.category,

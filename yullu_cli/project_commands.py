@@ -90,7 +90,7 @@ def cmd_anchors_check(args: argparse.Namespace) -> None:
     setup_django()
     import json
 
-    from memories.anchors.store import check_project, describe
+    from memories.anchors.checks import check_project, describe
     from memories.scope import resolve
     from yullu_core.errors import UserError
 
@@ -143,12 +143,12 @@ def cmd_prune(args: argparse.Namespace) -> None:
 def cmd_export(args: argparse.Namespace) -> None:
     setup_django()
     if args.format == "json":
-        from memories.transfer import export_json_cli
+        from yullu_cli.memory_commands import export_json_to
 
-        export_json_cli(args.project, args.out, args.vectors)
+        export_json_to(args.project, args.out, args.vectors)
         return
-    from memories.export import export_agents_md
     from memories.models import Memory, ProjectLocation
+    from yullu_cli.memory_commands import export_agents_md_to
 
     known = (
         Memory.objects.filter(project_id=args.project).exists()
@@ -157,7 +157,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     if args.project and not known:
         fail(f"project {args.project!r} not found (no memories, never seen); `yullu export agents-md` "
              "without --project exports the current folder's project.")  # fmt: skip
-    export_agents_md(project_id=args.project, cwd=os.getcwd(), out=args.out)
+    export_agents_md_to(project_id=args.project, cwd=os.getcwd(), out=args.out)
 
 
 def cmd_import(args: argparse.Namespace) -> None:
@@ -165,11 +165,11 @@ def cmd_import(args: argparse.Namespace) -> None:
     import json
     from pathlib import Path
 
-    from memories.transfer import import_path
+    from memories.transfer.importer import import_path
     from yullu_core.errors import UserError
 
     try:
-        result = import_path(Path(args.path), args.project, args.cwd)
+        result = import_path(Path(args.path), args.project, args.cwd, progress=sys.stderr)
     except UserError as exc:
         fail(str(exc))
     print(json.dumps(result.__dict__, indent=2))

@@ -139,7 +139,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "buffer_max_age_days": Key(int, 30, _between(1, 3650)),
     },
     "retrieval": {
-        # None: the embedder's calibrated relevance gate (memories/queries.py JUDGED); a number: a cosine floor.
+        # None: the embedder's calibrated relevance gate (memories/search/queries.py JUDGED); a number: a cosine floor.
         "min_similarity": Key(float, None, _between(0.0, 1.0)),
         "max_content_chars": Key(int, 8000, _between(100, 100000)),
         # Recall-log rows (what each search returned or dropped) older than this are deleted hourly.

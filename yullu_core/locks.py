@@ -22,10 +22,10 @@ class LockKey(IntEnum):
     BEAT = 0x59554C4C5501  # held as long as a beat runs; standbys wait (yullu_cli.supervisor)
     BOOTSTRAP = 0x59554C4C5502  # web nodes starting together create the admin once (access.bootstrap)
     # (key, hashtext(name)): one per embedder or project.
-    BACKFILL = 0x59_75_6C_01  # one embedding backfill per embedder (memories.backfill)
+    BACKFILL = 0x59_75_6C_01  # one embedding backfill per embedder (memories.embedding.backfill)
     RECONCILE = 0x59_75_6C_02  # one reconcile or compaction per project (sync)
     DREAM = 0x59_75_6C_03  # one dream pass per project (dreaming)
-    PROJECT_WRITE = 0x59_75_6C_18  # a project's writes take turns, transaction level (memories.services)
+    PROJECT_WRITE = 0x59_75_6C_18  # a project's writes take turns, transaction level (memories.write.create)
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 A teammate's memory, tag or file name may carry ANSI/OSC escapes (OSC 52 writes the
 clipboard), C1 controls or bidi overrides (text that reads differently than it is).
 
-- Written text (content, tags, every write path through memories.services.clean_*, so
+- Written text (content, tags, every write path through memories.write.validation.clean_*, so
   MCP, REST, admin, import and teammates' events alike) refuses C0 controls other than tab,
   newline and carriage return, DEL, C1 controls and bidi controls: `CONTROL_RE`.
 - Printed text (CLI output) escapes those plus carriage return, zero-width, line/paragraph

@@ -1,5 +1,5 @@
-"""Markers for the wire-shape TypedDicts (memories.serializers, sync and dreaming results):
-what a plain `str` or `int` field means on the wire. memories.openapi reads them to derive
+"""Markers for the wire-shape TypedDicts (memories.wire, sync and dreaming results):
+what a plain `str` or `int` field means on the wire. yullu_core.rest reads them to derive
 the schema; nothing else needs them."""
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ _db, DATABASE_KIND = database_settings(DATABASE_URL, YULLU_HOME)
 _db["CONN_MAX_AGE"] = 60
 _db["CONN_HEALTH_CHECKS"] = True
 # pgvector search settings for every session, sent with the connection (no per-query SET): iterative
-# index scans keep a project-filtered HNSW search complete. Values: memories/queries.py.
+# index scans keep a project-filtered HNSW search complete. Values: memories/search/queries.py.
 _db["OPTIONS"]["options"] = " ".join(
     filter(None, [_db["OPTIONS"].get("options", ""), "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=40"])
 )

@@ -1,5 +1,5 @@
 """Pinning one anchor and checking it against a commit (docs/contract.md §12). Pure: a Repo in, a Pin or a
-Verdict out; the database side is memories.anchors.store.
+Verdict out; the database side is memories.anchors.store (writing), .checks and .stale.
 
 The cited text is compared after normalising whitespace (runs of spaces, tabs, newlines and blank
 lines are one space), so re-indenting, re-wrapping blank lines or formatting elsewhere in the file

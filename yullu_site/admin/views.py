@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from access.policy import only_visible
 from dreaming.models import DreamPass
-from memories import stats
 from memories.admin_views import admin_page, daily_charts
-from memories.anchors import store as anchor_store
+from memories.anchors import stale as anchor_stale
 from memories.models import EventKind, Memory, MemoryEvent, ProjectLocation, Usage
+from memories.search import stats
 from sync.models import ProjectSyncState
 from yullu_site.monitoring.health import DASHBOARD, gather, team_log
 
@@ -29,7 +29,7 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         "project_rows": project_rows(),
         "dream_passes": list(only_visible(DreamPass.objects.order_by("-started_at"))[:8]),
         "yullu_stats": totals,
-        "stale_count": anchor_store.stale_count(),
+        "stale_count": anchor_stale.stale_count(),
         **daily_charts(computed=totals),
     }
 

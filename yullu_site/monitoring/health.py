@@ -115,7 +115,7 @@ def broker() -> Part:
 
 def embedder(probe: bool = False) -> Part:
     """The configured embedder; `probe` (doctor) embeds one text first, which also loads a local model."""
-    from memories.embedders import embedder_status, embeds, get_embedder
+    from memories.embedding.embedders import embedder_status, embeds, get_embedder
 
     current = get_embedder()
     fix = "check [embedding] in config.toml (and its API key)"
@@ -154,7 +154,7 @@ def reasoner() -> Part:
 
 def vectors() -> Part:
     """Whether every memory has a vector of the current embedder (a backfill catches up)."""
-    from memories.embedders import embeds, get_embedder
+    from memories.embedding.embedders import embeds, get_embedder
     from memories.models import Memory, MemoryVector
 
     current = get_embedder()

@@ -15,7 +15,7 @@ from collections import defaultdict
 import numpy as np
 from django.db import connection
 
-from .vector_index import vector_literal
+from ..embedding.vector_index import vector_literal
 
 W_VERDICT = 0.3  # score moved by a saturated (tanh) sum of similar-query verdicts
 SIMILAR_QUERY = 0.5  # verdicts on queries below this cosine to the current one are ignored
@@ -30,7 +30,7 @@ def verdict_scores(memory_ids: list[int], embedder_id: str, qvec: np.ndarray) ->
     dim = len(qvec)
     literal = vector_literal(qvec)
     # Not prepared: a generic plan for `memory_id = ANY(...)` is chosen without the array and can
-    # scan the whole table when its statistics are old (see queries._details).
+    # scan the whole table when its statistics are old (see candidates.details).
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT memory_id, useful, 1 - (query_vector::vector({dim}) <=> %s::vector({dim})) "

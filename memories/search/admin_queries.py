@@ -13,8 +13,8 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from access import policy as access
 
-from .embedders import embeds, get_embedder
-from .models import EventKind, Memory, MemoryEvent, MemoryLink, RecallFeedback
+from ..embedding.embedders import embeds, get_embedder
+from ..models import EventKind, Memory, MemoryEvent, MemoryLink, RecallFeedback
 
 # How a memory came to be, from the `source` its create event recorded.
 SOURCES: dict[str, tuple[str, ...]] = {
@@ -106,6 +106,15 @@ def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tup
         access.require(project_id, access.READ)
         qs = qs.filter(project_id=project_id)
     start = (page - 1) * per_page
+    collapsed = _collapsed_recalls(qs, start + per_page)
+    window = collapsed[start : start + per_page]
+    _fill_recalls(qs, window)
+    return window, start + per_page < len(collapsed)
+
+
+def _collapsed_recalls(qs: QuerySet[MemoryEvent], needed: int) -> list[dict[str, Any]]:
+    """Recall groups, newest first, a repeat of the previous one folded into it; read until the
+    group after the first `needed` is closed."""
     collapsed: list[dict[str, Any]] = []
     for h in _recall_heads(qs):
         prev = collapsed[-1] if collapsed else None
@@ -118,7 +127,7 @@ def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tup
             prev["recall_ids"].append(h["recall_id"])
             prev["oldest"] = h["created_at"]
             continue
-        if len(collapsed) > start + per_page:  # the group after this page is closed: enough read
+        if len(collapsed) > needed:  # the group after this page is closed: enough read
             break
         collapsed.append(
             {
@@ -129,8 +138,11 @@ def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tup
                 "oldest": h["created_at"],
             }
         )
-    start = (page - 1) * per_page
-    window = collapsed[start : start + per_page]
+    return collapsed
+
+
+def _fill_recalls(qs: QuerySet[MemoryEvent], window: list[dict[str, Any]]) -> None:
+    """Each group's recall that sent something, with its sent and dropped memories and verdicts."""
     ids = [rid for g in window for rid in g["recall_ids"]]
     events = qs.filter(recall_id__in=ids).select_related("memory").order_by("created_at")
     verdicts: dict[tuple[str, int | None], bool | None] = {
@@ -159,7 +171,6 @@ def retrieval_page(project_id: str | None, page: int, per_page: int = 20) -> tup
             }
             g["sent" if ev.kind == EventKind.RECALLED else "dropped"].append(item)
         g["sent"].sort(key=lambda i: i["rank"] or 0)
-    return window, start + per_page < len(collapsed)
 
 
 def graph(project_id: str, threshold: float = 0.5, per_node: int = 5, limit: int = 2000) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Chosen on the labelled pairs in bench/duplicate_pairs.py (paraphrases that must 
 near-misses that differ in one fact, such as a port or a command name, that must not):
 see docs/benchmarks.md ("Duplicate threshold") and `python -m bench.duplicate_pairs`.
 Every write path (MCP, REST, admin, dreaming, import) uses these through
-memories.services, so one number decides what counts as a duplicate everywhere.
+memories.write.nearby, so one number decides what counts as a duplicate everywhere.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from django.db.models import QuerySet
 
 from yullu_core.locks import LockKey, advisory_lock
 
+from ..models import KeyValue, Memory, MemoryVector
 from .embedders import embeds, get_embedder
-from .models import KeyValue, Memory, MemoryVector
 from .vector_index import ensure_index
 
 log = logging.getLogger(__name__)

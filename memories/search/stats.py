@@ -12,9 +12,9 @@ from django.utils import timezone
 from access import policy as access
 from yullu_core.errors import UserError
 
-from .embedders import get_embedder
-from .models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, RejectedMemory, Usage
-from .serializers import MemoryOut, ProjectOut, memory_to_wire
+from ..embedding.embedders import get_embedder
+from ..models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, RejectedMemory, Usage
+from ..wire import MemoryOut, ProjectOut, memory_to_wire
 
 
 def list_memories(project_id: str, limit: int = 20) -> list[MemoryOut]:

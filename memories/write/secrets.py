@@ -1,7 +1,7 @@
 """Secret scanning: the one check every write path shares (docs/security.md).
 
 `find_secret(text)` names the kind of the first secret found (never the secret itself);
-`services.refuse_secrets` calls it for MCP, REST, the admin, import, dreaming's operations and the
+`validation.refuse_secrets` calls it for MCP, REST, the admin, import, dreaming's operations and the
 CLI, and `sync.schema` for teammates' events. `redact(text)` cuts secrets out of conversation turns
 before they are buffered or reach a reasoner.
 
@@ -470,6 +470,15 @@ def find_secret(text: str) -> str | None:
     """The kind of the first secret in `text`, or None. Never returns the secret itself."""
     for finding, _, _ in _scan_views(text):
         return finding.kind
+    return None
+
+
+def first_secret(*texts: str) -> str | None:
+    """The kind of the first secret in any of `texts`: the one check of every write path and of a
+    teammate's event (sync.schema)."""
+    for text in texts:
+        if kind := find_secret(text):
+            return kind
     return None
 
 

@@ -17,6 +17,7 @@ from django.conf import settings
 
 from yullu_core.errors import Unavailable, optional_module
 
+from ..usage import EMBED_PRICES, record_usage
 from .batching import Batcher, VectorCache
 
 log = logging.getLogger(__name__)
@@ -26,15 +27,6 @@ DEFAULT_MODELS = {
     "voyage": "voyage-code-3",
     "openai": "text-embedding-3-small",
     "none": "keyword-only",
-}
-
-# USD microcents (1 USD = 10^8) per 1M input tokens. Unknown models cost 0.
-EMBED_PRICES = {
-    "voyage-code-3": 18 * 10**6,
-    "voyage-3": 6 * 10**6,
-    "voyage-3-lite": 2 * 10**6,
-    "text-embedding-3-small": 2 * 10**6,
-    "text-embedding-3-large": 13 * 10**6,
 }
 
 
@@ -53,34 +45,6 @@ def normalise(matrix: np.ndarray) -> list[np.ndarray]:
     return list(matrix / norms)
 
 
-def record_usage(
-    provider: str,
-    model: str,
-    kind: str,
-    started: float,
-    *,
-    tokens_in: int = 0,
-    tokens_out: int = 0,
-    cost: int = 0,
-    error: str = "",
-) -> None:
-    from .durability import losable
-    from .models import Usage
-
-    with losable():  # a usage row may be lost in a crash: no WAL flush wait on the request path
-        Usage.objects.create(
-            provider=provider,
-            model=model,
-            kind=kind,
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            cost_microcents=cost,
-            latency_ms=int((time.monotonic() - started) * 1000),
-            ok=not error,
-            error=error[:500],
-        )
-
-
 # Measured on 2 CPU cores with conversation turns: 96/s one by one, 164/s at 16, 134/s at 64, 101/s at 128.
 LOCAL_BATCH = 16
 
@@ -88,8 +52,8 @@ LOCAL_BATCH = 16
 class LocalEmbedder:
     """A sentence-transformers model as ONNX (default all-MiniLM-L6-v2, shipped in this package;
     others exported from their PyPI wheel); offline, no usage cost. Runs on ONNX Runtime
-    (memories/onnx_model.py) unless [embedding].runtime = "torch" (the export extra). Concurrent
-    calls share forward passes (memories/batching.py), run on one model thread."""
+    (memories/embedding/onnx_model.py) unless [embedding].runtime = "torch" (the export extra). Concurrent
+    calls share forward passes (memories/embedding/batching.py), run on one model thread."""
 
     provider = "local"
     _lock = threading.Lock()

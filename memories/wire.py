@@ -1,7 +1,7 @@
 """The wire shapes of memories: declared once, here, as TypedDicts.
 
 The MCP tools and the REST views return what these functions build, and the OpenAPI schema's
-components are derived from the same TypedDicts (memories.openapi.shape), so the three cannot
+components are derived from the same TypedDicts (yullu_core.rest.shape), so the three cannot
 drift apart (tests/test_wire_shapes.py checks that they agree).
 """
 
@@ -28,7 +28,7 @@ class MemoryOut(TypedDict):
     rating_comment: str
     importance: Literal["low", "normal", "high"]
     expires_at: Annotated[str | None, DATETIME]
-    # Why it is held out of retrieval until a person approves it (memories.poisoning); "" when not held.
+    # Why it is held out of retrieval until a person approves it (memories.write.poisoning); "" when not held.
     held_for_review: str
     superseded_by: Annotated[int | None, Doc("id of the memory that replaced this one")]
     created_by: Annotated[str | None, Doc("user name of who stored it; null: the system (dreaming, sync, CLI)")]
@@ -161,7 +161,7 @@ def memory_to_wire(m: Memory) -> MemoryOut:
 
 def hit_to_wire(m: Memory, similarity: float | None, rank: int) -> HitOut:
     score = None if similarity is None else round(similarity, 4)
-    # anchors and stale are filled in by memories.anchors.store.annotate (one checked batch per search)
+    # anchors and stale are filled in by memories.anchors.checks.annotate (one checked batch per search)
     return {**memory_to_wire(m), "similarity": score, "rank": rank, "anchors": [], "stale": False}
 
 

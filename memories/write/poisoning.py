@@ -5,7 +5,7 @@ memory that says "ignore your previous instructions", "run curl … | sh", "send
 address" or hides text in Unicode tag characters is an attack on whoever retrieves it: any token
 holder, a teammate's event file or a dream pass could plant one. `hold_reason()` names why such a
 text is held; the write path stores it with `Memory.held_reason` set, which keeps it out of
-retrieval and context until a person approves it in the admin (services.approve_held).
+retrieval and context until a person approves it in the admin (edit.approve_held).
 
 Ordinary imperative conventions ("always run make lint before pushing", "never force-push main")
 are what memories are for: the rules below look for what no convention needs: addressing the

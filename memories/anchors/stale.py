@@ -1,0 +1,108 @@
+"""Stale memories (docs/contract.md §12): the admin's queue, re-pinning a memory's anchors where their code
+is now, and the diff of cited code between its pin and HEAD (the queue's and dreaming's)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from yullu_core.errors import UserError
+
+from ..models import STALE_STATUSES, Memory, MemoryAnchor
+from . import pins
+from .checks import anchor_out, forget_cache, head_of
+from .refs import AnchorRef
+from .repo import unified_diff
+from .store import Prepared, attach
+
+
+def stale_ids(project_id: str | None = None) -> list[int]:
+    rows = MemoryAnchor.objects.filter(status__in=STALE_STATUSES, memory__superseded_by__isnull=True)
+    if project_id is not None:
+        rows = rows.filter(project_id=project_id)
+    return sorted(set(rows.values_list("memory_id", flat=True)))
+
+
+def stale_count(project_id: str | None = None) -> int:
+    return len(stale_ids(project_id))
+
+
+def repin(memory: Memory, *, strict: bool = True) -> list[MemoryAnchor] | None:
+    """Keep: pin every anchor of `memory` again at HEAD, where its code is now (a renamed file's new
+    path; a symbol's or moved lines' current lines). An anchor whose code is gone is dropped.
+    Inside the caller's transaction; the caller publishes the change (a re-pin is an event)."""
+    repo, head = head_of(memory.project_id)
+    if repo is None or not head:
+        if not strict:
+            return None  # no checkout here: the anchors stay as they were pinned
+        raise UserError("re-pin needs the project's checkout on this machine: run a tool with cwd in it first.")
+    rows = list(MemoryAnchor.objects.filter(memory=memory).order_by("id"))
+    if not rows and not strict:
+        return None
+    kept: list[Prepared] = []
+    for a in rows:
+        path = a.current_path or a.path
+        start = a.current_start if a.current_start is not None else a.line_start
+        end = a.current_end if a.current_end is not None else a.line_end
+        ref = AnchorRef(path, a.symbol, None if a.symbol else start, None if a.symbol else end)
+        try:
+            kept.append(Prepared(ref, pins.pin(repo, head, ref)))
+        except UserError:
+            continue
+    forget_cache()
+    return attach(memory, kept)
+
+
+def diff(a: MemoryAnchor) -> str:
+    """The cited code between the pinned commit and HEAD, as a unified diff ('' when unreadable)."""
+    repo, head = head_of(a.project_id)
+    if repo is None or not head:
+        return ""
+    before = repo.read(a.blob)
+    if before is not None and a.line_start is not None and a.line_end is not None:
+        before = "\n".join(before.decode("utf-8", "replace").splitlines()[a.line_start - 1 : a.line_end]).encode()
+    path = a.current_path or a.path
+    blob = repo.blob_id(head, path)
+    after = repo.read(blob) if blob else None
+    if after is not None and (a.symbol or a.line_start is not None):
+        start = a.current_start if a.current_start is not None else a.line_start
+        end = a.current_end if a.current_end is not None else a.line_end
+        if a.symbol:
+            from .symbols import find
+
+            span = find(path, after, a.symbol)
+            start, end = span if span else (None, None)
+        if start is not None and end is not None:
+            after = "\n".join(after.decode("utf-8", "replace").splitlines()[start - 1 : end]).encode()
+        elif a.symbol:
+            after = None
+    return unified_diff(before, after, a.path, path)
+
+
+def stale_rows(project_id: str | None, limit: int = 30) -> list[dict[str, Any]]:
+    """The Stale queue's page: stale memories (newest first), each with its anchors and, for the
+    stale ones, the cited code's diff between the pinned commit and HEAD."""
+    ids = stale_ids(project_id)
+    memories = Memory.objects.filter(pk__in=ids).order_by("-updated_at", "-id")[:limit]
+    by_memory: dict[int, list[MemoryAnchor]] = {}
+    for a in MemoryAnchor.objects.filter(memory_id__in=[m.pk for m in memories]).order_by("id"):
+        by_memory.setdefault(a.memory_id, []).append(a)
+    rows = []
+    for m in memories:
+        anchors = [
+            {**anchor_out(a), "diff": diff(a) if a.status in STALE_STATUSES else ""} for a in by_memory.get(m.pk, [])
+        ]
+        rows.append({"m": m, "anchors": anchors})
+    return rows
+
+
+def stale_notes(memory_ids: Sequence[int], max_diff: int = 1500) -> dict[int, list[dict[str, Any]]]:
+    """For dreaming's context: each stale memory's changed anchors with the diff of their code
+    (cut to `max_diff` characters), so the reasoner may propose an update."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    rows = MemoryAnchor.objects.filter(memory_id__in=memory_ids, status__in=STALE_STATUSES).order_by("id")
+    for a in rows:
+        text = diff(a)
+        where = a.path + (f"::{a.symbol}" if a.symbol else "")
+        out.setdefault(a.memory_id, []).append({"anchor": where, "status": a.status, "diff": text[:max_diff]})
+    return out

@@ -1,0 +1,52 @@
+"""Memories' REST pieces, public to every app's views: the scope arguments (project_id or cwd) and
+how a REST caller's project is resolved, and the OpenAPI shapes of memories' wire TypedDicts
+(memories.wire) the views answer with. The shared kit (validation, `documented`, `shape`) is
+yullu_core.rest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from memories import wire
+from yullu_core.rest import obj, query, shape
+
+from .scope import Scope, resolve
+
+
+class ScopeIn(serializers.Serializer):
+    project_id = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    cwd = serializers.CharField(required=False, allow_blank=True, max_length=4096)
+
+
+def rest_scope(data: dict[str, Any], *, remember: bool = True) -> Scope:
+    """REST callers name their project: the server's own folder is never a default project
+    (it would file memories, and their sync files, under wherever the server was started).
+    Reads pass `remember=False`: they never record a location."""
+    if not (data.get("project_id") or "").strip() and not (data.get("cwd") or "").strip():
+        raise serializers.ValidationError(
+            "project_id or cwd is required: send the project's id or the absolute path of its checkout."
+        )
+    return resolve(data.get("project_id"), data.get("cwd"), remember=remember)
+
+
+MemoryOut = shape(wire.MemoryOut)
+HitOut = shape(wire.HitOut)
+RejectedOut = shape(wire.RejectedOut)
+ProjectOut = shape(wire.ProjectOut)
+LIMIT = query("limit", int, "how many (bounded; see the error for the range)")
+DAYS = query("days", int, "window in days, 1–3650 (default 30)")
+
+MemoryPage = obj(
+    "MemoryPage",
+    next=serializers.URLField(allow_null=True),
+    previous=serializers.URLField(allow_null=True),
+    results=serializers.ListField(child=MemoryOut()),
+)
+SearchOut = shape(wire.SearchResults)
+RecallOut = shape(wire.RecallResults)
+CreatedOut = shape(wire.Created)
+DuplicateOut = shape(wire.Duplicate)
+DeletedOut = shape(wire.Deleted)
+RatedOut = shape(wire.Rated)

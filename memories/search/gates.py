@@ -1,0 +1,151 @@
+"""The relevance gate: when a candidate is relevant enough to return, calibrated per embedder
+(a cosine + keyword-coverage gate, or a probability that a cross-encoder's judgement joins), and
+the plain cosine floor `min_similarity` that replaces it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from ..embedding.embedders import get_embedder
+from ..models import Memory
+from . import rerank
+from .candidates import Candidate
+
+
+@dataclass(frozen=True)
+class Gate:
+    """When a candidate is relevant enough to return, calibrated per embedder (cosine scales differ).
+
+    A hit clears the gate when its cosine alone reaches `cosine`, or when cosine + `weight` × coverage
+    reaches `combined` — coverage being the idf-weighted share of the question's telling words the
+    memory holds (bm25.search_with_coverage), which stays meaningful in a project of one memory."""
+
+    cosine: float
+    combined: float
+    weight: float
+
+    def clears(self, c: Candidate) -> bool:
+        sim = c.similarity or 0.0
+        return sim >= self.cosine or sim + self.weight * c.coverage >= self.combined
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The gate on a calibrated relevance probability: p = sigmoid(w_logit × cross-encoder logit +
+    w_cosine × cosine + w_coverage × coverage + bias), fitted (logistic regression) on the tuning
+    half of the codebase set with bench/calibrate.py, so p reads as how likely the memory
+    answers the question. A candidate is returned when p ≥ threshold.
+
+    Only the first stage's best `depth` candidates can be returned. The cross-encoder costs
+    milliseconds per pair, so it runs only for the unsure: its logit is bounded
+    (rerank.LOGIT_RANGE), so cosine and coverage alone often settle p on one side of the threshold
+    whatever the model would say."""
+
+    w_logit: float
+    w_cosine: float
+    w_coverage: float
+    bias: float
+    threshold: float
+    fallback: Gate  # when the cross-encoder cannot load
+    depth: int = 3
+    clauses: bool = True  # a long prompt's logit is its best clause's (rerank.Judge.best_logits)
+    # Below this cosine a candidate is not judged and not returned: on the tuning split no answer
+    # cleared the gate below 0.26, and half of the unrelated prompts' candidates sit under 0.11.
+    min_cosine: float = 0.2
+
+    def probability(self, logit: float, c: Candidate) -> float:
+        z = self.w_logit * logit + self.w_cosine * (c.similarity or 0.0) + self.w_coverage * c.coverage + self.bias
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def settled(self, c: Candidate) -> bool | None:
+        """True / False when the first stage's evidence decides alone, None when the model must judge."""
+        low, high = rerank.LOGIT_RANGE
+        if (c.similarity or 0.0) < self.min_cosine:
+            return False
+        if self.probability(low, c) >= self.threshold:
+            return True
+        if self.probability(high, c) < self.threshold:
+            return False
+        return None
+
+
+# Fitted and chosen on the tuning half of the codebase set (bench/calibrate.py); held-out
+# results and LoCoMo in docs/benchmarks.md. Embedders nobody calibrated keep the cosine gate below.
+JUDGED = {
+    "local:all-MiniLM-L6-v2": Judged(
+        w_logit=0.338,
+        w_cosine=20.644,
+        w_coverage=3.648,
+        bias=-2.935,
+        threshold=0.7,
+        fallback=Gate(cosine=0.4, combined=0.5, weight=0.4),  # issue 15's calibration (docs/benchmarks.md)
+    ),
+}
+
+
+# The cosine + coverage gate, for embedders without a calibrated judge (remote models): strict on
+# cosine, the same keyword evidence.
+GATES: dict[str, Gate] = {}
+DEFAULT_GATE = Gate(cosine=0.5, combined=0.6, weight=0.4)
+
+
+# Written to every config.toml before the gate existed; read as "not set" so upgraded installs get the gate.
+LEGACY_DEFAULT_FLOOR = 0.45
+
+
+def gate_for(embedder_id: str) -> Gate | Judged:
+    return JUDGED.get(embedder_id) or GATES.get(embedder_id, DEFAULT_GATE)
+
+
+def warm_up_gate() -> None:
+    """Load the active embedder's cross-encoder now (web start), not in the first search."""
+    if isinstance(gate_for(get_embedder().id), Judged):
+        rerank.judge.logits("warm up", ["warm up"])
+
+
+def configured_floor(retrieval: dict[str, Any] | None = None) -> float | None:
+    """`[retrieval].min_similarity` (of `retrieval`, else the global config) when someone set one;
+    None means the calibrated gate."""
+    value = (retrieval or settings.YULLU["retrieval"])["min_similarity"]
+    return None if value is None or value == LEGACY_DEFAULT_FLOOR else float(value)
+
+
+def judged_test(query: str, ordered: list[Candidate], gate: Judged) -> Callable[[Candidate], bool]:
+    """The calibrated gate over the first `gate.depth` candidates: the ones whose cosine and coverage
+    do not settle it are judged by the cross-encoder, in one batch (cached per question and text).
+    A candidate without a vector yet (backfill pending) is kept on its keyword evidence, as before."""
+    top = ordered[: gate.depth]
+    passed = {c.memory_id for c in top if c.similarity is not None and gate.settled(c)}
+    unsure = [c for c in top if c.similarity is not None and gate.settled(c) is None]
+    if unsure:
+        texts = dict(Memory.objects.filter(pk__in=[c.memory_id for c in unsure]).values_list("pk", "content"))
+        unsure = [c for c in unsure if c.memory_id in texts]
+        judge = rerank.judge.best_logits if gate.clauses else rerank.judge.logits
+        logits = judge(query, [texts[c.memory_id] for c in unsure]) if unsure else []
+        for c, logit in zip(unsure, logits, strict=True):
+            c.relevance = gate.probability(logit, c)
+            if c.relevance >= gate.threshold:
+                passed.add(c.memory_id)
+
+    def test(c: Candidate) -> bool:
+        return c.similarity is None or c.memory_id in passed
+
+    return test
+
+
+def relevance_test(floor: float | None, gate: Gate, embedded: bool) -> Callable[[Candidate], bool]:
+    """Whether a candidate may be returned: a plain cosine floor when one is given, else the gate.
+    A memory with no vector yet (backfill pending, or keyword-only mode) can only arrive through a
+    keyword match, and is kept on that evidence."""
+
+    def test(c: Candidate) -> bool:
+        if c.similarity is None or not embedded:
+            return True
+        return c.similarity >= floor if floor is not None else gate.clears(c)
+
+    return test

@@ -1,0 +1,405 @@
+"""The read side: hybrid retrieval, listings and stats.
+
+Retrieval fuses three signals into one ranking:
+- dense: cosine similarity from pgvector (HNSW, iterative scan so a project filter stays correct);
+- keyword: Postgres full-text rank of an OR query over the question's lexemes;
+- recency: newer memories win ties;
+- session: memories tagged with the same `session:<id>` (a conversation, as a client or the
+  benchmark tags them) lend each other part of their score, so the context around a strong hit
+  rises with it. (Wall-clock closeness was tried instead; its gain was an artefact of 1-second
+  benchmark turns.)
+- dates: a question naming a day, month or year favours memories created then (memories.search.expansion).
+`similarity` on every hit is the plain cosine in [0, 1]. What is returned is decided by a relevance
+gate calibrated per embedder (`Judged`): a cross-encoder (memories.search.rerank) reads the question with
+each of the first stage's best few candidates, and its score, the cosine and the keyword coverage
+make one calibrated probability; an unrelated prompt returns nothing. No cosine threshold alone
+separates relevant from unrelated (docs/benchmarks.md). `min_similarity` replaces the gate by a
+plain cosine floor.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from django.conf import settings
+
+from memories.search.trivial import is_acknowledgement
+from yullu_core.errors import Unavailable
+from yullu_core.metrics import timed_recall
+
+from ..anchors import checks as anchor_checks
+from ..embedding.embedders import Embedder, embed_query, embeds, get_embedder
+from ..embedding.vector_index import vector_literal
+from ..models import CATEGORIES, Memory
+from ..wire import HIT_FIELDS, hit_to_wire
+from . import bm25, candidates, expansion, recall_log, rerank
+from .candidates import Candidate, SearchResult
+from .gates import DEFAULT_GATE, Gate, Judged, configured_floor, gate_for, judged_test, relevance_test
+
+log = logging.getLogger(__name__)
+Mode = Literal["hybrid", "dense", "keyword"]
+
+
+# Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, bench/tune_fusion.py).
+FUSION = "score"
+W_KEYWORD = 0.6
+KEYWORD_POWER = 2.0  # (BM25 / best)²: only near-best keyword matches move a hit much
+W_RECENCY = 0.05
+W_CONTIGUITY = 0.3  # share of the best same-session candidate's score a candidate gains …
+W_NEIGHBOUR = 0.1  # … plus this share of the best one stored at most NEIGHBOUR_TURNS before or after it
+NEIGHBOUR_TURNS = 2
+RRF_K = 20
+# Dates named in a question (memories.search.expansion), chosen on LoCoMo dev's tuning questions.
+W_DATE = 0.3  # gained by a memory created on the day / month / year the question names
+DATE_CANDIDATES = 10  # nearest memories created then, added when the question names a date
+# Candidates per side. 40 nearest vectors recall as well as 60 on LoCoMo (0.730 either way) and
+# let the HNSW search stop sooner; keyword candidates are cheap, so 60.
+DENSE_CANDIDATES = 40
+KEYWORD_CANDIDATES = 60
+
+
+def clean_categories(categories: Iterable[str] | None) -> list[str]:
+    """OR of the given categories; unknown values are dropped."""
+    if not categories:
+        return []
+    return sorted({c.strip().lower() for c in categories if isinstance(c, str) and c.strip().lower() in CATEGORIES})
+
+
+def fuse(
+    cands: dict[int, Candidate],
+    mode: Mode,
+    *,
+    method: str | None = None,
+    w_keyword: float | None = None,
+    w_recency: float | None = None,
+    w_contiguity: float | None = None,
+) -> list[Candidate]:
+    """One ranking from dense, keyword, recency and session signals.
+
+    "score": cosine + w_keyword × (strength × BM25 / best BM25)² + w_recency × recency, strength being
+    1 except in a project of fewer than 20 memories, where it is the query words' idf there over their
+    idf in 20 memories (bm25.ATTAINABLE_MIN_N), + W_DATE when created when the question says; then each candidate
+    gains w_contiguity × the best score among the other candidates tagged with its session.
+    "rrf": reciprocal-rank fusion of the dense and keyword ranks (+ recency), kept for comparison.
+    """
+    # Unset weights are read at call time, so a benchmark can vary the module's settings.
+    method = FUSION if method is None else method
+    w_keyword = W_KEYWORD if w_keyword is None else w_keyword
+    w_recency = W_RECENCY if w_recency is None else w_recency
+    w_contiguity = W_CONTIGUITY if w_contiguity is None else w_contiguity
+    best_kw = max((c.keyword_score for c in cands.values()), default=0.0) or 1.0
+    recency = _recency(cands)
+    dense_on, kw_on = mode != "keyword", mode != "dense"
+    for c in cands.values():
+        rec = w_recency * recency.get(c.memory_id, 0.0)
+        if method == "rrf":
+            dense = 1.0 / (RRF_K + c.dense_rank) if c.dense_rank is not None and dense_on else 0.0
+            kw = 1.0 / (RRF_K + c.keyword_rank) if c.keyword_rank is not None and kw_on else 0.0
+            c.score = dense + w_keyword * kw + rec / RRF_K
+        else:
+            dense = (c.similarity or 0.0) if dense_on else 0.0
+            # Relative to the best candidate, but a tiny project's literal match is weak evidence
+            # and must not outrank a much closer meaning (strength, bm25.search_with_coverage).
+            kw = (c.keyword_strength * c.keyword_score / best_kw) ** KEYWORD_POWER if kw_on else 0.0
+            c.score = dense + w_keyword * kw + rec + (W_DATE if c.dated else 0.0)
+    if w_contiguity:
+        _add_contiguity(cands, w_contiguity)
+    return sorted(cands.values(), key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))
+
+
+def _add_contiguity(cands: dict[int, Candidate], weight: float) -> None:
+    """Each candidate gains `weight` × the best score among the other candidates of its session, and
+    W_NEIGHBOUR × the best among those stored at most NEIGHBOUR_TURNS memories before or after it
+    there (the turn after the one that names the concert says what happened at it)."""
+    sessions: dict[str, list[Candidate]] = {}
+    for c in cands.values():
+        if c.session is not None:
+            sessions.setdefault(c.session, []).append(c)
+    for members in sessions.values():
+        if len(members) < 2:
+            continue
+        ranked = sorted(members, key=lambda c: -c.score)
+        best, second = ranked[0].score, ranked[1].score
+        base = {c.memory_id: c.score for c in members}
+        for c in members:
+            c.score += weight * (second if c is ranked[0] else best)
+            if W_NEIGHBOUR and c.position is not None:
+                near = [
+                    base[o.memory_id]
+                    for o in members
+                    if o is not c and o.position is not None and abs(o.position - c.position) <= NEIGHBOUR_TURNS
+                ]
+                c.score += W_NEIGHBOUR * max(near, default=0.0)
+
+
+def _recency(cands: dict[int, Candidate]) -> dict[int, float]:
+    """1.0 for the newest candidate, decaying with a 30-day half-life (times in epoch seconds)."""
+    updated = {mid: c.updated for mid, c in cands.items() if c.updated is not None}
+    if not updated:
+        return {}
+    newest = max(updated.values())
+    return {mid: math.pow(0.5, (newest - at) / (30 * 86400)) for mid, at in updated.items()}
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """A query already embedded, with the embedder that made the vector (the benchmarks embed
+    their questions in batches, and time the search alone)."""
+
+    embedder: Embedder
+    vector: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One search's best candidates, in order, and the relevance test (rows not loaded yet)."""
+
+    ordered: list[Candidate]
+    relevant: Callable[[Candidate], bool]
+
+
+@timed_recall
+def search(
+    project_id: str,
+    query: str,
+    *,
+    limit: int = 5,
+    categories: Iterable[str] | None = None,
+    min_similarity: float | None = None,
+    mode: Mode = "hybrid",
+    log: bool = True,
+    embedded: Embedded | None = None,
+) -> SearchResult:
+    """Search one project and log the recall (`log=False` for the benchmarks and merged searches).
+    `min_similarity` (else `[retrieval].min_similarity`) is a plain cosine floor replacing the
+    embedder's calibrated gate; None uses the gate."""
+    result = SearchResult(project_id=project_id, recall_id=None)
+    found = _ranked(project_id, query, limit, categories, min_similarity, mode, embedded)
+    if found is None:
+        return result
+    ordered, memories = _rows(found.ordered, found.relevant, limit)
+    _apply_floor(result, ordered, memories, found.relevant, limit)
+    anchor_checks.annotate(project_id, result.results)
+    if log and (result.results or result.considered):
+        result.recall_id = str(uuid.uuid4())
+        recall_log.log_recall(result, query)
+    return result
+
+
+@timed_recall
+def preview(project_id: str, query: str, *, limit: int) -> SearchResult:
+    """The admin's search box: the best hits whatever the gate, each flagged `clears_floor`
+    (whether a recall would send it); never logged."""
+    result = SearchResult(project_id=project_id, recall_id=None)
+    found = _ranked(project_id, query, limit, None, None, "hybrid", None)
+    if found is not None:
+        ordered, memories = _rows(found.ordered, _anything, limit)
+        _apply_floor(result, ordered, memories, _anything, limit, preview=found.relevant)
+        anchor_checks.annotate(project_id, result.results)
+    return result
+
+
+def _ranked(
+    project_id: str,
+    query: str,
+    limit: int,
+    categories: Iterable[str] | None,
+    min_similarity: float | None,
+    mode: Mode,
+    embedded: Embedded | None,
+) -> Ranked | None:
+    """The fused, feedback-adjusted best candidates of a search; None when there is nothing to search."""
+    if is_acknowledgement(query) or not _has_memories(project_id):
+        return None
+    floor = configured_floor() if min_similarity is None else min_similarity
+    cats = clean_categories(categories)
+    embedder = embedded.embedder if embedded else get_embedder()
+    qvec = embedded.vector if embedded else None
+    if qvec is None and mode != "keyword" and embeds(embedder):
+        qvec = embed_query(embedder, query)
+    ranked = {c.memory_id: c for c in rank(project_id, query, qvec, embedder.id, cats, mode)}
+    if mode == "hybrid" and ranked and W_DATE:
+        second_look(project_id, query, qvec, embedder.id, cats, ranked)
+    if mode == "hybrid" and W_NEIGHBOUR:
+        _place_in_sessions(project_id, ranked)
+    ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
+    depth = int(settings.YULLU["retrieval"].get("rerank_depth") or 0)
+    if depth and mode == "hybrid":
+        ordered = reordered(query, ordered, depth)
+    ordered = anchor_checks.demote(project_id, ordered)  # cited code changed: ranked lower (docs/contract.md §12)
+    gate = gate_for(embedder.id)
+    if floor is None and isinstance(gate, Judged) and qvec is not None:
+        try:
+            return Ranked(ordered, judged_test(query, ordered, gate))
+        except Unavailable as exc:  # the model's package is missing: the cosine gate, not a failed search
+            log.warning("%s Falling back to the cosine gate.", exc)
+            gate = gate.fallback
+    return Ranked(ordered, relevance_test(floor, gate if isinstance(gate, Gate) else DEFAULT_GATE, qvec is not None))
+
+
+def _anything(c: Candidate) -> bool:
+    return True
+
+
+def _shown(ordered: list[Candidate], relevant: Callable[[Candidate], bool], limit: int) -> list[Candidate]:
+    """The candidates a search shows: the first `limit` relevant ones (its hits), and up to `limit`
+    of the others ranked before the last of those (logged as considered)."""
+    shown: list[Candidate] = []
+    hits = others = 0
+    for c in ordered:
+        if hits >= limit:
+            break
+        if relevant(c):
+            hits += 1
+            shown.append(c)
+        elif others < limit:
+            others += 1
+            shown.append(c)
+    return shown
+
+
+def _rows(
+    ordered: list[Candidate], relevant: Callable[[Candidate], bool], limit: int
+) -> tuple[list[Candidate], dict[int, Memory]]:
+    """Whole rows for the candidates a search shows, and only those (ORM rows are the costly part
+    of the read; the ranking keeps 20 candidates, a search shows at most 2 × limit). A memory
+    deleted since the ranking drops out and the next candidate takes its place, as if it had never
+    been a candidate."""
+    memories: dict[int, Memory] = {}
+    while True:
+        missing = [c.memory_id for c in _shown(ordered, relevant, limit) if c.memory_id not in memories]
+        if not missing:
+            return ordered, memories
+        memories.update(Memory.objects.only(*HIT_FIELDS).in_bulk(missing))
+        ordered = [c for c in ordered if c.memory_id in memories or c.memory_id not in missing]
+
+
+def with_feedback(ordered: list[Candidate], embedder_id: str, qvec: np.ndarray | None) -> list[Candidate]:
+    """Verdicts on similar past queries move a candidate up or down (memories.search.feedback)."""
+    from .feedback import adjust
+
+    delta = adjust({c.memory_id: c.score for c in ordered}, embedder_id, qvec)
+    if not delta:
+        return ordered
+    for c in ordered:
+        c.score += delta.get(c.memory_id, 0.0)
+    return sorted(ordered, key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))
+
+
+def _has_memories(project_id: str) -> bool:
+    # A cached positive count saves a query; a stale one only means searching an emptied project.
+    return bm25.cached_count(project_id) > 0 or Memory.objects.filter(project_id=project_id).exists()
+
+
+def rank(
+    project_id: str, query: str, qvec: np.ndarray | None, embedder_id: str, cats: list[str], mode: Mode
+) -> list[Candidate]:
+    """Candidates from both sides, each with its cosine (when embedded) and its times; memories
+    deleted meanwhile drop out."""
+    cands: dict[int, Candidate] = {}
+    literal = vector_literal(qvec) if qvec is not None else None
+    dim = len(qvec) if qvec is not None else 0
+    if literal is not None and mode != "keyword":
+        dense = candidates.dense(project_id, embedder_id, literal, dim, cats, DENSE_CANDIDATES)
+        for n, (mid, sim) in enumerate(sorted(dense.items(), key=lambda kv: -kv[1]), start=1):
+            cands[mid] = Candidate(mid, similarity=sim, dense_rank=n)
+    if mode != "dense":
+        keyword = candidates.keyword(project_id, query, cats, KEYWORD_CANDIDATES)
+        for n, (mid, (score, coverage, strength)) in enumerate(keyword.items(), start=1):
+            c = cands.setdefault(mid, Candidate(mid))
+            c.keyword_rank, c.keyword_score, c.coverage, c.keyword_strength = n, score, coverage, strength
+    missing = [mid for mid, c in cands.items() if c.similarity is None]
+    found = candidates.details(list(cands), missing, embedder_id, literal, dim)
+    for mid, c in list(cands.items()):
+        if mid not in found:
+            del cands[mid]
+            continue
+        cosine, c.created, c.updated, c.session = found[mid]
+        if c.similarity is None:
+            c.similarity = cosine
+    return list(cands.values())
+
+
+def _place_in_sessions(project_id: str, ranked: dict[int, Candidate]) -> None:
+    """Each candidate's place in its session, for the sessions with two candidates or more (one
+    query, through the GIN index on tags)."""
+    seen: dict[str, int] = {}
+    for c in ranked.values():
+        if c.session is not None:
+            seen[c.session] = seen.get(c.session, 0) + 1
+    sessions = sorted(s for s, n in seen.items() if n > 1)
+    if sessions:
+        for mid, place in expansion.session_places(project_id, sessions).items():
+            if mid in ranked:
+                ranked[mid].position = place
+
+
+def second_look(
+    project_id: str,
+    query: str,
+    qvec: np.ndarray | None,
+    embedder_id: str,
+    cats: list[str],
+    ranked: dict[int, Candidate],
+) -> None:
+    """When the question names a date (memories.search.expansion), flag the candidates created then and add,
+    in place, the memories created then that are nearest to it."""
+    windows = expansion.date_windows(query)
+    if not windows:
+        return
+    if qvec is not None:
+        literal, dim = vector_literal(qvec), len(qvec)
+        near = expansion.nearest_in_windows(project_id, embedder_id, literal, dim, windows, cats, DATE_CANDIDATES)
+        new = [mid for mid in near if mid not in ranked]
+        for mid, (sim, created, updated, session) in candidates.details(new, new, embedder_id, literal, dim).items():
+            ranked[mid] = Candidate(mid, similarity=sim, created=created, updated=updated, session=session)
+    for c in ranked.values():
+        c.dated = expansion.in_window(c.created, windows)
+
+
+# `[retrieval].rerank_depth`: the best N candidates are reordered by fused score + W_RERANK × the
+# cross-encoder's logit. Chosen on LoCoMo dev's tuning questions (docs/benchmarks.md): N = 20,
+# weight 0.05 (recall@10 0.760 -> 0.792 there); off by default, for its CPU.
+W_RERANK = 0.05
+
+
+def reordered(query: str, ordered: list[Candidate], depth: int) -> list[Candidate]:
+    """The first `depth` candidates reordered with the cross-encoder (one batch, cached), the rest as
+    they were. Without the model's package, the order is left as it was."""
+    top, rest = ordered[:depth], ordered[depth:]
+    texts = dict(Memory.objects.filter(pk__in=[c.memory_id for c in top]).values_list("pk", "content"))
+    top = [c for c in top if c.memory_id in texts]
+    try:
+        logits = rerank.judge.logits(query, [texts[c.memory_id] for c in top])
+    except Unavailable as exc:
+        log.warning("%s Search order left as it was.", exc)
+        return ordered
+    for c, logit in zip(top, logits, strict=True):
+        c.score += W_RERANK * logit
+    return sorted(top, key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id)) + rest
+
+
+def _apply_floor(
+    result: SearchResult,
+    ordered: list[Candidate],
+    memories: dict[int, Memory],
+    relevant: Callable[[Candidate], bool],
+    limit: int,
+    preview: Callable[[Candidate], bool] | None = None,
+) -> None:
+    """Keep the best `limit` hits that pass `relevant`; up to `limit` of the others are logged as
+    considered. `preview` flags each hit with whether it would pass (the admin's search box)."""
+    for c in _shown(ordered, relevant, limit):  # the same choice `_rows` loaded the rows for
+        if relevant(c):
+            hit = hit_to_wire(memories[c.memory_id], c.similarity, len(result.results) + 1)
+            if preview is not None:
+                hit["clears_floor"] = preview(c)
+            result.results.append(hit)
+        else:
+            result.considered.append(hit_to_wire(memories[c.memory_id], c.similarity, 0))

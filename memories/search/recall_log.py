@@ -1,0 +1,75 @@
+"""The recall log: which memories a search returned (recalled) and which it weighed and held back
+(considered), one row each, written without waiting for the WAL flush (yullu_core.durability)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.db import IntegrityError, connection
+from django.utils import timezone
+
+from yullu_core.durability import losable
+
+from ..models import EventKind, Memory, MemoryEvent
+from .candidates import SearchResult
+
+log = logging.getLogger(__name__)
+
+EVENT_COLUMNS = "kind, memory_id, memory_uuid, project_id, recall_id, metadata, created_at"
+# One row, typed: an INSERT … SELECT does not take its column types from the table.
+EVENT_ROW = "(%s, %s::bigint, %s::uuid, %s, %s::uuid, %s::jsonb, %s::timestamptz)"
+
+
+def _insert_events(rows: list[list[Any]]) -> None:
+    """Recall-log rows (values in EVENT_COLUMNS order) in one multi-row INSERT, committed without
+    waiting for the WAL flush (they may be lost in a crash; yullu_core.durability). Outside a
+    transaction it is one statement, one round trip: `set_config(…, true)` lasts until the end of
+    the statement's own implicit transaction, so only its commit is relaxed — instead of BEGIN,
+    SET LOCAL, INSERT and COMMIT, four round trips on every retrieve. Inside a caller's transaction,
+    `losable()` (a savepoint, the caller's commit untouched). Django's bulk_create cost ~6 % of the
+    web process's CPU per retrieve (docs/benchmarks.md); the rows are simple and the table is ours."""
+    params = [value for row in rows for value in row]
+    table = MemoryEvent._meta.db_table
+    values = ", ".join([EVENT_ROW] * len(rows))
+    if connection.in_atomic_block or not connection.get_autocommit():
+        with losable(), connection.cursor() as cur:
+            cur.execute(f"INSERT INTO {table} ({EVENT_COLUMNS}) VALUES {values}", params)
+        return
+    with connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {table} ({EVENT_COLUMNS}) SELECT * FROM (VALUES {values}) v "
+            "WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL",
+            params,
+        )
+
+
+def log_recall(result: SearchResult, query: str) -> None:
+    """Best effort: a memory deleted between the search and this insert is logged without its FK;
+    a logging failure never fails the search itself."""
+    now = timezone.now()
+    rows = [
+        [
+            kind,
+            hit["id"],
+            hit["uuid"],
+            result.project_id,
+            result.recall_id,
+            json.dumps({"query": query[:1000], "similarity": hit["similarity"], "rank": hit["rank"]}),
+            now,
+        ]
+        for kind, hits in ((EventKind.RECALLED, result.results), (EventKind.CONSIDERED, result.considered))
+        for hit in hits
+    ]
+    try:
+        _insert_events(rows)
+        return
+    except IntegrityError:  # the memory FK is checked at commit
+        alive = set(Memory.objects.filter(pk__in=[r[1] for r in rows]).values_list("pk", flat=True))
+    for row in rows:
+        row[1] = row[1] if row[1] in alive else None
+    try:
+        _insert_events(rows)
+    except IntegrityError:
+        log.warning("could not write the recall log for %s", result.recall_id)

@@ -1,0 +1,90 @@
+"""Exports: every memory as versioned JSON Lines (`yullu export json`, read back by
+memories.transfer.importer) and a project's current memories grouped by category as Markdown
+(`yullu export agents-md`). Writing them to a file or the terminal is the command line's part."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import IO, Any
+
+from django.utils import timezone
+
+from yullu_core.text import json_safe
+
+from ..anchors import store as anchor_store
+from ..models import CATEGORIES, Memory, MemoryVector
+
+FORMAT = "yullu-memories"
+VERSION = 1
+# Fields every version writes; others (lifecycle fields added later) are exported generically.
+SKIP_FIELDS = {"id", "search"}
+TITLES = {
+    "process": "How we work",
+    "decision": "Decisions",
+    "gotcha": "Gotchas",
+    "domain": "Domain",
+    "style": "Style",
+    None: "Other notes",
+}
+
+
+def render_agents_md(project_id: str) -> str:
+    # Current facts only: a superseded or expired memory would tell a reader the old command.
+    memories = list(Memory.objects.current().filter(project_id=project_id).order_by("category", "created_at", "id"))
+    lines = [f"# Project memory: {project_id}", "", "Exported from Yul'lu. Each line is one durable fact.", ""]
+    for category in [*CATEGORIES, None]:
+        group = [m for m in memories if m.category == category]
+        if not group:
+            continue
+        lines += [f"## {TITLES[category]}", ""]
+        lines += [f"- {' '.join(m.content.split())}" for m in group]
+        lines.append("")
+    if not memories:
+        lines.append("_No memories yet._")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _value(memory: Memory, f: Any) -> Any:
+    if f.is_relation:  # links to other memories travel as their uuid
+        related = getattr(memory, f.name)
+        return str(related.uuid) if related is not None and hasattr(related, "uuid") else None
+    value = getattr(memory, f.attname)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+def memory_record(memory: Memory, vectors: bool = False) -> dict[str, Any]:
+    record = {f.name: _value(memory, f) for f in Memory._meta.concrete_fields if f.name not in SKIP_FIELDS}
+    anchors = anchor_store.wire_of(memory)
+    if anchors:
+        record["anchors"] = anchors  # code anchors with their pins (docs/contract.md §12)
+    if vectors:
+        record["vectors"] = {
+            v.embedder: [round(float(x), 7) for x in v.vector] for v in MemoryVector.objects.filter(memory=memory)
+        }
+    return record
+
+
+def export_json(project_id: str | None, out: IO[str], *, vectors: bool = False) -> int:
+    qs = Memory.objects.order_by("project_id", "created_at", "id")
+    if project_id:
+        qs = qs.filter(project_id=project_id)
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": timezone.now().isoformat(),
+        "project_id": project_id,
+        "count": qs.count(),
+        "vectors": vectors,
+    }
+    out.write(json_safe(json.dumps(header, ensure_ascii=False)) + "\n")
+    n = 0
+    for memory in qs.iterator(chunk_size=500):  # control and bidi characters as JSON escapes: safe in a terminal
+        out.write(json_safe(json.dumps(memory_record(memory, vectors), ensure_ascii=False)) + "\n")
+        n += 1
+    return n

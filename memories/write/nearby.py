@@ -1,0 +1,143 @@
+"""What a new text is near in its project: the memory it duplicates (the same text as a reader
+sees it, or the same fact by cosine and literals), else the related ones a store reports back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..embedding.embedders import Embedder, get_embedder
+from ..models import Memory
+from ..wire import Similar
+from .duplicates import MAX_SIMILAR, same_fact_tokens, skeleton, thresholds
+from .validation import CleanMemory, clean_content
+from .vectors import embed
+
+
+@dataclass
+class Nearby:
+    duplicate: tuple[Memory, float] | None
+    similar: list[Similar]
+
+
+def scans_exactly(project_id: str) -> bool:
+    """Whether the duplicate check scans the project exactly rather than through HNSW. Counted here,
+    once per batch (nothing is inserted until every item is checked): the search's cached project
+    count would go stale as we insert."""
+    from ..search.candidates import EXACT_SCAN_MAX
+
+    # Counting stops at EXACT_SCAN_MAX + 1 rows: a full count(*) grew with the project (3 ms at 100k
+    # memories, docs/benchmarks.md) and runs under the project's write lock, so every store of a
+    # large project waited for it.
+    return Memory.objects.filter(project_id=project_id)[: EXACT_SCAN_MAX + 1].count() <= EXACT_SCAN_MAX
+
+
+def near_many(
+    project_id: str,
+    embedder_id: str,
+    items: list[CleanMemory],
+    vectors: list[np.ndarray] | None,
+    exclude: set[int],
+    *,
+    exact_scan: bool,
+) -> list[Nearby]:
+    """For each item, the current memory it duplicates (the same text as a reader sees it, or cosine ≥
+    the embedder's duplicate threshold), else up to MAX_SIMILAR related ones. A constant number of
+    queries whatever the batch size (an import writes 100 per batch): exact texts in one, every item's
+    nearest neighbours in one, their rows in one. `vectors` are the texts' skeletons' (probe_vectors)."""
+    current = Memory.objects.current().filter(project_id=project_id).exclude(pk__in=exclude)
+    shapes = [skeleton(i.content) for i in items]
+    exact: dict[str, Memory] = {}
+    for memory in current.filter(content__in={*(i.content for i in items), *shapes}).order_by("-id"):
+        exact[skeleton(memory.content)] = memory  # the oldest wins: rows come newest first
+    out: list[Nearby] = [Nearby((exact[shape], 1.0), []) if shape in exact else Nearby(None, []) for shape in shapes]
+    todo = [n for n, shape in enumerate(shapes) if shape not in exact and vectors is not None]
+    if not todo or vectors is None:
+        return out
+    from ..search.candidates import nearest_many
+
+    limit = thresholds(embedder_id)
+    near = nearest_many(project_id, embedder_id, [vectors[n] for n in todo], 12, exact=exact_scan)
+    rows = current.in_bulk({mid for hits in near for mid in hits})
+    for n, hits in zip(todo, near, strict=True):
+        # A look-alike of a neighbour (its skeleton's vector found it, whatever the cosine) is the same text.
+        same = [(mid, sim) for mid, sim in hits.items() if mid in rows and skeleton(rows[mid].content) == shapes[n]]
+        if same:
+            mid, sim = max(same, key=lambda p: p[1])
+            out[n] = Nearby((rows[mid], sim), [])
+            continue
+        close = {mid: sim for mid, sim in hits.items() if sim >= limit.related}
+        out[n] = _nearby_from(items[n].content, close, rows, limit.duplicate)
+    return out
+
+
+def probe_vectors(
+    embedder: Embedder, items: list[CleanMemory], vectors: list[np.ndarray] | None
+) -> list[np.ndarray] | None:
+    """The vectors the duplicate check searches with: of each text's skeleton, so look-alike letters
+    (which move an embedding a long way) do not hide a duplicate. Stored vectors stay the text's own."""
+    if vectors is None:
+        return None
+    changed = [n for n, item in enumerate(items) if skeleton(item.content) != item.content]
+    if not changed:
+        return vectors  # plain text (nearly always): no second embedding
+    probes = list(vectors)
+    fresh = embed(embedder, [skeleton(items[n].content) for n in changed]) or []
+    for n, vector in zip(changed, fresh, strict=True):
+        probes[n] = vector
+    return probes
+
+
+def _nearby_from(content: str, close: dict[int, float], rows: dict[int, Memory], duplicate: float) -> Nearby:
+    ranked = sorted(((rows[mid], sim) for mid, sim in close.items() if mid in rows), key=lambda p: (-p[1], p[0].pk))
+    for memory, sim in ranked:  # the nearest that is the same fact, not one with a changed literal
+        if sim >= duplicate and same_fact_tokens(memory.content, content):
+            return Nearby((memory, sim), [])
+    similar: list[Similar] = [
+        {"id": m.pk, "content": m.content, "similarity": round(sim, 4)} for m, sim in ranked[:MAX_SIMILAR]
+    ]
+    return Nearby(None, similar)
+
+
+def nearby(project_id: str, content: Any) -> Nearby:
+    """Read-only: the current memory `content` would duplicate, else the related ones (for dreaming,
+    which decides between update, supersede and a contradicts link before it writes)."""
+    item = CleanMemory(clean_content(content))
+    embedder = get_embedder()
+    vectors = embed(embedder, [skeleton(item.content)])  # a probe, as for a store
+    exact_scan = scans_exactly(project_id) if vectors else True
+    return near_many(project_id, embedder.id, [item], vectors, set(), exact_scan=exact_scan)[0]
+
+
+@dataclass
+class BatchIndex:
+    """The items of one store batch kept so far, to find an item that repeats an earlier one:
+    same text, or cosine ≥ the duplicate threshold (one matrix product, not a loop over pairs)."""
+
+    embedder_id: str
+    texts: dict[str, int] = field(default_factory=dict)
+    kept: list[int] = field(default_factory=list)
+    matrix: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> None:
+        self.texts.setdefault(skeleton(items[n].content), n)
+        self.kept.append(n)
+        if vectors is not None:
+            v = np.asarray(vectors[n], dtype=np.float32)
+            self.matrix.append(v / (np.linalg.norm(v) or 1.0))
+
+    def duplicate(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> tuple[int, float] | None:
+        if (shape := skeleton(items[n].content)) in self.texts:
+            return self.texts[shape], 1.0
+        if vectors is None or not self.matrix:
+            return None
+        v = np.asarray(vectors[n], dtype=np.float32)
+        sims = np.stack(self.matrix) @ (v / (np.linalg.norm(v) or 1.0))
+        threshold = thresholds(self.embedder_id).duplicate
+        for k in np.flatnonzero(sims >= threshold):  # in the order they were kept, as before
+            m = self.kept[int(k)]
+            if same_fact_tokens(items[m].content, items[n].content):
+                return m, float(sims[k])
+        return None

@@ -1,0 +1,137 @@
+"""Applying teammates' events (called by sync's reconcile only). These write without announcing a
+change: what they apply is already in the log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from ..anchors import store as anchor_store
+from ..embedding.vector_index import ensure_index
+from ..models import EventKind, Importance, Memory, MemoryChange, MemoryEvent, MemoryVector
+from .edit import remove
+from .history import activity, change_row, record_change, snapshot
+from .poisoning import hold_reason
+from .validation import clean_category, clean_importance, clean_tags
+from .vectors import save_vector
+
+
+@dataclass
+class RemoteState:
+    """What a memory folds to from the team log (sync.fold): fields, and times from its events."""
+
+    content: str
+    tags: list[str]
+    category: str | None
+    created_at: datetime
+    updated_at: datetime
+    importance: str | None = None  # None: the default
+    expires_at: datetime | None = None
+    anchors: list[Any] | None = None  # None: the log never named any
+
+
+RemoteOutcome = Literal["created", "updated", "unchanged", "deleted", "absent"]
+
+
+def remote_fields(memory: Memory, state: RemoteState) -> dict[str, Any]:
+    """The fields of `memory` that differ from `state` (times excluded)."""
+    wanted: dict[str, Any] = {
+        "content": state.content,
+        "tags": clean_tags(state.tags),
+        "category": clean_category(state.category),
+        "importance": clean_importance(state.importance) or Importance.NORMAL,
+        "expires_at": state.expires_at,
+    }
+    return {k: v for k, v in wanted.items() if getattr(memory, k) != v}
+
+
+RemoteVector = tuple[str, Sequence[float]]  # (embedder id, vector)
+
+
+def create_remote_many(project_id: str, items: Sequence[tuple[str, RemoteState, RemoteVector | None]]) -> list[Memory]:
+    """`apply_remote_state` for memories this machine does not have yet, in a constant number of
+    statements (a teammate's first reconcile creates thousands). Call inside a transaction, after
+    checking that no row with these uuids exists."""
+    memories = []
+    for memory_uuid, state, _ in items:
+        memory = Memory(uuid=memory_uuid, project_id=project_id)
+        for key, value in remote_fields(memory, state).items():
+            setattr(memory, key, value)
+        memory.held_reason = hold_reason(memory.content, memory.tags)
+        memory.created_at, memory.updated_at = state.created_at, state.updated_at
+        memories.append(memory)
+    created = Memory.objects.bulk_create(memories)
+    with_vector = [(m, v) for m, (_, _, v) in zip(created, items, strict=True) if v is not None]
+    for embedder_id, dim in {(v[0], len(v[1])) for _, v in with_vector}:
+        ensure_index(embedder_id, dim)
+    MemoryVector.objects.bulk_create(
+        MemoryVector(
+            memory=m, project_id=project_id, embedder=v[0], dim=len(v[1]), vector=np.asarray(v[1], dtype=np.float32)
+        )
+        for m, v in with_vector
+    )
+    anchor_store.add_from_wire([(m, state.anchors) for m, (_, state, _) in zip(created, items, strict=True)])
+    MemoryEvent.objects.bulk_create([activity(EventKind.CREATED, m, source="reconcile") for m in created])
+    MemoryChange.objects.bulk_create([change_row(m, "created", "sync", None, snapshot(m)) for m in created])
+    return created
+
+
+def apply_remote_state(
+    project_id: str,
+    memory_uuid: str,
+    state: RemoteState | None,
+    vector: tuple[str, Sequence[float]] | None = None,
+    *,
+    memory: Memory | None = None,
+) -> RemoteOutcome:
+    """Make the local row equal `state` (None: the memory is deleted). Call inside a transaction,
+    with the row (if any) passed in locked `select_for_update` by the caller.
+
+    `vector` is stored for its embedder; a content change first drops every old (now stale) vector.
+    """
+    if state is None:
+        if memory is None:
+            return "absent"
+        remove(memory, "reconcile", publish_forget=False)
+        return "deleted"
+    if memory is None:
+        memory = Memory(uuid=memory_uuid, project_id=project_id)
+        for key, value in remote_fields(memory, state).items():
+            setattr(memory, key, value)
+        memory.held_reason = hold_reason(memory.content, memory.tags)
+        memory.created_at, memory.updated_at = state.created_at, state.updated_at
+        memory.save()
+        if vector is not None:
+            save_vector(memory, vector[0], vector[1])
+        if state.anchors:
+            anchor_store.from_wire(memory, state.anchors)
+        activity(EventKind.CREATED, memory, source="reconcile").save()
+        record_change(memory, "created", "sync", None, snapshot(memory))
+        return "created"
+    changes = remote_fields(memory, state)
+    if state.anchors is not None and anchor_store.wire_of(memory) != state.anchors:
+        anchor_store.from_wire(memory, state.anchors)  # a teammate's re-pin or new anchors
+        changes["anchors"] = state.anchors
+    if "content" in changes:  # a content change makes every old vector stale
+        MemoryVector.objects.filter(memory=memory).delete()
+    if vector is not None:
+        save_vector(memory, vector[0], vector[1])
+    if not changes and (memory.created_at, memory.updated_at) == (state.created_at, state.updated_at):
+        return "unchanged"
+    before = snapshot(memory)
+    for key, value in changes.items():
+        if key != "anchors":
+            setattr(memory, key, value)
+    if "content" in changes or "tags" in changes:
+        memory.held_reason = hold_reason(memory.content, memory.tags)
+    memory.created_at, memory.updated_at = state.created_at, state.updated_at
+    memory.save()
+    if not changes:
+        return "unchanged"  # only the times moved (e.g. an empty update event)
+    activity(EventKind.UPDATED, memory, source="reconcile", fields=sorted(changes)).save()
+    record_change(memory, "updated", "sync", before, snapshot(memory))
+    return "updated"
