@@ -63,6 +63,27 @@ def test_embedded_server_never_loosens_a_private_home(tmp_path: Path) -> None:
     assert not stat.S_IMODE(yhome.stat().st_mode) & 0o077
 
 
+def test_importing_the_settings_starts_no_server_and_the_first_connection_does(tmp_path: Path) -> None:
+    """A type check or `manage.py check` imports the settings: no PostgreSQL for that. A process that
+    connects (a Django query, or the broker's and the token check's own connections) starts it."""
+    root_base = Path(tempfile.mkdtemp(prefix="yullu-rootbase-"))  # as root, clusters of private homes go here
+    root_base.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env |= {"YULLU_HOME": str(tmp_path / "home"), "YULLU_CONFIG": str(tmp_path / "config.toml"),
+            "YULLU_ROOT_PG_BASE": str(root_base), "DJANGO_SETTINGS_MODULE": "yullu_site.settings"}  # fmt: skip
+    code = (
+        "import django; django.setup(); from django.conf import settings; from django.db import connections;"
+        "from yullu_core import postgres as pg; cluster = pg.plan(settings.YULLU_HOME);"
+        "print(settings.DATABASE_KIND, pg.is_running(cluster), cluster.pgdata.exists());"
+        "params = connections['default'].get_connection_params();"
+        "print(pg.is_running(cluster), params['host'] == str(cluster.socket_dir)); pg.stop(settings.YULLU_HOME)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=180)
+    shutil.rmtree(root_base, ignore_errors=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["embedded", "False", "False", "True", "True"]
+
+
 def test_the_plan_keeps_root_clusters_out_of_private_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     private = tmp_path / "private"
     private.mkdir(mode=0o700)

@@ -27,6 +27,9 @@ def setup_django(migrate: bool = True) -> None:
 
     started_here = migrate and _embedded_postgres_is_down()
     django.setup()
+    from yullu_core.database import start_database
+
+    start_database()  # importing the settings starts nothing (yullu_core/embedded_backend)
     if started_here:
         import atexit
 

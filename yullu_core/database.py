@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,10 +39,11 @@ def parse_database_url(url: str) -> dict[str, Any]:
 
 
 def embedded_database(home: Path) -> dict[str, Any]:
-    cluster = pg.ensure_running(home)
-    info = cluster.conninfo()
+    """The embedded server's entry, without starting it (yullu_core.embedded_backend does, on the
+    process's first connection): where it will listen only depends on `home`."""
+    info = pg.plan(home).conninfo()
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "yullu_core.embedded_backend",
         "NAME": info["dbname"],
         "USER": info["user"],
         "PASSWORD": "",
@@ -49,6 +51,32 @@ def embedded_database(home: Path) -> dict[str, Any]:
         "PORT": "",
         "OPTIONS": {},
     }
+
+
+_embedded_ensured = False
+_embedded_lock = threading.Lock()  # the first connections of several threads start it once
+
+
+def ensure_embedded(home: Path) -> None:
+    """Start the embedded server of `home` unless this process already did or found it running.
+    Once per process, as when the settings started it on import: a server that dies later is
+    started again by `yullu serve` (its watch), not by whichever connection notices."""
+    global _embedded_ensured
+    if _embedded_ensured:
+        return
+    with _embedded_lock:
+        if not _embedded_ensured:
+            pg.ensure_running(home)
+            _embedded_ensured = True
+
+
+def start_database() -> None:
+    """Start the embedded server now when the settings use it: the first step of every process
+    that is about to use the database (`yullu` commands, manage.py, the ASGI app's start-up)."""
+    from django.conf import settings
+
+    if settings.DATABASE_KIND == "embedded":
+        ensure_embedded(settings.YULLU_HOME)
 
 
 def database_settings(database_url: str, home: Path) -> tuple[dict[str, Any], str]:

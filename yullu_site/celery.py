@@ -4,8 +4,9 @@ backed-up queue never stacks duplicate runs. Every task is declared with an expl
 
 import os
 import warnings
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 from celery.exceptions import SecurityWarning
 
 from yullu_core.env import env_float
@@ -23,6 +24,16 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 if app.conf.accept_content == ["json"]:
     warnings.filterwarnings("ignore", message=r"You're running the worker with superuser", category=SecurityWarning)
 app.autodiscover_tasks()
+
+
+@signals.worker_init.connect
+@signals.beat_init.connect
+def _start_database_first(**_kwargs: Any) -> None:
+    """A worker or beat starts: the embedded PostgreSQL first (importing the settings starts nothing;
+    before the worker's pool forks, so its children find it started)."""
+    from yullu_core.database import start_database
+
+    start_database()
 
 
 HEARTBEAT = env_float("YULLU_HEARTBEAT_SECONDS")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +15,7 @@ from yullu_core import config as yconfig
 from yullu_core.database import database_settings
 from yullu_core.env import env_bool, env_choice, env_str
 from yullu_core.paths import create_once, ensure_home
+from yullu_site.broker import ALIAS as BROKER_ALIAS
 
 if TYPE_CHECKING:
     from django.http import HttpRequest
@@ -126,10 +126,8 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = env_str("DATABASE_URL")
-if not DATABASE_URL and "mypy_django_plugin" in sys.modules:
-    # mypy's django-stubs plugin imports these settings to read the models; it never connects, so a
-    # type check (`make lint` on a fresh clone, an editor) must not start the embedded PostgreSQL.
-    DATABASE_URL = "postgresql://typecheck@localhost/typecheck"
+# Without DATABASE_URL, the embedded server: started by the process that uses it, on its first
+# connection (yullu_core/embedded_backend), never by importing these settings.
 _db, DATABASE_KIND = database_settings(DATABASE_URL, YULLU_HOME)
 # Keep connections for a minute, but check them first so a restarted Postgres heals by itself.
 _db["CONN_MAX_AGE"] = 60
@@ -234,12 +232,8 @@ SPECTACULAR_SETTINGS = {
 # Celery: by default the broker is a queue table in our own PostgreSQL (yullu_site/broker.py: no
 # extra server, no half-written message files, a killed worker's task runs again);
 # CELERY_BROKER_URL=redis://… for a team server.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
-if not CELERY_BROKER_URL:
-    from .broker import ALIAS, register
-
-    register()
-    CELERY_BROKER_URL = f"{ALIAS}://"
+# The alias is registered with kombu by yullu_site/celery.py, which every Django process loads (apps.py).
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or f"{BROKER_ALIAS}://"
 # Late acknowledgement: a worker killed mid-task (OOM, kill -9) leaves the task to run again on the
 # next worker. Every task is idempotent (reconcile, dream pass, backfill; heartbeat only counts).
 CELERY_TASK_ACKS_LATE = True

@@ -1,0 +1,1 @@
+"""Django's PostgreSQL backend for the embedded server (ENGINE = "yullu_core.embedded_backend")."""
