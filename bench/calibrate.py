@@ -48,12 +48,12 @@ def dump(out: str) -> None:
         project, ids = codebase.ingest(prefix, dev)
         content = {m.pk: m.content for m in Memory.objects.filter(project_id=project)}
         for kind, text, answers, split in codebase.prompts(dev):
-            vec = embedder.embed([text], kind="query")[0]
+            vec = embedder.embed([queries.search_text(text)], kind="query")[0]
             found = queries._ranked(project, text, 5, None, 0.0, "hybrid", queries.Embedded(embedder, vec))
             cands = found.ordered[:DEPTH] if found else []
             texts = [content[c.memory_id] for c in cands]
-            whole = rerank.judge.logits(text, texts) if cands else []
-            best = rerank.judge.best_logits(text, texts) if cands else []
+            whole = rerank.judge.logits(queries.search_text(text), texts) if cands else []
+            best = rerank.judge.best_logits(queries.search_text(text), texts) if cands else []
             rows.append(
                 {
                     "kind": kind,

@@ -20,7 +20,8 @@ prompt, are held out: tune on `tune`, report both.
 A second held-out set, `data/codebase_fresh.json` (split `fresh`), asks about the same memories in
 another voice (typos, lowercase, rambling task-first prompts, synonyms) and adds long unrelated
 prompts close to the project's topics (git, docker, Postgres questions that ask nothing about it).
-It was written before round two's tuning and is never tuned on; the default run includes it.
+It was written before round two's tuning and is never tuned on; the default run includes it, and
+`data/codebase_tune_extra.json`, more tuning prompts of both kinds (split `tune`).
 """
 
 from __future__ import annotations
@@ -43,14 +44,15 @@ from yullu_cli.hooks import INJECT_BUDGET, category_hints
 
 DATA = Path(__file__).resolve().parent / "data" / "codebase_dev.json"
 FRESH = DATA.parent / "codebase_fresh.json"
+TUNE_EXTRA = DATA.parent / "codebase_tune_extra.json"  # more tuning prompts (split `tune`)
 SPLITS = ("tune", "held_out", "fresh")
 
 
-def load(path: Path = DATA, fresh: Path | None = FRESH) -> dict[str, Any]:
-    """The set; with `fresh`, its prompts join as the `fresh` split (they ask about the set's memories)."""
+def load(path: Path = DATA, extras: tuple[Path, ...] = (TUNE_EXTRA, FRESH)) -> dict[str, Any]:
+    """The set, with the prompts of `extras` (sets of prompts about its memories, each wholly in the
+    split it names)."""
     dev: dict[str, Any] = json.loads(path.read_text())
-    if fresh is not None:
-        dev["fresh"] = json.loads(fresh.read_text())
+    dev["extras"] = [json.loads(extra.read_text()) for extra in extras]
     return dev
 
 
@@ -75,13 +77,13 @@ def prompts(dev: dict[str, Any]) -> Iterator[tuple[str, str, list[str], str]]:
     for kind in ("unrelated", "near_miss", "long_unrelated"):
         for i, text in enumerate(dev.get(kind, [])):
             yield kind, text, [], split_of(i)
-    fresh = dev.get("fresh", {})
-    for kind, key in (("question", "questions"), ("paraphrase", "paraphrase"), ("long", "long")):
-        for q in fresh.get(key, []):
-            yield kind, q["q"], q["a"], "fresh"
-    for kind in ("unrelated", "near_miss", "long_unrelated"):
-        for text in fresh.get(kind, []):
-            yield kind, text, [], "fresh"
+    for extra in dev.get("extras", []):
+        for kind, key in (("question", "questions"), ("paraphrase", "paraphrase"), ("long", "long")):
+            for q in extra.get(key, []):
+                yield kind, q["q"], q["a"], extra["split"]
+        for kind in ("unrelated", "near_miss", "long_unrelated"):
+            for text in extra.get(kind, []):
+                yield kind, text, [], extra["split"]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -113,11 +115,11 @@ def run(dev: dict[str, Any], limit: int = 5, min_similarity: float | None = None
         project, ids = ingest(prefix, dev)
         for kind, text, answers, split in prompts(dev):
             started = time.perf_counter()
-            vec = embedder.embed([text], kind="query")[0]
+            vec = embedder.embed([queries.search_text(text)], kind="query")[0]
             embed_ms.append((time.perf_counter() - started) * 1000)
             started, cpu = time.perf_counter(), time.process_time()
             if kind in HOOK_KINDS:
-                query_cache.put(embedder.id, text, vec)  # build_context embeds its query: not twice
+                query_cache.put(embedder.id, queries.search_text(text), vec)  # build_context embeds it: not twice
                 got = [ids.get(i, "") for i in injected(project, text)]
             else:
                 found = queries.search(
@@ -217,7 +219,7 @@ def print_report(report: dict[str, Any]) -> None:
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    dev = load(Path(args.data), fresh=None) if args.data else load()
+    dev = load(Path(args.data), extras=()) if args.data else load()
     report = run(dev, limit=args.limit, min_similarity=args.min_similarity)
     print_report(report)
     if args.out:

@@ -178,7 +178,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             ingest_n += n
             qs = questions(conv, set(ids.values()))
             started = time.perf_counter()
-            qvecs = embedder.embed([q["question"] for q in qs], kind="query") if qs else []
+            qvecs = embedder.embed([queries.search_text(q["question"]) for q in qs], kind="query") if qs else []
             embed_ms = (time.perf_counter() - started) * 1000 / max(1, len(qs))
             per_conv.append((conv, project, ids, qs, qvecs, embed_ms))
             print(f"  {conv['sample_id']}: {n} turns in {secs:.1f}s, {len(qs)} questions", flush=True)

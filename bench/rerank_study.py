@@ -3,7 +3,7 @@
 `dump OUT.json` ingests LoCoMo dev (60 s spacing, session tags, as `yullu bench locomo`), then for
 every question keeps the first stage's best DEPTH candidates (fused order, no gate) with their fused
 score, cosine, keyword coverage and the cross-encoder's logit, and for the same question asked in
-the next conversation's project (the hard negatives) the first stage's best 20 likewise.
+the next conversation's project (the hard negatives) the first stage's best 5 likewise.
 
 `eval OUT.json` replays, without the database or the model: the protocol's recall@5 / @10 (10
 results, gate off) when the first N candidates are reordered by score + λ × logit, and the tool's
@@ -26,9 +26,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-DEPTH = 50
-NEGATIVE_DEPTH = 20
-LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "bench" / "locomo_dev.json"
+DEPTH = 40
+NEGATIVE_DEPTH = 5
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo_dev.json"
 
 
 def dump(out: str, path: str | None = None) -> None:
@@ -76,6 +76,8 @@ def dump(out: str, path: str | None = None) -> None:
         for k, conv in enumerate(per_conv):
             other = per_conv[(k + 1) % len(per_conv)]
             for i, (q, vec) in enumerate(zip(conv["qs"], conv["vecs"], strict=True)):
+                if i % 50 == 0:
+                    print(f"{conv['id']}: question {i}, {rerank.judge.pairs_scored} pairs so far", flush=True)
                 rows.append(
                     {
                         "conv": conv["id"],
@@ -132,7 +134,8 @@ def protocol(part: list[dict[str, Any]], depth: int, weight: float) -> str:
 
 def tool(part: list[dict[str, Any]], gate: Any, rerank: tuple[int, float], depth: int, beyond: int) -> str:
     on = [recall(gated(reorder(r["cands"], *rerank), gate, depth, beyond), r["gold"], 5) for r in part]
-    off = [not gated(reorder(r["negative"], min(rerank[0], 20), rerank[1]), gate, depth, beyond) for r in part]
+    # The negatives keep the first stage's best 5 only: the gate without the reorder.
+    off = [not gated(r["negative"], gate, depth, beyond) for r in part]
     return f"{statistics.fmean(on):.3f}, {statistics.fmean(off):.1%}"
 
 
@@ -144,11 +147,11 @@ def evaluate(path: str) -> None:
     for split in ("tune", "held_out"):
         part = [r for r in rows if r["split"] == split]
         print(f"== {split} ({len(part)} questions): protocol recall@5 / @10 (multi-hop, open-domain @10)")
-        for depth, weight in [(0, 0.0)] + [(d, w) for d in (10, 20, 30, 40, 50) for w in (0.02, 0.05, 0.1, 0.2)]:
+        for depth, weight in [(0, 0.0)] + [(d, w) for d in (10, 20, 30, 40) for w in (0.02, 0.05, 0.1, 0.2)]:
             print(f"  N {depth:>2} λ {weight:<4}: {protocol(part, depth, weight)}")
         print("   tool defaults (limit 5, gate): recall@5, hard negatives empty")
-        for rerank in ((0, 0.0), (20, 0.05), (30, 0.05), (50, 0.05)):
-            for depth, beyond in ((3, 0), (3, 5), (5, 0), (3, 10)):
+        for rerank in ((0, 0.0), (20, 0.05), (30, 0.05), (40, 0.05)):
+            for depth, beyond in ((3, 0), (3, 5), (5, 0)):
                 found = tool(part, gate, rerank, depth, beyond)
                 print(f"  rerank {rerank}, gate depth {depth}, settled to {beyond:>2}: {found}")
 

@@ -136,3 +136,16 @@ def test_rerank_depth_is_validated(tmp_path: Any) -> None:
     bad.write_text("[retrieval]\nrerank_depth = -1\n")
     with pytest.raises(ConfigError, match="rerank_depth"):
         load(bad)
+
+
+def test_shorthand_is_spelled_out_and_other_text_is_left_alone() -> None:
+    from memories.expansion import with_jargon
+
+    assert with_jargon("hw do i push the monitoring agent live").endswith("(deploy)")
+    assert "database" in with_jargon("does the suite need a db")
+    assert "feature flag" in with_jargon("where are the toggles")
+    assert "on-call" in with_jargon("who gets woken up at night")
+    assert with_jargon("how do we deploy?") == "how do we deploy?"  # nothing to add
+    assert with_jargon("write a haiku about autumn") == "write a haiku about autumn"
+    assert with_jargon("What did Caroline do in May?") == "What did Caroline do in May?"
+    assert queries.search_text("ship it") == "ship it (deploy)"

@@ -94,6 +94,34 @@ def test_one_stored_memory_answers_how_do_we_deploy_through_mcp(live_server_url:
     assert unrelated == (False, unrelated[1]) and unrelated[1]["results"] == []
 
 
+# Shorthand that shares no word, and too little meaning for the models, with the memory it needs
+# (issue 34: "push live", "db", "toggle", "pager"); memories.expansion.JARGON spells it out.
+SHORTHAND = {
+    "hw do i push the probe live": DEPLOY,
+    "who's got the pager": "On-call rotates weekly on Mondays; the schedule lives in PagerDuty.",
+}
+
+
+@pytest.mark.slow
+def test_shorthand_finds_the_memory_it_stands_for_through_mcp(live_server_url: str, owner_token: str) -> None:
+    async def go() -> tuple[dict[str, int], dict[str, Any], Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            ids = {}
+            for fact in FACTS:
+                err, stored = await call(s, "store_memory", content=fact, project_id="acme/shorthand")
+                assert not err, stored
+                ids[fact] = stored["id"]
+            found = {q: await call(s, "retrieve_memories", query=q, project_id="acme/shorthand") for q in SHORTHAND}
+            haiku = await call(s, "retrieve_memories", query="write a haiku about autumn", project_id="acme/shorthand")
+            return ids, found, haiku
+
+    ids, found, (_, haiku) = run(go())
+    for question, memory in SHORTHAND.items():
+        err, answer = found[question]
+        assert not err and answer["results"] and answer["results"][0]["id"] == ids[memory], question
+    assert haiku["results"] == []
+
+
 def test_a_small_golden_set_is_answered_at_rank_one_and_unrelated_prompts_get_nothing() -> None:
     scope = resolve("acme/golden", None)
     ids = {content: create.store_memory(scope, content, "process").memory.id for content in GOLDEN}

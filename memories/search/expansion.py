@@ -231,3 +231,45 @@ def session_places(project_id: str, sessions: list[str]) -> dict[int, int]:
             places[mid] = counts.get(session, 0)
             counts[session] = places[mid] + 1
         return places
+
+
+# Developers' shorthand and synonyms for what a team's memories usually say in full: a question
+# typed as "how do i push the agent live" or "who gets paged" shares no word, and too little
+# meaning for the small models, with "The probe deploys with make ship-it" / "On-call rotates
+# weekly". Each group's words join the query (for its vector, its keywords and the cross-encoder)
+# when one of its phrases is typed. Common engineering vocabulary only: the families issue 34 names
+# (ship / push live / deploy, db / Postgres / database, toggle / flag, pager / on-call), common
+# abbreviations, and what the codebase set's tuning prompts missed (docs/benchmarks.md).
+JARGON: tuple[tuple[str, str], ...] = (
+    (
+        r"ship(?:s|ping)?|push(?:es|ing|ed)? (?:\w+ ){0,3}(?:live|to prod\w*)|go(?:es|ing)? live|"
+        r"roll(?:s|ing|ed)? (?:\w+ ){0,2}out|rollout|releas\w* to prod\w*|(?:out|live) (?:to|in|into) prod\w*|"
+        r"put (?:\w+ ){0,2}in(?:to)? prod\w*",
+        "deploy",
+    ),
+    (r"publish(?:ing|ed)?|cut(?:ting)? (?:a |the )?(?:new )?version|new version|bump(?:ing)? the version", "release"),
+    (r"db|dbs|postgres(?:ql)?|pg|psql", "database"),
+    (r"toggles?|switch(?:es)?", "feature flag"),
+    (r"pager|paged|paging|on ?call|oncall|wak(?:e|es|ing) (?:\w+ )?up|woken", "on-call paged"),
+    (r"schema changes?|altering the schema", "migration"),
+    (r"throttl\w*", "rate limit"),
+    (r"k8s", "kubernetes"),
+    (r"py", "python"),
+    (r"golang", "go"),
+    (r"msgs?", "message"),
+    (r"prs?", "pull request"),
+    (r"repo", "repository"),
+    (r"prod", "production"),
+)
+_JARGON = [(re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.I), words) for pattern, words in JARGON]
+
+
+def with_jargon(query: str) -> str:
+    """The query with the full words of the shorthand it uses appended (`JARGON`); unchanged when it
+    uses none."""
+    present = set(re.findall(r"[\w-]+", query.lower()))
+    extra: list[str] = []
+    for pattern, words in _JARGON:
+        if pattern.search(query):
+            extra += [w for w in words.split() if w not in present and w not in extra]
+    return f"{query} ({' '.join(extra)})" if extra else query

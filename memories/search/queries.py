@@ -221,9 +221,10 @@ def _ranked(
     cats = clean_categories(categories)
     embedder = embedded.embedder if embedded else get_embedder()
     qvec = embedded.vector if embedded else None
+    text = search_text(query)  # shorthand spelled out, for every model and the keywords (not for dates)
     if qvec is None and mode != "keyword" and embeds(embedder):
-        qvec = embed_query(embedder, query)
-    ranked = {c.memory_id: c for c in rank(project_id, query, qvec, embedder.id, cats, mode)}
+        qvec = embed_query(embedder, text)
+    ranked = {c.memory_id: c for c in rank(project_id, text, qvec, embedder.id, cats, mode)}
     if mode == "hybrid" and ranked and W_DATE:
         second_look(project_id, query, qvec, embedder.id, cats, ranked)
     if mode == "hybrid" and W_NEIGHBOUR:
@@ -231,16 +232,25 @@ def _ranked(
     ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
     depth = int(settings.YULLU["retrieval"].get("rerank_depth") or 0)
     if depth and mode == "hybrid":
-        ordered = reordered(query, ordered, depth)
+        ordered = reordered(text, ordered, depth)
     ordered = anchor_checks.demote(project_id, ordered)  # cited code changed: ranked lower (docs/contract.md §12)
     gate = gate_for(embedder.id)
     if floor is None and isinstance(gate, Judged) and qvec is not None:
         try:
-            return Ranked(ordered, judged_test(query, ordered, gate))
+            return Ranked(ordered, judged_test(text, ordered, gate))
         except Unavailable as exc:  # the model's package is missing: the cosine gate, not a failed search
             log.warning("%s Falling back to the cosine gate.", exc)
             gate = gate.fallback
     return Ranked(ordered, relevance_test(floor, gate if isinstance(gate, Gate) else DEFAULT_GATE, qvec is not None))
+
+
+EXPAND_JARGON = True  # measured on the codebase set and LoCoMo dev (docs/benchmarks.md)
+
+
+def search_text(query: str) -> str:
+    """What retrieval reads for `query`: with the full words of the developers' shorthand it uses
+    (expansion.with_jargon). Callers that embed a query themselves (queries.Embedded) embed this."""
+    return expansion.with_jargon(query) if EXPAND_JARGON else query
 
 
 def _anything(c: Candidate) -> bool:
