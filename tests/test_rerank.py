@@ -139,7 +139,7 @@ def test_rerank_depth_is_validated(tmp_path: Any) -> None:
 
 
 def test_shorthand_is_spelled_out_and_other_text_is_left_alone() -> None:
-    from memories.expansion import with_jargon
+    from memories.search.expansion import with_jargon
 
     assert with_jargon("hw do i push the monitoring agent live").endswith("(deploy)")
     assert "database" in with_jargon("does the suite need a db")
