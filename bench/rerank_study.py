@@ -69,7 +69,7 @@ def dump(out: str, path: str | None = None) -> None:
         for conv in convs:
             project, ids, _, n = ingest(prefix, conv)
             qs = questions(conv, set(ids.values()))
-            vecs = embedder.embed([q["question"] for q in qs], kind="query")
+            vecs = embedder.embed([queries.search_text(q["question"]) for q in qs], kind="query")
             per_conv.append({"project": project, "ids": ids, "qs": qs, "vecs": vecs, "id": conv["sample_id"]})
             print(f"{conv['sample_id']}: {n} turns, {len(qs)} questions", flush=True)
         rows: list[dict[str, Any]] = []
