@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import socket
 import statistics
 import subprocess
 import sys
@@ -148,11 +149,16 @@ def grow(target: int, have: int, embedder_id: str, dim: int) -> None:
 
 
 def settle(embedder_id: str, dim: int) -> None:
-    from bench.latency import rebuild_index
+    from memories.embedding.vector_index import ensure_index
     from memories.search import bm25
 
     print("  building the HNSW index and analysing …", flush=True)
-    rebuild_index(embedder_id, dim, drop=False)
+    with connection.cursor() as cur:
+        # A million vectors' graph (~2 GB) fits: a build that outgrows maintenance_work_mem goes on
+        # many times slower. The parallel workers share it through /dev/shm.
+        cur.execute("SET maintenance_work_mem = '4GB'")
+        cur.execute("SET max_parallel_maintenance_workers = 2")
+    ensure_index(embedder_id, dim)
     with connection.cursor() as cur:
         for table in ("memories_memory", "memories_memoryvector", "memories_term", "memories_memoryevent"):
             cur.execute(f"VACUUM ANALYZE {table}")
@@ -266,6 +272,71 @@ def resident_mb() -> dict[str, float]:
     }
 
 
+def serve_rss(searches: int = 40, stores: int = 10) -> dict[str, Any]:
+    """Resident memory of each process `yullu serve` runs (web, worker, beat), after it served
+    searches and stores in the large project over HTTP. The worker's pool children are summed
+    with it (prefork: they share pages with it, so the sum overstates)."""
+    import signal
+    import sys
+
+    import httpx
+    import psutil
+
+    from yullu_cli.hooks import token
+
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "YULLU_PORT": str(port)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "yullu_cli.main", "serve", "--port", str(port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 600
+        while not _ready(url):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"yullu serve on port {port} did not become ready")
+            time.sleep(1)
+        headers = {"Authorization": f"Bearer {token()}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
+            for i, fact in enumerate(team_facts(searches)):
+                client.post("/api/memories/recall", json={"query": fact, "project_id": BIG}).raise_for_status()
+                if i < stores:
+                    client.post("/api/memories", json={"content": f"{fact} (rss {i})", "project_id": BIG})
+        time.sleep(5)  # the worker's after-commit tasks
+        return _tree_rss(psutil.Process(proc.pid))
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def _ready(url: str) -> bool:
+    import httpx
+
+    try:
+        response = httpx.get(f"{url}/api/status", timeout=5)
+        return response.status_code == 200 and response.json().get("ready") is True
+    except (httpx.HTTPError, ValueError):
+        return False
+
+
+def _tree_rss(supervisor: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"supervisor": round(supervisor.memory_info().rss / 2**20, 1)}
+    for child in supervisor.children():
+        line = " ".join(child.cmdline())
+        role = (
+            "web" if "uvicorn" in line else "beat" if " beat" in line else "worker" if " worker" in line else line[:40]
+        )
+        mine = [child, *child.children(recursive=True)]
+        out[role] = {
+            "MB": round(sum(p.memory_info().rss for p in mine) / 2**20, 1),
+            "processes": len(mine),
+        }
+    return out
+
+
 def corpus_size() -> int:
     with connection.cursor() as cur:
         cur.execute("SELECT count(*) FROM memories_memory")
@@ -274,23 +345,27 @@ def corpus_size() -> int:
 
 def at_size(size: int, embedder: Any, dim: int, queries_n: int) -> dict[str, Any]:
     have = corpus_size()
+    growth: dict[str, float] = {}
     if have < size:
         print(f"growing the corpus {have:,} → {size:,} memories", flush=True)
         from bench.latency import rebuild_index
 
         rebuild_index(embedder.id, dim, drop=True)
-        grow(size, have, embedder.id, dim)
-        settle(embedder.id, dim)
+        growth["rows and vectors s"] = round(timed_ms(lambda: grow(size, have, embedder.id, dim)) / 1000, 1)
+        growth["HNSW build and analyse s"] = round(timed_ms(lambda: settle(embedder.id, dim)) / 1000, 1)
+        print(f"  grown: {growth}", flush=True)
     n = corpus_size()
     big = statistics_big()
     row = {
         "memories": n,
         "large project": big,
+        "growth": growth,
         "search ms (large project)": search_latency(embedder, dim, queries_n),
         "store ms (one client)": store_latency(40),
         "admin page ms": admin_pages(),
         "bytes per memory": sizes_per_memory(n),
         "resident MB": resident_mb(),
+        "yullu serve resident MB": serve_rss(),
     }
     print(json.dumps(row, indent=2), flush=True)
     return row

@@ -30,7 +30,7 @@ from memories.scope import is_personal, known_root
 from yullu_core.config import load_for_project
 from yullu_core.errors import UserError
 
-from .eventlog import logs_dir, new_event, write_event
+from .eventlog import logs_dir, new_event, write_event, write_events
 from .models import OutboxEvent
 from .schema import Event, EventError, content_sha256
 
@@ -138,17 +138,39 @@ def flush(
             rows = rows.filter(project_id=project_id)
         if older_than is not None:
             rows = rows.filter(created_at__lt=timezone.now() - older_than)
-        done: list[int] = []
+        by_folder: dict[str, list[OutboxEvent]] = {}
         for row in rows:
-            try:
-                name = write_event(Path(row.folder), Event.model_validate(row.payload))
-            except OSError as exc:
-                log.warning("could not write a sync event to %s (kept for the next sweep): %s", row.folder, exc)
-                continue
-            written.append((row.project_id, row.folder, name))
-            done.append(row.pk)
+            by_folder.setdefault(row.folder, []).append(row)
+        done: list[int] = []
+        for folder, group in by_folder.items():
+            for row, name in _write_group(Path(folder), group):
+                written.append((row.project_id, row.folder, name))
+                done.append(row.pk)
         OutboxEvent.objects.filter(pk__in=done).delete()
     return written
+
+
+BULK_FROM = 16  # events of one folder written together (one sync) rather than fsynced one by one
+
+
+def _write_group(folder: Path, rows: list[OutboxEvent]) -> list[tuple[OutboxEvent, str]]:
+    """Each row's file, as (row, name); a row whose file could not be written is left out (kept for
+    the sweep). Many rows (an import, a batch) pay for durability once (`write_events`: 2,000
+    imported memories wrote 4,000 files with two fsyncs each); a store's two events keep their own
+    fsyncs, as a machine-wide sync can cost more than that on a busy machine."""
+    if len(rows) >= BULK_FROM:
+        try:
+            names = write_events(folder, [Event.model_validate(r.payload) for r in rows])
+            return list(zip(rows, names, strict=True))
+        except OSError as exc:  # a full disk, a read-only folder: row by row says which ones
+            log.info("bulk write of %d sync events to %s failed (%s); writing them one by one", len(rows), folder, exc)
+    out = []
+    for row in rows:
+        try:
+            out.append((row, write_event(folder, Event.model_validate(row.payload))))
+        except OSError as exc:
+            log.warning("could not write a sync event to %s (kept for the next sweep): %s", row.folder, exc)
+    return out
 
 
 def pending_uuids(project_id: str) -> set[str]:

@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypedDict, get_type_hints
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from access import policy as access
@@ -318,20 +318,8 @@ class Reconcile:
                 applied.append(uuid_)
         remote.create_remote_many(self.project_id, fresh)
         self.result["created"] += len(fresh)
-        LedgerEntry.objects.bulk_create(
-            [
-                LedgerEntry(
-                    project_id=self.project_id,
-                    name=n,
-                    status=LedgerStatus.APPLIED,
-                    memory_uuid=uuid_,
-                    clamped_ns=self.clamps.get(n),
-                )  # fmt: skip
-                for uuid_ in applied
-                for n in new_by_memory[uuid_]
-            ],
-            ignore_conflicts=True,
-        )
+        files = [(n, uuid_, self.clamps.get(n)) for uuid_ in applied for n in new_by_memory[uuid_]]
+        record_applied(self.project_id, files)
 
     def _apply_one(
         self, uuid_: str, folded: Folded, vector: tuple[str, list[float]] | None, row: Memory | None, pending: bool
@@ -395,12 +383,24 @@ class Reconcile:
             self.result["local_only_logged"] += 1
 
     def _record_written(self) -> None:
-        LedgerEntry.objects.bulk_create(
-            [
-                LedgerEntry(project_id=self.project_id, name=n, status=LedgerStatus.APPLIED, memory_uuid=u)
-                for n, u in self.written
-            ],
-            ignore_conflicts=True,
+        record_applied(self.project_id, [(n, u, None) for n, u in self.written])
+
+
+def record_applied(project_id: str, files: list[tuple[str, str, int | None]]) -> None:
+    """Ledger rows for applied files, (name, memory uuid, clamp), in one statement; a file already
+    recorded is left as it is. (bulk_create adapted every value in Python: two rows per memory of a
+    first reconcile.)"""
+    if not files:
+        return
+    names, uuids, clamps = (list(column) for column in zip(*files, strict=True))
+    with connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {LedgerEntry._meta.db_table} "
+            "(project_id, name, status, memory_uuid, clamped_ns, error, recorded_at) "
+            "SELECT %s, name, %s, memory_uuid, clamped_ns, '', now() "
+            "FROM unnest(%s::text[], %s::uuid[], %s::bigint[]) AS f(name, memory_uuid, clamped_ns) "
+            "ON CONFLICT DO NOTHING",
+            [project_id, LedgerStatus.APPLIED, names, uuids, clamps],
         )
 
 

@@ -213,8 +213,8 @@ def _restore_fields(created: list[tuple[Memory, Row]]) -> None:
             setattr(memory, f.attname, value)  # checked and converted by _valid
             changed.add(f.attname)
     with transaction.atomic():
-        for attname in sorted(changed):
-            _set_column(Memory._meta.get_field(attname), [m for m, _ in created])
+        if changed:
+            _set_columns([Memory._meta.get_field(a) for a in sorted(changed)], [m for m, _ in created])
         targets = Memory.objects.in_bulk([t for _, _, t in links], field_name="uuid") if links else {}
         for memory, name, target in links:
             other = targets.get(target) or targets.get(uuid.UUID(target)) if _is_uuid(target) else None
@@ -223,16 +223,19 @@ def _restore_fields(created: list[tuple[Memory, Row]]) -> None:
                 memory.save(update_fields=[name])
 
 
-def _set_column(f: Any, memories: list[Memory]) -> None:
-    """One UPDATE of one column for the whole batch (Django's bulk_update builds a CASE per row,
-    which cost more than the inserts themselves)."""
-    table, column, kind = Memory._meta.db_table, f.column, f.db_type(connection)
-    values = [f.get_db_prep_value(getattr(m, f.attname), connection) for m in memories]
+def _set_columns(fields: list[Any], memories: list[Memory]) -> None:
+    """One UPDATE of every carried-over column for the whole batch (Django's bulk_update builds a
+    CASE per row, which cost more than the inserts themselves; one UPDATE per column wrote a new
+    version of each row, and of its index entries, per column)."""
+    table = Memory._meta.db_table
+    sets = ", ".join(f'"{f.column}" = u.c{n}' for n, f in enumerate(fields))
+    arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
+    names = ", ".join(f"c{n}" for n in range(len(fields)))
+    values = [[f.get_db_prep_value(getattr(m, f.attname), connection) for m in memories] for f in fields]
     with connection.cursor() as cur:
         cur.execute(
-            f'UPDATE {table} t SET "{column}" = u.v '
-            f"FROM unnest(%s::bigint[], %s::{kind}[]) AS u(id, v) WHERE t.id = u.id",
-            [[m.pk for m in memories], values],
+            f"UPDATE {table} t SET {sets} FROM unnest(%s::bigint[], {arrays}) AS u(id, {names}) WHERE t.id = u.id",
+            [[m.pk for m in memories], *values],
         )
 
 

@@ -24,9 +24,10 @@ from ..anchors import store as anchor_store
 from ..changes import change_time, datetime_to_ns, ns_to_datetime, publish_change
 from ..embedding.embedders import Embedder, get_embedder
 from ..embedding.vector_index import ensure_index
-from ..models import EventKind, LinkKind, Memory, MemoryChange, MemoryEvent, MemoryLink, MemoryVector
+from ..models import EventKind, LinkKind, Memory, MemoryChange, MemoryEvent, MemoryLink
 from ..scope import Scope
 from ..wire import AnchorOut, Created, Duplicate, Similar
+from . import bulk_rows
 from .history import HISTORY_SOURCES, activity, announce, change_row, record_change, snapshot
 from .nearby import BatchIndex, Nearby, near_many, probe_vectors, scans_exactly
 from .poisoning import hold_reason
@@ -144,8 +145,8 @@ def store_memories(
         if vectors is not None and created:
             _insert_vectors(embedder.id, vectors, batch.fresh, created)
         _announce_created(scope, cleaned, cited, batch.fresh, created, results, embedder.id, vectors, stamp)
-        MemoryEvent.objects.bulk_create([activity(EventKind.CREATED, m, source=source) for m in created])
-        MemoryChange.objects.bulk_create([change_row(m, "created", source, None, snapshot(m)) for m in created])
+        bulk_rows.insert(MemoryEvent, [activity(EventKind.CREATED, m, source=source) for m in created])
+        bulk_rows.insert(MemoryChange, [change_row(m, "created", source, None, snapshot(m)) for m in created])
         for n in range(len(cleaned)):  # supersede marks are written in the order the items came
             result, old = results[n], targets.get(n)
             if old is not None and result.memory.pk != old:
@@ -205,7 +206,8 @@ def _sort_out(
 def _insert(
     project_id: str, cleaned: list[CleanMemory], fresh: list[int], stamp: int, author: int | None
 ) -> list[Memory]:
-    return Memory.objects.bulk_create(
+    return bulk_rows.insert(
+        Memory,
         [
             Memory(
                 project_id=project_id,
@@ -222,22 +224,13 @@ def _insert(
                 **({"uuid": cleaned[n].uuid} if cleaned[n].uuid else {}),
             )
             for n in fresh
-        ]
+        ],
     )
 
 
 def _insert_vectors(embedder_id: str, vectors: list[np.ndarray], fresh: list[int], created: list[Memory]) -> None:
-    MemoryVector.objects.bulk_create(
-        [
-            MemoryVector(
-                memory=m,
-                project_id=m.project_id,
-                embedder=embedder_id,
-                dim=len(vectors[n]),
-                vector=np.asarray(vectors[n], dtype=np.float32),
-            )
-            for n, m in zip(fresh, created, strict=True)
-        ]
+    bulk_rows.insert_vectors(
+        [(m.pk, m.project_id, embedder_id, vectors[n]) for n, m in zip(fresh, created, strict=True)]
     )
 
 

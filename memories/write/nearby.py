@@ -119,22 +119,26 @@ class BatchIndex:
     embedder_id: str
     texts: dict[str, int] = field(default_factory=dict)
     kept: list[int] = field(default_factory=list)
-    matrix: list[np.ndarray] = field(default_factory=list)
+    # The kept items' unit vectors, one row each, allocated once for the batch: stacking the rows
+    # again for every item copied the batch n times (0.1 s per 500 imported).
+    matrix: np.ndarray | None = None
 
     def add(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> None:
         self.texts.setdefault(skeleton(items[n].content), n)
-        self.kept.append(n)
         if vectors is not None:
             v = np.asarray(vectors[n], dtype=np.float32)
-            self.matrix.append(v / (np.linalg.norm(v) or 1.0))
+            if self.matrix is None:
+                self.matrix = np.empty((len(items), len(v)), dtype=np.float32)
+            self.matrix[len(self.kept)] = v / (np.linalg.norm(v) or 1.0)
+        self.kept.append(n)
 
     def duplicate(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> tuple[int, float] | None:
         if (shape := skeleton(items[n].content)) in self.texts:
             return self.texts[shape], 1.0
-        if vectors is None or not self.matrix:
+        if vectors is None or self.matrix is None:
             return None
         v = np.asarray(vectors[n], dtype=np.float32)
-        sims = np.stack(self.matrix) @ (v / (np.linalg.norm(v) or 1.0))
+        sims = self.matrix[: len(self.kept)] @ (v / (np.linalg.norm(v) or 1.0))
         threshold = thresholds(self.embedder_id).duplicate
         for k in np.flatnonzero(sims >= threshold):  # in the order they were kept, as before
             m = self.kept[int(k)]

@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-import numpy as np
-
 from ..anchors import store as anchor_store
 from ..embedding.vector_index import ensure_index
 from ..models import EventKind, Importance, Memory, MemoryChange, MemoryEvent, MemoryVector
+from . import bulk_rows
 from .edit import remove
 from .history import activity, change_row, record_change, snapshot
 from .poisoning import hold_reason
@@ -64,19 +63,14 @@ def create_remote_many(project_id: str, items: Sequence[tuple[str, RemoteState, 
         memory.held_reason = hold_reason(memory.content, memory.tags)
         memory.created_at, memory.updated_at = state.created_at, state.updated_at
         memories.append(memory)
-    created = Memory.objects.bulk_create(memories)
+    created = bulk_rows.insert(Memory, memories)
     with_vector = [(m, v) for m, (_, _, v) in zip(created, items, strict=True) if v is not None]
     for embedder_id, dim in {(v[0], len(v[1])) for _, v in with_vector}:
         ensure_index(embedder_id, dim)
-    MemoryVector.objects.bulk_create(
-        MemoryVector(
-            memory=m, project_id=project_id, embedder=v[0], dim=len(v[1]), vector=np.asarray(v[1], dtype=np.float32)
-        )
-        for m, v in with_vector
-    )
+    bulk_rows.insert_vectors([(m.pk, project_id, v[0], v[1]) for m, v in with_vector])
     anchor_store.add_from_wire([(m, state.anchors) for m, (_, state, _) in zip(created, items, strict=True)])
-    MemoryEvent.objects.bulk_create([activity(EventKind.CREATED, m, source="reconcile") for m in created])
-    MemoryChange.objects.bulk_create([change_row(m, "created", "sync", None, snapshot(m)) for m in created])
+    bulk_rows.insert(MemoryEvent, [activity(EventKind.CREATED, m, source="reconcile") for m in created])
+    bulk_rows.insert(MemoryChange, [change_row(m, "created", "sync", None, snapshot(m)) for m in created])
     return created
 
 

@@ -1,0 +1,113 @@
+"""Writes of many memories at once (a teammate's first reconcile, an import, a store batch) go by
+COPY (memories.write.bulk_rows) and write their event files in bulk (sync.outbox): the rows, vectors,
+activity, history, ledger and files they leave must be exactly those of the row-by-row path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memories.embedding.embedders import get_embedder
+from memories.models import Memory, MemoryChange, MemoryEvent, MemoryVector
+from memories.scope import Scope, resolve
+from memories.search.candidates import nearest_many
+from memories.transfer.export import export_json
+from memories.transfer.importer import import_path
+from memories.write import bulk_rows, create, edit
+from memories.write.validation import NewMemory
+from sync.eventlog import list_names, read_events
+from sync.models import LedgerEntry, OutboxEvent, ProjectSyncState
+from sync.services import reconcile_scope
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+MANY = bulk_rows.COPY_FROM + 5  # enough to take the COPY path
+
+
+def rows(project_id: str) -> list[tuple[Any, ...]]:
+    fields = ("uuid", "content", "category", "tags", "importance", "held_reason", "created_at", "updated_at")
+    return sorted(Memory.objects.filter(project_id=project_id).values_list(*fields))
+
+
+def vectors(project_id: str) -> dict[str, np.ndarray]:
+    found = MemoryVector.objects.filter(project_id=project_id).values_list("memory__uuid", "vector")
+    return {str(u): np.asarray(v, dtype=np.float32) for u, v in found}
+
+
+def ratings(project_id: str) -> list[tuple[Any, ...]]:
+    return sorted(Memory.objects.filter(project_id=project_id).values_list("uuid", "rating", "rating_comment"))
+
+
+def facts(n: int) -> list[NewMemory]:
+    return [
+        NewMemory(f"Service {i} restarts after deploy number {i * 7}", "process", [f"svc{i}", "ops"]) for i in range(n)
+    ]
+
+
+def test_a_first_reconcile_of_many_memories_writes_what_the_log_holds(repo: Path, stub_embedder: StubServer) -> None:
+    scope = resolve(None, str(repo))
+    create.store_memories(scope, facts(MANY))  # one batch: its 2 x MANY event files are written in bulk
+    assert OutboxEvent.objects.count() == 0
+    folder = repo / ".yullu" / "logs"
+    assert len(list_names(folder)) == 2 * MANY  # a create and an embedding each
+    expected = rows(scope.project_id)
+    logged = {str(e.memory_id): e.vector or [] for _, e in read_events(folder).events if e.type == "embedding"}
+    assert len(logged) == MANY
+    Memory.objects.all().delete()  # a teammate's machine: nothing but the log
+    MemoryEvent.objects.all().delete()
+    MemoryChange.objects.all().delete()
+    LedgerEntry.objects.all().delete()
+    ProjectSyncState.objects.all().delete()
+
+    result = reconcile_scope(scope)
+
+    assert (result["created"], result["embeddings_reused"], result["embeddings_computed"]) == (MANY, MANY, 0)
+    assert rows(scope.project_id) == expected
+    got = vectors(scope.project_id)
+    assert got.keys() == logged.keys()
+    for memory_uuid, vector in got.items():
+        assert np.allclose(vector, logged[memory_uuid], atol=1e-6)
+    created = MemoryEvent.objects.filter(project_id=scope.project_id, kind="created")
+    assert list(created.values_list("metadata", flat=True)) == [{"source": "reconcile"}] * MANY
+    history = MemoryChange.objects.filter(project_id=scope.project_id, action="created", source="sync")
+    assert history.count() == MANY and all(h.after and h.after["content"] for h in history)
+    ledger = LedgerEntry.objects.filter(project_id=scope.project_id, status="applied", memory_uuid__isnull=False)
+    assert ledger.count() == 2 * MANY
+    # The vectors went into the index searches use: each memory is its own nearest neighbour.
+    embedder = get_embedder()
+    one = Memory.objects.get(content="Service 3 restarts after deploy number 21")
+    near = nearest_many(scope.project_id, embedder.id, [got[str(one.uuid)]], 1, exact=False)
+    assert list(near[0]) == [one.pk]
+    assert reconcile_scope(scope)["created"] == 0  # and the ledger knows every file
+
+
+def test_an_import_of_many_memories_with_vectors_keeps_them_and_their_fields(
+    stub_embedder: StubServer, tmp_path: Path
+) -> None:
+    scope = Scope("acme/bulk-import", None)
+    stored = create.store_memories(scope, facts(MANY))
+    edit.rate_memory(stored[4].memory.pk, 9, "kept")
+    expected, expected_vectors = rows(scope.project_id), vectors(scope.project_id)
+    rated = ratings(scope.project_id)
+    export = tmp_path / "export.jsonl"
+    with export.open("w", encoding="utf-8") as fh:
+        export_json(scope.project_id, fh, vectors=True)
+    Memory.objects.all().delete()  # a fresh server
+    MemoryEvent.objects.all().delete()
+    seen = len(stub_embedder.requests)
+
+    result = import_path(export)
+
+    assert (result.created, result.skipped, result.refused) == (MANY, 0, 0)
+    sent = [str(r["body"]) for r in stub_embedder.requests[seen:]]
+    assert not [body for body in sent if "restarts after deploy" in body]  # the export's vectors were used
+    assert rows(scope.project_id) == expected
+    got = vectors(scope.project_id)
+    assert got.keys() == expected_vectors.keys()
+    for memory_uuid, vector in got.items():
+        assert np.allclose(vector, expected_vectors[memory_uuid], atol=1e-6)
+    assert ratings(scope.project_id) == rated
+    assert MemoryEvent.objects.filter(project_id=scope.project_id, kind="created").count() == MANY
