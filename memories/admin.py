@@ -59,20 +59,18 @@ class MemoryForm(forms.ModelForm):
     tags_text = forms.CharField(
         required=False, label="Tags", help_text="Comma-separated.", widget=UnfoldAdminTextInputWidget()
     )
-    category = forms.ChoiceField(
-        choices=[("", "(uncategorised)")] + [(c, c) for c in CATEGORIES],
+    # Text in, judged by the fields' rules in clean() (memories/write/validation.py): a bad value gets the
+    # same sentence here as on REST, MCP and the CLI, not a form field's own message.
+    category = forms.CharField(
         required=False,
-        widget=UnfoldAdminSelectWidget(),
+        widget=UnfoldAdminSelectWidget(choices=[("", "(uncategorised)")] + [(c, c) for c in CATEGORIES]),
     )
-    importance = forms.ChoiceField(
-        choices=[("", "(unchanged / normal)")] + [(i, i) for i in IMPORTANCES],
+    importance = forms.CharField(
         required=False,
-        widget=UnfoldAdminSelectWidget(),
+        widget=UnfoldAdminSelectWidget(choices=[("", "(unchanged / normal)")] + [(i, i) for i in IMPORTANCES]),
     )
-    ttl_days = forms.FloatField(
+    ttl_days = forms.CharField(
         required=False,
-        min_value=0,
-        max_value=3650,
         label="Expires in (days)",
         help_text="Blank keeps the current expiry; 0 removes it (on an existing memory).",
         widget=UnfoldAdminTextInputWidget(),
@@ -98,13 +96,26 @@ class MemoryForm(forms.ModelForm):
             self.fields["anchors_text"].initial = "\n".join(anchor_store.cited(self.instance))
             self.fields["importance"].initial = self.instance.importance
             self.fields["project_id"].disabled = True
+        self.fields["content"].required = False  # empty content gets its rule's sentence, not "required"
 
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
+        rules = {
+            "content": lambda: validation.clean_content(data.get("content", "")),
+            "tags_text": lambda: validation.clean_tags(validation.tags_from_text(data.get("tags_text", ""))),
+            "category": lambda: validation.clean_category(data.get("category")),
+            "importance": lambda: validation.clean_importance(data.get("importance")),
+            "ttl_days": lambda: validation.clean_ttl_days(data.get("ttl_days"), zero_clears=bool(self.instance.pk)),
+        }
+        for name, rule in rules.items():
+            try:
+                data[{"tags_text": "tags"}.get(name, name)] = rule()
+            except UserError as exc:
+                self.add_error(name, str(exc))
+        if self.errors:
+            return data
         try:
-            data["content"] = validation.clean_content(data.get("content", ""))
-            data["tags"] = validation.clean_tags([t for t in data.get("tags_text", "").split(",") if t.strip()])
             validation.refuse_secrets(data["content"], *data["tags"])
             data["anchors"] = [line.strip() for line in data.get("anchors_text", "").splitlines() if line.strip()]
             anchor_refs.parse_all(data["anchors"])
@@ -363,7 +374,7 @@ class MemoryAdmin(ModelAdmin):
                     content=data["content"],
                     tags=data["tags"],
                     category=data.get("category") or "",
-                    importance=data.get("importance") or None,
+                    importance=data.get("importance"),
                     ttl_days=data.get("ttl_days"),
                     source="admin",
                     **({"anchors": data["anchors"]} if "anchors_text" in form.changed_data else {}),
@@ -375,8 +386,8 @@ class MemoryAdmin(ModelAdmin):
                     data["content"],
                     data.get("category"),
                     data["tags"],
-                    importance=data.get("importance") or None,
-                    ttl_days=data.get("ttl_days") or None,
+                    importance=data.get("importance"),
+                    ttl_days=data.get("ttl_days"),
                     source="admin",
                     anchors=data["anchors"] or None,
                 ).memory

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import PolymorphicProxySerializer
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
@@ -17,7 +18,7 @@ from access import policy as access
 from yullu_core.rest import PROJECT, documented, many, query, valid
 
 from . import lifecycle
-from .models import CATEGORIES, Memory, RejectedMemory
+from .models import Memory, RejectedMemory
 from .rest import (
     DAYS,
     LIMIT,
@@ -53,41 +54,45 @@ def visible_in(qs: QS, project_id: str | None) -> QS:
     return access.only_visible(qs)
 
 
-class CategoryField(serializers.CharField):
-    """A typo'd category ("convention") is refused rather than stored as uncategorised."""
+def ruled(name: str, clean: Callable[[Any], Any], *, required: bool = False, update: bool = False) -> Any:
+    """A field judged by its rule in memories/write/validation.py (a bad value gets the rule's one sentence,
+    as on every other path) and described to OpenAPI by the same rule. The value goes to the
+    service as given: it cleans it again, and "" keeps meaning what it means there."""
 
-    def to_internal_value(self, data: Any) -> str:
-        value = super().to_internal_value(data).strip().lower()
-        if value and value not in CATEGORIES:
-            raise serializers.ValidationError(
-                f"{value!r} is not a category; use one of {', '.join(CATEGORIES)} (or leave it empty)."
-            )
-        return value
+    @extend_schema_field(validation.json_schema(name, update=update))
+    class Ruled(serializers.Field):
+        def to_internal_value(self, data: Any) -> Any:
+            clean(data)  # raises UserError: answered as {"error": sentence} (yullu_core.api_errors)
+            return data
+
+        def to_representation(self, value: Any) -> Any:
+            return value
+
+    return Ruled(required=required, allow_null=not required)
 
 
 # Code the memory cites (docs/contract.md §12): 'app/clock.py', 'app/clock.py:40-58', 'app/clock.py::Clock.now'.
 ANCHORS = serializers.ListField(child=serializers.CharField(max_length=1400), required=False, allow_null=True)
-IMPORTANCE = serializers.ChoiceField(choices=["low", "normal", "high"], required=False, allow_null=True)
 
 
 class MemoryIn(ScopeIn):
-    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    content = ruled("content", validation.clean_content, required=True)
     scope = serializers.ChoiceField(choices=["project", "user"], required=False, default="project")
-    category = CategoryField(required=False, allow_blank=True, allow_null=True)
-    tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
+    category = ruled("category", validation.clean_category)
+    tags = ruled("tags", validation.clean_tags)
     supersedes = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**63 - 1)
-    importance = IMPORTANCE
-    ttl_days = serializers.FloatField(required=False, allow_null=True, min_value=1, max_value=3650)
+    importance = ruled("importance", validation.clean_importance)
+    ttl_days = ruled("ttl_days", validation.clean_ttl_days)
     session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
     anchors = ANCHORS
 
 
 class MemoryPatch(serializers.Serializer):
-    content = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True)
-    category = CategoryField(required=False, allow_blank=True)
-    tags = serializers.ListField(child=serializers.CharField(allow_blank=True), required=False)
-    importance = IMPORTANCE
-    ttl_days = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=3650)
+    content = ruled("content", validation.clean_content)
+    category = ruled("category", validation.clean_category)
+    tags = ruled("tags", validation.clean_tags)
+    importance = ruled("importance", validation.clean_importance)
+    ttl_days = ruled("ttl_days", lambda days: validation.clean_ttl_days(days, zero_clears=True), update=True)
     supersede = serializers.BooleanField(required=False, default=False)
     anchors = ANCHORS
 

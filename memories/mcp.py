@@ -6,15 +6,16 @@ yullu_site/mcp/server.py.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
-from pydantic import Field
+from pydantic import Field, PlainValidator, WithJsonSchema
 
 from yullu_core.mcp import Cwd, ProjectId, run
 
 from . import lifecycle
+from .models import CATEGORIES
 from .scope import project_of, scope_for
 from .search import stats
 from .search.context import DEFAULT_BUDGET
@@ -23,9 +24,27 @@ from .search.merged import search_merged
 from .wire import deleted_to_wire, memory_to_wire, recall_to_wire
 from .write import create, edit, validation
 
+# The memory fields' arguments are passed to the service as given (AS_GIVEN: no pydantic check
+# first), so a bad value gets its rule's one sentence (memories/write/validation.py), the same as on REST,
+# the admin and the CLI; their JSON schemas come from the same rules.
+AS_GIVEN = PlainValidator(lambda value: value)
+ContentArg = Annotated[
+    str,
+    AS_GIVEN,
+    WithJsonSchema(validation.json_schema("content")),
+    Field(description=f"The fact, self-contained and forward-looking (max {validation.max_content_chars()} chars)."),
+]
+NewContentArg = Annotated[
+    str | None,
+    AS_GIVEN,
+    WithJsonSchema(validation.json_schema("content", update=True)),
+    Field(description="New content; re-embeds the memory."),
+]
 CategoryArg = Annotated[
     str | None,
-    Field(description="One of: process, decision, gotcha, domain, style. Empty = uncategorised; others: error."),
+    AS_GIVEN,
+    WithJsonSchema(validation.json_schema("category")),
+    Field(description=f"One of: {', '.join(CATEGORIES)}. Empty = uncategorised; others: error."),
 ]
 ScopeArg = Annotated[
     str | None,
@@ -34,9 +53,22 @@ ScopeArg = Annotated[
         "(never shared with the team)."
     ),
 ]
-TagsArg = Annotated[list[str] | None, Field(description="Short labels for the memory, e.g. ['auth', 'ci'].")]
+TagsArg = Annotated[
+    list[str] | None,
+    AS_GIVEN,
+    WithJsonSchema(validation.json_schema("tags")),
+    Field(description="Short labels for the memory, e.g. ['auth', 'ci']."),
+]
+NewTagsArg = Annotated[
+    list[str] | None,
+    AS_GIVEN,
+    WithJsonSchema(validation.json_schema("tags", update=True)),
+    Field(description="New tags (replaces the old ones; [] clears)."),
+]
 ImportanceArg = Annotated[
-    Literal["low", "normal", "high"] | None,
+    str | None,
+    AS_GIVEN,
+    WithJsonSchema(validation.json_schema("importance")),
     Field(description="low, normal (default) or high; high-importance memories lead the project's context."),
 ]
 AnchorsArg = Annotated[
@@ -49,7 +81,15 @@ AnchorsArg = Annotated[
 ]
 TtlArg = Annotated[
     float | None,
-    Field(description="Forget after this many days (1-3650), e.g. for a temporary workaround. Omit: keep.", ge=0),
+    AS_GIVEN,
+    WithJsonSchema(validation.json_schema("ttl_days")),
+    Field(description="Forget after this many days (1-3650), e.g. for a temporary workaround. Omit: keep."),
+]
+NewTtlArg = Annotated[
+    float | None,
+    AS_GIVEN,
+    WithJsonSchema(validation.json_schema("ttl_days", update=True)),
+    Field(description="Forget after this many days from now (1-3650); 0: no expiry."),
 ]
 
 
@@ -79,7 +119,7 @@ def _register_store_tool(server: MCPServer) -> None:
         "memory is not stored twice (created: false, duplicate_of: id); otherwise `similar` lists related memories."
     )
     async def store_memory(
-        content: Annotated[str, Field(description="The fact, self-contained and forward-looking (max 8000 chars).")],
+        content: ContentArg,
         category: CategoryArg = None,
         tags: TagsArg = None,
         project_id: ProjectId = None,
@@ -173,13 +213,11 @@ def _register_change_tools(server: MCPServer) -> None:
     )
     async def update_memory(
         id: Annotated[int, Field(description="The memory's local id (from store/retrieve/list).")],
-        content: Annotated[str | None, Field(description="New content; re-embeds the memory.")] = None,
-        tags: Annotated[list[str] | None, Field(description="New tags (replaces the old ones; [] clears).")] = None,
+        content: NewContentArg = None,
+        tags: NewTagsArg = None,
         category: CategoryArg = None,
         importance: ImportanceArg = None,
-        ttl_days: Annotated[
-            float | None, Field(description="Forget after this many days from now (1-3650); 0: no expiry.", ge=0)
-        ] = None,
+        ttl_days: NewTtlArg = None,
         supersede: Annotated[
             bool, Field(description="Keep the old memory as history and store the new content as its successor.")
         ] = False,

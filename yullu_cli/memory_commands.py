@@ -41,7 +41,8 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
     q.add_argument("--category", default=None, help="process, decision, gotcha, domain or style")
     q.add_argument("--tags", default="", help="comma-separated")
     q.add_argument("--importance", default=None, help="low, normal or high")
-    q.add_argument("--ttl-days", type=float, default=None, help="expire after this many days")
+    # Text, judged by the service's rule (memories/write/validation.py): the same sentence as REST and MCP.
+    q.add_argument("--ttl-days", default=None, help="expire after this many days (1-3650)")
     q.add_argument("--user", action="store_true", help="a personal memory for every project (never shared)")
     q = scoped("rm", "delete a memory by id")
     q.add_argument("id")
@@ -98,7 +99,7 @@ def memories(args: argparse.Namespace) -> int:
     from memories.search import stats
     from memories.search.merged import search_merged
     from memories.wire import memory_to_wire
-    from memories.write import create, edit
+    from memories.write import create, edit, validation
 
     out: Any
     if args.op in ("show", "rm"):
@@ -121,7 +122,7 @@ def memories(args: argparse.Namespace) -> int:
         lines = [_line(h, h.get("similarity")) for h in found.results]
         human = "\n".join([f"{scope.project_id}: {len(lines)} found", *lines])
     else:
-        tags = [t.strip() for t in args.tags.split(",") if t.strip()]
+        tags = validation.tags_from_text(args.tags)
         stored = create.store_memory(
             scope,
             sys.stdin.read() if args.content == "-" else args.content,

@@ -30,6 +30,7 @@ from .validation import (
     clean_content,
     clean_importance,
     clean_tags,
+    clean_ttl_days,
     expiry_from_ttl,
     parse_id,
     parse_rating,
@@ -137,8 +138,8 @@ def _cleaned_changes(given: dict[str, Any]) -> dict[str, Any]:
         changes["category"] = clean_category(given["category"])
     if "importance" in given:
         changes["importance"] = clean_importance(given["importance"]) or Importance.NORMAL
-    if "ttl_days" in given:
-        changes["expires_at"] = None if given["ttl_days"] == 0 else expiry_from_ttl(given["ttl_days"])
+    if "ttl_days" in given and (days := clean_ttl_days(given["ttl_days"], zero_clears=True)) is not None:
+        changes["expires_at"] = expiry_from_ttl(days) if days else None  # 0: no expiry
     return changes
 
 
@@ -214,7 +215,7 @@ def _supersede_with(old: Memory, given: dict[str, Any], source: str) -> Memory:
         given.get("tags", list(old.tags)),
         None,
         given.get("importance", old.importance),
-        given.get("ttl_days", remaining) or None,
+        clean_ttl_days(given.get("ttl_days", remaining), zero_clears=True) or None,
         old.pk,
         anchors=given["anchors"] if "anchors" in given else (anchor_store.refs_now(old) or None),
         lenient_anchors="anchors" not in given,

@@ -1,9 +1,18 @@
-"""Input cleaning for every write path (MCP, REST, admin, CLI, import, dreaming): each field's
-rule and its one-sentence refusal. A write is cleaned whole before anything is stored."""
+"""Each memory field's rule, declared once: what it accepts and the one sentence a bad value gets.
+
+The write services enforce them on every write (MCP, REST, the admin, the CLI, imports, dreaming,
+teammates' events), and the adapters take their checks from here instead of writing their own:
+the REST serializers' fields (memories/api.py `ruled`) and the MCP tool arguments
+(memories/mcp.py `AS_GIVEN`) pass the value through unjudged and describe it with
+`json_schema()`; the admin form (memories/admin.py) and `yullu memories add` read text
+(`tags_from_text`, numeric text for ttl_days) and call the same cleaners. So the same bad value
+gets the same sentence on every path and nothing is stored (tests/test_field_rules.py asks them
+all). A write is cleaned whole before anything is stored."""
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -20,6 +29,12 @@ from .secrets import first_secret
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 100
+MIN_TTL_DAYS = 1
+MAX_TTL_DAYS = 3650
+
+TTL_PROBLEM = f"ttl_days must be a number of days from {MIN_TTL_DAYS} to {MAX_TTL_DAYS}."
+TTL_UPDATE_PROBLEM = f"ttl_days must be a number of days from {MIN_TTL_DAYS} to {MAX_TTL_DAYS}, or 0 for no expiry."
+IMPORTANCE_PROBLEM = f"importance must be one of: {', '.join(IMPORTANCES)}."
 
 
 def session_tag(session_id: str) -> str:
@@ -44,7 +59,7 @@ def with_session(tags: Any, session_id: str | None) -> Any:
 
 
 def max_content_chars() -> int:
-    return settings.YULLU["retrieval"]["max_content_chars"]
+    return int(settings.YULLU["retrieval"]["max_content_chars"])
 
 
 def clean_content(content: Any) -> str:
@@ -63,6 +78,11 @@ def clean_content(content: Any) -> str:
             f"content is {len(content)} characters; the limit is {limit}. Store a shorter, self-contained fact."
         )
     return content
+
+
+def tags_from_text(text: str) -> list[str]:
+    """Tags typed as one line, comma-separated (`yullu memories add --tags`, the admin's Tags box)."""
+    return [tag.strip() for tag in text.split(",") if tag.strip()]
 
 
 def clean_tags(tags: Any) -> list[str]:
@@ -106,24 +126,51 @@ def refuse_secrets(*texts: str) -> None:
 
 
 def clean_importance(importance: Any) -> str | None:
-    """None = not given (keep the current value / default)."""
+    """None or empty = not given (keep the current value / the default)."""
     if importance is None or importance == "":
         return None
     if not isinstance(importance, str) or importance.strip().lower() not in IMPORTANCES:
-        raise UserError("importance must be one of: low, normal, high.")
+        raise UserError(IMPORTANCE_PROBLEM)
     return importance.strip().lower()
 
 
-MAX_TTL_DAYS = 3650
+def clean_ttl_days(ttl_days: Any, *, zero_clears: bool = False) -> float | None:
+    """A number of days (a number, or text that reads as one: the admin's box, the CLI's option);
+    None or empty = not given. `zero_clears` (an update): 0 is allowed and means "no expiry"."""
+    if ttl_days is None or ttl_days == "":
+        return None
+    problem = TTL_UPDATE_PROBLEM if zero_clears else TTL_PROBLEM
+    if isinstance(ttl_days, bool) or not isinstance(ttl_days, (int, float, str)):
+        raise UserError(problem)
+    try:
+        days = float(ttl_days)
+    except ValueError:
+        raise UserError(problem) from None
+    if not math.isfinite(days) or not (MIN_TTL_DAYS <= days <= MAX_TTL_DAYS or (zero_clears and days == 0)):
+        raise UserError(problem)
+    return days
 
 
 def expiry_from_ttl(ttl_days: Any, now: datetime | None = None) -> datetime | None:
     """ttl_days (1–3650) → expires_at. None = no expiry."""
-    if ttl_days is None:
-        return None
-    if isinstance(ttl_days, bool) or not isinstance(ttl_days, (int, float)) or not 1 <= ttl_days <= MAX_TTL_DAYS:
-        raise UserError(f"ttl_days must be a number of days from 1 to {MAX_TTL_DAYS}.")
-    return (now or timezone.now()) + timedelta(days=float(ttl_days))
+    days = clean_ttl_days(ttl_days)
+    return None if days is None else (now or timezone.now()) + timedelta(days=days)
+
+
+def json_schema(name: str, *, update: bool = False) -> dict[str, Any]:
+    """How the MCP tools and the OpenAPI schema describe field `name` to clients (the rules above
+    still judge what arrives). `update`: the shape an update takes (content may be left out, ttl_days
+    0 clears)."""
+    nullable: dict[str, dict[str, Any]] = {
+        "category": {"type": "string", "enum": [*CATEGORIES, ""]},
+        "importance": {"type": "string", "enum": list(IMPORTANCES)},
+        "ttl_days": {"type": "number", "minimum": 0 if update else MIN_TTL_DAYS, "maximum": MAX_TTL_DAYS},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": MAX_TAG_CHARS}, "maxItems": MAX_TAGS},
+    }
+    content = {"type": "string", "minLength": 1, "maxLength": max_content_chars()}
+    if name == "content" and not update:
+        return content
+    return {"anyOf": [nullable.get(name, content), {"type": "null"}]}
 
 
 def parse_id(value: Any, name: str = "id") -> int:
