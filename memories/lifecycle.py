@@ -88,8 +88,8 @@ def link_memories(from_id: Any, to_id: Any, kind: Any, *, source: str = "api", n
             defaults={"project_id": a.project_id, "source": _source(source), "note": (note or "")[:2000]},
         )
         if made:
-            memory_history.record_change(a, "linked", source, None, {"kind": kind, "to": b.pk})
-            memory_history.record_change(b, "linked", source, None, {"kind": kind, "from": a.pk})
+            memory_history.record(a, "linked", source, None, {"kind": kind, "to": b.pk})
+            memory_history.record(b, "linked", source, None, {"kind": kind, "from": a.pk})
             memory_history.announce(a, links=[{"kind": kind, "to": str(b.uuid)}])
     return link
 
@@ -131,7 +131,7 @@ def apply_remote_links(project_id: str, memory_uuid: str, supersedes: Any, links
                 from_memory=memory, to_memory=target, kind=kind, defaults={"project_id": project_id, "source": "sync"}
             )
             if made:
-                memory_history.record_change(memory, "linked", "sync", None, {"kind": kind, "to": target.pk})
+                memory_history.record(memory, "linked", "sync", None, {"kind": kind, "to": target.pk})
                 added += 1
     return added
 
@@ -209,7 +209,7 @@ def resolve_conflict(link_id: Any, resolution: Any, *, merged_content: Any = Non
         link.save(update_fields=["resolved_at", "resolution"])
         for memory in (link.from_memory, link.to_memory):
             after = {"link": link.pk, "resolution": resolution}
-            memory_history.record_change(memory, "conflict resolved", source, None, after)
+            memory_history.record(memory, "conflict resolved", source, None, after)
     return link_dict(link)
 
 

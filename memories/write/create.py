@@ -24,11 +24,11 @@ from ..anchors import store as anchor_store
 from ..changes import change_time, datetime_to_ns, ns_to_datetime, publish_change
 from ..embedding.embedders import Embedder, get_embedder
 from ..embedding.vector_index import ensure_index
-from ..models import EventKind, LinkKind, Memory, MemoryChange, MemoryEvent, MemoryLink
+from ..models import LinkKind, Memory, MemoryLink
 from ..scope import Scope
 from ..wire import AnchorOut, Created, Duplicate, Similar
 from . import bulk_rows
-from .history import HISTORY_SOURCES, activity, announce, change_row, record_change, snapshot
+from .history import HISTORY_SOURCES, announce, record, record_created, snapshot
 from .nearby import BatchIndex, Nearby, near_many, probe_vectors, scans_exactly
 from .poisoning import hold_reason
 from .validation import CleanMemory, NewMemory, clean_item, refuse_secrets
@@ -145,8 +145,7 @@ def store_memories(
         if vectors is not None and created:
             _insert_vectors(embedder.id, vectors, batch.fresh, created)
         _announce_created(scope, cleaned, cited, batch.fresh, created, results, embedder.id, vectors, stamp)
-        bulk_rows.insert(MemoryEvent, [activity(EventKind.CREATED, m, source=source) for m in created])
-        bulk_rows.insert(MemoryChange, [change_row(m, "created", source, None, snapshot(m)) for m in created])
+        record_created(created, source)
         for n in range(len(cleaned)):  # supersede marks are written in the order the items came
             result, old = results[n], targets.get(n)
             if old is not None and result.memory.pk != old:
@@ -300,8 +299,8 @@ def mark_superseded(old_id: int, new: Memory, source: str, *, remote: bool = Fal
         kind=LinkKind.SUPERSEDES,
         defaults={"project_id": new.project_id, "source": HISTORY_SOURCES.get(source, source)[:20]},
     )
-    record_change(old, "superseded", source, before, snapshot(old))
-    record_change(new, "supersedes", source, None, {"supersedes": old.pk})
+    record(old, "superseded", source, before, snapshot(old))
+    record(new, "supersedes", source, None, {"supersedes": old.pk})
     _close_conflicts_of(old, source)
     if not remote:
         announce(new, supersedes=[str(old.uuid)])
@@ -315,4 +314,4 @@ def _close_conflicts_of(old: Memory, source: str) -> None:
         link.resolved_at, link.resolution = timezone.now(), "superseded"
         link.save(update_fields=["resolved_at", "resolution"])
         after = {"link": link.pk, "resolution": "superseded"}
-        record_change(old, "conflict resolved", source, None, after)
+        record(old, "conflict resolved", source, None, after)

@@ -18,11 +18,11 @@ from ..anchors import store as anchor_store
 from ..changes import ATTRIBUTE_FIELDS, change_time, ns_to_datetime, publish_change
 from ..embedding.embedders import get_embedder
 from ..embedding.vector_index import ensure_index
-from ..models import ArchiveReason, EventKind, Importance, Memory, MemoryEvent, MemoryVector, RejectedMemory
+from ..models import ArchiveReason, Importance, Memory, MemoryVector, RejectedMemory
 from ..scope import Scope, known_root
 from ..wire import Rated, rated_to_wire
 from .create import store_memories, store_memory
-from .history import activity, announce, record_change, snapshot
+from .history import announce, record, snapshot
 from .poisoning import hold_reason
 from .validation import (
     NewMemory,
@@ -178,10 +178,7 @@ def _apply_update(
         extra = {"anchors": anchor_store.to_wire(rows)}
         changes["anchors"] = extra["anchors"]
     publish_change("update", memory, ts, fields=fields, vector=logged, extra=extra)
-    activity(EventKind.UPDATED, memory, source=source, fields=sorted(changes)).save()
-    after = snapshot(memory)
-    if after != before:
-        record_change(memory, "updated", source, before, after)
+    record(memory, "updated", source, before, snapshot(memory), fields=sorted(changes))
     return memory
 
 
@@ -195,7 +192,7 @@ def repin_memory(memory_id: Any, *, source: str = "admin") -> Memory:
         rows = anchor_stale.repin(memory) or []
         after = anchor_store.to_wire(rows)
         announce(memory, anchors=after)
-        record_change(memory, "repinned", source, {"anchors": before}, {"anchors": after})
+        record(memory, "repinned", source, {"anchors": before}, {"anchors": after})
     return memory
 
 
@@ -248,14 +245,7 @@ def archive(memory: Memory, reason: str, *, rating: int | None = None, comment: 
 
 def remove(memory: Memory, source: str, *, publish_forget: bool = True, **metadata: Any) -> None:
     pk = memory.pk
-    record_change(memory, "deleted", source, snapshot(memory), None)
-    MemoryEvent.objects.create(
-        kind=EventKind.DELETED,
-        memory=None,
-        memory_uuid=memory.uuid,
-        project_id=memory.project_id,
-        metadata={"source": source, "content": memory.content[:200], **metadata},
-    )
+    record(memory, "deleted", source, snapshot(memory), None, **metadata)
     if publish_forget:
         publish_change("delete", memory, change_time(memory.updated_at))
     memory.delete()
@@ -274,7 +264,7 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
             before = snapshot(memory)
             memory.rating, memory.rating_comment = value, comment
             memory.save(update_fields=["rating", "rating_comment"])
-            record_change(memory, "rated", source, before, snapshot(memory))
+            record(memory, "rated", source, before, snapshot(memory))
             return rated_to_wire(memory, value, archived=False)
         archive(memory, ArchiveReason.REJECTED, rating=value, comment=comment)
         remove(memory, source, rating=value)
@@ -301,7 +291,7 @@ def approve_held(memory_id: Any, *, source: str = "admin") -> Memory:
         if memory.held_reason:
             reason, memory.held_reason = memory.held_reason, ""
             memory.save(update_fields=["held_reason"])
-            record_change(memory, "approved", source, {"held_reason": reason}, {"held_reason": ""})
+            record(memory, "approved", source, {"held_reason": reason}, {"held_reason": ""})
     return memory
 
 

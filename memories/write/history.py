@@ -1,5 +1,7 @@
-"""What every local write leaves behind besides the row: the history row (local, never synced),
-the activity event, and the announcement of extra synced values (`changes.publish_change`)."""
+"""What every local write leaves behind besides the row. Audit is one call, `record()` (or
+`record_created()` for a batch): the history row (local, never synced) and, for creates, updates
+and deletes, the activity event. Access changes have their own trail (access.audit.record).
+`announce()` publishes extra synced values (`changes.publish_change`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from typing import Any
 from access import policy as access
 
 from ..changes import change_time, ns_to_datetime, publish_change
-from ..models import Memory, MemoryChange, MemoryEvent
+from ..models import EventKind, Memory, MemoryChange, MemoryEvent
+from . import bulk_rows
 
 
 def snapshot(m: Memory) -> dict[str, Any]:
@@ -24,7 +27,7 @@ def snapshot(m: Memory) -> dict[str, Any]:
     }
 
 
-def change_row(
+def _row(
     memory: Memory, action: str, source: str, before: dict[str, Any] | None, after: dict[str, Any] | None
 ) -> MemoryChange:
     return MemoryChange(
@@ -39,23 +42,47 @@ def change_row(
     )
 
 
-def record_change(
-    memory: Memory, action: str, source: str, before: dict[str, Any] | None, after: dict[str, Any] | None
-) -> MemoryChange:
-    """One history row (local only, never synced). Call inside the change's transaction."""
-    row = change_row(memory, action, source, before, after)
-    row.save()
-    return row
+def _event(kind: str, memory: Memory, source: str, **metadata: Any) -> MemoryEvent:
+    row: Memory | None = memory
+    if kind == EventKind.DELETED:  # the row is about to go: the event keeps what it said
+        row, metadata = None, {"content": memory.content[:200], **metadata}
+    return MemoryEvent(
+        kind=kind,
+        memory=row,
+        memory_uuid=memory.uuid,
+        project_id=memory.project_id,
+        metadata={"source": source, **metadata},
+    )
 
 
 # Adapters name themselves; history uses the contract's vocabulary (docs/contract.md §10).
 HISTORY_SOURCES = {"reconcile": "sync", "review": "admin"}
+# Actions the activity feed (stats, the dashboard's charts) counts too; the rest are history only.
+ACTIVITY = {"created": EventKind.CREATED, "updated": EventKind.UPDATED, "deleted": EventKind.DELETED}
 
 
-def activity(kind: str, memory: Memory, **metadata: Any) -> MemoryEvent:
-    return MemoryEvent(
-        kind=kind, memory=memory, memory_uuid=memory.uuid, project_id=memory.project_id, metadata=metadata
-    )
+def record(
+    memory: Memory,
+    action: str,
+    source: str,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    **metadata: Any,
+) -> None:
+    """The one audit call of a local write, inside its transaction: the history row (who, through
+    which channel, before → after; none when nothing it shows changed) and, for a create, update or
+    delete, the activity event (`metadata` goes there). Call it before deleting the row. The sync
+    announcement is not audit and stays `changes.publish_change` (it carries the change itself)."""
+    if before != after:
+        _row(memory, action, source, before, after).save()
+    if (kind := ACTIVITY.get(action)) is not None:
+        _event(kind, memory, source, **metadata).save()
+
+
+def record_created(memories: list[Memory], source: str) -> None:
+    """`record(m, "created", source, None, snapshot(m))` for a batch of new memories: two COPYs (bulk_rows)."""
+    bulk_rows.insert(MemoryEvent, [_event(EventKind.CREATED, m, source) for m in memories])
+    bulk_rows.insert(MemoryChange, [_row(m, "created", source, None, snapshot(m)) for m in memories])
 
 
 def announce(memory: Memory, **extra: Any) -> None:

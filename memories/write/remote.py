@@ -10,10 +10,10 @@ from typing import Any, Literal
 
 from ..anchors import store as anchor_store
 from ..embedding.vector_index import ensure_index
-from ..models import EventKind, Importance, Memory, MemoryChange, MemoryEvent, MemoryVector
+from ..models import Importance, Memory, MemoryVector
 from . import bulk_rows
 from .edit import remove
-from .history import activity, change_row, record_change, snapshot
+from .history import record, record_created, snapshot
 from .poisoning import hold_reason
 from .validation import clean_category, clean_importance, clean_tags
 from .vectors import save_vector
@@ -69,8 +69,7 @@ def create_remote_many(project_id: str, items: Sequence[tuple[str, RemoteState, 
         ensure_index(embedder_id, dim)
     bulk_rows.insert_vectors([(m.pk, project_id, v[0], v[1]) for m, v in with_vector])
     anchor_store.add_from_wire([(m, state.anchors) for m, (_, state, _) in zip(created, items, strict=True)])
-    bulk_rows.insert(MemoryEvent, [activity(EventKind.CREATED, m, source="reconcile") for m in created])
-    bulk_rows.insert(MemoryChange, [change_row(m, "created", "sync", None, snapshot(m)) for m in created])
+    record_created(created, "reconcile")
     return created
 
 
@@ -103,8 +102,7 @@ def apply_remote_state(
             save_vector(memory, vector[0], vector[1])
         if state.anchors:
             anchor_store.from_wire(memory, state.anchors)
-        activity(EventKind.CREATED, memory, source="reconcile").save()
-        record_change(memory, "created", "sync", None, snapshot(memory))
+        record(memory, "created", "reconcile", None, snapshot(memory))
         return "created"
     changes = remote_fields(memory, state)
     if state.anchors is not None and anchor_store.wire_of(memory) != state.anchors:
@@ -126,6 +124,5 @@ def apply_remote_state(
     memory.save()
     if not changes:
         return "unchanged"  # only the times moved (e.g. an empty update event)
-    activity(EventKind.UPDATED, memory, source="reconcile", fields=sorted(changes)).save()
-    record_change(memory, "updated", "sync", before, snapshot(memory))
+    record(memory, "updated", "reconcile", before, snapshot(memory), fields=sorted(changes))
     return "updated"
