@@ -16,8 +16,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal
+
+from yullu_core.timestamps import datetime_to_ns
 
 ChangeKind = Literal["create", "update", "delete"]
 
@@ -40,7 +42,6 @@ class AnnouncedChange:
     git_root: str | None = None  # when the caller knows it (saves a lookup)
 
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Listener = Callable[[AnnouncedChange], None]
 _listeners: list[Listener] = []
 
@@ -49,15 +50,6 @@ def register_listener(listener: Listener) -> None:
     """Idempotent; called from an AppConfig.ready()."""
     if listener not in _listeners:
         _listeners.append(listener)
-
-
-def ns_to_datetime(ns: int) -> datetime:
-    """Microsecond precision (Postgres), truncated towards the past."""
-    return EPOCH + timedelta(microseconds=ns // 1000)
-
-
-def datetime_to_ns(value: datetime) -> int:
-    return (value - EPOCH) // timedelta(microseconds=1) * 1000
 
 
 def change_time(previous_updated_at: datetime | None) -> int:

@@ -18,10 +18,11 @@ from django.utils import timezone
 from access import policy as access
 from yullu_core.errors import NotFound, UserError
 from yullu_core.locks import LockKey
+from yullu_core.timestamps import datetime_to_ns, ns_to_datetime
 
 from ..anchors import checks as anchor_checks
 from ..anchors import store as anchor_store
-from ..changes import change_time, datetime_to_ns, ns_to_datetime, publish_change
+from ..changes import change_time, publish_change
 from ..embedding.embedders import Embedder, get_embedder
 from ..embedding.vector_index import ensure_index
 from ..models import LinkKind, Memory, MemoryLink

@@ -12,10 +12,11 @@ from django.utils import timezone
 
 from access import policy as access
 from yullu_core.errors import NotFound, UserError
+from yullu_core.timestamps import ns_to_datetime
 
 from ..anchors import stale as anchor_stale
 from ..anchors import store as anchor_store
-from ..changes import ATTRIBUTE_FIELDS, change_time, ns_to_datetime, publish_change
+from ..changes import ATTRIBUTE_FIELDS, change_time, publish_change
 from ..embedding.embedders import get_embedder
 from ..embedding.vector_index import ensure_index
 from ..models import ArchiveReason, Importance, Memory, MemoryVector, RejectedMemory

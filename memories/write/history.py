@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from access import policy as access
+from yullu_core.timestamps import ns_to_datetime
 
-from ..changes import change_time, ns_to_datetime, publish_change
+from ..changes import change_time, publish_change
 from ..models import EventKind, Memory, MemoryChange, MemoryEvent
 from . import bulk_rows
 
