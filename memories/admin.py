@@ -44,7 +44,7 @@ from .anchors import refs as anchor_refs
 from .anchors import store as anchor_store
 from .embedding.embedders import get_embedder
 from .models import CATEGORIES, IMPORTANCES, Memory, MemoryVector, ProjectLocation, RejectedMemory
-from .scope import Scope, known_root
+from .scope import Scope, known_root, validate_project_id
 from .search import admin_queries, queries
 from .wire import HitOut
 from .write import create, edit, validation
@@ -97,11 +97,15 @@ class MemoryForm(forms.ModelForm):
             self.fields["importance"].initial = self.instance.importance
             self.fields["project_id"].disabled = True
         self.fields["content"].required = False  # empty content gets its rule's sentence, not "required"
+        self.fields["project_id"].validators = []  # its length: validate_project_id's sentence, as on every path
 
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
         rules = {
+            "project_id": lambda: (
+                data.get("project_id") if self.instance.pk else validate_project_id(data.get("project_id") or "")
+            ),
             "content": lambda: validation.clean_content(data.get("content", "")),
             "tags_text": lambda: validation.clean_tags(validation.tags_from_text(data.get("tags_text", ""))),
             "category": lambda: validation.clean_category(data.get("category")),

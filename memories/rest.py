@@ -16,7 +16,8 @@ from .scope import Scope, resolve
 
 
 class ScopeIn(serializers.Serializer):
-    project_id = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    # No length here: memories.scope.validate_project_id judges it, with the sentence every path gives.
+    project_id = serializers.CharField(required=False, allow_blank=True)
     cwd = serializers.CharField(required=False, allow_blank=True, max_length=4096)
 
 

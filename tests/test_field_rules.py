@@ -14,7 +14,7 @@ import pytest
 from django.test import Client
 
 from memories.models import Memory
-from memories.scope import Scope
+from memories.scope import resolve, validate_project_id
 from memories.write import create, validation
 from tests.mcp_client import call, http_session
 from tests.processes import product_env, run_cli
@@ -53,17 +53,19 @@ CASES: list[tuple[str, Any, str | None, Callable[[Any], Any]]] = [
     ("content", "x" * 9000, "x" * 9000, validation.clean_content),
     ("content", "red \x1b[31malert", "red \x1b[31malert", validation.clean_content),
     ("content", 5, NOT_TEXT, validation.clean_content),
+    ("project_id", "acme/" + "x" * 600, "acme/" + "x" * 600, validate_project_id),
+    ("project_id", "acme/\x1b[31mred", "acme/\x1b[31mred", validate_project_id),
 ]
 
 
 def _service(field: str, value: Any) -> str:
-    given = {"content": FACT, field: value}
-    content = given.pop("content")
-    return _sentence(lambda: create.store_memory(Scope(PROJECT, None), content, **given, source="cli"))
+    given = {"content": FACT, "project_id": PROJECT, field: value}
+    content, project = given.pop("content"), given.pop("project_id")
+    return _sentence(lambda: create.store_memory(resolve(project), content, **given, source="cli"))
 
 
 def _rest(url: str, token: str, field: str, value: Any) -> str:
-    body = {"project_id": PROJECT, "content": FACT, field: value}
+    body = {"project_id": PROJECT, "content": FACT, field: value}  # field may be project_id
     answer = httpx.post(f"{url}/api/memories", json=body, headers={"authorization": f"Bearer {token}"}, timeout=30)
     assert answer.status_code == 400, answer.text
     return str(answer.json()["error"])
@@ -81,9 +83,12 @@ def _mcp(url: str, token: str, field: str, value: Any) -> str:
 
 def _cli(tmp_path: Path, field: str, text: str) -> str:
     options = {"category": "--category", "importance": "--importance", "ttl_days": "--ttl-days", "tags": "--tags"}
-    args = ["memories", "add", text if field == "content" else FACT, "--project", PROJECT]
+    options |= {"project_id": "--project"}
+    args = ["memories", "add", text if field == "content" else FACT]
     if field != "content":
         args.append(f"{options[field]}={text}")
+    if field != "project_id":
+        args.append(f"--project={PROJECT}")
     env = product_env(tmp_path / "home", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
     ran = run_cli(args, env)
     assert ran.returncode == 1, ran.stdout + ran.stderr
