@@ -31,6 +31,33 @@ NEGATIVE_DEPTH = 5
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo_dev.json"
 
 
+def candidates(
+    embedder: Any, project: str, text: str, vec: Any, depth: int, ids: dict[int, str]
+) -> list[dict[str, Any]]:
+    """The first stage's best `depth` candidates of a question, each with the cross-encoder's logits."""
+    from memories.models import Memory
+    from memories.search import queries, rerank
+
+    found = queries._ranked(project, text, depth, None, 0.0, "hybrid", queries.Embedded(embedder, vec))
+    cands = found.ordered[:depth] if found else []
+    content = dict(Memory.objects.filter(pk__in=[c.memory_id for c in cands]).values_list("pk", "content"))
+    cands = [c for c in cands if c.memory_id in content]
+    texts = [content[c.memory_id] for c in cands]
+    logits = rerank.judge.logits(text, texts) if cands else []
+    best = rerank.judge.best_logits(text, texts[:5]) if cands else []
+    return [
+        {
+            "id": ids.get(c.memory_id, ""),
+            "score": c.score,
+            "cosine": c.similarity,
+            "coverage": c.coverage,
+            "logit": logit,
+            "best": best[n] if n < len(best) else logit,
+        }
+        for n, (c, logit) in enumerate(zip(cands, logits, strict=True))
+    ]
+
+
 def dump(out: str, path: str | None = None) -> None:
     from yullu_cli.django_setup import setup_django
 
@@ -44,26 +71,6 @@ def dump(out: str, path: str | None = None) -> None:
     convs = json.loads(Path(path or LOCOMO).read_text())
     prefix = f"rerank-study-{uuid.uuid4().hex[:8]}"
     per_conv: list[dict[str, Any]] = []
-
-    def candidates(project: str, text: str, vec: Any, depth: int, ids: dict[int, str]) -> list[dict[str, Any]]:
-        found = queries._ranked(project, text, depth, None, 0.0, "hybrid", queries.Embedded(embedder, vec))
-        cands = found.ordered[:depth] if found else []
-        content = dict(Memory.objects.filter(pk__in=[c.memory_id for c in cands]).values_list("pk", "content"))
-        cands = [c for c in cands if c.memory_id in content]
-        texts = [content[c.memory_id] for c in cands]
-        logits = rerank.judge.logits(text, texts) if cands else []
-        best = rerank.judge.best_logits(text, texts[:5]) if cands else []
-        return [
-            {
-                "id": ids.get(c.memory_id, ""),
-                "score": c.score,
-                "cosine": c.similarity,
-                "coverage": c.coverage,
-                "logit": logit,
-                "best": best[n] if n < len(best) else logit,
-            }
-            for n, (c, logit) in enumerate(zip(cands, logits, strict=True))
-        ]
 
     try:
         for conv in convs:
@@ -84,8 +91,10 @@ def dump(out: str, path: str | None = None) -> None:
                         "split": "held_out" if i % 3 == 2 else "tune",
                         "category": q["category"],
                         "gold": q["gold"],
-                        "cands": candidates(conv["project"], q["question"], vec, DEPTH, conv["ids"]),
-                        "negative": candidates(other["project"], q["question"], vec, NEGATIVE_DEPTH, other["ids"]),
+                        "cands": candidates(embedder, conv["project"], q["question"], vec, DEPTH, conv["ids"]),
+                        "negative": candidates(
+                            embedder, other["project"], q["question"], vec, NEGATIVE_DEPTH, other["ids"]
+                        ),
                     }
                 )
             print(f"{conv['id']}: dumped, {rerank.judge.pairs_scored} pairs so far", flush=True)
