@@ -527,10 +527,10 @@ def chart(report: dict[str, Any], path: Path) -> None:
     ax = axes[2]
     logs = report.get("logs", [])
     if logs:
-        fx = [r["files"] for r in logs]
-        ax.plot(fx, [r["first reconcile s"] for r in logs], "o-", label="first reconcile")
-        ax.plot(fx, [r["no-op reconcile s"] for r in logs], "o-", label="no-op reconcile")
-        ax.plot(fx, [r["compaction s"] for r in logs], "o-", label="compaction")
+        for key, label in (("first reconcile s", "first reconcile"), ("no-op reconcile s", "no-op reconcile"),
+                           ("compaction s", "compaction")):  # fmt: skip
+            points = [(r["files"], r[key]) for r in logs if key in r]  # a step a run left out has no point
+            ax.plot([x for x, _ in points], [y for _, y in points], "o-", label=label)
         ax.set(title="team log (s)", xscale="log", yscale="log", xlabel="event files")
         ax.legend()
     fig.tight_layout()

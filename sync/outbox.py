@@ -99,7 +99,26 @@ def enqueue(project_id: str, folder: Path, events: list[Event]) -> None:
         ]
     )
     ids = [r.pk for r in rows]
-    transaction.on_commit(lambda: flush(ids=ids), robust=True)
+    hooks = transaction.get_connection().run_on_commit
+    pending = next((hook for _, hook, _ in hooks if isinstance(hook, _FlushOnCommit)), None)
+    if pending is not None:  # one flush per transaction: a batch's files are written together
+        pending.ids += ids
+        return
+    transaction.on_commit(_FlushOnCommit(ids), robust=True)
+
+
+class _FlushOnCommit:
+    """The on-commit flush of the rows a transaction queued. A store batch or an import queues its
+    memories one by one; one flush of all their rows writes their files with one sync (write_events)
+    rather than two fsyncs per file (an import of 2,000 memories into a repository's project: 86/s
+    with a flush per memory). A rolled-back savepoint drops the hook with its ids; ids of rows that
+    are gone are simply not found by the flush."""
+
+    def __init__(self, ids: list[int]) -> None:
+        self.ids = ids
+
+    def __call__(self) -> None:
+        flush(ids=self.ids)
 
 
 def on_change(change: AnnouncedChange) -> None:

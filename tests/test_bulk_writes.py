@@ -18,6 +18,7 @@ from memories.transfer.export import export_json
 from memories.transfer.importer import import_path
 from memories.write import bulk_rows, create, edit
 from memories.write.validation import NewMemory
+from sync import outbox
 from sync.eventlog import list_names, read_events
 from sync.models import LedgerEntry, OutboxEvent, ProjectSyncState
 from sync.services import reconcile_scope
@@ -47,9 +48,21 @@ def facts(n: int) -> list[NewMemory]:
     ]
 
 
-def test_a_first_reconcile_of_many_memories_writes_what_the_log_holds(repo: Path, stub_embedder: StubServer) -> None:
+def test_a_first_reconcile_of_many_memories_writes_what_the_log_holds(
+    repo: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     scope = resolve(None, str(repo))
+    flushes: list[int] = []
+    real_flush = outbox.flush
+
+    def counted(ids: list[int] | None = None, **kwargs: Any) -> Any:
+        flushes.append(len(ids or []))
+        return real_flush(ids=ids, **kwargs)
+
+    monkeypatch.setattr(outbox, "flush", counted)
     create.store_memories(scope, facts(MANY))  # one batch: its 2 x MANY event files are written in bulk
+    assert flushes == [2 * MANY]  # one flush on commit for the whole batch, not one per memory
+    monkeypatch.setattr(outbox, "flush", real_flush)
     assert OutboxEvent.objects.count() == 0
     folder = repo / ".yullu" / "logs"
     assert len(list_names(folder)) == 2 * MANY  # a create and an embedding each
