@@ -544,8 +544,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 
     embedder = get_embedder()
     dim = len(embedder.embed(["how do we deploy a hotfix release"], kind="query")[0])
+    largest = max((int(s) for s in args.sizes.split(",") if s), default=0)  # --sizes "": logs and imports only
     print(
-        f"note: this adds up to {max(int(s) for s in args.sizes.split(',')):,} memories to the database of "
+        f"note: this adds up to {largest:,} memories to the database of "
         f"YULLU_HOME={os.environ.get('YULLU_HOME', '(default)')}; use a throwaway home.",
         flush=True,
     )
