@@ -321,9 +321,9 @@ def due_projects(now: datetime | None = None) -> list[str]:
     return due
 
 
-def dream_cli(cwd: str, project_id: str | None) -> DreamResult:
-    """`yullu dream`: a manual pass with the configured reasoner. Without one there is nothing it
-    could do (MCP sampling needs a client), so it is a UserError saying what to configure."""
+def dream_in_folder(cwd: str, project_id: str | None) -> DreamResult:
+    """A manual pass over a folder's project with the configured reasoner (`yullu dream`). Without
+    one there is nothing it could do (MCP sampling needs a client): a UserError says what to set."""
     scope = resolve(project_id, cwd)
     reasoner = configured_reasoner()
     if reasoner is None:

@@ -435,7 +435,8 @@ def ledger_clamps(project_id: str) -> dict[str, int]:
     return {name: bound for name, bound in rows if bound is not None}
 
 
-def reconcile_cli(cwd: str, project_id: str | None) -> ReconcileResult:
+def reconcile_folder(cwd: str, project_id: str | None) -> ReconcileResult:
+    """Reconcile the project of a folder (or of `project_id`) now, as `yullu reconcile` asks."""
     scope = resolve(project_id, cwd)
     if scope.git_root is None and known_root(scope.project_id) is None:
         raise UserError(f"no git repository known for {scope.project_id}; run inside the repository or pass --cwd.")

@@ -74,11 +74,11 @@ def cmd_reconcile(args: argparse.Namespace) -> None:
     setup_django()
     import json
 
-    from sync.services import reconcile_cli
+    from sync.services import reconcile_folder
     from yullu_core.errors import UserError
 
     try:
-        result = reconcile_cli(os.path.abspath(args.cwd), args.project_id)
+        result = reconcile_folder(os.path.abspath(args.cwd), args.project_id)
     except UserError as exc:
         fail(str(exc))
     print(json.dumps(result, indent=2))
@@ -123,9 +123,9 @@ def cmd_dream(args: argparse.Namespace) -> None:
     setup_django()
     import json
 
-    from dreaming.services import dream_cli
+    from dreaming.services import dream_in_folder
 
-    result = dream_cli(args.cwd, args.project_id)
+    result = dream_in_folder(args.cwd, args.project_id)
     print(json.dumps(result, indent=2))
     if result["errors"] and not result["sessions_processed"]:  # the pass failed: say why, exit 1
         fail(f"the dream pass failed: {result['errors'][0]}")
