@@ -147,16 +147,15 @@ def main(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     data = json.loads(DATA.read_text())
     w, tau = feedback.W_VERDICT, feedback.SIMILAR_QUERY
-    base = {"W_RATING": 0.0, "W_RECALLS": 0.0}
+    # Review ratings and recall counts were measured here too and gained nothing (docs/benchmarks.md,
+    # "Feedback in ranking"); they are no longer ranking signals.
     variants = [
-        ("no feedback", {"W_VERDICT": 0.0, **base}),
-        (f"verdicts w={w} tau={tau}", {"W_VERDICT": w, "SIMILAR_QUERY": tau, **base}),
-        ("verdicts + ratings", {"W_VERDICT": w, "SIMILAR_QUERY": tau, "W_RATING": 0.1, "W_RECALLS": 0.0}),
-        ("verdicts + recall counts", {"W_VERDICT": w, "SIMILAR_QUERY": tau, "W_RATING": 0.0, "W_RECALLS": 0.1}),
+        ("no feedback", {"W_VERDICT": 0.0}),
+        (f"verdicts w={w} tau={tau}", {"W_VERDICT": w, "SIMILAR_QUERY": tau}),
     ]
     for pair in args.grid.split(",") if args.grid else []:
         gw, gt = (float(x) for x in pair.split(":"))
-        variants.append((f"verdicts w={gw} tau={gt}", {"W_VERDICT": gw, "SIMILAR_QUERY": gt, **base}))
+        variants.append((f"verdicts w={gw} tau={gt}", {"W_VERDICT": gw, "SIMILAR_QUERY": gt}))
     rows = [run_variant(name, weights, data) for name, weights in variants]
     for row in rows:
         print(json.dumps(row))

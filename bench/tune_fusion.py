@@ -59,15 +59,15 @@ def main() -> None:
         for k1, b in [(1.2, 0.3), (1.2, 0.75)]:
             bm25.K1, bm25.B = k1, b
             cached = collect(projects, embedder)
-            grid = itertools.product(["score", "rrf"], [0.4, 0.6, 0.8], [0.0, 0.05], [0.0, 0.2, 0.3, 0.4])
-            for method, w_kw, w_rec, w_con in grid:
-                m = evaluate(cached, method=method, w_keyword=w_kw, w_recency=w_rec, w_contiguity=w_con)
-                results.append((m["recall@10"], m["recall@5"], method, k1, b, w_kw, w_rec, w_con, m["mrr"]))
-            print("done", k1, b, max(r for r in results if r[3] == k1 and r[4] == b), flush=True)
+            grid = itertools.product([0.4, 0.6, 0.8], [0.0, 0.05], [0.0, 0.2, 0.3, 0.4])
+            for w_kw, w_rec, w_con in grid:
+                m = evaluate(cached, w_keyword=w_kw, w_recency=w_rec, w_contiguity=w_con)
+                results.append((m["recall@10"], m["recall@5"], k1, b, w_kw, w_rec, w_con, m["mrr"]))
+            print("done", k1, b, max(r for r in results if r[2] == k1 and r[3] == b), flush=True)
     finally:
         Memory.objects.filter(project_id__startswith=prefix + "/").delete()
         MemoryEvent.objects.filter(project_id__startswith=prefix + "/").delete()
-    print("r@10 r@5 method k1 b w_kw w_rec w_contiguity mrr")
+    print("r@10 r@5 k1 b w_kw w_rec w_contiguity mrr")
     for row in sorted(results, reverse=True)[:12]:
         print(row)
 

@@ -4,7 +4,7 @@ A verdict (rate_recall) is about one memory *for one query*. A memory judged unh
 questions like the current one sinks; one judged useful rises. "Like" is the cosine between the
 current query and the verdict's query (both embedded by the same embedder): verdicts on
 unrelated questions do not count. Review ratings and recall counts were measured the same way
-and did not help (docs/benchmarks.md, bench/feedback_replay.py), so their weights are 0.
+and did not help (docs/benchmarks.md, "Feedback in ranking"), so they are not ranking signals.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from ..embedding.vector_index import vector_literal
 
 W_VERDICT = 0.3  # score moved by a saturated (tanh) sum of similar-query verdicts
 SIMILAR_QUERY = 0.5  # verdicts on queries below this cosine to the current one are ignored
-W_RATING = 0.0  # review rating 6–10 → [0, 1]: measured, no gain; kept for the benchmark
-W_RECALLS = 0.0  # log of how often a memory was recalled: measured, no gain; kept for the benchmark
 
 
 def verdict_scores(memory_ids: list[int], embedder_id: str, qvec: np.ndarray) -> dict[int, float]:
@@ -46,29 +44,8 @@ def verdict_scores(memory_ids: list[int], embedder_id: str, qvec: np.ndarray) ->
     return dict(scores)
 
 
-def priors(memory_ids: list[int]) -> dict[int, float]:
-    """Query-independent boosts from review ratings and recall counts (weights 0 unless measured better)."""
-    if not memory_ids or not (W_RATING or W_RECALLS):
-        return {}
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT m.id, m.rating, (SELECT count(*) FROM memories_memoryevent e "
-            "WHERE e.memory_id = m.id AND e.kind = 'recalled') FROM memories_memory m WHERE m.id = ANY(%s)",
-            [memory_ids],
-        )
-        rows = cur.fetchall()
-    out = {}
-    for memory_id, rating, recalls in rows:
-        rated = (rating - 5) / 5 if rating and rating >= 6 else 0.0
-        out[memory_id] = W_RATING * rated + W_RECALLS * math.log1p(recalls) / 5
-    return out
-
-
 def adjust(scores: dict[int, float], embedder_id: str, qvec: np.ndarray | None) -> dict[int, float]:
     """Each candidate's score change from feedback (absent = unchanged)."""
-    ids = list(scores)
-    out: dict[int, float] = dict(priors(ids))
-    if qvec is not None and W_VERDICT:
-        for memory_id, total in verdict_scores(ids, embedder_id, qvec).items():
-            out[memory_id] = out.get(memory_id, 0.0) + W_VERDICT * math.tanh(total)
-    return out
+    if qvec is None or not W_VERDICT:
+        return {}
+    return {m: W_VERDICT * math.tanh(total) for m, total in verdict_scores(list(scores), embedder_id, qvec).items()}

@@ -47,14 +47,12 @@ Mode = Literal["hybrid", "dense", "keyword"]
 
 
 # Fusion, chosen on the LoCoMo dev split (docs/benchmarks.md, bench/tune_fusion.py).
-FUSION = "score"
 W_KEYWORD = 0.6
 KEYWORD_POWER = 2.0  # (BM25 / best)²: only near-best keyword matches move a hit much
 W_RECENCY = 0.05
 W_CONTIGUITY = 0.3  # share of the best same-session candidate's score a candidate gains …
 W_NEIGHBOUR = 0.1  # … plus this share of the best one stored at most NEIGHBOUR_TURNS before or after it
 NEIGHBOUR_TURNS = 2
-RRF_K = 20
 # Dates named in a question (memories.search.expansion), chosen on LoCoMo dev's tuning questions.
 W_DATE = 0.3  # gained by a memory created on the day / month / year the question names
 DATE_CANDIDATES = 10  # nearest memories created then, added when the question names a date
@@ -75,21 +73,19 @@ def fuse(
     cands: dict[int, Candidate],
     mode: Mode,
     *,
-    method: str | None = None,
     w_keyword: float | None = None,
     w_recency: float | None = None,
     w_contiguity: float | None = None,
 ) -> list[Candidate]:
     """One ranking from dense, keyword, recency and session signals.
 
-    "score": cosine + w_keyword × (strength × BM25 / best BM25)² + w_recency × recency, strength being
-    1 except in a project of fewer than 20 memories, where it is the query words' idf there over their
-    idf in 20 memories (bm25.ATTAINABLE_MIN_N), + W_DATE when created when the question says; then each candidate
-    gains w_contiguity × the best score among the other candidates tagged with its session.
-    "rrf": reciprocal-rank fusion of the dense and keyword ranks (+ recency), kept for comparison.
+    cosine + w_keyword × (strength × BM25 / best BM25)² + w_recency × recency, strength being 1
+    except in a project of fewer than 20 memories, where it is the query words' idf there over their
+    idf in 20 memories (bm25.ATTAINABLE_MIN_N), + W_DATE when created when the question says; then
+    each candidate gains w_contiguity × the best score among the other candidates of its session.
+    Reciprocal-rank fusion was measured too and did no better (docs/benchmarks.md).
     """
     # Unset weights are read at call time, so a benchmark can vary the module's settings.
-    method = FUSION if method is None else method
     w_keyword = W_KEYWORD if w_keyword is None else w_keyword
     w_recency = W_RECENCY if w_recency is None else w_recency
     w_contiguity = W_CONTIGUITY if w_contiguity is None else w_contiguity
@@ -98,16 +94,11 @@ def fuse(
     dense_on, kw_on = mode != "keyword", mode != "dense"
     for c in cands.values():
         rec = w_recency * recency.get(c.memory_id, 0.0)
-        if method == "rrf":
-            dense = 1.0 / (RRF_K + c.dense_rank) if c.dense_rank is not None and dense_on else 0.0
-            kw = 1.0 / (RRF_K + c.keyword_rank) if c.keyword_rank is not None and kw_on else 0.0
-            c.score = dense + w_keyword * kw + rec / RRF_K
-        else:
-            dense = (c.similarity or 0.0) if dense_on else 0.0
-            # Relative to the best candidate, but a tiny project's literal match is weak evidence
-            # and must not outrank a much closer meaning (strength, bm25.search_with_coverage).
-            kw = (c.keyword_strength * c.keyword_score / best_kw) ** KEYWORD_POWER if kw_on else 0.0
-            c.score = dense + w_keyword * kw + rec + (W_DATE if c.dated else 0.0)
+        dense = (c.similarity or 0.0) if dense_on else 0.0
+        # Relative to the best candidate, but a tiny project's literal match is weak evidence
+        # and must not outrank a much closer meaning (strength, bm25.search_with_coverage).
+        kw = (c.keyword_strength * c.keyword_score / best_kw) ** KEYWORD_POWER if kw_on else 0.0
+        c.score = dense + w_keyword * kw + rec + (W_DATE if c.dated else 0.0)
     if w_contiguity:
         _add_contiguity(cands, w_contiguity)
     return sorted(cands.values(), key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))
