@@ -14,7 +14,6 @@ one batch, and judgements are cached per (question, memory text).
 from __future__ import annotations
 
 import hashlib
-import importlib.resources
 import logging
 import re
 import threading
@@ -28,9 +27,11 @@ import numpy as np
 from yullu_core.env import env_int
 from yullu_core.errors import Unavailable
 
+from ..embedding.onnx_model import SHIPPED
+
 log = logging.getLogger(__name__)
 
-MODEL_DIR = "model_data/ms-marco-MiniLM-L-12-v2"
+MODEL_DIR = "ms-marco-MiniLM-L-12-v2"  # beside the embedding model, in onnx_model.SHIPPED
 MODEL_ID = "cross-encoder/ms-marco-MiniLM-L-12-v2"
 # Question and memory together, in tokens. Memories are short notes; a long prompt is cut first
 # (longest-first truncation), and every token beyond costs time in each pair.
@@ -43,9 +44,8 @@ LOGIT_RANGE = (-11.5, 11.0)
 
 
 def model_dir() -> Path:
-    """The reranker's files, shipped inside the `memories` package (found through the package, so a
-    module move or a wheel install does not lose them)."""
-    directory = Path(str(importlib.resources.files("memories"))) / MODEL_DIR
+    """The reranker's files, shipped inside the package where the embedding model's are."""
+    directory = SHIPPED / MODEL_DIR
     if not (directory / "model.onnx").is_file():
         raise Unavailable(f"the reranker model is missing from this install (expected {directory}/model.onnx).")
     return directory
