@@ -57,98 +57,91 @@
     document.getElementById("confirm-ok").focus();
   }
 
-  function review() {
-    const root = document.getElementById("review");
-    if (!root) return;
+  function keyboardQueue(root, opts) {
+    // One list of .y-item cards driven from the keyboard (the review and stale queues): j/k move,
+    // Escape leaves a field, confirmed submits; `opts.keys(e, item)` handles the queue's own keys,
+    // `opts.confirmText(form, btn)` names the confirmation a button needs (null: none),
+    // `opts.leaveField(e)` says whether a key in a field leaves it.
     const items = Array.from(root.querySelectorAll(".y-item"));
     let current = 0;
+    function mark(n) { current = n; items.forEach(function (o, m) { o.classList.toggle("y-current", m === n); }); }
     function focus(i) {
       if (!items.length) return;
-      current = Math.max(0, Math.min(items.length - 1, i));
-      items.forEach(function (el, n) { el.classList.toggle("y-current", n === current); });
+      mark(Math.max(0, Math.min(items.length - 1, i)));
       items[current].focus({ preventScroll: false });
-    }
-    function submitRating(item, value) {
-      const form = item.querySelector("[data-rate-form]");
-      // Rejections (1–5) are confirmed by the submit handler below.
-      form.requestSubmit(form.querySelector('button[value="' + value + '"]'));
     }
     root.addEventListener("submit", function (e) {
       const btn = e.submitter;
       if (!btn || btn.dataset.confirmed) return;
-      if (btn.dataset.confirm) {
-        e.preventDefault();
-        confirmThen(btn.dataset.confirm, function () { btn.dataset.confirmed = "1"; e.target.requestSubmit(btn); });
-      } else if (e.target.matches("[data-rate-form]") && Number(btn.value) <= 5) {
-        e.preventDefault();
-        confirmThen("Reject this memory with " + btn.value + "? It is archived and removed everywhere (restorable from Rejected, or press u to undo).", function () { btn.dataset.confirmed = "1"; e.target.requestSubmit(btn); });
-      }
+      const text = btn.dataset.confirm || opts.confirmText(e.target, btn);
+      if (!text) return;
+      e.preventDefault();
+      confirmThen(text, function () { btn.dataset.confirmed = "1"; e.target.requestSubmit(btn); });
     });
-    items.forEach(function (el, n) { el.addEventListener("focusin", function () { current = n; items.forEach(function (o, m) { o.classList.toggle("y-current", m === n); }); }); });
+    items.forEach(function (el, n) { el.addEventListener("focusin", function () { mark(n); }); });
     document.addEventListener("keydown", function (e) {
       if (e.ctrlKey || e.metaKey || e.altKey) return;
       const tag = (e.target.tagName || "").toLowerCase();
       if (tag === "input" || tag === "textarea" || tag === "select") {
-        // Enter in a comment would submit its form with the first button (a rejection): leave the
-        // field instead, so the next key picks the rating and the comment goes with it.
-        if (e.key === "Escape" || (e.key === "Enter" && e.target.classList.contains("y-comment"))) {
-          e.preventDefault(); e.target.blur(); focus(current);
-        }
+        if (e.key === "Escape" || opts.leaveField(e)) { e.preventDefault(); e.target.blur(); focus(current); }
         return;
       }
       if (document.querySelector("dialog[open]")) return;
-      const item = items[current];
       if (e.key === "j" || e.key === "ArrowDown") { focus(current + 1); e.preventDefault(); }
       else if (e.key === "k" || e.key === "ArrowUp") { focus(current - 1); e.preventDefault(); }
-      else if (/^[0-9]$/.test(e.key) && item) { submitRating(item, e.key === "0" ? "10" : e.key); e.preventDefault(); }
-      else if (e.key === "c" && item) { item.querySelector(".y-comment").focus(); e.preventDefault(); }
-      else if (e.key === "e" && item) { window.location = item.dataset.edit; }
-      else if (e.key === "x" && item) { const box = item.querySelector("input[type=checkbox]"); box.checked = !box.checked; }
-      else if (e.key === "u") { const undo = document.getElementById("undo-form"); if (undo) undo.requestSubmit(); }
+      else if (e.key === "e" && items[current]) { window.location = items[current].dataset.edit; }
+      else if (opts.keys(e, items[current])) { e.preventDefault(); }
     });
     focus(0);
   }
 
+  function review() {
+    // The review queue: 1–9 and 0 rate (1–5 reject, confirmed), c comments, x selects, u undoes.
+    const root = document.getElementById("review");
+    if (!root) return;
+    keyboardQueue(root, {
+      confirmText: function (form, btn) {
+        if (!form.matches("[data-rate-form]") || Number(btn.value) > 5) return null;
+        return "Reject this memory with " + btn.value + "? It is archived and removed everywhere (restorable from Rejected, or press u to undo).";
+      },
+      // Enter in a comment would submit its form with the first button (a rejection): leave the
+      // field instead, so the next key picks the rating and the comment goes with it.
+      leaveField: function (e) { return e.key === "Enter" && e.target.classList.contains("y-comment"); },
+      keys: function (e, item) {
+        if (/^[0-9]$/.test(e.key) && item) {
+          const form = item.querySelector("[data-rate-form]");
+          form.requestSubmit(form.querySelector('button[value="' + (e.key === "0" ? "10" : e.key) + '"]'));
+          return true;
+        }
+        if (e.key === "c" && item) { item.querySelector(".y-comment").focus(); return true; }
+        if (e.key === "x" && item) { const box = item.querySelector("input[type=checkbox]"); box.checked = !box.checked; return false; }
+        if (e.key === "u") { const undo = document.getElementById("undo-form"); if (undo) undo.requestSubmit(); }
+        return false;
+      },
+    });
+  }
+
   function stale() {
-    // The Stale queue (code anchors): j/k move, p keeps (re-pin), e edits, s supersedes, r rejects.
+    // The Stale queue (code anchors): p keeps (re-pin), s supersedes, r rejects.
     const root = document.getElementById("stale");
     if (!root) return;
-    const items = Array.from(root.querySelectorAll(".y-item"));
-    let current = 0;
-    function focus(i) {
-      if (!items.length) return;
-      current = Math.max(0, Math.min(items.length - 1, i));
-      items.forEach(function (el, n) { el.classList.toggle("y-current", n === current); });
-      items[current].focus({ preventScroll: false });
-    }
-    root.addEventListener("submit", function (e) {
-      const btn = e.submitter;
-      if (!btn || btn.dataset.confirmed || !btn.dataset.confirm) return;
-      e.preventDefault();
-      confirmThen(btn.dataset.confirm, function () { btn.dataset.confirmed = "1"; e.target.requestSubmit(btn); });
+    keyboardQueue(root, {
+      confirmText: function () { return null; },
+      leaveField: function () { return false; },
+      keys: function (e, item) {
+        if ((e.key === "p" || e.key === "r") && item) {
+          const form = item.querySelector("[data-stale-form]");
+          form.requestSubmit(form.querySelector('button[data-key="' + e.key + '"]'));
+          return true;
+        }
+        if (e.key === "s" && item) {
+          item.querySelector("details").open = true;
+          item.querySelector(".y-supersede").focus();
+          return true;
+        }
+        return false;
+      },
     });
-    items.forEach(function (el, n) { el.addEventListener("focusin", function () { current = n; items.forEach(function (o, m) { o.classList.toggle("y-current", m === n); }); }); });
-    document.addEventListener("keydown", function (e) {
-      if (e.ctrlKey || e.metaKey || e.altKey) return;
-      const tag = (e.target.tagName || "").toLowerCase();
-      if (tag === "input" || tag === "textarea" || tag === "select") {
-        if (e.key === "Escape") { e.preventDefault(); e.target.blur(); focus(current); }
-        return;
-      }
-      if (document.querySelector("dialog[open]")) return;
-      const item = items[current];
-      if (e.key === "j" || e.key === "ArrowDown") { focus(current + 1); e.preventDefault(); }
-      else if (e.key === "k" || e.key === "ArrowUp") { focus(current - 1); e.preventDefault(); }
-      else if (e.key === "e" && item) { window.location = item.dataset.edit; }
-      else if ((e.key === "p" || e.key === "r") && item) {
-        const form = item.querySelector("[data-stale-form]");
-        form.requestSubmit(form.querySelector('button[data-key="' + e.key + '"]')); e.preventDefault();
-      } else if (e.key === "s" && item) {
-        const details = item.querySelector("details"); details.open = true;
-        item.querySelector(".y-supersede").focus(); e.preventDefault();
-      }
-    });
-    focus(0);
   }
 
   function dreamStatus() {
