@@ -18,7 +18,7 @@ from yullu_core import settings_edit
 from yullu_core.config import ConfigError, load_for_project
 from yullu_core.errors import UserError
 
-from . import lifecycle
+from . import lifecycle, tallies
 from .anchors import stale as anchor_stale
 from .models import CATEGORIES, Memory, MemoryAnchor, RejectedMemory
 from .scope import known_root
@@ -99,7 +99,13 @@ def review_view(request: HttpRequest) -> HttpResponse:
     if category:
         qs = qs.filter(category=None if category == "none" else category)
     qs = admin_queries.source_filter(qs, source)
-    total = qs.count()
+    unrated = tallies.memory_counts(project or None, role=access.ADMIN)
+    if source:  # who wrote it is in the activity log, not in the tallies: counted
+        total = qs.count()
+    elif category:
+        total = unrated.unrated_by_category.get(None if category == "none" else category, 0)
+    else:
+        total = unrated.unrated
     page = list(qs[:REVIEW_PAGE])
     ids = [m.pk for m in page]
     origin, history = admin_queries.sources(ids), admin_queries.recall_history(ids)
@@ -113,13 +119,7 @@ def review_view(request: HttpRequest) -> HttpResponse:
         project=project,
         category=category,
         source=source,
-        projects=sorted(
-            set(
-                access.only_visible(Memory.objects.filter(rating=None), role=access.ADMIN).values_list(
-                    "project_id", flat=True
-                )
-            )
-        ),
+        projects=sorted(pid for pid, (_, n) in tallies.memory_counts(role=access.ADMIN).by_project.items() if n),
         categories=CATEGORIES,
         sources=list(admin_queries.SOURCES),
         ratings=range(1, 11),

@@ -6,7 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, HashIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.utils import timezone
@@ -92,6 +92,15 @@ class Memory(models.Model):
             models.Index(fields=["project_id", "rating"], name="memory_project_rating"),
             # a question's date window (expansion.nearest_in_windows): a range read, not a scan of the project
             models.Index(fields=["project_id", "created_at"], name="memory_project_created"),
+            # The review queue, newest unrated first across projects: read in order and stopped at a
+            # page, with the visibility filter checked per row (no project prefix to pin).
+            models.Index(
+                fields=["-created_at", "-id"], name="memory_unrated_created", condition=models.Q(rating__isnull=True)
+            ),
+            # A store's exact-text duplicate check (memories.write.nearby): without it the check read
+            # every row of the project (28 ms of a store at 100k memories in one project). A hash index,
+            # as a B-tree refuses entries over a third of a page and a memory holds up to 8,000 chars.
+            HashIndex(fields=["content"], name="memory_content_hash"),
         ]
 
     def __str__(self) -> str:
@@ -112,6 +121,26 @@ class MemoryVector(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["memory", "embedder"], name="one_vector_per_embedder")]
         indexes = [models.Index(fields=["embedder", "project_id"], name="vector_embedder_project")]
+
+
+class MemoryTally(models.Model):
+    """Memories per (project, category), kept by triggers on memories_memory (migration 0013): every
+    write adds a signed row here in its own transaction (COPY, reconcile, import, delete, expiry and
+    raw SQL alike), and `memories.tallies` sums them. Delta rows, not one counter per key, so
+    concurrent writers never wait on a shared row; `tallies.fold` merges them now and then."""
+
+    project_id = models.CharField(max_length=500)
+    category = models.CharField(max_length=20, null=True)
+    memories = models.BigIntegerField()
+    unrated = models.BigIntegerField()
+
+
+class VectorTally(models.Model):
+    """Vectors per (project, embedder), kept like MemoryTally by triggers on memories_memoryvector."""
+
+    project_id = models.CharField(max_length=500)
+    embedder = models.CharField(max_length=200)
+    vectors = models.BigIntegerField()
 
 
 class ProjectLocation(models.Model):
@@ -173,6 +202,9 @@ class MemoryEvent(models.Model):
             models.Index(fields=["kind", "-created_at"], name="event_kind_time"),
             models.Index(fields=["recall_id"], name="event_recall"),
             models.Index(fields=["project_id", "-created_at"], name="event_project_time"),
+            # The 30 days' activity per day and kind (stats, dashboard) read from the index alone: the
+            # rows' pages were 320 of its 370 ms at 1M memories (docs/benchmarks.md).
+            models.Index(fields=["created_at"], include=["kind", "project_id"], name="event_time_kind"),
             # The recall log newest first (admin Retrievals page): only rows of a search carry a recall_id.
             models.Index(
                 fields=["-created_at", "-id"], name="event_recall_time", condition=models.Q(recall_id__isnull=False)

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from access import policy as access
 from yullu_core.errors import UserError
 
+from .. import tallies
 from ..embedding.embedders import get_embedder
-from ..models import EventKind, Memory, MemoryEvent, MemoryVector, ProjectLocation, RejectedMemory, Usage
+from ..models import EventKind, Memory, MemoryEvent, ProjectLocation, RejectedMemory, Usage
 from ..wire import MemoryOut, ProjectOut, memory_to_wire
 
 
@@ -24,61 +25,66 @@ def list_memories(project_id: str, limit: int = 20) -> list[MemoryOut]:
 
 
 def projects() -> list[ProjectOut]:
-    counts = (
-        access.only_visible(Memory.objects.all())
-        .values("project_id")
-        .annotate(memories=Count("id"), unrated=Count("id", filter=Q(rating=None)))
-    )
+    counts = tallies.memory_counts().by_project
     roots = dict(access.only_visible(ProjectLocation.objects.all()).values_list("project_id", "git_root"))
-    out: dict[str, ProjectOut] = {r["project_id"]: {**r, "git_root": roots.get(r["project_id"])} for r in counts}
+    out: dict[str, ProjectOut] = {
+        pid: {"project_id": pid, "memories": m, "unrated": u, "git_root": roots.get(pid)}
+        for pid, (m, u) in counts.items()
+    }
     for pid, root in roots.items():
         out.setdefault(pid, {"project_id": pid, "memories": 0, "unrated": 0, "git_root": root})
     return sorted(out.values(), key=lambda r: r["project_id"])
 
 
 def stats(project_id: str | None = None, days: int = 30) -> dict[str, Any]:
-    memories = access.only_visible(Memory.objects.all())
     events = access.only_visible(MemoryEvent.objects.all())
     rejected = access.only_visible(RejectedMemory.objects.all())
     if project_id:
         access.require(project_id, access.READ)
         rejected = rejected.filter(project_id=project_id)
-        memories = memories.filter(project_id=project_id)
         events = events.filter(project_id=project_id)
+    counts = tallies.memory_counts(project_id or None)
     since = timezone.now() - timedelta(days=days)
     per_day: dict[str, dict[str, int]] = {}
     daily = (
         events.filter(created_at__gte=since)
         .annotate(day=TruncDate("created_at"))
         .values("day", "kind")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))  # count(*): the index holds no id (an index-only scan)
     )
     for row in daily:
         per_day.setdefault(row["day"].isoformat(), {k: 0 for k in ("created", "updated", "deleted", "recalled")})
         if row["kind"] in per_day[row["day"].isoformat()]:
             per_day[row["day"].isoformat()][row["kind"]] = row["n"]
-    # In the window, like the rest: over the whole recall log this grouped millions of rows.
-    top = (
-        events.filter(kind=EventKind.RECALLED, memory__isnull=False, created_at__gte=since)
-        .values("memory_id", "memory__content")
-        .annotate(recalls=Count("id"))
-        .order_by("-recalls")[:10]
-    )
     embedder = get_embedder()
     return {
         "project_id": project_id,
         "totals": {
-            "memories": memories.count(),
-            "unrated": memories.filter(rating=None).count(),
+            "memories": counts.memories,
+            "unrated": counts.unrated,
             "rejected": rejected.count(),
-            "embedded_with_active": MemoryVector.objects.filter(embedder=embedder.id, memory__in=memories).count(),
-            "by_category": dict(memories.values_list("category").annotate(n=Count("id")).values_list("category", "n")),
+            "embedded_with_active": tallies.vector_count(embedder.id, project_id or None),
+            "by_category": counts.by_category,
         },
-        "per_day": [{"day": day, **counts} for day, counts in sorted(per_day.items())],
-        "top_recalled": [
-            {"id": r["memory_id"], "content": r["memory__content"][:200], "recalls": r["recalls"]} for r in top
-        ],
+        "per_day": [{"day": day, **n} for day, n in sorted(per_day.items())],
+        "top_recalled": top_recalled(events, since),
     }
+
+
+def top_recalled(events: QuerySet[MemoryEvent], since: datetime, limit: int = 10) -> list[dict[str, Any]]:
+    """The memories recalled most since `since`. In the window, like the rest: over the whole recall log
+    this grouped millions of rows. Counted by memory id alone, then the winners' text read: grouping
+    by the text too joined every recalled memory's row (0.6 s of 0.65 at 1M memories)."""
+    top = list(
+        events.filter(kind=EventKind.RECALLED, memory__isnull=False, created_at__gte=since)
+        .values("memory_id")
+        .annotate(recalls=Count("id"))
+        .order_by("-recalls", "memory_id")[:limit]
+    )
+    content = dict(Memory.objects.filter(pk__in=[r["memory_id"] for r in top]).values_list("id", "content"))
+    return [
+        {"id": r["memory_id"], "content": content.get(r["memory_id"], "")[:200], "recalls": r["recalls"]} for r in top
+    ]
 
 
 def retrievals(project_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:

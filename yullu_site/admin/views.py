@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from access.policy import only_visible
 from dreaming.models import DreamPass
+from memories import tallies
 from memories.admin_views import admin_page, daily_charts
 from memories.anchors import stale as anchor_stale
-from memories.models import EventKind, Memory, MemoryEvent, ProjectLocation, Usage
+from memories.models import EventKind, MemoryEvent, ProjectLocation, Usage
 from memories.search import stats
 from sync.models import ProjectSyncState
 from yullu_site.monitoring.health import DASHBOARD, gather, team_log
@@ -49,12 +50,8 @@ def project_rows(days: int = 30) -> list[dict[str, Any]]:
             {"project_id": pid, "memories": 0, "unrated": 0, "recalls": 0, "passes": 0, "failed": 0, "root": ""},
         )
 
-    for m in (
-        only_visible(Memory.objects.all())
-        .values("project_id")
-        .annotate(n=Count("id"), u=Count("id", filter=Q(rating=None)))
-    ):
-        row(m["project_id"]).update(memories=m["n"], unrated=m["u"])
+    for pid, (n, unrated) in tallies.memory_counts().by_project.items():  # kept by the writes
+        row(pid).update(memories=n, unrated=unrated)
     recalls = only_visible(MemoryEvent.objects.filter(kind=EventKind.RECALLED, created_at__gte=since))
     for rc in recalls.values("project_id").annotate(n=Count("recall_id", distinct=True)):
         row(rc["project_id"])["recalls"] = rc["n"]

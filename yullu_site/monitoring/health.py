@@ -154,15 +154,15 @@ def reasoner() -> Part:
 
 def vectors() -> Part:
     """Whether every memory has a vector of the current embedder (a backfill catches up)."""
+    from memories import tallies
     from memories.embedding.embedders import embeds, get_embedder
-    from memories.models import Memory, MemoryVector
 
     current = get_embedder()
-    total = Memory.objects.count()
+    total = tallies.memory_counts(install=True).memories  # kept by the writes: no count of a million rows
     if not embeds(current):
         problem = 'No embedder ([embedding].provider = "none"): search is keyword-only.'
         return Part("vectors", "none", (problem,), data={"embedder": current.id, "embedded": 0, "total": total})
-    embedded = MemoryVector.objects.filter(embedder=current.id).count()
+    embedded = tallies.vector_count(current.id, install=True)
     data = {"embedder": current.id, "embedded": embedded, "total": total}
     if embedded >= total:
         return Part("vectors", f"{embedded} of {total} embedded", data=data)
