@@ -15,6 +15,7 @@ anyway (its name derives from the event, see eventlog.write_event).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -27,6 +28,7 @@ from django.utils import timezone
 from access.actor import acting
 from memories.changes import AnnouncedChange
 from memories.scope import is_personal, known_root
+from memories.write import bulk_rows
 from yullu_core.config import load_for_project
 from yullu_core.errors import UserError
 
@@ -90,15 +92,12 @@ def events_for(change: AnnouncedChange, log_embeddings: bool) -> list[Event]:
     return events
 
 
-def enqueue(project_id: str, folder: Path, events: list[Event]) -> None:
-    """Queue `events` in the current transaction; they are written when it commits."""
-    rows = OutboxEvent.objects.bulk_create(
-        [
-            OutboxEvent(project_id=project_id, memory_uuid=e.memory_id, folder=str(folder), payload=e.to_wire())
-            for e in events
-        ]
-    )
-    ids = [r.pk for r in rows]
+def enqueue(rows: list[OutboxEvent]) -> None:
+    """Queue `rows` (unsaved) in the current transaction, in one insert (COPY for many: an import's
+    thousands of events); they are written when it commits."""
+    if not rows:
+        return
+    ids = [r.pk for r in bulk_rows.insert(OutboxEvent, rows)]
     hooks = transaction.get_connection().run_on_commit
     pending = next((hook for _, hook, _ in hooks if isinstance(hook, _FlushOnCommit)), None)
     if pending is not None:  # one flush per transaction: a batch's files are written together
@@ -108,8 +107,8 @@ def enqueue(project_id: str, folder: Path, events: list[Event]) -> None:
 
 
 class _FlushOnCommit:
-    """The on-commit flush of the rows a transaction queued. A store batch or an import queues its
-    memories one by one; one flush of all their rows writes their files with one sync (write_events)
+    """The on-commit flush of the rows a transaction queued. A transaction may queue several times (a
+    store batch, then a supersede mark; an import's batches); one flush of all their rows writes their files with one sync (write_events)
     rather than two fsyncs per file (an import of 2,000 memories into a repository's project: 86/s
     with a flush per memory). A rolled-back savepoint drops the hook with its ids; ids of rows that
     are gone are simply not found by the flush."""
@@ -121,14 +120,30 @@ class _FlushOnCommit:
         flush(ids=self.ids)
 
 
-def on_change(change: AnnouncedChange) -> None:
-    """memories.changes listener: runs inside the write's transaction."""
-    folder, cfg = resolve_folder(change.project_id, Path(change.git_root) if change.git_root else None)
-    if folder is None:
-        return
-    log_embeddings = bool(cfg["log_embeddings"])
+def on_change(changes: Sequence[AnnouncedChange]) -> None:
+    """memories.changes listener: runs inside the write's transaction. The changes of one call (a
+    store batch, an import) are queued together: one insert, the folder and settings looked up once
+    per project."""
+    folders: dict[tuple[str, str | None], tuple[Path | None, dict[str, Any]]] = {}
+    rows: list[OutboxEvent] = []
+    for change in changes:
+        key = (change.project_id, change.git_root)
+        if key not in folders:
+            folders[key] = resolve_folder(change.project_id, Path(change.git_root) if change.git_root else None)
+        folder, cfg = folders[key]
+        if folder is None:
+            continue
+        rows += [
+            OutboxEvent(project_id=change.project_id, memory_uuid=e.memory_id, folder=str(folder), payload=e.to_wire())
+            for e in _events_or_refusal(change, bool(cfg["log_embeddings"]))
+        ]
+    enqueue(rows)
+
+
+def _events_or_refusal(change: AnnouncedChange, log_embeddings: bool) -> list[Event]:
+    """The change's events; a change the schema refuses rolls the write back with one sentence."""
     try:
-        events = events_for(change, log_embeddings)
+        return events_for(change, log_embeddings)
     except EventError as exc:
         core = {k: v for k, v in change.state.items() if k in CORE_FIELDS}
         try:
@@ -141,7 +156,7 @@ def on_change(change: AnnouncedChange) -> None:
             ) from None
         # A lifecycle field the schema does not accept must not block the write itself.
         log.warning("memory %s: lifecycle fields left out of its sync event (%s)", change.memory_uuid, exc)
-    enqueue(change.project_id, folder, events)
+        return events
 
 
 def flush(

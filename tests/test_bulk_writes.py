@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memories.embedding.embedders import get_embedder
 from memories.models import Memory, MemoryChange, MemoryEvent, MemoryVector
@@ -19,9 +21,10 @@ from memories.transfer.importer import import_path
 from memories.write import bulk_rows, create, edit
 from memories.write.validation import NewMemory
 from sync import outbox
-from sync.eventlog import list_names, read_events
+from sync.eventlog import list_names, read_events, read_file
 from sync.models import LedgerEntry, OutboxEvent, ProjectSyncState
 from sync.services import reconcile_scope
+from tests.processes import git_repo
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -124,3 +127,39 @@ def test_an_import_of_many_memories_with_vectors_keeps_them_and_their_fields(
         assert np.allclose(vector, expected_vectors[memory_uuid], atol=1e-6)
     assert ratings(scope.project_id) == rated
     assert MemoryEvent.objects.filter(project_id=scope.project_id, kind="created").count() == MANY
+
+
+def event_files(folder: Path) -> dict[str, list[str]]:
+    """Each memory's event files (by its content), with what differs between two writes of one fact
+    (event id, time, memory uuid) replaced by placeholders: the rest must be byte for byte the same."""
+    by_uuid: dict[str, list[str]] = {}
+    for name in list_names(folder):
+        text = (folder / name).read_text(encoding="utf-8")
+        [event] = read_file(folder, name)
+        for value, placeholder in ((str(event.id), "<id>"), (str(event.memory_id), "<memory>")):
+            text = text.replace(value, placeholder)
+        by_uuid.setdefault(str(event.memory_id), []).append(text.replace(event.to_wire()["ts"], "<ts>"))
+    contents = {str(m.uuid): m.content for m in Memory.objects.filter(uuid__in=list(by_uuid))}
+    return {contents[u]: sorted(texts) for u, texts in by_uuid.items()}
+
+
+def test_a_batch_queues_its_event_files_in_one_insert_and_they_are_those_of_single_stores(
+    repo: Path, tmp_path: Path, stub_embedder: StubServer
+) -> None:
+    one_by_one = resolve(None, str(repo))
+    batch_repo = git_repo(tmp_path / "other", "git@github.com:acme/other.git")
+    batched = resolve(None, str(batch_repo))
+    for item in facts(MANY):
+        create.store_memory(one_by_one, item.content, item.category, item.tags)
+    with CaptureQueriesContext(connection) as queries:
+        create.store_memories(batched, facts(MANY))
+    queued = [q["sql"] for q in queries.captured_queries if "sync_outboxevent" in q["sql"].split("WHERE")[0]]
+    # One insert of all 2 x MANY rows (a COPY, which the capture does not see, after one reservation
+    # of their keys), not one per memory.
+    inserts = [q for q in queued if q.lstrip().startswith(("INSERT", "SELECT nextval"))]
+    assert len(inserts) == 1 and f"generate_series(1, {2 * MANY})" in inserts[0], queued
+
+    single = event_files(repo / ".yullu" / "logs")
+    together = event_files(batch_repo / ".yullu" / "logs")
+    assert len(together) == MANY and all(len(texts) == 2 for texts in together.values())  # a create, an embedding
+    assert together == single

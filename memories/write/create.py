@@ -1,6 +1,6 @@
 """Storing new memories: clean, secret-scan, pin anchors and embed (outside any transaction), then
 one transaction under a per-project lock: duplicate check, insert, vectors, history, activity and
-the announcement (`changes.publish_change`, which the team-sync outbox turns into an event file
+the announcement (`changes.publish_changes`, which the team-sync outbox turns into an event file
 after commit), so a failure leaves nothing half-written. Also the supersede mark a store (or a
 lifecycle merge) leaves on the memory it replaces."""
 
@@ -22,7 +22,7 @@ from yullu_core.timestamps import datetime_to_ns, ns_to_datetime
 
 from ..anchors import checks as anchor_checks
 from ..anchors import store as anchor_store
-from ..changes import change_time, publish_change
+from ..changes import announced, change_time, publish_changes
 from ..embedding.embedders import Embedder, get_embedder
 from ..embedding.vector_index import ensure_index
 from ..models import LinkKind, Memory, MemoryLink
@@ -245,8 +245,9 @@ def _announce_created(
     vectors: list[np.ndarray] | None,
     stamp: int,
 ) -> None:
-    """Attach each new memory's anchors and publish its create (with its vector and anchors)."""
+    """Attach each new memory's anchors and publish the creates (with their vectors and anchors) together."""
     root = str(scope.git_root) if scope.git_root else None
+    changes = []
     for n, memory in zip(fresh, created, strict=True):
         logged = logged_vector(embedder_id, vectors[n] if vectors is not None else None)
         extra = None
@@ -254,7 +255,8 @@ def _announce_created(
             rows = anchor_store.attach(memory, items_cited)
             results[n].anchors = [anchor_checks.anchor_out(a) for a in rows]
             extra = {"anchors": anchor_store.to_wire(rows)}
-        publish_change("create", memory, _ts(cleaned[n], stamp), vector=logged, git_root=root, extra=extra)
+        changes.append(announced("create", memory, _ts(cleaned[n], stamp), vector=logged, git_root=root, extra=extra))
+    publish_changes(changes)
 
 
 def _ts(item: NewMemory, now_ns: int) -> int:
