@@ -27,7 +27,7 @@ from unfold.widgets import UnfoldAdminSelectWidget, UnfoldAdminTextareaWidget, U
 
 from yullu_core.errors import UserError
 
-from . import lifecycle
+from . import lifecycle, tallies
 from .admin_views import (
     conflicts_view,
     graph_data_view,
@@ -141,6 +141,20 @@ def _change_text(row: dict[str, Any]) -> str:
     return "; ".join(parts) or "—"
 
 
+class ProjectFilter(admin.SimpleListFilter):
+    """The projects that hold memories, from the tallies (memories.tallies): Django's own filter ran
+    a DISTINCT over every visible memory on each load of the list (70 ms at 1M)."""
+
+    title = "project id"
+    parameter_name = "project_id"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(pid, pid) for pid in sorted(tallies.memory_counts().by_project)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> QuerySet[Memory]:
+        return queryset.filter(project_id=self.value()) if self.value() else queryset
+
+
 class RatedFilter(admin.SimpleListFilter):
     title = "review"
     parameter_name = "rated"
@@ -202,7 +216,7 @@ class SourceFilter(admin.SimpleListFilter):
 class MemoryAdmin(ModelAdmin):
     form = MemoryForm
     list_display = ["short_content", "project_id", "category", "rating", "updated_at", "match"]
-    list_filter = ["project_id", "category", RatedFilter, HeldFilter, SourceFilter, VectorFilter]
+    list_filter = [ProjectFilter, "category", RatedFilter, HeldFilter, SourceFilter, VectorFilter]
     list_filter_submit = True
     search_fields = ["content"]
     search_help_text = (

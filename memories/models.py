@@ -97,6 +97,9 @@ class Memory(models.Model):
             models.Index(
                 fields=["-created_at", "-id"], name="memory_unrated_created", condition=models.Q(rating__isnull=True)
             ),
+            # The memories list, newest change first across projects (the admin's default order): read
+            # in order and stopped at a page instead of sorting every visible memory (0.35-0.43 s at 1M).
+            models.Index(fields=["-updated_at", "-id"], name="memory_updated"),
             # A store's exact-text duplicate check (memories.write.nearby): without it the check read
             # every row of the project (28 ms of a store at 100k memories in one project). A hash index,
             # as a B-tree refuses entries over a third of a page and a memory holds up to 8,000 chars.
