@@ -5,12 +5,13 @@ category, a delete, expiry, a project moved by SQL, a fold, a truncate."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.test import Client
 from django.utils import timezone
@@ -24,6 +25,7 @@ from memories.write import bulk_rows, create, edit
 from memories.write.validation import NewMemory
 from sync.models import LedgerEntry, ProjectSyncState
 from sync.services import reconcile_scope
+from tests.processes import wait_until
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -175,3 +177,46 @@ def test_the_admin_pages_show_the_tallied_counts_to_whom_may_see_them(
     assert client.get("/admin/memories/memory/review/?category=decision").context["total"] == 0
     edit.rate_memory(Memory.objects.filter(project_id=A.project_id).first().pk, 9)  # type: ignore[union-attr]
     assert client.get("/admin/memories/memory/review/").context["total"] == 3
+
+
+def test_a_fold_neither_loses_nor_doubles_a_concurrent_write_nor_makes_it_wait(stub_embedder: StubServer) -> None:
+    """Deterministic: a writer's transaction is held open across a fold (its rows are not the fold's
+    to take), then a fold's transaction is held open while a writer stores (it must not wait)."""
+    create.store_memories(A, facts(3))
+    inserted, release, done = threading.Event(), threading.Event(), threading.Event()
+
+    def open_writer() -> None:
+        try:
+            with transaction.atomic():
+                Memory.objects.create(project_id=A.project_id, content="Written while a fold runs", category="process")
+                inserted.set()
+                release.wait(60)
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=open_writer)
+    writer.start()
+    try:
+        wait_until(inserted.is_set, "the writer to insert inside its open transaction")
+        tallies.fold(MemoryTally)
+    finally:
+        release.set()
+        writer.join(timeout=60)
+    assert_true()
+    assert tallies.memory_counts(A.project_id).memories == 4
+
+    def store() -> None:
+        try:
+            create.store_memory(A, "Stored while a fold is open", "process")
+            done.set()
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        tallies.fold(MemoryTally)  # its DELETE holds the rows it folded until this block ends
+        other = threading.Thread(target=store)
+        other.start()
+        wait_until(done.is_set, "a store to finish while the fold's transaction is open")
+    other.join(timeout=60)
+    assert_true()
+    assert tallies.memory_counts(A.project_id).memories == 5
