@@ -108,10 +108,10 @@ def enqueue(rows: list[OutboxEvent]) -> None:
 
 class _FlushOnCommit:
     """The on-commit flush of the rows a transaction queued. A transaction may queue several times (a
-    store batch, then a supersede mark; an import's batches); one flush of all their rows writes their files with one sync (write_events)
-    rather than two fsyncs per file (an import of 2,000 memories into a repository's project: 86/s
-    with a flush per memory). A rolled-back savepoint drops the hook with its ids; ids of rows that
-    are gone are simply not found by the flush."""
+    store batch, then a supersede mark; an import's batches); one flush of all their rows writes their
+    files with one sync (write_events) rather than two fsyncs per file (an import of 2,000 memories
+    into a repository's project: 86/s with a flush per memory). A rolled-back savepoint drops the hook
+    with its ids; ids of rows that are gone are simply not found by the flush."""
 
     def __init__(self, ids: list[int]) -> None:
         self.ids = ids
