@@ -12,6 +12,7 @@ import pytest
 
 from memories.scope import resolve
 from memories.search import candidates, gates, queries, rerank
+from memories.search.asking import asks_in_general
 from memories.write import create
 
 GATE = gates.JUDGED["local:all-MiniLM-L6-v2"]
@@ -38,6 +39,42 @@ def test_the_first_stage_settles_only_what_no_logit_could_overturn() -> None:
     assert GATE.settled(unsure) is None
     low, high = rerank.LOGIT_RANGE
     assert GATE.probability(low, unsure) < GATE.threshold <= GATE.probability(high, unsure)
+
+
+def test_a_general_knowledge_question_lowers_the_probability() -> None:
+    c = cand(0.45, coverage=0.3)
+    assert GATE.w_general < 0
+    assert GATE.probability(0.0, c, general=True) < GATE.threshold <= GATE.probability(0.0, c)
+
+
+def test_the_wording_tells_a_general_question_from_one_about_the_project() -> None:
+    general = [
+        "postgres vs mysql",
+        "what is htmx",
+        "what's a canary release?",
+        "what does ruff do",
+        "explain the difference between docker volumes and bind mounts",
+        "recommend a good postgres gui for mac",
+        "how to write a celery task",
+        "write a pytest fixture, a generic example for a blog",
+    ]
+    ours = [
+        "how do we deploy?",
+        "why postgres",
+        "what's the deploy process",
+        "where are feature flags configured",
+        "how does login work",
+        "explain to the new designer what a check is in our product",
+        "which cdn do we use vs the old one",
+        "celery not picking up my change",
+        # questions about the people in a conversation's memories (LoCoMo) are not general ones
+        "What book did Caroline recommend to Melanie?",
+        "What does Melanie do to destress?",
+        "Which superhero toy figure does Nate share a photo of?",
+        "What did Jon and Gina compare their entrepreneurial journeys to?",
+    ]
+    assert [q for q in general if not asks_in_general(q)] == []
+    assert [q for q in ours if asks_in_general(q)] == []
 
 
 def test_clauses_split_a_long_prompt_and_drop_boilerplate_but_leave_short_ones_whole() -> None:

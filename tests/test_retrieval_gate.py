@@ -122,6 +122,49 @@ def test_shorthand_finds_the_memory_it_stands_for_through_mcp(live_server_url: s
     assert haiku["results"] == []
 
 
+# General questions that name one of the project's technologies (issue 34's fresh set: "is redis single
+# threaded"): without asking.asks_in_general in the gate, each brought back the memory naming it.
+GENERAL_ABOUT_OURS = [
+    "postgres vs mysql",
+    "what is loki",
+    "explain how celery works",
+    "recommend a good postgres gui for mac",
+    "how to write a celery task",
+]
+OURS = {
+    "what do we use loki for": (
+        "Logs go to Loki via Promtail; we dropped the ELK stack because it cost too much to run."
+    ),
+    "why postgres": "We chose Postgres over MongoDB because billing needs multi-row transactions.",
+    "celery not picking up my change": (
+        "Celery workers must be restarted after changing settings.py; they do not reload code."
+    ),
+}
+
+
+@pytest.mark.slow
+def test_a_general_question_naming_a_project_technology_gets_nothing_through_mcp(
+    live_server_url: str, owner_token: str
+) -> None:
+    async def go() -> tuple[dict[str, int], dict[str, Any]]:
+        async with http_session(live_server_url, owner_token) as s:
+            ids = {}
+            for fact in FACTS:
+                err, stored = await call(s, "store_memory", content=fact, project_id="acme/general")
+                assert not err, stored
+                ids[fact] = stored["id"]
+            asked = [*GENERAL_ABOUT_OURS, *OURS]
+            return ids, {q: await call(s, "retrieve_memories", query=q, project_id="acme/general") for q in asked}
+
+    ids, found = run(go())
+    for question in GENERAL_ABOUT_OURS:
+        err, answer = found[question]
+        assert not err and answer["results"] == [], question
+    for question, memory in OURS.items():
+        err, answer = found[question]
+        assert not err and answer["results"] and answer["results"][0]["id"] == ids[memory], question
+
+
 def test_a_small_golden_set_is_answered_at_rank_one_and_unrelated_prompts_get_nothing() -> None:
     scope = resolve("acme/golden", None)
     ids = {content: create.store_memory(scope, content, "process").memory.id for content in GOLDEN}

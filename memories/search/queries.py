@@ -39,6 +39,7 @@ from ..embedding.vector_index import vector_literal
 from ..models import CATEGORIES, Memory
 from ..wire import HIT_FIELDS, hit_to_wire
 from . import bm25, candidates, expansion, recall_log, rerank
+from .asking import asks_in_general
 from .candidates import Candidate, SearchResult
 from .gates import DEFAULT_GATE, Gate, Judged, configured_floor, gate_for, judged_test, relevance_test
 
@@ -228,7 +229,7 @@ def _ranked(
     gate = gate_for(embedder.id)
     if floor is None and isinstance(gate, Judged) and qvec is not None:
         try:
-            return Ranked(ordered, judged_test(text, ordered, gate))
+            return Ranked(ordered, judged_test(text, ordered, gate, asks_in_general(query)))
         except Unavailable as exc:  # the model's package is missing: the cosine gate, not a failed search
             log.warning("%s Falling back to the cosine gate.", exc)
             gate = gate.fallback

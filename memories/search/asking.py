@@ -1,0 +1,56 @@
+"""What a prompt asks, read from its wording: a general-knowledge question ("postgres vs mysql",
+"what is htmx", "explain how redis streams work, for a course") or one about the project.
+
+The relevance gate (memories.search.gates.Judged) weighs it: the cross-encoder, trained on web
+search, rates a general question about a technology as well answered by "we use Redis for X" as
+a real question about the project is by its memory, and cosine agrees. The wording is what tells
+them apart: a general question compares, defines, asks for an explanation, a recommendation or a
+generic example, and does not address the project ("we", "our", "this repo"). It is one feature of
+the gate's fit, not a veto: a strong enough match still clears (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = r"[\w.+#-]+"
+_APOS = "['\u2019]"
+
+# Each pattern is a common way of asking about a thing in general, not about this project.
+GENERAL = tuple(
+    re.compile(p, re.I)
+    for p in (
+        # comparing technologies
+        r"\bvs\.?(?!\w)|\bversus\b|\bdifference between\b|\bdiffer\b|\bcomparison\b"
+        rf"|\bcompar(?:e|ing)\s+{_WORD}\s+(?:and|with|to|vs)\b",
+        # a definition: "what is htmx", "what are webhooks", "what is mongodb good for"
+        rf"^\s*(?:what\s+(?:is|are)|whats|what{_APOS}s)\s+(?:a\s+|an\s+)?{_WORD}(?:\s+{_WORD})?"
+        r"(?:\s+(?:good|used)\s+for)?\s*\??\s*$",
+        rf"^\s*what does {_WORD} do\s*\??\s*$",
+        # an explanation, in general terms ("how does X work" is not one: "how does login work" asks
+        # about the project as often as "how does elasticsearch scoring work" asks in general)
+        r"\bexplain(?:ed)?\b|\bin general\b|\bgeneral terms\b",
+        # a generic example, for learning or for someone else
+        r"\b(?:for|like) (?:a|an) (?:beginner|course|class|tutorial|blog|interview|talk|presentation)\b"
+        r"|\btoy (?:project|example|repo|app)\b"
+        r"|\b(?:homelab|tutorial|certification|curiosity|interview prep|generic example)\b",
+        # a recommendation asked of the assistant (not "what did Caroline recommend to Melanie")
+        r"\b(?:recommend|suggest)\s+(?:a|an|me|some|good|the best)\b"
+        r"|\b(?:any|some|your)\s+(?:recommendations?|suggestions?)\b"
+        r"|\bgood\s+[\w-]+\s+(?:for|to)\b|\bbest\s+(?:way|practice|tool|library|gui)",
+        # how to build a new thing from scratch: "how to write a celery task"
+        r"\bhow (?:do i|do you|to|can i|should i) (?:write|create|make|build|set up|setup|use|implement) (?:a|an)\b",
+    )
+)
+
+# The prompt addresses the project: its team, its repository, its code.
+PROJECT = re.compile(
+    r"\b(?:we|our|ours|us|here|this (?:repo|repository|project|codebase|service|app)"
+    r"|the (?:repo|codebase|project|team))\b",
+    re.I,
+)
+
+
+def asks_in_general(query: str) -> bool:
+    """Whether `query` reads as a general-knowledge question rather than one about the project."""
+    return not PROJECT.search(query) and any(p.search(query) for p in GENERAL)
