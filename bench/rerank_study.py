@@ -1,64 +1,62 @@
-"""Developer tool: choose `[retrieval].rerank_depth` and the gate's depth on LoCoMo dev offline.
+"""Developer tool: choose `[retrieval].rerank_depth` and how the cross-encoder's logit joins the
+fusion, on LoCoMo dev offline.
 
-`dump OUT.json` ingests LoCoMo dev (60 s spacing, session tags, as `yullu bench locomo`), then for
-every question keeps the first stage's best DEPTH candidates (fused order, no gate) with their fused
-score, cosine, keyword coverage and the cross-encoder's logit, and for the same question asked in
-the next conversation's project (the hard negatives) the first stage's best 5 likewise.
+`dump OUT.pkl` ingests LoCoMo dev (60 s spacing, session tags, as `yullu bench locomo`), then for
+every question keeps the first stage's raw candidates (cosine, keyword score and coverage, times,
+session and place in it, date flag: what `queries.fuse` reads) and the cross-encoder's logit for
+the fused order's best DEPTH; for the same question asked in the next conversation's project (the
+hard negatives) likewise, with the best NEGATIVE_DEPTH judged.
 
-`eval OUT.json` replays, without the database or the model: the protocol's recall@5 / @10 (10
-results, gate off) when the first N candidates are reordered by score + λ × logit, and the tool's
-defaults (limit 5, the calibrated gate) for the gate's depth, on the tuning two thirds of the
-questions and the held-out third (every third question of each conversation, as
-explore_retrieval.py). Choose on `tune`, report both.
+`eval OUT.pkl` replays through the product's own `queries.fuse`, without the database or the
+model: the protocol's recall@5 / @10 (10 results, gate off) and the tool's defaults (limit 5, the
+calibrated gate over the top 3: recall@5, and hard negatives answered with nothing) for
+- the first stage alone;
+- the first N reordered by fused score + λ × logit after the fusion (the reorder issue 34 shipped first);
+- the logit inside the fusion, before the session share (`queries.rejudged`, what ships),
+on the tuning two thirds of the questions, the held-out third (every third question of each
+conversation, as explore_retrieval.py) and all. Choose on `tune`, report both.
 
-Run: python -m bench.rerank_study dump /tmp/locomo_rerank.json [LOCOMO_PATH]
-     python -m bench.rerank_study eval /tmp/locomo_rerank.json
+Run: python -m bench.rerank_study dump /tmp/locomo_rerank.pkl [LOCOMO_PATH]
+     python -m bench.rerank_study eval /tmp/locomo_rerank.pkl
 Not part of the product path.
 """
 
 from __future__ import annotations
 
-import json
-import math
+import copy
+import pickle
 import statistics
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 DEPTH = 40
-NEGATIVE_DEPTH = 5
+NEGATIVE_DEPTH = 20
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo_dev.json"
+Variant = Callable[[dict[int, Any], dict[int, float]], list[int]]
 
 
-def candidates(
-    embedder: Any, project: str, text: str, vec: Any, depth: int, ids: dict[int, str]
-) -> list[dict[str, Any]]:
-    """The first stage's best `depth` candidates of a question, each with the cross-encoder's logits."""
+def raw_candidates(project: str, text: str, vec: Any, embedder_id: str, judge: int) -> dict[str, Any]:
+    """The first stage's candidates before fusion, and the model's logit for the fused order's best `judge`."""
     from memories.models import Memory
     from memories.search import queries, rerank
 
-    found = queries._ranked(project, text, depth, None, 0.0, "hybrid", queries.Embedded(embedder, vec))
-    cands = found.ordered[:depth] if found else []
-    content = dict(Memory.objects.filter(pk__in=[c.memory_id for c in cands]).values_list("pk", "content"))
-    cands = [c for c in cands if c.memory_id in content]
-    texts = [content[c.memory_id] for c in cands]
-    logits = rerank.judge.logits(text, texts) if cands else []
-    best = rerank.judge.best_logits(text, texts[:5]) if cands else []
-    return [
-        {
-            "id": ids.get(c.memory_id, ""),
-            "score": c.score,
-            "cosine": c.similarity,
-            "coverage": c.coverage,
-            "logit": logit,
-            "best": best[n] if n < len(best) else logit,
-        }
-        for n, (c, logit) in enumerate(zip(cands, logits, strict=True))
-    ]
+    ranked = {c.memory_id: c for c in queries.rank(project, text, vec, embedder_id, [], "hybrid")}
+    queries.second_look(project, text, vec, embedder_id, [], ranked)
+    queries._place_in_sessions(project, ranked)
+    raw = copy.deepcopy(ranked)
+    top = [c.memory_id for c in queries.fuse(ranked, "hybrid")[:judge]]
+    content = dict(Memory.objects.filter(pk__in=top).values_list("pk", "content"))
+    top = [m for m in top if m in content]
+    logits = rerank.judge.logits(text, [content[m] for m in top]) if top else []
+    return {"cands": raw, "logits": dict(zip(top, logits, strict=True))}
 
 
 def dump(out: str, path: str | None = None) -> None:
+    import json
+
     from yullu_cli.django_setup import setup_django
 
     setup_django()
@@ -71,7 +69,6 @@ def dump(out: str, path: str | None = None) -> None:
     convs = json.loads(Path(path or LOCOMO).read_text())
     prefix = f"rerank-study-{uuid.uuid4().hex[:8]}"
     per_conv: list[dict[str, Any]] = []
-
     try:
         for conv in convs:
             project, ids, _, n = ingest(prefix, conv)
@@ -83,49 +80,79 @@ def dump(out: str, path: str | None = None) -> None:
         for k, conv in enumerate(per_conv):
             other = per_conv[(k + 1) % len(per_conv)]
             for i, (q, vec) in enumerate(zip(conv["qs"], conv["vecs"], strict=True)):
-                if i % 50 == 0:
-                    print(f"{conv['id']}: question {i}, {rerank.judge.pairs_scored} pairs so far", flush=True)
+                text = queries.search_text(q["question"])
                 rows.append(
                     {
-                        "conv": conv["id"],
                         "split": "held_out" if i % 3 == 2 else "tune",
                         "category": q["category"],
                         "gold": q["gold"],
-                        "cands": candidates(embedder, conv["project"], q["question"], vec, DEPTH, conv["ids"]),
-                        "negative": candidates(
-                            embedder, other["project"], q["question"], vec, NEGATIVE_DEPTH, other["ids"]
-                        ),
+                        "ids": conv["id"],
+                        "own": raw_candidates(conv["project"], text, vec, embedder.id, DEPTH),
+                        "negative": raw_candidates(other["project"], text, vec, embedder.id, NEGATIVE_DEPTH),
                     }
                 )
             print(f"{conv['id']}: dumped, {rerank.judge.pairs_scored} pairs so far", flush=True)
     finally:
         Memory.objects.filter(project_id__startswith=prefix + "/").delete()
         MemoryEvent.objects.filter(project_id__startswith=prefix + "/").delete()
-    Path(out).write_text(json.dumps({"embedder": embedder.id, "rows": rows}))
+    ids = {c["id"]: c["ids"] for c in per_conv}
+    Path(out).write_bytes(pickle.dumps({"embedder": embedder.id, "rows": rows, "ids": ids}))
     print(f"wrote {len(rows)} questions to {out}")
 
 
-def reorder(cands: list[dict[str, Any]], depth: int, weight: float) -> list[dict[str, Any]]:
-    top = sorted(cands[:depth], key=lambda c: -(c["score"] + weight * c["logit"]))
-    return top + cands[depth:]
+def first_stage() -> Variant:
+    from memories.search import queries
+
+    return lambda cands, logits: [c.memory_id for c in queries.fuse(copy.deepcopy(cands), "hybrid")]
 
 
-def passes(c: dict[str, Any], gate: Any) -> bool:
-    z = gate.w_logit * c["best"] + gate.w_cosine * (c["cosine"] or 0.0) + gate.w_coverage * c["coverage"] + gate.bias
-    return (c["cosine"] or 0.0) >= gate.min_cosine and 1.0 / (1.0 + math.exp(-z)) >= gate.threshold
+def reordered_after(depth: int, weight: float) -> Variant:
+    from memories.search import queries
+
+    def order(cands: dict[int, Any], logits: dict[int, float]) -> list[int]:
+        fused = queries.fuse(copy.deepcopy(cands), "hybrid")
+        top = sorted(
+            (c for c in fused[:depth] if c.memory_id in logits),
+            key=lambda c: -(c.score + weight * logits[c.memory_id]),
+        )
+        return [c.memory_id for c in top + fused[depth:]]
+
+    return order
 
 
-def gated(cands: list[dict[str, Any]], gate: Any, depth: int, settled_beyond: int, limit: int = 5) -> list[str]:
-    """The ids the tool would return: the first `depth` candidates that pass the gate, and (the
-    variant) those ranked up to `settled_beyond` that pass on cosine and coverage alone."""
+def rejudged(depth: int, weight: float) -> Variant:
+    from memories.search import queries
+
+    def order(cands: dict[int, Any], logits: dict[int, float]) -> list[int]:
+        cands = copy.deepcopy(cands)
+        top = [c.memory_id for c in queries.fuse(cands, "hybrid")[:depth] if c.memory_id in logits]
+        if not top:
+            return [c.memory_id for c in queries.fuse(cands, "hybrid")]
+        lowest = min(logits[m] for m in top)
+        for c in cands.values():
+            c.judged = logits[c.memory_id] if c.memory_id in top else lowest
+        saved, queries.W_RERANK = queries.W_RERANK, weight
+        try:
+            return [c.memory_id for c in queries.fuse(cands, "hybrid")]
+        finally:
+            queries.W_RERANK = saved
+
+    return order
+
+
+def gated(order: list[int], part: dict[str, Any], depth: int = 3, limit: int = 5) -> list[int]:
+    """What the tool returns: those of the first `depth` the calibrated gate passes (a logit the dump
+    lacks counts as the model's lowest)."""
     from memories.search import rerank
+    from memories.search.gates import JUDGED
 
-    low = rerank.LOGIT_RANGE[0]
+    gate = JUDGED["local:all-MiniLM-L6-v2"]
     out = []
-    for n, c in enumerate(cands[: max(depth, settled_beyond)]):
-        ok = passes(c, gate) if n < depth else passes({**c, "best": low}, gate)
-        if ok:
-            out.append(c["id"])
+    for m in order[:depth]:
+        c = part["cands"][m]
+        logit = part["logits"].get(m, rerank.LOGIT_RANGE[0])
+        if c.similarity is None or (c.similarity >= gate.min_cosine and gate.probability(logit, c) >= gate.threshold):
+            out.append(m)
     return out[:limit]
 
 
@@ -133,36 +160,39 @@ def recall(ranked: list[str], gold: list[str], k: int) -> float:
     return len(set(gold) & set(ranked[:k])) / len(gold)
 
 
-def protocol(part: list[dict[str, Any]], depth: int, weight: float) -> str:
-    ranked = [[c["id"] for c in reorder(r["cands"], depth, weight)] for r in part]
-    r5 = statistics.fmean(recall(x, r["gold"], 5) for x, r in zip(ranked, part, strict=True))
-    r10 = [recall(x, r["gold"], 10) for x, r in zip(ranked, part, strict=True)]
-    cats = [statistics.fmean(v for v, r in zip(r10, part, strict=True) if r["category"] == cat) for cat in (1, 3)]
-    return f"{r5:.3f} / {statistics.fmean(r10):.3f}  ({cats[0]:.3f}, {cats[1]:.3f})"
-
-
-def tool(part: list[dict[str, Any]], gate: Any, rerank: tuple[int, float], depth: int, beyond: int) -> str:
-    on = [recall(gated(reorder(r["cands"], *rerank), gate, depth, beyond), r["gold"], 5) for r in part]
-    # The negatives keep the first stage's best 5 only: the gate without the reorder.
-    off = [not gated(r["negative"], gate, depth, beyond) for r in part]
-    return f"{statistics.fmean(on):.3f}, {statistics.fmean(off):.1%}"
+def score(rows: list[dict[str, Any]], ids: dict[str, dict[int, str]], variant: Variant) -> str:
+    r5, r10, tool, empty, cats = [], [], [], [], {1: [], 3: []}  # type: ignore[var-annotated]
+    for r in rows:
+        names = ids[r["ids"]]
+        order = variant(r["own"]["cands"], r["own"]["logits"])
+        ranked = [names.get(m, "") for m in order]
+        r5.append(recall(ranked, r["gold"], 5))
+        r10.append(recall(ranked, r["gold"], 10))
+        if r["category"] in cats:
+            cats[r["category"]].append(r10[-1])
+        tool.append(recall([names.get(m, "") for m in gated(order, r["own"])], r["gold"], 5))
+        negative = variant(r["negative"]["cands"], r["negative"]["logits"])
+        empty.append(not gated(negative, r["negative"]))
+    f = statistics.fmean
+    return (
+        f"{f(r5):.3f} / {f(r10):.3f} (multi-hop {f(cats[1]):.3f}, open-domain {f(cats[3]):.3f}); "
+        f"tool {f(tool):.3f}, hard negatives empty {f(empty):.1%}"
+    )
 
 
 def evaluate(path: str) -> None:
-    from memories.search.gates import JUDGED
+    from yullu_cli.django_setup import setup_django
 
-    gate = JUDGED["local:all-MiniLM-L6-v2"]
-    rows = json.loads(Path(path).read_text())["rows"]
-    for split in ("tune", "held_out"):
-        part = [r for r in rows if r["split"] == split]
-        print(f"== {split} ({len(part)} questions): protocol recall@5 / @10 (multi-hop, open-domain @10)")
-        for depth, weight in [(0, 0.0)] + [(d, w) for d in (10, 20, 30, 40) for w in (0.02, 0.05, 0.1, 0.2)]:
-            print(f"  N {depth:>2} λ {weight:<4}: {protocol(part, depth, weight)}")
-        print("   tool defaults (limit 5, gate): recall@5, hard negatives empty")
-        for rerank in ((0, 0.0), (20, 0.05), (30, 0.05), (40, 0.05)):
-            for depth, beyond in ((3, 0), (3, 5), (5, 0)):
-                found = tool(part, gate, rerank, depth, beyond)
-                print(f"  rerank {rerank}, gate depth {depth}, settled to {beyond:>2}: {found}")
+    setup_django()
+    data = pickle.loads(Path(path).read_bytes())
+    variants: list[tuple[str, Variant]] = [("first stage", first_stage())]
+    variants += [(f"after, N {d} λ {w}", reordered_after(d, w)) for d, w in ((20, 0.05), (20, 0.1), (40, 0.05))]
+    variants += [(f"rejudged, N {d} λ {w}", rejudged(d, w)) for d in (10, 20, 30, 40) for w in (0.05, 0.1, 0.2)]
+    for split in ("tune", "held_out", "all"):
+        part = [r for r in data["rows"] if split == "all" or r["split"] == split]
+        print(f"== {split} ({len(part)} questions): recall@5 / @10; tool defaults recall@5, hard negatives")
+        for name, variant in variants:
+            print(f"  {name:<22} {score(part, data['ids'], variant)}", flush=True)
 
 
 if __name__ == "__main__":

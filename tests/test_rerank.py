@@ -144,16 +144,21 @@ def test_rerank_depth_reorders_the_first_stage_with_the_model(monkeypatch: pytes
     scope = resolve("acme/order", None)
     invoices = create.store_memory(scope, "Invoices are generated on the first of the month.", "domain").memory
     deploy = create.store_memory(scope, DEPLOY, "process").memory
-    first_stage = [
-        candidates.Candidate(invoices.id, similarity=0.5, score=1.0),
-        candidates.Candidate(deploy.id, score=0.9),
-    ]
-    order = queries.reordered("how do we deploy the probe?", first_stage, depth=20)
-    assert [c.memory_id for c in order] == [deploy.id, invoices.id]
-    assert [c.memory_id for c in queries.reordered("x", first_stage[:1], depth=0) + first_stage[1:]] == [
-        invoices.id,
-        deploy.id,
-    ]
+    reply = create.store_memory(scope, "Sounds good, I will try that tomorrow.", "process").memory
+    # The deploy note and the reply after it are one session; the first stage ranks the deploy note last.
+    first_stage = {
+        invoices.id: candidates.Candidate(invoices.id, similarity=0.6),
+        reply.id: candidates.Candidate(reply.id, similarity=0.45, session="session:s1", position=1),
+        deploy.id: candidates.Candidate(deploy.id, similarity=0.3, session="session:s1", position=0),
+    }
+    ordered = queries.fuse(first_stage, "hybrid")
+    assert [c.memory_id for c in ordered] == [invoices.id, reply.id, deploy.id]
+    order = queries.rejudged("how do we deploy the probe?", first_stage, ordered, depth=20)
+    # The model finds the deploy note (logit ~5, the others ~-11), and its judgement counts before the
+    # session share: the reply next to it rises above the invoices too (a reorder after the fusion
+    # lifted the note alone: invoices, then the reply).
+    assert [c.memory_id for c in order] == [deploy.id, reply.id, invoices.id]
+    assert queries.rejudged("x", first_stage, ordered, depth=0) == ordered
 
     def pairs_for(depth: int) -> int:
         monkeypatch.setitem(settings.YULLU, "retrieval", {**settings.YULLU["retrieval"], "rerank_depth": depth})
@@ -163,7 +168,7 @@ def test_rerank_depth_reorders_the_first_stage_with_the_model(monkeypatch: pytes
         return rerank.judge.pairs_scored - before
 
     assert pairs_for(0) == 0  # off by default: a floor search never runs the model
-    assert pairs_for(20) == 2  # every candidate, in one batch
+    assert pairs_for(20) == 3  # every candidate, in one batch
 
 
 def test_rerank_depth_is_validated(tmp_path: Any) -> None:

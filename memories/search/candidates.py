@@ -35,6 +35,7 @@ class Candidate:
     position: int | None = None  # its place in its session (0 = stored first), when W_NEIGHBOUR is on
     dated: bool = False  # created when the question says (expansion.date_windows)
     score: float = 0.0
+    judged: float | None = None  # the cross-encoder's logit, when `[retrieval].rerank_depth` judged the candidates
     relevance: float | None = None  # the calibrated gate's probability, when the cross-encoder judged it
 
 

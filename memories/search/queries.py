@@ -82,8 +82,9 @@ def fuse(
 
     cosine + w_keyword × (strength × BM25 / best BM25)² + w_recency × recency, strength being 1
     except in a project of fewer than 20 memories, where it is the query words' idf there over their
-    idf in 20 memories (bm25.ATTAINABLE_MIN_N), + W_DATE when created when the question says; then
-    each candidate gains w_contiguity × the best score among the other candidates of its session.
+    idf in 20 memories (bm25.ATTAINABLE_MIN_N), + W_DATE when created when the question says,
+    + W_RERANK × the cross-encoder's logit when `rejudged` set one; then each candidate gains
+    w_contiguity × the best score among the other candidates of its session.
     Reciprocal-rank fusion was measured too and did no better (docs/benchmarks.md).
     """
     # Unset weights are read at call time, so a benchmark can vary the module's settings.
@@ -100,6 +101,8 @@ def fuse(
         # and must not outrank a much closer meaning (strength, bm25.search_with_coverage).
         kw = (c.keyword_strength * c.keyword_score / best_kw) ** KEYWORD_POWER if kw_on else 0.0
         c.score = dense + w_keyword * kw + rec + (W_DATE if c.dated else 0.0)
+        if c.judged is not None:  # before the session share: a turn the model finds relevant lifts its session
+            c.score += W_RERANK * c.judged
     if w_contiguity:
         _add_contiguity(cands, w_contiguity)
     return sorted(cands.values(), key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))
@@ -221,10 +224,11 @@ def _ranked(
         second_look(project_id, query, qvec, embedder.id, cats, ranked)
     if mode == "hybrid" and W_NEIGHBOUR:
         _place_in_sessions(project_id, ranked)
-    ordered = with_feedback(fuse(ranked, mode), embedder.id, qvec)[: max(limit * 4, 20)]
+    ordered = fuse(ranked, mode)
     depth = int(settings.YULLU["retrieval"].get("rerank_depth") or 0)
     if depth and mode == "hybrid":
-        ordered = reordered(text, ordered, depth)
+        ordered = rejudged(text, ranked, ordered, depth)
+    ordered = with_feedback(ordered, embedder.id, qvec)[: max(limit * 4, 20)]
     ordered = anchor_checks.demote(project_id, ordered)  # cited code changed: ranked lower (docs/contract.md §12)
     gate = gate_for(embedder.id)
     if floor is None and isinstance(gate, Judged) and qvec is not None:
@@ -365,26 +369,34 @@ def second_look(
         c.dated = expansion.in_window(c.created, windows)
 
 
-# `[retrieval].rerank_depth`: the best N candidates are reordered by fused score + W_RERANK × the
-# cross-encoder's logit. Chosen on LoCoMo dev's tuning questions (docs/benchmarks.md): N = 20,
-# weight 0.05 (recall@10 0.760 -> 0.792 there); off by default, for its CPU.
-W_RERANK = 0.05
+# `[retrieval].rerank_depth`: the fused order's best N candidates are judged by the cross-encoder and
+# fused again with W_RERANK × its logit in each one's own score, before the session share. Chosen
+# on LoCoMo dev's tuning questions (docs/benchmarks.md): N = 20, weight 0.1; off by default, for its CPU.
+W_RERANK = 0.1
 
 
-def reordered(query: str, ordered: list[Candidate], depth: int) -> list[Candidate]:
-    """The first `depth` candidates reordered with the cross-encoder (one batch, cached), the rest as
-    they were. Without the model's package, the order is left as it was."""
-    top, rest = ordered[:depth], ordered[depth:]
+def rejudged(query: str, cands: dict[int, Candidate], ordered: list[Candidate], depth: int) -> list[Candidate]:
+    """The fusion again, with the cross-encoder's logit for the best `depth` of `ordered` (one batch,
+    cached): each candidate's own score gains W_RERANK × its logit before its session's best share
+    is added, so the turns around one the model finds relevant rise with it (reordering after the
+    fusion lifted the turn alone). The candidates not judged count as the lowest judged one. Without
+    the model's package, the order is left as it was."""
+    top = ordered[:depth]
     texts = dict(Memory.objects.filter(pk__in=[c.memory_id for c in top]).values_list("pk", "content"))
     top = [c for c in top if c.memory_id in texts]
     try:
-        logits = rerank.judge.logits(query, [texts[c.memory_id] for c in top])
+        logits = rerank.judge.logits(query, [texts[c.memory_id] for c in top]) if top else []
     except Unavailable as exc:
         log.warning("%s Search order left as it was.", exc)
         return ordered
+    if not logits:
+        return ordered
+    lowest = min(logits)
+    for c in cands.values():
+        c.judged = lowest
     for c, logit in zip(top, logits, strict=True):
-        c.score += W_RERANK * logit
-    return sorted(top, key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id)) + rest
+        c.judged = logit
+    return fuse(cands, "hybrid")
 
 
 def _apply_floor(
