@@ -1,10 +1,11 @@
 """The indexes that keep the admin's pages and a store fast at a million memories (issue 29,
-migrations 0014-0016) must serve the queries the pages really run: each test captures a page's (or
+migrations 0014-0017) must serve the queries the pages really run: each test captures a page's (or
 a store's) SQL and asks PostgreSQL's planner, with sequential scans priced out as on a large table,
 which index it reads. A change to a query that the index can no longer serve turns it red."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from memories.models import MemoryEvent
+from memories.models import Memory, MemoryEvent
 from memories.scope import Scope
 from memories.write import create
 from tests.stubs import StubServer
@@ -74,3 +75,17 @@ def test_a_stores_exact_text_check_reads_the_text_index(stub_embedder: StubServe
     create.store_memory(A, "Releases are cut on Tuesdays", "process")
     plan = plan_of(lambda: create.store_memory(A, "Hotfixes skip the release train"), '"memories_memory"."content" IN')
     assert "memory_content_hash" in plan
+
+
+@pytest.mark.parametrize(
+    ("url", "marker"),
+    [
+        ("/admin/memories/memory/stats/", 'AS "recalls"'),  # the top recalled memories
+        ("/admin/memories/memory/projects/", 'COUNT(DISTINCT "memories_memoryevent"."recall_id")'),  # per project
+    ],
+)
+def test_the_30_days_recalls_are_read_from_the_recall_index_alone(reviewer: Client, url: str, marker: str) -> None:
+    memory = Memory.objects.filter(project_id=A.project_id).first()
+    MemoryEvent.objects.create(kind="recalled", memory=memory, project_id=A.project_id, recall_id=uuid.uuid4())
+    plan = plan_of(lambda: reviewer.get(url), marker, "bitmapscan")
+    assert "Index Only Scan using event_recalled_time" in plan
