@@ -165,6 +165,36 @@ def test_a_general_question_naming_a_project_technology_gets_nothing_through_mcp
         assert not err and answer["results"] and answer["results"][0]["id"] == ids[memory], question
 
 
+LONG_GENERAL = [
+    "explain how postgres indexes work, btree vs gin vs gist, with an example for each, "
+    "im studying for a certification",
+    "what is the difference between loki and elasticsearch as log stores? asking out of curiosity for a homelab",
+]
+
+
+@pytest.mark.slow
+def test_the_prompt_hook_injects_nothing_for_a_long_general_question_about_a_project_technology(
+    live_server_url: str, owner_token: str
+) -> None:
+    import httpx
+
+    scope = resolve("acme/hookgeneral", None)
+    for fact in FACTS:
+        create.store_memory(scope, fact, "process")
+    headers = {"Authorization": f"Bearer {owner_token}"}
+
+    def injected(prompt: str) -> str:
+        body = {"project_id": scope.project_id, "query": prompt}
+        answer = httpx.post(f"{live_server_url}/api/context", json=body, headers=headers, timeout=60)
+        assert answer.status_code == 200, answer.text
+        return str(answer.json()["context"])
+
+    assert "make ship-it" in injected(LONG_DEPLOY)
+    for prompt in LONG_GENERAL:
+        context = injected(prompt)
+        assert "Postgres" not in context and "Loki" not in context, prompt
+
+
 def test_a_small_golden_set_is_answered_at_rank_one_and_unrelated_prompts_get_nothing() -> None:
     scope = resolve("acme/golden", None)
     ids = {content: create.store_memory(scope, content, "process").memory.id for content in GOLDEN}
