@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from memories.embedding import vector_index
 from memories.embedding.embedders import get_embedder
 from memories.models import Memory, MemoryChange, MemoryEvent, MemoryVector
 from memories.scope import Scope, resolve
@@ -24,6 +26,7 @@ from sync import outbox
 from sync.eventlog import list_names, read_events, read_file
 from sync.models import LedgerEntry, OutboxEvent, ProjectSyncState
 from sync.services import reconcile_scope
+from tests import processes
 from tests.processes import git_repo
 from tests.stubs import StubServer
 
@@ -163,3 +166,90 @@ def test_a_batch_queues_its_event_files_in_one_insert_and_they_are_those_of_sing
     together = event_files(batch_repo / ".yullu" / "logs")
     assert len(together) == MANY and all(len(texts) == 2 for texts in together.values())  # a create, an embedding
     assert together == single
+
+
+def index_oid(name: str) -> int | None:
+    with connection.cursor() as cur:
+        cur.execute("SELECT to_regclass(%s)::oid", [name])
+        return cur.fetchone()[0]
+
+
+def exported_with_vectors(tmp_path: Path, project_id: str) -> tuple[Path, str]:
+    """An export of MANY memories with their vectors, their project then emptied (a fresh server);
+    also the name of the embedder's HNSW index."""
+    stored = create.store_memories(Scope(project_id, None), facts(MANY))
+    vector = MemoryVector.objects.get(memory=stored[0].memory)
+    export = tmp_path / "export.jsonl"
+    with export.open("w", encoding="utf-8") as fh:
+        export_json(project_id, fh, vectors=True)
+    Memory.objects.filter(project_id=project_id).delete()
+    return export, vector_index.index_name(vector.embedder, vector.dim)
+
+
+def test_an_import_larger_than_the_index_builds_it_after_the_load_and_searches_use_it(
+    stub_embedder: StubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_index, "BUILD_AFTER_FROM", MANY)  # the mechanism, at a test's size
+    export, name = exported_with_vectors(tmp_path, "acme/first-import")
+    before = index_oid(name)
+
+    assert import_path(export).created == MANY
+
+    after = index_oid(name)
+    assert after is not None and after != before  # dropped and built again after the load
+    embedder = get_embedder()
+    got = vectors("acme/first-import")
+    probes = [got[str(m.uuid)] for m in Memory.objects.filter(project_id="acme/first-import")]
+    # The rebuilt index answers as the exact scan does, and a search goes through it.
+    assert nearest_many("acme/first-import", embedder.id, probes, 5, exact=False) == nearest_many(
+        "acme/first-import", embedder.id, probes, 5, exact=True
+    )
+    dim = len(probes[0])
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SET LOCAL enable_seqscan = off")  # 25 rows: the planner would rather read them all
+        literal = vector_index.vector_literal(probes[0])
+        cur.execute(
+            f"EXPLAIN SELECT memory_id FROM memories_memoryvector WHERE embedder = %s "
+            f"ORDER BY (vector::vector({dim})) <=> %s::vector({dim}) LIMIT 5",
+            [embedder.id, literal],
+        )
+        assert name in " ".join(row[0] for row in cur.fetchall())
+
+
+def test_a_failed_import_leaves_nothing_and_the_index_as_it_was(
+    stub_embedder: StubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_index, "BUILD_AFTER_FROM", MANY)
+    export, name = exported_with_vectors(tmp_path, "acme/failing-import")
+    kept = create.store_memory(Scope("acme/other", None), "The release train leaves on Thursdays").memory
+    before = index_oid(name)
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(create, "record_created", broken)  # after the vectors and the index build
+    with pytest.raises(RuntimeError):
+        import_path(export)
+
+    assert not Memory.objects.filter(project_id="acme/failing-import").exists()
+    assert not MemoryVector.objects.filter(project_id="acme/failing-import").exists()
+    assert index_oid(name) == before  # the drop was rolled back with the load
+    vector = np.asarray(MemoryVector.objects.get(memory=kept).vector, dtype=np.float32)
+    assert list(nearest_many("acme/other", get_embedder().id, [vector], 1, exact=False)[0]) == [kept.pk]
+
+
+def test_an_import_while_a_search_holds_the_vectors_inserts_into_the_index_instead(
+    stub_embedder: StubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_index, "BUILD_AFTER_FROM", MANY)
+    monkeypatch.setattr(vector_index, "LOCK_WAIT", "200ms")
+    export, name = exported_with_vectors(tmp_path, "acme/busy-import")
+    before = index_oid(name)
+    with psycopg.connect(processes.test_database_url()) as reader:  # a search in another process, still running
+        reader.execute("SELECT count(*) FROM memories_memoryvector").fetchone()
+
+        assert import_path(export).created == MANY  # did not wait for the reader to finish
+
+        reader.rollback()
+    assert index_oid(name) == before
+    assert MemoryVector.objects.filter(project_id="acme/busy-import").count() == MANY

@@ -35,7 +35,7 @@ from ..write.secrets import redact
 from . import assistant_memory
 from .export import FORMAT, SKIP_FIELDS, VERSION
 
-BATCH = 500  # rows per write: one embedding call, one duplicate query, one insert each
+BATCH = 2_000  # rows per write: one embedding call, one duplicate query, one insert each
 IMPORT_NAMESPACE = uuid.UUID("6b1d3c52-7a0e-4f4e-9a57-0c8f3f0f9d11")
 
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 from pgvector import Vector
 from psycopg.types.json import Jsonb
 
+from ..embedding.vector_index import built_after_load
 from ..models import MemoryVector
 
 M = TypeVar("M", bound=models.Model)
@@ -78,6 +79,16 @@ def insert_vectors(rows: Sequence[tuple[int, str, str, Sequence[float] | np.ndar
             for m, p, e, v in rows
         )
         return
+    kinds = {(e, len(v)) for _, _, e, v in rows}
+    if len(kinds) == 1:  # one embedder: a large load into a small index builds it afterwards
+        [(embedder_id, dim)] = kinds
+        with built_after_load(embedder_id, dim, len(rows)):
+            _copy_vectors(rows)
+    else:
+        _copy_vectors(rows)
+
+
+def _copy_vectors(rows: Sequence[tuple[int, str, str, Sequence[float] | np.ndarray]]) -> None:
     table, now = MemoryVector._meta.db_table, timezone.now()
     sql = f"COPY {table} (memory_id, project_id, embedder, dim, vector, created_at) FROM STDIN (FORMAT BINARY)"
     with connection.cursor() as cur, cur.cursor.copy(sql) as copy:
