@@ -65,6 +65,8 @@ def test_the_wording_tells_a_general_question_from_one_about_the_project() -> No
         "where are feature flags configured",
         "how does login work",
         "explain to the new designer what a check is in our product",
+        "explain this function",
+        "can you explain why this test fails on alpine",
         "which cdn do we use vs the old one",
         "celery not picking up my change",
         # questions about the people in a conversation's memories (LoCoMo) are not general ones

@@ -43,10 +43,12 @@ GENERAL = tuple(
     )
 )
 
-# The prompt addresses the project: its team, its repository, its code.
+# The prompt addresses the project: its team, its repository, its code ("explain this function" asks
+# about the code in front of the assistant, not in general).
 PROJECT = re.compile(
-    r"\b(?:we|our|ours|us|here|this (?:repo|repository|project|codebase|service|app)"
-    r"|the (?:repo|codebase|project|team))\b",
+    r"\b(?:we|our|ours|us|here|the (?:repo|codebase|project|team)"
+    r"|this (?:repo|repository|project|codebase|service|app|code|function|method|class|module|file|test|error|bug"
+    r"|branch|pr|commit|endpoint)|my (?:code|branch|pr|change|commit|tests?))\b",
     re.I,
 )
 
