@@ -380,8 +380,12 @@ class MemoryAdmin(ModelAdmin):
             return super().get_search_results(request, queryset, search_term)
         return queryset.filter(pk__in=[h["id"] for h in hits]), False
 
-    def get_ordering(self, request: HttpRequest) -> list[str]:
-        return ["search_rank"] if self._semantic(request) is not None else ["-updated_at"]
+    def get_ordering(self, request: HttpRequest) -> list[Any]:
+        if self._semantic(request) is not None:
+            return ["search_rank"]
+        if request.GET.get(SourceFilter.parameter_name) in admin_queries.SOURCES:
+            return [admin_queries.newest_first_unindexed("updated_at")]
+        return ["-updated_at"]
 
     def save_model(self, request: HttpRequest, obj: Memory, form: MemoryForm, change: bool) -> None:
         data = form.cleaned_data

@@ -98,7 +98,8 @@ def review_view(request: HttpRequest) -> HttpResponse:
         qs = qs.filter(project_id=project)
     if category:
         qs = qs.filter(category=None if category == "none" else category)
-    qs = admin_queries.source_filter(qs, source)
+    if source in admin_queries.SOURCES:
+        qs = admin_queries.source_filter(qs, source).order_by(admin_queries.newest_first_unindexed("created_at"), "-id")
     unrated = tallies.memory_counts(project or None, role=access.ADMIN)
     if source:  # who wrote it is in the activity log, not in the tallies: counted
         total = qs.count()

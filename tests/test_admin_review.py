@@ -156,3 +156,25 @@ def test_a_verdict_on_a_recalled_memory_is_saved_and_shown(staff: Client, stub_e
     assert 'y-chosen" name="useful" value="0"' in page
     bad = staff.post("/admin/memories/memory/verdict/", {"recall_id": "nope", "memory_id": m.pk}, follow=True)
     assert "recall_id must be" in bad.content.decode()
+
+
+@pytest.mark.parametrize("rare_below", [admin_queries.RARE_SOURCE, 1])  # filtered by ids / tested per memory
+def test_the_queue_filtered_by_source_lists_newest_first_and_counts_them(
+    staff: Client, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch, rare_below: int
+) -> None:
+    monkeypatch.setattr(admin_queries, "RARE_SOURCE", rare_below)
+    scope = resolve("acme/u", None)
+    create.store_memory(scope, "vec:1,0,0 older from an assistant", source="mcp")
+    create.store_memory(scope, "vec:0,0,1 from a dream", source="dream")
+    create.store_memory(scope, "vec:0,1,0 newer from an assistant", source="rest")
+    page = staff.get(REVIEW + "?source=assistant")
+    assert [r["m"].content for r in page.context["rows"]] == [
+        "vec:0,1,0 newer from an assistant",
+        "vec:1,0,0 older from an assistant",
+    ]
+    assert page.context["total"] == 2
+    listed = staff.get("/admin/memories/memory/?source=assistant")
+    assert [m.content for m in listed.context["cl"].result_list] == [
+        "vec:0,1,0 newer from an assistant",
+        "vec:1,0,0 older from an assistant",
+    ]

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, DateTimeField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet, Value
+from django.db.models.expressions import OrderBy
 
 from access import policy as access
 
@@ -25,13 +26,30 @@ SOURCES: dict[str, tuple[str, ...]] = {
 }
 
 
+RARE_SOURCE = 2_000  # memories; a source with fewer is filtered by their ids
+
+
+def newest_first_unindexed(field: str) -> OrderBy:
+    """`-field` as an order no index serves (the time plus a zero interval), for a list filtered by
+    source: read in index order and stopped at a page, the per-memory test walked every memory when
+    the source's memories are few among the newest (8.8 s for "teammate" at 1M); a sort after the join
+    costs about a second whatever the source."""
+    shifted = ExpressionWrapper(F(field) + Value(timedelta(0)), output_field=DateTimeField())
+    return OrderBy(shifted, descending=True)
+
+
 def source_filter(qs: QuerySet[Memory], source: str) -> QuerySet[Memory]:
+    """The memories whose create event names `source`. A rare source (a person, dreaming) is looked up
+    first and filtered by id: the admin's lists read memories in order from an index and stop at a
+    page, so a per-memory test for a source that matches nothing walked every memory (8.5 s at 1M).
+    A common one keeps the per-memory test, which finds a page's worth at once."""
     if source not in SOURCES:
         return qs
-    created = MemoryEvent.objects.filter(
-        memory=OuterRef("pk"), kind=EventKind.CREATED, metadata__source__in=SOURCES[source]
-    )
-    return qs.filter(Exists(created))
+    created = MemoryEvent.objects.filter(kind=EventKind.CREATED, metadata__source__in=SOURCES[source])
+    few = list(created.values_list("memory_id", flat=True)[: RARE_SOURCE + 1])  # the source index
+    if len(few) <= RARE_SOURCE:
+        return qs.filter(pk__in=[pk for pk in few if pk is not None])
+    return qs.filter(Exists(created.filter(memory=OuterRef("pk"))))
 
 
 def sources(memory_ids: list[int]) -> dict[int, str]:
