@@ -394,8 +394,30 @@ def import_steps(count: int) -> dict[str, Any]:
             key = "with vectors" if vectors else "embedding"
             out[key] = {"created": result.created, "memories/s": round(result.created / seconds, 1)}
             Memory.objects.filter(project_id=target).delete()
+        out["with vectors, into a repository's project"] = import_into_repo(files[True], Path(tmp) / "repo")
     print(f"import: {json.dumps(out)}", flush=True)
     return out
+
+
+def import_into_repo(path: Path, repo: Path) -> dict[str, Any]:
+    """The import into a repository's project: every memory also becomes two event files (a create
+    and its embedding) in the repository's team log."""
+    from memories.models import Memory
+    from memories.scope import remember_location, resolve_path
+    from memories.transfer import importer
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "remote", "add", "origin", f"git@example.com:scale/{repo.name}.git"], check=True
+    )
+    scope = resolve_path(repo)
+    remember_location(scope)
+    started = time.perf_counter()
+    result = importer.import_path(path, project=scope.project_id, progress=sys.stderr)
+    seconds = time.perf_counter() - started
+    files = sum(1 for _ in (repo / ".yullu" / "logs").glob("*.json"))
+    Memory.objects.filter(project_id=scope.project_id).delete()
+    return {"created": result.created, "event files": files, "memories/s": round(result.created / seconds, 1)}
 
 
 def chart(report: dict[str, Any], path: Path) -> None:

@@ -253,3 +253,16 @@ def test_an_import_while_a_search_holds_the_vectors_inserts_into_the_index_inste
         reader.rollback()
     assert index_oid(name) == before
     assert MemoryVector.objects.filter(project_id="acme/busy-import").count() == MANY
+
+
+def test_a_batch_finds_its_own_repeats_by_cosine_in_the_order_they_came(stub_embedder: StubServer) -> None:
+    texts = [
+        "vec:1,0,0 Deploys go out on Tuesdays",
+        "vec:0,1,0 The API listens on port 8080",
+        "vec:1,0,0 Deploys go out on Tuesdays.",  # the first one again, another text
+        "vec:0,1,0 The API listens on port 8081",  # as near, but a changed literal: a new fact
+        "vec:0,0,1 Logs go to Loki",
+    ]
+    results = create.store_memories(Scope("acme/batch-repeats", None), [NewMemory(t) for t in texts])
+    assert [r.created for r in results] == [True, True, False, True, True]
+    assert results[2].duplicate_of == results[0].memory.pk

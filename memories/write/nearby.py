@@ -126,8 +126,13 @@ class BatchIndex:
     # memories with their vectors (BLAS threads woken 2,000 times on a busy machine).
     cosines: np.ndarray | None = None
 
+    order: np.ndarray | None = None  # `kept` as an array, for indexing a row of `cosines`
+
     def add(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> None:
         self.texts.setdefault(skeleton(items[n].content), n)
+        if self.order is None:
+            self.order = np.empty(len(items), dtype=np.intp)
+        self.order[len(self.kept)] = n
         self.kept.append(n)
 
     def duplicate(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> tuple[int, float] | None:
@@ -139,7 +144,8 @@ class BatchIndex:
             unit = np.asarray(vectors, dtype=np.float32)
             unit /= np.where((norms := np.linalg.norm(unit, axis=1, keepdims=True)) > 0, norms, 1.0)
             self.cosines = unit @ unit.T
-        sims = self.cosines[n, self.kept]
+        assert self.order is not None  # set by the first add
+        sims = self.cosines[n, self.order[: len(self.kept)]]
         threshold = thresholds(self.embedder_id).duplicate
         for k in np.flatnonzero(sims >= threshold):  # in the order they were kept, as before
             m = self.kept[int(k)]
