@@ -193,3 +193,39 @@ def test_shorthand_is_spelled_out_and_other_text_is_left_alone() -> None:
     assert with_jargon("write a haiku about autumn") == "write a haiku about autumn"
     assert with_jargon("What did Caroline do in May?") == "What did Caroline do in May?"
     assert queries.search_text("ship it") == "ship it (deploy)"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rerank_depth_brings_in_the_turns_next_to_its_best_hits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from django.conf import settings
+
+    scope = resolve("acme/chat", None)
+    start = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    turns = [
+        "How was your weekend?",
+        "Yesterday I took the kids to the natural history museum.",
+        "They were stoked about the dinosaur bones, they talked about nothing else.",
+        "I have been painting a lot lately.",
+        "My sister is moving to Denver next month.",
+    ]
+    stored = [
+        create.store_memory(scope, text, None, ["session:chat-1"], created_at=start + timedelta(minutes=n)).memory
+        for n, text in enumerate(turns)
+    ]
+    create.store_memory(scope, "The museum of modern art is closed on Mondays.", None)
+    answer = stored[2]  # shares no word with the question, and little meaning
+    monkeypatch.setattr(queries, "DENSE_CANDIDATES", 1)  # a first stage that finds the museum turns only
+    monkeypatch.setitem(settings.YULLU, "retrieval", {**settings.YULLU["retrieval"], "rerank_depth": 20})
+    question = "How did Caroline's kids like the museum trip?"
+
+    def found() -> list[int]:
+        hits = queries.search(scope.project_id, question, limit=10, min_similarity=0.0, log=False).results
+        return [h["id"] for h in hits]
+
+    with_hop = found()  # the default: the best 5's neighbours within 2 places join
+    assert answer.id in with_hop
+    assert stored[4].id not in with_hop  # three places from the museum turn: not a neighbour
+    monkeypatch.setattr(queries, "NEIGHBOUR_HOP", 0)
+    assert answer.id not in found()

@@ -144,7 +144,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "max_content_chars": Key(int, 8000, _between(100, 100000)),
         # Recall-log rows (what each search returned or dropped) older than this are deleted hourly.
         "recall_log_days": Key(int, 180, _between(1, 36500)),
-        # 0: the first stage's order; N: its best N reordered with the cross-encoder (quality for CPU).
+        # 0: the first stage's order; N: its best N and their session neighbours judged by the cross-encoder.
         "rerank_depth": Key(int, 0, _between(0, 50)),
     },
     "server": {
@@ -243,9 +243,10 @@ buffer_max_age_days = 30
 # min_similarity = 0.3
 max_content_chars = 8000
 recall_log_days = 180             # the Retrievals page and recall counts look this far back
-# Reorder the best N candidates of every search with the cross-encoder too
-# (0 = off). 20 measured LoCoMo dev recall@10 0.752 -> 0.779 for 20 model
-# passes per search, about 10x the CPU of a search (docs/benchmarks.md).
+# Have the cross-encoder judge the best N candidates of every search too, and
+# the memories stored next to the best few in their session (0 = off). 20
+# measured LoCoMo dev recall@5 / @10 0.665 / 0.752 -> 0.733 / 0.793 for ~30
+# model passes per search, ~60x a default search's CPU (docs/benchmarks.md).
 rerank_depth = 0
 
 [server]

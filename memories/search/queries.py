@@ -7,7 +7,8 @@ Retrieval fuses three signals into one ranking:
 - session: memories tagged with the same `session:<id>` (a conversation, as a client or the
   benchmark tags them) lend each other part of their score, so the context around a strong hit
   rises with it. (Wall-clock closeness was tried instead; its gain was an artefact of 1-second
-  benchmark turns.)
+  benchmark turns.) With `[retrieval].rerank_depth` a cross-encoder judges the best N
+  (`rejudged`) and the turns next to the best few join the candidates (`with_neighbours`).
 - dates: a question naming a day, month or year favours memories created then (memories.search.expansion).
 `similarity` on every hit is the plain cosine in [0, 1]. What is returned is decided by a relevance
 gate calibrated per embedder (`Judged`): a cross-encoder (memories.search.rerank) reads the question with
@@ -228,6 +229,8 @@ def _ranked(
     depth = int(settings.YULLU["retrieval"].get("rerank_depth") or 0)
     if depth and mode == "hybrid":
         ordered = rejudged(text, ranked, ordered, depth)
+        if NEIGHBOUR_HOP and qvec is not None:
+            ordered = with_neighbours(project_id, query, text, qvec, embedder.id, ranked, ordered)
     ordered = with_feedback(ordered, embedder.id, qvec)[: max(limit * 4, 20)]
     ordered = anchor_checks.demote(project_id, ordered)  # cited code changed: ranked lower (docs/contract.md §12)
     gate = gate_for(embedder.id)
@@ -397,6 +400,56 @@ def rejudged(query: str, cands: dict[int, Candidate], ordered: list[Candidate], 
     for c, logit in zip(top, logits, strict=True):
         c.judged = logit
     return fuse(cands, "hybrid")
+
+
+# With `rerank_depth`, the best NEIGHBOUR_HOP candidates after rejudging bring in the memories stored at
+# most NEIGHBOUR_TURNS places from them in their session. Chosen on LoCoMo dev's tuning questions
+# (docs/benchmarks.md): the answer to "how did the kids like the museum?" is the turn after the one
+# naming the museum, and often shares no word and little meaning with the question. 0 turns it off.
+NEIGHBOUR_HOP = 5
+
+
+def with_neighbours(
+    project_id: str,
+    query: str,
+    text: str,
+    qvec: np.ndarray,
+    embedder_id: str,
+    ranked: dict[int, Candidate],
+    ordered: list[Candidate],
+) -> list[Candidate]:
+    """The memories stored at most NEIGHBOUR_TURNS places from one of the best NEIGHBOUR_HOP
+    candidates in its session join the candidates (one query per session), judged by the model in
+    one batch, and the fusion runs again. Every candidate of those sessions gets its place there,
+    so the neighbour share counts for them too. Without the model's package, the order is left as it was."""
+    found: dict[int, int] = {}
+    for session in {c.session for c in ordered[:NEIGHBOUR_HOP] if c.session is not None}:
+        places = expansion.session_places(project_id, [session])
+        hits = [places[c.memory_id] for c in ordered[:NEIGHBOUR_HOP] if c.session == session and c.memory_id in places]
+        for mid, place in places.items():
+            if mid in ranked:
+                ranked[mid].position = place
+            elif any(abs(place - hit) <= NEIGHBOUR_TURNS for hit in hits):
+                found[mid] = place
+    if not found:
+        return ordered
+    literal, dim = vector_literal(qvec), len(qvec)
+    windows = expansion.date_windows(query)
+    new = list(found)
+    rows = candidates.details(new, new, embedder_id, literal, dim)
+    texts = dict(Memory.objects.filter(pk__in=list(rows)).values_list("pk", "content"))
+    fresh = [mid for mid in rows if mid in texts]
+    try:
+        logits = rerank.judge.logits(text, [texts[mid] for mid in fresh]) if fresh else []
+    except Unavailable as exc:
+        log.warning("%s Search order left as it was.", exc)
+        return ordered
+    for mid, logit in zip(fresh, logits, strict=True):
+        sim, created, updated, tag = rows[mid]
+        ranked[mid] = Candidate(mid, similarity=sim, created=created, updated=updated, session=tag, position=found[mid])
+        ranked[mid].dated = expansion.in_window(created, windows) if windows else False
+        ranked[mid].judged = logit
+    return fuse(ranked, "hybrid")
 
 
 def _apply_floor(
