@@ -4,6 +4,7 @@ activity, history, ledger and files they leave must be exactly those of the row-
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,27 @@ def test_an_import_of_many_memories_with_vectors_keeps_them_and_their_fields(
         assert np.allclose(vector, expected_vectors[memory_uuid], atol=1e-6)
     assert ratings(scope.project_id) == rated
     assert MemoryEvent.objects.filter(project_id=scope.project_id, kind="created").count() == MANY
+
+
+def test_an_imported_vector_not_all_numbers_is_embedded_again(stub_embedder: StubServer, tmp_path: Path) -> None:
+    scope = Scope("acme/bad-vector", None)
+    create.store_memories(scope, facts(2))
+    export = tmp_path / "export.jsonl"
+    with export.open("w", encoding="utf-8") as fh:
+        export_json(scope.project_id, fh, vectors=True)
+    lines = export.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[1])  # lines[0] is the header
+    [model] = first["vectors"]
+    first["vectors"][model][3] = "0.5"  # one component a string: the row is kept, its vector is not
+    export.write_text("\n".join([lines[0], json.dumps(first), *lines[2:]]) + "\n", encoding="utf-8")
+    Memory.objects.all().delete()
+    seen = len(stub_embedder.requests)
+
+    result = import_path(export)
+
+    assert (result.created, result.refused) == (2, 0)
+    sent = " ".join(str(r["body"]) for r in stub_embedder.requests[seen:])
+    assert first["content"] in sent and json.loads(lines[2])["content"] not in sent
 
 
 def event_files(folder: Path) -> dict[str, list[str]]:

@@ -88,3 +88,18 @@ def test_redaction_cuts_a_hidden_secret_out_of_the_original_text() -> None:
     out = redact(f"before {hidden} after, and encoded {b64(GH)} too")
     assert hidden not in out and b64(GH) not in out and GH[6:20] not in out
     assert out.startswith("before [REDACTED") and "after, and encoded [REDACTED" in out and out.endswith(" too")
+
+
+def test_a_text_scanned_again_reuses_its_verdict_and_the_cache_keeps_no_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An import checks each row and the write path checks it again: the second check is a lookup.
+    The cache is keyed by a digest, so no secret it has seen stays in it."""
+    from memories.write import secrets
+
+    scans: list[str] = []
+    real = secrets._scan_views
+    monkeypatch.setattr(secrets, "_scan_views", lambda text, depth=0: scans.append(text) or real(text, depth))
+    text = f"the deploy token is {GH}, rotate it monthly ({R.random()})"
+    assert find_secret(text) == find_secret(text) == "a credential (github-pat)"
+    assert scans == [text]
+    assert all(isinstance(k, bytes) and len(k) == 16 for k in secrets._VERDICTS)
+    assert GH not in repr(secrets._VERDICTS)

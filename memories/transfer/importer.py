@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -287,7 +288,13 @@ def _check(row: Row) -> None:
 def _vector(row: Row, embedder_id: str) -> list[float] | None:
     """The row's vector of our model, if the export carried one (else the import embeds it)."""
     vector = row.vectors.get(embedder_id)
-    return vector if isinstance(vector, list) and all(isinstance(x, (int, float)) for x in vector) else None
+    if not isinstance(vector, list):
+        return None
+    try:  # every component a number (bools count, as isinstance says): checked in C, not per item
+        array("d", vector)
+    except (TypeError, OverflowError):
+        return None
+    return vector
 
 
 def _write_batch(rows: list[Row], result: ImportResult) -> None:
