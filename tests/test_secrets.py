@@ -5,6 +5,7 @@ Every path calling this one function is tested in tests/test_secret_paths.py."""
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,7 +98,12 @@ def test_a_text_scanned_again_reuses_its_verdict_and_the_cache_keeps_no_text(mon
 
     scans: list[str] = []
     real = secrets._scan_views
-    monkeypatch.setattr(secrets, "_scan_views", lambda text, depth=0: scans.append(text) or real(text, depth))
+
+    def counted(text: str, depth: int = 0) -> Any:
+        scans.append(text)
+        return real(text, depth)
+
+    monkeypatch.setattr(secrets, "_scan_views", counted)
     text = f"the deploy token is {GH}, rotate it monthly ({R.random()})"
     assert find_secret(text) == find_secret(text) == "a credential (github-pat)"
     assert scans == [text]
