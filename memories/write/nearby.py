@@ -120,35 +120,36 @@ class BatchIndex:
 
     embedder_id: str
     texts: dict[str, int] = field(default_factory=dict)
-    kept: list[int] = field(default_factory=list)
+    # The items kept so far, in the order kept: kept[:count] (an array, to index a row of `cosines`
+    # without converting a list per item).
+    kept: np.ndarray | None = None
+    count: int = 0
     # Every pair's cosine, from one matrix product over the batch's unit vectors, made at the first
     # item: a product per item (its row against the kept rows) cost half of an import of 2,000
     # memories with their vectors (BLAS threads woken 2,000 times on a busy machine).
     cosines: np.ndarray | None = None
 
-    order: np.ndarray | None = None  # `kept` as an array, for indexing a row of `cosines`
-
     def add(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> None:
         self.texts.setdefault(skeleton(items[n].content), n)
-        if self.order is None:
-            self.order = np.empty(len(items), dtype=np.intp)
-        self.order[len(self.kept)] = n
-        self.kept.append(n)
+        if self.kept is None:
+            self.kept = np.empty(len(items), dtype=np.intp)
+        self.kept[self.count] = n
+        self.count += 1
 
     def duplicate(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> tuple[int, float] | None:
         if (shape := skeleton(items[n].content)) in self.texts:
             return self.texts[shape], 1.0
-        if vectors is None or not self.kept:
+        if vectors is None or self.kept is None:
             return None
         if self.cosines is None:
             unit = np.asarray(vectors, dtype=np.float32)
             unit /= np.where((norms := np.linalg.norm(unit, axis=1, keepdims=True)) > 0, norms, 1.0)
             self.cosines = unit @ unit.T
-        assert self.order is not None  # set by the first add
-        sims = self.cosines[n, self.order[: len(self.kept)]]
+        kept = self.kept[: self.count]
+        sims = self.cosines[n, kept]
         threshold = thresholds(self.embedder_id).duplicate
         for k in np.flatnonzero(sims >= threshold):  # in the order they were kept, as before
-            m = self.kept[int(k)]
+            m = int(kept[k])
             if same_fact_tokens(items[m].content, items[n].content):
                 return m, float(sims[k])
         return None
