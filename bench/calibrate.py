@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,9 @@ THRESHOLDS = (0.5, 0.6, 0.7, 0.8)
 MIN_COSINE = 0.2  # gates.Judged.min_cosine
 
 
-def dump(out: str) -> None:
+def dump(out: str, data: str | None = None) -> None:
+    """`data`: another codebase set (bench/data/codebase_other_a.json): its prompts are dumped under
+    the split named after the file (`other_a`), whatever split codebase.prompts gives them."""
     import django
 
     django.setup()
@@ -41,7 +44,8 @@ def dump(out: str) -> None:
     from memories.models import Memory, MemoryEvent
     from memories.search import queries, rerank
 
-    dev = codebase.load()
+    dev = codebase.load(Path(data), extras=()) if data else codebase.load()
+    label = Path(data).stem.removeprefix("codebase_") if data else None
     embedder = get_embedder()
     prefix = f"calib-{uuid.uuid4().hex[:8]}"
     rows: list[dict[str, Any]] = []
@@ -59,7 +63,7 @@ def dump(out: str) -> None:
                 {
                     "kind": kind,
                     "q": text,
-                    "split": split,
+                    "split": label or split,
                     "answers": answers,
                     "cands": [
                         {
@@ -183,4 +187,7 @@ def fit(path: str) -> None:
 
 
 if __name__ == "__main__":
-    {"dump": dump, "fit": fit}[sys.argv[1]](sys.argv[2])
+    if sys.argv[1] == "dump":
+        dump(*sys.argv[2:4])
+    else:
+        fit(sys.argv[2])

@@ -131,8 +131,8 @@ class ContextIn(ScopeIn):
     prefer_categories = serializers.ListField(
         child=serializers.CharField(),
         required=False,
-        help_text="Try these categories first; when none of their memories is relevant, the block is built "
-        "without a category filter (the prompt hook's hints, in one request). Not with `categories`.",
+        help_text="These categories' relevant memories come first in the block, the other relevant ones after "
+        "them (the prompt hook's hints; the search is not narrowed to them). Not with `categories`.",
     )
 
 

@@ -185,12 +185,15 @@ def test_rest_context_and_the_session_start_hook_print_the_primer(
     assert (out.returncode, out.stdout) == (0, "")
 
 
-def test_rest_context_tries_the_hinted_categories_first_and_falls_back_in_the_same_request(
+def test_rest_context_puts_the_hinted_categories_first_without_hiding_the_others(
     live_server_url: str, owner_token: str, keyword_only: None
 ) -> None:
     import httpx
 
     seed("ctxprefer")
+    # A gotcha sharing a word with the question: searching the hinted category alone found it and
+    # never looked at the deploy memory the question needs.
+    create.store_memory(resolve("ctxprefer", None), "Staging's database is wiped every night at 02:00.", "gotcha")
     count_tokens("warm")
 
     headers = {"Authorization": f"Bearer {owner_token}"}
@@ -203,6 +206,9 @@ def test_rest_context_tries_the_hinted_categories_first_and_falls_back_in_the_sa
     assert DEPLOY in ask(prefer_categories=["style"]).json()["context"]  # nothing relevant there: unfiltered
     hinted = ask(prefer_categories=["process"]).json()
     assert DEPLOY in hinted["context"] and "Postgres" not in hinted["context"]
+    wiped = ask(prefer_categories=["gotcha"]).json()  # the hinted category first, the answer still there
+    assert "wiped" in wiped["context"] and DEPLOY in wiped["context"]
+    assert wiped["context"].index("wiped") < wiped["context"].index(DEPLOY)
     both = ask(categories=["process"], prefer_categories=["style"])
     assert both.status_code == 400 and "prefer_categories" in both.text
 

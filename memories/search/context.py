@@ -190,20 +190,23 @@ def build_context(
     prefer_categories: Iterable[str] | None = None,
 ) -> dict[str, Any]:
     """One block of memories within the budget: those recalled for `query`, else the project primer.
-    `prefer_categories` are tried first, and the search runs again unfiltered when they hold nothing
-    relevant (the prompt hook's hints: one request, since a second would queue behind a busy server)."""
+    `prefer_categories` (the prompt hook's hints from the prompt's wording) come first among the
+    relevant memories; the others follow. The search itself is never narrowed to them: a hint is a
+    guess from a word ("why", "error", "run"), and searching only its categories returned their
+    nearest memory while the one the prompt needed, of another category, was never judged (on a
+    codebase nobody tuned on, 5 of 40 long prompts: docs/benchmarks.md)."""
     access.require(project_id, access.READ)
     budget = clean_budget(budget_tokens)
     query = (query or "").strip()
     recall_id = None
     if query:
-        found = search_merged(project_id, query, limit=CANDIDATES, categories=categories or prefer_categories)
-        if prefer_categories and not found.results:
-            found = search_merged(project_id, query, limit=CANDIDATES, categories=categories)
+        found = search_merged(project_id, query, limit=CANDIDATES, categories=categories)
         recall_id = found.recall_id
+        preferred = set(prefer_categories or ())
+        hits = sorted(found.results, key=lambda h: h["category"] not in preferred)  # stable: relevance within each
         entries = [
             Entry(h["id"], h["content"], h["category"], access.is_personal(h["project_id"]), stale_paths(h["anchors"]))
-            for h in found.results
+            for h in hits
         ]
         title = f"Memories of {project_id} for this request."
     else:
