@@ -51,7 +51,7 @@ def test_the_docs_list_every_declared_variable_with_its_default() -> None:
 
 def test_a_blank_variable_gets_its_declared_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("YULLU_PG_SHARED_BUFFERS", "  ")
-    assert env_str("YULLU_PG_SHARED_BUFFERS") == "512MB"
+    assert env_str("YULLU_PG_SHARED_BUFFERS") == "auto"
     monkeypatch.setenv("YULLU_PG_SHARED_BUFFERS", " 1GB ")
     assert env_str("YULLU_PG_SHARED_BUFFERS") == "1GB"
 

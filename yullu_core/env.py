@@ -59,7 +59,11 @@ VARS: dict[str, Var] = {
         Var("YULLU_EMBED_THREADS", "1", "ONNX Runtime threads per model (embedder and reranker)"),
         Var("PROMETHEUS_MULTIPROC_DIR", "", "set by `yullu serve`: the web and worker processes' shared metrics"),
         # The embedded PostgreSQL.
-        Var("YULLU_PG_SHARED_BUFFERS", "512MB", "the embedded PostgreSQL's shared_buffers"),
+        Var(
+            "YULLU_PG_SHARED_BUFFERS",
+            "auto",
+            "the embedded PostgreSQL's shared_buffers; auto: a quarter of the memory, 512MB to 8GB",
+        ),
         Var("YULLU_PG_SYSTEM_USER", "yullu-pg", "as root: the system user the embedded PostgreSQL runs as"),
         Var("YULLU_ROOT_PG_BASE", "/var/lib/yullu", "as root: where the embedded PostgreSQL's data lives"),
         # The command line and the hooks.

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from .env import env_str
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,9 @@ log = logging.getLogger(__name__)
 PG_SYSTEM_USER = env_str("YULLU_PG_SYSTEM_USER")
 ROOT_BASE = Path(env_str("YULLU_ROOT_PG_BASE"))
 DB_NAME = "yullu"
+# `YULLU_PG_SHARED_BUFFERS=auto` (the default) sizes the buffers within these bounds (shared_buffers()).
+FLOOR_MB, CEILING_MB = 512, 8192
+FLOOR_BUFFERS = f"{FLOOR_MB}MB"
 
 
 class EmbeddedPostgresError(Exception):
@@ -196,19 +201,58 @@ def _start(cluster: Cluster) -> None:
     if cluster.socket_dir != cluster.pgdata and not cluster.socket_dir.exists():
         _mkdir_owned(cluster.socket_dir, cluster.run_as)
     log_file = cluster.pgdata / "server.log"
-    # 512 MB of shared buffers keeps ~100k memories' vectors and their HNSW index in memory
-    # (the PostgreSQL default of 128 MB makes large-project searches read from disk).
-    buffers = env_str("YULLU_PG_SHARED_BUFFERS")
+    buffers = shared_buffers()
+    logged = log_file.stat().st_size if log_file.exists() else 0
+    result = _pg_ctl_start(cluster, log_file, buffers)
+    if result.returncode != 0 and _is_auto() and buffers != FLOOR_BUFFERS and _no_memory(log_file, logged):
+        # A machine that will not map that much shared memory (a container's limit, strict
+        # overcommit) still gets a server, with the size that always worked.
+        log.warning("PostgreSQL could not map %s of shared buffers; starting it with %s", buffers, FLOOR_BUFFERS)
+        result = _pg_ctl_start(cluster, log_file, FLOOR_BUFFERS)
+    if result.returncode != 0:
+        raise EmbeddedPostgresError(f"PostgreSQL did not start (see {log_file}): {_why(log_file, result.stderr)}")
+
+
+def shared_buffers() -> str:
+    """`YULLU_PG_SHARED_BUFFERS`, or for `auto` a quarter of the machine's memory between 512 MB and
+    8 GB. A search or a store's duplicate check in a large project walks the HNSW index and reads
+    each candidate's row to filter by project: at a million memories that is 4 GB of pages, and
+    with 512 MB of buffers a check read ~2,000 of them back at ~0.1 ms each (p95 of a store 80 ms,
+    docs/benchmarks.md). PostgreSQL touches its buffers only as it fills them."""
+    if not _is_auto():
+        return env_str("YULLU_PG_SHARED_BUFFERS")
+    quarter = psutil.virtual_memory().total // 4 // 2**20
+    return f"{min(max(quarter, FLOOR_MB), CEILING_MB)}MB"
+
+
+def _is_auto() -> bool:
+    return env_str("YULLU_PG_SHARED_BUFFERS").lower() == "auto"
+
+
+def _pg_ctl_start(cluster: Cluster, log_file: Path, buffers: str) -> subprocess.CompletedProcess[str]:
     options = f"-h '' -k {cluster.socket_dir} -c max_connections=200 -c shared_buffers={buffers}"
+    if (cluster.bin_dir.parent / "lib" / "pg_prewarm.so").exists():
+        # autoprewarm: the blocks in the buffers are listed at shutdown (and every 5 minutes) and read
+        # back after a start, so a restart does not leave the first searches reading the disk.
+        options += " -c shared_preload_libraries=pg_prewarm"
     if sys.platform.startswith("linux"):
         # Crash recovery first makes the data folder durable: one syncfs() instead of an fsync()
         # of every file (the default), which took 4-6 s of a restart here.
         options += " -c recovery_init_sync_method=syncfs"
-    result = _run(
+    return _run(
         cluster, ["pg_ctl", "start", "-w", "-t", "60", "-D", str(cluster.pgdata), "-l", str(log_file), "-o", options]
     )
-    if result.returncode != 0:
-        raise EmbeddedPostgresError(f"PostgreSQL did not start (see {log_file}): {_why(log_file, result.stderr)}")
+
+
+def _no_memory(log_file: Path, since: int) -> bool:
+    """Whether this start's lines of the server log (after byte `since`) say the buffers could not be mapped."""
+    try:
+        with log_file.open("rb") as f:
+            f.seek(since)
+            tail = f.read().decode(errors="replace")
+    except OSError:
+        return False
+    return "could not map anonymous shared memory" in tail or "shared memory segment exceeded" in tail
 
 
 def _why(log_file: Path, stderr: str) -> str:
