@@ -256,7 +256,7 @@ def at_size(size: int, embedder: Any, dim: int, queries_n: int) -> dict[str, Any
         "large project": big,
         "growth": growth,
         "search ms (large project)": search_latency(embedder, dim, queries_n),
-        "store ms (one client)": store_latency(40),
+        "store ms (one client)": store_latency(100),  # 40 left p95 to the 2nd-slowest store
         "admin page ms": admin_pages(),
         "bytes per memory": sizes_per_memory(n),
         "resident MB": resident_mb(),
