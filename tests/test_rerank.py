@@ -57,6 +57,13 @@ def test_the_wording_tells_a_general_question_from_one_about_the_project() -> No
         "recommend a good postgres gui for mac",
         "how to write a celery task",
         "write a pytest fixture, a generic example for a blog",
+        "is vue better than svelte",
+        "kafka pros and cons",
+        "does sqlite support window functions",
+        "write me a dockerfile for a flask app",
+        "can you write a bash script that renames every jpg in a folder by its date",
+        "give me a redis pipeline example in python",
+        "set up ci for a simple django app",
     ]
     ours = [
         "how do we deploy?",
@@ -69,6 +76,11 @@ def test_the_wording_tells_a_general_question_from_one_about_the_project() -> No
         "can you explain why this test fails on alpine",
         "which cdn do we use vs the old one",
         "celery not picking up my change",
+        "can you write a new migration that adds a refunded_at column to orders",
+        "write the release notes for our 2.3 release",
+        "write a script that backfills the ledger in billing/backfill.py, generic enough to rerun",
+        "write a test for `parse_invoice` that covers the empty case",
+        "Which basketball team does Tim support?",
         # questions about the people in a conversation's memories (LoCoMo) are not general ones
         "What book did Caroline recommend to Melanie?",
         "What does Melanie do to destress?",

@@ -22,7 +22,9 @@ GENERAL = tuple(
     for p in (
         # comparing technologies
         r"\bvs\.?(?!\w)|\bversus\b|\bdifference between\b|\bdiffer\b|\bcomparison\b"
-        rf"|\bcompar(?:e|ing)\s+{_WORD}\s+(?:and|with|to|vs)\b",
+        rf"|\bcompar(?:e|ing)\s+{_WORD}\s+(?:and|with|to|vs)\b|\bbetter than\b|\bpros (?:and|&|/) ?cons\b",
+        # what a product can do: "does launchdarkly support …" (not "which team does Tim support")
+        rf"^\s*(?:does|do|can|is) {_WORD} (?:support|handle|allow)\b",
         # a definition: "what is htmx", "what are webhooks", "what is mongodb good for"
         rf"^\s*(?:what\s+(?:is|are)|whats|what{_APOS}s)\s+(?:a\s+|an\s+)?{_WORD}(?:\s+{_WORD})?"
         r"(?:\s+(?:good|used)\s+for)?\s*\??\s*$",
@@ -33,7 +35,14 @@ GENERAL = tuple(
         # a generic example, for learning or for someone else
         r"\b(?:for|like) (?:a|an) (?:beginner|course|class|tutorial|blog|interview|talk|presentation)\b"
         r"|\btoy (?:project|example|repo|app)\b"
-        r"|\b(?:homelab|tutorial|certification|curiosity|interview prep|generic example)\b",
+        r"|\b(?:homelab|tutorial|certification|curiosity|interview prep|generic|nothing project[- ]specific)\b"
+        r"|\bgive me (?:a|an|some) [^.?!]*\bexamples?\b|\b(?:an|some) examples? (?:of|for)\b"
+        r"|\bfor (?:a|an) (?:plain|simple|basic|minimal|small|typical|sample|hypothetical) [\w.+#-]+"
+        r" (?:project|app|application|startup|team|service|api|site|company)\b",
+        # a request that opens by asking for a piece of writing or code ("write me a terraform module for
+        # an s3 bucket"); "write a new …" adds to something that exists, as project tasks do
+        r"^\W*(?:(?:can|could|would) you |please |help me )?(?:write|generate|create|make)"
+        r" (?:me )?(?:a|an)\b(?! new\b)",
         # a recommendation asked of the assistant (not "what did Caroline recommend to Melanie")
         r"\b(?:recommend|suggest)\s+(?:a|an|me|some|good|the best)\b"
         r"|\b(?:any|some|your)\s+(?:recommendations?|suggestions?)\b"
@@ -53,6 +62,11 @@ PROJECT = re.compile(
 )
 
 
+# A path in a repository ("reports/queries.py") or quoted code (`retention_days`) points at the code in
+# front of the assistant: "write a raw SQL query for the report in reports/queries.py" is a project task.
+CODE = re.compile(r"(?:[\w.-]+/)+[\w-]+\.[a-z]{1,5}\b|`[^`]+`")
+
+
 def asks_in_general(query: str) -> bool:
     """Whether `query` reads as a general-knowledge question rather than one about the project."""
-    return not PROJECT.search(query) and any(p.search(query) for p in GENERAL)
+    return not PROJECT.search(query) and not CODE.search(query) and any(p.search(query) for p in GENERAL)
