@@ -12,8 +12,14 @@ the unrelated, near-miss and long unrelated prompts (a relevant prompt's other c
 out: some are related, and none is the point). It prints the weights and what each threshold
 gives on both splits; the held-out split is reported, never chosen on.
 
-Run: DJANGO_SETTINGS_MODULE=yullu_site.settings python -m bench.calibrate dump /tmp/calib.json
-     DJANGO_SETTINGS_MODULE=yullu_site.settings python -m bench.calibrate fit /tmp/calib.json
+`loco OURS.json THEIRS.json` fits on one codebase and scores on the other (leave one codebase out),
+THEIRS being the dump of another codebase set (`dump OUT.json bench/data/codebase_other_a.json`).
+
+Run (DJANGO_SETTINGS_MODULE=yullu_site.settings):
+     python -m bench.calibrate dump /tmp/calib.json
+     python -m bench.calibrate fit /tmp/calib.json
+     python -m bench.calibrate dump /tmp/calib_a.json bench/data/codebase_other_a.json
+     python -m bench.calibrate loco /tmp/calib.json /tmp/calib_a.json
 Not part of the product path.
 """
 
@@ -186,8 +192,36 @@ def fit(path: str) -> None:
                 print(f"        fresh {score(fresh, w, logit, depth, t)}")
 
 
+def loco(path: str, other: str) -> None:
+    """Leave one codebase out: the gate fitted on one codebase's tuning prompts (`path`'s `tune`
+    split, or every prompt of `other`, another codebase's dump) and scored on the other, beside the
+    shipped weights; what a setting chosen on one codebase does on a codebase it never saw."""
+    import django
+
+    django.setup()
+    from memories.search.gates import JUDGED
+
+    with open(path) as fh:
+        ours = [r for r in json.load(fh)["rows"] if r["split"] == "tune"]
+    with open(other) as fh:
+        theirs = json.load(fh)["rows"]
+    g = JUDGED["local:all-MiniLM-L6-v2"]
+    shipped = np.array([g.w_logit, g.w_cosine, g.w_coverage, g.w_general, g.bias])
+    print(f"shipped, t {g.threshold}: ours {score(ours, shipped, 'best', 3, g.threshold)}")
+    print(f"                 theirs {score(theirs, shipped, 'best', 3, g.threshold)}")
+    for name, rows in (("ours", ours), ("theirs", theirs), ("both", ours + theirs)):
+        for l2 in (1e-2, 1.0):
+            w = fit_weights(rows, "best", 3, l2)
+            print(f"fitted on {name}, l2 {l2}: " + " ".join(f"{x:.3f}" for x in w))
+            for t in THRESHOLDS:
+                print(f"  t {t}: ours {score(ours, w, 'best', 3, t)}")
+                print(f"       theirs {score(theirs, w, 'best', 3, t)}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "dump":
         dump(*sys.argv[2:4])
+    elif sys.argv[1] == "loco":
+        loco(sys.argv[2], sys.argv[3])
     else:
         fit(sys.argv[2])
