@@ -8,13 +8,16 @@ pass."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.request import split_domain_port, validate_host
 
+log = logging.getLogger("yullu.access")
 CHECKED_PREFIXES = ("/api/", "/metrics")
+HOST_REFUSED = "this Host is not allowed; add it to [server].allowed_hosts."
 
 
 def host_allowed(host: str) -> bool:
@@ -35,6 +38,23 @@ def origin_allowed(origin: str, allowed: list[str]) -> bool:
     if origin in allowed:
         return True
     return any(pattern.endswith(":*") and origin.startswith(pattern[:-2] + ":") for pattern in allowed)
+
+
+def check_host(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
+    """Middleware: a foreign Host gets the answer /mcp gives (421, one sentence: JSON under /api and
+    /metrics, text elsewhere) and one warning line. Left to Django, it was an empty "Bad Request (400)"
+    page and a traceback logged at ERROR for every such request (a scanner fills the log)."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        host = request.META.get("HTTP_HOST") or request.META.get("SERVER_NAME", "")
+        if host_allowed(host):
+            return get_response(request)
+        log.warning("refused %s for Host %r: not in [server].allowed_hosts", request.path[:200], host[:200])
+        if request.path.startswith(CHECKED_PREFIXES):
+            return JsonResponse({"error": HOST_REFUSED}, status=421)
+        return HttpResponse(HOST_REFUSED + "\n", status=421, content_type="text/plain; charset=utf-8")
+
+    return middleware
 
 
 def check_origin(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:

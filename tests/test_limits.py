@@ -5,6 +5,7 @@ before they are read, one Host rule for /mcp and Django. Real uvicorn on a loopb
 from __future__ import annotations
 
 import asyncio
+import logging
 import select
 import socket
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from django.conf import settings
 
 from access import ratelimit
 from access.models import ApiToken
+from access.origins import HOST_REFUSED
 from tests.conftest import LiveServer
 from tests.mcp_client import call, http_session
 from tests.processes import wait_until
@@ -163,15 +165,23 @@ def _raw_get(port: int, path: str, host: str, extra: str = "") -> int:
         return int(sock.recv(65536).split(b" ", 2)[1])
 
 
-def test_one_host_rule_for_mcp_and_django(live_server_url: str, owner_token: str) -> None:
+def test_one_host_rule_for_mcp_and_django(
+    live_server_url: str, owner_token: str, caplog: pytest.LogCaptureFixture
+) -> None:
     port = _port(live_server_url)
     auth = f"Authorization: Bearer {owner_token}\r\n"
-    # A host that only looks like ours is refused by both; IPv6 loopback, allowed by default, passes both.
+    # A host that only looks like ours gets the same answer everywhere: 421 and one sentence saying what to
+    # set (JSON on the API), one warning in the log and no traceback (Django's own page was an empty 400).
     for host in (f"127.0.0.1:{port}@evil.example", "evil.example", f"127.0.0.1.evil.example:{port}"):
         assert _raw_get(port, "/mcp", host, auth) == 421, host
-        assert _raw_get(port, "/api/status", host) == 400, host
+        api = httpx.get(f"{live_server_url}/api/status", headers={"host": host})
+        assert api.status_code == 421 and api.json() == {"error": HOST_REFUSED}, host
+        page = httpx.get(f"{live_server_url}/admin/login/", headers={"host": host})
+        assert page.status_code == 421 and page.text.strip() == HOST_REFUSED, host
+    assert not [record for record in caplog.records if record.exc_info or record.levelno >= logging.ERROR]
     for host in (f"[::1]:{port}", "[::1]", f"localhost:{port}", f"127.0.0.1:{port}"):
         assert _raw_get(port, "/api/status", host) in (200, 503), host
+        assert _raw_get(port, "/admin/login/", host) == 200, host
         assert _raw_get(port, "/mcp", host, auth) != 421, host
 
 

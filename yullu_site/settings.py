@@ -70,6 +70,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "yullu_site.monitoring.metrics.request_metrics",
+    "access.origins.check_host",  # before anything asks Django for the host (it would log a traceback)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "yullu_core.api_errors.reject_nul_bytes",

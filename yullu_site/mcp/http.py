@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from mcp.server.transport_security import TransportSecuritySettings
 
-from access.origins import allowed_origins, host_allowed, origin_allowed
+from access.origins import HOST_REFUSED, allowed_origins, host_allowed, origin_allowed
 from access.token_check import TokenChecker
 from yullu_core.env import env_bool
 from yullu_site.front.gate import check_token, headers_of, send_json
@@ -52,7 +52,7 @@ class TokenAuth:
             return
         headers = headers_of(scope)
         if not host_allowed(headers.get("host", "")):
-            await send_json(send, 421, "this Host is not allowed; add it to [server].allowed_hosts.")
+            await send_json(send, 421, HOST_REFUSED)
             return
         origin = headers.get("origin", "")
         if origin and not origin_allowed(origin, allowed_origins()):
