@@ -12,10 +12,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.processes import REPO
+from tests.processes import REPO, product_env, run_cli
 from yullu_cli.assistants import claude
 
 PLUGIN = REPO / "plugins" / "yullu"
@@ -95,6 +96,33 @@ def test_marketplace_add_and_install_connect_claude_code_to_a_running_server(
     (Path(env["YULLU_HOME"]) / "token").unlink()
     refused = run([claude, "mcp", "list"], home, **env)
     assert "plugin:yullu:yullu" in refused.stdout and "✔ Connected" not in refused.stdout
+
+
+def _doctor_hooks(env: dict[str, str]) -> dict[str, Any]:
+    checks = json.loads(run_cli(["doctor", "--json"], env, timeout=180).stdout)["checks"]
+    return next(c for c in checks if c["check"] == "hooks")
+
+
+def test_doctor_counts_the_plugins_hooks_and_says_when_they_would_run_twice(tmp_path: Path) -> None:
+    """The plugin's hooks live in its installed copy, not in settings.json: doctor failed a plugin user
+    and told them to run `yullu install` too, which the README forbids (each hook would run twice)."""
+    claude = cli("claude")
+    home = tmp_path / "clihome"
+    (home / ".claude").mkdir(parents=True)
+    assert run([claude, "plugin", "marketplace", "add", str(REPO)], home).returncode == 0
+    assert run([claude, "plugin", "install", "yullu@yullu"], home).returncode == 0
+    env = product_env(tmp_path / "yhome", HOME=str(home), YULLU_PORT="9", YULLU_EMBED_PROVIDER="none")
+    (tmp_path / "yhome" / "token").write_text("yl_test\n")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin"  # the venv's `yullu`
+    hooks = _doctor_hooks(env)
+    assert hooks["status"] == "ok" and hooks["detail"] == "installed: claude plugin yullu@yullu", hooks
+    env["PATH"] = "/usr/bin:/bin"  # the plugin runs `yullu`: without it on PATH its hooks fail silently
+    hooks = _doctor_hooks(env)
+    assert hooks["status"] == "fail" and "`yullu` on PATH" in hooks["detail"] and "PATH" in hooks["fix"], hooks
+    assert run_cli(["install", "claude"], env).returncode == 0
+    hooks = _doctor_hooks(env)
+    assert hooks["status"] == "fail" and "twice" in hooks["detail"], hooks
+    assert hooks["fix"] == "keep one: `yullu uninstall claude` or `claude plugin uninstall yullu@yullu`"
 
 
 def test_codex_installs_the_same_plugin_from_the_same_marketplace(tmp_path: Path) -> None:

@@ -197,19 +197,32 @@ def _server() -> tuple[bool, str, str]:
 
 
 def _hooks() -> tuple[bool, str, str]:
+    import shutil
     from pathlib import Path
 
-    from .assistants.claude import HOOKS
+    from .assistants.claude import HOOKS, enabled_plugin
     from .hooks import yullu_home
     from .install import stale_hooks
 
     found: list[str] = []
     missing: list[str] = []
+    plugin = enabled_plugin(Path.home())
     settings_path = Path.home() / ".claude" / "settings.json"
     if settings_path.exists():
         text = settings_path.read_text(errors="replace")
         for verb in HOOKS.values():
-            (found if f" {verb}" in text and "yullu" in text else missing).append(f"claude {verb}")
+            if f" {verb}" in text and "yullu" in text:
+                found.append(f"claude {verb}")
+            elif not plugin:
+                missing.append(f"claude {verb}")
+    if plugin:
+        if found:  # README: "Do not use both for Claude Code"
+            detail = f"Claude Code runs each hook twice: plugin {plugin} and `yullu install`'s ({', '.join(found)})"
+            return False, detail, f"keep one: `yullu uninstall claude` or `claude plugin uninstall {plugin}`"
+        found.append(f"claude plugin {plugin}")
+    off_path = bool(plugin) and shutil.which("yullu") is None
+    if off_path:
+        missing.append("`yullu` on PATH (the plugin's hooks and MCP header run it)")
     codex = Path.home() / ".codex" / "config.toml"
     if codex.exists():
         text = codex.read_text(errors="replace")
@@ -217,7 +230,8 @@ def _hooks() -> tuple[bool, str, str]:
         (found if "[mcp_servers.yullu]" in text else missing).append("codex mcp")
     if not found and not missing:
         return False, "no assistant configuration found", "run `yullu install` (claude, codex or cursor)"
-    if not (yullu_home() / "token").exists():
+    no_token = not (yullu_home() / "token").exists()
+    if no_token:
         missing.append("API token file")
     detail = "installed: " + (", ".join(found) or "nothing") + (f"; missing: {', '.join(missing)}" if missing else "")
     stale = stale_hooks(Path.home())
@@ -225,7 +239,11 @@ def _hooks() -> tuple[bool, str, str]:
         # `|| true` keeps a prompt from being blocked, so such a hook fails silently: say it here.
         detail += "".join(f"; {', '.join(hooks)} run {gone}, which no longer exists" for gone, hooks in stale.items())
         return False, detail, "run `yullu install` again (the checkout, its venv or the hook entry moved)"
-    return not missing, detail, "run `yullu serve` once (it writes the token), then `yullu install` again"
+    if no_token:
+        return False, detail, "run `yullu serve` once (it writes the token), then `yullu install` again"
+    if off_path:
+        return False, detail, "put `yullu` on PATH (the `export PATH=` line `yullu serve` prints, or pipx install)"
+    return not missing, detail, "run `yullu install` (or install the Claude Code plugin, README)"
 
 
 def _served_reasoner(line: dict[str, Any]) -> dict[str, Any]:

@@ -150,3 +150,19 @@ def uninstall_claude(home: Path) -> bool:
     elif changed:
         say(f"claude: `claude` is not on PATH; if you registered the MCP server, remove it with: {shlex.join(remove)}")
     return changed
+
+
+def enabled_plugin(home: Path) -> str | None:
+    """The Yul'lu plugin (`yullu@<marketplace>`) Claude Code has enabled for the user and installed with
+    our hooks, or None. Its hooks live in the plugin's copy, not in settings.json."""
+    try:
+        enabled = json.loads((home / ".claude" / "settings.json").read_text()).get("enabledPlugins") or {}
+        installed = json.loads((home / ".claude" / "plugins" / "installed_plugins.json").read_text())["plugins"]
+        for name in (n for n, on in enabled.items() if on is True and n.startswith("yullu@")):
+            for entry in installed.get(name, []):
+                hooks = Path(entry["installPath"]) / "hooks" / "hooks.json"
+                if hooks.is_file() and all(f"yullu {verb} " in hooks.read_text() for verb in HOOKS.values()):
+                    return str(name)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # no plugin, or files Claude Code did not write the way it does today
+    return None
