@@ -52,6 +52,38 @@ def test_every_form_of_the_tuning_set_is_found(name: str, text: str) -> None:
     assert find_secret(text) is not None, name
 
 
+# A password told in a sentence, as a new user typed one (stored, then in every session's primer and
+# in the team log); and sentences about passwords that carry none.
+PASSWORD_PROSE = [
+    "the admin password is 'Sup3rS3cret!2024' for the staging box",
+    "the staging password is Sup3rS3cret!2024",
+    "The wifi password was changed to Gr33nT34-Pot!",
+    "The password for the db is now kX9#mQ2vL7",
+    "root passwords were reset to Zq8!vB2nW4",
+]
+PASSWORD_TALK = [
+    "the password is hashed with argon2id",
+    "The password policy is NIST-800-63b compliant",
+    "password hashing uses PBKDF2-SHA256 with 600k iterations",
+    "The password is stored in Vault at secret/app/db",
+    "the password is in 1Password under Staging DB",
+    "The Redis password is set in REDIS_PASSWORD",
+    "the default password is changeme",
+    "the password is ${DB_PASSWORD}",
+]
+
+
+@pytest.mark.parametrize("text", PASSWORD_PROSE)
+def test_a_password_told_in_a_sentence_is_found_and_cut_out(text: str) -> None:
+    assert find_secret(text) == "a password"
+    assert redact(text).split() != text.split() and "REDACTED" in redact(text)
+
+
+@pytest.mark.parametrize("text", PASSWORD_TALK)
+def test_a_sentence_about_passwords_without_one_is_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
 def test_the_kind_names_the_rule_and_never_the_secret() -> None:
     kind = find_secret(f"push with {GH}")
     assert kind == "a credential (github-pat)"

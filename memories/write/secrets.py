@@ -294,6 +294,23 @@ OURS: tuple[Rule, ...] = (
         ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "dsn", "cookie", "hmac"),
         check=_assigned_secret,
     ),
+    # A password told in a sentence: "the staging password is 'Sup3rS3cret!2024'" (no `=` or `:` for the
+    # assignment rule to see). The value must look like a password, so "the password is hashed" passes.
+    Rule(
+        "password-in-prose",
+        "a password",
+        re.compile(
+            r"(?i)\b(?:password|passwd|passphrase|passcode)s?\b"
+            # "the password policy is NIST-800-63b": the sentence is about something else of passwords
+            r"(?!\s+(?:polic|length|reset|hash|rule|field|manager|flow|requirement|strength|complexity|format|valid"
+            r"|expir|rotation|hint|prompt|input|check|min|max|storage|protect|encrypt))"
+            r"[^.\n=:]{0,40}?"
+            r"\s(?:(?:is|was|are|were|has been)(?:\s+(?:now|still|(?:set|changed|reset) to))?|(?:set|changed|reset) to)"
+            r"\s+[\"'`]?([^\s\"'`]{6,})"
+        ),
+        ("passw", "passphrase", "passcode"),
+        check=_assigned_secret,
+    ),
     Rule(
         "high-entropy-token",
         "a high-entropy token (a bare key)",
