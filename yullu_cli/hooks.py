@@ -227,8 +227,9 @@ def context(body: dict[str, Any]) -> str:
 
 
 def recall(prompt: str, cwd: str) -> str:
-    """Category hints first, an unfiltered block when the hints find nothing: one request, the server
-    falls back (a second request would queue again behind everything a busy server is doing)."""
+    """The block for `prompt`, the hinted categories' relevant memories first (the server searches
+    unfiltered and orders by the hints, in one request: a second would queue again behind everything
+    a busy server is doing)."""
     body: dict[str, Any] = {"query": prompt[:4000], "budget_tokens": INJECT_BUDGET}
     if cwd:
         body.update(where(cwd))
