@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -132,3 +134,24 @@ def test_doctor_fails_when_installed_hooks_run_a_file_that_moved(tmp_path: Path)
     assert "claude inject" in hooks["detail"] and "codex notify" in hooks["detail"]
     assert "moved_away/hook_entry.py, which no longer exists" in hooks["detail"]
     assert "yullu install" in hooks["fix"]
+
+
+def test_relative_folders_are_read_from_where_the_command_runs(tmp_path: Path) -> None:
+    """README: `yullu import .` in a repository; `--cwd .` / `--cwd ..` anywhere. Each answered
+    "cwd must be an absolute path." before the CLI made them absolute."""
+    repo = git_repo(tmp_path / "repo", "git@github.com:acme/relative.git")
+    (repo / "CLAUDE.md").write_text("# Notes\n\n- Money is stored as integer cents, never floats.\n")
+    (repo / "src").mkdir()
+    env = env_for(tmp_path)
+
+    def here(args: list[str], where: Path) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "yullu_cli.main", *args]
+        return subprocess.run(command, env=env, cwd=where, capture_output=True, text=True, timeout=120, check=False)
+
+    imported = here(["import", "."], repo)
+    assert imported.returncode == 0, imported.stderr
+    added = here(["memories", "add", "Deploys go out with make ship", "--cwd", ".."], repo / "src")
+    assert added.returncode == 0 and "github.com/acme/relative" in added.stdout, added.stderr
+    listed = here(["memories", "list", "--cwd", "."], repo)
+    assert "integer cents" in listed.stdout and "make ship" in listed.stdout, listed.stderr
+    assert here(["reconcile", "--cwd", "."], repo).returncode == 0

@@ -24,7 +24,9 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
     def scoped(name: str, help_text: str) -> argparse.ArgumentParser:
         q = ops.add_parser(name, help=help_text)
         q.add_argument("--project", default=None, help="project id (default: from --cwd)")
-        q.add_argument("--cwd", default=os.getcwd(), help="a folder of the project (default: here)")
+        q.add_argument(
+            "--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder of the project (default: here)"
+        )
         q.add_argument("--json", action="store_true", help="machine-readable output")
         q.set_defaults(fn=run)
         return q

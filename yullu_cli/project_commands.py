@@ -19,14 +19,16 @@ def add_parsers(sub: Any) -> None:
 def add_sync_parsers(sub: Any) -> None:
     """The team log and the code it cites: reconcile, anchors check, sync compact."""
     p = sub.add_parser("reconcile", help="apply teammates' events from <repo>/.yullu/logs")
-    p.add_argument("--cwd", default=os.getcwd())
+    p.add_argument("--cwd", type=os.path.abspath, default=os.getcwd())
     p.add_argument("--project-id", default=None)
     p.set_defaults(fn=cmd_reconcile)
 
     p = sub.add_parser("anchors", help="code anchors: memories that cite code (docs/contract.md §12)")
     anchors_sub = p.add_subparsers(dest="anchors_command", required=True)
     c = anchors_sub.add_parser("check", help="check cited code against HEAD; exit 1 when memories are stale")
-    c.add_argument("--cwd", default=os.getcwd(), help="a folder inside the project's git checkout")
+    c.add_argument(
+        "--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder inside the project's git checkout"
+    )
     c.add_argument("--project-id", default=None)
     c.add_argument("--json", action="store_true", help="print the result as JSON")
     c.set_defaults(fn=cmd_anchors_check)
@@ -34,7 +36,7 @@ def add_sync_parsers(sub: Any) -> None:
     p = sub.add_parser("sync", help="team event log maintenance")
     sync_sub = p.add_subparsers(dest="sync_command", required=True)
     c = sync_sub.add_parser("compact", help="fold the event log into one snapshot per memory (then commit it)")
-    c.add_argument("--cwd", default=os.getcwd())
+    c.add_argument("--cwd", type=os.path.abspath, default=os.getcwd())
     c.add_argument("--project-id", default=None)
     c.add_argument("--dry-run", action="store_true", help="only count what would change")
     c.set_defaults(fn=cmd_sync_compact)
@@ -43,7 +45,7 @@ def add_sync_parsers(sub: Any) -> None:
 def add_memory_file_parsers(sub: Any) -> None:
     """Dream passes, expiry, and memories in and out of files."""
     p = sub.add_parser("dream", help="run a dream pass now")
-    p.add_argument("--cwd", default=os.getcwd())
+    p.add_argument("--cwd", type=os.path.abspath, default=os.getcwd())
     p.add_argument("--project-id", default=None)
     p.set_defaults(fn=cmd_dream)
 
@@ -64,9 +66,15 @@ def add_memory_file_parsers(sub: Any) -> None:
         "assistants' own memory (a repository's CLAUDE.md / AGENTS.md / .cursor/rules / Copilot instructions, "
         "a Claude Code memory folder, or one such file)",
     )
-    p.add_argument("path")
+    # Relative paths (`yullu import .`, `--cwd ..`) are read from this folder: the services take absolute ones.
+    p.add_argument("path", type=os.path.abspath)
     p.add_argument("--project", default=None, help="put every memory in this project")
-    p.add_argument("--cwd", default=os.getcwd(), help="project for formats without one (default: this folder)")
+    p.add_argument(
+        "--cwd",
+        type=os.path.abspath,
+        default=os.getcwd(),
+        help="project for formats without one (default: this folder)",
+    )
     p.set_defaults(fn=cmd_import)
 
 
