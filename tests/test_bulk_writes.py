@@ -133,6 +133,31 @@ def test_an_import_of_many_memories_with_vectors_keeps_them_and_their_fields(
     assert MemoryEvent.objects.filter(project_id=scope.project_id, kind="created").count() == MANY
 
 
+def test_an_import_writes_the_carried_fields_with_the_insert_and_its_history_as_before(
+    stub_embedder: StubServer, tmp_path: Path
+) -> None:
+    scope = Scope("acme/carried", None)
+    stored = create.store_memories(scope, facts(MANY))
+    edit.rate_memory(stored[2].memory.pk, 7, "useful")
+    expected, rated = rows(scope.project_id), ratings(scope.project_id)
+    export = tmp_path / "export.jsonl"
+    with export.open("w", encoding="utf-8") as fh:
+        export_json(scope.project_id, fh, vectors=True)
+    Memory.objects.all().delete()
+    MemoryChange.objects.all().delete()
+
+    with CaptureQueriesContext(connection) as queries:
+        assert import_path(export).created == MANY
+
+    # Times, ratings and the rest went in with the rows: no second version of every row.
+    assert not [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().startswith("UPDATE")]
+    assert rows(scope.project_id) == expected and ratings(scope.project_id) == rated
+    # The history's create row is the write path's, as when the import set those fields afterwards.
+    rated_memory = Memory.objects.get(uuid=stored[2].memory.uuid)
+    [created] = MemoryChange.objects.filter(memory=rated_memory, action="created")
+    assert created.after is not None and created.after["rating"] is None and created.source == "import"
+
+
 def test_an_imported_vector_not_all_numbers_is_embedded_again(stub_embedder: StubServer, tmp_path: Path) -> None:
     scope = Scope("acme/bad-vector", None)
     create.store_memories(scope, facts(2))
@@ -258,6 +283,33 @@ def test_a_failed_import_leaves_nothing_and_the_index_as_it_was(
     assert index_oid(name) == before  # the drop was rolled back with the load
     vector = np.asarray(MemoryVector.objects.get(memory=kept).vector, dtype=np.float32)
     assert list(nearest_many("acme/other", get_embedder().id, [vector], 1, exact=False)[0]) == [kept.pk]
+
+
+def test_the_index_built_after_a_small_load_is_built_by_one_process(
+    stub_embedder: StubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vector_index, "BUILD_AFTER_FROM", MANY)
+    export, name = exported_with_vectors(tmp_path, "acme/serial-build")
+    notices: list[str] = []
+    connection.ensure_connection()
+    connection.connection.add_notice_handler(lambda diag: notices.append(str(diag.message_primary)))
+    with connection.cursor() as cur:  # settings under which PostgreSQL would start parallel workers
+        cur.execute("SET min_parallel_table_scan_size = 0")
+        cur.execute("SET max_parallel_maintenance_workers = 2")
+        cur.execute("SET client_min_messages = debug1")  # the build says how it ran
+    try:
+        assert import_path(export).created == MANY
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("RESET client_min_messages")
+            cur.execute("RESET min_parallel_table_scan_size")
+            cur.execute("SHOW max_parallel_maintenance_workers")
+            after = cur.fetchone()[0]
+            cur.execute("RESET max_parallel_maintenance_workers")
+
+    builds = [n for n in notices if n.startswith(f'building index "{name}"')]
+    assert builds == [f'building index "{name}" on table "memories_memoryvector" serially'], notices
+    assert after == "2"  # the build's setting ended with its transaction
 
 
 def test_an_import_while_a_search_holds_the_vectors_inserts_into_the_index_instead(

@@ -11,6 +11,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 from django.db import OperationalError, connection, transaction
@@ -59,6 +60,11 @@ def _create_sql(embedder_id: str, dim: int, *, if_not_exists: bool = False) -> s
 BUILD_AFTER_FROM = 1_000
 LOCK_WAIT = "2s"  # how long the load waits for searches running meanwhile before it inserts instead
 BUILD_MEMORY = "512MB"  # maintenance_work_mem for the build: the graph of 100k vectors fits
+# A build of fewer vectors runs in this process alone: parallel workers cost more than they save
+# below ~3,000 vectors on 2 cores (2,000 real vectors: 0.22 s serial against 0.34-0.73 s with two
+# workers, which PostgreSQL starts once the table passes 8 MB, dead rows of earlier loads counted;
+# 4,000 clustered: 0.76 s serial, 0.65 s parallel; docs/benchmarks.md).
+SERIAL_BELOW = 3_000
 
 
 @contextmanager
@@ -76,17 +82,28 @@ def built_after_load(embedder_id: str, dim: int, rows: int) -> Iterator[None]:
         yield
         return
     yield
+    workers = "0" if rows < SERIAL_BELOW else None
     with connection.cursor() as cur:
-        cur.execute("SELECT current_setting('maintenance_work_mem')")
-        (memory,) = cur.fetchone()
-        cur.execute("SELECT set_config('maintenance_work_mem', %s, true)", [BUILD_MEMORY])
+        cur.execute(
+            "SELECT current_setting('maintenance_work_mem'), current_setting('max_parallel_maintenance_workers')"
+        )
+        memory, parallel = cur.fetchone()
+        _set_build(cur, BUILD_MEMORY, workers or parallel)
         cur.execute("SET CONSTRAINTS ALL IMMEDIATE")  # CREATE INDEX refuses to run with FK checks pending
         cur.execute(_create_sql(embedder_id, dim))
         cur.execute("SET CONSTRAINTS ALL DEFERRED")  # as Django declares its foreign keys
         # CREATE INDEX resets the table's row count but leaves its columns without statistics: the
         # planner then guessed one row per project and sorted a large project instead of using the index.
         cur.execute("ANALYZE memories_memoryvector")
-        cur.execute("SELECT set_config('maintenance_work_mem', %s, true)", [memory])
+        _set_build(cur, memory, parallel)
+
+
+def _set_build(cur: Any, memory: str, workers: str) -> None:
+    """The build's settings, for the rest of the transaction."""
+    cur.execute(
+        "SELECT set_config('maintenance_work_mem', %s, true), set_config('max_parallel_maintenance_workers', %s, true)",
+        [memory, workers],
+    )
 
 
 def _small_beside(embedder_id: str, dim: int, rows: int) -> bool:

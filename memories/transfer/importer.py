@@ -12,6 +12,7 @@ reported with its reason, never half-written, and the rows around it are importe
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import uuid
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 
 from yullu_core.errors import UserError
 
@@ -191,18 +192,31 @@ class ImportResult:
     review: list[dict[str, str | None]] = field(default_factory=list)
 
 
+@functools.cache  # the model's fields; looked up for every row
 def _settable() -> dict[str, Any]:
-    """Fields an import may carry over after the write path created the row (ratings, times, lifecycle)."""
+    """Fields an import carries over beside what the write path sets (ratings, times, lifecycle)."""
     fixed = {"uuid", "project_id", "content", "category", "tags", "created_at"}
     return {f.name: f for f in Memory._meta.concrete_fields if f.name not in fixed | SKIP_FIELDS}
 
 
+def _carried(row: Row) -> dict[str, Any]:
+    """What the write path does not set and the export carries (times, ratings, lifecycle fields,
+    checked and converted by _valid), attname → value: written with the insert itself. An UPDATE
+    after it wrote a new version of every row and of all its index entries (a tenth of an import)."""
+    settable = _settable()
+    carried: dict[str, Any] = {}
+    for key, value in row.extra.items():
+        f = settable.get(key)
+        if f is not None and value is not None and not f.is_relation:
+            carried[f.attname] = value
+    return carried
+
+
 def _restore_fields(created: list[tuple[Memory, Row]]) -> None:
-    """Carry over what the write path does not set (ratings, times, lifecycle fields), in one
-    UPDATE per batch rather than one per memory; links between imported memories by uuid."""
+    """The instances take the values their rows were written with; links between imported memories
+    by uuid."""
     settable = _settable()
     links: list[tuple[Memory, str, str]] = []
-    changed: set[str] = set()
     for memory, row in created:
         for key, value in row.extra.items():
             f = settable.get(key)
@@ -210,34 +224,17 @@ def _restore_fields(created: list[tuple[Memory, Row]]) -> None:
                 continue
             if f.is_relation:
                 links.append((memory, f.name, str(value)))
-                continue
-            setattr(memory, f.attname, value)  # checked and converted by _valid
-            changed.add(f.attname)
+            else:
+                setattr(memory, f.attname, value)
+    if not links:
+        return
     with transaction.atomic():
-        if changed:
-            _set_columns([Memory._meta.get_field(a) for a in sorted(changed)], [m for m, _ in created])
-        targets = Memory.objects.in_bulk([t for _, _, t in links], field_name="uuid") if links else {}
+        targets = Memory.objects.in_bulk([t for _, _, t in links], field_name="uuid")
         for memory, name, target in links:
             other = targets.get(target) or targets.get(uuid.UUID(target)) if _is_uuid(target) else None
             if other is not None:
                 setattr(memory, name, other)
                 memory.save(update_fields=[name])
-
-
-def _set_columns(fields: list[Any], memories: list[Memory]) -> None:
-    """One UPDATE of every carried-over column for the whole batch (Django's bulk_update builds a
-    CASE per row, which cost more than the inserts themselves; one UPDATE per column wrote a new
-    version of each row, and of its index entries, per column)."""
-    table = Memory._meta.db_table
-    sets = ", ".join(f'"{f.column}" = u.c{n}' for n, f in enumerate(fields))
-    arrays = ", ".join(f"%s::{f.db_type(connection)}[]" for f in fields)
-    names = ", ".join(f"c{n}" for n in range(len(fields)))
-    values = [[f.get_db_prep_value(getattr(m, f.attname), connection) for m in memories] for f in fields]
-    with connection.cursor() as cur:
-        cur.execute(
-            f"UPDATE {table} t SET {sets} FROM unnest(%s::bigint[], {arrays}) AS u(id, {names}) WHERE t.id = u.id",
-            [[m.pk for m in memories], *values],
-        )
 
 
 def _is_uuid(value: str) -> bool:
@@ -322,7 +319,9 @@ def _write_batch(rows: list[Row], result: ImportResult) -> None:
             continue
         model = get_embedder().id
         items = [
-            validation.NewMemory(r.content, r.category, r.tags, r.created_at, uuid=r.uuid, vector=_vector(r, model))
+            validation.NewMemory(
+                r.content, r.category, r.tags, r.created_at, uuid=r.uuid, vector=_vector(r, model), carried=_carried(r)
+            )
             for r in fresh
         ]
         stored = create.store_memories(resolve(project_id, None), items, source="import")

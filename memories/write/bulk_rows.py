@@ -43,17 +43,21 @@ def reserve_ids(model: type[models.Model], count: int) -> list[int]:
 COPY_FROM = 20  # rows; fewer go in one INSERT (a COPY costs one more round trip, for the keys)
 
 
-def insert(model: type[M], objs: Sequence[M]) -> list[M]:
+def insert(model: type[M], objs: Sequence[M], written: Sequence[dict[str, Any] | None] = ()) -> list[M]:
     """Insert `objs` (unsaved instances of `model`), each getting its primary key, as bulk_create does:
-    a few in one INSERT, many by COPY."""
-    if len(objs) < COPY_FROM:
+    a few in one INSERT, many by COPY. `written`, one per obj: attname → value the row is written
+    with instead of the instance's (which keeps its own)."""
+    if len(objs) < COPY_FROM and not any(written):
         return model._default_manager.bulk_create(objs)
-    copy_instances(model, objs)
+    copy_instances(model, objs, written)
     return list(objs)
 
 
-def copy_instances(model: type[models.Model], objs: Sequence[models.Model]) -> None:
-    """Insert `objs` (unsaved instances of `model`) with one COPY; each gets its primary key."""
+def copy_instances(
+    model: type[models.Model], objs: Sequence[models.Model], written: Sequence[dict[str, Any] | None] = ()
+) -> None:
+    """Insert `objs` (unsaved instances of `model`) with one COPY; each gets its primary key. `written`
+    as for `insert`."""
     if not objs:
         return
     for obj, pk in zip(objs, reserve_ids(model, len(objs)), strict=True):
@@ -61,11 +65,14 @@ def copy_instances(model: type[models.Model], objs: Sequence[models.Model]) -> N
         obj._state.adding, obj._state.db = False, connection.alias
     fields = [f for f in model._meta.concrete_fields if not f.generated]
     json_fields = {f.attname for f in fields if isinstance(f, models.JSONField)}
+    position = {f.attname: n for n, f in enumerate(fields)}
     columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
     sql = f"COPY {model._meta.db_table} ({columns}) FROM STDIN"
     with connection.cursor() as cur, cur.cursor.copy(sql) as copy:
-        for obj in objs:
+        for n, obj in enumerate(objs):
             values = [getattr(obj, f.attname) for f in fields]
+            for attname, value in (written[n] or {}).items() if written else ():
+                values[position[attname]] = value
             copy.write_row([_json(v) if f.attname in json_fields else v for f, v in zip(fields, values, strict=True)])
 
 

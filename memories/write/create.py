@@ -225,6 +225,7 @@ def _insert(
             )
             for n in fresh
         ],
+        [cleaned[n].carried for n in fresh],
     )
 
 

@@ -139,7 +139,12 @@ def _tokens(text: str) -> frozenset[str]:
 
 def same_fact_tokens(a: str, b: str) -> bool:
     """False when `a` and `b` differ in a literal or by a one/two-word swap (likely one changed fact)."""
-    ta, tb = _tokens(skeleton(a)), _tokens(skeleton(b))
+    return same_fact_skeletons(skeleton(a), skeleton(b))
+
+
+def same_fact_skeletons(a: str, b: str) -> bool:
+    """same_fact_tokens of two texts' skeletons (a store batch keeps each item's)."""
+    ta, tb = _tokens(a), _tokens(b)
     only_a, only_b = ta - tb, tb - ta
     if any(LITERAL.search(t) for t in only_a) and any(LITERAL.search(t) for t in only_b):
         return False  # a literal replaced by another: 8080 → 8081, v2 → v3

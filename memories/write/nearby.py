@@ -11,7 +11,7 @@ import numpy as np
 from ..embedding.embedders import Embedder, get_embedder
 from ..models import Memory
 from ..wire import Similar
-from .duplicates import MAX_SIMILAR, same_fact_tokens, skeleton, thresholds
+from .duplicates import MAX_SIMILAR, same_fact_skeletons, same_fact_tokens, skeleton, thresholds
 from .validation import CleanMemory, clean_content
 from .vectors import embed
 
@@ -120,36 +120,44 @@ class BatchIndex:
 
     embedder_id: str
     texts: dict[str, int] = field(default_factory=dict)
-    # The items kept so far, in the order kept: kept[:count] (an array, to index a row of `cosines`
-    # without converting a list per item).
-    kept: np.ndarray | None = None
-    count: int = 0
+    shapes: dict[int, str] = field(default_factory=dict)  # item → its skeleton, made once
+    kept: np.ndarray | None = None  # item → kept so far
     # Every pair's cosine, from one matrix product over the batch's unit vectors, made at the first
     # item: a product per item (its row against the kept rows) cost half of an import of 2,000
     # memories with their vectors (BLAS threads woken 2,000 times on a busy machine).
     cosines: np.ndarray | None = None
+    # item → the earlier items at or above the duplicate threshold, ascending, from the same product:
+    # most items have none or a few, so an item no longer indexes a row of every kept item.
+    near: list[np.ndarray] | None = None
 
     def add(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> None:
-        self.texts.setdefault(skeleton(items[n].content), n)
+        self.texts.setdefault(self._shape(items, n), n)
         if self.kept is None:
-            self.kept = np.empty(len(items), dtype=np.intp)
-        self.kept[self.count] = n
-        self.count += 1
+            self.kept = np.zeros(len(items), dtype=bool)
+        self.kept[n] = True
 
     def duplicate(self, items: list[CleanMemory], vectors: list[np.ndarray] | None, n: int) -> tuple[int, float] | None:
-        if (shape := skeleton(items[n].content)) in self.texts:
+        if (shape := self._shape(items, n)) in self.texts:
             return self.texts[shape], 1.0
         if vectors is None or self.kept is None:
             return None
-        if self.cosines is None:
-            unit = np.asarray(vectors, dtype=np.float32)
-            unit /= np.where((norms := np.linalg.norm(unit, axis=1, keepdims=True)) > 0, norms, 1.0)
-            self.cosines = unit @ unit.T
-        kept = self.kept[: self.count]
-        sims = self.cosines[n, kept]
-        threshold = thresholds(self.embedder_id).duplicate
-        for k in np.flatnonzero(sims >= threshold):  # in the order they were kept, as before
-            m = int(kept[k])
-            if same_fact_tokens(items[m].content, items[n].content):
-                return m, float(sims[k])
+        if self.near is None:
+            self._pairs(vectors)
+        assert self.cosines is not None and self.near is not None
+        earlier = self.near[n]
+        for m in earlier[self.kept[earlier]].tolist():  # in the order they were kept, as before
+            if same_fact_skeletons(self._shape(items, m), shape):
+                return m, float(self.cosines[n, m])
         return None
+
+    def _shape(self, items: list[CleanMemory], n: int) -> str:
+        if (shape := self.shapes.get(n)) is None:
+            shape = self.shapes[n] = skeleton(items[n].content)
+        return shape
+
+    def _pairs(self, vectors: list[np.ndarray]) -> None:
+        unit = np.asarray(vectors, dtype=np.float32)
+        unit /= np.where((norms := np.linalg.norm(unit, axis=1, keepdims=True)) > 0, norms, 1.0)
+        self.cosines = unit @ unit.T
+        later, earlier = np.nonzero(np.tril(self.cosines >= thresholds(self.embedder_id).duplicate, -1))
+        self.near = np.split(earlier, np.cumsum(np.bincount(later, minlength=len(unit)))[:-1])

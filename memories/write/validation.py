@@ -210,6 +210,10 @@ class NewMemory:
     vector: Sequence[float] | None = None
     anchors: Any = None  # code it cites (docs/contract.md §12): strings like 'app/clock.py::Clock.now'
     lenient_anchors: bool = False  # drop anchors that do not resolve instead of refusing (dreaming, carried over)
+    # Columns an import carries over from its export (attname → value, checked by the import: times,
+    # rating, lifecycle fields), written with the insert itself. The history's first snapshot and the
+    # create event keep the write path's values, as when the import set these after the insert.
+    carried: dict[str, Any] | None = None
 
 
 @dataclass
@@ -232,4 +236,5 @@ def clean_item(i: NewMemory, now: datetime) -> CleanMemory:
         i.expires_at or expiry_from_ttl(i.ttl_days, now),
         i.uuid,
         i.vector,
+        carried=i.carried,
     )

@@ -67,4 +67,4 @@ def save_vector(memory: Memory, embedder_id: str, vector: Sequence[float] | np.n
 def logged_vector(embedder_id: str, vector: np.ndarray | None) -> tuple[str, list[float]] | None:
     if vector is None:
         return None
-    return embedder_id, [float(x) for x in vector]
+    return embedder_id, np.asarray(vector).tolist()  # the floats float() of each component gives, made in C
