@@ -220,3 +220,16 @@ def test_two_interleaved_preview_searches_each_show_their_own_match(owner: Any, 
     assert [m.pk for m in rows_a] == [a.pk]
     assert model_admin.match(rows_a[0]) == '<span class="y-nowrap">#1 · 1.00 · sent</span>'
     assert "below floor" in model_admin.match(rows_b[0])
+
+
+def test_pages_name_an_icon_that_is_served_so_browsers_never_ask_for_a_missing_favicon(
+    client: Client, admin_client: Client
+) -> None:
+    from django.contrib.staticfiles import finders
+
+    for who, page in ((client, "/admin/login/"), (admin_client, "/admin/")):
+        html = who.get(page).content.decode()
+        assert '<link rel="icon" href="/static/yullu/favicon.svg" type="image/svg+xml"' in html, page
+    assert finders.find("yullu/favicon.svg")
+    redirect = client.get("/favicon.ico")
+    assert redirect.status_code == 301 and redirect["Location"] == "/static/yullu/favicon.svg"

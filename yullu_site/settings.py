@@ -173,6 +173,8 @@ UNFOLD = {
     "SITE_HEADER": "Yul'lu",
     "SITE_SUBHEADER": "memory review",
     "SITE_SYMBOL": "neurology",
+    # Without an icon link every browser asks for /favicon.ico: a 404 and a warning in the log per visit.
+    "SITE_FAVICONS": [{"rel": "icon", "type": "image/svg+xml", "href": lambda request: "/static/yullu/favicon.svg"}],
     "SHOW_HISTORY": False,
     "SHOW_VIEW_ON_SITE": False,
     "STYLES": [lambda request: "/static/yullu/admin.css"],

@@ -8,6 +8,7 @@ from .monitoring.views import MetricsView, status_view
 urlpatterns = [
     # The site's front page is the admin (review, stats, settings); the API lives under /api.
     path("", RedirectView.as_view(pattern_name="admin:index"), name="home"),
+    path("favicon.ico", RedirectView.as_view(url="/static/yullu/favicon.svg", permanent=True)),  # non-HTML clients
     path("api/status", status_view, name="status"),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/", include("memories.urls")),
