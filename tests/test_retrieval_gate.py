@@ -322,3 +322,36 @@ def test_store_memory_with_a_session_id_tags_the_session(
     body = {"content": "Billing invoices are generated nightly.", "project_id": "acme/sess", "session_id": "chat-7"}
     created = client.post("/api/memories", body, **auth).json()
     assert Memory.objects.get(pk=created["id"]).tags == ["session:chat-7"]
+
+
+# A hint is a guess from one word: "why do …" hints at decisions, and a decision naming Celery is near
+# enough to pass the gate, but the prompt needs the gotcha.
+HINTED = [
+    ("Celery workers must be restarted after changing settings.py; they do not reload code.", "gotcha"),
+    ("We chose Celery with Redis as the broker over RabbitMQ because we already run Redis.", "decision"),
+    ("We chose Postgres over MongoDB because billing needs multi-row transactions.", "decision"),
+    (DEPLOY, "process"),
+]
+WHY_PROMPT = (
+    "why do the celery workers still run the old code after my settings.py change? then fix the retry decorator"
+)
+
+
+@pytest.mark.slow
+def test_the_prompt_hooks_hints_do_not_hide_the_memory_of_another_category(
+    live_server_url: str, owner_token: str
+) -> None:
+    import httpx
+
+    from yullu_cli.hooks import category_hints
+
+    scope = resolve("acme/hinted", None)
+    for fact, category in HINTED:
+        create.store_memory(scope, fact, category)
+    hints = category_hints(WHY_PROMPT)
+    assert "decision" in hints and "gotcha" not in hints
+    body = {"project_id": scope.project_id, "query": WHY_PROMPT, "prefer_categories": hints}
+    headers = {"Authorization": f"Bearer {owner_token}"}
+    answer = httpx.post(f"{live_server_url}/api/context", json=body, headers=headers, timeout=60)
+    assert answer.status_code == 200, answer.text
+    assert "must be restarted" in answer.json()["context"]
