@@ -60,6 +60,14 @@ PASSWORD_PROSE = [
     "The wifi password was changed to Gr33nT34-Pot!",
     "The password for the db is now kX9#mQ2vL7",
     "root passwords were reset to Zq8!vB2nW4",
+    "machine github.com login deploybot password Gh7!kQ2mZ9xW",
+    "office wifi: SSID AcmeGuest, password Welcome2Acme!",
+    "ssh deploy@10.0.0.5 with password Zq8!vB2nW4",
+]
+# A client's short option with the password glued on or next to it.
+PASSWORD_OPTIONS = [
+    "connect with mysql -u root -pKx9vQ7mZ3pL shop",
+    "docker login -u acme -p Kx9vQ7mZ3pL registry.acme.io",
 ]
 PASSWORD_TALK = [
     "the password is hashed with argon2id",
@@ -70,6 +78,10 @@ PASSWORD_TALK = [
     "The Redis password is set in REDIS_PASSWORD",
     "the default password is changeme",
     "the password is ${DB_PASSWORD}",
+    "Use the password manager for shared logins",
+    "password protected zip files are rejected by the uploader",
+    "run mysql -u root -p shop and type the password",
+    'docker login -p "$(cat token.txt)" registry',
 ]
 
 
@@ -77,6 +89,11 @@ PASSWORD_TALK = [
 def test_a_password_told_in_a_sentence_is_found_and_cut_out(text: str) -> None:
     assert find_secret(text) == "a password"
     assert redact(text).split() != text.split() and "REDACTED" in redact(text)
+
+
+@pytest.mark.parametrize("text", PASSWORD_OPTIONS)
+def test_a_password_given_to_a_short_option_is_found(text: str) -> None:
+    assert find_secret(text) == "a password on a command line"
 
 
 @pytest.mark.parametrize("text", PASSWORD_TALK)

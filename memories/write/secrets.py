@@ -283,6 +283,16 @@ OURS: tuple[Rule, ...] = (
         ("pass", "token", "secret", "api-key"),
         check=_assigned_secret,
     ),
+    # Clients whose short option takes the password glued on or next to it: `mysql -pSECRET`, `docker login -p X`.
+    Rule(
+        "password-short-option",
+        "a password on a command line",
+        re.compile(
+            r"(?i)\b(?:mysql(?:dump|admin)?|mariadb|docker\s+login|podman\s+login)\b[^\n|;&]{0,120}?\s-p\s?['\"]?([^\s'\"]{4,})"
+        ),
+        ("mysql", "mariadb", "login"),
+        check=_assigned_secret,
+    ),
     Rule(
         "secret-assignment",
         "a secret assignment",
@@ -304,8 +314,11 @@ OURS: tuple[Rule, ...] = (
             # "the password policy is NIST-800-63b": the sentence is about something else of passwords
             r"(?!\s+(?:polic|length|reset|hash|rule|field|manager|flow|requirement|strength|complexity|format|valid"
             r"|expir|rotation|hint|prompt|input|check|min|max|storage|protect|encrypt))"
-            r"[^.\n=:]{0,40}?"
-            r"\s(?:(?:is|was|are|were|has been)(?:\s+(?:now|still|(?:set|changed|reset) to))?|(?:set|changed|reset) to)"
+            # "... password is X", "... password was changed to X", or X right after the word (.netrc's
+            # "login bot password X", "wifi password X", "ssh in with password X")
+            r"(?:[^.\n=:]{0,40}?"
+            r"\s(?:(?:is|was|are|were|has been)(?:\s+(?:now|still|(?:set|changed|reset) to))?"
+            r"|(?:set|changed|reset) to))?"
             r"\s+[\"'`]?([^\s\"'`]{6,})"
         ),
         ("passw", "passphrase", "passcode"),
