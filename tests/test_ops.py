@@ -95,3 +95,21 @@ def test_a_not_ready_status_is_not_logged_as_a_server_error(tmp_path: Path) -> N
     ran = django_says(tmp_path, code, YULLU_LOG_LEVEL="info", YULLU_EMBED_PROVIDER="local")
     assert ran.stdout.strip() == "503", ran.stderr
     assert "Service Unavailable" not in ran.stderr
+
+
+def test_beat_losing_the_database_logs_one_line_without_a_traceback(tmp_path: Path) -> None:
+    """During a PostgreSQL restart (README: beat reconnects), django-celery-beat's schedule check logged
+    two chained tracebacks at ERROR per check. The real check, against a database that does not answer."""
+    code = (
+        "from django_celery_beat.models import PeriodicTasks\n"
+        "from django_celery_beat.schedulers import DatabaseScheduler\n"
+        "class Beat:\n"
+        "    _last_timestamp = None\n"
+        "    Changes = PeriodicTasks\n"
+        "print(DatabaseScheduler.schedule_changed(Beat()))\n"
+    )
+    ran = django_says(tmp_path, code, DATABASE_URL="postgresql://nobody@127.0.0.1:9/none", YULLU_LOG_LEVEL="info")
+    assert ran.stdout.strip() == "False", ran.stderr
+    assert "Traceback" not in ran.stderr and " ERROR " not in ran.stderr, ran.stderr
+    lines = [line for line in ran.stderr.splitlines() if "django_celery_beat" in line]
+    assert len(lines) == 1 and " WARNING " in lines[0] and "the database is unavailable" in lines[0], ran.stderr

