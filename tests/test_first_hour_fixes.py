@@ -88,7 +88,10 @@ def test_yullu_dream_with_a_logged_out_claude_exits_1_with_one_clear_sentence(tm
 
 
 def test_install_service_fails_when_the_unit_cannot_be_enabled(tmp_path: Path) -> None:
-    systemctl = "#!/bin/sh\n[ \"$2\" = enable ] && { echo 'Failed to connect to bus: No medium found' >&2; exit 1; }\n"
+    # As the real one answers without a user bus: the symlink is made, then starting it fails.
+    created = "Created symlink default.target.wants/yullu.service → yullu.service."
+    failed = "echo 'Failed to connect to bus: No medium found' >&2; exit 1"
+    systemctl = f"#!/bin/sh\n[ \"$2\" = enable ] && {{ echo '{created}' >&2; {failed}; }}\n"
     executable(tmp_path / "bin/systemctl", systemctl + "exit 0\n")
     (tmp_path / "home/.claude").mkdir(parents=True)
     env = env_for(tmp_path, PATH=f"{tmp_path / 'bin'}:/usr/bin:/bin")

@@ -73,10 +73,12 @@ def install_service(home: Path) -> None:
         return
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        why = (done.stderr or done.stdout).strip().splitlines()
+        # The reason is the last line saying it failed: `enable --now` first reports the symlink it created.
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        why = next((line for line in reversed(lines) if "fail" in line.lower()), lines[-1] if lines else "")
         raise InstallError(
             f"the service file is written ({path}) but `{' '.join(command)}` failed"
-            f" ({why[0][:200] if why else f'exit {done.returncode}'}); fix that and run it, or start `yullu serve`."
+            f" ({why[:200] or f'exit {done.returncode}'}); fix that and run it, or start `yullu serve`."
         )
     say(f"service: enabled and started ({' '.join(command)})")
 
