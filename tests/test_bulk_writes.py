@@ -4,6 +4,7 @@ activity, history, ledger and files they leave must be exactly those of the row-
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from memories.embedding.embedders import get_embedder
 from memories.models import Memory, MemoryChange, MemoryEvent, MemoryVector
 from memories.scope import Scope, resolve
 from memories.search.candidates import nearest_many
+from memories.transfer import importer
 from memories.transfer.export import export_json
 from memories.transfer.importer import import_path
 from memories.write import bulk_rows, create, edit
@@ -156,6 +158,30 @@ def test_an_import_writes_the_carried_fields_with_the_insert_and_its_history_as_
     rated_memory = Memory.objects.get(uuid=stored[2].memory.uuid)
     [created] = MemoryChange.objects.filter(memory=rated_memory, action="created")
     assert created.after is not None and created.after["rating"] is None and created.source == "import"
+
+
+def test_an_import_pauses_the_cycle_collector_and_restarts_it_even_when_it_fails(
+    stub_embedder: StubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    export, _ = exported_with_vectors(tmp_path, "acme/paused-collector")
+    seen: list[bool] = []
+    real = importer._write_batch
+
+    def watched(rows: list[importer.Row], result: importer.ImportResult) -> None:
+        seen.append(gc.isenabled())
+        real(rows, result)
+
+    monkeypatch.setattr(importer, "_write_batch", watched)
+    assert import_path(export).created == MANY
+    assert seen == [False] and gc.isenabled()  # paused for the writes, running again after
+
+    def broken(rows: list[importer.Row], result: importer.ImportResult) -> None:
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(importer, "_write_batch", broken)
+    with pytest.raises(RuntimeError):
+        import_path(export)
+    assert gc.isenabled()
 
 
 def test_an_imported_vector_not_all_numbers_is_embedded_again(stub_embedder: StubServer, tmp_path: Path) -> None:

@@ -109,6 +109,7 @@ WORD = re.compile(r"[\w$./:=@+-]+")
 LITERAL = re.compile(r"\d|[_/$=:@]|^-|\w\.\w")
 
 
+@functools.lru_cache(maxsize=16_384)  # a batch's texts share most of their words
 def _stem(token: str) -> str:
     """Crude suffix stripping: enough that "lives"/"live" or "shipped"/"ship" compare equal."""
     if token.endswith("ies") and len(token) > 4:
@@ -137,6 +138,12 @@ def _tokens(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+@functools.lru_cache(maxsize=4096)
+def _literals(text: str) -> frozenset[str]:
+    """The tokens of `text` that are literals (numbers, paths, flags, identifiers)."""
+    return frozenset(t for t in _tokens(text) if LITERAL.search(t))
+
+
 def same_fact_tokens(a: str, b: str) -> bool:
     """False when `a` and `b` differ in a literal or by a one/two-word swap (likely one changed fact)."""
     return same_fact_skeletons(skeleton(a), skeleton(b))
@@ -146,7 +153,7 @@ def same_fact_skeletons(a: str, b: str) -> bool:
     """same_fact_tokens of two texts' skeletons (a store batch keeps each item's)."""
     ta, tb = _tokens(a), _tokens(b)
     only_a, only_b = ta - tb, tb - ta
-    if any(LITERAL.search(t) for t in only_a) and any(LITERAL.search(t) for t in only_b):
+    if not _literals(a).issubset(tb) and not _literals(b).issubset(ta):
         return False  # a literal replaced by another: 8080 → 8081, v2 → v3
     swapped = only_a and only_b and len(only_a) + len(only_b) <= 3 and len(ta & tb) >= 2
     # One word added to an otherwise identical sentence changes the fact ("make dev" → "make serve").
