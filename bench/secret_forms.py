@@ -252,3 +252,327 @@ def texts(forms: list[Form], seed: int, per_form: int = 1) -> list[tuple[str, st
     """(form name, text) pairs; the same seed gives the same texts."""
     rng = random.Random(seed)
     return [(name, build(rng)) for name, build in forms for _ in range(per_form)]
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_2: written after HELD_OUT reached 147/150, BEFORE its author read the scanner, these forms,
+# bench/secret_scan.py or tests/test_secrets.py, as a judge with a fresh set would: the secrets as people
+# and assistants paste them into a memory, and memories that must stay storable (HELD_OUT_2_KEEP). The
+# first run through the product (REST stores on a live site, real PostgreSQL) stored 10 of 63 secrets
+# and refused 1 of 19 keepers; the scanner was fixed after that, so only that first figure is a held-out
+# figure (docs/security.md). Kept as written then, including an age key with capitals outside age's
+# bech32 alphabet (a fake a person would type).
+
+
+def person_password(rng: random.Random) -> str:
+    """A password a person picks: word, two digits, a symbol, word, two digits."""
+    words = ["Falcon", "river", "Marmot", "tundra", "Copper", "violet", "Orchid", "basalt"]
+    digits = chars(string.digits, 2)
+    return rng.choice(words) + digits(rng) + rng.choice("!#$%&*") + rng.choice(words).lower() + digits(rng)
+
+
+def _jwt_admin(rng: random.Random) -> str:
+    def part(obj: str) -> str:
+        return base64.urlsafe_b64encode(obj.encode()).decode().rstrip("=")
+
+    claims = part('{"sub":"' + chars(string.digits, 8)(rng) + '","role":"admin","exp":1893456000}')
+    header = part('{"alg":"HS256","typ":"JWT"}')
+    return f"{header}.{claims}.{chars(URLSAFE, 43)(rng)}"
+
+
+def _pem_lines(rng: random.Random, n: int = 6) -> str:
+    return "\n".join(("MII" + chars(B64, 61)(rng)) if i == 0 else chars(B64, 64)(rng) for i in range(n))
+
+
+def _gcp_service_account(r: random.Random) -> str:
+    key = "\\n".join(chars(B64, 64)(r) for _ in range(4))
+    return (
+        '{\n  "type": "service_account",\n  "project_id": "acme-prod-' + chars(LOWER_ALNUM, 6)(r) + '",\n'
+        '  "private_key_id": "' + chars(HEX, 40)(r) + '",\n'
+        '  "private_key": "-----BEGIN PRIVATE KEY-----\\n' + key + '\\n-----END PRIVATE KEY-----\\n",\n'
+        '  "client_email": "ci-deployer@acme-prod.iam.gserviceaccount.com"\n}'
+    )
+
+
+def _k8s_secret(r: random.Random) -> str:
+    return (
+        f"apiVersion: v1\nkind: Secret\ndata:\n  password: {b64(person_password(r))}\n"
+        f"  api-key: {b64(chars(ALNUM, 32)(r))}"
+    )
+
+
+_DJANGO = string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)"
+
+HELD_OUT_2: list[Form] = [
+    _f(
+        "aws pair in prose",
+        lambda r: (
+            f"Deploy user for the billing bucket: access key AKIA{chars(UPPER_DIGITS, 16)(r)}, "
+            f"secret {chars(B64, 40)(r)}"
+        ),
+    ),
+    _f(
+        "aws credentials file, both lines",
+        lambda r: (
+            f"[default]\naws_access_key_id = AKIA{chars(UPPER_DIGITS, 16)(r)}\n"
+            f"aws_secret_access_key = {chars(B64, 40)(r)}\nregion = eu-west-1"
+        ),
+    ),
+    _f("aws session token", lambda r: f"export AWS_SESSION_TOKEN=IQoJb3JpZ2luX2VjE{chars(B64, 180)(r)}"),
+    _f("gcp service-account json", _gcp_service_account),
+    _f(
+        "gcp private_key line",
+        lambda r: (
+            '"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC'
+            + chars(B64, 32)(r)
+            + "\\n"
+            + chars(B64, 64)(r)
+            + '\\n"'
+        ),
+    ),
+    _f("gcp api key in prose", lambda r: f"Maps JS key for the staging site is AIza{chars(URLSAFE, 35)(r)}"),
+    _f(
+        "azure storage connection string",
+        lambda r: (
+            "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=acmelogs"
+            f"{chars(LOWER_ALNUM, 4)(r)};AccountKey={chars(B64, 86)(r)}==;EndpointSuffix=core.windows.net"
+        ),
+    ),
+    _f(
+        "azure sql connection string",
+        lambda r: (
+            f"Server=tcp:acme-{chars(string.ascii_lowercase, 5)(r)}.database.windows.net,1433;"
+            f"Initial Catalog=orders;User ID=sqladmin;Password={person_password(r)};Encrypt=True;"
+        ),
+    ),
+    _f(
+        "azure sas url",
+        lambda r: (
+            "Upload with https://acmebackups.blob.core.windows.net/dumps?sv=2022-11-02&ss=b&srt=co"
+            "&sp=rwdlac&se=2027-01-01T00:00:00Z&st=2026-01-01T00:00:00Z&spr=https"
+            f"&sig={chars(ALNUM + '%', 43)(r)}%3D"
+        ),
+    ),
+    _f(
+        "azure ad client secret",
+        lambda r: f"the app registration client secret is {chars(ALNUM, 3)(r)}8Q~{chars(ALNUM + '_-.~', 34)(r)}",
+    ),
+    _f("digitalocean doctl", lambda r: f"doctl auth init -t dop_v1_{chars(HEX, 64)(r)}"),
+    _f("stripe live, 99", lambda r: f"STRIPE_SECRET_KEY=sk_live_{chars(ALNUM, 99)(r)}"),
+    _f(
+        "stripe restricted in prose",
+        lambda r: f"Use the restricted key rk_live_{chars(ALNUM, 24)(r)} for the reporting job, it can only read.",
+    ),
+    _f("stripe webhook secret in prose", lambda r: f"webhook signing secret: whsec_{chars(ALNUM, 32)(r)}"),
+    _f(
+        "twilio sid and auth token",
+        lambda r: f"Twilio account AC{chars(HEX, 32)(r)} with auth token {chars(HEX, 32)(r)}",
+    ),
+    _f(
+        "sendgrid as smtp password",
+        lambda r: f"SMTP relay: user 'apikey', password SG.{chars(URLSAFE, 22)(r)}.{chars(URLSAFE, 43)(r)}",
+    ),
+    _f(
+        "slack bot token, yaml",
+        lambda r: (
+            f"SLACK_BOT_TOKEN: xoxb-{chars(string.digits, 12)(r)}-{chars(string.digits, 13)(r)}-{chars(ALNUM, 24)(r)}"
+        ),
+    ),
+    _f(
+        "slack webhook",
+        lambda r: (
+            f"Alerts go to https://hooks.slack.com/services/T{chars(UPPER_DIGITS, 10)(r)}/"
+            f"B{chars(UPPER_DIGITS, 10)(r)}/{chars(ALNUM, 24)(r)}"
+        ),
+    ),
+    _f(
+        "discord bot token",
+        lambda r: (
+            f"discord bot token {r.choice('MN')}{chars(ALNUM, 23)(r)}.{chars(URLSAFE, 6)(r)}.{chars(URLSAFE, 38)(r)}"
+        ),
+    ),
+    _f(
+        "discord webhook",
+        lambda r: f"https://discord.com/api/webhooks/{chars(string.digits, 18)(r)}/{chars(URLSAFE, 68)(r)}",
+    ),
+    _f(
+        "telegram bot in prose",
+        lambda r: f"Telegram notifier: {chars(string.digits, 10)(r)}:AA{chars(URLSAFE, 33)(r)}",
+    ),
+    _f("gh --with-token", lambda r: f"gh auth login --with-token <<< ghp_{chars(ALNUM, 36)(r)}"),
+    _f(
+        "github fine-grained in prose",
+        lambda r: f"token for the release bot: github_pat_11{chars(UPPER_DIGITS, 20)(r)}_{chars(ALNUM, 59)(r)}",
+    ),
+    _f(
+        "gitlab token in clone url",
+        lambda r: f"git clone https://oauth2:glpat-{chars(URLSAFE, 20)(r)}@gitlab.acme.io/platform/infra.git",
+    ),
+    _f("npmrc", lambda r: f"//registry.npmjs.org/:_authToken=npm_{chars(ALNUM, 36)(r)}"),
+    _f(
+        ".pypirc, indented",
+        lambda r: f"[pypi]\n  username = __token__\n  password = pypi-AgEIcHlwaS5vcmc{chars(URLSAFE, 70)(r)}",
+    ),
+    _f("hugging face env", lambda r: f"HF_TOKEN=hf_{chars(ALNUM, 34)(r)}"),
+    _f(
+        "openai key in python",
+        lambda r: f'openai.api_key = "sk-proj-{chars(URLSAFE, 48)(r)}T3BlbkFJ{chars(URLSAFE, 48)(r)}"',
+    ),
+    _f("anthropic in prose", lambda r: f"ANTHROPIC_API_KEY is sk-ant-api03-{chars(URLSAFE, 93)(r)}AA"),
+    _f("datadog api and app keys", lambda r: f"DD_API_KEY={chars(HEX, 32)(r)} DD_APP_KEY={chars(HEX, 40)(r)}"),
+    _f("new relic license key", lambda r: f"license key for the agent: {chars(HEX, 36)(r)}NRAL"),
+    _f("sentry auth token", lambda r: f"SENTRY_AUTH_TOKEN=sntrys_{chars(URLSAFE, 120)(r)}"),
+    _f("jwt in prose", lambda r: f"here's a valid admin JWT for local testing: {_jwt_admin(r)}"),
+    _f(
+        "rsa private key block",
+        lambda r: f"-----BEGIN RSA PRIVATE KEY-----\n{_pem_lines(r)}\n-----END RSA PRIVATE KEY-----",
+    ),
+    _f(
+        "openssh private key block",
+        lambda r: (
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+            "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+            + "\n".join(chars(B64, 70)(r) for _ in range(3))
+            + "\n-----END OPENSSH PRIVATE KEY-----"
+        ),
+    ),
+    _f(
+        "ec key in a yaml block",
+        lambda r: (
+            "tls:\n  key: |\n    -----BEGIN EC PRIVATE KEY-----\n    MHcCAQEEI"
+            + chars(B64, 55)(r)
+            + "\n    "
+            + chars(B64, 40)(r)
+            + "==\n    -----END EC PRIVATE KEY-----"
+        ),
+    ),
+    _f("age key, capitals and digits", lambda r: f"AGE-SECRET-KEY-1{chars(UPPER_DIGITS, 58)(r)}"),
+    _f("vault token, short", lambda r: f"VAULT_TOKEN=hvs.{chars(ALNUM, 24)(r)}"),
+    _f(
+        "postgres url in prose",
+        lambda r: f"prod db: postgresql://orders_rw:{person_password(r)}@db-prod-1.internal:5432/orders",
+    ),
+    _f(
+        "mongodb srv, quoted",
+        lambda r: (
+            f'MONGO_URI="mongodb+srv://app:{chars(ALNUM, 16)(r)}@cluster0.'
+            f'{chars(string.ascii_lowercase, 5)(r)}.mongodb.net/?retryWrites=true"'
+        ),
+    ),
+    _f("redis url, no user", lambda r: f"cache is at redis://:{chars(ALNUM, 20)(r)}@10.0.3.7:6379/0"),
+    _f(
+        "basic-auth url",
+        lambda r: f"artifacts: https://deploy:{person_password(r)}@nexus.acme.io/repository/maven-releases/",
+    ),
+    _f("docker login -p", lambda r: f"docker login registry.acme.io -u ci-bot -p {chars(ALNUM, 20)(r)}"),
+    _f(
+        "kubectl --from-literal",
+        lambda r: (
+            "kubectl create secret generic db-creds --from-literal=username=app "
+            f"--from-literal=password='{person_password(r)}'"
+        ),
+    ),
+    _f("mysql -pPASSWORD", lambda r: f"mysql -h 10.1.2.3 -u root -p{person_password(r)} orders"),
+    _f("PGPASSWORD quoted", lambda r: f"PGPASSWORD='{person_password(r)}' psql -h db.internal -U admin"),
+    _f(
+        ".netrc",
+        lambda r: (
+            f"machine api.heroku.com\n  login ops@acme.io\n  password {chars(HEX, 8)(r)}-{chars(HEX, 4)(r)}-"
+            f"{chars(HEX, 4)(r)}-{chars(HEX, 4)(r)}-{chars(HEX, 12)(r)}"
+        ),
+    ),
+    _f("django insecure secret key", lambda r: f"SECRET_KEY=django-insecure-{chars(_DJANGO, 50)(r)}"),
+    _f("admin pw in prose", lambda r: f"the admin pw for grafana is {person_password(r)}"),
+    _f("login: user / password", lambda r: f"Jenkins login: admin / {person_password(r)}"),
+    _f("wifi passphrase, no verb", lambda r: f"Office wifi is AcmeGuest, passphrase {person_password(r)}"),
+    _f(
+        "keystore passphrase in prose",
+        lambda r: f"The Android release keystore passphrase is {person_password(r)} (alias upload).",
+    ),
+    _f(
+        "base64 user:password",
+        lambda r: f"Authorization value for the legacy API: {b64(f'svc-legacy:{person_password(r)}')}",
+    ),
+    _f("k8s secret data, base64", _k8s_secret),
+    _f(
+        "stripe key wrapped by the terminal",
+        lambda r: f"the Stripe key (wrapped by the terminal):\nsk_live_{chars(ALNUM, 30)(r)}\n{chars(ALNUM, 30)(r)}",
+    ),
+    _f(
+        "mailgun key in json",
+        lambda r: json.dumps({"service": "mailgun", "apiKey": f"key-{chars(HEX, 32)(r)}", "domain": "mg.acme.io"}),
+    ),
+    _f(
+        "poetry http-basic toml",
+        lambda r: f'[tool.poetry.http-basic.private]\nusername = "ci"\npassword = "{chars(ALNUM, 24)(r)}"',
+    ),
+    _f(
+        "oauth client secret yaml",
+        lambda r: (
+            f'oauth:\n  client_id: web-{chars(string.ascii_lowercase, 6)(r)}\n  client_secret: "{chars(ALNUM, 40)(r)}"'
+        ),
+    ),
+    _f(
+        "api key in a url query",
+        lambda r: f"curl 'https://api.weather.example.com/v1/forecast?city=Lyon&appid={chars(HEX, 32)(r)}'",
+    ),
+    _f("okta SSWS header", lambda r: f"Authorization: SSWS 00{chars(URLSAFE, 40)(r)}"),
+    _f("shopify in prose", lambda r: f"shopify admin token shpat_{chars(HEX, 32)(r)}"),
+    _f(
+        "atlassian token",
+        lambda r: f"JIRA_API_TOKEN=ATATT3xFfGF0{chars(URLSAFE, 180)(r)}={chars(HEX, 8)(r)}",
+    ),
+    _f("postman key", lambda r: f"PMAK-{chars(HEX, 24)(r)}-{chars(HEX, 34)(r)}"),
+]
+
+# Memories that talk about secrets, or hold something secret-shaped that is not one: each must be stored.
+# Decided: `POSTGRES_PASSWORD=changeme` is storable (the public default of a dev compose file, in every
+# docs example; refusing it protects nothing), and so is a Stripe publishable key (`pk_test_`/`pk_live_`:
+# embedded in every checkout page by design; gitleaks' Stripe rule leaves them out too).
+HELD_OUT_2_KEEP: list[Form] = [
+    _f("talk: rotation", lambda r: "rotate the stripe key every 90 days; the calendar reminder is in #payments"),
+    _f("talk: where keys live", lambda r: "API keys live in Vault under kv/payments; never put them in .env files"),
+    _f(
+        "placeholder sk_live_XXXX",
+        lambda r: "In the README example use sk_live_XXXXXXXXXXXXXXXXXXXXXXXX as the placeholder",
+    ),
+    _f("placeholder <your-token>", lambda r: "export GITHUB_TOKEN=<your-token> before running make release"),
+    _f(
+        "git sha",
+        lambda r: f"the regression came in with commit {chars(HEX, 40)(r)}; revert it if the build breaks again",
+    ),
+    _f("uuid", lambda r: f"tenant id for the staging org is {uuid4(r)}"),
+    _f(
+        "changeme in a dev compose",
+        lambda r: (
+            "the local docker-compose postgres uses POSTGRES_PASSWORD=changeme; prod reads it from the secret manager"
+        ),
+    ),
+    _f("url template", lambda r: "DATABASE_URL format: postgres://user:password@localhost:5432/dbname"),
+    _f("aws docs example key", lambda r: "AWS docs use AKIAIOSFODNN7EXAMPLE as the example access key id"),
+    _f(
+        "environment reference",
+        lambda r: "settings.py reads the key with os.environ['STRIPE_SECRET_KEY'] and fails fast if missing",
+    ),
+    _f(
+        "password policy",
+        lambda r: "password policy: at least 12 characters, one digit, rotated yearly; reset links expire in 1 hour",
+    ),
+    _f("sha256 checksum", lambda r: f"release tarball sha256: {chars(HEX, 64)(r)}"),
+    _f("image digest", lambda r: f"pin the base image to python@sha256:{chars(HEX, 64)(r)}"),
+    _f(
+        "stripe publishable key",
+        lambda r: f"the checkout page embeds the publishable key pk_test_{chars(ALNUM, 24)(r)} (public by design)",
+    ),
+    _f("npmrc env reference", lambda r: "//registry.npmjs.org/:_authToken=${NPM_TOKEN} in .npmrc, CI sets NPM_TOKEN"),
+    _f("tokenizer", lambda r: "the tokenizer uses a 32k vocabulary; token limits are per request, not per key"),
+    _f(
+        "jwt talk",
+        lambda r: "JWTs expire after 15 minutes; the signing key is loaded from SECRETS_MANAGER at boot",
+    ),
+    _f("bundle hash", lambda r: f"bundle file is main.{chars(HEX, 20)(r)}.js after the webpack build"),
+    _f(
+        "password field",
+        lambda r: "the login form's password field is #pw-input and the submit is disabled until both are filled",
+    ),
+]

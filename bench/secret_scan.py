@@ -1,9 +1,10 @@
 """How well does the secret scanner refuse credentials and keep ordinary memories, and at what cost?
 
-Run: .venv/bin/python -m bench.secret_scan [--seeds 3] [--split tune|held-out|both] [--show]
+Run: .venv/bin/python -m bench.secret_scan [--seeds 3] [--split tune|held-out|held-out-2|all] [--show]
 
-Credentials: the forms of bench/secret_forms.py (TUNE and HELD_OUT reported apart), each
-filled with `--seeds` different random values. Ordinary: every LoCoMo turn of
+Credentials: the forms of bench/secret_forms.py (TUNE, HELD_OUT and HELD_OUT_2 reported apart), each
+filled with `--seeds` different random values; HELD_OUT_2_KEEP (memories that must be stored) is
+reported with them. Ordinary: every LoCoMo turn of
 ../shared/bench/locomo_dev.json (chat about daily life), the codebase set's memories, questions and
 prompts, the duplicate-pair memories, and secret_talk.json (memories *about* secrets, hashes, ids).
 Cost: microseconds per `find_secret` call over all texts (the store path calls it once per content
@@ -60,13 +61,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3, help="random fillings per credential form")
     parser.add_argument("--locomo", type=Path, default=LOCOMO)
     parser.add_argument("--show", action="store_true", help="print what was missed / wrongly refused")
-    parser.add_argument("--split", choices=["tune", "held-out", "both"], default="both")
+    parser.add_argument("--split", choices=["tune", "held-out", "held-out-2", "all"], default="all")
     args = parser.parse_args()
     find_secret("warm up: load the rules and the confusables table (а)")
     costs: list[float] = []
 
-    for label, forms in (("tune", secret_forms.TUNE), ("held-out", secret_forms.HELD_OUT)):
-        if args.split not in (label, "both"):
+    splits = (("tune", secret_forms.TUNE), ("held-out", secret_forms.HELD_OUT), ("held-out-2", secret_forms.HELD_OUT_2))
+    for label, forms in splits:
+        if args.split not in (label, "all"):
             continue
         missed: list[tuple[str, str]] = []
         total = 0
@@ -85,6 +87,20 @@ def main() -> None:
         if args.show:
             for name, text in missed:
                 print(f"   missed [{name}] {text!r}")
+    if args.split in ("held-out-2", "all"):
+        keep = [
+            (name, text)
+            for seed in range(args.seeds)
+            for name, text in secret_forms.texts(secret_forms.HELD_OUT_2_KEEP, seed=1000 + seed)
+        ]
+        wrongly = [(name, kind, text) for name, text in keep if (kind := timed(text)[0])]
+        print(
+            f"keepers   held-out-2 {len(secret_forms.HELD_OUT_2_KEEP):3d} forms x {args.seeds}: "
+            f"refused {len(wrongly)}/{len(keep)}"
+        )
+        if args.show:
+            for name, kind, text in wrongly:
+                print(f"   refused [{name}] as {kind}: {text!r}")
 
     all_ordinary = 0
     all_refused = 0

@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from bench.secret_forms import ALNUM, chars, zero_width
+from bench.secret_forms import ALNUM, HEX, chars, zero_width
 from dreaming.models import SessionMessage
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass
@@ -126,3 +126,41 @@ def test_a_review_comment_with_a_hidden_secret_is_refused(stub_embedder: StubSer
     with pytest.raises(UserError, match="github-pat"):
         edit.rate_memory(memory.pk, 2, f"wrong: the token is {HIDDEN}", source="admin")
     assert Memory.objects.get(pk=memory.pk).rating is None
+
+
+# A form of bench/secret_forms.HELD_OUT_2 the scanner stored before (a Twilio auth token named in a
+# sentence, no `=` or `:`): refused on each write path once the scanner finds it, not only by the scanner.
+PROSE_TOKEN = f"Twilio account AC{chars(HEX, 32)(random.Random(5))} with auth token {chars(HEX, 32)(random.Random(6))}"
+
+
+@pytest.mark.django_db
+def test_a_token_named_in_prose_is_refused_on_store_update_import_reconcile_and_dreaming(
+    repo: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scope = resolve("acme/paths", None)
+    with pytest.raises(UserError, match="a credential"):
+        create.store_memory(scope, PROSE_TOKEN)
+    kept = create.store_memory(scope, "Twilio sends the SMS codes").memory
+    with pytest.raises(UserError, match="a credential"):
+        edit.update_memory(kept.pk, content=PROSE_TOKEN)
+    with pytest.raises(UserError, match="a credential"):
+        edit.update_memory(kept.pk, tags=["sms", PROSE_TOKEN[-60:]])
+    result = import_rows([Row("acme/paths", PROSE_TOKEN)], ImportResult("yullu"))
+    assert (result.refused, result.created) == (1, 0)
+    event = {
+        "id": "33333333-3333-4333-8333-333333333333",
+        "type": "create",
+        "memory_id": "44444444-4444-4444-8444-444444444444",
+        "ts": "2026-01-01T00:00:03Z",
+        "content": PROSE_TOKEN,
+        "tags": [],
+    }
+    with pytest.raises(ValueError, match="a credential"):
+        parse_bytes(json.dumps(event).encode())
+    monkeypatch.setitem(
+        settings.YULLU, "reasoning", {"provider": "openai", "model": "stub-chat", "timeout_seconds": 10}
+    )
+    record_messages("acme/paths", "s", [{"role": "user", "content": "how do we send SMS?"}])
+    stub_embedder.chat_replies.append(json.dumps({"operations": [{"op": "create", "content": PROSE_TOKEN}]}))
+    assert run_dream_pass("acme/paths", reasoner=configured_reasoner())["ops_skipped"] == 1
+    assert list(Memory.objects.values_list("content", flat=True)) == ["Twilio sends the SMS codes"]

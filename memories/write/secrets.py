@@ -10,7 +10,8 @@ data file: update it by copying a newer one), translated from RE2 to Python's `r
 applied as gitleaks applies them (keyword prefilter, secret group, entropy floor, allowlists and
 stopwords), plus a few rules of ours (`OURS`) for forms gitleaks leaves to its file-path context or
 does not cover: bare private-key bodies, Authorization headers, passwords in URLs (also with `/`),
-`NAME=value` assignments of secret-looking names, and bare high-entropy tokens.
+`NAME=value` assignments of secret-looking names, passwords and tokens told in a sentence, keys in a
+URL's query, clients' short password options, and bare high-entropy tokens.
 
 Each text is scanned in several views, so a secret cannot hide by its spelling: folded (NFKC,
 invisible characters removed, look-alike letters mapped to ASCII: `yullu_core.textnorm`), with line
@@ -184,6 +185,12 @@ _REFERENCE = ("os.environ", "os.getenv", "process.env", "settings.", "env(", "en
 _CALL = re.compile(r"[\w.\[\]'\"]+\(")  # get_secret("db"), env("X"): where the value comes from
 
 
+# "/etc/app/pw2", "~/.pgpass", "kv/payments/stripe-2", "config/credentials.yml.enc", "src/auth.py:42":
+# where a secret lives, not one. Lower case only: a base64 key has `/` too, and capitals.
+_PATH = re.compile(r"(?:~?/)?[a-z0-9._-]+(?:/[a-z0-9._-]+)+/?(?::\d+)?|(?:~?/)?[a-z0-9_-]*\.[a-z0-9]{1,8}(?::\d+)?")
+_ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://")
+
+
 def _not_placeholder(secret: str) -> bool:
     return not PLACEHOLDER.match(secret.strip("'\"`.,;"))
 
@@ -194,7 +201,7 @@ def _assigned_secret(value: str) -> bool:
     value = value.strip("'\"`.,;")
     if not _not_placeholder(value) or value.startswith(_REFERENCE) or _CALL.match(value) or value.startswith("{"):
         return False
-    if value.isdigit() or value.isalpha() and value.islower():
+    if value.isdigit() or value.isalpha() and value.islower() or "/" in value and _PATH.fullmatch(value):
         return False
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
@@ -214,11 +221,73 @@ def _url_password(password: str) -> bool:
 def _random_looking(token: str) -> bool:
     """A bare token of ≥ 32 characters from a key alphabet with upper and lower case, and a digit or
     `+` / `/`, whose entropy is that of random bytes (an AWS secret access key, a base64 key)."""
+    if token.startswith(PUBLIC_KEY_PREFIXES):
+        return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
         return False
     if not any(c.isdigit() or c in "+/" for c in token):
         return False
     return entropy(token) >= 4.2
+
+
+# Keys published by design: a Stripe publishable key is embedded in every checkout page (gitleaks'
+# Stripe rule leaves `pk_` out too), so our catch-all must not refuse one.
+PUBLIC_KEY_PREFIXES = ("pk_test_", "pk_live_")
+
+
+def _told_secret(value: str) -> bool:
+    """A value named in a sentence without `=` or `:` ("passphrase X", "auth token X"): as for an
+    assignment, plus a digit (words and versions of prose lack one more often than secrets do) and
+    not a path or an address ("password /etc/app/pw2", "token https://...")."""
+    value = value.strip("'\"`.,;)")
+    if not any(c.isdigit() for c in value) or _ADDRESS.match(value):
+        return False
+    return _assigned_secret(value)
+
+
+def _told_token(value: str) -> bool:
+    """A token named in a sentence: random enough for a key (≥ 16 characters, entropy ≥ 3.0)."""
+    value = value.strip("'\"`.,;)")
+    return len(value) >= 16 and entropy(value) >= 3.0 and _told_secret(value)
+
+
+def _query_secret(value: str) -> bool:
+    return _assigned_secret(unquote(value))
+
+
+# A value told in a sentence: six or more characters, not ending in the sentence's punctuation.
+_TOLD_VALUE = r"[^\s\"'`]{5,}[^\s\"'`.,;:)]"
+# "the password is X", "the admin pw for grafana was changed to X": a linking verb after the noun, with a
+# few words between (not a sentence's end or an assignment, which secret-assignment reads).
+_TOLD_VERB = (
+    r"[^.\n=:]{0,40}?"
+    r"\s(?:(?:is|was|are|were|has been)(?:\s+(?:now|still|(?:set|changed|reset) to))?|(?:set|changed|reset) to)"
+    rf"\s+[\"'`]?({_TOLD_VALUE})"
+)
+# "the password policy is NIST-800-63b": the sentence is about something else of passwords.
+_ABOUT = (
+    r"(?!\s+(?:polic|length|reset|hash|rule|field|manager|flow|requirement|strength|complexity|format|valid"
+    r"|expir|rotation|hint|prompt|input|check|min|max|storage|protect|encrypt|scope|permission|lifetime|ttl))"
+)
+_TOKEN_NOUN = (
+    # (the lookahead lets re skip most positions at once: a third of this rule's time on long texts)
+    r"(?=[abcdilrst])"
+    r"(?:(?:auth|access|api|bot|refresh|session|bearer|deploy|license|app|client|service|integration)[ _-]?"
+    r"(?:token|key|secret)|client[ _-]?secret|secret[ _-]?key|token)"
+)
+# A short option that is a password only for these commands (`-p` is a port for docker run and ssh).
+_PASSWORD_SHORT_OPTION = (
+    r"(?i)\b(?=[bdhnops])(?:(?:docker|podman|nerdctl|buildah|skopeo|oc|helm(?:\s+registry)?)\s+login|sshpass)"
+    r"\b[^\n|;&]{0,120}?\s-p[= ]?['\"]?([^\s'\"]{4,})"
+    r"|\b(?=r)redis-cli\b[^\n|;&]{0,120}?\s-a\s+['\"]?([^\s'\"]{4,})"
+)
+# mysql's `-p` takes its password glued on; `-p shop` prompts and `shop` is the database, so a value
+# after a space must look more like a password than a database name does (a capital or a symbol).
+_MYSQL_PASSWORD = r"(?i)\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,120}?\s-p(?:['\"]?([^\s'\"]{4,})|\s['\"]?([^\s'\"]{4,}))"
+
+
+def _mysql_password(value: str) -> bool:
+    return _assigned_secret(value) and any(c.isupper() or not (c.isalnum() or c in "_-.") for c in value)
 
 
 _SECRET_NAME = (
@@ -283,16 +352,6 @@ OURS: tuple[Rule, ...] = (
         ("pass", "token", "secret", "api-key"),
         check=_assigned_secret,
     ),
-    # Clients whose short option takes the password glued on or next to it: `mysql -pSECRET`, `docker login -p X`.
-    Rule(
-        "password-short-option",
-        "a password on a command line",
-        re.compile(
-            r"(?i)\b(?:mysql(?:dump|admin)?|mariadb|docker\s+login|podman\s+login)\b[^\n|;&]{0,120}?\s-p\s?['\"]?([^\s'\"]{4,})"
-        ),
-        ("mysql", "mariadb", "login"),
-        check=_assigned_secret,
-    ),
     Rule(
         "secret-assignment",
         "a secret assignment",
@@ -309,20 +368,79 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "password-in-prose",
         "a password",
-        re.compile(
-            r"(?i)\b(?:password|passwd|passphrase|passcode)s?\b"
-            # "the password policy is NIST-800-63b": the sentence is about something else of passwords
-            r"(?!\s+(?:polic|length|reset|hash|rule|field|manager|flow|requirement|strength|complexity|format|valid"
-            r"|expir|rotation|hint|prompt|input|check|min|max|storage|protect|encrypt))"
-            # "... password is X", "... password was changed to X", or X right after the word (.netrc's
-            # "login bot password X", "wifi password X", "ssh in with password X")
-            r"(?:[^.\n=:]{0,40}?"
-            r"\s(?:(?:is|was|are|were|has been)(?:\s+(?:now|still|(?:set|changed|reset) to))?"
-            r"|(?:set|changed|reset) to))?"
-            r"\s+[\"'`]?([^\s\"'`]{6,})"
-        ),
-        ("passw", "passphrase", "passcode"),
+        re.compile(rf"(?i)\b(?:password|passwd|passphrase|passcode|pw|pwd)s?\b{_ABOUT}{_TOLD_VERB}"),
+        ("passw", "passphrase", "passcode", "pw"),
         check=_assigned_secret,
+    ),
+    # Named without a verb: "Office wifi passphrase Marmot57$copper60", a .netrc's "password X".
+    # (Not "pwd": the shell command is followed by paths and words.)
+    Rule(
+        "password-named",
+        "a password",
+        re.compile(rf"(?i)\b(?:password|passwd|passphrase|passcode)\b[ \t]+[\"'`]?({_TOLD_VALUE})"),
+        ("passw", "passphrase", "passcode"),
+        check=_told_secret,
+    ),
+    # "Jenkins login: admin / Orchid84%river70", "creds are deploy:Xk9#mP2v".
+    Rule(
+        "login-pair",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[lsc])(?:logins?|log-?in|sign-?in|credentials?|creds)\b(?:\s+(?:is|are))?\s*[:=]?\s*[\w.@+-]{1,64}"
+            rf"(?:\s+/\s+|:)({_TOLD_VALUE})"
+        ),
+        ("login", "log-in", "sign", "credential", "creds"),
+        check=_told_secret,
+    ),
+    # "Twilio ... auth token af98...", "the api key is 0a1b...", "client secret X".
+    Rule(
+        "token-in-prose",
+        "a credential",
+        re.compile(rf"(?i)\b{_TOKEN_NOUN}s?\b{_ABOUT}(?:{_TOLD_VERB}|[ \t]+[\"'`]?({_TOLD_VALUE}))"),
+        ("token", "key", "secret"),
+        check=_told_token,
+    ),
+    Rule(
+        "password-short-option",
+        "a password on a command line",
+        re.compile(_PASSWORD_SHORT_OPTION),
+        ("login", "sshpass", "redis-cli"),
+        check=_assigned_secret,
+    ),
+    Rule(
+        "mysql-password-option",
+        "a password on a command line",
+        re.compile(_MYSQL_PASSWORD),
+        ("mysql", "mariadb"),
+        check=_mysql_password,
+    ),
+    # A key or signature in a URL's query: an Azure SAS `sig=`, `?api_key=`, `&access_token=`, OpenWeather's
+    # `appid=`; the value percent-decoded before the randomness test.
+    Rule(
+        "url-query-secret",
+        "a credential in a URL",
+        re.compile(
+            r"(?i)[?&;](?:sig|signature|x-amz-signature|x-goog-signature|key|api[_-]?key|apikey|appid|app[_-]?key"
+            r"|app[_-]?secret|access[_-]?token|auth[_-]?token|token|secret|client[_-]?secret|password|passwd|pwd|auth)"
+            r"=([^&\s#\"'`<>]{8,})"
+        ),
+        ("=",),
+        check=_query_secret,
+    ),
+    # age's key announces itself; gitleaks wants its exact bech32 alphabet, a hand-typed or fake-looking
+    # one (any capital letter or digit) is as much a key to refuse.
+    Rule(
+        "age-secret-key",
+        "a credential (age-secret-key)",
+        re.compile(r"(?i)\bAGE-SECRET-KEY-1[0-9A-Z]{50,}"),
+        ("age-secret-key-1",),
+    ),
+    # New Relic's user key: gitleaks wants the word "newrelic" near it, but the prefix names it.
+    Rule(
+        "new-relic-user-api-key",
+        "a credential (new-relic-user-api-key)",
+        re.compile(r"\bNRAK-[A-Z0-9]{27}\b"),
+        ("nrak-",),
     ),
     Rule(
         "high-entropy-token",
