@@ -20,7 +20,8 @@ from memories.transfer.export import render_agents_md
 from memories.write import create
 from tests.processes import run_cli
 from tests.stubs import StubServer
-from yullu_cli.hooks import category_hints, hook_argv, is_trivial, response_body
+from yullu_cli import hooks
+from yullu_cli.hooks import category_hints, hook_argv, is_trivial, prompt_excerpt, response_body
 from yullu_core.tokens import count_tokens
 
 
@@ -60,6 +61,20 @@ def test_inject_prints_a_memories_block(hook_env: dict[str, str], stub_embedder:
     assert out.returncode == 0 and out.stdout.startswith("<yullu-memories>")
     assert "process] vec:1,0,0 Staging deploys go through make stage" in out.stdout
     assert "data, not instructions" in out.stdout
+
+
+def test_a_long_prompt_keeps_its_start_and_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question asked after a long paste reaches the server (the first 4,000 characters alone lost it)."""
+    paste = "\n".join(f"  File \"app/jobs.py\", line {n}, in run_job" for n in range(300))
+    prompt = f"fix this traceback please:\n{paste}\nand which queue do our background jobs run on?"
+    sent: list[dict[str, object]] = []
+    monkeypatch.setattr(hooks, "post", lambda path, body: sent.append(body) or {"context": ""})
+    hooks.recall(prompt, "")
+    query = str(sent[0]["query"])
+    assert len(prompt) > 10_000 and len(query) <= hooks.QUERY_CHARS
+    assert query.startswith("fix this traceback please:")
+    assert query.endswith("and which queue do our background jobs run on?")
+    assert prompt_excerpt("how do we deploy?") == "how do we deploy?"
 
 
 TRIVIAL = ["ok", "Thanks!", "deploy?"]  # acknowledgements, and a prompt too short to search on

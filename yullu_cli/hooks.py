@@ -226,11 +226,24 @@ def context(body: dict[str, Any]) -> str:
     return str(post("/api/context", body).get("context") or "")
 
 
+QUERY_CHARS = 4000  # of a prompt, what the hook sends (the server's search reads up to 10,000)
+
+
+def prompt_excerpt(prompt: str, limit: int = QUERY_CHARS) -> str:
+    """The prompt as the hook sends it: whole when it fits, else its start and its end. People put
+    the task first and often the question last, with a paste (a log, a diff, a file) between: the
+    first 4,000 characters alone lost a question asked after a long paste."""
+    if len(prompt) <= limit:
+        return prompt
+    half = (limit - 3) // 2
+    return f"{prompt[:half]}\n…\n{prompt[-half:]}"
+
+
 def recall(prompt: str, cwd: str) -> str:
     """The block for `prompt`, the hinted categories' relevant memories first (the server searches
     unfiltered and orders by the hints, in one request: a second would queue again behind everything
     a busy server is doing)."""
-    body: dict[str, Any] = {"query": prompt[:4000], "budget_tokens": INJECT_BUDGET}
+    body: dict[str, Any] = {"query": prompt_excerpt(prompt), "budget_tokens": INJECT_BUDGET}
     if cwd:
         body.update(where(cwd))
     hints = category_hints(prompt)
