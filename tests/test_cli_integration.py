@@ -65,10 +65,15 @@ def test_inject_prints_a_memories_block(hook_env: dict[str, str], stub_embedder:
 
 def test_a_long_prompt_keeps_its_start_and_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
     """A question asked after a long paste reaches the server (the first 4,000 characters alone lost it)."""
-    paste = "\n".join(f"  File \"app/jobs.py\", line {n}, in run_job" for n in range(300))
+    paste = "\n".join(f'  File "app/jobs.py", line {n}, in run_job' for n in range(300))
     prompt = f"fix this traceback please:\n{paste}\nand which queue do our background jobs run on?"
     sent: list[dict[str, object]] = []
-    monkeypatch.setattr(hooks, "post", lambda path, body: sent.append(body) or {"context": ""})
+
+    def post(path: str, body: dict[str, object]) -> dict[str, str]:
+        sent.append(body)
+        return {"context": ""}
+
+    monkeypatch.setattr(hooks, "post", post)
     hooks.recall(prompt, "")
     query = str(sent[0]["query"])
     assert len(prompt) > 10_000 and len(query) <= hooks.QUERY_CHARS
