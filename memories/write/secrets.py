@@ -191,17 +191,28 @@ _PATH = re.compile(r"(?:~?/)?[a-z0-9._-]+(?:/[a-z0-9._-]+)+/?(?::\d+)?|(?:~?/)?[
 _ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://")
 
 
+# Code, not a value: `st.tokenizer.backend_tokenizer`, `token[:-1]`, `INJECT_BUDGET`,
+# `pygit2.enums.DeltaStatus.RENAMED` (a memory quoting `tokens = block.tokens` holds no secret): an
+# object's attribute (a lower-case name, then words as code spells them: lower case, CONSTANT or
+# CamelCase; a random key mixes its cases), a subscript, a CONSTANT_NAME. `Summer.Winter24` stays a
+# password.
+_WORD = r"(?:[a-z_][a-z0-9_]*|[A-Z][A-Z0-9_]*|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)*)"
+_CODE = re.compile(rf"[a-z_][a-z0-9_]*(?:\.{_WORD})+(?:\[.*|\(.*)?|{_WORD}\[.*|[A-Z][A-Z0-9]*_[A-Z0-9_]+")
+
+
 def _not_placeholder(secret: str) -> bool:
     return not PLACEHOLDER.match(secret.strip("'\"`.,;"))
 
 
 def _assigned_secret(value: str) -> bool:
     """A value assigned to a secret-looking name is a secret unless it is a placeholder, a reference
-    to where the secret lives, or too plain to be one (a word, a number, a duration)."""
-    value = value.strip("'\"`.,;")
+    to where the secret lives, or too plain to be one (a word, a number, a duration, code)."""
+    value = value.strip("'\"`.,;").rstrip(")}")
     if not _not_placeholder(value) or value.startswith(_REFERENCE) or _CALL.match(value) or value.startswith("{"):
         return False
     if value.isdigit() or value.isalpha() and value.islower() or "/" in value and _PATH.fullmatch(value):
+        return False
+    if _CODE.fullmatch(value):
         return False
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
@@ -221,7 +232,7 @@ def _url_password(password: str) -> bool:
 def _random_looking(token: str) -> bool:
     """A bare token of ≥ 32 characters from a key alphabet with upper and lower case, and a digit or
     `+` / `/`, whose entropy is that of random bytes (an AWS secret access key, a base64 key)."""
-    if token.startswith(PUBLIC_KEY_PREFIXES):
+    if token.startswith(PUBLIC_KEY_PREFIXES) or _ssh_public_key(token) or _CODE.fullmatch(token):
         return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
         return False
@@ -231,8 +242,40 @@ def _random_looking(token: str) -> bool:
 
 
 # Keys published by design: a Stripe publishable key is embedded in every checkout page (gitleaks'
-# Stripe rule leaves `pk_` out too), so our catch-all must not refuse one.
-PUBLIC_KEY_PREFIXES = ("pk_test_", "pk_live_")
+# Stripe rule leaves `pk_` out too), so our catch-all must not refuse one; nor a subresource-integrity
+# hash (`sha512-…` in package-lock.json).
+PUBLIC_KEY_PREFIXES = ("pk_test_", "pk_live_", "sha256-", "sha384-", "sha512-")
+
+
+def _ssh_public_key(token: str) -> bool:
+    """An SSH public key's base64 blob (`ssh-ed25519 AAAAC3Nza…`): its wire format starts with the
+    key type's length and name. A private key never looks like this (OpenSSH's starts with
+    `openssh-key-v1`)."""
+    if not token.startswith("AAAA"):
+        return False
+    try:
+        head = base64.b64decode(token[:40] + "=" * (-len(token[:40]) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    size = int.from_bytes(head[:4], "big")
+    return 7 <= size <= 40 and head[4 : 4 + size].startswith((b"ssh-", b"ecdsa-", b"sk-"))
+
+
+# An armored block that is public by definition (a certificate, a public key, a signature): its body
+# is base64 like a private key's, so it is blanked before the rules run (same length: spans still map).
+# Only base64 lines count as its body, so a sentence after an unterminated block is still scanned.
+_PUBLIC_BLOCK = re.compile(
+    r"-----BEGIN ((?:[A-Z0-9]+ )*(?:CERTIFICATE(?: REQUEST)?|PUBLIC KEY(?: BLOCK)?|SIGNATURE|X509 CRL))-----"
+    r"(?:\s|\\n)*(?:[A-Za-z-]+: [^\n]*(?:\r?\n|\\n))*"
+    r"(?:[ \t]*[A-Za-z0-9+/=]+[ \t]*(?:\r?\n|\\n|$|(?=-----END)))*"
+    r"(?:-----END \1-----)?"
+)
+
+
+def _without_public_blocks(view: str) -> str:
+    if "-----BEGIN" not in view:
+        return view
+    return _PUBLIC_BLOCK.sub(lambda m: " " * len(m.group(0)), view)
 
 
 def _told_secret(value: str) -> bool:
@@ -255,6 +298,35 @@ def _query_secret(value: str) -> bool:
     return _assigned_secret(unquote(value))
 
 
+_PASSWORD_IN_OTHER_LANGUAGES = (
+    "mot de passe",
+    "passwort",
+    "kennwort",
+    "contraseña",
+    "contrasena",
+    "senha",
+    "wachtwoord",
+    "lösenord",
+    "adgangskode",
+    "salasana",
+    "hasło",
+    "haslo",
+    "parola",
+    "heslo",
+    "jelszó",
+    "şifre",
+    "sifre",
+    "пароль",
+    "пapoль",  # as the scanner sees it: folding maps the Cyrillic р, а, о that look Latin to Latin
+    "パスワード",
+    "密码",
+    "密碼",
+    "비밀번호",
+)
+_PASSWORD_WORDS = "|".join(re.escape(w) for w in _PASSWORD_IN_OTHER_LANGUAGES)
+_PASSWORD_INITIALS = "".join(sorted({w[0] for w in _PASSWORD_IN_OTHER_LANGUAGES}))
+_PASSWORD_KEYWORDS = _PASSWORD_IN_OTHER_LANGUAGES
+
 # A value told in a sentence: six or more characters, not ending in the sentence's punctuation.
 _TOLD_VALUE = r"[^\s\"'`]{5,}[^\s\"'`.,;:)]"
 # "the password is X", "the admin pw for grafana was changed to X": a linking verb after the noun, with a
@@ -271,9 +343,9 @@ _ABOUT = (
 )
 _TOKEN_NOUN = (
     # (the lookahead lets re skip most positions at once: a third of this rule's time on long texts)
-    r"(?=[abcdilrst])"
+    r"(?=[abcdilprst])"
     r"(?:(?:auth|access|api|bot|refresh|session|bearer|deploy|license|app|client|service|integration)[ _-]?"
-    r"(?:token|key|secret)|client[ _-]?secret|secret[ _-]?key|token)"
+    r"(?:token|key|secret)|client[ _-]?secret|secret[ _-]?key|secret|token|personal[ _-]access[ _-]token|pat)"
 )
 # A short option that is a password only for these commands (`-p` is a port for docker run and ssh).
 _PASSWORD_SHORT_OPTION = (
@@ -284,6 +356,17 @@ _PASSWORD_SHORT_OPTION = (
 # mysql's `-p` takes its password glued on; `-p shop` prompts and `shop` is the database, so a value
 # after a space must look more like a password than a database name does (a capital or a symbol).
 _MYSQL_PASSWORD = r"(?i)\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,120}?\s-p(?:['\"]?([^\s'\"]{4,})|\s['\"]?([^\s'\"]{4,}))"
+
+
+_SMALL_WORDS_TEXT = (
+    "the is a an to of and in it you your with for on be are that this not never we our should or if "
+    "so do has have was what when where which who will can its them they into from by as at"
+)
+_SMALL_WORDS = frozenset(_SMALL_WORDS_TEXT.split())
+
+
+def _no_small_words(words: str) -> bool:
+    return not _SMALL_WORDS.intersection(re.split(r"[ \t,]+", words.lower()))
 
 
 def _mysql_password(value: str) -> bool:
@@ -377,8 +460,21 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "password-named",
         "a password",
-        re.compile(rf"(?i)\b(?:password|passwd|passphrase|passcode)\b[ \t]+[\"'`]?({_TOLD_VALUE})"),
-        ("passw", "passphrase", "passcode"),
+        re.compile(rf"(?i)\b(?:password|passwd|passphrase|passcode|pw)\b:?[ \t]+[\"'`]?({_TOLD_VALUE})"),
+        ("passw", "passphrase", "passcode", "pw"),
+        check=_told_secret,
+    ),
+    # The same in other languages: "le mot de passe est X", "Das Passwort ist X", "пароль: X", "密码是X".
+    Rule(
+        "password-in-other-languages",
+        "a password",
+        re.compile(
+            # (the lookahead: the words' first letters, so re skips most positions at once)
+            rf"(?i)(?=[{_PASSWORD_INITIALS}])(?:{_PASSWORD_WORDS})[^.\n=:：]{{0,30}}?"
+            r"(?:\s*[:=：]\s*|\s+(?:est|ist|lautet|es|era|é|è|er|är|on|jest|je|is|был|было)\s+|\s*(?:是|は|为|為|는|은)\s*|\s+)"
+            rf"[\"'`«„“]?({_TOLD_VALUE})"
+        ),
+        _PASSWORD_KEYWORDS,
         check=_told_secret,
     ),
     # "Jenkins login: admin / Orchid84%river70", "creds are deploy:Xk9#mP2v".
@@ -396,8 +492,8 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "token-in-prose",
         "a credential",
-        re.compile(rf"(?i)\b{_TOKEN_NOUN}s?\b{_ABOUT}(?:{_TOLD_VERB}|[ \t]+[\"'`]?({_TOLD_VALUE}))"),
-        ("token", "key", "secret"),
+        re.compile(rf"(?i)\b{_TOKEN_NOUN}s?\b{_ABOUT}(?:{_TOLD_VERB}|:?[ \t]+[\"'`]?({_TOLD_VALUE}))"),
+        ("token", "key", "secret", "pat"),
         check=_told_token,
     ),
     Rule(
@@ -441,6 +537,34 @@ OURS: tuple[Rule, ...] = (
         "a credential (new-relic-user-api-key)",
         re.compile(r"\bNRAK-[A-Z0-9]{27}\b"),
         ("nrak-",),
+    ),
+    # "root:Tundra55#falcon@10.0.0.9": a URL's credentials without its scheme (then the password must
+    # have a capital or a symbol: "mailto:john.smith99@example.com" is an address).
+    Rule(
+        "host-password",
+        "a password in a URL",
+        re.compile(r"(?<![\w/:.@-])[\w.-]{1,64}:([^\s:@/'\"`]{6,})@(?:[\w-]+\.)+[\w-]+"),
+        ("@",),
+        check=_mysql_password,
+    ),
+    # A wallet's recovery words: 12 to 24 short lower-case words after the name, none of them the small
+    # words a sentence about the phrase would have.
+    Rule(
+        "seed-phrase",
+        "a wallet seed phrase",
+        re.compile(
+            r"(?i)\b(?=[bmrsw])(?:seed|recovery|mnemonic|backup|secret|wallet)[ _-]?(?:phrase|words|mnemonic)\b[^\n:=]{0,20}?"
+            r"(?:\s*[:=]\s*|\s+(?:is|are)\s+)[\"'`]?((?:[a-z]{3,8}[ \t,]+){11,23}[a-z]{3,8})"
+        ),
+        ("phrase", "words", "mnemonic"),
+        check=_no_small_words,
+    ),
+    # Mailchimp's API key carries its datacenter (`-us6`); gitleaks wants the word "mailchimp" and an `=`.
+    Rule(
+        "mailchimp-api-key",
+        "a credential (mailchimp-api-key)",
+        re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b"),
+        ("-us",),
     ),
     Rule(
         "high-entropy-token",
@@ -489,6 +613,7 @@ def _secret_span(rule: Rule, m: re.Match[str]) -> tuple[int, int]:
 def _matches(view: str) -> Iterator[Finding]:
     """Every finding of every rule in `view`, as gitleaks decides them (spans in `view`)."""
     rules, glob, by_keyword = _rules()
+    view = _without_public_blocks(view)
     lowered = view.lower()
     woken = {i for k, ids in by_keyword.items() if k in lowered for i in ids}
     for i, rule in enumerate(rules):
