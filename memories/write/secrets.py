@@ -553,7 +553,8 @@ OURS: tuple[Rule, ...] = (
         "seed-phrase",
         "a wallet seed phrase",
         re.compile(
-            r"(?i)\b(?=[bmrsw])(?:seed|recovery|mnemonic|backup|secret|wallet)[ _-]?(?:phrase|words|mnemonic)\b[^\n:=]{0,20}?"
+            r"(?i)\b(?=[bmrsw])(?:seed|recovery|mnemonic|backup|secret|wallet)[ _-]?(?:phrase|words|mnemonic)\b"
+            r"[^\n:=]{0,20}?"
             r"(?:\s*[:=]\s*|\s+(?:is|are)\s+)[\"'`]?((?:[a-z]{3,8}[ \t,]+){11,23}[a-z]{3,8})"
         ),
         ("phrase", "words", "mnemonic"),
