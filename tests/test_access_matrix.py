@@ -133,6 +133,11 @@ ROUTES: dict[tuple[str, str], tuple[str, Callable[[World], Request]]] = {
     ("api/dream/passes", "GET"): ("read", lambda w: ("/api/dream/passes", {"params": {"project_id": P}})),
     ("api/reconcile", "POST"): ("write", lambda w: ("/api/reconcile", {"json": {"project_id": P}})),
     ("metrics", "GET"): ("auth", lambda w: ("/metrics", {})),
+    ("favicon.ico", "GET"): ("public", lambda w: ("/favicon.ico", {})),  # a redirect to the static icon
+    **{
+        ("favicon.ico", method): ("never", lambda w: ("/favicon.ico", {}))
+        for method in ("POST", "PUT", "PATCH", "DELETE")
+    },
     ("api/access/users", "POST"): ("superuser", lambda w: ("/api/access/users", {"json": {"name": f"u{w.word}"}})),
     ("api/access/tokens", "GET"): ("superuser", lambda w: ("/api/access/tokens", {})),
     ("api/access/tokens", "POST"): ("superuser", lambda w: ("/api/access/tokens", {"json": {"user": "reader"}})),
