@@ -248,6 +248,16 @@ AFTER = {
     "abstract abuse able",
     "a Mailchimp key": f"mailchimp {chars(HEX, 32)(R3)}-us6",
     "a password with a dot (not code)": "the staging password is Summer.Winter24",
+    "the encryption key is X": f"the encryption key is {chars(HEX, 64)(R3)}",
+    "a .pgpass line": "db.internal:5432:orders:orders_rw:Tundra55#falcon",
+    "gh secret set --body": "gh secret set DB_PASSWORD --body 'Tundra55#falcon'",
+    "cf login -p": "cf login -a api.run.example.io -u ops -p Tundra55#falcon",
+    "smbclient -U user%password": "smbclient //fs/share -U ops%Tundra55#falcon",
+    "lftp -u user,password": "lftp -u ops,Tundra55#falcon ftp.acme.io",
+    "credentials → user / password": "Admin credentials → admin / Tundra55#falcon",
+    "user/password to log in": "use admin/Tundra55#falcon to log in to grafana",
+    "the password told first": "'Tundra55#falcon' is the admin password",
+    "a DER private key body": f"the body: MIIEpAIBAAKCAQEA{chars(B64, 120)(R3)}",
 }
 
 
@@ -272,6 +282,16 @@ PUBLIC = {
     "words about backup words": "backup words are stored offline inside the bank vault under three separate "
     "locks with alarms",
     "an email after a label": "mailto:john-smith99@example.com",
+    "a GPG key id": "the GPG key id is 3AA5C34371567BD2",
+    "a deploy key's id": "the deploy key id is 3AA5C34371567BD2",
+    "a signing key's fingerprint": "the signing key fingerprint is 3AA5C34371567BD2E1F0",
+    "a public key's DER in prose": "the public key is MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA"
+    + chars(B64, 80)(R3),
+    "a certificate's DER in prose": f"cert body MIIDdzCCAl+gAwIBAgIE{chars(B64, 80)(R3)}",
+    "where the key is": "the key is stored in KMS and rotated by the kms-rotator job",
+    "a hashing algorithm before 'password'": "Argon2id is the password hashing algorithm we use",
+    "roles with a slash": "use admin/readonly roles to log in to grafana",
+    "a password file option": "run the cli with --db-password-file /run/secrets/db",
 }
 
 

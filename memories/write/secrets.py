@@ -232,7 +232,7 @@ def _url_password(password: str) -> bool:
 def _random_looking(token: str) -> bool:
     """A bare token of ≥ 32 characters from a key alphabet with upper and lower case, and a digit or
     `+` / `/`, whose entropy is that of random bytes (an AWS secret access key, a base64 key)."""
-    if token.startswith(PUBLIC_KEY_PREFIXES) or _ssh_public_key(token) or _CODE.fullmatch(token):
+    if token.startswith(PUBLIC_KEY_PREFIXES) or _ssh_public_key(token) or _public_der(token) or _CODE.fullmatch(token):
         return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
         return False
@@ -259,6 +259,18 @@ def _ssh_public_key(token: str) -> bool:
         return False
     size = int.from_bytes(head[:4], "big")
     return 7 <= size <= 40 and head[4 : 4 + size].startswith((b"ssh-", b"ecdsa-", b"sk-"))
+
+
+def _public_der(body: str) -> bool:
+    """A certificate's or public key's DER (`MIIBIjANBg…`, `MIIDdzCCAl+g…`): a SEQUENCE whose first
+    element is another SEQUENCE. A private key's (PKCS#1, PKCS#8) starts with its INTEGER version."""
+    if not body.startswith("MII"):
+        return False
+    try:
+        head = base64.b64decode(body[:8])
+    except (binascii.Error, ValueError):
+        return False
+    return head[:2] == b"\x30\x82" and head[4:5] == b"\x30"
 
 
 # An armored block that is public by definition (a certificate, a public key, a signature): its body
@@ -339,7 +351,8 @@ _TOLD_VERB = (
 # "the password policy is NIST-800-63b": the sentence is about something else of passwords.
 _ABOUT = (
     r"(?!\s+(?:polic|length|reset|hash|rule|field|manager|flow|requirement|strength|complexity|format|valid"
-    r"|expir|rotation|hint|prompt|input|check|min|max|storage|protect|encrypt|scope|permission|lifetime|ttl))"
+    r"|expir|rotation|hint|prompt|input|check|min|max|storage|protect|encrypt|scope|permission|lifetime|ttl"
+    r"|ids?\b|fingerprint))"
 )
 _TOKEN_NOUN = (
     # (the lookahead lets re skip most positions at once: a third of this rule's time on long texts)
@@ -347,9 +360,10 @@ _TOKEN_NOUN = (
     r"(?:(?:auth|access|api|bot|refresh|session|bearer|deploy|license|app|client|service|integration)[ _-]?"
     r"(?:token|key|secret)|client[ _-]?secret|secret[ _-]?key|secret|token|personal[ _-]access[ _-]token|pat)"
 )
-# A short option that is a password only for these commands (`-p` is a port for docker run and ssh).
+# A short option that is a password after a `login` subcommand (docker, podman, helm registry, oc, cf,
+# az …) and for sshpass (`-p` is a port for docker run and ssh), `-a` for redis-cli.
 _PASSWORD_SHORT_OPTION = (
-    r"(?i)\b(?=[bdhnops])(?:(?:docker|podman|nerdctl|buildah|skopeo|oc|helm(?:\s+registry)?)\s+login|sshpass)"
+    r"(?i)\b(?=[ls])(?:login|sshpass)"
     r"\b[^\n|;&]{0,120}?\s-p[= ]?['\"]?([^\s'\"]{4,})"
     r"|\b(?=r)redis-cli\b[^\n|;&]{0,120}?\s-a\s+['\"]?([^\s'\"]{4,})"
 )
@@ -393,6 +407,7 @@ OURS: tuple[Rule, ...] = (
         re.compile(r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{60,}|b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{20,})={0,2}"),
         ("mii", "b3blbnnzac1rzxktdje"),
         entropy=4.0,
+        check=lambda body: not _public_der(body),
     ),
     Rule(
         "authorization-header",
@@ -422,7 +437,8 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "user-password-option",
         "a password on a command line",
-        re.compile(r"(?:\s-u|--user)[= ]\s*['\"]?[^\s:'\"]{1,64}:([^\s'\"]{3,})"),
+        # curl -u user:pass, smbclient -U user%pass, lftp -u user,pass
+        re.compile(r"(?:\s-[uU]|--user)[= ]\s*['\"]?[^\s:%,'\"]{1,64}[:%,]([^\s'\"]{3,})"),
         ("-u", "--user"),
         check=_url_password,
     ),
@@ -482,11 +498,60 @@ OURS: tuple[Rule, ...] = (
         "login-pair",
         "a password",
         re.compile(
-            r"(?i)\b(?=[lsc])(?:logins?|log-?in|sign-?in|credentials?|creds)\b(?:\s+(?:is|are))?\s*[:=]?\s*[\w.@+-]{1,64}"
+            r"(?i)\b(?=[lsc])(?:logins?|log-?in|sign-?in|credentials?|creds)\b(?:\s+(?:is|are))?\s*[^\w\s]{0,2}\s*"
+            r"[\w.@+-]{1,64}"
             rf"(?:\s+/\s+|:)({_TOLD_VALUE})"
         ),
         ("login", "log-in", "sign", "credential", "creds"),
         check=_told_secret,
+    ),
+    # "use admin/Tundra55#falcon to log in": the pair before what it is for.
+    Rule(
+        "login-pair-before",
+        "a password",
+        re.compile(rf"(?i)(?<=[\w.@+-])\s?/\s?({_TOLD_VALUE})\s+(?:to|for)\s+(?:log|sign)[ -]?(?:in|on)\b"),
+        ("log in", "log-in", "login", "logon", "log on", "sign in", "sign-in", "signin", "sign on"),
+        check=_mysql_password,
+    ),
+    # "Tundra55#falcon is the password for the staging db": the value first.
+    Rule(
+        "password-before",
+        "a password",
+        re.compile(
+            rf"(?i)(?<![^\s\"'`(])[\"'`]?({_TOLD_VALUE})[\"'`]?\s+(?:is|was|are)\s+(?:the|our|my|your|its)\s+"
+            rf"(?:[\w-]+\s+){{0,3}}?(?:password|passwd|passphrase|pw)s?\b{_ABOUT}"
+        ),
+        ("passw", "passphrase", "pw"),
+        check=_told_secret,
+    ),
+    # "the encryption key is a4c1…", "the key is 2547…": a bare "key" with a verb (without one, "the GPG
+    # key 3AA5C343…" names a public key id).
+    Rule(
+        "key-in-prose",
+        "a credential",
+        re.compile(
+            rf"(?i)(?=k)(?<!public )(?<!publishable )(?<!host )(?<!gpg )(?<!pgp )\bkeys?\b{_ABOUT}"
+            r"(?!\s+(?:pair|ring|board|chain|word|stroke|note|point|frame|signature|size|name|alias"
+            rf"|type|server|vault|store|file|path)\b){_TOLD_VERB}"
+        ),
+        ("key",),
+        check=_told_token,
+    ),
+    # A .pgpass line: host:port:database:user:password.
+    Rule(
+        "pgpass-line",
+        "a password",
+        re.compile(r"(?m)^[ \t]*[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.@*-]+:(\S{6,})[ \t]*$"),
+        (),
+        check=_told_secret,
+    ),
+    # GitHub's `gh secret set NAME --body X` (and `-b X`).
+    Rule(
+        "gh-secret-body",
+        "a secret on a command line",
+        re.compile(r"(?i)\bgh\s+secret\s+set\b[^\n|;&]{0,120}?\s(?:-b|--body)[= ]\s*['\"]?([^\s'\"]{6,})"),
+        ("secret set",),
+        check=_assigned_secret,
     ),
     # "Twilio ... auth token af98...", "the api key is 0a1b...", "client secret X".
     Rule(
@@ -543,7 +608,8 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "host-password",
         "a password in a URL",
-        re.compile(r"(?<![\w/:.@-])[\w.-]{1,64}:([^\s:@/'\"`]{6,})@(?:[\w-]+\.)+[\w-]+"),
+        # (matched from the colon: the user's name is not needed, and re tries far fewer starts)
+        re.compile(r"(?<=[\w.-]):([^\s:@/'\"`]{6,})@(?:[\w-]+\.)+[\w-]+"),
         ("@",),
         check=_mysql_password,
     ),
