@@ -109,7 +109,6 @@ WORD = re.compile(r"[\w$./:=@+-]+")
 LITERAL = re.compile(r"\d|[_/$=:@]|^-|\w\.\w")
 
 
-@functools.lru_cache(maxsize=16_384)  # a batch's texts share most of their words
 def _stem(token: str) -> str:
     """Crude suffix stripping: enough that "lives"/"live" or "shipped"/"ship" compare equal."""
     if token.endswith("ies") and len(token) > 4:
@@ -123,19 +122,20 @@ def _stem(token: str) -> str:
     return token
 
 
-@functools.lru_cache(maxsize=4096)  # a batch compares each item with many others (imports: 100 a batch)
+@functools.lru_cache(maxsize=4096)  # a batch compares each item with many others (imports: 2,000 a batch)
 def _tokens(text: str) -> frozenset[str]:
-    out: set[str] = set()
-    for raw in WORD.findall(text):
-        word = raw.strip(".,;:!?()'\"`").lower()
-        word = NUMBERS.get(word) or ORDINALS.get(word) or word
-        if LITERAL.search(word):
-            out.add(word)
-            continue
-        for part in word.split("-"):  # "backward-compatible" = "backward compatible"
-            if part and part not in STOPWORDS:
-                out.add(_stem(part))
-    return frozenset(out)
+    return frozenset(token for raw in WORD.findall(text) for token in _word(raw))
+
+
+@functools.lru_cache(maxsize=65_536)  # texts share most of their words: each is read once per process
+def _word(raw: str) -> tuple[str, ...]:
+    """The tokens one word gives: a literal as it is, else its parts without stopwords, stemmed."""
+    word = raw.strip(".,;:!?()'\"`").lower()
+    word = NUMBERS.get(word) or ORDINALS.get(word) or word
+    if LITERAL.search(word):
+        return (word,)
+    # "backward-compatible" = "backward compatible"
+    return tuple(_stem(part) for part in word.split("-") if part and part not in STOPWORDS)
 
 
 @functools.lru_cache(maxsize=4096)
