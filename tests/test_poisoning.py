@@ -109,3 +109,31 @@ def test_a_teammates_event_that_instructs_the_assistant_is_held_after_reconcile(
     memory = Memory.objects.get(uuid="00000000-0000-4000-8000-000000000033")
     assert memory.held_reason and memory.content == text
     assert queries.search(scope.project_id, "vec:1,0,0 ci", limit=5, min_similarity=0).results == []
+
+
+@pytest.mark.django_db
+def test_an_imported_instruction_stays_held_whatever_the_export_says(stub_embedder: StubServer, tmp_path: Path) -> None:
+    """An export (edited, or from an install that approved it) saying `"held_reason": ""` does not
+    release a memory the write path holds here; a held one stays held."""
+    from memories.transfer.export import FORMAT, VERSION
+    from memories.transfer.importer import import_path
+
+    export = tmp_path / "export.jsonl"
+    records = [
+        {"uuid": "00000000-0000-4000-8000-000000000401", "content": POISON, "held_reason": ""},
+        {"uuid": "00000000-0000-4000-8000-000000000402", "content": CONVENTION, "held_reason": "held over there"},
+        {
+            "uuid": "00000000-0000-4000-8000-000000000403",
+            "content": "vec:0,1,0 The api uses port 8080.",
+            "held_reason": "",
+        },
+    ]
+    header = {"format": FORMAT, "version": VERSION, "project_id": "acme/imported", "count": len(records)}
+    export.write_text("\n".join(json.dumps(r) for r in [header, *records]) + "\n")
+
+    assert import_path(export, project="acme/imported").created == 3
+
+    held = dict(Memory.objects.filter(project_id="acme/imported").values_list("content", "held_reason"))
+    assert held[POISON] == hold_reason(POISON) != ""
+    assert held[CONVENTION] == "held over there"
+    assert held["vec:0,1,0 The api uses port 8080."] == ""

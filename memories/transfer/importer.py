@@ -211,6 +211,11 @@ def _carried(row: Row) -> dict[str, Any]:
         f = settable.get(key)
         if f is not None and value is not None and not f.is_relation:
             carried[f.attname] = value
+    if not carried.get("held_reason"):
+        # An export's empty hold must not release what the write path holds here: a file edited to
+        # say `"held_reason": ""` would otherwise put an instruction to the assistant straight into
+        # every context. A reason it carries keeps the memory held.
+        carried.pop("held_reason", None)
     return carried
 
 
