@@ -258,6 +258,12 @@ AFTER = {
     "user/password to log in": "use admin/Tundra55#falcon to log in to grafana",
     "the password told first": "'Tundra55#falcon' is the admin password",
     "a DER private key body": f"the body: MIIEpAIBAAKCAQEA{chars(B64, 120)(R3)}",
+    "PW for X: value": "PW for the NAS: Tundra55#falcon",
+    "wifi name / password": "The wifi is AcmeGuest / Tundra55#falcon",
+    "admin user / password": "staging admin: ops@acme.io / Tundra55#falcon",
+    "root pass X": "root pass Tundra55#falcon",
+    "a list's pass": "wifi: AcmeGuest, pass Tundra55#falcon",
+    "a VPN pre-shared key": f"vpn psk: {chars(ALNUM, 24)(R3)}",
 }
 
 
@@ -292,6 +298,9 @@ PUBLIC = {
     "a hashing algorithm before 'password'": "Argon2id is the password hashing algorithm we use",
     "roles with a slash": "use admin/readonly roles to log in to grafana",
     "a password file option": "run the cli with --db-password-file /run/secrets/db",
+    "an account and its region": "account: acme-prod / eu-central-1b",
+    "where the PW is": "PW for the NAS: see 1Password",
+    "pass as a verb": "pass v2.0.1-beta to the installer",
 }
 
 

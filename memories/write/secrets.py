@@ -290,12 +290,39 @@ def _without_public_blocks(view: str) -> str:
     return _PUBLIC_BLOCK.sub(lambda m: " " * len(m.group(0)), view)
 
 
+# A name, not a secret: lower-case words joined by `-`, `_` or `.`, digits only in short parts of their
+# own (a region, a host, a slug: "eu-central-1b", "db-prod-01"). A hex token mixes digits into its
+# letters ("3cd2023e-0bd7-…"), a password its words ("river48-tundra07").
+_SLUG = re.compile(r"[a-z]{2,}(?:[-_.](?:[a-z]{2,}|\d{1,3}[a-z]?))+")
+
+
+# "pass" is a verb too: a password only after whose it is ("root pass X") or a list's comma ("wifi: X,
+# pass Y"). Lookbehinds, so the match starts at "pass" and re tries few starts.
+_PASS_OWNERS = (
+    "root",
+    "admin",
+    "user",
+    "db",
+    "database",
+    "wifi",
+    "wi-fi",
+    "ssh",
+    "ftp",
+    "vpn",
+    "sudo",
+    "login",
+    "account",
+)
+_PASS_AFTER = "(?:" + "|".join(f"(?<={w} )" for w in (*_PASS_OWNERS, ",", ";")) + ")"
+
+
 def _told_secret(value: str) -> bool:
     """A value named in a sentence without `=` or `:` ("passphrase X", "auth token X"): as for an
     assignment, plus a digit (words and versions of prose lack one more often than secrets do) and
-    not a path or an address ("password /etc/app/pw2", "token https://...")."""
+    not a path, an address or a lower-case name ("password /etc/app/pw2", "token https://...",
+    "account: acme-prod / eu-central-1b")."""
     value = value.strip("'\"`.,;)")
-    if not any(c.isdigit() for c in value) or _ADDRESS.match(value):
+    if not any(c.isdigit() for c in value) or _ADDRESS.match(value) or _SLUG.fullmatch(value):
         return False
     return _assigned_secret(value)
 
@@ -341,11 +368,14 @@ _PASSWORD_KEYWORDS = _PASSWORD_IN_OTHER_LANGUAGES
 
 # A value told in a sentence: six or more characters, not ending in the sentence's punctuation.
 _TOLD_VALUE = r"[^\s\"'`]{5,}[^\s\"'`.,;:)]"
-# "the password is X", "the admin pw for grafana was changed to X": a linking verb after the noun, with a
-# few words between (not a sentence's end or an assignment, which secret-assignment reads).
+# "the password is X", "PW for the NAS: X", "the admin pw for grafana was changed to X": a linking verb
+# or a colon after the noun, with a few words between (not a sentence's end or an assignment, which
+# secret-assignment reads).
 _TOLD_VERB = (
     r"[^.\n=:]{0,40}?"
-    r"\s(?:(?:is|was|are|were|has been)(?:\s+(?:now|still|(?:set|changed|reset) to))?|(?:set|changed|reset) to)"
+    r"(?:\s(?:(?:is|was|are|were|has been)(?:\s+(?:now|still|(?:set|changed|reset) to))?|(?:set|changed|reset) to)"
+    # "PW for the NAS: X", "token for CI: X"
+    r"|:)"
     rf"\s+[\"'`]?({_TOLD_VALUE})"
 )
 # "the password policy is NIST-800-63b": the sentence is about something else of passwords.
@@ -358,7 +388,9 @@ _TOKEN_NOUN = (
     # (the lookahead lets re skip most positions at once: a third of this rule's time on long texts)
     r"(?=[abcdilprst])"
     r"(?:(?:auth|access|api|bot|refresh|session|bearer|deploy|license|app|client|service|integration)[ _-]?"
-    r"(?:token|key|secret)|client[ _-]?secret|secret[ _-]?key|secret|token|personal[ _-]access[ _-]token|pat)"
+    r"(?:token|key|secret)|client[ _-]?secret|secret[ _-]?key|secret|token|personal[ _-]access[ _-]token|pat"
+    # a VPN's pre-shared key
+    r"|psk|pre[ _-]?shared[ _-]?key)"
 )
 # A short option that is a password after a `login` subcommand (docker, podman, helm registry, oc, cf,
 # az …) and for sshpass (`-p` is a port for docker run and ssh), `-a` for redis-cli.
@@ -476,8 +508,10 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "password-named",
         "a password",
-        re.compile(rf"(?i)\b(?:password|passwd|passphrase|passcode|pw)\b:?[ \t]+[\"'`]?({_TOLD_VALUE})"),
-        ("passw", "passphrase", "passcode", "pw"),
+        re.compile(
+            rf"(?i)\b(?=p)(?:password|passwd|passphrase|passcode|pw|{_PASS_AFTER}pass)\b[ \t]+[\"'`]?({_TOLD_VALUE})"
+        ),
+        ("passw", "passphrase", "passcode", "pw", "pass"),
         check=_told_secret,
     ),
     # The same in other languages: "le mot de passe est X", "Das Passwort ist X", "пароль: X", "密码是X".
@@ -498,11 +532,12 @@ OURS: tuple[Rule, ...] = (
         "login-pair",
         "a password",
         re.compile(
-            r"(?i)\b(?=[lsc])(?:logins?|log-?in|sign-?in|credentials?|creds)\b(?:\s+(?:is|are))?\s*[^\w\s]{0,2}\s*"
+            r"(?i)\b(?=[lscwar])(?:logins?|log-?in|sign-?in|credentials?|creds|wi-?fi|admin|account|root)\b"
+            r"(?:\s+(?:is|are))?\s*[^\w\s]{0,2}\s*"
             r"[\w.@+-]{1,64}"
             rf"(?:\s+/\s+|:)({_TOLD_VALUE})"
         ),
-        ("login", "log-in", "sign", "credential", "creds"),
+        ("login", "log-in", "sign", "credential", "creds", "wifi", "wi-fi", "admin", "account", "root"),
         check=_told_secret,
     ),
     # "use admin/Tundra55#falcon to log in": the pair before what it is for.
@@ -558,7 +593,7 @@ OURS: tuple[Rule, ...] = (
         "token-in-prose",
         "a credential",
         re.compile(rf"(?i)\b{_TOKEN_NOUN}s?\b{_ABOUT}(?:{_TOLD_VERB}|:?[ \t]+[\"'`]?({_TOLD_VALUE}))"),
-        ("token", "key", "secret", "pat"),
+        ("token", "key", "secret", "pat", "psk"),
         check=_told_token,
     ),
     Rule(
