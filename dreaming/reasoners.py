@@ -268,6 +268,12 @@ def configured_reasoner() -> Reasoner | None:
     return OpenAIReasoner(model) if provider == "openai" else AnthropicReasoner(model)
 
 
+HOW_TO_GET_A_REASONER = (
+    "install Claude Code (`claude`) or Codex (`codex`), set ANTHROPIC_API_KEY, or set "
+    '[reasoning].provider = "openai" with a key or a local server ([openai].base_url)'
+)
+
+
 def reasoner_status() -> dict[str, Any]:
     """For /api/status, the banner, the admin and `yullu doctor`: which reasoner background
     dreaming uses, or a warning saying how to get one."""
@@ -278,9 +284,7 @@ def reasoner_status() -> dict[str, Any]:
         "available": False,
         "name": None,
         "warning": (
-            "no reasoner for background dreaming: install Claude Code (`claude`) or Codex (`codex`), set "
-            'ANTHROPIC_API_KEY, or set [reasoning].provider = "openai" with a key or a local server '
-            "([openai].base_url). Recorded turns are kept up to [dreaming].buffer_max_messages / "
-            "buffer_max_age_days."
+            f"no reasoner for background dreaming: {HOW_TO_GET_A_REASONER}. Recorded turns are kept up to "
+            "[dreaming].buffer_max_messages / buffer_max_age_days."
         ),
     }

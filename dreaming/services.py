@@ -32,7 +32,7 @@ from .models import DreamPass, DreamSchedule, SessionMessage
 from .operations import COUNTED_AS, apply_operations, record_ops
 from .parse import ParseError, parse_operations
 from .prompt import build_user_prompt, current_prompt
-from .reasoners import Reasoner, configured_reasoner, reasoner_status
+from .reasoners import HOW_TO_GET_A_REASONER, Reasoner, configured_reasoner
 
 log = logging.getLogger(__name__)
 MAX_MESSAGES_PER_SESSION = 500
@@ -327,5 +327,5 @@ def dream_in_folder(cwd: str, project_id: str | None) -> DreamResult:
     scope = resolve(project_id, cwd)
     reasoner = configured_reasoner()
     if reasoner is None:
-        raise UserError(reasoner_status()["warning"])
+        raise UserError(f"no reasoner to dream with: {HOW_TO_GET_A_REASONER}; the recorded turns are kept.")
     return run_dream_pass(scope.project_id, reasoner=reasoner, manual=True)

@@ -94,7 +94,9 @@ def cmd_install(args: argparse.Namespace) -> None:
 
         from .hooks import yullu_home
 
-        write_private(yullu_home() / "token", args.token.strip() + "\n")
+        home = yullu_home()  # a laptop that never ran `yullu serve` has no home folder yet
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_private(home / "token", args.token.strip() + "\n")
 
     install(args.targets, service=args.service, assume_yes=args.yes)
 

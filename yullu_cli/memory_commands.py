@@ -297,7 +297,7 @@ def doctor(args: argparse.Namespace) -> int:
     else:
         for r in results:
             print(f"{r['status'].upper() if not r['ok'] else 'ok':<4}  {r['check']:<9} {r['detail']}")
-            if not r["ok"]:
+            if not r["ok"] and r["fix"] and r["fix"] != r["detail"]:  # a warning that says its own fix: once
                 print(f"      {'':<9} fix: {r['fix']}")
     return 1 if failed else 0
 

@@ -44,9 +44,15 @@ def add_sync_parsers(sub: Any) -> None:
 
 def add_memory_file_parsers(sub: Any) -> None:
     """Dream passes, expiry, and memories in and out of files."""
-    p = sub.add_parser("dream", help="run a dream pass now")
-    p.add_argument("--cwd", type=os.path.abspath, default=os.getcwd())
-    p.add_argument("--project-id", default=None)
+    p = sub.add_parser(
+        "dream",
+        help="run a dream pass now",
+        description="Turn the project's recorded session turns into memories now, with the configured reasoner "
+        "(an installed Claude Code or Codex CLI, an Anthropic or OpenAI-compatible API). Prints the pass's "
+        "counts as JSON; exits 1 when there is no reasoner or the pass failed (the turns are kept).",
+    )
+    p.add_argument("--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder of the project (default: here)")
+    p.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     p.set_defaults(fn=cmd_dream)
 
     p = sub.add_parser("prune", help="archive expired memories (ttl_days ran out) to rejected memories")
