@@ -292,6 +292,19 @@ def test_cli_check_exits_1_only_when_memories_are_stale(
     assert human.returncode == 1 and "changed: app/clock.py::Clock.later" in human.stdout
 
 
+def test_cli_show_lists_anchors_with_their_status(checkout: Path, tmp_path: Path, stub_embedder: StubServer) -> None:
+    scope = resolve(None, str(checkout))
+    m = create.store_memory(scope, "vec:1,0,0 later adds seconds", anchors=["app/clock.py::Clock.later"]).memory
+    env = product_env(tmp_path / "home")
+    rewrite(checkout, "return self.now() + seconds", "return self.now() + 2 * seconds")
+    shown = run_cli(["memories", "show", str(m.pk), "--json"], env)
+    assert shown.returncode == 0, shown.stderr
+    out = json.loads(shown.stdout)
+    assert [(a["symbol"], a["status"]) for a in out["anchors"]] == [("Clock.later", "changed")] and out["stale"]
+    human = run_cli(["memories", "show", str(m.pk)], env).stdout
+    assert "anchors: app/clock.py::Clock.later (changed)" in human and "stale: True" in human, human
+
+
 # --- team: anchors travel in events; each checkout judges them ----------------------------------
 
 

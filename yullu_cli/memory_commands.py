@@ -96,7 +96,20 @@ def _line(m: Mapping[str, Any], score: float | None = None) -> str:
     return f"#{m['id']}{sim} [{m.get('category') or 'note'}] {_short(m['content'])}"
 
 
+def _anchors_text(anchors: list[dict[str, Any]]) -> str:
+    """`app/billing/clock.py::Clock.now (changed), app/x.py:4-9 (ok)`: where each cited code is and its status."""
+    parts = []
+    for a in anchors:
+        where = a.get("current_path") or a["path"]
+        where += f"::{a['symbol']}" if a.get("symbol") else ""
+        lines = a.get("current_lines") or a.get("lines")
+        where += f":{lines[0]}-{lines[1]}" if lines and not a.get("symbol") else ""
+        parts.append(f"{where} ({a.get('status') or 'not checked'})")
+    return ", ".join(parts) or "none"
+
+
 def memories(args: argparse.Namespace) -> int:
+    from memories.anchors.checks import annotate
     from memories.scope import resolve, user_scope
     from memories.search import stats
     from memories.search.merged import search_merged
@@ -111,7 +124,8 @@ def memories(args: argparse.Namespace) -> int:
             out, human = {"id": memory.pk, "uuid": str(memory.uuid), "deleted": True}, f"deleted #{memory.pk}"
         else:
             out = dict(memory_to_wire(memory))
-            human = "\n".join(f"{k:>14}: {v}" for k, v in out.items())
+            annotate(memory.project_id, [out])  # the code it cites, checked against HEAD (docs/contract.md §12)
+            human = "\n".join(f"{k:>14}: {_anchors_text(v) if k == 'anchors' else v}" for k, v in out.items())
         return _print(args, out, human)
     scope = user_scope() if getattr(args, "user", False) else resolve(args.project, args.cwd)
     if args.op == "list":
