@@ -374,8 +374,11 @@ def _stale_post(request: HttpRequest) -> None:
     action, memory_id = request.POST.get("action", ""), request.POST.get("memory_id")
     try:
         if action == "keep":
+            before = MemoryAnchor.objects.filter(memory_id=edit.get_memory(memory_id).pk).count()
             memory = edit.repin_memory(memory_id, source="admin")
-            messages.success(request, f"Memory {memory.pk} kept: its anchors are pinned to HEAD again.")
+            gone = before - MemoryAnchor.objects.filter(memory=memory).count()  # re-pin drops code that is gone
+            dropped = f" {gone} whose code is gone {'was' if gone == 1 else 'were'} dropped;" if gone else ""
+            messages.success(request, f"Memory {memory.pk} kept:{dropped} its anchors are pinned to HEAD again.")
         elif action == "supersede":
             new = edit.update_memory(memory_id, content=request.POST.get("content", ""), supersede=True, source="admin")
             messages.success(request, f"Memory {memory_id} superseded by memory {new.pk}.")

@@ -435,6 +435,19 @@ def test_the_admin_form_sets_anchors_and_refuses_an_escape(
     assert store.cited(Memory.objects.get(pk=m.pk)) == ["app/clock.py::Clock.now", "app/clock.py:12-13"]
 
 
+def test_keeping_a_stale_memory_in_the_admin_says_which_anchors_were_dropped(
+    checkout: Path, admin_client: Any, stub_embedder: StubServer
+) -> None:
+    scope = resolve(None, str(checkout))
+    cites = ["app/clock.py::Clock.now", "app/clock.py::helper"]
+    m = create.store_memory(scope, "vec:1,0,0 now and helper", anchors=cites).memory
+    rewrite(checkout, "def helper():\n    return 1\n", "")  # helper is gone: its anchor cannot be re-pinned
+    page = admin_client.post("/admin/memories/memory/stale/", {"action": "keep", "memory_id": m.pk}, follow=True)
+    said = page.content.decode()
+    assert f"Memory {m.pk} kept: 1 whose code is gone was dropped; its anchors are pinned to HEAD again." in said
+    assert store.cited(Memory.objects.get(pk=m.pk)) == ["app/clock.py::Clock.now"]
+
+
 def test_a_comment_appended_to_a_cited_line_is_a_change_not_a_move(checkout: Path) -> None:
     repo = open_repo(checkout)
     assert repo is not None
