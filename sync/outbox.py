@@ -39,6 +39,10 @@ from .schema import Event, EventError, content_sha256
 log = logging.getLogger(__name__)
 CORE_FIELDS = ("content", "tags", "category")
 _warned: set[str] = set()
+# The folder of an event whose project's checkout moved or was deleted since this machine last saw it:
+# held here until a reconcile in the checkout's new place writes it there (adopt_held). Dropped instead,
+# the edit never reached the log, and a teammate's next event for the memory silently undid it.
+HELD = ""
 
 
 def sync_config(project_id: str, git_root: Path | None) -> dict[str, Any]:
@@ -47,18 +51,56 @@ def sync_config(project_id: str, git_root: Path | None) -> dict[str, Any]:
 
 
 def resolve_folder(project_id: str, git_root: Path | None) -> tuple[Path | None, dict[str, Any]]:
-    """The project's logs folder (None when sync is off or the repo is unknown, warned once)
-    and its effective [sync] settings."""
+    """The project's logs folder (None when sync is off or the repo is unknown) and its effective
+    [sync] settings."""
     if is_personal(project_id):
         return None, {}  # personal memories are never written to a team log
     git_root = git_root or known_root(project_id)
     if git_root is None:
-        if project_id not in _warned:
-            _warned.add(project_id)
-            log.warning("no repository known for project %s: its changes are not written to an event log", project_id)
         return None, {}
     cfg = sync_config(project_id, git_root)
     return (logs_dir(git_root, cfg["dir"]) if cfg["enabled"] else None), cfg
+
+
+def _had_checkout(project_id: str) -> bool:
+    """This machine knew a checkout of the project (now moved or deleted). A project never seen in a
+    checkout (a team server's) has none to wait for: its changes are not logged."""
+    from memories.models import ProjectLocation
+
+    return ProjectLocation.objects.filter(project_id=project_id).exists()
+
+
+def _target(project_id: str, git_root: Path | None) -> tuple[str | None, bool]:
+    """Where a change's events go (its logs folder; HELD while its checkout is gone; None: not logged)
+    and whether vectors go with them."""
+    if is_personal(project_id):
+        return None, False  # personal memories are never written to a team log
+    root = git_root or known_root(project_id)
+    if root is not None:
+        folder, cfg = resolve_folder(project_id, root)
+        return (str(folder), bool(cfg["log_embeddings"])) if folder is not None else (None, False)
+    if not _had_checkout(project_id):
+        _warn_once(project_id, "no repository known for project %s: its changes are not written to an event log")
+        return None, False
+    cfg = sync_config(project_id, None)
+    _warn_once(
+        project_id,
+        "the checkout of project %s is no longer where it was: its changes wait until a reconcile in the "
+        "checkout's new place (`yullu reconcile --cwd DIR`) writes them to its event log",
+    )
+    return (HELD if cfg["enabled"] else None), bool(cfg["log_embeddings"])
+
+
+def _warn_once(project_id: str, message: str) -> None:
+    if project_id not in _warned:
+        _warned.add(project_id)
+        log.warning(message, project_id)
+
+
+def adopt_held(project_id: str, folder: Path) -> int:
+    """Give the project's held events (made while its checkout was gone) the logs folder of the
+    checkout a reconcile runs in now; the reconcile's flush writes them before it folds."""
+    return OutboxEvent.objects.filter(project_id=project_id, folder=HELD).update(folder=str(folder))
 
 
 def embedding_event(memory_uuid: str, ts_ns: int, embedder: str, vector: Any, content: str) -> Event:
@@ -124,18 +166,18 @@ def on_change(changes: Sequence[AnnouncedChange]) -> None:
     """memories.changes listener: runs inside the write's transaction. The changes of one call (a
     store batch, an import) are queued together: one insert, the folder and settings looked up once
     per project."""
-    folders: dict[tuple[str, str | None], tuple[Path | None, dict[str, Any]]] = {}
+    folders: dict[tuple[str, str | None], tuple[str | None, bool]] = {}
     rows: list[OutboxEvent] = []
     for change in changes:
         key = (change.project_id, change.git_root)
         if key not in folders:
-            folders[key] = resolve_folder(change.project_id, Path(change.git_root) if change.git_root else None)
-        folder, cfg = folders[key]
+            folders[key] = _target(change.project_id, Path(change.git_root) if change.git_root else None)
+        folder, log_embeddings = folders[key]
         if folder is None:
             continue
         rows += [
-            OutboxEvent(project_id=change.project_id, memory_uuid=e.memory_id, folder=str(folder), payload=e.to_wire())
-            for e in _events_or_refusal(change, bool(cfg["log_embeddings"]))
+            OutboxEvent(project_id=change.project_id, memory_uuid=e.memory_id, folder=folder, payload=e.to_wire())
+            for e in _events_or_refusal(change, log_embeddings)
         ]
     enqueue(rows)
 
@@ -165,7 +207,7 @@ def flush(
     """Write pending events to disk and delete their rows. Returns (project_id, folder, name) per file."""
     written: list[tuple[str, str, str]] = []
     with transaction.atomic():
-        rows = OutboxEvent.objects.select_for_update(skip_locked=True).order_by("id")
+        rows = OutboxEvent.objects.select_for_update(skip_locked=True).exclude(folder=HELD).order_by("id")
         if ids is not None:
             rows = rows.filter(pk__in=ids)
         if project_id is not None:

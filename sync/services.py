@@ -57,7 +57,7 @@ from yullu_core.timestamps import datetime_to_ns, format_ts, ns_to_datetime, par
 from .eventlog import EventLogError, logs_dir, new_event, read_events, scan, write_event
 from .fold import Folded, fold_all
 from .models import LedgerEntry, LedgerStatus, OutboxEvent, ProjectSyncState
-from .outbox import embedding_event, flush, pending_uuids, sync_config
+from .outbox import adopt_held, embedding_event, flush, pending_uuids, sync_config
 from .schema import Event
 
 log = logging.getLogger(__name__)
@@ -132,6 +132,7 @@ class Reconcile:
     started_ns: int = field(default_factory=time.time_ns)
 
     def run(self) -> ReconcileResult:
+        adopt_held(self.project_id, self.folder)  # edits made while the checkout was elsewhere are logged here
         flush(project_id=self.project_id)  # our own committed changes reach the log first
         if not self.folder.is_dir():
             self.result["no_event_dir"] = True

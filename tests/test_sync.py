@@ -371,3 +371,20 @@ def test_the_cli_takes_a_relative_cwd_and_answers_a_user_error_in_one_sentence(
     outside.mkdir()
     out = run_cli(["reconcile", "--cwd", str(outside)], env, timeout=120)
     assert out.returncode == 1 and "Traceback" not in out.stderr and "no git repository known" in out.stderr
+
+
+def test_an_edit_made_while_the_checkout_is_gone_reaches_the_log_from_its_new_place(
+    repo: Path, tmp_path: Path, stub_embedder: StubServer
+) -> None:
+    """Seen on a walk: the checkout moved; an edit through REST (by id, no cwd) wrote no event, so it
+    never reached teammates and their next event for the memory silently undid it here."""
+    m = create.store_memory(resolve(None, str(repo)), "vec:1,0,0 the nightly job runs at 03:00").memory
+    moved = tmp_path / "moved"
+    repo.rename(moved)
+    edit.update_memory(m.pk, content="vec:1,0,0 the nightly job runs at 04:00")
+    assert not any("04:00" in f.read_text() for f in (moved / ".yullu" / "logs").glob("*.json"))
+    result = reconcile_scope(resolve(None, str(moved)))
+    assert result["updated"] == 0 and Memory.objects.get(pk=m.pk).content.endswith("04:00")
+    events = read_events(moved / ".yullu" / "logs").events
+    logged = [e for _, e in events if str(e.memory_id) == str(m.uuid) and e.type == "update"]
+    assert [e.content for e in logged] == ["vec:1,0,0 the nightly job runs at 04:00"]
