@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,3 +51,19 @@ def test_yullu_dream_without_a_reasoner_is_one_sentence_about_this_pass(tmp_path
     said = ran.stderr.strip()
     assert said.startswith("yullu: no reasoner to dream with: install Claude Code") and HOW_TO in said, said
     assert said.endswith("the recorded turns are kept.") and said.count(". ") == 0 and "background" not in said
+
+
+TEAM_COMMANDS = [["reconcile"], ["sync", "compact"], ["anchors", "check"], ["dream"], ["users", "add"]]
+TEAM_COMMANDS += [["tokens", "create"]]
+
+
+@pytest.mark.parametrize("command", TEAM_COMMANDS)
+def test_every_option_of_the_team_commands_says_what_it_is(command: list[str]) -> None:
+    from yullu_cli.main import build_parser
+
+    parser: Any = build_parser()
+    for word in command:
+        subs = next(a for a in parser._actions if a.dest in ("command", "op", "sync_command", "anchors_command"))
+        parser = subs.choices[word]
+    unexplained = [a.option_strings for a in parser._actions if a.option_strings and not a.help]
+    assert unexplained == [], unexplained

@@ -19,8 +19,8 @@ def add_parsers(sub: Any) -> None:
 def add_sync_parsers(sub: Any) -> None:
     """The team log and the code it cites: reconcile, anchors check, sync compact."""
     p = sub.add_parser("reconcile", help="apply teammates' events from <repo>/.yullu/logs")
-    p.add_argument("--cwd", type=os.path.abspath, default=os.getcwd())
-    p.add_argument("--project-id", default=None)
+    p.add_argument("--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder of the project (default: here)")
+    p.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     p.set_defaults(fn=cmd_reconcile)
 
     p = sub.add_parser("anchors", help="code anchors: memories that cite code (docs/contract.md §12)")
@@ -29,15 +29,15 @@ def add_sync_parsers(sub: Any) -> None:
     c.add_argument(
         "--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder inside the project's git checkout"
     )
-    c.add_argument("--project-id", default=None)
+    c.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     c.add_argument("--json", action="store_true", help="print the result as JSON")
     c.set_defaults(fn=cmd_anchors_check)
 
     p = sub.add_parser("sync", help="team event log maintenance")
     sync_sub = p.add_subparsers(dest="sync_command", required=True)
     c = sync_sub.add_parser("compact", help="fold the event log into one snapshot per memory (then commit it)")
-    c.add_argument("--cwd", type=os.path.abspath, default=os.getcwd())
-    c.add_argument("--project-id", default=None)
+    c.add_argument("--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder of the project (default: here)")
+    c.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     c.add_argument("--dry-run", action="store_true", help="only count what would change")
     c.set_defaults(fn=cmd_sync_compact)
 
