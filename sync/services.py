@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -44,6 +45,7 @@ from django.utils import timezone
 from access import policy as access
 from access.policy import is_personal
 from memories.changes import memory_state
+from memories.embedding import vector_index
 from memories.embedding.embedders import Embedder, embeds, get_embedder
 from memories.lifecycle import apply_remote_links
 from memories.models import Memory, MemoryVector
@@ -245,9 +247,11 @@ class Reconcile:
         embedder = get_embedder()
         vectors = self._vectors(folded, embedder)
         uuids = sorted(new_by_memory)
-        for start in range(0, len(uuids), APPLY_BATCH):
-            with transaction.atomic():  # rows and their ledger entries commit together, a batch at a time
-                self._apply_batch(uuids[start : start + APPLY_BATCH], folded, vectors, new_by_memory)
+        dim = len(next(iter(vectors.values()))[1]) if vectors else 0  # a first reconcile has none stored yet
+        with vector_index.paused_for_load(embedder.id, dim, len(vectors)) if dim else nullcontext():
+            for start in range(0, len(uuids), APPLY_BATCH):
+                with transaction.atomic():  # rows and their ledger entries commit together, a batch at a time
+                    self._apply_batch(uuids[start : start + APPLY_BATCH], folded, vectors, new_by_memory)
         for uuid_ in uuids:  # after every memory of the pass exists: links name others
             f = folded[uuid_]
             if f.exists and (f.fields.get("supersedes") or f.fields.get("links")):

@@ -366,3 +366,72 @@ def test_a_batch_finds_its_own_repeats_by_cosine_in_the_order_they_came(stub_emb
     results = create.store_memories(Scope("acme/batch-repeats", None), [NewMemory(t) for t in texts])
     assert [r.created for r in results] == [True, True, False, True, True]
     assert results[2].duplicate_of == results[0].memory.pk
+
+
+def a_teammates_log(repo: Path) -> Scope:
+    """MANY memories stored through `repo`'s project, then everything but its event log wiped (a
+    teammate's machine before the first reconcile)."""
+    scope = resolve(None, str(repo))
+    create.store_memories(scope, facts(MANY))
+    for model in (Memory, MemoryEvent, MemoryChange, LedgerEntry, ProjectSyncState):
+        model.objects.all().delete()
+    return scope
+
+
+def test_a_first_reconcile_larger_than_the_index_builds_it_after_the_load(
+    repo: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batches go in with no index to insert into one by one; the index is built once after
+    them, is used, and answers as the exact scan does."""
+    import sync.services as services
+
+    monkeypatch.setattr(vector_index, "BUILD_AFTER_FROM", MANY)
+    monkeypatch.setattr(services, "APPLY_BATCH", 10)  # several transactions, as a large log's
+    scope = a_teammates_log(repo)
+    embedder = get_embedder()
+    name = vector_index.index_name(embedder.id, len(embedder.embed(["probe"])[0]))
+    during: list[int | None] = []
+    real = services.Reconcile._apply_batch
+
+    def watched(self: Any, *args: Any, **kwargs: Any) -> None:
+        during.append(index_oid(name))
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(services.Reconcile, "_apply_batch", watched)
+
+    assert reconcile_scope(scope)["created"] == MANY
+
+    assert len(during) > 1 and set(during) == {None}  # no index while the batches went in
+    assert index_oid(name) is not None
+    got = vectors(scope.project_id)
+    probes = list(got.values())
+    assert nearest_many(scope.project_id, embedder.id, probes, 5, exact=False) == nearest_many(
+        scope.project_id, embedder.id, probes, 5, exact=True
+    )
+
+
+def test_a_first_reconcile_that_fails_halfway_still_leaves_the_index(
+    repo: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sync.services as services
+
+    monkeypatch.setattr(vector_index, "BUILD_AFTER_FROM", MANY)
+    monkeypatch.setattr(services, "APPLY_BATCH", 10)
+    scope = a_teammates_log(repo)
+    embedder = get_embedder()
+    name = vector_index.index_name(embedder.id, len(embedder.embed(["probe"])[0]))
+    calls: list[int] = []
+    real = services.Reconcile._apply_batch
+
+    def failing(self: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("the disk went away")
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(services.Reconcile, "_apply_batch", failing)
+    with pytest.raises(RuntimeError):
+        reconcile_scope(scope)
+
+    assert index_oid(name) is not None  # built again after the failed load
+    assert Memory.objects.filter(project_id=scope.project_id).count() == 10  # the first batch committed

@@ -205,3 +205,31 @@ def test_import_checks_every_row_first_and_refuses_the_bad_ones_whole(tmp_path: 
         assert any(row["content"] in e for e in result["errors"]), (row, result["errors"])
     assert sorted(Memory.objects.values_list("content", flat=True)) == ["A good row", "Another good row"]
     assert Memory.objects.get(content="A good row").rating == 7
+
+
+def test_an_export_imported_into_another_project_on_the_same_server_is_copied_once(
+    stub_embedder: StubServer, tmp_path: Path
+) -> None:
+    """`import --project` of another project's export: the rows are new there (uuids name one memory
+    across projects, so keeping them skipped every row), again is idempotent, links follow the copy."""
+    from memories.transfer.export import export_json
+    from memories.transfer.importer import import_path
+
+    scope = resolve("acme/source", None)
+    old = create.store_memory(scope, "vec:1,0,0 The api listens on port 8080", "domain").memory
+    create.store_memory(scope, "vec:0,1,0 Run make test before pushing", "process")
+    new = edit.update_memory(old.pk, content="vec:1,0,0 The api listens on port 9090", supersede=True)
+    out = tmp_path / "export.jsonl"
+    with out.open("w", encoding="utf-8") as fh:
+        export_json("acme/source", fh)
+    before = snapshot("acme/source")
+
+    first = import_path(out, project="acme/copy")
+    again = import_path(out, project="acme/copy")
+
+    assert (first.created, first.skipped) == (3, 0)
+    assert (again.created, again.skipped) == (0, 3)
+    assert snapshot("acme/source") == before  # the source project is untouched
+    copy = {m.content: m for m in Memory.objects.filter(project_id="acme/copy")}
+    assert copy[old.content].superseded_by == copy[new.content]  # the link points within the copy
+    assert not {m.uuid for m in copy.values()} & {m.uuid for m in Memory.objects.filter(project_id="acme/source")}

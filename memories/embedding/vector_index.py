@@ -98,6 +98,44 @@ def built_after_load(embedder_id: str, dim: int, rows: int) -> Iterator[None]:
         _set_build(cur, memory, parallel)
 
 
+@contextmanager
+def paused_for_load(embedder_id: str, dim: int, rows: int) -> Iterator[None]:
+    """Around a load of `rows` vectors committed in several transactions (a first reconcile of a large
+    team log applies 200 memories a transaction): when the load is at least BUILD_AFTER_FROM and at
+    least as large as what the index holds, the index is dropped before the load and built again
+    after it, each in a transaction of its own. Inserting 50,000 vectors one by one into the growing
+    graph was most of a 100,000-file reconcile (docs/benchmarks.md).
+
+    Meanwhile searches of this embedder scan its vectors exactly (the same results, slower); if the
+    build fails or the process dies first, the next `ensure_index` of any process builds it again."""
+    if connection.in_atomic_block or rows < BUILD_AFTER_FROM or not _small_beside(embedder_id, dim, rows):
+        yield
+        return
+    name = index_name(embedder_id, dim)
+    if _exists(name) and not _dropped(name):
+        yield
+        return
+    _known.add((embedder_id, dim))  # this process's writes must not build it (again) halfway
+    try:
+        yield
+    finally:
+        _build_after(embedder_id, dim, rows)
+
+
+def _build_after(embedder_id: str, dim: int, rows: int) -> None:
+    name = index_name(embedder_id, dim)
+    try:
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [name])  # as ensure_index's builders
+            _set_build(cur, BUILD_MEMORY, "0" if rows < SERIAL_BELOW else "2")
+            cur.execute(_create_sql(embedder_id, dim, if_not_exists=True))
+            cur.execute("ANALYZE memories_memoryvector")
+    except Exception:
+        _known.discard((embedder_id, dim))  # the next search here tries again
+        log.exception("the vector index %s could not be built again after the load; searches will build it", name)
+        raise
+
+
 def _set_build(cur: Any, memory: str, workers: str) -> None:
     """The build's settings, for the rest of the transaction."""
     cur.execute(
@@ -115,6 +153,12 @@ def _small_beside(embedder_id: str, dim: int, rows: int) -> bool:
         )
         (indexed,) = cur.fetchone()
     return int(indexed) < rows
+
+
+def _exists(name: str) -> bool:
+    with connection.cursor() as cur:
+        cur.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        return bool(cur.fetchone()[0])
 
 
 def _dropped(name: str) -> bool:

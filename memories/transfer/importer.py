@@ -3,7 +3,8 @@ format, the original Go Yul'lu SQLite database and the official MCP memory serve
 
 Imports go through the write path (`create.store_memories`: validation, secret scan, sync
 events) and are idempotent: a memory keeps its uuid (formats without one get a uuid derived from
-project and content), and a uuid or an identical content already in the project is skipped.
+project and content; one imported with `--project` into another project than its export's gets one
+derived from that project and its uuid), and a uuid or an identical content already there is skipped.
 
 Every field of a row is validated before the row is written (`_valid`: content, project, tags,
 category, times, rating, importance and the other carried-over fields): a bad row is refused and
@@ -56,6 +57,7 @@ class Row:
     created_at: Any = None  # as read; a datetime once `_valid` has checked it
     extra: dict[str, Any] = field(default_factory=dict)  # rating, updated_at, lifecycle fields …
     vectors: dict[str, Any] = field(default_factory=dict)  # embedder id → vector (`export --vectors`)
+    moved: bool = False  # imported into another project than the one it was exported from (`--project`)
 
 
 def _time(value: Any) -> datetime | None:
@@ -74,6 +76,23 @@ def _time(value: Any) -> datetime | None:
 
 def derived_uuid(project_id: str, content: str) -> str:
     return str(uuid.uuid5(IMPORT_NAMESPACE, f"{project_id}\n{content.strip()}"))
+
+
+def relocated_uuid(project_id: str, original: str) -> str:
+    """The uuid of a memory imported into another project than its export's (`--project`): a uuid
+    names one memory across all projects, so keeping the original skipped every row whose source
+    project is on this server ("0 new, 2 already there"). Derived from the target and the original,
+    so importing the same file there again is still idempotent, and links between its rows hold."""
+    return str(uuid.uuid5(IMPORT_NAMESPACE, f"{project_id}\nuuid:{original}"))
+
+
+def _placed(project: str | None, source: str, original: Any) -> tuple[str, str | None, bool]:
+    """(project, uuid, moved) of a record from `source` imported with `--project project`."""
+    target = project or source
+    moved = bool(project) and bool(source) and project != source
+    if moved and original:
+        return target, relocated_uuid(target, str(original)), True
+    return target, original, moved
 
 
 def detect(path: Path) -> str:
@@ -113,12 +132,14 @@ def read_yullu(path: Path, project: str | None) -> Iterator[Row]:
             except ValueError:
                 raise UserError(f"{path}:{n}: not valid JSON; nothing after line {n - 1} was imported.") from None
             known = {"uuid", "project_id", "content", "category", "tags", "created_at", "vectors"}
+            target, uid, moved = _placed(project, str(rec.get("project_id") or ""), rec.get("uuid"))
             yield Row(
-                project_id=project or str(rec.get("project_id") or ""),
+                project_id=target,
                 content=rec.get("content"),
                 category=rec.get("category"),
                 tags=rec.get("tags") or [],
-                uuid=rec.get("uuid"),
+                uuid=uid,
+                moved=moved,
                 created_at=rec.get("created_at"),
                 extra={k: v for k, v in rec.items() if k not in known},
                 vectors=rec.get("vectors") if isinstance(rec.get("vectors"), dict) else {},
@@ -143,12 +164,14 @@ def read_go_sqlite(path: Path, project: str | None) -> Iterator[Row]:
             extra = {k: row.get(k) for k in ("rating", "rating_comment") if row.get(k) is not None}
             if row.get("updated_at"):
                 extra["updated_at"] = row["updated_at"]
+            target, uid, moved = _placed(project, str(row["project_id"] or ""), row.get("uuid"))
             yield Row(
-                project_id=project or str(row["project_id"]),
+                project_id=target,
                 content=row["content"],
                 category=row.get("category"),
                 tags=tags if isinstance(tags, list) else [],
-                uuid=row.get("uuid"),
+                uuid=uid,
+                moved=moved,
                 created_at=row.get("created_at"),
                 extra=extra,
             )
@@ -229,8 +252,10 @@ def _restore_fields(created: list[tuple[Memory, Row]]) -> None:
             f = settable.get(key)
             if f is None or value is None:
                 continue
-            if f.is_relation:
-                links.append((memory, f.name, str(value)))
+            if f.is_relation:  # a link to another row of the file: moved with it
+                links.append(
+                    (memory, f.name, relocated_uuid(memory.project_id, str(value)) if row.moved else str(value))
+                )
             else:
                 setattr(memory, f.attname, value)
     if not links:
