@@ -82,20 +82,23 @@ def built_after_load(embedder_id: str, dim: int, rows: int) -> Iterator[None]:
         yield
         return
     yield
-    workers = "0" if rows < SERIAL_BELOW else None
     with connection.cursor() as cur:
-        cur.execute(
-            "SELECT current_setting('maintenance_work_mem'), current_setting('max_parallel_maintenance_workers')"
-        )
-        memory, parallel = cur.fetchone()
-        _set_build(cur, BUILD_MEMORY, workers or parallel)
         cur.execute("SET CONSTRAINTS ALL IMMEDIATE")  # CREATE INDEX refuses to run with FK checks pending
-        cur.execute(_create_sql(embedder_id, dim))
+        _build(cur, embedder_id, dim, rows)
         cur.execute("SET CONSTRAINTS ALL DEFERRED")  # as Django declares its foreign keys
-        # CREATE INDEX resets the table's row count but leaves its columns without statistics: the
-        # planner then guessed one row per project and sorted a large project instead of using the index.
-        cur.execute("ANALYZE memories_memoryvector")
-        _set_build(cur, memory, parallel)
+
+
+def _build(cur: Any, embedder_id: str, dim: int, rows: int, *, if_not_exists: bool = False) -> None:
+    """Build the embedder's index after a load of `rows` vectors, in the caller's transaction: with
+    BUILD_MEMORY, by this process alone below SERIAL_BELOW vectors; the session's settings after."""
+    cur.execute("SELECT current_setting('maintenance_work_mem'), current_setting('max_parallel_maintenance_workers')")
+    memory, parallel = cur.fetchone()
+    _set_build(cur, BUILD_MEMORY, "0" if rows < SERIAL_BELOW else parallel)
+    cur.execute(_create_sql(embedder_id, dim, if_not_exists=if_not_exists))
+    # CREATE INDEX resets the table's row count but leaves its columns without statistics: the
+    # planner then guessed one row per project and sorted a large project instead of using the index.
+    cur.execute("ANALYZE memories_memoryvector")
+    _set_build(cur, memory, parallel)
 
 
 @contextmanager
@@ -127,9 +130,7 @@ def _build_after(embedder_id: str, dim: int, rows: int) -> None:
     try:
         with transaction.atomic(), connection.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [name])  # as ensure_index's builders
-            _set_build(cur, BUILD_MEMORY, "0" if rows < SERIAL_BELOW else "2")
-            cur.execute(_create_sql(embedder_id, dim, if_not_exists=True))
-            cur.execute("ANALYZE memories_memoryvector")
+            _build(cur, embedder_id, dim, rows, if_not_exists=True)
     except Exception:
         _known.discard((embedder_id, dim))  # the next search here tries again
         log.exception("the vector index %s could not be built again after the load; searches will build it", name)
