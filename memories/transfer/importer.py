@@ -242,22 +242,22 @@ def _carried(row: Row) -> dict[str, Any]:
     return carried
 
 
-def _restore_fields(created: list[tuple[Memory, Row]]) -> None:
-    """The instances take the values their rows were written with; links between imported memories
-    by uuid."""
+def _restore_fields(created: list[tuple[Memory, Row, dict[str, Any]]]) -> None:
+    """The instances take the values their rows were written with (`_carried`); links between
+    imported memories by uuid."""
     settable = _settable()
     links: list[tuple[Memory, str, str]] = []
-    for memory, row in created:
+    for memory, row, carried in created:
+        for attname, value in carried.items():
+            setattr(memory, attname, value)
         for key, value in row.extra.items():
             f = settable.get(key)
-            if f is None or value is None:
-                continue
-            if f.is_relation:  # a link to another row of the file: moved with it
+            if (
+                f is not None and value is not None and f.is_relation
+            ):  # a link to another row of the file: moved with it
                 links.append(
                     (memory, f.name, relocated_uuid(memory.project_id, str(value)) if row.moved else str(value))
                 )
-            else:
-                setattr(memory, f.attname, value)
     if not links:
         return
     with transaction.atomic():
@@ -357,9 +357,9 @@ def _write_batch(rows: list[Row], result: ImportResult) -> None:
             for r in fresh
         ]
         stored = create.store_memories(resolve(project_id, None), items, source="import")
-        made = [(s.memory, r) for s, r in zip(stored, fresh, strict=True) if s.created]
+        made = [(s.memory, r, i.carried or {}) for s, r, i in zip(stored, fresh, items, strict=True) if s.created]
         _restore_fields(made)
-        for memory, row in made:  # code anchors keep the pins they had where they were exported
+        for memory, row, _ in made:  # code anchors keep the pins they had where they were exported
             if anchors := anchor_store.clean_wire(row.extra.get("anchors")):
                 anchor_store.from_wire(memory, anchors)
         result.created += len(made)
