@@ -25,7 +25,7 @@ from memories.transfer.export import export_json
 from memories.transfer.importer import import_path
 from memories.write import bulk_rows, create, edit
 from memories.write.validation import NewMemory
-from sync import outbox
+from sync import outbox, services
 from sync.eventlog import list_names, read_events, read_file
 from sync.models import LedgerEntry, OutboxEvent, ProjectSyncState
 from sync.services import reconcile_scope
@@ -368,14 +368,18 @@ def test_a_batch_finds_its_own_repeats_by_cosine_in_the_order_they_came(stub_emb
     assert results[2].duplicate_of == results[0].memory.pk
 
 
-def a_teammates_log(repo: Path) -> Scope:
+def a_teammates_log(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Scope, str]:
     """MANY memories stored through `repo`'s project, then everything but its event log wiped (a
-    teammate's machine before the first reconcile)."""
+    teammate's machine before the first reconcile), with the build-after-load size and the apply batch
+    at a test's scale; also the name of the embedder's HNSW index."""
+    monkeypatch.setattr(vector_index, "BUILD_AFTER_FROM", MANY)
+    monkeypatch.setattr(services, "APPLY_BATCH", 10)  # several transactions, as a large log's
     scope = resolve(None, str(repo))
     create.store_memories(scope, facts(MANY))
     for model in (Memory, MemoryEvent, MemoryChange, LedgerEntry, ProjectSyncState):
         model.objects.all().delete()
-    return scope
+    embedder = get_embedder()
+    return scope, vector_index.index_name(embedder.id, len(embedder.embed(["probe"])[0]))
 
 
 def test_a_first_reconcile_larger_than_the_index_builds_it_after_the_load(
@@ -383,13 +387,7 @@ def test_a_first_reconcile_larger_than_the_index_builds_it_after_the_load(
 ) -> None:
     """The batches go in with no index to insert into one by one; the index is built once after
     them, is used, and answers as the exact scan does."""
-    import sync.services as services
-
-    monkeypatch.setattr(vector_index, "BUILD_AFTER_FROM", MANY)
-    monkeypatch.setattr(services, "APPLY_BATCH", 10)  # several transactions, as a large log's
-    scope = a_teammates_log(repo)
-    embedder = get_embedder()
-    name = vector_index.index_name(embedder.id, len(embedder.embed(["probe"])[0]))
+    scope, name = a_teammates_log(repo, monkeypatch)
     during: list[int | None] = []
     real = services.Reconcile._apply_batch
 
@@ -405,21 +403,15 @@ def test_a_first_reconcile_larger_than_the_index_builds_it_after_the_load(
     assert index_oid(name) is not None
     got = vectors(scope.project_id)
     probes = list(got.values())
-    assert nearest_many(scope.project_id, embedder.id, probes, 5, exact=False) == nearest_many(
-        scope.project_id, embedder.id, probes, 5, exact=True
+    assert nearest_many(scope.project_id, get_embedder().id, probes, 5, exact=False) == nearest_many(
+        scope.project_id, get_embedder().id, probes, 5, exact=True
     )
 
 
 def test_a_first_reconcile_that_fails_halfway_still_leaves_the_index(
     repo: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sync.services as services
-
-    monkeypatch.setattr(vector_index, "BUILD_AFTER_FROM", MANY)
-    monkeypatch.setattr(services, "APPLY_BATCH", 10)
-    scope = a_teammates_log(repo)
-    embedder = get_embedder()
-    name = vector_index.index_name(embedder.id, len(embedder.embed(["probe"])[0]))
+    scope, name = a_teammates_log(repo, monkeypatch)
     calls: list[int] = []
     real = services.Reconcile._apply_batch
 
