@@ -576,3 +576,422 @@ HELD_OUT_2_KEEP: list[Form] = [
         lambda r: "the login form's password field is #pw-input and the submit is disabled until both are filled",
     ),
 ]
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_3: written (as a seeded script outside the repository) BEFORE its author read the scanner, these
+# forms, bench/secret_scan.py, tests/test_secrets.py or docs/security.md, as a judge with a fresh set
+# would: 87 secrets in vendors' published shapes as they get pasted into a memory about a codebase, and
+# 22 memories that must stay storable (HELD_OUT_3_KEEP). Its first and only held-out run, through REST
+# on a live site with a real PostgreSQL (POST /api/memories, one text each), stored 6 of the 87 (passwords
+# told in German, French, Spanish, Portuguese, Russian and Dutch sentences with words between the noun
+# and the value) and refused 2 of the 22 keepers (AWS's documented sample key pair, base64 of a
+# greeting). The scanner was fixed after that run (docs/security.md); the forms are kept as written.
+
+
+def _c(r: random.Random, alphabet: str, n: int) -> str:
+    return chars(alphabet, n)(r)
+
+
+def _b64u(r: random.Random, n_bytes: int) -> str:
+    return base64.urlsafe_b64encode(r.randbytes(n_bytes)).decode().rstrip("=")
+
+
+def _word_password(r: random.Random) -> str:
+    """A password as people make one: a word, random letters, a symbol, three digits."""
+    word = r.choice(["Tr0ub4dor", "Kx9", "Winter", "Falcon", "mUst4ng", "Qz"])
+    return word + _c(r, ALNUM, 6) + r.choice("!#%&*") + _c(r, string.digits, 3)
+
+
+def _pem3(r: random.Random, kind: str, lines: int = 12) -> str:
+    body = "\n".join(b64_of(48)(r) for _ in range(lines))
+    return f"-----BEGIN {kind}-----\n{body}\n-----END {kind}-----"
+
+
+def _service_role_jwt(r: random.Random) -> str:
+    def part(obj: str) -> str:
+        return base64.urlsafe_b64encode(obj.encode()).decode().rstrip("=")
+
+    header = part('{"alg":"HS256","typ":"JWT"}')
+    claims = part(json.dumps({"sub": _c(r, string.digits, 10), "role": "service_role", "iat": 1732000000}))
+    return f"{header}.{claims}.{_b64u(r, 32)}"
+
+
+def _uuid(r: random.Random) -> str:
+    return uuid4(r)
+
+
+def _akia(r: random.Random, prefix: str = "AKIA") -> str:
+    return prefix + _c(r, BASE32, 16)
+
+
+def _gcp_sa_json(r: random.Random) -> str:
+    sa = {
+        "type": "service_account",
+        "project_id": "acme-prod-" + _c(r, LOWER_ALNUM, 6),
+        "private_key_id": _c(r, HEX, 40),
+        "private_key": _pem3(r, "PRIVATE KEY", 16) + "\n",
+        "client_email": "ci-deployer@acme-prod.iam.gserviceaccount.com",
+        "client_id": _c(r, string.digits, 21),
+        "token_uri": "https://oauth2.googleapis.com/token",
+    }
+    return "CI uses this service account JSON for gcloud auth:\n" + json.dumps(sa, indent=2)
+
+
+def _sas_sig(r: random.Random) -> str:
+    return b64_of(32)(r).replace("+", "%2B").replace("/", "%2F").replace("=", "%3D")
+
+
+def _discord_bot(r: random.Random) -> str:
+    user_id = str(r.randrange(10**17, 10**18))
+    return f"{b64(user_id).rstrip('=')}.{_c(r, URLSAFE, 6)}.{_c(r, URLSAFE, 38)}"
+
+
+def _pgp_block(r: random.Random) -> str:
+    body = "\n".join(b64_of(48)(r) for _ in range(10))
+    return f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{body}\n={_c(r, B64, 4)}\n-----END PGP PRIVATE KEY BLOCK-----"
+
+
+def _k8s_opaque(r: random.Random) -> str:
+    return (
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: api-secrets\ntype: Opaque\ndata:\n"
+        f"  DB_PASSWORD: {b64(_word_password(r))}\n  STRIPE_KEY: {b64('sk_live_' + _c(r, ALNUM, 24))}"
+    )
+
+
+def _split_in_halves(r: random.Random) -> str:
+    key = _c(r, B64, 40)
+    return f"aws secret (wrapped by the terminal):\n{key[:20]}\n{key[20:]}"
+
+
+def _concatenated(r: random.Random) -> str:
+    token = "ghp_" + _c(r, ALNUM, 36)
+    return f'token = "{token[:18]}" + "{token[18:]}"  # split so the pre-commit hook does not see it'
+
+
+_SA = string.ascii_uppercase + string.digits
+
+HELD_OUT_3: list[Form] = [
+    # cloud
+    _f(
+        "aws pair in an env file",
+        lambda r: (
+            f"Deploy script reads AWS_ACCESS_KEY_ID={_akia(r)} and AWS_SECRET_ACCESS_KEY={_c(r, B64, 40)} from "
+            ".env.deploy"
+        ),
+    ),
+    _f(
+        "aws session credentials",
+        lambda r: (
+            f"Temporary creds for the migration role (expire in 1h):\naws_access_key_id = {_akia(r, 'ASIA')}\n"
+            f"aws_secret_access_key = {_c(r, B64, 40)}\naws_session_token = FwoGZXIvYXdzE{_c(r, B64, 300)}"
+        ),
+    ),
+    _f(
+        "aws secret in prose",
+        lambda r: f"the secret access key for the backup bucket user is {_c(r, B64, 40)} (access key {_akia(r)})",
+    ),
+    _f(
+        "gcp api key",
+        lambda r: (
+            f"Geocoding calls go through GOOGLE_MAPS_SERVER_KEY, currently AIza{_c(r, URLSAFE, 35)}, restricted to "
+            "our egress IP"
+        ),
+    ),
+    _f("gcp service account json", _gcp_sa_json),
+    _f(
+        "azure storage connection string",
+        lambda r: (
+            "Blob uploads: AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=acmeassets;"
+            f"AccountKey={b64_of(64)(r)};EndpointSuffix=core.windows.net"
+        ),
+    ),
+    _f(
+        "azure sas url",
+        lambda r: (
+            "The nightly export writes to "
+            f"https://acmeexports.blob.core.windows.net/dumps?sv=2022-11-02&ss=b&srt=co&sp=rwlac&se=2027-01-01T00:00:00Z&st=2026-01-01T00:00:00Z&spr=https&sig={_sas_sig(r)}"
+        ),
+    ),
+    _f(
+        "azure service bus",
+        lambda r: (
+            "Endpoint=sb://acme-bus.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey;"
+            f"SharedAccessKey={b64_of(32)(r)}"
+        ),
+    ),
+    _f(
+        "azure client secret",
+        lambda r: (
+            "The app registration's client secret (AZURE_CLIENT_SECRET) is "
+            f"{_c(r, ALNUM, 3)}8Q~{_c(r, ALNUM + '_.~-', 34)}"
+        ),
+    ),
+    # payment / SaaS
+    _f(
+        "stripe restricted key",
+        lambda r: f"Webhook worker uses a restricted key rk_live_51{_c(r, ALNUM, 97)} with read-only charges",
+    ),
+    _f("stripe secret key in code", lambda r: f'stripe.api_key = "sk_live_51{_c(r, ALNUM, 96)}"  # TODO move to vault'),
+    _f("square access token", lambda r: f"Square production access token: EAAA{_c(r, URLSAFE, 60)}"),
+    _f("square oauth secret", lambda r: f"SQUARE_APP_SECRET=sq0csp-{_c(r, URLSAFE, 43)}"),
+    _f("shopify admin header", lambda r: f"Shopify admin API: X-Shopify-Access-Token: shpat_{_c(r, HEX, 32)}"),
+    _f(
+        "braintree access token",
+        lambda r: f"BRAINTREE_ACCESS_TOKEN=access_token$production${_c(r, LOWER_ALNUM, 16)}${_c(r, HEX, 32)}",
+    ),
+    _f(
+        "paypal client secret",
+        lambda r: f"PayPal live app: client id A{_c(r, URLSAFE, 79)} secret E{_c(r, URLSAFE, 79)}",
+    ),
+    _f("twilio sid and token", lambda r: f"SMS: account SID AC{_c(r, HEX, 32)}, auth token {_c(r, HEX, 32)}"),
+    _f("twilio api key", lambda r: f"twilio api key SK{_c(r, HEX, 32)} / secret {_c(r, ALNUM, 32)}"),
+    _f("sendgrid", lambda r: f"SENDGRID_API_KEY=SG.{_c(r, URLSAFE, 22)}.{_c(r, URLSAFE, 43)}"),
+    _f(
+        "mailgun private key",
+        lambda r: f"Mailgun private API key: {_c(r, HEX, 32)}-{_c(r, HEX, 8)}-{_c(r, HEX, 8)} (domain mg.acme.io)",
+    ),
+    _f("mailchimp", lambda r: f"mailchimp key {_c(r, HEX, 32)}-us21 for the newsletter sync"),
+    _f("postmark server token", lambda r: f"Transactional email: header X-Postmark-Server-Token: {_uuid(r)}"),
+    # chat
+    _f(
+        "slack bot token",
+        lambda r: (
+            "Slack bot token for #deploys: "
+            f"xoxb-{_c(r, string.digits, 12)}-{_c(r, string.digits, 13)}-{_c(r, ALNUM, 24)}"
+        ),
+    ),
+    _f(
+        "slack user token",
+        lambda r: (
+            f"xoxp-{_c(r, string.digits, 12)}-{_c(r, string.digits, 12)}-{_c(r, string.digits, 13)}-{_c(r, HEX, 32)} "
+            "is Dana's user token, used by the export script"
+        ),
+    ),
+    _f(
+        "slack webhook",
+        lambda r: (
+            f"Alerts post to https://hooks.slack.com/services/T{_c(r, _SA, 8)}/B{_c(r, _SA, 10)}/{_c(r, ALNUM, 24)}"
+        ),
+    ),
+    _f(
+        "slack app token",
+        lambda r: (
+            f"socket mode needs SLACK_APP_TOKEN=xapp-1-A{_c(r, _SA, 10)}-{_c(r, string.digits, 13)}-{_c(r, HEX, 64)}"
+        ),
+    ),
+    _f("discord bot token", lambda r: f"Discord bot token: {_discord_bot(r)}"),
+    _f(
+        "discord webhook",
+        lambda r: (
+            f"release notes go to https://discord.com/api/webhooks/{_c(r, string.digits, 19)}/{_c(r, URLSAFE, 68)}"
+        ),
+    ),
+    _f("telegram bot token", lambda r: f"TELEGRAM_BOT_TOKEN={_c(r, string.digits, 10)}:AA{_c(r, URLSAFE, 33)}"),
+    # code hosts
+    _f(
+        "github fine-grained pat",
+        lambda r: f"GH token for the release action: github_pat_11{_c(r, _SA, 20)}_{_c(r, ALNUM, 59)}",
+    ),
+    _f(
+        "gitlab pat in a clone url",
+        lambda r: f"git clone https://oauth2:glpat-{_c(r, URLSAFE, 20)}@gitlab.acme.io/platform/api.git",
+    ),
+    _f("gitlab runner registration", lambda r: f"runner registration token GR1348941{_c(r, URLSAFE, 20)}"),
+    _f(
+        "bitbucket app password",
+        lambda r: f"Bitbucket app password for the deploy bot: ATBB{_c(r, ALNUM, 32)}{_c(r, HEX.upper(), 8)}",
+    ),
+    # registries
+    _f("npmrc auth token", lambda r: f"//registry.npmjs.org/:_authToken=npm_{_c(r, ALNUM, 36)}"),
+    _f("pypirc", lambda r: f"[pypi]\nusername = __token__\npassword = pypi-AgEIcHlwaS5vcmc{_c(r, URLSAFE, 120)}"),
+    _f("docker hub pat", lambda r: f"docker login -u acmebot -p dckr_pat_{_c(r, URLSAFE, 27)}"),
+    _f(
+        "nuget api key",
+        lambda r: (
+            f"dotnet nuget push pkg.nupkg --api-key oy2{_c(r, LOWER_ALNUM, 43)} --source "
+            "https://api.nuget.org/v3/index.json"
+        ),
+    ),
+    _f("rubygems", lambda r: f"GEM_HOST_API_KEY=rubygems_{_c(r, HEX, 48)}"),
+    # AI
+    _f("openai project key", lambda r: f"OPENAI_API_KEY=sk-proj-{_c(r, URLSAFE, 156)}"),
+    _f(
+        "anthropic key", lambda r: f"The eval harness uses sk-ant-api03-{_c(r, URLSAFE, 93)}AA (billing: research team)"
+    ),
+    _f("huggingface token", lambda r: f"hf_{_c(r, ALNUM, 34)} is the read token for the gated model download"),
+    _f("cohere key", lambda r: f"COHERE_API_KEY={_c(r, ALNUM, 40)}"),
+    _f("replicate token", lambda r: f"REPLICATE_API_TOKEN=r8_{_c(r, ALNUM, 37)}"),
+    # observability
+    _f("datadog keys", lambda r: f"datadog: DD_API_KEY={_c(r, HEX, 32)} DD_APP_KEY={_c(r, HEX, 40)}"),
+    _f("sentry dsn with secret", lambda r: f"SENTRY_DSN=https://{_c(r, HEX, 32)}:{_c(r, HEX, 32)}@sentry.acme.io/12"),
+    _f("sentry auth token", lambda r: f"sentry-cli uses SENTRY_AUTH_TOKEN=sntryu_{_c(r, HEX, 64)}"),
+    _f("new relic user key", lambda r: f"New Relic user key NRAK-{_c(r, _SA, 27)} for the dashboards script"),
+    _f("grafana service account", lambda r: f"grafana service account token glsa_{_c(r, ALNUM, 32)}_{_c(r, HEX, 8)}"),
+    _f(
+        "pagerduty token header",
+        lambda r: (
+            f'curl -H "Authorization: Token token={_c(r, URLSAFE + "+", 20)}" https://api.pagerduty.com/incidents'
+        ),
+    ),
+    # infra
+    _f("vault token", lambda r: f"VAULT_TOKEN=hvs.{_c(r, ALNUM, 24)}"),
+    _f(
+        "terraform cloud",
+        lambda r: f'credentials "app.terraform.io" {{ token = "{_c(r, ALNUM, 14)}.atlasv1.{_c(r, ALNUM, 67)}" }}',
+    ),
+    _f("heroku api key", lambda r: f"heroku: HEROKU_API_KEY={_uuid(r)}"),
+    _f("digitalocean", lambda r: f"doctl auth init -t dop_v1_{_c(r, HEX, 64)}"),
+    _f("cloudflare token in prose", lambda r: f"Cloudflare API token (DNS edit): {_c(r, URLSAFE, 40)}"),
+    _f("vercel token", lambda r: f"VERCEL_TOKEN={_c(r, ALNUM, 24)}"),
+    _f("netlify auth option", lambda r: f"netlify deploy --auth nfp_{_c(r, ALNUM, 36)}"),
+    _f("doppler service token", lambda r: f"DOPPLER_TOKEN=dp.st.prd.{_c(r, ALNUM, 43)}"),
+    # tokens and keys
+    _f("supabase service role jwt", lambda r: f"The Supabase service role key is {_service_role_jwt(r)}"),
+    _f("rsa private key", lambda r: "Signing key for webhooks:\n" + _pem3(r, "RSA PRIVATE KEY")),
+    _f("openssh private key", lambda r: "deploy key:\n" + _pem3(r, "OPENSSH PRIVATE KEY", 7)),
+    _f("pgp private key block", lambda r: "release signing key\n" + _pgp_block(r)),
+    _f("truncated ec key", lambda r: f"-----BEGIN EC PRIVATE KEY-----\n{b64_of(48)(r)}\n{b64_of(30)(r)}\n..."),
+    _f(
+        "private key with \\n escapes in json",
+        lambda r: (
+            '{"key": "-----BEGIN PRIVATE KEY-----\\n'
+            + "\\n".join(b64_of(48)(r) for _ in range(6))
+            + '\\n-----END PRIVATE KEY-----\\n"}'
+        ),
+    ),
+    # database URLs
+    _f("postgres url", lambda r: f"DATABASE_URL=postgres://app_rw:{_word_password(r)}@db-prod.internal:5432/app"),
+    _f(
+        "mysql url",
+        lambda r: f"legacy reports connect with mysql://reporter:{_word_password(r)}@10.0.3.12:3306/reports",
+    ),
+    _f(
+        "mongodb+srv url",
+        lambda r: (
+            f"mongodb+srv://svc-api:{_c(r, ALNUM, 16)}@cluster0.{_c(r, LOWER_ALNUM, 5)}.mongodb.net"
+            "/prod?retryWrites=true"
+        ),
+    ),
+    _f("rediss url", lambda r: f"REDIS_URL=rediss://:{_c(r, ALNUM, 32)}@cache.acme.io:6380/0"),
+    _f("amqp url", lambda r: f"celery broker is amqp://worker:{_word_password(r)}@rabbit.internal:5672/prod"),
+    # passwords in prose, several languages
+    _f("password: login pair", lambda r: f"Note: the staging admin login is admin / {_word_password(r)}"),
+    _f("password: user, pass", lambda r: f"Grafana on the ops box: user ops, pass {_word_password(r)}"),
+    _f("password: german", lambda r: f"Das Passwort für den Staging-Server lautet {_word_password(r)}"),
+    _f("password: french", lambda r: f"Le mot de passe de la base de recette est {_word_password(r)}"),
+    _f("password: spanish", lambda r: f"La contraseña del usuario root en el NAS es {_word_password(r)}"),
+    _f("password: portuguese", lambda r: f"A senha do Wi-Fi do escritório é {_word_password(r)}"),
+    _f("password: russian", lambda r: f"Пароль от админки: {_word_password(r)}"),
+    _f("password: japanese", lambda r: f"本番DBのパスワードは {_word_password(r)} です"),
+    _f("password: chinese", lambda r: f"测试环境数据库密码：{_word_password(r)}"),
+    _f("password: dutch", lambda r: f"het wachtwoord voor de FTP-server is {_word_password(r)}"),
+    # commands and config files
+    _f("curl -u", lambda r: f"curl -u deploy:{_word_password(r)} https://ci.acme.io/job/release/build"),
+    _f(
+        "curl bearer header",
+        lambda r: f'curl -H "Authorization: Bearer {_c(r, URLSAFE, 48)}" https://api.acme.io/v2/admin/users',
+    ),
+    _f("basic auth header", lambda r: f"Authorization: Basic {b64('svc:' + _word_password(r))}"),
+    _f("k8s opaque secret", _k8s_opaque),
+    _f("netrc", lambda r: f"machine api.heroku.com\n  login ops@acme.io\n  password {_uuid(r)}"),
+    _f(
+        "docker config.json auth",
+        lambda r: '{"auths": {"registry.acme.io": {"auth": "' + b64("ci:" + _word_password(r)) + '"}}}',
+    ),
+    _f("aws secret wrapped over two lines", _split_in_halves),
+    _f("token split by concatenation", _concatenated),
+    _f("generic env secret", lambda r: f"API_SECRET={_c(r, ALNUM, 32)}\nAPI_KEY_ID=prod-1"),
+]
+
+HELD_OUT_3_KEEP: list[Form] = [
+    _f(
+        "talk: where the key lives",
+        lambda r: (
+            "The Stripe secret key lives in AWS Secrets Manager under /prod/stripe/secret; never paste it into code "
+            "or chats."
+        ),
+    ),
+    _f(
+        "placeholder x's",
+        lambda r: (
+            "Set STRIPE_SECRET_KEY=sk_live_xxxxxxxxxxxxxxxxxxxxxxxx in your .env (replace the x's with the key from "
+            "the dashboard)."
+        ),
+    ),
+    _f(
+        "placeholder variable",
+        lambda r: "CI passes AWS_SECRET_ACCESS_KEY=${AWS_SECRET_ACCESS_KEY} through from the org-level secret.",
+    ),
+    _f("placeholder <angle>", lambda r: 'curl -H "Authorization: Bearer <your-api-token>" https://api.acme.io/v2/me'),
+    _f(
+        "aws documented sample pair",
+        lambda r: (
+            "The AWS docs' sample credentials AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY are "
+            "what the moto tests use."
+        ),
+    ),
+    _f(
+        "database url placeholder",
+        lambda r: "Local dev: DATABASE_URL=postgres://user:password@localhost:5432/app_dev (docker-compose default).",
+    ),
+    _f(
+        "stripe publishable key",
+        lambda r: (
+            f"The checkout page embeds the publishable key pk_live_51{_c(r, ALNUM, 96)}; publishable keys are public "
+            "by design."
+        ),
+    ),
+    _f("sha256", lambda r: f"Release tarball sha256: {_c(r, HEX, 64)}"),
+    _f(
+        "commit sha",
+        lambda r: f"The regression came in with commit {_c(r, HEX, 40)}; revert it if the cache bug reappears.",
+    ),
+    _f(
+        "request uuid",
+        lambda r: f"Support ticket mentions request id {_uuid(r)}; the error was a timeout in the billing worker.",
+    ),
+    _f(
+        "base64 of a greeting",
+        lambda r: (
+            f"The fixture stores the greeting base64-encoded: {b64('Hello from the onboarding email, welcome aboard!')}"
+        ),
+    ),
+    _f(
+        "ssh public key",
+        lambda r: (
+            f"Add this deploy public key to the repo: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{_c(r, B64, 43)} deploy@ci"
+        ),
+    ),
+    _f("public key pem", lambda r: "Webhook signatures verify against:\n" + _pem3(r, "PUBLIC KEY", 5)),
+    _f("certificate pem", lambda r: "The internal CA certificate:\n" + _pem3(r, "CERTIFICATE", 8)),
+    _f("image digest", lambda r: f"Pin the base image to python:3.11-slim@sha256:{_c(r, HEX, 64)}"),
+    _f("npm integrity", lambda r: f'"integrity": "sha512-{b64_of(64)(r)}"'),
+    _f("wallet address", lambda r: f"Donations go to the public wallet 0x{_c(r, HEX, 40)}"),
+    _f(
+        "rotation policy",
+        lambda r: "Rotate the GitHub PAT every 90 days; the password manager entry is 'CI / GitHub release bot'.",
+    ),
+    _f(
+        "password hashing policy",
+        lambda r: "Passwords must be at least 12 characters; we hash them with argon2id (time cost 3, memory 64 MiB).",
+    ),
+    _f(
+        "key prefixes only",
+        lambda r: (
+            "Stripe live secret keys start with sk_live_ and restricted ones with rk_live_; the scanner in CI looks "
+            "for both."
+        ),
+    ),
+    _f(
+        "env var names",
+        lambda r: "Required env vars: DATABASE_URL, REDIS_URL, SENTRY_DSN, OPENAI_API_KEY (see .env.example).",
+    ),
+    _f(
+        "jwt explained",
+        lambda r: (
+            "JWTs are three base64url parts joined by dots; our access tokens expire after 15 minutes and refresh "
+            "tokens after 30 days."
+        ),
+    ),
+]

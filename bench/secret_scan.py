@@ -1,10 +1,10 @@
 """How well does the secret scanner refuse credentials and keep ordinary memories, and at what cost?
 
-Run: .venv/bin/python -m bench.secret_scan [--seeds 3] [--split tune|held-out|held-out-2|all] [--show]
+Run: .venv/bin/python -m bench.secret_scan [--seeds 3] [--split tune|held-out|held-out-2|held-out-3|all] [--show]
 
-Credentials: the forms of bench/secret_forms.py (TUNE, HELD_OUT and HELD_OUT_2 reported apart), each
-filled with `--seeds` different random values; HELD_OUT_2_KEEP (memories that must be stored) is
-reported with them. Ordinary: every LoCoMo turn of
+Credentials: the forms of bench/secret_forms.py (TUNE, HELD_OUT, HELD_OUT_2 and HELD_OUT_3 reported apart),
+each filled with `--seeds` different random values; HELD_OUT_2_KEEP and HELD_OUT_3_KEEP (memories that
+must be stored) are reported with them. Ordinary: every LoCoMo turn of
 ../shared/bench/locomo_dev.json (chat about daily life), the codebase set's memories, questions and
 prompts, the duplicate-pair memories, and secret_talk.json (memories *about* secrets, hashes, ids).
 Cost: microseconds per `find_secret` call over all texts (the store path calls it once per content
@@ -61,12 +61,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3, help="random fillings per credential form")
     parser.add_argument("--locomo", type=Path, default=LOCOMO)
     parser.add_argument("--show", action="store_true", help="print what was missed / wrongly refused")
-    parser.add_argument("--split", choices=["tune", "held-out", "held-out-2", "all"], default="all")
+    parser.add_argument("--split", choices=["tune", "held-out", "held-out-2", "held-out-3", "all"], default="all")
     args = parser.parse_args()
     find_secret("warm up: load the rules and the confusables table (а)")
     costs: list[float] = []
 
-    splits = (("tune", secret_forms.TUNE), ("held-out", secret_forms.HELD_OUT), ("held-out-2", secret_forms.HELD_OUT_2))
+    splits = (
+        ("tune", secret_forms.TUNE),
+        ("held-out", secret_forms.HELD_OUT),
+        ("held-out-2", secret_forms.HELD_OUT_2),
+        ("held-out-3", secret_forms.HELD_OUT_3),
+    )
     for label, forms in splits:
         if args.split not in (label, "all"):
             continue
@@ -87,17 +92,15 @@ def main() -> None:
         if args.show:
             for name, text in missed:
                 print(f"   missed [{name}] {text!r}")
-    if args.split in ("held-out-2", "all"):
+    keepers = (("held-out-2", secret_forms.HELD_OUT_2_KEEP), ("held-out-3", secret_forms.HELD_OUT_3_KEEP))
+    for label, forms in keepers:
+        if args.split not in (label, "all"):
+            continue
         keep = [
-            (name, text)
-            for seed in range(args.seeds)
-            for name, text in secret_forms.texts(secret_forms.HELD_OUT_2_KEEP, seed=1000 + seed)
+            (name, text) for seed in range(args.seeds) for name, text in secret_forms.texts(forms, seed=1000 + seed)
         ]
         wrongly = [(name, kind, text) for name, text in keep if (kind := timed(text)[0])]
-        print(
-            f"keepers   held-out-2 {len(secret_forms.HELD_OUT_2_KEEP):3d} forms x {args.seeds}: "
-            f"refused {len(wrongly)}/{len(keep)}"
-        )
+        print(f"keepers   {label} {len(forms):3d} forms x {args.seeds}: refused {len(wrongly)}/{len(keep)}")
         if args.show:
             for name, kind, text in wrongly:
                 print(f"   refused [{name}] as {kind}: {text!r}")

@@ -164,3 +164,49 @@ def test_a_token_named_in_prose_is_refused_on_store_update_import_reconcile_and_
     stub_embedder.chat_replies.append(json.dumps({"operations": [{"op": "create", "content": PROSE_TOKEN}]}))
     assert run_dream_pass("acme/paths", reasoner=configured_reasoner())["ops_skipped"] == 1
     assert list(Memory.objects.values_list("content", flat=True)) == ["Twilio sends the SMS codes"]
+
+
+# Two forms of bench/secret_forms.HELD_OUT_3's causes the scanner stored before: a password after words the
+# checks refuse, and a password nothing names. Each write path refuses them, not only the scanner.
+THIRD_SET = {
+    "a password after refused words": "Das Passwort für den Staging-Server lautet Sommer2024xyz",
+    "a password nothing names": "ssh admin@10.0.0.5 with Falcon56#river12",
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", THIRD_SET)
+def test_the_third_sets_passwords_are_refused_on_store_update_import_reconcile_and_dreaming(
+    name: str, repo: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = THIRD_SET[name]
+    scope = resolve(None, str(repo))
+    with pytest.raises(UserError, match="a password"):
+        create.store_memory(scope, text)
+    kept = create.store_memory(scope, "The staging server is rebuilt every Monday").memory
+    with pytest.raises(UserError, match="a password"):
+        edit.update_memory(kept.pk, content=text)
+    result = import_rows([Row(scope.project_id, text)], ImportResult("yullu"))
+    assert (result.refused, result.created) == (1, 0)
+    event = {
+        "id": "55555555-5555-4555-8555-555555555555",
+        "type": "create",
+        "memory_id": "66666666-6666-4666-8666-666666666666",
+        "ts": "2026-01-01T00:00:04Z",
+        "content": text,
+        "tags": [],
+    }
+    logs = repo / ".yullu" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "20260101T000004.000000000Z-55555555.json").write_bytes(json.dumps(event).encode())
+    reconciled = reconcile_scope(scope)
+    assert reconciled["created"] == 0 and [e["file"] for e in reconciled["parse_errors"]] == [
+        "20260101T000004.000000000Z-55555555.json"
+    ]
+    monkeypatch.setitem(
+        settings.YULLU, "reasoning", {"provider": "openai", "model": "stub-chat", "timeout_seconds": 10}
+    )
+    record_messages(scope.project_id, "s", [{"role": "user", "content": "when is staging rebuilt?"}])
+    stub_embedder.chat_replies.append(json.dumps({"operations": [{"op": "create", "content": text}]}))
+    assert run_dream_pass(scope.project_id, reasoner=configured_reasoner())["ops_skipped"] == 1
+    assert list(Memory.objects.values_list("content", flat=True)) == ["The staging server is rebuilt every Monday"]

@@ -229,6 +229,33 @@ def _url_password(password: str) -> bool:
     return _not_placeholder(password) and not password.startswith(("$", "%", "{", "<"))
 
 
+# The symbols people put inside a password. Not `+ / = - _ .` (base64, paths, versions, names) and
+# `%` only when it starts no percent-escape.
+_PASSWORD_SYMBOLS = frozenset("!#$%&*^~?@")
+_LEET = str.maketrans("@0134$5!7", "aoieassit")
+
+
+def _password_shaped(token: str) -> bool:
+    """A word of 10 to 64 characters with a capital, two small letters, two digits and a password
+    symbol inside it (not first: a hashtag, a mention; a last `!` or `?` ends the sentence), random
+    enough (entropy ≥ 3), and not an address, an e-mail, code (`=`, `%20`, `file.py#L42`) or a
+    spelled-out placeholder (`P@ssw0rd123!`, `Example#2024`)."""
+    token = token.rstrip(".,;:!?").strip("*_~")  # (markdown's emphasis around a word)
+    inner = token[1:]
+    if not any(c in _PASSWORD_SYMBOLS for c in inner):
+        return False
+    if sum(c.isupper() for c in token) < 1 or sum(c.islower() for c in token) < 2:
+        return False
+    if sum(c.isdigit() for c in token) < 2 or entropy(token) < 3.0:
+        return False
+    if re.match(r"[A-Za-z][a-z]+#\d", token):  # "Release#2024Q3", "Issue#1234": a numbered thing
+        return False
+    if "=" in token or re.search(r"%[0-9A-Fa-f]{2}|#L\d|\.[a-z]{1,5}#|^[\w.+-]+@[\w-]+\.[\w.-]+$", token):
+        return False
+    plain = token.lower().translate(_LEET)
+    return not any(w in plain for w in ("password", "passw", "example", "changeme", "secret", "letmein"))
+
+
 def _random_looking(token: str) -> bool:
     """A bare token of ≥ 32 characters from a key alphabet with upper and lower case, and a digit or
     `+` / `/`, whose entropy is that of random bytes (an AWS secret access key, a base64 key)."""
@@ -238,7 +265,14 @@ def _random_looking(token: str) -> bool:
         return False
     if not any(c.isdigit() or c in "+/" for c in token):
         return False
-    return entropy(token) >= 4.2
+    return entropy(token) >= 4.2 and not _encoded_prose(token)
+
+
+def _encoded_prose(token: str) -> bool:
+    """Base64 of words (a fixture's greeting): readable text with spaces, not random bytes. Its decoded
+    text is scanned as a view of its own, so a key encoded inside it is still found."""
+    decoded = _decoded(token)
+    return decoded is not None and decoded.count(" ") >= 2
 
 
 # Keys published by design: a Stripe publishable key is embedded in every checkout page (gitleaks'
@@ -333,6 +367,33 @@ def _told_token(value: str) -> bool:
     return len(value) >= 16 and entropy(value) >= 3.0 and _told_secret(value)
 
 
+# What follows a secret's name a few words on and is not a secret: a path, a URL or host:port, an e-mail,
+# code (`(time_cost=3`: an `=` before the end, where base64's pad is not), a file name, or an identifier of
+# lower-case words (`test_mcp_without_a_token_is_401`; a token's parts are not all words).
+_IDENTIFIER = re.compile(r"[a-z0-9]+(?:[_-][a-z0-9]+)+")
+
+
+def _name_like(value: str) -> bool:
+    if "/" in value or ":" in value or "=" in value.rstrip("=") or re.search(r"@[\w-]+\.|\.[a-z]{2,5}$", value):
+        return True
+    if _IDENTIFIER.fullmatch(value):
+        parts = re.split(r"[_-]", value)
+        return 2 * sum(p.isalpha() and len(p) > 1 for p in parts) >= len(parts)
+    return False
+
+
+def _told_password(value: str) -> bool:
+    """A password a few words after its name: as told, ten characters or a symbol, and not name-like."""
+    value = value.strip("'\"`.,;()*")
+    return not _name_like(value) and _told_secret(value) and (len(value) >= 10 or not value.isalnum())
+
+
+def _token_nearby(value: str) -> bool:
+    """A token a few words after its name: random enough for a key, and not name-like."""
+    value = value.strip("'\"`.,;()*")
+    return not _name_like(value) and _told_token(value)
+
+
 def _query_secret(value: str) -> bool:
     return _assigned_secret(unquote(value))
 
@@ -356,15 +417,77 @@ _PASSWORD_IN_OTHER_LANGUAGES = (
     "şifre",
     "sifre",
     "пароль",
+    "парола",
+    "лозинка",
+    "lozinka",
+    "geslo",
+    "parool",
+    "slaptažodis",
+    "clave",
+    "contrasinal",
+    "mật khẩu",
+    "mat khau",
+    "kata sandi",
+    "κωδικός",
+    "κωδικό",
+    "συνθηματικό",
+    "סיסמה",
+    "סיסמא",
+    "كلمة المرور",
+    "كلمة السر",
+    "كلمة مرور",
+    "पासवर्ड",
+    "รหัสผ่าน",
     "пapoль",  # as the scanner sees it: folding maps the Cyrillic р, а, о that look Latin to Latin
     "パスワード",
     "密码",
     "密碼",
     "비밀번호",
 )
-_PASSWORD_WORDS = "|".join(re.escape(w) for w in _PASSWORD_IN_OTHER_LANGUAGES)
-_PASSWORD_INITIALS = "".join(sorted({w[0] for w in _PASSWORD_IN_OTHER_LANGUAGES}))
-_PASSWORD_KEYWORDS = _PASSWORD_IN_OTHER_LANGUAGES
+_TOKEN_WORDS_IN_LANGUAGES = (
+    "token",
+    "jeton",
+    "токен",
+    "令牌",
+    "トークン",
+    "토큰",
+    "cookie",
+    "2fa seed",
+    "totp seed",
+    "otp seed",
+    "mfa seed",
+    "hmac",
+    "signing key",
+    "signing secret",
+    "secret key",
+    "api key",
+    "apikey",
+    "clé",
+    "clave de api",
+    "chiave",
+    "schlüssel",
+    "sleutel",
+    "ключ",
+    "密钥",
+    "秘密鍵",
+    "シークレット",
+)
+# English words in another language's sentence ("la password del database è X"), or with words between
+# the noun and the value no English rule reads ("I set the admin password to X").
+_PASSWORD_NEARBY = (*_PASSWORD_IN_OTHER_LANGUAGES, "password", "passwd", "passphrase")
+
+
+def _words(words: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
+    """An alternation of `words`, their first letters (a lookahead that lets re skip most positions)
+    and the keywords that wake the rule, all spelled as the scanned view spells them (folded: a Greek
+    or Cyrillic word has letters that fold to Latin look-alikes)."""
+    folded = tuple(fold_with_origin(w)[0].lower() for w in words)
+    return "|".join(re.escape(w) for w in folded), "".join(sorted({w[0] for w in folded})), folded
+
+
+_TOKEN_WORDS, _TOKEN_WORD_INITIALS, _TOKEN_KEYWORDS = _words(_TOKEN_WORDS_IN_LANGUAGES)
+_PASSWORD_WORDS, _PASSWORD_INITIALS, _PASSWORD_KEYWORDS = _words(_PASSWORD_IN_OTHER_LANGUAGES)
+_NEARBY_WORDS, _NEARBY_INITIALS, _NEARBY_KEYWORDS = _words(_PASSWORD_NEARBY)
 
 # A value told in a sentence: six or more characters, not ending in the sentence's punctuation.
 _TOLD_VALUE = r"[^\s\"'`]{5,}[^\s\"'`.,;:)]"
@@ -527,6 +650,19 @@ OURS: tuple[Rule, ...] = (
         _PASSWORD_KEYWORDS,
         check=_told_secret,
     ),
+    # The same with more words between ("I set the admin password to X", "la password del database di
+    # produzione è X", "staging db creds -> app_rw X"): a value further off must look more like a
+    # password (ten characters or a symbol: "Passwords are hashed with Argon2id" names an algorithm).
+    Rule(
+        "password-nearby",
+        "a password",
+        re.compile(
+            rf"(?i)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS})s?+{_ABOUT}[^.\n=]{{0,60}}?(?:\s*[:：]\s*|\s+)"
+            rf"[\"'`«„“]?({_TOLD_VALUE})"
+        ),
+        _NEARBY_KEYWORDS,
+        check=_told_password,
+    ),
     # "Jenkins login: admin / Orchid84%river70", "creds are deploy:Xk9#mP2v".
     Rule(
         "login-pair",
@@ -595,6 +731,19 @@ OURS: tuple[Rule, ...] = (
         re.compile(rf"(?i)\b{_TOKEN_NOUN}s?\b{_ABOUT}(?:{_TOLD_VERB}|:?[ \t]+[\"'`]?({_TOLD_VALUE}))"),
         ("token", "key", "secret", "pat", "psk"),
         check=_told_token,
+    ),
+    # A key-like value a few words after a token's name, in any language or word order: "el token de la
+    # API es X", "the session cookie for the admin is X", "2FA seed for the shared admin: X". Only a value
+    # random enough for a key counts (the words between are refused by that check and skipped).
+    Rule(
+        "token-named-nearby",
+        "a credential",
+        re.compile(
+            rf"(?i)(?=[{_TOKEN_WORD_INITIALS}])(?:{_TOKEN_WORDS})s?+{_ABOUT}[^.\n=]{{0,60}}?(?:\s*[:：]\s*|\s+)"
+            rf"[\"'`«„“]?({_TOLD_VALUE})"
+        ),
+        _TOKEN_KEYWORDS,
+        check=_token_nearby,
     ),
     Rule(
         "password-short-option",
@@ -668,6 +817,16 @@ OURS: tuple[Rule, ...] = (
         re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b"),
         ("-us",),
     ),
+    # A person's password with nothing naming it ("ssh admin@10.0.0.5 with Falcon56#river12",
+    # "root/Falcon56#river12 works"): capitals, small letters, digits and a symbol inside one word.
+    Rule(
+        "password-shaped",
+        "a password",
+        # (the word ends before a sentence's `.`, `!` or `?`)
+        re.compile(r"(?<![^\s\"'`(/,;:])[^\s\"'`/,;:()<>\[\]{}|]{10,64}(?<![.!?])(?![^\s\"'`/,;:)|.!?])"),
+        (),
+        check=_password_shaped,
+    ),
     Rule(
         "high-entropy-token",
         "a high-entropy token (a bare key)",
@@ -712,6 +871,44 @@ def _secret_span(rule: Rule, m: re.Match[str]) -> tuple[int, int]:
     return m.span()
 
 
+# Vendors' documentation marks its sample keys so: AWS's `AKIAIOSFODNN7EXAMPLE` and
+# `wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY` (gitleaks' AWS rule allows `.+EXAMPLE$` for the same reason).
+_DOCUMENTED_SAMPLE = re.compile(r"EXAMPLE(?:KEY)?$")
+
+
+def _passes(rule: Rule, secret: str) -> bool:
+    if not secret or rule.entropy and entropy(secret) <= rule.entropy or _DOCUMENTED_SAMPLE.search(secret):
+        return False
+    return rule.check is None or rule.check(secret)
+
+
+# A rule's value after a keyword ("Das Passwort für den Staging-Server lautet X") is the first word the
+# regex can take, and the lazy gap before it stops at the first one long enough ("Staging-Server"). When
+# the checks refuse that word, it is blanked (same length: spans still map) and the rule tried again
+# from the same start, so the gap reaches the next word: a refused word no longer hides the value.
+RETRIES = 6
+_BLANK = '"'  # in no rule's value, in every rule's gap
+
+
+def _candidates(rule: Rule, view: str) -> Iterator[tuple[re.Match[str], int, int]]:
+    """Each match of `rule` in `view` whose secret passes the rule's checks, with the secret's span."""
+    for m in rule.regex.finditer(view):
+        start, end = _secret_span(rule, m)
+        text, at, tries = view, m.start(), 0
+        found: re.Match[str] | None = m
+        while found is not None and not _passes(rule, view[start:end]):
+            tries += 1
+            if tries > RETRIES or not (m.re.groups or 0) or end <= start:
+                found = None
+                break
+            text = text[:start] + _BLANK * (end - start) + text[end:]
+            found = rule.regex.match(text, at)
+            if found is not None:
+                start, end = _secret_span(rule, found)
+        if found is not None:
+            yield found, start, end
+
+
 def _matches(view: str) -> Iterator[Finding]:
     """Every finding of every rule in `view`, as gitleaks decides them (spans in `view`)."""
     rules, glob, by_keyword = _rules()
@@ -721,13 +918,8 @@ def _matches(view: str) -> Iterator[Finding]:
     for i, rule in enumerate(rules):
         if rule.keywords and i not in woken:
             continue
-        for m in rule.regex.finditer(view):
-            start, end = _secret_span(rule, m)
+        for m, start, end in _candidates(rule, view):
             secret = view[start:end]
-            if not secret or rule.entropy and entropy(secret) <= rule.entropy:
-                continue
-            if rule.check and not rule.check(secret):
-                continue
             begin = m.start()
             if rule.name_prefix:
                 while begin > 0 and m.start() - begin < 50 and _NAME_CHAR.match(view, begin - 1):
