@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 from pathlib import Path
 
 from yullu_core.env import env_is_set
@@ -72,14 +73,20 @@ def _missing_file(command: str) -> str | None:
 
 
 def detect(home: Path) -> list[str]:
-    return [t for t, folder in (("claude", ".claude"), ("codex", ".codex")) if (home / folder).is_dir()]
+    """The assistants this machine has: their folder in the home, or their command on PATH (a freshly
+    installed Codex makes ~/.codex only when it first runs, and install would skip it silently)."""
+    found = (("claude", ".claude"), ("codex", ".codex"))
+    return [t for t, folder in found if (home / folder).is_dir() or shutil.which(t)]
 
 
 def install(targets: list[str], *, service: bool = False, assume_yes: bool = False) -> None:
     home = Path.home()
     chosen = targets or detect(home)
     if not chosen:
-        say("No assistant found (~/.claude or ~/.codex); name one: yullu install claude|codex|cursor")
+        say(
+            "No assistant found (no ~/.claude or ~/.codex, no claude or codex on PATH);"
+            " name one: yullu install claude|codex|cursor"
+        )
     if not token():
         say("warning: no API token yet; run `yullu serve` (or `yullu token`) once, then install again.")
     try:
