@@ -376,10 +376,14 @@ _IDENTIFIER = re.compile(r"[a-z0-9]+(?:[_-][a-z0-9]+)+")
 def _name_like(value: str) -> bool:
     if "/" in value or ":" in value or "=" in value.rstrip("=") or re.search(r"@[\w-]+\.|\.[a-z]{2,5}$", value):
         return True
-    if _IDENTIFIER.fullmatch(value):
-        parts = re.split(r"[_-]", value)
-        return 2 * sum(p.isalpha() and len(p) > 1 for p in parts) >= len(parts)
-    return False
+    return bool(_IDENTIFIER.fullmatch(value)) and _words_joined(value)
+
+
+def _words_joined(value: str) -> bool:
+    """Mostly words joined by `-` or `_` (`live-should-never-leave-1234567890`): a name, where a random
+    key's parts mix letters and digits."""
+    parts = re.split(r"[_-]", value)
+    return len(parts) > 1 and 2 * sum(p.isalpha() and len(p) > 1 for p in parts) >= len(parts)
 
 
 def _told_password(value: str) -> bool:
@@ -521,6 +525,9 @@ _PASSWORD_SHORT_OPTION = (
     r"(?i)\b(?=[ls])(?:login|sshpass)"
     r"\b[^\n|;&]{0,120}?\s-p[= ]?['\"]?([^\s'\"]{4,})"
     r"|\b(?=r)redis-cli\b[^\n|;&]{0,120}?\s-a\s+['\"]?([^\s'\"]{4,})"
+    # OpenLDAP's tools take the bind password as `-w`; mongo's shell as `-p`
+    r"|\b(?=l)ldap\w+\b[^\n|;&]{0,160}?\s-w\s+['\"]?([^\s'\"]{4,})"
+    r"|\b(?=m)mongo(?:sh)?\b[^\n|;&]{0,120}?\s-p\s+['\"]?([^\s'\"]{4,})"
 )
 # mysql's `-p` takes its password glued on; `-p shop` prompts and `shop` is the database, so a value
 # after a space must look more like a password than a database name does (a capital or a symbol).
@@ -749,7 +756,7 @@ OURS: tuple[Rule, ...] = (
         "password-short-option",
         "a password on a command line",
         re.compile(_PASSWORD_SHORT_OPTION),
-        ("login", "sshpass", "redis-cli"),
+        ("login", "sshpass", "redis-cli", "ldap", "mongo"),
         check=_assigned_secret,
     ),
     Rule(
@@ -809,6 +816,38 @@ OURS: tuple[Rule, ...] = (
         ),
         ("phrase", "words", "mnemonic"),
         check=_no_small_words,
+    ),
+    # A setting named in one attribute and valued in the next (.NET's `<add key="DbPassword" value="X" />`).
+    Rule(
+        "key-value-attributes",
+        "a secret assignment",
+        re.compile(
+            rf"(?i)\b(?:key|name)\s*=\s*[\"'][\w.:-]*?{_SECRET_NAME}[\w.:-]*[\"']\s+value\s*=\s*[\"']([^\"']{{6,}})[\"']"
+        ),
+        ("value",),
+        check=_assigned_secret,
+    ),
+    # OpenAI-compatible providers' keys start `sk-` (OpenRouter's `sk-or-v1-…`, DeepSeek's, a proxy's):
+    # gitleaks' OpenAI rule wants OpenAI's own marker inside.
+    Rule(
+        "sk-prefixed-key",
+        "a credential (an API key)",
+        re.compile(r"(?<![\w-])sk-(?:[a-z0-9]{1,8}-){0,3}([A-Za-z0-9_-]{32,})(?![\w-])"),
+        ("sk-",),
+        entropy=3.5,
+        check=lambda body: not _words_joined(body),
+    ),
+    # A vendor's prefix and a long hex body (Supabase's `sbp_…`, many newer tokens); not a hash's name
+    # before a digest (`sha256_…`, `commit-…`).
+    Rule(
+        "prefixed-hex-token",
+        "a credential (a prefixed token)",
+        re.compile(
+            r"(?<![\w-])(?!(?:sha|md|blake|commit|rev|hash|digest|build|cache|etag|id|uuid|git)[\d_-])"
+            r"[a-z][a-z0-9]{1,5}_([0-9a-f]{32,64})(?![\w-])"
+        ),
+        ("_",),
+        entropy=3.3,
     ),
     # Mailchimp's API key carries its datacenter (`-us6`); gitleaks wants the word "mailchimp" and an `=`.
     Rule(
