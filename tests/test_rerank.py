@@ -64,6 +64,13 @@ def test_the_wording_tells_a_general_question_from_one_about_the_project() -> No
         "can you write a bash script that renames every jpg in a folder by its date",
         "give me a redis pipeline example in python",
         "set up ci for a simple django app",
+        # a product's own behaviour, its cost, a term's meaning
+        "does rabbitmq quorum queues support priorities",
+        "how does celery handle retries by default",
+        "does redis cluster work out of the box with lua scripts",
+        "how does kafka's log compaction work",
+        "fly.io pricing",
+        "semver caret range meaning",
     ]
     ours = [
         "how do we deploy?",
@@ -81,6 +88,11 @@ def test_the_wording_tells_a_general_question_from_one_about_the_project() -> No
         "write a script that backfills the ledger in billing/backfill.py, generic enough to rerun",
         "write a test for `parse_invoice` that covers the empty case",
         "Which basketball team does Tim support?",
+        "does the importer handle csv files",
+        "does it support dark mode",
+        "what port does the api listen on by default",
+        "how does login work",
+        "what does P2 mean",
         # questions about the people in a conversation's memories (LoCoMo) are not general ones
         "What book did Caroline recommend to Melanie?",
         "What does Melanie do to destress?",

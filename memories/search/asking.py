@@ -23,8 +23,17 @@ GENERAL = tuple(
         # comparing technologies
         r"\bvs\.?(?!\w)|\bversus\b|\bdifference between\b|\bdiffer\b|\bcomparison\b"
         rf"|\bcompar(?:e|ing)\s+{_WORD}\s+(?:and|with|to|vs)\b|\bbetter than\b|\bpros (?:and|&|/) ?cons\b",
-        # what a product can do: "does launchdarkly support …" (not "which team does Tim support")
-        rf"^\s*(?:does|do|can|is) {_WORD} (?:support|handle|allow)\b",
+        # what a product can do: "does launchdarkly support …", "does nats jetstream support …" (not
+        # "which team does Tim support", nor "does the importer handle …": "the" points at a part of ours)
+        rf"^\s*(?:does|do|can|is) (?!(?:the|this|that|it|your)\b){_WORD}(?: {_WORD}){{0,2}} (?:support|handle|allow)\b",
+        # how a product behaves for everyone: "how does sidekiq handle job uniqueness by default" (not
+        # "what port does the api listen on by default": "the" points at a part of ours), "how does
+        # vault's transit engine work" (a product's own part, named by its possessive)
+        r"^(?!.*\b(?:the\b(?! box\b)|this\b|that\b|it\b)).*\b(?:by default|out of the box)\b"
+        rf"|^\s*how (?:does|do|is|are) (?!(?:the|this|that|it|your)\b){_WORD}{_APOS}s? {_WORD}(?: {_WORD})? work\b",
+        # what a product costs or a term means, asked as a bare phrase: "cloudflare workers pricing",
+        # "turborepo dependsOn ^build meaning"
+        r"\b(?:pricing|meaning)\s*\??\s*$",
         # a definition: "what is htmx", "what are webhooks", "what is mongodb good for"
         rf"^\s*(?:what\s+(?:is|are)|whats|what{_APOS}s)\s+(?:a\s+|an\s+)?{_WORD}(?:\s+{_WORD})?"
         r"(?:\s+(?:good|used)\s+for)?\s*\??\s*$",
