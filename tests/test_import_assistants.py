@@ -5,10 +5,12 @@ Cursor rules and Copilot instructions, and a Claude Code auto-memory folder. Thr
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
+from bench.secret_forms import B64, BASE32, chars
 from memories.models import Memory
 from memories.transfer.assistant_memory import facts, guess_category
 from tests.processes import git_repo, product_env, run_cli
@@ -103,12 +105,14 @@ def test_importing_a_repository_reads_every_assistant_file_once(tmp_path: Path) 
 
 def test_a_claude_code_memory_folder_goes_to_the_project_of_cwd_and_secrets_are_refused(tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "web", "git@github.com:acme/web.git")
+    rng = random.Random(104)
     memory = tmp_path / "home/.claude/projects/-tmp-web/memory"
     memory.mkdir(parents=True)
     (memory / "MEMORY.md").write_text("- [Debugging notes](debugging.md)\n- The dev server listens on port 5173.\n")
     (memory / "debugging.md").write_text(
         "# Debugging\n\nSet DEBUG=1 to see the SQL each request runs.\n\n"
-        "- the staging key is AKIAIOSFODNN7EXAMPLE with secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+        # (random, not AWS's documented sample pair: that one is public, and memories quote it)
+        f"- the staging key is AKIA{chars(BASE32, 16)(rng)} with secret {chars(B64, 40)(rng)}\n"
     )
     ran = run_cli(["import", str(memory), "--cwd", str(repo)], env_for(tmp_path))
     assert ran.returncode == 0, ran.stderr

@@ -366,6 +366,7 @@ NEAR_MISSES = {
     "a test's name after 'token'": "| `/mcp` needs a token (401) | `test_mcp_without_a_token_is_401` |",
     "a host after 'token'": 'curl -H "Authorization: Bearer $(cat ~/.local/share/yullu/token)" 127.0.0.1:47823/metrics',
     "a model name in bold": "| **all-MiniLM-L6-v2 (default)** | **0.942** |",
+    "code after 'token'": 'first = ok(["token"], env).strip().splitlines()[-1]',
 }
 
 

@@ -368,13 +368,14 @@ def _told_token(value: str) -> bool:
 
 
 # What follows a secret's name a few words on and is not a secret: a path, a URL or host:port, an e-mail,
-# code (`(time_cost=3`: an `=` before the end, where base64's pad is not), a file name, or an identifier of
-# lower-case words (`test_mcp_without_a_token_is_401`; a token's parts are not all words).
+# code (`(time_cost=3`: an `=` before the end, where base64's pad is not; `env).strip().splitlines()[-1]`),
+# a file name, or an identifier of lower-case words (`test_mcp_without_a_token_is_401`; a token's parts are
+# not all words).
 _IDENTIFIER = re.compile(r"[a-z0-9]+(?:[_-][a-z0-9]+)+")
 
 
 def _name_like(value: str) -> bool:
-    if "/" in value or ":" in value or "=" in value.rstrip("=") or re.search(r"@[\w-]+\.|\.[a-z]{2,5}$", value):
+    if any(c in value for c in "/:()[]{}") or "=" in value.rstrip("=") or re.search(r"@[\w-]+\.|\.[a-z]{2,5}$", value):
         return True
     return bool(_IDENTIFIER.fullmatch(value)) and _words_joined(value)
 
