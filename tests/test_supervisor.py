@@ -262,6 +262,10 @@ def test_the_postgres_postmaster_killed_with_9_during_stores_is_started_again(si
     wait_for(lambda: "holding the beat lock again; starting beat" in site.output(), site, "the beat lock")
     wait_for(lambda: site.pid("beat"), site, "beat running again")
     assert site.proc.poll() is None and "stopping" not in site.output()
+    # stopped as soon as the postmaster was seen gone, not after the seconds of crash recovery (when
+    # beat logged a traceback for every task falling due meanwhile)
+    outage = site.output().split(f"(pid {postmaster.pid}) is gone", 1)[1]
+    assert outage.index("lost the database connection holding the beat lock") < outage.index("PostgreSQL is back")
 
 
 def test_one_backend_killed_with_9_during_stores_costs_a_reconnect_not_the_site(site: Site) -> None:

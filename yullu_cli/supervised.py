@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,9 +138,10 @@ class Database:
         if self.server is not None and self.owned:
             pg.mark_owner(self.home, self.server, os.getpid())
 
-    def watch(self, now: float) -> None:
-        """Start the embedded server again if its postmaster is gone. Raises CrashLoop when it
-        could not start MAX_QUICK_FAILURES times in a row."""
+    def watch(self, now: float, on_gone: Callable[[], None] = lambda: None) -> None:
+        """Start the embedded server again if its postmaster is gone (`on_gone` runs first, once per
+        outage: starting it blocks for seconds). Raises CrashLoop when it could not start
+        MAX_QUICK_FAILURES times in a row."""
         from yullu_core import postgres as pg
 
         if self.cluster is None:
@@ -154,6 +156,7 @@ class Database:
             gone = f" (pid {self.server.pid})" if self.server else ""
             say(f"yullu: the embedded PostgreSQL{gone} is gone; starting it again (crash recovery).", "WARNING")
             _count_restart("postgres")
+            on_gone()
         if now < self.retry_at:
             return
         try:
@@ -300,7 +303,7 @@ def supervise(children: list[Child], beat_lock: BeatLock | None, database: Datab
     while not stopping:
         now = time.monotonic()
         try:
-            database.watch(now)
+            database.watch(now, on_gone=lambda: _drop_beat_lock(beat_lock, beat))
             for child in children:
                 if child.paused:
                     continue
@@ -319,6 +322,21 @@ def supervise(children: list[Child], beat_lock: BeatLock | None, database: Datab
     return True
 
 
+def _drop_beat_lock(lock: BeatLock | None, beat: Child | None) -> None:
+    """The postmaster is gone, and the beat lock with it: stop beat now rather than after the restart
+    (crash recovery takes seconds, during which beat logged a traceback for every task falling due)."""
+    if lock is not None and lock.held:
+        lock.close()
+        _beat_lock_lost(beat)
+
+
+def _beat_lock_lost(beat: Child | None) -> None:
+    say("yullu: lost the database connection holding the beat lock; beat waits until it holds the lock again.",
+         "WARNING")  # fmt: skip
+    if beat is not None:
+        beat.pause()
+
+
 def _keep_beat_lock(lock: BeatLock, beat: Child | None) -> None:
     """Beat runs only while this supervisor holds the beat lock. A lost lock (its connection went
     with a PostgreSQL restart or a killed backend) stops beat until the lock is claimed again, so a
@@ -326,10 +344,7 @@ def _keep_beat_lock(lock: BeatLock, beat: Child | None) -> None:
     if lock.held:
         if lock.still_held():
             return
-        say("yullu: lost the database connection holding the beat lock; beat waits until it holds the lock again.",
-             "WARNING")  # fmt: skip
-        if beat is not None:
-            beat.pause()
+        _beat_lock_lost(beat)
     if lock.claim() and beat is not None and beat.paused:
         say("yullu: holding the beat lock again; starting beat.")
         beat.paused = False
