@@ -367,6 +367,11 @@ NEAR_MISSES = {
     "a host after 'token'": 'curl -H "Authorization: Bearer $(cat ~/.local/share/yullu/token)" 127.0.0.1:47823/metrics',
     "a model name in bold": "| **all-MiniLM-L6-v2 (default)** | **0.942** |",
     "code after 'token'": 'first = ok(["token"], env).strip().splitlines()[-1]',
+    "an algorithm after 'passwords'": "we hash passwords with PBKDF2-SHA256 (600000 iterations)",
+    "a cipher after 'passwords'": "passwords are encrypted at rest with AES-256-GCM via the KMS",
+    "a class after 'mot de passe'": "Mot de passe oublié: the French UI string for ForgotPasswordPage2",
+    "a JVM nested class": "Java: Outer$Inner22 is the compiled name of the nested class",
+    "a CGLIB proxy class": "the stack trace showed UserService$$EnhancerBySpringCGLIB$$5f3e2a1b",
 }
 
 

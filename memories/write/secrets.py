@@ -250,6 +250,8 @@ def _password_shaped(token: str) -> bool:
         return False
     if re.match(r"[A-Za-z][a-z]+#\d", token):  # "Release#2024Q3", "Issue#1234": a numbered thing
         return False
+    if "$$" in token or re.search(r"[a-z]\$[A-Z][a-z]", token):  # a JVM class: `Outer$Inner2`, CGLIB's `$$`
+        return False
     if "=" in token or re.search(r"%[0-9A-Fa-f]{2}|#L\d|\.[a-z]{1,5}#|^[\w.+-]+@[\w-]+\.[\w.-]+$", token):
         return False
     plain = token.lower().translate(_LEET)
@@ -387,10 +389,17 @@ def _words_joined(value: str) -> bool:
     return len(parts) > 1 and 2 * sum(p.isalpha() and len(p) > 1 for p in parts) >= len(parts)
 
 
+# A standard's or an algorithm's name (`PBKDF2-SHA256`, `AES-256-GCM`: capitals, digits, dashes) or a
+# class's (`ForgotPasswordPage2`: capitalised words, digits after) after "password" is not a password.
+_STANDARD_OR_CLASS = re.compile(r"[A-Z0-9]+(?:[-_.][A-Z0-9]+)*[a-z]?|(?:[A-Z][a-z]+){2,}\d*")
+
+
 def _told_password(value: str) -> bool:
     """A password a few words after its name: as told, ten characters or a symbol, and not name-like."""
     value = value.strip("'\"`.,;()*")
-    return not _name_like(value) and _told_secret(value) and (len(value) >= 10 or not value.isalnum())
+    if _name_like(value) or _STANDARD_OR_CLASS.fullmatch(value):
+        return False
+    return _told_secret(value) and (len(value) >= 10 or not value.isalnum())
 
 
 def _token_nearby(value: str) -> bool:
