@@ -368,33 +368,43 @@ def team_facts(count: int) -> list[str]:
     ]
 
 
-def import_steps(count: int) -> dict[str, Any]:
-    """`yullu import` of `count` memories exported from another project, with and without vectors.
-    Exports keep uuids, so the source is deleted first, as if the import ran on a new machine."""
+IMPORT_KINDS = ("embedding", "vectors", "repository")
+
+
+def import_steps(count: int, kinds: tuple[str, ...] = IMPORT_KINDS) -> dict[str, Any]:
+    """`yullu import` of `count` memories exported from another project: embedding them, with their
+    vectors, with their vectors into a repository's project (`kinds`: which of the three). Exports keep
+    uuids, so the source is deleted first, as if the import ran on a new machine."""
     from memories.models import Memory
     from memories.scope import Scope
     from memories.transfer import export, importer
     from memories.write import create, validation
 
     source = f"scale/import-src-{uuid.uuid4().hex[:6]}"
-    items = [validation.NewMemory(text) for text in team_facts(count)]
-    create.store_memories(Scope(source, None), items, source="import", dedupe=False)
+    facts = team_facts(count)
+    for start in range(0, count, 5_000):  # the source's embedding in slices: one call of 50,000 texts holds them all
+        items = [validation.NewMemory(text) for text in facts[start : start + 5_000]]
+        create.store_memories(Scope(source, None), items, source="import", dedupe=False)
     out: dict[str, Any] = {"memories": count}
     with tempfile.TemporaryDirectory(prefix="yullu-scale-import-") as tmp:
         files = {vectors: Path(tmp) / f"export-{vectors}.jsonl" for vectors in (False, True)}
         for vectors, path in files.items():
-            with path.open("w", encoding="utf-8") as fh:
-                export.export_json(source, fh, vectors=vectors)
+            if vectors or "embedding" in kinds:
+                with path.open("w", encoding="utf-8") as fh:
+                    export.export_json(source, fh, vectors=vectors)
         Memory.objects.filter(project_id=source).delete()
         for vectors, path in files.items():
+            key = "with vectors" if vectors else "embedding"
+            if ("vectors" if vectors else "embedding") not in kinds:
+                continue
             target = f"scale/import-{uuid.uuid4().hex[:6]}"
             started = time.perf_counter()
             result = importer.import_path(path, project=target, progress=sys.stderr)
             seconds = time.perf_counter() - started
-            key = "with vectors" if vectors else "embedding"
             out[key] = {"created": result.created, "memories/s": round(result.created / seconds, 1)}
             Memory.objects.filter(project_id=target).delete()
-        out["with vectors, into a repository's project"] = import_into_repo(files[True], Path(tmp) / "repo")
+        if "repository" in kinds:
+            out["with vectors, into a repository's project"] = import_into_repo(files[True], Path(tmp) / "repo")
     print(f"import: {json.dumps(out)}", flush=True)
     return out
 
@@ -471,7 +481,11 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     if args.logs:
         report["logs"] = [log_steps(int(n), embedder, dim) for n in args.logs.split(",")]
     if args.imports:
-        report["import"] = import_steps(args.imports)
+        kinds = tuple(k for k in getattr(args, "import_kinds", ",".join(IMPORT_KINDS)).split(",") if k)
+        unknown = set(kinds) - set(IMPORT_KINDS)
+        if unknown:
+            raise SystemExit(f"--import-kinds: {', '.join(sorted(unknown))} is not one of {', '.join(IMPORT_KINDS)}.")
+        report["import"] = import_steps(args.imports, kinds)
     for size in sorted(int(s) for s in args.sizes.split(",") if s):
         report["sizes"].append(at_size(size, embedder, dim, args.queries))
         if args.out:

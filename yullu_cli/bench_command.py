@@ -115,6 +115,12 @@ def _add_scale(bench: Any) -> None:
     b.add_argument("--sizes", default="10000,100000,1000000", help="corpus sizes, ascending (memories)")
     b.add_argument("--logs", default="1000,10000,100000", help="team-log sizes to reconcile (event files)")
     b.add_argument("--imports", type=int, default=2000, help="memories per import run (0: skip)")
+    b.add_argument(
+        "--import-kinds",
+        default="embedding,vectors,repository",
+        help="which imports to time: embedding (the model embeds each row), vectors (the export's), "
+        "repository (with vectors into a git checkout's project, writing its event files)",
+    )
     b.add_argument("--queries", type=int, default=200, help="searches per size")
     b.add_argument("--out", default=None, help="write the JSON report here")
     b.add_argument("--chart", default=None, help="write the growth chart (PNG) here")

@@ -14,7 +14,7 @@ from django.utils import timezone
 from yullu_core.text import json_safe
 
 from ..anchors import store as anchor_store
-from ..models import CATEGORIES, Memory, MemoryVector
+from ..models import CATEGORIES, Memory, MemoryAnchor, MemoryVector
 
 FORMAT = "yullu-memories"
 VERSION = 1
@@ -58,16 +58,21 @@ def _value(memory: Memory, f: Any) -> Any:
     return value
 
 
-def memory_record(memory: Memory, vectors: bool = False) -> dict[str, Any]:
+def memory_record(
+    memory: Memory, vectors: bool = False, held: tuple[dict[str, Any], list[Any]] | None = None
+) -> dict[str, Any]:
+    """`held`: the memory's vectors (embedder → vector) and anchor rows, read for many memories at once."""
     record = {f.name: _value(memory, f) for f in Memory._meta.concrete_fields if f.name not in SKIP_FIELDS}
-    anchors = anchor_store.wire_of(memory)
+    anchors = anchor_store.to_wire(held[1]) if held else anchor_store.wire_of(memory)
     if anchors:
         record["anchors"] = anchors  # code anchors with their pins (docs/contract.md §12)
     if vectors:
-        record["vectors"] = {
-            v.embedder: [round(float(x), 7) for x in v.vector] for v in MemoryVector.objects.filter(memory=memory)
-        }
+        found = held[0] if held else {v.embedder: v.vector for v in MemoryVector.objects.filter(memory=memory)}
+        record["vectors"] = {embedder: [round(float(x), 7) for x in vector] for embedder, vector in found.items()}
     return record
+
+
+CHUNK = 500  # memories whose vectors and anchors are read in one query each (one query a memory: 95 s for 10,000)
 
 
 def export_json(project_id: str | None, out: IO[str], *, vectors: bool = False) -> int:
@@ -84,7 +89,27 @@ def export_json(project_id: str | None, out: IO[str], *, vectors: bool = False) 
     }
     out.write(json_safe(json.dumps(header, ensure_ascii=False)) + "\n")
     n = 0
-    for memory in qs.iterator(chunk_size=500):  # control and bidi characters as JSON escapes: safe in a terminal
-        out.write(json_safe(json.dumps(memory_record(memory, vectors), ensure_ascii=False)) + "\n")
-        n += 1
-    return n
+    chunk: list[Memory] = []
+    for memory in qs.iterator(chunk_size=CHUNK):
+        chunk.append(memory)
+        if len(chunk) == CHUNK:
+            n += _write_chunk(chunk, out, vectors)
+            chunk = []
+    return n + _write_chunk(chunk, out, vectors)
+
+
+def _write_chunk(chunk: list[Memory], out: IO[str], vectors: bool) -> int:
+    ids = [m.pk for m in chunk]
+    found: dict[int, dict[str, Any]] = {pk: {} for pk in ids}
+    if vectors:
+        for memory_id, embedder, vector in (
+            MemoryVector.objects.filter(memory_id__in=ids).order_by("id").values_list("memory_id", "embedder", "vector")
+        ):
+            found[memory_id][embedder] = vector
+    anchors: dict[int, list[Any]] = {pk: [] for pk in ids}
+    for anchor in MemoryAnchor.objects.filter(memory_id__in=ids).order_by("id"):
+        anchors[anchor.memory_id].append(anchor)
+    for memory in chunk:  # control and bidi characters as JSON escapes: safe in a terminal
+        record = memory_record(memory, vectors, (found[memory.pk], anchors[memory.pk]))
+        out.write(json_safe(json.dumps(record, ensure_ascii=False)) + "\n")
+    return len(chunk)

@@ -13,6 +13,7 @@ reported with its reason, never half-written, and the rows around it are importe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
@@ -20,7 +21,7 @@ import sqlite3
 import uuid
 from array import array
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,10 +33,12 @@ from django.db import transaction
 from yullu_core.errors import UserError
 
 from ..anchors import store as anchor_store
-from ..embedding.embedders import get_embedder
+from ..embedding import vector_index
+from ..embedding.embedders import embeds, get_embedder
 from ..models import Memory
 from ..scope import resolve, validate_project_id
 from ..write import create, validation
+from ..write.load_index import LoadIndex
 from ..write.secrets import redact
 from . import assistant_memory
 from .export import FORMAT, SKIP_FIELDS, VERSION
@@ -326,7 +329,23 @@ def _vector(row: Row, embedder_id: str) -> list[float] | None:
     return vector
 
 
-def _write_batch(rows: list[Row], result: ImportResult) -> None:
+@dataclass
+class _Load:
+    """An import of more rows than one batch: each project's in-memory duplicate check across its batches
+    (`LoadIndex`), made at the project's first batch when the project holds no more memories than the
+    file has rows (else its memories stay searched through the index, as a single batch's are)."""
+
+    rows: int  # the file's rows, counted before the import
+    projects: dict[str, LoadIndex | None] = field(default_factory=dict)
+
+    def index(self, project_id: str) -> LoadIndex | None:
+        if project_id not in self.projects:
+            held = Memory.objects.filter(project_id=project_id)[: self.rows + 1].count()
+            self.projects[project_id] = LoadIndex(project_id, get_embedder().id) if held <= self.rows else None
+        return self.projects[project_id]
+
+
+def _write_batch(rows: list[Row], result: ImportResult, load: _Load | None = None) -> None:
     for project_id in sorted({r.project_id for r in rows}):
         group = [r for r in rows if r.project_id == project_id]
         for r in group:
@@ -356,7 +375,9 @@ def _write_batch(rows: list[Row], result: ImportResult) -> None:
             )
             for r in fresh
         ]
-        stored = create.store_memories(resolve(project_id, None), items, source="import")
+        stored = create.store_memories(
+            resolve(project_id, None), items, source="import", load=load.index(project_id) if load else None
+        )
         made = [(s.memory, r, i.carried or {}) for s, r, i in zip(stored, fresh, items, strict=True) if s.created]
         _restore_fields(made)
         for memory, row, _ in made:  # code anchors keep the pins they had where they were exported
@@ -366,9 +387,16 @@ def _write_batch(rows: list[Row], result: ImportResult) -> None:
         result.skipped += len(stored) - len(made)  # near-duplicates of memories already there
 
 
-def import_rows(rows: Iterable[Row], result: ImportResult, progress: IO[str] | None = None) -> ImportResult:
+def import_rows(
+    rows: Iterable[Row], result: ImportResult, progress: IO[str] | None = None, expected: int = 0
+) -> ImportResult:
+    """Write `rows` in batches of BATCH, each all or nothing. `expected` (the rows a file holds, counted
+    first): an import of more than one batch checks its duplicates in memory across batches, and one
+    larger than the vector index holds pauses the index for the whole import (`_paused`)."""
     batch: list[Row] = []
-    with _no_cycle_collection():
+    load = _Load(expected) if expected > BATCH else None
+    first = True
+    with _no_cycle_collection(), ExitStack() as stack:
         for row in rows:
             result.read += 1
             if not isinstance(row.content, str):
@@ -376,13 +404,29 @@ def import_rows(rows: Iterable[Row], result: ImportResult, progress: IO[str] | N
             if _valid(row, result):
                 batch.append(row)
             if len(batch) >= BATCH:
-                _write_batch(batch, result)
+                if load is not None and first:
+                    stack.enter_context(_paused(batch, expected))
+                first = False
+                _write_batch(batch, result, load)
                 batch = []
                 _progress(progress, result)
         if batch:
-            _write_batch(batch, result)
+            _write_batch(batch, result, load)
     _progress(progress, result, done=True)
     return result
+
+
+def _paused(batch: list[Row], rows: int) -> contextlib.AbstractContextManager[None]:
+    """The vector index dropped for the whole import and built once after it, when the file has at
+    least as many rows as the index holds (`vector_index.paused_for_load`): the batches after the
+    first inserted their vectors into the HNSW graph one by one, about three times the cost of
+    building it (docs/benchmarks.md). Searches meanwhile scan the vectors exactly."""
+    model = get_embedder()
+    if not embeds(model):
+        return contextlib.nullcontext()
+    given = next((v for r in batch if (v := _vector(r, model.id)) is not None), None)
+    dim = len(given) if given is not None else len(model.embed(["dimension"])[0])
+    return vector_index.paused_for_load(model.id, dim, rows)
 
 
 @contextmanager
@@ -423,13 +467,31 @@ def import_path(
         raise UserError(f"{path}: no such file or folder.")
     kind = detect(path)
     result = ImportResult(format=kind)
+    expected = 0  # the MCP memory server's lines hold any number of facts: not counted
     if kind == "yullu-jsonl":
-        rows = read_yullu(path, project)
+        rows, expected = read_yullu(path, project), _lines(path) - 1
     elif kind == "go-sqlite":
-        rows = read_go_sqlite(path, project)
+        rows, expected = read_go_sqlite(path, project), _sqlite_rows(path)
     else:
         rows = read_mcp_memory(path, project or resolve(None, cwd).project_id)
-    return import_rows(rows, result, progress=progress)
+    return import_rows(rows, result, progress=progress, expected=expected)
+
+
+def _lines(path: Path) -> int:
+    """Lines of a file, counted in 1 MB blocks (0.1 s for 400 MB of rows with vectors)."""
+    count = 0
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            count += block.count(b"\n")
+    return count
+
+
+def _sqlite_rows(path: Path) -> int:
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+    except sqlite3.DatabaseError:
+        return 0  # read_go_sqlite says what is wrong with it
 
 
 def import_assistant_memory(

@@ -30,6 +30,7 @@ from ..scope import Scope
 from ..wire import AnchorOut, Created, Duplicate, Similar
 from . import bulk_rows
 from .history import HISTORY_SOURCES, announce, record, record_created, snapshot
+from .load_index import LoadIndex
 from .nearby import BatchIndex, Nearby, near_many, probe_vectors, scans_exactly
 from .poisoning import hold_reason
 from .validation import CleanMemory, NewMemory, clean_item, refuse_secrets
@@ -103,7 +104,12 @@ def store_memory(
 
 
 def store_memories(
-    scope: Scope, items: Iterable[NewMemory], *, source: str = "api", dedupe: bool = True
+    scope: Scope,
+    items: Iterable[NewMemory],
+    *,
+    source: str = "api",
+    dedupe: bool = True,
+    load: LoadIndex | None = None,
 ) -> list[Stored]:
     """Store several memories with one batched embedding call and one transaction.
 
@@ -112,6 +118,8 @@ def store_memories(
     its Stored says created=False and names the existing memory. The check and the insert run
     under a per-project transaction-level advisory lock, so two concurrent identical stores
     still leave one memory. `supersedes` marks that memory superseded by the stored one.
+    `load` (an import of many batches into scope's project): the duplicates are looked up in memory,
+    among what the project held and the load's earlier batches, instead of through the vector index.
     """
     access.require(scope.project_id, access.WRITE)
     author = access.acting().user_id
@@ -133,7 +141,10 @@ def store_memories(
         if dedupe:
             _lock_project(scope.project_id)
         targets = _supersede_targets(scope.project_id, cleaned)
-        found = _nearby_items(scope.project_id, embedder, cleaned, vectors, set(targets.values()), dedupe=dedupe)
+        if load is not None and dedupe:
+            found: list[Nearby | None] = list(load.nearby(cleaned, vectors, probe_vectors(embedder, cleaned, vectors)))
+        else:
+            found = _nearby_items(scope.project_id, embedder, cleaned, vectors, set(targets.values()), dedupe=dedupe)
         batch = _sort_out(embedder.id, cleaned, vectors, found, dedupe=dedupe)
         created = _insert(scope.project_id, cleaned, batch.fresh, stamp, author)
         results = batch.results
@@ -152,6 +163,8 @@ def store_memories(
             if old is not None and result.memory.pk != old:
                 mark_superseded(old, result.memory, source)
                 result.superseded = old
+    if load is not None:  # after the commit: a batch rolled back leaves nothing for the next to repeat
+        load.kept(created, [vectors[n] if vectors is not None else None for n in batch.fresh])
     return [results[n] for n in range(len(cleaned))]
 
 

@@ -144,6 +144,12 @@ def _literals(text: str) -> frozenset[str]:
     return frozenset(t for t in _tokens(text) if LITERAL.search(t))
 
 
+def literal_tokens(text: str) -> frozenset[str]:
+    """The literals of a skeleton: two texts that both have some are the same fact only if one's are
+    all words of the other (`same_fact_skeletons`), which lets a long load skip comparing the rest."""
+    return _literals(text)
+
+
 def same_fact_tokens(a: str, b: str) -> bool:
     """False when `a` and `b` differ in a literal or by a one/two-word swap (likely one changed fact)."""
     return same_fact_skeletons(skeleton(a), skeleton(b))
