@@ -254,6 +254,16 @@ def _password_shaped(token: str) -> bool:
         return False
     if "=" in token or re.search(r"%[0-9A-Fa-f]{2}|#L\d|\.[a-z]{1,5}#|^[\w.+-]+@[\w-]+\.[\w.-]+$", token):
         return False
+    # Code and math (`-R2.y*R2.e_x`, `A_m0^a1_d2`, `\x0b\x32`), a metric at k (`Recall@10`): a password is
+    # one word with a symbol or three, not an expression.
+    others = [c for c in token if not c.isalnum()]
+    if (
+        len(others) > 3
+        or sum(c in "._" for c in others) > 1
+        or "\\" in token
+        or re.fullmatch(r"[A-Za-z]+@\d{1,3}", token)
+    ):
+        return False
     plain = token.lower().translate(_LEET)
     return not any(w in plain for w in ("password", "passw", "example", "changeme", "secret", "letmein"))
 
@@ -376,8 +386,18 @@ def _told_token(value: str) -> bool:
 _IDENTIFIER = re.compile(r"[a-z0-9]+(?:[_-][a-z0-9]+)+")
 
 
+# A class's name: capitalised words and acronyms with digits between (`Cohere2ForCausalLM`, `X509WorkloadIdentity`).
+_CLASS_NAME = re.compile(r"(?:[A-Z]++[a-z]*+\d*+)++")  # (possessive: no backtracking)
+
+
 def _name_like(value: str) -> bool:
-    if any(c in value for c in "/:()[]{}") or "=" in value.rstrip("=") or re.search(r"@[\w-]+\.|\.[a-z]{2,5}$", value):
+    if _CLASS_NAME.fullmatch(value) and len(re.findall(r"[A-Z][a-z]{2,}", value)) >= 2:
+        return True
+    if (
+        any(c in value for c in "/:()[]{}*\\")
+        or "=" in value.rstrip("=")
+        or re.search(r"@[\w-]+\.|\.[a-z]{2,5}$", value)
+    ):
         return True
     return bool(_IDENTIFIER.fullmatch(value)) and _words_joined(value)
 
@@ -832,7 +852,8 @@ OURS: tuple[Rule, ...] = (
         "key-value-attributes",
         "a secret assignment",
         re.compile(
-            rf"(?i)\b(?:key|name)\s*=\s*[\"'][\w.:-]*?{_SECRET_NAME}[\w.:-]*[\"']\s+value\s*=\s*[\"']([^\"']{{6,}})[\"']"
+            rf"(?i)\b(?:key|name)\s*=\s*[\"'][\w.:-]{{0,40}}?{_SECRET_NAME}[\w.:-]{{0,40}}[\"']"
+            r"\s+value\s*=\s*[\"']([^\"']{6,})[\"']"
         ),
         ("value",),
         check=_assigned_secret,
