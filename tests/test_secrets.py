@@ -406,3 +406,26 @@ def test_each_form_probed_after_the_third_set_is_refused(name: str) -> None:
 )
 def test_digests_names_and_references_near_those_forms_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# Test keys vendors publish for everyone (found by probing after the third set's run): storable, while a
+# key that only starts like one is still refused.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Stripe's docs use sk_test_4eC39HqLyjWDarjtT1zdp7dc as the sample test key",
+        "reCAPTCHA test secret 6LeIxAcTAAAAAGG-vFI1TnRWxMZNFuojJ4WifJWe always passes",
+        "Azurite: DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPL"
+        "lmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"
+        "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;",
+        "jwt.io's example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaW"
+        "F0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+        "TURNSTILE_SECRET_KEY=1x0000000000000000000000000000000AA in CI",
+    ],
+)
+def test_test_keys_vendors_publish_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+def test_a_key_that_only_starts_like_a_published_one_is_refused() -> None:
+    assert find_secret(f"sk_test_4eC39HqLyjWDarjtT1zdp7dc{chars(ALNUM, 12)(R4)}") is not None
