@@ -195,8 +195,102 @@ def evaluate(path: str) -> None:
             print(f"  {name:<22} {score(part, data['ids'], variant)}", flush=True)
 
 
+# `sweep`: the same questions through the product's own `queries.search` (explore_retrieval's
+# ingested projects), one process for every variant, with the model's judgements kept in a file
+# between runs, so a variant costs only the pairs no earlier one asked for.
+JUDGEMENTS = Path(__file__).resolve().parents[1] / ".rerank-judgements.pkl"  # the repository root
+
+
+def product_scores(variant: dict[str, Any]) -> dict[str, Any]:
+    """Protocol recall (10 results, gate off), the tool's defaults (limit 5, the gate) and the hard
+    negatives (the question in the next conversation's project: nothing returned) for one variant:
+    `depth` is `[retrieval].rerank_depth`, every other key a `memories.search.queries` setting."""
+    from django.conf import settings
+
+    from bench.explore_retrieval import CACHE
+    from bench.locomo import metrics
+    from memories.embedding.embedders import get_embedder
+    from memories.search import queries, rerank
+
+    state = pickle.loads(CACHE.read_bytes())
+    embedder = get_embedder()
+    saved = {k: getattr(queries, k) for k in variant if k != "depth"}
+    retrieval = settings.YULLU["retrieval"]
+    saved_depth = retrieval.get("rerank_depth")
+    asked = [0]
+    logits_many = rerank.judge.logits_many
+
+    def counted(pairs: list[tuple[str, str]]) -> list[float]:
+        asked[0] += len(pairs)
+        return logits_many(pairs)
+
+    rerank.judge.logits_many = counted  # type: ignore[method-assign]
+    for k, v in variant.items():
+        if k == "depth":
+            retrieval["rerank_depth"] = v
+        else:
+            setattr(queries, k, v)
+    rows: list[dict[str, Any]] = []
+    convs = state["locomo"]
+    try:
+        for n, conv in enumerate(convs):
+            other = convs[(n + 1) % len(convs)]
+            for i, (q, vec) in enumerate(zip(conv["qs"], conv["vecs"], strict=True)):
+                emb = queries.Embedded(embedder, vec)
+                found = queries.search(
+                    conv["project"], q["question"], limit=10, min_similarity=0.0, log=False, embedded=emb
+                )
+                tool = queries.search(conv["project"], q["question"], limit=5, log=False, embedded=emb)
+                off = queries.search(other["project"], q["question"], limit=5, log=False, embedded=emb)
+                m = metrics([conv["ids"].get(h["id"], "") for h in found.results], q["gold"])
+                rows.append(
+                    {
+                        "split": "held_out" if i % 3 == 2 else "tune",
+                        "cat": q["category"],
+                        "r5": m["recall@5"],
+                        "r10": m["recall@10"],
+                        "tool": metrics([conv["ids"].get(h["id"], "") for h in tool.results], q["gold"])["recall@5"],
+                        "empty": not off.results,
+                    }
+                )
+    finally:
+        rerank.judge.logits_many = logits_many  # type: ignore[method-assign]
+        retrieval["rerank_depth"] = saved_depth
+        for k, v in saved.items():
+            setattr(queries, k, v)
+    f = statistics.fmean
+    out: dict[str, Any] = {"pairs_per_question": round(asked[0] / len(rows), 1)}
+    for split in ("tune", "held_out", "all"):
+        part = [r for r in rows if split == "all" or r["split"] == split]
+        out[split] = {k: round(f(r[k] for r in part), 3) for k in ("r5", "r10", "tool", "empty")}
+    out["r10_by_category"] = {c: round(f(r["r10"] for r in rows if r["cat"] == c), 3) for c in (1, 2, 3, 4)}
+    return out
+
+
+def sweep(specs: list[str]) -> None:
+    """Each spec is NAME:KEY=VALUE,KEY=VALUE (values JSON), e.g. hop10:depth=20,NEIGHBOUR_HOP=10."""
+    import json
+
+    from yullu_cli.django_setup import setup_django
+
+    setup_django()
+    from memories.search import rerank
+
+    rerank.CACHE_SIZE = 10**7
+    if JUDGEMENTS.exists():
+        rerank.judge._cache.update(pickle.loads(JUDGEMENTS.read_bytes()))
+    for spec in specs:
+        name, _, body = spec.partition(":")
+        variant = {k: json.loads(v) for k, v in (kv.split("=", 1) for kv in body.split(",") if kv)}
+        scores = product_scores(variant)
+        JUDGEMENTS.write_bytes(pickle.dumps(dict(rerank.judge._cache)))
+        print(name, json.dumps(variant), json.dumps(scores), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "dump":
         dump(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    elif sys.argv[1] == "sweep":
+        sweep(sys.argv[2:])
     else:
         evaluate(sys.argv[2])

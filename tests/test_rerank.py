@@ -8,6 +8,7 @@ import subprocess
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memories.scope import resolve
@@ -119,6 +120,26 @@ def test_the_model_scores_the_answer_above_an_unrelated_memory() -> None:
     question = "how do we deploy the probe?"
     answer, other = rerank.judge.logits(question, [DEPLOY, "Invoices are generated on the first of the month."])
     assert answer > other + 5
+
+
+def test_pairs_run_sorted_by_length_in_small_batches_and_come_back_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = rerank.judge.model()
+    widths: list[tuple[int, int]] = []
+    run = model.session.run
+
+    def spy(names: Any, feeds: dict[str, Any]) -> Any:
+        widths.append(feeds["input_ids"].shape)
+        return run(names, feeds)
+
+    monkeypatch.setattr(model.session, "run", spy)
+    long_text = "Invoices are generated on the first of the month. " * 12
+    pairs = [("how do we deploy?", long_text)] + [("how do we deploy?", "Lunch is at noon.")] * 8
+    pairs.insert(4, ("how do we deploy?", DEPLOY))
+    logits = model.logits(pairs)
+    # Each batch is padded to its own longest pair: the short ones never to the long memory's width.
+    assert len(widths) == 2 and widths[0][0] == rerank.BATCH and widths[0][1] < 20 < widths[1][1]
+    assert int(np.argmax(logits)) == 4  # the deploy note, back in its own place
+    assert logits.shape == (len(pairs),)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -407,6 +407,7 @@ def rejudged(query: str, cands: dict[int, Candidate], ordered: list[Candidate], 
 # (docs/benchmarks.md): the answer to "how did the kids like the museum?" is the turn after the one
 # naming the museum, and often shares no word and little meaning with the question. 0 turns it off.
 NEIGHBOUR_HOP = 5
+HOP_TURNS = 2  # how far from them, in places of their session
 
 
 def with_neighbours(
@@ -429,7 +430,7 @@ def with_neighbours(
         for mid, place in places.items():
             if mid in ranked:
                 ranked[mid].position = place
-            elif any(abs(place - hit) <= NEIGHBOUR_TURNS for hit in hits):
+            elif any(abs(place - hit) <= HOP_TURNS for hit in hits):
                 found[mid] = place
     if not found:
         return ordered
