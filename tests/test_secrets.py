@@ -387,6 +387,19 @@ PROBED_AFTER_3 = {
     "ldapsearch -w": f"ldapsearch -x -D cn=admin,dc=acme,dc=io -w {chars(ALNUM, 14)(R4)} -H ldap://ldap",
     "mongosh -p": f"mongosh -u admin -p {chars(ALNUM, 12)(R4)} mongodb://db",
     "a key attribute and its value": f'<add key="DbPassword" value="{chars(ALNUM, 16)(R4)}" />',
+    "SQL IDENTIFIED BY": f"CREATE USER 'app'@'%' IDENTIFIED BY '{chars(ALNUM, 14)(R4)}';",
+    "redis requirepass": f"redis.conf: requirepass {chars(ALNUM, 20)(R4)}",
+    "redis AUTH": f"redis-cli then AUTH {chars(ALNUM, 20)(R4)}",
+    "sqlcmd -P": f"sqlcmd -S db -U sa -P {chars(ALNUM, 14)(R4)} -Q 'select 1'",
+    "keytool -storepass": f"keytool -list -keystore app.jks -storepass {chars(ALNUM, 14)(R4)}",
+    "ssh-keygen -N": f"ssh-keygen -t ed25519 -N '{chars(ALNUM, 14)(R4)}' -f deploy",
+    "7z -p glued": f"7z a -p{chars(ALNUM, 14)(R4)} backup.7z dump.sql",
+    "zip -P": f"zip -P {chars(ALNUM, 14)(R4)} secrets.zip .env",
+    "net user": f"net user backupadmin {chars(ALNUM, 8)(R4)}1! /add",
+    "htpasswd -b": f"htpasswd -b /etc/nginx/.htpasswd admin {chars(ALNUM, 14)(R4)}",
+    "ConvertTo-SecureString": f'ConvertTo-SecureString "{chars(ALNUM, 14)(R4)}" -AsPlainText -Force',
+    "echo | --password-stdin": f"echo {chars(ALNUM, 20)(R4)} | docker login -u ci --password-stdin",
+    "vault login with a short token": f"vault login hvs.{chars(ALNUM, 24)(R4)}",
 }
 
 
@@ -402,6 +415,12 @@ def test_each_form_probed_after_the_third_set_is_refused(name: str) -> None:
         "sk-live-should-never-leave-1234567890 is the fake key in the tests",
         '<add key="DbPassword" value="{env:DB_PASSWORD}" />',
         "pip install sk-learn-extras==0.4",
+        "ssh-keygen -t ed25519 -N '' -f deploy",
+        "zip -r -P $ZIP_PASSWORD out.zip dir",
+        "vault login -method=oidc",
+        "echo $TOKEN | docker login --password-stdin",
+        "REDIS: AUTH is required since 6.0",
+        "net user /domain lists the accounts",
     ],
 )
 def test_digests_names_and_references_near_those_forms_are_kept(text: str) -> None:

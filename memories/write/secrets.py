@@ -559,6 +559,25 @@ _PASSWORD_SHORT_OPTION = (
     r"|\b(?=l)ldap\w+\b[^\n|;&]{0,160}?\s-w\s+['\"]?([^\s'\"]{4,})"
     r"|\b(?=m)mongo(?:sh)?\b[^\n|;&]{0,120}?\s-p\s+['\"]?([^\s'\"]{4,})"
 )
+# Clients whose option or argument is a password or a token: (command, option) as regexes; the value
+# follows the option after a space, an `=` or glued on (7-Zip's `-pX`), quoted or not.
+_CLIENT_PASSWORD_OPTIONS = (
+    (r"sqlcmd|bcp|osql", r"-P\s+"),
+    (r"keytool", r"-(?:src|dest)?(?:storepass|keypass)\s+"),
+    (r"ssh-keygen", r"-[NP]\s+"),
+    (r"7za?|7zz", r"-p"),
+    (r"zip|unzip|zipcloak", r"-P\s+"),
+    (r"vault", r"login\s+(?:-method=token\s+)?"),
+    (r"net", r"user\s+[^\s/]+\s+"),
+    (r"htpasswd", r"-b\w*\s+\S+\s+\S+\s+"),
+    (r"ConvertTo-SecureString", r"(?:-String\s+)?"),
+)
+_CLIENT_PASSWORD = (
+    r"(?<![\w-])(?:"
+    + "|".join(rf"(?:{cmd})\b[^\n|;&]{{0,160}}?\s{opt}" for cmd, opt in _CLIENT_PASSWORD_OPTIONS)
+    # (not another option, nor a variable)
+    + r")['\"]?([^\s'\"$-][^\s'\"]{3,})"
+)
 # mysql's `-p` takes its password glued on; `-p shop` prompts and `shop` is the database, so a value
 # after a space must look more like a password than a database name does (a capital or a symbol).
 _MYSQL_PASSWORD = r"(?i)\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,120}?\s-p(?:['\"]?([^\s'\"]{4,})|\s['\"]?([^\s'\"]{4,}))"
@@ -846,6 +865,53 @@ OURS: tuple[Rule, ...] = (
         ),
         ("phrase", "words", "mnemonic"),
         check=_no_small_words,
+    ),
+    Rule(
+        "client-password-option",
+        "a password on a command line",
+        re.compile(_CLIENT_PASSWORD),
+        (
+            "sqlcmd",
+            "bcp",
+            "osql",
+            "keytool",
+            "ssh-keygen",
+            "7z",
+            "zip",
+            "vault",
+            "net user",
+            "htpasswd",
+            "securestring",
+        ),
+        check=_assigned_secret,
+    ),
+    # A password piped into a client's `--password-stdin` (docker, podman, helm registry login).
+    Rule(
+        "password-stdin",
+        "a password on a command line",
+        re.compile(r"\b(?:echo|printf)\s+(?:-n\s+)?['\"]?([^\s'\"|]{6,})['\"]?\s*\|[^\n;&]{0,120}?--password-stdin"),
+        ("password-stdin",),
+        check=_assigned_secret,
+    ),
+    # SQL and Redis: `IDENTIFIED BY 'X'`, `requirepass X`, `masterauth X`, `AUTH X` (the command, in capitals).
+    Rule(
+        "sql-redis-password",
+        "a password",
+        re.compile(
+            r"(?i:\bidentified\s+(?:with\s+\w+\s+)?by\s+['\"]([^'\"]{4,})['\"]"
+            r"|\b(?:requirepass|masterauth)\s+['\"]?([^\s'\"]{4,}))"
+            r"|\bAUTH\s+(?:\w+\s+)?['\"]?([^\s'\"]{8,})"
+        ),
+        ("identified", "requirepass", "masterauth", "auth "),
+        check=_assigned_secret,
+    ),
+    # HashiCorp Vault's tokens name themselves (`hvs.`, `hvb.`, `hvr.`); gitleaks wants the long form.
+    Rule(
+        "vault-token",
+        "a credential (vault-token)",
+        re.compile(r"(?<![\w.])hv[sbr]\.[A-Za-z0-9_-]{24,}"),
+        ("hvs.", "hvb.", "hvr."),
+        entropy=3.5,
     ),
     # A setting named in one attribute and valued in the next (.NET's `<add key="DbPassword" value="X" />`).
     Rule(
