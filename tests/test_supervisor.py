@@ -2,8 +2,9 @@
 root a PostgreSQL system user that does not exist yet, then children killed with -9 and brought back
 while the rest of the site keeps serving, and a task whose worker dies mid-run completing anyway.
 The embedded PostgreSQL is a child too: its postmaster or one backend killed with -9 during a
-burst of stores, the supervisor killed with -9 (its server adopted by the next start), and a server
-that cannot start again. The last two tests end the module's site."""
+burst of stores, its postmaster sent SIGTERM (a smart shutdown), the supervisor killed with -9
+(its server adopted by the next start), and a server that cannot start again. The last two tests
+end the module's site."""
 
 from __future__ import annotations
 
@@ -288,6 +289,18 @@ def test_one_backend_killed_with_9_during_stores_costs_a_reconnect_not_the_site(
     assert_nothing_acknowledged_is_lost(site, acked)
     wait_for(lambda: site.pid("beat"), site, "beat running again")
     assert site.proc.poll() is None
+
+
+def test_a_postmaster_asked_to_stop_with_sigterm_is_not_left_waiting_for_the_sites_connections(site: Site) -> None:
+    # SIGTERM is PostgreSQL's smart shutdown: it waits for every session to end, and the site's
+    # processes keep theirs open, so without the supervisor the site stayed not ready for good.
+    postmaster = site.postmaster()
+    postmaster.terminate()
+    wait_for(lambda: "is shutting down but waits for connections this site keeps open" in site.output(), site,
+             "the supervisor to make the shutdown a fast one")  # fmt: skip
+    wait_for(lambda: f"the embedded PostgreSQL (pid {postmaster.pid}) is gone" in site.output(), site, "the stop")
+    wait_for(lambda: is_ready(site.url), site, "/api/status ready after PostgreSQL was started again")
+    assert site.postmaster().pid != postmaster.pid and site.proc.poll() is None
 
 
 def gone(proc: psutil.Process) -> bool:

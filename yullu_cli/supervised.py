@@ -127,6 +127,7 @@ class Database:
     down_since: float | None = None
     failures: int = 0  # failed starts in a row
     retry_at: float = 0.0
+    stopping_since: float | None = None  # when the running server was first seen shutting down
 
     def adopt(self) -> None:
         """Take note of the running postmaster (and mark it ours when this supervisor owns it)."""
@@ -150,6 +151,7 @@ class Database:
         if running is not None:
             if running != self.server:  # started again meanwhile by a child's ensure_running()
                 self.adopt()
+            self._hurry_a_stop(now, running)
             return
         if self.down_since is None:
             self.down_since = now
@@ -178,6 +180,24 @@ class Database:
         say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid if self.server else '?'}) "
              f"{time.monotonic() - self.down_since:.1f} s after it went.")  # fmt: skip
         self.down_since, self.failures = None, 0
+
+    def _hurry_a_stop(self, now: float, running: Any) -> None:
+        """A smart shutdown (`kill -TERM` of the postmaster, `pg_ctl stop -m smart`) waits for every
+        session to end, and this site's processes keep theirs open: it never ends, and the site
+        stays not ready for good. Past STOP_GRACE it is made a fast one; the server exits and is
+        started again as after any other stop."""
+        from yullu_core import postgres as pg
+
+        if not pg.stopping(self.cluster):
+            self.stopping_since = None
+            return
+        if self.stopping_since is None:
+            self.stopping_since = now
+        elif now - self.stopping_since >= STOP_GRACE:
+            say(f"yullu: the embedded PostgreSQL (pid {running.pid}) is shutting down but waits for connections "
+                 "this site keeps open; making it a fast shutdown.", "WARNING")  # fmt: skip
+            pg.stop_fast(running)
+            self.stopping_since = None
 
     def reachable(self) -> bool:
         from yullu_core import postgres as pg
@@ -227,6 +247,7 @@ class Child:
 START_GRACE = 20.0
 MAX_QUICK_FAILURES = 4
 MAX_BACKOFF = 30.0
+STOP_GRACE = 2.0  # seconds a shutdown of the embedded server may wait for sessions before it is made fast
 
 
 class CrashLoop(Exception):

@@ -20,6 +20,7 @@ data dir world-traversable. Here:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import importlib.util
@@ -27,6 +28,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -306,6 +308,22 @@ def postmaster(cluster: Cluster) -> Postmaster | None:
     except (OSError, ValueError, IndexError):
         return None
     return Postmaster(pid, lines[2] if len(lines) > 2 else "") if _alive(pid) else None
+
+
+def stopping(cluster: Cluster) -> bool:
+    """Whether the running postmaster is shutting down: postmaster.pid's status line (the 8th)
+    says `stopping` from a stop request until the server exits."""
+    try:
+        lines = (cluster.pgdata / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        return False
+    return len(lines) > 7 and lines[7].strip() == "stopping"
+
+
+def stop_fast(server: Postmaster) -> None:
+    """Turn whatever shutdown `server` is in into a fast one (SIGINT): sessions are ended, not waited for."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(server.pid, signal.SIGINT)
 
 
 def _wait_until_reaped(cluster: Cluster, timeout: float = 30) -> None:
