@@ -134,6 +134,11 @@ GENERAL_ABOUT_OURS = [
     "is celery better than rq",
     "postgres pros and cons",
     "does pagerduty support escalation by time of day",
+    # a product's own behaviour and cost, asked as anyone would (round six)
+    "how does celery handle retries by default",
+    "does celery beat support timezones",
+    "does vault kv v2 support versioning",
+    "launchdarkly pricing",
 ]
 OURS = {
     "what do we use loki for": (
