@@ -8,7 +8,8 @@ the cross-encoder's best-clause logit (what the gate uses) for the fused top 10 
 
 `eval LOCOMO.pkl OURS.pkl A.pkl [B.pkl]` replays through the product's own `queries.fuse` and the
 shipped gate (`gates.JUDGED`, over the first 3), with the keyword weight scaled by
-min(1, the best candidate's coverage / FULL) (floored at FLOOR) for each (FULL, FLOOR) in VARIANTS:
+min(1, the best candidate's coverage / FULL) (floored at FLOOR), and the gate's threshold, for each
+variant in VARIANTS:
 codebase rank-1 / top-3 of what the tool returns, the same ungated, long prompts found among what
 the gate passes, unrelated prompts answered with nothing; and LoCoMo dev (a `bench.rerank_study`
 dump) recall@5 / @10 and its hard negatives. Choose on `tune` and A only.
@@ -32,7 +33,20 @@ from pathlib import Path
 from typing import Any
 
 DEPTH = 10
-VARIANTS = ((0.0, 0.0), (0.3, 0.0), (0.5, 0.0), (0.7, 0.0), (1.0, 0.0), (0.5, 0.5), (0.5, 0.7))
+# (FULL, FLOOR, the gate's threshold); FULL 0 is the shipped fusion
+VARIANTS = (
+    (0.0, 0.0, 0.7),
+    (0.3, 0.0, 0.7),
+    (0.5, 0.0, 0.7),
+    (0.7, 0.0, 0.7),
+    (1.0, 0.0, 0.7),
+    (0.5, 0.5, 0.7),
+    (0.5, 0.7, 0.7),
+    (0.0, 0.0, 0.75),
+    (0.3, 0.0, 0.75),
+    (0.5, 0.5, 0.77),
+    (0.5, 0.0, 0.8),
+)
 KINDS = ("question", "paraphrase")
 
 
@@ -92,8 +106,9 @@ def trusted_order(cands: dict[int, Any], full: float, floor: float) -> list[int]
     return [c.memory_id for c in fused]
 
 
-def passed(row: dict[str, Any], order: list[int], depth: int = 3) -> list[int]:
-    """What the shipped gate returns of the first `depth` (a logit the dump lacks counts as the lowest)."""
+def passed(row: dict[str, Any], order: list[int], threshold: float, depth: int = 3) -> list[int]:
+    """What the shipped gate, at `threshold`, returns of the first `depth` (a logit the dump lacks counts
+    as the lowest)."""
     from memories.search import rerank
     from memories.search.gates import JUDGED
 
@@ -103,17 +118,17 @@ def passed(row: dict[str, Any], order: list[int], depth: int = 3) -> list[int]:
         c = row["cands"][m]
         logit = row["logits"].get(m, rerank.LOGIT_RANGE[0])
         if c.similarity is None or (
-            c.similarity >= gate.min_cosine and gate.probability(logit, c, row["general"]) >= gate.threshold
+            c.similarity >= gate.min_cosine and gate.probability(logit, c, row["general"]) >= threshold
         ):
             out.append(m)
     return out
 
 
-def codebase_scores(rows: list[dict[str, Any]], full: float, floor: float) -> str:
+def codebase_scores(rows: list[dict[str, Any]], full: float, floor: float, threshold: float) -> str:
     out: dict[str, list[bool]] = {}
     for r in rows:
         order = trusted_order(r["cands"], full, floor)
-        got = [r["names"].get(m, "") for m in passed(r, order)]
+        got = [r["names"].get(m, "") for m in passed(r, order, threshold)]
         ranked = [r["names"].get(m, "") for m in order]
         if r["kind"] == "long":
             out.setdefault("long", []).append(bool(set(got) & set(r["answers"])))
@@ -131,19 +146,33 @@ def evaluate(locomo: str, *sets: str) -> None:
     from yullu_cli.django_setup import setup_django
 
     setup_django()
-    from bench import rerank_study
-
     lc = pickle.loads(Path(locomo).read_bytes())
     named: dict[str, list[dict[str, Any]]] = {}
     for path in sets:
         for r in pickle.loads(Path(path).read_bytes()):
             named.setdefault(r["split"], []).append(r)
-    for full, floor in VARIANTS:
-        print(f"== keyword weight × max({floor}, min(1, best coverage / {full}))" if full else "== as shipped")
+    for full, floor, threshold in VARIANTS:
+        trust = f"keyword weight × max({floor}, min(1, best coverage / {full}))" if full else "fusion as shipped"
+        print(f"== {trust}, gate p ≥ {threshold}")
         order = lambda cands, logits, full=full, floor=floor: trusted_order(cands, full, floor)  # noqa: E731
-        print(f"  LoCoMo dev: {rerank_study.score(lc['rows'], lc['ids'], order)}")
+        print(f"  LoCoMo dev: {locomo_scores(lc, order, threshold)}")
         for split, rows in named.items():
-            print(f"  {split}: {codebase_scores(rows, full, floor)}", flush=True)
+            print(f"  {split}: {codebase_scores(rows, full, floor, threshold)}", flush=True)
+
+
+def locomo_scores(lc: dict[str, Any], order: Any, threshold: float) -> str:
+    """bench.rerank_study's score with the gate at `threshold`."""
+    import dataclasses
+
+    from bench import rerank_study
+    from memories.search import gates
+
+    shipped = gates.JUDGED["local:all-MiniLM-L6-v2"]
+    gates.JUDGED["local:all-MiniLM-L6-v2"] = dataclasses.replace(shipped, threshold=threshold)
+    try:
+        return rerank_study.score(lc["rows"], lc["ids"], order)
+    finally:
+        gates.JUDGED["local:all-MiniLM-L6-v2"] = shipped
 
 
 if __name__ == "__main__":
