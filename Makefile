@@ -77,14 +77,18 @@ clis: $(CLIS_STAMP)
 
 # Tests use their own YULLU_HOME and config so they never touch your data.
 TEST_HOME ?= $(CURDIR)/.test-home
-# The embedded test server is stopped afterwards, whatever pytest's outcome.
+# The embedded test server is stopped afterwards, whatever pytest's outcome. As root, the (private)
+# test home's cluster would live in /var/lib/yullu and outlive the checkout: keep it beside the test
+# home instead when the PostgreSQL user can reach that folder.
+TEST_PG_BASE := $(shell $(PY) -c "import sys; from pathlib import Path; p = Path('$(CURDIR)'); sys.exit(not all(q.stat().st_mode & 1 for q in [p, *p.parents]))" 2>/dev/null && echo $(TEST_HOME)-pg)
 test: install-dev lint browser clis
 	@mkdir -p $(TEST_HOME)
 	@export YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml HF_HUB_OFFLINE=1; \
+		[ -n "$$YULLU_ROOT_PG_BASE" ] || [ -z "$(TEST_PG_BASE)" ] || export YULLU_ROOT_PG_BASE=$(TEST_PG_BASE); \
 		$(BIN)/pytest $(PYTEST_ARGS); status=$$?; \
 		[ -n "$$DATABASE_URL" ] || $(BIN)/python -c \
 			"from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())" || true; \
 		exit $$status
 
 clean-test:
-	rm -rf $(TEST_HOME)
+	rm -rf $(TEST_HOME) $(TEST_HOME)-pg
