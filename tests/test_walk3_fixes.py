@@ -1,16 +1,24 @@
 """Defects a third new-user walk met (fresh clone, clean home), each as it was met: `yullu install`
 skipping a freshly installed Codex that had never run (no ~/.codex yet); the admin's Settings page
-calling a blank reasoning.provider "MCP sampling" when blank picks a reasoner by itself."""
+calling a blank reasoning.provider "MCP sampling" when blank picks a reasoner by itself; the prompt
+hook silent for a checkout outside [server].allowed_roots (a repository in /tmp or /srv)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.test import Client
 
+from memories.scope import resolve
+from memories.write import create
 from tests.processes import product_env, run_cli
+from tests.stubs import StubServer
+from yullu_core.tokens import count_tokens
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,3 +51,21 @@ def test_the_settings_page_says_a_blank_reasoner_is_chosen_automatically(client:
     page = client.get("/admin/memories/memory/settings/").content.decode()
     assert '<option value="" selected>(blank: automatic)</option>' in page, page
     assert "(blank: MCP sampling)" not in page
+
+
+def test_the_prompt_hook_names_the_project_itself_for_a_checkout_outside_the_allowed_roots(
+    hook_env: dict[str, str], stub_embedder: StubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server accepts cwds in its home only; the checkout is elsewhere (the walk's was in /tmp).
+    allowed = tmp_path / "home"
+    monkeypatch.setitem(settings.YULLU, "server", {**settings.YULLU["server"], "allowed_roots": [str(allowed)]})
+    checkout = tmp_path / "srv" / "ledger"
+    checkout.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    subprocess.run(["git", "-C", str(checkout), "remote", "add", "origin", "https://github.com/acme/ledger.git"])
+    project = resolve("github.com/acme/ledger", None)
+    create.store_memory(project, "vec:1,0,0 Staging deploys go through make stage", "process")
+    count_tokens("warm")  # the server (in this process) loads its tokenizer at start
+    prompt = json.dumps({"prompt": "vec:1,0,0 how do we deploy to staging?", "cwd": str(checkout)})
+    out = run_cli(["inject"], hook_env, prompt)
+    assert out.returncode == 0 and "Staging deploys go through make stage" in out.stdout, out.stderr

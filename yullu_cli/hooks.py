@@ -167,13 +167,27 @@ def post(path: str, body: dict[str, Any]) -> Any:
     return json.loads(response_body(b"".join(chunks)) or b"{}")
 
 
+class Refused(ValueError):
+    """A 400 answer: the server's one-sentence `error`."""
+
+
 def response_body(raw: bytes) -> bytes:
     """The body of a complete HTTP/1.1 response (Content-Length, chunked, or ended by close)."""
     head, found, body = raw.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     status = lines[0].split(" ", 2)
+    if found and len(status) >= 2 and status[1] == "400":
+        try:
+            error = json.loads(_body(lines, body)).get("error")
+        except (ValueError, AttributeError):
+            error = None
+        raise Refused(str(error or lines[0][:100]))
     if not found or len(status) < 2 or not status[1].startswith("2"):
         raise ValueError(f"unexpected answer: {lines[0][:100]!r}")
+    return _body(lines, body)
+
+
+def _body(lines: list[str], body: bytes) -> bytes:
     headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
     if "chunked" in headers.get("transfer-encoding", "").lower():
         return dechunk(body)
@@ -221,9 +235,26 @@ def where(cwd: str) -> dict[str, str]:
     return {"project_id": project_id_of(cwd)}
 
 
-def context(body: dict[str, Any]) -> str:
+def post_about(path: str, body: dict[str, Any], cwd: str) -> Any:
+    """POST `body` about the project of `cwd` (none when `cwd` is empty). This machine's server
+    refuses a `cwd` outside its [server].allowed_roots (the home by default), and the hook went
+    silent for a checkout elsewhere (/srv, /tmp). The hook runs as this machine's user, as the CLI
+    does (not confined): it then names the project itself, as the refusal says to."""
+    if not cwd:
+        return post(path, body)
+    try:
+        return post(path, {**body, **where(cwd)})
+    except Refused as exc:
+        if "allowed_roots" not in str(exc) or env_is_set("YULLU_SERVER"):
+            raise
+    from yullu_core.gitorigin import project_id_of
+
+    return post(path, {**body, "project_id": project_id_of(cwd)})
+
+
+def context(body: dict[str, Any], cwd: str = "") -> str:
     """The server's ready block (`POST /api/context`); empty when nothing fits or is relevant."""
-    return str(post("/api/context", body).get("context") or "")
+    return str(post_about("/api/context", body, cwd).get("context") or "")
 
 
 QUERY_CHARS = 4000  # of a prompt, what the hook sends (the server's search reads up to 10,000)
@@ -244,12 +275,10 @@ def recall(prompt: str, cwd: str) -> str:
     unfiltered and orders by the hints, in one request: a second would queue again behind everything
     a busy server is doing)."""
     body: dict[str, Any] = {"query": prompt_excerpt(prompt), "budget_tokens": INJECT_BUDGET}
-    if cwd:
-        body.update(where(cwd))
     hints = category_hints(prompt)
     if hints:
         body["prefer_categories"] = hints
-    return context(body)
+    return context(body, cwd)
 
 
 def inject() -> int:
@@ -269,11 +298,8 @@ def inject() -> int:
 def session_start() -> int:
     """SessionStart hook: the project primer within PRIMER_BUDGET tokens (stdout joins the context)."""
     data = read_stdin_json()
-    body: dict[str, Any] = {"budget_tokens": PRIMER_BUDGET}
-    if data.get("cwd"):
-        body.update(where(str(data["cwd"])))
     try:
-        block = context(body)
+        block = context({"budget_tokens": PRIMER_BUDGET}, str(data.get("cwd") or ""))
     except (OSError, ValueError):
         return 0
     if block:
@@ -367,9 +393,7 @@ def send_turns(session_id: str, cwd: Any, turns: list[tuple[str, str]]) -> None:
         return
     for at in range(0, len(messages), MAX_SEND):
         body: dict[str, Any] = {"session_id": session_id[:200], "messages": messages[at : at + MAX_SEND]}
-        if cwd:
-            body.update(where(str(cwd)))
-        post("/api/messages", body)
+        post_about("/api/messages", body, str(cwd or ""))
 
 
 def record(session_id: str, cwd: Any, user: str, assistant: str) -> None:
