@@ -13,7 +13,7 @@ from django.conf import settings
 
 from memories.embedding import embedders
 from memories.models import Memory
-from tests.processes import git_repo, product_env, run_cli
+from tests.processes import REPO, git_repo, product_env, run_cli
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,7 +65,7 @@ def test_doctor_reports_each_failure_with_how_to_fix_it(tmp_path: Path) -> None:
     assert out.returncode == 1, out.stderr
     checks = {c["check"]: c for c in json.loads(out.stdout)["checks"]}
     system = {"database", "broker", "disk", "embedder", "reasoner", "team log"}  # yullu_site.monitoring.health.DOCTOR
-    assert set(checks) == {"config", "server", "hooks", *system}
+    assert set(checks) == {"config", "server", "hooks", "folder", *system}
     assert checks["config"]["ok"] and checks["database"]["ok"] and checks["embedder"]["ok"]
     assert not checks["server"]["ok"] and "yullu serve" in checks["server"]["fix"]
     assert not checks["hooks"]["ok"] and "yullu install" in checks["hooks"]["fix"]
@@ -90,6 +90,7 @@ def test_doctor_exits_0_when_the_only_finding_is_the_missing_reasoner_warning(
 ) -> None:
     env = env_for(tmp_path, YULLU_PORT=live_server_url.rsplit(":", 1)[1], PATH="/usr/bin:/bin")
     env.pop("ANTHROPIC_API_KEY", None)
+    env["YULLU_ALLOWED_ROOTS"] = str(REPO)  # where run_cli runs doctor: its folder check is ok
     (tmp_path / "yhome" / "token").write_text(owner_token + "\n")
     (tmp_path / "home" / ".claude").mkdir(parents=True)
     assert run_cli(["install", "claude"], env).returncode == 0

@@ -1,7 +1,8 @@
 """Defects a third new-user walk met (fresh clone, clean home), each as it was met: `yullu install`
 skipping a freshly installed Codex that had never run (no ~/.codex yet); the admin's Settings page
 calling a blank reasoning.provider "MCP sampling" when blank picks a reasoner by itself; the prompt
-hook silent for a checkout outside [server].allowed_roots (a repository in /tmp or /srv)."""
+hook silent for a checkout outside [server].allowed_roots (a repository in /tmp or /srv), and
+nothing saying so: `yullu doctor` now warns when run from such a folder."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.test import Client
 
 from memories.scope import resolve
 from memories.write import create
-from tests.processes import product_env, run_cli
+from tests.processes import REPO, product_env, run_cli
 from tests.stubs import StubServer
 from yullu_core.tokens import count_tokens
 
@@ -69,3 +70,14 @@ def test_the_prompt_hook_names_the_project_itself_for_a_checkout_outside_the_all
     prompt = json.dumps({"prompt": "vec:1,0,0 how do we deploy to staging?", "cwd": str(checkout)})
     out = run_cli(["inject"], hook_env, prompt)
     assert out.returncode == 0 and "Staging deploys go through make stage" in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize(("roots", "status"), [("elsewhere", "warn"), ("", "ok")])
+def test_doctor_warns_when_run_from_a_folder_the_server_refuses(tmp_path: Path, roots: str, status: str) -> None:
+    allowed = str(tmp_path / roots) if roots else str(REPO)  # run_cli runs doctor in REPO
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", YULLU_PORT="1", YULLU_ALLOWED_ROOTS=allowed)
+    ran = run_cli(["doctor", "--json"], env)
+    folder = next(c for c in json.loads(ran.stdout)["checks"] if c["check"] == "folder")
+    assert folder["status"] == status, folder
+    if status == "warn":
+        assert "outside [server].allowed_roots" in folder["detail"] and "YULLU_ALLOWED_ROOTS" in folder["fix"]

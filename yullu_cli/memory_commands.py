@@ -176,6 +176,27 @@ def _check(name: str, fn: Callable[[], tuple[bool, str, str]]) -> dict[str, Any]
     return {"check": name, "ok": ok, "status": "ok" if ok else "fail", "detail": detail, "fix": "" if ok else fix}
 
 
+def _warning(name: str, fn: Callable[[], tuple[bool, str, str]]) -> dict[str, Any]:
+    """A check whose failure is a warning (exit 0): it depends on where doctor is run from."""
+    return {**(found := _check(name, fn)), "status": "ok" if found["ok"] else "warn"}
+
+
+def _folder() -> tuple[bool, str, str]:
+    """Whether assistants working in this folder are served: the server refuses a cwd outside
+    [server].allowed_roots (the home by default), so MCP calls from a checkout elsewhere fail."""
+    from pathlib import Path
+
+    from memories.scope import allowed_roots
+    from yullu_core.config import config_path
+
+    here, roots = Path.cwd().resolve(), allowed_roots()
+    if any(here == root or root in here.parents for root in roots):
+        return True, f"{here} is inside [server].allowed_roots", ""
+    shown = ", ".join(str(root) for root in roots) or "none"
+    detail = f"{here} is outside [server].allowed_roots ({shown}): assistants' MCP calls from here are refused"
+    return False, detail, f"add it to [server].allowed_roots in {config_path()} (or YULLU_ALLOWED_ROOTS), restart"
+
+
 def _shown(part: Part) -> dict[str, Any]:
     """A part of the health model (yullu_site/monitoring/health.py) as a doctor line: an optional part's
     problems are "warn" and leave the exit code 0."""
@@ -304,7 +325,7 @@ def doctor(args: argparse.Namespace) -> int:
 
         setup_django()  # like every database command: migrate first, stop a PostgreSQL started only for this
         results += _system_checks()
-        results += [_check("server", _server), _check("hooks", _hooks)]
+        results += [_check("server", _server), _check("hooks", _hooks), _warning("folder", _folder)]
     failed = any(r["status"] == "fail" for r in results)
     if args.json:
         print(json.dumps({"ok": not failed, "checks": results}, indent=2))
