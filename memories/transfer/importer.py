@@ -478,7 +478,7 @@ def import_path(
 
 
 def _lines(path: Path) -> int:
-    """Lines of a file, counted in 1 MB blocks (0.1 s for 400 MB of rows with vectors)."""
+    """Lines of a file, counted in 1 MB blocks (0.15 s for 240 MB: 50,000 rows with vectors)."""
     count = 0
     with path.open("rb") as fh:
         while block := fh.read(1 << 20):
