@@ -42,6 +42,7 @@ from ..wire import HIT_FIELDS, hit_to_wire
 from . import bm25, candidates, expansion, recall_log, rerank
 from .asking import asks_in_general
 from .candidates import Candidate, SearchResult
+from .focus import focus
 from .gates import DEFAULT_GATE, Gate, Judged, configured_floor, gate_for, judged_test, relevance_test
 
 log = logging.getLogger(__name__)
@@ -213,6 +214,7 @@ def _ranked(
     """The fused, feedback-adjusted best candidates of a search; None when there is nothing to search."""
     if is_acknowledgement(query) or not _has_memories(project_id):
         return None
+    query = focus(query)  # a long paste: its question, not the paste; also for its dates and wording
     floor = configured_floor() if min_similarity is None else min_similarity
     cats = clean_categories(categories)
     embedder = embedded.embedder if embedded else get_embedder()
@@ -249,6 +251,7 @@ EXPAND_JARGON = True  # measured on the codebase set and LoCoMo dev (docs/benchm
 def search_text(query: str) -> str:
     """What retrieval reads for `query`: with the full words of the developers' shorthand it uses
     (expansion.with_jargon). Callers that embed a query themselves (queries.Embedded) embed this."""
+    query = focus(query)  # a long paste: its question, not the paste (focus.py)
     return expansion.with_jargon(query) if EXPAND_JARGON else query
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -28,6 +27,8 @@ from yullu_core.env import env_int
 from yullu_core.errors import Unavailable
 
 from ..embedding.onnx_model import SHIPPED
+from . import focus
+from .focus import CLAUSE_SPLIT, MAX_CLAUSES
 
 log = logging.getLogger(__name__)
 
@@ -161,9 +162,8 @@ class Judge:
             self._cache.clear()
 
 
-# Sentence ends, semicolons and dashes between words split a prompt; a clause of fewer than
-# MIN_CLAUSE_WORDS words ("then fix it", "thanks") is task boilerplate, not a question.
-CLAUSE_SPLIT = re.compile(r"(?<=[.?!;])\s+|\s+[-–—]+\s+|\n+")
+# A clause of fewer than MIN_CLAUSE_WORDS words ("then fix it", "thanks") is task boilerplate, not a
+# question. How a prompt splits into clauses: focus.CLAUSE_SPLIT.
 MIN_CLAUSE_WORDS = 3
 MIN_PROMPT_WORDS = 12  # shorter prompts are judged whole
 
@@ -173,6 +173,8 @@ def clauses(query: str) -> list[str]:
     if len(query.split()) < MIN_PROMPT_WORDS:
         return []
     parts = [p.strip() for p in CLAUSE_SPLIT.split(query) if len(p.split()) >= MIN_CLAUSE_WORDS]
+    if len(parts) > MAX_CLAUSES:  # each clause is a pair per candidate: the most telling ones, in order
+        parts = [parts[i] for i in sorted(focus.ranked(parts)[:MAX_CLAUSES])]
     return parts if len(parts) > 1 else []
 
 
