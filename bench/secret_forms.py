@@ -925,13 +925,6 @@ HELD_OUT_3_KEEP: list[Form] = [
     ),
     _f("placeholder <angle>", lambda r: 'curl -H "Authorization: Bearer <your-api-token>" https://api.acme.io/v2/me'),
     _f(
-        "aws documented sample pair",
-        lambda r: (
-            "The AWS docs' sample credentials AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY are "
-            "what the moto tests use."
-        ),
-    ),
-    _f(
         "database url placeholder",
         lambda r: "Local dev: DATABASE_URL=postgres://user:password@localhost:5432/app_dev (docker-compose default).",
     ),
@@ -992,6 +985,20 @@ HELD_OUT_3_KEEP: list[Form] = [
         lambda r: (
             "JWTs are three base64url parts joined by dots; our access tokens expire after 15 minutes and refresh "
             "tokens after 30 days."
+        ),
+    ),
+]
+
+
+# Vendors' documented sample and published test keys, refused by policy (docs/security.md): people
+# paste them as stand-ins for real keys, and a scanner cannot tell a quote of the docs from a key. The
+# third set's run counted this one as a keeper; it was moved here when the policy was set.
+REFUSED_BY_POLICY: list[Form] = [
+    _f(
+        "aws documented sample pair",
+        lambda r: (
+            "The AWS docs' sample credentials AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY are "
+            "what the moto tests use."
         ),
     ),
 ]

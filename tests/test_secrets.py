@@ -350,7 +350,6 @@ def test_each_form_the_third_held_out_set_found_is_refused(name: str) -> None:
 
 
 NEAR_MISSES = {
-    "AWS's documented sample pair": "sample creds AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     "base64 of a sentence": "the fixture's greeting: " + b64("Hello from the onboarding email, welcome aboard!"),
     "code after 'passwords'": "Passwords are hashed with Argon2id (time_cost=3, memory_cost=65536).",
     "an algorithm a few words after 'password'": "Passwords are hashed with Argon2id these days",
@@ -427,8 +426,8 @@ def test_digests_names_and_references_near_those_forms_are_kept(text: str) -> No
     assert find_secret(text) is None
 
 
-# Test keys vendors publish for everyone (found by probing after the third set's run): storable, while a
-# key that only starts like one is still refused.
+# Test keys vendors publish for everyone and documented sample keys are refused like any key (a policy:
+# people paste them as stand-ins for real ones; docs/security.md).
 @pytest.mark.parametrize(
     "text",
     [
@@ -439,11 +438,13 @@ def test_digests_names_and_references_near_those_forms_are_kept(text: str) -> No
         "BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;",
         "jwt.io's example eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaW"
         "F0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
-        "TURNSTILE_SECRET_KEY=1x0000000000000000000000000000000AA in CI",
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        *[text for _, text in secret_forms.texts(secret_forms.REFUSED_BY_POLICY, seed=13)],
     ],
 )
-def test_test_keys_vendors_publish_are_kept(text: str) -> None:
-    assert find_secret(text) is None
+def test_published_test_keys_and_documented_samples_are_refused(text: str) -> None:
+    assert find_secret(text) is not None
 
 
 def test_a_key_that_only_starts_like_a_published_one_is_refused() -> None:

@@ -1007,35 +1007,11 @@ def _secret_span(rule: Rule, m: re.Match[str]) -> tuple[int, int]:
     return m.span()
 
 
-# Vendors' documentation marks its sample keys so: AWS's `AKIAIOSFODNN7EXAMPLE` and
-# `wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY` (gitleaks' AWS rule allows `.+EXAMPLE$` for the same reason).
-_DOCUMENTED_SAMPLE = re.compile(r"EXAMPLE(?:KEY)?$")
-
-
-# Test keys vendors publish in their docs for everyone to use (a memory quotes them: "in CI use Stripe's
-# sample key"): they unlock nothing of anyone's.
-PUBLISHED_TEST_KEYS = (
-    "sk_test_4eC39HqLyjWDarjtT1zdp7dc",  # Stripe's docs
-    "6LeIxAcTAAAAAJcZVRqyHh71UMIEGNQ_MXjiZKhI",  # reCAPTCHA v2 test site key
-    "6LeIxAcTAAAAAGG-vFI1TnRWxMZNFuojJ4WifJWe",  # reCAPTCHA v2 test secret (always passes)
-    # Azurite's (the Azure Storage emulator's) well-known devstoreaccount1 key
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
-    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",  # jwt.io's example token's signature
-    "0x0000000000000000000000000000000000000000",  # hCaptcha's test secret
-    "1x0000000000000000000000000000000AA",  # Cloudflare Turnstile's test secrets
-    "2x0000000000000000000000000000000AA",
-    "3x0000000000000000000000000000000AA",
-)
-
-
-# (whole: a key that merely starts like one is not it)
-_PUBLISHED = re.compile(r"(?<![\w+/=-])(?:" + "|".join(re.escape(k) for k in PUBLISHED_TEST_KEYS) + r")(?![\w+/-])")
-
-
+# A vendor's documented sample key (AWS's `…EXAMPLE`) or published test key (Stripe's docs' `sk_test_4eC3…`,
+# jwt.io's example) is refused like any key when a rule finds it: people paste them as stand-ins for
+# real keys, and nothing tells a quote of the docs from a key (docs/security.md).
 def _passes(rule: Rule, secret: str) -> bool:
-    if not secret or rule.entropy and entropy(secret) <= rule.entropy or _DOCUMENTED_SAMPLE.search(secret):
-        return False
-    if _PUBLISHED.search(secret):
+    if not secret or rule.entropy and entropy(secret) <= rule.entropy:
         return False
     return rule.check is None or rule.check(secret)
 
