@@ -218,6 +218,25 @@ def test_rerank_depth_reorders_the_first_stage_with_the_model(monkeypatch: pytes
     assert pairs_for(20) == 3  # every candidate, in one batch
 
 
+@pytest.mark.django_db(transaction=True)
+def test_with_rerank_depth_the_models_judgement_outweighs_a_first_stage_lead() -> None:
+    scope = resolve("acme/lead", None)
+    relevant = create.store_memory(scope, DEPLOY, "process").memory
+    rejected = create.store_memory(scope, "Invoices are generated on the first of the month.", "domain").memory
+    question = "how do we deploy the probe?"
+    good, bad = rerank.judge.logits(question, [DEPLOY, rejected.content])
+    # The first stage puts the memory the model rejects ahead by 0.2 x the logit gap: a weight of 0.1
+    # (the setting's first) kept it first, and the gate reads the first three (docs/benchmarks.md).
+    lead = 0.2 * (good - bad)
+    cands = {
+        relevant.id: candidates.Candidate(relevant.id, similarity=0.3),
+        rejected.id: candidates.Candidate(rejected.id, similarity=0.3 + lead),
+    }
+    ordered = queries.fuse(cands, "hybrid")
+    assert ordered[0].memory_id == rejected.id
+    assert queries.rejudged(question, cands, ordered, depth=20)[0].memory_id == relevant.id
+
+
 def test_rerank_depth_is_validated(tmp_path: Any) -> None:
     from yullu_core.config import ConfigError, load
 

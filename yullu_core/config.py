@@ -245,8 +245,8 @@ max_content_chars = 8000
 recall_log_days = 180             # the Retrievals page and recall counts look this far back
 # Have the cross-encoder judge the best N candidates of every search too, and
 # the memories stored next to the best few in their session (0 = off). 20
-# measured LoCoMo dev recall@5 / @10 0.665 / 0.752 -> 0.733 / 0.793 for ~30
-# model passes per search, ~60x a default search's CPU (docs/benchmarks.md).
+# measured LoCoMo dev recall@5 / @10 0.665 / 0.752 -> 0.732 / 0.791 for ~30
+# model passes per search, ~190 ms of CPU against ~3 ms (docs/benchmarks.md).
 rerank_depth = 0
 
 [server]
