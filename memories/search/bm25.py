@@ -27,6 +27,8 @@ from django.db import connection
 
 from yullu_core.database import fetch_prepared
 
+from . import synonyms
+
 K1 = 1.2
 B = 0.3  # short memories: weak length normalisation measured best (docs/benchmarks.md)
 STATS_TTL = 60.0
@@ -45,6 +47,9 @@ ATTAINABLE_MIN_N = 20
 # At most this many postings are scanned per query; the commonest remaining terms are dropped
 # first (they carry the least weight), which bounds latency on large projects.
 POSTINGS_BUDGET = 5_000
+# A question word's synonym (synonyms.py) counts this much of what the word itself would, in the
+# BM25 score and in coverage: "release" finds the memory saying "deploy", below one saying "release".
+SYNONYM_WEIGHT = 0.6
 
 _lock = threading.Lock()
 _project_stats: dict[str, tuple[float, int, float]] = {}
@@ -139,6 +144,23 @@ def coverage_weight(df: int, n: int) -> float:
     return idf_of(df, n)
 
 
+def _synonym_rows(
+    expansions: dict[str, set[str]], known: dict[str, int], n: int, total: float, budget: int
+) -> list[tuple[str, float, float, str]]:
+    """(lexeme, idf, coverage share, question word) for the synonyms worth a probe: held by some
+    memory, not too common, within what is left of the postings budget; discounted by SYNONYM_WEIGHT."""
+    rows = []
+    for word, adds in sorted(expansions.items()):
+        for lex in sorted(adds, key=lambda lex: known.get(lex, 0)):
+            df = known.get(lex, 0)
+            if df == 0 or df > max(MIN_DF_CUT, MAX_DF_SHARE * n) or df > budget:
+                continue
+            budget -= df
+            cover = SYNONYM_WEIGHT * coverage_weight(known.get(word, 0), n) / total
+            rows.append((lex, SYNONYM_WEIGHT * idf_of(df, n), cover, word))
+    return rows
+
+
 def idf_of(df: int, n: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
@@ -161,19 +183,27 @@ def search_with_coverage(
     n, avgdl = project_stats(project_id)
     if n == 0:
         return {}
-    dfs = document_frequencies(project_id, lexemes)
-    if max(dfs.values()) > n:  # memories were added since the count was cached
-        n, avgdl = project_stats(project_id, at_least=max(dfs.values()))
+    expansions = synonyms.expand(set(lexemes)) if SYNONYM_WEIGHT > 0 else {}
+    extra = sorted({lex for adds in expansions.values() for lex in adds})
+    known = document_frequencies(project_id, lexemes + extra)
+    if max(known.values()) > n:  # memories were added since the count was cached
+        n, avgdl = project_stats(project_id, at_least=max(known.values()))
+    dfs = {lex: known[lex] for lex in lexemes}
     kept = within_budget(dfs, n)
-    if not kept:
-        return {}
-    idf = [math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in kept.values()]
     total = sum(coverage_weight(df, n) for df in dfs.values()) or 1.0
-    cover = [coverage_weight(df, n) / total for df in kept.values()]
+    # One row per (lexeme, the question word it stands for); a memory's score and coverage take the
+    # best row per question word, so holding "deploy" and "release" counts once.
+    rows = [(lex, idf_of(df, n), coverage_weight(df, n) / total, lex) for lex, df in kept.items()]
+    rows += _synonym_rows(expansions, known, n, total, budget=POSTINGS_BUDGET - sum(kept.values()))
+    if not rows:
+        return {}
     # How telling these words can be here: their idf in this project over their idf in a project of
     # ATTAINABLE_MIN_N memories. 1.0 from that size on; in a project of two memories a word held by
     # one of them is weak evidence, and the fusion scales its keyword share down accordingly.
-    strength = sum(idf) / sum(idf_of(df, max(n, ATTAINABLE_MIN_N)) for df in kept.values())
+    basis = kept or {lex: known[lex] for lex, *_ in rows}
+    strength = sum(idf_of(df, n) for df in basis.values()) / sum(
+        idf_of(df, max(n, ATTAINABLE_MIN_N)) for df in basis.values()
+    )
     cat_join = "JOIN memories_memory m ON m.id = t.memory_id AND m.category = ANY(%s)" if categories else ""
     # One index probe per kept lexeme, whatever the statistics say. As a plain join the planner,
     # believing a project absent from its statistics (new, or grown since the last ANALYZE) holds
@@ -181,20 +211,24 @@ def search_with_coverage(
     # search under load instead of ~0.2 ms and ~10 (docs/benchmarks.md, "SQL per operation").
     # OFFSET 0 keeps the subquery from being flattened back into that join.
     sql = f"""
-        SELECT t.memory_id,
-               sum(w.idf * t.tf * %s / (t.tf + %s * (1 - %s + %s * t.dl / %s))) AS score,
-               sum(w.cover) AS coverage
-        FROM unnest(%s::text[], %s::float8[], %s::float8[]) AS w(lex, idf, cover)
-        CROSS JOIN LATERAL (
-            SELECT memory_id, tf, dl FROM memories_term WHERE project_id = %s AND lexeme = w.lex OFFSET 0
-        ) t
-        {cat_join}
-        GROUP BY t.memory_id
-        ORDER BY score DESC, t.memory_id DESC
+        SELECT memory_id, sum(score) AS score, sum(coverage) AS coverage FROM (
+            SELECT t.memory_id, w.src,
+                   max(w.idf * t.tf * %s / (t.tf + %s * (1 - %s + %s * t.dl / %s))) AS score,
+                   max(w.cover) AS coverage
+            FROM unnest(%s::text[], %s::float8[], %s::float8[], %s::text[]) AS w(lex, idf, cover, src)
+            CROSS JOIN LATERAL (
+                SELECT memory_id, tf, dl FROM memories_term WHERE project_id = %s AND lexeme = w.lex OFFSET 0
+            ) t
+            {cat_join}
+            GROUP BY t.memory_id, w.src
+        ) per_word
+        GROUP BY memory_id
+        ORDER BY score DESC, memory_id DESC
         LIMIT %s
     """
     # Parameters follow the SQL text: the scoring constants come before the unnest arrays.
-    params: list[Any] = [K1 + 1, K1, B, B, avgdl, list(kept), idf, cover, project_id]
+    lex_col, idf_col, cover_col, src_col = (list(col) for col in zip(*rows, strict=True))
+    params: list[Any] = [K1 + 1, K1, B, B, avgdl, lex_col, idf_col, cover_col, src_col, project_id]
     params += [categories] if categories else []
     params += [k]
     with connection.cursor() as cur:

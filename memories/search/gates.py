@@ -13,7 +13,7 @@ from django.conf import settings
 
 from ..embedding.embedders import get_embedder
 from ..models import Memory
-from . import rerank
+from . import bm25, rerank, synonyms
 from .candidates import Candidate
 
 
@@ -136,8 +136,7 @@ def judged_test(
     if unsure:
         texts = dict(Memory.objects.filter(pk__in=[c.memory_id for c in unsure]).values_list("pk", "content"))
         unsure = [c for c in unsure if c.memory_id in texts]
-        judge = rerank.judge.best_logits if gate.clauses else rerank.judge.logits
-        logits = judge(query, [texts[c.memory_id] for c in unsure]) if unsure else []
+        logits = _judge(query, [texts[c.memory_id] for c in unsure], gate.clauses)
         for c, logit in zip(unsure, logits, strict=True):
             c.relevance = gate.probability(logit, c, general)
             if c.relevance >= gate.threshold:
@@ -147,6 +146,24 @@ def judged_test(
         return c.similarity is None or c.memory_id in passed
 
     return test
+
+
+# The cross-encoder reads the question with the thesaurus' words that the memory holds ("how does
+# the backend get shipped live (deploy)"): on its own it scores a paraphrase's answer at its floor.
+HINT_SYNONYMS = True
+
+
+def _judge(query: str, texts: list[str], clauses: bool) -> list[float]:
+    """The cross-encoder's logit per text, in one batch: for each, the question (or its best clause
+    when `clauses`) with the synonym words that text holds appended (synonyms.hint)."""
+    if not texts:
+        return []
+    words = synonyms.words_for(set(bm25.query_lexemes(query))) if HINT_SYNONYMS else set()
+    hints = [synonyms.hint(words, t) if words else "" for t in texts]
+    parts = (rerank.clauses(query) if clauses else []) or [query]
+    asked = [[f"{p} ({h})" if h else p for p in parts] for h in hints]
+    scores = rerank.judge.logits_many([(q, t) for qs, t in zip(asked, texts, strict=True) for q in qs])
+    return [max(scores[i * len(parts) : (i + 1) * len(parts)]) for i in range(len(texts))]
 
 
 def relevance_test(floor: float | None, gate: Gate, embedded: bool) -> Callable[[Candidate], bool]:

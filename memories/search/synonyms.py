@@ -1,0 +1,119 @@
+"""A developer thesaurus for the keyword half, applied to the question only.
+
+A developer asks "how do we release to prod?" of a memory that says "deploy to production", or
+"where are feature toggles configured?" of one about flags: no word in common, so the keyword
+search and the gate's coverage (bm25.search_with_coverage) saw nothing. `synonyms.txt` (one group
+per line, written from general usage, not from benchmark items) lists words developers use
+interchangeably; a question's words also match their synonyms, at a discount (bm25.SYNONYM_WEIGHT)
+so the word itself still counts more. Stored memories are untouched.
+
+Groups are stemmed with PostgreSQL's `english` configuration (the same as the `search` column),
+once per process. A phrase of several words triggers its group only when the question holds all
+of its words; as an expansion only single-lexeme members are used, since a phrase's separate words
+("feature", "change") would match memories about something else.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from importlib import resources
+
+from django.db import connection
+
+# The lexemes that trigger a rule → the single lexemes it adds, each with a word that says it.
+Rule = tuple[frozenset[str], dict[str, str]]
+
+_lock = threading.Lock()
+_rules: list[Rule] | None = None
+
+
+def parse(text: str) -> list[tuple[list[str], list[str]]]:
+    """(sources, targets) per rule: "a, b, c" makes each member a source of the others;
+    "a > b, c" makes only `a` a source, of b and c (a hypernym and its hyponyms)."""
+    out: list[tuple[list[str], list[str]]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if ">" in line:
+            head, tail = line.split(">", 1)
+            out.append(([head.strip()], [w.strip() for w in tail.split(",") if w.strip()]))
+        else:
+            words = [w.strip() for w in line.split(",") if w.strip()]
+            out.append((words, words))
+    return out
+
+
+def close(parsed: list[tuple[list[str], list[str]]]) -> list[tuple[list[str], list[str]]]:
+    """A group whose member heads a one-directional rule passes its hyponyms to every member:
+    "datastore" (a synonym of "database") also finds "postgres"."""
+    below: dict[str, list[str]] = {}
+    for sources, targets in parsed:
+        if sources != targets:  # "a > b, c"
+            below.setdefault(sources[0], []).extend(targets)
+    out = list(parsed)
+    for sources, targets in parsed:
+        if sources == targets:  # a group of equals
+            inherited = [t for member in sources for t in below.get(member, [])]
+            if inherited:
+                out.append((sources, inherited))
+    return out
+
+
+def _stem(phrases: list[str]) -> dict[str, frozenset[str]]:
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT u.p, coalesce(array_agg(l.lexeme) FILTER (WHERE l.lexeme IS NOT NULL), '{}') "
+            "FROM unnest(%s::text[]) AS u(p) LEFT JOIN LATERAL unnest(to_tsvector('english', u.p)) l ON true "
+            "GROUP BY u.p",
+            [phrases],
+        )
+        rows = cur.fetchall()
+    return {p: frozenset(lexemes) for p, lexemes in rows}
+
+
+def rules() -> list[Rule]:
+    global _rules
+    with _lock:
+        if _rules is not None:
+            return _rules
+    parsed = close(parse(resources.files(__package__).joinpath("synonyms.txt").read_text(encoding="utf-8")))
+    stems = _stem(sorted({w for sources, targets in parsed for w in sources + targets}))
+    built: list[Rule] = []
+    for sources, targets in parsed:
+        singles: dict[str, str] = {}
+        for t in targets:
+            if len(stems[t]) == 1:
+                singles.setdefault(next(iter(stems[t])), t)
+        for s in sources:
+            adds = {lex: word for lex, word in singles.items() if lex not in stems[s]}
+            if stems[s] and adds:
+                built.append((stems[s], adds))
+    with _lock:
+        _rules = built
+    return built
+
+
+def expand(lexemes: set[str]) -> dict[str, set[str]]:
+    """Each question lexeme → the synonym lexemes it also matches (none already in the question)."""
+    out: dict[str, set[str]] = {}
+    for trigger, adds in rules():
+        if trigger <= lexemes:
+            extra = set(adds) - lexemes
+            for lex in trigger:
+                if extra:
+                    out.setdefault(lex, set()).update(extra)
+    return out
+
+
+def words_for(lexemes: set[str]) -> set[str]:
+    """The synonym words (as written in the thesaurus) of a question's lexemes."""
+    return {word for trigger, adds in rules() if trigger <= lexemes for lex, word in adds.items() if lex not in lexemes}
+
+
+def hint(words: set[str], text: str) -> str:
+    """The synonym words `text` holds (a word's start matching: "deploy" in "deploys"), comma-joined:
+    the cross-encoder reads the question with them, as if it had said the memory's word."""
+    lowered = text.lower()
+    return ", ".join(sorted(w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}", lowered)))

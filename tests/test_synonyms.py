@@ -1,0 +1,73 @@
+"""The developer thesaurus (memories/search/synonyms.py): a question in other words than the memory's
+("api keys" for "secrets", "task queue" for "Celery", "datastore" for "Postgres") finds it through
+MCP, with the real models and PostgreSQL, and an unrelated prompt still gets nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from memories.search import synonyms
+from tests.mcp_client import call, http_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FACTS = [
+    "The probe service deploys with make ship-it after the canary passes.",
+    "We chose Postgres over MongoDB because billing needs multi-row transactions.",
+    "Run the whole test suite with make test; it starts its own Postgres.",
+    "On-call rotates weekly on Mondays; the schedule lives in PagerDuty.",
+    "Celery workers must be restarted after changing settings.py; they do not reload code.",
+    "Secrets are stored in Vault under secret/larkspur/<env>; never commit them.",
+    "Feature flags are read from LaunchDarkly, not env vars, so product can toggle them without a deploy.",
+    "Commit messages use the imperative mood and reference the Jira ticket.",
+    "Logs go to Loki via Promtail; we dropped the ELK stack because it cost too much to run.",
+    "Customer data must stay in the EU region eu-west-1.",
+]
+# Each came back empty (or with another memory first) without the thesaurus.
+ASKED = {
+    "where do api keys live": FACTS[5],
+    "what datastore do we use": FACTS[1],
+    "my task queue worker is stale": FACTS[4],
+}
+
+
+def test_groups_expand_both_ways_and_hypernyms_one_way() -> None:
+    expanded = synonyms.expand({"credenti"})
+    assert "secret" in expanded["credenti"]
+    assert {"postgr", "mysql"} <= synonyms.expand({"databas"})["databas"]
+    assert "mysql" not in synonyms.expand({"postgr"}).get("postgr", set())
+    assert "postgr" in synonyms.expand({"datastor"})["datastor"]  # a synonym of "database" inherits its engines
+    assert synonyms.expand({"haiku", "autumn"}) == {}
+
+
+def test_a_phrase_triggers_its_group_only_when_all_its_words_are_asked() -> None:
+    assert "deploy" in synonyms.expand({"push", "live"})["push"]
+    assert "push" not in synonyms.expand({"push"})
+
+
+def test_the_cross_encoder_hint_names_only_the_synonyms_the_memory_holds() -> None:
+    words = synonyms.words_for({"credenti", "kept"})
+    assert synonyms.hint(words, FACTS[5]) == "secret, vault"
+    assert synonyms.hint(words, FACTS[0]) == ""
+
+
+def test_a_question_in_other_words_finds_its_memory_through_mcp(live_server_url: str, owner_token: str) -> None:
+    async def go() -> tuple[dict[str, int], dict[str, Any], Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            ids = {}
+            for fact in FACTS:
+                err, stored = await call(s, "store_memory", content=fact, project_id="acme/words")
+                assert not err, stored
+                ids[fact] = stored["id"]
+            found = {q: await call(s, "retrieve_memories", query=q, project_id="acme/words") for q in ASKED}
+            haiku = await call(s, "retrieve_memories", query="write a haiku about autumn", project_id="acme/words")
+            return ids, found, haiku
+
+    ids, found, (_, haiku) = asyncio.run(go())
+    for question, memory in ASKED.items():
+        err, answer = found[question]
+        assert not err and answer["results"] and answer["results"][0]["id"] == ids[memory], (question, answer)
+    assert haiku["results"] == []
