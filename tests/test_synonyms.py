@@ -40,6 +40,8 @@ def test_groups_expand_both_ways_and_hypernyms_one_way() -> None:
     assert {"postgr", "mysql"} <= synonyms.expand({"databas"})["databas"]
     assert "mysql" not in synonyms.expand({"postgr"}).get("postgr", set())
     assert "postgr" in synonyms.expand({"datastor"})["datastor"]  # a synonym of "database" inherits its engines
+    # naming an engine asks about that one: "postgres vs mysql (database)" finds no memory on MongoDB
+    assert "mongodb" not in synonyms.expand({"postgr", "mysql", "databas"}).get("databas", set())
     assert synonyms.expand({"haiku", "autumn"}) == {}
 
 

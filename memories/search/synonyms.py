@@ -21,8 +21,9 @@ from importlib import resources
 
 from django.db import connection
 
-# The lexemes that trigger a rule → the single lexemes it adds, each with a word that says it.
-Rule = tuple[frozenset[str], dict[str, str]]
+# The lexemes that trigger a rule → the single lexemes it adds, each with a word that says it; a
+# hypernym's rule does not fire when the question already names one of its hyponyms (the third part).
+Rule = tuple[frozenset[str], dict[str, str], frozenset[str]]
 
 _lock = threading.Lock()
 _rules: list[Rule] | None = None
@@ -86,10 +87,13 @@ def rules() -> list[Rule]:
         for t in targets:
             if len(stems[t]) == 1:
                 singles.setdefault(next(iter(stems[t])), t)
+        # "postgres vs mysql" holds "database" once JARGON spells it out: it asks about those two,
+        # not about every database a memory might name.
+        unless = frozenset(singles) if sources != targets else frozenset()
         for s in sources:
             adds = {lex: word for lex, word in singles.items() if lex not in stems[s]}
             if stems[s] and adds:
-                built.append((stems[s], adds))
+                built.append((stems[s], adds, unless))
     with _lock:
         _rules = built
     return built
@@ -98,8 +102,8 @@ def rules() -> list[Rule]:
 def expand(lexemes: set[str]) -> dict[str, set[str]]:
     """Each question lexeme → the synonym lexemes it also matches (none already in the question)."""
     out: dict[str, set[str]] = {}
-    for trigger, adds in rules():
-        if trigger <= lexemes:
+    for trigger, adds, unless in rules():
+        if trigger <= lexemes and not unless & lexemes:
             extra = set(adds) - lexemes
             for lex in trigger:
                 if extra:
@@ -109,7 +113,13 @@ def expand(lexemes: set[str]) -> dict[str, set[str]]:
 
 def words_for(lexemes: set[str]) -> set[str]:
     """The synonym words (as written in the thesaurus) of a question's lexemes."""
-    return {word for trigger, adds in rules() if trigger <= lexemes for lex, word in adds.items() if lex not in lexemes}
+    return {
+        word
+        for trigger, adds, unless in rules()
+        if trigger <= lexemes and not unless & lexemes
+        for lex, word in adds.items()
+        if lex not in lexemes
+    }
 
 
 def hint(words: set[str], text: str) -> str:
