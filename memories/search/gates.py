@@ -160,10 +160,7 @@ def _judge(query: str, texts: list[str], clauses: bool) -> list[float]:
         return []
     words = synonyms.words_for(set(bm25.query_lexemes(query))) if HINT_SYNONYMS else set()
     hints = [synonyms.hint(words, t) if words else "" for t in texts]
-    parts = (rerank.clauses(query) if clauses else []) or [query]
-    asked = [[f"{p} ({h})" if h else p for p in parts] for h in hints]
-    scores = rerank.judge.logits_many([(q, t) for qs, t in zip(asked, texts, strict=True) for q in qs])
-    return [max(scores[i * len(parts) : (i + 1) * len(parts)]) for i in range(len(texts))]
+    return rerank.judge.best_logits(query, texts, hints, split=clauses)
 
 
 def relevance_test(floor: float | None, gate: Gate, embedded: bool) -> Callable[[Candidate], bool]:

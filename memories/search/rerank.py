@@ -126,13 +126,18 @@ class Judge:
         """The raw logit of (query, text) for each text, in order."""
         return self.logits_many([(query, t) for t in texts])
 
-    def best_logits(self, query: str, texts: list[str]) -> list[float]:
+    def best_logits(
+        self, query: str, texts: list[str], hints: list[str] | None = None, *, split: bool = True
+    ) -> list[float]:
         """For each text, the best logit of any of the query's clauses (`clauses`): a long task-first
         prompt asks its question somewhere in the middle, and the task around it dilutes the pair
         (the whole prompt as one more pair measured no better and costs the most tokens). A short
-        query is one clause: one pair per text, as `logits`."""
-        parts = clauses(query) or [query]
-        scores = self.logits_many([(p, t) for t in texts for p in parts])
+        query, or `split=False`, is one clause: one pair per text, as `logits`. `hints[i]`, when not
+        empty, is appended to each clause paired with `texts[i]` ("… (deploy)": gates.HINT_SYNONYMS)."""
+        parts = (clauses(query) if split else []) or [query]
+        asked = hints or [""] * len(texts)
+        pairs = [(f"{p} ({h})" if h else p, t) for t, h in zip(texts, asked, strict=True) for p in parts]
+        scores = self.logits_many(pairs)
         return [max(scores[i * len(parts) : (i + 1) * len(parts)]) for i in range(len(texts))]
 
     def logits_many(self, pairs: list[tuple[str, str]]) -> list[float]:
