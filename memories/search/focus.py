@@ -79,12 +79,12 @@ def focus(query: str) -> str:
         return query
     parts = [p.strip() for p in CLAUSE_SPLIT.split(query) if p.strip()]
     kept: list[int] = []
-    words = noise = 0
+    words = machine = 0  # words kept; log or code lines met
     for i in ranked(parts):
         size = len(parts[i].split())
         if _kind(parts[i]) == NOISE:  # a log line or code: a couple say what failed, more drown the question
-            noise += 1
-            if noise > MAX_NOISE:
+            machine += 1
+            if machine > MAX_NOISE:
                 continue
         if words + size <= FOCUS_WORDS:
             kept.append(i)
