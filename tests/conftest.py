@@ -16,9 +16,8 @@ from django.conf import settings
 
 from access.models import ApiToken
 from memories.embedding import embedders, vector_index
-from tests.processes import git_repo, wait_until
+from tests.processes import clusters_left_by, git_repo, wait_until
 from tests.stubs import StubServer
-from yullu_core import postgres
 
 # Servers started by tests (each with its own YULLU_HOME) share one ONNX export of the local model.
 os.environ.setdefault("YULLU_MODEL_CACHE", str(settings.YULLU_HOME / "models"))
@@ -31,20 +30,17 @@ settings.YULLU["server"]["allowed_roots"] = TEST_ROOTS
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _no_clusters_left_behind() -> Iterator[None]:
+def _no_clusters_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Remove the clusters this session's temporary homes left under YULLU_ROOT_PG_BASE.
 
     As root, a home other users cannot traverse (pytest's tmp_path is 0700) keeps its cluster in
     /var/lib/yullu/clusters, which outlives the deleted tmp folder: 66 clusters (7 GB) had piled up
-    there on one machine and filled its disk. The session's own test home keeps its cluster.
+    there on one machine and filled its disk. Only this session's (clusters_left_by): every other
+    cluster that appeared meanwhile may be another session's, still in use.
     """
-    clusters = postgres.ROOT_BASE / "clusters"
-    before = set(clusters.iterdir()) if clusters.is_dir() else set()
     yield
-    keep = postgres.plan(settings.YULLU_HOME).pgdata.parent
-    for folder in set(clusters.iterdir()) - before if clusters.is_dir() else ():
-        if folder != keep and not (folder / "pgdata" / "postmaster.pid").exists():
-            shutil.rmtree(folder, ignore_errors=True)
+    for folder in clusters_left_by(tmp_path_factory.getbasetemp()):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -164,3 +164,16 @@ def start_worker_and_beat(env: dict[str, str], tmp_path: Path) -> tuple[subproce
         env,
     )
     return worker, beat
+
+
+def clusters_left_by(base: Path) -> list[Path]:
+    """The stopped clusters under YULLU_ROOT_PG_BASE of the homes in `base` (a test session's temporary
+    folder; homes up to three folders down). Only those: other sessions on the machine share that
+    folder, and one of theirs between initdb and its start, or stopped by a test, has no postmaster.pid."""
+    from yullu_core import postgres
+
+    clusters = postgres.ROOT_BASE / "clusters"
+    homes = [p for pattern in ("*", "*/*", "*/*/*") for p in base.glob(pattern) if p.is_dir()]
+    found = {postgres.plan(home).pgdata.parent for home in homes}
+    running = {f for f in found if (f / "pgdata" / "postmaster.pid").exists()}
+    return sorted(f for f in found - running if f.parent == clusters and f.is_dir())

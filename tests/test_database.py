@@ -97,6 +97,24 @@ def test_the_plan_keeps_root_clusters_out_of_private_folders(tmp_path: Path, mon
     assert pg.plan(private / "yullu").pgdata == private / "yullu" / "pgdata"
 
 
+def test_a_session_removes_only_the_clusters_of_its_own_temporary_homes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Other pytest sessions on the machine share YULLU_ROOT_PG_BASE: a session that removed every
+    cluster new since it began deleted theirs, mid-initdb or stopped by a test."""
+    from tests.processes import clusters_left_by
+
+    monkeypatch.setattr(pg, "ROOT_BASE", tmp_path / "base")
+    monkeypatch.setattr(pg, "is_root", lambda: True)
+    session, other = tmp_path / "session", tmp_path / "other-session"
+    homes = [session / "test_a0", session / "test_b0" / "home", other / "test_a0", session / "test_c0"]
+    for home in homes:
+        home.mkdir(parents=True, mode=0o700)
+        (pg.plan(home).pgdata).mkdir(parents=True)
+    (pg.plan(homes[3]).pgdata / "postmaster.pid").write_text("1\n")  # running: kept
+    assert clusters_left_by(session) == sorted(pg.plan(h).pgdata.parent for h in homes[:2])
+
+
 @pytest.mark.django_db
 def test_a_hot_read_is_prepared_once_on_djangos_connection_and_sees_its_transaction() -> None:
     from django.db import connection
