@@ -262,7 +262,7 @@ def product_scores(variant: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"pairs_per_question": round(asked[0] / len(rows), 1)}
     for split in ("tune", "held_out", "all"):
         part = [r for r in rows if split == "all" or r["split"] == split]
-        out[split] = {k: round(f(r[k] for r in part), 3) for k in ("r5", "r10", "tool", "empty")}
+        out[split] = {k: round(f(r[k] for r in part), 5) for k in ("r5", "r10", "tool", "empty")}
     out["r10_by_category"] = {c: round(f(r["r10"] for r in rows if r["cat"] == c), 3) for c in (1, 2, 3, 4)}
     return out
 
