@@ -228,8 +228,11 @@ def where(cwd: str) -> dict[str, str]:
     """The project of a request: this machine's server resolves `cwd` itself; a team server
     (YULLU_SERVER) cannot see the laptop's folders, so the hook names the project, computed here by
     the same rules (yullu_core.gitorigin, standard library only)."""
-    if not env_is_set("YULLU_SERVER"):
-        return {"cwd": cwd}
+    return named(cwd) if env_is_set("YULLU_SERVER") else {"cwd": cwd}
+
+
+def named(cwd: str) -> dict[str, str]:
+    """The project of `cwd` as the hook computes it (yullu_core.gitorigin, standard library only)."""
     from yullu_core.gitorigin import project_id_of
 
     return {"project_id": project_id_of(cwd)}
@@ -247,9 +250,7 @@ def post_about(path: str, body: dict[str, Any], cwd: str) -> Any:
     except Refused as exc:
         if "allowed_roots" not in str(exc) or env_is_set("YULLU_SERVER"):
             raise
-    from yullu_core.gitorigin import project_id_of
-
-    return post(path, {**body, "project_id": project_id_of(cwd)})
+    return post(path, {**body, **named(cwd)})
 
 
 def context(body: dict[str, Any], cwd: str = "") -> str:
