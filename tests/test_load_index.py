@@ -6,9 +6,13 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
+from django.utils import timezone
 
+from memories.models import Memory
 from memories.write.duplicates import same_fact_skeletons, skeleton
-from memories.write.load_index import Pool
+from memories.write.load_index import LoadIndex, Pool
+from memories.write.validation import NewMemory, clean_item
 
 LIMIT = 0.9
 WORDS = ["deploy", "cache", "queue", "staging", "backup", "gateway", "worker", "cron", "token", "schema"]
@@ -66,3 +70,19 @@ def test_the_pool_finds_what_comparing_every_pair_finds() -> None:
     refused = [e is None and (cosines[k] >= LIMIT).any() for k, e in enumerate(expected)]
     assert sum(refused) > 20
     assert found[-1] == (1399, 1.0)
+
+
+@pytest.mark.django_db
+def test_a_memory_superseded_during_a_long_load_is_not_what_a_later_batch_repeats() -> None:
+    """The store's check (near_many) looks among current memories only; so must the load's."""
+    fact = "The staging gateway listens on port 8443."
+    held = Memory.objects.create(project_id="load/superseded", content=fact)
+    load = LoadIndex("load/superseded", "any-embedder")
+    item = clean_item(NewMemory(fact), timezone.now())
+    first = load.nearby([item], None, None)
+    assert first[0].duplicate is not None and first[0].duplicate[0].pk == held.pk
+
+    newer = Memory.objects.create(project_id="load/superseded", content="The staging gateway moved to port 9443.")
+    Memory.objects.filter(pk=held.pk).update(superseded_by=newer)  # another writer, between two batches
+
+    assert load.nearby([item], None, None)[0].duplicate is None

@@ -163,8 +163,9 @@ class LoadIndex:
         rest = [n for n, hit in enumerate(found) if hit is None]
         for n, hit in zip(rest, self.own.find([shapes[n] for n in rest], _pick(vectors, rest), limit), strict=True):
             found[n] = hit
-        rows = Memory.objects.in_bulk({hit[0] for hit in found if hit is not None})
-        # A memory deleted meanwhile is no longer there to repeat.
+        # A memory deleted, superseded or held meanwhile is no longer there to repeat (near_many searches
+        # current memories only).
+        rows = Memory.objects.current().in_bulk({hit[0] for hit in found if hit is not None})
         return [
             Nearby((rows[hit[0]], hit[1]), []) if hit is not None and hit[0] in rows else Nearby(None, [])
             for hit in found
