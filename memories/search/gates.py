@@ -128,7 +128,8 @@ def judged_test(
 ) -> Callable[[Candidate], bool]:
     """The calibrated gate over the first `gate.depth` candidates: the ones whose cosine and coverage
     do not settle it are judged by the cross-encoder, in one batch (cached per question and text).
-    `general`: the prompt, as typed, reads as a general-knowledge question (asking.asks_in_general).
+    `general`: the prompt as typed (a long paste: its question, focus.py), before shorthand is spelled
+    out, reads as a general-knowledge question (asking.asks_in_general).
     A candidate without a vector yet (backfill pending) is kept on its keyword evidence, as before."""
     top = ordered[: gate.depth]
     passed = {c.memory_id for c in top if c.similarity is not None and gate.settled(c, general)}
