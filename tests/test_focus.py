@@ -47,3 +47,9 @@ def test_a_question_after_a_long_paste_finds_its_memory() -> None:
     ids = {key: create.store_memory(scope, text, "process").memory.id for key, text in FACTS.items()}
     found = queries.search(scope.project_id, PASTE, log=False)
     assert [h["id"] for h in found.results][:1] == [ids["migrate"]]
+
+
+def test_a_paste_without_clause_breaks_keeps_its_start_and_its_end() -> None:
+    blob = " ".join(f"tok{i}" for i in range(400)) + " where do we deploy from"
+    kept = focus.focus(blob).split()
+    assert len(kept) == focus.FOCUS_WORDS and kept[0] == "tok0" and kept[-5:] == ["where", "do", "we", "deploy", "from"]

@@ -89,6 +89,8 @@ def focus(query: str) -> str:
         if words + size <= FOCUS_WORDS:
             kept.append(i)
             words += size
-    if not kept:  # one clause longer than the window: its start
-        return " ".join(query.split()[:FOCUS_WORDS])
+    if not kept:  # one clause longer than the window: its start (the task) and its end (often the question)
+        words_of = query.split()
+        head = FOCUS_WORDS // 3
+        return " ".join(words_of[:head] + words_of[head - FOCUS_WORDS :])
     return "\n".join(parts[i] for i in sorted(kept))
