@@ -246,7 +246,7 @@ recall_log_days = 180             # the Retrievals page and recall counts look t
 # Have the cross-encoder judge the best N candidates of every search too, and
 # the memories stored next to the best few in their session (0 = off). LoCoMo
 # dev recall@5 / @10 0.665 / 0.752 -> 0.732 / 0.791 at 20 (~30 model passes,
-# ~190 ms of CPU per search against ~3 ms), 0.734 / 0.800 at 50 (~60 passes,
+# ~190 ms of CPU per search against ~3 ms), 0.737 / 0.798 at 50 (~60 passes,
 # ~300 ms; docs/benchmarks.md).
 rerank_depth = 0
 
