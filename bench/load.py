@@ -321,13 +321,16 @@ PROMPTS = [
 
 def time_injects(count: int, project: str, port: int, delay: float, out: list[float], floor: list[float]) -> None:
     """Run the inject hook as `yullu install` wires it (`python -I -S hook_entry.py inject`)
-    `count` times in a folder named like the project (no git: the folder name is the project),
+    `count` times in a folder named like the project (no git: the folder name is the project) under
+    the home folder,
     timing process start to exit. Each run is followed by one with a trivial prompt ("ok"), which
     the hook skips before any request: its time is the floor set by starting Python on this
     machine at this moment, whatever the server does."""
     time.sleep(delay)
     hook = hook_argv("inject")
-    with tempfile.TemporaryDirectory() as tmp:
+    # In the home folder, the server's default allowed root: a folder under /tmp is refused, and the
+    # hook then asks again with the project id, so the timing would be a refusal's plus a second request.
+    with tempfile.TemporaryDirectory(dir=Path.home()) as tmp:
         cwd = Path(tmp) / project
         cwd.mkdir()
         env = {**os.environ, "YULLU_PORT": str(port)}
