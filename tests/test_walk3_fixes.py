@@ -81,3 +81,11 @@ def test_doctor_warns_when_run_from_a_folder_the_server_refuses(tmp_path: Path, 
     assert folder["status"] == status, folder
     if status == "warn":
         assert "outside [server].allowed_roots" in folder["detail"] and "YULLU_ALLOWED_ROOTS" in folder["fix"]
+
+
+def test_doctor_does_not_judge_the_folder_for_a_team_server(tmp_path: Path) -> None:
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", YULLU_PORT="1",
+                      YULLU_ALLOWED_ROOTS=str(tmp_path / "elsewhere"), YULLU_SERVER="http://127.0.0.1:1")  # fmt: skip
+    ran = run_cli(["doctor", "--json"], env)
+    folder = next(c for c in json.loads(ran.stdout)["checks"] if c["check"] == "folder")
+    assert folder["status"] == "ok" and "team server" in folder["detail"], folder
