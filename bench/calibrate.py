@@ -48,7 +48,7 @@ def dump(out: str, data: str | None = None) -> None:
     from bench import codebase
     from memories.embedding.embedders import get_embedder
     from memories.models import Memory, MemoryEvent
-    from memories.search import queries, rerank
+    from memories.search import gates, queries, rerank
 
     dev = codebase.load(Path(data), extras=()) if data else codebase.load()
     label = Path(data).stem.removeprefix("codebase_") if data else None
@@ -64,7 +64,7 @@ def dump(out: str, data: str | None = None) -> None:
             cands = found.ordered[:DEPTH] if found else []
             texts = [content[c.memory_id] for c in cands]
             whole = rerank.judge.logits(queries.search_text(text), texts) if cands else []
-            best = rerank.judge.best_logits(queries.search_text(text), texts) if cands else []
+            best = gates.judged_logits(queries.search_text(text), texts) if cands else []  # as the gate reads it
             rows.append(
                 {
                     "kind": kind,

@@ -57,7 +57,7 @@ def dump(out: str, data: str | None = None) -> None:
     from bench import codebase
     from memories.embedding.embedders import get_embedder
     from memories.models import Memory, MemoryEvent
-    from memories.search import queries, rerank
+    from memories.search import gates, queries
     from memories.search.asking import asks_in_general
 
     dev = codebase.load(Path(data), extras=()) if data else codebase.load()
@@ -76,7 +76,7 @@ def dump(out: str, data: str | None = None) -> None:
             fused = [c.memory_id for c in queries.fuse(copy.deepcopy(ranked), "hybrid")][:DEPTH]
             near = sorted(ranked, key=lambda m: -(ranked[m].similarity or 0.0))[:DEPTH]
             judged = list(dict.fromkeys(fused + near))
-            logits = rerank.judge.best_logits(spelled, [content[m] for m in judged])
+            logits = gates.judged_logits(spelled, [content[m] for m in judged])  # as the gate reads it
             rows.append(
                 {
                     "kind": kind,

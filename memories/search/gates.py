@@ -137,7 +137,7 @@ def judged_test(
     if unsure:
         texts = dict(Memory.objects.filter(pk__in=[c.memory_id for c in unsure]).values_list("pk", "content"))
         unsure = [c for c in unsure if c.memory_id in texts]
-        logits = _judge(query, [texts[c.memory_id] for c in unsure], gate.clauses)
+        logits = judged_logits(query, [texts[c.memory_id] for c in unsure], gate.clauses)
         for c, logit in zip(unsure, logits, strict=True):
             c.relevance = gate.probability(logit, c, general)
             if c.relevance >= gate.threshold:
@@ -154,7 +154,7 @@ def judged_test(
 HINT_SYNONYMS = True
 
 
-def _judge(query: str, texts: list[str], clauses: bool) -> list[float]:
+def judged_logits(query: str, texts: list[str], clauses: bool = True) -> list[float]:
     """The cross-encoder's logit per text, in one batch: for each, the question (or its best clause
     when `clauses`) with the synonym words that text holds appended (synonyms.hint)."""
     if not texts:
