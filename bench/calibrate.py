@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +46,14 @@ def dump(out: str, data: str | None = None) -> None:
     django.setup()
     from bench import codebase
     from memories.embedding.embedders import get_embedder
-    from memories.models import Memory, MemoryEvent
+    from memories.models import Memory
     from memories.search import gates, queries, rerank
 
-    dev = codebase.load(Path(data), extras=()) if data else codebase.load()
+    dev = codebase.load_set(data)
     label = Path(data).stem.removeprefix("codebase_") if data else None
     embedder = get_embedder()
-    prefix = f"calib-{uuid.uuid4().hex[:8]}"
     rows: list[dict[str, Any]] = []
-    try:
-        project, ids = codebase.ingest(prefix, dev)
+    with codebase.throwaway("calib", dev) as (project, ids):
         content = {m.pk: m.content for m in Memory.objects.filter(project_id=project)}
         for kind, text, answers, split in codebase.prompts(dev):
             vec = embedder.embed([queries.search_text(text)], kind="query")[0]
@@ -85,9 +82,6 @@ def dump(out: str, data: str | None = None) -> None:
                     ],
                 }
             )
-    finally:
-        Memory.objects.filter(project_id__startswith=prefix + "/").delete()
-        MemoryEvent.objects.filter(project_id__startswith=prefix + "/").delete()
     with open(out, "w") as fh:
         json.dump({"embedder": embedder.id, "rows": rows}, fh)
     print(f"wrote {len(rows)} prompts to {out}")

@@ -32,6 +32,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,23 @@ def load(path: Path = DATA, extras: tuple[Path, ...] = (TUNE_EXTRA, FRESH)) -> d
     dev: dict[str, Any] = json.loads(path.read_text())
     dev["extras"] = [json.loads(extra.read_text()) for extra in extras]
     return dev
+
+
+def load_set(data: str | None) -> dict[str, Any]:
+    """Another codebase set (`--data`: its prompts only), else ours with its extra prompts."""
+    return load(Path(data), extras=()) if data else load()
+
+
+@contextmanager
+def throwaway(name: str, dev: dict[str, Any]) -> Iterator[tuple[str, dict[int, str]]]:
+    """The set's memories stored (`ingest`) in a new project named after `name`, deleted with its
+    events afterwards, whatever the run's outcome."""
+    prefix = f"{name}-{uuid.uuid4().hex[:8]}"
+    try:
+        yield ingest(prefix, dev)
+    finally:
+        Memory.objects.filter(project_id__startswith=prefix + "/").delete()
+        MemoryEvent.objects.filter(project_id__startswith=prefix + "/").delete()
 
 
 def ingest(prefix: str, dev: dict[str, Any]) -> tuple[str, dict[int, str]]:
@@ -107,12 +125,10 @@ def run(dev: dict[str, Any], limit: int = 5, min_similarity: float | None = None
     started = time.perf_counter()
     embedder.embed(["load the model"], kind="query")  # a cold embedder loads here
     load_s = time.perf_counter() - started
-    prefix = f"bench-{uuid.uuid4().hex[:8]}"
     pairs_before = rerank.judge.pairs_scored
     rows: list[dict[str, Any]] = []
     embed_ms, search_ms = [], []
-    try:
-        project, ids = ingest(prefix, dev)
+    with throwaway("bench", dev) as (project, ids):
         for kind, text, answers, split in prompts(dev):
             started = time.perf_counter()
             vec = embedder.embed([queries.search_text(text)], kind="query")[0]
@@ -136,9 +152,6 @@ def run(dev: dict[str, Any], limit: int = 5, min_similarity: float | None = None
             rows.append(
                 {"kind": kind, "q": text, "split": split, "answers": answers, "got": got, "ms": ms, "cpu": cpu_ms}
             )
-    finally:
-        Memory.objects.filter(project_id__startswith=prefix + "/").delete()
-        MemoryEvent.objects.filter(project_id__startswith=prefix + "/").delete()
     report: dict[str, Any] = {
         "embedder": embedder.id,
         "limit": limit,
@@ -219,7 +232,7 @@ def print_report(report: dict[str, Any]) -> None:
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    dev = load(Path(args.data), extras=()) if args.data else load()
+    dev = load_set(args.data)
     report = run(dev, limit=args.limit, min_similarity=args.min_similarity)
     print_report(report)
     if args.out:

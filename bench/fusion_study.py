@@ -28,7 +28,6 @@ import copy
 import pickle
 import statistics
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -56,17 +55,15 @@ def dump(out: str, data: str | None = None) -> None:
     django.setup()
     from bench import codebase
     from memories.embedding.embedders import get_embedder
-    from memories.models import Memory, MemoryEvent
+    from memories.models import Memory
     from memories.search import gates, queries
     from memories.search.asking import asks_in_general
 
-    dev = codebase.load(Path(data), extras=()) if data else codebase.load()
+    dev = codebase.load_set(data)
     label = Path(data).stem.removeprefix("codebase_") if data else None
     embedder = get_embedder()
-    prefix = f"fusion-study-{uuid.uuid4().hex[:8]}"
     rows: list[dict[str, Any]] = []
-    try:
-        project, ids = codebase.ingest(prefix, dev)
+    with codebase.throwaway("fusion-study", dev) as (project, ids):
         content = {m.pk: m.content for m in Memory.objects.filter(project_id=project)}
         for kind, text, answers, split in codebase.prompts(dev):
             spelled = queries.search_text(text)
@@ -89,9 +86,6 @@ def dump(out: str, data: str | None = None) -> None:
                     "names": {m: ids[m] for m in ranked if m in ids},
                 }
             )
-    finally:
-        Memory.objects.filter(project_id__startswith=prefix + "/").delete()
-        MemoryEvent.objects.filter(project_id__startswith=prefix + "/").delete()
     Path(out).write_bytes(pickle.dumps(rows))
     print(f"wrote {len(rows)} prompts to {out}")
 
