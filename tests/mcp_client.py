@@ -42,3 +42,18 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> tuple[boo
         return True, first.text
     assert json.loads(first.text) == result.structured_content
     return False, result.structured_content
+
+
+async def store_all(session: ClientSession, facts: list[str], project_id: str) -> dict[str, int]:
+    """Each fact stored through `store_memory` (each must succeed): its id by its text."""
+    ids = {}
+    for fact in facts:
+        err, stored = await call(session, "store_memory", content=fact, project_id=project_id)
+        assert not err, stored
+        ids[fact] = stored["id"]
+    return ids
+
+
+async def ask_all(session: ClientSession, queries: list[str], project_id: str) -> dict[str, tuple[bool, Any]]:
+    """Each query's `retrieve_memories` answer, (is_error, content), by the query."""
+    return {q: await call(session, "retrieve_memories", query=q, project_id=project_id) for q in queries}

@@ -15,7 +15,7 @@ from memories.embedding.embedders import get_embedder
 from memories.scope import resolve
 from memories.search import gates, queries
 from memories.write import create
-from tests.mcp_client import call, http_session
+from tests.mcp_client import ask_all, call, http_session, store_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,7 +31,8 @@ GOLDEN = {
     ],
     "Secrets are stored in Vault under secret/larkspur/<env>; never commit them.": ["where are the secrets"],
 }
-UNRELATED = ["write a haiku about autumn", "what's the weather like today", "who painted the mona lisa"]
+HAIKU = "write a haiku about autumn"
+UNRELATED = [HAIKU, "what's the weather like today", "who painted the mona lisa"]
 
 
 def run(coro: Any) -> Any:
@@ -63,14 +64,9 @@ def test_a_long_task_first_prompt_brings_back_the_deploy_memory_through_mcp(
 ) -> None:
     async def go() -> tuple[dict[str, int], Any, Any]:
         async with http_session(live_server_url, owner_token) as s:
-            ids = {}
-            for fact in FACTS:
-                err, stored = await call(s, "store_memory", content=fact, project_id="acme/ten")
-                assert not err, stored
-                ids[fact] = stored["id"]
-            long = await call(s, "retrieve_memories", query=LONG_DEPLOY, project_id="acme/ten")
-            haiku = await call(s, "retrieve_memories", query="write a haiku about autumn", project_id="acme/ten")
-            return ids, long, haiku
+            ids = await store_all(s, FACTS, "acme/ten")
+            asked = await ask_all(s, [LONG_DEPLOY, HAIKU], "acme/ten")
+            return ids, asked[LONG_DEPLOY], asked[HAIKU]
 
     ids, (err, long), (haiku_err, haiku) = run(go())
     assert not err and long["results"] and long["results"][0]["id"] == ids[DEPLOY]
@@ -106,12 +102,8 @@ SHORTHAND = {
 def test_shorthand_finds_the_memory_it_stands_for_through_mcp(live_server_url: str, owner_token: str) -> None:
     async def go() -> tuple[dict[str, int], dict[str, Any], Any]:
         async with http_session(live_server_url, owner_token) as s:
-            ids = {}
-            for fact in FACTS:
-                err, stored = await call(s, "store_memory", content=fact, project_id="acme/shorthand")
-                assert not err, stored
-                ids[fact] = stored["id"]
-            found = {q: await call(s, "retrieve_memories", query=q, project_id="acme/shorthand") for q in SHORTHAND}
+            ids = await store_all(s, FACTS, "acme/shorthand")
+            found = await ask_all(s, list(SHORTHAND), "acme/shorthand")
             haiku = await call(s, "retrieve_memories", query="write a haiku about autumn", project_id="acme/shorthand")
             return ids, found, haiku
 
@@ -157,13 +149,8 @@ def test_a_general_question_naming_a_project_technology_gets_nothing_through_mcp
 ) -> None:
     async def go() -> tuple[dict[str, int], dict[str, Any]]:
         async with http_session(live_server_url, owner_token) as s:
-            ids = {}
-            for fact in FACTS:
-                err, stored = await call(s, "store_memory", content=fact, project_id="acme/general")
-                assert not err, stored
-                ids[fact] = stored["id"]
-            asked = [*GENERAL_ABOUT_OURS, *OURS]
-            return ids, {q: await call(s, "retrieve_memories", query=q, project_id="acme/general") for q in asked}
+            ids = await store_all(s, FACTS, "acme/general")
+            return ids, await ask_all(s, [*GENERAL_ABOUT_OURS, *OURS], "acme/general")
 
     ids, found = run(go())
     for question in GENERAL_ABOUT_OURS:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memories.search import synonyms
-from tests.mcp_client import call, http_session
+from tests.mcp_client import ask_all, call, http_session, store_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,12 +59,8 @@ def test_the_cross_encoder_hint_names_only_the_synonyms_the_memory_holds() -> No
 def test_a_question_in_other_words_finds_its_memory_through_mcp(live_server_url: str, owner_token: str) -> None:
     async def go() -> tuple[dict[str, int], dict[str, Any], Any]:
         async with http_session(live_server_url, owner_token) as s:
-            ids = {}
-            for fact in FACTS:
-                err, stored = await call(s, "store_memory", content=fact, project_id="acme/words")
-                assert not err, stored
-                ids[fact] = stored["id"]
-            found = {q: await call(s, "retrieve_memories", query=q, project_id="acme/words") for q in ASKED}
+            ids = await store_all(s, FACTS, "acme/words")
+            found = await ask_all(s, list(ASKED), "acme/words")
             haiku = await call(s, "retrieve_memories", query="write a haiku about autumn", project_id="acme/words")
             return ids, found, haiku
 
