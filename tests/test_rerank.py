@@ -259,37 +259,66 @@ def test_shorthand_is_spelled_out_and_other_text_is_left_alone() -> None:
     assert queries.search_text("ship it") == "ship it (deploy)"
 
 
-@pytest.mark.django_db(transaction=True)
-def test_rerank_depth_brings_in_the_turns_next_to_its_best_hits(monkeypatch: pytest.MonkeyPatch) -> None:
-    from datetime import UTC, datetime, timedelta
+MUSEUM_TURNS = [
+    "How was your weekend?",
+    "Yesterday I took the kids to the natural history museum.",
+    "They were stoked about the dinosaur bones, they talked about nothing else.",
+    "I have been painting a lot lately.",
+    "My sister is moving to Denver next month.",
+]
 
-    from django.conf import settings
+
+def museum_chat() -> tuple[str, list[Any]]:
+    """A chat session whose third turn answers a question it shares no word with, and a memory of no session."""
+    from datetime import UTC, datetime, timedelta
 
     scope = resolve("acme/chat", None)
     start = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-    turns = [
-        "How was your weekend?",
-        "Yesterday I took the kids to the natural history museum.",
-        "They were stoked about the dinosaur bones, they talked about nothing else.",
-        "I have been painting a lot lately.",
-        "My sister is moving to Denver next month.",
-    ]
     stored = [
         create.store_memory(scope, text, None, ["session:chat-1"], created_at=start + timedelta(minutes=n)).memory
-        for n, text in enumerate(turns)
+        for n, text in enumerate(MUSEUM_TURNS)
     ]
     create.store_memory(scope, "The museum of modern art is closed on Mondays.", None)
+    return scope.project_id, stored
+
+
+def found_for(project_id: str, question: str) -> list[int]:
+    hits = queries.search(project_id, question, limit=10, min_similarity=0.0, log=False).results
+    return [h["id"] for h in hits]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rerank_depth_brings_in_the_turns_next_to_its_best_hits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.conf import settings
+
+    project_id, stored = museum_chat()
     answer = stored[2]  # shares no word with the question, and little meaning
     monkeypatch.setattr(queries, "DENSE_CANDIDATES", 1)  # a first stage that finds the museum turns only
     monkeypatch.setitem(settings.YULLU, "retrieval", {**settings.YULLU["retrieval"], "rerank_depth": 20})
+    monkeypatch.setattr(queries, "JOIN_HOP", 0)  # the setting's own hop, not the default path's
     question = "How did Caroline's kids like the museum trip?"
 
-    def found() -> list[int]:
-        hits = queries.search(scope.project_id, question, limit=10, min_similarity=0.0, log=False).results
-        return [h["id"] for h in hits]
-
-    with_hop = found()  # the default: the best 5's neighbours within 2 places join
+    with_hop = found_for(project_id, question)  # the default: the best 5's neighbours within 2 places join
     assert answer.id in with_hop
     assert stored[4].id not in with_hop  # three places from the museum turn: not a neighbour
     monkeypatch.setattr(queries, "NEIGHBOUR_HOP", 0)
-    assert answer.id not in found()
+    assert answer.id not in found_for(project_id, question)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_default_path_brings_in_the_turns_next_to_its_best_hits_without_the_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    project_id, stored = museum_chat()
+    answer = stored[2]
+    monkeypatch.setattr(queries, "DENSE_CANDIDATES", 1)  # a first stage that finds the museum turns only
+    question = "How did Caroline's kids like the museum trip?"
+    rerank.judge.clear()
+    before = rerank.judge.pairs_scored
+
+    with_hop = found_for(project_id, question)
+    assert answer.id in with_hop
+    assert stored[4].id not in with_hop  # three places from the museum turn: not a neighbour
+    assert rerank.judge.pairs_scored == before  # no model: the gate is off here, and the hop judges nothing
+    monkeypatch.setattr(queries, "JOIN_HOP", 0)
+    assert answer.id not in found_for(project_id, question)

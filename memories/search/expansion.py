@@ -212,6 +212,11 @@ SESSION_PLACES_MAX = 2000
 def session_places(project_id: str, sessions: list[str]) -> dict[int, int]:
     """memory id → its place in its session (0 = stored first), for every memory carrying one of
     these `session:` tags (found through the GIN index on tags)."""
+    return {mid: place for mid, (_, place) in session_members(project_id, sessions).items()}
+
+
+def session_members(project_id: str, sessions: list[str]) -> dict[int, tuple[str, int]]:
+    """memory id → (its session, its place there), for every memory carrying one of these tags."""
     wanted = set(sessions)
     with connection.cursor() as cur:
         cur.execute(
@@ -224,13 +229,13 @@ def session_places(project_id: str, sessions: list[str]) -> dict[int, int]:
             # A client that tags thousands of memories with one session would make every search read
             # them all; past the bound the neighbour bonus is skipped (ranking falls back to the rest).
             return {}
-        places: dict[int, int] = {}
+        members: dict[int, tuple[str, int]] = {}
         counts: dict[str, int] = {}
         for mid, tags in rows:
             session = next(t for t in tags if t in wanted)
-            places[mid] = counts.get(session, 0)
-            counts[session] = places[mid] + 1
-        return places
+            members[mid] = (session, counts.get(session, 0))
+            counts[session] = members[mid][1] + 1
+        return members
 
 
 # Developers' shorthand and synonyms for what a team's memories usually say in full: a question

@@ -7,8 +7,9 @@ Retrieval fuses three signals into one ranking:
 - session: memories tagged with the same `session:<id>` (a conversation, as a client or the
   benchmark tags them) lend each other part of their score, so the context around a strong hit
   rises with it. (Wall-clock closeness was tried instead; its gain was an artefact of 1-second
-  benchmark turns.) With `[retrieval].rerank_depth` a cross-encoder judges the best N
-  (`rejudged`) and the turns next to the best few join the candidates (`with_neighbours`).
+  benchmark turns.) The turns stored next to the best few in their session join the candidates
+  (`joined`). With `[retrieval].rerank_depth` a cross-encoder judges the best N (`rejudged`) and
+  those neighbours (`with_neighbours`).
 - dates: a question naming a day, month or year favours memories created then (memories.search.expansion).
 `similarity` on every hit is the plain cosine in [0, 1]. What is returned is decided by a relevance
 gate calibrated per embedder (`Judged`): a cross-encoder (memories.search.rerank) reads the question with
@@ -233,6 +234,8 @@ def _ranked(
         ordered = rejudged(text, ranked, ordered, depth)
         if NEIGHBOUR_HOP and qvec is not None:
             ordered = with_neighbours(project_id, query, text, qvec, embedder.id, ranked, ordered)
+    elif JOIN_HOP and mode == "hybrid" and qvec is not None:
+        ordered = with_joined_neighbours(project_id, query, qvec, embedder.id, ranked, ordered)
     ordered = with_feedback(ordered, embedder.id, qvec)[: max(limit * 4, 20)]
     ordered = anchor_checks.demote(project_id, ordered)  # cited code changed: ranked lower (docs/contract.md §12)
     gate = gate_for(embedder.id)
@@ -425,38 +428,84 @@ def with_neighbours(
     ranked: dict[int, Candidate],
     ordered: list[Candidate],
 ) -> list[Candidate]:
-    """The memories stored at most NEIGHBOUR_TURNS places from one of the best NEIGHBOUR_HOP
-    candidates in its session join the candidates (one query per session), judged by the model in
-    one batch, and the fusion runs again. Every candidate of those sessions gets its place there,
-    so the neighbour share counts for them too. Without the model's package, the order is left as it was."""
-    found: dict[int, int] = {}
-    for session in {c.session for c in ordered[:NEIGHBOUR_HOP] if c.session is not None}:
-        places = expansion.session_places(project_id, [session])
-        hits = [places[c.memory_id] for c in ordered[:NEIGHBOUR_HOP] if c.session == session and c.memory_id in places]
-        for mid, place in places.items():
-            if mid in ranked:
-                ranked[mid].position = place
-            elif any(abs(place - hit) <= HOP_TURNS for hit in hits):
-                found[mid] = place
-    if not found:
+    """The memories stored at most HOP_TURNS places from one of the best NEIGHBOUR_HOP
+    candidates in its session join the candidates (`joined`), judged by the model in one batch, and
+    the fusion runs again. Without the model's package, the order is left as it was."""
+    added = joined(project_id, query, qvec, embedder_id, ranked, ordered)
+    if not added:
         return ordered
-    literal, dim = vector_literal(qvec), len(qvec)
-    windows = expansion.date_windows(query)
-    new = list(found)
-    rows = candidates.details(new, new, embedder_id, literal, dim)
-    texts = dict(Memory.objects.filter(pk__in=list(rows)).values_list("pk", "content"))
-    fresh = [mid for mid in rows if mid in texts]
+    texts = dict(Memory.objects.filter(pk__in=added).values_list("pk", "content"))
+    fresh = [mid for mid in added if mid in texts]
     try:
         logits = rerank.judge.logits(text, [texts[mid] for mid in fresh]) if fresh else []
     except Unavailable as exc:
         log.warning("%s Search order left as it was.", exc)
+        for mid in added:
+            del ranked[mid]
         return ordered
     for mid, logit in zip(fresh, logits, strict=True):
-        sim, created, updated, tag = rows[mid]
-        ranked[mid] = Candidate(mid, similarity=sim, created=created, updated=updated, session=tag, position=found[mid])
-        ranked[mid].dated = expansion.in_window(created, windows) if windows else False
         ranked[mid].judged = logit
     return fuse(ranked, "hybrid")
+
+
+# Without `rerank_depth` the best JOIN_HOP candidates' session neighbours join too, with no model to
+# judge them: at their own fused score (a cosine, no keyword match: neither search found them) plus
+# their session's share, so only a turn next to a strong hit rises. Chosen on LoCoMo dev's tuning
+# questions (docs/benchmarks.md, issue 34 round eight: the best 3 rather than 5 or 10; their score
+# lowered by 0.1-0.3 or raised by 0.05-0.2 measured worse). 0 turns it off.
+JOIN_HOP = 3
+
+
+def with_joined_neighbours(
+    project_id: str,
+    query: str,
+    qvec: np.ndarray,
+    embedder_id: str,
+    ranked: dict[int, Candidate],
+    ordered: list[Candidate],
+) -> list[Candidate]:
+    """The default path's hop: the best JOIN_HOP candidates' session neighbours join (`joined`) and
+    the fusion runs again; no model runs. Memories of no session cost nothing here."""
+    if joined(project_id, query, qvec, embedder_id, ranked, ordered, JOIN_HOP):
+        return fuse(ranked, "hybrid")
+    return ordered
+
+
+def joined(
+    project_id: str,
+    query: str,
+    qvec: np.ndarray,
+    embedder_id: str,
+    ranked: dict[int, Candidate],
+    ordered: list[Candidate],
+    hop: int | None = None,
+) -> list[int]:
+    """Adds to `ranked`, in place, the memories stored at most HOP_TURNS places from one of the best
+    `hop` (NEIGHBOUR_HOP) candidates in its session that neither search found (one query for the
+    places, one for their cosines and times), and returns their ids. Every candidate of those
+    sessions gets its place there, so the neighbour share counts for them too."""
+    top = ordered[: NEIGHBOUR_HOP if hop is None else hop]
+    sessions = sorted({c.session for c in top if c.session is not None})
+    if not sessions:
+        return []
+    members = expansion.session_members(project_id, sessions)
+    hits = [members[c.memory_id] for c in top if c.memory_id in members]
+    found: dict[int, int] = {}
+    for mid, (session, place) in members.items():
+        if mid in ranked:
+            ranked[mid].position = place
+        elif any(session == s and abs(place - at) <= HOP_TURNS for s, at in hits):
+            found[mid] = place
+    if not found:
+        return []
+    literal, dim = vector_literal(qvec), len(qvec)
+    windows = expansion.date_windows(query)
+    new = list(found)
+    rows = candidates.details(new, new, embedder_id, literal, dim)
+    for mid, (sim, created, updated, tag) in rows.items():
+        ranked[mid] = Candidate(mid, similarity=sim, created=created, updated=updated, session=tag, position=found[mid])
+        ranked[mid].dated = expansion.in_window(created, windows) if windows else False
+    return list(rows)
 
 
 def _apply_floor(
