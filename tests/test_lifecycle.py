@@ -52,6 +52,24 @@ def test_a_near_duplicate_vector_is_caught_and_a_related_one_is_listed_as_simila
     assert Memory.objects.count() == 2
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The geocoder retries a failed job 3 times.", "The geocoder retries a failed job 5 times, 3 s apart."),
+        ("The API listens on port 8080.", "The API listens on port 9090 behind nginx on 8080."),
+    ],
+)
+def test_a_changed_number_is_a_new_fact_even_when_the_old_number_stays_in_the_text(
+    stub_embedder: StubServer, old: str, new: str
+) -> None:
+    # Found on the walk: the correction held every literal of the first text (the old number moved to
+    # another role), so it passed as a restatement and was answered "already there".
+    first = create.store_memory(A, f"vec:1,0,0 {old}")
+    second = create.store_memory(A, f"vec:1,0,0 {new}")
+    assert first.created and second.created, second.as_dict()
+    assert Memory.objects.count() == 2
+
+
 def test_a_batch_never_stores_one_fact_twice(stub_embedder: StubServer) -> None:
     items = [validation.NewMemory("vec:0,0,1 Use pnpm"), validation.NewMemory("vec:0,0,1 Use pnpm")]
     results = create.store_memories(A, items, source="import")

@@ -124,10 +124,25 @@ def uninstall(targets: list[str]) -> None:
         say(line)
 
 
+def _database() -> str:
+    """Where the memories stay. As root, a home other users cannot enter keeps its embedded cluster in
+    /var/lib/yullu/clusters/<hash>: deleting the home by hand would leave it there, unnamed."""
+    if env_is_set("DATABASE_URL"):
+        return "the database at DATABASE_URL"
+    from yullu_core import postgres as pg
+
+    try:
+        pgdata = pg.plan(yullu_home()).pgdata
+    except pg.EmbeddedPostgresError:
+        return "the embedded database"
+    if pgdata.is_relative_to(yullu_home()):
+        return "the embedded database"
+    return f"the embedded database in {pgdata.parent}"
+
+
 def _left_behind(home: Path, targets: list[str], cursor: bool) -> list[str]:
     """What uninstall leaves on purpose, so nobody has to guess."""
-    where = "the database at DATABASE_URL" if env_is_set("DATABASE_URL") else "the embedded database"
-    lines = [f"kept: your memories ({where}) and {yullu_home()} (config, API token); delete them by hand "
+    lines = [f"kept: your memories ({_database()}) and {yullu_home()} (config, API token); delete them by hand "
              "if you want them gone"]  # fmt: skip
     backups = [p for d in (".claude", ".codex", ".cursor") for p in (home / d).rglob("*.yullu-backup-*")]
     if backups:

@@ -107,6 +107,7 @@ NUMBERS = {
 }
 WORD = re.compile(r"[\w$./:=@+-]+")
 LITERAL = re.compile(r"\d|[_/$=:@]|^-|\w\.\w")
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def _stem(token: str) -> str:
@@ -144,6 +145,12 @@ def _literals(text: str) -> frozenset[str]:
     return frozenset(t for t in _tokens(text) if LITERAL.search(t))
 
 
+@functools.lru_cache(maxsize=4096)
+def _numbers(text: str) -> frozenset[str]:
+    """The literals of `text` that are plain numbers (a count, a port, a version)."""
+    return frozenset(t for t in _literals(text) if NUMBER.fullmatch(t))
+
+
 def literal_tokens(text: str) -> frozenset[str]:
     """The literals of a skeleton: two texts that both have some are the same fact only if one's are
     all words of the other (`same_fact_skeletons`), which lets a long load skip comparing the rest."""
@@ -161,6 +168,11 @@ def same_fact_skeletons(a: str, b: str) -> bool:
     only_a, only_b = ta - tb, tb - ta
     if not _literals(a).issubset(tb) and not _literals(b).issubset(ta):
         return False  # a literal replaced by another: 8080 → 8081, v2 → v3
+    numbers_a, numbers_b = _numbers(a), _numbers(b)
+    if numbers_a and numbers_b and numbers_a != numbers_b:
+        # A number changed even though the old one still appears: "retries 3 times" → "retries 5 times,
+        # 3 seconds apart" holds all of the first text's literals, yet it corrects the count.
+        return False
     swapped = only_a and only_b and len(only_a) + len(only_b) <= 3 and len(ta & tb) >= 2
     # One word added to an otherwise identical sentence changes the fact ("make dev" → "make serve").
     added = len(only_a) + len(only_b) == 1 and len(ta & tb) >= 3
