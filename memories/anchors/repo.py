@@ -100,6 +100,9 @@ def open_repo(root: Path | str | None) -> Repo | None:
 
 def unified_diff(before: bytes | None, after: bytes | None, old_name: str, new_name: str, context: int = 3) -> str:
     """A unified diff of two texts (the cited code then and now), for the Stale queue."""
-    a = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
-    b = (after or b"").decode("utf-8", "replace").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(a, b, f"a/{old_name}", f"b/{new_name}", n=context))
+    # Lines without their ends: a cited span is joined without a final newline, and difflib would run the
+    # last removed line and the first added one together ("-        return x+        return y").
+    a = (before or b"").decode("utf-8", "replace").splitlines()
+    b = (after or b"").decode("utf-8", "replace").splitlines()
+    lines = difflib.unified_diff(a, b, f"a/{old_name}", f"b/{new_name}", n=context, lineterm="")
+    return "".join(f"{line}\n" for line in lines)
