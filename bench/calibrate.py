@@ -17,8 +17,8 @@ THEIRS being the dump of another codebase set (`dump OUT.json bench/data/codebas
 
 Run (DJANGO_SETTINGS_MODULE=yullu_site.settings):
      python -m bench.calibrate dump /tmp/calib.json
-     python -m bench.calibrate fit /tmp/calib.json
      python -m bench.calibrate dump /tmp/calib_a.json bench/data/codebase_other_a.json
+     python -m bench.calibrate fit /tmp/calib.json /tmp/calib_a.json
      python -m bench.calibrate loco /tmp/calib.json /tmp/calib_a.json
 Not part of the product path.
 """
@@ -36,6 +36,10 @@ DEPTH = 10
 DEPTHS = (3, 5)
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8)
 MIN_COSINE = 0.2  # gates.Judged.min_cosine
+ENTITY_FLOOR = -9.0  # gates.Judged.entity_floor
+ENTITY_FLOORS = (-8.0, -9.0, -10.0, -11.0)
+SHORT = 12  # rerank.MIN_PROMPT_WORDS: the entity feature is read for shorter prompts only
+GENERAL, ENTITY = 3, 4  # their places in features()
 
 
 def dump(out: str, data: str | None = None) -> None:
@@ -47,7 +51,7 @@ def dump(out: str, data: str | None = None) -> None:
     from bench import codebase
     from memories.embedding.embedders import get_embedder
     from memories.models import Memory
-    from memories.search import gates, queries, rerank
+    from memories.search import bm25, entities, gates, queries, rerank, synonyms
 
     dev = codebase.load_set(data)
     label = Path(data).stem.removeprefix("codebase_") if data else None
@@ -62,23 +66,40 @@ def dump(out: str, data: str | None = None) -> None:
             texts = [content[c.memory_id] for c in cands]
             whole = rerank.judge.logits(queries.search_text(text), texts) if cands else []
             best = gates.judged_logits(queries.search_text(text), texts) if cands else []  # as the gate reads it
+            qlex = sorted(set(bm25.query_lexemes(queries.search_text(text))))
+            names = [entities.shared(queries.search_text(text), t) for t in texts]
+            masked = gates.entity_logits(queries.search_text(text), list(zip(texts[:3], names[:3], strict=False)))
+            masked += [None] * (len(texts) - len(masked))
             rows.append(
                 {
                     "kind": kind,
                     "q": text,
                     "split": label or split,
                     "answers": answers,
+                    # the raw reads of the lexical features (offline studies of new ones)
+                    "qlex": qlex,
+                    "qexp": {k: sorted(v) for k, v in synonyms.expand(set(qlex)).items()},
+                    "words": len(queries.search_text(text).split()),
                     "cands": [
                         {
                             "id": ids[c.memory_id],
                             "score": c.score,
                             "cosine": c.similarity,
                             "coverage": c.coverage,
+                            "dense_rank": c.dense_rank,
+                            "keyword_rank": c.keyword_rank,
                             "logit": w,
                             "best": b,
                             "text": t,
+                            "lex": sorted(set(bm25.query_lexemes(t))),
+                            # the product names it shares with the prompt, and the logit with them masked
+                            # (gates.entity_only; the first stage's best 3 only)
+                            "names": n,
+                            "masked": m,
                         }
-                        for c, w, b, t in zip(cands, whole, best, texts, strict=True)
+                        for c, w, b, t, n, m in zip(
+                            cands, whole, best, texts, names, masked + [None] * DEPTH, strict=False
+                        )
                     ],
                 }
             )
@@ -87,12 +108,16 @@ def dump(out: str, data: str | None = None) -> None:
     print(f"wrote {len(rows)} prompts to {out}")
 
 
-def features(r: dict[str, Any], c: dict[str, Any], logit: str) -> list[float]:
+def features(r: dict[str, Any], c: dict[str, Any], logit: str, floor: float = ENTITY_FLOOR) -> list[float]:
     """The gate's inputs (gates.Judged.probability): the logit, cosine, coverage, whether the prompt
-    reads as a general-knowledge question (asking.asks_in_general), and the bias."""
+    reads as a general-knowledge question (asking.asks_in_general), whether a short prompt shares only
+    a product's name with the memory (the logit with the names masked at or under `floor`,
+    gates.entity_logits), and the bias."""
     from memories.search.asking import asks_in_general
 
-    return [c[logit], c["cosine"] or 0.0, c["coverage"], float(asks_in_general(r["q"])), 1.0]
+    masked = c.get("masked")
+    entity = masked is not None and masked <= floor and r.get("words", SHORT) < SHORT
+    return [c[logit], c["cosine"] or 0.0, c["coverage"], float(asks_in_general(r["q"])), float(entity), 1.0]
 
 
 def fit_weights(rows: list[dict[str, Any]], logit: str, depth: int, l2: float = 1e-2) -> np.ndarray:
@@ -113,26 +138,36 @@ def fit_weights(rows: list[dict[str, Any]], logit: str, depth: int, l2: float = 
     return w
 
 
-def fit_general(rows: list[dict[str, Any]], shipped: np.ndarray, depth: int, l2: float = 1e-2) -> float:
-    """w_general alone, the other weights kept as `shipped` (its general entry ignored): the
-    maximum-likelihood weight of the new feature beside a calibration already measured on LoCoMo."""
+def fit_one(
+    rows: list[dict[str, Any]],
+    shipped: np.ndarray,
+    depth: int,
+    index: int,
+    floor: float = ENTITY_FLOOR,
+    l2: float = 1e-2,
+) -> float:
+    """One feature's weight alone (`index`: GENERAL or ENTITY), the others kept as `shipped` (its own
+    entry ignored): the maximum-likelihood weight of a new feature beside a calibration already
+    measured on LoCoMo."""
     x, y = [], []
     for r in rows:
         for c in r["cands"][:depth]:
             if r["answers"] and c["id"] not in r["answers"]:
                 continue
-            x.append(features(r, c, "best"))
+            x.append(features(r, c, "best", floor))
             y.append(1.0 if r["answers"] else 0.0)
     xs, ys = np.array(x), np.array(y)
-    offset, general = xs @ np.where(np.arange(len(shipped)) == 3, 0.0, shipped), xs[:, 3]
+    offset, feature = xs @ np.where(np.arange(len(shipped)) == index, 0.0, shipped), xs[:, index]
     w = 0.0
     for _ in range(50):  # Newton's method in one dimension
-        p = 1.0 / (1.0 + np.exp(-(offset + w * general)))
-        w -= (general @ (p - ys) + l2 * w) / ((general * general) @ (p * (1 - p)) + l2)
+        p = 1.0 / (1.0 + np.exp(-(offset + w * feature)))
+        w -= (feature @ (p - ys) + l2 * w) / ((feature * feature) @ (p * (1 - p)) + l2)
     return float(w)
 
 
-def score(rows: list[dict[str, Any]], w: np.ndarray, logit: str, depth: int, t: float) -> dict[str, float]:
+def score(
+    rows: list[dict[str, Any]], w: np.ndarray, logit: str, depth: int, t: float, floor: float = ENTITY_FLOOR
+) -> dict[str, float]:
     """Per kind: rank-1 (and top-3) among the passing candidates (first-stage order) for questions
     with an answer, whether a long prompt's answer passes (the hook injects all that pass), the
     share that pass nothing for the others."""
@@ -141,7 +176,8 @@ def score(rows: list[dict[str, Any]], w: np.ndarray, logit: str, depth: int, t: 
         passing = [
             c["id"]
             for c in r["cands"][:depth]
-            if (c["cosine"] or 0.0) >= MIN_COSINE and 1.0 / (1.0 + np.exp(-np.dot(features(r, c, logit), w))) >= t
+            if (c["cosine"] or 0.0) >= MIN_COSINE
+            and 1.0 / (1.0 + np.exp(-np.dot(features(r, c, logit, floor), w))) >= t
         ]
         if r["kind"] == "long":  # the hook injects every passing candidate: found is what counts
             ok = bool(set(passing) & set(r["answers"]))
@@ -153,37 +189,49 @@ def score(rows: list[dict[str, Any]], w: np.ndarray, logit: str, depth: int, t: 
     return {k: round(float(np.mean(v)), 3) for k, v in out.items()}
 
 
-def fit(path: str) -> None:
-    with open(path) as fh:
-        rows = json.load(fh)["rows"]
-    tune = [r for r in rows if r["split"] == "tune"]
-    held = [r for r in rows if r["split"] == "held_out"]
-    fresh = [r for r in rows if r["split"] == "fresh"]
-    import django
-
-    django.setup()
+def shipped_weights() -> tuple[np.ndarray, float, float]:
+    """The shipped gate's weights in features() order, its threshold and its entity floor."""
     from memories.search.gates import JUDGED
 
     g = JUDGED["local:all-MiniLM-L6-v2"]
-    shipped = np.array([g.w_logit, g.w_cosine, g.w_coverage, g.w_general, g.bias])
-    w_general = fit_general(tune, shipped, 3)
-    print(f"shipped weights, w_general fitted alone (depth 3): {w_general:.3f}")
-    shipped[3] = w_general
-    for t in THRESHOLDS:
-        print(f"  t {t}: tune {score(tune, shipped, 'best', 3, t)}")
-        print(f"         held {score(held, shipped, 'best', 3, t)}")
-        print(f"        fresh {score(fresh, shipped, 'best', 3, t)}")
+    return np.array([g.w_logit, g.w_cosine, g.w_coverage, g.w_general, g.w_entity, g.bias]), g.threshold, g.entity_floor
+
+
+def fit(path: str, *others: str) -> None:
+    """Fit on `path`'s tune split; report its held-out splits and `others` (dumps of other codebase
+    sets, e.g. set A's, which is tuning data too), never chosen on unless they are tuning data."""
+    with open(path) as fh:
+        rows = json.load(fh)["rows"]
+    sets = {split: [r for r in rows if r["split"] == split] for split in ("tune", "held_out", "fresh")}
+    for other in others:
+        with open(other) as fh:
+            sets[Path(other).stem] = json.load(fh)["rows"]
+    tune = sets["tune"]
+    import django
+
+    django.setup()
+    shipped, threshold, floor = shipped_weights()
+    print(f"shipped, t {threshold}, entity floor {floor}:")
+    for name, part in sets.items():
+        print(f"  {name}: {score(part, shipped, 'best', 3, threshold, floor)}")
+    w_general = fit_one(tune, shipped, 3, GENERAL, floor)
+    print(f"w_general fitted alone (depth 3): {w_general:.3f}")
+    for f in ENTITY_FLOORS:
+        w = shipped.copy()
+        w[ENTITY] = fit_one(tune, shipped, 3, ENTITY, f)
+        print(f"w_entity fitted alone at floor {f}: {w[ENTITY]:.3f}")
+        for name, part in sets.items():
+            print(f"  {name}: {score(part, w, 'best', 3, threshold, f)}")
     for logit in ("logit", "best"):
         for depth in DEPTHS:
             w = fit_weights(tune, logit, depth)
             print(
                 f"{logit} depth {depth}: w_logit {w[0]:.3f} w_cosine {w[1]:.3f} w_coverage {w[2]:.3f} "
-                f"w_general {w[3]:.3f} bias {w[4]:.3f}"
+                f"w_general {w[3]:.3f} w_entity {w[4]:.3f} bias {w[5]:.3f}"
             )
             for t in THRESHOLDS:
-                print(f"  t {t}: tune {score(tune, w, logit, depth, t)}")
-                print(f"         held {score(held, w, logit, depth, t)}")
-                print(f"        fresh {score(fresh, w, logit, depth, t)}")
+                for name, part in sets.items():
+                    print(f"  t {t}: {name} {score(part, w, logit, depth, t)}")
 
 
 def loco(path: str, other: str) -> None:
@@ -193,16 +241,13 @@ def loco(path: str, other: str) -> None:
     import django
 
     django.setup()
-    from memories.search.gates import JUDGED
-
     with open(path) as fh:
         ours = [r for r in json.load(fh)["rows"] if r["split"] == "tune"]
     with open(other) as fh:
         theirs = json.load(fh)["rows"]
-    g = JUDGED["local:all-MiniLM-L6-v2"]
-    shipped = np.array([g.w_logit, g.w_cosine, g.w_coverage, g.w_general, g.bias])
-    print(f"shipped, t {g.threshold}: ours {score(ours, shipped, 'best', 3, g.threshold)}")
-    print(f"                 theirs {score(theirs, shipped, 'best', 3, g.threshold)}")
+    shipped, threshold, _ = shipped_weights()
+    print(f"shipped, t {threshold}: ours {score(ours, shipped, 'best', 3, threshold)}")
+    print(f"                 theirs {score(theirs, shipped, 'best', 3, threshold)}")
     for name, rows in (("ours", ours), ("theirs", theirs), ("both", ours + theirs)):
         for l2 in (1e-2, 1.0):
             w = fit_weights(rows, "best", 3, l2)
@@ -218,4 +263,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "loco":
         loco(sys.argv[2], sys.argv[3])
     else:
-        fit(sys.argv[2])
+        fit(*sys.argv[2:])

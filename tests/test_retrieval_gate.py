@@ -161,6 +161,45 @@ def test_a_general_question_naming_a_project_technology_gets_nothing_through_mcp
         assert not err and answer["results"] and answer["results"][0]["id"] == ids[memory], question
 
 
+# Short general questions about a project technology in no wording asking.py knows: the question shares
+# only the product's name with the memory (gates.Judged.w_entity, entities.py); the memory is returned
+# when the question asks about it.
+NAMED = [
+    "We use Redis only as the Celery broker and cache; it is not a source of truth.",
+    "Search over check results uses Postgres full-text search instead of Elasticsearch, to run one database fewer.",
+]
+ONLY_THE_NAME = [
+    "is redis single threaded",
+    "redis cluster max memory policy",
+    "how does elasticsearch scoring work",
+    "launchdarkly sdk offline mode",
+    "pagerduty api rate limit",
+]
+ABOUT_THE_NAMED = {
+    "where does redis fit in": NAMED[0],
+    "why not elasticsearch": NAMED[1],
+    "why launchdarkly instead of env vars": FACTS[6],
+}
+
+
+@pytest.mark.slow
+def test_a_short_question_sharing_only_a_product_name_with_a_memory_gets_nothing_through_mcp(
+    live_server_url: str, owner_token: str
+) -> None:
+    async def go() -> tuple[dict[str, int], dict[str, Any]]:
+        async with http_session(live_server_url, owner_token) as s:
+            ids = await store_all(s, [*FACTS, *NAMED], "acme/named")
+            return ids, await ask_all(s, [*ONLY_THE_NAME, *ABOUT_THE_NAMED], "acme/named")
+
+    ids, found = run(go())
+    for question in ONLY_THE_NAME:
+        err, answer = found[question]
+        assert not err and answer["results"] == [], question
+    for question, memory in ABOUT_THE_NAMED.items():
+        err, answer = found[question]
+        assert not err and answer["results"] and answer["results"][0]["id"] == ids[memory], question
+
+
 LONG_GENERAL = [
     "explain how postgres indexes work, btree vs gin vs gist, with an example for each, "
     "im studying for a certification",

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from ..embedding.embedders import get_embedder
 from ..models import Memory
-from . import bm25, rerank, synonyms
+from . import bm25, entities, rerank, synonyms
 from .candidates import Candidate
 
 
@@ -44,6 +44,12 @@ class Judged:
     cross-encoder and cosine rate those as well answered by the memory naming the technology as a
     real question about the project. A candidate is returned when p ≥ threshold.
 
+    `entity` is 1 when a short question (under rerank.MIN_PROMPT_WORDS words) shares a product's name
+    with the memory and the cross-encoder, reading both with that name replaced by "it"
+    (entities.masked), scores the pair at or under `entity_floor`: the name was all they shared ("is
+    redis single threaded" and "we use Redis only as the Celery broker"; entities.py). It is asked only
+    of a candidate the other features would pass, so it costs a pair only there.
+
     Only the first stage's best `depth` candidates can be returned. The cross-encoder costs
     milliseconds per pair, so it runs only for the unsure: its logit is bounded
     (rerank.LOGIT_RANGE), so cosine and coverage alone often settle p on one side of the threshold
@@ -61,18 +67,21 @@ class Judged:
     # Below this cosine a candidate is not judged and not returned: on the tuning split no answer
     # cleared the gate below 0.26, and half of the unrelated prompts' candidates sit under 0.11.
     min_cosine: float = 0.2
+    w_entity: float = 0.0
+    entity_floor: float = -9.0
 
-    def probability(self, logit: float, c: Candidate, general: bool = False) -> float:
+    def probability(self, logit: float, c: Candidate, general: bool = False, entity: bool = False) -> float:
         z = self.w_logit * logit + self.w_cosine * (c.similarity or 0.0) + self.w_coverage * c.coverage + self.bias
-        z += self.w_general * general
+        z += self.w_general * general + self.w_entity * entity
         return 1.0 / (1.0 + math.exp(-z))
 
-    def settled(self, c: Candidate, general: bool = False) -> bool | None:
-        """True / False when the first stage's evidence decides alone, None when the model must judge."""
+    def settled(self, c: Candidate, general: bool = False, named: bool = False) -> bool | None:
+        """True / False when the first stage's evidence decides alone, None when the model must judge.
+        `named`: the candidate shares a product's name with a short question, so `entity` may be 1."""
         low, high = rerank.LOGIT_RANGE
         if (c.similarity or 0.0) < self.min_cosine:
             return False
-        if self.probability(low, c, general) >= self.threshold:
+        if self.probability(low, c, general, entity=named) >= self.threshold:
             return True
         if self.probability(high, c, general) < self.threshold:
             return False
@@ -91,6 +100,8 @@ JUDGED = {
         # Round three: fitted alone on the tuning split, the other weights kept (bench/calibrate.py
         # fit: refitting them all too let LoCoMo's hard negatives under 60 %, docs/benchmarks.md).
         w_general=-10.026,
+        # Round eight: fitted alone on the tuning split, the other weights kept (bench/calibrate.py fit).
+        w_entity=-6.825,
         fallback=Gate(cosine=0.4, combined=0.5, weight=0.4),  # issue 15's calibration (docs/benchmarks.md)
     ),
 }
@@ -131,15 +142,24 @@ def judged_test(
     `general`: the prompt as typed (a long paste: its question, focus.py), before shorthand is spelled
     out, reads as a general-knowledge question (asking.asks_in_general).
     A candidate without a vector yet (backfill pending) is kept on its keyword evidence, as before."""
-    top = ordered[: gate.depth]
-    passed = {c.memory_id for c in top if c.similarity is not None and gate.settled(c, general)}
-    unsure = [c for c in top if c.similarity is not None and gate.settled(c, general) is None]
+    top = [c for c in ordered[: gate.depth] if c.similarity is not None]
+    short = bool(gate.w_entity) and len(query.split()) < rerank.MIN_PROMPT_WORDS
+    texts = _contents([c.memory_id for c in top]) if short else {}
+    names = {c.memory_id: entities.shared(query, texts[c.memory_id]) for c in top if c.memory_id in texts}
+    verdicts = {c.memory_id: gate.settled(c, general, bool(names.get(c.memory_id))) for c in top}
+    passed = {mid for mid, verdict in verdicts.items() if verdict}
+    unsure = [c for c in top if verdicts[c.memory_id] is None]
     if unsure:
-        texts = dict(Memory.objects.filter(pk__in=[c.memory_id for c in unsure]).values_list("pk", "content"))
+        texts |= _contents([c.memory_id for c in unsure if c.memory_id not in texts])
         unsure = [c for c in unsure if c.memory_id in texts]
         logits = judged_logits(query, [texts[c.memory_id] for c in unsure], gate.clauses)
-        for c, logit in zip(unsure, logits, strict=True):
-            c.relevance = gate.probability(logit, c, general)
+        scored = [(c, logit, gate.probability(logit, c, general)) for c, logit in zip(unsure, logits, strict=True)]
+        # Only a candidate that would pass is asked whether it shares more than a name with the question.
+        asked = [(c, logit) for c, logit, p in scored if p >= gate.threshold and names.get(c.memory_id)]
+        masked = entity_logits(query, [(texts[c.memory_id], names[c.memory_id]) for c, _ in asked])
+        flags = {c.memory_id: m is not None and m <= gate.entity_floor for (c, _), m in zip(asked, masked, strict=True)}
+        for c, logit, _ in scored:
+            c.relevance = gate.probability(logit, c, general, flags.get(c.memory_id, False))
             if c.relevance >= gate.threshold:
                 passed.add(c.memory_id)
 
@@ -147,6 +167,18 @@ def judged_test(
         return c.similarity is None or c.memory_id in passed
 
     return test
+
+
+def _contents(ids: list[int]) -> dict[int, str]:
+    return dict(Memory.objects.filter(pk__in=ids).values_list("pk", "content")) if ids else {}
+
+
+def entity_logits(query: str, pairs: list[tuple[str, list[str]]]) -> list[float | None]:
+    """Per (memory text, the product names it shares with the question): the cross-encoder's logit for
+    both read with those names replaced by "it" (entities.masked), in one batch; None without names."""
+    asked = [(entities.masked(query, names), entities.masked(text, names)) for text, names in pairs if names]
+    logits = iter(rerank.judge.logits_many(asked) if asked else [])
+    return [next(logits) if names else None for _, names in pairs]
 
 
 # The cross-encoder reads the question with the thesaurus' words that the memory holds ("how does
