@@ -449,3 +449,33 @@ def test_published_test_keys_and_documented_samples_are_refused(text: str) -> No
 
 def test_a_key_that_only_starts_like_a_published_one_is_refused() -> None:
     assert find_secret(f"sk_test_4eC39HqLyjWDarjtT1zdp7dc{chars(ALNUM, 12)(R4)}") is not None
+
+
+# Found on the fourth walk, in forms its walker wrote (tuning, not a held-out set): Redis' password
+# named in prose, "pass" after "with" / a protocol, a secret set "to" a quoted value.
+WALK4 = {
+    "requirepass in prose": f"Redis requirepass is {chars(ALNUM, 14)(R4)}",
+    "requirepass set; the value is": f"Redis has requirepass set; the value is {chars(ALNUM, 8)(R4)}-9 for staging",
+    "with pass": f"Our SFTP account is ferrule with pass {chars(ALNUM, 12)(R4)}",
+    "sftp pass": f"sftp pass {chars(ALNUM, 12)(R4)}",
+    "NAME to 'value'": f"set DJANGO_SECRET_KEY to 'k#9v!2m@x$7q&4z*{chars(ALNUM, 12)(R4)}' in prod",
+}
+
+
+@pytest.mark.parametrize("name", WALK4)
+def test_each_form_the_fourth_walk_stored_is_refused(name: str) -> None:
+    assert find_secret(WALK4[name]) is not None, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the token is passed to 'AuthMiddleware2' first",
+        "the value of the flag `static_graph` passed to `DistributedDataParallel2`",
+        "set the SECRET_KEY to a fresh value per environment",
+        "we went with pass 3 of the migration plan",
+        "The masterauth is only needed on replicas",
+    ],
+)
+def test_words_near_the_fourth_walks_forms_are_kept(text: str) -> None:
+    assert find_secret(text) is None

@@ -358,6 +358,9 @@ _PASS_OWNERS = (
     "sudo",
     "login",
     "account",
+    "sftp",
+    "smtp",
+    "with",
 )
 _PASS_AFTER = "(?:" + "|".join(f"(?<={w} )" for w in (*_PASS_OWNERS, ",", ";")) + ")"
 
@@ -668,7 +671,10 @@ OURS: tuple[Rule, ...] = (
         re.compile(
             # Starts at the secret-looking part of the name (no `\b[A-Z0-9_.-]*` before it: Python's re
             # tried that at every word, 1.5 ms on an 8,000-character memory).
-            rf"(?i){_SECRET_NAME}[A-Z0-9_.-]*[\"']?\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?([^\s\"'`]{{6,}})"
+            # ("set DJANGO_SECRET_KEY to 'X'": `to` reads as the operator only after a name in capitals and
+            # before a quote: "the token is passed to 'AuthMiddleware2'" is prose)
+            rf"(?i){_SECRET_NAME}[A-Z0-9_.-]*[\"']?(?:\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            r"([^\s\"'`]{6,})"
         ),
         ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "dsn", "cookie", "hmac"),
         check=_assigned_secret,
@@ -678,8 +684,11 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "password-in-prose",
         "a password",
-        re.compile(rf"(?i)\b(?:password|passwd|passphrase|passcode|pw|pwd)s?\b{_ABOUT}{_TOLD_VERB}"),
-        ("passw", "passphrase", "passcode", "pw"),
+        # (Redis' `requirepass` and `masterauth` are its password's names: "requirepass is X")
+        re.compile(
+            rf"(?i)\b(?:password|passwd|passphrase|passcode|pw|pwd|requirepass|masterauth)s?\b{_ABOUT}{_TOLD_VERB}"
+        ),
+        ("passw", "passphrase", "passcode", "pw", "requirepass", "masterauth"),
         check=_assigned_secret,
     ),
     # Named without a verb: "Office wifi passphrase Marmot57$copper60", a .netrc's "password X".
