@@ -126,6 +126,19 @@ def test_a_reviewer_works_through_30_memories_from_the_keyboard(stub_embedder: S
     assert Memory.objects.filter(rating=None).count() == 0 and Memory.objects.count() == 30
 
 
+def test_after_a_rating_the_focus_stays_where_the_reviewer_was(stub_embedder: StubServer, page: Any) -> None:
+    # Found on the walk: rating the second card reloaded the queue focused on the first, so a reviewer who
+    # skipped one with j was sent back to it after every rating.
+    third, second, first = seed()  # the queue lists the newest first
+    page.goto("/admin/memories/memory/review/")
+    page.keyboard.press("j")
+    page.keyboard.press("8")
+    page.wait_for_selector("text=rated 8: kept")
+    assert Memory.objects.get(pk=second.pk).rating == 8
+    focused = "document.activeElement.closest('.y-item') && document.activeElement.closest('.y-item').textContent"
+    assert third.content.removeprefix("vec:1,0,0 ") in page.evaluate(focused)
+
+
 def test_cancelling_a_rejection_changes_nothing(stub_embedder: StubServer, page: Any) -> None:
     (memory,) = seed(1)
     page.goto("/admin/memories/memory/review/")

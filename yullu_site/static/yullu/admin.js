@@ -63,6 +63,9 @@
     // `opts.confirmText(form, btn)` names the confirmation a button needs (null: none),
     // `opts.leaveField(e)` says whether a key in a field leaves it.
     const items = Array.from(root.querySelectorAll(".y-item"));
+    // Where the reviewer was: a rating or a keep reloads the page, and the card after the one just
+    // handled now sits at its place (the queue shows what is left), so focus stays there, not on the top.
+    const at = "yullu-queue-at:" + root.id;
     let current = 0;
     function mark(n) { current = n; items.forEach(function (o, m) { o.classList.toggle("y-current", m === n); }); }
     function focus(i) {
@@ -72,9 +75,8 @@
     }
     root.addEventListener("submit", function (e) {
       const btn = e.submitter;
-      if (!btn || btn.dataset.confirmed) return;
-      const text = btn.dataset.confirm || opts.confirmText(e.target, btn);
-      if (!text) return;
+      const text = btn && !btn.dataset.confirmed ? btn.dataset.confirm || opts.confirmText(e.target, btn) : null;
+      if (!text) { sessionStorage.setItem(at, String(current)); return; }
       e.preventDefault();
       confirmThen(text, function () { btn.dataset.confirmed = "1"; e.target.requestSubmit(btn); });
     });
@@ -92,7 +94,9 @@
       else if (e.key === "e" && items[current]) { window.location = items[current].dataset.edit; }
       else if (opts.keys(e, items[current])) { e.preventDefault(); }
     });
-    focus(0);
+    const was = Number(sessionStorage.getItem(at)) || 0;
+    sessionStorage.removeItem(at);
+    focus(was);
   }
 
   function review() {
