@@ -274,6 +274,27 @@ HOW_TO_GET_A_REASONER = (
 )
 
 
+# How each CLI says whether someone is logged in, without a model call (exit 1 when nobody is).
+LOGIN_STATUS = {"claude": ("auth", "status"), "codex": ("login", "status")}
+
+
+def cli_logged_out(tool: str, path: str) -> bool:
+    """True when the CLI says nobody is logged in: `claude auth status` prints `"loggedIn": false`,
+    `codex login status` "Not logged in", both exiting 1. False when logged in or when it cannot say
+    (an older CLI without the command, a timeout): only a clear "no" is reported."""
+    args = LOGIN_STATUS.get(tool)
+    if args is None:
+        return False
+    try:
+        done = subprocess.run(  # noqa: S603 (the CLI found on PATH, fixed arguments)
+            [path, *args], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    said = (done.stdout + done.stderr).lower().replace(" ", "")
+    return done.returncode != 0 and ('"loggedin":false' in said or "notloggedin" in said)
+
+
 def reasoner_status() -> dict[str, Any]:
     """For /api/status, the banner, the admin and `yullu doctor`: which reasoner background
     dreaming uses, or a warning saying how to get one."""

@@ -1,16 +1,19 @@
 """Defects a fourth new-user walk met (fresh clone, clean home), each as it was met: `yullu uninstall`
 saying the memories stay in "the embedded database" while, as root, that database lives in
 /var/lib/yullu/clusters/<hash>, a folder nothing named; the Stale queue running the last removed line
-of a cited span and the first added one together."""
+of a cited span and the first added one together; `yullu doctor` calling a logged-out Claude Code or
+Codex an ok reasoner."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
 from memories.anchors.repo import unified_diff
+from tests.processes import product_env, run_cli
 from yullu_cli import install
 from yullu_core import postgres as pg
 
@@ -47,3 +50,42 @@ def test_the_stale_queue_diff_keeps_a_removed_last_line_apart_from_the_added_one
     diff = unified_diff(before, after, "solver/vrp.py", "solver/vrp.py").splitlines()
     assert diff[-2:] == ["-        return sorted(stops)", "+        return sorted(stops, key=priority)"], diff
     assert diff[:2] == ["--- a/solver/vrp.py", "+++ b/solver/vrp.py"]
+
+
+def executable(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+# What Claude Code 2.1.197 prints for `claude auth status` when nobody is logged in (exit status 1), and
+# Codex 0.169.0 for `codex login status`; recorded from the real CLIs.
+CLAUDE_LOGGED_OUT = '{\n  "loggedIn": false,\n  "authMethod": "none",\n  "apiProvider": "firstParty"\n}'
+CODEX_LOGGED_OUT = "Not logged in"
+
+
+@pytest.mark.parametrize(
+    ("tool", "status_args", "said"),
+    [("claude", "auth status", CLAUDE_LOGGED_OUT), ("codex", "login status", CODEX_LOGGED_OUT)],
+)
+def test_doctor_warns_when_the_cli_reasoner_is_logged_out(
+    tmp_path: Path, tool: str, status_args: str, said: str
+) -> None:
+    # Found on the walk: `yullu doctor` said "ok reasoner cli:claude" while every dream pass failed with
+    # "Not logged in"; the dashboard showed the failures only after a pass had run.
+    script = f'#!/bin/sh\nif [ "$*" = "{status_args}" ]; then echo \'{said}\'; exit 1; fi\nexit 0\n'
+    executable(tmp_path / "bin" / tool, script)
+    env = product_env(
+        tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"), YULLU_PORT="1",
+        PATH=f"{tmp_path / 'bin'}:/usr/bin:/bin",
+    )  # fmt: skip
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "YULLU_REASON_PROVIDER", "OPENAI_BASE_URL"):
+        env.pop(key, None)
+    report = json.loads(run_cli(["doctor", "--json"], env).stdout)
+    check = next(c for c in report["checks"] if c["check"] == "reasoner")
+    assert check["status"] == "warn", check
+    assert check["detail"] == f"cli:{tool}: nobody is logged in to `{tool}`, so every dream pass fails"
+    executable(tmp_path / "bin" / tool, "#!/bin/sh\necho '{\"loggedIn\": true}'\nexit 0\n")
+    report = json.loads(run_cli(["doctor", "--json"], env).stdout)
+    assert next(c for c in report["checks"] if c["check"] == "reasoner")["status"] == "ok"
