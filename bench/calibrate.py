@@ -15,11 +15,18 @@ gives on both splits; the held-out split is reported, never chosen on.
 `loco OURS.json THEIRS.json` fits on one codebase and scores on the other (leave one codebase out),
 THEIRS being the dump of another codebase set (`dump OUT.json bench/data/codebase_other_a.json`).
 
+`fit` also fits the entity-only feature's weight alone at several floors (gates.Judged.w_entity); the
+dump records what it reads (the product names each of the best 3 shares with the prompt, and the
+logit with them masked) and the raw lexical reads (lexemes, synonyms, cosine and keyword ranks).
+`winners OURS.json A.json` asks whether a paraphrase's rejected answer is a clear winner on several
+signals at once more often than an unrelated prompt's first candidate (docs/benchmarks.md, round eight).
+
 Run (DJANGO_SETTINGS_MODULE=yullu_site.settings):
      python -m bench.calibrate dump /tmp/calib.json
      python -m bench.calibrate dump /tmp/calib_a.json bench/data/codebase_other_a.json
      python -m bench.calibrate fit /tmp/calib.json /tmp/calib_a.json
      python -m bench.calibrate loco /tmp/calib.json /tmp/calib_a.json
+     python -m bench.calibrate winners /tmp/calib.json /tmp/calib_a.json
 Not part of the product path.
 """
 
@@ -234,6 +241,55 @@ def fit(path: str, *others: str) -> None:
                     print(f"  t {t}: {name} {score(part, w, logit, depth, t)}")
 
 
+def winners(*paths: str) -> None:
+    """Paraphrases answered with nothing although their answer is in the first stage's best 3: is
+    the answer a clear winner more often than an unrelated prompt's first candidate? For each signal
+    (first in the fused order, first by cosine among the top 10, first by keywords, the best logit of
+    the three, a prompt addressing the project) the share among the answers the shipped gate rejects
+    (every candidate of the prompt rejected) and among the silent prompts' first candidates. Tuning
+    dumps only (`tune` split of ours, set A)."""
+    import django
+
+    django.setup()
+    from memories.search.asking import PROJECT
+
+    shipped, threshold, floor = shipped_weights()
+    rows = []
+    for path in paths:
+        with open(path) as fh:
+            rows += [r for r in json.load(fh)["rows"] if r["split"] in ("tune", "other_a")]
+
+    def p(r: dict[str, Any], c: dict[str, Any]) -> float:
+        return float(1.0 / (1.0 + np.exp(-np.dot(features(r, c, "best", floor), shipped))))
+
+    def signals(r: dict[str, Any], i: int) -> dict[str, bool]:
+        top, c = r["cands"][:3], r["cands"][i]
+        return {
+            "fused first": i == 0,
+            "cosine first": (c["cosine"] or 0.0) >= max((x["cosine"] or 0.0) for x in r["cands"]),
+            "keywords first": c["keyword_rank"] == 1,
+            "best logit of 3": c["best"] >= max(x["best"] for x in top),
+            "addresses the project": bool(PROJECT.search(r["q"])),
+        }
+
+    rejected, silent = [], []
+    for r in rows:
+        top = r["cands"][:3]
+        if any((c["cosine"] or 0.0) >= MIN_COSINE and p(r, c) >= threshold for c in top):
+            continue
+        if r["kind"] in ("question", "paraphrase") and r["answers"]:
+            rejected += [signals(r, i) for i, c in enumerate(top) if c["id"] in r["answers"]]
+        elif not r["answers"] and top:
+            silent.append(signals(r, 0))
+    print(f"{len(rejected)} answers rejected in the best 3, {len(silent)} silent prompts' first candidates")
+    for key in rejected[0] if rejected else []:
+        print(f"  {key:<22} {np.mean([s[key] for s in rejected]):.2f}  {np.mean([s[key] for s in silent]):.2f}")
+    every = ("fused first", "cosine first", "best logit of 3")
+    for keys in (every, (*every, "keywords first")):
+        both = [sum(all(s[k] for k in keys) for s in group) for group in (rejected, silent)]
+        print(f"  all of {' + '.join(keys)}: {both[0]} answers, {both[1]} silent prompts")
+
+
 def loco(path: str, other: str) -> None:
     """Leave one codebase out: the gate fitted on one codebase's tuning prompts (`path`'s `tune`
     split, or every prompt of `other`, another codebase's dump) and scored on the other, beside the
@@ -260,6 +316,8 @@ def loco(path: str, other: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "dump":
         dump(*sys.argv[2:4])
+    elif sys.argv[1] == "winners":
+        winners(*sys.argv[2:])
     elif sys.argv[1] == "loco":
         loco(sys.argv[2], sys.argv[3])
     else:

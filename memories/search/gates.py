@@ -146,20 +146,37 @@ def judged_test(
     short = bool(gate.w_entity) and len(query.split()) < rerank.MIN_PROMPT_WORDS
     texts = _contents([c.memory_id for c in top]) if short else {}
     names = {c.memory_id: entities.shared(query, texts[c.memory_id]) for c in top if c.memory_id in texts}
-    verdicts = {c.memory_id: gate.settled(c, general, bool(names.get(c.memory_id))) for c in top}
-    passed = {mid for mid, verdict in verdicts.items() if verdict}
-    unsure = [c for c in top if verdicts[c.memory_id] is None]
+    passed: set[int] = set()
+    unsure: list[Candidate] = []  # the model's logit decides
+    named: list[Candidate] = []  # cosine and coverage pass it, unless it shares only a name (asked first)
+    for c in top:
+        verdict = gate.settled(c, general)
+        if verdict and names.get(c.memory_id) and not gate.settled(c, general, named=True):
+            named.append(c)
+        elif verdict:
+            passed.add(c.memory_id)
+        elif verdict is None:
+            unsure.append(c)
+    entity = _entity(query, named, texts, names, gate)
+    for c in named:
+        if not entity[c.memory_id]:
+            passed.add(c.memory_id)
+        elif gate.probability(rerank.LOGIT_RANGE[1], c, general, entity=True) >= gate.threshold:
+            unsure.append(c)
     if unsure:
         texts |= _contents([c.memory_id for c in unsure if c.memory_id not in texts])
         unsure = [c for c in unsure if c.memory_id in texts]
-        logits = judged_logits(query, [texts[c.memory_id] for c in unsure], gate.clauses)
-        scored = [(c, logit, gate.probability(logit, c, general)) for c, logit in zip(unsure, logits, strict=True)]
+        judged = judged_logits(query, [texts[c.memory_id] for c in unsure], gate.clauses)
+        logits = {c.memory_id: logit for c, logit in zip(unsure, judged, strict=True)}
         # Only a candidate that would pass is asked whether it shares more than a name with the question.
-        asked = [(c, logit) for c, logit, p in scored if p >= gate.threshold and names.get(c.memory_id)]
-        masked = entity_logits(query, [(texts[c.memory_id], names[c.memory_id]) for c, _ in asked])
-        flags = {c.memory_id: m is not None and m <= gate.entity_floor for (c, _), m in zip(asked, masked, strict=True)}
-        for c, logit, _ in scored:
-            c.relevance = gate.probability(logit, c, general, flags.get(c.memory_id, False))
+        asked = [
+            c
+            for c in unsure
+            if c.memory_id not in entity and gate.probability(logits[c.memory_id], c, general) >= gate.threshold
+        ]
+        entity |= _entity(query, asked, texts, names, gate)
+        for c in unsure:
+            c.relevance = gate.probability(logits[c.memory_id], c, general, entity.get(c.memory_id, False))
             if c.relevance >= gate.threshold:
                 passed.add(c.memory_id)
 
@@ -171,6 +188,16 @@ def judged_test(
 
 def _contents(ids: list[int]) -> dict[int, str]:
     return dict(Memory.objects.filter(pk__in=ids).values_list("pk", "content")) if ids else {}
+
+
+def _entity(
+    query: str, cands: list[Candidate], texts: dict[int, str], names: dict[int, list[str]], gate: Judged
+) -> dict[int, bool]:
+    """Per candidate sharing a product name with the question: whether it shares only that
+    (the masked judgement at or under the gate's floor, Judged.w_entity)."""
+    cands = [c for c in cands if names.get(c.memory_id)]
+    logits = entity_logits(query, [(texts[c.memory_id], names[c.memory_id]) for c in cands])
+    return {c.memory_id: m is not None and m <= gate.entity_floor for c, m in zip(cands, logits, strict=True)}
 
 
 def entity_logits(query: str, pairs: list[tuple[str, list[str]]]) -> list[float | None]:
