@@ -30,6 +30,8 @@ def run_guarded(fn: Callable[[], object]) -> None:
 
         if (said := translate(exc)) is not None:
             fail(str(said))
+        if isinstance(exc, BrokenPipeError):
+            raise  # the reader left (`| head`): main stops quietly, this is no error to explain
         if isinstance(exc, OSError):  # a path the command was given: missing, not a folder, not writable
             where = f"{exc.filename}: " if exc.filename else ""
             fail(f"{where}{exc.strerror or exc}.")
