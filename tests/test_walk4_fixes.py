@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,15 @@ def test_doctor_warns_when_the_cli_reasoner_is_logged_out(
     executable(tmp_path / "bin" / tool, "#!/bin/sh\necho '{\"loggedIn\": true}'\nexit 0\n")
     report = json.loads(run_cli(["doctor", "--json"], env).stdout)
     assert next(c for c in report["checks"] if c["check"] == "reasoner")["status"] == "ok"
+
+
+def test_a_missing_extra_names_the_command_for_this_checkout() -> None:
+    # Found on the walk: with [reasoning].provider = "openai" a `make run` checkout answered "pip install
+    # 'yullu[openai]'", which looks for a package called yullu on PyPI instead of installing this one's extra.
+    from yullu_core.errors import Unavailable, optional_module
+
+    with pytest.raises(Unavailable) as raised:
+        optional_module("yullu_no_such_module", "openai", "the openai reasoner")
+    root = Path(__file__).resolve().parent.parent
+    command = f"{sys.executable} -m pip install -e '{root}[openai]'"
+    assert str(raised.value) == f"the openai reasoner needs the yullu_no_such_module package: {command}."

