@@ -38,9 +38,9 @@ from yullu_core.metrics import timed_recall
 from ..anchors import checks as anchor_checks
 from ..embedding.embedders import Embedder, embed_query, embeds, get_embedder
 from ..embedding.vector_index import vector_literal
-from ..models import CATEGORIES, Memory
+from ..models import CATEGORIES, Memory, MemoryVector
 from ..wire import HIT_FIELDS, hit_to_wire
-from . import bm25, candidates, expansion, recall_log, rerank
+from . import bm25, candidates, expansion, recall_log, rerank, synonyms
 from .asking import asks_in_general
 from .candidates import Candidate, SearchResult
 from .focus import focus
@@ -241,11 +241,67 @@ def _ranked(
     gate = gate_for(embedder.id)
     if floor is None and isinstance(gate, Judged) and qvec is not None:
         try:
-            return Ranked(ordered, judged_test(text, ordered, gate, asks_in_general(query)))
+            test = judged_test(text, ordered, gate, asks_in_general(query))
+            return Ranked(
+                closest_first(text, ordered[: gate.depth], test, gate, embedder) + ordered[gate.depth :], test
+            )
         except Unavailable as exc:  # the model's package is missing: the cosine gate, not a failed search
             log.warning("%s Falling back to the cosine gate.", exc)
             gate = gate.fallback
     return Ranked(ordered, relevance_test(floor, gate if isinstance(gate, Gate) else DEFAULT_GATE, qvec is not None))
+
+
+# What the gate passes is returned in the order of its evidence without the model: cosine (the
+# best of the question and of the question in each memory's own words) and keyword coverage, weighed
+# as the gate weighs them (docs/benchmarks.md, issue 34 round eight). False: the fused order.
+REWORDED_ORDER = True
+MAX_REWORDINGS = 4  # embedded in one batch; a question rarely has more synonyms its passed memories hold
+
+
+def closest_first(
+    text: str, top: list[Candidate], relevant: Callable[[Candidate], bool], gate: Judged, embedder: Embedder
+) -> list[Candidate]:
+    """`top` with the memories the gate passed reordered among the places they held, by
+    gate.w_cosine × cosine + gate.w_coverage × coverage, the cosine being the best of the question's
+    and of its rewordings in the memory's own words (synonyms.rewordings: "where do api keys live"
+    read by the memory saying "secrets" as "where do secrets live"); the others stay put.
+
+    The fusion's keyword half lifts a memory sharing an incidental word into the gate's slots beside
+    the answer, and ahead of it; once the gate has judged both relevant, the one closer to what was
+    asked comes first. Only when two or more pass; rewordings cost one embedding batch."""
+    passed = [c for c in top if c.similarity is not None and relevant(c)]
+    if not REWORDED_ORDER or len(passed) < 2:
+        return top
+    cosine = {c.memory_id: c.similarity or 0.0 for c in passed}
+    for mid, best in reworded_cosines(text, list(cosine), embedder).items():
+        cosine[mid] = max(cosine[mid], best)
+    closest = iter(  # sorted() is stable: ties keep the fused order
+        sorted(passed, key=lambda c: -(gate.w_cosine * cosine[c.memory_id] + gate.w_coverage * c.coverage))
+    )
+    return [next(closest) if c.memory_id in cosine else c for c in top]
+
+
+def reworded_cosines(text: str, ids: list[int], embedder: Embedder) -> dict[int, float]:
+    """Memory id → the best cosine of its vector to `text` reworded with the synonyms it holds
+    (synonyms.rewordings), for the memories holding one; at most MAX_REWORDINGS embedded, in one batch."""
+    found = synonyms.swaps(text)
+    if not found:
+        return {}
+    rows = MemoryVector.objects.filter(memory_id__in=ids, embedder=embedder.id).values_list(
+        "memory_id", "memory__content", "vector"
+    )
+    asked = [(mid, vec, r) for mid, content, vec in rows for r in synonyms.rewordings(text, found, content)]
+    texts = list(dict.fromkeys(r for _, _, r in asked))[:MAX_REWORDINGS]
+    if not texts:
+        return {}
+    vectors = dict(zip(texts, embedder.embed(texts, kind="query"), strict=True))
+    best: dict[int, float] = {}
+    for mid, vec, reworded in asked:
+        if reworded in vectors:
+            memory, question = np.asarray(vec, dtype=np.float32), vectors[reworded]
+            cosine = float(np.dot(memory, question) / (np.linalg.norm(memory) * np.linalg.norm(question) or 1.0))
+            best[mid] = max(best.get(mid, -1.0), cosine)
+    return best
 
 
 EXPAND_JARGON = True  # measured on the codebase set and LoCoMo dev (docs/benchmarks.md)

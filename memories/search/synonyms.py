@@ -21,6 +21,8 @@ from importlib import resources
 
 from django.db import connection
 
+from yullu_core.database import fetch_prepared
+
 # The lexemes that trigger a rule → the single lexemes it adds, each with a word that says it; a
 # hypernym's rule does not fire when the question already names one of its hyponyms (the third part).
 Rule = tuple[frozenset[str], dict[str, str], frozenset[str]]
@@ -127,3 +129,62 @@ def hint(words: set[str], text: str) -> str:
     the cross-encoder reads the question with them, as if it had said the memory's word."""
     lowered = text.lower()
     return ", ".join(sorted(w for w in words if re.search(rf"(?<![\w-]){re.escape(w)}", lowered)))
+
+
+# A word of a question as the keyword search reads it: letters, digits and the marks inside names
+# ("pub/sub", "fly.io", "c#").
+_TOKEN = re.compile(r"\w(?:[\w'’.+#/-]*[\w+#])?")
+
+
+def word_lexemes(words: list[str]) -> list[frozenset[str]]:
+    """Each word's lexemes under the `english` configuration (a stop word has none), in one statement."""
+    if not words:
+        return []
+    rows = fetch_prepared(
+        "SELECT u.n, l.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, n) "
+        "CROSS JOIN LATERAL unnest(to_tsvector('english', u.w)) AS l",
+        [words],
+    )
+    out: list[set[str]] = [set() for _ in words]
+    for n, lexeme in rows:
+        out[int(n) - 1].add(lexeme)
+    return [frozenset(s) for s in out]
+
+
+Swap = tuple[int, int, str, str]  # (start, end) of the question's words, the synonym's lexeme, its word
+
+
+def swaps(query: str) -> list[Swap]:
+    """The question's thesaurus words that have synonyms: (start, end) of the words in `query`, the
+    synonym's lexeme and the word that says it, one row per synonym, in the question's order."""
+    tokens = list(_TOKEN.finditer(query))
+    lexemes = word_lexemes([t.group() for t in tokens])
+    present = frozenset().union(*lexemes) if lexemes else frozenset()
+    out: dict[tuple[int, int, str], str] = {}
+    for trigger, adds, unless in rules():
+        if not trigger <= present or unless & present:
+            continue
+        # The words saying the trigger: each of its lexemes' first word; a phrase only when they stand together.
+        at = sorted(next(i for i, lex in enumerate(lexemes) if t in lex) for t in trigger)
+        if at[-1] - at[0] > len(trigger) + 1:
+            continue
+        start, end = tokens[at[0]].start(), tokens[at[-1]].end()
+        for lex, word in adds.items():
+            if lex not in present:
+                out.setdefault((start, end, lex), word)
+    spans = {(s, e) for s, e, _ in out}
+    # "api keys" is the phrase, not "api" and "keys": a span inside a longer one is not swapped alone.
+    inner = {(s, e) for s, e in spans if any(s2 <= s and e <= e2 and (s2, e2) != (s, e) for s2, e2 in spans)}
+    return [(s, e, lex, word) for (s, e, lex), word in sorted(out.items()) if (s, e) not in inner]
+
+
+def rewordings(query: str, found: list[Swap], text: str) -> list[str]:
+    """`query` with one of its thesaurus words replaced by a synonym that `text` holds (a word's start
+    matching, as `hint`), one rewording per such synonym: the question in the memory's own words."""
+    lowered = text.lower()
+    out = [
+        query[:start] + word + query[end:]
+        for start, end, _, word in found
+        if re.search(rf"(?<![\w-]){re.escape(word)}", lowered)
+    ]
+    return list(dict.fromkeys(out))

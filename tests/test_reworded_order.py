@@ -1,0 +1,61 @@
+"""What the gate passes comes back closest in meaning first (memories.search.queries.closest_first):
+a memory the keyword half lifts by a shared word ("release" in a note about release notes) no longer
+comes before the memory that answers the question in other words ("publish a new build" is a deploy),
+through MCP, with the real models and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from memories.search import synonyms
+from tests.mcp_client import ask_all, http_session, store_all
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEPLOY = "The probe service deploys with make ship-it after the canary passes."
+NOTES = "Release notes for the API are written in CHANGELOG.md before each release; product reviews the wording."
+FACTS = [
+    DEPLOY,
+    NOTES,
+    "We chose Postgres over MongoDB because billing needs multi-row transactions.",
+    "Run the whole test suite with make test; it starts its own Postgres.",
+    "On-call rotates weekly on Mondays; the schedule lives in PagerDuty.",
+    "Secrets are stored in Vault under secret/larkspur/<env>; never commit them.",
+    "Feature flags are read from LaunchDarkly, not env vars, so product can toggle them without a deploy.",
+    "Customer data must stay in the EU region eu-west-1.",
+]
+# Both memories pass the gate for each; the fused order put the release notes first.
+ASKED = ["how do we launch a new version", "how is a new release of the service pushed out"]
+NOTES_ASKED = "where are the release notes written"  # the note's own words: it stays first
+
+
+def test_a_question_is_reworded_with_the_synonyms_a_memory_holds() -> None:
+    question = "how do we launch a new version"
+    found = synonyms.swaps(question)
+    assert "how do we deploy a new version" in synonyms.rewordings(question, found, DEPLOY)
+    assert synonyms.rewordings(question, found, FACTS[2]) == []  # holds no synonym of "launch"
+    # "api keys" is one phrase: swapped whole, not as "api" and "keys"
+    asked = "where do api keys live"
+    assert synonyms.rewordings(asked, synonyms.swaps(asked), FACTS[5]) == [
+        "where do secret live",
+        "where do vault live",
+    ]
+
+
+def test_the_memory_closest_to_the_question_comes_first_through_mcp(live_server_url: str, owner_token: str) -> None:
+    async def go() -> tuple[dict[str, int], dict[str, Any]]:
+        async with http_session(live_server_url, owner_token) as s:
+            ids = await store_all(s, FACTS, "acme/order")
+            return ids, await ask_all(s, [*ASKED, NOTES_ASKED], "acme/order")
+
+    ids, found = asyncio.run(go())
+    for question in ASKED:
+        err, answer = found[question]
+        got = [hit["id"] for hit in answer["results"]]
+        assert not err and ids[NOTES] in got, (question, answer)  # the gate passed both …
+        assert got[0] == ids[DEPLOY], (question, answer)  # … and the deploy memory comes first
+    err, answer = found[NOTES_ASKED]
+    assert not err and answer["results"][0]["id"] == ids[NOTES], answer
