@@ -197,7 +197,7 @@ def test_postgres_restart_gives_503_then_recovers_by_itself(tmp_path: Path) -> N
         assert down.status_code == 503
         assert "error" in down.json() and "Traceback" not in down.text
         mcp_down = mcp_list()
-        assert mcp_down.status_code == 503 and "database" in mcp_down.json()["error"]
+        assert mcp_down.status_code == 503 and "database" in mcp_down.json()["error"]["message"]  # JSON-RPC
         status = httpx.get(f"{url}/api/status", timeout=10)
         assert status.status_code == 503 and status.json()["ready"] is False
         _pg(env, "ensure_running")

@@ -102,3 +102,36 @@ def test_a_missing_extra_names_the_command_for_this_checkout() -> None:
     root = Path(__file__).resolve().parent.parent
     command = f"{sys.executable} -m pip install -e '{root}[openai]'"
     assert str(raised.value) == f"the openai reasoner needs the yullu_no_such_module package: {command}."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_mcp_client_is_told_the_database_is_unavailable(
+    live_server_url: str, owner_token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found on the walk: while the embedded PostgreSQL restarted after a kill -9, the SDK client's calls
+    # failed with "Server returned an error response"; the server's sentence was a body it does not read.
+    import asyncio
+
+    import psycopg
+
+    from tests.mcp_client import http_session
+    from yullu_site.mcp import http
+
+    def leaves(group: BaseException) -> list[BaseException]:
+        if isinstance(group, BaseExceptionGroup):
+            return [leaf for e in group.exceptions for leaf in leaves(e)]
+        return [group]
+
+    async def down(*args: object) -> None:
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr(http, "check_token", down)
+
+    async def go() -> str:
+        try:
+            async with http_session(live_server_url, owner_token):
+                return "connected"
+        except BaseException as raised:  # an MCPError, inside the transport's task group
+            return " ".join(f"{type(e).__name__}: {e}" for e in leaves(raised))
+
+    assert "MCPError: The database is unavailable right now; try again shortly." in asyncio.run(go())

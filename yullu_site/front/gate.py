@@ -67,10 +67,16 @@ async def check_token(tokens: TokenChecker, scope: ASGIScope) -> Refusal | None:
     return Refusal(401, TOKEN_HELP, ((b"www-authenticate", b'Bearer realm="yullu"'),))
 
 
-async def send_json(send: Send, status: int, error: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> None:
-    """A refusal. It closes the connection: uvicorn would otherwise go on reading (and discarding) the
-    rest of a body nobody wants, 100 MB of it if the client insists."""
-    body = json.dumps({"error": error}).encode()
+async def send_json(
+    send: Send,
+    status: int,
+    error: str,
+    extra: tuple[tuple[bytes, bytes], ...] = (),
+    payload: dict[str, Any] | None = None,
+) -> None:
+    """A refusal (`{"error": …}`, or `payload`). It closes the connection: uvicorn would otherwise go on
+    reading (and discarding) the rest of a body nobody wants, 100 MB of it if the client insists."""
+    body = json.dumps({"error": error} if payload is None else payload).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

@@ -36,6 +36,16 @@ def transport_security() -> TransportSecuritySettings:
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
+UNAVAILABLE = "The database is unavailable right now; try again shortly."
+
+
+def jsonrpc_error(sentence: str) -> dict[str, Any]:
+    """A refusal as a JSON-RPC error, which MCP clients show: the SDK reads a non-2xx body that is one, and
+    says "Server returned an error response" for any other (seen on the walk while PostgreSQL restarted).
+    The id is null: the body, which holds the request's id, is not read before the token is checked."""
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": sentence}}
+
+
 class TokenAuth:
     """Refuses a foreign Host (421) or Origin (403), then requests without a valid `Authorization: Bearer`
     token (401, or 429 past the failure limit: access.ratelimit), all before the body is read.
@@ -66,7 +76,7 @@ class TokenAuth:
             refusal = await check_token(self.tokens, scope)
         except psycopg.Error as exc:
             log.warning("token check failed, database unavailable: %s", exc)
-            await send_json(send, 503, "The database is unavailable right now; try again shortly.")
+            await send_json(send, 503, UNAVAILABLE, payload=jsonrpc_error(UNAVAILABLE))
             return
         if refusal is None:
             await self.app(scope, receive, send)
