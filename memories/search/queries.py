@@ -268,9 +268,13 @@ def closest_first(
 
     The fusion's keyword half lifts a memory sharing an incidental word into the gate's slots beside
     the answer, and ahead of it; once the gate has judged both relevant, the one closer to what was
-    asked comes first. Only when two or more pass; rewordings cost one embedding batch."""
+    asked comes first. Only when two or more pass, for a question read whole; rewordings cost one
+    embedding batch."""
     passed = [c for c in top if c.similarity is not None and relevant(c)]
-    if not REWORDED_ORDER or len(passed) < 2:
+    # A prompt the gate reads by its clauses (rerank.clauses: the hook's task-first prompts) keeps the
+    # fused order: its whole-prompt cosine is diluted by the task, and on the tuning set A reordering it
+    # put the wanted memory first in the block less often (.825 -> .775) for ~5 ms more per prompt.
+    if not REWORDED_ORDER or len(passed) < 2 or rerank.clauses(text):
         return top
     cosine = {c.memory_id: c.similarity or 0.0 for c in passed}
     for mid, best in reworded_cosines(text, list(cosine), embedder).items():
