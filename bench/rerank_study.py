@@ -201,10 +201,39 @@ def evaluate(path: str) -> None:
 JUDGEMENTS = Path(__file__).resolve().parents[1] / ".rerank-judgements.pkl"  # the repository root
 
 
+STUDY_KEYS = ("depth", "cut", "cut_weight")
+
+
+def judged_at_the_cut(windows: str, weight: float, asked: list[str]) -> Callable[..., Any]:
+    """A stand-in for `queries.with_feedback` (which runs on the fused order, after the hop): the
+    cross-encoder judges only the candidates at `windows` ("3-8 8-12": 0-based places, end excluded)
+    of the fused order, which are reordered among themselves by score + `weight` × logit; the rest
+    keeps its place. Issue 34 round eight's "partial rerank at the cut" (not kept)."""
+    from memories.models import Memory
+    from memories.search import queries, rerank
+
+    with_feedback = queries.with_feedback
+
+    def patched(ordered: list[Any], embedder_id: str, qvec: Any) -> list[Any]:
+        ordered = list(ordered)
+        for start, end in (map(int, w.split("-")) for w in windows.split()):
+            window = ordered[start:end]
+            texts = dict(Memory.objects.filter(pk__in=[c.memory_id for c in window]).values_list("pk", "content"))
+            if len(window) < 2 or any(c.memory_id not in texts for c in window):
+                continue
+            logits = rerank.judge.logits(queries.search_text(asked[0]), [texts[c.memory_id] for c in window])
+            moved = sorted(zip(window, logits, strict=True), key=lambda cl: -(cl[0].score + weight * cl[1]))
+            ordered[start : start + len(window)] = [c for c, _ in moved]
+        return with_feedback(ordered, embedder_id, qvec)
+
+    return patched
+
+
 def product_scores(variant: dict[str, Any]) -> dict[str, Any]:
     """Protocol recall (10 results, gate off), the tool's defaults (limit 5, the gate) and the hard
     negatives (the question in the next conversation's project: nothing returned) for one variant:
-    `depth` is `[retrieval].rerank_depth`, every other key a `memories.search.queries` setting."""
+    `depth` is `[retrieval].rerank_depth`, `cut` / `cut_weight` the windows judged at the cut
+    (`judged_at_the_cut`), every other key a `memories.search.queries` setting."""
     from django.conf import settings
 
     from bench.explore_retrieval import CACHE
@@ -214,7 +243,11 @@ def product_scores(variant: dict[str, Any]) -> dict[str, Any]:
 
     state = pickle.loads(CACHE.read_bytes())
     embedder = get_embedder()
-    saved = {k: getattr(queries, k) for k in variant if k != "depth"}
+    saved = {k: getattr(queries, k) for k in variant if k not in STUDY_KEYS}
+    question = [""]
+    if variant.get("cut"):
+        saved["with_feedback"] = queries.with_feedback
+        queries.with_feedback = judged_at_the_cut(variant["cut"], variant.get("cut_weight", 0.3), question)
     retrieval = settings.YULLU["retrieval"]
     saved_depth = retrieval.get("rerank_depth")
     asked = [0]
@@ -228,7 +261,7 @@ def product_scores(variant: dict[str, Any]) -> dict[str, Any]:
     for k, v in variant.items():
         if k == "depth":
             retrieval["rerank_depth"] = v
-        else:
+        elif k not in STUDY_KEYS:
             setattr(queries, k, v)
     rows: list[dict[str, Any]] = []
     convs = state["locomo"]
@@ -236,6 +269,7 @@ def product_scores(variant: dict[str, Any]) -> dict[str, Any]:
         for n, conv in enumerate(convs):
             other = convs[(n + 1) % len(convs)]
             for i, (q, vec) in enumerate(zip(conv["qs"], conv["vecs"], strict=True)):
+                question[0] = q["question"]
                 emb = queries.Embedded(embedder, vec)
                 found = queries.search(
                     conv["project"], q["question"], limit=10, min_similarity=0.0, log=False, embedded=emb
@@ -268,7 +302,8 @@ def product_scores(variant: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep(specs: list[str]) -> None:
-    """Each spec is NAME:KEY=VALUE,KEY=VALUE (values JSON), e.g. hop10:depth=20,NEIGHBOUR_HOP=10."""
+    """Each spec is NAME:KEY=VALUE,KEY=VALUE (values JSON), e.g. hop10:depth=20,NEIGHBOUR_HOP=10 or
+    cut:cut=\"3-8\",cut_weight=0.3."""
     import json
 
     from yullu_cli.django_setup import setup_django
