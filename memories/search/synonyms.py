@@ -5,7 +5,8 @@ A developer asks "how do we release to prod?" of a memory that says "deploy to p
 search and the gate's coverage (bm25.search_with_coverage) saw nothing. `synonyms.txt` (one group
 per line, written from general usage, not from benchmark items) lists words developers use
 interchangeably; a question's words also match their synonyms, at a discount (bm25.SYNONYM_WEIGHT)
-so the word itself still counts more. Stored memories are untouched.
+so the word itself still counts more. Stored memories are untouched. `rewordings` says the question
+in a memory's own words, for the order of what the gate passes (queries.closest_first).
 
 Groups are stemmed with PostgreSQL's `english` configuration (the same as the `search` column),
 once per process. A phrase of several words triggers its group only when the question holds all
