@@ -87,7 +87,9 @@ class MemoryIn(ScopeIn):
     anchors = ANCHORS
 
 
-class MemoryPatch(serializers.Serializer):
+class MemoryPatch(ScopeIn):
+    # project_id/cwd (optional, as for MCP's update_memory): the memory must be that project's, and the
+    # checkout is recorded as a write records it, so anchors pin against the caller's files.
     content = ruled("content", validation.clean_content)
     category = ruled("category", validation.clean_category)
     tags = ruled("tags", validation.clean_tags)
@@ -229,6 +231,9 @@ class MemoryDetail(APIView):
     @documented(MemoryOut, request=MemoryPatch, errors=(400, 404))
     def patch(self, request: Request, pk: int) -> Response:
         data = valid(MemoryPatch, request.data)
+        where = {"project_id": data.pop("project_id", None), "cwd": data.pop("cwd", None)}
+        if (where["project_id"] or "").strip() or (where["cwd"] or "").strip():
+            edit.get_memory_in(pk, rest_scope(where).project_id)
         return Response(memory_to_wire(edit.update_memory(pk, **data, source="rest")))
 
     @documented(DeletedOut, errors=(404,))

@@ -1,0 +1,60 @@
+"""More defects the fourth new-user walk met, each as it was met: REST `PATCH /api/memories/<id>` refusing
+`cwd` while MCP's update_memory takes it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from memories.models import Memory, MemoryAnchor
+from memories.scope import resolve
+from tests.processes import git_repo
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db
+
+GIT_ENV = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
+
+
+@pytest.fixture
+def api(client: Client, owner_token: str) -> Any:
+    def call(method: str, path: str, data: Any = None) -> Any:
+        fn = getattr(client, method)
+        return fn(path, data, HTTP_AUTHORIZATION=f"Bearer {owner_token}", content_type="application/json")
+
+    return call
+
+
+def checkout(path: Path, origin: str) -> Path:
+    git_repo(path, origin)
+    (path / "app").mkdir()
+    (path / "app" / "clock.py").write_text("class Clock:\n    def now(self):\n        return 0\n")
+    subprocess.run(["git", "-C", str(path), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(path), *GIT_ENV, "commit", "-q", "-m", "clock"], check=True)
+    return path
+
+
+def head(repo: Path) -> str:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+
+def test_rest_patch_takes_cwd_and_pins_anchors_against_that_checkout(
+    api: Any, tmp_path: Path, stub_embedder: StubServer
+) -> None:
+    # Found on the walk: PATCH answered "cwd: is not a field this endpoint takes." while MCP's update_memory
+    # takes cwd; a memory stored by project id alone could not get anchors over REST.
+    mine = checkout(tmp_path / "mine", "git@github.com:acme/app.git")
+    other = checkout(tmp_path / "other", "git@github.com:acme/other.git")
+    project = resolve(None, str(mine), remember=False).project_id
+    pk = api("post", "/api/memories", {"content": "vec:1,0,0 the clock", "project_id": project}).json()["id"]
+    r = api("patch", f"/api/memories/{pk}", {"cwd": str(mine), "anchors": ["app/clock.py::Clock.now"]})
+    assert r.status_code == 200, r.content
+    pinned = MemoryAnchor.objects.filter(memory_id=pk)
+    assert [(a.path, a.symbol, a.commit) for a in pinned] == [("app/clock.py", "Clock.now", head(mine))]
+    # Another project's checkout answers like an unknown id, and changes nothing.
+    r = api("patch", f"/api/memories/{pk}", {"cwd": str(other), "tags": ["moved"]})
+    assert r.status_code == 404 and Memory.objects.get(pk=pk).tags == []
