@@ -9,7 +9,8 @@ Retrieval fuses three signals into one ranking:
   rises with it. (Wall-clock closeness was tried instead; its gain was an artefact of 1-second
   benchmark turns.) The turns stored next to the best few in their session join the candidates
   (`joined`). With `[retrieval].rerank_depth` a cross-encoder judges the best N (`rejudged`) and
-  those neighbours (`with_neighbours`).
+  those neighbours (`with_neighbours`); without it, a memory that is itself a question ranks lower
+  (`asking_last`).
 - dates: a question naming a day, month or year favours memories created then (memories.search.expansion).
 `similarity` on every hit is the plain cosine in [0, 1]. What is returned is decided by a relevance
 gate calibrated per embedder (`Judged`): a cross-encoder (memories.search.rerank) reads the question with
