@@ -9,6 +9,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -35,6 +36,10 @@ def add_user(name: str, *, admin: bool = False) -> Any:
     if not name or len(name) > 150:
         raise UserError("a user name must be 1 to 150 characters.")
     User = get_user_model()
+    try:  # the rule the admin's user forms apply (Django's username validator), so both accept the same names
+        User.username_validator(name)
+    except ValidationError:
+        raise UserError(f"{name!r} is not a user name: use letters, digits and @ . + - _ only.") from None
     if User.objects.filter(username=name).exists():
         raise UserError(f"a user named {name!r} already exists.")
     user = User.objects.create_user(name, is_staff=admin, is_superuser=admin)

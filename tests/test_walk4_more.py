@@ -1,5 +1,6 @@
 """More defects the fourth new-user walk met, each as it was met: REST `PATCH /api/memories/<id>` refusing
-`cwd` while MCP's update_memory takes it."""
+`cwd` while MCP's update_memory takes it; `yullu memories list --limit 0`, `yullu users add 'bad/name!'` and
+`--project ""` (which fell back to the current folder) all accepted."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 
 from memories.models import Memory, MemoryAnchor
 from memories.scope import resolve
-from tests.processes import git_repo
+from tests.processes import git_repo, product_env, run_cli
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db
@@ -58,3 +60,29 @@ def test_rest_patch_takes_cwd_and_pins_anchors_against_that_checkout(
     # Another project's checkout answers like an unknown id, and changes nothing.
     r = api("patch", f"/api/memories/{pk}", {"cwd": str(other), "tags": ["moved"]})
     assert r.status_code == 404 and Memory.objects.get(pk=pk).tags == []
+
+
+def refused(args: list[str], tmp_path: Path) -> str:
+    out = run_cli(args, product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path)))
+    assert out.returncode == 1 and "Traceback" not in out.stderr, (args, out.stdout, out.stderr)
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr  # one sentence
+    return out.stderr.strip()
+
+
+@pytest.mark.parametrize("op", [["list"], ["search", "anything"]])
+def test_a_limit_below_one_is_refused(tmp_path: Path, op: list[str]) -> None:
+    said = refused(["memories", *op, "--project", "acme/app", "--limit", "0"], tmp_path)
+    assert said == "yullu: --limit must be at least 1."
+
+
+@pytest.mark.parametrize("option", [["memories", "list", "--project"], ["dream", "--project-id"]])
+def test_an_empty_project_is_refused_like_a_blank_one(tmp_path: Path, option: list[str]) -> None:
+    blank = refused([*option, "   "], tmp_path)
+    assert refused([*option, ""], tmp_path) == blank == "yullu: project_id must not be empty."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_users_add_refuses_a_name_the_admin_would_refuse(tmp_path: Path) -> None:
+    said = refused(["users", "add", "bad/name!"], tmp_path)
+    assert said == "yullu: 'bad/name!' is not a user name: use letters, digits and @ . + - _ only."
+    assert not get_user_model().objects.filter(username="bad/name!").exists()

@@ -122,6 +122,17 @@ def version() -> str:
         return "0+unknown"
 
 
+def refuse_empty_project(args: argparse.Namespace) -> None:
+    """`--project ""` (or `--project-id ""`) is a blank project id, refused like `--project "   "`: read as
+    "not given", it fell back to the current folder's project and acted there."""
+    from yullu_core.gitorigin import normalise_project_id
+
+    for name in ("project", "project_id"):
+        value = getattr(args, name, None)
+        if isinstance(value, str) and not normalise_project_id(value):
+            fail("project_id must not be empty.")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
@@ -142,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         from yullu_core.paths import run_in_callers_folder
 
         run_in_callers_folder()  # stdio and commands: a call naming no project means this folder
+    refuse_empty_project(args)
     try:
         run_guarded(lambda: args.fn(args))
     except BrokenPipeError:

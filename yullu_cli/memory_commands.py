@@ -115,6 +115,7 @@ def memories(args: argparse.Namespace) -> int:
     from memories.search.merged import search_merged
     from memories.wire import memory_to_wire
     from memories.write import create, edit, validation
+    from yullu_core.errors import UserError
 
     out: Any
     if args.op in ("show", "rm"):
@@ -127,6 +128,8 @@ def memories(args: argparse.Namespace) -> int:
             annotate(memory.project_id, [out])  # the code it cites, checked against HEAD (docs/contract.md §12)
             human = "\n".join(f"{k:>14}: {_anchors_text(v) if k == 'anchors' else v}" for k, v in out.items())
         return _print(args, out, human)
+    if getattr(args, "limit", 1) < 1:
+        raise UserError("--limit must be at least 1.")  # it was taken as 1
     scope = user_scope() if getattr(args, "user", False) else resolve(args.project, args.cwd)
     if args.op == "list":
         rows = stats.list_memories(scope.project_id, max(1, min(args.limit, 200)))
