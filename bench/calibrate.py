@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,15 +128,23 @@ def features(r: dict[str, Any], c: dict[str, Any], logit: str, floor: float = EN
     return [c[logit], c["cosine"] or 0.0, c["coverage"], float(asks_in_general(r["q"])), float(entity), 1.0]
 
 
-def fit_weights(rows: list[dict[str, Any]], logit: str, depth: int, l2: float = 1e-2) -> np.ndarray:
+def examples(
+    rows: list[dict[str, Any]], depth: int, featurise: Callable[[dict[str, Any], dict[str, Any]], list[float]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The regression's examples: positives the answers among the best `depth`, negatives every one of
+    the best `depth` candidates of the prompts with no answer (another answer's rivals are left out)."""
     x, y = [], []
     for r in rows:
         for c in r["cands"][:depth]:
             if r["answers"] and c["id"] not in r["answers"]:
                 continue
-            x.append(features(r, c, logit))
+            x.append(featurise(r, c))
             y.append(1.0 if r["answers"] else 0.0)
-    xs, ys = np.array(x), np.array(y)
+    return np.array(x), np.array(y)
+
+
+def logistic(xs: np.ndarray, ys: np.ndarray, l2: float = 1e-2) -> np.ndarray:
+    """The L2-regularised logistic regression's weights."""
     w = np.zeros(xs.shape[1])
     for _ in range(100):  # Newton's method on the L2-regularised log-likelihood
         p = 1.0 / (1.0 + np.exp(-xs @ w))
@@ -143,6 +152,10 @@ def fit_weights(rows: list[dict[str, Any]], logit: str, depth: int, l2: float = 
         hess = (xs * (p * (1 - p))[:, None]).T @ xs + l2 * np.eye(len(w))
         w -= np.linalg.solve(hess, grad)
     return w
+
+
+def fit_weights(rows: list[dict[str, Any]], logit: str, depth: int, l2: float = 1e-2) -> np.ndarray:
+    return logistic(*examples(rows, depth, lambda r, c: features(r, c, logit)), l2)
 
 
 def fit_one(
@@ -156,14 +169,7 @@ def fit_one(
     """One feature's weight alone (`index`: GENERAL or ENTITY), the others kept as `shipped` (its own
     entry ignored): the maximum-likelihood weight of a new feature beside a calibration already
     measured on LoCoMo."""
-    x, y = [], []
-    for r in rows:
-        for c in r["cands"][:depth]:
-            if r["answers"] and c["id"] not in r["answers"]:
-                continue
-            x.append(features(r, c, "best", floor))
-            y.append(1.0 if r["answers"] else 0.0)
-    xs, ys = np.array(x), np.array(y)
+    xs, ys = examples(rows, depth, lambda r, c: features(r, c, "best", floor))
     offset, feature = xs @ np.where(np.arange(len(shipped)) == index, 0.0, shipped), xs[:, index]
     w = 0.0
     for _ in range(50):  # Newton's method in one dimension

@@ -358,20 +358,9 @@ def features(r: dict[str, Any], c: dict[str, Any], keys: tuple[str, ...]) -> lis
 def fit(rows: list[dict[str, Any]], keys: tuple[str, ...], l2: float = 1e-2) -> np.ndarray:
     """bench/calibrate.fit_weights with other evidence: positives the answers in the top 3,
     negatives every top-3 candidate of the prompts with no answer."""
-    x, y = [], []
-    for r in rows:
-        for c in r["cands"][:DEPTH]:
-            if r["answers"] and c["id"] not in r["answers"]:
-                continue
-            x.append(features(r, c, keys))
-            y.append(1.0 if r["answers"] else 0.0)
-    xs, ys = np.array(x), np.array(y)
-    w = np.zeros(xs.shape[1])
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-xs @ w))
-        hess = (xs * (p * (1 - p))[:, None]).T @ xs + l2 * np.eye(len(w))
-        w -= np.linalg.solve(hess, xs.T @ (p - ys) + l2 * w)
-    return w
+    from bench.calibrate import examples, logistic
+
+    return logistic(*examples(rows, DEPTH, lambda r, c: features(r, c, keys)), l2)
 
 
 def gate_score(rows: list[dict[str, Any]], w: np.ndarray, keys: tuple[str, ...], t: float) -> dict[str, float]:
