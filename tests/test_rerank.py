@@ -143,6 +143,19 @@ def test_pairs_run_sorted_by_length_in_small_batches_and_come_back_in_order(monk
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_short_prompt_the_first_stage_rejects_reads_no_memory_text() -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    scope = resolve("acme/unread", None)
+    redis = create.store_memory(scope, "We use Redis only as the Celery broker and cache.", "decision").memory
+    far = candidates.Candidate(redis.pk, similarity=GATE.min_cosine - 0.01)  # under the floor: settled False
+    with CaptureQueriesContext(connection) as ran:
+        test = gates.judged_test("is redis single threaded", [far], GATE)
+    assert not test(far) and len(ran) == 0, [q["sql"] for q in ran]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_only_unsure_candidates_are_judged_and_a_repeat_is_answered_from_the_cache() -> None:
     scope = resolve("acme/judge", None)
     deploy = create.store_memory(scope, DEPLOY, "process").memory

@@ -143,14 +143,18 @@ def judged_test(
     out, reads as a general-knowledge question (asking.asks_in_general).
     A candidate without a vector yet (backfill pending) is kept on its keyword evidence, as before."""
     top = [c for c in ordered[: gate.depth] if c.similarity is not None]
+    verdicts = {c.memory_id: gate.settled(c, general) for c in top}
     short = bool(gate.w_entity) and len(query.split()) < rerank.MIN_PROMPT_WORDS
-    texts = _contents([c.memory_id for c in top]) if short else {}
+    # Only a candidate that may pass can share only a name: one the first stage rejects is not read
+    # (a short prompt whose candidates all fall under the gate's floor reads no text).
+    maybe = [c.memory_id for c in top if verdicts[c.memory_id] is not False]
+    texts = _contents(maybe) if short else {}
     names = {c.memory_id: entities.shared(query, texts[c.memory_id]) for c in top if c.memory_id in texts}
     passed: set[int] = set()
     unsure: list[Candidate] = []  # the model's logit decides
     named: list[Candidate] = []  # cosine and coverage pass it, unless it shares only a name (asked first)
     for c in top:
-        verdict = gate.settled(c, general)
+        verdict = verdicts[c.memory_id]
         if verdict and names.get(c.memory_id) and not gate.settled(c, general, named=True):
             named.append(c)
         elif verdict:
