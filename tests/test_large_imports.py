@@ -122,7 +122,9 @@ def test_a_large_import_finds_repeats_across_its_batches_and_of_what_the_project
 
     result = import_path(export_file(tmp_path / "export.jsonl", ROWS), project=project)
 
-    assert (result.created, result.skipped, result.refused) == (9, 4, 0)
+    # HELD was there before; rows 8, 9 and 12 repeat earlier rows of the file (found on the walk: all four
+    # were reported as "already there").
+    assert (result.created, result.skipped, result.repeated, result.refused) == (9, 1, 3, 0)
     kept = [c for n, (c, _) in enumerate(ROWS) if n not in REPEATS | {10}]
     assert contents(project) == sorted([HELD, *kept])
     assert len(during) == 4 and set(during) == {None}  # no index while the batches went in
@@ -146,7 +148,8 @@ def test_a_large_import_decides_as_one_batch_through_the_index_does(
     monkeypatch.setattr(importer, "BATCH", BATCH)
     batched = import_path(export, project="acme/many-batches")
 
-    assert (batched.created, batched.skipped) == (whole.created, whole.skipped) == (9, 4)
+    assert (batched.created, batched.skipped, batched.repeated) == (whole.created, whole.skipped, whole.repeated)
+    assert (whole.created, whole.skipped, whole.repeated) == (9, 1, 3)
     fields = ("content", "category", "tags", "importance", "held_reason", "created_at", "updated_at", "rating")
     assert sorted(Memory.objects.filter(project_id="acme/many-batches").values_list(*fields)) == sorted(
         Memory.objects.filter(project_id="acme/one-batch").values_list(*fields)
@@ -159,7 +162,7 @@ def test_a_large_import_again_adds_nothing(small_batches: StubServer, tmp_path: 
 
     again = import_path(export, project="acme/again")
 
-    assert (again.created, again.skipped, again.refused) == (0, len(ROWS), 0)
+    assert (again.created, again.skipped, again.repeated, again.refused) == (0, len(ROWS), 0, 0)
     assert Memory.objects.filter(project_id="acme/again").count() == 10
 
 
@@ -204,5 +207,6 @@ def test_a_failed_batch_of_a_large_import_leaves_nothing_and_the_index_is_built(
 
     monkeypatch.setattr(create, "record_created", real)
     rest = import_path(export, project=project)
-    assert (rest.created, rest.skipped) == (10 - BATCH, len(ROWS) - 10 + BATCH)
+    # Rows 0-3 are there, 8 and 9 repeat two of them; 12 repeats row 5, which this import made.
+    assert (rest.created, rest.skipped, rest.repeated) == (10 - BATCH, BATCH + 2, 1)
     assert Memory.objects.filter(project_id=project).count() == 10

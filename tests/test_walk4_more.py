@@ -1,9 +1,11 @@
 """More defects the fourth new-user walk met, each as it was met: REST `PATCH /api/memories/<id>` refusing
 `cwd` while MCP's update_memory takes it; `yullu memories list --limit 0`, `yullu users add 'bad/name!'` and
-`--project ""` (which fell back to the current folder) all accepted."""
+`--project ""` (which fell back to the current folder) all accepted; `yullu import` calling a row that repeats
+an earlier row of the same file "already there"."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -86,3 +88,22 @@ def test_users_add_refuses_a_name_the_admin_would_refuse(tmp_path: Path) -> None
     said = refused(["users", "add", "bad/name!"], tmp_path)
     assert said == "yullu: 'bad/name!' is not a user name: use letters, digits and @ . + - _ only."
     assert not get_user_model().objects.filter(username="bad/name!").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_counts_rows_repeating_the_file_apart_from_what_was_there(tmp_path: Path, keyword_only: None) -> None:
+    # Found on the walk: a file holding one fact twice said "1 already there" on an empty project.
+    from memories.scope import Scope
+    from memories.write import create
+
+    create.store_memory(Scope("acme/imported", None), "Releases are cut on Tuesdays")
+    rows = ["Logs go to Loki", "Releases are cut on Tuesdays", "Staging resets nightly", "Logs go to Loki"]
+    export = tmp_path / "export.jsonl"
+    lines = [{"format": "yullu-memories", "version": 1}, *({"project_id": "acme/imported", "content": c} for c in rows)]
+    export.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
+    done = run_cli(["import", str(export)], env)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["created"], summary["skipped"], summary["repeated"]) == (2, 1, 1)
+    assert "2 new, 1 already there, 1 repeated within the file, 0 refused" in done.stderr

@@ -5,6 +5,8 @@ Imports go through the write path (`create.store_memories`: validation, secret s
 events) and are idempotent: a memory keeps its uuid (formats without one get a uuid derived from
 project and content; one imported with `--project` into another project than its export's gets one
 derived from that project and its uuid), and a uuid or an identical content already there is skipped.
+The summary counts rows that repeat what was there before the import (`skipped`, "already there") apart
+from rows that repeat an earlier row of the same file (`repeated`).
 
 Every field of a row is validated before the row is written (`_valid`: content, project, tags,
 category, times, rating, importance and the other carried-over fields): a bad row is refused and
@@ -213,7 +215,8 @@ class ImportResult:
     format: str
     read: int = 0
     created: int = 0
-    skipped: int = 0
+    skipped: int = 0  # the same as (or a near-duplicate of) a memory that was there before the import
+    repeated: int = 0  # the same as (or a near-duplicate of) an earlier row of the file
     refused: int = 0
     errors: list[str] = field(default_factory=list)
     # Assistant memory files only: each fact read with the category guessed for it, for review.
@@ -345,26 +348,33 @@ class _Load:
         return self.projects[project_id]
 
 
-def _write_batch(rows: list[Row], result: ImportResult, load: _Load | None = None) -> None:
+def _write_batch(
+    rows: list[Row], result: ImportResult, load: _Load | None = None, made: set[int] | None = None
+) -> None:
+    """`made`: the ids of the memories this import created so far (added to here): a row repeating one
+    of them repeats an earlier row of the file, not something that was there before."""
+    made = set() if made is None else made
     for project_id in sorted({r.project_id for r in rows}):
         group = [r for r in rows if r.project_id == project_id]
         for r in group:
             r.uuid = str(r.uuid) if r.uuid else derived_uuid(project_id, r.content)
-        seen_uuids: set[str | None] = {
-            str(u) for u in Memory.objects.filter(uuid__in=[r.uuid for r in group]).values_list("uuid", flat=True)
+        # uuid / content -> the memory holding it (None: an earlier row of this batch)
+        seen_uuids: dict[str | None, int | None] = {
+            str(u): pk for u, pk in Memory.objects.filter(uuid__in=[r.uuid for r in group]).values_list("uuid", "pk")
         }
-        seen_content = set(
+        seen_content: dict[str, int | None] = dict(
             Memory.objects.filter(project_id=project_id, content__in=[r.content.strip() for r in group]).values_list(
-                "content", flat=True
+                "content", "pk"
             )
         )
         fresh: list[Row] = []
         for r in group:
             if r.uuid in seen_uuids or r.content.strip() in seen_content:
-                result.skipped += 1
+                holder = seen_uuids[r.uuid] if r.uuid in seen_uuids else seen_content[r.content.strip()]
+                _count_repeat(result, holder is None or holder in made)
                 continue
-            seen_uuids.add(r.uuid)
-            seen_content.add(r.content.strip())
+            seen_uuids[r.uuid] = None
+            seen_content[r.content.strip()] = None
             fresh.append(r)
         if not fresh:
             continue
@@ -378,13 +388,23 @@ def _write_batch(rows: list[Row], result: ImportResult, load: _Load | None = Non
         stored = create.store_memories(
             resolve(project_id, None), items, source="import", load=load.index(project_id) if load else None
         )
-        made = [(s.memory, r, i.carried or {}) for s, r, i in zip(stored, fresh, items, strict=True) if s.created]
-        _restore_fields(made)
-        for memory, row, _ in made:  # code anchors keep the pins they had where they were exported
+        kept = [(s.memory, r, i.carried or {}) for s, r, i in zip(stored, fresh, items, strict=True) if s.created]
+        _restore_fields(kept)
+        for memory, row, _ in kept:  # code anchors keep the pins they had where they were exported
             if anchors := anchor_store.clean_wire(row.extra.get("anchors")):
                 anchor_store.from_wire(memory, anchors)
-        result.created += len(made)
-        result.skipped += len(stored) - len(made)  # near-duplicates of memories already there
+        result.created += len(kept)
+        made.update(m.pk for m, _, _ in kept)
+        for s in stored:  # near-duplicates: of a memory already there, or of one an earlier row made
+            if not s.created:
+                _count_repeat(result, s.memory.pk in made)
+
+
+def _count_repeat(result: ImportResult, of_the_file: bool) -> None:
+    if of_the_file:
+        result.repeated += 1
+    else:
+        result.skipped += 1
 
 
 def import_rows(
@@ -395,6 +415,7 @@ def import_rows(
     larger than the vector index holds pauses the index for the whole import (`_paused`)."""
     batch: list[Row] = []
     load = _Load(expected) if expected > BATCH else None
+    made: set[int] = set()  # the memories this import created: what a later row may repeat
     first = True
     with _no_cycle_collection(), ExitStack() as stack:
         for row in rows:
@@ -407,11 +428,11 @@ def import_rows(
                 if load is not None and first:
                     stack.enter_context(_paused(batch, expected))
                 first = False
-                _write_batch(batch, result, load)
+                _write_batch(batch, result, load, made)
                 batch = []
                 _progress(progress, result)
         if batch:
-            _write_batch(batch, result, load)
+            _write_batch(batch, result, load, made)
     _progress(progress, result, done=True)
     return result
 
@@ -448,7 +469,10 @@ def _no_cycle_collection() -> Iterator[None]:
 def _progress(out: IO[str] | None, result: ImportResult, done: bool = False) -> None:
     if out is None:
         return
-    line = f"read {result.read}: {result.created} new, {result.skipped} already there, {result.refused} refused"
+    line = (
+        f"read {result.read}: {result.created} new, {result.skipped} already there, "
+        f"{result.repeated} repeated within the file, {result.refused} refused"
+    )
     if out.isatty():
         out.write("\r" + line + ("\n" if done else ""))
     elif done or result.read % 1000 < BATCH:
