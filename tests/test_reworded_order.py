@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from memories.embedding.embedders import LocalEmbedder
+from memories.embedding.embedders import LocalEmbedder, get_embedder
 from memories.scope import resolve
-from memories.search import queries, rerank, synonyms
+from memories.search import gates, queries, rerank, synonyms
+from memories.search.candidates import Candidate
 from memories.write import create
 from tests.mcp_client import ask_all, http_session, store_all
 
@@ -75,3 +76,18 @@ def test_a_prompt_read_by_its_clauses_keeps_the_fused_order_and_embeds_no_reword
     found = queries.search("acme/long", prompt, log=False)
     assert LocalEmbedder.calls == calls + 1  # the prompt's own vector, no rewording
     assert [hit["id"] for hit in found.results] == [ids[NOTES], ids[DEPLOY]]  # as fused, both passed
+
+
+def test_a_memory_holding_every_word_of_the_question_keeps_its_lead() -> None:
+    """Order alone (memories.search.queries.closest_first): the probe memory covers "what does the probe
+    measure" whole and stays first; a closer memory in cosine that covers less comes first otherwise."""
+    gate = gates.JUDGED[get_embedder().id]
+    full = Candidate(1, similarity=0.38, coverage=1.0)
+    closer = Candidate(2, similarity=0.57, coverage=0.41)
+    passed = [full, closer]
+    assert queries.closest_first("what does the probe measure", passed, lambda c: True, gate, get_embedder()) == passed
+    full.coverage = 0.9
+    assert queries.closest_first("what does the probe measure", passed, lambda c: True, gate, get_embedder()) == [
+        closer,
+        full,
+    ]

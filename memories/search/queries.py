@@ -260,16 +260,18 @@ def _ranked(
 # best of the question and of the question in each memory's own words) and keyword coverage, weighed
 # as the gate weighs them (docs/benchmarks.md, issue 34 round eight). False: the fused order.
 REWORDED_ORDER = True
+FULL_COVERAGE = 0.999  # bm25.search_with_coverage's 1.0, read with float rounding
 MAX_REWORDINGS = 4  # embedded in one batch; a question rarely has more synonyms its passed memories hold
 
 
 def closest_first(
     text: str, top: list[Candidate], relevant: Callable[[Candidate], bool], gate: Judged, embedder: Embedder
 ) -> list[Candidate]:
-    """`top` with the memories the gate passed reordered among the places they held, by
-    gate.w_cosine × cosine + gate.w_coverage × coverage, the cosine being the best of the question's
-    and of its rewordings in the memory's own words (synonyms.rewordings: "where do api keys live"
-    read by the memory saying "secrets" as "where do secrets live"); the others stay put.
+    """`top` with the memories the gate passed reordered among the places they held (one holding every
+    telling word of the question first), by gate.w_cosine × cosine + gate.w_coverage × coverage, the
+    cosine being the best of the question's and of its rewordings in the memory's own words
+    (synonyms.rewordings: "where do api keys live" read by the memory saying "secrets" as "where do
+    secrets live"); the others stay put.
 
     The fusion's keyword half lifts a memory sharing an incidental word into the gate's slots beside
     the answer, and ahead of it; once the gate has judged both relevant, the one closer to what was
@@ -284,9 +286,13 @@ def closest_first(
     cosine = {c.memory_id: c.similarity or 0.0 for c in passed}
     for mid, best in reworded_cosines(text, list(cosine), embedder).items():
         cosine[mid] = max(cosine[mid], best)
-    closest = iter(  # sorted() is stable: ties keep the fused order
-        sorted(passed, key=lambda c: -(gate.w_cosine * cosine[c.memory_id] + gate.w_coverage * c.coverage))
-    )
+
+    def key(c: Candidate) -> tuple[bool, float]:
+        # A memory holding every telling word of the question keeps its lead over closer ones that do not
+        # ("what does the probe measure": the probe memory, under two closer in cosine).
+        return c.coverage < FULL_COVERAGE, -(gate.w_cosine * cosine[c.memory_id] + gate.w_coverage * c.coverage)
+
+    closest = iter(sorted(passed, key=key))  # sorted() is stable: ties keep the fused order
     return [next(closest) if c.memory_id in cosine else c for c in top]
 
 
