@@ -479,3 +479,42 @@ def test_each_form_the_fourth_walk_stored_is_refused(name: str) -> None:
 )
 def test_words_near_the_fourth_walks_forms_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# Found after the fourth walk (tuning, not a held-out set): the value before what it is for, and a secret's
+# name, where it lives (a path with dots) and a quoted value. The values vary so no rule can know them.
+R5 = random.Random(36)
+WALK4_LATER = {
+    "the value, then 'for the redis password'": f"the value is {chars(ALNUM, 7)(R5)}2-otter-91 for the redis password",
+    "use X as the admin token": f"use {chars(ALNUM, 14)(R5)}7 as the admin token for the CI box",
+    "X, for our deploy secret": f"it was '{chars(ALNUM, 10)(R5)}-4', for our deploy secret",
+    "a cookie secret in a file, quoted": "The cookie secret in config/prod.yml is 'tangerine-otter-cobalt-1987'",
+    "a signing key in a path, quoted": 'the signing key in settings/prod.py was set to "amber-falcon-river-77"',
+    "a passphrase for a host, quoted": "the passphrase for backup.example.com is 'marmot-quartz-velvet-42'",
+}
+
+
+@pytest.mark.parametrize("name", WALK4_LATER)
+def test_each_form_found_after_the_fourth_walk_is_refused(name: str) -> None:
+    assert find_secret(WALK4_LATER[name]) is not None, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rotate the cookie secret in config/prod.yml yearly",
+        "the secret is stored in Vault",
+        "The secret's name is 'db-creds-v2'",
+        "the token header in nginx.conf is 'X-Auth-Token-V2'",
+        "the password field in login.html is 'password-input-2'",
+        "the cache key in redis.py is 'user-profile-2'",
+        "the secret in k8s is 'app-secrets'",
+        "the token in .env is '${API_TOKEN}'",
+        "we use oauth2-proxy for the session token",
+        "we moved to argon2id-v19 for the password hashes",
+        "use 1Password8 for the team password manager",
+        "the secret lives in vault at 'kv/app/prod-db'",
+    ],
+)
+def test_words_near_the_later_fourth_walk_forms_are_kept(text: str) -> None:
+    assert find_secret(text) is None

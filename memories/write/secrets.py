@@ -606,6 +606,19 @@ _SECRET_NAME = (
     r"|MASTER_?KEY|CLIENT_?KEY|APP_?KEY|AUTH_?KEY|HMAC(?:_?KEY)?|[A-Z0-9]_KEY|CREDENTIALS?|AUTH|SALT|DSN|COOKIE)"
 )
 
+# A secret's name in prose, for the rules that read its value before it or quoted after a few words
+# (not a bare "key": "the cache key in redis.py is 'user-profile-2'" names a key of a table).
+_SECRET_NOUN = (
+    r"(?:password|passwd|passphrase|passcode|pw|secret|token|credentials?|creds"
+    r"|(?:api|secret|private|signing|encryption|access|master)[ _-]?key)"
+)
+# Words between a secret's name and a quoted value that make the value something else: its name, id,
+# path, variable, header …
+_NAMING_WORD = (
+    r"(?:names?|named|ids?|path|paths|file|filename|location|variable|var|env|header|field|prefix|format"
+    r"|type|length|label|title|alias|version|placeholder|example|sample)\b"
+)
+
 OURS: tuple[Rule, ...] = (
     Rule(
         "private-key-header",
@@ -759,6 +772,34 @@ OURS: tuple[Rule, ...] = (
         ),
         ("passw", "passphrase", "pw"),
         check=_told_secret,
+    ),
+    # "the value is X for the redis password", "use X as the admin token": the value first, after a verb,
+    # then what it is for. X as `password-nearby` wants it (a word of words, `oauth2-proxy`, is a name).
+    Rule(
+        "secret-before-its-name",
+        "a credential",
+        re.compile(
+            r"(?i)\b(?=[bistuwaecp])(?:is|was|are|were|be|use[ds]?|using|try|tried|set|type|enter|paste|put)\s+"
+            rf"[\"'`]?({_TOLD_VALUE})[\"'`]?,?\s+(?:for|as)\s+(?:the|our|my|your|its|a|an)\s+(?:[\w-]+\s+){{0,3}}?"
+            rf"(?:{_SECRET_NOUN})s?\b{_ABOUT}"
+        ),
+        ("passw", "passphrase", "passcode", "pw", "secret", "token", "key", "credential"),
+        check=_told_password,
+    ),
+    # "The cookie secret in config/prod.yml is 'X'": a secret's name, where it lives (a path's dots do
+    # not end the sentence), then a quoted value. Not when the words between say the value is the
+    # secret's name, path or header ("the secret's name is 'db-creds-v2'").
+    Rule(
+        "secret-named-quoted",
+        "a credential",
+        re.compile(
+            rf"(?i)\b(?=[acpst])(?:{_SECRET_NOUN})s?\b{_ABOUT}"
+            # (the naming words are looked for only after a space: per character, they cost twice the rule)
+            rf"(?:[^\s.=:!?;\"'`]|[ \t](?!{_NAMING_WORD})|\.(?=\S)|(?<=\w)'s\b){{0,60}}?"
+            r"\s(?:is|was|are|were|(?:is\s+|was\s+)?(?:now\s+)?(?:set|changed|reset)\s+to)\s+[\"'`]([^\s\"'`]{6,200})[\"'`]"
+        ),
+        ("passw", "passphrase", "passcode", "secret", "token", "key", "credential"),
+        check=_assigned_secret,
     ),
     # "the encryption key is a4c1…", "the key is 2547…": a bare "key" with a verb (without one, "the GPG
     # key 3AA5C343…" names a public key id).
