@@ -19,28 +19,24 @@ from yullu_cli import install
 from yullu_core import postgres as pg
 
 
-def test_uninstall_names_where_the_embedded_database_stays_when_it_is_outside_the_home(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    yhome, elsewhere = tmp_path / "yhome", tmp_path / "var/lib/yullu/clusters/4e4a66c9473a"
-    monkeypatch.setenv("YULLU_HOME", str(yhome))
-    monkeypatch.delenv("DATABASE_URL", raising=False)
-    cluster = pg.plan(yhome)
-    monkeypatch.setattr(pg, "plan", lambda home: dataclasses.replace(cluster, pgdata=elsewhere / "pgdata"))
-    kept = install._left_behind(tmp_path / "home", [], cursor=False)[0]
-    assert kept.startswith(f"kept: your memories (the embedded database in {elsewhere}) and {yhome} ")
-
-
-def test_uninstall_says_the_embedded_database_when_it_is_inside_the_home(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("cluster_dir", "said"),
+    [
+        # As root, a home other users cannot enter keeps its cluster in /var/lib/yullu/clusters/<hash>.
+        ("var/lib/yullu/clusters/4e4a66c9473a", "the embedded database in {tmp}/var/lib/yullu/clusters/4e4a66c9473a"),
+        ("yhome", "the embedded database"),
+    ],
+)
+def test_uninstall_names_where_the_embedded_database_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cluster_dir: str, said: str
 ) -> None:
     yhome = tmp_path / "yhome"
     monkeypatch.setenv("YULLU_HOME", str(yhome))
     monkeypatch.delenv("DATABASE_URL", raising=False)
     cluster = pg.plan(yhome)
-    monkeypatch.setattr(pg, "plan", lambda home: dataclasses.replace(cluster, pgdata=yhome / "pgdata"))
+    monkeypatch.setattr(pg, "plan", lambda home: dataclasses.replace(cluster, pgdata=tmp_path / cluster_dir / "pgdata"))
     kept = install._left_behind(tmp_path / "home", [], cursor=False)[0]
-    assert kept.startswith(f"kept: your memories (the embedded database) and {yhome} ")
+    assert kept.startswith(f"kept: your memories ({said.format(tmp=tmp_path)}) and {yhome} "), kept
 
 
 def test_the_stale_queue_diff_keeps_a_removed_last_line_apart_from_the_added_one() -> None:
