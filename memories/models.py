@@ -175,6 +175,11 @@ class RejectedMemory(models.Model):
         max_length=20, choices=ArchiveReason.choices, default=ArchiveReason.REJECTED, db_default=ArchiveReason.REJECTED
     )
     rejected_at = models.DateTimeField(default=timezone.now)
+    # What undoing a rejection gives back besides the text (memories.write.edit.restore_rejected): null /
+    # empty on rows archived before these were kept.
+    importance = models.CharField(max_length=10, choices=Importance.choices, null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    anchors = models.JSONField(default=list, blank=True)  # the code it cited, as pinned (anchors.store's wire form)
 
     class Meta:
         verbose_name = "rejected memory"

@@ -1,7 +1,8 @@
 """More defects the fourth new-user walk met, each as it was met: REST `PATCH /api/memories/<id>` refusing
 `cwd` while MCP's update_memory takes it; `yullu memories list --limit 0`, `yullu users add 'bad/name!'` and
 `--project ""` (which fell back to the current folder) all accepted; `yullu import` calling a row that repeats
-an earlier row of the same file "already there"."""
+an earlier row of the same file "already there"; undoing a rejection in the admin losing the memory's importance,
+expiry and pinned anchors."""
 
 from __future__ import annotations
 
@@ -107,3 +108,58 @@ def test_import_counts_rows_repeating_the_file_apart_from_what_was_there(tmp_pat
     summary = json.loads(done.stdout)
     assert (summary["created"], summary["skipped"], summary["repeated"]) == (2, 1, 1)
     assert "2 new, 1 already there, 1 repeated within the file, 0 refused" in done.stderr
+
+
+REVIEW = "/admin/memories/memory/review/"
+
+
+def test_undoing_a_rejection_keeps_importance_expiry_and_pinned_anchors(
+    client: Client, owner: Any, tmp_path: Path, stub_embedder: StubServer
+) -> None:
+    # Found on the walk: `u` after a rejection in the admin brought the memory back as normal importance,
+    # without its expiry and without the code it cited (RejectedMemory had no fields for them).
+    from memories.models import RejectedMemory
+    from memories.write import create
+
+    client.force_login(owner)
+    mine = checkout(tmp_path / "mine", "git@github.com:acme/app.git")
+    scope = resolve(None, str(mine))
+    m = create.store_memory(
+        scope, "vec:1,0,0 the clock", importance="high", ttl_days=30, anchors=["app/clock.py::Clock.now"]
+    ).memory
+    pinned = [(a.path, a.symbol, a.commit, a.blob, a.text_hash) for a in MemoryAnchor.objects.filter(memory=m)]
+    assert pinned and pinned[0][2] == head(mine)
+    client.post(REVIEW, {"action": "rate", "memory_id": m.pk, "rating": "2"})
+    assert not Memory.objects.filter(pk=m.pk).exists()
+    (mine / "app" / "clock.py").write_text("class Clock:\n    def now(self):\n        return 1\n")  # HEAD moves on
+    subprocess.run(["git", "-C", str(mine), *GIT_ENV, "commit", "-qam", "later"], check=True)
+
+    client.post(REVIEW, {"action": "restore", "rejected_id": RejectedMemory.objects.get().pk})
+
+    back = Memory.objects.get(content=m.content)
+    assert (back.importance, back.expires_at, back.rating) == ("high", m.expires_at, None)
+    again = [(a.path, a.symbol, a.commit, a.blob, a.text_hash) for a in MemoryAnchor.objects.filter(memory=back)]
+    assert again == pinned  # as pinned then, not re-pinned at today's HEAD
+
+
+def test_an_expiry_that_passed_while_archived_is_not_restored(
+    client: Client, owner: Any, stub_embedder: StubServer
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memories.models import RejectedMemory
+
+    client.force_login(owner)
+    row = RejectedMemory.objects.create(
+        uuid="7d2f6a52-3c1e-4c55-9a43-0f3d6c1b2a10",
+        project_id="acme/app",
+        content="vec:0,1,0 pruned when it expired",
+        importance="low",
+        expires_at=timezone.now() - timedelta(days=1),
+        reason="expired",
+    )
+    client.post(REVIEW, {"action": "restore", "rejected_id": row.pk})
+    back = Memory.objects.current().get(content=row.content)
+    assert (back.importance, back.expires_at) == ("low", None)

@@ -22,7 +22,7 @@ from ..embedding.vector_index import ensure_index
 from ..models import ArchiveReason, Importance, Memory, MemoryVector, RejectedMemory
 from ..scope import Scope, known_root
 from ..wire import Rated, rated_to_wire
-from .create import store_memories, store_memory
+from .create import store_memories
 from .history import announce, record, snapshot
 from .poisoning import hold_reason
 from .validation import (
@@ -241,6 +241,9 @@ def archive(memory: Memory, reason: str, *, rating: int | None = None, comment: 
         rating=rating,
         rating_comment=comment,
         reason=reason,
+        importance=memory.importance,
+        expires_at=memory.expires_at,
+        anchors=anchor_store.wire_of(memory),
     )
 
 
@@ -298,14 +301,19 @@ def approve_held(memory_id: Any, *, source: str = "admin") -> Memory:
 
 def restore_rejected(rejected_id: Any, *, source: str = "admin") -> Memory:
     """Undo a rejection: store the archived memory again (a new create event, so teammates get it
-    back too) as unrated, and drop it from the archive. The archive row goes only if the store worked."""
+    back too) as unrated, with its importance, its expiry (unless that has passed: an expired memory
+    comes back without one) and the code it cited as pinned then, and drop it from the archive. The
+    archive row goes only if the store worked."""
     try:
         row = RejectedMemory.objects.get(pk=int(str(rejected_id)))
     except (ValueError, RejectedMemory.DoesNotExist):
         raise NotFound(f"rejected memory {rejected_id} not found") from None
     access.require(row.project_id, access.WRITE, missing=NotFound(f"rejected memory {rejected_id} not found"))
-    memory = store_memory(
-        Scope(row.project_id, known_root(row.project_id)), row.content, row.category, row.tags, source=source
-    ).memory
-    RejectedMemory.objects.filter(pk=row.pk).delete()
-    return memory
+    expires_at = row.expires_at if row.expires_at and row.expires_at > timezone.now() else None
+    item = NewMemory(row.content, row.category, row.tags, importance=row.importance, expires_at=expires_at)
+    with transaction.atomic():
+        stored = store_memories(Scope(row.project_id, known_root(row.project_id)), [item], source=source)[0]
+        if stored.created and (anchors := anchor_store.clean_wire(row.anchors)):
+            anchor_store.from_wire(stored.memory, anchors)
+        RejectedMemory.objects.filter(pk=row.pk).delete()
+    return stored.memory
