@@ -16,7 +16,7 @@ from yullu_core.mcp import Cwd, ProjectId, run
 
 from . import lifecycle
 from .models import CATEGORIES
-from .scope import project_of, scope_for
+from .scope import project_of, resolve, scope_for
 from .search import stats
 from .search.context import DEFAULT_BUDGET
 from .search.context import build_context as make_context
@@ -229,7 +229,8 @@ def _register_change_tools(server: MCPServer) -> None:
         cwd: Cwd = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
-            addressed(id, project_id, cwd)
+            if project_id or cwd:  # a write: records where the checkout is, so the anchors pin there (as REST)
+                edit.get_memory_in(id, resolve(project_id, cwd).project_id)
             memory = edit.update_memory(
                 id,
                 content=content,

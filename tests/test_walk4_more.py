@@ -163,3 +163,28 @@ def test_an_expiry_that_passed_while_archived_is_not_restored(
     client.post(REVIEW, {"action": "restore", "rejected_id": row.pk})
     back = Memory.objects.current().get(content=row.content)
     assert (back.importance, back.expires_at) == ("low", None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_update_memory_with_cwd_pins_anchors_against_that_checkout(
+    tmp_path: Path, live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    # Like REST's PATCH: update_memory's cwd was only checked (a read), so a memory stored by project id
+    # got its new anchors unpinned ("not checked" forever) until some other write recorded the checkout.
+    import asyncio
+
+    from memories.scope import Scope
+    from memories.write import create
+    from tests.mcp_client import call, http_session
+
+    mine = checkout(tmp_path / "mine", "git@github.com:acme/app.git")
+    project = resolve(None, str(mine), remember=False).project_id
+    m = create.store_memory(Scope(project, None), "vec:1,0,0 the clock").memory
+
+    async def go() -> tuple[bool, Any]:
+        async with http_session(live_server_url, owner_token) as s:
+            return await call(s, "update_memory", id=m.pk, cwd=str(mine), anchors=["app/clock.py::Clock.now"])
+
+    err, out = asyncio.run(go())
+    assert not err, out
+    assert [(a.symbol, a.commit) for a in MemoryAnchor.objects.filter(memory=m)] == [("Clock.now", head(mine))]
