@@ -166,6 +166,38 @@ def test_an_expiry_that_passed_while_archived_is_not_restored(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_undoing_a_rejection_embeds_the_memory_before_its_transaction(
+    stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store and the archive row's removal share a transaction; the embedding call (seconds with a
+    # remote model) must not run inside it (docs STYLE: embedding happens outside transactions).
+    from django.db import connection
+
+    from memories.embedding.embedders import get_embedder
+    from memories.models import RejectedMemory
+    from memories.write import edit
+
+    row = RejectedMemory.objects.create(
+        uuid="0b8c3f7e-5d6a-4e2b-9c1d-2a3b4c5d6e7f",
+        project_id="acme/app",
+        content="vec:0,0,1 the clock",
+        reason="rejected",
+    )
+    embedder = get_embedder()
+    inside: list[bool] = []
+    original = type(embedder).embed
+
+    def spy(self: Any, texts: list[str], *args: Any, **kwargs: Any) -> Any:
+        inside.append(connection.in_atomic_block)
+        return original(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(type(embedder), "embed", spy)
+    back = edit.restore_rejected(row.pk)
+    assert inside == [False], inside
+    assert back.content == row.content and not RejectedMemory.objects.filter(pk=row.pk).exists()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_mcp_update_memory_with_cwd_pins_anchors_against_that_checkout(
     tmp_path: Path, live_server_url: str, owner_token: str, stub_embedder: StubServer
 ) -> None:

@@ -310,7 +310,15 @@ def restore_rejected(rejected_id: Any, *, source: str = "admin") -> Memory:
         raise NotFound(f"rejected memory {rejected_id} not found") from None
     access.require(row.project_id, access.WRITE, missing=NotFound(f"rejected memory {rejected_id} not found"))
     expires_at = row.expires_at if row.expires_at and row.expires_at > timezone.now() else None
-    item = NewMemory(row.content, row.category, row.tags, importance=row.importance, expires_at=expires_at)
+    vectors = embed(get_embedder(), [row.content])  # before the transaction: a remote model may take seconds
+    item = NewMemory(
+        row.content,
+        row.category,
+        row.tags,
+        importance=row.importance,
+        expires_at=expires_at,
+        vector=vectors[0].tolist() if vectors else None,
+    )
     with transaction.atomic():
         stored = store_memories(Scope(row.project_id, known_root(row.project_id)), [item], source=source)[0]
         if stored.created and (anchors := anchor_store.clean_wire(row.anchors)):
