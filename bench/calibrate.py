@@ -18,6 +18,11 @@ THEIRS being the dump of another codebase set (`dump OUT.json bench/data/codebas
 `fit` also fits the entity-only feature's weight alone at several floors (gates.Judged.w_entity); the
 dump records what it reads (the product names each of the best 3 shares with the prompt, and the
 logit with them masked) and the raw lexical reads (lexemes, synonyms, cosine and keyword ranks).
+`folds OURS.json A.json I.json J.json` chooses leave-one-codebase-out over the tuning codebases (ours'
+`tune` split, A, I, J): for each family of refits (which weights are fitted, the others kept),
+entity floor and threshold, the weights are fitted on three codebases and the fourth is scored, and
+the four held-out folds' counts (answered first, in the top 3, answered with nothing; unrelated
+prompts that get something) are summed: the choice is made on those sums (round eight, gate5).
 `winners OURS.json A.json` asks whether a paraphrase's rejected answer is a clear winner on several
 signals at once more often than an unrelated prompt's first candidate (docs/benchmarks.md, round eight).
 
@@ -27,6 +32,7 @@ Run (DJANGO_SETTINGS_MODULE=yullu_site.settings):
      python -m bench.calibrate fit /tmp/calib.json /tmp/calib_a.json
      python -m bench.calibrate loco /tmp/calib.json /tmp/calib_a.json
      python -m bench.calibrate winners /tmp/calib.json /tmp/calib_a.json
+     python -m bench.calibrate folds /tmp/calib.json /tmp/calib_a.json /tmp/calib_i.json /tmp/calib_j.json
 Not part of the product path.
 """
 
@@ -319,8 +325,135 @@ def loco(path: str, other: str) -> None:
                 print(f"       theirs {score(theirs, w, 'best', 3, t)}")
 
 
+KINDS_ANSWERED = ("question", "paraphrase")
+
+
+def counts(rows: list[dict[str, Any]], w: np.ndarray, t: float, floor: float) -> dict[str, int]:
+    """What a gate does to one codebase's prompts, as counts: per kind the prompts, and for short
+    questions and paraphrases those answered first (`r1`), in the top 3 (`top3`) or with nothing
+    (`empty`); long prompts whose answer passes (`found`); prompts with no answer that get something
+    (`leak`). The first stage's order, the best 3, the product's cosine floor (as score())."""
+    out: dict[str, int] = {}
+
+    def add(key: str, value: bool = True) -> None:
+        out[key] = out.get(key, 0) + int(value)
+
+    for r in rows:
+        passing = [
+            c["id"]
+            for c in r["cands"][:3]
+            if (c["cosine"] or 0.0) >= MIN_COSINE
+            and 1.0 / (1.0 + np.exp(-np.dot(features(r, c, "best", floor), w))) >= t
+        ]
+        kind = r["kind"]
+        add(f"{kind} n")
+        if kind == "long":
+            add("long found", bool(set(passing) & set(r["answers"])))
+        elif kind in KINDS_ANSWERED:
+            add(f"{kind} r1", bool(passing) and passing[0] in r["answers"])
+            add(f"{kind} top3", bool(set(passing) & set(r["answers"])))
+            add(f"{kind} empty", not passing)
+        else:
+            add(f"{kind} leak", bool(passing))
+    return out
+
+
+def fit_some(
+    rows: list[dict[str, Any]], start: np.ndarray, indices: tuple[int, ...], floor: float, l2: float = 1e-2
+) -> np.ndarray:
+    """The weights at `indices` fitted (Newton, L2), the others kept as `start`."""
+    xs, ys = examples(rows, 3, lambda r, c: features(r, c, "best", floor))
+    keep = np.ones(len(start), bool)
+    keep[list(indices)] = False
+    offset, sub = xs[:, keep] @ start[keep], xs[:, ~keep]
+    w = start[~keep].copy()
+
+    def loss(v: np.ndarray) -> float:
+        z = offset + sub @ v
+        return float(np.sum(np.logaddexp(0.0, z) - ys * z) + l2 / 2 * v @ v)
+
+    for _ in range(100):  # Newton's method with step halving (a separable feature would diverge)
+        p = 1.0 / (1.0 + np.exp(-np.clip(offset + sub @ w, -500, 500)))
+        grad = sub.T @ (p - ys) + l2 * w
+        hess = (sub * (p * (1 - p))[:, None]).T @ sub + l2 * np.eye(len(w))
+        step, before = np.linalg.solve(hess, grad), loss(w)
+        while loss(w - step) > before and np.abs(step).max() > 1e-9:
+            step /= 2
+        w -= step
+    out = start.copy()
+    out[~keep] = w
+    return out
+
+
+def tuning_sets(paths: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
+    """Each tuning dump's prompts by codebase: ours is its `tune` split (held_out and fresh are
+    dropped unread), another codebase's dump is all its prompts."""
+    sets: dict[str, list[dict[str, Any]]] = {}
+    for path in paths:
+        with open(path) as fh:
+            for r in json.load(fh)["rows"]:
+                if r["split"] not in ("held_out", "fresh"):
+                    sets.setdefault(r["split"], []).append(r)
+    return sets
+
+
+FOLD_FLOORS = (-8.0, -8.5, -9.0, -9.5, -10.0)
+FOLD_THRESHOLDS = (0.5, 0.6, 0.65, 0.67, 0.68, 0.69, 0.7, 0.75, 0.8)
+FIT_FAMILIES: dict[str, tuple[int, ...]] = {
+    "shipped": (),
+    "entity": (ENTITY,),
+    "entity+bias": (ENTITY, 5),
+    "general+entity+bias": (GENERAL, ENTITY, 5),
+    "all": (0, 1, 2, GENERAL, ENTITY, 5),
+}
+
+
+def folds(*paths: str) -> None:
+    """Leave one codebase out over the tuning codebases (ours' tune split, A, I, J): for each family
+    of refits (which weights are fitted, FIT_FAMILIES), entity floor and threshold, the weights are
+    fitted on three codebases and the fourth is scored; the four held-out folds' counts are summed, and
+    the choice is made on those sums. `shipped` fits nothing (the threshold and floor alone)."""
+    import django
+
+    django.setup()
+    sets = tuning_sets(paths)
+    shipped, threshold, floor = shipped_weights()
+    print("codebases:", {k: len(v) for k, v in sets.items()})
+    base = {name: counts(rows, shipped, threshold, floor) for name, rows in sets.items()}
+    for name, c in base.items():
+        print(f"shipped on {name}: {c}")
+    keys: tuple[str, ...] = ("question r1", "question top3", "question empty", "paraphrase r1", "paraphrase top3")
+    keys += ("paraphrase empty", "long found", "unrelated leak", "near_miss leak", "long_unrelated leak")
+    print("n: " + " | ".join(str(sum(c.get(k.split()[0] + " n", 0) for c in base.values())) for k in keys))
+    print("family floor l2 t | " + " | ".join(keys))
+    for family, indices in FIT_FAMILIES.items():
+        for f in FOLD_FLOORS:
+            for l2 in (1e-2, 1.0) if family == "all" else (1e-2,):
+                weights = {}
+                for held in sets:
+                    train = [r for name, rows in sets.items() if name != held for r in rows]
+                    weights[held] = fit_some(train, shipped, indices, f, l2) if indices else shipped
+                for t in FOLD_THRESHOLDS:
+                    total: dict[str, int] = {}
+                    for held, rows in sets.items():
+                        for k, v in counts(rows, weights[held], t, f).items():
+                            total[k] = total.get(k, 0) + v
+                    print(f"{family} {f} {l2} {t} | " + " | ".join(str(total.get(k, 0)) for k in keys))
+                print(
+                    "  weights per held-out fold: "
+                    + "; ".join(f"{h} " + " ".join(f"{x:.3f}" for x in w) for h, w in weights.items())
+                )
+    all_four = [r for rows in sets.values() for r in rows]
+    for f in FOLD_FLOORS:
+        print(
+            f"w_entity fitted alone on all four at floor {f}: {fit_some(all_four, shipped, (ENTITY,), f)[ENTITY]:.3f}"
+        )
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "dump":
+    if sys.argv[1] == "folds":
+        folds(*sys.argv[2:])
+    elif sys.argv[1] == "dump":
         dump(*sys.argv[2:4])
     elif sys.argv[1] == "winners":
         winners(*sys.argv[2:])
