@@ -67,6 +67,12 @@ class Judged:
     # Below this cosine a candidate is not judged and not returned: on the tuning split no answer
     # cleared the gate below 0.26, and half of the unrelated prompts' candidates sit under 0.11.
     min_cosine: float = 0.2
+    # The same floor for a prompt read by its clauses (rerank.clauses: the hook's task-first prompts): the
+    # task dilutes its whole-text cosine, so its answer's sits lower (5th / 10th percentile on the four
+    # tuning codebases 0.29 / 0.32, against 0.33 / 0.38 for short questions), while the judged clause can
+    # still name it ("what's our setup and why?" and the memory on where production MySQL runs: cosine
+    # 0.17, clause logit 1.4). Issue 34 round eight, docs/benchmarks.md.
+    clause_min_cosine: float = 0.15
     w_entity: float = 0.0
     entity_floor: float = -9.0
 
@@ -75,11 +81,12 @@ class Judged:
         z += self.w_general * general + self.w_entity * entity
         return 1.0 / (1.0 + math.exp(-z))
 
-    def settled(self, c: Candidate, general: bool = False, named: bool = False) -> bool | None:
+    def settled(self, c: Candidate, general: bool = False, named: bool = False, clauses: bool = False) -> bool | None:
         """True / False when the first stage's evidence decides alone, None when the model must judge.
-        `named`: the candidate shares a product's name with a short question, so `entity` may be 1."""
+        `named`: the candidate shares a product's name with a short question, so `entity` may be 1.
+        `clauses`: the prompt is judged by its clauses (its floor is clause_min_cosine)."""
         low, high = rerank.LOGIT_RANGE
-        if (c.similarity or 0.0) < self.min_cosine:
+        if (c.similarity or 0.0) < (self.clause_min_cosine if clauses else self.min_cosine):
             return False
         if self.probability(low, c, general, entity=named) >= self.threshold:
             return True
@@ -143,7 +150,8 @@ def judged_test(
     out, reads as a general-knowledge question (asking.asks_in_general).
     A candidate without a vector yet (backfill pending) is kept on its keyword evidence, as before."""
     top = [c for c in ordered[: gate.depth] if c.similarity is not None]
-    verdicts = {c.memory_id: gate.settled(c, general) for c in top}
+    by_clause = gate.clauses and bool(rerank.clauses(query))
+    verdicts = {c.memory_id: gate.settled(c, general, clauses=by_clause) for c in top}
     short = bool(gate.w_entity) and len(query.split()) < rerank.MIN_PROMPT_WORDS
     # Only a candidate that may pass can share only a name: one the first stage rejects is not read
     # (a short prompt whose candidates all fall under the gate's floor reads no text).
@@ -155,7 +163,7 @@ def judged_test(
     named: list[Candidate] = []  # cosine and coverage pass it, unless it shares only a name (asked first)
     for c in top:
         verdict = verdicts[c.memory_id]
-        if verdict and names.get(c.memory_id) and not gate.settled(c, general, named=True):
+        if verdict and names.get(c.memory_id) and not gate.settled(c, general, named=True, clauses=by_clause):
             named.append(c)
         elif verdict:
             passed.add(c.memory_id)
