@@ -50,6 +50,7 @@ DEPTH = 10
 DEPTHS = (3, 5)
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8)
 MIN_COSINE = 0.2  # gates.Judged.min_cosine
+CLAUSE_MIN_COSINE = 0.15  # gates.Judged.clause_min_cosine: a prompt the gate reads by its clauses
 ENTITY_FLOOR = -9.0  # gates.Judged.entity_floor
 ENTITY_FLOORS = (-8.0, -9.0, -10.0, -11.0)
 SHORT = 12  # rerank.MIN_PROMPT_WORDS: the entity feature is read for shorter prompts only
@@ -184,6 +185,16 @@ def fit_one(
     return float(w)
 
 
+def min_cosine(r: dict[str, Any]) -> float:
+    """The product's cosine floor for this prompt: lower for one the gate judges by its clauses."""
+    from memories.search import queries, rerank
+    from memories.search.focus import focus
+
+    if "_floor" not in r:
+        r["_floor"] = CLAUSE_MIN_COSINE if rerank.clauses(queries.search_text(focus(r["q"]))) else MIN_COSINE
+    return float(r["_floor"])
+
+
 def score(
     rows: list[dict[str, Any]], w: np.ndarray, logit: str, depth: int, t: float, floor: float = ENTITY_FLOOR
 ) -> dict[str, float]:
@@ -195,7 +206,7 @@ def score(
         passing = [
             c["id"]
             for c in r["cands"][:depth]
-            if (c["cosine"] or 0.0) >= MIN_COSINE
+            if (c["cosine"] or 0.0) >= min_cosine(r)
             and 1.0 / (1.0 + np.exp(-np.dot(features(r, c, logit, floor), w))) >= t
         ]
         if r["kind"] == "long":  # the hook injects every passing candidate: found is what counts
@@ -287,7 +298,7 @@ def winners(*paths: str) -> None:
     rejected, silent = [], []
     for r in rows:
         top = r["cands"][:3]
-        if any((c["cosine"] or 0.0) >= MIN_COSINE and p(r, c) >= threshold for c in top):
+        if any((c["cosine"] or 0.0) >= min_cosine(r) and p(r, c) >= threshold for c in top):
             continue
         if r["kind"] in ("question", "paraphrase") and r["answers"]:
             rejected += [signals(r, i) for i, c in enumerate(top) if c["id"] in r["answers"]]
@@ -342,7 +353,7 @@ def counts(rows: list[dict[str, Any]], w: np.ndarray, t: float, floor: float) ->
         passing = [
             c["id"]
             for c in r["cands"][:3]
-            if (c["cosine"] or 0.0) >= MIN_COSINE
+            if (c["cosine"] or 0.0) >= min_cosine(r)
             and 1.0 / (1.0 + np.exp(-np.dot(features(r, c, "best", floor), w))) >= t
         ]
         kind = r["kind"]
