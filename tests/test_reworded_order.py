@@ -91,3 +91,19 @@ def test_a_memory_holding_every_word_of_the_question_keeps_its_lead() -> None:
         closer,
         full,
     ]
+
+
+def test_over_the_limit_the_first_memories_given_are_reworded_first() -> None:
+    """Five rewordings, four embedded: the memory given first (the fused order's) is among them, whatever
+    order the database returns the vectors in."""
+    scope = resolve("acme/many", None)
+    texts = [
+        FACTS[5],  # secret, vault
+        "Database passwords and credentials rotate monthly via the ops runbook.",  # credential, password
+        "Service tokens and creds are issued by the platform team.",  # creds
+    ]
+    ids = [create.store_memory(scope, text, "").memory.pk for text in texts]
+    question = "where do api keys live"
+    assert sum(len(synonyms.rewordings(question, synonyms.swaps(question), t)) for t in texts) > queries.MAX_REWORDINGS
+    best = queries.reworded_cosines(question, [ids[2], ids[0], ids[1]], get_embedder())
+    assert ids[2] in best and ids[0] in best, best
