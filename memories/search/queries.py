@@ -302,13 +302,15 @@ def reworded_cosines(text: str, ids: list[int], embedder: Embedder) -> dict[int,
     found = synonyms.swaps(text)
     if not found:
         return {}
-    rows = MemoryVector.objects.filter(memory_id__in=ids, embedder=embedder.id).values_list(
-        "memory_id", "memory__content", "vector"
-    )
     # Over MAX_REWORDINGS, the first memories of `ids` (the fused order) are reworded first, not
     # whichever rows the database returned first.
     place = {mid: n for n, mid in enumerate(ids)}
-    rows = sorted(rows, key=lambda row: place[row[0]])
+    rows = sorted(
+        MemoryVector.objects.filter(memory_id__in=ids, embedder=embedder.id).values_list(
+            "memory_id", "memory__content", "vector"
+        ),
+        key=lambda row: place[row[0]],
+    )
     asked = [(mid, vec, r) for mid, content, vec in rows for r in synonyms.rewordings(text, found, content)]
     texts = list(dict.fromkeys(r for _, _, r in asked))[:MAX_REWORDINGS]
     if not texts:
