@@ -25,6 +25,9 @@ the four held-out folds' counts (answered first, in the top 3, answered with not
 prompts that get something) are summed: the choice is made on those sums (round eight, gate5).
 `winners OURS.json A.json` asks whether a paraphrase's rejected answer is a clear winner on several
 signals at once more often than an unrelated prompt's first candidate (docs/benchmarks.md, round eight).
+`slots OURS.json A.json I.json J.json` replays the shipped gate judging the fused best 3 plus the
+cosine's best 1 or 2 when they are not among them (gate_slots): relevant prompts gained, prompts
+with no answer let through, the cross-encoder pairs it costs (round eight, slots5: not kept).
 
 Run (DJANGO_SETTINGS_MODULE=yullu_site.settings):
      python -m bench.calibrate dump /tmp/calib.json
@@ -33,13 +36,16 @@ Run (DJANGO_SETTINGS_MODULE=yullu_site.settings):
      python -m bench.calibrate loco /tmp/calib.json /tmp/calib_a.json
      python -m bench.calibrate winners /tmp/calib.json /tmp/calib_a.json
      python -m bench.calibrate folds /tmp/calib.json /tmp/calib_a.json /tmp/calib_i.json /tmp/calib_j.json
+     python -m bench.calibrate slots /tmp/calib.json /tmp/calib_a.json /tmp/calib_i.json /tmp/calib_j.json
 Not part of the product path.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,6 +53,7 @@ from typing import Any
 import numpy as np
 
 DEPTH = 10
+COSINE_SLOTS = 2  # the dense side's best N are dumped even outside the top DEPTH
 DEPTHS = (3, 5)
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8)
 MIN_COSINE = 0.2  # gates.Judged.min_cosine
@@ -78,13 +85,14 @@ def dump(out: str, data: str | None = None) -> None:
             vec = embedder.embed([queries.search_text(text)], kind="query")[0]
             found = queries._ranked(project, text, 5, None, 0.0, "hybrid", queries.Embedded(embedder, vec))
             cands = found.ordered[:DEPTH] if found else []
+            # the cosine winners outside the top DEPTH too (a fourth slot for them: round eight, slots5)
+            cands += [c for c in (found.ordered[DEPTH:] if found else []) if (c.dense_rank or DEPTH) <= COSINE_SLOTS]
             texts = [content[c.memory_id] for c in cands]
             whole = rerank.judge.logits(queries.search_text(text), texts) if cands else []
             best = gates.judged_logits(queries.search_text(text), texts) if cands else []  # as the gate reads it
             qlex = sorted(set(bm25.query_lexemes(queries.search_text(text))))
             names = [entities.shared(queries.search_text(text), t) for t in texts]
-            masked = gates.entity_logits(queries.search_text(text), list(zip(texts[:3], names[:3], strict=False)))
-            masked += [None] * (len(texts) - len(masked))
+            masked = gates.entity_logits(queries.search_text(text), list(zip(texts, names, strict=True)))
             rows.append(
                 {
                     "kind": kind,
@@ -108,13 +116,11 @@ def dump(out: str, data: str | None = None) -> None:
                             "text": t,
                             "lex": sorted(set(bm25.query_lexemes(t))),
                             # the product names it shares with the prompt, and the logit with them masked
-                            # (gates.entity_only; the first stage's best 3 only)
+                            # (gates.entity_logits; every candidate, for a cosine winner outside the best 3)
                             "names": n,
                             "masked": m,
                         }
-                        for c, w, b, t, n, m in zip(
-                            cands, whole, best, texts, names, masked + [None] * DEPTH, strict=False
-                        )
+                        for c, w, b, t, n, m in zip(cands, whole, best, texts, names, masked, strict=True)
                     ],
                 }
             )
@@ -461,8 +467,102 @@ def folds(*paths: str) -> None:
         )
 
 
+def _add(out: Counter[str], key: str, value: bool | int = True) -> None:
+    out[key] += int(value)
+
+
+def gate_slots(r: dict[str, Any], extra: int) -> list[dict[str, Any]]:
+    """The candidates the gate judges: the fused order's best 3, then, for a prompt read whole (not by
+    clauses), the cosine's best `extra` (dense rank 1..extra) that are not among them, in the fused
+    order (round eight, slots5: measured, not kept)."""
+    top = r["cands"][:3]
+    if min_cosine(r) < MIN_COSINE:  # read by its clauses (min_cosine): keeps its three slots
+        return top
+    return top + [c for c in r["cands"][3:] if (c["dense_rank"] or DEPTH + 1) <= extra]
+
+
+def slots(*paths: str) -> None:
+    """A fourth (and fifth) slot for the cosine winner: the gate judges the fused best 3 plus the
+    cosine's best 1 (or 2) when not among them, with the same probability and threshold; what passes
+    keeps its fused order (the new slot after the best 3). Per tuning codebase and summed: relevant
+    prompts answered instead of nothing (and whether the answer), rank-1 / top-3 of short questions
+    and paraphrases, long prompts found, prompts with no answer let through, and the cross-encoder
+    pairs the new slot costs (a candidate cosine and coverage do not settle: one pair, as the gate's
+    batch counts it; a masked pair when it shares a name with a short prompt and would pass)."""
+    import django
+
+    django.setup()
+    from memories.search.asking import asks_in_general
+    from memories.search.candidates import Candidate
+    from memories.search.gates import JUDGED
+
+    gate = JUDGED["local:all-MiniLM-L6-v2"]
+    shipped, threshold, floor = shipped_weights()
+    sets = tuning_sets(paths)
+
+    def p(r: dict[str, Any], c: dict[str, Any]) -> float:
+        return float(1.0 / (1.0 + np.exp(-np.dot(features(r, c, "best", floor), shipped))))
+
+    def passing(r: dict[str, Any], cands: list[dict[str, Any]]) -> list[int]:
+        return [c["id"] for c in cands if (c["cosine"] or 0.0) >= min_cosine(r) and p(r, c) >= threshold]
+
+    def cost(r: dict[str, Any], c: dict[str, Any]) -> int:
+        cand = Candidate(0, similarity=c["cosine"], coverage=c["coverage"])
+        verdict = gate.settled(cand, asks_in_general(r["q"]))
+        pairs = int(verdict is None)  # the model judges it
+        # a short prompt's candidate sharing a name that would pass is asked the masked pair too
+        if verdict is not False and r.get("words", SHORT) < SHORT and c.get("names"):
+            pairs += int(p(r, {**c, "masked": None}) >= threshold)
+        return pairs
+
+    total: dict[str, dict[str, int]] = {}
+    for extra in (1, 2):
+        print(f"== the fused best 3 + the cosine best {extra}")
+        for name, rows in sets.items():
+            out: Counter[str] = Counter()
+            add = functools.partial(_add, out)
+            for r in rows:
+                before, cands = passing(r, r["cands"][:3]), gate_slots(r, extra)
+                after = passing(r, cands)
+                kind, answers = r["kind"], set(r["answers"])
+                add(f"{kind} n")
+                new = cands[3:]
+                add("new slots", len(new))
+                add("pairs", sum(cost(r, c) for c in new))
+                if kind == "long":
+                    add("long found", bool(set(before) & answers))
+                    add("long found after", bool(set(after) & answers))
+                    add("long more injected", len(after) > len(before))
+                elif answers:
+                    for tag, ids in (("", before), (" after", after)):
+                        add(f"{kind} r1{tag}", bool(ids) and ids[0] in answers)
+                        add(f"{kind} top3{tag}", bool(set(ids[:3]) & answers))
+                        add(f"{kind} empty{tag}", not ids)
+                    if not before and after:
+                        add(f"{kind} gained", True)
+                        add(f"{kind} gained right", after[0] in answers)
+                        if after[0] in answers:
+                            print(f"  {name} {kind} gained: {r['q']!r}")
+                        else:
+                            print(f"  {name} {kind} gained WRONG: {r['q']!r}")
+                    elif after != before:
+                        add(f"{kind} more returned", True)
+                else:
+                    add(f"{kind} leak", bool(before))
+                    add(f"{kind} leak after", bool(after))
+                    if after and not before:
+                        print(f"  {name} {kind} let through: {r['q']!r}")
+            total.setdefault(str(extra), {})
+            for k, v in out.items():
+                total[str(extra)][k] = total[str(extra)].get(k, 0) + v
+            print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(out.items())))
+        print("  ALL: " + ", ".join(f"{k} {v}" for k, v in sorted(total[str(extra)].items())))
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "folds":
+    if sys.argv[1] == "slots":
+        slots(*sys.argv[2:])
+    elif sys.argv[1] == "folds":
         folds(*sys.argv[2:])
     elif sys.argv[1] == "dump":
         dump(*sys.argv[2:4])
