@@ -4,13 +4,12 @@ with the real local embedder and cross-encoder, through the hook's REST path on 
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from memories.scope import resolve
 from memories.search import gates
 from memories.write import create
-from tests.test_retrieval_gate import FACTS, LONG_GENERAL
+from tests.test_retrieval_gate import FACTS, LONG_GENERAL, hook_context
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,13 +34,9 @@ def test_the_hook_injects_the_answer_a_long_prompts_task_dilutes(live_server_url
     scope = resolve("acme/questionnaire", None)
     for fact in [*FACTS, HOSTING]:
         create.store_memory(scope, fact, "decision")
-    headers = {"Authorization": f"Bearer {owner_token}"}
 
     def injected(prompt: str) -> str:
-        body = {"project_id": scope.project_id, "query": prompt}
-        answer = httpx.post(f"{live_server_url}/api/context", json=body, headers=headers, timeout=60)
-        assert answer.status_code == 200, answer.text
-        return str(answer.json()["context"])
+        return hook_context(live_server_url, owner_token, scope.project_id, prompt)
 
     assert "Amazon RDS" in injected(QUESTIONNAIRE)
     for prompt in LONG_GENERAL:  # long prompts with no answer here still get nothing from this project

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 import pytest
 from django.test import Client
 
@@ -18,6 +19,15 @@ from memories.write import create
 from tests.mcp_client import ask_all, call, http_session, store_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def hook_context(base_url: str, token: str, project_id: str, prompt: str, **fields: Any) -> str:
+    """The block the prompt hook would inject for `prompt`: POST /api/context on a live server."""
+    body = {"project_id": project_id, "query": prompt, **fields}
+    answer = httpx.post(f"{base_url}/api/context", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["context"])
+
 
 DEPLOY = "The probe service deploys with make ship-it after the canary passes."
 
@@ -214,18 +224,12 @@ LONG_GENERAL = [
 def test_the_prompt_hook_injects_nothing_for_a_long_general_question_about_a_project_technology(
     live_server_url: str, owner_token: str
 ) -> None:
-    import httpx
-
     scope = resolve("acme/hookgeneral", None)
     for fact in FACTS:
         create.store_memory(scope, fact, "process")
-    headers = {"Authorization": f"Bearer {owner_token}"}
 
     def injected(prompt: str) -> str:
-        body = {"project_id": scope.project_id, "query": prompt}
-        answer = httpx.post(f"{live_server_url}/api/context", json=body, headers=headers, timeout=60)
-        assert answer.status_code == 200, answer.text
-        return str(answer.json()["context"])
+        return hook_context(live_server_url, owner_token, scope.project_id, prompt)
 
     assert "make ship-it" in injected(LONG_DEPLOY)
     for prompt in LONG_GENERAL:
@@ -372,8 +376,6 @@ WHY_PROMPT = (
 def test_the_prompt_hooks_hints_do_not_hide_the_memory_of_another_category(
     live_server_url: str, owner_token: str
 ) -> None:
-    import httpx
-
     from yullu_cli.hooks import category_hints
 
     scope = resolve("acme/hinted", None)
@@ -381,8 +383,5 @@ def test_the_prompt_hooks_hints_do_not_hide_the_memory_of_another_category(
         create.store_memory(scope, fact, category)
     hints = category_hints(WHY_PROMPT)
     assert "decision" in hints and "gotcha" not in hints
-    body = {"project_id": scope.project_id, "query": WHY_PROMPT, "prefer_categories": hints}
-    headers = {"Authorization": f"Bearer {owner_token}"}
-    answer = httpx.post(f"{live_server_url}/api/context", json=body, headers=headers, timeout=60)
-    assert answer.status_code == 200, answer.text
-    assert "must be restarted" in answer.json()["context"]
+    context = hook_context(live_server_url, owner_token, scope.project_id, WHY_PROMPT, prefer_categories=hints)
+    assert "must be restarted" in context
