@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import re
-from importlib import resources
 
 from . import synonyms
 
@@ -35,8 +34,7 @@ WORD = re.compile(r"[\w.+#-]*\w")
 @functools.cache
 def products() -> re.Pattern[str]:
     """One pattern for every product the thesaurus lists under a hypernym ("redis", "github actions")."""
-    text = resources.files(__package__).joinpath("synonyms.txt").read_text(encoding="utf-8")
-    names = {t.lower() for sources, targets in synonyms.parse(text) if sources != targets for t in targets}
+    names = {t.lower() for sources, targets in synonyms.thesaurus() if sources != targets for t in targets}
     return _words(tuple(sorted(names)))
 
 

@@ -16,6 +16,7 @@ of its words; as an expansion only single-lexeme members are used, since a phras
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from importlib import resources
@@ -47,6 +48,12 @@ def parse(text: str) -> list[tuple[list[str], list[str]]]:
             words = [w.strip() for w in line.split(",") if w.strip()]
             out.append((words, words))
     return out
+
+
+@functools.cache
+def thesaurus() -> list[tuple[list[str], list[str]]]:
+    """The package's synonyms.txt, parsed (read once per process; callers do not change it)."""
+    return parse(resources.files(__package__).joinpath("synonyms.txt").read_text(encoding="utf-8"))
 
 
 def close(parsed: list[tuple[list[str], list[str]]]) -> list[tuple[list[str], list[str]]]:
@@ -82,7 +89,7 @@ def rules() -> list[Rule]:
     with _lock:
         if _rules is not None:
             return _rules
-    parsed = close(parse(resources.files(__package__).joinpath("synonyms.txt").read_text(encoding="utf-8")))
+    parsed = close(thesaurus())
     stems = _stem(sorted({w for sources, targets in parsed for w in sources + targets}))
     built: list[Rule] = []
     for sources, targets in parsed:
