@@ -156,21 +156,20 @@ def cmd_prune(args: argparse.Namespace) -> None:
 
 def cmd_export(args: argparse.Namespace) -> None:
     setup_django()
-    if args.format == "json":
-        from yullu_cli.memory_commands import export_json_to
-
-        export_json_to(args.project, args.out, args.vectors)
-        return
     from memories.models import Memory, ProjectLocation
-    from yullu_cli.memory_commands import export_agents_md_to
+    from yullu_cli.memory_commands import export_agents_md_to, export_json_to
 
     known = (
         Memory.objects.filter(project_id=args.project).exists()
         or ProjectLocation.objects.filter(project_id=args.project).exists()
     )
-    if args.project and not known:
-        fail(f"project {args.project!r} not found (no memories, never seen); `yullu export agents-md` "
-             "without --project exports the current folder's project.")  # fmt: skip
+    if args.project and not known:  # a misspelt project id: one sentence, not an empty export (json too)
+        without = "every project" if args.format == "json" else "the current folder's project"
+        fail(f"project {args.project!r} not found (no memories, never seen); `yullu export {args.format}` "
+             f"without --project exports {without}.")  # fmt: skip
+    if args.format == "json":
+        export_json_to(args.project, args.out, args.vectors)
+        return
     export_agents_md_to(project_id=args.project, cwd=os.getcwd(), out=args.out)
 
 

@@ -530,7 +530,8 @@ def import_assistant_memory(
     rows = []
     for file, kind, category, fact in assistant_memory.read(path):
         rows.append(Row(project_id=project_id, content=fact, category=category, tags=[f"from:{kind}"]))
-        result.review.append({"file": str(file), "category": category, "content": fact[:120]})
+        # redacted as the errors are: a fact refused for a secret is listed here too (found on the walk)
+        result.review.append({"file": str(file), "category": category, "content": redact(fact)[:120]})
     if not rows:
         expected = "CLAUDE.md, AGENTS.md, .cursor/rules/*.mdc, .github/copilot-instructions.md or Claude Code's memory"
         raise UserError(f"{path}: no facts found (expected Markdown lists or paragraphs: {expected}).")

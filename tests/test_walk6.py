@@ -1,0 +1,52 @@
+"""Defects the fifth new-user walk met, each as it was met: `yullu import` of a CLAUDE.md holding a token
+refused the row and redacted it in `errors`, but printed the token in clear in the summary's `review` list;
+`yullu export json --project <a misspelt id>` wrote an empty export and exited 0 (agents-md says the project
+is not found)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from bench.secret_forms import ALNUM, chars
+from memories.models import Memory
+from tests.processes import git_repo, product_env, run_cli
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_an_import_that_refuses_a_secret_never_prints_it(tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "shop", "git@github.com:acme/shop.git")
+    token = "ghp_" + chars(ALNUM, 36)(random.Random(6))
+    (repo / "CLAUDE.md").write_text(
+        f"# Notes\n\n- For deploys the CI uses the token {token} from the vault.\n"
+        "- Run mix format before every commit.\n"
+    )
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    ran = run_cli(["import", str(repo)], env)
+    assert ran.returncode == 0, ran.stderr
+    summary = json.loads(ran.stdout)
+    assert (summary["created"], summary["refused"]) == (1, 1), summary
+    assert token not in ran.stdout and token not in ran.stderr
+    assert any("[REDACTED" in row["content"] for row in summary["review"]), summary["review"]
+    assert [m.content for m in Memory.objects.all()] == ["Run mix format before every commit."]
+
+
+@pytest.mark.parametrize("fmt", ["json", "agents-md"])
+def test_an_export_of_a_misspelt_project_says_it_was_not_found(tmp_path: Path, fmt: str) -> None:
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    assert (
+        run_cli(["memories", "add", "Deploys go out from release branches.", "--project", "acme/shop"], env).returncode
+        == 0
+    )
+    out = tmp_path / "export.out"
+    ran = run_cli(["export", fmt, "--project", "acme/shpo", "--out", str(out)], env)
+    assert ran.returncode == 1, ran.stdout
+    assert "project 'acme/shpo' not found" in ran.stderr and "Traceback" not in ran.stderr
+    assert not out.exists()
+    # the project that is there still exports
+    assert run_cli(["export", fmt, "--project", "acme/shop", "--out", str(out)], env).returncode == 0
+    assert "Deploys go out from release branches." in out.read_text()
