@@ -990,6 +990,295 @@ HELD_OUT_3_KEEP: list[Form] = [
 ]
 
 
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_4: written (as a seeded script outside the repository, /work/wt/secrets6-data/gen.py) BEFORE its
+# author read the scanner, these forms, bench/secret_scan.py, tests/test_secrets.py or docs/security.md, as a
+# judge with a fresh set would: 82 secrets as people and assistants write them into a memory about a codebase
+# (passwords and PINs told in prose in seven languages, passphrases of words, bare hex and base64 keys next
+# to a key word, `.env` lines with unusual names, SQL Server / Oracle / ClickHouse / Neo4j / AMQPS
+# connection strings, an LDAP bind password, basic auth in a URL, S3 and Azure signed URLs, cookies, OTP
+# seeds, OpenSSH / PGP / PKCS#8 / PKCS#12 keys, Docker and Kubernetes configs, 30 vendors' keys beyond the
+# usual, keys split or quoted in Python, JS, YAML and TOML) and 23 memories that must stay storable
+# (HELD_OUT_4_KEEP: talk about secrets, placeholders, a hash, a sha, a uuid, base64 of text, versions, long
+# identifiers, an SSH host key fingerprint, an image digest, a JWT header alone). Its first and only
+# held-out run, through REST on a live site with a real PostgreSQL (POST /api/memories, one text each, at
+# 0afe8ad), stored 10 of the 82: a login pair after words (`Login for the Grafana box is admin / X`), three
+# PINs, three passphrases of words, an upper-case hex AES key after `=`, an OCI auth token with `(` in it, a
+# token split by `+` between quoted parts; and refused 4 of 24 keepers: a README's placeholder DSN, an SSH
+# host key's `SHA256:` fingerprint, a JWT header alone, and AWS's documented sample pair (refused by policy
+# since the third set: moved to REFUSED_BY_POLICY). The scanner was fixed after that run
+# (docs/security.md); the forms are kept as written (dashes in the names are the script's kinds).
+
+
+def _b64b(r: random.Random, n_bytes: int) -> str:
+    return base64.b64encode(r.randbytes(n_bytes)).decode()
+
+
+def _jwt4(r: random.Random, payload: dict[str, object]) -> str:
+    head = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
+    body = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+    return f"{head}.{body}.{_b64u(r, 32)}"
+
+
+def _stripe_split(r: random.Random) -> str:
+    k = _c(r, ALNUM, 99)
+    return f'STRIPE_KEY = (\n    "rk_live_{k[:40]}"\n    "{k[40:]}"\n)'
+
+
+def _akab(r: random.Random) -> str:
+    return f"akab-{_c(r, LOWER_ALNUM, 16)}-{_c(r, LOWER_ALNUM, 16)}"
+
+
+HELD_OUT_4: list[Form] = [
+    _f("prose-password 1", lambda r: "The staging db password is Tr0mbone-Vest!92, don't paste it in Slack."),
+    _f("prose-password 2", lambda r: f"pw for the admin panel: quokka{_c(r, ALNUM, 4)}Lantern77 (user is ops)"),
+    _f("prose-password 3", lambda r: "Login for the Grafana box is admin / Gr4f-Owl_2291"),
+    _f("prose-password-de", lambda r: "Das Passwort für den Staging-Server lautet Wolke7!Sonne, Benutzer deploy."),
+    _f("prose-password-fr", lambda r: "Le mot de passe de la base de prod est Cerise#4821q, ne pas le commiter."),
+    _f("prose-password-es", lambda r: "La contraseña del servidor de pruebas es LlamaRoja_2024x"),
+    _f("prose-password-pt", lambda r: "a senha do ftp de homologação é pao-de-Queijo88"),
+    _f("prose-password-ja", lambda r: "本番DBのパスワードは Sakura!2024xy です。"),
+    _f("prose-password-ru", lambda r: "пароль от сервера сборки: Medved_71kz"),
+    _f("prose-password 4", lambda r: "The root password on the build VM was changed to `vK9#pq!2Lm` yesterday."),
+    _f("prose-pin 1", lambda r: "The SIM PIN for the Android test phone is 7391."),
+    _f("prose-pin 2", lambda r: "Yubikey PIN: 904512 (admin PIN is the default 12345678 still)"),
+    _f("prose-pin 3", lambda r: "Use PIN 2846 to unlock the shared QA iPad."),
+    _f("passphrase-spaces 1", lambda r: "The GPG key passphrase is: purple monkey dishwasher lantern seven"),
+    _f("passphrase-spaces 2", lambda r: "vault unseal passphrase = 'amber fox jumps quietly over 7 hills'"),
+    _f("passphrase-spaces 3", lambda r: "Office wifi password: sunny meadow 42 tulips"),
+    _f("bare-hex 1", lambda r: f"encryption key: {_c(r, HEX, 64)}"),
+    _f("bare-hex 2", lambda r: f"The HMAC secret for the webhook verifier is {_c(r, HEX, 40)}"),
+    _f("bare-hex 3", lambda r: f"AES-128 key used by the legacy export = {_c(r, HEX, 32).upper()}"),
+    _f("bare-b64 1", lambda r: f"signing key is {_b64b(r, 32)} (used by the token service)"),
+    _f("bare-b64 2", lambda r: f"Our Fernet key: {_b64u(r, 32)}="),
+    _f("env-line 1", lambda r: f"APP_KEY=base64:{_b64b(r, 32)}"),
+    _f(
+        "env-line 2",
+        lambda r: "DJANGO_SECRET_KEY=" + _c(r, string.ascii_lowercase + string.digits + "!@#$%^&*(-_=+)", 50),
+    ),
+    _f("env-line 3", lambda r: f"SESSION_SIGNING_SALT={_c(r, ALNUM, 24)}"),
+    _f("env-line 4", lambda r: f"export WEBHOOK_HMAC={_c(r, HEX, 48)}"),
+    _f(
+        "conn-mssql",
+        lambda r: (
+            "Server=tcp:prod-sql.database.windows.net,1433;Initial Catalog=orders;User ID=svc_orders;"
+            "Password=Qx8!mZ2#vLp;Encrypt=True;"
+        ),
+    ),
+    _f("conn-oracle", lambda r: "jdbc:oracle:thin:app_user/Wq7pLm2xR@//ora-prod.internal:1521/ORCLPDB1"),
+    _f("conn-clickhouse", lambda r: "clickhouse://default:Ch5ecret99x@ch.internal:9000/analytics"),
+    _f("conn-neo4j", lambda r: "NEO4J_URI=neo4j+s://neo4j:Gr4phP4ss-xyz@a1b2c3d4.databases.neo4j.io"),
+    _f("conn-amqps", lambda r: "amqps://orders:Rb7mQ2vX9k@rabbit.prod.internal:5671/orders"),
+    _f(
+        "ldap-bind",
+        lambda r: "LDAP bind DN cn=svc-jenkins,ou=services,dc=corp,dc=acme with bind password Ld4p!Bind2023",
+    ),
+    _f("basic-auth-url", lambda r: f"pip index: https://deploy:{_c(r, ALNUM, 14)}@artifacts.acme-corp.io/simple/"),
+    _f(
+        "signed-url-s3",
+        lambda r: (
+            "https://acme-reports.s3.amazonaws.com/q3.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA"
+            + _c(r, string.ascii_uppercase + "234567", 16)
+            + "%2F20261101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20261101T101010Z&X-Amz-Expires=604800"
+            + f"&X-Amz-SignedHeaders=host&X-Amz-Signature={_c(r, HEX, 64)}"
+        ),
+    ),
+    _f(
+        "signed-url-azure-sas",
+        lambda r: (
+            "backup link: https://acmebackups.blob.core.windows.net/db/prod.bak?sv=2022-11-02&ss=b&srt=o&sp=rl"
+            f"&se=2026-12-31T00:00:00Z&spr=https&sig={_sas_sig(r)}"
+        ),
+    ),
+    _f("cookie 1", lambda r: f"Cookie: sessionid={_c(r, LOWER_ALNUM, 32)}; csrftoken={_c(r, ALNUM, 32)}"),
+    _f("cookie 2", lambda r: f"my staging session cookie is connect.sid=s%3A{_c(r, URLSAFE, 32)}.{_c(r, ALNUM, 43)}"),
+    _f(
+        "otp-seed 1",
+        lambda r: f"otpauth://totp/Acme:ops@acme.io?secret={_c(r, string.ascii_uppercase + '234567', 32)}&issuer=Acme",
+    ),
+    _f(
+        "otp-seed 2",
+        lambda r: f"TOTP seed for the shared admin account: {_c(r, string.ascii_uppercase + '234567', 16)}",
+    ),
+    _f(
+        "ssh-key",
+        lambda r: (
+            "deploy key:\n-----BEGIN OPENSSH PRIVATE KEY-----\n"
+            "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+            + _b64b(r, 48)
+            + "\n-----END OPENSSH PRIVATE KEY-----"
+        ),
+    ),
+    _f(
+        "pgp-key",
+        lambda r: (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF"
+            + _b64b(r, 45)
+            + "\n"
+            + _b64b(r, 45)
+            + "\n-----END PGP PRIVATE KEY BLOCK-----"
+        ),
+    ),
+    _f(
+        "pkcs8-b64",
+        lambda r: (
+            "the service account key (PKCS#8, base64, no header): MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ"
+            + _b64b(r, 60)
+        ),
+    ),
+    _f(
+        "pkcs12-b64",
+        lambda r: (
+            "signing cert .p12 as base64 for CI: MIIKPAIBAzCCCfYGCSqGSIb3DQEHAaCCCecEggnjMIIJ3zCCBg"
+            + _b64b(r, 48)
+            + " password: Cert!Pass19"
+        ),
+    ),
+    _f("docker-auths", lambda r: '{"auths": {"registry.gitlab.com": {"auth": "' + b64("deploy:s3cretPass99x") + '"}}}'),
+    _f(
+        "kubeconfig",
+        lambda r: (
+            "users:\n- name: prod-admin\n  user:\n    client-key-data: "
+            + b64("-----BEGIN RSA PRIVATE KEY-----\n")
+            + _b64b(r, 30)
+        ),
+    ),
+    _f(
+        "k8s-secret",
+        lambda r: "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: " + b64("superS3cret!db"),
+    ),
+    _f("alibaba", lambda r: f"Alibaba OSS: AccessKeyId LTAI5t{_c(r, ALNUM, 18)} AccessKeySecret {_c(r, ALNUM, 30)}"),
+    _f(
+        "tencent",
+        lambda r: f"TENCENTCLOUD_SECRET_ID=AKID{_c(r, ALNUM, 32)}\nTENCENTCLOUD_SECRET_KEY={_c(r, ALNUM, 32)}",
+    ),
+    _f("ibm", lambda r: f"ibmcloud login --apikey {_c(r, URLSAFE, 44)}"),
+    _f("oci", lambda r: "OCI auth token for the container registry: 8x(Zq;k3Lm}Tr0Yp:vA2"),
+    _f("linode", lambda r: f"LINODE_TOKEN={_c(r, HEX, 64)}"),
+    _f(
+        "scaleway",
+        lambda r: f"SCW_ACCESS_KEY=SCW{_c(r, string.ascii_uppercase + string.digits, 17)} SCW_SECRET_KEY={uuid4(r)}",
+    ),
+    _f("hetzner", lambda r: f"hcloud token for the prod project: {_c(r, ALNUM, 64)}"),
+    _f(
+        "supabase",
+        lambda r: (
+            "SUPABASE_SERVICE_ROLE_KEY="
+            + _jwt4(
+                r,
+                {
+                    "iss": "supabase",
+                    "ref": _c(r, string.ascii_lowercase, 20),
+                    "role": "service_role",
+                    "iat": 1700000000,
+                    "exp": 2015000000,
+                },
+            )
+        ),
+    ),
+    _f("firebase-fcm", lambda r: f"FCM server key: AAAA{_c(r, URLSAFE, 7)}:APA91b{_c(r, URLSAFE, 134)}"),
+    _f("algolia", lambda r: f"ALGOLIA_ADMIN_API_KEY={_c(r, HEX, 32)}"),
+    _f("mapbox", lambda r: f"mapbox secret token sk.eyJ1IjoiYWNtZSIsImEiOiJ{_c(r, ALNUM, 20)}.{_c(r, URLSAFE, 22)}"),
+    _f("okta", lambda r: f"Authorization: SSWS 00{_c(r, URLSAFE, 40)}"),
+    _f("auth0", lambda r: f"AUTH0_CLIENT_SECRET: {_c(r, URLSAFE, 64)}"),
+    _f("atlassian", lambda r: f"jira api token ATATT3xFfGF0{_c(r, URLSAFE, 180)}={_c(r, HEX.upper(), 8)}"),
+    _f("asana", lambda r: f"asana PAT 2/{r.randrange(10**15, 10**16)}/{r.randrange(10**15, 10**16)}:{_c(r, HEX, 32)}"),
+    _f("notion", lambda r: f"NOTION_TOKEN=ntn_{_c(r, string.digits, 11)}{_c(r, ALNUM, 35)}"),
+    _f("linear", lambda r: f"linear key lin_api_{_c(r, ALNUM, 40)}"),
+    _f("airtable", lambda r: f"AIRTABLE_PAT=pat{_c(r, ALNUM, 14)}.{_c(r, HEX, 64)}"),
+    _f("figma", lambda r: f"figma token figd_{_c(r, URLSAFE, 40)}"),
+    _f("postman", lambda r: f"POSTMAN_API_KEY=PMAK-{_c(r, HEX, 24)}-{_c(r, HEX, 34)}"),
+    _f("contentful", lambda r: f"contentful management token CFPAT-{_c(r, URLSAFE, 43)}"),
+    _f("sanity", lambda r: f"SANITY_API_TOKEN=sk{_c(r, ALNUM, 180)}"),
+    _f("segment", lambda r: f"analytics.load('{_c(r, ALNUM, 32)}') is our Segment write key for prod"),
+    _f("mixpanel", lambda r: f"Mixpanel API secret: {_c(r, HEX, 32)}"),
+    _f("amplitude", lambda r: f"AMPLITUDE_SECRET_KEY={_c(r, HEX, 32)}"),
+    _f("snyk", lambda r: f"SNYK_TOKEN={uuid4(r)}"),
+    _f("sonarqube", lambda r: f"sonar.login=squ_{_c(r, HEX, 40)}"),
+    _f("circleci", lambda r: f"CIRCLE_TOKEN=CCIPAT_{_c(r, ALNUM, 22)}_{_c(r, HEX, 40)}"),
+    _f("travis", lambda r: f"travis api token: {_c(r, ALNUM, 22)}"),
+    _f("buildkite", lambda r: f"BUILDKITE_API_TOKEN=bkua_{_c(r, HEX, 40)}"),
+    _f("fastly", lambda r: f"curl -H 'Fastly-Key: {_c(r, URLSAFE, 32)}' https://api.fastly.com/service"),
+    _f(
+        "akamai",
+        lambda r: (
+            f"[default]\nclient_secret = {_b64b(r, 32)}\nhost = {_akab(r)}.luna.akamaiapis.net\n"
+            f"access_token = {_akab(r)}\nclient_token = {_akab(r)}"
+        ),
+    ),
+    _f("code-split-py", _stripe_split),
+    _f("code-js", lambda r: f"const client = new Client({{ apiSecret: '{_c(r, URLSAFE, 40)}' }});"),
+    _f(
+        "code-yaml",
+        lambda r: (
+            "oauth:\n  google:\n    client_id: 1234-abc.apps.googleusercontent.com\n"
+            f'    client_secret: "GOCSPX-{_c(r, URLSAFE, 28)}"'
+        ),
+    ),
+    _f("code-toml", lambda r: f'[database]\nhost = "db.internal"\nuser = "app"\npassword = "{_c(r, ALNUM, 18)}"'),
+    _f("code-split-concat", lambda r: f"token = 'ghp_' + '{_c(r, ALNUM, 18)}' + '{_c(r, ALNUM, 18)}'"),
+]
+
+HELD_OUT_4_KEEP: list[Form] = [
+    _f("about 1", lambda r: "Rotate the Stripe key every 90 days; the runbook is ops/rotate-stripe.md."),
+    _f("about 2", lambda r: "The password policy is 12 chars minimum with one digit and one symbol."),
+    _f(
+        "about 3",
+        lambda r: "Secrets live in AWS Secrets Manager under /prod/orders/*; the app reads them at boot via boto3.",
+    ),
+    _f("about 4", lambda r: "The GitHub token env var is GITHUB_TOKEN; CI injects it from the repository secrets."),
+    _f("about 5", lambda r: "Use `openssl rand -hex 32` to generate a new SECRET_KEY, never commit it."),
+    _f("about 6", lambda r: "Password reset links expire after 30 minutes (PASSWORD_RESET_TIMEOUT=1800)."),
+    _f("about 7", lambda r: "The PIN pad component lives in src/ui/PinPad.tsx and masks digits after one second."),
+    _f("placeholder 1", lambda r: "Set API_KEY=<YOUR_KEY> in .env before running make dev; it is only a placeholder."),
+    _f(
+        "placeholder 2",
+        lambda r: "In .env.example DATABASE_PASSWORD=changeme is a placeholder; real values come from Vault.",
+    ),
+    _f(
+        "placeholder 3",
+        lambda r: "The fixtures use the token xxxxxxxxxxxxxxxxxxxxxxxx as a placeholder, never a real one.",
+    ),
+    _f(
+        "placeholder 4",
+        lambda r: "README example DSN: postgres://user:password@localhost:5432/mydb (placeholder credentials)",
+    ),
+    _f(
+        "hash", lambda r: "The empty file's sha256 is e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855."
+    ),
+    _f("commit", lambda r: f"Commit {_c(r, HEX, 40)} introduced the regression in the token refresh path."),
+    _f("uuid", lambda r: f"The staging tenant id is {uuid4(r)}; it appears in every request log line."),
+    _f(
+        "base64-text",
+        lambda r: f"The fixture header X-Trace is base64 of 'order-service v2 trace': {b64('order-service v2 trace')}",
+    ),
+    _f("version", lambda r: "We pinned cryptography==42.0.5, django==5.0.3 and pyjwt==2.8.0 after the auth refactor."),
+    _f(
+        "identifier 1",
+        lambda r: "test_refresh_token_is_rotated_when_session_cookie_expires_and_user_logs_in_again is the flaky one.",
+    ),
+    _f("identifier 2", lambda r: "SecretKeyRotationSchedulerServiceConfigurationFactory wires the key rotation job."),
+    _f(
+        "fingerprint",
+        lambda r: (
+            "The bastion's ssh host key fingerprint is SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8 (public)."
+        ),
+    ),
+    _f("digest", lambda r: f"Image digest ghcr.io/acme/api@sha256:{_c(r, HEX, 64)} is the last good deploy."),
+    _f(
+        "jwt-header",
+        lambda r: "Every token starts with eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9, which only says alg HS256, typ JWT.",
+    ),
+    _f(
+        "about 8", lambda r: "The LDAP bind uses the svc-jenkins account; its password is in 1Password under 'CI LDAP'."
+    ),
+    _f(
+        "about 9",
+        lambda r: "Auth0 client secrets are stored in the Kubernetes secret auth0-creds, mounted at /etc/auth0.",
+    ),
+]
+
+
 # Vendors' documented sample and published test keys, refused by policy (docs/security.md): people
 # paste them as stand-ins for real keys, and a scanner cannot tell a quote of the docs from a key. The
 # third set's run counted this one as a keeper; it was moved here when the policy was set.
@@ -999,6 +1288,14 @@ REFUSED_BY_POLICY: list[Form] = [
         lambda r: (
             "The AWS docs' sample credentials AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY are "
             "what the moto tests use."
+        ),
+    ),
+    # the fourth set's keeper of the same pair, refused on its run
+    _f(
+        "aws documented sample pair, fourth set",
+        lambda r: (
+            "The AWS docs' example key pair is AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY; tests "
+            "use it with moto."
         ),
     ),
 ]

@@ -166,25 +166,32 @@ def test_a_token_named_in_prose_is_refused_on_store_update_import_reconcile_and_
     assert list(Memory.objects.values_list("content", flat=True)) == ["Twilio sends the SMS codes"]
 
 
-# Two forms of bench/secret_forms.HELD_OUT_3's causes the scanner stored before: a password after words the
-# checks refuse, and a password nothing names. Each write path refuses them, not only the scanner.
-THIRD_SET = {
-    "a password after refused words": "Das Passwort für den Staging-Server lautet Sommer2024xyz",
-    "a password nothing names": "ssh admin@10.0.0.5 with Falcon56#river12",
+# Two forms of bench/secret_forms.HELD_OUT_3's causes the scanner stored before (a password after words the
+# checks refuse, a password nothing names) and three of HELD_OUT_4's (a PIN in prose, a passphrase of words,
+# a token split between quoted parts). Each write path refuses them, not only the scanner.
+HELD_OUT_SETS = {
+    "a password after refused words": ("Das Passwort für den Staging-Server lautet Sommer2024xyz", "a password"),
+    "a password nothing names": ("ssh admin@10.0.0.5 with Falcon56#river12", "a password"),
+    "a PIN in prose": ("The SIM PIN for the Android test phone is 7391.", "a PIN"),
+    "a passphrase of words": ("Office wifi password: sunny meadow 42 tulips", "a password"),
+    "a token split between quoted parts": (
+        f"token = 'ghp_' + '{chars(ALNUM, 18)(random.Random(7))}' + '{chars(ALNUM, 18)(random.Random(8))}'",
+        "a credential",
+    ),
 }
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name", THIRD_SET)
-def test_the_third_sets_passwords_are_refused_on_store_update_import_reconcile_and_dreaming(
+@pytest.mark.parametrize("name", HELD_OUT_SETS)
+def test_the_held_out_sets_secrets_are_refused_on_store_update_import_reconcile_and_dreaming(
     name: str, repo: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = THIRD_SET[name]
+    text, kind = HELD_OUT_SETS[name]
     scope = resolve(None, str(repo))
-    with pytest.raises(UserError, match="a password"):
+    with pytest.raises(UserError, match=kind):
         create.store_memory(scope, text)
     kept = create.store_memory(scope, "The staging server is rebuilt every Monday").memory
-    with pytest.raises(UserError, match="a password"):
+    with pytest.raises(UserError, match=kind):
         edit.update_memory(kept.pk, content=text)
     result = import_rows([Row(scope.project_id, text)], ImportResult("yullu"))
     assert (result.refused, result.created) == (1, 0)

@@ -518,3 +518,89 @@ def test_each_form_found_after_the_fourth_walk_is_refused(name: str) -> None:
 )
 def test_words_near_the_later_fourth_walk_forms_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# bench/secret_forms.HELD_OUT_4: a set written before its author read the scanner (10 of its 82 secrets were
+# stored at first, 4 of its 24 keepers refused, one of them AWS's documented pair: refused by policy).
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_4, seed=13))
+def test_every_form_of_the_fourth_held_out_set_is_found(name: str, text: str) -> None:
+    assert find_secret(text) is not None, name
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_4_KEEP, seed=13))
+def test_the_fourth_held_out_sets_keepers_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+# What that set's run stored, one cause each, in forms other than the set's own (each goes red when its
+# rule or view is undone): a PIN, a passphrase of words, a login pair after words, a key named in prose
+# before `=`, hex of a key after a word of signing, a token with `(` in it, a token split between quoted
+# parts.
+R6 = random.Random(37)
+HEX40 = chars(HEX, 40)(R6)
+FOURTH = {
+    "a PIN a few words after its name": ("The SIM PIN for the Android test phone is 7391.", "a PIN"),
+    "a PIN after a colon": ("Yubikey PIN: 904512 (admin PIN is the default still)", "a PIN"),
+    "a PIN before what it unlocks": ("Use PIN 2846 to unlock the shared QA iPad.", "a PIN"),
+    "a passcode without a verb": ("phone unlock passcode 239914", "a PIN"),
+    "a PIN in French": ("Le code PIN de la carte SIM est 4827", "a PIN"),
+    "a pin with a verb": ("the pin for the door is 5521", "a PIN"),
+    "a passphrase of words after is:": ("The GPG key passphrase is: purple monkey dishwasher lantern seven", None),
+    "a passphrase of words, quoted": ("vault unseal passphrase = 'amber fox jumps quietly over 7 hills'", None),
+    "a wifi password of words": ("Office wifi password: sunny meadow 42 tulips", "a password"),
+    "a passphrase in German": ("Die Passphrase lautet: blauer Hund tanzt leise", "a password"),
+    "a login pair after words": ("Login for the Grafana box is admin / Gr4f-Owl_2291", "a password"),
+    "a login pair without spaces": ("login on the NAS is admin/Tr0ub4dor-88", "a password"),
+    "a key named in prose before =": (f"AES-128 key used by the legacy export = {chars(HEX, 32)(R6).upper()}", None),
+    "hex of a key after 'signed with'": (f"webhooks are signed with {HEX40}", "a credential"),
+    "hex of a key after 'encrypted with'": (f"the export is encrypted with {chars(HEX, 32)(R6).upper()}", None),
+    "a token with a bracket in it": ("OCI auth token for the container registry: 8x(Zq;k3Lm}Tr0Yp:vA2", None),
+    "a token split between quoted parts": (
+        f"token = 'ghp_' + '{chars(ALNUM, 18)(R6)}' + '{chars(ALNUM, 18)(R6)}'",
+        None,
+    ),
+    "a token in Python's implicit concatenation": (
+        f'API_TOKEN = (\n    "ghp_{chars(ALNUM, 8)(R6)}"\n    "{chars(ALNUM, 28)(R6)}"\n)',
+        "a credential (github-pat)",
+    ),
+    "a token glued with PHP's dot": (
+        f"$t = 'ghp_' . '{chars(ALNUM, 18)(R6)}' . '{chars(ALNUM, 18)(R6)}';",
+        "a credential (github-pat)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", FOURTH)
+def test_each_form_the_fourth_held_out_set_found_is_refused(name: str) -> None:
+    text, kind = FOURTH[name]
+    found = find_secret(text)
+    assert found is not None and (kind is None or found == kind), (name, found)
+
+
+# Near those forms and kept: the set's wrongly refused keepers (a placeholder DSN, an SSH host key's
+# fingerprint, a JWT header alone) in other words, and what the new rules must leave alone.
+KEPT_4 = {
+    "a placeholder DSN": "README example DSN: postgres://user:password@localhost:5432/mydb (placeholder credentials)",
+    "a host key fingerprint": "ssh-keygen -lf says SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8 for the bastion",
+    "a JWT header alone": "Every token starts with eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9, which only says alg HS256.",
+    "base64 of a JSON document": "the fixture is " + b64('{"kind":"event","v":2}'),
+    "a path of words": "it's in Feed/Queries/RecentActivity.graphql and staging can't find it",
+    "a chip's pin": "PIN 13 on the Raspberry Pi drives the LED",
+    "a PIN pad's year": "the PIN pad was redesigned in 2024",
+    "a PIN's timeout": "PIN entry times out after 3000 ms",
+    "a version pin": "pin numpy to 1.26.4 and pandas to 2.2.1",
+    "where a password lives": "The password is: stored in Vault under kv/app",
+    "a password's rule": "Password: Min Length Eight",
+    "an option, then words": "Pass credentials to the CLI with --password-stdin, never as an argument: ps shows argv.",
+    "an IV after 'encrypted'": f"encrypted with AES, the IV is {chars(HEX, 32)(R6)}",
+    "a commit after 'signed'": f"the release tag was signed off in commit {chars(HEX, 40)(R6)}",
+    "a public key's hex": f"the ed25519 public key {chars(HEX, 64)(R6)} verifies the webhooks",
+    "an admin URL's path": 'api("get", "/admin/memories/memory/?q=a%00b")',
+    "a call in a list": "init_tokens = [copy.copy(init_tokens) for _ in languages]",
+    "short literals glued": 'print("ab" + "cd")',
+}
+
+
+@pytest.mark.parametrize("name", KEPT_4)
+def test_words_near_the_fourth_sets_forms_are_kept(name: str) -> None:
+    assert find_secret(KEPT_4[name]) is None, name

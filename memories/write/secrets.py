@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import json
 import math
 import re
 import threading
@@ -69,6 +70,10 @@ class Rule:
     group: int = 0  # which group is the secret (0: the first non-empty one, else the whole match)
     allows: tuple[Allow, ...] = ()
     check: Callable[[str], bool] | None = None  # ours: a further test the secret must pass
+    # ours: a test of the text before the secret (up to BEFORE characters), for a rule that finds a value
+    # first and then asks what names it: a PIN's digits, a key's hex (cheaper than a pattern that starts
+    # at every name and scans ahead)
+    before: Callable[[str], bool] | None = None
     # gitleaks' keyword rules start with `[\w.-]{0,50}?` (the rest of the variable's name). Python's
     # re tries it at every position (up to 8 ms per rule on a long memory), so it is cut from the
     # pattern and the match is widened back over those characters afterwards.
@@ -182,7 +187,9 @@ PLACEHOLDER = re.compile(
 _REFERENCE = ("os.environ", "os.getenv", "process.env", "settings.", "env(", "env.", "ENV[", "getenv", "secrets.")
 
 
-_CALL = re.compile(r"[\w.\[\]'\"]+\(")  # get_secret("db"), env("X"): where the value comes from
+# get_secret("db"), env("X"): where the value comes from. The callee is a name (a letter or `_` first):
+# an OCI auth token's `8x(Zq;k3…` is not a call.
+_CALL = re.compile(r"[\[(]*[A-Za-z_][\w.\[\]'\"]*\(")
 
 
 # "/etc/app/pw2", "~/.pgpass", "kv/payments/stripe-2", "config/credentials.yml.enc", "src/auth.py:42":
@@ -208,6 +215,8 @@ def _assigned_secret(value: str) -> bool:
     """A value assigned to a secret-looking name is a secret unless it is a placeholder, a reference
     to where the secret lives, or too plain to be one (a word, a number, a duration, code)."""
     value = value.strip("'\"`.,;").rstrip(")}")
+    if _ADDRESS.match(value) and _placeholder_credentials(value):
+        return False
     if not _not_placeholder(value) or value.startswith(_REFERENCE) or _CALL.match(value) or value.startswith("{"):
         return False
     if value.isdigit() or value.isalpha() and value.islower() or "/" in value and _PATH.fullmatch(value):
@@ -220,6 +229,19 @@ def _assigned_secret(value: str) -> bool:
     kinds = sum((has_digit, has_alpha and any(c.isupper() for c in value), any(c.islower() for c in value), has_other))
     h = entropy(value)
     return (len(value) >= 12 and h >= 3.2) or (len(value) >= 8 and h >= 2.75 and kinds >= 3)
+
+
+# A URL's `user:password@`: its credentials alone say whether a URL given as a value is a secret.
+_URL_CREDENTIALS = re.compile(r"[a-z][a-z0-9+.-]*://([^\s:@/]*):([^\s@/]*)@")
+
+
+def _placeholder_credentials(url: str) -> bool:
+    """`postgres://user:password@localhost/db` (a README's DSN): both halves of the URL's credentials are
+    placeholders, and nothing else in it is secret-looking."""
+    m = _URL_CREDENTIALS.match(url)
+    if m is None or "?" in url:
+        return False
+    return not (_not_placeholder(m.group(1)) or _not_placeholder(m.group(2)))
 
 
 def _url_password(password: str) -> bool:
@@ -268,23 +290,40 @@ def _password_shaped(token: str) -> bool:
     return not any(w in plain for w in ("password", "passw", "example", "changeme", "secret", "letmein"))
 
 
+# A path of words (`Feed/Queries/RecentActivity.graphql`): each part a word or CamelCase words, where a
+# base64 key's parts mix capitals and digits at random.
+_WORDS_PATH = re.compile(r"(?:[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*/)+[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*(?:\.[a-z0-9]{1,8})?")
+
+
 def _random_looking(token: str) -> bool:
     """A bare token of ≥ 32 characters from a key alphabet with upper and lower case, and a digit or
     `+` / `/`, whose entropy is that of random bytes (an AWS secret access key, a base64 key)."""
     if token.startswith(PUBLIC_KEY_PREFIXES) or _ssh_public_key(token) or _public_der(token) or _CODE.fullmatch(token):
         return False
+    if _WORDS_PATH.fullmatch(token):
+        return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
         return False
     if not any(c.isdigit() or c in "+/" for c in token):
         return False
-    return entropy(token) >= 4.2 and not _encoded_prose(token)
+    return entropy(token) >= 4.2 and not _encoded_text(token)
 
 
-def _encoded_prose(token: str) -> bool:
-    """Base64 of words (a fixture's greeting): readable text with spaces, not random bytes. Its decoded
-    text is scanned as a view of its own, so a key encoded inside it is still found."""
-    decoded = _decoded(token)
-    return decoded is not None and decoded.count(" ") >= 2
+def _encoded_text(token: str) -> bool:
+    """Base64 of words (a fixture's greeting) or of a JSON document (a JWT's header alone,
+    `{"alg":"HS256","typ":"JWT"}`): readable text, not random bytes. Its decoded text is scanned as a
+    view of its own, so a key encoded inside it is still found."""
+    decoded = _decoded(token) if "=" not in token.rstrip("=") else None  # (padding inside: two glued tokens)
+    if decoded is None:
+        return False
+    if decoded.count(" ") >= 2:
+        return True
+    if decoded.lstrip()[:1] not in ("{", "["):
+        return False
+    try:
+        return isinstance(json.loads(decoded), dict | list)
+    except ValueError:
+        return False
 
 
 # Keys published by design: a Stripe publishable key is embedded in every checkout page (gitleaks'
@@ -379,7 +418,7 @@ def _told_secret(value: str) -> bool:
 def _told_token(value: str) -> bool:
     """A token named in a sentence: random enough for a key (≥ 16 characters, entropy ≥ 3.0)."""
     value = value.strip("'\"`.,;)")
-    return len(value) >= 16 and entropy(value) >= 3.0 and _told_secret(value)
+    return len(value) >= 16 and entropy(value) >= 3.0 and _told_secret(value) and not _encoded_text(value)
 
 
 # What follows a secret's name a few words on and is not a secret: a path, a URL or host:port, an e-mail,
@@ -525,17 +564,51 @@ def _words(words: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
 _TOKEN_WORDS, _TOKEN_WORD_INITIALS, _TOKEN_KEYWORDS = _words(_TOKEN_WORDS_IN_LANGUAGES)
 _PASSWORD_WORDS, _PASSWORD_INITIALS, _PASSWORD_KEYWORDS = _words(_PASSWORD_IN_OTHER_LANGUAGES)
 _NEARBY_WORDS, _NEARBY_INITIALS, _NEARBY_KEYWORDS = _words(_PASSWORD_NEARBY)
+# "is", "ist", "est", "set to", ":", "=": between a secret's name and its value, in the languages of the
+# PIN and passphrase rules.
+_LINKING = (
+    r"(?:\s(?:is|was|are|ist|est|es|é|è)(?:\s+(?:now|still|(?:set|changed|reset) to))?"
+    r"|\s(?:set|changed|reset) to|[:=：])"
+)
+# Names of a PIN or a numeric code (`PIN` in capitals is read apart, and "pin" in lower case, a wire or a
+# version pin too, needs a verb or a colon).
+_PIN_NAMES = (
+    "pin code",
+    "pin-code",
+    "pincode",
+    "pin number",
+    "passcode",
+    "pass code",
+    "unlock code",
+    "door code",
+    "alarm code",
+    "gate code",
+    "keypad code",
+    "lock code",
+    "safe code",
+    "code pin",
+    "código pin",
+    "codigo pin",
+    "codice pin",
+    "geheimzahl",
+    "пин-код",
+    "пин",
+    "暗証番号",
+    "密码",
+)
+_PIN_WORDS, _PIN_INITIALS, _PIN_KEYWORDS = _words(_PIN_NAMES)
 
 # A value told in a sentence: six or more characters, not ending in the sentence's punctuation.
 _TOLD_VALUE = r"[^\s\"'`]{5,}[^\s\"'`.,;:)]"
 # "the password is X", "PW for the NAS: X", "the admin pw for grafana was changed to X": a linking verb
 # or a colon after the noun, with a few words between (not a sentence's end or an assignment, which
-# secret-assignment reads).
+# secret-assignment reads when the name is one word).
 _TOLD_VERB = (
     r"[^.\n=:]{0,40}?"
     r"(?:\s(?:(?:is|was|are|were|has been)(?:\s+(?:now|still|(?:set|changed|reset) to))?|(?:set|changed|reset) to)"
-    # "PW for the NAS: X", "token for CI: X"
-    r"|:)"
+    # "PW for the NAS: X", "token for CI: X", "AES-128 key used by the legacy export = X" (a name of words
+    # before `=`, which secret-assignment does not read)
+    r"|:|\s=)"
     rf"\s+[\"'`]?({_TOLD_VALUE})"
 )
 # "the password policy is NIST-800-63b": the sentence is about something else of passwords.
@@ -599,6 +672,77 @@ def _no_small_words(words: str) -> bool:
 
 def _mysql_password(value: str) -> bool:
     return _assigned_secret(value) and any(c.isupper() or not (c.isalnum() or c in "_-.") for c in value)
+
+
+# Words a sentence about a password has and a passphrase of words does not: the small words of several
+# languages, and what says where a password lives or what happens to it ("password: see the vault entry",
+# "Password: rotated every quarter", "the wifi password: ask IT helpdesk").
+_NOT_PASSPHRASE_TEXT = (
+    "see ask check use used uses using via stored kept saved managed required optional empty blank unset none "
+    "missing hidden masked encrypted hashed rotated expired expires changed reset set same default unknown "
+    "only also just any all each every per no yes but than then there here like must may might need needs "
+    "please sent shared given provided generated random different new old current below above "
+    "vault 1password bitwarden lastpass keepass keychain manager path file env variable config settings "
+    "dashboard console portal sso ldap okta entry field value secret secrets token password passwords "
+    "min max minimum maximum length characters chars digits words letters symbols "
+    # German, French, Spanish, Portuguese, Italian small words ("das Passwort ist im Tresor")
+    "der die das ist und mit im den dem zu auf für von nicht le la les est et de du des un une dans pour "
+    "sur avec pas el los las es y del en una para con o os é do da em um uma com não il lo è di per non"
+)
+_NOT_PASSPHRASE_WORDS = _SMALL_WORDS | frozenset(_NOT_PASSPHRASE_TEXT.split())
+_PASSPHRASE_WORD = re.compile(r"[A-Za-z0-9!#$%&*?@'-]+")
+
+
+def _passphrase(words: str) -> bool:
+    """Three to eight words of a passphrase ("purple monkey dishwasher lantern seven", "sunny meadow 42
+    tulips"), none of them a word that makes the run a sentence about the password."""
+    parts = words.split()
+    if not 3 <= len(parts) <= 8 or len(words) < 15:
+        return False
+    if not all(_PASSPHRASE_WORD.fullmatch(w) for w in parts):
+        return False
+    return not any(w.lower().strip("'") in _NOT_PASSPHRASE_WORDS for w in parts)
+
+
+# What names a PIN before it: `PIN` or `PUK` in capitals (a chip's pin is a wire) or another name of a
+# numeric code (`passcode`, `door code`, `code PIN`, `Geheimzahl` …) a few words before; `pin` in lower case
+# (a version pin too) with a verb or a colon.
+_PIN_NAMED = re.compile(
+    rf"(?:\b(?:PIN|PUK)(?:s|-?[Cc]ode|-?Nummer)?\b|(?i:(?:{_PIN_WORDS})\b))[^\n.]{{0,40}}$"
+    rf"|(?i:\bpin\b){_ABOUT}[^\n.=:]{{0,30}}?" + _LINKING[:-1] + r"|は|是)\s*[\"'`]?$"
+)
+
+
+def _pin_before(text: str) -> bool:
+    return _PIN_NAMED.search(text) is not None
+
+
+# A word of keys, secrets or signing before a hex key, not a key that is no secret (`public key`, `cache
+# key`, `primary key` …); the words between must not make the hex a digest, an id, a commit, an IV …
+_KEY_WORD = re.compile(
+    r"(?i)(?<!public )(?<!publishable )(?<!host )(?<!gpg )(?<!pgp )(?<!ssh )(?<!cache )(?<!primary )"
+    r"(?<!foreign )(?<!partition )(?<!sort )(?<!idempotency )(?<!object )(?<!row )(?<!lookup )"
+    r"\b(?:keys?|secrets?|(?:en|de)crypt(?:ed|ion|s)?|sign(?:ed|ing|s)?|hmac|salt|pepper|passphrase|cipher)\b"
+    r"([^.\n]{0,60})$"
+)
+_NOT_A_KEY_BETWEEN = re.compile(
+    r"(?i)sha|md5|hash|digest|checksum|commit|fingerprint|\bids?\b|uuid|etag|revision|\brev\b|public|object"
+    r"|build|image|cache|blob|tree|tag\b|version|release|\biv\b|nonce"
+)
+
+
+def _hex_key_before(text: str) -> bool:
+    return any(not _NOT_A_KEY_BETWEEN.search(m.group(1)) for m in _KEY_WORD.finditer(text))
+
+
+def _hex_key(value: str) -> bool:
+    """Hex of a key (32 to 128 digits, one case, letters and digits, random enough)."""
+    return (
+        (value.islower() or value.isupper())
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+        and entropy(value) >= 3.0
+    )
 
 
 _SECRET_NAME = (
@@ -741,18 +885,20 @@ OURS: tuple[Rule, ...] = (
         _NEARBY_KEYWORDS,
         check=_told_password,
     ),
-    # "Jenkins login: admin / Orchid84%river70", "creds are deploy:Xk9#mP2v".
+    # "Jenkins login: admin / Orchid84%river70", "creds are deploy:Xk9#mP2v", "Login for the Grafana box is
+    # admin / X" (a few words saying what it logs in to before the verb).
     Rule(
         "login-pair",
         "a password",
         re.compile(
             r"(?i)\b(?=[lscwar])(?:logins?|log-?in|sign-?in|credentials?|creds|wi-?fi|admin|account|root)\b"
-            r"(?:\s+(?:is|are))?\s*[^\w\s]{0,2}\s*"
+            r"(?:[^\n.:=/]{0,40}?\s(?:is|are|was))?\s*[^\w\s]{0,2}\s*"
             r"[\w.@+-]{1,64}"
-            rf"(?:\s+/\s+|:)({_TOLD_VALUE})"
+            rf"(?:\s*/\s*|:)({_TOLD_VALUE})"
         ),
         ("login", "log-in", "sign", "credential", "creds", "wifi", "wi-fi", "admin", "account", "root"),
-        check=_told_secret,
+        # (`admin/X` unspaced is a path's too: `/admin/memories/memory/?q=…`, so no `/ ? =` in X)
+        check=lambda value: not re.search(r"[/?=]", value) and _told_secret(value),
     ),
     # "use admin/Tundra55#falcon to log in": the pair before what it is for.
     Rule(
@@ -902,6 +1048,48 @@ OURS: tuple[Rule, ...] = (
         re.compile(r"(?<=[\w.-]):([^\s:@/'\"`]{6,})@(?:[\w-]+\.)+[\w-]+"),
         ("@",),
         check=_mysql_password,
+    ),
+    # A PIN told in a sentence: "The SIM PIN for the test phone is 7391", "Yubikey PIN: 904512", "use PIN 2846
+    # to unlock", "le code PIN est 4821". The number first (4 to 8 digits, not a decimal, a date's or a
+    # version's part, nor a quantity: `PIN retries: 1000 attempts`), then what names it (`_pin_before`).
+    Rule(
+        "pin-in-prose",
+        "a PIN",
+        re.compile(
+            r"(?=\d)(?<![\w#.,/:-])(?<!\bin )(?<!since )(?<!from )(?<!until )(?<!after )(?<!before )(?<!version )"
+            r"(?<!port )(?<!line )(?<!issue )(?<!page )(?<!step )(?<!top )"
+            r"(\d{4,8})(?![\w@]|[.,:/-]\d|\s*(?:%|ms\b|s\b|sec|min|hour|day|px|bytes?\b|[kmg]b\b|attempts|tries"
+            r"|times|digits|characters|chars|users|devices|requests))"
+        ),
+        ("pin", "puk", *_PIN_KEYWORDS),
+        before=_pin_before,
+    ),
+    # A passphrase of words told after its name: "The GPG key passphrase is: purple monkey dishwasher lantern
+    # seven", "Office wifi password: sunny meadow 42 tulips", "unseal passphrase = 'amber fox jumps quietly
+    # over 7 hills'". Quoted, or three to eight words running to the end of the sentence or line; none of them
+    # a small word or one saying where the password lives ("password: see the vault entry").
+    Rule(
+        "passphrase-of-words",
+        "a password",
+        re.compile(
+            # (not an option's or a variable's name: `--password-stdin, never as an argument: ps shows argv`)
+            rf"(?im)(?<![-_])(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|wi-?fi key)s?\b(?![-_]){_ABOUT}"
+            r"[^.\n=:：,;]{0,40}?" + _LINKING + r"\s*:?\s*"
+            r"(?:[\"'`«„“]([^\"'`\n»”]{12,80})[\"'`»”]"
+            r"|((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,7}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]|\s[-–—]\s)))"
+        ),
+        (*_NEARBY_KEYWORDS, "pass phrase", "wifi key", "wi-fi key"),
+        check=_passphrase,
+    ),
+    # Hex of a key a few words after a word of keys, secrets or signing: "callbacks are signed with 3f9a…",
+    # "the export's AES key, 9c1e…". The hex first, then what names it (`_hex_key_before`).
+    Rule(
+        "hex-key-nearby",
+        "a credential",
+        re.compile(r"(?=[0-9a-fA-F]{32})(?<![\w/.:-])([0-9a-fA-F]{32,128})(?![\w/.-])"),
+        ("key", "secret", "crypt", "sign", "hmac", "salt", "pepper", "passphrase", "cipher"),
+        check=_hex_key,
+        before=_hex_key_before,
     ),
     # A wallet's recovery words: 12 to 24 short lower-case words after the name, none of them the small
     # words a sentence about the phrase would have.
@@ -1093,6 +1281,12 @@ def _candidates(rule: Rule, view: str) -> Iterator[tuple[re.Match[str], int, int
             yield found, start, end
 
 
+BEFORE = 100
+# A digest in OpenSSH's and Docker's notation (`SHA256:nThbg6kX…`, a host key's fingerprint; `sha256:…`, an
+# image's digest) is public, whatever rule reads the value after it.
+_DIGEST_NOTATION = re.compile(r"(?i)(?:sha1|sha256|sha384|sha512|md5):$")
+
+
 def _matches(view: str) -> Iterator[Finding]:
     """Every finding of every rule in `view`, as gitleaks decides them (spans in `view`)."""
     rules, glob, by_keyword = _rules()
@@ -1108,6 +1302,10 @@ def _matches(view: str) -> Iterator[Finding]:
             if rule.name_prefix:
                 while begin > 0 and m.start() - begin < 50 and _NAME_CHAR.match(view, begin - 1):
                     begin -= 1
+            if _DIGEST_NOTATION.search(view, max(0, start - 7), start):
+                continue
+            if rule.before is not None and not rule.before(view[max(0, start - BEFORE) : start]):
+                continue
             line = _line(view, begin)
             if any(a.allows(secret, view[begin : m.end()], line) for a in (*glob, *rule.allows)):
                 continue
@@ -1116,7 +1314,11 @@ def _matches(view: str) -> Iterator[Finding]:
 
 # A line break inside a token: token characters on both sides (a key wrapped at 64 columns, a
 # token split over two lines, a trailing backslash).
-_WRAP = re.compile(r"(?<=[A-Za-z0-9+/=_-])\\?[ \t]*\r?\n[ \t]*(?=[A-Za-z0-9+/=_-])")
+# Also string literals glued in code: `'ghp_' + 'wKqi…'`, Python's implicit `"abc"\n    "def"`, PHP's `.`,
+# VB's `&`, Lua's `..` (a token split so that a pre-commit hook does not see it).
+_WRAP = re.compile(
+    r"(?<=[A-Za-z0-9+/=_-])(?:\\?[ \t]*\r?\n[ \t]*|([\"'`])\s*(?:\+|\.\.?|&|\|\|)?\s*\1)(?=[A-Za-z0-9+/=_-])"
+)
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])")
 _PERCENT = re.compile(r"\S*%[0-9A-Fa-f]{2}\S*")
 
@@ -1140,7 +1342,7 @@ def _token_run(text: str, at: int, step: int) -> int:
 def _joined(text: str) -> tuple[str, list[int], list[tuple[int, int]]] | None:
     """`text` with line breaks inside long tokens removed, each character's index in `text`, and
     the windows of the joined text around the joins (the only places a new match can appear)."""
-    if "\n" not in text:
+    if "\n" not in text and not ("'" in text or '"' in text or "`" in text):
         return None
     parts: list[str] = []
     origin: list[int] = []
