@@ -50,3 +50,25 @@ def test_an_export_of_a_misspelt_project_says_it_was_not_found(tmp_path: Path, f
     # the project that is there still exports
     assert run_cli(["export", fmt, "--project", "acme/shop", "--out", str(out)], env).returncode == 0
     assert "Deploys go out from release branches." in out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--port", "99999"], "--port: must be a whole number from 1 to 65535, not '99999'"),
+        (["--port", "0"], "--port: must be a whole number from 1 to 65535, not '0'"),
+        (["--workers", "0"], "--workers: must be a whole number from 1 to 256, not '0'"),
+    ],
+)
+def test_serve_refuses_a_port_or_worker_count_out_of_range_before_starting(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    # Found on the walk: `yullu serve --port 99999` started, the banner said :99999 and uvicorn listened on
+    # 34463 (the resolver wraps the number); `--port 0` silently meant the configured port.
+    from tests.conftest import free_port
+
+    home = tmp_path / "yhome"
+    env = product_env(home, YULLU_EMBED_PROVIDER="none", YULLU_PORT=str(free_port()))
+    ran = run_cli(["serve", *args], env, timeout=30)
+    assert ran.returncode == 2 and says in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
+    assert not (home / "run" / "serve.pid").exists() and "starting" not in ran.stdout
