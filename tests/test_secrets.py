@@ -604,3 +604,38 @@ KEPT_4 = {
 @pytest.mark.parametrize("name", KEPT_4)
 def test_words_near_the_fourth_sets_forms_are_kept(name: str) -> None:
     assert find_secret(KEPT_4[name]) is None, name
+
+
+# Probed after the fourth set's run (tuning, not a held-out set): forms of the same kind the set did not have.
+PROBED_AFTER_4 = {
+    "2FA recovery codes": "Recovery codes for the GitHub org owner: 4f2a9-c81b3 7e6d0-a95f2 1b3c8-d47e9 90af2-6c1d5",
+    "2FA backup codes, digits": "2FA backup codes: 48213957 90317264 55820147 12093846",
+    "PHP's define()": f"define('AUTH_KEY', 'x7#Rk!2mQ@9vLp$4wZ^8nB&3cT*6hY(1jF){chars(ALNUM, 8)(R6)}');",
+    "setdefault of a token": f'os.environ.setdefault("API_TOKEN", "{chars(ALNUM, 24)(R6)}")',
+    "an XML element named like a secret": "<password>Xyz123!abcQ</password> in settings.xml for the nexus server",
+    "SNMP's community string": "SNMP community string for the switches: s3cr3tC0mm",
+    "a shared secret of words, quoted": "the vpn shared secret is 'blue whale 77'",
+    "a wallet's private key with 0x": f"wallet private key 0x{chars(HEX, 64)(R6)}",
+    "a login pair in German": "Zugangsdaten für das Admin-Panel: admin / Kx9vQ7mZ3pL",
+}
+
+
+@pytest.mark.parametrize("name", PROBED_AFTER_4)
+def test_each_form_probed_after_the_fourth_set_is_refused(name: str) -> None:
+    assert find_secret(PROBED_AFTER_4[name]) is not None, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '__all__ = ["BedrockEndpoint", "BedrockTokenProvider", "AwsCredentialsProvider"]',
+        'dependencies = [("auth", "0012_alter_user_first_name_max_length")]',
+        'os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")',
+        "Other passwords: grafana admin account, the NAS, the router",
+        "<passwordPolicy>min-length-12</passwordPolicy>",
+        "Recovery codes are printed once; store them in the vault",
+        f"the wallet address 0x{chars(HEX, 40)(R6)} receives the fees",
+    ],
+)
+def test_words_near_the_forms_probed_after_the_fourth_set_are_kept(text: str) -> None:
+    assert find_secret(text) is None

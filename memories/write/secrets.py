@@ -550,7 +550,19 @@ _TOKEN_WORDS_IN_LANGUAGES = (
 )
 # English words in another language's sentence ("la password del database è X"), or with words between
 # the noun and the value no English rule reads ("I set the admin password to X").
-_PASSWORD_NEARBY = (*_PASSWORD_IN_OTHER_LANGUAGES, "password", "passwd", "passphrase")
+_PASSWORD_NEARBY = (
+    *_PASSWORD_IN_OTHER_LANGUAGES,
+    "password",
+    "passwd",
+    "passphrase",
+    # secrets people choose like passwords: SNMP's community string, a VPN's or RADIUS' shared secret, the
+    # answer to a security question
+    "community string",
+    "shared secret",
+    "security answer",
+    "secret answer",
+    "security question answer",
+)
 
 
 def _words(words: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
@@ -685,6 +697,10 @@ _NOT_PASSPHRASE_TEXT = (
     "vault 1password bitwarden lastpass keepass keychain manager path file env variable config settings "
     "dashboard console portal sso ldap okta entry field value secret secrets token password passwords "
     "min max minimum maximum length characters chars digits words letters symbols "
+    # what a list of accounts names ("Other passwords: grafana admin account")
+    "account accounts admin administrator user users username login server servers database db prod production "
+    "staging dev test service app api key keys ssh root team personal email mail system site repo repository "
+    "project cluster host machine box vm instance community string "
     # German, French, Spanish, Portuguese, Italian small words ("das Passwort ist im Tresor")
     "der die das ist und mit im den dem zu auf für von nicht le la les est et de du des un une dans pour "
     "sur avec pas el los las es y del en una para con o os é do da em um uma com não il lo è di per non"
@@ -697,9 +713,12 @@ def _passphrase(words: str) -> bool:
     """Three to eight words of a passphrase ("purple monkey dishwasher lantern seven", "sunny meadow 42
     tulips"), none of them a word that makes the run a sentence about the password."""
     parts = words.split()
-    if not 3 <= len(parts) <= 8 or len(words) < 15:
+    if not 3 <= len(parts) <= 8 or len(words) < 12:
         return False
     if not all(_PASSPHRASE_WORD.fullmatch(w) for w in parts):
+        return False
+    # (a heading's or a name's words are capitalised: "Grafana Admin Account"; a passphrase's mostly not)
+    if 2 * sum(w.islower() or w.isdigit() for w in parts) < len(parts):
         return False
     return not any(w.lower().strip("'") in _NOT_PASSPHRASE_WORDS for w in parts)
 
@@ -891,12 +910,18 @@ OURS: tuple[Rule, ...] = (
         "login-pair",
         "a password",
         re.compile(
-            r"(?i)\b(?=[lscwar])(?:logins?|log-?in|sign-?in|credentials?|creds|wi-?fi|admin|account|root)\b"
-            r"(?:[^\n.:=/]{0,40}?\s(?:is|are|was))?\s*[^\w\s]{0,2}\s*"
+            r"(?i)\b(?=[lscwarzi])(?:logins?|log-?in|sign-?in|credentials?|creds|wi-?fi|admin|account|root"
+            # (the credentials' word in German, French, Spanish, Portuguese, Italian, Dutch)
+            r"|zugangsdaten|anmeldedaten|identifiants|credenciales|credenciais|credenziali|inloggegevens)\b"
+            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn)|:))?\s*[^\w\s]{0,2}\s*"
             r"[\w.@+-]{1,64}"
             rf"(?:\s*/\s*|:)({_TOLD_VALUE})"
         ),
-        ("login", "log-in", "sign", "credential", "creds", "wifi", "wi-fi", "admin", "account", "root"),
+        (
+            *("login", "log-in", "sign", "credential", "creds", "wifi", "wi-fi", "admin", "account", "root"),
+            *("zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais", "credenziali"),
+            "inloggegevens",
+        ),
         # (`admin/X` unspaced is a path's too: `/admin/memories/memory/?q=…`, so no `/ ? =` in X)
         check=lambda value: not re.search(r"[/?=]", value) and _told_secret(value),
     ),
@@ -1073,10 +1098,13 @@ OURS: tuple[Rule, ...] = (
         "a password",
         re.compile(
             # (not an option's or a variable's name: `--password-stdin, never as an argument: ps shows argv`)
-            rf"(?im)(?<![-_])(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|wi-?fi key)s?\b(?![-_]){_ABOUT}"
+            # (one password: "Passwords: …" heads a list)
+            rf"(?im)(?<![-_])(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|wi-?fi key)\b(?![-_]){_ABOUT}"
             r"[^.\n=:：,;]{0,40}?" + _LINKING + r"\s*:?\s*"
             r"(?:[\"'`«„“]([^\"'`\n»”]{12,80})[\"'`»”]"
-            r"|((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,7}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]|\s[-–—]\s)))"
+            # (unquoted, 15 characters or more to the sentence's end: `: ps shows argv.` ends a sentence)
+            r"|(?=[^\n.;,)(]{15})"
+            r"((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,7}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]|\s[-–—]\s)))"
         ),
         (*_NEARBY_KEYWORDS, "pass phrase", "wifi key", "wi-fi key"),
         check=_passphrase,
@@ -1086,7 +1114,8 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "hex-key-nearby",
         "a credential",
-        re.compile(r"(?=[0-9a-fA-F]{32})(?<![\w/.:-])([0-9a-fA-F]{32,128})(?![\w/.-])"),
+        # (`0x…`: a wallet's private key as Ethereum tools print it)
+        re.compile(r"(?<![\w/.:-])(?:0x)?(?=[0-9a-fA-F]{32})([0-9a-fA-F]{32,128})(?![\w/.-])"),
         ("key", "secret", "crypt", "sign", "hmac", "salt", "pepper", "passphrase", "cipher"),
         check=_hex_key,
         before=_hex_key_before,
@@ -1150,6 +1179,41 @@ OURS: tuple[Rule, ...] = (
         re.compile(r"(?<![\w.])hv[sbr]\.[A-Za-z0-9_-]{24,}"),
         ("hvs.", "hvb.", "hvr."),
         entropy=3.5,
+    ),
+    # A secret's name and its value as a setter's two quoted arguments: PHP's `define('AUTH_KEY', 'X')`,
+    # `os.environ.setdefault("API_TOKEN", "X")`, `putenv`, Java's `setProperty` and `put`, JS's `setItem`
+    # (the `secret-assignment` test; a list of quoted names is no pair).
+    Rule(
+        "quoted-name-value",
+        "a secret assignment",
+        re.compile(
+            r"(?i)\b(?=[dspa])(?:define|setenv|putenv|setdefault|set|put|add|setproperty|setitem|setstring)\s*\(\s*"
+            rf"[\"'][\w.:-]{{0,40}}?{_SECRET_NAME}[\w.:-]{{0,40}}[\"']\s*,\s*[\"']([^\"'\n]{{6,200}})[\"']"
+        ),
+        ("define", "setenv", "putenv", "setdefault", "set", "put", "add", "setproperty", "setitem", "setstring"),
+        check=_assigned_secret,
+    ),
+    # An XML element named like a secret: Maven's `<password>X</password>`, `<clientSecret>X</clientSecret>`.
+    Rule(
+        "xml-secret-element",
+        "a secret assignment",
+        re.compile(rf"(?i)<([\w.:-]{{0,40}}?{_SECRET_NAME}[\w.:-]{{0,40}})>([^<\n]{{6,200}})</\1>"),
+        ("</",),
+        group=2,
+        check=lambda value: not _name_like(value) and _assigned_secret(value),  # (`min-length-12`: a name)
+    ),
+    # Two-factor recovery or backup codes: two or more codes (4 to 10 letters and digits, or two such groups
+    # joined by `-`, each with a digit) after their name.
+    Rule(
+        "recovery-codes",
+        "a credential (recovery codes)",
+        re.compile(
+            r"(?i)\b(?:recovery|backup|2fa|mfa|scratch|one-time|emergency)[ -]codes?\b[^\n.:=]{0,40}?"
+            r"(?:\s(?:is|are)|:)\s*"
+            r"((?:[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?[ \t,;]+){1,15}[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?)"
+        ),
+        ("codes",),
+        check=lambda codes: sum(any(c.isdigit() for c in w) for w in re.split(r"[ \t,;]+", codes)) >= 2,
     ),
     # A setting named in one attribute and valued in the next (.NET's `<add key="DbPassword" value="X" />`).
     Rule(
