@@ -135,3 +135,24 @@ def test_codex_installs_the_same_plugin_from_the_same_marketplace(tmp_path: Path
     assert installed.returncode == 0, installed.stdout + installed.stderr
     skills = list((home / ".codex/plugins/cache/yullu/yullu").glob("*/skills/yullu/SKILL.md"))
     assert [s.read_text() for s in skills] == [claude.SKILL]
+
+
+def test_install_leaves_claude_code_to_its_plugin_unless_named(tmp_path: Path) -> None:
+    """Found on the walk: `yullu install --service` after `claude plugin install yullu@yullu` wrote the
+    hooks into settings.json again without a word, so Claude Code ran each hook twice."""
+    claude_cli = cli("claude")
+    home = tmp_path / "clihome"
+    (home / ".claude").mkdir(parents=True)
+    assert run([claude_cli, "plugin", "marketplace", "add", str(REPO)], home).returncode == 0
+    assert run([claude_cli, "plugin", "install", "yullu@yullu"], home).returncode == 0
+    env = product_env(tmp_path / "yhome", HOME=str(home), YULLU_PORT="9", YULLU_EMBED_PROVIDER="none")
+    (tmp_path / "yhome" / "token").write_text("yl_test\n")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin"  # the venv's `yullu`, no `claude`
+    done = run_cli(["install"], env)
+    assert done.returncode == 0 and "claude: skipped: the plugin yullu@yullu" in done.stderr + done.stdout, done
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    assert "hooks" not in settings and not (home / ".claude" / "skills" / "yullu").exists(), settings
+    assert _doctor_hooks(env)["status"] == "ok"
+    named = run_cli(["install", "claude"], env)
+    assert "runs each hook twice" in named.stderr + named.stdout, named
+    assert "hooks" in json.loads((home / ".claude" / "settings.json").read_text())

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from yullu_core.env import env_is_set
 
-from .assistants.claude import HOOKS, install_claude, is_ours, uninstall_claude
+from .assistants.claude import HOOKS, enabled_plugin, install_claude, is_ours, uninstall_claude
 from .assistants.codex import install_codex, is_our_notify, uninstall_codex
 from .assistants.cursor import install_cursor, uninstall_cursor
 from .assistants.files import InstallError, say
@@ -89,6 +89,7 @@ def install(targets: list[str], *, service: bool = False, assume_yes: bool = Fal
         )
     if not token():
         say("warning: no API token yet; run `yullu serve` (or `yullu token`) once, then install again.")
+    chosen = _beside_the_plugin(home, chosen, named=bool(targets))
     try:
         for target in chosen:
             if target == "claude":
@@ -101,6 +102,22 @@ def install(targets: list[str], *, service: bool = False, assume_yes: bool = Fal
             remembering_new_folders(home, lambda: install_service(home))
     except InstallError as exc:
         raise SystemExit(f"yullu: {exc}") from None
+
+
+def _beside_the_plugin(home: Path, chosen: list[str], named: bool) -> list[str]:
+    """`chosen` without Claude Code when its Yul'lu plugin is enabled and nobody named claude: the plugin
+    brings the same hooks, MCP server and skill, and both would run each hook twice (README). Found on the
+    walk: `yullu install --service` after installing the plugin wired the hooks again without a word."""
+    plugin = enabled_plugin(home) if "claude" in chosen else None
+    if plugin is None:
+        return chosen
+    fix = f"keep one: `yullu uninstall claude` or `claude plugin uninstall {plugin}`"
+    if named:
+        say(f"warning: the Claude Code plugin {plugin} is installed too, so Claude Code runs each hook twice; {fix}.")
+        return chosen
+    say(f"claude: skipped: the plugin {plugin} already brings the hooks, MCP server and skill "
+        "(`yullu install claude` installs them anyway, and each hook would run twice).")  # fmt: skip
+    return [t for t in chosen if t != "claude"]
 
 
 def uninstall(targets: list[str]) -> None:
