@@ -617,6 +617,8 @@ PROBED_AFTER_4 = {
     "a shared secret of words, quoted": "the vpn shared secret is 'blue whale 77'",
     "a wallet's private key with 0x": f"wallet private key 0x{chars(HEX, 64)(R6)}",
     "a login pair in German": "Zugangsdaten für das Admin-Panel: admin / Kx9vQ7mZ3pL",
+    "a PIN after words with 'unlock' in them": "the PIN to unlock the iPad is 2846",
+    "a PIN after words with 'port' in them": "the PIN for the support phone is 4821",
 }
 
 
@@ -635,6 +637,9 @@ def test_each_form_probed_after_the_fourth_set_is_refused(name: str) -> None:
         "<passwordPolicy>min-length-12</passwordPolicy>",
         "Recovery codes are printed once; store them in the vault",
         f"the wallet address 0x{chars(HEX, 40)(R6)} receives the fees",
+        "The PIN must be 6 digits; the API rejects 1234 and 0000 as too weak.",
+        "PIN codes are hashed with argon2; see ADR 0042.",
+        f"The object key is {chars(HEX, 32)(R6)} (md5 of the path)",
     ],
 )
 def test_words_near_the_forms_probed_after_the_fourth_set_are_kept(text: str) -> None:

@@ -727,13 +727,19 @@ def _passphrase(words: str) -> bool:
 # numeric code (`passcode`, `door code`, `code PIN`, `Geheimzahl` …) a few words before; `pin` in lower case
 # (a version pin too) with a verb or a colon.
 _PIN_NAMED = re.compile(
-    rf"(?:\b(?:PIN|PUK)(?:s|-?[Cc]ode|-?Nummer)?\b|(?i:(?:{_PIN_WORDS})\b))[^\n.]{{0,40}}$"
-    rf"|(?i:\bpin\b){_ABOUT}[^\n.=:]{{0,30}}?" + _LINKING[:-1] + r"|は|是)\s*[\"'`]?$"
+    rf"(?:\b(?:PIN|PUK)(?:s|-?[Cc]ode|-?Nummer)?\b|(?i:(?:{_PIN_WORDS})\b))([^\n.;]{{0,40}})$"
+    rf"|(?i:\bpin\b){_ABOUT}([^\n.=:;]{{0,30}}?)" + _LINKING[:-1] + r"|は|是)\s*[\"'`]?$"
+)
+# Words between a PIN's name and a number that make the number something else: a rule about PINs, an
+# issue, an ADR, a release ("PIN codes are hashed with argon2, see ADR 0042").
+_NOT_A_PIN_BETWEEN = re.compile(
+    r"(?i)hash|polic|length|digits\b|attempt|retr|expir|\block|weak|reject|issue|ticket|\badr\b|\brfc|version"
+    r"|release|\bpr\b|#|\bstep|\bline\b|\bpage\b|\bport\b"
 )
 
 
 def _pin_before(text: str) -> bool:
-    return _PIN_NAMED.search(text) is not None
+    return any(not _NOT_A_PIN_BETWEEN.search(m.group(1) or m.group(2) or "") for m in _PIN_NAMED.finditer(text))
 
 
 # A word of keys, secrets or signing before a hex key, not a key that is no secret (`public key`, `cache
@@ -978,7 +984,8 @@ OURS: tuple[Rule, ...] = (
         "key-in-prose",
         "a credential",
         re.compile(
-            rf"(?i)(?=k)(?<!public )(?<!publishable )(?<!host )(?<!gpg )(?<!pgp )\bkeys?\b{_ABOUT}"
+            rf"(?i)(?=k)(?<!public )(?<!publishable )(?<!host )(?<!gpg )(?<!pgp )(?<!object )(?<!cache )(?<!primary )"
+            rf"(?<!foreign )(?<!partition )(?<!sort )(?<!idempotency )(?<!row )(?<!lookup )\bkeys?\b{_ABOUT}"
             r"(?!\s+(?:pair|ring|board|chain|word|stroke|note|point|frame|signature|size|name|alias"
             rf"|type|server|vault|store|file|path)\b){_TOLD_VERB}"
         ),
