@@ -619,6 +619,8 @@ PROBED_AFTER_4 = {
     "a login pair in German": "Zugangsdaten für das Admin-Panel: admin / Kx9vQ7mZ3pL",
     "a PIN after words with 'unlock' in them": "the PIN to unlock the iPad is 2846",
     "a PIN after words with 'port' in them": "the PIN for the support phone is 4821",
+    "a PIN in Japanese": "SIMカードの暗証番号は 4821",
+    "a passphrase after a compound's name": "Das WLAN-Passwort ist: blauer Hund tanzt leise",
 }
 
 

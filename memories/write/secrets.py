@@ -727,7 +727,8 @@ def _passphrase(words: str) -> bool:
 # numeric code (`passcode`, `door code`, `code PIN`, `Geheimzahl` …) a few words before; `pin` in lower case
 # (a version pin too) with a verb or a colon.
 _PIN_NAMED = re.compile(
-    rf"(?:\b(?:PIN|PUK)(?:s|-?[Cc]ode|-?Nummer)?\b|(?i:(?:{_PIN_WORDS})\b))([^\n.;]{{0,40}})$"
+    # (`(?![a-z])`, not `\b`: `暗証番号は` has no word boundary)
+    rf"(?:\b(?:PIN|PUK)(?:s|-?[Cc]ode|-?Nummer)?\b|(?i:(?:{_PIN_WORDS})(?![a-z])))([^\n.;]{{0,40}})$"
     rf"|(?i:\bpin\b){_ABOUT}([^\n.=:;]{{0,30}}?)" + _LINKING[:-1] + r"|は|是)\s*[\"'`]?$"
 )
 # Words between a PIN's name and a number that make the number something else: a rule about PINs, an
@@ -1106,7 +1107,8 @@ OURS: tuple[Rule, ...] = (
         re.compile(
             # (not an option's or a variable's name: `--password-stdin, never as an argument: ps shows argv`)
             # (one password: "Passwords: …" heads a list)
-            rf"(?im)(?<![-_])(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|wi-?fi key)\b(?![-_]){_ABOUT}"
+            # (`WLAN-Passwort` is a password's name)
+            rf"(?im)(?<!--)(?<!_)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|wi-?fi key)\b(?![-_]){_ABOUT}"
             r"[^.\n=:：,;]{0,40}?" + _LINKING + r"\s*:?\s*"
             r"(?:[\"'`«„“]([^\"'`\n»”]{12,80})[\"'`»”]"
             # (unquoted, 15 characters or more to the sentence's end: `: ps shows argv.` ends a sentence)
