@@ -82,3 +82,14 @@ def test_a_token_expiry_out_of_range_says_what_is_allowed(tmp_path: Path, days: 
     ran = run_cli(["tokens", "create", "--user", "alice", "--expires-days", days], env)
     assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
     assert "must be more than 0 and at most 3650 days" in ran.stderr, ran.stderr
+
+
+def test_the_readmes_claude_mcp_add_registers_the_server_for_every_project() -> None:
+    # Found on the walk: the README's by-hand `claude mcp add`, run in the checkout as written, registered
+    # the server for that folder only (Claude Code's default scope is "local"): `claude mcp list` in the
+    # user's own repository showed nothing. The installer's command says `--scope user`.
+    from tests.processes import REPO
+
+    text = (REPO / "README.md").read_text()
+    commands = [line for line in text.splitlines() if line.startswith("claude mcp add")]
+    assert commands and all("--scope user" in line for line in commands), commands
