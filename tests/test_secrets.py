@@ -621,6 +621,12 @@ PROBED_AFTER_4 = {
     "a PIN after words with 'port' in them": "the PIN for the support phone is 4821",
     "a PIN in Japanese": "SIMカードの暗証番号は 4821",
     "a passphrase after a compound's name": "Das WLAN-Passwort ist: blauer Hund tanzt leise",
+    "a key split into a JS list and joined": (
+        f'let secret = ["{chars(ALNUM, 8)(R6)}", "{chars(ALNUM, 8)(R6)}", "{chars(ALNUM, 8)(R6)}"].join("")'
+    ),
+    "a token split into a Python list and joined": (
+        f'token = "".join(["ghp_{chars(ALNUM, 8)(R6)}", "{chars(ALNUM, 12)(R6)}", "{chars(ALNUM, 16)(R6)}"])'
+    ),
 }
 
 
@@ -642,6 +648,9 @@ def test_each_form_probed_after_the_fourth_set_is_refused(name: str) -> None:
         "The PIN must be 6 digits; the API rejects 1234 and 0000 as too weak.",
         "PIN codes are hashed with argon2; see ADR 0042.",
         f"The object key is {chars(HEX, 32)(R6)} (md5 of the path)",
+        'names = ["alpha", "beta", "gamma"].join(", ")',
+        'secret_keys = ["SECRET_KEY", "API_TOKEN"]',
+        'TOKENS = ("<s>", "</s>")',
     ],
 )
 def test_words_near_the_forms_probed_after_the_fourth_set_are_kept(text: str) -> None:

@@ -1412,6 +1412,32 @@ def _token_run(text: str, at: int, step: int) -> int:
     return n
 
 
+# `["8f3k", "9vLx", "4tW1"].join("")`, `"".join(["8f3k", "9vLx"])`: a token split into a list of literals and
+# joined again. Inside such a list the quotes and commas between literals are joins, however short the parts.
+_JOINED_LIST = re.compile(
+    r"\[([^\[\]\n]{1,2000})\]\s*\.join\(\s*([\"'])\2\s*\)|([\"'])\3\.join\(\s*[\[(]([^\[\]()\n]{1,2000})[\])]\s*\)"
+)
+_LIST_SEPARATOR = re.compile(r"(?<=[A-Za-z0-9+/=_-])([\"'])\s*,\s*\1(?=[A-Za-z0-9+/=_-])")
+
+
+def _separators(text: str) -> list[tuple[int, int]]:
+    """The spans to cut out of `text` to join a token: line breaks and glued literals inside a long token,
+    and the separators of a list of literals joined again."""
+    spans = [
+        m.span()
+        for m in _WRAP.finditer(text)
+        if _token_run(text, m.start(), -1) + _token_run(text, m.end(), 1) >= MIN_JOINED_TOKEN
+    ]
+    if ".join(" in text:
+        for m in _JOINED_LIST.finditer(text):
+            group = 1 if m.group(1) is not None else 4
+            at = m.start(group)
+            inside = [(at + s.start(), at + s.end()) for s in _LIST_SEPARATOR.finditer(m.group(group))]
+            if inside:  # (and the list's bracket: `secret = ["8f3k…"` reads as `secret = "8f3k…`)
+                spans += [(at - 1, at), *inside]
+    return sorted(spans)
+
+
 def _joined(text: str) -> tuple[str, list[int], list[tuple[int, int]]] | None:
     """`text` with line breaks inside long tokens removed, each character's index in `text`, and
     the windows of the joined text around the joins (the only places a new match can appear)."""
@@ -1421,14 +1447,14 @@ def _joined(text: str) -> tuple[str, list[int], list[tuple[int, int]]] | None:
     origin: list[int] = []
     joins: list[int] = []
     pos = size = 0
-    for m in _WRAP.finditer(text):
-        if _token_run(text, m.start(), -1) + _token_run(text, m.end(), 1) < MIN_JOINED_TOKEN:
+    for start, end in _separators(text):
+        if start < pos:
             continue
-        parts.append(text[pos : m.start()])
-        origin.extend(range(pos, m.start()))
-        size += m.start() - pos
+        parts.append(text[pos:start])
+        origin.extend(range(pos, start))
+        size += start - pos
         joins.append(size)
-        pos = m.end()
+        pos = end
     if not joins:
         return None
     parts.append(text[pos:])
