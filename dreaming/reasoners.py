@@ -295,6 +295,18 @@ def cli_logged_out(tool: str, path: str) -> bool:
     return done.returncode != 0 and ('"loggedin":false' in said or "notloggedin" in said)
 
 
+def logged_out_reasoner() -> tuple[str, str] | None:
+    """(what is wrong, how to fix it) when the configured reasoner is a Claude Code or Codex CLI nobody is
+    logged into: it is found, yet every dream pass fails with "Not logged in". For `yullu doctor` and the
+    `yullu serve` banner (one `auth status` call: about a second), not for /api/status, which is polled."""
+    reasoner = configured_reasoner()
+    if not isinstance(reasoner, CLIReasoner) or not cli_logged_out(reasoner.tool, reasoner.path):
+        return None
+    login = "run `claude`, then /login" if reasoner.tool == "claude" else "run `codex login`"
+    detail = f"{reasoner.name}: nobody is logged in to `{reasoner.tool}`, so every dream pass fails"
+    return detail, f"{login}; or set ANTHROPIC_API_KEY, or another [reasoning].provider"
+
+
 def reasoner_status() -> dict[str, Any]:
     """For /api/status, the banner, the admin and `yullu doctor`: which reasoner background
     dreaming uses, or a warning saying how to get one."""

@@ -93,3 +93,22 @@ def test_the_readmes_claude_mcp_add_registers_the_server_for_every_project() -> 
     text = (REPO / "README.md").read_text()
     commands = [line for line in text.splitlines() if line.startswith("claude mcp add")]
     assert commands and all("--scope user" in line for line in commands), commands
+
+
+def test_the_serve_banner_warns_when_nobody_is_logged_in_to_the_cli_reasoner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found on the walk: with `claude` on PATH and logged out, `yullu serve` said "dreaming: cli:claude" and
+    # every dream pass then failed with "Not logged in" (doctor warned; the banner, which a user reads, did not).
+    from dreaming import reasoners
+    from tests.test_walk4_fixes import CLAUDE_LOGGED_OUT, executable
+    from yullu_cli import banner
+
+    claude = executable(tmp_path / "claude", f"#!/bin/sh\necho '{CLAUDE_LOGGED_OUT}'\nexit 1\n")
+    monkeypatch.setattr(reasoners, "configured_reasoner", lambda: reasoners.CLIReasoner("claude", str(claude), ""))
+    assert banner.reasoner_line() == (
+        "  WARNING:    cli:claude: nobody is logged in to `claude`, so every dream pass fails: "
+        "run `claude`, then /login; or set ANTHROPIC_API_KEY, or another [reasoning].provider."
+    )
+    executable(claude, "#!/bin/sh\necho '{\"loggedIn\": true}'\nexit 0\n")
+    assert banner.reasoner_line() == "  dreaming:   cli:claude"

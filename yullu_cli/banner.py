@@ -16,11 +16,16 @@ if TYPE_CHECKING:
 
 def reasoner_line() -> str:
     """The banner's part of the health model (yullu_site/monitoring/health.py): which reasoner background
-    dreaming uses (detected once at start), or a visible warning."""
+    dreaming uses (detected once at start), or a visible warning: none, or a CLI nobody is logged into."""
+    from dreaming.reasoners import logged_out_reasoner
     from yullu_site.monitoring.health import BANNER, gather
 
     (reasoner,) = gather(BANNER).parts
-    return f"  dreaming:   {reasoner.detail}" if reasoner.ok else f"  WARNING:    {' '.join(reasoner.problems)}"
+    if not reasoner.ok:
+        return f"  WARNING:    {' '.join(reasoner.problems)}"
+    if (said := logged_out_reasoner()) is not None:  # found on the walk: "dreaming: cli:claude", every pass failing
+        return f"  WARNING:    {said[0]}: {said[1]}."
+    return f"  dreaming:   {reasoner.detail}"
 
 
 def path_hint(bin_dir: Path, path: str) -> str | None:

@@ -307,16 +307,11 @@ def _served_reasoner(line: dict[str, Any]) -> dict[str, Any]:
 def _logged_in(line: dict[str, Any]) -> dict[str, Any]:
     """A Claude Code or Codex CLI on PATH that nobody logged into is found, yet every dream pass fails
     with "Not logged in" (seen on the walk: doctor said ok, the dashboard later showed the failures)."""
-    from dreaming.reasoners import CLIReasoner, cli_logged_out, configured_reasoner
+    from dreaming.reasoners import logged_out_reasoner
 
-    reasoner = configured_reasoner()
-    if line["status"] != "ok" or not isinstance(reasoner, CLIReasoner):
+    if line["status"] != "ok" or (said := logged_out_reasoner()) is None:
         return line
-    if not cli_logged_out(reasoner.tool, reasoner.path):
-        return line
-    login = "run `claude`, then /login" if reasoner.tool == "claude" else "run `codex login`"
-    detail = f"{reasoner.name}: nobody is logged in to `{reasoner.tool}`, so every dream pass fails"
-    fix = f"{login}; or set ANTHROPIC_API_KEY, or another [reasoning].provider"
+    detail, fix = said
     return {**line, "ok": False, "status": "warn", "detail": detail, "fix": fix}
 
 
