@@ -624,6 +624,11 @@ PROBED_AFTER_4 = {
     "a key split into a JS list and joined": (
         f'let secret = ["{chars(ALNUM, 8)(R6)}", "{chars(ALNUM, 8)(R6)}", "{chars(ALNUM, 8)(R6)}"].join("")'
     ),
+    "a password in a Markdown table's column": (
+        f"| service | user | password |\n|---|---|---|\n| grafana | admin | Gr4f{chars(ALNUM, 8)(R6)}7 |"
+    ),
+    "a PIN in a Markdown table's column": "| device | PIN |\n|---|---|\n| QA iPad | 2846 |",
+    "pwd as a list's item": "Staging DB — host db.internal, user app, pwd Gr4fOwl2291x",
     "a token split into a Python list and joined": (
         f'token = "".join(["ghp_{chars(ALNUM, 8)(R6)}", "{chars(ALNUM, 12)(R6)}", "{chars(ALNUM, 16)(R6)}"])'
     ),
@@ -651,7 +656,21 @@ def test_each_form_probed_after_the_fourth_set_is_refused(name: str) -> None:
         'names = ["alpha", "beta", "gamma"].join(", ")',
         'secret_keys = ["SECRET_KEY", "API_TOKEN"]',
         'TOKENS = ("<s>", "</s>")',
+        "| flag | default |\n|---|---|\n| password_min | 12 |\n| pin_retries | 3 |",
+        "| var | meaning |\n|---|---|\n| DB_PASSWORD | the database password, from Vault |",
+        "| endpoint | auth |\n|---|---|\n| /api/memories | Bearer token |",
+        "| device | PIN |\n|---|---|\n| QA iPad | in the safe |",
+        "cd into the repo and pwd shows /work/main",
     ],
 )
 def test_words_near_the_forms_probed_after_the_fourth_set_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+def test_a_table_is_redacted_cell_by_cell() -> None:
+    text = "| service | user | password |\n|---|---|---|\n| grafana | admin | Gr4fOwl2291x |"
+    out = redact(text)
+    assert "Gr4fOwl2291x" not in out and out.startswith(
+        "| service | user | password |\n|---|---|---|\n| grafana | admin | [RED"
+    )
+    assert out.endswith("] |")

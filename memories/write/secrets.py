@@ -401,6 +401,8 @@ _PASS_OWNERS = (
     "smtp",
     "with",
 )
+# "pwd" is the shell's command too: a password only as a list's item ("user app, pwd X").
+_PWD_AFTER = "(?:(?<=, )|(?<=; ))"
 _PASS_AFTER = "(?:" + "|".join(f"(?<={w} )" for w in (*_PASS_OWNERS, ",", ";")) + ")"
 
 
@@ -880,9 +882,10 @@ OURS: tuple[Rule, ...] = (
         "password-named",
         "a password",
         re.compile(
-            rf"(?i)\b(?=p)(?:password|passwd|passphrase|passcode|pw|{_PASS_AFTER}pass)\b[ \t]+[\"'`]?({_TOLD_VALUE})"
+            rf"(?i)\b(?=p)(?:password|passwd|passphrase|passcode|pw|{_PASS_AFTER}pass|{_PWD_AFTER}pwd)\b[ \t]+"
+            rf"[\"'`]?({_TOLD_VALUE})"
         ),
-        ("passw", "passphrase", "passcode", "pw", "pass"),
+        ("passw", "passphrase", "passcode", "pw", "pass", "pwd"),
         check=_told_secret,
     ),
     # The same in other languages: "le mot de passe est X", "Das Passwort ist X", "пароль: X", "密码是X".
@@ -1469,6 +1472,43 @@ def _joined(text: str) -> tuple[str, list[int], list[tuple[int, int]]] | None:
     return "".join(parts), origin, windows
 
 
+# A Markdown table's row: cells between pipes.
+_TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.*)\|[ \t]*$")
+_TABLE_RULE = re.compile(r"[ \t]*:?-{3,}:?[ \t]*")
+
+
+def _table_view(text: str) -> tuple[str, list[int]] | None:
+    """A Markdown table read as sentences, each cell after its column's name ("password: X"), so the rules
+    that read a value after its name read a table's (`| grafana | admin | X |` under `| service | user |
+    password |`); with each character's index in `text`."""
+    if "|" not in text or "---" not in text:
+        return None
+    rows = list(_TABLE_ROW.finditer(text))
+    out: list[str] = []
+    origin: list[int] = []
+    header: list[str] = []
+    for i, row in enumerate(rows):
+        cells = [(c.start(), c.group(0)) for c in re.finditer(r"[^|]+", row.group(1))]
+        if all(_TABLE_RULE.fullmatch(c) for _, c in cells):
+            previous = rows[i - 1] if i else None
+            header = [c.strip() for c in previous.group(1).split("|")] if previous else []
+            continue
+        if not header:
+            continue
+        for (at, cell), name in zip(cells, header, strict=False):
+            value = cell.strip()
+            if not value or not name:
+                continue
+            start = row.start(1) + at + cell.index(value)
+            out.append(f"{name}: ")
+            origin.extend([start] * (len(name) + 2))
+            out.append(value + "\n")
+            origin.extend([*range(start, start + len(value)), start + len(value) - 1])
+    if not out:
+        return None
+    return "".join(out), origin
+
+
 def _decoded(segment: str) -> str | None:
     """A base64 segment's text when it decodes to readable UTF-8 (else None)."""
     padded = segment + "=" * (-len(segment) % 4)
@@ -1505,6 +1545,12 @@ def _scan_views(text: str, depth: int = 0) -> Iterator[tuple[Finding, int, int]]
             for f in _matches(jtext[a:b]):
                 s, e = back(a + f.start, a + f.end, jorigin)
                 yield (f, *back(s, e, origin))
+    table = _table_view(folded)
+    if table is not None:
+        ttext, torigin = table
+        for f in _matches(ttext):
+            s, e = back(f.start, f.end, torigin)
+            yield (f, *back(s, e, origin))
     if depth >= 2:
         return
     for m in _BASE64.finditer(folded):
