@@ -272,3 +272,28 @@ def test_the_stale_queue_shows_the_diff_and_keeps_or_rejects_from_the_keyboard(
     page.keyboard.press("Enter")
     page.wait_for_selector("text=rejected (archived")
     assert not Memory.objects.filter(pk=other.pk).exists() and stale.stale_count(scope.project_id) == 0
+
+
+def test_s_in_the_stale_queue_replaces_the_old_text_with_what_is_typed(
+    stub_embedder: StubServer, page: Any, repo: Path
+) -> None:
+    # Found on the walk: `s` focused the supersede box with the caret before the old text, so the corrected
+    # memory read "<what was typed><the old text>".
+    from memories.anchors import checks
+    from tests.test_anchors import CLOCK, commit, rewrite
+
+    (repo / "app").mkdir()
+    (repo / "app" / "clock.py").write_text(CLOCK)
+    commit(repo, "clock")
+    scope = resolve(None, str(repo))
+    old = create.store_memory(scope, "vec:1,0,0 Clock.now reads wall time", anchors=["app/clock.py::Clock.now"])
+    rewrite(repo, "return time.time()", "return time.monotonic()")
+    checks.forget_cache()
+    checks.check_project(scope.project_id, scope.git_root)
+    page.goto("/admin/memories/memory/stale/")
+    page.wait_for_selector("article.y-item")
+    page.keyboard.press("s")
+    page.keyboard.type("vec:1,0,0 Clock.now reads the monotonic clock")
+    page.click("text=Supersede memory")
+    page.wait_for_selector("text=superseded by memory")
+    assert Memory.objects.get(pk=old.memory.pk).superseded_by.content == "vec:1,0,0 Clock.now reads the monotonic clock"

@@ -140,7 +140,11 @@
         }
         if (e.key === "s" && item) {
           item.querySelector("details").open = true;
-          item.querySelector(".y-supersede").focus();
+          // The old text, selected: what the reviewer types replaces it (an arrow key keeps it to amend).
+          // Focus alone put the caret before it, so the correction was typed in front of the old text.
+          const box = item.querySelector(".y-supersede");
+          box.focus();
+          box.select();
           return true;
         }
         return false;
