@@ -112,6 +112,13 @@ def test_rating_8_keeps_the_memory(staff: Client, stub_embedder: StubServer) -> 
     assert Memory.objects.get(pk=m.pk).rating == 8
 
 
+def test_the_bulk_buttons_name_the_rating_they_give_not_a_count(staff: Client, stub_embedder: StubServer) -> None:
+    # Found on the walk: "Keep selected (8)" with nothing selected read as "8 memories selected".
+    create.store_memory(resolve("acme/a", None), "A fact to review")
+    page = staff.get("/admin/memories/memory/review/").content.decode()
+    assert "Keep selected (rate 8)" in page and "Reject selected (rate 3)" in page
+
+
 @pytest.mark.parametrize("rating", ["0", "11", "x"])
 def test_a_bad_rating_is_refused_with_a_message(staff: Client, stub_embedder: StubServer, rating: str) -> None:
     m = create.store_memory(resolve("acme/a", None), "A fact").memory
