@@ -421,6 +421,9 @@ FIT_FAMILIES: dict[str, tuple[int, ...]] = {
     "entity": (ENTITY,),
     "entity+bias": (ENTITY, 5),
     "general+entity+bias": (GENERAL, ENTITY, 5),
+    # the learned query adapter moved the cosine's scale (issue 34, round nine)
+    "cosine+bias": (1, 5),
+    "cosine+coverage+bias": (1, 2, 5),
     "all": (0, 1, 2, GENERAL, ENTITY, 5),
 }
 
