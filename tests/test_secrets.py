@@ -629,6 +629,8 @@ PROBED_AFTER_4 = {
     ),
     "a PIN in a Markdown table's column": "| device | PIN |\n|---|---|\n| QA iPad | 2846 |",
     "pwd as a list's item": "Staging DB — host db.internal, user app, pwd Gr4fOwl2291x",
+    "a password column of CSV rows": "Test accounts (CSV):\nemail,password\nqa1@acme.io,Gr4fOwl2291x",
+    "a password column of TSV rows": "user\tpassword\nadmin\tGr4fOwl2291x",
     "a token split into a Python list and joined": (
         f'token = "".join(["ghp_{chars(ALNUM, 8)(R6)}", "{chars(ALNUM, 12)(R6)}", "{chars(ALNUM, 16)(R6)}"])'
     ),
@@ -661,6 +663,9 @@ def test_each_form_probed_after_the_fourth_set_is_refused(name: str) -> None:
         "| endpoint | auth |\n|---|---|\n| /api/memories | Bearer token |",
         "| device | PIN |\n|---|---|\n| QA iPad | in the safe |",
         "cd into the repo and pwd shows /work/main",
+        "name,role,team\nalice,admin,core\nbob,viewer,web",
+        "id,token_count,model\n1,2048,gpt\n2,4096,claude",
+        "from .models import DreamOp, DreamPass\nfrom .parse import ParseError, parse_decision",
     ],
 )
 def test_words_near_the_forms_probed_after_the_fourth_set_are_kept(text: str) -> None:

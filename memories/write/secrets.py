@@ -1477,15 +1477,63 @@ _TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.*)\|[ \t]*$")
 _TABLE_RULE = re.compile(r"[ \t]*:?-{3,}:?[ \t]*")
 
 
+# A CSV or TSV header naming a secret's column ("email,password", "user\tpassword"): names only.
+# (a name per cell, no spaces in it: `from .models import DreamOp, DreamPass` is code)
+_DELIMITED_HEADER = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.-]{0,40}(?:([,;\t])[ \t]*[A-Za-z_][\w.-]{0,40})+)[ \t]*$")
+_SECRET_COLUMN = re.compile(
+    r"(?i)(?:[a-z0-9]+[_.-])?(?:pass(?:word|wd|phrase)?|pwd|secret|token|pin|api[_-]?key|key|credentials?)"
+)
+
+
 def _table_view(text: str) -> tuple[str, list[int]] | None:
     """A Markdown table read as sentences, each cell after its column's name ("password: X"), so the rules
     that read a value after its name read a table's (`| grafana | admin | X |` under `| service | user |
-    password |`); with each character's index in `text`."""
-    if "|" not in text or "---" not in text:
-        return None
-    rows = list(_TABLE_ROW.finditer(text))
+    password |`); CSV and TSV rows under a header that names a secret's column too; with each character's
+    index in `text`."""
     out: list[str] = []
     origin: list[int] = []
+    _delimited_rows(text, out, origin)
+    if "|" in text and "---" in text:
+        _markdown_rows(text, out, origin)
+    if not out:
+        return None
+    return "".join(out), origin
+
+
+def _cell(name: str, value: str, start: int, out: list[str], origin: list[int]) -> None:
+    """`name: value` and a line break, mapped to the value's characters (the name to its first)."""
+    out.append(f"{name}: ")
+    origin.extend([start] * (len(name) + 2))
+    out.append(value + "\n")
+    origin.extend([*range(start, start + len(value)), start + len(value) - 1])
+
+
+def _delimited_rows(text: str, out: list[str], origin: list[int]) -> None:
+    if "," not in text and "\t" not in text:
+        return
+    for head in _DELIMITED_HEADER.finditer(text):
+        sep = head.group(2)
+        names = [n.strip() for n in head.group(1).split(sep)]
+        if not any(_SECRET_COLUMN.fullmatch(n) for n in names):
+            continue
+        pos = head.end() + 1
+        while pos < len(text):
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            line = text[pos:end]
+            if line.count(sep) != len(names) - 1:
+                break
+            at = pos
+            for name, value in zip(names, line.split(sep), strict=True):
+                stripped = value.strip()
+                if stripped:
+                    _cell(name, stripped, at + value.index(stripped), out, origin)
+                at += len(value) + 1
+            pos = end + 1
+
+
+def _markdown_rows(text: str, out: list[str], origin: list[int]) -> None:
+    rows = list(_TABLE_ROW.finditer(text))
     header: list[str] = []
     for i, row in enumerate(rows):
         cells = [(c.start(), c.group(0)) for c in re.finditer(r"[^|]+", row.group(1))]
@@ -1497,16 +1545,8 @@ def _table_view(text: str) -> tuple[str, list[int]] | None:
             continue
         for (at, cell), name in zip(cells, header, strict=False):
             value = cell.strip()
-            if not value or not name:
-                continue
-            start = row.start(1) + at + cell.index(value)
-            out.append(f"{name}: ")
-            origin.extend([start] * (len(name) + 2))
-            out.append(value + "\n")
-            origin.extend([*range(start, start + len(value)), start + len(value) - 1])
-    if not out:
-        return None
-    return "".join(out), origin
+            if value and name:
+                _cell(name, value, row.start(1) + at + cell.index(value), out, origin)
 
 
 def _decoded(segment: str) -> str | None:
