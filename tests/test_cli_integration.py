@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +19,7 @@ from memories.models import Memory
 from memories.scope import resolve
 from memories.transfer.export import render_agents_md
 from memories.write import create
-from tests.processes import run_cli
+from tests.processes import REPO, run_cli
 from tests.stubs import StubServer
 from yullu_cli import hooks
 from yullu_cli.hooks import category_hints, hook_argv, is_trivial, prompt_excerpt, response_body
@@ -412,3 +413,26 @@ def test_banner_says_how_to_set_the_admin_password_when_its_file_is_missing(tmp_
     assert "changepassword admin" in admin_password_hint(pw_file)
     pw_file.write_text("secret\n")
     assert admin_password_hint(pw_file) == f"password in {pw_file}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_inject_into_a_reader_that_leaves_exits_0_without_a_traceback(
+    hook_env: dict[str, str], stub_embedder: StubServer, tmp_path: Path
+) -> None:
+    # Found on the walk: `yullu inject | head -3` ended in a BrokenPipeError traceback (the hook promises exit 0).
+    create.store_memory(resolve("hookproj", None), "vec:1,0,0 Staging deploys go through make stage", "process")
+    count_tokens("warm")
+    folder = tmp_path / "hookproj"
+    folder.mkdir()
+    stdin = json.dumps({"prompt": "vec:1,0,0 how do we deploy to staging?", "cwd": str(folder)})
+    for command in (
+        [sys.executable, "-m", "yullu_cli.main", "inject"],
+        [sys.executable, "-I", "-S", str(REPO / "yullu_cli" / "hook_entry.py"), "inject"],
+    ):
+        # `| true`: the reader is gone before the hook has asked the server, so its write meets a closed pipe
+        ran = subprocess.run(
+            ["bash", "-c", 'set -o pipefail; "$@" | true', "-", *command],
+            input=stdin, env=hook_env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert ran.returncode == 0, (command, ran.returncode, ran.stderr)
+        assert "Traceback" not in ran.stderr, ran.stderr

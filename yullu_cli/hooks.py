@@ -282,6 +282,15 @@ def recall(prompt: str, cwd: str) -> str:
     return context(body, cwd)
 
 
+def emit(block: str) -> None:
+    """Print a context block. A reader that left (`yullu inject | head`, an assistant that stopped waiting)
+    is no error: a hook always exits 0 (found on the walk: a BrokenPipeError traceback)."""
+    try:
+        print(escape_controls(block), flush=True)  # a teammate's terminal escapes never reach the terminal
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+
+
 def inject() -> int:
     data = read_stdin_json()
     prompt = str(data.get("prompt") or "")
@@ -292,7 +301,7 @@ def inject() -> int:
     except (OSError, ValueError):
         return 0  # server down, slow or unhappy: never block the prompt
     if block:
-        print(escape_controls(block))  # a teammate's terminal escapes never reach the terminal
+        emit(block)
     return 0
 
 
@@ -304,7 +313,7 @@ def session_start() -> int:
     except (OSError, ValueError):
         return 0
     if block:
-        print(escape_controls(block))  # a teammate's terminal escapes never reach the terminal
+        emit(block)
     return 0
 
 
