@@ -12,6 +12,7 @@ direct call writes a usage row with tokens and cost.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -25,7 +26,7 @@ from django.conf import settings
 
 from memories.usage import record_usage
 from yullu_core.env import env_str
-from yullu_core.errors import Unavailable, optional_module
+from yullu_core.errors import Unavailable, install_extra, optional_module
 
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 # USD microcents per 1M tokens (input, output). Unknown models cost 0.
@@ -307,10 +308,27 @@ def logged_out_reasoner() -> tuple[str, str] | None:
     return detail, f"{login}; or set ANTHROPIC_API_KEY, or another [reasoning].provider"
 
 
+def cannot_run(reasoner: Reasoner) -> str | None:
+    """Why a chosen API reasoner would fail every call, told without making one (a missing key or package),
+    or None. Found on the walk: `[reasoning].provider = "anthropic"` without a key was "ok" in doctor, the
+    dashboard and the banner while every dream pass failed with "needs an API key"."""
+    cfg = settings.YULLU
+    if isinstance(reasoner, AnthropicReasoner) and not cfg["anthropic"]["api_key"]:
+        return "the anthropic reasoner needs an API key: set ANTHROPIC_API_KEY"
+    if isinstance(reasoner, OpenAIReasoner):
+        if importlib.util.find_spec("openai") is None:
+            return f"the openai reasoner needs the openai package: {install_extra('openai')}"
+        if not cfg["openai"]["api_key"] and not cfg["openai"]["base_url"]:
+            return "the openai reasoner needs OPENAI_API_KEY, or [openai].base_url for a local server"
+    return None
+
+
 def reasoner_status() -> dict[str, Any]:
     """For /api/status, the banner, the admin and `yullu doctor`: which reasoner background
-    dreaming uses, or a warning saying how to get one."""
+    dreaming uses, or a warning saying how to get one (or why the chosen one cannot run)."""
     reasoner = configured_reasoner()
+    if reasoner is not None and (problem := cannot_run(reasoner)) is not None:
+        return {"available": False, "name": reasoner.name, "warning": f"{problem}; every dream pass fails until then."}
     if reasoner is not None:
         return {"available": True, "name": reasoner.name, "warning": None}
     return {

@@ -112,3 +112,27 @@ def test_the_serve_banner_warns_when_nobody_is_logged_in_to_the_cli_reasoner(
     )
     executable(claude, "#!/bin/sh\necho '{\"loggedIn\": true}'\nexit 0\n")
     assert banner.reasoner_line() == "  dreaming:   cli:claude"
+
+
+@pytest.mark.parametrize(
+    ("provider", "says"),
+    [
+        ("anthropic", "the anthropic reasoner needs an API key: set ANTHROPIC_API_KEY"),
+        ("openai", "the openai reasoner needs OPENAI_API_KEY, or [openai].base_url for a local server"),
+    ],
+)
+def test_doctor_warns_when_the_chosen_api_reasoner_has_no_key(tmp_path: Path, provider: str, says: str) -> None:
+    # Found on the walk: [reasoning].provider = "anthropic" (set in the admin's Settings) without a key was
+    # "ok reasoner anthropic:…" in doctor, the dashboard and the banner; every dream pass failed.
+    env = product_env(
+        tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"), YULLU_PORT="1",
+        YULLU_REASON_PROVIDER=provider,
+    )  # fmt: skip
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL"):
+        env.pop(key, None)
+    report = json.loads(run_cli(["doctor", "--json"], env).stdout)
+    check = next(c for c in report["checks"] if c["check"] == "reasoner")
+    assert check["status"] == "warn" and says in check["detail"], check
+    env["ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"] = "sk-test-not-a-real-key"
+    report = json.loads(run_cli(["doctor", "--json"], env).stdout)
+    assert next(c for c in report["checks"] if c["check"] == "reasoner")["status"] == "ok"

@@ -149,7 +149,7 @@ def reasoner() -> Part:
     data = reasoner_status()
     if data["available"]:
         return Part("reasoner", data["name"], data=data)
-    return Part("reasoner", "none", (data["warning"],), data["warning"], data=data)
+    return Part("reasoner", data["name"] or "none", (data["warning"],), data["warning"], data=data)
 
 
 def vectors() -> Part:
