@@ -1485,6 +1485,11 @@ _SECRET_COLUMN = re.compile(
 )
 
 
+_SECRET_HEADER = re.compile(
+    rf"(?i){_NEARBY_WORDS}|{_PIN_WORDS}|{_TOKEN_WORDS}|pass|pwd|\bpin\b|\bpuk\b|secret|\bkey\b|credential"
+)
+
+
 def _table_view(text: str) -> tuple[str, list[int]] | None:
     """A Markdown table read as sentences, each cell after its column's name ("password: X"), so the rules
     that read a value after its name read a table's (`| grafana | admin | X |` under `| service | user |
@@ -1532,21 +1537,31 @@ def _delimited_rows(text: str, out: list[str], origin: list[int]) -> None:
             pos = end + 1
 
 
+def _split_cells(row: str) -> list[tuple[int, str]]:
+    """A table row's cells between pipes, with their offsets in the row."""
+    cells, at = [], 0
+    for cell in row.split("|"):
+        cells.append((at, cell))
+        at += len(cell) + 1
+    return cells
+
+
 def _markdown_rows(text: str, out: list[str], origin: list[int]) -> None:
+    """Only the columns whose name says secret (a table of 20 columns of figures costs nothing)."""
     rows = list(_TABLE_ROW.finditer(text))
-    header: list[str] = []
+    secret_columns: dict[int, str] = {}
     for i, row in enumerate(rows):
-        cells = [(c.start(), c.group(0)) for c in re.finditer(r"[^|]+", row.group(1))]
+        cells = _split_cells(row.group(1))
         if all(_TABLE_RULE.fullmatch(c) for _, c in cells):
-            previous = rows[i - 1] if i else None
-            header = [c.strip() for c in previous.group(1).split("|")] if previous else []
+            names = [c.strip() for _, c in _split_cells(rows[i - 1].group(1))] if i else []
+            secret_columns = {k: n for k, n in enumerate(names) if _SECRET_HEADER.search(n)}
             continue
-        if not header:
-            continue
-        for (at, cell), name in zip(cells, header, strict=False):
-            value = cell.strip()
-            if value and name:
-                _cell(name, value, row.start(1) + at + cell.index(value), out, origin)
+        for k, name in secret_columns.items():
+            if k < len(cells):
+                at, cell = cells[k]
+                value = cell.strip()
+                if value:
+                    _cell(name, value, row.start(1) + at + cell.index(value), out, origin)
 
 
 def _decoded(segment: str) -> str | None:
