@@ -14,6 +14,7 @@ import json
 import random
 import string
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import quote
 
 Gen = Callable[[random.Random], str]
@@ -1298,4 +1299,21 @@ REFUSED_BY_POLICY: list[Form] = [
             "use it with moto."
         ),
     ),
+]
+
+
+# 249 ordinary memories that talk about passwords, PINs, keys, tokens, logins, hashing and signing (Markdown
+# tables and CSV headers naming a password column, code reading a secret from the environment, digests, shas,
+# uuids, versions and numbers near "key" or "PIN"), in several languages: written by the review6 reviewer
+# BEFORE reading the scanner, its tests or this file. First run, each stored through `POST /api/memories` on a
+# live `yullu serve` (real PostgreSQL) at 8c1acc1: 4 of 249 refused (an algorithm's name after "key derivation:",
+# German words after "Passwort:", a Kubernetes manifest's next key after DB_PASSWORD, a port after "the PIN
+# screen uses"); all kept since.
+def _fixed(text: str) -> Callable[[random.Random], str]:
+    return lambda r: text
+
+
+REVIEW_6_KEEP: list[Form] = [
+    (f"review6 {i}", _fixed(text))
+    for i, text in enumerate(json.loads((Path(__file__).parent / "data" / "review6_keep.json").read_text("utf-8")))
 ]

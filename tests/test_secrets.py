@@ -679,3 +679,38 @@ def test_a_table_is_redacted_cell_by_cell() -> None:
         "| service | user | password |\n|---|---|---|\n| grafana | admin | [RED"
     )
     assert out.endswith("] |")
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.REVIEW_6_KEEP, seed=6))
+def test_the_review6_memories_about_secrets_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Encryption key derivation: PBKDF2-HMAC-SHA256 with 600000 iterations and a 16-byte salt.",
+        "The signing key: HMAC-SHA512, rotated yearly; the encryption key: AES-256-GCM.",
+        "Benutzer: admin, Passwort: wird beim ersten Start abgefragt.",
+        "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        name: app-db\n        key: password",
+        "Port 1234 is used by the debug adapter; the PIN screen uses 8080.",
+    ],
+)
+def test_an_algorithm_a_sentence_a_manifests_next_key_and_a_port_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "key derivation secret: Xk9mP2vL8qR7zT4w",
+        "the signing key is HMAC-Xk9mP2vL8qR7zT4w",
+        "Passwort: lila pferd tanzt leise morgen",
+        "DB_PASSWORD:\n  secretKeyRef: Zq8mP2vL8qR7zT4w",
+        "PIN pad code: 4821",
+        "PIN screen unlock code 4821",
+        "PIN for the screen lock: 4821",
+    ],
+)
+def test_secrets_beside_those_words_are_still_refused(text: str) -> None:
+    assert find_secret(text) is not None

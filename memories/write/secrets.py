@@ -406,13 +406,25 @@ _PWD_AFTER = "(?:(?<=, )|(?<=; ))"
 _PASS_AFTER = "(?:" + "|".join(f"(?<={w} )" for w in (*_PASS_OWNERS, ",", ";")) + ")"
 
 
+# A cryptographic construction's name: primitives, modes and sizes joined ("key derivation: PBKDF2-HMAC-SHA256",
+# "signing key: HMAC-SHA512", "encryption key: AES-256-GCM"), what a sentence about keys and passwords names.
+_PRIMITIVE = (
+    r"(?:aes|rsa|dsa|ecdsa|eddsa|ecdh|ed25519|ed448|x25519|hmac|sha-?\d*|md5|blake2[bs]?|pbkdf2|hkdf|scrypt|bcrypt"
+    r"|argon2(?:id|i|d)?|gcm|cbc|ctr|ccm|ecb|siv|oaep|pss|pkcs\d*|chacha20|xchacha20|poly1305|totp|hotp|p-?\d{3}"
+    r"|[hre]s\d{3}|\d{2,5})"
+)
+_ALGORITHM = re.compile(rf"(?i){_PRIMITIVE}(?:[-_/]{_PRIMITIVE})+")
+
+
 def _told_secret(value: str) -> bool:
     """A value named in a sentence without `=` or `:` ("passphrase X", "auth token X"): as for an
     assignment, plus a digit (words and versions of prose lack one more often than secrets do) and
-    not a path, an address or a lower-case name ("password /etc/app/pw2", "token https://...",
-    "account: acme-prod / eu-central-1b")."""
+    not a path, an address, a lower-case name or an algorithm's name ("password /etc/app/pw2", "token
+    https://...", "account: acme-prod / eu-central-1b", "key derivation: PBKDF2-HMAC-SHA256")."""
     value = value.strip("'\"`.,;)")
     if not any(c.isdigit() for c in value) or _ADDRESS.match(value) or _SLUG.fullmatch(value):
+        return False
+    if _ALGORITHM.fullmatch(value):
         return False
     return _assigned_secret(value)
 
@@ -705,7 +717,11 @@ _NOT_PASSPHRASE_TEXT = (
     "project cluster host machine box vm instance community string "
     # German, French, Spanish, Portuguese, Italian small words ("das Passwort ist im Tresor")
     "der die das ist und mit im den dem zu auf für von nicht le la les est et de du des un une dans pour "
-    "sur avec pas el los las es y del en una para con o os é do da em um uma com não il lo è di per non"
+    "sur avec pas el los las es y del en una para con o os é do da em um uma com não il lo è di per non "
+    # ("Passwort: wird beim ersten Start abgefragt", "wachtwoord: wordt bij de eerste login gevraagd")
+    "wird werden wurde beim bei nach vom zum zur aus oder aber auch noch nur kein keine siehe hier dort wie als "
+    "ein eine einen einem einer erst ersten au aux ce se sa son ses qui que lors al lo le se ao na no nos pelo "
+    "pela della del nel alla al si het een van voor niet wordt bij op"
 )
 _NOT_PASSPHRASE_WORDS = _SMALL_WORDS | frozenset(_NOT_PASSPHRASE_TEXT.split())
 _PASSPHRASE_WORD = re.compile(r"[A-Za-z0-9!#$%&*?@'-]+")
@@ -736,8 +752,13 @@ _PIN_NAMED = re.compile(
 # Words between a PIN's name and a number that make the number something else: a rule about PINs, an
 # issue, an ADR, a release ("PIN codes are hashed with argon2, see ADR 0042").
 _NOT_A_PIN_BETWEEN = re.compile(
-    r"(?i)hash|polic|length|digits\b|attempt|retr|expir|\block|weak|reject|issue|ticket|\badr\b|\brfc|version"
-    r"|release|\bpr\b|#|\bstep|\bline\b|\bpage\b|\bport\b"
+    # ("lock" unless it names the PIN just before the number: "PIN for the screen lock: 4821")
+    r"(?i)hash|polic|length|digits\b|attempt|retr|expir|\block(?![ \t]*:[ \t]*$)|weak|reject|issue|ticket|\badr\b"
+    r"|\brfc|version|release|\bpr\b|#|\bstep|\bline\b|\bpage\b|\bport\b"
+    # "the PIN screen uses 8080", "PIN pad timeout 3000": a PIN's name before a thing of the interface
+    # (unless a code's name or a colon follows: "PIN pad code: 4821")
+    r"|^[ \t-]*(?:screen|pad|keypad|dialog|prompt|field|form|input|reader|widget|modal|view|component|timeout)s?\b"
+    r"(?![^:]*(?::|\bcode|\bpin\b))"
 )
 
 
@@ -859,7 +880,9 @@ OURS: tuple[Rule, ...] = (
             # ("set DJANGO_SECRET_KEY to 'X'": `to` reads as the operator only after a name in capitals and
             # before a quote: "the token is passed to 'AuthMiddleware2'" is prose)
             rf"(?i){_SECRET_NAME}[A-Z0-9_.-]*[\"']?(?:\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
-            r"([^\s\"'`]{6,})"
+            # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
+            # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
+            r"(?![A-Za-z_][A-Za-z_-]*:(?:\s|$))([^\s\"'`]{6,})"
         ),
         ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "dsn", "cookie", "hmac"),
         check=_assigned_secret,
