@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,24 @@ def test_a_folder_without_facts_is_one_sentence(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     ran = run_cli(["import", str(tmp_path / "empty"), "--project", "acme/x"], env_for(tmp_path))
     assert ran.returncode == 1 and ran.stderr.strip().startswith("yullu: ") and "no facts found" in ran.stderr
+
+
+def test_an_import_scans_each_clean_fact_for_secrets_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The review list redacted every fact (a scan) and the write path then checked it (a second scan); a clean
+    # fact is now scanned once, its verdict kept for the write path's check.
+    from memories.transfer import importer
+    from memories.write import secrets
+
+    repo = git_repo(tmp_path / "svc", "git@github.com:acme/svc.git")
+    facts = [f"Fact {n}: the worker queue {n} drains before deploy number {n * 7}." for n in range(4)]
+    (repo / "CLAUDE.md").write_text("# Notes\n\n" + "".join(f"- {f}\n" for f in facts))
+    scanned: list[str] = []
+    real = secrets._scan_views
+
+    def counted(text: str, depth: int = 0) -> Iterator[tuple[secrets.Finding, int, int]]:
+        scanned.append(text)
+        return real(text, depth)
+
+    monkeypatch.setattr(secrets, "_scan_views", counted)
+    result = importer.import_assistant_memory(repo, "acme/svc", None)
+    assert result.created == 4 and [scanned.count(f) for f in facts] == [1, 1, 1, 1], scanned

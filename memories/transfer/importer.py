@@ -41,7 +41,7 @@ from ..models import Memory
 from ..scope import resolve, validate_project_id
 from ..write import create, validation
 from ..write.load_index import LoadIndex
-from ..write.secrets import redact
+from ..write.secrets import find_secret, redact
 from . import assistant_memory
 from .export import FORMAT, SKIP_FIELDS, VERSION
 
@@ -530,8 +530,10 @@ def import_assistant_memory(
     rows = []
     for file, kind, category, fact in assistant_memory.read(path):
         rows.append(Row(project_id=project_id, content=fact, category=category, tags=[f"from:{kind}"]))
-        # redacted as the errors are: a fact refused for a secret is listed here too (found on the walk)
-        result.review.append({"file": str(file), "category": category, "content": redact(fact)[:120]})
+        # redacted as the errors are: a fact refused for a secret is listed here too (found on the walk). Only
+        # then: find_secret's verdict is kept, so the write path's check of the row costs no second scan.
+        shown = redact(fact) if find_secret(fact) else fact
+        result.review.append({"file": str(file), "category": category, "content": shown[:120]})
     if not rows:
         expected = "CLAUDE.md, AGENTS.md, .cursor/rules/*.mdc, .github/copilot-instructions.md or Claude Code's memory"
         raise UserError(f"{path}: no facts found (expected Markdown lists or paragraphs: {expected}).")
