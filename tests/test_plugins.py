@@ -156,3 +156,7 @@ def test_install_leaves_claude_code_to_its_plugin_unless_named(tmp_path: Path) -
     named = run_cli(["install", "claude"], env)
     assert "runs each hook twice" in named.stderr + named.stdout, named
     assert "hooks" in json.loads((home / ".claude" / "settings.json").read_text())
+    # and uninstall names the plugin it leaves (its hooks keep running): it said nothing of it
+    removed = run_cli(["uninstall", "claude"], env)
+    said = removed.stdout + removed.stderr
+    assert "kept: the Claude Code plugin yullu@yullu" in said and "`claude plugin uninstall yullu@yullu`" in said, said

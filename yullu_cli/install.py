@@ -171,4 +171,8 @@ def _left_behind(home: Path, targets: list[str], cursor: bool) -> list[str]:
         lines.append(f"kept: the service {service} (`yullu uninstall` without targets removes it)")
     if cursor:
         lines.append("kept: any .cursor/rules/yullu.mdc you committed to a project (delete it there)")
+    if (not targets or "claude" in targets) and (plugin := enabled_plugin(home)):
+        # Found on the walk: uninstall said "claude: nothing of Yul'lu's found" while the plugin's hooks ran on.
+        lines.append(f"kept: the Claude Code plugin {plugin} (install does not manage it): "
+                     f"`claude plugin uninstall {plugin}` removes it")  # fmt: skip
     return lines
