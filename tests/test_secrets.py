@@ -714,3 +714,14 @@ def test_an_algorithm_a_sentence_a_manifests_next_key_and_a_port_are_kept(text: 
 )
 def test_secrets_beside_those_words_are_still_refused(text: str) -> None:
     assert find_secret(text) is not None
+
+
+def test_a_csvs_table_view_reads_only_the_secrets_column() -> None:
+    # docs/security.md: CSV rows are read as a Markdown table's, the secret's column only; every column was read,
+    # which doubled the scan of a long export whose other columns hold figures, e-mails and dates.
+    from memories.write.secrets import _table_view
+
+    rows = ["id,email,city,password", *(f"{i},u{i}@x.io,Paris,Zq8#kP2!mw{i}x" for i in range(3))]
+    view = _table_view("\n".join(rows))
+    assert view is not None and view[0] == "".join(f"password: Zq8#kP2!mw{i}x\n" for i in range(3))
+    assert find_secret("\n".join(rows)) is not None

@@ -1542,7 +1542,9 @@ def _delimited_rows(text: str, out: list[str], origin: list[int]) -> None:
     for head in _DELIMITED_HEADER.finditer(text):
         sep = head.group(2)
         names = [n.strip() for n in head.group(1).split(sep)]
-        if not any(_SECRET_COLUMN.fullmatch(n) for n in names):
+        # only the secret's columns, as a Markdown table's (a CSV of 300 rows read whole doubled its scan)
+        secret = [bool(_SECRET_COLUMN.fullmatch(n)) for n in names]
+        if not any(secret):
             continue
         pos = head.end() + 1
         while pos < len(text):
@@ -1552,9 +1554,9 @@ def _delimited_rows(text: str, out: list[str], origin: list[int]) -> None:
             if line.count(sep) != len(names) - 1:
                 break
             at = pos
-            for name, value in zip(names, line.split(sep), strict=True):
+            for name, is_secret, value in zip(names, secret, line.split(sep), strict=True):
                 stripped = value.strip()
-                if stripped:
+                if is_secret and stripped:
                     _cell(name, stripped, at + value.index(stripped), out, origin)
                 at += len(value) + 1
             pos = end + 1
