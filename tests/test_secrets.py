@@ -725,3 +725,15 @@ def test_a_csvs_table_view_reads_only_the_secrets_column() -> None:
     view = _table_view("\n".join(rows))
     assert view is not None and view[0] == "".join(f"password: Zq8#kP2!mw{i}x\n" for i in range(3))
     assert find_secret("\n".join(rows)) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "After the PIN policy review the door code is 4821",
+        "PIN hashing aside, the door code is 4821",
+    ],
+)
+def test_a_pin_named_after_a_rule_about_pins_is_refused(text: str) -> None:
+    # Only the first name before the number was read: its words (policy, hashing, length) let the PIN through.
+    assert find_secret(text) == "a PIN"

@@ -743,11 +743,12 @@ def _passphrase(words: str) -> bool:
 
 # What names a PIN before it: `PIN` or `PUK` in capitals (a chip's pin is a wire) or another name of a
 # numeric code (`passcode`, `door code`, `code PIN`, `Geheimzahl` …) a few words before; `pin` in lower case
-# (a version pin too) with a verb or a colon.
+# (a version pin too) with a verb or a colon. Inside a lookahead, so every name is tried, not only the first:
+# "After the PIN policy review the door code is 4821" (the first name's words say policy, the last's do not).
 _PIN_NAMED = re.compile(
     # (`(?![a-z])`, not `\b`: `暗証番号は` has no word boundary)
-    rf"(?:\b(?:PIN|PUK)(?:s|-?[Cc]ode|-?Nummer)?\b|(?i:(?:{_PIN_WORDS})(?![a-z])))([^\n.;]{{0,40}})$"
-    rf"|(?i:\bpin\b){_ABOUT}([^\n.=:;]{{0,30}}?)" + _LINKING[:-1] + r"|は|是)\s*[\"'`]?$"
+    rf"(?=(?:\b(?:PIN|PUK)(?:s|-?[Cc]ode|-?Nummer)?\b|(?i:(?:{_PIN_WORDS})(?![a-z])))([^\n.;]{{0,40}})$"
+    rf"|(?i:\bpin\b){_ABOUT}([^\n.=:;]{{0,30}}?)" + _LINKING[:-1] + r"|は|是)\s*[\"'`]?$)"
 )
 # Words between a PIN's name and a number that make the number something else: a rule about PINs, an
 # issue, an ADR, a release ("PIN codes are hashed with argon2, see ADR 0042").
