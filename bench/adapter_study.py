@@ -21,6 +21,11 @@ adapter, for a grid of settings; the average over the left-out codebases chooses
 
 `train DIR OUT.npy [settings]` trains on every codebase in DIR and writes W (float32, 384 × 384).
 
+Issue 34, round nine (docs/benchmarks.md): on the left-out codebases the map ranks paraphrases' answers
+first more often and separates answers from unrelated prompts better (AUC), but in the product it
+lowers some answers' cosines the training sets do not resemble (the issue's own deploy prompt 0.32 ->
+0.19, under the gate's floor), and seven gate tests went red: not kept.
+
 Run (DJANGO_SETTINGS_MODULE=yullu_site.settings, HF_HUB_OFFLINE=1):
      python -m bench.adapter_study dump /tmp/adapt6/vec
      python -m bench.adapter_study loco /tmp/adapt6/vec
@@ -60,7 +65,9 @@ def dump(out: str, sets: list[str]) -> None:
     from memories.embedding.embedders import get_embedder
     from memories.search import queries
 
-    settings.YULLU["retrieval"]["query_adapter"] = False  # the plain vectors: the adapter is trained on them
+    # The plain vectors, which the adapter is trained on (the not-landed integration, branch adapt6-integration,
+    # maps query vectors unless this key is false).
+    settings.YULLU["retrieval"]["query_adapter"] = False
     embedder = get_embedder()
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
