@@ -737,3 +737,8 @@ def test_a_csvs_table_view_reads_only_the_secrets_column() -> None:
 def test_a_pin_named_after_a_rule_about_pins_is_refused(text: str) -> None:
     # Only the first name before the number was read: its words (policy, hashing, length) let the PIN through.
     assert find_secret(text) == "a PIN"
+
+
+def test_a_hex_key_named_after_a_key_id_is_refused() -> None:
+    # Only the first word of keys before the hex was read: "key id" made it an id, and "signed with" was not tried.
+    assert find_secret(f"The key id rotates daily and callbacks are signed with {chars(HEX, 36)(random.Random(6))}") is not None

@@ -769,11 +769,13 @@ def _pin_before(text: str) -> bool:
 
 # A word of keys, secrets or signing before a hex key, not a key that is no secret (`public key`, `cache
 # key`, `primary key` …); the words between must not make the hex a digest, an id, a commit, an IV …
+# (in a lookahead, so every such word is tried, not only the first: "The key id rotates daily and callbacks are
+# signed with 3f9a…")
 _KEY_WORD = re.compile(
-    r"(?i)(?<!public )(?<!publishable )(?<!host )(?<!gpg )(?<!pgp )(?<!ssh )(?<!cache )(?<!primary )"
+    r"(?i)(?=(?<!public )(?<!publishable )(?<!host )(?<!gpg )(?<!pgp )(?<!ssh )(?<!cache )(?<!primary )"
     r"(?<!foreign )(?<!partition )(?<!sort )(?<!idempotency )(?<!object )(?<!row )(?<!lookup )"
     r"\b(?:keys?|secrets?|(?:en|de)crypt(?:ed|ion|s)?|sign(?:ed|ing|s)?|hmac|salt|pepper|passphrase|cipher)\b"
-    r"([^.\n]{0,60})$"
+    r"([^.\n]{0,60})$)"
 )
 _NOT_A_KEY_BETWEEN = re.compile(
     r"(?i)sha|md5|hash|digest|checksum|commit|fingerprint|\bids?\b|uuid|etag|revision|\brev\b|public|object"
