@@ -741,4 +741,5 @@ def test_a_pin_named_after_a_rule_about_pins_is_refused(text: str) -> None:
 
 def test_a_hex_key_named_after_a_key_id_is_refused() -> None:
     # Only the first word of keys before the hex was read: "key id" made it an id, and "signed with" was not tried.
-    assert find_secret(f"The key id rotates daily and callbacks are signed with {chars(HEX, 36)(random.Random(6))}") is not None
+    key = chars(HEX, 36)(random.Random(6))
+    assert find_secret(f"The key id rotates daily and callbacks are signed with {key}") is not None
