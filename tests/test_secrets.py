@@ -743,3 +743,12 @@ def test_a_hex_key_named_after_a_key_id_is_refused() -> None:
     # Only the first word of keys before the hex was read: "key id" made it an id, and "signed with" was not tried.
     key = chars(HEX, 36)(random.Random(6))
     assert find_secret(f"The key id rotates daily and callbacks are signed with {key}") is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["La password deve essere lunga almeno 12 caratteri.", "La password è lunga almeno 12 caratteri e 2 cifre."],
+)
+def test_a_length_rule_in_italian_is_kept(text: str) -> None:
+    # "deve essere" read as the linking "es" inside "essere"; the rule's words read as a passphrase.
+    assert find_secret(text) is None

@@ -593,7 +593,8 @@ _NEARBY_WORDS, _NEARBY_INITIALS, _NEARBY_KEYWORDS = _words(_PASSWORD_NEARBY)
 # "is", "ist", "est", "set to", ":", "=": between a secret's name and its value, in the languages of the
 # PIN and passphrase rules.
 _LINKING = (
-    r"(?:\s(?:is|was|are|ist|est|es|é|è)(?:\s+(?:now|still|(?:set|changed|reset) to))?"
+    # (a whole word: "la password deve essere lunga …" has no "es" in it)
+    r"(?:\s(?:is|was|are|ist|est|es|é|è)\b(?:\s+(?:now|still|(?:set|changed|reset) to))?"
     r"|\s(?:set|changed|reset) to|[:=：])"
 )
 # Names of a PIN or a numeric code (`PIN` in capitals is read apart, and "pin" in lower case, a wire or a
@@ -721,7 +722,10 @@ _NOT_PASSPHRASE_TEXT = (
     # ("Passwort: wird beim ersten Start abgefragt", "wachtwoord: wordt bij de eerste login gevraagd")
     "wird werden wurde beim bei nach vom zum zur aus oder aber auch noch nur kein keine siehe hier dort wie als "
     "ein eine einen einem einer erst ersten au aux ce se sa son ses qui que lors al lo le se ao na no nos pelo "
-    "pela della del nel alla al si het een van voor niet wordt bij op"
+    "pela della del nel alla al si het een van voor niet wordt bij op "
+    # a rule of length in those languages ("la password è lunga almeno 12 caratteri")
+    "almeno lunga lungo caratteri cifre mindestens zeichen ziffern moins caractères chiffres caracteres "
+    "dígitos digitos tekens cijfers minimo mínimo deve debe muss doit moet"
 )
 _NOT_PASSPHRASE_WORDS = _SMALL_WORDS | frozenset(_NOT_PASSPHRASE_TEXT.split())
 _PASSPHRASE_WORD = re.compile(r"[A-Za-z0-9!#$%&*?@'-]+")
