@@ -752,3 +752,20 @@ def test_a_hex_key_named_after_a_key_id_is_refused() -> None:
 def test_a_length_rule_in_italian_is_kept(text: str) -> None:
     # "deve essere" read as the linking "es" inside "essere"; the rule's words read as a passphrase.
     assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Kubernetes ingress: secretName: tls-cert-2024 (cert-manager renews it).",
+        "The app reads envFrom: - secretRef: app-secrets-v2 in the deployment.",
+        "We sign release tarballs with minisign; the public key "
+        "RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3 is in the README.",
+    ],
+)
+def test_a_secrets_name_field_and_a_public_key_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+def test_a_bare_key_called_private_is_still_refused() -> None:
+    assert find_secret(f"the private key {chars(ALNUM, 44)(random.Random(3))}") is not None

@@ -295,6 +295,15 @@ def _password_shaped(token: str) -> bool:
 _WORDS_PATH = re.compile(r"(?:[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*/)+[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*(?:\.[a-z0-9]{1,8})?")
 
 
+# "the public key RWQf6LRC…" (minisign's, age's recipient, a wallet's): a token its words call public.
+_PUBLIC_NAMED = re.compile(r"(?i)\bpublic[ _-]?key\b[^\w\n]{0,3}(?:\s+(?:is|was|are))?[\s:=\"'`]*$")
+
+
+def _named_public(before: str) -> bool:
+    """For the bare-token rule: true unless the words just before call the token a public key."""
+    return not _PUBLIC_NAMED.search(before)
+
+
 def _random_looking(token: str) -> bool:
     """A bare token of ≥ 32 characters from a key alphabet with upper and lower case, and a digit or
     `+` / `/`, whose entropy is that of random bytes (an AWS secret access key, a base64 key)."""
@@ -886,7 +895,8 @@ OURS: tuple[Rule, ...] = (
             # tried that at every word, 1.5 ms on an 8,000-character memory).
             # ("set DJANGO_SECRET_KEY to 'X'": `to` reads as the operator only after a name in capitals and
             # before a quote: "the token is passed to 'AuthMiddleware2'" is prose)
-            rf"(?i){_SECRET_NAME}[A-Z0-9_.-]*[\"']?(?:\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`)
+            rf"(?i){_SECRET_NAME}[A-Z0-9_.-]*(?<!name)(?<!ref)[\"']?(?:\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
             # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
             # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
             r"(?![A-Za-z_][A-Za-z_-]*:(?:\s|$))([^\s\"'`]{6,})"
@@ -1315,6 +1325,7 @@ OURS: tuple[Rule, ...] = (
         ),
         (),
         check=_random_looking,
+        before=_named_public,
     ),
 )
 
