@@ -769,3 +769,44 @@ def test_a_secrets_name_field_and_a_public_key_are_kept(text: str) -> None:
 
 def test_a_bare_key_called_private_is_still_refused() -> None:
     assert find_secret(f"the private key {chars(ALNUM, 44)(random.Random(3))}") is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "log in to the VPN box as deploy / Summer-Breeze-71",
+        "Log on to grafana as admin/Orchid84%river70",
+        "sign in to the router as root : Tundra55#falcon",
+    ],
+)
+def test_a_login_pair_after_log_in_as_is_refused(text: str) -> None:
+    # "log in" with a space and the pair after `as` were not a login's words: the pair was stored.
+    assert find_secret(text) == "a password"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the unlock phrase for the HSM backup is: seven orange kites over the harbour",
+        "the passphrase is: seven orange kites over the harbour",
+        "Master passphrase = tall ships in the quiet bay",
+    ],
+)
+def test_a_passphrase_of_words_with_small_words_after_a_colon_is_refused(text: str) -> None:
+    # passphrase-of-words refuses a run with a small word (the, over …) as a sentence about the password.
+    assert find_secret(text) == "a password"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "log in to the box as deploy and run make",
+        "log in as admin / root",
+        "the passphrase is long and hard to type",
+        "the passphrase is: see the vault entry",
+        "unlock phrase: written on the card in the safe",
+        "the unlock phrase is: the one we agreed on at the offsite",
+    ],
+)
+def test_words_near_log_in_as_and_a_phrase_are_kept(text: str) -> None:
+    assert find_secret(text) is None

@@ -754,6 +754,25 @@ def _passphrase(words: str) -> bool:
     return not any(w.lower().strip("'") in _NOT_PASSPHRASE_WORDS for w in parts)
 
 
+def _phrase_of_words(words: str) -> bool:
+    """A passphrase told after a phrase's name and a colon ("the unlock phrase for the HSM backup is: seven
+    orange kites over the harbour"): as `_passphrase`, but small words may be among its words, up to ten, as
+    long as fewer than its other words (three or more): a phrase is words of a sentence, and the colon says
+    the phrase itself follows, not a sentence about it."""
+    parts = words.split()
+    if not 3 <= len(parts) <= 10 or len(words) < 12:
+        return False
+    if not all(_PASSPHRASE_WORD.fullmatch(w) for w in parts):
+        return False
+    if 2 * sum(w.islower() or w.isdigit() for w in parts) < len(parts):
+        return False
+    lowered = [w.lower().strip("'") for w in parts]
+    small = sum(w in _SMALL_WORDS for w in lowered)
+    if any(w in _NOT_PASSPHRASE_WORDS and w not in _SMALL_WORDS for w in lowered):
+        return False
+    return len(parts) - small >= 3 and small < len(parts) - small
+
+
 # What names a PIN before it: `PIN` or `PUK` in capitals (a chip's pin is a wire) or another name of a
 # numeric code (`passcode`, `door code`, `code PIN`, `Geheimzahl` …) a few words before; `pin` in lower case
 # (a version pin too) with a verb or a colon. Inside a lookahead, so every name is tried, not only the first:
@@ -955,20 +974,23 @@ OURS: tuple[Rule, ...] = (
         check=_told_password,
     ),
     # "Jenkins login: admin / Orchid84%river70", "creds are deploy:Xk9#mP2v", "Login for the Grafana box is
-    # admin / X" (a few words saying what it logs in to before the verb).
+    # admin / X" (a few words saying what it logs in to before the verb), "log in to the VPN box as deploy / X"
+    # (the verb, then `as` the pair).
     Rule(
         "login-pair",
         "a password",
         re.compile(
-            r"(?i)\b(?=[lscwarzi])(?:logins?|log-?in|sign-?in|credentials?|creds|wi-?fi|admin|account|root"
+            r"(?i)\b(?=[lscwarzi])(?:logins?|log[ -]?(?:in|on)|sign[ -]?(?:in|on)|credentials?|creds|wi-?fi|admin"
             # (the credentials' word in German, French, Spanish, Portuguese, Italian, Dutch)
-            r"|zugangsdaten|anmeldedaten|identifiants|credenciales|credenciais|credenziali|inloggegevens)\b"
-            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn)|:))?\s*[^\w\s]{0,2}\s*"
+            r"|account|root|zugangsdaten|anmeldedaten|identifiants|credenciales|credenciais|credenziali"
+            r"|inloggegevens)\b"
+            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as)|:))?\s*[^\w\s]{0,2}\s*"
             r"[\w.@+-]{1,64}"
             rf"(?:\s*/\s*|:)({_TOLD_VALUE})"
         ),
         (
-            *("login", "log-in", "sign", "credential", "creds", "wifi", "wi-fi", "admin", "account", "root"),
+            *("login", "log-in", "log in", "log on", "sign", "credential", "creds", "wifi", "wi-fi", "admin"),
+            *("account", "root"),
             *("zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais", "credenziali"),
             "inloggegevens",
         ),
@@ -1160,6 +1182,20 @@ OURS: tuple[Rule, ...] = (
         ),
         (*_NEARBY_KEYWORDS, "pass phrase", "wifi key", "wi-fi key"),
         check=_passphrase,
+    ),
+    # A phrase's name, then a colon, then its words, small words among them ("the unlock phrase for the HSM
+    # backup is: seven orange kites over the harbour", "master passphrase = tall ships in the quiet bay"),
+    # which `passphrase-of-words` refuses (without the colon, "the passphrase is long and hard to type").
+    Rule(
+        "phrase-of-words",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[pumsvbraek])(?:pass|unlock|master|secret|vault|backup|recovery|access|unseal|encryption|key)"
+            rf"[ -]?phrase\b{_ABOUT}[^.\n=:,;]{{0,40}}?(?:\s(?:is|was))?\s*[:=]\s*"
+            r"(?=[^\n.;,)(]{15})((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,9}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]))"
+        ),
+        ("phrase",),
+        check=_phrase_of_words,
     ),
     # Hex of a key a few words after a word of keys, secrets or signing: "callbacks are signed with 3f9a…",
     # "the export's AES key, 9c1e…". The hex first, then what names it (`_hex_key_before`).
