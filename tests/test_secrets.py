@@ -810,3 +810,18 @@ def test_a_passphrase_of_words_with_small_words_after_a_colon_is_refused(text: s
 )
 def test_words_near_log_in_as_and_a_phrase_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```kotlin\nval token = BuildConfig.MAPS_API_KEY // injected from local.properties\n```",
+        "The export's header: id;token_prefix;created\n1;yk_ab12;2024-05-01",
+    ],
+)
+def test_a_class_constant_and_a_csv_row_under_a_token_column_name_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+def test_a_token_on_the_line_after_its_name_is_still_refused() -> None:
+    assert find_secret(f"Staging API token\n{chars(ALNUM, 24)(random.Random(4))}") is not None

@@ -204,7 +204,11 @@ _ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://")
 # CamelCase; a random key mixes its cases), a subscript, a CONSTANT_NAME. `Summer.Winter24` stays a
 # password.
 _WORD = r"(?:[a-z_][a-z0-9_]*|[A-Z][A-Z0-9_]*|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)*)"
-_CODE = re.compile(rf"[a-z_][a-z0-9_]*(?:\.{_WORD})+(?:\[.*|\(.*)?|{_WORD}\[.*|[A-Z][A-Z0-9]*_[A-Z0-9_]+")
+# (a class's constant too: Android's `BuildConfig.MAPS_API_KEY`)
+_CODE = re.compile(
+    rf"[a-z_][a-z0-9_]*(?:\.{_WORD})+(?:\[.*|\(.*)?|{_WORD}\[.*|[A-Z][A-Z0-9]*_[A-Z0-9_]+"
+    r"|(?:[A-Z][a-z0-9]+){2,}\.[A-Z][A-Z0-9]*_[A-Z0-9_]+"
+)
 
 
 def _not_placeholder(secret: str) -> bool:
@@ -967,7 +971,10 @@ OURS: tuple[Rule, ...] = (
         "password-nearby",
         "a password",
         re.compile(
-            rf"(?i)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS})s?+{_ABOUT}[^.\n=]{{0,60}}?(?:\s*[:：]\s*|\s+)"
+            rf"(?i)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS})s?+{_ABOUT}"
+            # (the value on the next line only right after the name: "API token" / X, not a CSV header's
+            # `token_prefix;created` / its first row)
+            rf"(?:[^.\n=]{{0,60}}?(?:\s*[:：]\s*|[ \t]+)|[ \t]*\r?\n\s*)"
             rf"[\"'`«„“]?({_TOLD_VALUE})"
         ),
         _NEARBY_KEYWORDS,
@@ -1089,7 +1096,10 @@ OURS: tuple[Rule, ...] = (
         "token-named-nearby",
         "a credential",
         re.compile(
-            rf"(?i)(?=[{_TOKEN_WORD_INITIALS}])(?:{_TOKEN_WORDS})s?+{_ABOUT}[^.\n=]{{0,60}}?(?:\s*[:：]\s*|\s+)"
+            rf"(?i)(?=[{_TOKEN_WORD_INITIALS}])(?:{_TOKEN_WORDS})s?+{_ABOUT}"
+            # (the value on the next line only right after the name: "API token" / X, not a CSV header's
+            # `token_prefix;created` / its first row)
+            rf"(?:[^.\n=]{{0,60}}?(?:\s*[:：]\s*|[ \t]+)|[ \t]*\r?\n\s*)"
             rf"[\"'`«„“]?({_TOLD_VALUE})"
         ),
         _TOKEN_KEYWORDS,
