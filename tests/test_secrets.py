@@ -825,3 +825,11 @@ def test_a_class_constant_and_a_csv_row_under_a_token_column_name_are_kept(text:
 
 def test_a_token_on_the_line_after_its_name_is_still_refused() -> None:
     assert find_secret(f"Staging API token\n{chars(ALNUM, 24)(random.Random(4))}") is not None
+
+
+@pytest.mark.parametrize(
+    "text", ["Key phrase: retry with exponential backoff", "Key phrase: semantic search over long memories"]
+)
+def test_a_key_phrase_of_search_or_nlp_is_kept(text: str) -> None:
+    # phrase-of-words read "key phrase" (a search's or an extractor's term) as a passphrase's name.
+    assert find_secret(text) is None

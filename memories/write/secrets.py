@@ -1200,7 +1200,7 @@ OURS: tuple[Rule, ...] = (
         "phrase-of-words",
         "a password",
         re.compile(
-            r"(?i)\b(?=[pumsvbraek])(?:pass|unlock|master|secret|vault|backup|recovery|access|unseal|encryption|key)"
+            r"(?i)\b(?=[pumsvbrae])(?:pass|unlock|master|secret|vault|backup|recovery|access|unseal|encryption)"
             rf"[ -]?phrase\b{_ABOUT}[^.\n=:,;]{{0,40}}?(?:\s(?:is|was))?\s*[:=]\s*"
             r"(?=[^\n.;,)(]{15})((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,9}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]))"
         ),
