@@ -744,18 +744,25 @@ _NOT_PASSPHRASE_WORDS = _SMALL_WORDS | frozenset(_NOT_PASSPHRASE_TEXT.split())
 _PASSPHRASE_WORD = re.compile(r"[A-Za-z0-9!#$%&*?@'-]+")
 
 
+def _phrase_words(words: str, most: int) -> list[str] | None:
+    """The words of a run shaped like a passphrase (three to `most` words of a password's characters, twelve
+    characters or more, mostly lower case), else None."""
+    parts = words.split()
+    if not 3 <= len(parts) <= most or len(words) < 12:
+        return None
+    if not all(_PASSPHRASE_WORD.fullmatch(w) for w in parts):
+        return None
+    # (a heading's or a name's words are capitalised: "Grafana Admin Account"; a passphrase's mostly not)
+    if 2 * sum(w.islower() or w.isdigit() for w in parts) < len(parts):
+        return None
+    return parts
+
+
 def _passphrase(words: str) -> bool:
     """Three to eight words of a passphrase ("purple monkey dishwasher lantern seven", "sunny meadow 42
     tulips"), none of them a word that makes the run a sentence about the password."""
-    parts = words.split()
-    if not 3 <= len(parts) <= 8 or len(words) < 12:
-        return False
-    if not all(_PASSPHRASE_WORD.fullmatch(w) for w in parts):
-        return False
-    # (a heading's or a name's words are capitalised: "Grafana Admin Account"; a passphrase's mostly not)
-    if 2 * sum(w.islower() or w.isdigit() for w in parts) < len(parts):
-        return False
-    return not any(w.lower().strip("'") in _NOT_PASSPHRASE_WORDS for w in parts)
+    parts = _phrase_words(words, 8)
+    return parts is not None and not any(w.lower().strip("'") in _NOT_PASSPHRASE_WORDS for w in parts)
 
 
 def _phrase_of_words(words: str) -> bool:
@@ -763,12 +770,8 @@ def _phrase_of_words(words: str) -> bool:
     orange kites over the harbour"): as `_passphrase`, but small words may be among its words, up to ten, as
     long as fewer than its other words (three or more): a phrase is words of a sentence, and the colon says
     the phrase itself follows, not a sentence about it."""
-    parts = words.split()
-    if not 3 <= len(parts) <= 10 or len(words) < 12:
-        return False
-    if not all(_PASSPHRASE_WORD.fullmatch(w) for w in parts):
-        return False
-    if 2 * sum(w.islower() or w.isdigit() for w in parts) < len(parts):
+    parts = _phrase_words(words, 10)
+    if parts is None:
         return False
     lowered = [w.lower().strip("'") for w in parts]
     small = sum(w in _SMALL_WORDS for w in lowered)
