@@ -14,19 +14,26 @@ for the answer and 0 for the codebase's other memories among the prompt's MiniLM
 reads it (rerank.clauses: the clause closest to the memory by cosine, the one the gate's max over
 clauses most likely picks); the thesaurus hint is appended as gates.judged_logits appends it.
 
-`loco` trains on all codebases but one (the pairs of the 12 training codebases and the other
-tuning codebases), rescoring the left-out codebase's calibrate dump (bench/calibrate.py dump) with
-the new model (the gate's best-clause logit, and the entity feature's masked logit), and replays the
-gate on it: the shipped weights with the new logit, and refitted (bench.calibrate.fit_some on the
-other tuning codebases' dumps rescored by the same model).
+`loco` trains on all codebases but one (the pairs of the 12 training codebases, bench/data/train/,
+and of the other tuning codebases) and replays the gate on the left-out codebase's calibrate dump
+(bench/calibrate.py dump) rescored by the new model (the gate's best-clause logit with its hint,
+and the entity feature's masked logit, for the best 3): the shipped weights with the new logit,
+and refitted on the other tuning codebases' dumps rescored by the same model (in-sample for the
+model: it trained on them). Only the top FROZEN.. layers, the pooler and the classifier are trained:
+the bottom is the shipped int8 model, run once per pair and cached (Split); a full fine-tune cost
+~2 s of CPU per batch of 16 here. `save:DIR` writes the left-out codebase's rescored dump (oof_NAME.json).
+`oof NAME=PATH ...` refits the gate on such out-of-fold dumps (fit on the others, score each).
 
-`train` trains on every codebase and exports the int8 ONNX model (`export`).
+`train` trains on every codebase and writes the shipped graph with the trained top's initialisers
+replaced (`export`: the bottom stays bit-identical), then compares the int8 file with the float top.
 
-Run (DJANGO_SETTINGS_MODULE=yullu_site.settings, HF_HUB_OFFLINE=1):
+Run (DJANGO_SETTINGS_MODULE=yullu_site.settings, HF_HUB_OFFLINE=1; docs/benchmarks.md round nine):
      python -m bench.ce_finetune rebuild /tmp/ce6/base
      python -m bench.ce_finetune verify /tmp/ce6/base
      python -m bench.ce_finetune pairs /tmp/ce6/pairs
-     python -m bench.ce_finetune loco /tmp/ce6/base /tmp/ce6/pairs tune=/tmp/calib.json a=/tmp/calib_a.json ...
+     python -m bench.ce_finetune loco /tmp/ce6/base /tmp/ce6/pairs tune=/tmp/calib.json a=/tmp/calib_a.json \
+         i=/tmp/calib_i.json j=/tmp/calib_j.json epochs:1 lr:5e-5 ratio:2 depth:5 [folds:a,tune] [save:DIR]
+     python -m bench.ce_finetune oof tune=DIR/oof_tune.json a=DIR/oof_a.json
      python -m bench.ce_finetune train /tmp/ce6/base /tmp/ce6/pairs OUTDIR
 Not part of the product path.
 """
@@ -36,6 +43,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -44,8 +52,8 @@ from typing import Any
 import numpy as np
 
 ONNX_DIR = Path(__file__).resolve().parent.parent / "memories" / "model_data" / "ms-marco-MiniLM-L-12-v2"
-TRAIN_DIR = Path("/work/wt/train6")  # the session's training codebases (RULES6.md)
 DATA = Path(__file__).resolve().parent / "data"
+TRAIN_DIR = DATA / "train"  # the 12 codebases written for training (round nine)
 # The tuning codebases (RULES6.md): ours' tune split, A, I, J; their dumps are the LOCO folds.
 TUNING = {
     "tune": None,
@@ -449,12 +457,20 @@ def show(label: str, c: dict[str, int]) -> str:
         kind, what = k.split()
         n = c.get(f"{kind} n", 0) or 1
         v = c.get(k, 0) / n
-        out.append(f"{kind[:4]} {what} {1 - v if what == 'leak' else v:.3f}")
+        out.append(f"{kind[:4]} nothing {1 - v:.3f}" if what == "leak" else f"{kind[:4]} {what} {v:.3f}")
     return f"{label}: " + ", ".join(out)
 
 
 def loco(
-    base: str, pairs_dir: str, *dumps: str, epochs: float = 1.0, lr: float = 3e-5, ratio: int = 3, depth: int = TOP
+    base: str,
+    pairs_dir: str,
+    *dumps: str,
+    epochs: float = 1.0,
+    lr: float = 3e-5,
+    ratio: int = 3,
+    depth: int = TOP,
+    folds: tuple[str, ...] = (),
+    save: str = "",
 ) -> None:
     """Leave one tuning codebase out: train on every other codebase's pairs, replay the gate on the
     left-out codebase's dump (NAME=PATH) before / after, shipped weights and refitted."""
@@ -473,12 +489,15 @@ def loco(
 
     split = Split(base)
     initial = copy.deepcopy(split.net.state_dict())
-    for held in dumped:
+    for held in folds or tuple(dumped):
         rows = [r for name, p in pairs_of.items() if name != held for r in select(p, ratio, depth)]
         print(f"fold {held}: {len(rows)} training pairs, {sum(r[2] for r in rows)} positive", flush=True)
         split.net.load_state_dict(initial)
         model = finetune(base, rows, epochs, lr, log=held, split=split)
         scored = {name: rescored(d, model) for name, d in dumped.items()}
+        if save:  # the left-out codebase's dump as this fold's model reads it (an out-of-fold refit)
+            with open(Path(save) / f"oof_{held}.json", "w") as fh:
+                json.dump({"rows": scored[held]}, fh)
         train = [r for name, d in scored.items() if name != held for r in d]
         refit = calibrate.fit_some(train, shipped, (0, 1, 2, calibrate.GENERAL, calibrate.ENTITY, 5), floor)
         before = calibrate.counts(dumped[held], shipped, threshold, floor)
@@ -501,6 +520,117 @@ def loco(
         print(show(f"ALL {tag}", c))
 
 
+REFITS: dict[str, tuple[int, ...]] = {"logit+bias": (0, 5), "all": (0, 1, 2, 3, 4, 5)}
+
+
+def oof(*dumps: str) -> None:
+    """The gate refitted on out-of-fold logits: each OOF dump (NAME=PATH, `loco save:`) holds a
+    codebase's candidates as the model that never saw it reads them; the weights are fitted on the
+    other OOF dumps and scored on this one, beside the shipped weights at several thresholds."""
+    from bench import calibrate
+
+    sets = {}
+    for arg in dumps:
+        name, path = arg.split("=")
+        with open(path) as fh:
+            sets[name] = [r for r in json.load(fh)["rows"] if r["split"] not in ("held_out", "fresh")]
+    shipped, threshold, floor = calibrate.shipped_weights()
+    totals: dict[str, dict[str, int]] = {}
+
+    def add(tag: str, c: dict[str, int]) -> None:
+        totals.setdefault(tag, {})
+        for k, v in c.items():
+            totals[tag][k] = totals[tag].get(k, 0) + v
+
+    for held, rows in sets.items():
+        train = [r for name, other in sets.items() if name != held for r in other]
+        for t in (0.7, 0.8, 0.9, 0.95):
+            add(f"shipped weights t {t}", calibrate.counts(rows, shipped, t, floor))
+        for family, indices in REFITS.items():
+            w = calibrate.fit_some(train, shipped, indices, floor)
+            print(f"{held} {family}: " + " ".join(f"{x:.3f}" for x in w))
+            for t in (0.5, 0.6, 0.7, 0.8):
+                add(f"refit {family} t {t}", calibrate.counts(rows, w, t, floor))
+    for tag, c in totals.items():
+        print(show(tag, c))
+
+
+def trained(name: str) -> bool:
+    """Whether a parameter is one of the fine-tuned top's (Split.trainable)."""
+    if name.startswith(("bert.pooler.", "classifier.")):
+        return True
+    parts = name.split(".")
+    return name.startswith("bert.encoder.layer.") and int(parts[3]) >= FROZEN
+
+
+def requantised(w: np.ndarray, dtype: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A float matrix as the shipped graph stores one: quantised values, scale, zero point (per tensor;
+    int8 symmetric, uint8 asymmetric, as the initialiser it replaces)."""
+    if dtype == np.int8:
+        scale = np.float32(np.abs(w).max() / 127.0)
+        return np.clip(np.round(w / scale), -127, 127).astype(np.int8), np.array(scale), np.array(0, np.int8)
+    lo, hi = min(float(w.min()), 0.0), max(float(w.max()), 0.0)
+    scale = np.float32((hi - lo) / 255.0)
+    zero = np.uint8(round(-lo / scale))
+    return np.clip(np.round(w / scale) + zero, 0, 255).astype(np.uint8), np.array(scale), np.array(zero)
+
+
+def export(split: Split, out: Path) -> None:
+    """The shipped int8 graph with the fine-tuned top's initialisers replaced (the bottom stays
+    bit-identical: training read its hidden states), and its tokenizer."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(ONNX_DIR / "model.onnx"))
+    init = {i.name: i for i in model.graph.initializer}
+    state = {k: v.detach().numpy() for k, v in split.net.state_dict().items()}
+
+    def put(name: str, value: np.ndarray) -> None:
+        init[name].CopyFrom(numpy_helper.from_array(np.ascontiguousarray(value), name))
+
+    replaced = 0
+    for node in model.graph.node:
+        if node.op_type != "MatMulInteger":
+            continue
+        module = ".".join(node.name.strip("/").split("/")[:-1])
+        if not trained(f"{module}.weight"):
+            continue
+        base = node.input[1].removesuffix("_quantized")
+        dtype = numpy_helper.to_array(init[base + "_quantized"]).dtype
+        q, scale, zero = requantised(state[f"{module}.weight"].T, dtype)
+        put(base + "_quantized", q)
+        put(base + "_scale", scale.astype(np.float32))
+        put(base + "_zero_point", zero.astype(dtype))
+        replaced += 1
+    for name, value in state.items():
+        if trained(name) and name in init:
+            put(name, value.astype(np.float32))
+            replaced += 1
+    out.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(out / "model.onnx"))
+    shutil.copy(ONNX_DIR / "tokenizer.json", out / "tokenizer.json")
+    print(f"wrote {out / 'model.onnx'}: {replaced} initialisers replaced")
+
+
+def train(
+    base: str, pairs_dir: str, out: str, epochs: float = 1.0, lr: float = 5e-5, ratio: int = 2, depth: int = 5
+) -> None:
+    """Train on every codebase's pairs, export (export) and compare the int8 file with the float top."""
+    from memories.search import rerank
+
+    rows = [r for p in sorted(Path(pairs_dir).glob("*.json")) for r in select(json.loads(p.read_text()), ratio, depth)]
+    print(f"all codebases: {len(rows)} training pairs, {sum(r[2] for r in rows)} positive", flush=True)
+    split = finetune(base, rows, epochs, lr, log="all")
+    export(split, Path(out))
+    pairs = tuning_pairs()
+    shipped = rerank.CrossEncoder(Path(out), max_tokens=MAX_LENGTH).logits(pairs)
+    floating = split.logits(pairs)
+    r = float(np.corrcoef(shipped, floating)[0, 1])
+    diff = np.abs(shipped - floating)
+    print(f"int8 file vs float top, {len(pairs)} pairs: Pearson {r:.4f}, max |diff| {diff.max():.3f}")
+    print(f"  range {shipped.min():.2f}..{shipped.max():.2f}")
+
+
 if __name__ == "__main__":
     import django
 
@@ -513,6 +643,10 @@ if __name__ == "__main__":
         verify(*args)
     elif command == "pairs":
         pairs(args[0])
+    elif command == "oof":
+        oof(*args)
+    elif command == "train":
+        train(args[0], args[1], args[2])
     elif command == "loco":
         opts = dict(a.split(":") for a in args if a.count(":") == 1 and "=" not in a)
         loco(
@@ -521,6 +655,8 @@ if __name__ == "__main__":
             lr=float(opts.get("lr", 3e-5)),
             ratio=int(opts.get("ratio", 3)),
             depth=int(opts.get("depth", TOP)),
+            folds=tuple(opts["folds"].split(",")) if "folds" in opts else (),
+            save=opts.get("save", ""),
         )
     else:
         raise SystemExit(f"unknown command {command}")
