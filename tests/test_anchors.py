@@ -271,6 +271,49 @@ def test_a_pin_and_its_check_in_a_go_file(checkout: Path) -> None:
     assert pins.check(repo, repo.head() or "", p).status == "changed"
 
 
+PAYOUT_WORKER = """defmodule Payouts.Worker do
+  def perform(payout) do
+    if Disputes.open?(payout.merchant_id) do
+      {:hold, :dispute}
+    end
+    Bank.send(payout)
+  end
+"""
+
+
+def test_a_small_file_is_changed_when_any_of_its_lines_is_gone(checkout: Path) -> None:
+    # "payouts are held during disputes" cites payout_worker.ex whole: removing the 3 lines of the dispute
+    # logic kept 4 of 7 lines (over half) and the anchor stayed `ok`.
+    worker = checkout / "app" / "payout_worker.ex"
+    worker.write_text(PAYOUT_WORKER)
+    commit(checkout, "worker")
+    repo = open_repo(checkout)
+    assert repo is not None
+    p = pins.pin(repo, repo.head() or "", AnchorRef("app/payout_worker.ex"))
+    worker.write_text(PAYOUT_WORKER + "\n  def retry(payout), do: perform(payout)\n")
+    commit(checkout, "a line added")
+    assert pins.check(repo, repo.head() or "", p).status == "ok"
+    rewrite(
+        checkout,
+        "    if Disputes.open?(payout.merchant_id) do\n      {:hold, :dispute}\n    end\n",
+        "",
+        path=str(worker),
+    )
+    assert pins.check(repo, repo.head() or "", p).status == "changed"
+
+
+def test_a_large_file_with_a_few_lines_gone_stays_ok(checkout: Path) -> None:
+    # Past SMALL_FILE lines a memory that names the file says little of any one part: half must go.
+    big = checkout / "app" / "big.py"
+    big.write_text("".join(f"def f{i}():\n    return {i}\n\n" for i in range(15)))
+    commit(checkout, "big")
+    repo = open_repo(checkout)
+    assert repo is not None
+    p = pins.pin(repo, repo.head() or "", AnchorRef("app/big.py"))
+    rewrite(checkout, "def f3():\n    return 3\n", "", path=str(big))
+    assert pins.check(repo, repo.head() or "", p).status == "ok"
+
+
 # --- the command for CI ------------------------------------------------------------------------
 
 
