@@ -35,8 +35,9 @@ negatives in training, though they stay among the memories a left-out `tune` is 
 /work/wt/train6/*.json; name: the file's stem).
 
 Run (DJANGO_SETTINGS_MODULE=yullu_site.settings, HF_HUB_OFFLINE=1; nice: the machine is shared):
-    nice -n 10 python -m bench.finetune_study loco --hold tune,other_a,other_i,other_j --epochs 2
-    nice -n 10 python -m bench.finetune_study full --epochs 2
+    nice -n 10 python -m bench.finetune_study loco --hold tune,other_a,other_i,other_j --epochs 1
+    nice -n 10 python -m bench.finetune_study full --epochs 1 --save /tmp/ft
+    nice -n 10 python -m bench.finetune_study probe --model /tmp/ft   # the issue's examples' cosines
 Not part of the product path.
 """
 
@@ -356,27 +357,68 @@ def full(args: argparse.Namespace) -> dict[str, Any]:
     return {"args": vars(args), "codebases": list(sets), "before": before, "after": after, "times": times}
 
 
+# The issue's own examples (tests/test_rerank.py, tests/test_synonyms.py): (prompt, memory or None = the
+# best cosine over all the memories, for a prompt that should find nothing).
+PROBES_MEMORIES = [
+    "The probe service deploys with make ship-it after the canary passes.",
+    "We chose Postgres over MongoDB because billing needs multi-row transactions.",
+    "Secrets are stored in Vault under secret/larkspur/<env>; never commit them.",
+    "Celery workers must be restarted after changing settings.py; they do not reload code.",
+    "Feature flags are read from LaunchDarkly, not env vars, so product can toggle them without a deploy.",
+    "Logs go to Loki via Promtail; we dropped the ELK stack because it cost too much to run.",
+]
+PROBES = [
+    ("I want to ship the new refund endpoint, what's the deploy process", 0),
+    ("release to production", 0),
+    ("how do we launch a new version", 0),
+    ("what database do we use?", 1),
+    ("what datastore do we use", 1),
+    ("where do api keys live", 2),
+    ("my task queue worker is stale", 3),
+    ("where are feature toggles configured?", 4),
+    ("write a haiku about autumn", None),
+    ("what's the weather like today", None),
+]
+
+
+def probe(args: argparse.Namespace) -> dict[str, Any]:
+    """The issue's examples' cosines with the model before and the one saved by `full --save DIR`."""
+    from sentence_transformers import SentenceTransformer
+
+    out = []
+    models = {"before": load_model(), "after": SentenceTransformer(args.model, device="cpu")}
+    sims = {n: encode(m, [p for p, _ in PROBES]) @ encode(m, PROBES_MEMORIES).T for n, m in models.items()}
+    for i, (prompt, answer) in enumerate(PROBES):
+        pick = {n: float(s[i].max() if answer is None else s[i][answer]) for n, s in sims.items()}
+        out.append({"prompt": prompt, "answer": answer, **pick})
+        print(
+            f"{pick['before']:.2f} -> {pick['after']:.2f}  {prompt!r} ({'best of all' if answer is None else 'answer'})"
+        )
+    return {"probes": out}
+
+
 def main() -> None:
     import django
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("loco", "full"))
+    parser.add_argument("command", choices=("loco", "full", "probe"))
     parser.add_argument(
         "--hold", default="tune,other_a,other_i,other_j", help="loco: the codebases left out, one fold each"
     )
-    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--batch", type=int, default=32, help="prompts per step (all of one codebase)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the machine is shared)")
     parser.add_argument("--conversations", type=int, default=5, help="full: LoCoMo dev's first N conversations")
     parser.add_argument("--save", default="", help="a folder for the model trained on every tuning codebase")
+    parser.add_argument("--model", default="", help="probe: the folder `full --save` wrote")
     parser.add_argument("--out", default="", help="the results as JSON")
     args = parser.parse_args()
     django.setup()
     torch.set_num_threads(args.threads)
-    result = {"loco": loco, "full": full}[args.command](args)
+    result = {"loco": loco, "full": full, "probe": probe}[args.command](args)
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1, default=str))
 
