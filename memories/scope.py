@@ -258,6 +258,16 @@ def scope_for(scope: str | None, project_id: str | None, cwd: str | None) -> Sco
     raise UserError("scope must be 'project' or 'user'.")
 
 
+def project_known(project_id: str) -> bool:
+    """Whether this server has seen `project_id`: a memory of it or a folder of it (a misspelt id has neither)."""
+    from .models import Memory, ProjectLocation
+
+    return (
+        Memory.objects.filter(project_id=project_id).exists()
+        or ProjectLocation.objects.filter(project_id=project_id).exists()
+    )
+
+
 def known_root(project_id: str) -> Path | None:
     from .models import ProjectLocation
 

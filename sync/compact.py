@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any, TypedDict
 
-from memories.scope import Scope, known_root
+from memories.scope import Scope
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
 from yullu_core.timestamps import format_ts
@@ -33,7 +33,7 @@ from .fold import Folded, fold
 from .models import LedgerEntry, ProjectSyncState
 from .outbox import flush, sync_config
 from .schema import Event, content_sha256
-from .services import clamp, ledger_clamps, reconcile_scope
+from .services import checkout_of, clamp, ledger_clamps, reconcile_scope
 
 NAMESPACE = uuid.UUID("5e1f0c0a-7c1b-4f5e-9d43-0b9a6a3c2d11")
 
@@ -80,10 +80,8 @@ def _snapshot(memory_uuid: str, folded: Folded) -> list[Event]:
     return events
 
 
-def compact(scope: Scope, dry_run: bool = False) -> CompactResult:
-    git_root = scope.git_root or known_root(scope.project_id)
-    if git_root is None:
-        raise UserError(f"no git repository known for {scope.project_id}; run inside the repository or pass --cwd.")
+def compact(scope: Scope, dry_run: bool = False, cwd: str | None = None) -> CompactResult:
+    git_root = checkout_of(scope, cwd)
     folder = logs_dir(git_root, sync_config(scope.project_id, git_root)["dir"])
     if not dry_run:
         reconcile_scope(Scope(scope.project_id, git_root))  # apply teammates' files before replacing them

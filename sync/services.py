@@ -440,9 +440,21 @@ def ledger_clamps(project_id: str) -> dict[str, int]:
     return {name: bound for name, bound in rows if bound is not None}
 
 
+def checkout_of(scope: Scope, cwd: str | None) -> Path:
+    """The git checkout of `scope` (the folder's, else the one last seen for its project). UserError saying
+    what is wrong with `cwd` when there is none: it was passed, so "pass --cwd" would not help."""
+    root = scope.git_root or known_root(scope.project_id)
+    if root is not None:
+        return root
+    folder = f"{cwd} is" if cwd else "this folder is"
+    raise UserError(
+        f"{folder} not inside a git repository and no checkout of {scope.project_id} is known; run it (or give "
+        "--cwd) inside the project's git checkout."
+    )
+
+
 def reconcile_folder(cwd: str, project_id: str | None) -> ReconcileResult:
     """Reconcile the project of a folder (or of `project_id`) now, as `yullu reconcile` asks."""
     scope = resolve(project_id, cwd)
-    if scope.git_root is None and known_root(scope.project_id) is None:
-        raise UserError(f"no git repository known for {scope.project_id}; run inside the repository or pass --cwd.")
+    checkout_of(scope, cwd)
     return reconcile_scope(scope)

@@ -1,7 +1,8 @@
 """Defects the fifth new-user walk met, each as it was met: `yullu import` of a CLAUDE.md holding a token
 refused the row and redacted it in `errors`, but printed the token in clear in the summary's `review` list;
 `yullu export json --project <a misspelt id>` wrote an empty export and exited 0 (agents-md says the project
-is not found)."""
+is not found); the sixth walk: `yullu memories list --project <a misspelt id>` printed "0 shown" and exited 0,
+and `yullu sync compact` / `yullu reconcile --cwd <not a repository>` asked to "pass --cwd" that was passed."""
 
 from __future__ import annotations
 
@@ -136,3 +137,27 @@ def test_doctor_warns_when_the_chosen_api_reasoner_has_no_key(tmp_path: Path, pr
     env["ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"] = "sk-test-not-a-real-key"
     report = json.loads(run_cli(["doctor", "--json"], env).stdout)
     assert next(c for c in report["checks"] if c["check"] == "reasoner")["status"] == "ok"
+
+
+def test_memories_list_of_a_misspelt_project_says_it_was_not_found(tmp_path: Path) -> None:
+    # It printed "acme/shpo: 0 shown" and exited 0, as if the project had no memories.
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    added = run_cli(["memories", "add", "Deploys go out from release branches.", "--project", "acme/shop"], env)
+    assert added.returncode == 0, added.stderr
+    ran = run_cli(["memories", "list", "--project", "acme/shpo"], env)
+    assert ran.returncode == 1, ran.stdout
+    assert "project 'acme/shpo' not found" in ran.stderr and "Traceback" not in ran.stderr
+    listed = run_cli(["memories", "list", "--project", "acme/shop"], env)
+    assert listed.returncode == 0 and "Deploys go out from release branches." in listed.stdout
+
+
+@pytest.mark.parametrize("command", [["sync", "compact"], ["reconcile"]])
+def test_a_cwd_outside_any_repository_is_named_not_asked_for(tmp_path: Path, command: list[str]) -> None:
+    # "run inside the repository or pass --cwd" answered a --cwd that was passed.
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    ran = run_cli([*command, "--cwd", str(outside)], env)
+    assert ran.returncode == 1, ran.stdout
+    assert f"{outside} is not inside a git repository" in ran.stderr, ran.stderr
+    assert "pass --cwd" not in ran.stderr and "Traceback" not in ran.stderr

@@ -110,7 +110,7 @@ def _anchors_text(anchors: list[dict[str, Any]]) -> str:
 
 def memories(args: argparse.Namespace) -> int:
     from memories.anchors.checks import annotate
-    from memories.scope import resolve, user_scope
+    from memories.scope import project_known, resolve, user_scope
     from memories.search import stats
     from memories.search.merged import search_merged
     from memories.wire import memory_to_wire
@@ -132,6 +132,12 @@ def memories(args: argparse.Namespace) -> int:
         raise UserError("--limit must be at least 1.")  # it was taken as 1
     scope = user_scope() if getattr(args, "user", False) else resolve(args.project, args.cwd)
     if args.op == "list":
+        if args.project and not getattr(args, "user", False) and not project_known(scope.project_id):
+            # a misspelt id listed "0 shown" and exit 0, as if the project had no memories
+            raise UserError(
+                f"project {args.project!r} not found (no memories, never seen); `yullu memories list` without "
+                "--project lists the current folder's project."
+            )
         rows = stats.list_memories(scope.project_id, max(1, min(args.limit, 200)))
         out = {"project_id": scope.project_id, "memories": rows}
         human = "\n".join([f"{scope.project_id}: {len(rows)} shown", *(_line(m) for m in rows)])

@@ -127,7 +127,8 @@ def cmd_sync_compact(args: argparse.Namespace) -> None:
     from yullu_core.errors import UserError
 
     try:
-        result = compact(resolve(args.project_id, os.path.abspath(args.cwd)), dry_run=args.dry_run)
+        cwd = os.path.abspath(args.cwd)
+        result = compact(resolve(args.project_id, cwd), dry_run=args.dry_run, cwd=cwd)
     except UserError as exc:
         fail(str(exc))
     print(json.dumps(result, indent=2))
@@ -156,14 +157,10 @@ def cmd_prune(args: argparse.Namespace) -> None:
 
 def cmd_export(args: argparse.Namespace) -> None:
     setup_django()
-    from memories.models import Memory, ProjectLocation
+    from memories.scope import project_known
     from yullu_cli.memory_commands import export_agents_md_to, export_json_to
 
-    known = (
-        Memory.objects.filter(project_id=args.project).exists()
-        or ProjectLocation.objects.filter(project_id=args.project).exists()
-    )
-    if args.project and not known:  # a misspelt project id: one sentence, not an empty export (json too)
+    if args.project and not project_known(args.project):  # a misspelt id: one sentence, not an empty export
         without = "every project" if args.format == "json" else "the current folder's project"
         fail(f"project {args.project!r} not found (no memories, never seen); `yullu export {args.format}` "
              f"without --project exports {without}.")  # fmt: skip
