@@ -833,3 +833,13 @@ def test_a_token_on_the_line_after_its_name_is_still_refused() -> None:
 def test_a_key_phrase_of_search_or_nlp_is_kept(text: str) -> None:
     # phrase-of-words read "key phrase" (a search's or an extractor's term) as a passphrase's name.
     assert find_secret(text) is None
+
+
+def test_a_csv_line_is_read_under_one_header_only() -> None:
+    # Every `user,password` line was a header of all the lines below it: the view grew with the square of the
+    # lines (200 lines: 378,100 characters), and 8,000 characters of them took minutes to scan.
+    from memories.write.secrets import _table_view
+
+    view = _table_view("user,password\n" * 200)
+    assert view is not None and view[0] == "password: password\n" * 199
+    assert find_secret("user,password\nalice,Zq8#kP2!mw4x\n" + "user,password\n" * 200) is not None

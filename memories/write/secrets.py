@@ -1606,7 +1606,11 @@ def _cell(name: str, value: str, start: int, out: list[str], origin: list[int]) 
 def _delimited_rows(text: str, out: list[str], origin: list[int]) -> None:
     if "," not in text and "\t" not in text:
         return
+    read = 0  # where the last table's rows ended: a row is never read again as another header's
     for head in _DELIMITED_HEADER.finditer(text):
+        if head.start() < read:
+            continue  # (each line a header of the lines below it made the view quadratic: 8,000 characters
+            # of `user,password` lines, a view of millions and minutes of scanning)
         sep = head.group(2)
         names = [n.strip() for n in head.group(1).split(sep)]
         # only the secret's columns, as a Markdown table's (a CSV of 300 rows read whole doubled its scan)
@@ -1627,6 +1631,7 @@ def _delimited_rows(text: str, out: list[str], origin: list[int]) -> None:
                     _cell(name, stripped, at + value.index(stripped), out, origin)
                 at += len(value) + 1
             pos = end + 1
+        read = pos
 
 
 def _split_cells(row: str) -> list[tuple[int, str]]:
