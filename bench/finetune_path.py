@@ -34,6 +34,7 @@ Run (DJANGO_SETTINGS_MODULE=yullu_site.settings, HF_HUB_OFFLINE=1, a throwaway Y
     nice -n 10 python -m bench.finetune_path run --model /tmp/ft --sets held --out /tmp/held.json
     nice -n 10 python -m bench.finetune_path fold --hold a,j --save /tmp/ft_no_aj   # A and J unseen
     nice -n 10 python -m bench.finetune_path run --model /tmp/ft_no_aj --sets a,j
+    nice -n 10 python -m bench.finetune_path locomo --model /tmp/ft --out /tmp/locomo_after.json
 Not part of the product path.
 """
 
@@ -52,6 +53,7 @@ STUDY_ID = "local:all-MiniLM-L6-v2-ft-study"
 SHIPPED_ID = "local:all-MiniLM-L6-v2"
 TUNING = ("tune", "a", "i", "j")
 HELD_OUT = ("b", "c", "d", "e", "f", "g", "h")
+LOCOMO_DEV = Path("/work/shared/bench/locomo_dev.json")
 
 
 class FineTuned:
@@ -188,11 +190,25 @@ def fold(args: argparse.Namespace) -> dict[str, Any]:
     return {"left_out": sorted(left_out), "trained_on": [n for n in sets if n not in left_out], "times": times}
 
 
+def locomo(args: argparse.Namespace) -> dict[str, Any]:
+    """`yullu bench locomo --data LOCOMO_DEV --modes hybrid` with the fine-tuned model (or, without --model,
+    the shipped one): does a model tuned on codebase facts lose conversations through the product?"""
+    from bench import locomo as bench_locomo
+
+    if args.model:
+        install(args.model, args.gate)
+    run_args = argparse.Namespace(
+        data=str(LOCOMO_DEV), limit_conversations=0, modes="hybrid", without_sessions=False, out=""
+    )
+    report: dict[str, Any] = bench_locomo.main(run_args)
+    return report
+
+
 def main() -> None:
     from yullu_cli.django_setup import setup_django
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("run", "refit", "fold"))
+    parser.add_argument("command", choices=("run", "refit", "fold", "locomo"))
     parser.add_argument("--model", default="", help="the folder finetune_study `full --save` wrote")
     parser.add_argument("--gate", default="shipped", help="run: `shipped` or a JSON file `refit` wrote")
     parser.add_argument("--sets", default=",".join(TUNING), help="run: tuning sets (tune,a,i,j) or `held`")
@@ -205,7 +221,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    result = {"run": run, "refit": refit, "fold": fold}[args.command](args)
+    result = {"run": run, "refit": refit, "fold": fold, "locomo": locomo}[args.command](args)
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1, default=str))
 
