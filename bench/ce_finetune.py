@@ -147,15 +147,10 @@ class Torch:
         self.tokenizer.no_padding()
 
     def batch(self, pairs: list[tuple[str, str]]) -> dict[str, Any]:
-        encodings = self.tokenizer.encode_batch(pairs)
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(pairs), width), dtype=np.int64)
-        mask, types = np.zeros_like(ids), np.zeros_like(ids)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n], mask[row, :n], types[row, :n] = enc.ids, enc.attention_mask, enc.type_ids
-        t = self.torch.from_numpy
-        return {"input_ids": t(ids), "attention_mask": t(mask), "token_type_ids": t(types)}
+        from memories.search import rerank
+
+        feeds = rerank.padded(self.tokenizer.encode_batch(pairs))
+        return {name: self.torch.from_numpy(array) for name, array in feeds.items()}
 
     def logits(self, pairs: list[tuple[str, str]], size: int = 16) -> np.ndarray:
         self.model.eval()
@@ -305,17 +300,13 @@ class Split:
 
     def bottom(self, pairs: list[tuple[str, str]]) -> list[np.ndarray]:
         """Each pair's hidden states after layer FROZEN (int8 ONNX), cached."""
+        from memories.search import rerank
+
         todo = sorted({p for p in pairs if p not in self.cache}, key=lambda p: len(p[0]) + len(p[1]))
         for start in range(0, len(todo), 16):
             chunk = todo[start : start + 16]
             encodings = self.tokenizer.encode_batch(chunk)
-            width = max(len(e.ids) for e in encodings)
-            ids = np.zeros((len(chunk), width), dtype=np.int64)
-            mask, types = np.zeros_like(ids), np.zeros_like(ids)
-            for row, enc in enumerate(encodings):
-                n = len(enc.ids)
-                ids[row, :n], mask[row, :n], types[row, :n] = enc.ids, enc.attention_mask, enc.type_ids
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            feeds = rerank.padded(encodings)
             hidden = self.session.run([self.hidden_name], feeds)[0]
             for row, (pair, enc) in enumerate(zip(chunk, encodings, strict=True)):
                 self.cache[pair] = hidden[row, : len(enc.ids)].astype(np.float16)

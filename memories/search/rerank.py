@@ -86,16 +86,21 @@ class CrossEncoder:
         return out
 
     def _run(self, encodings: list[Any]) -> np.ndarray:
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n], mask[row, :n], types[row, :n] = enc.ids, enc.attention_mask, enc.type_ids
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        feeds = padded(encodings)
         out = self.session.run(None, {k: v for k, v in feeds.items() if k in self.inputs})[0]
         return np.asarray(out, dtype=np.float32).reshape(len(encodings))
+
+
+def padded(encodings: list[Any]) -> dict[str, np.ndarray]:
+    """A BERT model's three inputs for a batch of tokenizer encodings, zero-padded to the longest."""
+    width = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for row, enc in enumerate(encodings):
+        n = len(enc.ids)
+        ids[row, :n], mask[row, :n], types[row, :n] = enc.ids, enc.attention_mask, enc.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
 class Judge:
