@@ -1,13 +1,14 @@
 """How well does the secret scanner refuse credentials and keep ordinary memories, and at what cost?
 
 Run: .venv/bin/python -m bench.secret_scan [--seeds 3] [--show]
-         [--split tune|held-out|held-out-2|held-out-3|held-out-4|review-6|all]
+         [--split tune|held-out|held-out-2|held-out-3|held-out-4|review-6|review-7|all]
 
 Credentials: the forms of bench/secret_forms.py (TUNE, HELD_OUT, HELD_OUT_2, HELD_OUT_3 and HELD_OUT_4
 reported apart), each filled with `--seeds` different random values; HELD_OUT_2_KEEP, HELD_OUT_3_KEEP,
-HELD_OUT_4_KEEP and REVIEW_6_KEEP (memories that must be stored) are reported with them. Ordinary: every LoCoMo turn of
-../shared/bench/locomo_dev.json (chat about daily life), the codebase set's memories, questions and
-prompts, the duplicate-pair memories, and secret_talk.json (memories *about* secrets, hashes, ids).
+HELD_OUT_4_KEEP, REVIEW_6_KEEP and REVIEW_7_KEEP (memories that must be stored) are reported with them.
+Ordinary: every LoCoMo turn of ../shared/bench/locomo_dev.json (chat about daily life), the codebase set's
+memories, questions and prompts, the duplicate-pair memories, and secret_talk.json (memories *about*
+secrets, hashes, ids).
 Cost: microseconds per `find_secret` call over all texts (the store path calls it once per content
 and once per tag), median and p99, on this machine.
 """
@@ -64,7 +65,7 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="print what was missed / wrongly refused")
     parser.add_argument(
         "--split",
-        choices=["tune", "held-out", "held-out-2", "held-out-3", "held-out-4", "review-6", "all"],
+        choices=["tune", "held-out", "held-out-2", "held-out-3", "held-out-4", "review-6", "review-7", "all"],
         default="all",
     )
     args = parser.parse_args()
@@ -103,6 +104,7 @@ def main() -> None:
         ("held-out-3", secret_forms.HELD_OUT_3_KEEP),
         ("held-out-4", secret_forms.HELD_OUT_4_KEEP),
         ("review-6", secret_forms.REVIEW_6_KEEP),
+        ("review-7", secret_forms.REVIEW_7_KEEP),
     )
     for label, forms in keepers:
         if args.split not in (label, "all"):

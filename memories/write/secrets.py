@@ -308,11 +308,19 @@ def _named_public(before: str) -> bool:
     return not _PUBLIC_NAMED.search(before)
 
 
+# `//grafana.acme.net/d/8f3kQ2/api-latency` (the token rule starts after `https:`): a host, then a path. The
+# whole is mixed-case with digits and `/`, like a base64 key; its parts are not.
+_URL_PATH = re.compile(r"//(?:(?:[a-z0-9-]+\.)+[a-z0-9-]+|localhost)(?:/[^/]*)*")  # (a dot: no base64 key has one)
+RANDOM_TOKEN = 32  # the bare-token rule's shortest token
+
+
 def _random_looking(token: str) -> bool:
     """A bare token of ≥ 32 characters from a key alphabet with upper and lower case, and a digit or
     `+` / `/`, whose entropy is that of random bytes (an AWS secret access key, a base64 key)."""
     if token.startswith(PUBLIC_KEY_PREFIXES) or _ssh_public_key(token) or _public_der(token) or _CODE.fullmatch(token):
         return False
+    if _URL_PATH.fullmatch(token):  # a URL after its scheme: only a long part of its own can be a key
+        return any(_random_looking(part) for part in token.split("/") if len(part) >= RANDOM_TOKEN)
     if _WORDS_PATH.fullmatch(token):
         return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
@@ -795,6 +803,8 @@ _NOT_A_PIN_BETWEEN = re.compile(
     # ("lock" unless it names the PIN just before the number: "PIN for the screen lock: 4821")
     r"(?i)hash|polic|length|digits\b|attempt|retr|expir|\block(?![ \t]*:[ \t]*$)|weak|reject|issue|ticket|\badr\b"
     r"|\brfc|version|release|\bpr\b|#|\bstep|\bline\b|\bpage\b|\bport\b"
+    # a standard's number: "the PIN block is ISO 9564 format 0", "ISO/IEC 7816", "FIPS 140"
+    r"|\b(?:iso|iec|fips|ieee|ecma|ansi|din|itu-t)(?:/iec)?[ \t-]*$"
     # "the PIN screen uses 8080", "PIN pad timeout 3000": a PIN's name before a thing of the interface
     # (unless a code's name or a colon follows: "PIN pad code: 4821")
     r"|^[ \t-]*(?:screen|pad|keypad|dialog|prompt|field|form|input|reader|widget|modal|view|component|timeout)s?\b"
@@ -922,10 +932,13 @@ OURS: tuple[Rule, ...] = (
             # ("set DJANGO_SECRET_KEY to 'X'": `to` reads as the operator only after a name in capitals and
             # before a quote: "the token is passed to 'AuthMiddleware2'" is prose)
             # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`)
-            rf"(?i){_SECRET_NAME}[A-Z0-9_.-]*(?<!name)(?<!ref)[\"']?(?:\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            # (nor Helm's `existingSecret: orders-db-credentials`, `auth.existingSecret=`, `existingSecretPasswordKey:`:
+            # the name of a Kubernetes Secret that holds the value, as `secretName`)
+            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)[\"']?(?:\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
             # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
             # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
-            r"(?![A-Za-z_][A-Za-z_-]*:(?:\s|$))([^\s\"'`]{6,})"
+            # (nor the next line's empty `NAME=` of an env file: `DJANGO_SECRET_KEY=` / `STRIPE_SECRET_KEY=`)
+            r"(?![A-Za-z_][A-Za-z_-]*:(?:\s|$)|(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]*=))([^\s\"'`]{6,})"
         ),
         ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "dsn", "cookie", "hmac"),
         check=_assigned_secret,
@@ -1453,6 +1466,17 @@ BEFORE = 100
 _DIGEST_NOTATION = re.compile(r"(?i)(?:sha1|sha256|sha384|sha512|md5):$")
 
 
+# `password_env = "DB_PASSWORD"`, `token_var: GITHUB_TOKEN`: a field that names the environment variable holding
+# the secret, given a variable's name (gitleaks' `hashicorp-tf-password` took the name for a password).
+_ENV_FIELD = re.compile(r"(?i)[_-](?:env|env_?var|var|variable)[\"']?[ \t]*(?:=|:|=>)[ \t]*[\"'`]?$")
+_ENV_NAME = re.compile(r"[\"'`]?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+[\"'`]?")
+
+
+def _env_reference(view: str, start: int, secret: str) -> bool:
+    quoted = secret[:1] in "\"'`"  # (gitleaks' secret group holds the quotes, ours not)
+    return bool(_ENV_NAME.fullmatch(secret) and _ENV_FIELD.search(view, max(0, start - 40), start + quoted))
+
+
 def _matches(view: str) -> Iterator[Finding]:
     """Every finding of every rule in `view`, as gitleaks decides them (spans in `view`)."""
     rules, glob, by_keyword = _rules()
@@ -1468,7 +1492,7 @@ def _matches(view: str) -> Iterator[Finding]:
             if rule.name_prefix:
                 while begin > 0 and m.start() - begin < 50 and _NAME_CHAR.match(view, begin - 1):
                     begin -= 1
-            if _DIGEST_NOTATION.search(view, max(0, start - 7), start):
+            if _DIGEST_NOTATION.search(view, max(0, start - 7), start) or _env_reference(view, start, secret):
                 continue
             if rule.before is not None and not rule.before(view[max(0, start - BEFORE) : start]):
                 continue
