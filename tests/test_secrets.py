@@ -893,3 +893,20 @@ def test_a_field_naming_the_variable_that_holds_a_secret_is_kept(text: str) -> N
 
 def test_a_password_given_to_an_env_named_field_is_still_refused() -> None:
     assert find_secret('password_env = "zq8kp2mw4xab"') is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Call it as model(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask).",
+        "__init__ keeps self.mini_batch_num_tokens = mini_batch_num_tokens and auth_token = settings.auth_token",
+    ],
+)
+def test_a_variable_passed_on_under_its_own_name_is_kept(text: str) -> None:
+    # secret-assignment read the forwarded variable's name as the value of a token (113 paragraphs of installed
+    # packages' source).
+    assert find_secret(text) is None
+
+
+def test_a_value_that_starts_with_its_names_letters_is_still_refused() -> None:
+    assert find_secret("secret_token=secret_tokenZq8#kP2!mw") is not None

@@ -1477,6 +1477,17 @@ def _env_reference(view: str, start: int, secret: str) -> bool:
     return bool(_ENV_NAME.fullmatch(secret) and _ENV_FIELD.search(view, max(0, start - 40), start + quoted))
 
 
+# `token_type_ids=token_type_ids`, `self.credentials = credentials`, `token = config.token`: a variable
+# passed on under its own name is code (a keyword argument, a constructor), whatever its name says.
+_ASSIGNED_NAME = re.compile(r"([A-Za-z_]\w*)[\"']?[ \t]*(?:=|:|=>)[ \t]*$")
+
+
+def _own_name(view: str, start: int, secret: str) -> bool:
+    m = _ASSIGNED_NAME.search(view, max(0, start - 60), start)
+    value = secret.rstrip(",;)")
+    return m is not None and (value == m.group(1) or value.endswith("." + m.group(1)))
+
+
 def _matches(view: str) -> Iterator[Finding]:
     """Every finding of every rule in `view`, as gitleaks decides them (spans in `view`)."""
     rules, glob, by_keyword = _rules()
@@ -1493,6 +1504,8 @@ def _matches(view: str) -> Iterator[Finding]:
                 while begin > 0 and m.start() - begin < 50 and _NAME_CHAR.match(view, begin - 1):
                     begin -= 1
             if _DIGEST_NOTATION.search(view, max(0, start - 7), start) or _env_reference(view, start, secret):
+                continue
+            if _own_name(view, start, secret):
                 continue
             if rule.before is not None and not rule.before(view[max(0, start - BEFORE) : start]):
                 continue
