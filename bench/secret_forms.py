@@ -1291,6 +1291,14 @@ REFUSED_BY_POLICY: list[Form] = [
             "what the moto tests use."
         ),
     ),
+    # the fifth set's keeper of the same pair, refused on its run
+    _f(
+        "aws documented sample pair, fifth set",
+        lambda r: (
+            "AWS docs use AKIAIOSFODNN7EXAMPLE and wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY as example credentials; ou"
+            "r moto tests use the same examples."
+        ),
+    ),
     # the fourth set's keeper of the same pair, refused on its run
     _f(
         "aws documented sample pair, fourth set",
@@ -1334,4 +1342,465 @@ REVIEW_6_KEEP: list[Form] = [
 REVIEW_7_KEEP: list[Form] = [
     (f"review7 {i}", _fixed(text))
     for i, text in enumerate(json.loads((Path(__file__).parent / "data" / "review7_keep.json").read_text("utf-8")))
+]
+
+
+# The fifth held-out set (secrets7): 112 secrets and 37 memories that must be stored, written BEFORE their
+# author read this file, the scanner, its tests or docs/security.md, as people and assistants write secrets into a
+# memory about a codebase: told in prose in eleven languages, in lists, backticks, chats and tickets; in shell
+# commands (mysql, sshpass, curl -u, psql, docker login, htpasswd, openssl, git clone, net use, redis-cli, keytool);
+# in configs of less usual formats (INI, .properties, HCL, nginx, Ansible, Helm, JSON, XML, .npmrc, .pypirc, .netrc,
+# pip.conf, Maven, NuGet, Gradle, tfvars, wp-config, Rails, Laravel); JWTs, webhook URLs, recovery codes, TOTP
+# seeds, a private key's middle, split and encoded keys; and tokens of less covered vendors. First run, each
+# stored once through `POST /api/memories` on a live `yullu serve` (real PostgreSQL) at d0f705e, with the
+# fillings of /work/wt/secrets7-data/forms.json (these builders draw new ones from the seed): **8 of 112
+# secrets stored** (a wifi password after "the guest wifi … is", `hunter22` told after "password is still",
+# `net use … /user:X PASSWORD`, nginx's `proxy_set_header Authorization "Basic …"`, a Zapier catch hook, recovery
+# codes one a line, Razorpay's `key_secret X`, Go's `root:X@tcp(…)` DSN) and **2 of 38 keepers refused** (AWS's
+# documented pair, refused by policy: moved to REFUSED_BY_POLICY; Helm's `existingSecret: postgres-credentials`).
+HELD_OUT_5: list[Form] = [
+    _f("prose-wifi", lambda r: 'heads up: the guest wifi at the Lisbon office is "Tangerine-Vespa-88"'),
+    _f("prose-user-slash-pass", lambda r: "creds for kibana: elastic / Vb7#qk2Lw"),
+    _f(
+        "prose-german",
+        lambda r: "Das Passwort für den Staging-Server lautet Schnee!Falke2024, bitte nicht weitergeben.",
+    ),
+    _f("prose-spanish", lambda r: "La contraseña del usuario deploy en el servidor de pruebas es Pato.Azul.93"),
+    _f("prose-french", lambda r: "le mot de passe root de la VM de recette : Gir0fle&Cannelle"),
+    _f("prose-portuguese", lambda r: "senha do banco de homologação: tatu-bola-7731"),
+    _f("prose-japanese", lambda r: "ステージングDBのパスワードは kumo7Sora!2 です"),
+    _f("prose-italian", lambda r: "la password dell'utente ftp è Gelato_Nero_19"),
+    _f("prose-dutch", lambda r: "wachtwoord van de testomgeving: Fietsbel!2026"),
+    _f("prose-russian", lambda r: "пароль от тестового сервера: Medved_Zima77"),
+    _f("prose-chinese", lambda r: "测试环境数据库密码是 Lotus#Jade803"),
+    _f("prose-spanish-clave", lambda r: "Usuario: admin, clave: Caracol$Verde88 (panel de Grafana en staging)"),
+    _f(
+        "list-colon",
+        lambda r: "Onboarding checklist:\n- VPN user: jdoe\n- VPN password: Marmot+Kettle19\n- Jira: ask Priya",
+    ),
+    _f(
+        "prose-quoted-passphrase",
+        lambda r: 'Remember that Sam said the admin console password is "bluefin-orbit-cascade" until Friday.',
+    ),
+    _f("backticks", lambda r: "The Jenkins admin password is `q3R!x9Tz#mW2` (rotate after the demo)."),
+    _f(
+        "chat-pw",
+        lambda r: (
+            "@maria the prod sftp login is ftpuser and the pw is Wombat-Cider-7, don't paste it in the channel lol"
+        ),
+    ),
+    _f(
+        "ticket",
+        lambda r: "JIRA OPS-4411: reset the 'reporting' service account. New password: Lq7#Xv2!Pn (set by Tom 11/20).",
+    ),
+    _f("runbook-pins", lambda r: "Step 3: unlock the HSM with the operator PIN 482913 and the SO PIN 771204."),
+    _f("weak-password-prose", lambda r: "the router admin password is still hunter22, someone should change it"),
+    _f("typos", lambda r: "pasword for teh jenkns box: Rn7!qzLw3X"),
+    _f(
+        "shell-mysql",
+        lambda r: "To poke at the prod replica: mysql -h db-ro.internal -u reporting -pT7vLx92kQe reporting_db",
+    ),
+    _f("shell-sshpass", lambda r: "sshpass -p 'Gr4nite_Owl' ssh deploy@10.0.4.12 'sudo systemctl restart api'"),
+    _f(
+        "shell-curl-u",
+        lambda r: f"curl -u ci-bot:{_c(r, ALNUM, 12)} https://nexus.acme.internal/service/rest/v1/repositories",
+    ),
+    _f(
+        "shell-psql-uri",
+        lambda r: f'psql "postgresql://analytics:{_c(r, ALNUM, 10)}@pg-analytics.internal:5432/warehouse"',
+    ),
+    _f(
+        "shell-docker-login",
+        lambda r: f"docker login registry.gitlab.com -u deploy-token-41 -p gldt-{_c(r, ALNUM, 20)}",
+    ),
+    _f("shell-htpasswd", lambda r: "htpasswd -b -c /etc/nginx/.htpasswd admin Kestrel77river"),
+    _f(
+        "shell-openssl-passin",
+        lambda r: "openssl pkcs12 -in client.p12 -out client.pem -nodes -passin pass:Fjord2Lantern",
+    ),
+    _f(
+        "shell-git-clone-token",
+        lambda r: f"git clone https://oauth2:glpat-{_c(r, ALNUM, 20)}@gitlab.example.org/platform/infra.git",
+    ),
+    _f("shell-git-clone-pass", lambda r: "git clone https://builder:Sup3rS3cretPw@bitbucket.org/acme/payments.git"),
+    _f("shell-net-use", lambda r: r"net use Z: \\fileserver\share /user:ACME\svc_backup Tulip#Frost2"),
+    _f("shell-redis-cli", lambda r: "redis-cli -h cache.internal -a Ocelot9Drum --no-auth-warning"),
+    _f("shell-keytool", lambda r: "keytool -list -v -keystore server.jks -storepass Cobalt7Heron"),
+    _f("ini-passwd", lambda r: "[database]\nhost = 10.2.0.5\nuser = app\npasswd = Hx92!mQpL4\n"),
+    _f(
+        "properties",
+        lambda r: (
+            "spring.datasource.url=jdbc:postgresql://db:5432/orders\nspring.datasource.username=orders\nspring.datasou"
+            "rce.password=Plover_Tide_557"
+        ),
+    ),
+    _f(
+        "hcl",
+        lambda r: f'resource "aws_db_instance" "main" {{\n  username = "admin"\n  password = "{_c(r, ALNUM, 12)}"\n}}',
+    ),
+    _f(
+        "nginx-basic-header",
+        lambda r: f'location /admin {{\n  proxy_set_header Authorization "Basic {b64("admin:PlainTextPw99")}";\n}}',
+    ),
+    _f(
+        "ansible-vault-vars",
+        lambda r: "# group_vars/prod/vault.yml (decrypted for the migration)\nvault_db_password: Quokka!Lime#63",
+    ),
+    _f(
+        "helm-values",
+        lambda r: (
+            f"postgresql:\n  auth:\n    username: app\n    password: {_c(r, ALNUM, 10)}\n    postgresPassword:"
+            f" {_c(r, ALNUM, 10)}"
+        ),
+    ),
+    _f(
+        "json-nested",
+        lambda r: json.dumps(
+            {"services": {"smtp": {"host": "smtp.mailhost.io", "auth": {"user": "noreply", "pass": _c(r, ALNUM, 12)}}}}
+        ),
+    ),
+    _f("xml-password", lambda r: "<datasource><user>sa</user><password>Bq5!nR8vLm</password></datasource>"),
+    _f("npmrc-token", lambda r: f"//registry.npmjs.org/:_authToken=npm_{_c(r, ALNUM, 36)}"),
+    _f("npmrc-auth-b64", lambda r: f"//npm.pkg.internal/:_auth={b64('deploy:HotPotato77')}\nalways-auth=true"),
+    _f("pypirc", lambda r: f"[pypi]\nusername = __token__\npassword = pypi-AgEIcHlwaS5vcmcCJ{_c(r, ALNUM + '-_', 60)}"),
+    _f("netrc-heroku-uuid", lambda r: f"machine api.heroku.com\n  login ops@acme.io\n  password {uuid4(r)}"),
+    _f(
+        "pip-conf",
+        lambda r: (
+            f"[global]\nindex-url = https://pypi-reader:{_c(r, ALNUM, 10)}@artifactory.acme.io/api/pypi/pypi/simple"
+        ),
+    ),
+    _f(
+        "maven-settings",
+        lambda r: (
+            "<server>\n  <id>nexus-releases</id>\n  <username>deployment</username>\n  <password>Dh4!kLm9Qz</password"
+            ">\n</server>"
+        ),
+    ),
+    _f(
+        "nuget-config",
+        lambda r: (
+            '<packageSourceCredentials><acme><add key="Username" value="build" />'
+            f'<add key="ClearTextPassword" value="{_c(r, ALNUM, 12)}" /></acme></packageSourceCredentials>'
+        ),
+    ),
+    _f(
+        "gradle-properties",
+        lambda r: f"ossrhUsername=acme-release\nossrhPassword={_c(r, ALNUM, 12)}\nsigning.password=Heron&Birch42",
+    ),
+    _f("tfvars-cloudflare", lambda r: f'cloudflare_api_token = "{_c(r, ALNUM + "_-", 40)}"\nzone = "acme.io"'),
+    _f("wp-config", lambda r: "define( 'DB_PASSWORD', 'w0rdPr3ss!Lake' );"),
+    _f("rails-master-key", lambda r: f"RAILS_MASTER_KEY={_c(r, HEX, 32)} bin/rails credentials:edit"),
+    _f("laravel-env", lambda r: f"APP_NAME=Shop\nAPP_KEY=base64:{_b64b(r, 32)}\nDB_PASSWORD=laravel_Pr0d!"),
+    _f("jwt", lambda r: f"Bearer token for the staging API (valid 30 days): {jwt(r)}"),
+    _f(
+        "slack-webhook",
+        lambda r: (
+            f"https://hooks.slack.com/services/T04{_c(r, UPPER_DIGITS, 6)}/B05{_c(r, UPPER_DIGITS, 6)}"
+            f"/{_c(r, ALNUM, 24)}"
+        ),
+    ),
+    _f(
+        "discord-webhook",
+        lambda r: (
+            f"alerts go to https://discord.com/api/webhooks/1187{_c(r, '0123456789', 15)}/{_c(r, ALNUM + '_-', 68)}"
+        ),
+    ),
+    _f(
+        "teams-webhook",
+        lambda r: (
+            "https://acme.webhook.office.com/webhookb2/3f2a1b0c-9d8e-4f6a-b5c4-d3e2f1a0b9c8@7e6d5c4b-3a2f-4e1d-8c9b-a8"
+            f"f7e6d5c4b3/IncomingWebhook/{_c(r, HEX, 32)}/1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e"
+        ),
+    ),
+    _f(
+        "zapier-webhook",
+        lambda r: "Zap trigger: POST to https://hooks.zapier.com/hooks/catch/1234567/3xk9qlm/ with the order JSON",
+    ),
+    _f(
+        "recovery-codes",
+        lambda r: (
+            "GitHub recovery codes for the bot account (keep safe):\n4f7a2-9c1e3\nb8d05-6e2f1\n1a9c4-7d3b8\ne5f62-0b8a7"
+        ),
+    ),
+    _f("totp-seed", lambda r: f"2FA seed for the shared ops account: {_c(r, BASE32, 32)}"),
+    _f("totp-uri", lambda r: f"otpauth://totp/Acme:ops@acme.io?secret={_c(r, BASE32, 32)}&issuer=Acme"),
+    _f(
+        "pem-middle-chunk",
+        lambda r: "deploy key, middle part (rest is in 1Password):\n" + "\n".join(_c(r, B64, 64) for _ in range(3)),
+    ),
+    _f(
+        "key-split-lines",
+        lambda r: (
+            "OpenAI key for the eval runner, split so the linter doesn't catch it:\nsk-proj-"
+            + _c(r, ALNUM, 20)
+            + "\n"
+            + _c(r, ALNUM + "_-", 60)
+        ),
+    ),
+    _f(
+        "key-split-concat",
+        lambda r: 'API_KEY = "sk-ant-api03-" + "' + _c(r, ALNUM + "_-", 45) + '" + "' + _c(r, ALNUM + "_-", 48) + 'AA"',
+    ),
+    _f("k8s-secret-b64", lambda r: f"apiVersion: v1\nkind: Secret\ndata:\n  DB_PASSWORD: {b64('Harbor-Wren-5519')}"),
+    _f("url-encoded-password", lambda r: "DATABASE_URL=postgres://app:p%40ss%21Word%2399@db.internal:5432/app"),
+    _f("hex-hmac-prose", lambda r: f"the HMAC signing secret (hex) for partner callbacks is {_c(r, HEX, 64)}"),
+    _f(
+        "hex-encoded-password",
+        lambda r: "wifi password hex-encoded for the provisioning script: " + b"Orchid-lamp-42".hex(),
+    ),
+    _f("vercel", lambda r: f"VERCEL_TOKEN={_c(r, ALNUM, 24)}"),
+    _f("netlify", lambda r: f"netlify personal access token nfp_{_c(r, ALNUM, 36)}"),
+    _f("render", lambda r: f"render API key: rnd_{_c(r, ALNUM, 32)}"),
+    _f("flyio", lambda r: f"fly tokens create deploy printed: FlyV1 fm2_{_c(r, ALNUM + '+/', 120)}"),
+    _f(
+        "cloudflare-global-key",
+        lambda r: (
+            f'curl -H "X-Auth-Email: ops@acme.io" -H "X-Auth-Key: {_c(r, HEX, 37)}" https://api.cloudflare.com/client/v4/zones'
+        ),
+    ),
+    _f("digitalocean", lambda r: f"DO token for terraform: dop_v1_{_c(r, HEX, 64)}"),
+    _f("pulumi", lambda r: f"PULUMI_ACCESS_TOKEN=pul-{_c(r, HEX, 40)}"),
+    _f("doppler", lambda r: f"doppler service token dp.st.prd.{_c(r, ALNUM, 43)}"),
+    _f("infisical", lambda r: f"INFISICAL_TOKEN=st.{_c(r, HEX, 24)}.{_c(r, HEX, 32)}.{_c(r, HEX, 32)}"),
+    _f(
+        "1password-service",
+        lambda r: f"OP_SERVICE_ACCOUNT_TOKEN=ops_eyJzaWduSW5BZGRyZXNzIjoibXkuMXBhc3N3b3JkLmNvbSIs{_c(r, ALNUM, 80)}",
+    ),
+    _f("vault-hvs", lambda r: f"export VAULT_TOKEN=hvs.CAESI{_c(r, ALNUM + '_-', 85)}"),
+    _f("vault-legacy-s", lambda r: f"vault login s.{_c(r, ALNUM, 24)}"),
+    _f("grafana-sa", lambda r: f"grafana SA token: glsa_{_c(r, ALNUM, 32)}_{_c(r, HEX, 8)}"),
+    _f("newrelic", lambda r: f"New Relic user key NRAK-{_c(r, UPPER_DIGITS, 27)}"),
+    _f("datadog-app-key-prose", lambda r: f"datadog application key {_c(r, HEX, 40)} for the dashboards sync"),
+    _f("pagerduty", lambda r: f"PagerDuty REST API key: u+{_c(r, ALNUM + '_-', 18)}"),
+    _f("twilio", lambda r: f"twilio: account AC{_c(r, HEX, 32)}, auth token {_c(r, HEX, 32)}"),
+    _f("sendgrid", lambda r: f"SENDGRID=SG.{_c(r, ALNUM + '_-', 22)}.{_c(r, ALNUM + '_-', 43)}"),
+    _f("mailgun", lambda r: f"mailgun api key is key-{_c(r, HEX, 32)}"),
+    _f("postmark-uuid", lambda r: f"X-Postmark-Server-Token: {uuid4(r)}"),
+    _f("shopify", lambda r: f"shopify admin token shpat_{_c(r, HEX, 32)}"),
+    _f("square", lambda r: f"Square prod access token EAAAE{_c(r, ALNUM + '-_', 59)}"),
+    _f(
+        "braintree-paypal",
+        lambda r: f"BRAINTREE_ACCESS_TOKEN=access_token$production${_c(r, HEX, 16)}${_c(r, HEX, 32)}",
+    ),
+    _f("plaid", lambda r: f"PLAID_CLIENT_ID={_c(r, HEX, 24)}\nPLAID_SECRET={_c(r, HEX, 30)}"),
+    _f("razorpay", lambda r: f"razorpay: key_id rzp_live_{_c(r, ALNUM, 14)}, key_secret {_c(r, ALNUM, 24)}"),
+    _f("adyen", lambda r: f"ADYEN_API_KEY=AQE{_c(r, ALNUM + '+/', 50)}=-{_c(r, ALNUM + '+/', 43)}=-{_c(r, ALNUM, 12)}"),
+    _f("openai-proj", lambda r: f"new openai key sk-proj-{_c(r, ALNUM + '_-', 120)}"),
+    _f("anthropic", lambda r: f"anthropic key for the bot: sk-ant-api03-{_c(r, ALNUM + '_-', 93)}AA"),
+    _f("huggingface", lambda r: f"huggingface read token hf_{_c(r, string.ascii_letters, 34)}"),
+    _f("replicate", lambda r: f"replicate: r8_{_c(r, ALNUM, 37)}"),
+    _f("cohere-prose", lambda r: f"cohere trial key {_c(r, ALNUM, 40)}"),
+    _f("pinecone", lambda r: f"PINECONE_API_KEY=pcsk_{_c(r, ALNUM, 5)}_{_c(r, ALNUM, 60)}"),
+    _f(
+        "azure-storage-connstr",
+        lambda r: (
+            f"DefaultEndpointsProtocol=https;AccountName=acmelogs;AccountKey={_b64b(r, 64)};EndpointSuffix=core.windows"
+            ".net"
+        ),
+    ),
+    _f(
+        "dotnet-connstr",
+        lambda r: (
+            "Server=tcp:acme.database.windows.net,1433;Database=orders;User ID=orders_app;Password=Hz4!rQ9mLw2;Encrypt"
+            "=True;"
+        ),
+    ),
+    _f(
+        "aws-prose",
+        lambda r: (
+            f"aws creds for the backup job: access key AKIA{_c(r, UPPER_DIGITS, 16)}, secret {_c(r, ALNUM + '+/', 40)}"
+        ),
+    ),
+    _f("stripe-restricted", lambda r: f"export STRIPE_SECRET_KEY='rk_live_{_c(r, ALNUM, 99)}'"),
+    _f(
+        "gcp-sa-json-fragment",
+        lambda r: (
+            '"private_key_id": "'
+            + _c(r, HEX, 40)
+            + '", "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC'
+            + _c(r, B64, 40)
+            + "\\n"
+        ),
+    ),
+    _f("compose-env", lambda r: "environment:\n  - POSTGRES_PASSWORD=Narwhal_Sunset_81"),
+    _f(
+        "code-python-kwargs",
+        lambda r: f'client = Minio("minio.internal:9000", access_key="minio-ci", secret_key="{_c(r, ALNUM, 16)}")',
+    ),
+    _f(
+        "code-js",
+        lambda r: (
+            "const transporter = nodemailer.createTransport"
+            "({ auth: { user: 'alerts@acme.io', pass: 'Ylm4-Quartz-Fen' } });"
+        ),
+    ),
+    _f("code-go-dsn", lambda r: 'db, err := sql.Open("mysql", "root:Kite!Lagoon5@tcp(127.0.0.1:3306)/inventory")'),
+    _f(
+        "url-query-apikey",
+        lambda r: f"https://api.weather-provider.com/v2/forecast?lat=52.1&lon=4.3&apikey={_c(r, ALNUM, 32)}",
+    ),
+    _f("yaml-passphrase", lambda r: 'mail:\n  smtp_password: "brisk-otter-panel-37"'),
+    _f(
+        "spring-keystore",
+        lambda r: "server.ssl.key-store-password=Tw0Ravens!\nserver.ssl.key-store=classpath:keystore.p12",
+    ),
+    _f(
+        "prose-url-encoded",
+        lambda r: (
+            "smtp login is notifications@acme.io, password is " + quote("Coral&Moss=12") + " (url-encoded in the DSN)"
+        ),
+    ),
+]
+
+HELD_OUT_5_KEEP: list[Form] = [
+    _f(
+        "about-vault",
+        lambda r: "The deploy script reads the DB password from Vault (secret/data/prod/db), never from the repo.",
+    ),
+    _f(
+        "placeholder-env-expansion",
+        lambda r: (
+            "Set DATABASE_URL=postgres://app:${DB_PASSWORD}@db:5432/app in .env; DB_PASSWORD comes from the CI secret "
+            "store."
+        ),
+    ),
+    _f(
+        "placeholder-angle",
+        lambda r: "API calls need an Authorization: Bearer <token> header; the token comes from `acme auth login`.",
+    ),
+    _f(
+        "masked-stars",
+        lambda r: "Logs show the password as **** so masking works; the bug was that the username was also masked.",
+    ),
+    _f(
+        "redacted",
+        lambda r: "In the fixture the token is the literal string REDACTED; tests assert it never round-trips.",
+    ),
+    _f(
+        "env-names",
+        lambda r: (
+            "Env vars the worker expects: OPENAI_API_KEY, ANTHROPIC_API_KEY, HF_TOKEN, SENTRY_DSN (names only, values "
+            "in Doppler)."
+        ),
+    ),
+    _f(
+        "command-prompts",
+        lambda r: "mysql -u reporting -p reporting_db   # -p with no value makes mysql prompt for the password",
+    ),
+    _f("command-op-read", lambda r: 'export GITHUB_TOKEN="$(op read op://Engineering/github-bot/token)"'),
+    _f("command-reads-file", lambda r: "PGPASSWORD=$(cat /run/secrets/pg_password) psql -h db -U app"),
+    _f("commit-sha", lambda r: "The release commit is 3f9a2c1e7b4d8a6f0c5e9b2d1a7f3c8e6b4d0a9f, tagged v2.14.0."),
+    _f(
+        "uuid", lambda r: "Upload id 5f0c2b7e-3a91-4d6e-9c2f-8b1a7e4d3c60 failed with 413; the chunk size is too large."
+    ),
+    _f(
+        "sha256",
+        lambda r: "sha256 of the release tarball: 9b74c9897bac770ffc029102a200c5de9b2f4a1c6e8d3f7a2b5c0e4d1f8a6b3c",
+    ),
+    _f(
+        "ssh-public-key",
+        lambda r: (
+            "Add this public key to authorized_keys on the bastion: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH3k9Lm2Qp7Rz4"
+            "Tw8Vn3Bc6Hd1Js5Qb0GeRaUo2Ik8F deploy@ci"
+        ),
+    ),
+    _f(
+        "cert-fingerprint",
+        lambda r: (
+            "The TLS cert fingerprint (SHA-256) is 5E:3A:9C:12:7B:4D:8A:6F:0C:5E:9B:2D:1A:7F:3C:8E:6B:4D:0A:9F:3F:9A:2"
+            "C:1E:7B:4D:8A:6F:0C:5E:9B:2D; pin it in the mobile app."
+        ),
+    ),
+    _f(
+        "long-identifier",
+        lambda r: (
+            "The class is AbstractSingletonProxyFactoryBeanConfigurationResolverImpl, which nobody should extend."
+        ),
+    ),
+    _f(
+        "about-webhook",
+        lambda r: (
+            "Rotate the Slack webhook if it leaks: Settings > Incoming Webhooks > Regenerate. The URL looks like https"
+            "://hooks.slack.com/services/T…/B…/…"
+        ),
+    ),
+    _f(
+        "password-policy",
+        lambda r: (
+            "Password policy: at least 12 characters, one symbol, no reuse of the last 5 passwords; enforced in accoun"
+            "ts/validators.py."
+        ),
+    ),
+    _f(
+        "about-hash-column",
+        lambda r: "The password_hash column uses argon2id; migration 0042 re-hashes bcrypt rows on the next login.",
+    ),
+    _f(
+        "helm-existing-secret",
+        lambda r: (
+            "The Helm chart uses existingSecret: postgres-credentials instead of putting auth.password in values.yaml."
+        ),
+    ),
+    _f("code-reads-env", lambda r: "In settings.py: SECRET_KEY = os.environ['DJANGO_SECRET_KEY']"),
+    _f("command-password-stdin", lambda r: "docker login ghcr.io -u $GITHUB_ACTOR --password-stdin < ~/.ghcr_token"),
+    _f("token-lifespan", lambda r: "Keycloak realm token lifespan is 300 seconds; refresh tokens last 30 minutes."),
+    _f(
+        "csv-hash-column",
+        lambda r: "CSV columns: id,email,password_hash,created_at. password_hash is bcrypt, never the plain password.",
+    ),
+    _f(
+        "ansible-template",
+        lambda r: (
+            'Ansible: db_password: "{{ vault_db_password }}" in group_vars/all.yml; '
+            "the real value is in vault.yml (encrypted)."
+        ),
+    ),
+    _f(
+        "short-sha",
+        lambda r: "git commit b7e4f1a fixed the token refresh race (tokens were refreshed twice when two tabs opened).",
+    ),
+    _f(
+        "image-digest",
+        lambda r: "Image digest: sha256:4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b",
+    ),
+    _f("base64-plain", lambda r: "The base64 of 'hello world' is aGVsbG8gd29ybGQ=, used in the encoder unit test."),
+    _f(
+        "tf-variable-decl",
+        lambda r: (
+            'Terraform: variable "db_password" { type = string, sensitive = true }; CI passes it as TF_VAR_db_password.'
+        ),
+    ),
+    _f("package-name", lambda r: "The npm package is @acme/auth-token-refresh-middleware-for-express (v3.2.1)."),
+    _f("about-error", lambda r: "Sentry issue ACME-API-4F2 says 'invalid api key' whenever the key env var is empty."),
+    _f(
+        "npmrc-placeholder",
+        lambda r: ".npmrc should contain //registry.npmjs.org/:_authToken=${NPM_TOKEN} so CI injects the token.",
+    ),
+    _f(
+        "zone-id",
+        lambda r: (
+            "Cloudflare zone id for acme.io is 023e105f4ecef8ad9ca31a8372d0c353 (zone ids are public, they show in eve"
+            "ry API URL)."
+        ),
+    ),
+    _f(
+        "jwt-header-only",
+        lambda r: 'The JWT header eyJhbGciOiJIUzI1NiJ9 decodes to {"alg":"HS256"}; we reject alg=none tokens.',
+    ),
+    _f("placeholder-described", lambda r: "password: <set in 1Password under 'staging db'>"),
+    _f(
+        "about-wifi",
+        lambda r: "The wifi password is on the sticker under the router; ask the office manager if it is worn off.",
+    ),
+    _f(
+        "stripe-test-card",
+        lambda r: "Stripe test card 4242 4242 4242 4242 with any future date and any CVC works in test mode.",
+    ),
+    _f(
+        "about-login",
+        lambda r: (
+            "Login with user 'admin' fails after the upgrade because the password reset token table was truncated."
+        ),
+    ),
 ]

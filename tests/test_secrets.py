@@ -910,3 +910,119 @@ def test_a_variable_passed_on_under_its_own_name_is_kept(text: str) -> None:
 
 def test_a_value_that_starts_with_its_names_letters_is_still_refused() -> None:
     assert find_secret("secret_token=secret_tokenZq8#kP2!mw") is not None
+
+
+# bench/secret_forms.HELD_OUT_5: a set written before its author read the scanner (8 of its 112 secrets were
+# stored on its first run through REST, 2 of its 38 keepers refused; docs/security.md).
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_5, seed=17))
+def test_every_form_of_the_fifth_held_out_set_is_found(name: str, text: str) -> None:
+    assert find_secret(text) is not None, name
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_5_KEEP, seed=17))
+def test_the_fifth_held_out_sets_keepers_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+_R5 = random.Random(55)
+# Each cause of the fifth set's first run, probed in other spellings (one rule each), and forms found beside them.
+FIFTH_SET_CAUSES = {
+    # a password right after its name and a verb or a colon, however weak
+    "told weak": "the router admin password is still hunter22, someone should change it",
+    "told weak colon": "Password: winter2025",
+    "told weak for the": "the password for the grafana admin is now grafana2024",
+    "told weak de": "kennwort ist Birke2023",
+    "told capitals and digits": "the iLO password is 7XK2M9QP",
+    # the network's name standing for its password
+    "wifi is quoted": 'heads up: the guest wifi at the Lisbon office is "Tangerine-Vespa-88"',
+    "wifi colon": "Guest Wi-Fi: Velvet-Otter-303",
+    # net use's /user:NAME PASSWORD
+    "net use": r"net use Z: \\fileserver\share /user:ACME\svc_backup Tulip#Frost2",
+    # an Authorization header without a colon, and Basic credentials anywhere
+    "nginx basic": f'proxy_set_header Authorization "Basic {b64("admin:PlainTextPw99")}";',
+    "basic in code": f'Route("/x", auth: "Basic {b64("ops:Gr33nTea!9")}")',
+    # webhooks whose URL is the secret
+    "zapier": f"POST to https://hooks.zapier.com/hooks/catch/{chars('0123456789', 7)(_R5)}/3xk9qlm/",
+    "make": f"https://hook.eu1.make.com/{chars('abcdefghijklmnopqrstuvwxyz0123456789', 32)(_R5)}",
+    "ifttt": f"https://maker.ifttt.com/trigger/door_open/with/key/{chars(URLSAFE, 22)(_R5)}",
+    "mattermost": f"https://chat.acme.io/hooks/{chars('abcdefghijklmnopqrstuvwxyz0123456789', 26)(_R5)}",
+    # recovery codes one a line, bulleted, numbered, or under their name without a colon
+    "codes a line": "GitHub recovery codes for the bot account (keep safe):\n4f7a2-9c1e3\nb8d05-6e2f1\n1a9c4-7d3b8",
+    "codes bulleted": "Recovery codes:\n- 8d2k-4m9q\n- 7x3p-2n8w\n- 5c6v-9b1z",
+    "codes numbered": "backup codes\n1. 84729163\n2. 19384726\n3. 57261938",
+    # a name's last word after `_`, then the value
+    "key_secret": f"razorpay: key_id rzp_live_{chars(ALNUM, 14)(_R5)}, key_secret {chars(ALNUM, 24)(_R5)}",
+    "auth_token": f"auth_token {chars(HEX, 32)(_R5)}",
+    # Go's MySQL DSN and Oracle's user/password@db
+    "go dsn": 'db, err := sql.Open("mysql", "root:Kite!Lagoon5@tcp(127.0.0.1:3306)/inventory")',
+    "sqlplus": "sqlplus scott/Tiger9Cat@orcl",
+    # a login and its password after a colon, a space between; a keyed XML element
+    "creds spaced": "SMTP creds: mailer@acme.io Violet-Dusk-42",
+    "xml entry": '<entry key="password">Basil7Pesto</entry>',
+}
+
+
+@pytest.mark.parametrize("name", FIFTH_SET_CAUSES)
+def test_each_cause_of_the_fifth_sets_first_run_is_refused(name: str) -> None:
+    assert find_secret(FIFTH_SET_CAUSES[name]) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what those rules read that is no secret
+        "The Helm chart uses existingSecret: postgres-credentials instead of putting auth.password in values.yaml.",
+        "auth.existingSecret=pg-credentials-v3",
+        "wifi SSID: AcmeGuest-5G",
+        "wifi: WPA2-Enterprise with PEAP",
+        "the wifi is 802.11ax on the third floor",
+        "Wi-Fi network name: Acme_Guest_2",
+        "wifi is ok2go after the reboot",
+        "the password is hashed with argon2id",
+        "パスワードは argon2 でハッシュ化して保存する。平文はログに出さない。",
+        "password is base64-encoded in the k8s Secret, decode it with base64 -d",
+        "password is utf8 encoded before hashing",
+        "the password was ISO27001 compliant",
+        "the password is PBKDF2 protected",
+        "password = os.getenv('DB_PASSWORD2')",
+        "recovery codes: download them from Settings > Security",
+        "backup codes are 8 digits each and single use",
+        "the GitHub webhook hits https://ci.acme.io/hooks/github on push",
+        "use key_id to look up the key; key_secret is only shown once on creation",
+        r"net use Z: \\srv\share /user:ACME\me /persistent:yes",
+        "Authorization header format: Basic base64(user:pass)",
+        "proxy_set_header Authorization $http_authorization;",
+    ],
+)
+def test_words_near_the_fifth_sets_causes_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+_DIGEST = "9b74c9897bac770ffc029102a200c5de9b2f4a1c6e8d3f7a2b5c0e4d1f8a6b3c"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"user,password_hash\nalice,{_DIGEST}",
+        f"| user | password_hash |\n|---|---|\n| alice | {_DIGEST} |",
+        f"| user | passwordHash |\n|---|---|\n| alice | {_DIGEST} |",
+        "| user | token_prefix |\n|---|---|\n| alice | ghx7Kq2mLp9 |",
+    ],
+)
+def test_a_column_about_a_secret_is_not_a_secrets_column_in_csv_or_markdown(text: str) -> None:
+    # One rule for both (`_secret_column`): `password_hash` counted in a Markdown table and not in a CSV.
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"user,password\nalice,{_DIGEST}",
+        f"| user | password |\n|---|---|\n| alice | {_DIGEST} |",
+        "user,api_key\nalice,Zq8kP2mw4xT7",
+        "| user | API key |\n|---|---|\n| alice | Zq8kP2mw4xT7 |",
+    ],
+)
+def test_a_secrets_column_is_read_in_csv_and_markdown_alike(text: str) -> None:
+    assert find_secret(text) is not None

@@ -499,6 +499,44 @@ def _told_password(value: str) -> bool:
     return _told_secret(value) and (len(value) >= 10 or not value.isalnum())
 
 
+# A version or a standard's number (`v2.4.1`, `802.11ax`), and words of encodings and algorithms with a digit.
+# (`base64-encoded`, `sha256-hashed`: such a word and what it does)
+_VERSION = re.compile(
+    r"(?i)v?\d+(?:\.\w+)+|(?:base|utf-?|rot|x|pkcs|sha|md|crc|aes|rsa|des|ucs-?|iso-?)\d+\w{0,2}(?:[-_][a-z]+)?"
+)
+_PRIMITIVE_WORD = re.compile(rf"(?i){_PRIMITIVE}")
+_LETTER_DIGIT = re.compile(r"(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
+
+
+def _plain_password(value: str) -> bool:
+    """A password told right after its name and a verb or a colon ("the router password is still hunter22",
+    "wifi: Tangerine-Vespa-88"): letters and a digit, 6 to 40 characters, and none of what a value there is
+    when it is not a password: a name of words, a version, an algorithm's or an encoding's name, a path, code,
+    a placeholder. Capitals and digits (`7XK2M9QP`) count only when they alternate like a random string's,
+    not a standard's (`AES256`, `ISO27001`, `PBKDF2`)."""
+    value = value.strip("'\"`.,;()*")
+    if not 6 <= len(value) <= 40 or not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+        return False
+    if _name_like(value) or _ALGORITHM.fullmatch(value) or _PRIMITIVE_WORD.fullmatch(value):
+        return False
+    if _VERSION.fullmatch(value) or _CODE.fullmatch(value):
+        return False
+    if _STANDARD_OR_CLASS.fullmatch(value) and len(_LETTER_DIGIT.findall(value)) < 3:
+        return False
+    if value.startswith(_REFERENCE) or _CALL.match(value) or "/" in value and _PATH.fullmatch(value):
+        return False
+    return _not_placeholder(value)
+
+
+def _basic_pair(value: str) -> bool:
+    """Base64 of `user:password` (HTTP basic auth), the password not a placeholder."""
+    decoded = _decoded(value)
+    if decoded is None or ":" not in decoded:
+        return False
+    user, _, password = decoded.partition(":")
+    return bool(user) and not any(c.isspace() for c in decoded) and len(password) >= 3 and _url_password(password)
+
+
 def _token_nearby(value: str) -> bool:
     """A token a few words after its name: random enough for a key, and not name-like."""
     value = value.strip("'\"`.,;()*")
@@ -693,6 +731,8 @@ _CLIENT_PASSWORD_OPTIONS = (
     (r"zip|unzip|zipcloak", r"-P\s+"),
     (r"vault", r"login\s+(?:-method=token\s+)?"),
     (r"net", r"user\s+[^\s/]+\s+"),
+    # (`net use Z: \\srv\share /user:DOM\name X`; not a further switch: `/persistent:no`)
+    (r"net", r"/user:\S+\s+(?!/)"),
     (r"htpasswd", r"-b\w*\s+\S+\s+\S+\s+"),
     (r"ConvertTo-SecureString", r"(?:-String\s+)?"),
 )
@@ -727,6 +767,7 @@ def _mysql_password(value: str) -> bool:
 # "Password: rotated every quarter", "the wifi password: ask IT helpdesk").
 _NOT_PASSPHRASE_TEXT = (
     "see ask check use used uses using via stored kept saved managed required optional empty blank unset none "
+    "encoded decoded encoding hashing hash salted before after during "
     "missing hidden masked encrypted hashed rotated expired expires changed reset set same default unknown "
     "only also just any all each every per no yes but than then there here like must may might need needs "
     "please sent shared given provided generated random different new old current below above "
@@ -836,6 +877,9 @@ def _hex_key_before(text: str) -> bool:
     return any(not _NOT_A_KEY_BETWEEN.search(m.group(1)) for m in _KEY_WORD.finditer(text))
 
 
+_RECOVERY_CODE = re.compile(r"(?<![\w.])[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?(?![\w.])")
+
+
 def _hex_key(value: str) -> bool:
     """Hex of a key (32 to 128 digits, one case, letters and digits, random enough)."""
     return (
@@ -885,7 +929,8 @@ OURS: tuple[Rule, ...] = (
         "authorization-header",
         "an Authorization header credential",
         re.compile(
-            r"(?i)\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest|apikey|sso-key)\s+"
+            # (`[:=]`, or only spaces: nginx's `proxy_set_header Authorization "Basic X"`, Apache's `RequestHeader set`)
+            r"(?i)\b(?:proxy-)?authorization\b[\"']?(?:\s*[:=]\s*|\s+)[\"']?(?:bearer|basic|token|digest|apikey|sso-key)\s+"
             r"([A-Za-z0-9._~+/=:-]{8,})"
         ),
         ("authorization",),
@@ -953,7 +998,7 @@ OURS: tuple[Rule, ...] = (
             rf"(?i)\b(?:password|passwd|passphrase|passcode|pw|pwd|requirepass|masterauth)s?\b{_ABOUT}{_TOLD_VERB}"
         ),
         ("passw", "passphrase", "passcode", "pw", "requirepass", "masterauth"),
-        check=_assigned_secret,
+        check=lambda value: _assigned_secret(value) and not _VERSION.fullmatch(value.strip("'\"`.,;")),
     ),
     # Named without a verb: "Office wifi passphrase Marmot57$copper60", a .netrc's "password X".
     # (Not "pwd": the shell command is followed by paths and words.)
@@ -1028,6 +1073,83 @@ OURS: tuple[Rule, ...] = (
         ("log in", "log-in", "login", "logon", "log on", "sign in", "sign-in", "signin", "sign on"),
         check=_mysql_password,
     ),
+    # A password right after its name and a verb or a colon, weak or not: "the router admin password is still
+    # hunter22", "pw: sunflower88", "das Passwort ist Tulpe2024" (`password-in-prose` wants a stronger value,
+    # since it reads one a few words on; here nothing stands between the name and the value).
+    Rule(
+        "password-told-plainly",
+        "a password",
+        re.compile(
+            rf"(?i)(?=[p{_PASSWORD_INITIALS}])(?:\b(?:password|passwd|passphrase|passcode|pw|pwd)|{_PASSWORD_WORDS})"
+            # (what it is for between: "the password for the grafana admin is now grafana2024")
+            rf"s?{_ABOUT}(?:\s+(?:for|of|on|at|to|für|de|del|di|da|van|voor)\s[^.\n=:;]{{0,40}}?)?"
+            r"(?:\s(?:is|was|ist|est|es|é|è|lautet)(?:\s+(?:now|still|(?:set|changed|reset) to))?"
+            rf"|\s(?:set|changed|reset) to|\s*[:=：]|\s*(?:是|は|为))\s*[\"'`«„“]?({_TOLD_VALUE})"
+        ),
+        ("passw", "passphrase", "passcode", "pw", *_PASSWORD_KEYWORDS),
+        check=_plain_password,
+    ),
+    # The network's name stands for its password: "the guest wifi at the Lisbon office is 'Tangerine-Vespa-88'",
+    # "WLAN: Fjord-Lantern-7" (not its SSID, name, router or security mode: "wifi SSID: AcmeGuest-5G",
+    # "wifi: WPA2-Enterprise").
+    Rule(
+        "wifi-password",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[wW])(?:wi-?fi|wlan)\b"
+            r"((?:(?!\s*(?:ssid|network|name|router|channel|band|standard|chip|card|adapter|driver|module|mac|ip)\b)"
+            r"[^.\n=:;]){0,40}?)"
+            r"(?:\s(?:is|was)(?:\s+(?:now|still|(?:set|changed|reset) to))?|:)\s*[\"'`«„“]?"
+            rf"(?!wpa|wep|802\.)({_TOLD_VALUE})"
+        ),
+        ("wifi", "wi-fi", "wlan"),
+        group=2,
+        check=_plain_password,
+    ),
+    # "SMTP creds: mailer@acme.io Violet-Dusk-42": a login and its password after a colon, a space between.
+    Rule(
+        "login-pair-spaced",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[lcaiz])(?:logins?|creds|credentials?|zugangsdaten|anmeldedaten|identifiants|credenciales"
+            r"|credenciais|credenziali|inloggegevens)\b[^\n.:=/]{0,40}?:[ \t]*[\w.@+-]{1,64}[ \t]+"
+            rf"[\"'`]?({_TOLD_VALUE})[\"'`]?(?=[ \t]*(?:$|[,;.(]))"
+        ),
+        ("login", "creds", "credential", "zugangsdaten", "anmeldedaten", "identifiants", "credenciales"),
+        check=lambda value: not re.search(r"[/?=]", value) and _told_password(value),
+    ),
+    # HTTP basic credentials after "Basic" anywhere (a route's option, a config value): base64 of `user:password`.
+    Rule(
+        "basic-credentials",
+        "an Authorization header credential",
+        re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])"),
+        ("basic",),
+        check=lambda value: _basic_pair(value),
+    ),
+    # Oracle's `user/password@db` after its clients (`sqlplus scott/X@orcl`, `expdp`, `rman`) or `CONNECT`.
+    Rule(
+        "oracle-connect",
+        "a password on a command line",
+        re.compile(
+            r"(?i)\b(?=[sceirdu])(?:sqlplus|sqlldr|rman|expdp|impdp|dgmgrl|conn(?:ect)?|userid=)"
+            r"(?:\s+-\w+)*\s*['\"]?[\w$#.]+/([^\s@/'\"]{4,})@"
+        ),
+        ("sqlplus", "sqlldr", "rman", "expdp", "impdp", "dgmgrl", "conn", "userid"),
+        check=_assigned_secret,
+    ),
+    # An element named by a key attribute, valued by its text: Java's XML properties `<entry key="password">X</entry>`,
+    # `<property name="db.password">X</property>`.
+    Rule(
+        "keyed-element",
+        "a secret assignment",
+        re.compile(
+            rf"(?i)<([\w:-]+)\s+(?:key|name)\s*=\s*[\"'][\w.:-]{{0,40}}?{_SECRET_NAME}[\w.:-]{{0,40}}[\"'][^>]{{0,80}}>"
+            r"([^<\n]{4,200})</\1>"
+        ),
+        ("</",),
+        group=2,
+        check=_assigned_secret,
+    ),
     # "Tundra55#falcon is the password for the staging db": the value first.
     Rule(
         "password-before",
@@ -1097,11 +1219,12 @@ OURS: tuple[Rule, ...] = (
         ("secret set",),
         check=_assigned_secret,
     ),
-    # "Twilio ... auth token af98...", "the api key is 0a1b...", "client secret X".
+    # "Twilio ... auth token af98...", "the api key is 0a1b...", "client secret X"; also the last word of a
+    # name (Razorpay's "key_secret X", "bot_token X": `_` is a word character, so `\b` alone missed it).
     Rule(
         "token-in-prose",
         "a credential",
-        re.compile(rf"(?i)\b{_TOKEN_NOUN}s?\b{_ABOUT}(?:{_TOLD_VERB}|:?[ \t]+[\"'`]?({_TOLD_VALUE}))"),
+        re.compile(rf"(?i)(?:\b|(?<=_)){_TOKEN_NOUN}s?\b{_ABOUT}(?:{_TOLD_VERB}|:?[ \t]+[\"'`]?({_TOLD_VALUE}))"),
         ("token", "key", "secret", "pat", "psk"),
         check=_told_token,
     ),
@@ -1148,6 +1271,22 @@ OURS: tuple[Rule, ...] = (
         ("=",),
         check=_query_secret,
     ),
+    # A webhook whose URL is its only secret (anyone who has it can post): Zapier's catch hook, Make's
+    # (Integromat's), IFTTT's maker key, Pipedream's endpoint, a Mattermost-style `/hooks/<26 characters>`.
+    # (Slack's, Discord's and Teams' are gitleaks' rules.)
+    Rule(
+        "webhook-url",
+        "a credential (a webhook URL)",
+        re.compile(
+            r"(?i)\bhttps?://(?:hooks\.zapier\.com/hooks/catch/\d+/([a-z0-9]{5,})"
+            r"|hook\.(?:[a-z0-9]+\.)?(?:make|integromat)\.com/([a-z0-9]{20,})"
+            r"|maker\.ifttt\.com/(?:trigger/[^/\s]+/(?:json/)?with/)?key/([\w-]{12,})"
+            r"|([a-z0-9]{16,})\.m\.pipedream\.net"
+            r"|[\w.-]+(?::\d+)?/hooks/([a-z0-9]{26})(?![\w-]))"
+        ),
+        ("hooks.zapier", "make.com", "integromat", "ifttt", "pipedream", "/hooks/"),
+        check=lambda path: any(c.isdigit() for c in path) and any(c.isalpha() for c in path),
+    ),
     # age's key announces itself; gitleaks wants its exact bech32 alphabet, a hand-typed or fake-looking
     # one (any capital letter or digit) is as much a key to refuse.
     Rule(
@@ -1169,7 +1308,8 @@ OURS: tuple[Rule, ...] = (
         "host-password",
         "a password in a URL",
         # (matched from the colon: the user's name is not needed, and re tries far fewer starts)
-        re.compile(r"(?<=[\w.-]):([^\s:@/'\"`]{6,})@(?:[\w-]+\.)+[\w-]+"),
+        # (Go's MySQL driver: `root:X@tcp(127.0.0.1:3306)/db`, `@unix(/run/mysqld.sock)`)
+        re.compile(r"(?<=[\w.-]):([^\s:@/'\"`]{6,})@(?:(?:[\w-]+\.)+[\w-]+|(?:tcp6?|udp|unix)\()"),
         ("@",),
         check=_mysql_password,
     ),
@@ -1260,7 +1400,7 @@ OURS: tuple[Rule, ...] = (
             "7z",
             "zip",
             "vault",
-            "net user",
+            "net use",  # (and "net user")
             "htpasswd",
             "securestring",
         ),
@@ -1323,11 +1463,14 @@ OURS: tuple[Rule, ...] = (
         "a credential (recovery codes)",
         re.compile(
             r"(?i)\b(?:recovery|backup|2fa|mfa|scratch|one-time|emergency)[ -]codes?\b[^\n.:=]{0,40}?"
-            r"(?:\s(?:is|are)|:)\s*"
-            r"((?:[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?[ \t,;]+){1,15}[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?)"
+            r"(?:\s(?:is|are)|:|[ \t]*(?=\r?\n))\s*(?:[-*•][ \t]+|\d{1,2}[.)][ \t]+)?"
+            # (codes on a line, or one a line, bulleted or numbered as a download lists them)
+            r"((?:[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?"
+            r"(?:[ \t,;]+|[ \t]*\r?\n[ \t]*(?:[-*•][ \t]+|\d{1,2}[.)][ \t]+)?)){1,15}"
+            r"[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?)"
         ),
         ("codes",),
-        check=lambda codes: sum(any(c.isdigit() for c in w) for w in re.split(r"[ \t,;]+", codes)) >= 2,
+        check=lambda codes: sum(any(c.isdigit() for c in w) for w in _RECOVERY_CODE.findall(codes)) >= 2,
     ),
     # A setting named in one attribute and valued in the next (.NET's `<add key="DbPassword" value="X" />`).
     Rule(
@@ -1607,14 +1750,25 @@ _TABLE_RULE = re.compile(r"[ \t]*:?-{3,}:?[ \t]*")
 # A CSV or TSV header naming a secret's column ("email,password", "user\tpassword"): names only.
 # (a name per cell, no spaces in it: `from .models import DreamOp, DreamPass` is code)
 _DELIMITED_HEADER = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.-]{0,40}(?:([,;\t])[ \t]*[A-Za-z_][\w.-]{0,40})+)[ \t]*$")
-_SECRET_COLUMN = re.compile(
-    r"(?i)(?:[a-z0-9]+[_.-])?(?:pass(?:word|wd|phrase)?|pwd|secret|token|pin|api[_-]?key|key|credentials?)"
-)
-
-
 _SECRET_HEADER = re.compile(
     rf"(?i){_NEARBY_WORDS}|{_PIN_WORDS}|{_TOKEN_WORDS}|pass|pwd|\bpin\b|\bpuk\b|secret|\bkey\b|credential"
 )
+# A column about a secret, not of one: its hash or digest (`password_hash`, `pin_sha256`), its prefix, its
+# length, its expiry … (one rule for CSV and Markdown: a hash column held a bcrypt string in one and not the other)
+_COLUMN_ABOUT = re.compile(
+    r"(?i)(?<![a-z])(?:hash(?:ed|es)?|digest|sha\d*|md5|bcrypt|argon2\w*|scrypt|fingerprint|prefix|suffix|last[_ -]?4"
+    r"|length|len|policy|hint|ids?|names?|type|kind|expir\w*|created|updated|rotated|count|strength|required)(?![a-z])"
+)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATOR = re.compile(r"[_.-]")
+
+
+def _secret_column(name: str) -> bool:
+    """Whether a table's or a CSV's column names a secret (`password`, `API key`, `db_pass`), not something
+    about one (`password_hash`, `token_prefix`, `Key length`)."""
+    # (`passwordHash`, `api_key`, `db.pass` as words: `password Hash`, `api key`, `db pass`)
+    spaced = _SEPARATOR.sub(" ", _CAMEL.sub(" ", name))
+    return bool(_SECRET_HEADER.search(spaced)) and not _COLUMN_ABOUT.search(spaced)
 
 
 def _table_view(text: str) -> tuple[str, list[int]] | None:
@@ -1651,7 +1805,7 @@ def _delimited_rows(text: str, out: list[str], origin: list[int]) -> None:
         sep = head.group(2)
         names = [n.strip() for n in head.group(1).split(sep)]
         # only the secret's columns, as a Markdown table's (a CSV of 300 rows read whole doubled its scan)
-        secret = [bool(_SECRET_COLUMN.fullmatch(n)) for n in names]
+        secret = [_secret_column(n) for n in names]
         if not any(secret):
             continue
         pos = head.end() + 1
@@ -1688,7 +1842,7 @@ def _markdown_rows(text: str, out: list[str], origin: list[int]) -> None:
         cells = _split_cells(row.group(1))
         if all(_TABLE_RULE.fullmatch(c) for _, c in cells):
             names = [c.strip() for _, c in _split_cells(rows[i - 1].group(1))] if i else []
-            secret_columns = {k: n for k, n in enumerate(names) if _SECRET_HEADER.search(n)}
+            secret_columns = {k: n for k, n in enumerate(names) if _secret_column(n)}
             continue
         for k, name in secret_columns.items():
             if k < len(cells):
