@@ -1026,3 +1026,14 @@ def test_a_column_about_a_secret_is_not_a_secrets_column_in_csv_or_markdown(text
 )
 def test_a_secrets_column_is_read_in_csv_and_markdown_alike(text: str) -> None:
     assert find_secret(text) is not None
+
+
+def test_an_azure_account_key_that_starts_with_a_symbol_is_refused_and_a_placeholder_one_kept() -> None:
+    # A base64 key that starts with `+` or `/` after `AccountKey=` was read by no rule (gitleaks' generic rule wants
+    # a letter or digit first, and `AccountKey` named no secret); `<key>;EndpointSuffix=…` is the next setting.
+    key = "+" + b64_of(63)(random.Random(5))[1:]
+    assert (
+        find_secret(f"DefaultEndpointsProtocol=https;AccountName=acmelogs;AccountKey={key};EndpointSuffix=x")
+        is not None
+    )
+    assert find_secret("DefaultEndpointsProtocol=https;AccountName=dev;AccountKey=<key>;EndpointSuffix=x") is None

@@ -215,10 +215,14 @@ def _not_placeholder(secret: str) -> bool:
     return not PLACEHOLDER.match(secret.strip("'\"`.,;"))
 
 
+# The next `Name=` of a connection string (`AccountKey=<key>;EndpointSuffix=…`): where a value ends.
+_NEXT_SETTING = re.compile(r";(?=[A-Za-z][A-Za-z ]{1,30}=)")
+
+
 def _assigned_secret(value: str) -> bool:
     """A value assigned to a secret-looking name is a secret unless it is a placeholder, a reference
     to where the secret lives, or too plain to be one (a word, a number, a duration, code)."""
-    value = value.strip("'\"`.,;").rstrip(")}")
+    value = _NEXT_SETTING.split(value, 1)[0].strip("'\"`.,;").rstrip(")}")
     if _ADDRESS.match(value) and _placeholder_credentials(value):
         return False
     if not _not_placeholder(value) or value.startswith(_REFERENCE) or _CALL.match(value) or value.startswith("{"):
@@ -892,7 +896,9 @@ def _hex_key(value: str) -> bool:
 
 _SECRET_NAME = (
     r"(?:SECRET|TOKEN|PASS(?:WORD|WD|PHRASE)?|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SIGNING_?KEY|ENCRYPTION_?KEY"
-    r"|MASTER_?KEY|CLIENT_?KEY|APP_?KEY|AUTH_?KEY|HMAC(?:_?KEY)?|[A-Z0-9]_KEY|CREDENTIALS?|AUTH|SALT|DSN|COOKIE)"
+    # (Azure's connection strings: `AccountKey=`, `StorageKey=`)
+    r"|MASTER_?KEY|CLIENT_?KEY|APP_?KEY|ACCOUNT_?KEY|STORAGE_?KEY|AUTH_?KEY|HMAC(?:_?KEY)?|[A-Z0-9]_KEY|CREDENTIALS?"
+    r"|AUTH|SALT|DSN|COOKIE)"
 )
 
 # A secret's name in prose, for the rules that read its value before it or quoted after a few words
