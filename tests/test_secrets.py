@@ -1037,3 +1037,21 @@ def test_an_azure_account_key_that_starts_with_a_symbol_is_refused_and_a_placeho
         is not None
     )
     assert find_secret("DefaultEndpointsProtocol=https;AccountName=dev;AccountKey=<key>;EndpointSuffix=x") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def __init__(self, token: TokenInterface, cookies: RequestsCookieJar | None = None) -> None:",
+        "class Client:\n    credentials: _Credentials | None = None",
+        "const token = req.headers.authorization?.split(' ')[1]; if (!token) return res.status(401).end();",
+    ],
+)
+def test_a_parameters_type_and_optional_chaining_are_kept(text: str) -> None:
+    # secret-assignment read a class's name after `token:` as the token, and `a?.b(` was not code.
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize("text", ["password: HorseBatteryStaple, user admin", "f(token: Zq8kP2mw4xAbq9Kd)"])
+def test_a_capitalised_password_after_a_colon_in_prose_is_still_refused(text: str) -> None:
+    assert find_secret(text) is not None

@@ -204,9 +204,10 @@ _ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://")
 # CamelCase; a random key mixes its cases), a subscript, a CONSTANT_NAME. `Summer.Winter24` stays a
 # password.
 _WORD = r"(?:[a-z_][a-z0-9_]*|[A-Z][A-Z0-9_]*|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)*)"
-# (a class's constant too: Android's `BuildConfig.MAPS_API_KEY`)
+# (a class's constant too: Android's `BuildConfig.MAPS_API_KEY`; JavaScript's optional chaining:
+# `req.headers.authorization?.split(`)
 _CODE = re.compile(
-    rf"[a-z_][a-z0-9_]*(?:\.{_WORD})+(?:\[.*|\(.*)?|{_WORD}\[.*|[A-Z][A-Z0-9]*_[A-Z0-9_]+"
+    rf"[a-z_][a-z0-9_]*(?:\??\.{_WORD})+(?:\[.*|\(.*)?|{_WORD}\[.*|[A-Z][A-Z0-9]*_[A-Z0-9_]+"
     r"|(?:[A-Z][a-z0-9]+){2,}\.[A-Z][A-Z0-9]*_[A-Z0-9_]+"
 )
 
@@ -1637,6 +1638,25 @@ def _own_name(view: str, start: int, secret: str) -> bool:
     return m is not None and (value == m.group(1) or value.endswith("." + m.group(1)))
 
 
+# `def __init__(self, token: TokenInterface, …)`, `credentials: _Credentials | None = None`: a parameter's or a
+# field's type (a class's name) after its colon, not an assigned value. Only in code's places: before `)`, `|`
+# (a union) or a default's `=`, or before `,` inside an open parenthesis ("password: HorseBatteryStaple, user
+# admin" in prose stays refused).
+_TYPE_NAME = re.compile(r"_?(?:[A-Z][a-z]+\d?)+")  # (`Credentials`, `Http2Connection`; not `Winter2024`)
+_AFTER_TYPE = re.compile(r"\)|[ \t]*(?:\|[ \t]*[A-Za-z_]|=[ \t]*[^=\s])")
+_ASSIGNMENT_RULES = ("secret-assignment", "generic-api-key")
+
+
+def _type_annotation(view: str, start: int, secret: str) -> bool:
+    name = secret.rstrip(",)")
+    if not _TYPE_NAME.fullmatch(name) or not view[:start].rstrip(" \t").endswith(":"):
+        return False
+    if _AFTER_TYPE.match(view, start + len(name)):
+        return True
+    before = view[max(0, start - 200) : start]
+    return view.startswith(",", start + len(name)) and before.count("(") > before.count(")")
+
+
 def _matches(view: str) -> Iterator[Finding]:
     """Every finding of every rule in `view`, as gitleaks decides them (spans in `view`)."""
     rules, glob, by_keyword = _rules()
@@ -1654,7 +1674,7 @@ def _matches(view: str) -> Iterator[Finding]:
                     begin -= 1
             if _DIGEST_NOTATION.search(view, max(0, start - 7), start) or _env_reference(view, start, secret):
                 continue
-            if _own_name(view, start, secret):
+            if _own_name(view, start, secret) or rule.id in _ASSIGNMENT_RULES and _type_annotation(view, start, secret):
                 continue
             if rule.before is not None and not rule.before(view[max(0, start - BEFORE) : start]):
                 continue
