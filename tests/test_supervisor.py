@@ -27,11 +27,13 @@ from typing import Any
 
 import httpx
 import psutil
+import psycopg
 import pytest
 
 from tests.conftest import free_port
 from tests.processes import REPO, is_ready, stub_env, wait_until
 from tests.stubs import StubServer
+from yullu_core.locks import LockKey
 
 pytestmark = pytest.mark.slow
 
@@ -322,6 +324,36 @@ def test_a_supervisor_killed_with_9_leaves_a_server_the_next_start_adopts_and_st
     site.proc.send_signal(signal.SIGTERM)
     assert site.proc.wait(timeout=90) == 0
     assert gone(postmaster), "the adopted server was left running"  # pg_ctl stop -w returned before the exit
+
+
+def test_sigterm_while_starting_stops_the_postgres_the_start_owns(site: Site) -> None:
+    """SIGTERM (or Ctrl-C) while `yullu serve` is still starting, here waiting for the migration
+    lock another process holds, stops the start and the embedded PostgreSQL it owns (found by the
+    chaos drills: the process ended there and then, leaving its server running with no owner)."""
+    if site.proc.poll() is not None:
+        site.restart()
+    postmaster = site.postmaster()
+    os.kill(site.proc.pid, signal.SIGKILL)  # the server is left to the next start, which adopts and owns it
+    site.proc.wait(timeout=30)
+    where = "from yullu_core import paths, postgres as pg; print(pg.plan(paths.yullu_home()).socket_dir)"
+    socket_dir = subprocess.run([sys.executable, "-c", where], env=site.env, cwd=REPO, capture_output=True,
+                                text=True, check=True, timeout=60).stdout.strip()  # fmt: skip
+    with psycopg.connect(host=socket_dir, user="postgres", dbname="yullu", autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", [LockKey.MIGRATE])
+        with open(site.log, "ab") as out:
+            site.proc = subprocess.Popen([sys.executable, "-m", "yullu_cli.main", "serve"], env=site.env, cwd=REPO,
+                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+
+        def waiting() -> bool:
+            row = holder.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone()
+            return row is not None and row[0] > 0
+
+        wait_for(waiting, site, "the new start to wait for the migration lock")
+        site.proc.send_signal(signal.SIGTERM)
+        assert site.proc.wait(timeout=DEADLINE) == 0, site.output()[-3000:]
+    assert f"adopting the embedded PostgreSQL (pid {postmaster.pid})" in site.output()
+    wait_until(lambda: gone(postmaster), "the PostgreSQL the start owned to be stopped", output=site.output)
+    assert not (Path(site.env["YULLU_HOME"]) / "run" / "serve.pid").exists()
 
 
 def test_a_postgres_that_cannot_start_again_stops_everything_with_one_line(site: Site) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import signal
 import socket
 import sys
 import time
@@ -72,35 +73,56 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         say(f"yullu: adopting the embedded PostgreSQL (pid {orphan.pid}) left by a `yullu serve` that was killed.")
     owns_pg = embedded and role == "all" and (orphan is not None or not pg.is_running(pg.plan(home)))
     metrics_dir = _metrics_dir(run_dir)  # before anything imports prometheus_client
-    setup_django(migrate=False)  # web nodes migrate below, under a lock
-    from django.conf import settings
-
-    database = Database(home, pg.plan(home) if embedded else None, owns_pg, role == "all")
-    database.adopt()
-    result = _prepare_database() if role in ("all", "web") else None
-    beat_lock = BeatLock() if role in ("all", "beat") else None
-    if beat_lock is not None:
-        beat_lock.wait()
-    children = _start_children(role, home, host, port, workers, server_cfg["trusted_proxies"])
-    if result is not None:
-        print_banner(host, port, result, settings.YULLU_HOME)
-    else:
-        print(f"Yul'lu {role} started (pid {os.getpid()}); press Ctrl-C to stop.", flush=True)
+    children: list[Child] = []
+    beat_lock: BeatLock | None = None
+    database: Database | None = None
     healthy = True
+    # Ctrl-C or SIGTERM while starting (a first migration, waiting for the beat lock) stops the start
+    # and still runs the clean-up below: before, it ended the process there and then, leaving the
+    # embedded PostgreSQL it had started running with no owner.
+    signal.signal(signal.SIGINT, _stop_the_start)
+    signal.signal(signal.SIGTERM, _stop_the_start)
     try:
-        healthy = supervise(children, beat_lock, database)
+        try:
+            setup_django(migrate=False)  # web nodes migrate below, under a lock
+            from django.conf import settings
+
+            database = Database(home, pg.plan(home) if embedded else None, owns_pg, role == "all")
+            database.adopt()
+            result = _prepare_database() if role in ("all", "web") else None
+            beat_lock = BeatLock() if role in ("all", "beat") else None
+            if beat_lock is not None:
+                beat_lock.wait()
+            children = _start_children(role, home, host, port, workers, server_cfg["trusted_proxies"])
+            if result is not None:
+                print_banner(host, port, result, settings.YULLU_HOME)
+            else:
+                print(f"Yul'lu {role} started (pid {os.getpid()}); press Ctrl-C to stop.", flush=True)
+            healthy = supervise(children, beat_lock, database)  # from here on its own handlers stop it
+        except StopStarting:
+            pass
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the clean-up runs to its end
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         say("yullu: stopping…")
         stop_all(children)
         if beat_lock is not None:
             (run_dir / "beat.pid").unlink(missing_ok=True)
             beat_lock.close()
-        if settings.DATABASE_KIND == "embedded" and database.owned:
+        if embedded and (database.owned if database is not None else owns_pg):
             pg.stop(home)
         pidfile.unlink(missing_ok=True)
         shutil.rmtree(metrics_dir, ignore_errors=True)
     if not healthy:
         raise SystemExit(1)  # so `make run`, systemd and scripts see that it did not stop by request
+
+
+class StopStarting(BaseException):  # noqa: N818 - a request, like KeyboardInterrupt, not an error
+    """Ctrl-C or SIGTERM arrived while `yullu serve` was still starting."""
+
+
+def _stop_the_start(signum: int, frame: object) -> None:
+    raise StopStarting
 
 
 def _start_children(role: str, home: Path, host: str, port: int, workers: int, proxies: list[str]) -> list[Child]:
