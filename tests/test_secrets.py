@@ -932,6 +932,10 @@ FIFTH_SET_CAUSES = {
     "told weak colon": "Password: winter2025",
     "told weak for the": "the password for the grafana admin is now grafana2024",
     "told weak de": "kennwort ist Birke2023",
+    "told weak es": "contraseña: gato1234",
+    "told weak fr": "mot de passe : soleil42",
+    "told weak ru": "пароль: zima2024",
+    "told weak ja": "パスワードは sakura22",
     "told capitals and digits": "the iLO password is 7XK2M9QP",
     # the network's name standing for its password
     "wifi is quoted": 'heads up: the guest wifi at the Lisbon office is "Tangerine-Vespa-88"',

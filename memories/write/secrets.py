@@ -533,6 +533,11 @@ def _plain_password(value: str) -> bool:
     return _not_placeholder(value)
 
 
+_ORACLE_CLIENT = re.compile(
+    r"(?i)\b(?:sqlplus|sqlldr|rman|expdp|impdp|dgmgrl|conn(?:ect)?|userid=)(?:\s+-\w+)*\s*['\"]?[\w$#.]+/$"
+)
+
+
 def _basic_pair(value: str) -> bool:
     """Base64 of `user:password` (HTTP basic auth), the password not a placeholder."""
     decoded = _decoded(value)
@@ -915,6 +920,15 @@ _NAMING_WORD = (
     r"|type|length|label|title|alias|version|placeholder|example|sample)\b"
 )
 
+# After a password's name: a verb or a colon right after it, or what it is for first ("the password for the grafana
+# admin is now X"), then the value.
+_TOLD_PLAINLY = (
+    rf"s?{_ABOUT}(?:\s+(?:for|of|on|at|to|für|de|del|di|da|van|voor)\s[^.\n=:;]{{0,40}}?)?"
+    r"(?:\s(?:is|was|ist|est|es|é|è|lautet)(?:\s+(?:now|still|(?:set|changed|reset) to))?"
+    rf"|\s(?:set|changed|reset) to|\s*[:=：]|\s*(?:是|は|为))\s*[\"'`«„“]?({_TOLD_VALUE})"
+)
+
+
 OURS: tuple[Rule, ...] = (
     Rule(
         "private-key-header",
@@ -1086,14 +1100,17 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "password-told-plainly",
         "a password",
-        re.compile(
-            rf"(?i)(?=[p{_PASSWORD_INITIALS}])(?:\b(?:password|passwd|passphrase|passcode|pw|pwd)|{_PASSWORD_WORDS})"
-            # (what it is for between: "the password for the grafana admin is now grafana2024")
-            rf"s?{_ABOUT}(?:\s+(?:for|of|on|at|to|für|de|del|di|da|van|voor)\s[^.\n=:;]{{0,40}}?)?"
-            r"(?:\s(?:is|was|ist|est|es|é|è|lautet)(?:\s+(?:now|still|(?:set|changed|reset) to))?"
-            rf"|\s(?:set|changed|reset) to|\s*[:=：]|\s*(?:是|は|为))\s*[\"'`«„“]?({_TOLD_VALUE})"
-        ),
-        ("passw", "passphrase", "passcode", "pw", *_PASSWORD_KEYWORDS),
+        re.compile(r"(?i)(?=p)\b(?:password|passwd|passphrase|passcode|pw|pwd)" + _TOLD_PLAINLY),
+        ("passw", "passphrase", "passcode", "pw"),
+        check=_plain_password,
+    ),
+    # (apart: its words are rare, so the keywords skip most texts; together they cost 0.3 ms an 8,000-character
+    # memory, most of it trying the other languages' initials at every position)
+    Rule(
+        "password-told-plainly-in-other-languages",
+        "a password",
+        re.compile(rf"(?i)(?=[{_PASSWORD_INITIALS}])(?:{_PASSWORD_WORDS})" + _TOLD_PLAINLY),
+        _PASSWORD_KEYWORDS,
         check=_plain_password,
     ),
     # The network's name stands for its password: "the guest wifi at the Lisbon office is 'Tangerine-Vespa-88'",
@@ -1137,12 +1154,11 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "oracle-connect",
         "a password on a command line",
-        re.compile(
-            r"(?i)\b(?=[sceirdu])(?:sqlplus|sqlldr|rman|expdp|impdp|dgmgrl|conn(?:ect)?|userid=)"
-            r"(?:\s+-\w+)*\s*['\"]?[\w$#.]+/([^\s@/'\"]{4,})@"
-        ),
-        ("sqlplus", "sqlldr", "rman", "expdp", "impdp", "dgmgrl", "conn", "userid"),
+        # (`user/X@db` first, then the command before it: the commands' names start too many words)
+        re.compile(r"(?<=[\w$#])/([^\s@/'\"]{4,})@\w"),
+        ("@",),
         check=_assigned_secret,
+        before=lambda text: bool(_ORACLE_CLIENT.search(text)),
     ),
     # An element named by a key attribute, valued by its text: Java's XML properties `<entry key="password">X</entry>`,
     # `<property name="db.password">X</property>`.
@@ -1226,13 +1242,24 @@ OURS: tuple[Rule, ...] = (
         ("secret set",),
         check=_assigned_secret,
     ),
-    # "Twilio ... auth token af98...", "the api key is 0a1b...", "client secret X"; also the last word of a
-    # name (Razorpay's "key_secret X", "bot_token X": `_` is a word character, so `\b` alone missed it).
+    # "Twilio ... auth token af98...", "the api key is 0a1b...", "client secret X".
     Rule(
         "token-in-prose",
         "a credential",
-        re.compile(rf"(?i)(?:\b|(?<=_)){_TOKEN_NOUN}s?\b{_ABOUT}(?:{_TOLD_VERB}|:?[ \t]+[\"'`]?({_TOLD_VALUE}))"),
+        re.compile(rf"(?i)\b{_TOKEN_NOUN}s?\b{_ABOUT}(?:{_TOLD_VERB}|:?[ \t]+[\"'`]?({_TOLD_VALUE}))"),
         ("token", "key", "secret", "pat", "psk"),
+        check=_told_token,
+    ),
+    # The same as the last word of a name: Razorpay's "key_secret X", "bot_token X" (`_` is a word character, so
+    # `\b` missed it; apart, so its keywords skip most texts).
+    Rule(
+        "token-after-name",
+        "a credential",
+        re.compile(
+            rf"(?i)(?<=[a-z0-9]_)(?=[skt])(?:secret|token|key)s?\b{_ABOUT}"
+            rf"(?:{_TOLD_VERB}|:?[ \t]+[\"'`]?({_TOLD_VALUE}))"
+        ),
+        ("_secret", "_token", "_key"),
         check=_told_token,
     ),
     # A key-like value a few words after a token's name, in any language or word order: "el token de la
