@@ -17,6 +17,7 @@ symlink or blocking on a FIFO, and their size is checked before a byte is read.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -43,6 +44,7 @@ __all__ = [
     "logs_dir",
     "new_event",
     "read_events",
+    "remove_stale_temps",
     "scan",
     "write_event",
 ]
@@ -100,12 +102,12 @@ def write_events(folder: Path, events: list[Event]) -> list[str]:
         for event in events:
             name, data = event_filename(event), render(event)
             tmp = folder / f".{name}.{os.getpid()}.tmp"
+            staged.append((tmp, folder / name, data))  # before it is opened: a write that fails is removed too
             with open(tmp, "wb") as fh:
                 fh.write(data)
                 if len(events) == 1:
                     fh.flush()
                     os.fsync(fh.fileno())
-            staged.append((tmp, folder / name, data))
         if len(events) > 1:
             os.sync()  # every temp file's data on disk before any final name points at it
         for tmp, final, data in staged:
@@ -115,6 +117,30 @@ def write_events(folder: Path, events: list[Event]) -> list[str]:
             tmp.unlink(missing_ok=True)
     _fsync_dir(folder)
     return [final.name for _, final, _ in staged]
+
+
+# A writer links its temp file within a second of creating it; one this old was left by a process
+# that died in between (kill -9, a power cut).
+STALE_TEMP_S = 3600
+_TEMP = re.compile(r"\.[^/]+\.json\.\d+\.tmp")
+
+
+def remove_stale_temps(folder: Path, now: float | None = None) -> int:
+    """Remove the temp files a writer that died left in `folder` (older than STALE_TEMP_S); returns
+    how many. Readers skip them, but they stayed for good: space on a full disk, clutter for `git add`."""
+    limit = (time.time() if now is None else now) - STALE_TEMP_S
+    removed = 0
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if _TEMP.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                    with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
+                        if entry.stat(follow_symlinks=False).st_mtime < limit:
+                            os.unlink(entry.path)
+                            removed += 1
+    except OSError:
+        pass  # no folder yet, or one we cannot list: nothing to tidy
+    return removed
 
 
 def _link(tmp: Path, final: Path, data: bytes) -> None:

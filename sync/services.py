@@ -56,7 +56,7 @@ from yullu_core.locks import LockKey, advisory_lock
 from yullu_core.metrics import count_reconcile
 from yullu_core.timestamps import datetime_to_ns, format_ts, ns_to_datetime, parse_ts
 
-from .eventlog import EventLogError, logs_dir, new_event, read_events, scan, write_event
+from .eventlog import EventLogError, logs_dir, new_event, read_events, remove_stale_temps, scan, write_event
 from .fold import Folded, fold_all
 from .models import LedgerEntry, LedgerStatus, OutboxEvent, ProjectSyncState
 from .outbox import adopt_held, embedding_event, flush, pending_uuids, sync_config
@@ -136,6 +136,7 @@ class Reconcile:
     def run(self) -> ReconcileResult:
         adopt_held(self.project_id, self.folder)  # edits made while the checkout was elsewhere are logged here
         flush(project_id=self.project_id)  # our own committed changes reach the log first
+        remove_stale_temps(self.folder)
         if not self.folder.is_dir():
             self.result["no_event_dir"] = True
         listing = scan(self.folder)
@@ -166,7 +167,11 @@ class Reconcile:
                 "reconciled_at": timezone.now(),
                 "log_files": len(listed),
             }
-            if new_names or self.written:  # the memory count only changes when files do
+            # The memory count only changes when files do, or is not known: compaction drops the state
+            # (its snapshots are already in the ledger, so nothing is new), and a count of 0 made
+            # doctor and the dashboard advise compacting a just-compacted log of N memories.
+            known = ProjectSyncState.objects.filter(project_id=self.project_id).exists()
+            if new_names or self.written or not known:
                 defaults["log_memories"] = self._logged_memories()
             ProjectSyncState.objects.update_or_create(project_id=self.project_id, defaults=defaults)
         return self.result

@@ -81,3 +81,25 @@ def test_doctor_reports_a_large_log_as_a_warning(repo: Path, tmp_path: Path) -> 
     checks = {c["check"]: c for c in json.loads(result.stdout)["checks"]}
     assert checks["team log"]["status"] == "warn"
     assert PROJECT in checks["team log"]["detail"]
+
+
+def test_a_log_compacted_twice_still_counts_its_memories(repo: Path, small_threshold: None) -> None:
+    """Compacting an already compacted log (or reconciling after a compaction that was cut short)
+    leaves no file new to the ledger; the memory count must survive that (found by the chaos drills:
+    doctor advised compacting a just-compacted log of 5,000 memories as one of '1 memories')."""
+    folder = repo / ".yullu" / "logs"
+    ts = 1_700_000_000 * 10**9
+    for n in range(15):
+        memory = str(uuid.uuid4())
+        write_event(folder, new_event("create", memory, ts + n * 10**9, content=f"fact {n} about the build", tags=[]))
+        for edit in range(2):
+            write_event(
+                folder, new_event("update", memory, ts + n * 10**9 + edit + 1, content=f"fact {n}, edit {edit}")
+            )
+    scope = Scope(PROJECT, repo)
+    for _ in range(2):
+        compact(scope)
+        reconcile_scope(scope)
+    state = ProjectSyncState.objects.get(project_id=PROJECT)
+    assert state.log_memories == 15, (state.log_files, state.log_memories)
+    assert hygiene.all_advice() == []
