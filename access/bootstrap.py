@@ -5,6 +5,7 @@ Idempotent: a second run changes nothing and reports what already exists.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,8 @@ from yullu_core.locks import LockKey
 from yullu_core.paths import write_private
 
 from .models import ApiToken, hash_token
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -53,6 +56,7 @@ def ensure_token() -> bool:
     """Make sure $YULLU_HOME/token holds a valid token of the admin; issue one if not."""
     path = token_file()
     if path.exists():
+        keep_private(path)
         raw = path.read_text().strip()
         if ApiToken.objects.filter(key_hash=hash_token(raw)).exists():
             return False
@@ -62,7 +66,18 @@ def ensure_token() -> bool:
     return True
 
 
+def keep_private(path: Path) -> None:
+    """The token file is a password: one that other users may read (a copy restored from a backup,
+    a chmod by mistake) is made private again, and said so once, at start."""
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        path.chmod(0o600)
+        log.warning("%s could be read by other users (mode %o); made it private (0600).", path, mode)
+
+
 def bootstrap() -> BootstrapResult:
+    if admin_password_file().exists():
+        keep_private(admin_password_file())
     created = ensure_admin()
     token_created = ensure_token()
     return BootstrapResult(created, admin_password_file(), token_file(), token_created)

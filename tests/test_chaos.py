@@ -4,7 +4,11 @@ full file system, and the temp files a writer that died leaves behind."""
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,12 +16,14 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from access.bootstrap import bootstrap, token_file
 from memories.models import Memory
 from memories.scope import Scope
 from sync.eventlog import STALE_TEMP_S, list_names
 from sync.models import OutboxEvent
 from sync.outbox import flush
 from sync.services import reconcile_scope
+from tests.processes import REPO
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,3 +79,47 @@ def test_a_reconcile_removes_the_temp_files_a_dead_writer_left(repo: Path) -> No
     assert result["parse_errors"] == []
     assert not stale.exists(), "left by a writer killed between its write and its link"
     assert fresh.exists(), "a writer may be between its write and its link right now"
+
+
+def test_a_data_folder_owned_by_someone_else_is_named_with_its_fix() -> None:
+    """The embedded cluster's data folder chowned to another user: one sentence naming the folder,
+    both users and the command that gives it back (it quoted an earlier run's last FATAL line:
+    'terminating connection due to administrator command')."""
+    if os.geteuid() != 0:
+        pytest.skip("chown to another user needs root (CI runs as root)")
+    base = Path(tempfile.mkdtemp(prefix="yullu-owned-"))
+    base.chmod(0o755)  # PostgreSQL's system user must reach the data folder
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_"))}
+    env |= {"YULLU_HOME": str(base / "home"), "YULLU_ROOT_PG_BASE": str(base / "pg")}
+
+    def server(action: str) -> subprocess.CompletedProcess[str]:
+        code = f"from yullu_core import paths, postgres as pg; print(pg.{action}(paths.ensure_home()))"
+        return subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+                              timeout=180, check=False)  # fmt: skip
+
+    assert server("ensure_running").returncode == 0
+    pgdata = Path(server("plan").stdout.split("pgdata=PosixPath('")[1].split("'")[0])
+    owner = pgdata.stat().st_uid
+    assert server("stop").returncode == 0
+    subprocess.run(["chown", "-R", "nobody", str(pgdata)], check=True)
+    try:
+        started = server("ensure_running")
+        assert started.returncode != 0
+        last = started.stderr.strip().splitlines()[-1]
+        assert f"the PostgreSQL data folder {pgdata} belongs to nobody" in last, last
+        assert f"give it back with: chown -R {pwd.getpwuid(owner).pw_name} {pgdata}" in last, last
+    finally:
+        subprocess.run(["chown", "-R", str(owner), str(pgdata)], check=True)
+        server("stop")
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_token_file_others_can_read_is_made_private_at_start(caplog: pytest.LogCaptureFixture) -> None:
+    bootstrap()
+    token = token_file()
+    token.chmod(0o644)
+    with caplog.at_level("WARNING"):
+        result = bootstrap()
+    assert not result.token_created, "the token itself is kept"
+    assert token.stat().st_mode & 0o777 == 0o600
+    assert f"{token} could be read by other users (mode 644); made it private (0600)." in caplog.text

@@ -203,6 +203,8 @@ def _start(cluster: Cluster) -> None:
     if cluster.socket_dir != cluster.pgdata and not cluster.socket_dir.exists():
         _mkdir_owned(cluster.socket_dir, cluster.run_as)
     log_file = cluster.pgdata / "server.log"
+    if problem := _not_owned(cluster):
+        raise EmbeddedPostgresError(problem)
     buffers = shared_buffers()
     logged = log_file.stat().st_size if log_file.exists() else 0
     result = _pg_ctl_start(cluster, log_file, buffers)
@@ -212,7 +214,33 @@ def _start(cluster: Cluster) -> None:
         log.warning("PostgreSQL could not map %s of shared buffers; starting it with %s", buffers, FLOOR_BUFFERS)
         result = _pg_ctl_start(cluster, log_file, FLOOR_BUFFERS)
     if result.returncode != 0:
-        raise EmbeddedPostgresError(f"PostgreSQL did not start (see {log_file}): {_why(log_file, result.stderr)}")
+        raise EmbeddedPostgresError(
+            f"PostgreSQL did not start (see {log_file}): {_why(log_file, result.stderr, logged)}"
+        )
+
+
+def _not_owned(cluster: Cluster) -> str | None:
+    """PostgreSQL runs only on a data folder owned by the user it runs as; one owned by someone else
+    (a restore or `cp -r` by another user, a `chown` by mistake) said only what its old log last held."""
+    import pwd
+
+    def name(uid: int) -> str:
+        try:
+            return pwd.getpwuid(uid).pw_name
+        except KeyError:
+            return f"uid {uid}"
+
+    expected = pwd.getpwnam(cluster.run_as).pw_uid if cluster.run_as else os.geteuid()
+    try:
+        owner = cluster.pgdata.stat().st_uid
+    except OSError:
+        return None  # PostgreSQL says what is wrong with a folder it cannot reach
+    if owner == expected:
+        return None
+    return (
+        f"the PostgreSQL data folder {cluster.pgdata} belongs to {name(owner)}, not to {name(expected)}, the user "
+        f"PostgreSQL runs as; give it back with: chown -R {name(expected)} {cluster.pgdata}"
+    )
 
 
 def shared_buffers() -> str:
@@ -257,10 +285,14 @@ def _no_memory(log_file: Path, since: int) -> bool:
     return "could not map anonymous shared memory" in tail or "shared memory segment exceeded" in tail
 
 
-def _why(log_file: Path, stderr: str) -> str:
-    """What the server log's last lines say went wrong (its LOG lines name a bad setting, FATAL
-    the consequence), else its tail: one line for the supervisor's message."""
-    tail = log_file.read_text(errors="replace")[-4000:].splitlines() if log_file.exists() else []
+def _why(log_file: Path, stderr: str, since: int = 0) -> str:
+    """What the server log's last lines since byte `since` (this start's) say went wrong (its LOG
+    lines name a bad setting, FATAL the consequence), else pg_ctl's own words: one line for the
+    supervisor's message. An earlier run's lines are not this start's reason."""
+    tail: list[str] = []
+    with contextlib.suppress(OSError), open(log_file, "rb") as fh:
+        fh.seek(since)
+        tail = fh.read().decode(errors="replace")[-4000:].splitlines()
     said = [line.split("UTC ", 1)[-1] for line in tail[-8:] if any(w in line for w in ("FATAL", "PANIC", "invalid"))]
     return " ".join(said[-3:] or [stderr.strip(), *tail[-3:]])
 
