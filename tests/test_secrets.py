@@ -1059,3 +1059,55 @@ def test_a_parameters_type_and_optional_chaining_are_kept(text: str) -> None:
 @pytest.mark.parametrize("text", ["password: HorseBatteryStaple, user admin", "f(token: Zq8kP2mw4xAbq9Kd)"])
 def test_a_capitalised_password_after_a_colon_in_prose_is_still_refused(text: str) -> None:
     assert find_secret(text) is not None
+
+
+# A second round of forms written by the fifth set's author after its fixes, before reading further (tuning: not
+# held out): each group was stored by the scanner as it stood.
+SECOND_ROUND = {
+    # a password as a call's argument after another one
+    "requests auth tuple": 'requests.get(url, auth=("svc-report", "Drift4Oak9x"))',
+    "smtp login": 'server.login("alerts@acme.io", "Pebble8Finch")',
+    "jdbc": 'DriverManager.getConnection(url, "sa", "Yew4Harbor8")',
+    "pdo": "$pdo = new PDO($dsn, 'root', 'Fern2Summit5');",
+    "mysqli": "mysqli_connect('localhost', 'root', 'Lark9Meadow');",
+    "go smtp": 'auth := smtp.PlainAuth("", "mailer@acme.io", "Kelp5Tundra3", "smtp.acme.io")',
+    "dotnet": 'new NetworkCredential("svc_build", "Moth6Canyon!")',
+    # short names, parentheses, the verb before the name, spaced colons
+    "chpasswd": "echo 'deploy:Heron6Glade' | chpasswd",
+    "u p": "u: admin p: Cobalt77Wolf",
+    "creds in parentheses": "creds (deploy, Jade4River!)",
+    "reset pw to": "I reset the grafana admin pw to Tidal-Moon-83 this morning",
+    "login spaced colon": "Admin login -> admin : Hazel4Storm",
+    # a wifi's password named by its network
+    "wifi pass for": "wifi pass for the guest network is Papaya-Tree-15",
+    "code wifi": "le code wifi est Citron-Vert-27",
+    # app passwords and an authenticator's setup key in groups
+    "apple app password": "apple app-specific password zjyl-kfwv-pkuj-zupu",
+    "setup key": "authenticator setup key: avum yr7l kbdj ctw6 jdis wqpu pdpq 3hfl",
+}
+
+
+@pytest.mark.parametrize("name", SECOND_ROUND)
+def test_each_form_of_the_second_round_is_refused(name: str) -> None:
+    assert find_secret(SECOND_ROUND[name]) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Mapbox public token pk.eyJ1IjoiYWNtZSIsImEiOiJja2xuZXN0In0.publicpart is safe to ship in the web bundle.",
+        "ALTER USER app WITH PASSWORD :'new_password'; -- psql variable",
+        "wifi SSID: AcmeGuest-5G",
+        "requests.get(url, auth=(user, os.environ['REPORT_PW']))",
+        'conn = psycopg2.connect(host="db", user="app", password=os.environ["PGPASSWORD"])',
+        'client.connect("db.internal", "orders_v2", "utf8mb4")',
+        'login("alerts@acme.io", "smtp.acme.io")',
+        "u: admin p: (ask ops)",
+        "Login -> admin : use the SSO button instead",
+        "the wifi pass is on the whiteboard in room 4",
+        "Gmail app passwords are 16 letters in 4 groups; generate one per device under Security.",
+        "Unseal keys are split 5/3 with Shamir; each operator holds one.",
+    ],
+)
+def test_words_near_the_second_rounds_forms_are_kept(text: str) -> None:
+    assert find_secret(text) is None
