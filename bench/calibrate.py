@@ -32,6 +32,7 @@ with no answer let through, the cross-encoder pairs it costs (round eight, slots
 Run (DJANGO_SETTINGS_MODULE=yullu_site.settings):
      python -m bench.calibrate dump /tmp/calib.json
      python -m bench.calibrate dump /tmp/calib_a.json bench/data/codebase_other_a.json
+     python -m bench.calibrate dump /tmp/calib_tune.json "" tune   # our tune split only
      python -m bench.calibrate fit /tmp/calib.json /tmp/calib_a.json
      python -m bench.calibrate loco /tmp/calib.json /tmp/calib_a.json
      python -m bench.calibrate winners /tmp/calib.json /tmp/calib_a.json
@@ -64,9 +65,11 @@ SHORT = 12  # rerank.MIN_PROMPT_WORDS: the entity feature is read for shorter pr
 GENERAL, ENTITY = 3, 4  # their places in features()
 
 
-def dump(out: str, data: str | None = None) -> None:
+def dump(out: str, data: str | None = None, only: str | None = None) -> None:
     """`data`: another codebase set (bench/data/codebase_other_a.json): its prompts are dumped under
-    the split named after the file (`other_a`), whatever split codebase.prompts gives them."""
+    the split named after the file (`other_a`), whatever split codebase.prompts gives them.
+    `only`: dump only the prompts of this split of ours (`tune`: the held-out prompts are not read,
+    bench/hub_study.py)."""
     import django
 
     django.setup()
@@ -75,13 +78,15 @@ def dump(out: str, data: str | None = None) -> None:
     from memories.models import Memory
     from memories.search import bm25, entities, gates, queries, rerank, synonyms
 
-    dev = codebase.load_set(data)
+    dev = codebase.load(extras=(codebase.TUNE_EXTRA,)) if only and not data else codebase.load_set(data)
     label = Path(data).stem.removeprefix("codebase_") if data else None
     embedder = get_embedder()
     rows: list[dict[str, Any]] = []
     with codebase.throwaway("calib", dev) as (project, ids):
         content = {m.pk: m.content for m in Memory.objects.filter(project_id=project)}
         for kind, text, answers, split in codebase.prompts(dev):
+            if only and split != only:
+                continue
             vec = embedder.embed([queries.search_text(text)], kind="query")[0]
             found = queries._ranked(project, text, 5, None, 0.0, "hybrid", queries.Embedded(embedder, vec))
             cands = found.ordered[:DEPTH] if found else []
@@ -568,7 +573,7 @@ if __name__ == "__main__":
     elif sys.argv[1] == "folds":
         folds(*sys.argv[2:])
     elif sys.argv[1] == "dump":
-        dump(*sys.argv[2:4])
+        dump(*sys.argv[2:5])
     elif sys.argv[1] == "winners":
         winners(*sys.argv[2:])
     elif sys.argv[1] == "loco":
