@@ -178,6 +178,9 @@ HELD_OUT_SETS = {
         f"token = 'ghp_' + '{chars(ALNUM, 18)(random.Random(7))}' + '{chars(ALNUM, 18)(random.Random(8))}'",
         "a credential",
     ),
+    # and two of HELD_OUT_5's (a weak password told right after its name, a webhook URL that is its own secret)
+    "a weak password told plainly": ("the router admin password is still hunter22", "a password"),
+    "a webhook URL": ("POST to https://hooks.zapier.com/hooks/catch/1234567/3xk9qlm/ on each order", "a webhook URL"),
 }
 
 
