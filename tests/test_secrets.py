@@ -1107,6 +1107,12 @@ def test_each_form_of_the_second_round_is_refused(name: str) -> None:
         "the wifi pass is on the whiteboard in room 4",
         "Gmail app passwords are 16 letters in 4 groups; generate one per device under Security.",
         "Unseal keys are split 5/3 with Shamir; each operator holds one.",
+        # probed after: a network's device or band after "wifi is", an algorithm and what it does, a bean's name
+        "the office wifi is Ubiquiti-U6-Pro on the ceiling of room 3",
+        "the lab wifi is 5GHz-only since Monday",
+        "the password is SHA256-hashed with a per-user salt",
+        "password is AES256-encrypted at rest",
+        '<property name="passwordEncoder">bcryptEncoder</property>',
     ],
 )
 def test_words_near_the_second_rounds_forms_are_kept(text: str) -> None:

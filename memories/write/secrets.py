@@ -507,15 +507,15 @@ _STANDARD_OR_CLASS = re.compile(r"[A-Z0-9]+(?:[-_.][A-Z0-9]+)*[a-z]?|(?:[A-Z][a-
 def _told_password(value: str) -> bool:
     """A password a few words after its name: as told, ten characters or a symbol, and not name-like."""
     value = value.strip("'\"`.,;()*")
-    if _name_like(value) or _STANDARD_OR_CLASS.fullmatch(value):
+    if _name_like(value) or _STANDARD_OR_CLASS.fullmatch(value) or _VERSION.fullmatch(value):
         return False
     return _told_secret(value) and (len(value) >= 10 or not value.isalnum())
 
 
 # A version or a standard's number (`v2.4.1`, `802.11ax`), and words of encodings and algorithms with a digit.
-# (`base64-encoded`, `sha256-hashed`: such a word and what it does)
+# (`base64-encoded`, `sha256-hashed`, `v2-hashed`: such a word and what it does)
 _VERSION = re.compile(
-    r"(?i)v?\d+(?:\.\w+)+|(?:base|utf-?|rot|x|pkcs|sha|md|crc|aes|rsa|des|ucs-?|iso-?)\d+\w{0,2}(?:[-_][a-z]+)?"
+    r"(?i)v?\d+(?:\.\w+)+|v\d+(?:[-_][a-z]+)+|(?:base|utf-?|rot|x|pkcs|sha|md|crc|aes|rsa|des|ucs-?|iso-?)\d+\w{0,2}(?:[-_][a-z]+)?"
 )
 _CODE_WORD = re.compile(
     r"Pass(?:word)?|Secret|Token|Key|Hash|Factory|Service|Manager|Config|Provider|Handler|Encoder|Decoder|Model|Client"
@@ -549,6 +549,7 @@ def _plain_password(value: str) -> bool:
     return _not_placeholder(value)
 
 
+_BEAN_NAME = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+|(?:[A-Z][a-z]+){2,}|[\w$]+(?:\.[\w$]+){2,}")
 _ORACLE_CLIENT = re.compile(
     r"(?i)\b(?:sqlplus|sqlldr|rman|expdp|impdp|dgmgrl|conn(?:ect)?|userid=)(?:\s+-\w+)*\s*['\"]?[\w$#.]+/$"
 )
@@ -1165,7 +1166,8 @@ OURS: tuple[Rule, ...] = (
             r"(?i)\b(?=[wW])(?:wi-?fi|wlan)\b"
             r"((?:(?!\s*(?:ssid|network|name|router|channel|band|standard|chip|card|adapter|driver|module|mac|ip)\b)"
             r"[^.\n=:;]){0,40}?)"
-            r"(?:\s(?:is|was)(?:\s+(?:now|still|(?:set|changed|reset) to))?|:)\s*[\"'`«„“]?"
+            # (after `is`, only a quoted value: "the office wifi is Ubiquiti-U6-Pro", "is 5GHz-only" name the network)
+            r"(?:\s(?:is|was)(?:\s+(?:now|still|(?:set|changed|reset) to))?\s*[\"'`«„“]|:\s*[\"'`«„“]?)"
             rf"(?!wpa|wep|802\.)({_TOLD_VALUE})"
         ),
         ("wifi", "wi-fi", "wlan"),
@@ -1213,7 +1215,8 @@ OURS: tuple[Rule, ...] = (
         ),
         ("</",),
         group=2,
-        check=_assigned_secret,
+        # (not a bean's or a class's name: Spring's `<property name="passwordEncoder">bcryptEncoder</property>`)
+        check=lambda value: not _BEAN_NAME.fullmatch(value) and _assigned_secret(value),
     ),
     # A password as a call's argument, after another one: `requests.get(url, auth=("svc", "X"))`, `server.login("me",
     # "X")`, `DriverManager.getConnection(url, "sa", "X")`, `new PDO($dsn, 'root', 'X')`, `smtp.PlainAuth("", "me",
