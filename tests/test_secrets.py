@@ -1117,3 +1117,16 @@ def test_each_form_of_the_second_round_is_refused(name: str) -> None:
 )
 def test_words_near_the_second_rounds_forms_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Das Passwort wird mit Argon2id gehasht.",
+        "Le hash du mot de passe est calculé avec Argon2id.",
+        "El hash de la contraseña usa Argon2id.",
+    ],
+)
+def test_an_algorithms_name_after_a_password_word_in_another_language_is_kept(text: str) -> None:
+    # password-in-other-languages read a single primitive's name (Argon2id) as the password.
+    assert find_secret(text) is None

@@ -453,11 +453,12 @@ def _told_secret(value: str) -> bool:
     """A value named in a sentence without `=` or `:` ("passphrase X", "auth token X"): as for an
     assignment, plus a digit (words and versions of prose lack one more often than secrets do) and
     not a path, an address, a lower-case name or an algorithm's name ("password /etc/app/pw2", "token
-    https://...", "account: acme-prod / eu-central-1b", "key derivation: PBKDF2-HMAC-SHA256")."""
+    https://...", "account: acme-prod / eu-central-1b", "key derivation: PBKDF2-HMAC-SHA256", "Das Passwort wird
+    mit Argon2id gehasht")."""
     value = value.strip("'\"`.,;)")
     if not any(c.isdigit() for c in value) or _ADDRESS.match(value) or _SLUG.fullmatch(value):
         return False
-    if _ALGORITHM.fullmatch(value):
+    if _ALGORITHM.fullmatch(value) or _PRIMITIVE_WORD.fullmatch(value):
         return False
     return _assigned_secret(value)
 
