@@ -120,10 +120,16 @@ class AnthropicReasoner:
         return "".join(getattr(block, "text", "") for block in resp.content)
 
 
+# The user's own hooks must not run inside a dream call: Yul'lu's would send the whole dream prompt
+# to /api/context (UserPromptSubmit) and record the pass's own exchange for dreaming (Stop).
+CLAUDE_NO_HOOKS = json.dumps({"disableAllHooks": True})
+
+
 class CLIReasoner:
     """An installed coding assistant run once per call, without a terminal. The prompt goes in on
     stdin (no argv length limit, not visible in `ps`); the run happens in an empty temporary
-    folder so the assistant has no repository to wander into."""
+    folder so the assistant has no repository to wander into, and Claude Code runs none of the
+    user's hooks."""
 
     def __init__(self, tool: str, path: str, model: str = "") -> None:
         self.tool, self.path, self.model = tool, path, model
@@ -146,7 +152,7 @@ class CLIReasoner:
         timeout = settings.YULLU["reasoning"]["timeout_seconds"]
         model = ["--model", self.model] if self.model else []
         if self.tool == "claude":
-            cmd = [self.path, "-p", "--output-format", "json", *model]
+            cmd = [self.path, "-p", "--output-format", "json", "--settings", CLAUDE_NO_HOOKS, *model]
         else:
             out_file = folder / "last-message.txt"
             cmd = [self.path, "exec", "--skip-git-repo-check", "--output-last-message", str(out_file), *model, "-"]

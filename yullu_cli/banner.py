@@ -60,7 +60,17 @@ def admin_password_hint(pw_file: Path) -> str:
     return f"password set elsewhere; set a new one with `{sys.executable} {manage} changepassword admin`"
 
 
-def print_banner(host: str, port: int, result: BootstrapResult, data_dir: Path) -> None:
+def upgrade_line(migrated: list[str]) -> str | None:
+    """After an upgrade, say that the schema changed and how. A new database (Django's first
+    migration among them) is no news: the first-run lines say so."""
+    if not migrated or "contenttypes.0001_initial" in migrated:
+        return None
+    names = ", ".join(migrated[:3]) + (f" and {len(migrated) - 3} more" if len(migrated) > 3 else "")
+    count = f"{len(migrated)} migration" + ("s" if len(migrated) > 1 else "")
+    return f"  upgraded:   brought the database up to date ({count}: {names})."
+
+
+def print_banner(host: str, port: int, result: BootstrapResult, migrated: list[str], data_dir: Path) -> None:
     base = f"http://{host}:{port}"
     pw_file = result.admin_password_file
     lines = [
@@ -74,6 +84,8 @@ def print_banner(host: str, port: int, result: BootstrapResult, data_dir: Path) 
     ]
     if result.admin_created:
         lines.append(f"  first run:  admin password is {pw_file.read_text().strip()}")
+    if upgraded := upgrade_line(migrated):
+        lines.append(upgraded)
     lines.append(reasoner_line())
     lines += stale_hook_lines()
     if hint := path_hint(Path(sys.executable).parent, env_str("PATH")):

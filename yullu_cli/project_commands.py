@@ -106,11 +106,15 @@ def cmd_anchors_check(args: argparse.Namespace) -> None:
 
     from memories.anchors.checks import check_project, describe
     from memories.scope import resolve
+    from sync.services import checkout_of
     from yullu_core.errors import UserError
 
     try:
-        scope = resolve(args.project_id, os.path.abspath(args.cwd))
-        result = check_project(scope.project_id, scope.git_root)
+        cwd = os.path.abspath(args.cwd)
+        scope = resolve(args.project_id, cwd)
+        # Without a checkout nothing can be checked: "no stale memories" and exit 0 would pass a CI job
+        # run in the wrong folder.
+        result = check_project(scope.project_id, checkout_of(scope, cwd))
     except UserError as exc:
         fail(str(exc))
     print(json.dumps(result.as_dict(), indent=2) if args.json else describe(result))

@@ -89,13 +89,13 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
 
             database = Database(home, pg.plan(home) if embedded else None, owns_pg, role == "all")
             database.adopt()
-            result = _prepare_database() if role in ("all", "web") else None
+            prepared = _prepare_database() if role in ("all", "web") else None
             beat_lock = BeatLock() if role in ("all", "beat") else None
             if beat_lock is not None:
                 beat_lock.wait()
             children = _start_children(role, home, host, port, workers, server_cfg["trusted_proxies"])
-            if result is not None:
-                print_banner(host, port, result, settings.YULLU_HOME)
+            if prepared is not None:
+                print_banner(host, port, *prepared, settings.YULLU_HOME)
             else:
                 print(f"Yul'lu {role} started (pid {os.getpid()}); press Ctrl-C to stop.", flush=True)
             healthy = supervise(children, beat_lock, database)  # from here on its own handlers stop it
@@ -188,15 +188,15 @@ def _metrics_dir(run_dir: Path) -> Path:
     return folder
 
 
-def _prepare_database() -> BootstrapResult:
+def _prepare_database() -> tuple[BootstrapResult, list[str]]:
     """Migrate and bootstrap under the migration lock: web processes starting together take turns
-    (two creating the admin account at once would collide)."""
+    (two creating the admin account at once would collide). Returns the migrations applied too."""
     from access.bootstrap import bootstrap
     from yullu_core.database import migrate_if_needed, migration_lock
 
     with migration_lock():
-        migrate_if_needed()
-        return bootstrap()
+        migrated = migrate_if_needed()
+        return bootstrap(), migrated
 
 
 def _web_cmd(py: str, host: str, port: int, workers: int, trusted_proxies: list[str]) -> list[str]:

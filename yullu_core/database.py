@@ -101,24 +101,26 @@ def migration_lock() -> Iterator[None]:
             cur.execute("SELECT pg_advisory_unlock(%s)", [LockKey.MIGRATE])
 
 
-def migrate_if_needed() -> bool:
+def migrate_if_needed() -> list[str]:
     """Apply pending migrations under the migration lock (so processes starting together take
-    turns). Returns whether anything was applied. Safe to call from every process and command."""
+    turns). Returns the ones applied (`app.name`, in order; empty when none). Safe to call from
+    every process and command."""
     from django.core.management import call_command
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
-    def pending() -> bool:
+    def pending() -> list[str]:
         executor = MigrationExecutor(connection)
-        return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        return [f"{migration.app_label}.{migration.name}" for migration, _backwards in plan]
 
     if not pending():
-        return False
+        return []
     with migration_lock():
-        if not pending():  # another process migrated while we waited
-            return False
-        call_command("migrate", interactive=False, verbosity=0)
-        return True
+        applied = pending()  # empty when another process migrated while we waited
+        if applied:
+            call_command("migrate", interactive=False, verbosity=0)
+        return applied
 
 
 def fetch_prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:

@@ -1,0 +1,78 @@
+"""Defects the seventh new-user walk met, each as it was met: a dream pass through `claude -p` ran the
+user's own hooks (Yul'lu's inject sent the whole dream prompt to /api/context, a 400 in the log, and its
+Stop hook would record the pass's own exchange); `yullu anchors check --cwd <not a checkout>` said "no
+stale memories" and exited 0 (a CI job in the wrong folder passes); `yullu serve` after an upgrade applied
+a migration and said nothing about it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dreaming.reasoners import CLIReasoner
+from tests.processes import REPO, product_env, run_cli, spawn, stop, wait_until
+from tests.test_first_hour import fresh_home  # noqa: F401 (a fixture)
+from tests.test_plugins import cli
+from yullu_core.errors import Unavailable
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_dream_call_through_claude_runs_none_of_the_users_hooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real Claude Code, nobody logged in: it still runs SessionStart and UserPromptSubmit hooks first.
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    fired = tmp_path / "fired"
+    hook = [{"hooks": [{"type": "command", "command": f"echo fired >> {fired}"}]}]
+    hooks = {"hooks": {"UserPromptSubmit": hook, "SessionStart": hook}}
+    (home / ".claude" / "settings.json").write_text(json.dumps(hooks))
+    for name in [k for k in os.environ if k.startswith(("ANTHROPIC_", "CLAUDE"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    with pytest.raises(Unavailable, match="Not logged in"):
+        CLIReasoner("claude", cli("claude")).complete("Propose memories as JSON.", "user: we deploy on Fridays")
+    assert not fired.exists(), fired.read_text()
+
+
+def test_anchors_check_outside_any_checkout_is_an_error_not_a_pass(tmp_path: Path) -> None:
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    ran = run_cli(["anchors", "check", "--cwd", str(outside)], env)
+    assert ran.returncode == 1, ran.stdout
+    assert f"{outside} is not inside a git repository" in ran.stderr, ran.stderr
+    assert "no stale memories" not in ran.stdout and "Traceback" not in ran.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_serve_after_an_upgrade_says_which_migrations_it_applied(fresh_home: dict[str, str]) -> None:  # noqa: F811
+    # The database of the version before: every migration but the memories app's latest.
+    newest, before = sorted(p.stem for p in (REPO / "memories" / "migrations").glob("0*.py"))[:-3:-1]
+    for args in (["migrate", "-v", "0"], ["migrate", "memories", before, "-v", "0"]):
+        done = subprocess.run([sys.executable, "manage.py", *args], env=fresh_home, cwd=REPO,
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+    out = Path(fresh_home["YULLU_HOME"]).parent / "serve.out"
+    with out.open("w") as fh:
+        serve = spawn(["-m", "yullu_cli.main", "serve", "--port", str(free_port())], fresh_home, stdout=fh, stderr=fh)
+        try:
+            wait_until(lambda: "Press Ctrl-C" in out.read_text(), "the banner", 180, serve, out.read_text)
+        finally:
+            stop(serve)
+    said = out.read_text()
+    assert f"  upgraded:   brought the database up to date (1 migration: memories.{newest})." in said, said
