@@ -14,6 +14,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin, TabularInline
 
+from yullu_core.locks import LockKey, held
+
 from .models import DreamOp, DreamPass, DreamSchedule, SessionMessage
 from .prompt import DEFAULT_PROMPT, current_prompt, reset_prompt, set_prompt
 
@@ -30,12 +32,16 @@ class DreamOpInline(TabularInline):
         return False
 
 
+def _unfinished_projects() -> set[str]:
+    return set(DreamPass.objects.filter(finished_at__isnull=True).values_list("project_id", flat=True))
+
+
 def pass_status(p: DreamPass) -> dict[str, Any]:
     return {
         "id": p.pk,
         "project_id": p.project_id,
         "phase": p.phase,
-        "running": p.finished_at is None,
+        "running": p.finished_at is None and held(LockKey.DREAM, p.project_id),
         "started": p.started_at.timestamp(),
         "failed": p.failed,
         "sessions": f"{p.sessions_processed}/{p.sessions_total}",
@@ -130,7 +136,7 @@ class DreamPassAdmin(ModelAdmin):
             "is_default_prompt": current_prompt() == DEFAULT_PROMPT,
             # Epoch seconds the page waits for a pass started after ("Dream now"), or 0 to watch a running one.
             "watch": request.GET.get("watch", "")
-            or ("0" if DreamPass.objects.filter(finished_at__isnull=True).exists() else ""),
+            or ("0" if any(held(LockKey.DREAM, p) for p in _unfinished_projects()) else ""),
         }
         return TemplateResponse(request, "admin/yullu/dreaming.html", context)
 

@@ -77,8 +77,10 @@ class DreamOp(models.Model):
     content = models.TextField(blank=True, default="")
     category = models.CharField(max_length=40, blank=True, default="")
     reasoning = models.TextField(blank=True, default="")
-    outcome = models.CharField(max_length=20)  # created | updated | deleted | skipped
+    outcome = models.CharField(max_length=20)  # pending | created | updated | deleted | skipped | …
     detail = models.TextField(blank=True, default="")  # why it was skipped, or which memory it merged into
+    # The operation as the reasoner sent it, kept only while it is pending (dreaming.operations.pend).
+    payload = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

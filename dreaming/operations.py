@@ -57,9 +57,15 @@ def _text(value: Any, limit: int) -> str:
     return redact(value[:limit]) if isinstance(value, str) else ""
 
 
-def record_ops(dream: DreamPass, session_id: str, applied: list[tuple[dict[str, Any], str, str]]) -> None:
-    """Keep what the reasoner proposed and what became of it, so a reviewer can see why memories changed."""
-    DreamOp.objects.bulk_create(
+PENDING = "pending"  # a DreamOp decided by the reasoner, not applied yet
+
+
+def pend(dream: DreamPass, session_id: str, ops: list[dict[str, Any]]) -> list[DreamOp]:
+    """Keep what the reasoner proposed, as pending operations of the pass (call in the transaction
+    that consumes the messages they came from), so a reviewer can see why memories changed and a
+    pass killed before applying them all leaves them to the next pass (`resume`) rather than the
+    messages: a second reading by a reasoner would phrase the same facts anew and store them twice."""
+    return DreamOp.objects.bulk_create(
         [
             DreamOp(
                 dream_pass=dream,
@@ -69,12 +75,32 @@ def record_ops(dream: DreamPass, session_id: str, applied: list[tuple[dict[str, 
                 content=_text(op.get("content"), 20_000),
                 category=_text(op.get("category"), 40),
                 reasoning=_text(op.get("reasoning"), 5_000),
-                outcome=outcome,
-                detail=why[:1000],
+                outcome=PENDING,
+                payload=op,
             )
-            for op, outcome, why in applied
+            for op in ops
         ]
     )
+
+
+def apply_pending(scope: Scope, pending: list[DreamOp], reasoner: Reasoner | None) -> dict[str, int]:
+    """Apply pending operations in order, each recorded with what became of it as it is applied. One
+    applied twice (killed between its write and its record) repeats an identical write: a create is
+    then a duplicate, an update changes nothing, a delete finds nothing."""
+    counts = {"created": 0, "updated": 0, "deleted": 0, "skipped": 0, "superseded": 0, "conflict": 0}
+    for row in pending:
+        done: list[tuple[dict[str, Any], str, str]] = []
+        one = apply_operations(scope, [row.payload or {}], record=done, reasoner=reasoner, session_id=row.session_id)
+        _, outcome, why = done[0]
+        DreamOp.objects.filter(pk=row.pk).update(outcome=outcome, detail=why[:1000], payload=None)
+        for kind, n in one.items():
+            counts[kind] += n
+    return counts
+
+
+def left_pending(project_id: str) -> list[DreamOp]:
+    """Operations a pass of this project decided but did not apply (it was killed), oldest first."""
+    return list(DreamOp.objects.filter(dream_pass__project_id=project_id, outcome=PENDING).order_by("id"))
 
 
 def _by_uuid(scope: Scope, value: Any) -> Memory:

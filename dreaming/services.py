@@ -3,9 +3,10 @@
 Locks: a Postgres advisory lock per project makes a pass single-flight across
 processes; a second pass returns {"skipped": true} at once. The reasoner is called
 outside any transaction; ops are applied by dreaming.operations through memories.write (so they are
-validated, secret-scanned and synced); processed messages are deleted only after
-their session's ops were applied, and kept when the reasoner fails or its answer
-cannot be parsed.
+validated, secret-scanned and synced). A session's messages are deleted in the transaction that
+keeps the reasoner's parsed answer as pending operations, which are then applied one by one: a
+pass killed meanwhile leaves those operations to the next pass of the project (never the messages
+to a second reading). Messages are kept when the reasoner fails or its answer cannot be parsed.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
 
 from .models import DreamPass, DreamSchedule, SessionMessage
-from .operations import COUNTED_AS, apply_operations, record_ops
+from .operations import COUNTED_AS, apply_pending, left_pending, pend
 from .parse import ParseError, parse_operations
 from .prompt import build_user_prompt, current_prompt
 from .reasoners import HOW_TO_GET_A_REASONER, Reasoner, configured_reasoner
@@ -192,6 +193,7 @@ def run_dream_pass(
         if not got:
             return {**result, "skipped": True}
         cfg, _ = load_for_project(project_id, known_root(project_id), settings.YULLU)
+        _end_interrupted(project_id)
         dream = DreamPass.objects.create(
             project_id=project_id, trigger=trigger, reasoner=reasoner.name if reasoner else "", phase="loading"
         )
@@ -216,6 +218,7 @@ def _run(
     session_id: str | None,
     result: DreamResult,
 ) -> None:
+    _resume(project_id, reasoner, result)
     sessions = _sessions(project_id, 1 if manual else cfg["min_messages"], session_id)
     _progress(dream, sessions_total=len(sessions), phase="reasoning")
     if reasoner is None:
@@ -237,6 +240,32 @@ def _run(
         _progress(dream, **_counters(result))
 
 
+INTERRUPTED = "interrupted: the process running this pass stopped before it finished"
+
+
+def _end_interrupted(project_id: str) -> None:
+    """Passes of this project left unfinished by a process that died (its lock went with it, and we
+    hold it now) are marked failed, so the admin stops showing them as running."""
+    for dream in DreamPass.objects.filter(project_id=project_id, finished_at__isnull=True):
+        _progress(dream, phase="failed", finished_at=timezone.now(), errors=[*(dream.errors or []), INTERRUPTED])
+
+
+def _resume(project_id: str, reasoner: Reasoner | None, result: DreamResult) -> None:
+    """Apply the operations an interrupted pass decided and did not apply, counted in this pass."""
+    pending = left_pending(project_id)
+    if not pending:
+        return
+    log.info("dream pass for %s: applying %d operations an interrupted pass left", project_id, len(pending))
+    counts = apply_pending(Scope(project_id, known_root(project_id)), pending, reasoner)
+    _count(result, counts)
+
+
+def _count(result: DreamResult, counts: dict[str, int]) -> None:
+    for key, value in counts.items():
+        # mypy cannot check a computed key; every ops_* name is a DreamCounters key.
+        result[f"ops_{COUNTED_AS.get(key, key)}"] += value  # type: ignore[literal-required]
+
+
 def _dream_session(
     project_id: str,
     session_id: str,
@@ -244,7 +273,7 @@ def _dream_session(
     system: str,
     cfg: dict[str, Any],
     result: DreamResult,
-    dream: DreamPass | None = None,
+    dream: DreamPass,
 ) -> dict[str, Any]:
     rows = list(
         SessionMessage.objects.filter(project_id=project_id, session_id=session_id)
@@ -260,16 +289,12 @@ def _dream_session(
     except (ParseError, UserError) as exc:
         outcome["error"] = str(exc)
         return outcome  # messages are kept for the next pass
-    applied: list[tuple[dict[str, Any], str, str]] = []
-    scope = Scope(project_id, known_root(project_id))
-    counts = apply_operations(scope, ops, record=applied, reasoner=reasoner, session_id=session_id)
-    if dream is not None:
-        record_ops(dream, session_id, applied)
-    for key, value in counts.items():
-        # mypy cannot check a computed key; every ops_* name is a DreamCounters key.
-        result[f"ops_{COUNTED_AS.get(key, key)}"] += value  # type: ignore[literal-required]
+    with transaction.atomic():  # the answer is kept and its messages consumed together
+        pending = pend(dream, session_id, ops)
+        SessionMessage.objects.filter(pk__in=[r[0] for r in rows]).delete()
+    counts = apply_pending(Scope(project_id, known_root(project_id)), pending, reasoner)
+    _count(result, counts)
     outcome.update(counts)
-    SessionMessage.objects.filter(pk__in=[r[0] for r in rows]).delete()
     result["sessions_processed"] += 1
     result["messages_processed"] += len(rows)
     return outcome

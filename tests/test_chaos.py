@@ -3,27 +3,34 @@ full file system, and the temp files a writer that died leaves behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.test import Client
 
 from access.bootstrap import bootstrap, token_file
+from dreaming.admin import pass_status
+from dreaming.models import DreamOp, DreamPass, SessionMessage
+from dreaming.services import INTERRUPTED, record_messages
 from memories.models import Memory
-from memories.scope import Scope
+from memories.scope import Scope, resolve
 from sync.eventlog import STALE_TEMP_S, list_names
 from sync.models import OutboxEvent
 from sync.outbox import flush
 from sync.services import reconcile_scope
-from tests.processes import REPO
+from tests.processes import REPO, product_env, run_cli, spawn, stub_env, wait_until
+from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -123,3 +130,67 @@ def test_a_token_file_others_can_read_is_made_private_at_start(caplog: pytest.Lo
     assert not result.token_created, "the token itself is kept"
     assert token.stat().st_mode & 0o777 == 0o600
     assert f"{token} could be read by other users (mode 644); made it private (0600)." in caplog.text
+
+
+class JudgeWaits(StubServer):
+    """The extraction is answered at once with two facts, the second close to the first; the
+    reasoner's judgement of the second (its nearest neighbour is the first) waits for `release`."""
+
+    OPS = [
+        {
+            "op": "create",
+            "content": "vec:1,0,0 The billing worker retries invoices three times.",
+            "category": "process",
+        },
+        {"op": "create", "content": "vec:0.8,0.6,0 The billing worker retries refunds twice.", "category": "process"},
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.extractions = 0
+        self.judging = threading.Event()
+        self.release = threading.Event()
+
+    def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if "operations" in json.dumps(body["messages"][0]):  # the extraction prompt asks for operations
+            self.extractions += 1
+            self.chat_replies = [json.dumps({"operations": self.OPS})]
+        else:
+            self.judging.set()
+            self.release.wait(120)
+            self.chat_replies = ['{"decision": "create"}']
+        return super()._chat(body)
+
+
+def test_a_dream_pass_killed_while_applying_leaves_its_operations_to_the_next_pass(repo: Path, tmp_path: Path) -> None:
+    """kill -9 of a pass after the reasoner answered, between its two operations: the messages
+    are consumed with the answer kept, the next pass applies the operation left over without
+    asking the reasoner again (a second reading would phrase the facts anew and store them twice),
+    and the dead pass is shown as failed, not running."""
+    scope = resolve(None, str(repo))
+    record_messages(scope.project_id, "s1", [{"role": "user", "content": f"turn {n} about billing"} for n in range(3)])
+    stub = JudgeWaits()
+    with stub:
+        env = product_env(tmp_path / "home", **stub_env(stub.url, reasoning=True))
+        proc = spawn(["-m", "yullu_cli.main", "dream", "--cwd", str(repo)], env)
+        try:
+            wait_until(stub.judging.is_set, "the second operation to be judged", alive=proc)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        [dead] = DreamPass.objects.filter(project_id=scope.project_id)
+        assert not SessionMessage.objects.filter(session_id="s1").exists(), "consumed with the answer kept"
+        assert list(DreamOp.objects.filter(dream_pass=dead).values_list("outcome", flat=True).order_by("id")) == [
+            "created",
+            "pending",
+        ]
+        assert dead.finished_at is None and not pass_status(dead)["running"], "its process is gone"
+        stub.release.set()
+        result = run_cli(["dream", "--cwd", str(repo)], env)
+    assert result.returncode == 0, result.stderr
+    contents = sorted(Memory.objects.filter(project_id=scope.project_id).values_list("content", flat=True))
+    assert contents == sorted(op["content"] for op in JudgeWaits.OPS)
+    assert stub.extractions == 1, "the messages were read by the reasoner once"
+    dead.refresh_from_db()
+    assert dead.phase == "failed" and dead.finished_at is not None and INTERRUPTED in dead.errors
+    assert not DreamOp.objects.filter(outcome="pending").exists()

@@ -40,3 +40,16 @@ def advisory_lock(key: LockKey, name: str = "") -> Iterator[bool]:
         if got:
             with connection.cursor() as cur:
                 cur.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [key, name])
+
+
+def held(key: LockKey, name: str = "") -> bool:
+    """Whether some session holds the (key, hashtext(name)) lock now. A row saying a pass runs is
+    true only while this holds: a process killed mid-pass leaves the row and takes the lock."""
+    with connection.cursor() as cur:
+        # pg_locks shows the two int4 halves as oids (unsigned): the hash as its low 32 bits.
+        cur.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 "
+            "AND classid = (%s::bigint & 4294967295)::oid AND objid = (hashtext(%s)::bigint & 4294967295)::oid)",
+            [int(key), name],
+        )
+        return bool(cur.fetchone()[0])
