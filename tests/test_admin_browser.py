@@ -20,7 +20,7 @@ from dreaming.models import DreamOp, DreamPass
 from dreaming.services import record_messages
 from memories import lifecycle
 from memories.models import Memory, RejectedMemory
-from memories.scope import resolve
+from memories.scope import Scope, resolve
 from memories.search import queries
 from memories.write import create
 from memories.write.validation import NewMemory
@@ -239,22 +239,37 @@ def test_every_page_fits_1280_px_and_is_screenshotted(stub_embedder: StubServer,
     assert "Crontabs" not in page.inner_text("body")  # scheduler internals are not in the sidebar
 
 
-def test_the_stale_queue_shows_the_diff_and_keeps_or_rejects_from_the_keyboard(
-    stub_embedder: StubServer, page: Any, repo: Path
-) -> None:
-    from memories.anchors import checks, stale
+def _anchored_then_changed(
+    repo: Path, anchored: dict[str, str], *rewrites: tuple[str, str]
+) -> tuple[Scope, list[create.Stored]]:
+    """Memories anchored in the test clock's app/clock.py (text -> symbol name), then the file rewritten (old -> new)
+    and the project's anchors checked: a stale queue."""
+    from memories.anchors import checks
     from tests.test_anchors import CLOCK, commit, rewrite
 
     (repo / "app").mkdir()
     (repo / "app" / "clock.py").write_text(CLOCK)
     commit(repo, "clock")
     scope = resolve(None, str(repo))
-    first = create.store_memory(scope, "vec:1,0,0 Clock.now reads wall time", anchors=["app/clock.py::Clock.now"])
-    second = create.store_memory(scope, "vec:0,1,0 helper answers one", anchors=["app/clock.py::helper"])
-    rewrite(repo, "return time.time()", "return time.monotonic()")
-    rewrite(repo, "    return 1\n", "    return 2\n")
+    stored = [create.store_memory(scope, text, anchors=[f"app/clock.py::{name}"]) for text, name in anchored.items()]
+    for old, new in rewrites:
+        rewrite(repo, old, new)
     checks.forget_cache()
     checks.check_project(scope.project_id, scope.git_root)
+    return scope, stored
+
+
+def test_the_stale_queue_shows_the_diff_and_keeps_or_rejects_from_the_keyboard(
+    stub_embedder: StubServer, page: Any, repo: Path
+) -> None:
+    from memories.anchors import stale
+
+    scope, (first, second) = _anchored_then_changed(
+        repo,
+        {"vec:1,0,0 Clock.now reads wall time": "Clock.now", "vec:0,1,0 helper answers one": "helper"},
+        ("return time.time()", "return time.monotonic()"),
+        ("    return 1\n", "    return 2\n"),
+    )
     page.goto("/admin/")
     assert page.text_content("#stale-count") == "2"
     page.goto("/admin/memories/memory/stale/")
@@ -279,17 +294,9 @@ def test_s_in_the_stale_queue_replaces_the_old_text_with_what_is_typed(
 ) -> None:
     # Found on the walk: `s` focused the supersede box with the caret before the old text, so the corrected
     # memory read "<what was typed><the old text>".
-    from memories.anchors import checks
-    from tests.test_anchors import CLOCK, commit, rewrite
-
-    (repo / "app").mkdir()
-    (repo / "app" / "clock.py").write_text(CLOCK)
-    commit(repo, "clock")
-    scope = resolve(None, str(repo))
-    old = create.store_memory(scope, "vec:1,0,0 Clock.now reads wall time", anchors=["app/clock.py::Clock.now"])
-    rewrite(repo, "return time.time()", "return time.monotonic()")
-    checks.forget_cache()
-    checks.check_project(scope.project_id, scope.git_root)
+    _, (old,) = _anchored_then_changed(
+        repo, {"vec:1,0,0 Clock.now reads wall time": "Clock.now"}, ("return time.time()", "return time.monotonic()")
+    )
     page.goto("/admin/memories/memory/stale/")
     page.wait_for_selector("article.y-item")
     page.keyboard.press("s")

@@ -98,6 +98,20 @@ def test_marketplace_add_and_install_connect_claude_code_to_a_running_server(
     assert "plugin:yullu:yullu" in refused.stdout and "✔ Connected" not in refused.stdout
 
 
+def _claude_plugin_user(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A home whose Claude Code has the plugin yullu@yullu from this repository's marketplace, and the product's
+    environment for it: a token, no server, the venv's `yullu` on PATH and no `claude`."""
+    claude_cli = cli("claude")
+    home = tmp_path / "clihome"
+    (home / ".claude").mkdir(parents=True)
+    assert run([claude_cli, "plugin", "marketplace", "add", str(REPO)], home).returncode == 0
+    assert run([claude_cli, "plugin", "install", "yullu@yullu"], home).returncode == 0
+    env = product_env(tmp_path / "yhome", HOME=str(home), YULLU_PORT="9", YULLU_EMBED_PROVIDER="none")
+    (tmp_path / "yhome" / "token").write_text("yl_test\n")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin"
+    return home, env
+
+
 def _doctor_hooks(env: dict[str, str]) -> dict[str, Any]:
     checks = json.loads(run_cli(["doctor", "--json"], env, timeout=180).stdout)["checks"]
     return next(c for c in checks if c["check"] == "hooks")
@@ -106,14 +120,7 @@ def _doctor_hooks(env: dict[str, str]) -> dict[str, Any]:
 def test_doctor_counts_the_plugins_hooks_and_says_when_they_would_run_twice(tmp_path: Path) -> None:
     """The plugin's hooks live in its installed copy, not in settings.json: doctor failed a plugin user
     and told them to run `yullu install` too, which the README forbids (each hook would run twice)."""
-    claude = cli("claude")
-    home = tmp_path / "clihome"
-    (home / ".claude").mkdir(parents=True)
-    assert run([claude, "plugin", "marketplace", "add", str(REPO)], home).returncode == 0
-    assert run([claude, "plugin", "install", "yullu@yullu"], home).returncode == 0
-    env = product_env(tmp_path / "yhome", HOME=str(home), YULLU_PORT="9", YULLU_EMBED_PROVIDER="none")
-    (tmp_path / "yhome" / "token").write_text("yl_test\n")
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin"  # the venv's `yullu`
+    _, env = _claude_plugin_user(tmp_path)
     hooks = _doctor_hooks(env)
     assert hooks["status"] == "ok" and hooks["detail"] == "installed: claude plugin yullu@yullu", hooks
     env["PATH"] = "/usr/bin:/bin"  # the plugin runs `yullu`: without it on PATH its hooks fail silently
@@ -140,14 +147,7 @@ def test_codex_installs_the_same_plugin_from_the_same_marketplace(tmp_path: Path
 def test_install_leaves_claude_code_to_its_plugin_unless_named(tmp_path: Path) -> None:
     """Found on the walk: `yullu install --service` after `claude plugin install yullu@yullu` wrote the
     hooks into settings.json again without a word, so Claude Code ran each hook twice."""
-    claude_cli = cli("claude")
-    home = tmp_path / "clihome"
-    (home / ".claude").mkdir(parents=True)
-    assert run([claude_cli, "plugin", "marketplace", "add", str(REPO)], home).returncode == 0
-    assert run([claude_cli, "plugin", "install", "yullu@yullu"], home).returncode == 0
-    env = product_env(tmp_path / "yhome", HOME=str(home), YULLU_PORT="9", YULLU_EMBED_PROVIDER="none")
-    (tmp_path / "yhome" / "token").write_text("yl_test\n")
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin"  # the venv's `yullu`, no `claude`
+    home, env = _claude_plugin_user(tmp_path)
     done = run_cli(["install"], env)
     assert done.returncode == 0 and "claude: skipped: the plugin yullu@yullu" in done.stderr + done.stdout, done
     settings = json.loads((home / ".claude" / "settings.json").read_text())
