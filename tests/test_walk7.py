@@ -2,7 +2,8 @@
 user's own hooks (Yul'lu's inject sent the whole dream prompt to /api/context, a 400 in the log, and its
 Stop hook would record the pass's own exchange); `yullu anchors check --cwd <not a checkout>` said "no
 stale memories" and exited 0 (a CI job in the wrong folder passes); `yullu serve` after an upgrade applied
-a migration and said nothing about it."""
+a migration and said nothing about it; `yullu doctor` with another program on the port said "start it with
+`yullu serve`" (which refuses a taken port) or failed on its page (JSONDecodeError)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,30 @@ def test_serve_after_an_upgrade_says_which_migrations_it_applied(fresh_home: dic
             stop(serve)
     said = out.read_text()
     assert f"  upgraded:   brought the database up to date (1 migration: memories.{newest})." in said, said
+
+
+@pytest.mark.parametrize("page", ["404", "200 html"])
+def test_doctor_names_another_program_on_the_port_instead_of_saying_start_yullu(tmp_path: Path, page: str) -> None:
+    # Found on the walk: a plain web server on the port gave "HTTP Error 404 … fix: start it with `yullu serve`"
+    # (which then refuses the taken port), and one answering 200 with a page crashed the check (JSONDecodeError).
+    site = tmp_path / "www"
+    (site / "api").mkdir(parents=True)
+    if page == "200 html":
+        (site / "api" / "status").write_text("<html>hello</html>")
+    port = free_port()
+    other = spawn(["-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(site)], dict(os.environ))
+    try:
+        wait_until(lambda: _answers(port), "the other program", 30, other)
+        env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+        ran = run_cli(["doctor", "--json"], {**env, "YULLU_PORT": str(port)})
+    finally:
+        stop(other)
+    server = {c["check"]: c for c in json.loads(ran.stdout)["checks"]}["server"]
+    assert server["status"] == "fail", server
+    assert "another program answers on this port, not Yul'lu" in server["detail"], server
+    assert "yullu serve --port N" in server["fix"] and "start it" not in server["fix"], server
+
+
+def _answers(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0

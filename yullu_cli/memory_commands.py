@@ -233,6 +233,7 @@ def _config() -> tuple[bool, str, str]:
 
 
 def _server() -> tuple[bool, str, str]:
+    import urllib.error
     import urllib.request
 
     from .hooks import server_url
@@ -240,10 +241,34 @@ def _server() -> tuple[bool, str, str]:
     url = server_url() + "/api/status"
     try:
         with urllib.request.urlopen(url, timeout=3) as response:  # noqa: S310 (loopback only)
-            ready = json.loads(response.read()).get("ready")
+            body = response.read()
+    except urllib.error.HTTPError as exc:
+        body = exc.read()  # a site that is not ready answers 503 with its status
     except OSError as exc:
         return False, f"{url}: {exc}", "start it with `yullu serve` (or `yullu install --service`)"
-    return bool(ready), url + (" ready" if ready else " starting"), "wait for it, or see its log"
+    status = _status_of(body)
+    if status is None:
+        return False, f"{url}: another program answers on this port, not Yul'lu", NOT_OURS_FIX
+    if status["ready"]:
+        return True, url + " ready", ""
+    down = [part for part in ("database", "broker", "embedder") if not _part_ok(status.get(part))]
+    return False, f"{url} answers but is not ready" + (f" ({', '.join(down)})" if down else ""), "wait, or see its log"
+
+
+NOT_OURS_FIX = "stop that program, or run Yul'lu on another port: `yullu serve --port N`, YULLU_PORT=N or [server].port"
+
+
+def _status_of(body: bytes) -> dict[str, Any] | None:
+    """/api/status's answer, or None when what answered is not a Yul'lu site (a page, other JSON)."""
+    try:
+        status = json.loads(body)
+    except ValueError:
+        return None
+    return status if isinstance(status, dict) and isinstance(status.get("ready"), bool) else None
+
+
+def _part_ok(part: object) -> bool:
+    return not isinstance(part, dict) or bool(part.get("ok", True))
 
 
 def _hooks() -> tuple[bool, str, str]:
