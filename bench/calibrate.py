@@ -47,7 +47,7 @@ import functools
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -385,6 +385,11 @@ def fit_some(
 ) -> np.ndarray:
     """The weights at `indices` fitted (Newton, L2), the others kept as `start`."""
     xs, ys = examples(rows, 3, lambda r, c: features(r, c, "best", floor))
+    return fit_free(xs, ys, start, indices, l2)
+
+
+def fit_free(xs: np.ndarray, ys: np.ndarray, start: np.ndarray, indices: Sequence[int], l2: float = 1e-2) -> np.ndarray:
+    """The weights at `indices` fitted to the examples (L2 logistic regression), the others kept as `start`."""
     keep = np.ones(len(start), bool)
     keep[list(indices)] = False
     offset, sub = xs[:, keep] @ start[keep], xs[:, ~keep]

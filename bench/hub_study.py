@@ -312,27 +312,7 @@ def fit(rows: list[dict[str, Any]], start: np.ndarray, free: list[int], feat: Ca
     from bench import calibrate as cal
 
     xs, ys = cal.examples(rows, 3, feat)
-    keep = np.ones(len(start), bool)
-    keep[free] = False
-    offset, sub = xs[:, keep] @ start[keep], xs[:, ~keep]
-    w = start[~keep].copy()
-    l2 = 1e-2
-
-    def loss(v: np.ndarray) -> float:
-        z = offset + sub @ v
-        return float(np.sum(np.logaddexp(0.0, z) - ys * z) + l2 / 2 * v @ v)
-
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-np.clip(offset + sub @ w, -500, 500)))
-        grad = sub.T @ (p - ys) + l2 * w
-        hess = (sub * (p * (1 - p))[:, None]).T @ sub + l2 * np.eye(len(w))
-        step, before = np.linalg.solve(hess, grad), loss(w)
-        while loss(w - step) > before and np.abs(step).max() > 1e-9:
-            step /= 2
-        w -= step
-    out = start.copy()
-    out[~keep] = w
-    return out
+    return cal.fit_free(xs, ys, start, free)
 
 
 def counts(rows: list[dict[str, Any]], w: np.ndarray, t: float, feat: Callable[..., list[float]]) -> dict[str, int]:
