@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dreaming.reasoners import CLIReasoner
+from tests.conftest import free_port
 from tests.processes import REPO, product_env, run_cli, spawn, stop, wait_until
 from tests.test_first_hour import fresh_home  # noqa: F401 (a fixture)
 from tests.test_plugins import cli
@@ -52,12 +53,6 @@ def test_anchors_check_outside_any_checkout_is_an_error_not_a_pass(tmp_path: Pat
     assert ran.returncode == 1, ran.stdout
     assert f"{outside} is not inside a git repository" in ran.stderr, ran.stderr
     assert "no stale memories" not in ran.stdout and "Traceback" not in ran.stderr
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.slow
