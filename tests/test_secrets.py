@@ -1130,3 +1130,41 @@ def test_words_near_the_second_rounds_forms_are_kept(text: str) -> None:
 def test_an_algorithms_name_after_a_password_word_in_another_language_is_kept(text: str) -> None:
     # password-in-other-languages read a single primitive's name (Argon2id) as the password.
     assert find_secret(text) is None
+
+
+# A third round by the same author (tuning): configs of network devices and LDAP, HTML, links, dashes, a combination.
+THIRD_ROUND = {
+    "dash": "Password — Lantern7Bay",
+    "html input": '<input type="password" name="pw" value="Tinder8Fox!">',
+    "reset link": "the reset link for alice: https://acme.io/accounts/reset/MTI/bz5k3f-"
+    + chars(HEX, 32)(random.Random(9))
+    + "/",
+    "snmp community": "snmp-server community Pl4net9Ring RW",
+    "bindpw": "bindpw Osprey4Lake8",
+    "rootpw": "rootpw Falcon2Reef!",
+    "sasl_passwd": "[smtp.gmail.com]:587 alerts@acme.io:Gmail4Relay9",
+    "combination": "the safe combination is 24-61-07",
+}
+
+
+@pytest.mark.parametrize("name", THIRD_ROUND)
+def test_each_form_of_the_third_round_is_refused(name: str) -> None:
+    assert find_secret(THIRD_ROUND[name]) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "username admin privilege 15 secret 5 $1$mERr$hx5rVt7rPNoS4wqbXKX7m0",
+        "alice:$6$rounds=5000$saltsalt$Xk9mQ2pLw7Rz4Tw8Vn3Bc6Hd1Js5Qb0GeRaUo2Ik8FsLm4Nx9Zt3Wv8Yc1Hd6Js5Qb0Ge:19000:0",
+        "snmp-server community public RO",
+        "the reset link expires after 1 hour; request a new one at /accounts/reset/",
+        '<input type="password" name="pw" autocomplete="current-password">',
+        "git@gitlab.com:Acme/Api2.git",
+        "user@host.io:8080",
+        "the safe combination is in the CFO's drawer",
+    ],
+)
+def test_words_near_the_third_rounds_forms_and_crypt_hashes_are_kept(text: str) -> None:
+    # A password hash in crypt's notation is a hash, as a `password_hash` column's values are.
+    assert find_secret(text) is None

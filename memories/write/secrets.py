@@ -402,7 +402,17 @@ _PUBLIC_BLOCK = re.compile(
 )
 
 
+# A password hash in crypt's notation (`$1$…`, `$2b$12$…`, `$6$rounds=…$…`, `$argon2id$v=19$…`, `$y$…`): a hash,
+# stored as the `password_hash` column's values are (a Cisco `secret 5 $1$…`, a shadow line), blanked like a public
+# block.
+_CRYPT_HASH = re.compile(
+    r"\$(?:1|2[abxy]?|5|6|7|y|gy|argon2(?:id|i|d)|scrypt|pbkdf2(?:-sha\d+)?|sha1|md5)\$[^\s'\"`]{8,}"
+)
+
+
 def _without_public_blocks(view: str) -> str:
+    if "$" in view:
+        view = _CRYPT_HASH.sub(lambda m: " " * len(m.group(0)), view)
     if "-----BEGIN" not in view:
         return view
     return _PUBLIC_BLOCK.sub(lambda m: " " * len(m.group(0)), view)
@@ -550,6 +560,7 @@ def _plain_password(value: str) -> bool:
     return _not_placeholder(value)
 
 
+_EMAIL_BEFORE = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:$")
 _BEAN_NAME = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+|(?:[A-Z][a-z]+){2,}|[\w$]+(?:\.[\w$]+){2,}")
 _ORACLE_CLIENT = re.compile(
     r"(?i)\b(?:sqlplus|sqlldr|rman|expdp|impdp|dgmgrl|conn(?:ect)?|userid=)(?:\s+-\w+)*\s*['\"]?[\w$#.]+/$"
@@ -965,7 +976,8 @@ _NAMING_WORD = (
 _TOLD_PLAINLY = (
     rf"s?{_ABOUT}(?:\s+(?:for|of|on|at|to|für|de|del|di|da|van|voor)\s[^.\n=:;]{{0,40}}?)?"
     r"(?:\s(?:is|was|ist|est|es|é|è|lautet)(?:\s+(?:now|still|(?:set|changed|reset) to))?"
-    rf"|\s(?:set|changed|reset) to|\s*[:=：]|\s*(?:是|は|为))\s*[\"'`«„“]?({_TOLD_VALUE})"
+    # (a dash or an arrow too, spaced: "Password — X", "password -> X")
+    rf"|\s(?:set|changed|reset) to|\s*[:=：]|\s*(?:是|は|为)|\s+(?:—|–|--?>?|=>)\s)\s*[\"'`«„“]?({_TOLD_VALUE})"
 )
 
 
@@ -1067,7 +1079,9 @@ OURS: tuple[Rule, ...] = (
         "password-named",
         "a password",
         re.compile(
-            rf"(?i)\b(?=p)(?:password|passwd|passphrase|passcode|pw|{_PASS_AFTER}pass|{_PWD_AFTER}pwd)\b[ \t]+"
+            # (OpenLDAP's `rootpw X`, nslcd's `bindpw X`, sssd's `ldap_default_authtok = X` is an assignment's)
+            rf"(?i)\b(?=[pbr])(?:password|passwd|passphrase|passcode|pw|bindpw|rootpw|bind_?pw|{_PASS_AFTER}pass"
+            rf"|{_PWD_AFTER}pwd)\b[ \t]+"
             rf"[\"'`]?({_TOLD_VALUE})"
         ),
         ("passw", "passphrase", "passcode", "pw", "pass", "pwd"),
@@ -1308,6 +1322,56 @@ OURS: tuple[Rule, ...] = (
             "recovery",
         ),
         check=lambda value: any(c.isdigit() for c in value) or len(value) >= 31,
+    ),
+    # An HTML password field with its value: `<input type="password" name="pw" value="X">`.
+    Rule(
+        "html-password-input",
+        "a password",
+        re.compile(
+            r"(?i)<input\b(?=[^>]*\btype\s*=\s*[\"']?password\b)[^>]*?\bvalue\s*=\s*[\"']([^\"'\n]{4,200})[\"']"
+        ),
+        ("password",),
+        check=_assigned_secret,
+    ),
+    # A password-reset, magic-login or invitation link's token: who has the link has the account.
+    Rule(
+        "account-link-token",
+        "a credential (an account link)",
+        re.compile(
+            r"(?i)\bhttps?://\S*?/(?:reset|password[-_]?reset|reset[-_]?password|magic[-_]?link|magic|invite|invitation"
+            r"|login[-_]?link|set[-_]?password)/(?:[\w-]{1,12}/)?([A-Za-z0-9_-]{20,})"
+        ),
+        ("reset", "magic", "invit", "login-link", "login_link", "set-password", "set_password"),
+        check=lambda token: any(c.isdigit() for c in token) and entropy(token) >= 3.0 and not _words_joined(token),
+    ),
+    # A network device's configuration (Cisco IOS): `enable password X`, `username admin privilege 15 password 0 X`,
+    # `snmp-server community X RW`, type 7 too (reversible); not type 5, 8, 9 (a hash) nor `public` / `private`.
+    Rule(
+        "device-config-secret",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[esu])(?:snmp-server\s+community|enable\s+(?:password|secret)|username\s+\S+(?:\s+privilege\s+\d+)?"
+            r"\s+(?:password|secret))\s+(?:[07]\s+)?([^\s$]\S{3,})"
+        ),
+        ("snmp-server", "enable", "username"),
+        check=_assigned_secret,
+    ),
+    # `alerts@acme.io:X`: an e-mail address and its password (postfix's sasl_passwd, a credentials list), when the
+    # password has a capital or a symbol (not a port, `me@host.io:8080`).
+    Rule(
+        "email-password",
+        "a password",
+        re.compile(r"(?<=[\w-])\.[a-z]{2,24}:([^\s:@/'\"`]{6,64})(?=\s|$|[,;)])"),
+        ("@",),
+        check=_mysql_password,
+        before=lambda text: bool(_EMAIL_BEFORE.search(text)),
+    ),
+    # "the safe combination is 24-61-07": a combination's numbers.
+    Rule(
+        "combination",
+        "a PIN",
+        re.compile(r"(?i)\bcombination\b[^\n.]{0,30}?(?:\s(?:is|was)|:)\s*(\d{1,3}(?:[- ]\d{1,3}){2,4})\b"),
+        ("combination",),
     ),
     # "Tundra55#falcon is the password for the staging db": the value first.
     Rule(
