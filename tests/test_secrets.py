@@ -1168,3 +1168,28 @@ def test_each_form_of_the_third_round_is_refused(name: str) -> None:
 def test_words_near_the_third_rounds_forms_and_crypt_hashes_are_kept(text: str) -> None:
     # A password hash in crypt's notation is a hash, as a `password_hash` column's values are.
     assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cohere trial key WhzIGFAjhAxywkraRuOziDHLrdESMnYEZiQDeYUJ",
+        "razorpay: key_id rzp_live_cSiEAdUaOuXVF8, key_secret zSJadsxAyVpDiJSghQfIwzky",
+    ],
+)
+def test_a_key_of_random_letters_with_no_digit_is_refused(text: str) -> None:
+    # 1-2 % of random keys of 20-40 letters and digits have no digit; told and bare rules wanted one.
+    assert find_secret(text) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the token class is AbstractSingletonProxyFactoryBean",
+        "api key: HTTPServerConfigurationFactoryImpl",
+        "token XMLHttpRequestEventTargetHandler",
+        "see TokenAuthenticationMiddlewareForDjangoRestFramework",
+    ],
+)
+def test_a_class_name_of_capitalised_words_is_not_a_key_of_random_letters(text: str) -> None:
+    assert find_secret(text) is None

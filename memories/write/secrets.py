@@ -336,7 +336,7 @@ def _random_looking(token: str) -> bool:
         return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
         return False
-    if not any(c.isdigit() or c in "+/" for c in token):
+    if not any(c.isdigit() or c in "+/" for c in token) and not _random_letters(token):
         return False
     return entropy(token) >= 4.2 and not _encoded_text(token)
 
@@ -476,7 +476,22 @@ def _told_secret(value: str) -> bool:
 def _told_token(value: str) -> bool:
     """A token named in a sentence: random enough for a key (≥ 16 characters, entropy ≥ 3.0)."""
     value = value.strip("'\"`.,;)")
-    return len(value) >= 16 and entropy(value) >= 3.0 and _told_secret(value) and not _encoded_text(value)
+    if len(value) < 16 or entropy(value) < 3.0 or _encoded_text(value):
+        return False
+    return _told_secret(value) or _random_letters(value)
+
+
+_SHORT_SMALL_RUN = re.compile(r"(?<![a-z])[a-z]{1,2}(?![a-z])")
+_CAPITALS_RUN = re.compile(r"[A-Z]{2,}")
+
+
+def _random_letters(value: str) -> bool:
+    """Letters of both cases drawn at random: a key with no digit (1–2 % of random 20–40 character keys,
+    `WhzIGFAjhAxywkraRuOziDHL…`), where `_told_secret` wants one. Many short runs of small letters and of
+    capitals; a class's name is capitalised words (`AbstractSingletonProxyFactoryBean`)."""
+    if len(value) < 20 or not (value.isascii() and value.isalpha()) or entropy(value) < 3.8:
+        return False
+    return len(_SHORT_SMALL_RUN.findall(value)) >= 3 and len(_CAPITALS_RUN.findall(value)) >= 2
 
 
 # What follows a secret's name a few words on and is not a secret: a path, a URL or host:port, an e-mail,
@@ -601,7 +616,7 @@ def _basic_pair(value: str) -> bool:
 def _token_nearby(value: str) -> bool:
     """A token a few words after its name: random enough for a key, and not name-like."""
     value = value.strip("'\"`.,;()*")
-    return not _name_like(value) and _told_token(value)
+    return (_random_letters(value) or not _name_like(value)) and _told_token(value)
 
 
 def _query_secret(value: str) -> bool:
