@@ -1193,3 +1193,11 @@ def test_a_key_of_random_letters_with_no_digit_is_refused(text: str) -> None:
 )
 def test_a_class_name_of_capitalised_words_is_not_a_key_of_random_letters(text: str) -> None:
     assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text", ["WLAN-Passwort: steht am Router (Aufkleber).", "wachtwoord: staat op de router sticker"]
+)
+def test_where_a_password_is_written_in_german_or_dutch_is_kept(text: str) -> None:
+    # passphrase-of-words read "steht am Router" (is on the router) as the passphrase.
+    assert find_secret(text) is None

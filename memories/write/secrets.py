@@ -861,6 +861,8 @@ _NOT_PASSPHRASE_TEXT = (
     "wird werden wurde beim bei nach vom zum zur aus oder aber auch noch nur kein keine siehe hier dort wie als "
     "ein eine einen einem einer erst ersten au aux ce se sa son ses qui que lors al lo le se ao na no nos pelo "
     "pela della del nel alla al si het een van voor niet wordt bij op "
+    # where it is written ("WLAN-Passwort: steht am Router", "wachtwoord: staat op de router")
+    "am steht liegt befindet voir trouve ver está esta fica vedi sta trova staat ligt zie "
     # a rule of length in those languages ("la password è lunga almeno 12 caratteri")
     "almeno lunga lungo caratteri cifre mindestens zeichen ziffern moins caractères chiffres caracteres "
     "dígitos digitos tekens cijfers minimo mínimo deve debe muss doit moet"
@@ -1897,7 +1899,7 @@ _ASSIGNMENT_RULES = ("secret-assignment", "generic-api-key")
 
 def _type_annotation(view: str, start: int, secret: str) -> bool:
     name = secret.rstrip(",)")
-    if not _TYPE_NAME.fullmatch(name) or not view[:start].rstrip(" \t").endswith(":"):
+    if not _TYPE_NAME.fullmatch(name) or not view[max(0, start - 40) : start].rstrip(" \t").endswith(":"):
         return False
     if _AFTER_TYPE.match(view, start + len(name)):
         return True
