@@ -17,7 +17,7 @@ from dreaming.models import DreamPass
 from memories import tallies
 from memories.admin_views import admin_page, daily_charts
 from memories.anchors import stale as anchor_stale
-from memories.models import EventKind, MemoryEvent, ProjectLocation, Usage
+from memories.models import EventKind, Memory, MemoryEvent, ProjectLocation, Usage
 from memories.search import stats
 from sync.models import ProjectSyncState
 from yullu_site.monitoring.health import DASHBOARD, gather, team_log
@@ -31,8 +31,16 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         "dream_passes": list(only_visible(DreamPass.objects.order_by("-started_at"))[:8]),
         "yullu_stats": totals,
         "stale_count": anchor_stale.stale_count(),
+        "held_count": held_count(),
         **daily_charts(computed=totals),
     }
+
+
+def held_count() -> int:
+    """Current memories held for review (they instruct the assistant). A held memory rated 6-10 in the
+    review queue leaves the queue but stays held: without this count nothing would lead back to it."""
+    held = Memory.objects.filter(superseded_by__isnull=True).exclude(held_reason="")
+    return only_visible(held).count()
 
 
 def projects_view(request: HttpRequest) -> HttpResponse:
