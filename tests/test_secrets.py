@@ -1201,3 +1201,10 @@ def test_a_class_name_of_capitalised_words_is_not_a_key_of_random_letters(text: 
 def test_where_a_password_is_written_in_german_or_dutch_is_kept(text: str) -> None:
     # passphrase-of-words read "steht am Router" (is on the router) as the passphrase.
     assert find_secret(text) is None
+
+
+def test_a_passphrase_of_hyphenated_words_and_a_twilio_pair_are_refused() -> None:
+    assert find_secret("the pass phrase we agreed on: purple-elephant-dances-at-noon-42") is not None
+    sid, token = chars(HEX, 32)(random.Random(11)), chars(HEX, 32)(random.Random(12))
+    assert find_secret(f"AC{sid}:{token} (twilio sid:token)") is not None
+    assert find_secret("recovery phrase: see-the-sealed-envelope-in-the-safe") is None

@@ -1609,10 +1609,19 @@ OURS: tuple[Rule, ...] = (
         re.compile(
             r"(?i)\b(?=[pumsvbrae])(?:pass|unlock|master|secret|vault|backup|recovery|access|unseal|encryption)"
             rf"[ -]?phrase\b{_ABOUT}[^.\n=:,;]{{0,40}}?(?:\s(?:is|was))?\s*[:=]\s*"
-            r"(?=[^\n.;,)(]{15})((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,9}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]))"
+            r"(?=[^\n.;,)(]{15})((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,9}[A-Za-z0-9!#$%&*?@'-]+"
+            # (or its words joined by `-`: "the pass phrase we agreed on: purple-elephant-dances-at-noon-42")
+            r"|[A-Za-z0-9]+(?:-[A-Za-z0-9]+){3,9})(?=[ \t]*(?:$|[.;,)(]))"
         ),
         ("phrase",),
-        check=_phrase_of_words,
+        check=lambda words: _phrase_of_words(words.replace("-", " ") if " " not in words else words),
+    ),
+    # Twilio's account SID and its auth token as a pair (`AC…:…`, the basic-auth form of its API).
+    Rule(
+        "twilio-sid-token",
+        "a credential (twilio)",
+        re.compile(r"\bAC[0-9a-f]{32}:([0-9a-f]{32})\b"),
+        ("ac",),
     ),
     # Hex of a key a few words after a word of keys, secrets or signing: "callbacks are signed with 3f9a…",
     # "the export's AES key, 9c1e…". The hex first, then what names it (`_hex_key_before`).
