@@ -70,9 +70,20 @@ def keep_private(path: Path) -> None:
     """The token file is a password: one that other users may read (a copy restored from a backup,
     a chmod by mistake) is made private again, and said so once, at start."""
     mode = path.stat().st_mode & 0o777
-    if mode & 0o077:
+    if not mode & 0o077:
+        return
+    try:
         path.chmod(0o600)
-        log.warning("%s could be read by other users (mode %o); made it private (0600).", path, mode)
+    except OSError as exc:  # another user's file (a restore by root), a read-only mount: warn, still start
+        log.warning(
+            "%s can be read by other users (mode %o) and could not be made private (%s); run: chmod 600 %s",
+            path,
+            mode,
+            exc.strerror,
+            path,
+        )
+        return
+    log.warning("%s could be read by other users (mode %o); made it private (0600).", path, mode)
 
 
 def bootstrap() -> BootstrapResult:
