@@ -125,3 +125,21 @@ def test_a_held_memory_kept_in_the_review_queue_is_still_counted_on_the_dashboar
     assert "/admin/memories/memory/?held=yes" in page
     listed = client.get("/admin/memories/memory/?held=yes").content.decode()
     assert "evil.example" in listed
+
+
+def test_yullu_dream_without_a_reasoner_here_names_the_one_the_running_server_dreams_with(
+    tmp_path: Path, live_server_url: str, settings: Any
+) -> None:
+    # Found on the walk: ANTHROPIC_API_KEY set for `make run` only; `yullu dream` in another terminal failed
+    # with "`claude -p` failed: Not logged in" while the admin's Dream now worked, and said nothing of it.
+    settings.YULLU = {**settings.YULLU, "reasoning": {**settings.YULLU["reasoning"], "provider": "anthropic"}}
+    settings.YULLU = {**settings.YULLU, "anthropic": {"api_key": "sk-ant-not-real", "base_url": ""}}
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"),
+                      YULLU_PORT=live_server_url.rsplit(":", 1)[1], PATH="/usr/bin:/bin")  # fmt: skip
+    for key in ("ANTHROPIC_API_KEY", "YULLU_REASON_PROVIDER", "OPENAI_API_KEY"):
+        env.pop(key, None)
+    ran = run_cli(["dream", "--project-id", "acme/shop"], env)
+    assert ran.returncode == 1, ran.stdout
+    assert "no reasoner to dream with" in ran.stderr, ran.stderr
+    assert "The running server dreams with anthropic:" in ran.stderr and "Dream now" in ran.stderr, ran.stderr
+    assert "Traceback" not in ran.stderr

@@ -335,6 +335,20 @@ def _served_reasoner(line: dict[str, Any]) -> dict[str, Any]:
     return _logged_in(line)
 
 
+def served_reasoner_hint() -> str:
+    """`yullu dream` runs the pass in this shell, with the reasoner this shell finds. When the running
+    server dreams with another (a key or a PATH only it has), say where the pass would work."""
+    from dreaming.reasoners import reasoner_status
+
+    served = _served_status().get("reasoner")
+    if not isinstance(served, dict) or not served.get("available") or served.get("name") == reasoner_status()["name"]:
+        return ""
+    return (
+        f" The running server dreams with {served.get('name')}: run the pass there (the admin's Dreaming page, "
+        "Dream now; or POST /api/dream)."
+    )
+
+
 def _logged_in(line: dict[str, Any]) -> dict[str, Any]:
     """A Claude Code or Codex CLI on PATH that nobody logged into is found, yet every dream pass fails
     with "Not logged in" (seen on the walk: doctor said ok, the dashboard later showed the failures)."""

@@ -143,11 +143,16 @@ def cmd_dream(args: argparse.Namespace) -> None:
     import json
 
     from dreaming.services import dream_in_folder
+    from yullu_cli.memory_commands import served_reasoner_hint
+    from yullu_core.errors import UserError
 
-    result = dream_in_folder(args.cwd, args.project_id)
+    try:
+        result = dream_in_folder(args.cwd, args.project_id)
+    except UserError as exc:
+        fail(str(exc) + served_reasoner_hint())
     print(json.dumps(result, indent=2))
     if result["errors"] and not result["sessions_processed"]:  # the pass failed: say why, exit 1
-        fail(f"the dream pass failed: {result['errors'][0]}")
+        fail(f"the dream pass failed: {result['errors'][0]}" + served_reasoner_hint())
 
 
 def cmd_prune(args: argparse.Namespace) -> None:
