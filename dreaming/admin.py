@@ -41,7 +41,7 @@ def pass_status(p: DreamPass) -> dict[str, Any]:
         "id": p.pk,
         "project_id": p.project_id,
         "phase": p.phase,
-        "running": p.finished_at is None and held(LockKey.DREAM, p.project_id),
+        "running": p.running,
         "started": p.started_at.timestamp(),
         "failed": p.failed,
         "sessions": f"{p.sessions_processed}/{p.sessions_total}",

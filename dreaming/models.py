@@ -3,6 +3,8 @@
 from django.db import models
 from django.utils import timezone
 
+from yullu_core.locks import LockKey, held
+
 
 class SessionMessage(models.Model):
     project_id = models.CharField(max_length=500)
@@ -45,6 +47,12 @@ class DreamPass(models.Model):
     @property
     def failed(self) -> bool:
         return self.phase == "failed"
+
+    @property
+    def running(self) -> bool:
+        """Unfinished and its project's dream lock held: a pass whose process died leaves its row
+        unfinished (until the project's next pass marks it failed) and takes the lock with it."""
+        return self.finished_at is None and held(LockKey.DREAM, self.project_id)
 
 
 class DreamPrompt(models.Model):

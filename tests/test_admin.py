@@ -19,6 +19,7 @@ from memories.search import queries
 from memories.write import create, edit
 from sync.eventlog import read_events
 from tests.stubs import StubServer
+from yullu_core.locks import LockKey, advisory_lock
 
 pytestmark = pytest.mark.django_db
 
@@ -240,3 +241,17 @@ def test_pages_name_an_icon_that_is_served_so_browsers_never_ask_for_a_missing_f
     assert finders.find("yullu/favicon.svg")
     redirect = client.get("/favicon.ico")
     assert redirect.status_code == 301 and redirect["Location"] == "/static/yullu/favicon.svg"
+
+
+def test_a_pass_whose_process_died_is_shown_interrupted_not_running(staff: Client) -> None:
+    # The passes table (Dreaming page, dashboard) drew every unfinished pass as running, one whose process
+    # died too, until the project's next pass; only the status JSON asked whether its lock was held.
+    DreamPass.objects.create(project_id="acme/dead", phase="session 1 of 1")
+    DreamPass.objects.create(project_id="acme/live", phase="session 2 of 3")
+    with advisory_lock(LockKey.DREAM, "acme/live") as got:
+        assert got
+        pages = [staff.get(url).content.decode() for url in ("/admin/dreaming/dreampass/dreaming/", "/admin/")]
+    for page in pages:
+        assert 'y-bad" data-phase>interrupted</span>' in page
+        assert 'y-run" data-phase>session 2 of 3</span>' in page
+        assert "session 1 of 1" not in page
