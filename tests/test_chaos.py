@@ -7,6 +7,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -16,21 +17,28 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from django.db import connection
 from django.test import Client
 
 from access.bootstrap import bootstrap, token_file
 from dreaming.admin import pass_status
 from dreaming.models import DreamOp, DreamPass, SessionMessage
 from dreaming.services import INTERRUPTED, record_messages
+from memories.embedding import vector_index
 from memories.models import Memory
 from memories.scope import Scope, resolve
+from memories.search.queries import search
+from memories.write.create import store_memory
 from sync.eventlog import STALE_TEMP_S, list_names
 from sync.models import OutboxEvent
 from sync.outbox import flush
 from sync.services import reconcile_scope
 from tests.processes import REPO, product_env, run_cli, spawn, stub_env, wait_until
+from tests.processes import test_database_url as database_url
 from tests.stubs import StubServer
+from yullu_core.locks import LockKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -216,3 +224,44 @@ def test_a_dream_pass_killed_while_applying_leaves_its_operations_to_the_next_pa
     dead.refresh_from_db()
     assert dead.phase == "failed" and dead.finished_at is not None and INTERRUPTED in dead.errors
     assert not DreamOp.objects.filter(outcome="pending").exists()
+
+
+def test_an_index_a_killed_import_left_dropped_is_built_again_by_a_running_process(
+    stub_embedder: StubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large import drops the embedder's vector index and builds it once at the end; kill -9 of
+    the import between the two left it missing, and a running process that had seen it trusted its
+    cache for good (every search scanned every vector until a restart)."""
+    project = "github.com/acme/killed-import"
+    store_memory(Scope(project, None), "the invoices are numbered per tenant and year")  # the index, seen here
+    name = vector_index.index_name("openai:stub-embed", stub_embedder.dim)
+    assert exists(name)
+    rows = tmp_path / "export.jsonl"
+    with rows.open("w") as out:
+        out.write(json.dumps({"format": "yullu-memories", "version": 1, "project_id": project}) + "\n")
+        for n in range(2_500):  # more than one batch: the import drops the index first
+            out.write(json.dumps({"project_id": project, "content": f"imported fact number {n} about billing"}) + "\n")
+    env = product_env(tmp_path / "home", **stub_env(stub_embedder.url))
+    # The import's first batch waits for the project's write lock, held here.
+    with psycopg.connect(database_url(), autocommit=True) as holder, holder.transaction():
+        holder.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [LockKey.PROJECT_WRITE, project])
+        proc = spawn(["-m", "yullu_cli.main", "import", str(rows)], env)
+
+        def waiting() -> bool:
+            row = holder.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+            return bool(row.fetchone()[0])  # type: ignore[index]
+
+        wait_until(waiting, "the import's first batch to wait for the lock", alive=proc)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert not exists(name), "the killed import dropped the index and never built it again"
+    monkeypatch.setattr(vector_index, "RECHECK_S", 0.0)  # the minute a process trusts what it saw, gone by
+    found = search(project, "how are invoices numbered", min_similarity=0.0)
+    assert found.results, "the search still answers"
+    assert exists(name), "the search found the index missing and built it"
+
+
+def exists(name: str) -> bool:
+    with connection.cursor() as cur:
+        cur.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        return bool(cur.fetchone()[0])

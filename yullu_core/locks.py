@@ -25,6 +25,7 @@ class LockKey(IntEnum):
     BACKFILL = 0x59_75_6C_01  # one embedding backfill per embedder (memories.embedding.backfill)
     RECONCILE = 0x59_75_6C_02  # one reconcile or compaction per project (sync)
     DREAM = 0x59_75_6C_03  # one dream pass per project (dreaming)
+    INDEX_LOAD = 0x59_75_6C_04  # a load runs without an embedder's vector index (memories.embedding.vector_index)
     PROJECT_WRITE = 0x59_75_6C_18  # a project's writes take turns, transaction level (memories.write.create)
 
 

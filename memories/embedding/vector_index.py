@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,9 +18,18 @@ from typing import Any
 import numpy as np
 from django.db import OperationalError, connection, transaction
 
+from yullu_core.locks import LockKey, advisory_lock, held
+
 log = logging.getLogger(__name__)
 
-_known: set[tuple[str, int]] = set()
+# (embedder id, dim) -> when this process last saw its index (time.monotonic()); inf while this
+# process loads without it on purpose (paused_for_load).
+_known: dict[tuple[str, int], float] = {}
+# How long a process trusts that an index it saw is still there. A load that drops it and is killed
+# before building it again (kill -9 of `yullu import`, of a worker reconciling a large log) left it
+# missing, and every running process trusted it for good: searches scanned every vector until a
+# restart. One to_regclass a minute per process finds it gone.
+RECHECK_S = 60.0
 
 
 def index_name(embedder_id: str, dim: int) -> str:
@@ -26,10 +37,19 @@ def index_name(embedder_id: str, dim: int) -> str:
 
 
 def ensure_index(embedder_id: str, dim: int) -> None:
-    """Create the HNSW index for this embedder if missing. Idempotent; cached per process."""
-    if (embedder_id, dim) in _known:
+    """Create the HNSW index for this embedder if missing. Idempotent; cached per process for
+    RECHECK_S. Left missing while another process loads without it (paused_for_load)."""
+    seen = _known.get((embedder_id, dim))
+    if seen is not None and time.monotonic() - seen < RECHECK_S:
         return
     name = index_name(embedder_id, dim)
+    if _exists(name):
+        _known[(embedder_id, dim)] = time.monotonic()
+        return
+    if held(LockKey.INDEX_LOAD, name):
+        return  # a load builds it when it is done; searches scan exactly meanwhile
+    if seen is not None:
+        log.warning("the vector index %s is missing (a load that dropped it was stopped?); building it again", name)
     with connection.cursor() as cur:
         if connection.in_atomic_block:
             # Deferred FK checks queued earlier in this transaction would block CREATE INDEX.
@@ -41,7 +61,7 @@ def ensure_index(embedder_id: str, dim: int) -> None:
             cur.execute(_create_sql(embedder_id, dim, if_not_exists=True))
         finally:
             cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", [name])
-    _known.add((embedder_id, dim))
+    _known[(embedder_id, dim)] = time.monotonic()
 
 
 def _create_sql(embedder_id: str, dim: int, *, if_not_exists: bool = False) -> str:
@@ -115,14 +135,15 @@ def paused_for_load(embedder_id: str, dim: int, rows: int) -> Iterator[None]:
         yield
         return
     name = index_name(embedder_id, dim)
-    if _exists(name) and not _dropped(name):
-        yield
-        return
-    _known.add((embedder_id, dim))  # this process's writes must not build it (again) halfway
-    try:
-        yield
-    finally:
-        _build_after(embedder_id, dim, rows)
+    with advisory_lock(LockKey.INDEX_LOAD, name) as loading:  # other processes leave the index to us
+        if not loading or (_exists(name) and not _dropped(name)):
+            yield
+            return
+        _known[(embedder_id, dim)] = math.inf  # this process's writes must not build it (again) halfway
+        try:
+            yield
+        finally:
+            _build_after(embedder_id, dim, rows)
 
 
 def _build_after(embedder_id: str, dim: int, rows: int) -> None:
@@ -131,10 +152,14 @@ def _build_after(embedder_id: str, dim: int, rows: int) -> None:
         with transaction.atomic(), connection.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [name])  # as ensure_index's builders
             _build(cur, embedder_id, dim, rows, if_not_exists=True)
-    except Exception:
-        _known.discard((embedder_id, dim))  # the next search here tries again
-        log.exception("the vector index %s could not be built again after the load; searches will build it", name)
+    except Exception as exc:
+        _known.pop((embedder_id, dim), None)  # the next search here tries again
+        # One line: the caller reports the error itself (a killed database: `yullu import` printed
+        # a traceback of three chained exceptions before its one sentence).
+        log.warning("the vector index %s could not be built again after the load (%s); searches will build it",
+                    name, " ".join(str(exc).split())[:300])  # fmt: skip
         raise
+    _known[(embedder_id, dim)] = time.monotonic()
 
 
 def _set_build(cur: Any, memory: str, workers: str) -> None:
