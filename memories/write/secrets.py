@@ -182,7 +182,7 @@ def gitleaks() -> tuple[tuple[Rule, ...], tuple[Allow, ...]]:
 
 PLACEHOLDER = re.compile(
     r"(?i)^(?:x{3,}|\*{3,}|\.{3,}|<[^>]*>|\[[^\]]*\]|\{[^}]*\}|\$\{[^}]*\}?|\$\(.*|\$[A-Z_][A-Z0-9_]*|%[A-Z_]+%"
-    r"|(?:my|your|some)[-_]\w*|change[-_]?me\w*|example\w*|dummy\w*|placeholder\w*|redacted\w*"
+    r"|(?:my|your|some)[-_][\w-]*|change[-_]?me\w*|example\w*|dummy\w*|placeholder\w*|redacted\w*"
     r"|none|null|nil|true|false|undefined|password\d{0,3}|passwd|pass|secret|token|pwd|test|admin|root|user"
     r"|hunter2|letmein|qwerty\w*|12345\w*)$"
 )
@@ -230,7 +230,7 @@ def _assigned_secret(value: str) -> bool:
     """A value assigned to a secret-looking name is a secret unless it is a placeholder, a reference
     to where the secret lives, or too plain to be one (a word, a number, a duration, code)."""
     value = _NEXT_SETTING.split(value, 1)[0].strip("'\"`.,;").rstrip(")}")
-    if _ADDRESS.match(value) and _placeholder_credentials(value):
+    if _ADDRESS.match(value) and (_placeholder_credentials(value) or _plain_url(value)):
         return False
     if not _not_placeholder(value) or value.startswith(_REFERENCE) or _CALL.match(value) or value.startswith("{"):
         return False
@@ -248,6 +248,20 @@ def _assigned_secret(value: str) -> bool:
 
 # A URL's `user:password@`: its credentials alone say whether a URL given as a value is a secret.
 _URL_CREDENTIALS = re.compile(r"[a-z][a-z0-9+.-]*://([^\s:@/]*):([^\s@/]*)@")
+
+
+# A URL's part of words (`wiki`, `Hash-based_message_authentication_code`, `en.wikipedia.org`), not a token's.
+_PLAIN_PART = re.compile(r"(?:[A-Za-z][a-z]*|\d+)(?:[-_.](?:[A-Za-z][a-z]*|\d+))*")
+
+
+def _plain_url(url: str) -> bool:
+    """`.. _HMAC: http://en.wikipedia.org/wiki/Hash-based_message_authentication_code` (a link named after a
+    secret's word): no credentials, no query, and every part of its host and path a word's, so nothing in it
+    is a capability (a webhook's random path part is refused)."""
+    if "@" in url or "?" in url:
+        return False
+    rest = url.split("://", 1)[-1].rstrip("/")
+    return all(_PLAIN_PART.fullmatch(part) for part in rest.split("/"))
 
 
 def _placeholder_credentials(url: str) -> bool:
@@ -307,7 +321,10 @@ def _password_shaped(token: str) -> bool:
 
 # A path of words (`Feed/Queries/RecentActivity.graphql`): each part a word or CamelCase words, where a
 # base64 key's parts mix capitals and digits at random.
-_WORDS_PATH = re.compile(r"(?:[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*/)+[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*(?:\.[a-z0-9]{1,8})?")
+_PATH_WORD = r"(?:[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*|[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)"
+# (a path of words as code and docs spell them: `America/Vancouver`, `include/numkong/spatial/README.md`,
+# `cron_descriptor/locale/YOUR_LOCALE_CODE.mo`; a base64 key's parts mix their cases)
+_WORDS_PATH = re.compile(rf"(?:{_PATH_WORD}/)+{_PATH_WORD}(?:\.[a-z0-9]{{1,8}})?")
 
 
 # "the public key RWQf6LRC…" (minisign's, age's recipient, a wallet's): a token its words call public.
@@ -321,7 +338,13 @@ def _named_public(before: str) -> bool:
 
 # `//grafana.acme.net/d/8f3kQ2/api-latency` (the token rule starts after `https:`): a host, then a path. The
 # whole is mixed-case with digits and `/`, like a base64 key; its parts are not.
-_URL_PATH = re.compile(r"//(?:(?:[a-z0-9-]+\.)+[a-z0-9-]+|localhost)(?:/[^/]*)*")  # (a dot: no base64 key has one)
+# (also without its `//`: a Go module's `github.com/acme/sdk/go/v2`, a site's `acme.github.io/Docs`; the host's dot:
+# no base64 key has one)
+_HOST = r"(?:[a-z0-9-]+\.)+[a-z0-9-]+"
+_URL_PATH = re.compile(rf"//(?:{_HOST}|localhost)(?:/[^/]*)*|{_HOST}(?:/[^/]*)+")
+# `LF+AI+Day+-ONNX+Community+Virtual+Meetup` (a form-encoded title in a URL): words joined by `+`, each a word's
+# shape (a base64 key's runs between its `+` are not).
+_JOINED_WORDS = re.compile(r"(?:-?(?:[A-Z]?[a-z]+|[A-Z]+|\d+)?\+){3,}-?(?:[A-Z]?[a-z]+|[A-Z]+|\d+)")
 RANDOM_TOKEN = 32  # the bare-token rule's shortest token
 
 
@@ -332,13 +355,30 @@ def _random_looking(token: str) -> bool:
         return False
     if _URL_PATH.fullmatch(token):  # a URL after its scheme: only a long part of its own can be a key
         return any(_random_looking(part) for part in token.split("/") if len(part) >= RANDOM_TOKEN)
-    if _WORDS_PATH.fullmatch(token):
+    if _WORDS_PATH.fullmatch(token) or _JOINED_WORDS.fullmatch(token) or _encoded_file(token):
         return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
         return False
     if not any(c.isdigit() or c in "+/" for c in token) and not _random_letters(token):
         return False
     return entropy(token) >= 4.2 and not _encoded_text(token)
+
+
+# A file's first bytes (PNG, JPEG, GIF, PDF, gzip, zip, WebAssembly, WOFF): `data:image/png;base64,iVBORw0KGgo…`
+# in a README's badge is an image, not a key.
+_FILE_MAGIC = (
+    *(b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"%PDF-", b"\x1f\x8b\x08", b"PK\x03\x04"),
+    *(b"\x00asm", b"wOFF", b"wOF2"),
+)
+
+
+def _encoded_file(token: str) -> bool:
+    head = token[:12]
+    try:
+        raw = base64.b64decode(head + "=" * (-len(head) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return raw.startswith(_FILE_MAGIC)
 
 
 def _encoded_text(token: str) -> bool:
@@ -972,7 +1012,8 @@ _SECRET_NAME = (
     r"(?:SECRET|TOKEN|PASS(?:WORD|WD|PHRASE)?|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SIGNING_?KEY|ENCRYPTION_?KEY"
     # (Azure's connection strings: `AccountKey=`, `StorageKey=`)
     r"|MASTER_?KEY|CLIENT_?KEY|APP_?KEY|ACCOUNT_?KEY|STORAGE_?KEY|AUTH_?KEY|HMAC(?:_?KEY)?|[A-Z0-9]_KEY|CREDENTIALS?"
-    r"|AUTH|SALT|DSN|COOKIE)"
+    # (`AUTH`, not a GraphQL schema's or a package's `author:`, nor `authority:`)
+    r"|AUTH(?!OR(?:S?\b|ITY|ITIES|SHIP))|SALT|DSN|COOKIE)"
 )
 
 # A secret's name in prose, for the rules that read its value before it or quoted after a few words
@@ -1906,6 +1947,15 @@ _AFTER_TYPE = re.compile(r"\)|[ \t]*(?:\|[ \t]*[A-Za-z_]|=[ \t]*[^=\s])")
 _ASSIGNMENT_RULES = ("secret-assignment", "generic-api-key")
 
 
+# `ZoneInfo(key='America/Vancouver')`, `tz: Europe/Berlin`: a path of plain words (no word's case mixed inside it,
+# as a password's `xIftrk/GbqXba` is).
+_PLAIN_WORDS_PATH = re.compile(r"(?:[A-Z]?[a-z]{2,}(?:[_-][A-Za-z][a-z]+)*/)+[A-Z]?[a-z]{2,}(?:[_-][A-Za-z][a-z]+)*")
+
+
+def _code_value(view: str, start: int, secret: str) -> bool:
+    return bool(_PLAIN_WORDS_PATH.fullmatch(secret.strip("'\"`"))) or _type_annotation(view, start, secret)
+
+
 def _type_annotation(view: str, start: int, secret: str) -> bool:
     name = secret.rstrip(",)")
     if not _TYPE_NAME.fullmatch(name) or not view[max(0, start - 40) : start].rstrip(" \t").endswith(":"):
@@ -1932,7 +1982,7 @@ def _matches(view: str) -> Iterator[Finding]:
                     begin -= 1
             if _DIGEST_NOTATION.search(view, max(0, start - 7), start) or _env_reference(view, start, secret):
                 continue
-            if _own_name(view, start, secret) or rule.id in _ASSIGNMENT_RULES and _type_annotation(view, start, secret):
+            if _own_name(view, start, secret) or rule.id in _ASSIGNMENT_RULES and _code_value(view, start, secret):
                 continue
             if rule.before is not None and not rule.before(view[max(0, start - BEFORE) : start]):
                 continue
