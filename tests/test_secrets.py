@@ -1246,3 +1246,24 @@ def test_readme_badges_paths_links_and_a_graphql_author_are_kept(text: str) -> N
 )
 def test_a_key_in_a_url_or_after_authorization_is_still_refused(template: str) -> None:
     assert find_secret(template.format(key=chars(ALNUM, 40)(random.Random(8)))) is not None
+
+
+# Found scanning this repository's own docs and code (not its tests' and benches' fake secrets).
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| `test_secret_paths::test_a_teammates_event_with_a_hidden_secret_is_refused` | sync/ |",
+        'return {"tokens": block.tokens, "tokenizer": "o200k_base", "budget": budget}',
+        "class ServiceUnavailable(exceptions.APIException):\n    status_code = status.HTTP_503_SERVICE_UNAVAILABLE\n"
+        '    default_detail = "The database is unavailable right now; try again shortly."',
+    ],
+)
+def test_a_test_id_a_tokenizers_name_and_two_lines_of_code_are_kept(text: str) -> None:
+    # `::` read as an assignment's colon, `tokenizer` as a token's name, and the line break between two lines
+    # of code joined as a key wrapped over two lines.
+    assert find_secret(text) is None
+
+
+def test_a_key_wrapped_over_two_lines_is_still_refused() -> None:
+    key = chars(ALNUM, 64)(random.Random(9))
+    assert find_secret(f"the backup key:\n{key[:32]}\n{key[32:]}") is not None

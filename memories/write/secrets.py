@@ -1009,7 +1009,8 @@ def _hex_key(value: str) -> bool:
 
 
 _SECRET_NAME = (
-    r"(?:SECRET|TOKEN|PASS(?:WORD|WD|PHRASE)?|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SIGNING_?KEY|ENCRYPTION_?KEY"
+    # (not a tokenizer's, `"tokenizer": "o200k_base"`)
+    r"(?:SECRET|TOKEN(?!I[SZ])|PASS(?:WORD|WD|PHRASE)?|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|SIGNING_?KEY|ENCRYPTION_?KEY"
     # (Azure's connection strings: `AccountKey=`, `StorageKey=`)
     r"|MASTER_?KEY|CLIENT_?KEY|APP_?KEY|ACCOUNT_?KEY|STORAGE_?KEY|AUTH_?KEY|HMAC(?:_?KEY)?|[A-Z0-9]_KEY|CREDENTIALS?"
     # (`AUTH`, not a GraphQL schema's or a package's `author:`, nor `authority:`)
@@ -1110,9 +1111,10 @@ OURS: tuple[Rule, ...] = (
             # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`)
             # (nor Helm's `existingSecret: orders-db-credentials`, `auth.existingSecret=`, `existingSecretPasswordKey:`:
             # the name of a Kubernetes Secret that holds the value, as `secretName`)
-            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)[\"']?(?:\s*(?:=|:=|:|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)[\"']?(?:\s*(?:=|:=|:(?!:)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
             # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
             # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
+            # (`::` is a path's, not an operator: pytest's `test_secret_paths.py::test_x`, C++'s, Rust's)
             # (nor the next line's empty `NAME=` of an env file: `DJANGO_SECRET_KEY=` / `STRIPE_SECRET_KEY=`)
             r"(?![A-Za-z_][A-Za-z_-]*:(?:\s|$)|(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]*=))([^\s\"'`]{6,})"
         ),
@@ -1996,8 +1998,11 @@ def _matches(view: str) -> Iterator[Finding]:
 # token split over two lines, a trailing backslash).
 # Also string literals glued in code: `'ghp_' + 'wKqi…'`, Python's implicit `"abc"\n    "def"`, PHP's `.`,
 # VB's `&`, Lua's `..` (a token split so that a pre-commit hook does not see it).
+# (not a line of code after a line of code: `status.HTTP_503_SERVICE_UNAVAILABLE` / `default_detail = "…"` is an
+# assignment, `name = ` or `call(`, which no wrapped key's next line is: a key has no space and no parenthesis)
 _WRAP = re.compile(
-    r"(?<=[A-Za-z0-9+/=_-])(?:\\?[ \t]*\r?\n[ \t]*|([\"'`])\s*(?:\+|\.\.?|&|\|\|)?\s*\1)(?=[A-Za-z0-9+/=_-])"
+    r"(?<=[A-Za-z0-9+/=_-])(?:\\?[ \t]*\r?\n[ \t]*(?![A-Za-z_][\w.]*(?:[ \t]+[-+*/|&]?=[ \t]|\())"
+    r"|([\"'`])\s*(?:\+|\.\.?|&|\|\|)?\s*\1)(?=[A-Za-z0-9+/=_-])"
 )
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])")
 _PERCENT = re.compile(r"\S*%[0-9A-Fa-f]{2}\S*")
