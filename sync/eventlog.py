@@ -219,6 +219,15 @@ def list_names(folder: Path) -> list[str]:
     return sorted(scan(folder).all_names)
 
 
+# Lines git writes into a file it could not merge (longer runs for nested or rename conflicts).
+_CONFLICT_MARKER = re.compile(rb"^(?:<{7,} |={7,}\r?$|>{7,} )", re.M)
+
+
+class UnmergedFile(EventError):
+    """A file holding git's conflict markers: not bad but unfinished, so it is read again once the
+    merge is done (two teammates compacting at once makes git see renames and conflict)."""
+
+
 def read_file(folder: Path, name: str) -> list[Event]:
     """The events of one file, or EventError naming what is wrong. Symlinks and FIFOs are
     refused without blocking; the size is checked before anything is read."""
@@ -236,13 +245,20 @@ def read_file(folder: Path, name: str) -> list[Event]:
             raise EventError("not a regular file")
         if info.st_size > MAX_EVENT_BYTES:
             raise EventError(f"file is {info.st_size} bytes; the limit is 4 MiB")
-        return parse_bytes(fh.read(MAX_EVENT_BYTES + 1))
+        data = fh.read(MAX_EVENT_BYTES + 1)
+    if _CONFLICT_MARKER.search(data):
+        raise UnmergedFile(
+            "holds git's conflict markers (an unfinished merge): resolve it so that each event file keeps one "
+            "side's content, commit, and it is read at the next reconcile"
+        )
+    return parse_bytes(data)
 
 
 @dataclass
 class ReadResult:
     events: list[tuple[str, Event]] = field(default_factory=list)
     parse_errors: list[dict[str, str]] = field(default_factory=list)
+    unmerged: set[str] = field(default_factory=set)  # of parse_errors: files to read again (UnmergedFile)
 
 
 def read_events(folder: Path, names: list[str] | None = None) -> ReadResult:
@@ -259,4 +275,6 @@ def read_events(folder: Path, names: list[str] | None = None) -> ReadResult:
             continue  # gone since the listing (a checkout, a compaction)
         except (EventError, OSError) as exc:
             result.parse_errors.append({"file": name, "error": str(exc)[:300]})
+            if isinstance(exc, UnmergedFile):
+                result.unmerged.add(name)
     return result

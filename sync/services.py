@@ -146,7 +146,10 @@ class Reconcile:
         self.result["events_new"] = len(new_names)
         refused = [{"file": n, "error": why} for n, why in sorted(listing.refused.items()) if n in new_names]
         new = read_events(self.folder, sorted(new_names - set(listing.refused)))
-        self._record_bad(refused + new.parse_errors)
+        # A file left mid-merge is listed, not recorded as bad: it is read again once resolved.
+        unmerged = [e for e in new.parse_errors if e["file"] in new.unmerged]
+        self.deferred += len(unmerged)
+        self._record_bad(refused + [e for e in new.parse_errors if e["file"] not in new.unmerged])
         new_events = self._clamp_new(new.events)
         new_by_memory: dict[str, list[str]] = {}
         for name, event in new_events:
@@ -159,7 +162,7 @@ class Reconcile:
         self._publish_local_only(set(new_by_memory))
         self._write_files()
         self._record_written()
-        self.result["parse_errors"] = self._bad_in(names)
+        self.result["parse_errors"] = self._bad_in(names) + unmerged
         if not self.deferred:
             listed = names | {n for n, _ in self.written}
             defaults: dict[str, Any] = {

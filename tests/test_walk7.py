@@ -22,7 +22,7 @@ from memories.models import Memory
 from memories.scope import resolve
 from memories.write import create
 from tests.conftest import free_port
-from tests.processes import REPO, product_env, run_cli, spawn, stop, wait_until
+from tests.processes import REPO, git_repo, product_env, run_cli, spawn, stop, wait_until
 from tests.stubs import StubServer
 from tests.test_first_hour import fresh_home  # noqa: F401 (a fixture)
 from tests.test_plugins import cli
@@ -143,3 +143,51 @@ def test_yullu_dream_without_a_reasoner_here_names_the_one_the_running_server_dr
     assert "no reasoner to dream with" in ran.stderr, ran.stderr
     assert "The running server dreams with anthropic:" in ran.stderr and "Dream now" in ran.stderr, ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+def test_an_event_file_left_mid_merge_is_read_again_once_the_merge_is_resolved(
+    tmp_path: Path, stub_embedder: StubServer
+) -> None:
+    # Found on the walk: two teammates ran `yullu sync compact` on different states; `git pull` saw renames
+    # (old event -> snapshot) and left conflict markers in two snapshots. The reconcile (beat runs one every
+    # 5 minutes) recorded them as bad for good: once resolved they were still "bad JSON", never applied.
+    from sync.services import reconcile_scope
+    from tests.test_sync_hostile import event, git
+
+    memory = "00000000-0000-4000-8000-0000000000a1"
+    body = "Stromness berths are reallocated every night at 01:00 by the allocator job."
+    repo = git_repo(tmp_path / "harbor", "git@github.com:tidewater/harbor.git")
+    logs = repo / ".yullu" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "old.json").write_bytes(event(1, memory, content=body, category="domain"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    ours = _branch(repo)
+    git(repo, "checkout", "-q", "-b", "theirs")
+    (logs / "old.json").unlink()
+    (logs / "snap-b.json").write_bytes(event(3, memory, content=body, category="domain", tags=["berths"]))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "their compaction")
+    git(repo, "checkout", "-q", ours)
+    (logs / "old.json").unlink()
+    (logs / "snap-a.json").write_bytes(event(2, memory, content=body, category="domain"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "our compaction")
+    merged = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", "merge", "theirs"], cwd=repo,
+                            capture_output=True, text=True)  # fmt: skip
+    assert merged.returncode != 0 and "CONFLICT" in merged.stdout, merged.stdout
+    scope = resolve(None, str(repo))
+    first = reconcile_scope(scope)
+    conflicted = {e["file"] for e in first["parse_errors"] if "conflict markers" in e["error"]}
+    assert conflicted and conflicted <= {"snap-a.json", "snap-b.json"}, first["parse_errors"]
+    assert not Memory.objects.filter(uuid=memory).exists()
+    # resolved: each snapshot keeps its own side's content
+    (logs / "snap-a.json").write_bytes(event(2, memory, content=body, category="domain"))
+    (logs / "snap-b.json").write_bytes(event(3, memory, content=body, category="domain", tags=["berths"]))
+    second = reconcile_scope(scope)
+    assert second["parse_errors"] == [], second["parse_errors"]
+    assert Memory.objects.get(uuid=memory).content == body
+
+
+def _branch(repo: Path) -> str:
+    return subprocess.run(["git", "branch", "--show-current"], cwd=repo, capture_output=True, text=True).stdout.strip()
