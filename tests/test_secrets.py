@@ -1267,3 +1267,23 @@ def test_a_test_id_a_tokenizers_name_and_two_lines_of_code_are_kept(text: str) -
 def test_a_key_wrapped_over_two_lines_is_still_refused() -> None:
     key = chars(ALNUM, 64)(random.Random(9))
     assert find_secret(f"the backup key:\n{key[:32]}\n{key[32:]}") is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Reranker: cross-encoder/mmarco-mMiniLMv2-L12-H384-v1 (~113MB INT8)",
+        "Qwen/Qwen2.5-Coder-32B-Instruct-GPTQ-Int4 is the default model",
+        "class PPOCRV5MobileRecForTextRecognitionOutput(BaseModel) holds the logits",
+        "return Qwen3VLMoeCausalLMOutputWithPast(loss=loss, logits=logits)",
+    ],
+)
+def test_a_hub_models_id_and_a_long_class_name_are_kept(text: str) -> None:
+    # The bare-token rule read a model's id and a class's name (mixed case, digits) as a random key.
+    assert find_secret(text) is None
+
+
+def test_random_keys_rarely_pass_for_class_names() -> None:
+    rng = random.Random(5)
+    keys = [chars(ALNUM, rng.choice([32, 36, 40, 44]))(rng) for _ in range(2000)]
+    assert sum(find_secret(f"the key {key} for the backup") is None for key in keys) <= 10

@@ -348,6 +348,21 @@ _JOINED_WORDS = re.compile(r"(?:-?(?:[A-Z]?[a-z]+|[A-Z]+|\d+)?\+){3,}-?(?:[A-Z]?
 RANDOM_TOKEN = 32  # the bare-token rule's shortest token
 
 
+# A model's id on a hub (`cross-encoder/mmarco-mMiniLMv2-L12-H384-v1`, `Qwen/Qwen2.5-Coder-32B-Instruct-GPTQ-Int4`):
+# an owner, one `/`, and short pieces joined by `-`, `_` or `.` (a base64 key has no `-`, `_` or `.`; a URL-safe
+# one no `/`).
+_MODEL_ID = re.compile(
+    rf"(?:{_PATH_WORD}|[a-z0-9]+(?:[-_.][a-z0-9]+)*)/[A-Za-z0-9]{{1,12}}(?:[-_.][A-Za-z0-9]{{1,12}})+"
+)
+_HUMP = re.compile(r"[A-Z][a-z]{2,}")
+
+
+def _long_class_name(token: str) -> bool:
+    """`PPOCRV5MobileRecForTextRecognitionOutput`, `Qwen3VLMoeCausalLMOutputWithPast`: a class's name, mostly
+    capitalised words of three letters or more, three quarters of it (a random key's such runs are a fifth)."""
+    return bool(_CLASS_NAME.fullmatch(token)) and sum(map(len, _HUMP.findall(token))) >= 0.75 * len(token)
+
+
 def _random_looking(token: str) -> bool:
     """A bare token of ≥ 32 characters from a key alphabet with upper and lower case, and a digit or
     `+` / `/`, whose entropy is that of random bytes (an AWS secret access key, a base64 key)."""
@@ -356,6 +371,8 @@ def _random_looking(token: str) -> bool:
     if _URL_PATH.fullmatch(token):  # a URL after its scheme: only a long part of its own can be a key
         return any(_random_looking(part) for part in token.split("/") if len(part) >= RANDOM_TOKEN)
     if _WORDS_PATH.fullmatch(token) or _JOINED_WORDS.fullmatch(token) or _encoded_file(token):
+        return False
+    if _MODEL_ID.fullmatch(token) or _long_class_name(token):
         return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
         return False
