@@ -15,14 +15,17 @@ anyway (its name derives from the event, see eventlog.write_event).
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Min, QuerySet
 from django.utils import timezone
 
 from access.actor import acting
@@ -247,6 +250,38 @@ def _write_group(folder: Path, rows: list[OutboxEvent]) -> list[tuple[OutboxEven
         except OSError as exc:
             log.warning("could not write a sync event to %s (kept for the next sweep): %s", row.folder, exc)
     return out
+
+
+STUCK_AFTER = timedelta(minutes=5)  # the sweep runs every minute: older rows keep failing to be written
+
+
+def stuck(
+    rows: QuerySet[OutboxEvent] | None = None, older_than: timedelta = STUCK_AFTER
+) -> list[tuple[str, int, datetime]]:
+    """(folder, events, oldest) for each log folder whose committed events (of `rows`, else all)
+    still wait to be written after `older_than`: a store into a full or read-only folder answers as
+    stored and its events wait here for the sweep, which otherwise says so only in the worker's log."""
+    found = (
+        (OutboxEvent.objects.all() if rows is None else rows)
+        .exclude(folder=HELD)
+        .filter(created_at__lt=timezone.now() - older_than)
+        .values("folder")
+        .annotate(n=Count("id"), oldest=Min("created_at"))
+        .order_by("oldest")
+    )
+    return [(r["folder"], r["n"], r["oldest"]) for r in found]
+
+
+def folder_problem(folder: str) -> str:
+    """Why events may not be written to `folder`, as far as looking at it tells (else "")."""
+    path = Path(folder)
+    if not path.is_dir():
+        return "the folder is missing"
+    if not os.access(path, os.W_OK):
+        return "the folder is read-only"
+    if shutil.disk_usage(path).free < 1 << 20:
+        return "its file system is full"
+    return ""
 
 
 def pending_uuids(project_id: str) -> set[str]:

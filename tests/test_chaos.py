@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import psycopg
 import pytest
 from django.db import connection
 from django.test import Client
+from django.utils import timezone
 
 from access.bootstrap import bootstrap, token_file
 from dreaming.admin import pass_status
@@ -39,6 +41,7 @@ from tests.processes import REPO, product_env, run_cli, spawn, stub_env, wait_un
 from tests.processes import test_database_url as database_url
 from tests.stubs import StubServer
 from yullu_core.locks import LockKey
+from yullu_site.monitoring.health import gather
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,10 +78,17 @@ def test_a_store_into_a_full_log_folder_leaves_no_temp_file_and_is_written_once_
     assert OutboxEvent.objects.filter(memory_uuid=memory.uuid).exists()
     assert temps(full_log) == [], "a failed write left its temp file (it kept the disk full)"
     assert list_names(full_log) == []
+    flush()  # the sweep of the reconcile tick, while the folder is still full
+    # Ten minutes on, doctor and the dashboard say which folder holds events back, and why.
+    OutboxEvent.objects.update(created_at=timezone.now() - timedelta(minutes=10))
+    part = gather(("sync events",)).part("sync events")
+    assert len(part.problems) == 1 and str(full_log) in part.problems[0], part
+    assert "(its file system is full); teammates do not see them yet." in part.problems[0], part
     (full_log / "filler").unlink()
-    flush()  # the sweep of the reconcile tick
+    flush()
     assert not OutboxEvent.objects.filter(memory_uuid=memory.uuid).exists()
     assert len(list_names(full_log)) >= 1 and temps(full_log) == []
+    assert gather(("sync events",)).part("sync events").ok
 
 
 def test_a_reconcile_removes_the_temp_files_a_dead_writer_left(repo: Path) -> None:

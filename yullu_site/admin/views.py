@@ -19,8 +19,8 @@ from memories.admin_views import admin_page, daily_charts
 from memories.anchors import stale as anchor_stale
 from memories.models import EventKind, Memory, MemoryEvent, ProjectLocation, Usage
 from memories.search import stats
-from sync.models import ProjectSyncState
-from yullu_site.monitoring.health import DASHBOARD, gather, team_log
+from sync.models import OutboxEvent, ProjectSyncState
+from yullu_site.monitoring.health import DASHBOARD, gather, sync_events, team_log
 
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
@@ -79,7 +79,10 @@ def health() -> dict[str, Any]:
     """The dashboard's part of the health model (yullu_site/monitoring/health.py): its numbers, and every
     problem as a warning a reviewer should act on (the team logs: of the projects they may read)."""
     visible_logs = only_visible(ProjectSyncState.objects.all())
-    found = gather(DASHBOARD, {"team log": lambda: team_log(visible_logs)})
+    visible_events = only_visible(OutboxEvent.objects.all())
+    found = gather(
+        DASHBOARD, {"team log": lambda: team_log(visible_logs), "sync events": lambda: sync_events(visible_events)}
+    )
     vectors, reasoner = found.part("vectors"), found.part("reasoner")
     cost = Usage.objects.aggregate(c=Sum("cost_microcents"))["c"] or 0
     return {

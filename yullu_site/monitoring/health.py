@@ -196,8 +196,27 @@ def team_log(states: QuerySet[Any] | None = None) -> Part:
     return Part("team log", " ".join(advice), tuple(advice), fix)
 
 
+def sync_events(rows: QuerySet[Any] | None = None) -> Part:
+    """Committed events that keep failing to reach their team log (a full or read-only folder); of
+    `rows` only, when given (the dashboard: the projects the viewer may read)."""
+    from sync.outbox import folder_problem, stuck
+
+    late = stuck(rows)
+    if not late:
+        return Part("sync events", "every event written to its team log")
+    problems = []
+    for folder, n, oldest in late:
+        why = folder_problem(folder)
+        problems.append(
+            f"{n} sync event{pluralize(n)} committed since {oldest:%Y-%m-%d %H:%M} UTC still wait to be written to "
+            f"{folder}{f' ({why})' if why else ''}; teammates do not see them yet."
+        )
+    fix = "make room on that folder's disk or make it writable; the sweep writes the events by itself"
+    return Part("sync events", f"{sum(n for _, n, _ in late)} waiting", tuple(problems), fix)
+
+
 # Parts whose problems leave the server working: warnings, not "not ready".
-OPTIONAL = frozenset({"reasoner", "vectors", "provider calls", "team log"})
+OPTIONAL = frozenset({"reasoner", "vectors", "provider calls", "team log", "sync events"})
 PARTS: dict[str, Callable[[], Part]] = {
     "database": database,
     "broker": broker,
@@ -207,12 +226,13 @@ PARTS: dict[str, Callable[[], Part]] = {
     "provider calls": provider_calls,
     "reasoner": reasoner,
     "team log": team_log,
+    "sync events": sync_events,
 }
 # What each place shows. /api/status is polled (no counts); the dashboard is a page the database
 # already served; the banner runs before anything else is up.
 STATUS = ("database", "broker", "embedder", "disk", "reasoner")
-DOCTOR = ("database", "broker", "disk", "embedder", "reasoner", "team log")
-DASHBOARD = ("broker", "disk", "vectors", "provider calls", "reasoner", "team log")
+DOCTOR = ("database", "broker", "disk", "embedder", "reasoner", "team log", "sync events")
+DASHBOARD = ("broker", "disk", "vectors", "provider calls", "reasoner", "team log", "sync events")
 BANNER = ("reasoner",)
 
 
