@@ -355,6 +355,13 @@ def counts(rows: list[dict[str, Any]], w: np.ndarray, t: float, floor: float) ->
     questions and paraphrases those answered first (`r1`), in the top 3 (`top3`) or with nothing
     (`empty`); long prompts whose answer passes (`found`); prompts with no answer that get something
     (`leak`). The first stage's order, the best 3, the product's cosine floor (as score())."""
+    return counts_by(rows, w, t, lambda r, c: features(r, c, "best", floor))
+
+
+def counts_by(
+    rows: list[dict[str, Any]], w: np.ndarray, t: float, feat: Callable[[dict[str, Any], dict[str, Any]], list[float]]
+) -> dict[str, int]:
+    """`counts` with any features (`feat(row, candidate)`, the weights' order)."""
     out: dict[str, int] = {}
 
     def add(key: str, value: bool = True) -> None:
@@ -364,8 +371,7 @@ def counts(rows: list[dict[str, Any]], w: np.ndarray, t: float, floor: float) ->
         passing = [
             c["id"]
             for c in r["cands"][:3]
-            if (c["cosine"] or 0.0) >= min_cosine(r)
-            and 1.0 / (1.0 + np.exp(-np.dot(features(r, c, "best", floor), w))) >= t
+            if (c["cosine"] or 0.0) >= min_cosine(r) and 1.0 / (1.0 + np.exp(-np.dot(feat(r, c), w))) >= t
         ]
         kind = r["kind"]
         add(f"{kind} n")

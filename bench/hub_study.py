@@ -360,29 +360,12 @@ def fit(rows: list[dict[str, Any]], start: np.ndarray, free: list[int], feat: Ca
 
 
 def counts(rows: list[dict[str, Any]], w: np.ndarray, t: float, feat: Callable[..., list[float]]) -> dict[str, int]:
-    """As bench.calibrate.counts, any features."""
+    """As bench.calibrate.counts, any features, and prompts with no answer counted by those that get nothing."""
     from bench import calibrate as cal
 
-    out: dict[str, int] = {}
-
-    def add(key: str, value: bool = True) -> None:
-        out[key] = out.get(key, 0) + int(value)
-
-    for r in rows:
-        passing = [
-            c["id"]
-            for c in r["cands"][:3]
-            if (c["cosine"] or 0.0) >= cal.min_cosine(r) and 1.0 / (1.0 + np.exp(-np.dot(feat(r, c), w))) >= t
-        ]
-        kind = r["kind"]
-        add(f"{kind} n")
-        if kind == "long":
-            add("long found", bool(set(passing) & set(r["answers"])))
-        elif kind in ("question", "paraphrase"):
-            add(f"{kind} r1", bool(passing) and passing[0] in r["answers"])
-            add(f"{kind} top3", bool(set(passing) & set(r["answers"])))
-        else:
-            add(f"{kind} empty", not passing)
+    out = cal.counts_by(rows, w, t, feat)
+    for kind in {r["kind"] for r in rows} - {"long", *cal.KINDS_ANSWERED}:
+        out[f"{kind} empty"] = out[f"{kind} n"] - out[f"{kind} leak"]
     return out
 
 
