@@ -191,3 +191,18 @@ def test_an_event_file_left_mid_merge_is_read_again_once_the_merge_is_resolved(
 
 def _branch(repo: Path) -> str:
     return subprocess.run(["git", "branch", "--show-current"], cwd=repo, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_database_that_never_answers_is_one_sentence_not_a_hang(tmp_path: Path) -> None:
+    # Found on the walk: with the postmaster stopped (SIGSTOP) new connections waited for ever, and so did
+    # /api/status and every command. Here a DATABASE_URL whose server takes the connection and says nothing.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"),
+                          DATABASE_URL=f"postgresql://yullu@127.0.0.1:{port}/yullu")  # fmt: skip
+        ran = run_cli(["memories", "list", "--project", "acme/shop"], env, timeout=120)
+    assert ran.returncode == 1, ran.stdout
+    assert ran.stderr.count("\n") <= 2 and "Traceback" not in ran.stderr, ran.stderr
+    assert "timeout" in ran.stderr.lower() or "unavailable" in ran.stderr.lower(), ran.stderr

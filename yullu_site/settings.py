@@ -142,6 +142,10 @@ _db["OPTIONS"]["options"] = " ".join(
 # Django's ORM keeps client-side binding, which never prepares. None (Django's default) would turn
 # those off too, e.g. for a DATABASE_URL behind a transaction-pooling PgBouncer older than 1.21.
 _db["OPTIONS"].setdefault("prepare_threshold", 1_000_000)
+# A database that takes the connection and never answers (a stopped postmaster, a firewall dropping
+# packets) is "unavailable" after this many seconds; libpq's default waits for ever, so every request,
+# /api/status included, hung. The MCP token check uses the same bound (access/token_check.py).
+_db["OPTIONS"].setdefault("connect_timeout", 5)
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
