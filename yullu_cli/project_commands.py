@@ -35,7 +35,7 @@ def add_sync_parsers(sub: Any) -> None:
 
     p = sub.add_parser("sync", help="team event log maintenance")
     sync_sub = p.add_subparsers(dest="sync_command", required=True)
-    c = sync_sub.add_parser("compact", help="fold the event log into one snapshot per memory (then commit it)")
+    c = sync_sub.add_parser("compact", help="fold the event log into one snapshot per memory (then you commit it)")
     c.add_argument("--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder of the project (default: here)")
     c.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     c.add_argument("--dry-run", action="store_true", help="only count what would change")
