@@ -28,7 +28,7 @@ from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
 from yullu_core.timestamps import format_ts
 
-from .eventlog import event_filename, logs_dir, read_events, write_events
+from .eventlog import event_filename, logs_dir, read_events, remove_stale_temps, write_events
 from .fold import Folded, fold
 from .models import LedgerEntry, ProjectSyncState
 from .outbox import flush, sync_config
@@ -93,6 +93,8 @@ def compact(scope: Scope, dry_run: bool = False, cwd: str | None = None) -> Comp
 
 def _compact(project_id: str, folder: Path, dry_run: bool) -> CompactResult:
     flush(project_id=project_id)
+    if not dry_run:
+        remove_stale_temps(folder)  # a compaction killed while linking left one per snapshot
     read = read_events(folder)
     by_memory: dict[str, list[tuple[str, Event]]] = {}
     for name, event in read.events:

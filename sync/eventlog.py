@@ -120,27 +120,43 @@ def write_events(folder: Path, events: list[Event]) -> list[str]:
 
 
 # A writer links its temp file within a second of creating it; one this old was left by a process
-# that died in between (kill -9, a power cut).
+# that died in between (kill -9, a power cut), whichever machine it ran on.
 STALE_TEMP_S = 3600
-_TEMP = re.compile(r"\.[^/]+\.json\.\d+\.tmp")
+_TEMP = re.compile(r"\.[^/]+\.json\.(\d+)\.tmp")  # the writer's pid before `.tmp`
 
 
 def remove_stale_temps(folder: Path, now: float | None = None) -> int:
-    """Remove the temp files a writer that died left in `folder` (older than STALE_TEMP_S); returns
-    how many. Readers skip them, but they stayed for good: space on a full disk, clutter for `git add`."""
+    """Remove the temp files writers that died left in `folder`: their pid is not running here, or
+    they are older than STALE_TEMP_S (a pid of another machine, or reused); returns how many.
+    Readers skip them, but they stayed for good: space on a full disk (a compaction killed while
+    linking left thousands), clutter for `git add`. Removing one a live writer in another pid
+    namespace still needs costs it a retry: its link fails and the outbox keeps the event."""
     limit = (time.time() if now is None else now) - STALE_TEMP_S
     removed = 0
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
-                if _TEMP.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-                    with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
-                        if entry.stat(follow_symlinks=False).st_mtime < limit:
-                            os.unlink(entry.path)
-                            removed += 1
+                if not (match := _TEMP.fullmatch(entry.name)) or not entry.is_file(follow_symlinks=False):
+                    continue
+                with contextlib.suppress(OSError):  # gone meanwhile, or not ours to remove
+                    if not _running(int(match[1])) or entry.stat(follow_symlinks=False).st_mtime < limit:
+                        os.unlink(entry.path)
+                        removed += 1
     except OSError:
         pass  # no folder yet, or one we cannot list: nothing to tidy
     return removed
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process (or not a pid we can ask about): leave it to the age rule
+    return True
 
 
 def _link(tmp: Path, final: Path, data: bytes) -> None:

@@ -94,16 +94,20 @@ def test_a_store_into_a_full_log_folder_leaves_no_temp_file_and_is_written_once_
 def test_a_reconcile_removes_the_temp_files_a_dead_writer_left(repo: Path) -> None:
     folder = repo / ".yullu" / "logs"
     folder.mkdir(parents=True)
-    stale = folder / ".20260601T041213.364878000Z-abcf29d8.json.4242.tmp"
-    fresh = folder / ".20260601T041213.364878000Z-0badc0de.json.4243.tmp"
-    for temp in (stale, fresh):
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid no process has now
+    dead = folder / f".20260601T041213.364878000Z-abcf29d8.json.{gone.pid}.tmp"
+    old = folder / ".20260601T041213.364878000Z-0badc0de.json.1.tmp"  # pid 1 runs, but an hour went by
+    live = folder / ".20260601T041213.364878000Z-5ca1ab1e.json.1.tmp"  # may be between its write and its link
+    for temp in (dead, old, live):
         temp.write_text('{"id": "half a')
-    old = time.time() - STALE_TEMP_S - 60
-    os.utime(stale, (old, old))
+    hour_ago = time.time() - STALE_TEMP_S - 60
+    os.utime(old, (hour_ago, hour_ago))
     result = reconcile_scope(Scope("github.com/acme/app", repo))
     assert result["parse_errors"] == []
-    assert not stale.exists(), "left by a writer killed between its write and its link"
-    assert fresh.exists(), "a writer may be between its write and its link right now"
+    assert not dead.exists(), "left by a writer killed between its write and its link"
+    assert not old.exists(), "a writer links within a second: an hour-old temp file is left over"
+    assert live.exists(), "a running writer's temp file is kept"
 
 
 def test_a_data_folder_owned_by_someone_else_is_named_with_its_fix() -> None:
