@@ -1327,7 +1327,7 @@ REVIEW_6_KEEP: list[Form] = [
 ]
 
 
-# 209 ordinary memories an assistant stores about codebases: about half everyday (build, docker, kubectl and
+# 210 ordinary memories an assistant stores about codebases: about half everyday (build, docker, kubectl and
 # terraform commands with flags, internal URLs, SQL, regexes, cron lines, log lines with ids, stack traces,
 # YAML/TOML/INI/JSON excerpts, pins, long paths, base64 of a fixture's text, base58/base32 ids, colours, hashes,
 # uuids, shas, ULIDs, image digests, fake people, phone formats, documented test card numbers, IBANs in prose)
@@ -1337,8 +1337,7 @@ REVIEW_6_KEEP: list[Form] = [
 # BEFORE reading the scanner, its tests or this file. First run, each stored through `POST /api/memories` on a
 # live `yullu serve` (real PostgreSQL) at d0f705e: 5 of 210 refused (a Grafana URL's path read as one bare key,
 # an .env.example's next empty `NAME=` read as the value of the one before, Helm's `existingSecret:` name,
-# `ISO 9564` after "PIN", and a Solana program id). The Solana id (a bare base58 token of 32 bytes, nothing
-# calling it public: a key's shape) is left out and stays refused; the other four are kept since.
+# `ISO 9564` after "PIN", and a Solana program id after "the token program"); all kept since.
 REVIEW_7_KEEP: list[Form] = [
     (f"review7 {i}", _fixed(text))
     for i, text in enumerate(json.loads((Path(__file__).parent / "data" / "review7_keep.json").read_text("utf-8")))

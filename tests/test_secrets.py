@@ -1287,3 +1287,19 @@ def test_random_keys_rarely_pass_for_class_names() -> None:
     rng = random.Random(5)
     keys = [chars(ALNUM, rng.choice([32, 36, 40, 44]))(rng) for _ in range(2000)]
     assert sum(find_secret(f"the key {key} for the backup") is None for key in keys) <= 10
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Solana ids are base58: the token program TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA.",
+        "the IPFS CID QmXoypizjW3WknFiJnKLwHCnL72vedxjQkDDP1mXWo6uco of the docs",
+        "deposit address: 9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin",
+    ],
+)
+def test_an_address_or_an_id_on_a_chain_is_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+def test_a_bare_key_called_a_keypair_is_still_refused() -> None:
+    assert find_secret(f"the keypair {chars(ALNUM, 44)(random.Random(4))}") is not None

@@ -327,12 +327,16 @@ _PATH_WORD = r"(?:[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*|[a-z][a-z0-9]*(?:[_-][a-z0-9]+
 _WORDS_PATH = re.compile(rf"(?:{_PATH_WORD}/)+{_PATH_WORD}(?:\.[a-z0-9]{{1,8}})?")
 
 
-# "the public key RWQf6LRC…" (minisign's, age's recipient, a wallet's): a token its words call public.
-_PUBLIC_NAMED = re.compile(r"(?i)\bpublic[ _-]?key\b[^\w\n]{0,3}(?:\s+(?:is|was|are))?[\s:=\"'`]*$")
+# "the public key RWQf6LRC…" (minisign's, age's recipient, a wallet's), "the token program TokenkegQfe…", "the
+# IPFS CID QmXoypiz…", "the USDC mint EPjFWdd5…": a token its words call public, an address, an id on a chain.
+_PUBLIC_NAMED = re.compile(
+    r"(?i)\b(?:public[ _-]?key|pubkey|address(?:es)?|cid|program(?:[ _-]?id)?|mint)\b[^\w\n]{0,3}"
+    r"(?:\s+(?:is|was|are))?[\s:=\"'`]*$"
+)
 
 
 def _named_public(before: str) -> bool:
-    """For the bare-token rule: true unless the words just before call the token a public key."""
+    """For the bare-token rule: true unless the words just before call the token a public key or an address."""
     return not _PUBLIC_NAMED.search(before)
 
 
