@@ -7,17 +7,18 @@ import time
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import Count, Max
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin, TabularInline
 
+from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, held
 
-from .models import DreamOp, DreamPass, DreamSchedule, SessionMessage
+from .models import DreamOp, DreamPass, DreamSchedule
 from .prompt import DEFAULT_PROMPT, current_prompt, reset_prompt, set_prompt
+from .services import buffered_sessions, recent_passes, require_dream, unfinished_projects
 
 
 class DreamOpInline(TabularInline):
@@ -30,10 +31,6 @@ class DreamOpInline(TabularInline):
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
-
-
-def _unfinished_projects() -> set[str]:
-    return set(DreamPass.objects.filter(finished_at__isnull=True).values_list("project_id", flat=True))
 
 
 def pass_status(p: DreamPass) -> dict[str, Any]:
@@ -108,57 +105,48 @@ class DreamPassAdmin(ModelAdmin):
 
     def status_view(self, request: HttpRequest) -> JsonResponse:
         """Polled by the Dreaming page while a pass is queued or running."""
-        passes = [pass_status(p) for p in DreamPass.objects.order_by("-started_at")[:10]]
+        passes = [pass_status(p) for p in recent_passes(limit=10)]
         return JsonResponse({"passes": passes, "running": any(p["running"] for p in passes)})
 
     def dreaming_view(self, request: HttpRequest) -> HttpResponse:
         if request.method == "POST":
             return self._post(request)
-        sessions = (
-            SessionMessage.objects.values("project_id", "session_id")
-            .annotate(n=Count("id"), last=Max("created_at"))
-            .order_by("project_id", "-last")
-        )
-        grouped: dict[str, list[dict[str, Any]]] = {}
-        for row in sessions:
-            messages = list(
-                SessionMessage.objects.filter(project_id=row["project_id"], session_id=row["session_id"])
-                .order_by("id")
-                .values("role", "content")[:20]
-            )
-            grouped.setdefault(row["project_id"], []).append({**row, "messages": messages})
         context = {
             **self.admin_site.each_context(request),
             "title": "Dreaming",
-            "projects": grouped,
-            "passes": DreamPass.objects.order_by("-started_at")[:20],
+            "projects": buffered_sessions(),
+            "passes": recent_passes(limit=20),
             "prompt": current_prompt(),
             "is_default_prompt": current_prompt() == DEFAULT_PROMPT,
             # Epoch seconds the page waits for a pass started after ("Dream now"), or 0 to watch a running one.
             "watch": request.GET.get("watch", "")
-            or ("0" if any(held(LockKey.DREAM, p) for p in _unfinished_projects()) else ""),
+            or ("0" if any(held(LockKey.DREAM, p) for p in unfinished_projects()) else ""),
         }
         return TemplateResponse(request, "admin/yullu/dreaming.html", context)
 
     def _post(self, request: HttpRequest) -> HttpResponse:
         action = request.POST.get("action")
         target = reverse("admin:dreaming_dreampass_dreaming")
-        if action == "dream":
-            from .tasks import dream_project
+        try:
+            if action == "dream":
+                project = request.POST.get("project_id", "")
+                queued_at = time.time() - 2  # before queuing: a fast worker may start (or finish) at once
+                require_dream(project)  # the worker acts as the system: the caller's role is checked here
+                from .tasks import dream_project
 
-            project = request.POST.get("project_id", "")
-            queued_at = time.time() - 2  # before queuing: a fast worker may start (or finish) at once
-            dream_project.delay(project)
-            messages.success(request, f"Dream pass queued for {project}; its status updates below.")
-            target += f"?watch={queued_at:.0f}"
-        elif action == "save_prompt":
-            set_prompt(request.POST.get("prompt", ""))
-            messages.success(request, "Prompt saved.")
-        elif action == "reset_prompt":
-            reset_prompt()
-            messages.success(request, "Prompt reset to the default.")
-        else:
-            messages.error(request, "Unknown action.")
+                dream_project.delay(project)
+                messages.success(request, f"Dream pass queued for {project}; its status updates below.")
+                target += f"?watch={queued_at:.0f}"
+            elif action == "save_prompt":
+                set_prompt(request.POST.get("prompt", ""))
+                messages.success(request, "Prompt saved.")
+            elif action == "reset_prompt":
+                reset_prompt()
+                messages.success(request, "Prompt reset to the default.")
+            else:
+                messages.error(request, "Unknown action.")
+        except UserError as exc:  # a project the reviewer may not dream on, the install-wide prompt
+            messages.error(request, str(exc))
         return HttpResponseRedirect(target)
 
 

@@ -121,6 +121,39 @@ def recent_passes(project_id: str | None = None, limit: int = 50) -> list[DreamP
     return list(qs[:limit])
 
 
+def unfinished_projects() -> set[str]:
+    """Projects the caller may read with a pass not finished (the admin's Dreaming page watches them)."""
+    qs = access.only_visible(DreamPass.objects.filter(finished_at__isnull=True))
+    return set(qs.values_list("project_id", flat=True))
+
+
+def buffered_sessions(per_session: int = 20) -> dict[str, list[dict[str, Any]]]:
+    """The buffer's sessions, per project, with their first turns (the admin's Dreaming page). Only
+    projects the caller may dream on (write): the turns are what a pass would read, and someone without
+    that role must not read other people's conversations (docs/contract.md §1, §11)."""
+    sessions = (
+        access.only_visible(SessionMessage.objects.all(), role=access.WRITE)
+        .values("project_id", "session_id")
+        .annotate(n=Count("id"), last=Max("created_at"))
+        .order_by("project_id", "-last")
+    )
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in sessions:
+        turns = list(
+            SessionMessage.objects.filter(project_id=row["project_id"], session_id=row["session_id"])
+            .order_by("id")
+            .values("role", "content")[:per_session]
+        )
+        grouped.setdefault(row["project_id"], []).append({**row, "messages": turns})
+    return grouped
+
+
+def require_dream(project_id: str) -> None:
+    """Before queuing a manual pass on the worker (the admin's "Dream now"): the worker acts as the
+    system, so the caller's right to dream on the project is checked here, where the caller is known."""
+    access.require(project_id, access.WRITE)
+
+
 def prune_buffer(now: datetime | None = None) -> int:
     """Retention for turns no pass consumed (no reasoner, dreaming off): older than
     [dreaming].buffer_max_age_days, or beyond the newest buffer_max_messages of a project."""
