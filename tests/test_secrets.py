@@ -1303,3 +1303,16 @@ def test_an_address_or_an_id_on_a_chain_is_kept(text: str) -> None:
 
 def test_a_bare_key_called_a_keypair_is_still_refused() -> None:
     assert find_secret(f"the keypair {chars(ALNUM, 44)(random.Random(4))}") is not None
+
+
+@pytest.mark.parametrize(
+    "text", ["パスワードは12文字以上です。", "パスワードは12文字以上で、Argon2idでハッシュ化されます。"]
+)
+def test_a_password_rule_in_japanese_without_spaces_is_kept(text: str) -> None:
+    # The value after "パスワードは" ran over the Japanese words to the sentence's end ("12文字以上です").
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize("text", ["本番DBのパスワードはZq8kP2mw4xです", "비밀번호는Zq8kP2mw4x입니다"])
+def test_a_password_told_between_japanese_or_korean_words_is_still_refused(text: str) -> None:
+    assert find_secret(text) == "a password"

@@ -822,7 +822,10 @@ _PIN_NAMES = (
 _PIN_WORDS, _PIN_INITIALS, _PIN_KEYWORDS = _words(_PIN_NAMES)
 
 # A value told in a sentence: six or more characters, not ending in the sentence's punctuation.
-_TOLD_VALUE = r"[^\s\"'`]{5,}[^\s\"'`.,;:)]"
+# (Chinese, Japanese and Korean text has no spaces: a value ends at their letters and punctuation, so
+# "パスワードは12文字以上です" tells a length, "数据库密码是Marmot57$copper60" a password)
+_CJK = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_TOLD_VALUE = rf"[^\s\"'`{_CJK}]{{5,}}[^\s\"'`.,;:){_CJK}]"
 # "the password is X", "PW for the NAS: X", "the admin pw for grafana was changed to X": a linking verb
 # or a colon after the noun, with a few words between (not a sentence's end or an assignment, which
 # secret-assignment reads when the name is one word).
