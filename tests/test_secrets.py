@@ -1283,10 +1283,11 @@ def test_a_hub_models_id_and_a_long_class_name_are_kept(text: str) -> None:
     assert find_secret(text) is None
 
 
-def test_random_keys_rarely_pass_for_class_names() -> None:
+def test_random_keys_nothing_names_rarely_pass_for_class_names() -> None:
+    # (3 of these 2,000 pass; a class's shape alone, without its words' share, let 71 through)
     rng = random.Random(5)
     keys = [chars(ALNUM, rng.choice([32, 36, 40, 44]))(rng) for _ in range(2000)]
-    assert sum(find_secret(f"the key {key} for the backup") is None for key in keys) <= 10
+    assert sum(find_secret(f"copy {key} into the form") is None for key in keys) <= 10
 
 
 @pytest.mark.parametrize(
