@@ -56,7 +56,8 @@ def _connect(timeout: int = 5) -> Any:
     import psycopg
     from django.db import connection
 
-    return psycopg.connect(**connection.get_connection_params(), autocommit=True, connect_timeout=timeout)
+    # Its own bound wins over the settings' connect_timeout (a keyword given twice is a TypeError).
+    return psycopg.connect(**{**connection.get_connection_params(), "connect_timeout": timeout}, autocommit=True)
 
 
 def _reachable() -> bool:
