@@ -61,13 +61,12 @@ def admin_password_hint(pw_file: Path) -> str:
 
 
 def upgrade_line(migrated: list[str]) -> str | None:
-    """After an upgrade, say that the schema changed and how. A new database (Django's first
-    migration among them) is no news: the first-run lines say so."""
-    if not migrated or "contenttypes.0001_initial" in migrated:
-        return None
-    names = ", ".join(migrated[:3]) + (f" and {len(migrated) - 3} more" if len(migrated) > 3 else "")
-    count = f"{len(migrated)} migration" + ("s" if len(migrated) > 1 else "")
-    return f"  upgraded:   brought the database up to date ({count}: {names})."
+    """After an upgrade, say that the schema changed and how (a new database is no news: the
+    first-run lines say so)."""
+    from .django_setup import upgrade_summary
+
+    summary = upgrade_summary(migrated)
+    return f"  upgraded:   brought the database up to date{summary}." if summary else None
 
 
 def print_banner(host: str, port: int, result: BootstrapResult, migrated: list[str], data_dir: Path) -> None:

@@ -37,8 +37,17 @@ def setup_django(migrate: bool = True) -> None:
     if migrate:
         from yullu_core.database import migrate_if_needed
 
-        if migrate_if_needed():
-            print("yullu: brought the database up to date.", file=sys.stderr)
+        if migrated := migrate_if_needed():
+            print(f"yullu: brought the database up to date{upgrade_summary(migrated)}.", file=sys.stderr)
+
+
+def upgrade_summary(migrated: list[str]) -> str:
+    """' (1 migration: app.0004_x)' after an upgrade; nothing for a new database (Django's first
+    migration among them: every table is new, no news)."""
+    if not migrated or "contenttypes.0001_initial" in migrated:
+        return ""
+    names = ", ".join(migrated[:3]) + (f" and {len(migrated) - 3} more" if len(migrated) > 3 else "")
+    return f" ({len(migrated)} migration{'s' if len(migrated) > 1 else ''}: {names})"
 
 
 def _embedded_postgres_is_down() -> bool:
