@@ -127,30 +127,11 @@ def featurise(mapped: bool) -> Feat:
 
 def fit(rows: list[dict[str, Any]], start: np.ndarray, free: list[int], feat: Feat, l2: float = 1e-2) -> np.ndarray:
     """The weights at `free` fitted (L2 logistic regression, Newton with step halving), the others kept
-    (bench.calibrate.fit_some, any features)."""
+    (bench.calibrate.fit_some, any features: bench.calibrate.fit_free)."""
     from bench import calibrate as cal
 
     xs, ys = cal.examples(rows, 3, feat)
-    keep = np.ones(len(start), bool)
-    keep[free] = False
-    offset, sub = xs[:, keep] @ start[keep], xs[:, ~keep]
-    w = start[~keep].copy()
-
-    def loss(v: np.ndarray) -> float:
-        z = offset + sub @ v
-        return float(np.sum(np.logaddexp(0.0, z) - ys * z) + l2 / 2 * v @ v)
-
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-np.clip(offset + sub @ w, -500, 500)))
-        grad = sub.T @ (p - ys) + l2 * w
-        hess = (sub * (p * (1 - p))[:, None]).T @ sub + l2 * np.eye(len(w))
-        step, before = np.linalg.solve(hess, grad), loss(w)
-        while loss(w - step) > before and np.abs(step).max() > 1e-9:
-            step /= 2
-        w -= step
-    out = start.copy()
-    out[~keep] = w
-    return out
+    return cal.fit_free(xs, ys, start, free, l2)
 
 
 def probabilities(rows: list[dict[str, Any]], w: np.ndarray, feat: Feat) -> list[list[tuple[str, float]]]:
