@@ -366,7 +366,7 @@ def stale_view(request: HttpRequest) -> HttpResponse:
         rows=rows,
         total=anchor_stale.stale_count(project or None),
         project=project,
-        projects=sorted(set(MemoryAnchor.objects.values_list("project_id", flat=True))),
+        projects=anchor_stale.anchored_projects(),
     )
 
 

@@ -14,6 +14,9 @@ from access import services as access_services
 from dreaming.models import DreamPass, DreamPrompt
 from dreaming.services import record_messages, run_dream_pass
 from dreaming.tasks import dream_project
+from memories.models import MemoryAnchor
+from memories.scope import Scope
+from memories.write.create import store_memory
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -35,14 +38,14 @@ def _login(base: str, username: str, password: str) -> httpx.Client:
     return client
 
 
-def _reviewer(name: str, role: str | None) -> None:
-    """A staff member with Django's permissions on the dreaming pages (what a superuser gives a reviewers'
+def _reviewer(name: str, role: str | None, app: str = "dreaming") -> None:
+    """A staff member with Django's permissions on `app`'s pages (what a superuser gives a reviewers'
     group), and `role` on the secret project (None: no grant)."""
     user = access_services.add_user(name)
     user.is_staff = True
     user.set_password(f"{name}-pass-123456")
     user.save()
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="dreaming"))
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label=app))
     if role:
         access_services.grant(name, SECRET, role)
 
@@ -98,3 +101,26 @@ def test_the_dreaming_page_shows_and_dreams_only_on_granted_projects(
     _post(bob, {"action": "dream", "project_id": SECRET})
     assert queued == [(SECRET,)]
     assert DreamPass.objects.filter(project_id=SECRET).count() == 1
+
+
+def _stale(project_id: str, content: str) -> None:
+    """A memory whose cited code changed (the anchor's verdict as `yullu anchors check` records it)."""
+    memory = store_memory(Scope(project_id, None), content, "gotcha").memory
+    MemoryAnchor.objects.create(memory=memory, project_id=project_id, path="app/clock.py", status="changed")
+
+
+def test_the_stale_queue_shows_only_readable_projects(live_server_url: str, keyword_only: None) -> None:
+    # Found: the admin's Stale queue listed every project's stale memories (their text and the cited code's
+    # diff) and every anchored project's name to any staff reviewer, whatever their grants.
+    _stale(SECRET, "The payroll clock skips leap seconds; see app/clock.py.")
+    _stale("acme/public", "The public clock rounds to the minute; see app/clock.py.")
+    _reviewer("carol", None, app="memories")
+    access_services.grant("carol", "acme/public", "read")
+    carol = _login(live_server_url, "carol", "carol-pass-123456")
+    page = carol.get("/admin/memories/memory/stale/").text
+    assert "rounds to the minute" in page
+    assert "payroll" not in page and SECRET not in page
+    hidden = carol.get("/admin/memories/memory/stale/", params={"project_id": SECRET})
+    missing = carol.get("/admin/memories/memory/stale/", params={"project_id": "acme/nothing"})
+    assert (hidden.status_code, hidden.text) == (404, f"project {SECRET!r} not found")
+    assert missing.status_code == 404 and missing.text == "project 'acme/nothing' not found"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from access import policy as access
 from yullu_core.errors import UserError
 
 from ..models import STALE_STATUSES, Memory, MemoryAnchor
@@ -17,10 +18,20 @@ from .store import Prepared, attach
 
 
 def stale_ids(project_id: str | None = None) -> list[int]:
-    rows = MemoryAnchor.objects.filter(status__in=STALE_STATUSES, memory__superseded_by__isnull=True)
+    """Stale memories of the projects the caller may read (the admin's Stale queue and dashboard are
+    everyone's with a role: a project they may not read answers as one that does not exist)."""
+    rows = access.only_visible(
+        MemoryAnchor.objects.filter(status__in=STALE_STATUSES, memory__superseded_by__isnull=True)
+    )
     if project_id is not None:
+        access.require(project_id, access.READ)
         rows = rows.filter(project_id=project_id)
     return sorted(set(rows.values_list("memory_id", flat=True)))
+
+
+def anchored_projects() -> list[str]:
+    """The projects with anchors that the caller may read (the Stale queue's project choice)."""
+    return sorted(set(access.only_visible(MemoryAnchor.objects.all()).values_list("project_id", flat=True)))
 
 
 def stale_count(project_id: str | None = None) -> int:
