@@ -125,9 +125,10 @@ def sees_install_wide() -> bool:
 
 
 def require_install_wide(what: str) -> None:
-    """Rows that belong to no project (model usage and its cost): superusers only."""
+    """What belongs to no project (users, tokens, the dream prompt): superusers only. `what` names the act
+    ("managing users", "changing the dreaming prompt")."""
     if not acting().is_superuser:
-        raise Forbidden(f"{what} is install-wide (it belongs to no project): only a superuser may see it.")
+        raise Forbidden(f"{what} is install-wide (it belongs to no project): only a superuser may do it.")
 
 
 def can(project_id: str, role: str) -> bool:

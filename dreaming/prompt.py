@@ -61,14 +61,14 @@ def current_prompt() -> str:
 
 def set_prompt(text: str) -> None:
     """The dream prompt is install-wide: it steers every project's passes, so only a superuser sets it."""
-    require_install_wide("the dreaming prompt")
+    require_install_wide("changing the dreaming prompt")
     DreamPrompt.objects.all().delete()
     if text.strip() and text.strip() != DEFAULT_PROMPT.strip():
         DreamPrompt.objects.create(text=text)
 
 
 def reset_prompt() -> None:
-    require_install_wide("the dreaming prompt")
+    require_install_wide("changing the dreaming prompt")
     DreamPrompt.objects.all().delete()
 
 
