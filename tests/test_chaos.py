@@ -3,6 +3,7 @@ full file system, and the temp files a writer that died leaves behind."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pwd
@@ -37,7 +38,8 @@ from sync.eventlog import STALE_TEMP_S, list_names
 from sync.models import OutboxEvent
 from sync.outbox import flush
 from sync.services import reconcile_scope
-from tests.processes import REPO, product_env, run_cli, spawn, stub_env, wait_until
+from tests.conftest import free_port
+from tests.processes import REPO, product_env, run_cli, spawn, stop, stub_env, wait_until
 from tests.processes import test_database_url as database_url
 from tests.stubs import StubServer
 from yullu_core.locks import LockKey
@@ -279,3 +281,24 @@ def exists(name: str) -> bool:
     with connection.cursor() as cur:
         cur.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
         return bool(cur.fetchone()[0])
+
+
+def test_a_start_while_another_start_holds_the_home_is_refused(tmp_path: Path) -> None:
+    """Two `yullu serve` on one home at the same moment: the pid file is locked while a server
+    claims it, so the second is refused even before the first has written its pid (a read of the
+    file, then a write, let both through)."""
+    env = product_env(tmp_path / "home", YULLU_PORT=str(free_port()), YULLU_EMBED_PROVIDER="none")
+    run = tmp_path / "home" / "run"
+    run.mkdir(parents=True)
+    with open(run / "serve.pid", "a+") as claimed:
+        fcntl.flock(claimed, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a start that has not written its pid yet
+        proc = spawn(["-m", "yullu_cli.main", "serve"], env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            out, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            stop(proc)
+            raise AssertionError("a second server started on the same home") from None
+    assert proc.returncode == 1, out
+    assert out.strip().splitlines()[-1] == (
+        "yullu: a server is already running for this YULLU_HOME (pid ?); stop it first or set YULLU_HOME."
+    ), out

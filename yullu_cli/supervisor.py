@@ -19,6 +19,7 @@ the supervision loop): yullu_cli/supervised.py; the start-up banner: yullu_cli/b
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
 import signal
@@ -26,7 +27,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from yullu_core.env import env_is_set, env_str
 
@@ -38,16 +39,35 @@ if TYPE_CHECKING:
     from access.bootstrap import BootstrapResult
 
 
+_claimed: list[IO[str]] = []  # the open pid file whose lock says this process serves the home
+
+
 def _pidfile_claim(path: Path) -> None:
-    """Refuse to start twice on one $YULLU_HOME; a stale pid file (dead process) is replaced."""
-    if path.exists():
-        try:
-            pid = int(path.read_text().strip() or "0")
-        except ValueError:
-            pid = 0
-        if pid and pid != os.getpid() and alive(pid):
-            fail(f"a server is already running for this YULLU_HOME (pid {pid}); stop it first or set YULLU_HOME.")
-    path.write_text(str(os.getpid()))
+    """Refuse to start twice on one $YULLU_HOME. The pid file stays locked (flock) for this
+    process's life, so two starts at the same moment cannot both claim it (reading then writing
+    it could) and a dead server's lock is gone with it (its stale file is taken over). A live pid
+    in the file also refuses: a server of a version that did not lock it."""
+    fh = open(path, "a+")  # noqa: SIM115 - kept open (and locked) until the process exits
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        held_by = fh.read().strip() or "?"
+        fh.close()
+        fail(f"a server is already running for this YULLU_HOME (pid {held_by}); stop it first or set YULLU_HOME.")
+    fh.seek(0)
+    try:
+        pid = int(fh.read().strip() or "0")
+    except ValueError:
+        pid = 0
+    if pid and pid != os.getpid() and alive(pid):
+        fh.close()
+        fail(f"a server is already running for this YULLU_HOME (pid {pid}); stop it first or set YULLU_HOME.")
+    fh.seek(0)
+    fh.truncate()
+    fh.write(str(os.getpid()))
+    fh.flush()
+    _claimed.append(fh)
 
 
 def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
