@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
@@ -18,7 +19,15 @@ from yullu_core.locks import LockKey, held
 
 from .models import DreamOp, DreamPass, DreamSchedule
 from .prompt import DEFAULT_PROMPT, current_prompt, reset_prompt, set_prompt
-from .services import buffered_sessions, recent_passes, require_dream, unfinished_projects
+from .services import (
+    buffered_sessions,
+    delete_schedules,
+    recent_passes,
+    require_dream,
+    require_schedule,
+    save_schedule,
+    unfinished_projects,
+)
 
 
 class DreamOpInline(TabularInline):
@@ -150,8 +159,35 @@ class DreamPassAdmin(ModelAdmin):
         return HttpResponseRedirect(target)
 
 
+class DreamScheduleForm(forms.ModelForm):
+    class Meta:
+        model = DreamSchedule
+        fields = "__all__"
+
+    def clean_project_id(self) -> str:
+        """Checked before the form's uniqueness test: "already exists" would tell a project that the
+        reviewer may not see from one that does not exist."""
+        project_id = str(self.cleaned_data["project_id"])
+        try:
+            require_schedule(project_id)
+        except UserError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return project_id
+
+
 @admin.register(DreamSchedule)
 class DreamScheduleAdmin(ModelAdmin):
     list_display = ["project_id", "enabled", "interval_seconds", "on_idle_seconds", "last_pass_at"]
     list_editable = ["enabled", "interval_seconds", "on_idle_seconds"]
     readonly_fields = ["last_pass_at"]
+    form = DreamScheduleForm
+
+    # Changes go through the service, which checks the admin role on the project (list_editable too).
+    def save_model(self, request: HttpRequest, obj: DreamSchedule, form: Any, change: bool) -> None:
+        save_schedule(obj)
+
+    def delete_model(self, request: HttpRequest, obj: DreamSchedule) -> None:
+        delete_schedules([obj])
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        delete_schedules(list(queryset))

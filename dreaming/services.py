@@ -154,6 +154,28 @@ def require_dream(project_id: str) -> None:
     access.require(project_id, access.WRITE)
 
 
+def require_schedule(project_id: str) -> None:
+    """A project's dreaming schedule is a project setting (the admin role, docs/contract.md §11): it makes
+    passes run on the worker, which acts as the system."""
+    access.require(project_id, access.ADMIN)
+
+
+def save_schedule(schedule: DreamSchedule) -> None:
+    """Add or change a schedule (the admin's pages): the caller needs admin on its project, and on the
+    project it had before when that changes."""
+    before = DreamSchedule.objects.filter(pk=schedule.pk).values_list("project_id", flat=True).first()
+    if before and before != schedule.project_id:
+        require_schedule(before)
+    require_schedule(schedule.project_id)
+    schedule.save()
+
+
+def delete_schedules(schedules: list[DreamSchedule]) -> None:
+    for schedule in schedules:
+        require_schedule(schedule.project_id)
+    DreamSchedule.objects.filter(pk__in=[s.pk for s in schedules]).delete()
+
+
 def prune_buffer(now: datetime | None = None) -> int:
     """Retention for turns no pass consumed (no reasoner, dreaming off): older than
     [dreaming].buffer_max_age_days, or beyond the newest buffer_max_messages of a project."""

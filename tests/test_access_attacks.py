@@ -8,10 +8,11 @@ from typing import Any
 
 import httpx
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Permission
 
 from access import services as access_services
-from dreaming.models import DreamPass, DreamPrompt
+from dreaming.models import DreamPass, DreamPrompt, DreamSchedule
 from dreaming.services import record_messages, run_dream_pass
 from dreaming.tasks import dream_project
 from memories.models import MemoryAnchor
@@ -126,3 +127,55 @@ def test_the_stale_queue_shows_only_readable_projects(live_server_url: str, keyw
     missing = carol.get("/admin/memories/memory/stale/", params={"project_id": "acme/nothing"})
     assert (hidden.status_code, hidden.text) == (404, f"project {SECRET!r} not found")
     assert missing.status_code == 404 and missing.text == "project 'acme/nothing' not found"
+
+
+def _form(client: httpx.Client, url: str, data: dict[str, str]) -> httpx.Response:
+    page = client.get(url)
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert csrf, (page.status_code, page.text[:200])
+    return client.post(
+        url, data={"csrfmiddlewaretoken": csrf.group(1), **data}, headers={"Referer": str(client.base_url) + "/admin/"}
+    )
+
+
+def test_a_dream_schedule_is_an_admins_setting(
+    live_server_url: str, keyword_only: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found: a reader changed a project's dream schedule from the admin (passes every minute, on the
+    # worker, as the system), and anyone with the page added one: "already exists" told them that a
+    # project they may not see had one.
+    monkeypatch.setitem(settings.YULLU, "access", {"open_projects": False})  # a new id is no one's project
+    schedule = DreamSchedule.objects.create(project_id=SECRET, interval_seconds=86400)
+    _reviewer("bob", "read")
+    _reviewer("carol", None)
+    access_services.grant("carol", "acme/own", "admin")
+    bob = _login(live_server_url, "bob", "bob-pass-123456")
+    fields = {"project_id": SECRET, "enabled": "on", "interval_seconds": "60", "on_idle_seconds": "30"}
+    _form(bob, f"/admin/dreaming/dreamschedule/{schedule.pk}/change/", fields)
+    changelist = {
+        "form-TOTAL_FORMS": "1",
+        "form-INITIAL_FORMS": "1",
+        "form-0-id": str(schedule.pk),
+        "form-0-enabled": "on",
+        "form-0-interval_seconds": "60",
+        "_save": "Save",
+    }
+    _form(bob, "/admin/dreaming/dreamschedule/", changelist)
+    schedule.refresh_from_db()
+    assert (schedule.interval_seconds, schedule.on_idle_seconds) == (86400, None)
+
+    carol = _login(live_server_url, "carol", "carol-pass-123456")
+    add = "/admin/dreaming/dreamschedule/add/"
+    hidden = _form(carol, add, {**fields, "project_id": SECRET}).text
+    missing = _form(carol, add, {**fields, "project_id": "acme/nothing"}).text
+    assert "already exists" not in hidden
+    assert (
+        f"project &#x27;{SECRET}&#x27; not found" in hidden and "project &#x27;acme/nothing&#x27; not found" in missing
+    )
+    assert _form(carol, add, {**fields, "project_id": "acme/own"}).status_code == 302
+    assert set(DreamSchedule.objects.values_list("project_id", flat=True)) == {SECRET, "acme/own"}
+
+    access_services.grant("bob", SECRET, "admin")
+    _form(bob, f"/admin/dreaming/dreamschedule/{schedule.pk}/change/", fields)
+    schedule.refresh_from_db()
+    assert (schedule.interval_seconds, schedule.on_idle_seconds) == (60, 30)
