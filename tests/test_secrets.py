@@ -1317,3 +1317,9 @@ def test_a_password_rule_in_japanese_without_spaces_is_kept(text: str) -> None:
 @pytest.mark.parametrize("text", ["本番DBのパスワードはZq8kP2mw4xです", "비밀번호는Zq8kP2mw4x입니다"])
 def test_a_password_told_between_japanese_or_korean_words_is_still_refused(text: str) -> None:
     assert find_secret(text) == "a password"
+
+
+def test_an_enum_member_valued_by_its_own_name_is_kept() -> None:
+    # A variable passed on under its own name was code only unquoted and in the same case.
+    enum = 'class Reason(enum.StrEnum):\n    MISSING_AUTH = "missing_auth"\n    BAD_TOKEN = "bad_token"'
+    assert find_secret(enum) is None

@@ -1955,13 +1955,14 @@ def _env_reference(view: str, start: int, secret: str) -> bool:
 
 # `token_type_ids=token_type_ids`, `self.credentials = credentials`, `token = config.token`: a variable
 # passed on under its own name is code (a keyword argument, a constructor), whatever its name says.
-_ASSIGNED_NAME = re.compile(r"([A-Za-z_]\w*)[\"']?[ \t]*(?:=|:|=>)[ \t]*$")
+_ASSIGNED_NAME = re.compile(r"([A-Za-z_]\w*)[\"']?[ \t]*(?:=|:|=>)[ \t]*[\"'`]?$")
 
 
 def _own_name(view: str, start: int, secret: str) -> bool:
+    """(also an enum's member valued by its own name in small letters: `MISSING_AUTH = "missing_auth"`)"""
     m = _ASSIGNED_NAME.search(view, max(0, start - 60), start)
-    value = secret.rstrip(",;)")
-    return m is not None and (value == m.group(1) or value.endswith("." + m.group(1)))
+    value = secret.strip("\"'`").rstrip(",;)").strip("\"'`")
+    return m is not None and (value.lower() == m.group(1).lower() or value.endswith("." + m.group(1)))
 
 
 # `def __init__(self, token: TokenInterface, …)`, `credentials: _Credentials | None = None`: a parameter's or a
