@@ -179,3 +179,18 @@ def test_a_dream_schedule_is_an_admins_setting(
     _form(bob, f"/admin/dreaming/dreamschedule/{schedule.pk}/change/", fields)
     schedule.refresh_from_db()
     assert (schedule.interval_seconds, schedule.on_idle_seconds) == (60, 30)
+
+
+def test_the_dashboard_counts_only_readable_projects(live_server_url: str, keyword_only: None, owner: Any) -> None:
+    # Found: the dashboard showed every reviewer the install's memory count ("6 of 6 embedded": how much
+    # the projects they may not see hold) and the install's model cost, which GET /api/usage refuses them.
+    for n in range(3):
+        store_memory(Scope(SECRET, None), f"Secret fact number {n}: the vault rotates on day {n}.", "domain")
+    store_memory(Scope("acme/public", None), "Public fact: CI runs on every push.", "process")
+    _reviewer("carol", None, app="memories")
+    access_services.grant("carol", "acme/public", "read")
+    page = _login(live_server_url, "carol", "carol-pass-123456").get("/admin/").text
+    assert "0 of 1 embedded" in page
+    assert "of 4 embedded" not in page and "provider cost" not in page
+    page = _login(live_server_url, "owner", "owner-pass-123").get("/admin/").text
+    assert "0 of 4 embedded" in page and "provider cost" in page

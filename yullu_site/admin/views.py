@@ -12,7 +12,7 @@ from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from access.policy import only_visible
+from access.policy import only_visible, sees_install_wide
 from dreaming.models import DreamPass
 from memories import tallies
 from memories.admin_views import admin_page, daily_charts
@@ -75,6 +75,10 @@ def project_rows(days: int = 30) -> list[dict[str, Any]]:
     return sorted(rows.values(), key=lambda r: (-r["memories"], r["project_id"]))
 
 
+# Health parts that count the whole install (every project's memories, every provider call's error).
+INSTALL_WIDE_PARTS = ("vectors", "provider calls")
+
+
 def health() -> dict[str, Any]:
     """The dashboard's part of the health model (yullu_site/monitoring/health.py): its numbers, and every
     problem as a warning a reviewer should act on (the team logs: of the projects they may read)."""
@@ -84,14 +88,24 @@ def health() -> dict[str, Any]:
         DASHBOARD, {"team log": lambda: team_log(visible_logs), "sync events": lambda: sync_events(visible_events)}
     )
     vectors, reasoner = found.part("vectors"), found.part("reasoner")
-    cost = Usage.objects.aggregate(c=Sum("cost_microcents"))["c"] or 0
+    embedder = str(vectors.data.get("embedder", ""))
+    if sees_install_wide():
+        cost: float | None = (Usage.objects.aggregate(c=Sum("cost_microcents"))["c"] or 0) / 10**8
+        embedded, total = vectors.data.get("embedded", 0), vectors.data.get("total", 0)
+        parts = [p for p in found.parts if p.name != "reasoner"]
+    else:
+        # The install's counts and model cost belong to no project (access.policy.require_install_wide):
+        # a reviewer gets the vectors of the projects they may read, no cost, no install-wide problems.
+        cost = None
+        embedded, total = tallies.vector_count(embedder), tallies.memory_counts().memories
+        parts = [p for p in found.parts if p.name not in ("reasoner", *INSTALL_WIDE_PARTS)]
     return {
-        "embedder": vectors.data.get("embedder", ""),
-        "embedded": vectors.data.get("embedded", 0),
-        "total": vectors.data.get("total", 0),
+        "embedder": embedder,
+        "embedded": embedded,
+        "total": total,
         "reasoner": reasoner.data.get("name") or "MCP sampling only",
         "reasoner_warning": " ".join(reasoner.problems) or None,
-        "warnings": [problem for p in found.parts if p.name != "reasoner" for problem in p.problems],
-        "cost_usd": cost / 10**8,
+        "warnings": [problem for p in parts for problem in p.problems],
+        "cost_usd": cost,
         "min_similarity": settings.YULLU["retrieval"]["min_similarity"] or "calibrated gate",
     }
