@@ -484,3 +484,15 @@ class RejectedMemoryAdmin(ModelAdmin):
 @admin.register(ProjectLocation)
 class ProjectLocationAdmin(ModelAdmin):
     list_display = ["project_id", "git_root", "last_seen"]
+
+    # Recorded by writes from a checkout (memories.scope, inside [server].allowed_roots): where the project's
+    # team log is written and read. Nobody edits it here: a row naming another folder would receive the
+    # project's events (its memories' text) there. Deleting one (a checkout gone for good) is a superuser's.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +19,7 @@ from dreaming.tasks import dream_project
 from memories.models import MemoryAnchor
 from memories.scope import Scope
 from memories.write.create import store_memory
+from tests.processes import git_repo
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -194,3 +196,30 @@ def test_the_dashboard_counts_only_readable_projects(live_server_url: str, keywo
     assert "of 4 embedded" not in page and "provider cost" not in page
     page = _login(live_server_url, "owner", "owner-pass-123").get("/admin/").text
     assert "0 of 4 embedded" in page and "provider cost" in page
+
+
+def test_no_reviewer_can_point_a_project_at_another_folder(
+    live_server_url: str, keyword_only: None, tmp_path: Path
+) -> None:
+    # Found: a reviewer with Django's permissions on the memory pages and no grant added a project location
+    # for a project they may not read, naming a git folder of theirs; the project's next memory was written
+    # there as an event file, its text in it.
+    from memories.models import ProjectLocation
+
+    theirs = git_repo(tmp_path / "theirs")
+    _reviewer("carol", None, app="memories")
+    carol = _login(live_server_url, "carol", "carol-pass-123456")
+    add = carol.get("/admin/memories/projectlocation/add/")
+    assert add.status_code == 403
+    fields = {"project_id": SECRET, "git_root": str(theirs), "last_seen_0": "2026-01-01", "last_seen_1": "00:00:00"}
+    page = carol.get("/admin/memories/projectlocation/")
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    assert csrf
+    refused = carol.post(
+        "/admin/memories/projectlocation/add/",
+        data={"csrfmiddlewaretoken": csrf.group(1), **fields},
+        headers={"Referer": f"{live_server_url}/admin/"},
+    )
+    assert refused.status_code == 403 and not ProjectLocation.objects.exists()
+    store_memory(Scope(SECRET, None), "The acquisition price is 4.2 billion.", "domain")
+    assert not (theirs / ".yullu").exists()
