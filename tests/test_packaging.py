@@ -4,6 +4,7 @@ reaches ready and serves the admin's stylesheet."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 from tests.processes import REPO, run_cli, stop, wait_ready
 from yullu_cli import main as cli
@@ -89,6 +91,33 @@ def test_a_bare_yullu_starts_the_server_like_yullu_serve(monkeypatch: pytest.Mon
     cli.main([])
     cli.main(["-v"])
     assert served == [(None, "all"), (None, "all")]
+
+
+def built_version(checkout: Path) -> Version:
+    """The version pip gives the package built from `checkout` (its metadata only: no wheel is built)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    ran = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--dry-run", "--no-deps", "--ignore-installed",
+                          "--report", "-", str(checkout)], cwd=checkout, env=env, capture_output=True, text=True,
+                         timeout=600)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return Version(json.loads(ran.stdout)["install"][0]["metadata"]["version"])
+
+
+@pytest.mark.slow
+def test_each_commits_wheel_has_a_higher_version_so_pip_install_over_an_older_one_upgrades(tmp_path: Path) -> None:
+    # Found installing today's wheel over an older one: both were 0.1.0, and pip said "yullu is already installed
+    # with the same version as the provided wheel" and kept the old code (and its migrations).
+    clone = tmp_path / "clone"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(clone)]
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(clone)], check=True, timeout=300)
+    subprocess.run([*git, "checkout", "-q", "HEAD", "--", "pyproject.toml", "README.md"], check=True)
+    shutil.copy(REPO / "pyproject.toml", clone / "pyproject.toml")  # this checkout's, committed or not
+    subprocess.run([*git, "add", "pyproject.toml"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "this pyproject"], check=True)
+    before = built_version(clone)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "a later commit"], check=True)
+    after = built_version(clone)
+    assert Version("0.1.0") < before < after, (before, after)
 
 
 # --- the installed wheel ---------------------------------------------------------------------

@@ -130,13 +130,9 @@ HOOK_COMMANDS = ("inject", "record-turn", "session-start", "pre-compact", "codex
 
 
 def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
+    from yullu_core.version import installed
 
-    try:
-        return dist_version("yullu")
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        return "0+unknown"
+    return installed()
 
 
 def refuse_empty_project(args: argparse.Namespace) -> None:

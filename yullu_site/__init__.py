@@ -3,5 +3,3 @@
 The Celery app is loaded by `YulluSiteConfig.ready()` rather than here, so that the
 `yullu` hook commands (inject, record-turn) start without importing Celery or Django.
 """
-
-__version__ = "0.1.0"

@@ -18,6 +18,7 @@ import memories.mcp
 import sync.mcp
 from access.actor import ACTOR_KEY, NOBODY, SYSTEM, Actor, acting_as
 from yullu_core.metrics import observe_tool
+from yullu_core.version import installed
 
 INSTRUCTIONS = """\
 Yul'lu is this codebase's long-term memory, shared with the team.
@@ -99,7 +100,7 @@ class YulluMCPServer(MCPServer):
 
 
 def build_server() -> YulluMCPServer:
-    server = YulluMCPServer(name="yullu", instructions=INSTRUCTIONS, version="0.1.0")
+    server = YulluMCPServer(name="yullu", instructions=INSTRUCTIONS, version=installed())
     memories.mcp.register(server)
     sync.mcp.register(server)
     dreaming.mcp.register(server)

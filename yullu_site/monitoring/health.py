@@ -23,7 +23,7 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from yullu_core.failures import disk_status
-from yullu_site import __version__
+from yullu_core.version import installed
 
 
 @dataclass(frozen=True)
@@ -254,4 +254,4 @@ def status() -> dict[str, Any]:
     """/api/status: ready, the version, and each part's report."""
     health = gather(STATUS)
     reports = {p.name: dict(p.data) or {"ok": p.ok, "error": " ".join(p.problems)} for p in health.parts}
-    return {"ready": health.ready, "version": __version__, **reports}
+    return {"ready": health.ready, "version": installed(), **reports}
