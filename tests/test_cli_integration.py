@@ -232,7 +232,8 @@ def test_install_and_uninstall_round_trip(tmp_path: Path) -> None:
     yhome = tmp_path / "yhome"
     yhome.mkdir()
     (yhome / "token").write_text("yl_testtoken\n")
-    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(yhome), "PATH": "/usr/bin:/bin"}
+    config = str(tmp_path / "config.toml")
+    env = {**os.environ, "HOME": str(home), "YULLU_HOME": str(yhome), "YULLU_CONFIG": config, "PATH": "/usr/bin:/bin"}
     for _ in range(2):  # idempotent
         out = run_cli(["install", "cursor", "claude", "codex"], env)
         assert out.returncode == 0, out.stderr
@@ -257,8 +258,8 @@ def test_install_and_uninstall_round_trip(tmp_path: Path) -> None:
     said = out.stdout.splitlines()
     assert f"claude: restored {settings_path} as it was before install" in said
     assert f"cursor: deleted {home / '.cursor' / 'mcp.json'} (install created it)" in said
-    kept = f" and {yhome} (config, API token)"
-    assert any(line.startswith("kept: your memories (") and kept in line for line in said)
+    kept = f", {yhome} (API token) and {config} (config); "  # the config's own path, not the home's
+    assert any(line.startswith("kept: your memories (") and kept in line for line in said), said
     assert "claude: `claude` is not on PATH; if you registered the MCP server, remove it with: " in out.stdout
     again = run_cli(["uninstall", "codex"], env).stdout.splitlines()
     assert again[0] == "codex: nothing of Yul'lu's found; nothing changed" and again[1].startswith("kept: ")
@@ -410,7 +411,9 @@ def test_banner_says_how_to_set_the_admin_password_when_its_file_is_missing(tmp_
     from yullu_cli.banner import admin_password_hint
 
     pw_file = tmp_path / "admin-password"
-    assert "changepassword admin" in admin_password_hint(pw_file)
+    hint = admin_password_hint(pw_file)
+    # a command an installed wheel can run too: it has no manage.py
+    assert "-m django changepassword admin --settings=yullu_site.settings`" in hint and "manage.py" not in hint
     pw_file.write_text("secret\n")
     assert admin_password_hint(pw_file) == f"password in {pw_file}"
 

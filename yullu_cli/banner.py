@@ -56,8 +56,9 @@ def admin_password_hint(pw_file: Path) -> str:
     that was deleted and made again): say how to set one instead of naming a file that is not there."""
     if pw_file.exists():
         return f"password in {pw_file}"
-    manage = Path(__file__).resolve().parent.parent / "manage.py"
-    return f"password set elsewhere; set a new one with `{sys.executable} {manage} changepassword admin`"
+    # Not manage.py: it is in a checkout only, and an installed wheel (pip, pipx, uv) has none.
+    change = f"{sys.executable} -m django changepassword admin --settings=yullu_site.settings"
+    return f"password set elsewhere; set a new one with `{change}`"
 
 
 def upgrade_line(migrated: list[str]) -> str | None:

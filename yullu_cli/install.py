@@ -158,9 +158,13 @@ def _database() -> str:
 
 
 def _left_behind(home: Path, targets: list[str], cursor: bool) -> list[str]:
-    """What uninstall leaves on purpose, so nobody has to guess."""
-    lines = [f"kept: your memories ({_database()}) and {yullu_home()} (config, API token); delete them by hand "
-             "if you want them gone"]  # fmt: skip
+    """What uninstall leaves on purpose, so nobody has to guess. The config is named by its own path: by default
+    it lives in the user config dir (~/.config/yullu), not in YULLU_HOME, so "YULLU_HOME (config, API token)"
+    sent whoever deleted that folder looking for a config that was still there."""
+    from yullu_core.config import config_path
+
+    lines = [f"kept: your memories ({_database()}), {yullu_home()} (API token) and {config_path()} (config); "
+             "delete them by hand if you want them gone"]  # fmt: skip
     backups = [p for d in (".claude", ".codex", ".cursor") for p in (home / d).rglob("*.yullu-backup-*")]
     if backups:
         folders = ", ".join(sorted({str(home / p.relative_to(home).parts[0]) for p in backups}))
