@@ -6,9 +6,10 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from memories import lifecycle
 from memories.embedding.embedders import get_embedder
 from memories.embedding.vector_index import index_name
-from memories.models import EventKind, Memory, MemoryEvent, MemoryVector, RejectedMemory, Usage
+from memories.models import EventKind, Memory, MemoryEvent, MemoryVector, RecallFeedback, RejectedMemory, Usage
 from memories.scope import Scope
 from memories.search import bm25, candidates, queries, recall_log
 from memories.write import create, edit, validation
@@ -154,6 +155,20 @@ def test_recall_log_groups_recalled_and_considered(stub_embedder: StubServer) ->
     assert recalled.metadata["query"] == "vec:1,0,0 query" and recalled.metadata["rank"] == 1
     preview = queries.search(A.project_id, "vec:1,0,0 query", min_similarity=0.5, log=False)
     assert preview.recall_id is None and MemoryEvent.objects.filter(kind=EventKind.RECALLED).count() == 1
+
+
+def test_the_recall_log_keeps_a_pasted_secret_out_of_the_query_and_the_verdict(stub_embedder: StubServer) -> None:
+    # The hook sends whole prompts; a token pasted into one must not be kept by the log nor by a verdict
+    # copied from it (found on walk 7: the admin's Retrievals page showed it).
+    memory = create.store_memory(A, "vec:1,0,0 deploys go through fly").memory
+    token = "fo1_Zk8mQ2rT6vY9wB3nL5pX7sD1fG4hJ0kA2cE8uI"
+    prompt = f"vec:1,0,0 I set FLY_API_TOKEN={token}, how do we deploy?"
+    found = queries.search(A.project_id, prompt, min_similarity=0.5)
+    logged = MemoryEvent.objects.get(recall_id=found.recall_id, kind=EventKind.RECALLED).metadata["query"]
+    assert token not in logged and logged.startswith("vec:1,0,0 I set FLY_API_TOKEN=[REDACTED")
+    assert logged.endswith("how do we deploy?")
+    lifecycle.rate_recall(found.recall_id, memory.id, True)
+    assert token not in RecallFeedback.objects.get().query
 
 
 def test_keyword_search_finds_exact_terms(stub_embedder: StubServer) -> None:

@@ -13,6 +13,7 @@ from django.utils import timezone
 from yullu_core.durability import losable
 
 from ..models import EventKind, Memory, MemoryEvent
+from ..write.secrets import redact
 from .candidates import SearchResult
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,14 @@ def _insert_events(rows: list[list[Any]]) -> None:
 
 def log_recall(result: SearchResult, query: str) -> None:
     """Best effort: a memory deleted between the search and this insert is logged without its FK;
-    a logging failure never fails the search itself."""
+    a logging failure never fails the search itself. The query is kept with its secrets cut out, as
+    conversation turns are: the hook sends whole prompts, and a token pasted into one ("I set
+    FLY_API_TOKEN=… and it still says unauthorized") would otherwise sit in the log, the admin's
+    Retrievals page, /api/retrievals and the verdicts copied from it (found on walk 7)."""
     now = timezone.now()
+    if not result.results and not result.considered:
+        return
+    shown = redact(query)[:1000]
     rows = [
         [
             kind,
@@ -56,7 +63,7 @@ def log_recall(result: SearchResult, query: str) -> None:
             hit["uuid"],
             result.project_id,
             result.recall_id,
-            json.dumps({"query": query[:1000], "similarity": hit["similarity"], "rank": hit["rank"]}),
+            json.dumps({"query": shown, "similarity": hit["similarity"], "rank": hit["rank"]}),
             now,
         ]
         for kind, hits in ((EventKind.RECALLED, result.results), (EventKind.CONSIDERED, result.considered))
