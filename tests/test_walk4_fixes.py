@@ -100,6 +100,24 @@ def test_a_missing_extra_names_the_command_for_this_checkout() -> None:
     assert str(raised.value) == f"the openai reasoner needs the yullu_no_such_module package: {command}."
 
 
+def test_a_missing_extra_names_the_installer_that_owns_an_installed_wheels_venv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found installing the wheel with pipx and uv: "pip install 'yullu[openai]'" ran the shell's pip, outside the
+    # tool's venv, which looked for a package called yullu on PyPI.
+    import importlib.metadata
+
+    from yullu_core.errors import installed_extra
+
+    declared = ["httpx~=0.28.1", 'openai~=3.54.0; extra == "openai"', 'onnx~=1.23.2; extra == "int8"']
+    monkeypatch.setattr(importlib.metadata, "requires", lambda name: declared if name == "yullu" else None)
+    assert installed_extra("openai", tmp_path) == f"{sys.executable} -m pip install 'yullu[openai]'"
+    (tmp_path / "uv-receipt.toml").write_text("[tool]\n")
+    assert installed_extra("openai", tmp_path).startswith("uv tool install --with 'openai~=3.54.0' <")
+    (tmp_path / "pipx_metadata.json").write_text("{}")
+    assert installed_extra("openai", tmp_path) == "pipx inject yullu 'openai~=3.54.0'"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_mcp_client_is_told_the_database_is_unavailable(
     live_server_url: str, owner_token: str, monkeypatch: pytest.MonkeyPatch

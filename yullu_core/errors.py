@@ -39,4 +39,28 @@ def install_extra(extra: str) -> str:
     root = Path(__file__).resolve().parent.parent
     if (root / "pyproject.toml").is_file() and (root / "yullu_core").is_dir():
         return f"{sys.executable} -m pip install -e '{root}[{extra}]'"
-    return f"pip install 'yullu[{extra}]'"
+    return installed_extra(extra, Path(sys.prefix))
+
+
+def installed_extra(extra: str, venv: Path) -> str:
+    """The command for an installed package (a wheel in `venv`). Found installing the wheel with pipx and uv: a
+    bare `pip install 'yullu[…]'` runs the shell's pip, outside the tool's venv, where it looks for a package
+    called yullu on PyPI. Name the installer that owns the venv."""
+    if (venv / "pipx_metadata.json").is_file():
+        return f"pipx inject yullu {extra_requirements(extra)}"
+    if (venv / "uv-receipt.toml").is_file():
+        return f"uv tool install --with {extra_requirements(extra)} <the wheel or folder you installed yullu from>"
+    return f"{sys.executable} -m pip install 'yullu[{extra}]'"
+
+
+def extra_requirements(extra: str) -> str:
+    """The installed package's requirements for one extra, quoted for a shell: `'openai~=3.54.0'`."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        declared = requires("yullu") or []
+    except PackageNotFoundError:
+        declared = []
+    marker = f'extra == "{extra}"'
+    found = [r.split(";")[0].strip() for r in declared if marker in r]
+    return " ".join(f"'{r}'" for r in found) or f"'yullu[{extra}]'"
