@@ -41,14 +41,14 @@ def _login(base: str, username: str, password: str) -> httpx.Client:
     return client
 
 
-def _reviewer(name: str, role: str | None, app: str = "dreaming") -> None:
+def _reviewer(name: str, role: str | None, app: str = "dreaming", also: str = "") -> None:
     """A staff member with Django's permissions on `app`'s pages (what a superuser gives a reviewers'
     group), and `role` on the secret project (None: no grant)."""
     user = access_services.add_user(name)
     user.is_staff = True
     user.set_password(f"{name}-pass-123456")
     user.save()
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label=app))
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label__in=[app, also]))
     if role:
         access_services.grant(name, SECRET, role)
 
@@ -133,6 +133,8 @@ def test_the_stale_queue_shows_only_readable_projects(live_server_url: str, keyw
 
 def _form(client: httpx.Client, url: str, data: dict[str, str]) -> httpx.Response:
     page = client.get(url)
+    if page.status_code == 403:  # a page they may not open: post anyway, with the token of one they may
+        page = client.get("/admin/memories/memory/review/")
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
     assert csrf, (page.status_code, page.text[:200])
     return client.post(
@@ -223,3 +225,26 @@ def test_no_reviewer_can_point_a_project_at_another_folder(
     assert refused.status_code == 403 and not ProjectLocation.objects.exists()
     store_memory(Scope(SECRET, None), "The acquisition price is 4.2 billion.", "domain")
     assert not (theirs / ".yullu").exists()
+
+
+def test_a_reader_deletes_no_rejected_memory_nor_dream_pass(live_server_url: str, keyword_only: None) -> None:
+    # Found: bob, a reader of the project, deleted its rejected memories (dreaming's anti-examples) from their
+    # delete page, and its dream passes with the list's bulk delete: rows no service writes, so no role check.
+    from memories.models import RejectedMemory
+    from memories.write.edit import rate_memory
+
+    wrong = store_memory(Scope(SECRET, None), "Old rumour: the merger was called off in May.", "domain").memory
+    rate_memory(wrong.pk, 2, "wrong")
+    run_dream_pass(SECRET, reasoner=None)
+    rejected, dream = RejectedMemory.objects.get(), DreamPass.objects.get()
+    _reviewer("bob", "read", app="memories", also="dreaming")
+    bob = _login(live_server_url, "bob", "bob-pass-123456")
+    _form(bob, f"/admin/memories/rejectedmemory/{rejected.pk}/delete/", {"post": "yes"})
+    bulk = {"action": "delete_selected", "_selected_action": str(dream.pk), "index": "0", "post": "yes"}
+    _form(bob, "/admin/dreaming/dreampass/", bulk)
+    assert RejectedMemory.objects.filter(pk=rejected.pk).exists() and DreamPass.objects.filter(pk=dream.pk).exists()
+
+    access_services.grant("bob", SECRET, "write")
+    _form(bob, f"/admin/memories/rejectedmemory/{rejected.pk}/delete/", {"post": "yes"})
+    _form(bob, "/admin/dreaming/dreampass/", bulk)
+    assert not RejectedMemory.objects.exists() and not DreamPass.objects.exists()

@@ -86,7 +86,7 @@ def scope_to_grants(site: admin.AdminSite) -> None:
     """Every model page with a project_id lists only the projects the reviewer has a role on
     (access.policy: the acting user is set from the login by access.middleware). Changes made from
     those pages go through the services, which check the role each change needs."""
-    from access.policy import only_visible
+    from access.policy import WRITE, can, only_visible, require
 
     for model, model_admin in list(site._registry.items()):
         if "project_id" not in {f.name for f in model._meta.get_fields()}:
@@ -97,6 +97,23 @@ def scope_to_grants(site: admin.AdminSite) -> None:
             return only_visible(base(request))
 
         model_admin.get_queryset = get_queryset  # type: ignore[method-assign]
+        # Changing or deleting a row of a project needs write on it (a reader's page is read-only), also
+        # for rows no service writes (rejected memories, dream passes) and for the bulk delete action.
+        for name in ("has_change_permission", "has_delete_permission"):
+            allowed = getattr(model_admin, name)
+
+            def check(request: HttpRequest, obj: Any = None, allowed: Callable[..., bool] = allowed) -> bool:
+                return allowed(request, obj) and (obj is None or can(obj.project_id, WRITE))
+
+            setattr(model_admin, name, check)
+        delete_queryset = model_admin.delete_queryset
+
+        def checked_delete(request: HttpRequest, queryset: Any, delete: Callable[..., None] = delete_queryset) -> None:
+            for project_id in set(queryset.values_list("project_id", flat=True)):
+                require(project_id, WRITE)
+            delete(request, queryset)
+
+        model_admin.delete_queryset = checked_delete  # type: ignore[method-assign]
 
 
 def is_superuser(request: HttpRequest) -> bool:
