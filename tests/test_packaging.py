@@ -111,13 +111,39 @@ def test_each_commits_wheel_has_a_higher_version_so_pip_install_over_an_older_on
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(clone)]
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(clone)], check=True, timeout=300)
     subprocess.run([*git, "checkout", "-q", "HEAD", "--", "pyproject.toml", "README.md"], check=True)
-    shutil.copy(REPO / "pyproject.toml", clone / "pyproject.toml")  # this checkout's, committed or not
-    subprocess.run([*git, "add", "pyproject.toml"], check=True)
+    for name in ("pyproject.toml", "yullu_build.py"):  # this checkout's, committed or not
+        shutil.copy(REPO / name, clone / name)
+    subprocess.run([*git, "add", "pyproject.toml", "yullu_build.py"], check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "this pyproject"], check=True)
     before = built_version(clone)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "a later commit"], check=True)
     after = built_version(clone)
     assert Version("0.1.0") < before < after, (before, after)
+
+
+@pytest.mark.slow
+def test_a_module_deleted_since_the_last_build_in_this_checkout_is_not_in_the_next_wheel(tmp_path: Path) -> None:
+    # Found building two commits' wheels in one clone: setuptools keeps build/lib between builds, and 102 files the
+    # later commit had deleted or moved shipped in its wheel (the old yullu_site/mcp/ shadowed its mcp.py).
+    clone = tmp_path / "clone"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(clone)]
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(clone)], check=True, timeout=300)
+    subprocess.run([*git, "checkout", "-q", "HEAD", "--", "README.md", "yullu_core"], check=True)
+    for name in ("pyproject.toml", "yullu_build.py"):  # this checkout's, committed or not
+        shutil.copy(REPO / name, clone / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+
+    def wheel_files() -> list[str]:
+        out = tmp_path / "dist"
+        shutil.rmtree(out, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(clone)],
+                       check=True, cwd=clone, env=env, capture_output=True, timeout=600)  # fmt: skip
+        (wheel,) = out.glob("yullu-*.whl")
+        return zipfile.ZipFile(wheel).namelist()
+
+    assert "yullu_core/tokens.py" in wheel_files()
+    (clone / "yullu_core/tokens.py").unlink()
+    assert "yullu_core/tokens.py" not in wheel_files()
 
 
 # --- the installed wheel ---------------------------------------------------------------------
