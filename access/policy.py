@@ -184,7 +184,8 @@ def visible_projects(actor: Actor | None = None, role: str = READ) -> frozenset[
     roles = [r for r, rank in ROLE_RANK.items() if rank >= ROLE_RANK[Role(role)]]
     with connection.cursor() as cur:
         cur.execute(_VISIBLE_SQL, [roles, actor.user_id, actor.user_id])
-        ids = {row[0] for row in cur.fetchall()}
+        # A grant on someone's personal scope opens nothing: it is its owner's only (services refuse one).
+        ids = {row[0] for row in cur.fetchall() if not is_personal(row[0])}
     return frozenset({*ids, personal_project(actor)})
 
 

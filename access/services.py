@@ -17,7 +17,7 @@ from yullu_core.errors import NotFound, UserError
 
 from .audit import record
 from .models import ApiToken, Grant, Project, Role
-from .policy import ADMIN, only_visible, require, require_install_wide
+from .policy import ADMIN, is_personal, only_visible, require, require_install_wide
 
 MAX_TOKEN_DAYS = 3650
 
@@ -116,6 +116,7 @@ def grant(username: str, project_id: str, role: str) -> dict[str, Any]:
     if not project_id:
         raise UserError("project must not be empty.")
     require(project_id, ADMIN)  # a project's admins manage its grants
+    _no_personal_grant(project_id)
     role, user = _role(role), user_named(username)
     with transaction.atomic():
         project, _ = Project.objects.get_or_create(project_id=project_id)
@@ -127,8 +128,17 @@ def grant(username: str, project_id: str, role: str) -> dict[str, Any]:
     return {"user": username, "project_id": project_id, "role": role}
 
 
+def _no_personal_grant(project_id: str) -> None:
+    """After the role check, so only the scope's owner learns why (others get "not found")."""
+    if is_personal(project_id):
+        raise UserError(
+            f"{project_id!r} holds personal memories, which are their owner's only: no one can be given a role on it."
+        )
+
+
 def grant_group(group: Any, project_id: str, role: str) -> None:
     require(project_id, ADMIN)
+    _no_personal_grant(project_id)
     project, _ = Project.objects.get_or_create(project_id=project_id)
     Grant.objects.update_or_create(project=project, group=group, defaults={"role": _role(role)})
     record("grant.set", f"group {group.name} → {project_id}", {"role": role})

@@ -248,3 +248,25 @@ def test_a_reader_deletes_no_rejected_memory_nor_dream_pass(live_server_url: str
     _form(bob, f"/admin/memories/rejectedmemory/{rejected.pk}/delete/", {"post": "yes"})
     _form(bob, "/admin/dreaming/dreampass/", bulk)
     assert not RejectedMemory.objects.exists() and not DreamPass.objects.exists()
+
+
+def test_no_grant_opens_someones_personal_memories(live_server_url: str, keyword_only: None) -> None:
+    # Found: alice, admin of her own personal scope, granted carol read on it over REST; carol's lists
+    # (/api/memories, /api/projects) then showed alice's personal memories, while a direct read said
+    # "not found". A grant row made elsewhere (the admin's Grants page) did the same.
+    from access.models import Grant, Project
+
+    alice, carol = access_services.add_user("alice"), access_services.add_user("carol")
+    tokens = {u.get_username(): access_services.create_token(u, "laptop").raw for u in (alice, carol)}
+    api = {
+        name: httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {t}"})
+        for name, t in tokens.items()
+    }
+    stored = api["alice"].post("/api/memories", json={"scope": "user", "content": "Alice prefers British English."})
+    personal = stored.json()["project_id"]
+    refused = api["alice"].post("/api/access/grants", json={"user": "carol", "project_id": personal, "role": "read"})
+    assert refused.status_code == 400 and "owner's only" in refused.json()["error"]
+    assert not Grant.objects.exists()
+    Grant.objects.create(project=Project.objects.get_or_create(project_id=personal)[0], user=carol, role="read")
+    assert "British" not in api["carol"].get("/api/memories").text
+    assert personal not in api["carol"].get("/api/projects").text
