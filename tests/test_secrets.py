@@ -945,6 +945,8 @@ FIFTH_SET_CAUSES = {
     # an Authorization header without a colon, and Basic credentials anywhere
     "nginx basic": f'proxy_set_header Authorization "Basic {b64("admin:PlainTextPw99")}";',
     "basic in code": f'Route("/x", auth: "Basic {b64("ops:Gr33nTea!9")}")',
+    # told in prose a few words after "basic" (walk 7)
+    "basic told": f"Basic auth for the manifest endpoint (base64): {b64('deploy:SeaGlass-44!')}",
     # webhooks whose URL is the secret
     "zapier": f"POST to https://hooks.zapier.com/hooks/catch/{chars('0123456789', 7)(_R5)}/3xk9qlm/",
     "make": f"https://hook.eu1.make.com/{chars('abcdefghijklmnopqrstuvwxyz0123456789', 32)(_R5)}",
@@ -988,6 +990,7 @@ def test_each_cause_of_the_fifth_sets_first_run_is_refused(name: str) -> None:
         "password is utf8 encoded before hashing",
         "the password was ISO27001 compliant",
         "the password is PBKDF2 protected",
+        f"We use basic auth upstream; the fixture's body is {b64('hello world, plain text')}",
         "password = os.getenv('DB_PASSWORD2')",
         "recovery codes: download them from Settings > Security",
         "backup codes are 8 digits each and single use",

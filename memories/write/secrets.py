@@ -1293,6 +1293,15 @@ OURS: tuple[Rule, ...] = (
         ("basic",),
         check=lambda value: _basic_pair(value),
     ),
+    # The same pair told in prose near "basic" ("Basic auth for the manifest endpoint (base64): ZGVw…"):
+    # any base64 word of a text naming basic auth that decodes to `user:password` (found on walk 7).
+    Rule(
+        "basic-credentials-told",
+        "an Authorization header credential",
+        re.compile(r"(?<![\w+/=])([A-Za-z0-9+/]{12,}={0,2})(?![\w+/=])"),
+        ("basic",),
+        check=lambda value: _basic_pair(value),
+    ),
     # Oracle's `user/password@db` after its clients (`sqlplus scott/X@orcl`, `expdp`, `rman`) or `CONNECT`.
     Rule(
         "oracle-connect",
