@@ -324,7 +324,12 @@ class MemoryAdmin(ModelAdmin):
                 "",
                 "<tr><td class='y-nowrap'>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 (
-                    (r["at"][:19].replace("T", " "), r["action"], _who(r["source"], r["user"]), _change_text(r))
+                    (
+                        r["at"][:19].replace("T", " "),
+                        r["action"],
+                        _who(r["source"], r["user"] or r["author"]),
+                        _change_text(r),
+                    )
                     for r in reversed(rows)
                 ),
             ),

@@ -228,6 +228,7 @@ class ChangeDict(TypedDict):
     action: str
     source: str
     user: str | None  # who (null: the system)
+    author: str | None  # a teammate's change from the event log: its event's author
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     at: str
@@ -242,12 +243,18 @@ def history(memory_id: Any) -> list[ChangeDict]:
             "action": r.action,
             "source": r.source,
             "user": username(r.user_id),
+            "author": r.author or None,  # a teammate's, from the event log (sync)
             "before": r.before,
             "after": r.after,
             "at": r.created_at.isoformat(),
         }
         for r in rows
     ]
+
+
+def _who(source: str, author: str) -> str:
+    """ "sync (Dana Reyes)" for a teammate's change that named its author."""
+    return f"{source} ({author})" if author else source
 
 
 class HistorySummary(TypedDict):
@@ -261,13 +268,16 @@ def history_summary(memory: Memory, recent: int = 5) -> HistorySummary:
     """How many changes a memory has had, when, and the last few (action, source, time)."""
     rows = MemoryChange.objects.filter(memory_uuid=memory.uuid).order_by("-created_at", "-id")
     count = rows.count()
-    last = list(rows.values("action", "source", "created_at")[:recent])
+    last = list(rows.values("action", "source", "author", "created_at")[:recent])
     first = rows.order_by("created_at", "id").values_list("created_at", flat=True).first()
     return {
         "changes": count,
         "first_at": first.isoformat() if first else None,
         "last_at": last[0]["created_at"].isoformat() if last else None,
-        "recent": [{"action": r["action"], "source": r["source"], "at": r["created_at"].isoformat()} for r in last],
+        "recent": [
+            {"action": r["action"], "source": _who(r["source"], r["author"]), "at": r["created_at"].isoformat()}
+            for r in last
+        ],
     }
 
 

@@ -326,6 +326,9 @@ class MemoryChange(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # A teammate's change applied from the event log: the event's `author` (a display name; no user
+    # row here names them). Empty for local changes (`user` says who) and for events without one.
+    author = models.CharField(max_length=150, blank=True, default="")
 
     class Meta:
         indexes = [

@@ -48,6 +48,7 @@ class Folded:
     updated_ns: int | None = None
     content_ns: int = 0  # time of the latest content change
     vectors: dict[str, Vector] = field(default_factory=dict)
+    author: str | None = None  # of the last create/update/delete (for history; None: it named none)
 
     @property
     def content(self) -> str | None:
@@ -76,6 +77,7 @@ def _apply(state: Folded, event: Event, ts_ns: int) -> None:
             state.vectors[event.embedder] = Vector(list(event.vector), ts_ns, event.content_sha256)
         return
     state.has_fields = True
+    state.author = event.author
     created = parse_ts(event.created_at) if event.type == "create" and event.created_at else ts_ns
     state.created_ns = created if state.created_ns is None else min(state.created_ns, created)
     state.updated_ns = ts_ns

@@ -14,6 +14,7 @@ anyway (its name derives from the event, see eventlog.write_event).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -23,12 +24,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pygit2
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Min, QuerySet
 from django.utils import timezone
 
 from access.actor import acting
+from access.policy import owner_id
 from memories.changes import AnnouncedChange
 from memories.scope import is_personal, known_root
 from memories.write import bulk_rows
@@ -117,20 +120,39 @@ def embedding_event(memory_uuid: str, ts_ns: int, embedder: str, vector: Any, co
     )
 
 
-def _author() -> dict[str, str]:
-    """The acting person's user name (never an email unless they chose it as their name)."""
+@functools.lru_cache(maxsize=64)
+def _git_user_name(root: str) -> str | None:
+    """The checkout's `git config user.name` (its own, else the global one), read once per process
+    per repository; never the email."""
+    try:
+        name = pygit2.Repository(root).config["user.name"]
+    except (pygit2.GitError, KeyError, ValueError):
+        return None
+    return str(name).strip()[:150] or None
+
+
+def _author(project_id: str, git_root: str | None) -> dict[str, str]:
+    """The acting person's name for the event (docs/contract.md §11). The install's own owner (the
+    single-user `admin`, or the CLI acting for them) is named by the checkout's git user.name, so a
+    team's log tells Dana's changes from Sam's; a team-server user keeps their user name."""
     actor = acting()
+    if actor.is_system or (actor.user_id is not None and actor.user_id == owner_id()):
+        root = git_root or (str(r) if (r := known_root(project_id)) else None)
+        name = _git_user_name(root) if root else None
+        if name:
+            return {"author": name}
     return {"author": actor.username} if actor.user_id is not None and actor.username else {}
 
 
-def events_for(change: AnnouncedChange, log_embeddings: bool) -> list[Event]:
+def events_for(change: AnnouncedChange, log_embeddings: bool, author: dict[str, str] | None = None) -> list[Event]:
+    author = author or {}
     if change.kind == "delete":
-        return [new_event("delete", change.memory_uuid, change.ts_ns, **_author())]
+        return [new_event("delete", change.memory_uuid, change.ts_ns, **author)]
     if change.kind == "create":
         fields = {k: v for k, v in change.state.items() if v is not None or k == "category"}
     else:
         fields = dict(change.state)  # update: a present None clears the field
-    events = [new_event(change.kind, change.memory_uuid, change.ts_ns, **fields, **_author())]
+    events = [new_event(change.kind, change.memory_uuid, change.ts_ns, **fields, **author)]
     if change.vector is not None and log_embeddings and "content" in change.state:
         embedder, vector = change.vector
         events.append(embedding_event(change.memory_uuid, change.ts_ns, embedder, vector, change.state["content"]))
@@ -170,6 +192,7 @@ def on_change(changes: Sequence[AnnouncedChange]) -> None:
     store batch, an import) are queued together: one insert, the folder and settings looked up once
     per project."""
     folders: dict[tuple[str, str | None], tuple[str | None, bool]] = {}
+    authors: dict[tuple[str, str | None], dict[str, str]] = {}
     rows: list[OutboxEvent] = []
     for change in changes:
         key = (change.project_id, change.git_root)
@@ -178,23 +201,25 @@ def on_change(changes: Sequence[AnnouncedChange]) -> None:
         folder, log_embeddings = folders[key]
         if folder is None:
             continue
+        if key not in authors:
+            authors[key] = _author(change.project_id, change.git_root)
         rows += [
             OutboxEvent(project_id=change.project_id, memory_uuid=e.memory_id, folder=folder, payload=e.to_wire())
-            for e in _events_or_refusal(change, log_embeddings)
+            for e in _events_or_refusal(change, log_embeddings, authors[key])
         ]
     enqueue(rows)
 
 
-def _events_or_refusal(change: AnnouncedChange, log_embeddings: bool) -> list[Event]:
+def _events_or_refusal(change: AnnouncedChange, log_embeddings: bool, author: dict[str, str]) -> list[Event]:
     """The change's events; a change the schema refuses rolls the write back with one sentence."""
     try:
-        return events_for(change, log_embeddings)
+        return events_for(change, log_embeddings, author)
     except EventError as exc:
         core = {k: v for k, v in change.state.items() if k in CORE_FIELDS}
         try:
             if core == change.state:
                 raise
-            events = events_for(replace(change, state=core), log_embeddings)
+            events = events_for(replace(change, state=core), log_embeddings, author)
         except EventError:
             raise UserError(
                 f"refused: this change cannot be written to the team log ({exc}); nothing was stored."

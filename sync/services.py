@@ -346,7 +346,7 @@ class Reconcile:
             self.deferred += 1
             return False
         elif folded.deleted:
-            self._count(remote.apply_remote_state(self.project_id, uuid_, None, memory=row))
+            self._count(remote.apply_remote_state(self.project_id, uuid_, None, memory=row, author=folded.author))
         elif folded.exists:
             state = _remote_state(folded)
             self._count(remote.apply_remote_state(self.project_id, uuid_, state, vector, memory=row))
@@ -427,6 +427,7 @@ def _remote_state(folded: Folded) -> remote.RemoteState:
         importance=folded.fields["importance"],
         expires_at=_datetime(folded.fields["expires_at"]),
         anchors=folded.fields["anchors"],
+        author=folded.author,
     )
 
 

@@ -29,7 +29,12 @@ def snapshot(m: Memory) -> dict[str, Any]:
 
 
 def _row(
-    memory: Memory, action: str, source: str, before: dict[str, Any] | None, after: dict[str, Any] | None
+    memory: Memory,
+    action: str,
+    source: str,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    author: str | None = None,
 ) -> MemoryChange:
     return MemoryChange(
         memory=memory,
@@ -40,6 +45,7 @@ def _row(
         before=before,
         after=after,
         user_id=access.acting().user_id,
+        author=(author or "")[:150],
     )
 
 
@@ -68,22 +74,28 @@ def record(
     source: str,
     before: dict[str, Any] | None,
     after: dict[str, Any] | None,
+    *,
+    author: str | None = None,
     **metadata: Any,
 ) -> None:
     """The one audit call of a local write, inside its transaction: the history row (who, through
     which channel, before → after; none when nothing it shows changed) and, for a create, update or
     delete, the activity event (`metadata` goes there). Call it before deleting the row. The sync
-    announcement is not audit and stays `changes.publish_change` (it carries the change itself)."""
+    announcement is not audit and stays `changes.publish_change` (it carries the change itself).
+    `author`: a teammate's event's author, for a change applied from the log."""
     if before != after:
-        _row(memory, action, source, before, after).save()
+        _row(memory, action, source, before, after, author).save()
     if (kind := ACTIVITY.get(action)) is not None:
         _event(kind, memory, source, **metadata).save()
 
 
-def record_created(memories: list[Memory], source: str) -> None:
-    """`record(m, "created", source, None, snapshot(m))` for a batch of new memories: two COPYs (bulk_rows)."""
+def record_created(memories: list[Memory], source: str, authors: list[str | None] | None = None) -> None:
+    """`record(m, "created", source, None, snapshot(m), author=a)` for a batch of new memories: two
+    COPYs (bulk_rows)."""
+    names = authors or [None] * len(memories)
     bulk_rows.insert(MemoryEvent, [_event(EventKind.CREATED, m, source) for m in memories])
-    bulk_rows.insert(MemoryChange, [_row(m, "created", source, None, snapshot(m)) for m in memories])
+    rows = [_row(m, "created", source, None, snapshot(m), a) for m, a in zip(memories, names, strict=True)]
+    bulk_rows.insert(MemoryChange, rows)
 
 
 def announce(memory: Memory, **extra: Any) -> None:

@@ -31,6 +31,7 @@ class RemoteState:
     importance: str | None = None  # None: the default
     expires_at: datetime | None = None
     anchors: list[Any] | None = None  # None: the log never named any
+    author: str | None = None  # the `author` of the last event that changed it (docs/contract.md §11)
 
 
 RemoteOutcome = Literal["created", "updated", "unchanged", "deleted", "absent"]
@@ -69,7 +70,7 @@ def create_remote_many(project_id: str, items: Sequence[tuple[str, RemoteState, 
         ensure_index(embedder_id, dim)
     bulk_rows.insert_vectors([(m.pk, project_id, v[0], v[1]) for m, v in with_vector])
     anchor_store.add_from_wire([(m, state.anchors) for m, (_, state, _) in zip(created, items, strict=True)])
-    record_created(created, "reconcile")
+    record_created(created, "reconcile", [state.author for _, state, _ in items])
     return created
 
 
@@ -80,16 +81,18 @@ def apply_remote_state(
     vector: tuple[str, Sequence[float]] | None = None,
     *,
     memory: Memory | None = None,
+    author: str | None = None,
 ) -> RemoteOutcome:
     """Make the local row equal `state` (None: the memory is deleted). Call inside a transaction,
     with the row (if any) passed in locked `select_for_update` by the caller.
 
     `vector` is stored for its embedder; a content change first drops every old (now stale) vector.
+    `author`: the deleting event's author (a kept memory's is `state.author`), for history.
     """
     if state is None:
         if memory is None:
             return "absent"
-        remove(memory, "reconcile", publish_forget=False)
+        remove(memory, "reconcile", publish_forget=False, author=author)
         return "deleted"
     if memory is None:
         memory = Memory(uuid=memory_uuid, project_id=project_id)
@@ -102,7 +105,7 @@ def apply_remote_state(
             save_vector(memory, vector[0], vector[1])
         if state.anchors:
             anchor_store.from_wire(memory, state.anchors)
-        record(memory, "created", "reconcile", None, snapshot(memory))
+        record(memory, "created", "reconcile", None, snapshot(memory), author=state.author)
         return "created"
     changes = remote_fields(memory, state)
     if state.anchors is not None and anchor_store.wire_of(memory) != state.anchors:
@@ -124,5 +127,5 @@ def apply_remote_state(
     memory.save()
     if not changes:
         return "unchanged"  # only the times moved (e.g. an empty update event)
-    record(memory, "updated", "reconcile", before, snapshot(memory), fields=sorted(changes))
+    record(memory, "updated", "reconcile", before, snapshot(memory), author=state.author, fields=sorted(changes))
     return "updated"

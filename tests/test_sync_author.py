@@ -1,0 +1,93 @@
+"""Who made a change, across the team log (docs/contract.md §5, §11): a single-user install names its
+owner by the checkout's git user.name; a teammate's event keeps its author in this machine's history."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from django.test import Client
+
+from access.actor import acting_as, actor_for_user
+from access.services import add_user, grant
+from memories import lifecycle
+from memories.models import Memory, MemoryChange
+from memories.scope import resolve
+from memories.write import create
+from sync.services import reconcile_scope
+
+pytestmark = pytest.mark.django_db(transaction=True)
+U1 = "22222222-2222-4222-8222-222222222222"
+
+
+def _events(repo: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((repo / ".yullu" / "logs").glob("*.json"))]
+
+
+def _teammate(repo: Path, n: int, kind: str, **fields: Any) -> None:
+    folder = repo / ".yullu" / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    event = {
+        "id": f"00000000-0000-4000-8000-{n:012d}",
+        "type": kind,
+        "memory_id": U1,
+        "ts": f"2026-06-01T00:00:{n:02d}Z",
+        **fields,
+    }
+    (folder / f"teammate-{n}.json").write_text(json.dumps(event))
+
+
+def test_the_install_owner_is_named_by_the_checkouts_git_user_name(repo: Path, owner: Any, keyword_only: None) -> None:
+    subprocess.run(["git", "-C", str(repo), "config", "user.name", "Dana Reyes"], check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "user.email", "dana@example.com"], check=True)
+    scope = resolve(None, str(repo))
+    with acting_as(actor_for_user(owner)):  # the owner over MCP/REST
+        create.store_memory(scope, "Releases are cut from the release branch on Thursdays.", "process")
+    create.store_memory(scope, "The staging database is reset every Monday.", "process")  # the CLI / stdio
+    teammate = add_user("sam")
+    grant("sam", scope.project_id, "write")
+    with acting_as(actor_for_user(teammate)):  # a team-server user keeps their user name
+        create.store_memory(scope, "Feature flags live in flags.yaml, not in the database.", "process")
+    authors = {e["content"][:8]: e.get("author") for e in _events(repo) if e["type"] == "create"}
+    assert authors == {"Releases": "Dana Reyes", "The stag": "Dana Reyes", "Feature ": "sam"}
+    assert not any("dana@example.com" in json.dumps(e) for e in _events(repo)), "never the email"
+
+
+def test_a_teammates_author_shows_in_history_on_every_view(
+    repo: Path, owner: Any, owner_token: str, live_server_url: str, keyword_only: None
+) -> None:
+    scope = resolve(None, str(repo))
+    _teammate(repo, 1, "create", content="The deploy key rotates on the first of the month.", tags=[], author="Dana")
+    assert reconcile_scope(scope)["created"] == 1
+    _teammate(repo, 2, "update", tags=["ops"], author="Sam Okafor")
+    assert reconcile_scope(scope)["updated"] == 1
+    memory = Memory.objects.get(uuid=U1)
+
+    with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}) as http:
+        history = http.get(f"/api/memories/{memory.pk}/history", timeout=30).json()["history"]
+    assert [(h["action"], h["source"], h["user"], h["author"]) for h in history] == [
+        ("created", "sync", None, "Dana"),
+        ("updated", "sync", None, "Sam Okafor"),
+    ]
+    assert [r["source"] for r in lifecycle.history_summary(memory)["recent"]] == ["sync (Sam Okafor)", "sync (Dana)"]
+    client = Client()
+    client.force_login(owner)
+    page = client.get(f"/admin/memories/memory/{memory.pk}/change/").content.decode()
+    assert "sync (Dana)" in page and "sync (Sam Okafor)" in page
+
+    _teammate(repo, 3, "delete", author="Sam Okafor")
+    assert reconcile_scope(scope)["deleted"] == 1
+    assert MemoryChange.objects.get(memory_uuid=U1, action="deleted").author == "Sam Okafor"
+
+
+def test_an_event_without_author_still_applies(repo: Path, keyword_only: None) -> None:
+    scope = resolve(None, str(repo))
+    _teammate(repo, 1, "create", content="Old logs name nobody: written before authors existed.", tags=[])
+    assert reconcile_scope(scope)["created"] == 1
+    memory = Memory.objects.get(uuid=U1)
+    assert [(h["source"], h["author"]) for h in lifecycle.history(memory.pk)] == [("sync", None)]
+    assert lifecycle.history_summary(memory)["recent"][0]["source"] == "sync"
