@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.db import DatabaseError
+
 from memories.anchors.store import refs_now
 from memories.models import SESSION_TAG, Memory
 from memories.scope import Scope
@@ -90,8 +92,18 @@ def apply_pending(scope: Scope, pending: list[DreamOp], reasoner: Reasoner | Non
     counts = {"created": 0, "updated": 0, "deleted": 0, "skipped": 0, "superseded": 0, "conflict": 0}
     for row in pending:
         done: list[tuple[dict[str, Any], str, str]] = []
-        one = apply_operations(scope, [row.payload or {}], record=done, reasoner=reasoner, session_id=row.session_id)
-        _, outcome, why = done[0]
+        try:
+            one = apply_operations(
+                scope, [row.payload or {}], record=done, reasoner=reasoner, session_id=row.session_id
+            )
+            _, outcome, why = done[0]
+        except DatabaseError:
+            raise  # the database went away: left pending, the next pass tries again
+        except Exception as exc:  # noqa: BLE001 - one bad operation must not stop the project's dreaming
+            # Every later pass applies what is pending first: an operation that fails the same way each
+            # time would stop this project's dreaming for good (review7). It is skipped, its error kept.
+            log.exception("dream op %s failed; skipped", row.pk)
+            one, outcome, why = {"skipped": 1}, "skipped", f"failed: {type(exc).__name__}: {exc}"
         DreamOp.objects.filter(pk=row.pk).update(outcome=outcome, detail=why[:1000], payload=None)
         for kind, n in one.items():
             counts[kind] += n

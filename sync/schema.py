@@ -16,16 +16,20 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memories.anchors import refs as anchor_refs
+from memories.write.poisoning import hold_reason
 from memories.write.secrets import first_secret
 from memories.write.validation import clean_category, clean_content, clean_tags
 from yullu_core.errors import UserError
 from yullu_core.timestamps import parse_ts
+
+_DISPLAY_NAME = re.compile(r"[^\W_][\w .'@-]{0,63}")
 
 EventType = Literal["create", "update", "delete", "embedding"]
 LEGACY_TYPES = {"remember": "create", "revise": "update", "forget": "delete"}
@@ -112,6 +116,20 @@ class Event(BaseModel):
     created_at: str | None = None  # ours: compacted snapshots keep the memory's creation time
     # ours (docs/contract.md §11): the display name of who made the change; readers that do not know it ignore it
     author: str | None = Field(default=None, max_length=150)
+
+    @field_validator("author", mode="before")
+    @classmethod
+    def _display_name(cls, value: Any) -> Any:
+        # A teammate's free text reaches the assistant (get_memory's recent changes: "sync (NAME)") and
+        # is not a memory the poisoning hold would keep back, so only a name is kept: at most four words
+        # of letters, digits and . ' - _ @, 64 characters, nothing the hold would flag. Anything else is
+        # dropped, never the event (review7).
+        if not isinstance(value, str):
+            return None
+        name = " ".join(value.split())
+        if not _DISPLAY_NAME.fullmatch(name) or len(name.split()) > 4 or hold_reason(name):
+            return None
+        return name
 
     @field_validator("supersedes", mode="before")
     @classmethod

@@ -12,7 +12,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from dreaming.models import DreamPass, SessionMessage
+from dreaming import operations
+from dreaming.models import DreamOp, DreamPass, SessionMessage
 from dreaming.parse import ParseError, parse_operations
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass, should_dream
@@ -308,3 +309,30 @@ def test_a_session_id_too_long_for_a_tag_is_tagged_by_its_hash() -> None:
         validation.with_session(["a"] * 20, long_id)[-1] == tag and len(validation.with_session(["a"] * 20, "s")) == 20
     )
     assert validation.with_session(["session:mine"], "other") == ["session:mine"]
+
+
+def test_a_pending_operation_that_fails_unexpectedly_is_skipped_not_left_to_block_every_pass(
+    reasoner_stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every pass applies what an interrupted pass left pending first: one that raised the same
+    # unexpected error each time would have stopped the project's dreaming for good (review7).
+    real = operations._apply_op
+
+    def breaks_on_boom(scope: Any, op: dict[str, Any], *args: Any, **kwargs: Any) -> str:
+        if op.get("content") == "boom":
+            raise RuntimeError("a bug in one operation")
+        return real(scope, op, *args, **kwargs)
+
+    monkeypatch.setattr(operations, "_apply_op", breaks_on_boom)
+    dream = DreamPass.objects.create(project_id="acme/p")
+    ops = [
+        {"op": "create", "content": "boom"},
+        {"op": "create", "content": "Deploys need the VPN", "category": "gotcha"},
+    ]
+    operations.pend(dream, "s1", ops)
+    counts = operations.apply_pending(resolve("acme/p", None), operations.left_pending("acme/p"), None)
+    assert (counts["skipped"], counts["created"]) == (1, 1)
+    assert operations.left_pending("acme/p") == []
+    failed = DreamOp.objects.get(content="boom")
+    assert failed.outcome == "skipped" and failed.detail == "failed: RuntimeError: a bug in one operation"
+    assert Memory.objects.filter(project_id="acme/p", content="Deploys need the VPN").exists()
