@@ -36,7 +36,7 @@ def test_uninstall_names_where_the_embedded_database_stays(
     cluster = pg.plan(yhome)
     monkeypatch.setattr(pg, "plan", lambda home: dataclasses.replace(cluster, pgdata=tmp_path / cluster_dir / "pgdata"))
     kept = install._left_behind(tmp_path / "home", [], cursor=False)[0]
-    assert kept.startswith(f"kept: your memories ({said.format(tmp=tmp_path)}) and {yhome} "), kept
+    assert kept.startswith(f"kept: your memories ({said.format(tmp=tmp_path)}), {yhome} (API token) and "), kept
 
 
 def test_the_stale_queue_diff_keeps_a_removed_last_line_apart_from_the_added_one() -> None:
