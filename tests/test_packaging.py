@@ -103,16 +103,23 @@ def built_version(checkout: Path) -> Version:
     return Version(json.loads(ran.stdout)["install"][0]["metadata"]["version"])
 
 
+def _clone_building_like_this_checkout(tmp_path: Path, *paths: str) -> tuple[Path, list[str]]:
+    """A clone of this repository with only `paths` checked out and this checkout's build files
+    (committed or not) copied in; and the git command line that runs in it."""
+    clone = tmp_path / "clone"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(clone)]
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(clone)], check=True, timeout=300)
+    subprocess.run([*git, "checkout", "-q", "HEAD", "--", "pyproject.toml", *paths], check=True)
+    for name in ("pyproject.toml", "yullu_build.py"):
+        shutil.copy(REPO / name, clone / name)
+    return clone, git
+
+
 @pytest.mark.slow
 def test_each_commits_wheel_has_a_higher_version_so_pip_install_over_an_older_one_upgrades(tmp_path: Path) -> None:
     # Found installing today's wheel over an older one: both were 0.1.0, and pip said "yullu is already installed
     # with the same version as the provided wheel" and kept the old code (and its migrations).
-    clone = tmp_path / "clone"
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(clone)]
-    subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(clone)], check=True, timeout=300)
-    subprocess.run([*git, "checkout", "-q", "HEAD", "--", "pyproject.toml", "README.md"], check=True)
-    for name in ("pyproject.toml", "yullu_build.py"):  # this checkout's, committed or not
-        shutil.copy(REPO / name, clone / name)
+    clone, git = _clone_building_like_this_checkout(tmp_path, "README.md")
     subprocess.run([*git, "add", "pyproject.toml", "yullu_build.py"], check=True)
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "this pyproject"], check=True)
     before = built_version(clone)
@@ -125,12 +132,7 @@ def test_each_commits_wheel_has_a_higher_version_so_pip_install_over_an_older_on
 def test_a_module_deleted_since_the_last_build_in_this_checkout_is_not_in_the_next_wheel(tmp_path: Path) -> None:
     # Found building two commits' wheels in one clone: setuptools keeps build/lib between builds, and 102 files the
     # later commit had deleted or moved shipped in its wheel (the old yullu_site/mcp/ shadowed its mcp.py).
-    clone = tmp_path / "clone"
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(clone)]
-    subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(clone)], check=True, timeout=300)
-    subprocess.run([*git, "checkout", "-q", "HEAD", "--", "README.md", "yullu_core"], check=True)
-    for name in ("pyproject.toml", "yullu_build.py"):  # this checkout's, committed or not
-        shutil.copy(REPO / name, clone / name)
+    clone, _ = _clone_building_like_this_checkout(tmp_path, "README.md", "yullu_core")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
 
     def wheel_files() -> list[str]:
