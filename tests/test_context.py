@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from memories.models import Memory
+from memories.models import EventKind, Memory, MemoryEvent
 from memories.scope import USER_SCOPE, resolve
 from memories.search.context import Entry as ContextEntry
 from memories.search.context import render
@@ -153,6 +153,8 @@ def test_a_user_scope_memory_stored_in_one_project_is_recalled_in_another(
     assert found[1]["project_id"] == "github.com/acme/beta"
     assert contents[0].startswith("Beta tests"), "project memories come first"
     assert "Prefer pytest over unittest for every new test module." in contents
+    logged = MemoryEvent.objects.filter(recall_id=found[1]["recall_id"], kind=EventKind.RECALLED)
+    assert set(logged.values_list("project_id", flat=True)) == {"github.com/acme/beta", f"{USER_SCOPE}:{owner.pk}"}
     assert "Prefer pytest over unittest" in block[1]["context"] and "user style" in block[1]["context"]
     assert bad[0] and "scope" in bad[1]
     assert not (repo_a / ".yullu").exists(), "a user-scope memory is never written to a team log"

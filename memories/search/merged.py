@@ -88,10 +88,10 @@ def search_merged(
     if log and (merged.results or merged.considered):
         merged.recall_id = str(uuid.uuid4())
         chosen = {h["id"] for h in hits}
-        for part in (project, user):  # one recall id; each hit logged under its own project
-            kept = [h for h in part.results if h["id"] in chosen]
-            if kept or part.considered:
-                recall_log.log_recall(
-                    candidates.SearchResult(part.project_id, merged.recall_id, kept, part.considered), query
-                )
+        parts = [  # one recall id; each hit logged under its own project
+            candidates.SearchResult(part.project_id, merged.recall_id, kept, part.considered)
+            for part in (project, user)
+            if (kept := [h for h in part.results if h["id"] in chosen]) or part.considered
+        ]
+        recall_log.log_recall(parts, query)
     return merged

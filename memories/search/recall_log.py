@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import IntegrityError, connection
@@ -55,27 +55,27 @@ def _insert_events(rows: list[list[Any]]) -> None:
         )
 
 
-def log_recall(result: SearchResult, query: str) -> None:
+def log_recall(parts: SearchResult | Sequence[SearchResult], query: str) -> None:
     """Best effort: a memory deleted between the search and this insert is logged without its FK;
-    a logging failure never fails the search itself. The query is kept with its secrets cut out, as
-    conversation turns are: the hook sends whole prompts, and a token pasted into one ("I set
-    FLY_API_TOKEN=… and it still says unauthorized") would otherwise sit in the log, the admin's
-    Retrievals page, /api/retrievals and the verdicts copied from it (found on walk 7)."""
+    a logging failure never fails the search itself. `parts`: one search, or the parts of a merged one
+    (each hit under its own project, one recall id), written in one INSERT. The query is kept with its
+    secrets cut out, as conversation turns are: the hook sends whole prompts, and a token pasted into
+    one ("I set FLY_API_TOKEN=… and it still says unauthorized") would otherwise sit in the log, the
+    admin's Retrievals page, /api/retrievals and the verdicts copied from it (found on walk 7)."""
     now = timezone.now()
-    if not result.results and not result.considered:
-        return
     shown = redact(query)[:1000]
     rows = [
         [
             kind,
             hit["id"],
             hit["uuid"],
-            result.project_id,
-            result.recall_id,
+            part.project_id,
+            part.recall_id,
             json.dumps({"query": shown, "similarity": hit["similarity"], "rank": hit["rank"]}),
             now,
         ]
-        for kind, hits in ((EventKind.RECALLED, result.results), (EventKind.CONSIDERED, result.considered))
+        for part in ([parts] if isinstance(parts, SearchResult) else parts)
+        for kind, hits in ((EventKind.RECALLED, part.results), (EventKind.CONSIDERED, part.considered))
         for hit in hits
     ]
     try:
@@ -88,4 +88,4 @@ def log_recall(result: SearchResult, query: str) -> None:
     try:
         _insert_events(rows)
     except IntegrityError:
-        log.warning("could not write the recall log for %s", result.recall_id)
+        log.warning("could not write the recall log for %s", rows[0][4])
