@@ -302,3 +302,62 @@ def test_a_start_while_another_start_holds_the_home_is_refused(tmp_path: Path) -
     assert out.strip().splitlines()[-1] == (
         "yullu: a server is already running for this YULLU_HOME (pid ?); stop it first or set YULLU_HOME."
     ), out
+
+
+CLAIM = """
+import fcntl, sys
+from pathlib import Path
+from yullu_cli import supervisor
+if sys.argv[2] == "pause":  # stop between opening the pid file and locking it, until told to go on
+    real = fcntl.flock
+    def flock(fh, how):
+        print("opened", flush=True)
+        sys.stdin.readline()
+        fcntl.flock = real
+        return real(fh, how)
+    fcntl.flock = flock
+supervisor._pidfile_claim(Path(sys.argv[1]))
+print("claimed", flush=True)
+sys.stdin.readline()
+Path(sys.argv[1]).unlink(missing_ok=True)  # what a stopping `yullu serve` does last, still holding the lock
+"""
+
+
+def test_two_starts_racing_a_stop_end_with_one_server_and_a_pid_file_naming_it(tmp_path: Path) -> None:
+    """A server stops (it unlinks its pid file, then its lock goes with it) while a second start has
+    opened that file and not locked it yet, and a third start comes after: the second got the lock of
+    the unlinked file and the third created a new one, so both served and no pid file named the second
+    (yullu_cli/supervisor.py, the race the round-seven review left)."""
+    pidfile = tmp_path / "serve.pid"
+
+    def claim(mode: str = "") -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-c", CLAIM, str(pidfile), mode], cwd=REPO, text=True,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+
+    def said(proc: subprocess.Popen[str], word: str) -> None:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == word, proc.communicate()
+
+    def go(proc: subprocess.Popen[str]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+
+    first = claim()
+    said(first, "claimed")
+    second = claim("pause")
+    said(second, "opened")  # the file the first server locks, opened
+    go(first)  # the first server stops: its pid file unlinked, then its lock released as it exits
+    assert first.wait(timeout=30) == 0
+    go(second)
+    said(second, "claimed")
+    third = claim()
+    try:
+        _, refused = third.communicate(timeout=30)
+        assert third.returncode == 1, "a third server started beside the second"
+        running = f"a server is already running for this YULLU_HOME (pid {second.pid})"
+        assert refused.strip() == f"yullu: {running}; stop it first or set YULLU_HOME.", refused
+        assert pidfile.read_text() == str(second.pid), "the pid file names the server that runs"
+    finally:
+        for proc in (second, third):
+            proc.kill()
+            proc.communicate()

@@ -47,14 +47,7 @@ def _pidfile_claim(path: Path) -> None:
     process's life, so two starts at the same moment cannot both claim it (reading then writing
     it could) and a dead server's lock is gone with it (its stale file is taken over). A live pid
     in the file also refuses: a server of a version that did not lock it."""
-    fh = open(path, "a+")  # noqa: SIM115 - kept open (and locked) until the process exits
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.seek(0)
-        held_by = fh.read().strip() or "?"
-        fh.close()
-        fail(f"a server is already running for this YULLU_HOME (pid {held_by}); stop it first or set YULLU_HOME.")
+    fh = _lock_the_file_at(path)
     fh.seek(0)
     try:
         pid = int(fh.read().strip() or "0")
@@ -68,6 +61,34 @@ def _pidfile_claim(path: Path) -> None:
     fh.write(str(os.getpid()))
     fh.flush()
     _claimed.append(fh)
+
+
+def _lock_the_file_at(path: Path) -> IO[str]:
+    """`path` opened and locked, or `fail`. A stopping server unlinks its pid file while it still holds
+    the lock: a start that opened the file just before got the lock of that unlinked file once the
+    server exited, and a third start then created and locked a new one (two servers, and no pid file
+    naming the first). So the lock counts only while `path` is still the file locked; else, again."""
+    while True:
+        fh = open(path, "a+")  # noqa: SIM115 - kept open (and locked) until the process exits
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            held_by = fh.read().strip() or "?"
+            fh.close()
+            fail(f"a server is already running for this YULLU_HOME (pid {held_by}); stop it first or set YULLU_HOME.")
+        if _same_file(fh, path):
+            return fh
+        fh.close()  # unlinked by the server that held it, which has stopped since: try the file there now
+
+
+def _same_file(fh: IO[str], path: Path) -> bool:
+    try:
+        now = path.stat()
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fh.fileno())
+    return (opened.st_dev, opened.st_ino) == (now.st_dev, now.st_ino)
 
 
 def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
