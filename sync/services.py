@@ -25,7 +25,11 @@ No file can block the log (docs/contract.md §5):
   after it. Machines that first see such a file at different moments may order it differently
   against events made in between; events within the skew fold identically everywhere.
 - Files this pass writes (embedding events, local-only memories) are written only after every
-  memory of the pass is applied: a pass that fails writes nothing.
+  memory of the pass is applied: a pass that fails writes nothing. The embedding event of a vector
+  computed here is queued in the outbox in the transaction that stores the vector, so a pass killed
+  after some batches committed still owes their events: the next flush (the sweep, or the next
+  pass's first step) writes them. Before, they were lost for good: those memories were in the
+  ledger with their vectors, so no later pass embedded them again.
 """
 
 from __future__ import annotations
@@ -50,13 +54,22 @@ from memories.embedding.embedders import Embedder, embeds, get_embedder
 from memories.lifecycle import apply_remote_links
 from memories.models import Memory, MemoryVector
 from memories.scope import Scope, known_root, resolve
-from memories.write import remote
+from memories.write import bulk_rows, remote
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
 from yullu_core.metrics import count_reconcile
 from yullu_core.timestamps import datetime_to_ns, format_ts, ns_to_datetime, parse_ts
 
-from .eventlog import EventLogError, logs_dir, new_event, read_events, remove_stale_temps, scan, write_event
+from .eventlog import (
+    EventLogError,
+    event_filename,
+    logs_dir,
+    new_event,
+    read_events,
+    remove_stale_temps,
+    scan,
+    write_event,
+)
 from .fold import Folded, fold_all
 from .models import LedgerEntry, LedgerStatus, OutboxEvent, ProjectSyncState
 from .outbox import adopt_held, embedding_event, flush, pending_uuids, sync_config
@@ -129,6 +142,8 @@ class Reconcile:
     result: ReconcileResult
     written: list[tuple[str, str]] = field(default_factory=list)  # (file name, memory uuid) we wrote
     to_write: list[Event] = field(default_factory=list)  # written once every memory of the pass is applied
+    embedding_events: dict[str, Event] = field(default_factory=dict)  # memory uuid -> the event of its new vector
+    queued: list[int] = field(default_factory=list)  # outbox rows of those events, committed with their batch
     clamps: dict[str, int] = field(default_factory=dict)  # file name -> the latest time its events are read at
     deferred: int = 0
     started_ns: int = field(default_factory=time.time_ns)
@@ -301,7 +316,8 @@ class Reconcile:
                 self.result["embeddings_computed"] += 1
                 if self.cfg["log_embeddings"]:
                     ts = max(folded[uuid_].content_ns, folded[uuid_].updated_ns or 0)
-                    self._write(embedding_event(uuid_, ts, embedder.id, vec, folded[uuid_].content or ""))
+                    event = embedding_event(uuid_, ts, embedder.id, vec, folded[uuid_].content or "")
+                    self.embedding_events[uuid_] = event
         return chosen
 
     def _apply_batch(
@@ -333,6 +349,15 @@ class Reconcile:
         self.result["created"] += len(fresh)
         files = [(n, uuid_, self.clamps.get(n)) for uuid_ in applied for n in new_by_memory[uuid_]]
         record_applied(self.project_id, files)
+        self._queue_embedding_events(applied)
+
+    def _queue_embedding_events(self, applied: list[str]) -> None:
+        """Inside the batch's transaction: the events of the vectors it stores, owed to the log from its commit."""
+        events = [self.embedding_events[u] for u in applied if u in self.embedding_events]
+        folder = str(self.folder)
+        rows = [OutboxEvent(project_id=self.project_id, memory_uuid=e.memory_id, folder=folder, payload=e.to_wire())
+                for e in events]  # fmt: skip
+        self.queued += [row.pk for row in bulk_rows.insert(OutboxEvent, rows)] if rows else []
 
     def _apply_one(
         self, uuid_: str, folded: Folded, vector: tuple[str, list[float]] | None, row: Memory | None, pending: bool
@@ -370,6 +395,9 @@ class Reconcile:
         self.to_write.append(event)
 
     def _write_files(self) -> None:
+        memory_of = {event_filename(e): str(e.memory_id) for e in self.embedding_events.values()}
+        for _, _, name in flush(ids=self.queued) if self.queued else []:
+            self.written.append((name, memory_of[name]))
         for event in self.to_write:
             try:
                 self.written.append((write_event(self.folder, event), str(event.memory_id)))

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -34,10 +35,10 @@ from memories.models import Memory
 from memories.scope import Scope, resolve
 from memories.search.queries import search
 from memories.write.create import store_memory
-from sync.eventlog import STALE_TEMP_S, list_names
+from sync.eventlog import STALE_TEMP_S, list_names, new_event, read_events, write_event
 from sync.models import OutboxEvent
 from sync.outbox import flush
-from sync.services import reconcile_scope
+from sync.services import APPLY_BATCH, reconcile_scope
 from tests.conftest import free_port
 from tests.processes import REPO, product_env, run_cli, spawn, stop, stub_env, wait_until
 from tests.processes import test_database_url as database_url
@@ -361,3 +362,41 @@ def test_two_starts_racing_a_stop_end_with_one_server_and_a_pid_file_naming_it(t
         for proc in (second, third):
             proc.kill()
             proc.communicate()
+
+
+def test_a_reconcile_killed_between_batches_still_publishes_the_embeddings_it_stored(
+    repo: Path, stub_embedder: StubServer, tmp_path: Path
+) -> None:
+    """kill -9 of `yullu reconcile` after its first batch committed: the vectors it computed for that
+    batch are stored and its files are in the ledger, so no later pass embeds those memories again;
+    their `embedding` events were to be written at the end of the pass and were never published (a
+    teammate with the same model embedded them itself). Every memory has its event after the next pass."""
+    logs = repo / ".yullu" / "logs"
+    scope = resolve(None, str(repo))
+    memories = sorted(str(uuid.uuid4()) for _ in range(APPLY_BATCH + 40))
+    held = memories[APPLY_BATCH + 10]  # in the pass's second batch
+    write_event(logs, new_event("create", held, content="the deploy freeze starts on Fridays at noon", tags=[]))
+    reconcile_scope(scope)  # this machine has it; a teammate's edit of it comes with the new files
+    write_event(logs, new_event("update", held, content="the deploy freeze starts on Thursdays at noon"))
+    for n, memory in enumerate(m for m in memories if m != held):
+        write_event(logs, new_event("create", memory, content=f"teammate fact {n} about the billing queue", tags=[]))
+    env = product_env(tmp_path / "home", **stub_env(stub_embedder.url))
+    with psycopg.connect(database_url(), autocommit=True) as holder, holder.transaction():
+        holder.execute(f"SELECT 1 FROM {Memory._meta.db_table} WHERE uuid = %s FOR UPDATE", [held])
+        proc = spawn(["-m", "yullu_cli.main", "reconcile", "--cwd", str(repo)], env)
+
+        def second_batch_waits() -> bool:
+            row = holder.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")  # (pg_stat_activity: a snapshot)
+            return bool(row.fetchone()[0])  # type: ignore[index]
+
+        wait_until(second_batch_waits, "the reconcile's second batch to wait for the held row", alive=proc)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert Memory.objects.filter(project_id=scope.project_id).count() == APPLY_BATCH + 1, "the first batch committed"
+    result = run_cli(["reconcile", "--cwd", str(repo)], env)
+    assert result.returncode == 0, result.stderr
+    assert Memory.objects.filter(project_id=scope.project_id).count() == len(memories)
+    embedded = [str(e.memory_id) for _, e in read_events(logs).events if e.type == "embedding"]
+    assert set(embedded) == set(memories), f"{len(set(memories) - set(embedded))} memories have no embedding event"
+    assert len(embedded) == len(memories) + 1, "one event per vector: the held memory's two contents, the rest once"
+    assert not OutboxEvent.objects.exists()
