@@ -1344,6 +1344,24 @@ REVIEW_7_KEEP: list[Form] = [
 ]
 
 
+# 217 ordinary memories an assistant stores about codebases: 130 everyday, many long (CI YAML, Dockerfiles,
+# Kubernetes manifests with secretKeyRef and envFrom, Terraform, SQL migrations, regexes, cron, logs and stack
+# traces with request and trace ids, URLs with cache-busting and utm queries, minified JS, CSS colours, lockfile
+# integrity hashes, go.sum and Cargo.lock lines, image digests, Nix store paths, fake people, notes in nine
+# languages) and 87 about auth with no secret (OAuth and PKCE, JWT structure, HMAC signing, rotation runbooks,
+# Vault paths and templates, IAM policies, CSP, password reset, TOTP, SSH config, known_hosts, public keys,
+# fingerprints, `password_file = /run/secrets/db`, env var names, SOPS recipients): written by the review8
+# reviewer BEFORE reading the scanner, its tests or this file. First run, each stored through `POST
+# /api/memories` on a live `yullu serve` (real PostgreSQL) at 3906292: 9 of 217 refused (a go.sum `h1:` hash,
+# Stripe ids and an ARN after "not secrets", PKCE's challenge, a URN's `oauth:` segment, `public_key=@$HOME/…`,
+# a YAML mapping's next key glued to a `_FILE` path, `auth_type = scram-sha-256`, ingress-nginx's `auth-secret:
+# staging-basic-auth`); all kept since.
+REVIEW_8_KEEP: list[Form] = [
+    (f"review8 {i}", _fixed(text))
+    for i, text in enumerate(json.loads((Path(__file__).parent / "data" / "review8_keep.json").read_text("utf-8")))
+]
+
+
 # The fifth held-out set (secrets7): 112 secrets and 37 memories that must be stored, written BEFORE their
 # author read this file, the scanner, its tests or docs/security.md, as people and assistants write secrets into a
 # memory about a codebase: told in prose in eleven languages, in lists, backticks, chats and tickets; in shell

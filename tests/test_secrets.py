@@ -1326,3 +1326,64 @@ def test_an_enum_member_valued_by_its_own_name_is_kept() -> None:
     # A variable passed on under its own name was code only unquoted and in the same case.
     enum = 'class Reason(enum.StrEnum):\n    MISSING_AUTH = "missing_auth"\n    BAD_TOKEN = "bad_token"'
     assert find_secret(enum) is None
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.REVIEW_8_KEEP, seed=8))
+def test_the_review8_everyday_memories_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+# review8's ordinary memories (REVIEW_8_KEEP, written before reading the scanner) that were refused, in general form.
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a go.sum line: Go's `h1:` is a digest's notation, as `sha256:` is
+        "google.golang.org/grpc v1.62.1 h1:omVY7ygi+a1manQHUCRVuvnK+oRQSSQBZp1QXVmhndc=",
+        # a secret's noun denied before a value
+        "Stripe ids are not secrets, just references: cus_PqR7sT2uVwXyZa and pi_3OqR7sT2uVwXyZa1B2c3D4e5.",
+        "ARNs in the runbook (account ids are not secret): arn:aws:iam::123456789012:role/deploy-ci",
+        # an ARN names where a secret lives; its `secret:` segment is no assignment
+        "The secret ARN is arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-AbCdEf",
+        # PKCE's code challenge is sent in the clear
+        "RFC 7636's worked example has the challenge E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM.",
+        # a URN's segments
+        "poll /oauth/token with grant_type=urn:ietf:params:oauth:grant-type:device_code every 5 seconds",
+        "subject_token_type=urn:ietf:params:oauth:token-type:access_token for the token exchange",
+        # a field naming the kind of auth, not its secret
+        "PgBouncer: auth_type = scram-sha-256 and auth_query looks users up",
+        "auth_method: scram-sha-256",
+        # a Kubernetes Secret's name after ingress-nginx's auth-secret
+        "nginx.ingress.kubernetes.io/auth-type: basic, nginx.ingress.kubernetes.io/auth-secret: staging-basic-auth",
+        # a key's file from a variable or as curl's and vault's `@file`
+        "vault write ssh/sign/deploy public_key=@$HOME/.ssh/id_ed25519.pub",
+        "SSH_KEY=$HOME/.ssh/id_ed25519 and TLS_KEY=${CERT_DIR}/tls.key",
+        # a mapping's next key is not the rest of a wrapped value
+        "environment:\n  DATABASE_PASSWORD_FILE: /run/secrets/db_password\n"
+        "  DJANGO_SECRET_KEY_FILE: /run/secrets/django_secret_key",
+    ],
+)
+def test_a_go_sum_hash_a_denied_noun_an_arn_a_urn_a_challenge_and_a_key_file_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+_R8 = random.Random(8)
+_KEY8 = chars(ALNUM, 20)(_R8)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"the verifier {chars(URLSAFE, 43)(_R8)} stays on the client",
+        f"OAUTH_TOKEN: {_KEY8}",
+        f"AUTH_TYPE_SECRET=Xk9#{_KEY8}",
+        f"AUTH_MODE_TOKEN={_KEY8}",
+        f"auth-secret: {_KEY8}",
+        "DB_PASSWORD=correct-horse-battery-staple",
+        f"SECRET_KEY=@Xk9#{_KEY8}",
+        f"urn:acme:token={_KEY8}",
+        f"This is not a test, the secret is: {_KEY8}",
+        f"env:\n  API_KEY: {_KEY8}\n  {chars(ALNUM, 20)(_R8)}",
+    ],
+)
+def test_a_key_near_review8s_kept_forms_is_still_refused(text: str) -> None:
+    assert find_secret(text) is not None

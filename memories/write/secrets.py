@@ -186,7 +186,11 @@ PLACEHOLDER = re.compile(
     r"|none|null|nil|true|false|undefined|password\d{0,3}|passwd|pass|secret|token|pwd|test|admin|root|user"
     r"|hunter2|letmein|qwerty\w*|12345\w*)$"
 )
-_REFERENCE = ("os.environ", "os.getenv", "process.env", "settings.", "env(", "env.", "ENV[", "getenv", "secrets.")
+# (an AWS ARN, `arn:aws:secretsmanager:…:secret:prod/db-AbCdEf`, names where a secret lives)
+_REFERENCE = (
+    *("os.environ", "os.getenv", "process.env", "settings.", "env(", "env.", "ENV[", "getenv", "secrets."),
+    *("arn:aws:", "arn:aws-"),
+)
 
 
 # get_secret("db"), env("X"): where the value comes from. The callee is a name (a letter or `_` first):
@@ -223,7 +227,15 @@ _NEXT_SETTING = re.compile(r";(?=[A-Za-z][A-Za-z ]{1,30}=)")
 
 
 # A lower-case name of the secret itself (`new_password`, `db-secret-2`): a variable's or a file's name, not a value.
-_SECRETS_NAME = re.compile(r"[a-z0-9_-]*(?:password|passwd|passphrase|secret|token|api[_-]?key)[a-z0-9_-]*")
+# (also a name whose part is `auth` or `credentials`, `staging-basic-auth`, `orders-db-credentials`: a Kubernetes
+# Secret's name after ingress-nginx's `auth-secret:`, as `secretName:` names one)
+_SECRETS_NAME = re.compile(
+    r"[a-z0-9_-]*(?:password|passwd|passphrase|secret|token|api[_-]?key)[a-z0-9_-]*"
+    r"|(?:[a-z0-9]+[_-])+(?:auth|credentials?|creds)(?:[_-][a-z0-9]+)*|(?:auth|credentials?|creds)(?:[_-][a-z0-9]+)+"
+)
+# A file's path from a variable or a file argument (`$HOME/.ssh/id_ed25519`, `${CERT_DIR}/tls.key`, `@key.pub`:
+# curl's and vault's `@file`): where a key lives, not a key.
+_VARIABLE_PATH = re.compile(r"@?(?:\$\{?[A-Z_][A-Z0-9_]*\}?|~)?(/[a-z0-9._-]+)+|@[a-z0-9._/-]+")
 
 
 def _assigned_secret(value: str) -> bool:
@@ -235,6 +247,8 @@ def _assigned_secret(value: str) -> bool:
     if not _not_placeholder(value) or value.startswith(_REFERENCE) or _CALL.match(value) or value.startswith("{"):
         return False
     if value.isdigit() or value.isalpha() and value.islower() or "/" in value and _PATH.fullmatch(value):
+        return False
+    if _VARIABLE_PATH.fullmatch(value) and (value.lstrip("@")[:1] in "$~" or _PATH.fullmatch(value.lstrip("@"))):
         return False
     if _CODE.fullmatch(value) or value.startswith(PUBLIC_KEY_PREFIXES) or _SECRETS_NAME.fullmatch(value):
         return False
@@ -328,9 +342,11 @@ _WORDS_PATH = re.compile(rf"(?:{_PATH_WORD}/)+{_PATH_WORD}(?:\.[a-z0-9]{{1,8}})?
 
 
 # "the public key RWQf6LRC…" (minisign's, age's recipient, a wallet's), "the token program TokenkegQfe…", "the
-# IPFS CID QmXoypiz…", "the USDC mint EPjFWdd5…": a token its words call public, an address, an id on a chain.
+# IPFS CID QmXoypiz…", "the USDC mint EPjFWdd5…": a token its words call public, an address, an id on a chain;
+# PKCE's "code_challenge E9Melhoa…", sent in the authorization URL (its verifier stays refused).
 _PUBLIC_NAMED = re.compile(
-    r"(?i)\b(?:public[ _-]?key|pubkey|address(?:es)?|cid|program(?:[ _-]?id)?|mint)\b[^\w\n]{0,3}"
+    r"(?i)\b(?:public[ _-]?key|pubkey|address(?:es)?|cid|program(?:[ _-]?id)?|mint|(?:code[ _-]?)?challenge)\b"
+    r"[^\w\n]{0,3}"
     r"(?:\s+(?:is|was|are))?[\s:=\"'`]*$"
 )
 
@@ -1135,7 +1151,7 @@ OURS: tuple[Rule, ...] = (
             # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`)
             # (nor Helm's `existingSecret: orders-db-credentials`, `auth.existingSecret=`, `existingSecretPasswordKey:`:
             # the name of a Kubernetes Secret that holds the value, as `secretName`)
-            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)[\"']?(?:\s*(?:=|:=|:(?!:)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!type)(?<!method)(?<!mode)(?<!scheme)[\"']?(?:\s*(?:=|:=|:(?!:)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
             # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
             # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
             # (`::` is a path's, not an operator: pytest's `test_secret_paths.py::test_x`, C++'s, Rust's)
@@ -1539,7 +1555,11 @@ OURS: tuple[Rule, ...] = (
     Rule(
         "token-in-prose",
         "a credential",
-        re.compile(rf"(?i)\b{_TOKEN_NOUN}s?\b{_ABOUT}(?:{_TOLD_VERB}|:?[ \t]+[\"'`]?({_TOLD_VALUE}))"),
+        # (not a noun denied: "Stripe ids are not secrets: cus_PqR7…", "account ids are no secret: arn:aws:…")
+        re.compile(
+            rf"(?i)(?<!\bnot )(?<!\bnot a )(?<!\bno )(?<!\bnon-)\b{_TOKEN_NOUN}s?\b{_ABOUT}"
+            rf"(?:{_TOLD_VERB}|:?[ \t]+[\"'`]?({_TOLD_VALUE}))"
+        ),
         ("token", "key", "secret", "pat", "psk"),
         check=_told_token,
     ),
@@ -1948,7 +1968,7 @@ def _candidates(rule: Rule, view: str) -> Iterator[tuple[re.Match[str], int, int
 BEFORE = 100
 # A digest in OpenSSH's and Docker's notation (`SHA256:nThbg6kX…`, a host key's fingerprint; `sha256:…`, an
 # image's digest) is public, whatever rule reads the value after it.
-_DIGEST_NOTATION = re.compile(r"(?i)(?:sha1|sha256|sha384|sha512|md5):$")
+_DIGEST_NOTATION = re.compile(r"(?i)(?:sha1|sha256|sha384|sha512|md5|(?<![\w-])h1):$")
 
 
 # `password_env = "DB_PASSWORD"`, `token_var: GITHUB_TOKEN`: a field that names the environment variable holding
@@ -1992,6 +2012,15 @@ def _code_value(view: str, start: int, secret: str) -> bool:
     return bool(_PLAIN_WORDS_PATH.fullmatch(secret.strip("'\"`"))) or _type_annotation(view, start, secret)
 
 
+# `grant_type=urn:ietf:params:oauth:grant-type:device_code`, `arn:aws:secretsmanager:…:secret:prod/db`: a secret's
+# word as a segment of a URN or an ARN (a name of colon-separated parts), not a name and its value.
+_URN_BEFORE = re.compile(r"(?i)\b[ua]rn:(?:[\w.-]*:)*[\w.-]*$")
+
+
+def _urn_segment(view: str, begin: int) -> bool:
+    return bool(_URN_BEFORE.search(view, max(0, begin - 120), begin))
+
+
 def _type_annotation(view: str, start: int, secret: str) -> bool:
     name = secret.rstrip(",)")
     if not _TYPE_NAME.fullmatch(name) or not view[max(0, start - 40) : start].rstrip(" \t").endswith(":"):
@@ -2020,6 +2049,8 @@ def _matches(view: str) -> Iterator[Finding]:
                 continue
             if _own_name(view, start, secret) or rule.id in _ASSIGNMENT_RULES and _code_value(view, start, secret):
                 continue
+            if rule.id == "secret-assignment" and _urn_segment(view, begin):
+                continue
             if rule.before is not None and not rule.before(view[max(0, start - BEFORE) : start]):
                 continue
             line = _line(view, begin)
@@ -2033,9 +2064,11 @@ def _matches(view: str) -> Iterator[Finding]:
 # Also string literals glued in code: `'ghp_' + 'wKqi…'`, Python's implicit `"abc"\n    "def"`, PHP's `.`,
 # VB's `&`, Lua's `..` (a token split so that a pre-commit hook does not see it).
 # (not a line of code after a line of code: `status.HTTP_503_SERVICE_UNAVAILABLE` / `default_detail = "…"` is an
-# assignment, `name = ` or `call(`, which no wrapped key's next line is: a key has no space and no parenthesis)
+# assignment, `name = ` or `call(`, which no wrapped key's next line is: a key has no space and no parenthesis;
+# nor a mapping's next key, `DB_PASSWORD_FILE: /run/secrets/db` / `SECRET_KEY_FILE: …`, glued into one token)
 _WRAP = re.compile(
-    r"(?<=[A-Za-z0-9+/=_-])(?:\\?[ \t]*\r?\n[ \t]*(?![A-Za-z_][\w.]*(?:[ \t]+[-+*/|&]?=[ \t]|\())"
+    r"(?<=[A-Za-z0-9+/=_-])(?:\\?[ \t]*\r?\n[ \t]*"
+    r"(?![A-Za-z_][\w.]*(?:[ \t]+[-+*/|&]?=[ \t]|\()|[A-Za-z_][\w.-]*:(?:[ \t]|\r?\n|$))"
     r"|([\"'`])\s*(?:\+|\.\.?|&|\|\|)?\s*\1)(?=[A-Za-z0-9+/=_-])"
 )
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])")
