@@ -7,8 +7,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.rest import ScopeIn, rest_scope
-from yullu_core.rest import PROJECT, documented, many, shape, valid
+from memories.rest import WHERE, ScopeIn, project_param, rest_scope
+from yullu_core.rest import documented, many, shape, valid
 from yullu_core.wire import DATETIME
 
 from .models import DreamPass
@@ -78,7 +78,7 @@ class DreamView(APIView):
 class DreamPassesView(APIView):
     """Pass history with live progress (phase, session n of total, counters, last error)."""
 
-    @documented(many("Passes", "passes", shape(PassOut)()), params=[PROJECT], errors=())
+    @documented(many("Passes", "passes", shape(PassOut)()), params=WHERE, errors=())
     def get(self, request: Request) -> Response:
-        passes = recent_passes(request.query_params.get("project_id") or None)
+        passes = recent_passes(project_param(request))
         return Response({"passes": [pass_to_wire(p) for p in passes]})

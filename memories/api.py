@@ -15,13 +15,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access import policy as access
-from yullu_core.rest import PROJECT, documented, many, query, valid
+from yullu_core.rest import documented, many, query, valid
 
 from . import lifecycle
 from .models import Memory, RejectedMemory
 from .rest import (
     DAYS,
     LIMIT,
+    WHERE,
     CreatedOut,
     DeletedOut,
     DuplicateOut,
@@ -33,6 +34,7 @@ from .rest import (
     RejectedOut,
     ScopeIn,
     SearchOut,
+    project_param,
     rest_scope,
 )
 from .scope import user_scope
@@ -172,9 +174,9 @@ class MemoryList(APIView):
     @documented(
         PolymorphicProxySerializer("MemoryListOrSearch", [MemoryPage, SearchOut], resource_type_field_name=None),
         params=[
-            PROJECT,
+            *WHERE,
             LIMIT,
-            query("q", description="semantic preview search (needs project_id; never logged)"),
+            query("q", description="semantic preview search (needs project_id or cwd; never logged)"),
             query("cursor"),
             query("all", description="1: include superseded and expired memories"),
         ],
@@ -182,11 +184,11 @@ class MemoryList(APIView):
         operation_id="memories_list",
     )
     def get(self, request: Request) -> Response:
-        project_id = request.query_params.get("project_id") or None
+        project_id = project_param(request)
         q = request.query_params.get("q", "").strip()
         if q:
             if not project_id:
-                raise serializers.ValidationError({"project_id": "is required with q."})
+                raise serializers.ValidationError({"project_id": "(or cwd) is required with q."})
             access.require(project_id, access.READ)
             found = queries.search(project_id, q, limit=_limit(request, 20, 50), log=False, min_similarity=0.0)
             return Response(SearchResults(project_id=project_id, results=found.results))
@@ -223,10 +225,17 @@ class MemoryList(APIView):
         return Response(stored.as_dict(), status=201 if stored.created else 200)
 
 
+def addressed(request: Request, pk: int) -> Memory:
+    """The memory `pk`; with `?project_id=` or `?cwd=` it must be that project's (or the caller's
+    personal one), as for MCP's get_memory and delete_memory."""
+    project_id = project_param(request)
+    return edit.get_memory_in(pk, project_id) if project_id else edit.get_memory(pk)
+
+
 class MemoryDetail(APIView):
-    @documented(MemoryOut, errors=(404,))
+    @documented(MemoryOut, params=WHERE, errors=(404,))
     def get(self, request: Request, pk: int) -> Response:
-        return Response(memory_to_wire(edit.get_memory(pk)))
+        return Response(memory_to_wire(addressed(request, pk)))
 
     @documented(MemoryOut, request=MemoryPatch, errors=(400, 404))
     def patch(self, request: Request, pk: int) -> Response:
@@ -236,8 +245,9 @@ class MemoryDetail(APIView):
             edit.get_memory_in(pk, rest_scope(where).project_id)
         return Response(memory_to_wire(edit.update_memory(pk, **data, source="rest")))
 
-    @documented(DeletedOut, errors=(404,))
+    @documented(DeletedOut, params=WHERE, errors=(404,))
     def delete(self, request: Request, pk: int) -> Response:
+        addressed(request, pk)
         memory = edit.delete_memory(pk, source="rest")
         return Response(deleted_to_wire(pk, memory))
 
@@ -257,9 +267,9 @@ class LinkView(APIView):
 
 
 class ConflictsView(APIView):
-    @documented(params=[PROJECT], errors=(), summary="Open contradicts links (the conflicts queue)")
+    @documented(params=WHERE, errors=(), summary="Open contradicts links (the conflicts queue)")
     def get(self, request: Request) -> Response:
-        return Response({"conflicts": lifecycle.open_conflicts(request.query_params.get("project_id") or None)})
+        return Response({"conflicts": lifecycle.open_conflicts(project_param(request))})
 
 
 class ResolveConflictView(APIView):
@@ -288,17 +298,17 @@ class RateView(APIView):
 
 
 class UnratedView(APIView):
-    @documented(many("Unrated", "memories", MemoryOut()), params=[PROJECT, LIMIT])
+    @documented(many("Unrated", "memories", MemoryOut()), params=[*WHERE, LIMIT])
     def get(self, request: Request) -> Response:
         qs = Memory.objects.filter(rating=None).order_by("-created_at", "-id")
-        qs = visible_in(qs, request.query_params.get("project_id"))
+        qs = visible_in(qs, project_param(request))
         return Response({"memories": [memory_to_wire(m) for m in qs[: _limit(request, 50)]]})
 
 
 class RejectedView(APIView):
-    @documented(many("Rejected", "rejected", RejectedOut()), params=[PROJECT, LIMIT])
+    @documented(many("Rejected", "rejected", RejectedOut()), params=[*WHERE, LIMIT])
     def get(self, request: Request) -> Response:
-        qs = visible_in(RejectedMemory.objects.order_by("-rejected_at"), request.query_params.get("project_id"))
+        qs = visible_in(RejectedMemory.objects.order_by("-rejected_at"), project_param(request))
         rows = qs[: _limit(request, 50)]
         return Response({"rejected": [rejected_to_wire(r) for r in rows]})
 
@@ -346,16 +356,15 @@ def _days(request: Request) -> int:
 
 
 class StatsView(APIView):
-    @documented(params=[PROJECT, DAYS])
+    @documented(params=[*WHERE, DAYS])
     def get(self, request: Request) -> Response:
-        return Response(stats.stats(request.query_params.get("project_id") or None, _days(request)))
+        return Response(stats.stats(project_param(request), _days(request)))
 
 
 class RetrievalsView(APIView):
-    @documented(params=[PROJECT, LIMIT])
+    @documented(params=[*WHERE, LIMIT])
     def get(self, request: Request) -> Response:
-        project_id = request.query_params.get("project_id") or None
-        return Response({"retrievals": stats.retrievals(project_id, _limit(request, 50))})
+        return Response({"retrievals": stats.retrievals(project_param(request), _limit(request, 50))})
 
 
 class UsageView(APIView):

@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.request import Request
 
 from memories import wire
-from yullu_core.rest import obj, query, shape
+from yullu_core.rest import PROJECT, obj, query, shape
 
-from .scope import Scope, resolve
+from .scope import Scope, project_of, resolve
 
 
 class ScopeIn(serializers.Serializer):
@@ -30,6 +31,20 @@ def rest_scope(data: dict[str, Any], *, remember: bool = True) -> Scope:
             "project_id or cwd is required: send the project's id or the absolute path of its checkout."
         )
     return resolve(data.get("project_id"), data.get("cwd"), remember=remember)
+
+
+CWD = query("cwd", description="the absolute path of a folder in the project's checkout (instead of project_id)")
+# How a GET or DELETE names its project in the query string: a list is narrowed to it, a memory must be its.
+WHERE = [PROJECT, CWD]
+
+
+def project_param(request: Request) -> str | None:
+    """The project a read names by `?project_id=` or `?cwd=` (docs/contract.md §2: every endpoint acting on
+    a project takes both, as every tool does), resolved as MCP's reads are (a read records no location);
+    None when it names neither. A list then shows every project the caller may read."""
+    project_id = request.query_params.get("project_id") or None
+    cwd = request.query_params.get("cwd") or None
+    return project_of(project_id, cwd) if cwd else project_id
 
 
 MemoryOut = shape(wire.MemoryOut)

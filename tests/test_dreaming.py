@@ -19,7 +19,7 @@ from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass, should_dream
 from memories.models import Memory
 from memories.scope import resolve
-from memories.write import create, validation
+from memories.write import create, edit, validation
 from sync.eventlog import read_events
 from tests.processes import product_env, run_cli, start_worker_and_beat, stop, stub_env, wait_until
 from tests.stubs import StubServer
@@ -336,3 +336,36 @@ def test_a_pending_operation_that_fails_unexpectedly_is_skipped_not_left_to_bloc
     failed = DreamOp.objects.get(content="boom")
     assert failed.outcome == "skipped" and failed.detail == "failed: RuntimeError: a bug in one operation"
     assert Memory.objects.filter(project_id="acme/p", content="Deploys need the VPN").exists()
+
+
+def test_the_prompt_holds_the_latest_memories_the_five_latest_rejections_and_a_sessions_oldest_500_turns(
+    reasoner_stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SPEC §6: the `context_memories` most recently updated memories, the 5 most recent rejected ones
+    # with their rating comment (anti-examples), and per session its oldest 500 messages.
+    monkeypatch.setitem(settings.YULLU, "dreaming", {**settings.YULLU["dreaming"], "context_memories": 2})
+    scope = resolve("acme/prompt", None)
+    axis = ["vec:" + ",".join("1" if i == n else "0" for i in range(8)) for n in range(8)]  # orthogonal: no duplicates
+    first, second, third = (
+        create.store_memory(scope, f"{axis[i]} Fact number {i} about the build", "process").memory for i in (1, 2, 3)
+    )
+    edit.update_memory(first.pk, content=f"{axis[1]} Fact number 1 about the build, reworded")
+    for n in range(6):
+        rejected = create.store_memory(scope, f"{axis[4]} Rejected idea {n}", "gotcha").memory
+        edit.rate_memory(rejected.pk, 2, f"too vague {n}")
+    turns = [{"role": "user", "content": f"turn {i:03d} about the build"} for i in range(505)]
+    for start in range(0, 505, 200):  # at most 200 per call
+        record_messages(scope.project_id, "long", turns[start : start + 200])
+    reasoner_stub.chat_replies.append('{"operations": []}')
+
+    result = run_dream_pass(scope.project_id, reasoner=configured_reasoner(), manual=True)
+
+    assert result["messages_processed"] == 500, result
+    prompt = chat_requests(reasoner_stub)[-1]["body"]["messages"][-1]["content"]
+    assert "Fact number 1 about the build, reworded" in prompt and "Fact number 3" in prompt
+    assert "Fact number 2" not in prompt, "only the context_memories most recently updated"
+    assert [f"too vague {n}" in prompt for n in range(6)] == [False] + [True] * 5
+    assert "turn 000" in prompt and "turn 499" in prompt and "turn 500" not in prompt
+    left = SessionMessage.objects.filter(project_id=scope.project_id).order_by("id")
+    assert [m.content for m in left] == [f"turn {i:03d} about the build" for i in range(500, 505)]
+    assert {second.pk, third.pk} <= set(Memory.objects.values_list("pk", flat=True))

@@ -141,8 +141,8 @@ def test_a_query_parameter_an_endpoint_does_not_take_is_an_error_naming_it(
 ) -> None:
     create.store_memory(resolve("acme/one", None), "a fact of project one")
     with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}) as api:
-        r = api.get("/api/memories", params={"cwd": "/somewhere/else"})
-        assert r.status_code == 400 and "cwd" in r.json()["error"], r.text
+        r = api.get("/api/memories", params={"project": "acme/one"})  # misspelt: must not list every project
+        assert r.status_code == 400 and "project" in r.json()["error"].split(";")[0], r.text
         r = api.get("/api/stats", params={"project_id": "acme/one", "bogus": "1", "days": "7"})
         assert r.status_code == 400 and "bogus" in r.json()["error"] and "days" not in r.json()["error"].split(";")[0]
         assert api.get("/api/memories", params={"project_id": "acme/one", "limit": "5"}).status_code == 200

@@ -130,7 +130,7 @@ def documented(
 ) -> Callable[[Any], Any]:
     """extend_schema with our error contract: every listed status answers `{"error": "..."}`.
     `also`: further success statuses and their bodies. A query parameter not in `params` is a
-    400 naming it (docs/contract.md §4): `?cwd=` on a list must not quietly list every project."""
+    400 naming it (docs/contract.md §4): a misspelt `?project=` on a list must not quietly list every project."""
     responses: dict[int, Any] = {status: ok, **(also or {})}
     responses.update({code: Error for code in (*errors, *ALWAYS)})
     schema = extend_schema(
