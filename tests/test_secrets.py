@@ -1387,3 +1387,34 @@ _KEY8 = chars(ALNUM, 20)(_R8)
 )
 def test_a_key_near_review8s_kept_forms_is_still_refused(text: str) -> None:
     assert find_secret(text) is not None
+
+
+# Found probing after the first fixes (review8, written after reading the scanner: tuning, not held out).
+@pytest.mark.parametrize(
+    "text",
+    [
+        "keep both ids for AWS support: x-amz-request-id: 4442587FB7D0A2F9 and x-amz-id-2: "
+        "vlR7PnpV2Ce81l0PRw6jlUpck7Jo5ZsQjryTjKlc5aLWGVHPZLj5NeC6qMa0emYBDXOo6QBU0Wo=",
+        "the thumbprint (RFC 7638) of the current key is NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs.",
+        'PASSWORD_HASHERS = [\n    "django.contrib.auth.hashers.Argon2PasswordHasher",\n'
+        '    "django.contrib.auth.hashers.PBKDF2PasswordHasher",\n]',
+        "the text form is otpauth://totp/Acme:{email}?secret={base32}&issuer=Acme&digits=6&period=30",
+    ],
+)
+def test_a_request_id_a_keys_thumbprint_a_dotted_class_and_an_otpauth_template_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "the private key of the service is {key}",
+        "x-amz-secret: {key}",
+        "otpauth://totp/Acme:alice@example.com?secret={b32}&issuer=Acme",
+        "OTPAUTH_SECRET: {b32}",
+    ],
+)
+def test_a_key_near_a_request_id_a_thumbprint_or_an_otpauth_uri_is_still_refused(template: str) -> None:
+    rng = random.Random(88)
+    text = template.format(key=chars(URLSAFE, 43)(rng), b32=chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 32)(rng))
+    assert find_secret(text) is not None

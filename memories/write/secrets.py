@@ -343,17 +343,20 @@ _WORDS_PATH = re.compile(rf"(?:{_PATH_WORD}/)+{_PATH_WORD}(?:\.[a-z0-9]{{1,8}})?
 
 # "the public key RWQf6LRC…" (minisign's, age's recipient, a wallet's), "the token program TokenkegQfe…", "the
 # IPFS CID QmXoypiz…", "the USDC mint EPjFWdd5…": a token its words call public, an address, an id on a chain;
-# PKCE's "code_challenge E9Melhoa…", sent in the authorization URL (its verifier stays refused).
+# PKCE's "code_challenge E9Melhoa…", sent in the authorization URL (its verifier stays refused); a request's or a
+# trace's id (S3's `x-amz-id-2: vlR7PnpV…`).
 _PUBLIC_NAMED = re.compile(
-    r"(?i)\b(?:public[ _-]?key|pubkey|address(?:es)?|cid|program(?:[ _-]?id)?|mint|(?:code[ _-]?)?challenge)\b"
+    r"(?i)\b(?:public[ _-]?key|pubkey|address(?:es)?|cid|program(?:[ _-]?id)?|mint|(?:code[ _-]?)?challenge"
+    r"|(?:request|trace|span|correlation|event)[ _-]?id|x-amz-id-2)\b"
     r"[^\w\n]{0,3}"
     r"(?:\s+(?:is|was|are))?[\s:=\"'`]*$"
 )
 
 
 def _named_public(before: str) -> bool:
-    """For the bare-token rule: true unless the words just before call the token a public key or an address."""
-    return not _PUBLIC_NAMED.search(before)
+    """For the bare-token rule: true unless the words just before call the token a public key or an address, or a
+    digest of a key (`_DIGEST_OF_KEY`)."""
+    return not _PUBLIC_NAMED.search(before) and not _DIGEST_OF_KEY.search(before)
 
 
 # `//grafana.acme.net/d/8f3kQ2/api-latency` (the token rule starts after `https:`): a host, then a path. The
@@ -375,6 +378,9 @@ _MODEL_ID = re.compile(
     rf"(?:{_PATH_WORD}|[a-z0-9]+(?:[-_.][a-z0-9]+)*)/[A-Za-z0-9]{{1,12}}(?:[-_.][A-Za-z0-9]{{1,12}})+"
 )
 _HUMP = re.compile(r"[A-Z][a-z]{2,}")
+# A class by its module's dotted path (`django.contrib.auth.hashers.PBKDF2PasswordHasher`): two lower-case modules
+# or more, then a class's name (no base64 key has a dot, nor lower-case runs only after capitals).
+_DOTTED_CLASS = re.compile(r"(?:[a-z_][a-z0-9_]*\.){2,}(?:[A-Z]++[a-z]*+\d*+)++")
 
 
 def _long_class_name(token: str) -> bool:
@@ -392,7 +398,7 @@ def _random_looking(token: str) -> bool:
         return any(_random_looking(part) for part in token.split("/") if len(part) >= RANDOM_TOKEN)
     if _WORDS_PATH.fullmatch(token) or _JOINED_WORDS.fullmatch(token) or _encoded_file(token):
         return False
-    if _MODEL_ID.fullmatch(token) or _long_class_name(token):
+    if _MODEL_ID.fullmatch(token) or _long_class_name(token) or _DOTTED_CLASS.fullmatch(token):
         return False
     if not (any(c.isupper() for c in token) and any(c.islower() for c in token)):
         return False
@@ -1031,6 +1037,13 @@ _NOT_A_KEY_BETWEEN = re.compile(
 )
 
 
+# "the thumbprint (RFC 7638) of the current key is NzbLsXh8…", "the fingerprint of the signing key is …": what is
+# told is a digest of the key, not the key.
+_DIGEST_OF_KEY = re.compile(
+    r"(?i)\b(?:thumbprint|fingerprint|digest|hash|checksum|ids?)\b[^.\n]{0,30}?\bof\b[^.\n]{0,30}?\bkeys?\b[^.\n]{0,20}$"
+)
+
+
 def _hex_key_before(text: str) -> bool:
     return any(not _NOT_A_KEY_BETWEEN.search(m.group(1)) for m in _KEY_WORD.finditer(text))
 
@@ -1151,10 +1164,11 @@ OURS: tuple[Rule, ...] = (
             # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`)
             # (nor Helm's `existingSecret: orders-db-credentials`, `auth.existingSecret=`, `existingSecretPasswordKey:`:
             # the name of a Kubernetes Secret that holds the value, as `secretName`)
-            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!type)(?<!method)(?<!mode)(?<!scheme)[\"']?(?:\s*(?:=|:=|:(?!:)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!type)(?<!method)(?<!mode)(?<!scheme)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
             # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
             # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
-            # (`::` is a path's, not an operator: pytest's `test_secret_paths.py::test_x`, C++'s, Rust's)
+            # (`::` is a path's, not an operator: pytest's `test_secret_paths.py::test_x`, C++'s, Rust's; nor `://`,
+            # a URI's scheme: `otpauth://totp/…`)
             # (nor the next line's empty `NAME=` of an env file: `DJANGO_SECRET_KEY=` / `STRIPE_SECRET_KEY=`)
             r"(?![A-Za-z_][A-Za-z_-]*:(?:\s|$)|(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]*=))([^\s\"'`]{6,})"
         ),
@@ -1534,6 +1548,7 @@ OURS: tuple[Rule, ...] = (
         ),
         ("key",),
         check=_told_token,
+        before=lambda text: not _DIGEST_OF_KEY.search(text),
     ),
     # A .pgpass line: host:port:database:user:password.
     Rule(
