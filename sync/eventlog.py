@@ -57,7 +57,12 @@ class EventLogError(UserError):
 def logs_dir(git_root: Path, sync_dir: str) -> Path:
     """`<git_root>/<sync_dir>/logs`, refusing any path that resolves outside the repo."""
     root = git_root.resolve()
-    path = (root / sync_dir / "logs").resolve()
+    try:
+        path = (root / sync_dir / "logs").resolve()
+    except (RuntimeError, OSError):  # a symlink loop (Python 3.11 raises RuntimeError, later ones OSError)
+        raise EventLogError(
+            f"the sync folder {sync_dir!r} is a loop of symbolic links; make {root / sync_dir / 'logs'} a folder."
+        ) from None
     if not path.is_relative_to(root):
         raise EventLogError(f"the sync folder {sync_dir!r} resolves outside the repository; refusing to use it.")
     return path

@@ -231,6 +231,8 @@ def from_wire(raw: Any) -> list[Event]:
         raise EventError("not a JSON object")
     raw = dict(raw)
     vectors = None
+    if not isinstance(raw.get("type"), str | None):  # a list or an object is no key to look up (a 500 each pass)
+        raise EventError(f"unknown event type: a {type(raw['type']).__name__}, not a string")
     if raw.get("type") in LEGACY_TYPES:
         raw["type"] = LEGACY_TYPES[raw["type"]]
         vectors = raw.pop("vectors", None)

@@ -58,6 +58,8 @@ def teammate_log(tmp_path: Path, others_memory: str) -> tuple[Path, dict[bytes, 
         b"..\\..\\escape.json": event(6, GOOD, "update", content="traversal-looking"),
         b"ansi-\x1b]52;c;aGk=\x07.json": event(7, GOOD, "update", content="escape in the name"),
         b"steal.json": event(8, others_memory, "delete", ts="2026-06-02T00:00:00Z"),
+        # valid JSON, a list for a type: a TypeError failed every pass of the log with a 500 (round eight)
+        b"listed-type.json": event(9, GOOD, ["update"], content="a list for a type"),  # type: ignore[arg-type]
     }
     for name, data in files.items():
         (logs / os.fsdecode(name)).write_bytes(data)
@@ -97,9 +99,12 @@ def test_one_reconcile_of_a_hostile_log_applies_the_good_and_lists_every_bad_fil
             "..\\..\\escape.json",
             "ansi-\\x1b]52;c;aGk=\\x07.json",
             "steal.json",
+            "listed-type.json",
         }
         assert len(result["parse_errors"]) == len(bad)  # each once
-        assert "another project" in next(e["error"] for e in result["parse_errors"] if e["file"] == "steal.json")
+        errors = {e["file"]: e["error"] for e in result["parse_errors"]}
+        assert "another project" in errors["steal.json"]
+        assert errors["listed-type.json"] == "unknown event type: a list, not a string"
         assert [c["file"] for c in result["clamped"]] == ["future.json"]
         assert result["created"] == 3
         assert Memory.objects.get(uuid=GOOD).content == "the good fact still arrives"
@@ -181,5 +186,24 @@ def test_a_bad_committed_config_or_an_escaping_yullu_folder_is_one_sentence_on_e
             r = api.post(path, json=body | {"cwd": str(repo)})
             assert r.status_code == 400 and "outside the repository" in r.json()["error"], r.text
     assert not list(outside.iterdir())  # nothing written through the symlink
-    out = run_cli(["reconcile", "--cwd", str(repo)], product_env(tmp_path / "home", **stub_env(stub_embedder.url)))
+    env = product_env(tmp_path / "home", **stub_env(stub_embedder.url))
+    out = run_cli(["reconcile", "--cwd", str(repo)], env)
     assert out.returncode == 1 and "outside the repository" in out.stderr and "Traceback" not in out.stderr
+
+    # A log folder that is a loop of symbolic links (round eight: a RuntimeError, 'Internal error' on
+    # every store and reconcile of the project), and a committed config that is not UTF-8.
+    (repo / ".yullu").unlink()
+    (repo / ".yullu").mkdir()
+    (repo / ".yullu" / "logs").symlink_to("loop")
+    (repo / ".yullu" / "loop").symlink_to("logs")
+    loop = f"the sync folder '.yullu' is a loop of symbolic links; make {repo / '.yullu' / 'logs'} a folder."
+    with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}) as api:
+        for path, body in [("/api/memories", {"content": "a fact"}), ("/api/reconcile", {})]:
+            r = api.post(path, json=body | {"cwd": str(repo)})
+            assert r.status_code == 400 and r.json()["error"] == loop, r.text
+        out = run_cli(["reconcile", "--cwd", str(repo)], env)
+        assert out.returncode == 1 and out.stderr.strip() == f"yullu: {loop}", out.stderr
+        config.write_bytes(b"[sync]\n# caf\xe9\n")
+        r = api.post("/api/memories", json={"content": "a fact", "cwd": str(repo)})
+        assert r.status_code == 400 and r.json()["error"] == f"{config}: not UTF-8 text; save it as UTF-8 or delete it."
+    assert not Memory.objects.filter(content="a fact").exists()
