@@ -1418,3 +1418,30 @@ def test_a_key_near_a_request_id_a_thumbprint_or_an_otpauth_uri_is_still_refused
     rng = random.Random(88)
     text = template.format(key=chars(URLSAFE, 43)(rng), b32=chars("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 32)(rng))
     assert find_secret(text) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The Grafana provisioning file references the datasource password through an environment variable: "
+        "secureJsonData",
+        "Passkey login logs: webauthn.authenticate ok user_id=4821 "
+        "credential_id=AbCdEf0123456789-_AbCdEf0123456789-_AbCd",
+    ],
+)
+def test_a_passwords_variable_named_after_a_colon_and_a_credentials_id_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "the password for the env var loader: {pw}",
+        "the password for the admin field is {pw}",
+        "SECRET_ID={key}",
+        "credential={key}",
+    ],
+)
+def test_a_password_near_a_fields_word_or_a_secret_id_is_still_refused(template: str) -> None:
+    rng = random.Random(89)
+    assert find_secret(template.format(pw="Xk9#" + chars(ALNUM, 10)(rng), key=chars(ALNUM, 20)(rng))) is not None

@@ -1083,6 +1083,13 @@ _NAMING_WORD = (
     r"|type|length|label|title|alias|version|placeholder|example|sample)\b"
 )
 
+# "the datasource password through an environment variable: secureJsonData", "the password's field: pass_hash":
+# words between a password's name and the value that make the value the name of where it is kept.
+_NAMED_BY_FIELD = re.compile(
+    r"(?i)\b(?:password|passwd|passphrase|passcode|pw|pwd)s?\b[^.\n=:]{0,40}?"
+    r"\b(?:variable|var|env|field|header|column|parameter|param|attribute|property|setting)s?\b[^.\n=:]{0,20}:\s*$"
+)
+
 # After a password's name: a verb or a colon right after it, or what it is for first ("the password for the grafana
 # admin is now X"), then the value.
 _TOLD_PLAINLY = (
@@ -1161,10 +1168,11 @@ OURS: tuple[Rule, ...] = (
             # tried that at every word, 1.5 ms on an 8,000-character memory).
             # ("set DJANGO_SECRET_KEY to 'X'": `to` reads as the operator only after a name in capitals and
             # before a quote: "the token is passed to 'AuthMiddleware2'" is prose)
-            # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`)
+            # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`; nor its id,
+            # WebAuthn's `credential_id=…`; nor its kind: `auth_type`, `auth_method`)
             # (nor Helm's `existingSecret: orders-db-credentials`, `auth.existingSecret=`, `existingSecretPasswordKey:`:
             # the name of a Kubernetes Secret that holds the value, as `secretName`)
-            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!type)(?<!method)(?<!mode)(?<!scheme)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!credential_id)(?<!type)(?<!method)(?<!mode)(?<!scheme)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
             # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
             # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
             # (`::` is a path's, not an operator: pytest's `test_secret_paths.py::test_x`, C++'s, Rust's; nor `://`,
@@ -1186,6 +1194,7 @@ OURS: tuple[Rule, ...] = (
         ),
         ("passw", "passphrase", "passcode", "pw", "requirepass", "masterauth"),
         check=lambda value: _assigned_secret(value) and not _VERSION.fullmatch(value.strip("'\"`.,;")),
+        before=lambda text: not _NAMED_BY_FIELD.search(text),
     ),
     # Named without a verb: "Office wifi passphrase Marmot57$copper60", a .netrc's "password X".
     # (Not "pwd": the shell command is followed by paths and words.)
