@@ -76,6 +76,28 @@ def test_repo_layer_cannot_set_api_keys(tmp_path: Path, monkeypatch: pytest.Monk
     assert origin["openai.api_key"] == "global"
 
 
+def test_embedding_settings_are_global_only_and_a_committed_key_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # SPEC §8: embedding settings decide which vectors exist, for every project: no per-project layer sets them.
+    monkeypatch.setenv("YULLU_CONFIG", str(tmp_path / "global.toml"))
+    for name in ("OPENAI_API_KEY", "YULLU_EMBED_PROVIDER", "YULLU_EMBED_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    repo = tmp_path / "repo"
+    (repo / ".yullu").mkdir(parents=True)
+    (repo / ".yullu" / "config.toml").write_text(
+        '[embedding]\nprovider = "voyage"\nmodel = "voyage-code-3"\n[openai]\napi_key = "sk-committed-by-mistake"\n'
+    )
+    user_file = config.project_user_file("github.com/o/r")
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text('[embedding]\nprovider = "openai"\n')
+    base = config.load()
+    cfg, origin = config.load_for_project("github.com/o/r", repo)
+    assert cfg["embedding"] == base["embedding"]
+    assert origin["embedding.provider"] == origin["embedding.model"] == "global"
+    assert cfg["openai"]["api_key"] == "" and "api_key" in caplog.text
+
+
 def test_user_project_layer_wins_over_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("YULLU_CONFIG", str(tmp_path / "global.toml"))
     repo = tmp_path / "repo"

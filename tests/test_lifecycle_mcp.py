@@ -40,6 +40,32 @@ def test_a_second_identical_store_is_a_duplicate_and_a_paraphrase_too(
     run(go())
 
 
+def test_a_new_memory_lists_at_most_three_similar_ones_nearest_first(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    # SPEC §10: `similar: [{id, content, similarity}]` (at most 3), so the caller can update or supersede.
+    def near(cos: float, axis: int) -> str:  # cosine `cos` with (1,0,…), about 0.7 with each other
+        rest = ["0"] * 7
+        rest[axis] = f"{(1 - cos * cos) ** 0.5:.4f}"
+        return "vec:" + ",".join([f"{cos:.4f}", *rest])
+
+    async def go() -> None:
+        async with http_session(live_server_url, owner_token) as s:
+            ids = []
+            for n, cos in enumerate((0.81, 0.85, 0.82, 0.84, 0.83)):
+                err, stored = await call(s, "store_memory", content=f"{near(cos, n + 1)} Fact {n}", project_id=P)
+                assert not err and stored["created"] is True, stored
+                ids.append(stored["id"])
+            err, new = await call(s, "store_memory", content="vec:1,0,0 The new fact", project_id=P)
+            assert not err and new["created"] is True
+            assert [m["id"] for m in new["similar"]] == [ids[1], ids[3], ids[4]]
+            assert [m["content"] for m in new["similar"]] == [f"{near(c, n + 1)} Fact {n}" for n, c in
+                                                              ((1, 0.85), (3, 0.84), (4, 0.83))]  # fmt: skip
+            assert [round(m["similarity"], 2) for m in new["similar"]] == [0.85, 0.84, 0.83]
+
+    run(go())
+
+
 def test_a_superseding_memory_is_recalled_and_the_old_one_is_not(
     live_server_url: str, owner_token: str, stub_embedder: StubServer
 ) -> None:

@@ -83,6 +83,23 @@ def test_remote_embeds_record_usage_rows(stub_embedder: StubServer) -> None:
     assert row.input_tokens == 15
 
 
+def test_a_priced_model_costs_its_tokens_and_an_unknown_model_costs_nothing(
+    stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SPEC §7: cost in USD microcents from a price table; unknown models cost 0.
+    from memories.embedding import embedders
+
+    create.store_memory(A, "fact embedded by a model the table does not list")
+    unknown = Usage.objects.get()
+    assert (unknown.model, unknown.cost_microcents) == ("stub-embed", 0) and unknown.input_tokens > 0
+    embedding = {**settings.YULLU["embedding"], "model": "text-embedding-3-small"}  # $0.02 per 1M tokens
+    monkeypatch.setitem(settings.YULLU, "embedding", embedding)
+    embedders._cache.clear()
+    create.store_memory(A, "fact embedded by a model of the price table")
+    priced = Usage.objects.get(model="text-embedding-3-small")
+    assert priced.input_tokens > 0 and priced.cost_microcents == priced.input_tokens * 2
+
+
 def test_secrets_are_refused_before_anything_is_written(stub_embedder: StubServer) -> None:
     with pytest.raises(UserError, match="github-pat") as err:
         create.store_memory(A, "use ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 for CI")

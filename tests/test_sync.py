@@ -272,6 +272,33 @@ def test_secrets_never_reach_the_log_or_the_database(repo: Path, stub_embedder: 
     assert sorted(e.type for _, e in read_events(repo / ".yullu" / "logs").events) == ["create", "embedding"]
 
 
+def test_a_log_of_the_earlier_event_types_is_read_as_create_update_delete_and_embedding(
+    repo: Path, stub_embedder: StubServer
+) -> None:
+    # SPEC §5: files of earlier versions (remember/revise/forget, vectors in a `vectors` map) still apply.
+    scope = resolve(None, str(repo))
+    unit = [1.0] + [0.0] * 7
+    _write(repo, *_ev(1, "remember", content="Deploys go through make ship", tags=["ops"],
+                      vectors={"openai:stub-embed": unit}))  # fmt: skip
+    calls = stub_embedder.embed_calls()
+    r = reconcile_scope(scope)
+    assert (r["created"], r["embeddings_reused"], r["embeddings_computed"], r["parse_errors"]) == (1, 1, 0, [])
+    assert stub_embedder.embed_calls() == calls, "the logged vector is reused, not computed"
+    memory = Memory.objects.get(uuid=U1)
+    assert (memory.content, memory.tags) == ("Deploys go through make ship", ["ops"])
+    assert MemoryVector.objects.get(memory=memory).dim == 8
+    _write(repo, *_ev(2, "revise", content="Deploys go through make release"))
+    r = reconcile_scope(scope)
+    assert (r["updated"], r["embeddings_computed"]) == (1, 1), "the old vector is of the old content"
+    assert Memory.objects.get(uuid=U1).content == "Deploys go through make release"
+    _write(repo, *_ev(3, "forget"))
+    assert reconcile_scope(scope)["deleted"] == 1
+    assert not Memory.objects.filter(uuid=U1).exists()
+    read = read_events(repo / ".yullu" / "logs")
+    assert sorted(e.type for name, e in read.events if name.startswith("teammate-")) == [
+        "create", "delete", "embedding", "update"]  # fmt: skip
+
+
 def _write_many(folder: str, count: int) -> None:
     for n in range(count):
         write_event(
