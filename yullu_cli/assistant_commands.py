@@ -89,6 +89,7 @@ def cmd_install(args: argparse.Namespace) -> None:
         if urlparse(args.server).scheme not in ("http", "https") or not urlparse(args.server).netloc:
             fail("--server must be the server's base URL, e.g. https://yullu.example.com")
         os.environ["YULLU_SERVER"] = args.server.strip().rstrip("/")
+        _check_team_token(os.environ["YULLU_SERVER"], args.token)
     if args.token:  # kept where the hooks read it (mode 0600)
         from yullu_core.paths import write_private
 
@@ -99,6 +100,23 @@ def cmd_install(args: argparse.Namespace) -> None:
         write_private(home / "token", args.token.strip() + "\n")
 
     install(args.targets, service=args.service, assume_yes=args.yes)
+
+
+def _check_team_token(server: str, given: str | None) -> None:
+    """Ask the team server whether it takes the token before anything is written: a refused one
+    stops the install with the server's reason; a server that cannot be reached is a warning."""
+    from .hooks import token
+    from .team_server import token_problem
+
+    try:
+        problem = token_problem(server, given.strip() if given else token())
+    except OSError as exc:
+        print(
+            f"warning: could not reach {server} to check the token ({getattr(exc, 'reason', exc)}); installing anyway."
+        )
+        return
+    if problem:
+        fail(f"{problem}; nothing was installed.")
 
 
 def cmd_uninstall(args: argparse.Namespace) -> None:

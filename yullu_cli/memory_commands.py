@@ -250,9 +250,22 @@ def _server() -> tuple[bool, str, str]:
     if status is None:
         return False, f"{url}: another program answers on this port, not Yul'lu", NOT_OURS_FIX
     if status["ready"]:
-        return True, url + " ready", ""
+        return _team_token(url)
     down = [part for part in ("database", "broker", "embedder") if not _part_ok(status.get(part))]
     return False, f"{url} answers but is not ready" + (f" ({', '.join(down)})" if down else ""), "wait, or see its log"
+
+
+def _team_token(url: str) -> tuple[bool, str, str]:
+    """A ready team server still refuses a revoked, expired or mistyped token: every MCP call and hook
+    then fails (the hooks silently), so doctor asks it with the token the hooks send."""
+    from yullu_core.env import env_str
+
+    from .hooks import token
+    from .team_server import token_problem
+
+    if not (team := env_str("YULLU_SERVER").rstrip("/")) or not (problem := token_problem(team, token())):
+        return True, url + " ready", ""
+    return False, problem, f"then run `yullu install --server {team} --token NEW`"
 
 
 NOT_OURS_FIX = "stop that program, or run Yul'lu on another port: `yullu serve --port N`, YULLU_PORT=N or [server].port"
@@ -382,6 +395,14 @@ def _served_status() -> dict[str, Any]:
 
 
 def doctor(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from yullu_core.env import env_is_set
+
+    from .team_server import pinned_server
+
+    if not env_is_set("YULLU_SERVER") and (pinned := pinned_server(Path.home())):
+        os.environ["YULLU_SERVER"] = pinned  # check what the installed hooks talk to, as install does
     results = [_check("config", _config)]
     if results[0]["ok"]:
         from .django_setup import setup_django
