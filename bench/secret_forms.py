@@ -1821,3 +1821,917 @@ HELD_OUT_5_KEEP: list[Form] = [
         ),
     ),
 ]
+
+
+# The sixth held-out set (secrets8): 108 secrets and 34 memories that must be stored, written BEFORE their author
+# read this file, the scanner, its tests or docs/security.md, aimed where the earlier sets were thin: secrets deep
+# inside long memories (a runbook step, a traceback echoing a DSN, a debug log echoing an Authorization header, YAML,
+# JSON and TOML excerpts of 15+ lines); told in fourteen languages in their own scripts; dictated ("capital M mango
+# dash four four"), spaced into groups, reversed, split over two lines, mistyped ("pasword", "secert"), in chat; and
+# less common formats (.envrc export, systemd Environment=, Dockerfile ARG/ENV, k8s stringData and base64 data,
+# compose, GitHub Actions and GitLab CI variables, a Jenkinsfile's literal, ~/.aws/credentials, ~/.docker/config.json,
+# kubeconfig token and client-key-data, .git-credentials, .pgpass, my.cnf, redis.conf, Atlas, Kafka JAAS, AMQP, LDAP
+# bind, SMTP app password, SNMP, RADIUS, WireGuard, OpenVPN static key, PGP and PuTTY private keys, Android keystore,
+# Apple app-specific password, service-account JSON, Azure connection string and SAS, and 25 vendors' tokens). First
+# run, each stored once through `POST /api/memories` on a live `yullu serve` (real PostgreSQL) at 3906292, with the
+# fillings of /work/wt/secrets8-data/forms.json (these builders draw new ones from the seed): **12 of 108 secrets
+# stored** (a random password after "the login is X and it currently uses", Italian "la password del NAS … è
+# gattonero_1987", Japanese 「…」 quotes, Chinese "AccessKey Secret 是 X", a dictated password of ten words, hex in
+# groups of four, "pasword", "secert key", "pw is literally X", 16 hex digits after "the signing key is", "X as the
+# pass", a Gmail app password in `EMAIL_HOST_PASSWORD = '…'`) and **2 of 34 keepers refused** (a JWKS entry's public
+# modulus `"n"`; an AWS access key id alone, which the set called no secret and gitleaks' rule refuses: moved to
+# REFUSED_BY_POLICY).
+def _rnd(r: random.Random, n: int, alphabet: str = ALNUM) -> str:
+    return "".join(r.choice(alphabet) for _ in range(n))
+
+
+def _b64u_text(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+_H6_SUPABASE = _b64u_text(
+    json.dumps(
+        {"iss": "supabase", "ref": "xkqzmvtrplwaebnd", "role": "service_role", "iat": 1731000000, "exp": 2046576000},
+        separators=(",", ":"),
+    )
+)
+
+HELD_OUT_6: list[Form] = [
+    _f(
+        "runbook-prose-password",
+        lambda r: (
+            "Rotating the reporting replica: ssh to db-rep-2 through the bastion, stop pgbouncer with "
+            "`sudo systemctl stop pgbouncer`, then promote nothing, just restart postgres so the new "
+            "pg_hba takes effect. The replica login is reporting_ro and it currently uses Vq7mLp2xR9wt "
+            "until the Vault migration lands in Q1. After the restart, run the smoke query from "
+            "ops/sql/replica_lag.sql and check lag stays under 5 seconds before re-enabling pgbouncer."
+        ),
+    ),
+    _f(
+        "traceback-dsn",
+        lambda r: (
+            "Traceback (most recent call last):\n"
+            '  File "/srv/app/billing/jobs/reconcile.py", line 88, in run\n'
+            "    engine = create_engine(settings.BILLING_DB)\n"
+            '  File "/srv/app/.venv/lib/python3.11/site-packages/sqlalchemy/engine/create.py", line '
+            "602, in create_engine\n"
+            "    raise exc.ArgumentError(\n"
+            "sqlalchemy.exc.OperationalError: (psycopg2.OperationalError) connection to server at "
+            '"10.0.3.12", port 5432 failed: timeout expired\n'
+            "(engine url: postgresql+psycopg2://billing_svc:Hn3kq8ZtW2pLmc4@10.0.3.12:5432/billing)\n"
+            "The reconcile job dies like this whenever the VPN flaps; retry is safe."
+        ),
+    ),
+    _f(
+        "log-authorization-header",
+        lambda r: (
+            "Found why the export webhook 401s: the worker logs the outgoing request at DEBUG. "
+            "Line from worker.log: 2026-11-20 14:02:11,381 DEBUG urllib3.connectionpool "
+            'https://partner.acmefreight.io:443 "POST /v3/shipments HTTP/1.1" 401 87 '
+            "request_headers={'User-Agent': 'python-requests/2.31', 'Authorization': 'Bearer "
+            f"{_rnd(r, 40, URLSAFE)}', "
+            "'Content-Type': 'application/json'}. The partner rotated on their side; we need the new one."
+        ),
+    ),
+    _f(
+        "yaml-deep-smtp",
+        lambda r: (
+            "Helm values we ship for the notifier chart (values-prod.yaml):\n"
+            "replicaCount: 3\n"
+            "image:\n"
+            "  repository: registry.acme.internal/notifier\n"
+            "  tag: 2.14.1\n"
+            "  pullPolicy: IfNotPresent\n"
+            "resources:\n"
+            "  limits:\n"
+            "    cpu: 500m\n"
+            "    memory: 512Mi\n"
+            "config:\n"
+            "  logLevel: info\n"
+            "  smtp:\n"
+            "    host: smtp.mailrelay.acme.net\n"
+            "    port: 587\n"
+            "    starttls: true\n"
+            "    username: notifier@acme.net\n"
+            f'    password: "{_rnd(r, 6)}-{_rnd(r, 6)}-{_rnd(r, 4)}"\n'
+            "  retries: 5\n"
+            "  backoffSeconds: 30\n"
+            "nodeSelector:\n"
+            "  pool: general\n"
+        ),
+    ),
+    _f(
+        "json-deep-clientsecret",
+        lambda r: (
+            "appsettings.Production.json for the identity service, as deployed:\n"
+            "{\n"
+            '  "Logging": { "LogLevel": { "Default": "Warning", "Microsoft": "Warning" } },\n'
+            '  "AllowedHosts": "*",\n'
+            '  "Kestrel": { "Endpoints": { "Http": { "Url": "http://0.0.0.0:8080" } } },\n'
+            '  "Identity": {\n'
+            '    "Authority": "https://login.microsoftonline.com/4b1c9a7e-2f3d-4e8a-9c61-0d5e7f2a8b34",\n'
+            '    "ClientId": "a9e2d5c4-71b3-4f06-8e2a-6c1d9b3f0e57",\n'
+            '    "CallbackPath": "/signin-oidc",\n'
+            '    "Scopes": [ "openid", "profile", "offline_access" ],\n'
+            f'    "ClientSecret": "{_rnd(r, 3)}8Q~{_rnd(r, 34, ALNUM + "~._-")}",\n'
+            '    "SaveTokens": true\n'
+            "  },\n"
+            '  "FeatureFlags": { "NewCheckout": false, "DarkMode": true },\n'
+            '  "Cors": { "Origins": [ "https://app.acme.io" ] }\n'
+            "}"
+        ),
+    ),
+    _f(
+        "toml-deep-password",
+        lambda r: (
+            "config/production.toml (the worker reads it at boot):\n"
+            "[server]\n"
+            'bind = "0.0.0.0:9000"\n'
+            "workers = 8\n"
+            "graceful_timeout = 30\n\n"
+            "[queue]\n"
+            'backend = "sqs"\n'
+            'region = "eu-west-1"\n'
+            "visibility_timeout = 120\n\n"
+            "[database]\n"
+            'host = "orders-db.cluster-c8x.eu-west-1.rds.amazonaws.com"\n'
+            "port = 5432\n"
+            'name = "orders"\n'
+            'user = "orders_worker"\n'
+            f'password = "{_rnd(r, 18)}"\n'
+            "pool_size = 20\n\n"
+            "[telemetry]\n"
+            'otlp_endpoint = "http://otel-collector:4317"\n'
+            "sample_ratio = 0.1\n"
+        ),
+    ),
+    _f(
+        "nginx-log-access-token",
+        lambda r: (
+            "Access log line showing the mobile client still puts the token in the query string, we must "
+            'move it to a header: 185.44.12.9 - - [21/Nov/2026:09:14:55 +0000] "GET /api/v2/export/orders.csv'
+            f'?from=2026-10-01&access_token={_rnd(r, 48, HEX)} HTTP/1.1" 200 48211 "-" "AcmeMobile/5.2 (iOS 18.1)"'
+        ),
+    ),
+    _f(
+        "curl-user-pass",
+        lambda r: (
+            "To trigger a rebuild by hand when the webhook misses: curl -X POST -u ci-bot:Tr0ub4dorXq39z "
+            "https://jenkins.acme.internal/job/web-frontend/build?delay=0sec ; it answers 201 with an empty body."
+        ),
+    ),
+    _f(
+        "sql-alter-user",
+        lambda r: (
+            "Migration note for 2026-11: we created the read-only analytics role by hand on prod, so it is "
+            "not in the migrations. Statement used: CREATE ROLE analytics_ro LOGIN PASSWORD 'mZ4kq!Tr8vWp2' "
+            "NOSUPERUSER; GRANT USAGE ON SCHEMA public TO analytics_ro; Metabase connects with that role."
+        ),
+    ),
+    _f(
+        "mysql-identified-by",
+        lambda r: (
+            "Legacy CRM on MySQL 5.7: the sync user was made with "
+            "GRANT SELECT ON crm.* TO 'sync'@'10.%' IDENTIFIED BY 'Lp8wRq2zKd'; — the nightly job in "
+            "cron.d/crm-sync uses it."
+        ),
+    ),
+    _f(
+        "jdbc-sqlserver",
+        lambda r: (
+            "Report service datasource (application-prod.properties): spring.datasource.url=jdbc:sqlserver://"
+            "sql-prod-01.acme.local:1433;databaseName=Reports;user=rpt_app;password=Gh7!kLm29Qw;encrypt=true;"
+            "trustServerCertificate=true — the driver ignores spring.datasource.password when the URL has one."
+        ),
+    ),
+    _f(
+        "python-requests-auth",
+        lambda r: (
+            "The export script talks to the vendor with basic auth: `resp = requests.get(EXPORT_URL, "
+            'auth=("svc_export", "Wm4kP9zQx2Tn"), timeout=30)`. Keep the timeout, their API hangs at month end.'
+        ),
+    ),
+    _f(
+        "pgpassword-shell",
+        lambda r: (
+            "Quick way to dump one table from staging: PGPASSWORD=Zq8mN3vLw6Rt pg_dump -h staging-db.acme.io "
+            "-U app -t public.invoices app > invoices.sql (the -t needs the schema prefix)."
+        ),
+    ),
+    _f(
+        "mysql-dash-p",
+        lambda r: (
+            "When the admin UI is down you can still flip the flag directly: mysql -h 10.2.0.7 -u root "
+            "-pK8vQz2LmWx4 feature_flags -e \"UPDATE flags SET enabled=1 WHERE name='checkout_v2'\""
+        ),
+    ),
+    _f(
+        "fr-password",
+        lambda r: (
+            "Le mot de passe de la base de staging est « Pivoine-Sable-42 », ne le change pas avant la démo de jeudi."
+        ),
+    ),
+    _f(
+        "es-password",
+        lambda r: (
+            "La contraseña del usuario admin de Grafana es cielo.Verde.8812; la cambió Marta ayer "
+            "después del incidente."
+        ),
+    ),
+    _f(
+        "pt-password",
+        lambda r: "A senha do banco de homologação é Jabuti#2024rio e o usuário é app_hml, só funciona pela VPN.",
+    ),
+    _f(
+        "de-password",
+        lambda r: (
+            "Das Passwort für den SFTP-Zugang des Lieferanten lautet Kaffeetasse!17Berg, Benutzer ist acme_upload."
+        ),
+    ),
+    _f(
+        "it-password",
+        lambda r: (
+            "La password del NAS in ufficio è gattonero_1987 e l'utente è backup; serve per i restore del venerdì."
+        ),
+    ),
+    _f(
+        "nl-password",
+        lambda r: "Het wachtwoord voor de testomgeving is fietsbel-Regen-33, niet delen buiten het team aub.",
+    ),
+    _f(
+        "pl-password",
+        lambda r: "Hasło do konta serwisowego w Jenkinsie to ŻubrWisła2023!, zmienimy je po audycie w grudniu.",
+    ),
+    _f("ru-password", lambda r: "Пароль от продовой базы: Зима2024склад, логин postgres, хост db-main."),
+    _f(
+        "tr-password",
+        lambda r: "Staging veritabanı şifresi: Karpuz!Deniz77 — kullanıcı adı app, sadece VPN üzerinden erişilir.",
+    ),
+    _f(
+        "ja-password",
+        lambda r: "ステージング環境のDBパスワードは「sakuraTsuki2291」です。来週変更予定なので一旦メモしておきます。",
+    ),
+    _f("zh-password", lambda r: "测试服务器的 root 密码是 Qw3xZ9mLpT7，别外传，下周会改。"),
+    _f("ko-password", lambda r: "운영 DB 비밀번호는 hangangBridge42 입니다. 다음 주에 바꿀 예정이에요."),
+    _f("ar-password", lambda r: "كلمة المرور لحساب الخادم هي Nakhla5521xq ولا تشاركها مع أحد."),
+    _f("hi-password", lambda r: "स्टेजिंग सर्वर का पासवर्ड है ChaiGaram2024, इसे किसी से साझा मत करना।"),
+    _f(
+        "zh-aliyun-secret",
+        lambda r: (
+            f"阿里云 OSS 的 AccessKey ID 是 LTAI5t{_rnd(r, 18)}，AccessKey Secret 是 {_rnd(r, 30)}，"
+            "部署脚本里用的就是这一对。"
+        ),
+    ),
+    _f("ja-api-key", lambda r: f"決済APIのシークレットキー：{_rnd(r, 40, HEX)}（本番用、取り扱い注意）"),
+    _f(
+        "es-token-chat",
+        lambda r: f"oye el token de la api de envíos es {_rnd(r, 32, HEX)} por si lo necesitas para probar",
+    ),
+    _f(
+        "de-api-schluessel",
+        lambda r: f"API-Schlüssel für den Wetterdienst (Produktion): {_rnd(r, 32, HEX)} – Kontingent 10k Aufrufe/Tag.",
+    ),
+    _f(
+        "voice-dictation",
+        lambda r: (
+            "ok so the wifi password for the lab router is tango seven bravo nine echo echo four "
+            "kilo, all lowercase no spaces"
+        ),
+    ),
+    _f(
+        "voice-dictation-2",
+        lambda r: (
+            "note to self the staging admin password is capital M mango dash four four dash river "
+            "dash zulu, exactly like that"
+        ),
+    ),
+    _f(
+        "spaced-groups",
+        lambda r: (
+            "api key for the geocoder, spaced so slack doesn't linkify it: "
+            f"{' '.join(_rnd(r, 4, HEX) for _ in range(8))}"
+        ),
+    ),
+    _f("dashed-chars", lambda r: "deploy passphrase spelled out: k-7-Q-m-2-x-9-L-p-4-R-z (drop the dashes)"),
+    _f(
+        "reversed",
+        lambda r: "the staging db password reversed (so it isn't greppable) is 'wq9KzT2mLv8R' — reverse it before use",
+    ),
+    _f("typo-pasword", lambda r: "pasword for jenkins admin: Lm8qTz2vRk4"),
+    _f("typo-passwrod", lambda r: "jira service account passwrod = Rt6yUi9oPq2w"),
+    _f("typo-secert", lambda r: f"stripe secert key for the sandbox acct {_rnd(r, 24)}"),
+    _f("chat-creds", lambda r: "btw creds for the vendor portal → user: acme-ops / pw: Hx7vQ2mzP4"),
+    _f("chat-redis", lambda r: "lol the prod redis pw is literally redisPr0d2024 smh, we need to rotate that"),
+    _f(
+        "split-across-lines",
+        lambda r: f"the signing key is {_rnd(r, 16, HEX)}\n…continued (slack cut it): {_rnd(r, 16, HEX)}",
+    ),
+    _f(
+        "pw-in-parens",
+        lambda r: "Connected to the old FTP (login acmeftp, Xk29vLmq8Tz as the pass) and pulled the 2019 archives.",
+    ),
+    _f(
+        "env-export-quotes",
+        lambda r: (
+            "My local .envrc:\nexport DJANGO_DEBUG=0\nexport "
+            f"DJANGO_SECRET_KEY='{_rnd(r, 50, string.ascii_lowercase + string.digits + '!@#%^&*(-_=+)')}'\nexport "
+            "DATABASE_URL=postgres://localhost/acme"
+        ),
+    ),
+    _f(
+        "systemd-env",
+        lambda r: (
+            "/etc/systemd/system/ingest.service "
+            f'has:\n[Service]\nUser=ingest\nEnvironment="INGEST_DB_PASS={_rnd(r, 14)}"\nExecStart=/opt/ingest/bin/run '
+            "--config /etc/ingest.toml\nRestart=always"
+        ),
+    ),
+    _f(
+        "dockerfile-arg-env",
+        lambda r: (
+            f"FROM node:20-alpine\nWORKDIR /app\nARG NPM_TOKEN=npm_{_rnd(r, 36)}\nRUN echo "
+            '"//registry.npmjs.org/:_authToken=${NPM_TOKEN}" > .npmrc && npm ci\nENV '
+            "NODE_ENV=production"
+        ),
+    ),
+    _f(
+        "dockerfile-env-password",
+        lambda r: (
+            f"The old Dockerfile still bakes it in: ENV APP_DB_PASSWORD={_rnd(r, 12)} — remove it when "
+            "we switch to secrets mounts."
+        ),
+    ),
+    _f(
+        "k8s-stringdata",
+        lambda r: (
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: payments-api\n  namespace: prod\ntype: "
+            f"Opaque\nstringData:\n  PAYMENTS_API_KEY: {_rnd(r, 32)}\n  LOG_LEVEL: info"
+        ),
+    ),
+    _f(
+        "k8s-data-base64",
+        lambda r: (
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-creds\ntype: Opaque\ndata:\n  "
+            f"username: {b64('orders')}\n  password: {b64('Ty8kQ2zmLw9V')}"
+        ),
+    ),
+    _f(
+        "docker-compose",
+        lambda r: (
+            "docker-compose.yml (dev):\nservices:\n  db:\n    image: postgres:16\n    environment:\n  "
+            f"    POSTGRES_USER: acme\n      POSTGRES_PASSWORD: {_rnd(r, 16)}\n      POSTGRES_DB: acme\n "
+            '   ports:\n      - "5432:5432"'
+        ),
+    ),
+    _f(
+        "gha-env-literal",
+        lambda r: (
+            "name: nightly\non:\n  schedule:\n    - cron: '0 3 * * *'\njobs:\n  report:\n    runs-on: "
+            f"ubuntu-latest\n    env:\n      REPORT_API_TOKEN: {_rnd(r, 40, HEX)}\n    steps:\n      - "
+            "uses: actions/checkout@v4\n      - run: ./scripts/report.sh"
+        ),
+    ),
+    _f(
+        "gitlab-ci-variables",
+        lambda r: (
+            "variables:\n  DOCKER_DRIVER: overlay2\n  DEPLOY_USER: deployer\n  DEPLOY_PASSWORD: "
+            f'"{_rnd(r, 20)}"\nstages: [build, deploy]'
+        ),
+    ),
+    _f(
+        "jenkinsfile-literal",
+        lambda r: (
+            "pipeline {\n  agent any\n  stages {\n    stage('Publish') {\n      steps {\n        "
+            "withCredentials([string(credentialsId: 'nexus', variable: 'NEXUS_TOKEN')]) {\n          "
+            f'sh "curl -u admin:{_rnd(r, 14)} -T build/app.jar '
+            'https://nexus.acme.local/repository/releases/"\n        }\n      }\n    }\n  }\n}'
+        ),
+    ),
+    _f(
+        "aws-credentials-file",
+        lambda r: (
+            "~/.aws/credentials on the build box:\n[default]\naws_access_key_id = "
+            f"AKIA{_rnd(r, 16, string.ascii_uppercase + '234567')}\naws_secret_access_key = "
+            f"{_rnd(r, 40, ALNUM + '+/')}\nregion = eu-central-1"
+        ),
+    ),
+    _f(
+        "docker-config-auths",
+        lambda r: (
+            '~/.docker/config.json on the runner:\n{\n  "auths": {\n    "registry.acme.io": {\n      "auth": "'
+            + b64("ci-runner:Pb7xKm29QzLr")
+            + '"\n    }\n  }\n}'
+        ),
+    ),
+    _f(
+        "kubeconfig-token",
+        lambda r: (
+            "kubeconfig for the staging cluster:\nusers:\n- name: ci\n  user:\n    token: "
+            f"{_rnd(r, 6, LOWER_ALNUM)}.{_rnd(r, 16, LOWER_ALNUM)}"
+        ),
+    ),
+    _f(
+        "kubeconfig-client-key-data",
+        lambda r: (
+            "users:\n- name: admin@prod\n  user:\n    client-certificate-data: "
+            "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM=\n    client-key-data: "
+            + b64(
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA"
+                + _rnd(r, 120, B64)
+                + "\n-----END RSA PRIVATE KEY-----\n"
+            )
+        ),
+    ),
+    _f(
+        "git-credentials",
+        lambda r: (
+            "~/.git-credentials line that makes the mirror job work: "
+            f"https://mirror-bot:{_rnd(r, 32, HEX)}@git.acme.internal"
+        ),
+    ),
+    _f("pgpass", lambda r: f"The backup cron reads ~/.pgpass: db-main.acme.internal:5432:*:backup:{_rnd(r, 14)}"),
+    _f("my-cnf", lambda r: f"/root/.my.cnf on db-legacy:\n[client]\nuser=root\npassword={_rnd(r, 12)}\nhost=localhost"),
+    _f(
+        "redis-requirepass",
+        lambda r: f"redis.conf on cache-2: bind 10.0.4.2\nport 6379\nrequirepass {_rnd(r, 24)}\nmaxmemory 2gb",
+    ),
+    _f(
+        "mongo-uri",
+        lambda r: (
+            "Atlas URI for the analytics cluster: "
+            f"mongodb+srv://analytics:{_rnd(r, 16)}@analytics.x7kq2.mongodb.net/events?retryWrites=true&w=majority"
+        ),
+    ),
+    _f(
+        "kafka-jaas",
+        lambda r: (
+            "Kafka client props for the confluent "
+            "cluster:\nsecurity.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+            f'required username="{_rnd(r, 16, string.ascii_uppercase + string.digits)}" '
+            f'password="{_rnd(r, 64, ALNUM + "+/")}";'
+        ),
+    ),
+    _f(
+        "amqp-url",
+        lambda r: (
+            f"Celery broker on the old stack: BROKER_URL = 'amqp://celery:{_rnd(r, 14)}@rabbit-01.acme.local:5672/prod'"
+        ),
+    ),
+    _f(
+        "ldap-bind",
+        lambda r: (
+            'LDAP settings for Grafana:\n[[servers]]\nhost = "ldap.acme.local"\nport = 636\nuse_ssl = '
+            'true\nbind_dn = "cn=svc-grafana,ou=service,dc=acme,dc=local"\nbind_password = '
+            f"'{_rnd(r, 16)}'\nsearch_filter = \"(sAMAccountName=%s)\""
+        ),
+    ),
+    _f(
+        "smtp-app-password",
+        lambda r: (
+            "Django email settings for the alerts mailbox: EMAIL_HOST = 'smtp.gmail.com', EMAIL_PORT "
+            "= 587, EMAIL_HOST_USER = 'alerts@acme.io', EMAIL_HOST_PASSWORD = 'qwvt mzpk rhlx bnde'"
+        ),
+    ),
+    _f(
+        "snmp-community",
+        lambda r: (
+            f"Switch config for the rack-3 core: snmp-server community {_rnd(r, 12)} RW "
+            "10\nsnmp-server location DC1-R3\nsnmp-server contact netops@acme.io"
+        ),
+    ),
+    _f(
+        "radius-secret",
+        lambda r: (
+            "FreeRADIUS clients.conf entry for the office APs:\nclient office-aps {\n  ipaddr = "
+            f"10.20.0.0/24\n  secret = {_rnd(r, 20)}\n  shortname = aps\n}}"
+        ),
+    ),
+    _f(
+        "wireguard-privatekey",
+        lambda r: (
+            "wg0.conf on the jump host:\n[Interface]\nAddress = 10.99.0.1/24\nListenPort = "
+            "51820\nPrivateKey = "
+            f"{_b64b(r, 32)}\n\n[Peer]\nPublicKey "
+            f"= {_b64b(r, 32)}\nAllowedIPs = "
+            "10.99.0.2/32"
+        ),
+    ),
+    _f(
+        "openvpn-static-key",
+        lambda r: (
+            "ta.key for the site-to-site tunnel:\n-----BEGIN OpenVPN Static key V1-----\n"
+            + "\n".join(_rnd(r, 32, HEX) for _ in range(6))
+            + "\n-----END OpenVPN Static key V1-----"
+        ),
+    ),
+    _f(
+        "pgp-private-fragment",
+        lambda r: (
+            "Release signing key (the part I could copy before the terminal scrolled):\n-----BEGIN "
+            "PGP PRIVATE KEY BLOCK-----\n\nlQVYBGV"
+            + _rnd(r, 60, B64)
+            + "\n"
+            + _rnd(r, 64, B64)
+            + "\n"
+            + _rnd(r, 64, B64)
+        ),
+    ),
+    _f(
+        "putty-ppk",
+        lambda r: (
+            "PuTTY-User-Key-File-3: ssh-rsa\nEncryption: none\nComment: deploy@acme\nPublic-Lines: "
+            "2\nAAAAB3NzaC1yc2EAAAADAQABAAABAQ"
+            + _rnd(r, 40, B64)
+            + "\n"
+            + _rnd(r, 64, B64)
+            + "\nPrivate-Lines: 2\nAAABAH"
+            + _rnd(r, 58, B64)
+            + "\n"
+            + _rnd(r, 64, B64)
+            + "\nPrivate-MAC: "
+            + _rnd(r, 64, HEX)
+        ),
+    ),
+    _f(
+        "android-store-password",
+        lambda r: (
+            "app/build.gradle signingConfigs:\nrelease {\n    storeFile file('release.jks')\n    "
+            f"storePassword '{_rnd(r, 14)}'\n    keyAlias 'acme'\n    keyPassword '{_rnd(r, 14)}'\n}}"
+        ),
+    ),
+    _f(
+        "apple-app-specific",
+        lambda r: (
+            "Notarization in CI uses the Apple ID builds@acme.io with the app-specific password "
+            "hvqz-kmtr-plwx-dnea (xcrun notarytool --password)."
+        ),
+    ),
+    _f(
+        "gcp-service-account",
+        lambda r: (
+            '{\n  "type": "service_account",\n  "project_id": "acme-prod-311209",\n  "private_key_id": "'
+            + _rnd(r, 40, HEX)
+            + '",\n  "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ'
+            + _rnd(r, 80, B64)
+            + '\\n-----END PRIVATE KEY-----\\n",\n  "client_email": '
+            '"exporter@acme-prod-311209.iam.gserviceaccount.com"\n}'
+        ),
+    ),
+    _f(
+        "azure-storage-conn",
+        lambda r: (
+            "Blob storage for uploads: "
+            f"DefaultEndpointsProtocol=https;AccountName=acmeuploads;AccountKey={_b64b(r, 64)};"
+            "EndpointSuffix=core.windows.net"
+        ),
+    ),
+    _f(
+        "azure-sas",
+        lambda r: (
+            "Shared a SAS URL with the auditors (valid a week): "
+            "https://acmeuploads.blob.core.windows.net/audit?sv=2022-11-02&ss=b&srt=co&sp=rl&se=2026-12-03T18:00:00Z"
+            f"&st=2026-11-26T08:00:00Z&spr=https&sig={quote(_rnd(r, 43, B64), safe='')}%3D"
+        ),
+    ),
+    _f(
+        "gcp-api-key",
+        lambda r: (
+            f"Maps key used by the store locator: AIza{_rnd(r, 35, URLSAFE)} (restricted to our referrers, but still)"
+        ),
+    ),
+    _f("stripe-rk", lambda r: f"Restricted key for the reporting job: rk_live_{_rnd(r, 99)}"),
+    _f("stripe-whsec", lambda r: f"Webhook signing secret for the prod endpoint: whsec_{_rnd(r, 32)}"),
+    _f(
+        "github-pat-fine",
+        lambda r: (
+            "Fine-grained PAT for the release bot, expires in 90 days: "
+            f"github_pat_11{_rnd(r, 20, string.ascii_uppercase + string.digits)}_{_rnd(r, 59)}"
+        ),
+    ),
+    _f("glpat", lambda r: f"GitLab token for the mirror: glpat-{_rnd(r, 20, URLSAFE)}"),
+    _f("npm-token", lambda r: f"npm publish token (automation type): npm_{_rnd(r, 36)}"),
+    _f("pypi-token", lambda r: f"PyPI upload token for acme-sdk: pypi-AgEIcHlwaS5vcmcCJ{_rnd(r, 140, URLSAFE)}"),
+    _f("dockerhub-pat", lambda r: f"Docker Hub access token for the CI user: dckr_pat_{_rnd(r, 27, URLSAFE)}"),
+    _f(
+        "atlassian-token",
+        lambda r: (
+            f"Atlassian API token for the Jira sync: ATATT3xFfGF0{_rnd(r, 170, URLSAFE)}={_rnd(r, 8, HEX).upper()}"
+        ),
+    ),
+    _f("linear-key", lambda r: f"LINEAR_API_KEY=lin_api_{_rnd(r, 40)}"),
+    _f(
+        "notion-ntn",
+        lambda r: f"Notion integration token for the docs importer: ntn_{_rnd(r, 11, string.digits)}{_rnd(r, 35)}",
+    ),
+    _f("notion-secret", lambda r: f"old Notion token (still works): secret_{_rnd(r, 43)}"),
+    _f("airtable-pat", lambda r: f"Airtable PAT: pat{_rnd(r, 14)}.{_rnd(r, 64, HEX)}"),
+    _f(
+        "supabase-service-role",
+        lambda r: (
+            f"SUPABASE_SERVICE_ROLE_KEY=eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.{_H6_SUPABASE}.{_rnd(r, 43, URLSAFE)}"
+        ),
+    ),
+    _f("clerk-sk-live", lambda r: f"Clerk secret key (prod instance): sk_live_{_rnd(r, 40)}"),
+    _f(
+        "auth0-client-secret",
+        lambda r: (
+            f"The Auth0 M2M app for the billing worker: client id {_rnd(r, 32)}, client secret {_rnd(r, 64, URLSAFE)}"
+        ),
+    ),
+    _f("okta-ssws", lambda r: f"Okta admin API calls need the header Authorization: SSWS 00{_rnd(r, 40, URLSAFE)}"),
+    _f(
+        "sentry-dsn-legacy",
+        lambda r: (
+            "Old raven config still in settings_legacy.py: SENTRY_DSN = "
+            f"'https://{_rnd(r, 32, HEX)}:{_rnd(r, 32, HEX)}@sentry.acme.io/14'"
+        ),
+    ),
+    _f(
+        "mapbox-sk",
+        lambda r: (
+            "Mapbox secret token for tileset uploads: sk."
+            + _b64u_text(
+                json.dumps(
+                    {"u": "acmemaps", "a": "cl" + _rnd(r, 23, string.ascii_lowercase + string.digits)},
+                    separators=(",", ":"),
+                )
+            )
+            + "."
+            + _rnd(r, 22, URLSAFE)
+        ),
+    ),
+    _f(
+        "algolia-admin",
+        lambda r: f"Algolia app K7QZ2MXP4R, admin API key {_rnd(r, 32, HEX)} — only the indexer may use it.",
+    ),
+    _f(
+        "telegram-bot",
+        lambda r: (
+            "Alerts go to the on-call Telegram group via bot token "
+            f"{r.randint(5000000000, 7999999999)}:AA{_rnd(r, 33, URLSAFE)}"
+        ),
+    ),
+    _f(
+        "discord-bot",
+        lambda r: (
+            "Discord bot token for the release announcer: "
+            f"{_b64u_text(str(r.randint(10**17, 10**18)))}.{_rnd(r, 6, URLSAFE)}.{_rnd(r, 38, URLSAFE)}"
+        ),
+    ),
+    _f(
+        "twitch-secret",
+        lambda r: (
+            f"Twitch app: client_id {_rnd(r, 30, string.ascii_lowercase + string.digits)}, "
+            f"client_secret {_rnd(r, 30, string.ascii_lowercase + string.digits)}"
+        ),
+    ),
+    _f(
+        "spotify-secret",
+        lambda r: (
+            f"Spotify API for the playlist feature — Client ID {_rnd(r, 32, HEX)}, Client Secret {_rnd(r, 32, HEX)}"
+        ),
+    ),
+    _f(
+        "vault-token", lambda r: f"Root token from the last unseal ceremony (revoke after!): hvs.{_rnd(r, 91, URLSAFE)}"
+    ),
+    _f(
+        "tfvars-password",
+        lambda r: (
+            'terraform.tfvars for staging:\nregion = "eu-west-1"\ninstance_class = '
+            f'"db.t3.medium"\ndb_username = "acme"\ndb_password = "{_rnd(r, 16)}"\nmulti_az = false'
+        ),
+    ),
+    _f(
+        "ansible-become",
+        lambda r: f"inventory/hosts.ini:\n[db]\ndb1.acme.local ansible_user=deploy ansible_become_pass={_rnd(r, 12)}",
+    ),
+    _f(
+        "twilio-auth-token",
+        lambda r: f"Twilio for SMS 2FA: Account SID AC{_rnd(r, 32, HEX)}, Auth Token {_rnd(r, 32, HEX)}",
+    ),
+    _f(
+        "basic-header-in-log",
+        lambda r: (
+            'nginx error log: upstream sent 401 while reading response header, request: "GET /metrics '
+            'HTTP/1.1", upstream: "http://10.0.5.9:9100/metrics", authorization: "Basic '
+            + b64("prometheus:Ux8mKq2zTn")
+            + '"'
+        ),
+    ),
+    _f(
+        "json-escaped-private-key",
+        lambda r: (
+            'FIREBASE_ADMIN_KEY=\'{"private_key":"-----BEGIN PRIVATE KEY-----\\nMIIEvgIBADANBgkqhkiG9w0BAQEFAASC'
+            + _rnd(r, 60, B64)
+            + "\\n-----END PRIVATE KEY-----\\n\"}'"
+        ),
+    ),
+]
+HELD_OUT_6_KEEP: list[Form] = [
+    _f(
+        "placeholder-angle",
+        lambda r: (
+            "Local setup: copy .env.example to .env and set OPENAI_API_KEY=<YOUR_API_KEY> and "
+            "STRIPE_SECRET_KEY=<your-stripe-test-key>; nothing else is required."
+        ),
+    ),
+    _f(
+        "placeholder-x",
+        lambda r: (
+            "In the README the sample config shows api_key: xxxxxxxxxxxxxxxxxxxxxxxx — replace it "
+            "with your own key from the dashboard."
+        ),
+    ),
+    _f(
+        "placeholder-changeme",
+        lambda r: (
+            "The value `changeme` in docker-compose.override.yml is a placeholder; the entrypoint "
+            "refuses to start while POSTGRES_PASSWORD is still changeme."
+        ),
+    ),
+    _f(
+        "gha-secrets-ref",
+        lambda r: (
+            "The publish job reads the token from the repo secrets: env:\n  NODE_AUTH_TOKEN: ${{ "
+            "secrets.NPM_TOKEN }}\n  PYPI_PASSWORD: ${{ secrets.PYPI_API_TOKEN }}"
+        ),
+    ),
+    _f(
+        "vault-template",
+        lambda r: (
+            'Nomad template for the API: DATABASE_PASSWORD={{ with secret "secret/data/api/db" }}{{ '
+            ".Data.data.password }}{{ end }} and REDIS_URL comes from Consul."
+        ),
+    ),
+    _f(
+        "ssh-public-key",
+        lambda r: (
+            "Add the CI deploy key to authorized_keys on web-1: ssh-ed25519 "
+            f"AAAAC3NzaC1lZDI1NTE5AAAAI{_rnd(r, 43, B64)} ci-deploy@acme"
+        ),
+    ),
+    _f(
+        "certificate",
+        lambda r: (
+            "The internal CA root we pin in the mobile app:\n-----BEGIN "
+            "CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n"
+            + _rnd(r, 64, B64)
+            + "\n-----END CERTIFICATE-----"
+        ),
+    ),
+    _f(
+        "stripe-publishable",
+        lambda r: (
+            f"The checkout page embeds the publishable key pk_live_{_rnd(r, 24)}; Stripe documents it "
+            "as safe to expose in the browser."
+        ),
+    ),
+    _f(
+        "sha256-file",
+        lambda r: (
+            f"The release tarball acme-cli-2.3.0.tar.gz has sha256 {_rnd(r, 64, HEX)}; compare before "
+            "installing on air-gapped hosts."
+        ),
+    ),
+    _f(
+        "git-sha",
+        lambda r: (
+            f'The regression came in with commit {_rnd(r, 40, HEX)} ("switch to async session"); '
+            "reverting it fixes the deadlock."
+        ),
+    ),
+    _f(
+        "uuid-request-id",
+        lambda r: (
+            "Support ticket: request id 5f1c2a9e-7b3d-4e6f-a18c-0d92b4e7f315 failed with 502 at 14:03 "
+            "UTC; the tenant is 9a3e7c21-4d5b-4f8a-b6e2-71c0d9f3a4b8."
+        ),
+    ),
+    _f(
+        "ulid",
+        lambda r: "Event ids are ULIDs now, e.g. 01JD4ZK8Q9X7M2VN5T3RWPB6HC, so they sort by creation time in the log.",
+    ),
+    _f(
+        "base64-ordinary",
+        lambda r: (
+            "The fixture's X-Debug header is base64 of a plain sentence: "
+            "aGVsbG8gZnJvbSB0aGUgaW50ZWdyYXRpb24gdGVzdCBzdWl0ZQ== (decodes to 'hello from the "
+            "integration test suite')."
+        ),
+    ),
+    _f(
+        "docs-example-dsn",
+        lambda r: (
+            "The docs example DSN is postgres://user:password@localhost:5432/mydb; our settings parse "
+            "the same shape from DATABASE_URL."
+        ),
+    ),
+    _f(
+        "invalid-token-error",
+        lambda r: (
+            "When the CLI prints `401 Unauthorized: invalid token (token expired)`, run `acme login` "
+            "again; the refresh flow does not work behind the proxy."
+        ),
+    ),
+    _f(
+        "password-policy",
+        lambda r: (
+            "Password policy for the admin app: at least 12 characters, one digit, rotated every 90 "
+            "days, and the last 5 passwords cannot be reused."
+        ),
+    ),
+    _f(
+        "where-secret-lives",
+        lambda r: (
+            "The staging Postgres password lives in 1Password under 'Staging Postgres (app)'; never "
+            "paste it into tickets or memories."
+        ),
+    ),
+    _f(
+        "env-var-names",
+        lambda r: (
+            "The service reads STRIPE_SECRET_KEY, SENDGRID_API_KEY and DATABASE_URL from the "
+            "environment and fails fast if any is missing."
+        ),
+    ),
+    _f(
+        "k8s-secret-ref",
+        lambda r: (
+            "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        name: db-creds\n "
+            "       key: password\n  - name: LOG_LEVEL\n    value: info"
+        ),
+    ),
+    _f(
+        "jwks-public",
+        lambda r: (
+            'JWKS entry the gateway caches: {"kty":"RSA","kid":"2026-11","use":"sig","alg":"RS256","e":"AQAB","n":"'
+            + _rnd(r, 86, URLSAFE)
+            + '"} (public key, rotated monthly).'
+        ),
+    ),
+    _f(
+        "pgp-public",
+        lambda r: (
+            "Our security.txt links the PGP public key:\n-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQINBGV"
+            + _rnd(r, 60, B64)
+            + "\n-----END PGP PUBLIC KEY BLOCK-----"
+        ),
+    ),
+    _f("image-digest", lambda r: f"Pin the base image by digest: FROM python:3.12-slim@sha256:{_rnd(r, 64, HEX)}"),
+    _f(
+        "fr-no-secret",
+        lambda r: "Le mot de passe oublié envoie un lien valable 30 minutes ; le lien est à usage unique.",
+    ),
+    _f("ja-no-secret", lambda r: "パスワードはVaultから取得します。コードにハードコードしないでください。"),
+    _f(
+        "de-no-secret",
+        lambda r: "Das Passwort holen wir mit `pass show infra/db`; niemals im Klartext in die Wiki schreiben.",
+    ),
+    _f("npm-integrity", lambda r: f"package-lock integrity for left-pad 1.3.0: sha512-{_rnd(r, 86, B64)}=="),
+    _f(
+        "rate-limit-tokens",
+        lambda r: (
+            "The token bucket allows 100 tokens per minute per API key; bursts above that get 429 with Retry-After."
+        ),
+    ),
+    _f(
+        "redacted-dsn",
+        lambda r: "Prod DATABASE_URL is postgres://app:****@db-main:5432/app (masked in the logs by our formatter).",
+    ),
+    _f(
+        "tf-var-ref",
+        lambda r: (
+            "main.tf: password = var.db_password and username = var.db_username; the values come from "
+            "TF_VAR_ env vars in CI."
+        ),
+    ),
+    _f(
+        "docs-example-labelled",
+        lambda r: (
+            "From the Stripe docs (example, not ours): curl https://api.stripe.com/v1/charges -u "
+            "sk_test_EXAMPLEKEYNOTREAL: — our wrapper adds the header itself."
+        ),
+    ),
+    _f("es-no-secret", lambda r: "La contraseña se guarda con bcrypt (coste 12) y nunca se registra en los logs."),
+    _f("zh-no-secret", lambda r: "密钥轮换脚本在 scripts/rotate_keys.py，每月一号由 cron 执行。"),
+    _f(
+        "sentry-public-dsn-doc",
+        lambda r: (
+            "Sentry is wired in settings via SENTRY_DSN from the environment; the frontend gets only "
+            "the public DSN through /config.js."
+        ),
+    ),
+]
+# The sixth set's keeper refused on its first run and kept refused: an AWS access key id alone names the account
+# and is half of a credential pair; gitleaks' upstream rule refuses it, and a memory loses little without it.
+REFUSED_BY_POLICY.append(
+    _f(
+        "aws-key-id-alone",
+        lambda r: (
+            "CloudTrail shows the deletes came from access key id "
+            f"AKIA{_rnd(r, 16, string.ascii_uppercase + '234567')} (the old CI user); the key is "
+            "already deactivated."
+        ),
+    )
+)

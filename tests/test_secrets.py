@@ -1445,3 +1445,88 @@ def test_a_passwords_variable_named_after_a_colon_and_a_credentials_id_are_kept(
 def test_a_password_near_a_fields_word_or_a_secret_id_is_still_refused(template: str) -> None:
     rng = random.Random(89)
     assert find_secret(template.format(pw="Xk9#" + chars(ALNUM, 10)(rng), key=chars(ALNUM, 20)(rng))) is not None
+
+
+# bench/secret_forms.HELD_OUT_6: a set written before its author read the scanner (12 of its 108 secrets were
+# stored on its first run through REST, 2 of its 34 keepers refused; docs/security.md).
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_6, seed=19))
+def test_every_form_of_the_sixth_held_out_set_is_found(name: str, text: str) -> None:
+    assert find_secret(text) is not None, name
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_6_KEEP, seed=19))
+def test_the_sixth_held_out_sets_keepers_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+# Each cause of the sixth set's first run (and of its builders' other fillings), probed in another spelling.
+SIXTH_SET_CAUSES = {
+    # a short random string in a sentence about a login, no verb or colon tying it to its name
+    "random near a login": "the service account is svc_backup and the nightly job still uses Hk4pWq9zLm2R for it",
+    # one word and a number joined, right after "password … is"
+    "word_number it": "la password del NAS in ufficio è gattonero_1987, l'utente è backup",
+    # Japanese corner brackets, a Chinese copula with spaces around it
+    "corner brackets": "管理画面のパスワードは『kaede7Mori』です",
+    "copula spaced": "腾讯云 SecretKey 是 Hq8ZkP2mLw9xTn4Rb7Vc",
+    # a password spelled out
+    "dictated": "the vault password is capital K kilo seven dash lima lima nine bang, all one word",
+    # a key's hex in groups
+    "grouped hex": "webhook signing secret (grouped so it reads aloud): 9f3a 7c21 b8e4 0d6f 51aa 2c9e",
+    # mistyped names
+    "pasword": "the pasword for jenkins admin is Lm8qTz2vRk4",
+    "passowrd": "jenkins passowrd is Fk29xLm4Qp",
+    "secrte": f"the secrte for the webhook {chars(ALNUM, 24)(R)}",
+    # an adverb between the verb and the value
+    "adverb": "the prod redis pw is literally redis2024x",
+    # 16 hex digits after a key's name
+    "short hex": "the signing key is 2e6008e29b2e6496",
+    # the value first, then `as` what it is
+    "as the pass": "(login acmeftp, Xk29vLmq8Tz as the pass)",
+    # a phrase or an app password quoted after a password's name
+    "phrase assignment": 'SMTP_PASSWORD: "lkjh qwer asdf zxcv"',
+    # Gradle's and Groovy's setter without parentheses
+    "setter quoted": "storePassword 'ZItX8VgbuyFDxs'",
+    # a random key shaped like a class's name, after a token's name
+    "class-shaped key": "stripe secret key for the sandbox acct TILyccnHCmtJqckQceF40EiN",
+    # a Django key whose `t(` looked like a call
+    "django key": "SECRET_KEY = 't(Uv@CQkgLB3zvp)fikJ1nT+ka!qkskDKPUOTmAkcx_#^jja&k'",
+}
+
+
+@pytest.mark.parametrize("name", SIXTH_SET_CAUSES)
+def test_each_cause_of_the_sixth_sets_first_run_is_refused(name: str) -> None:
+    assert find_secret(SIXTH_SET_CAUSES[name]) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what those rules read that is no secret
+        "Reset the login page cache with make clear-cache; the account page is AccountSettingsV2.",
+        "the password is stored as ticket-4821 in the tracker",
+        "the password field is user_2024 in the legacy schema",
+        "the password is at least eight characters, one digit and one symbol",
+        "GPG key fingerprint: 3AA5 C343 7D4B 9E21 0F6A  2B7C 4D8E 1F90 A3B5 C7D9",
+        "xxd of the key file: 0000 7f45 4c46 0201 0100 0000",
+        "use AuthService2 as the token provider",
+        "we keep abc123def as the key prefix",
+        'PASSWORD_HELP = "must contain eight letters"',
+        "the signing_secret 'webhooks-v2' is rotated monthly",
+        "api_key = load_api_key_from_vault(",
+        "token = generate_temporary_column_name(8, df.columns)",
+        "self.linear_key_head_dim = int(0.75 * self.hidden_size / self.linear_num_key_heads)",
+        "the tokenizer's processor class is Lfm2VlProcessorKwargs",
+        "Solana ids are base58: the token program TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA.",
+        '{"kty":"RSA","kid":"2026-11","use":"sig","alg":"RS256","e":"AQAB","n":"'
+        + chars(URLSAFE, 86)(random.Random(6))
+        + '"}',
+    ],
+)
+def test_words_near_the_sixth_sets_causes_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+def test_a_private_json_web_keys_own_member_is_still_refused() -> None:
+    r = random.Random(8)
+    jwk = f'{{"kty":"RSA","n":"{chars(URLSAFE, 86)(r)}","e":"AQAB","d":"{chars(URLSAFE, 86)(r)}"}}'
+    assert find_secret(jwk) is not None

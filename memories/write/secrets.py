@@ -194,8 +194,11 @@ _REFERENCE = (
 
 
 # get_secret("db"), env("X"): where the value comes from. The callee is a name (a letter or `_` first):
-# an OCI auth token's `8x(Zq;k3…` is not a call.
-_CALL = re.compile(r"[\[(]*[A-Za-z_][\w.\[\]'\"]*\(")
+# an OCI auth token's `8x(Zq;k3…` is not a call. Its arguments look like code (a string, a name, a number, a
+# literal, or nothing yet): a Django key's `zf(_643wnfylx_7v2^ipnu!&z639+s!)…` or `t(Uv@CQkg…` is no call.
+_CALL = re.compile(
+    r"[\[(]*[A-Za-z_][\w.\[\]'\"]*\((?:$|[\"'){\[*]|[A-Za-z_][\w.]*\s*(?:$|[,)=.(\[:])|-?\d[\d.]*\s*(?:$|[,)*/+ -]))"
+)
 
 
 # "/etc/app/pw2", "~/.pgpass", "kv/payments/stripe-2", "config/credentials.yml.enc", "src/auth.py:42":
@@ -353,10 +356,17 @@ _PUBLIC_NAMED = re.compile(
 )
 
 
+# A JSON Web Key's public members (`"n"`, the RSA modulus; `"x"`, `"y"`, an EC point): a JWKS publishes them. A
+# private JWK's own members (`"d"`, `"p"`, `"q"` …) are still read as bare keys.
+_JWK_PUBLIC_MEMBER = re.compile(r"[\"'](?:n|x|y)[\"']\s*:\s*[\"']$")
+
+
 def _named_public(before: str) -> bool:
-    """For the bare-token rule: true unless the words just before call the token a public key or an address, or a
-    digest of a key (`_DIGEST_OF_KEY`)."""
-    return not _PUBLIC_NAMED.search(before) and not _DIGEST_OF_KEY.search(before)
+    """For the bare-token rule: true unless the words just before call the token a public key or an address, a
+    digest of a key (`_DIGEST_OF_KEY`), or it is a JSON Web Key's public member."""
+    if _PUBLIC_NAMED.search(before) or _DIGEST_OF_KEY.search(before):
+        return False
+    return not ('"kty"' in before and _JWK_PUBLIC_MEMBER.search(before))
 
 
 # `//grafana.acme.net/d/8f3kQ2/api-latency` (the token rule starts after `https:`): a host, then a path. The
@@ -556,12 +566,17 @@ def _told_secret(value: str) -> bool:
     return _assigned_secret(value)
 
 
+_SHORT_HEX = re.compile(r"[0-9a-f]{16,31}|[0-9A-F]{16,31}")
+
+
 def _told_token(value: str) -> bool:
     """A token named in a sentence: random enough for a key (≥ 16 characters, entropy ≥ 3.0)."""
     value = value.strip("'\"`.,;)")
-    if len(value) < 16 or entropy(value) < 3.0 or _encoded_text(value):
+    if len(value) < 16 or _encoded_text(value):
         return False
-    return _told_secret(value) or _random_letters(value)
+    if _SHORT_HEX.fullmatch(value):  # (16 random hex digits often repeat some: entropy 2.9)
+        return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and entropy(value) >= 2.5
+    return entropy(value) >= 3.0 and (_told_secret(value) or _random_letters(value))
 
 
 _SHORT_SMALL_RUN = re.compile(r"(?<![a-z])[a-z]{1,2}(?![a-z])")
@@ -634,6 +649,15 @@ _PRIMITIVE_WORD = re.compile(rf"(?i){_PRIMITIVE}")
 _LETTER_DIGIT = re.compile(r"(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
 
 
+# One word and a number joined, the commonest weak password ("gattonero_1987", "summer-2024"): a name of words
+# elsewhere, a password right after "password is" (not a thing that is numbered: "ticket-4821", "build_2024").
+_WORD_AND_NUMBER = re.compile(
+    r"(?!(?:issue|ticket|build|version|release|step|page|line|port|jira|item|task|story|chapter|section|rule|test"
+    r"|case|node|shard|replica|host|server|worker|user|group|policy|level|round|phase|sprint)s?[_-])"
+    r"[a-z]{4,}[_-]\d{2,6}"
+)
+
+
 def _plain_password(value: str) -> bool:
     """A password told right after its name and a verb or a colon ("the router password is still hunter22",
     "wifi: Tangerine-Vespa-88"): letters and a digit, 6 to 40 characters, and none of what a value there is
@@ -645,7 +669,9 @@ def _plain_password(value: str) -> bool:
         return False
     # (capitalised words and digits are a class's name elsewhere, `Cohere2ForCausalLM`; right after "password:" they
     # are a password, `Cobalt77Wolf`, unless a word of code is among them)
-    if _name_like(value, class_names=False) or _ALGORITHM.fullmatch(value) or _PRIMITIVE_WORD.fullmatch(value):
+    if _name_like(value, class_names=False) and not _WORD_AND_NUMBER.fullmatch(value):
+        return False
+    if _ALGORITHM.fullmatch(value) or _PRIMITIVE_WORD.fullmatch(value):
         return False
     if _CLASS_NAME.fullmatch(value) and (_CODE_WORD.search(value) or len(re.findall(r"[A-Z][a-z]{2,}", value)) > 2):
         return False
@@ -656,6 +682,23 @@ def _plain_password(value: str) -> bool:
     if value.startswith(_REFERENCE) or _CALL.match(value) or "/" in value and _PATH.fullmatch(value):
         return False
     return _not_placeholder(value)
+
+
+# A login's or a password's word earlier in the same sentence (for `random-word-near-login`).
+_LOGIN_BEFORE = re.compile(
+    r"(?i)\b(?:logins?|log[ -]?(?:in|on)|sign[ -]?in|creds|credentials?|pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|pw|pwd"
+    r"|pass|passphrase|accounts?|username)\b[^.\n]{0,80}$"
+)
+
+
+def _random_mixed(value: str) -> bool:
+    """Letters of both cases and digits drawn at random (`Vq7mLp2xR9wt`): two of each, and the kind of character
+    changes at most steps (half of them or more; a name's words change it at their edges: `iPhone15ProMax`)."""
+    if min(sum(c.isupper() for c in value), sum(c.islower() for c in value), sum(c.isdigit() for c in value)) < 2:
+        return False
+    kinds = ["u" if c.isupper() else "l" if c.islower() else "d" for c in value]
+    changes = sum(a != b for a, b in zip(kinds, kinds[1:], strict=False))
+    return changes >= 0.5 * (len(value) - 1) and entropy(value) >= 3.0
 
 
 _EMAIL_BEFORE = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:$")
@@ -696,10 +739,23 @@ def _basic_pair(value: str) -> bool:
     return bool(user) and not any(c.isspace() for c in decoded) and len(password) >= 3 and _url_password(password)
 
 
+def _random_humps(value: str) -> bool:
+    """A class name's shape drawn at random (`TILyccnHCmtJqckQceF40EiN`): 16 characters or more, a digit, and most of
+    its capitalised runs no word (no vowel: `Cmt`, `Jqck`), where a class's are words (`Http`, `Vl`, `Hf` aside:
+    `Lfm2VlProcessorKwargs` has two of four)."""
+    humps = _HUMP_ANY.findall(value)
+    voiceless = sum(not _VOWEL.search(h) for h in humps)
+    return len(value) >= 16 and any(c.isdigit() for c in value) and voiceless >= 2 and 2 * voiceless > len(humps)
+
+
+_HUMP_ANY = re.compile(r"[A-Z][a-z]+")
+_VOWEL = re.compile(r"[aeiou]", re.IGNORECASE)
+
+
 def _token_nearby(value: str) -> bool:
     """A token a few words after its name: random enough for a key, and not name-like."""
     value = value.strip("'\"`.,;()*")
-    return (_random_letters(value) or not _name_like(value)) and _told_token(value)
+    return (_random_letters(value) or _random_humps(value) or not _name_like(value)) and _told_token(value)
 
 
 def _query_secret(value: str) -> bool:
@@ -779,6 +835,14 @@ _TOKEN_WORDS_IN_LANGUAGES = (
     "密钥",
     "秘密鍵",
     "シークレット",
+    # as they are mistyped in a hurry ("stripe secert key for the sandbox: X")
+    "secert",
+    "sercet",
+    "secrect",
+    "secrte",
+    "toekn",
+    "tokne",
+    "api kye",
 )
 # English words in another language's sentence ("la password del database è X"), or with words between
 # the noun and the value no English rule reads ("I set the admin password to X").
@@ -808,11 +872,16 @@ def _words(words: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
 _TOKEN_WORDS, _TOKEN_WORD_INITIALS, _TOKEN_KEYWORDS = _words(_TOKEN_WORDS_IN_LANGUAGES)
 _PASSWORD_WORDS, _PASSWORD_INITIALS, _PASSWORD_KEYWORDS = _words(_PASSWORD_IN_OTHER_LANGUAGES)
 _NEARBY_WORDS, _NEARBY_INITIALS, _NEARBY_KEYWORDS = _words(_PASSWORD_NEARBY)
+# A word between a linking verb and the value: "the prod redis pw is literally X", "the key is currently X".
+_ADVERB = (
+    r"(?:now|still|just|literally|actually|currently|simply|really|basically|always|also|again|temporarily"
+    r"|(?:set|changed|reset) to)"
+)
 # "is", "ist", "est", "set to", ":", "=": between a secret's name and its value, in the languages of the
 # PIN and passphrase rules.
 _LINKING = (
     # (a whole word: "la password deve essere lunga …" has no "es" in it)
-    r"(?:\s(?:is|was|are|ist|est|es|é|è)\b(?:\s+(?:now|still|(?:set|changed|reset) to))?"
+    rf"(?:\s(?:is|was|are|ist|est|es|é|è)\b(?:\s+{_ADVERB})?"
     r"|\s(?:set|changed|reset) to|[:=：])"
 )
 # Names of a PIN or a numeric code (`PIN` in capitals is read apart, and "pin" in lower case, a wire or a
@@ -853,11 +922,13 @@ _TOLD_VALUE = rf"[^\s\"'`{_CJK}]{{5,}}[^\s\"'`.,;:){_CJK}]"
 # secret-assignment reads when the name is one word).
 _TOLD_VERB = (
     r"[^.\n=:]{0,40}?"
-    r"(?:\s(?:(?:is|was|are|were|has been)(?:\s+(?:now|still|(?:set|changed|reset) to))?|(?:set|changed|reset) to)"
+    rf"(?:(?:\s(?:(?:is|was|are|were|has been)(?:\s+{_ADVERB})?|(?:set|changed|reset) to)"
     # "PW for the NAS: X", "token for CI: X", "AES-128 key used by the legacy export = X" (a name of words
     # before `=`, which secret-assignment does not read)
-    r"|:|\s=)"
-    rf"\s+[\"'`]?({_TOLD_VALUE})"
+    r"|:|\s=)\s+"
+    # (Chinese and Japanese copulas, spaced or not: "AccessKey Secret 是 X", "APIキーはX")
+    r"|\s*(?:是|为|為|は)\s*)"
+    rf"[\"'`「『]?({_TOLD_VALUE})"
 )
 # "the password policy is NIST-800-63b": the sentence is about something else of passwords.
 _ABOUT = (
@@ -993,6 +1064,31 @@ def _phrase_of_words(words: str) -> bool:
     return len(parts) - small >= 3 and small < len(parts) - small
 
 
+# A password read aloud or dictated ("tango seven bravo nine", "capital M mango dash four four dash river"): the
+# phonetic alphabet, digits, symbols and case said as words.
+_SPELLING_TEXT = (
+    "alfa alpha bravo charlie delta echo foxtrot golf hotel india juliet juliett kilo lima mike november oscar papa "
+    "quebec romeo sierra tango uniform victor whiskey whisky xray x-ray yankee zulu "
+    "dash hyphen underscore dot period hash pound exclamation bang star asterisk dollar percent ampersand plus "
+    "equals slash backslash colon tilde caret capital uppercase upper lowercase lower small caps"
+)
+_SPELLING_WORDS = frozenset(_SPELLING_TEXT.split())
+_DIGITS_TEXT = "zero one two three four five six seven eight nine niner"
+_DIGIT_WORDS = frozenset(_DIGITS_TEXT.split())
+
+
+def _dictated(words: str) -> bool:
+    """Four or more words, most of them spelling a password out (and two or more letters or symbols, not digits
+    alone: "at least eight characters, one digit" is a rule), up to the last spelled word ("…dash zulu, exactly
+    like that")."""
+    parts = [w for w in re.split(r"[ \t,]+", words) if w]
+    spelled = [w.lower() in _SPELLING_WORDS or len(w) == 1 and w.isalnum() and w not in "ai" for w in parts]
+    marks = [s or w.lower() in _DIGIT_WORDS for s, w in zip(spelled, parts, strict=True)]
+    while marks and not marks[-1]:
+        marks.pop()
+    return len(marks) >= 4 and sum(marks) >= 0.6 * len(marks) and sum(spelled[: len(marks)]) >= 2
+
+
 # What names a PIN before it: `PIN` or `PUK` in capitals (a chip's pin is a wire) or another name of a
 # numeric code (`passcode`, `door code`, `code PIN`, `Geheimzahl` …) a few words before; `pin` in lower case
 # (a version pin too) with a verb or a colon. Inside a lookahead, so every name is tried, not only the first:
@@ -1025,12 +1121,16 @@ def _pin_before(text: str) -> bool:
 # key`, `primary key` …); the words between must not make the hex a digest, an id, a commit, an IV …
 # (in a lookahead, so every such word is tried, not only the first: "The key id rotates daily and callbacks are
 # signed with 3f9a…")
-_KEY_WORD = re.compile(
-    r"(?i)(?=(?<!public )(?<!publishable )(?<!host )(?<!gpg )(?<!pgp )(?<!ssh )(?<!cache )(?<!primary )"
-    r"(?<!foreign )(?<!partition )(?<!sort )(?<!idempotency )(?<!object )(?<!row )(?<!lookup )"
-    r"\b(?:keys?|secrets?|(?:en|de)crypt(?:ed|ion|s)?|sign(?:ed|ing|s)?|hmac|salt|pepper|passphrase|cipher)\b"
-    r"([^.\n]{0,60})$)"
-)
+def _key_word(words: str, gap: int) -> re.Pattern[str]:
+    return re.compile(
+        r"(?i)(?=(?<!public )(?<!publishable )(?<!host )(?<!gpg )(?<!pgp )(?<!ssh )(?<!cache )(?<!primary )"
+        r"(?<!foreign )(?<!partition )(?<!sort )(?<!idempotency )(?<!object )(?<!row )(?<!lookup )"
+        rf"\b(?:{words})\b([^.\n]{{0,{gap}}})$)"
+    )
+
+
+_KEY_WORDS = r"keys?|secrets?|(?:en|de)crypt(?:ed|ion|s)?|sign(?:ed|ing|s)?|hmac|salt|pepper|passphrase|cipher"
+_KEY_WORD = _key_word(_KEY_WORDS, 60)
 _NOT_A_KEY_BETWEEN = re.compile(
     r"(?i)sha|md5|hash|digest|checksum|commit|fingerprint|\bids?\b|uuid|etag|revision|\brev\b|public|object"
     r"|build|image|cache|blob|tree|tag\b|version|release|\biv\b|nonce"
@@ -1046,6 +1146,21 @@ _DIGEST_OF_KEY = re.compile(
 
 def _hex_key_before(text: str) -> bool:
     return any(not _NOT_A_KEY_BETWEEN.search(m.group(1)) for m in _KEY_WORD.finditer(text))
+
+
+# The same for a key written in groups, whose sentence often says why it is spaced ("api key for the geocoder,
+# spaced so slack doesn't linkify it: aaf5 fad4 …"): a token's word too, further off.
+_KEY_WORD_FAR = _key_word(_KEY_WORDS + "|tokens?", 90)
+
+
+def _grouped_key_before(text: str) -> bool:
+    return any(not _NOT_A_KEY_BETWEEN.search(m.group(1)) for m in _KEY_WORD_FAR.finditer(text))
+
+
+def _grouped_hex_key(groups: str) -> bool:
+    """Hex groups (`aaf5 fad4 e05d …`) that joined are a key's hex: 24 digits or more, as `_hex_key`."""
+    joined = groups.replace(" ", "").replace("-", "")
+    return len(joined) >= 24 and _hex_key(joined)
 
 
 _RECOVERY_CODE = re.compile(r"(?<![\w.])[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?(?![\w.])")
@@ -1072,8 +1187,9 @@ _SECRET_NAME = (
 
 # A secret's name in prose, for the rules that read its value before it or quoted after a few words
 # (not a bare "key": "the cache key in redis.py is 'user-profile-2'" names a key of a table).
+# (`pass?(?:w(?:or|ro|r)|ow?r|or)d`: "password" and how it is mistyped, "pasword", "passwrod", "passowrd", "passord")
 _SECRET_NOUN = (
-    r"(?:password|passwd|passphrase|passcode|pw|secret|token|credentials?|creds"
+    r"(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|passcode|pw|secret|token|credentials?|creds"
     r"|(?:api|secret|private|signing|encryption|access|master)[ _-]?key)"
 )
 # Words between a secret's name and a quoted value that make the value something else: its name, id,
@@ -1094,9 +1210,9 @@ _NAMED_BY_FIELD = re.compile(
 # admin is now X"), then the value.
 _TOLD_PLAINLY = (
     rf"s?{_ABOUT}(?:\s+(?:for|of|on|at|to|für|de|del|di|da|van|voor)\s[^.\n=:;]{{0,40}}?)?"
-    r"(?:\s(?:is|was|ist|est|es|é|è|lautet)(?:\s+(?:now|still|(?:set|changed|reset) to))?"
+    rf"(?:\s(?:is|was|ist|est|es|é|è|lautet)(?:\s+{_ADVERB})?"
     # (a dash or an arrow too, spaced: "Password — X", "password -> X")
-    rf"|\s(?:set|changed|reset) to|\s*[:=：]|\s*(?:是|は|为)|\s+(?:—|–|--?>?|=>)\s)\s*[\"'`«„“]?({_TOLD_VALUE})"
+    rf"|\s(?:set|changed|reset) to|\s*[:=：]|\s*(?:是|は|为)|\s+(?:—|–|--?>?|=>)\s)\s*[\"'`«„“「『]?({_TOLD_VALUE})"
 )
 
 
@@ -1190,9 +1306,9 @@ OURS: tuple[Rule, ...] = (
         "a password",
         # (Redis' `requirepass` and `masterauth` are its password's names: "requirepass is X")
         re.compile(
-            rf"(?i)\b(?:password|passwd|passphrase|passcode|pw|pwd|requirepass|masterauth)s?\b{_ABOUT}{_TOLD_VERB}"
+            rf"(?i)\b(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|passcode|pw|pwd|requirepass|masterauth)s?\b{_ABOUT}{_TOLD_VERB}"
         ),
-        ("passw", "passphrase", "passcode", "pw", "requirepass", "masterauth"),
+        ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "requirepass", "masterauth"),
         check=lambda value: _assigned_secret(value) and not _VERSION.fullmatch(value.strip("'\"`.,;")),
         before=lambda text: not _NAMED_BY_FIELD.search(text),
     ),
@@ -1203,11 +1319,11 @@ OURS: tuple[Rule, ...] = (
         "a password",
         re.compile(
             # (OpenLDAP's `rootpw X`, nslcd's `bindpw X`, sssd's `ldap_default_authtok = X` is an assignment's)
-            rf"(?i)\b(?=[pbr])(?:password|passwd|passphrase|passcode|pw|bindpw|rootpw|bind_?pw|{_PASS_AFTER}pass"
+            rf"(?i)\b(?=[pbr])(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|passcode|pw|bindpw|rootpw|bind_?pw|{_PASS_AFTER}pass"
             rf"|{_PWD_AFTER}pwd)\b[ \t]+"
             rf"[\"'`]?({_TOLD_VALUE})"
         ),
-        ("passw", "passphrase", "passcode", "pw", "pass", "pwd"),
+        ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "pass", "pwd"),
         check=_told_secret,
     ),
     # The same in other languages: "le mot de passe est X", "Das Passwort ist X", "пароль: X", "密码是X".
@@ -1218,7 +1334,7 @@ OURS: tuple[Rule, ...] = (
             # (the lookahead: the words' first letters, so re skips most positions at once)
             rf"(?i)(?=[{_PASSWORD_INITIALS}])(?:{_PASSWORD_WORDS})[^.\n=:：]{{0,30}}?"
             r"(?:\s*[:=：]\s*|\s+(?:est|ist|lautet|es|era|é|è|er|är|on|jest|je|is|был|было)\s+|\s*(?:是|は|为|為|는|은)\s*|\s+)"
-            rf"[\"'`«„“]?({_TOLD_VALUE})"
+            rf"[\"'`«„“「『]?({_TOLD_VALUE})"
         ),
         _PASSWORD_KEYWORDS,
         check=_told_secret,
@@ -1234,7 +1350,7 @@ OURS: tuple[Rule, ...] = (
             # (the value on the next line only right after the name: "API token" / X, not a CSV header's
             # `token_prefix;created` / its first row)
             rf"(?:[^.\n=]{{0,60}}?(?:\s*[:：]\s*|[ \t]+)|[ \t]*\r?\n\s*)"
-            rf"[\"'`«„“]?({_TOLD_VALUE})"
+            rf"[\"'`«„“「『]?({_TOLD_VALUE})"
         ),
         _NEARBY_KEYWORDS,
         check=_told_password,
@@ -1279,10 +1395,11 @@ OURS: tuple[Rule, ...] = (
         "password-told-plainly",
         "a password",
         re.compile(
-            r"(?i)(?=[pwcl])\b(?:password|passwd|passphrase|passcode|pw|pwd|(?:wi-?fi|wlan)[ -](?:pass|pw|key|code)"
+            r"(?i)(?=[pwcl])\b(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|passcode|pw|pwd"
+            r"|(?:wi-?fi|wlan)[ -](?:pass|pw|key|code)"
             r"|(?:code|cl[ée])[ -]wi-?fi)" + _TOLD_PLAINLY
         ),
-        ("passw", "passphrase", "passcode", "pw", "wifi", "wi-fi", "wlan"),
+        ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "wifi", "wi-fi", "wlan"),
         check=_plain_password,
     ),
     # (apart: its words are rare, so the keywords skip most texts; together they cost 0.3 ms an 8,000-character
@@ -1305,7 +1422,7 @@ OURS: tuple[Rule, ...] = (
             r"((?:(?!\s*(?:ssid|network|name|router|channel|band|standard|chip|card|adapter|driver|module|mac|ip)\b)"
             r"[^.\n=:;]){0,40}?)"
             # (after `is`, only a quoted value: "the office wifi is Ubiquiti-U6-Pro", "is 5GHz-only" name the network)
-            r"(?:\s(?:is|was)(?:\s+(?:now|still|(?:set|changed|reset) to))?\s*[\"'`«„“]|:\s*[\"'`«„“]?)"
+            rf"(?:\s(?:is|was)(?:\s+{_ADVERB})?\s*[\"'`«„“「『]|:\s*[\"'`«„“「『]?)"
             rf"(?!wpa|wep|802\.)({_TOLD_VALUE})"
         ),
         ("wifi", "wi-fi", "wlan"),
@@ -1414,10 +1531,10 @@ OURS: tuple[Rule, ...] = (
         "password-set-to",
         "a password",
         re.compile(
-            r"(?i)\b(?=[srcu])(?:set|reset|changed?|updated?|rotated?)\b[^.\n]{0,40}?\b(?:password|passwd|passphrase|pw|pwd)s?"
+            r"(?i)\b(?=[srcu])(?:set|reset|changed?|updated?|rotated?)\b[^.\n]{0,40}?\b(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|pw|pwd)s?"
             rf"\s+to\s+[\"'`]?({_TOLD_VALUE})"
         ),
-        ("passw", "passphrase", "pw"),
+        ("passw", "pasw", "passo", "passphrase", "pw"),
         check=_plain_password,
     ),
     # Apple's app-specific password (`abcd-efgh-ijkl-mnop`) and Google's app password (`abcd efgh ijkl mnop`):
@@ -1511,10 +1628,39 @@ OURS: tuple[Rule, ...] = (
         "a password",
         re.compile(
             rf"(?i)(?<![^\s\"'`(])[\"'`]?({_TOLD_VALUE})[\"'`]?\s+(?:is|was|are)\s+(?:the|our|my|your|its)\s+"
-            rf"(?:[\w-]+\s+){{0,3}}?(?:password|passwd|passphrase|pw)s?\b{_ABOUT}"
+            rf"(?:[\w-]+\s+){{0,3}}?(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|pw)s?\b{_ABOUT}"
         ),
-        ("passw", "passphrase", "pw"),
+        ("passw", "pasw", "passo", "passphrase", "pw"),
         check=_told_secret,
+    ),
+    # A setter called without parentheses, as Gradle, Groovy and Ruby write it: `storePassword 'X'`, `keyPassword "X"`,
+    # `auth_token 'X'` (a name in camelCase or snake_case that ends in a password's or a token's word, a space, a
+    # quoted value; secret-assignment wants `=` or `:`).
+    Rule(
+        "setter-quoted",
+        "a secret assignment",
+        re.compile(
+            r"(?<![\w$])(?=[a-z])(?:[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)*(?:Password|Passwd|Passphrase|Secret|Token)"
+            r"|[a-z][a-z0-9]*_(?:password|passwd|passphrase|secret|token))[ \t]+([\"'])([^\"'\n]{6,200})\1"
+        ),
+        ("password", "passwd", "passphrase", "secret", "token"),
+        group=2,
+        # (not a name of words: "the signing_secret 'webhooks-v2' is rotated")
+        check=lambda value: not _words_joined(value) and _assigned_secret(value),
+    ),
+    # A passphrase of words or an app password quoted after a password's name: `EMAIL_HOST_PASSWORD = 'qwvt mzpk rhlx
+    # bnde'`, `passphrase: "amber fox over seven hills"` (secret-assignment reads one word: a value with spaces is
+    # not one).
+    Rule(
+        "phrase-assignment",
+        "a secret assignment",
+        re.compile(
+            r"(?i)(?<!existing)(?=[ps])(?:pass(?:word|wd|phrase)?|pwd|secret)[\w.-]{0,20}[\"']?[ \t]*(?:=|:|=>)[ \t]*"
+            r"([\"'])([^\"'\n]{12,80})\1"
+        ),
+        ("pass", "pwd", "secret"),
+        group=2,
+        check=_passphrase,
     ),
     # "the value is X for the redis password", "use X as the admin token": the value first, after a verb,
     # then what it is for. X as `password-nearby` wants it (a word of words, `oauth2-proxy`, is a name).
@@ -1526,7 +1672,20 @@ OURS: tuple[Rule, ...] = (
             rf"[\"'`]?({_TOLD_VALUE})[\"'`]?,?\s+(?:for|as)\s+(?:the|our|my|your|its|a|an)\s+(?:[\w-]+\s+){{0,3}}?"
             rf"(?:{_SECRET_NOUN})s?\b{_ABOUT}"
         ),
-        ("passw", "passphrase", "passcode", "pw", "secret", "token", "key", "credential"),
+        ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "secret", "token", "key", "credential"),
+        check=_told_password,
+    ),
+    # "(login acmeftp, X as the pass)", "with X as my password": the value first, then `as` what it is, no verb
+    # before it (`secret-before-its-name` wants one).
+    Rule(
+        "secret-as-its-name",
+        "a credential",
+        re.compile(
+            r"(?i)(?<![^\s\"'`(,])(?=[^\s]{6,64}\s+as\s)"
+            rf"[\"'`]?({_TOLD_VALUE})[\"'`]?\s+as\s+(?:(?:the|our|my|your|its|a|an)\s+)?(?:[\w-]+\s+){{0,3}}?"
+            rf"(?:{_SECRET_NOUN}|pass)s?\b{_ABOUT}"
+        ),
+        ("passw", "pasw", "passo", "pass", "pw", "secret", "token", "key", "credential", "creds"),
         check=_told_password,
     ),
     # "The cookie secret in config/prod.yml is 'X'": a secret's name, where it lives (a path's dots do
@@ -1541,7 +1700,7 @@ OURS: tuple[Rule, ...] = (
             rf"(?:[^\s.=:!?;\"'`]|[ \t](?!{_NAMING_WORD})|\.(?=\S)|(?<=\w)'s\b){{0,60}}?"
             r"\s(?:is|was|are|were|(?:is\s+|was\s+)?(?:now\s+)?(?:set|changed|reset)\s+to)\s+[\"'`]([^\s\"'`]{6,200})[\"'`]"
         ),
-        ("passw", "passphrase", "passcode", "secret", "token", "key", "credential"),
+        ("passw", "pasw", "passo", "passphrase", "passcode", "secret", "token", "key", "credential"),
         check=_assigned_secret,
     ),
     # "the encryption key is a4c1…", "the key is 2547…": a bare "key" with a verb (without one, "the GPG
@@ -1610,10 +1769,12 @@ OURS: tuple[Rule, ...] = (
             # (the value on the next line only right after the name: "API token" / X, not a CSV header's
             # `token_prefix;created` / its first row)
             rf"(?:[^.\n=]{{0,60}}?(?:\s*[:：]\s*|[ \t]+)|[ \t]*\r?\n\s*)"
-            rf"[\"'`«„“]?({_TOLD_VALUE})"
+            rf"[\"'`«„“「『]?({_TOLD_VALUE})"
         ),
         _TOKEN_KEYWORDS,
         check=_token_nearby,
+        # ("the token program TokenkegQfe…": an id on a chain, named so just before it)
+        before=_named_public,
     ),
     Rule(
         "password-short-option",
@@ -1712,13 +1873,25 @@ OURS: tuple[Rule, ...] = (
             # (`WLAN-Passwort` is a password's name)
             rf"(?im)(?<!--)(?<!_)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|wi-?fi key)\b(?![-_]){_ABOUT}"
             r"[^.\n=:：,;]{0,40}?" + _LINKING + r"\s*:?\s*"
-            r"(?:[\"'`«„“]([^\"'`\n»”]{12,80})[\"'`»”]"
+            r"(?:[\"'`«„“「『]([^\"'`\n»”]{12,80})[\"'`»”]"
             # (unquoted, 15 characters or more to the sentence's end: `: ps shows argv.` ends a sentence)
             r"|(?=[^\n.;,)(]{15})"
             r"((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,7}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]|\s[-–—]\s)))"
         ),
         (*_NEARBY_KEYWORDS, "pass phrase", "wifi key", "wi-fi key"),
         check=_passphrase,
+    ),
+    # A password spelled out after its name: "the staging admin password is capital M mango dash four four dash
+    # river dash zulu" (`_dictated`; more words than a passphrase has).
+    Rule(
+        "dictated-password",
+        "a password",
+        re.compile(
+            rf"(?i)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase)\b(?![-_]){_ABOUT}"
+            r"[^.\n=:：,;]{0,40}?" + _LINKING + r"\s*:?\s*((?:[A-Za-z0-9-]+[ \t,]+){3,24}[A-Za-z0-9-]+)"
+        ),
+        (*_NEARBY_KEYWORDS, "pass phrase"),
+        check=_dictated,
     ),
     # A phrase's name, then a colon, then its words, small words among them ("the unlock phrase for the HSM
     # backup is: seven orange kites over the harbour", "master passphrase = tall ships in the quiet bay"),
@@ -1753,6 +1926,16 @@ OURS: tuple[Rule, ...] = (
         ("key", "secret", "crypt", "sign", "hmac", "salt", "pepper", "passphrase", "cipher"),
         check=_hex_key,
         before=_hex_key_before,
+    ),
+    # A key's hex written in groups of four to eight, so a chat does not link or wrap it ("api key, spaced: aaf5
+    # fad4 e05d 311f 04ba dbfb 8e93 23fb"): the groups joined are a key's hex, named as hex-key-nearby's are.
+    Rule(
+        "grouped-hex-key",
+        "a credential",
+        re.compile(r"(?<![\w:/.-])((?:[0-9a-fA-F]{4,8} ){3,15}[0-9a-fA-F]{4,8})(?![\w:/-])"),
+        ("key", "secret", "token", "crypt", "sign", "hmac", "salt", "pepper", "passphrase", "cipher"),
+        check=_grouped_hex_key,
+        before=_grouped_key_before,
     ),
     # A wallet's recovery words: 12 to 24 short lower-case words after the name, none of them the small
     # words a sentence about the phrase would have.
@@ -1901,6 +2084,33 @@ OURS: tuple[Rule, ...] = (
         re.compile(r"(?<![^\s\"'`(/,;:])[^\s\"'`/,;:()<>\[\]{}|]{10,64}(?<![.!?])(?![^\s\"'`/,;:)|.!?])"),
         (),
         check=_password_shaped,
+    ),
+    # A short random string in a sentence about a login ("The replica login is reporting_ro and it currently uses
+    # Vq7mLp2xR9wt until …"): no verb or colon ties it to a name, but people write nothing else that random there.
+    Rule(
+        "random-word-near-login",
+        "a password",
+        re.compile(
+            r"(?<![\w/.:@=+%#$-])(?=[A-Za-z0-9]{10,40}(?![\w/@=+%-]))(?=[a-z0-9]{0,39}[A-Z])"
+            r"([A-Za-z0-9]{10,40})"
+        ),
+        (
+            "login",
+            "logon",
+            "log in",
+            "sign in",
+            "creds",
+            "credential",
+            "passw",
+            "pasw",
+            "passo",
+            "pw",
+            "pass",
+            "account",
+            "username",
+        ),
+        check=_random_mixed,
+        before=lambda text: bool(_LOGIN_BEFORE.search(text)),
     ),
     Rule(
         "high-entropy-token",
