@@ -92,6 +92,21 @@ def test_store_retrieve_update_list_delete_round_trip(
     run(go())
 
 
+def test_the_server_tells_an_assistant_when_to_retrieve_store_and_record(
+    live_server_url: str, owner_token: str
+) -> None:
+    # SPEC §3: instructions on when to call retrieve_memories (before codebase questions), store_memory
+    # (durable learnings, with a category and cwd) and record_messages.
+    async def go() -> str:
+        async with initialized_session(live_server_url, owner_token) as (_, init):
+            return " ".join((init.instructions or "").split())
+
+    text = run(go())
+    assert "Before answering a question about this codebase" in text and "call retrieve_memories" in text
+    assert "call store_memory with one self-contained fact, a `category`" in text and "and `cwd`" in text
+    assert "call record_messages" in text
+
+
 def test_cwd_resolves_the_project_and_records_its_location(
     live_server_url: str, owner_token: str, stub_embedder: StubServer, tmp_path: Path
 ) -> None:

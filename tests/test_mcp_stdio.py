@@ -10,7 +10,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.mcp_client import call
-from tests.processes import REPO, product_env, stub_env
+from tests.processes import REPO, git_repo, product_env, stub_env
 from tests.stubs import StubServer
 
 CONTRACT_TOOLS = {
@@ -45,5 +45,29 @@ def test_round_trip_over_stdio(tmp_path: Path, stub_api: StubServer) -> None:
             err, message = await call(s, "update_memory", id=stored["id"], content="x")
             assert err and message == f"memory {stored['id']} not found"
             return stored
+
+    asyncio.run(go())
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_over_stdio_a_call_naming_no_project_is_about_the_folder_the_client_started_it_in(
+    tmp_path: Path, stub_api: StubServer
+) -> None:
+    # SPEC §2: explicit project_id → cwd → (stdio only) the server's working directory, the client's folder.
+    checkout = git_repo(tmp_path / "checkout", "git@github.com:acme/stdio-here.git")
+    env = product_env(tmp_path / "home", **stub_env(stub_api.url))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "yullu_cli.main", "stdio"], env=env, cwd=str(checkout)
+    )
+
+    async def go() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            err, stored = await call(s, "store_memory", content="vec:1,0,0 Deploys run make ship", category="process")
+            assert not err and stored["project_id"] == "github.com/acme/stdio-here", stored
+            err, listed = await call(s, "list_memories")
+            assert not err and listed["project_id"] == "github.com/acme/stdio-here"
+            assert [m["id"] for m in listed["memories"]] == [stored["id"]]
 
     asyncio.run(go())

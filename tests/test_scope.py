@@ -18,6 +18,9 @@ from tests.processes import git_repo
         ("ssh://git@host:2222/o/r", "host:2222/o/r"),
         ("https://user:token@github.com/o/r.git", "github.com/o/r"),
         ("  https://github.com/Owner/Repo.git  ", "github.com/Owner/Repo"),
+        # git's scp-like form without a user is the same remote as with one (docs/contract.md §2).
+        ("github.com:owner/repo.git", "github.com/owner/repo"),
+        ("/srv/git/repo.git", "/srv/git/repo"),  # a local path: unchanged but for .git
     ],
 )
 def test_origins_canonicalise_as_the_contract_table_says(origin: str, project_id: str) -> None:
