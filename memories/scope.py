@@ -78,8 +78,14 @@ class CwdRefused(UserError):
 
 
 NO_PROJECT = "name the project: pass cwd (the absolute path of your checkout) or project_id."
-OUTSIDE_ROOTS = "cwd is not inside a folder this server accepts ([server].allowed_roots); pass project_id instead."
-NO_ROOTS = "this server accepts no cwd until [server].allowed_roots is set; pass project_id instead."
+# An assistant told "pass project_id" on a team server must also learn what it is (walk 8: the skill and the
+# instructions say cwd, and a guessed "envloader" would open a second project beside the team's).
+NAMED_BY = (
+    "pass project_id instead: the repository's origin without scheme, user and .git "
+    "(`git remote get-url origin`; git@github.com:acme/app.git is github.com/acme/app)."
+)
+OUTSIDE_ROOTS = f"cwd is not inside a folder this server accepts ([server].allowed_roots); {NAMED_BY}"
+NO_ROOTS = f"this server accepts no cwd until [server].allowed_roots is set; {NAMED_BY}"
 
 
 def resolve(project_id: str | None = None, cwd: str | None = None, *, remember: bool = True) -> Scope:

@@ -1,14 +1,19 @@
 """Defects the eighth new-user walk met, each as it was met: a store that committed while the embedded
 PostgreSQL was killed answered 500 "Internal error" (Django could not name the failed on-commit flush); a
 teammate's `yullu install --server URL --token T` with a revoked token installed without a word, and
-`yullu doctor` then said every check was ok while the server refused every MCP call and hook."""
+`yullu doctor` then said every check was ok while the server refused every MCP call and hook; a team
+server bound to 0.0.0.0 printed http://0.0.0.0:PORT/admin/ as its admin, a URL its Host check refuses
+(421); a team server told an assistant that sent `cwd` (as the skill says) to "pass project_id
+instead" without saying what a project id is."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.models import User
 from django.db import OperationalError
 
@@ -19,6 +24,8 @@ from memories.write import create
 from sync import outbox
 from sync.models import OutboxEvent
 from tests.processes import git_repo, product_env, run_cli
+from yullu_cli.banner import site_base
+from yullu_core.errors import UserError
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,3 +69,36 @@ def test_a_team_token_the_server_refuses_stops_the_install_and_fails_doctor(
     assert again.returncode == 1 and "refuses this token" in again.stderr, again.stderr
     assert "nothing was installed" in again.stderr and "Traceback" not in again.stderr
     assert not (tmp_path / "home2" / ".claude" / "settings.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed", "base", "warned"),
+    [
+        ("0.0.0.0", ["yullu.acme.internal", "127.0.0.1"], "http://yullu.acme.internal:47823", False),
+        ("::", [".acme.internal", "localhost"], "http://localhost:47823", False),
+        ("127.0.0.1", ["127.0.0.1", "localhost", "[::1]"], "http://127.0.0.1:47823", False),
+        ("192.0.2.2", ["127.0.0.1", "localhost", "[::1]"], "http://192.0.2.2:47823", True),
+    ],
+)
+def test_the_banner_names_a_url_the_host_check_accepts(
+    settings: Any, host: str, allowed: list[str], base: str, warned: bool
+) -> None:
+    settings.ALLOWED_HOSTS = [*allowed, "testserver"]
+    shown, warning = site_base(host, 47823)
+    assert shown == base
+    assert (warning is not None) == warned
+    if warning:
+        assert "192.0.2.2 is not in [server].allowed_hosts" in warning and "421" in warning
+
+
+def test_a_team_server_that_refuses_cwd_says_what_project_id_to_pass(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "envloader", "git@github.com:walk8/envloader.git")
+    team = {**django_settings.YULLU["server"], "host": "0.0.0.0", "allowed_roots": []}
+    monkeypatch.setitem(django_settings.YULLU, "server", team)
+    with pytest.raises(UserError) as refused:
+        resolve(None, str(repo))
+    said = str(refused.value)
+    assert said.startswith("this server accepts no cwd") and "git remote get-url origin" in said
+    assert "git@github.com:acme/app.git is github.com/acme/app" in said

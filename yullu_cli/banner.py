@@ -70,8 +70,29 @@ def upgrade_line(migrated: list[str]) -> str | None:
     return f"  upgraded:   brought the database up to date{summary}." if summary else None
 
 
+WILDCARDS = ("0.0.0.0", "::", "[::]", "")
+
+
+def site_base(host: str, port: int) -> tuple[str, str | None]:
+    """The base URL the banner names, and a warning when the Host check refuses it. A wildcard bind
+    (`[server].host = "0.0.0.0"`, a team server) is named by a host the check accepts: the banner said
+    http://0.0.0.0:PORT/admin/, which answers 421 (found on walk 8)."""
+    from django.conf import settings
+    from django.http.request import validate_host
+
+    allowed = [h for h in settings.ALLOWED_HOSTS if h != "testserver"]
+    if host in WILDCARDS:
+        host = next((h for h in allowed if not h.startswith(".") and "*" not in h), "127.0.0.1")
+    name = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    if validate_host(name.lower(), allowed):
+        return f"http://{name}:{port}", None
+    return f"http://{name}:{port}", (
+        f"  WARNING:    {name} is not in [server].allowed_hosts, so every request to it is refused (421): add it"
+    )
+
+
 def print_banner(host: str, port: int, result: BootstrapResult, migrated: list[str], data_dir: Path) -> None:
-    base = f"http://{host}:{port}"
+    base, refused = site_base(host, port)
     pw_file = result.admin_password_file
     lines = [
         "",
@@ -86,6 +107,8 @@ def print_banner(host: str, port: int, result: BootstrapResult, migrated: list[s
         lines.append(f"  first run:  admin password is {pw_file.read_text().strip()}")
     if upgraded := upgrade_line(migrated):
         lines.append(upgraded)
+    if refused:
+        lines.append(refused)
     lines.append(reasoner_line())
     lines += stale_hook_lines()
     if hint := path_hint(Path(sys.executable).parent, env_str("PATH")):
