@@ -84,11 +84,7 @@ def cmd_install(args: argparse.Namespace) -> None:
     from .install import install
 
     if args.server:  # a team server: the hooks and MCP entries this install writes point there
-        from urllib.parse import urlparse
-
-        if urlparse(args.server).scheme not in ("http", "https") or not urlparse(args.server).netloc:
-            fail("--server must be the server's base URL, e.g. https://yullu.example.com")
-        os.environ["YULLU_SERVER"] = args.server.strip().rstrip("/")
+        os.environ["YULLU_SERVER"] = _server_url(args.server)
         _check_team_token(os.environ["YULLU_SERVER"], args.token)
     if args.token:  # kept where the hooks read it (mode 0600)
         from yullu_core.paths import write_private
@@ -102,15 +98,34 @@ def cmd_install(args: argparse.Namespace) -> None:
     install(args.targets, service=args.service, assume_yes=args.yes)
 
 
+def _server_url(given: str) -> str:
+    """`--server` as the base URL the hooks and MCP entries use, or `fail`. (A port that is not a number or
+    a broken IPv6 host raised ValueError from inside urllib when the token was checked: a traceback.)"""
+    from urllib.parse import urlparse
+
+    url = given.strip().rstrip("/")
+    try:
+        parts = urlparse(url)
+        # (reading `.port` raises ValueError for one that is not a number or is out of range)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+    except ValueError:
+        ok = False
+    if not ok:
+        fail("--server must be the server's base URL, e.g. https://yullu.example.com")
+    return url
+
+
 def _check_team_token(server: str, given: str | None) -> None:
     """Ask the team server whether it takes the token before anything is written: a refused one
     stops the install with the server's reason; a server that cannot be reached is a warning."""
+    from http.client import HTTPException
+
     from .hooks import token
     from .team_server import token_problem
 
     try:
         problem = token_problem(server, given.strip() if given else token())
-    except OSError as exc:
+    except (OSError, HTTPException) as exc:  # (HTTPException: a program that answers, but not in HTTP)
         print(
             f"warning: could not reach {server} to check the token ({getattr(exc, 'reason', exc)}); installing anyway."
         )

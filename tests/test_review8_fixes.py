@@ -1,0 +1,59 @@
+"""Fixes from review8's reading of round eight's changes, each red without its fix."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.processes import product_env, run_cli
+
+
+@pytest.fixture
+def not_http() -> Iterator[str]:
+    """A loopback port whose program answers every connection with a line that is not HTTP (an SSH server)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def answer() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.recv(4096)
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    server.close()
+
+
+@pytest.mark.parametrize("server", ["http://localhost:abc", "http://[::1", "https://:8443"])
+def test_install_with_a_server_url_it_cannot_parse_says_one_sentence_and_writes_nothing(
+    tmp_path: Path, server: str
+) -> None:
+    env = product_env(tmp_path / "laptop", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    done = run_cli(["install", "claude", "--server", server, "--token", "yl_x"], env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "--server must be the server's base URL" in done.stderr
+    assert not (tmp_path / "home" / ".claude" / "settings.json").exists()
+
+
+def test_install_against_a_program_that_answers_but_not_in_http_is_a_warning_not_a_traceback(
+    tmp_path: Path, not_http: str
+) -> None:
+    env = product_env(tmp_path / "laptop", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    done = run_cli(["install", "claude", "--server", not_http, "--token", "yl_x", "--yes"], env)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert f"warning: could not reach {not_http} to check the token" in done.stdout
