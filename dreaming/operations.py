@@ -5,6 +5,7 @@ skipped, never fatal to the pass (dreaming.services runs the pass)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -131,6 +132,18 @@ def _uuid(value: Any) -> str:
         raise UserError(f"{value!r} is not a memory uuid") from None
 
 
+def _lifecycle(op: dict[str, Any]) -> dict[str, Any]:
+    """The proposal's `importance` and `ttl_days` (SPEC §10: on every write path, dreaming's too) when the
+    write path takes them; an odd value from a reasoner is dropped, as an odd category is, rather than
+    refusing the fact."""
+    out: dict[str, Any] = {}
+    for key, clean in (("importance", validation.clean_importance), ("ttl_days", validation.clean_ttl_days)):
+        with contextlib.suppress(UserError):
+            if (value := clean(op.get(key))) is not None:
+                out[key] = value
+    return out
+
+
 def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None, session_id: str | None = None) -> str:
     kind = op.get("op")
     if isinstance(op.get("category"), str):  # a reasoner's odd category leaves the fact uncategorised
@@ -147,6 +160,7 @@ def _apply_op(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None = None
             source="dream",
             anchors=op.get("anchors"),
             lenient_anchors=True,
+            **_lifecycle(op),
         )
         return "updated"
     if kind == "supersede":
@@ -168,7 +182,9 @@ def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None, session
         existing = near.duplicate[0]
         if existing.content.strip() == str(op.get("content", "")).strip():
             return "skipped"
-        edit.update_memory(existing.id, content=op.get("content"), category=op.get("category"), source="dream")
+        edit.update_memory(
+            existing.id, content=op.get("content"), category=op.get("category"), source="dream", **_lifecycle(op)
+        )
         return "updated"
     if near.similar and reasoner is not None:
         decision = _judge(reasoner, op, near.similar)
@@ -194,6 +210,7 @@ def _create(scope: Scope, op: dict[str, Any], reasoner: Reasoner | None, session
         source="dream",
         anchors=op.get("anchors"),
         lenient_anchors=True,
+        **_lifecycle(op),
     )
     return "created"
 
@@ -209,6 +226,7 @@ def _supersede(scope: Scope, old: Memory, op: dict[str, Any], session_id: str | 
         source="dream",
         anchors=op.get("anchors") if op.get("anchors") is not None else (refs_now(old) or None),
         lenient_anchors=True,
+        **_lifecycle(op),
     )
     return "superseded"
 
@@ -218,7 +236,7 @@ def _contradict(scope: Scope, other: Memory, op: dict[str, Any], session_id: str
     from memories.lifecycle import link_memories
 
     tags = validation.with_session(op.get("tags"), session_id)
-    stored = create.store_memory(scope, op.get("content"), op.get("category"), tags, source="dream")
+    stored = create.store_memory(scope, op.get("content"), op.get("category"), tags, source="dream", **_lifecycle(op))
     if stored.memory.pk == other.pk:
         return "skipped"
     link_memories(stored.memory.pk, other.pk, "contradicts", source="dream", note=str(op.get("reasoning") or ""))

@@ -43,12 +43,15 @@ An existing memory with "cited_code_changed" describes code that changed since i
 update or supersede it with what the code does now; when it is still right, leave it alone.
 When a memory is about particular code, list it in "anchors": file paths relative to the
 repository root, optionally with lines ("app/clock.py:40-58") or a symbol ("app/clock.py::Clock.now").
+Give "importance": "high" to a fact that matters on nearly every task ("low" to a minor one; leave it
+out otherwise), and "ttl_days" only to a fact that stops being true at a known time (a workaround
+until a fix ships): it is archived once that many days have passed.
 
 Answer with one JSON object and nothing else:
 {"operations": [{"op": "create|update|supersede|contradicts|delete",
  "uuid": "<existing uuid for update/supersede/contradicts/delete>",
  "content": "...", "category": "process|decision|gotcha|domain|style", "tags": ["..."],
- "anchors": ["path/in/repo.py::Symbol"],
+ "anchors": ["path/in/repo.py::Symbol"], "importance": "low|normal|high", "ttl_days": 30,
  "reasoning": "why this is durable"}]}
 Return {"operations": []} when nothing is worth keeping.
 """

@@ -104,3 +104,24 @@ def test_the_reasoner_can_supersede_directly_and_a_bad_judge_answer_means_create
     assert old.superseded_by_id is not None
     assert Memory.objects.current().filter(project_id=P.project_id).count() == 3  # new, other, signed tags
     assert other.pk in Memory.objects.current().values_list("pk", flat=True)
+
+
+def test_a_proposal_sets_importance_and_expiry_and_an_odd_value_is_dropped(reasoner_stub: StubServer) -> None:
+    # SPEC §10: importance and expires_at (ttl_days) on every write path, dreaming's too.
+    kept = create.store_memory(P, OLD, "process").memory
+    converse()
+    ops = [
+        {"op": "create", "content": "vec:0,1,0 Staging runs on Fly", "category": "process",
+         "importance": "high", "ttl_days": 30},
+        {"op": "create", "content": "vec:0,0,1 The ledger is append-only", "category": "domain",
+         "importance": "urgent", "ttl_days": -4},
+        {"op": "update", "uuid": str(kept.uuid), "importance": "low"},
+    ]  # fmt: skip
+    result = propose(reasoner_stub, {"operations": ops})
+    assert (result["ops_created"], result["ops_updated"], result["ops_skipped"]) == (2, 1, 0), result
+    staging = Memory.objects.get(content="vec:0,1,0 Staging runs on Fly")
+    assert staging.importance == "high" and staging.expires_at is not None
+    assert 29 < (staging.expires_at - staging.created_at).total_seconds() / 86400 <= 30
+    ledger = Memory.objects.get(content="vec:0,0,1 The ledger is append-only")
+    assert (ledger.importance, ledger.expires_at) == ("normal", None), "a reasoner's odd value is dropped, not the fact"
+    assert Memory.objects.get(pk=kept.pk).importance == "low"
