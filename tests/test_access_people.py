@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from access import services as access_services
-from access.models import AuditEntry
+from access.models import AuditEntry, Grant
 from memories.models import Memory, MemoryChange, RecallFeedback
 from tests.mcp_client import call, http_session
 from tests.processes import git_repo
@@ -153,3 +153,26 @@ def test_tokens_grants_and_the_audit_trail_in_the_admin(owner: Any, keyword_only
     assert not ApiToken.objects.filter(pk=token.pk).exists()
     audit = client.get("/admin/access/auditentry/").content.decode()
     assert "token.create" in audit and "token.revoke" in audit
+
+
+def test_with_open_projects_off_only_a_grant_opens_a_new_project(
+    live_server_url: str, people: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SPEC §11: `[access].open_projects` (default true) lets a user create a project by using it and
+    # makes them its admin; with false, only grants apply.
+    from django.conf import settings
+
+    def store(project_id: str) -> httpx.Response:
+        fact = {"content": "Releases are cut on Thursdays.", "project_id": project_id}
+        with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {people['alice']}"}) as api:
+            return api.post("/api/memories", json=fact)
+
+    monkeypatch.setitem(settings.YULLU, "access", {**settings.YULLU["access"], "open_projects": False})
+    refused = store("acme/closed")
+    assert refused.status_code == 404 and refused.json()["error"] == "project 'acme/closed' not found"
+    assert not Memory.objects.filter(project_id="acme/closed").exists()
+    assert not Grant.objects.filter(project__project_id="acme/closed").exists()
+    monkeypatch.setitem(settings.YULLU, "access", {**settings.YULLU["access"], "open_projects": True})
+    assert store("acme/opened").status_code == 201
+    grants = Grant.objects.filter(project__project_id="acme/opened")
+    assert [(g.user.get_username() if g.user else None, g.role) for g in grants] == [("alice", "admin")]
