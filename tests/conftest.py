@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
+from django.test import override_settings
 
 from access.models import ApiToken
 from memories.embedding import embedders, vector_index
@@ -27,6 +29,28 @@ os.environ.setdefault("YULLU_MODEL_CACHE", str(settings.YULLU_HOME / "models"))
 TEST_ROOTS = [tempfile.gettempdir(), str(Path.home())]
 os.environ["YULLU_ALLOWED_ROOTS"] = os.pathsep.join(TEST_ROOTS)
 settings.YULLU["server"]["allowed_roots"] = TEST_ROOTS
+
+
+class FewRoundsPBKDF2(PBKDF2PasswordHasher):
+    """Django's PBKDF2 hasher (the product's) with one round instead of a million.
+
+    Most tests make a user (`owner`, `stranger`, personas): each password took 0.3-0.6 s of CPU,
+    most of a database test's setup. The code path, the hash's format and algorithm name are
+    the product's, so a server started by a test (with the product's hashers) checks these hashes
+    too; the number of rounds is stored in each hash and no test is about it.
+    """
+
+    iterations = 1
+
+
+# In place of the product's (one hasher per algorithm name: it is looked up by the hash's prefix);
+# override_settings clears Django's cached hashers.
+override_settings(
+    PASSWORD_HASHERS=[
+        "tests.conftest.FewRoundsPBKDF2",
+        *(h for h in settings.PASSWORD_HASHERS if not h.endswith(".PBKDF2PasswordHasher")),
+    ]
+).enable()
 
 
 @pytest.fixture(autouse=True, scope="session")
