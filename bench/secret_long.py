@@ -19,7 +19,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from memories.write.secrets import find_secret
+from memories.secrets import find_secret
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = (".venv", ".test-home", "node_modules", ".git")

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from bench import secret_forms
-from memories.write.secrets import find_secret
+from memories.secrets import find_secret
 
 DATA = Path(__file__).parent / "data"
 LOCOMO = Path("../shared/bench/locomo_dev.json")  # beside the repository (docs: protocol)

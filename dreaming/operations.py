@@ -14,8 +14,8 @@ from django.db import DatabaseError
 from memories.anchors.store import refs_now
 from memories.models import SESSION_TAG, Memory
 from memories.scope import Scope
+from memories.secrets import redact
 from memories.write import create, edit, nearby, validation
-from memories.write.secrets import redact
 from yullu_core.errors import UserError
 
 from .models import DreamOp, DreamPass

@@ -24,7 +24,7 @@ from access import policy as access
 from memories.anchors.stale import stale_notes
 from memories.models import ArchiveReason, Memory, RejectedMemory
 from memories.scope import Scope, known_root, resolve
-from memories.write.secrets import redact
+from memories.secrets import redact
 from yullu_core.config import load_for_project, parse_duration
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock

@@ -23,8 +23,8 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memories.anchors import refs as anchor_refs
+from memories.secrets import first_secret
 from memories.write.poisoning import hold_reason
-from memories.write.secrets import first_secret
 from memories.write.validation import clean_category, clean_content, clean_tags
 from yullu_core.errors import UserError
 from yullu_core.timestamps import parse_ts

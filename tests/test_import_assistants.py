@@ -135,8 +135,8 @@ def test_a_folder_without_facts_is_one_sentence(tmp_path: Path) -> None:
 def test_an_import_scans_each_clean_fact_for_secrets_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The review list redacted every fact (a scan) and the write path then checked it (a second scan); a clean
     # fact is now scanned once, its verdict kept for the write path's check.
+    from memories import secrets
     from memories.transfer import importer
-    from memories.write import secrets
 
     repo = git_repo(tmp_path / "svc", "git@github.com:acme/svc.git")
     facts = [f"Fact {n}: the worker queue {n} drains before deploy number {n * 7}." for n in range(4)]

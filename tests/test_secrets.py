@@ -1,4 +1,4 @@
-"""The secret scanner itself (memories/write/secrets.py): the forms the issue-33 probes stored, the tuning
+"""The secret scanner itself (memories/secrets/): the forms the issue-33 probes stored, the tuning
 set of bench/secret_forms.py, hiding tricks, memories about secrets, and redaction.
 Every path calling this one function is tested in tests/test_secret_paths.py."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from bench import secret_forms
 from bench.secret_forms import ALNUM, HEX, URLSAFE, b64, b64_of, chars, cyrillic, full_width, zero_width
-from memories.write.secrets import find_secret, gitleaks, redact
+from memories.secrets import find_secret, gitleaks, redact
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data"
 R = random.Random(33)
@@ -143,7 +143,7 @@ def test_redaction_cuts_a_hidden_secret_out_of_the_original_text() -> None:
 def test_a_text_scanned_again_reuses_its_verdict_and_the_cache_keeps_no_text(monkeypatch: pytest.MonkeyPatch) -> None:
     """An import checks each row and the write path checks it again: the second check is a lookup.
     The cache is keyed by a digest, so no secret it has seen stays in it."""
-    from memories.write import secrets
+    from memories import secrets
 
     scans: list[str] = []
     real = secrets._scan_views
@@ -724,7 +724,7 @@ def test_secrets_beside_those_words_are_still_refused(text: str) -> None:
 def test_a_csvs_table_view_reads_only_the_secrets_column() -> None:
     # docs/security.md: CSV rows are read as a Markdown table's, the secret's column only; every column was read,
     # which doubled the scan of a long export whose other columns hold figures, e-mails and dates.
-    from memories.write.secrets import _table_view
+    from memories.secrets.tables import _table_view
 
     rows = ["id,email,city,password", *(f"{i},u{i}@x.io,Paris,Zq8#kP2!mw{i}x" for i in range(3))]
     view = _table_view("\n".join(rows))
@@ -843,7 +843,7 @@ def test_a_key_phrase_of_search_or_nlp_is_kept(text: str) -> None:
 def test_a_csv_line_is_read_under_one_header_only() -> None:
     # Every `user,password` line was a header of all the lines below it: the view grew with the square of the
     # lines (200 lines: 378,100 characters), and 8,000 characters of them took minutes to scan.
-    from memories.write.secrets import _table_view
+    from memories.secrets.tables import _table_view
 
     view = _table_view("user,password\n" * 200)
     assert view is not None and view[0] == "password: password\n" * 199

@@ -27,7 +27,7 @@ def _warm_embedder() -> None:
 def _warm_tokenizer() -> None:
     """Load build_context's tokenizer now (~0.5 s), not in the first prompt hook's 1.5 s window;
     and the secret scanner's rules and confusables table (0.1-0.4 s), not in the first store."""
-    from memories.write.secrets import find_secret
+    from memories.secrets import find_secret
     from yullu_core.tokens import count_tokens
 
     try:

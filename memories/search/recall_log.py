@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, connection
@@ -14,18 +14,11 @@ from django.utils import timezone
 from yullu_core.durability import losable
 
 from ..models import EventKind, Memory, MemoryEvent
+from ..secrets import redact
 from .candidates import SearchResult
 
 log = logging.getLogger(__name__)
 
-
-def _unset(query: str) -> str:
-    raise RuntimeError("the recall log has no redactor: memories.apps sets it when Django starts")
-
-
-# The secret scanner's redact (memories.write.secrets), set by memories.apps at start: search sits
-# under write in the app's rooms (pyproject's import contracts) and may not import it.
-redact: Callable[[str], str] = _unset
 
 EVENT_COLUMNS = "kind, memory_id, memory_uuid, project_id, recall_id, metadata, created_at"
 # One row, typed: an INSERT … SELECT does not take its column types from the table.

@@ -39,9 +39,9 @@ from ..embedding import vector_index
 from ..embedding.embedders import embeds, get_embedder
 from ..models import Memory
 from ..scope import resolve, validate_project_id
+from ..secrets import find_secret, redact
 from ..write import create, validation
 from ..write.load_index import LoadIndex
-from ..write.secrets import find_secret, redact
 from . import assistant_memory
 from .export import FORMAT, SKIP_FIELDS, VERSION
 

@@ -25,7 +25,7 @@ from yullu_core.errors import UserError
 from yullu_core.text import find_control
 
 from ..models import CATEGORIES, IMPORTANCES, SESSION_TAG, Importance
-from .secrets import first_secret
+from ..secrets import first_secret
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 100

@@ -1,0 +1,100 @@
+"""Passphrases of words and passwords spelled out aloud, after a password's name."""
+
+from __future__ import annotations
+
+import re
+
+from .words import _SMALL_WORDS
+
+# Words a sentence about a password has and a passphrase of words does not: the small words of several
+# languages, and what says where a password lives or what happens to it ("password: see the vault entry",
+# "Password: rotated every quarter", "the wifi password: ask IT helpdesk").
+_NOT_PASSPHRASE_TEXT = (
+    "see ask check use used uses using via stored kept saved managed required optional empty blank unset none "
+    "encoded decoded encoding hashing hash salted before after during "
+    "missing hidden masked encrypted hashed rotated expired expires changed reset set same default unknown "
+    "only also just any all each every per no yes but than then there here like must may might need needs "
+    "please sent shared given provided generated random different new old current below above "
+    "vault 1password bitwarden lastpass keepass keychain manager path file env variable config settings "
+    "dashboard console portal sso ldap okta entry field value secret secrets token password passwords "
+    "min max minimum maximum length characters chars digits words letters symbols "
+    # what a list of accounts names ("Other passwords: grafana admin account")
+    "account accounts admin administrator user users username login server servers database db prod production "
+    "staging dev test service app api key keys ssh root team personal email mail system site repo repository "
+    "project cluster host machine box vm instance community string "
+    # German, French, Spanish, Portuguese, Italian small words ("das Passwort ist im Tresor")
+    "der die das ist und mit im den dem zu auf für von nicht le la les est et de du des un une dans pour "
+    "sur avec pas el los las es y del en una para con o os é do da em um uma com não il lo è di per non "
+    # ("Passwort: wird beim ersten Start abgefragt", "wachtwoord: wordt bij de eerste login gevraagd")
+    "wird werden wurde beim bei nach vom zum zur aus oder aber auch noch nur kein keine siehe hier dort wie als "
+    "ein eine einen einem einer erst ersten au aux ce se sa son ses qui que lors al lo le se ao na no nos pelo "
+    "pela della del nel alla al si het een van voor niet wordt bij op "
+    # where it is written ("WLAN-Passwort: steht am Router", "wachtwoord: staat op de router")
+    "am steht liegt befindet voir trouve ver está esta fica vedi sta trova staat ligt zie "
+    # a rule of length in those languages ("la password è lunga almeno 12 caratteri")
+    "almeno lunga lungo caratteri cifre mindestens zeichen ziffern moins caractères chiffres caracteres "
+    "dígitos digitos tekens cijfers minimo mínimo deve debe muss doit moet"
+)
+_NOT_PASSPHRASE_WORDS = _SMALL_WORDS | frozenset(_NOT_PASSPHRASE_TEXT.split())
+_PASSPHRASE_WORD = re.compile(r"[A-Za-z0-9!#$%&*?@'-]+")
+
+
+def _phrase_words(words: str, most: int) -> list[str] | None:
+    """The words of a run shaped like a passphrase (three to `most` words of a password's characters, twelve
+    characters or more, mostly lower case), else None."""
+    parts = words.split()
+    if not 3 <= len(parts) <= most or len(words) < 12:
+        return None
+    if not all(_PASSPHRASE_WORD.fullmatch(w) for w in parts):
+        return None
+    # (a heading's or a name's words are capitalised: "Grafana Admin Account"; a passphrase's mostly not)
+    if 2 * sum(w.islower() or w.isdigit() for w in parts) < len(parts):
+        return None
+    return parts
+
+
+def _passphrase(words: str) -> bool:
+    """Three to eight words of a passphrase ("purple monkey dishwasher lantern seven", "sunny meadow 42
+    tulips"), none of them a word that makes the run a sentence about the password."""
+    parts = _phrase_words(words, 8)
+    return parts is not None and not any(w.lower().strip("'") in _NOT_PASSPHRASE_WORDS for w in parts)
+
+
+def _phrase_of_words(words: str) -> bool:
+    """A passphrase told after a phrase's name and a colon ("the unlock phrase for the HSM backup is: seven
+    orange kites over the harbour"): as `_passphrase`, but small words may be among its words, up to ten, as
+    long as fewer than its other words (three or more): a phrase is words of a sentence, and the colon says
+    the phrase itself follows, not a sentence about it."""
+    parts = _phrase_words(words, 10)
+    if parts is None:
+        return False
+    lowered = [w.lower().strip("'") for w in parts]
+    small = sum(w in _SMALL_WORDS for w in lowered)
+    if any(w in _NOT_PASSPHRASE_WORDS and w not in _SMALL_WORDS for w in lowered):
+        return False
+    return len(parts) - small >= 3 and small < len(parts) - small
+
+
+# A password read aloud or dictated ("tango seven bravo nine", "capital M mango dash four four dash river"): the
+# phonetic alphabet, digits, symbols and case said as words.
+_SPELLING_TEXT = (
+    "alfa alpha bravo charlie delta echo foxtrot golf hotel india juliet juliett kilo lima mike november oscar papa "
+    "quebec romeo sierra tango uniform victor whiskey whisky xray x-ray yankee zulu "
+    "dash hyphen underscore dot period hash pound exclamation bang star asterisk dollar percent ampersand plus "
+    "equals slash backslash colon tilde caret capital uppercase upper lowercase lower small caps"
+)
+_SPELLING_WORDS = frozenset(_SPELLING_TEXT.split())
+_DIGITS_TEXT = "zero one two three four five six seven eight nine niner"
+_DIGIT_WORDS = frozenset(_DIGITS_TEXT.split())
+
+
+def _dictated(words: str) -> bool:
+    """Four or more words, most of them spelling a password out (and two or more letters or symbols, not digits
+    alone: "at least eight characters, one digit" is a rule), up to the last spelled word ("…dash zulu, exactly
+    like that")."""
+    parts = [w for w in re.split(r"[ \t,]+", words) if w]
+    spelled = [w.lower() in _SPELLING_WORDS or len(w) == 1 and w.isalnum() and w not in "ai" for w in parts]
+    marks = [s or w.lower() in _DIGIT_WORDS for s, w in zip(spelled, parts, strict=True)]
+    while marks and not marks[-1]:
+        marks.pop()
+    return len(marks) >= 4 and sum(marks) >= 0.6 * len(marks) and sum(spelled[: len(marks)]) >= 2

@@ -1,0 +1,270 @@
+"""Our rules, first part: private keys, Authorization headers, passwords in URLs and options, secret
+assignments, and passwords told after their names (the order of `scan.OURS` is the order of the
+kinds named: the first rule to find a secret names it)."""
+
+from __future__ import annotations
+
+import re
+
+from .model import Rule
+from .names import _NAMED_BY_FIELD, _SECRET_NAME, _TOLD_PLAINLY
+from .shapes import _public_der
+from .told import _PASS_AFTER, _PWD_AFTER, _VERSION, _basic_pair, _plain_password, _told_password, _told_secret
+from .values import _assigned_secret, _not_placeholder, _url_password
+from .words import (
+    _ABOUT,
+    _ADVERB,
+    _NEARBY_INITIALS,
+    _NEARBY_KEYWORDS,
+    _NEARBY_WORDS,
+    _PASSWORD_INITIALS,
+    _PASSWORD_KEYWORDS,
+    _PASSWORD_WORDS,
+    _TOLD_VALUE,
+    _TOLD_VERB,
+    _mysql_password,
+)
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "private-key-header",
+        "a private key",
+        re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
+        ("-----begin",),
+    ),
+    # A key's base64 body without its BEGIN line: DER keys start with a SEQUENCE ("MII..."),
+    # OpenSSH keys with "openssh-key-v1".
+    Rule(
+        "private-key-body",
+        "a private key",
+        re.compile(r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{60,}|b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{20,})={0,2}"),
+        ("mii", "b3blbnnzac1rzxktdje"),
+        entropy=4.0,
+        check=lambda body: not _public_der(body),
+    ),
+    Rule(
+        "authorization-header",
+        "an Authorization header credential",
+        re.compile(
+            # (`[:=]`, or only spaces: nginx's `proxy_set_header Authorization "Basic X"`, Apache's `RequestHeader set`)
+            r"(?i)\b(?:proxy-)?authorization\b[\"']?(?:\s*[:=]\s*|\s+)[\"']?(?:bearer|basic|token|digest|apikey|sso-key)\s+"
+            r"([A-Za-z0-9._~+/=:-]{8,})"
+        ),
+        ("authorization",),
+        check=_not_placeholder,
+    ),
+    Rule(
+        "bearer-token",
+        "a bearer token",
+        re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,}=*)"),
+        ("bearer",),
+        entropy=3.0,
+        check=_not_placeholder,
+    ),
+    Rule(
+        "url-password",
+        "a password in a URL",
+        re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:@/]{0,100}:([^\s@]{3,200})@[^\s@/]"),
+        ("://",),
+        check=_url_password,
+    ),
+    Rule(
+        "user-password-option",
+        "a password on a command line",
+        # curl -u user:pass, smbclient -U user%pass, lftp -u user,pass
+        re.compile(r"(?:\s-[uU]|--user)[= ]\s*['\"]?[^\s:%,'\"]{1,64}[:%,]([^\s'\"]{3,})"),
+        ("-u", "--user"),
+        check=_url_password,
+    ),
+    Rule(
+        "password-option",
+        "a password on a command line",
+        re.compile(
+            r"(?i)(?<![\w-])--?(?:password|passwd|pass|token|secret|api-key|auth-token)[= ]\s*['\"]?([^\s'\"]{6,})"
+        ),
+        ("pass", "token", "secret", "api-key"),
+        check=_assigned_secret,
+    ),
+    Rule(
+        "secret-assignment",
+        "a secret assignment",
+        re.compile(
+            # Starts at the secret-looking part of the name (no `\b[A-Z0-9_.-]*` before it: Python's re
+            # tried that at every word, 1.5 ms on an 8,000-character memory).
+            # ("set DJANGO_SECRET_KEY to 'X'": `to` reads as the operator only after a name in capitals and
+            # before a quote: "the token is passed to 'AuthMiddleware2'" is prose)
+            # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`; nor its id,
+            # WebAuthn's `credential_id=…`; nor its kind: `auth_type`, `auth_method`)
+            # (nor Helm's `existingSecret: orders-db-credentials`, `auth.existingSecret=`, `existingSecretPasswordKey:`:
+            # the name of a Kubernetes Secret that holds the value, as `secretName`)
+            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!credential_id)(?<!type)(?<!method)(?<!mode)(?<!scheme)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
+            # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
+            # (`::` is a path's, not an operator: pytest's `test_secret_paths.py::test_x`, C++'s, Rust's; nor `://`,
+            # a URI's scheme: `otpauth://totp/…`)
+            # (nor the next line's empty `NAME=` of an env file: `DJANGO_SECRET_KEY=` / `STRIPE_SECRET_KEY=`)
+            r"(?![A-Za-z_][A-Za-z_-]*:(?:\s|$)|(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]*=))([^\s\"'`]{6,})"
+        ),
+        ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "dsn", "cookie", "hmac"),
+        check=_assigned_secret,
+    ),
+    # A password told in a sentence: "the staging password is 'Sup3rS3cret!2024'" (no `=` or `:` for the
+    # assignment rule to see). The value must look like a password, so "the password is hashed" passes.
+    Rule(
+        "password-in-prose",
+        "a password",
+        # (Redis' `requirepass` and `masterauth` are its password's names: "requirepass is X")
+        re.compile(
+            rf"(?i)\b(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|passcode|pw|pwd|requirepass|masterauth)s?\b{_ABOUT}{_TOLD_VERB}"
+        ),
+        ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "requirepass", "masterauth"),
+        check=lambda value: _assigned_secret(value) and not _VERSION.fullmatch(value.strip("'\"`.,;")),
+        before=lambda text: not _NAMED_BY_FIELD.search(text),
+    ),
+    # Named without a verb: "Office wifi passphrase Marmot57$copper60", a .netrc's "password X".
+    # (Not "pwd": the shell command is followed by paths and words.)
+    Rule(
+        "password-named",
+        "a password",
+        re.compile(
+            # (OpenLDAP's `rootpw X`, nslcd's `bindpw X`, sssd's `ldap_default_authtok = X` is an assignment's)
+            rf"(?i)\b(?=[pbr])(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|passcode|pw|bindpw|rootpw|bind_?pw|{_PASS_AFTER}pass"
+            rf"|{_PWD_AFTER}pwd)\b[ \t]+"
+            rf"[\"'`]?({_TOLD_VALUE})"
+        ),
+        ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "pass", "pwd"),
+        check=_told_secret,
+    ),
+    # The same in other languages: "le mot de passe est X", "Das Passwort ist X", "пароль: X", "密码是X".
+    Rule(
+        "password-in-other-languages",
+        "a password",
+        re.compile(
+            # (the lookahead: the words' first letters, so re skips most positions at once)
+            rf"(?i)(?=[{_PASSWORD_INITIALS}])(?:{_PASSWORD_WORDS})[^.\n=:：]{{0,30}}?"
+            r"(?:\s*[:=：]\s*|\s+(?:est|ist|lautet|es|era|é|è|er|är|on|jest|je|is|был|было)\s+|\s*(?:是|は|为|為|는|은)\s*|\s+)"
+            rf"[\"'`«„“「『]?({_TOLD_VALUE})"
+        ),
+        _PASSWORD_KEYWORDS,
+        check=_told_secret,
+    ),
+    # The same with more words between ("I set the admin password to X", "la password del database di
+    # produzione è X", "staging db creds -> app_rw X"): a value further off must look more like a
+    # password (ten characters or a symbol: "Passwords are hashed with Argon2id" names an algorithm).
+    Rule(
+        "password-nearby",
+        "a password",
+        re.compile(
+            rf"(?i)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS})s?+{_ABOUT}"
+            # (the value on the next line only right after the name: "API token" / X, not a CSV header's
+            # `token_prefix;created` / its first row)
+            rf"(?:[^.\n=]{{0,60}}?(?:\s*[:：]\s*|[ \t]+)|[ \t]*\r?\n\s*)"
+            rf"[\"'`«„“「『]?({_TOLD_VALUE})"
+        ),
+        _NEARBY_KEYWORDS,
+        check=_told_password,
+    ),
+    # "Jenkins login: admin / Orchid84%river70", "creds are deploy:Xk9#mP2v", "Login for the Grafana box is
+    # admin / X" (a few words saying what it logs in to before the verb), "log in to the VPN box as deploy / X"
+    # (the verb, then `as` the pair).
+    Rule(
+        "login-pair",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[lscwarzi])(?:logins?|log[ -]?(?:in|on)|sign[ -]?(?:in|on)|credentials?|creds|wi-?fi|admin"
+            # (the credentials' word in German, French, Spanish, Portuguese, Italian, Dutch)
+            r"|account|root|zugangsdaten|anmeldedaten|identifiants|credenciales|credenciais|credenziali"
+            r"|inloggegevens)\b"
+            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as)|:))?\s*[^\w\s]{0,2}\s*"
+            r"[\w.@+-]{1,64}"
+            # (`admin : X` spaced on both sides; not `SSID: AcmeGuest-5G`, a name and its value)
+            rf"(?:\s*/\s*|:|[ \t]+:[ \t]+)({_TOLD_VALUE})"
+        ),
+        (
+            *("login", "log-in", "log in", "log on", "sign", "credential", "creds", "wifi", "wi-fi", "admin"),
+            *("account", "root"),
+            *("zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais", "credenziali"),
+            "inloggegevens",
+        ),
+        # (`admin/X` unspaced is a path's too: `/admin/memories/memory/?q=…`, so no `/ ? =` in X)
+        check=lambda value: not re.search(r"[/?=]", value) and _told_secret(value),
+    ),
+    # "use admin/Tundra55#falcon to log in": the pair before what it is for.
+    Rule(
+        "login-pair-before",
+        "a password",
+        re.compile(rf"(?i)(?<=[\w.@+-])\s?/\s?({_TOLD_VALUE})\s+(?:to|for)\s+(?:log|sign)[ -]?(?:in|on)\b"),
+        ("log in", "log-in", "login", "logon", "log on", "sign in", "sign-in", "signin", "sign on"),
+        check=_mysql_password,
+    ),
+    # A password right after its name and a verb or a colon, weak or not: "the router admin password is still
+    # hunter22", "pw: sunflower88", "das Passwort ist Tulpe2024" (`password-in-prose` wants a stronger value,
+    # since it reads one a few words on; here nothing stands between the name and the value).
+    Rule(
+        "password-told-plainly",
+        "a password",
+        re.compile(
+            r"(?i)(?=[pwcl])\b(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|passcode|pw|pwd"
+            r"|(?:wi-?fi|wlan)[ -](?:pass|pw|key|code)"
+            r"|(?:code|cl[ée])[ -]wi-?fi)" + _TOLD_PLAINLY
+        ),
+        ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "wifi", "wi-fi", "wlan"),
+        check=_plain_password,
+    ),
+    # (apart: its words are rare, so the keywords skip most texts; together they cost 0.3 ms an 8,000-character
+    # memory, most of it trying the other languages' initials at every position)
+    Rule(
+        "password-told-plainly-in-other-languages",
+        "a password",
+        re.compile(rf"(?i)(?=[{_PASSWORD_INITIALS}])(?:{_PASSWORD_WORDS})" + _TOLD_PLAINLY),
+        _PASSWORD_KEYWORDS,
+        check=_plain_password,
+    ),
+    # The network's name stands for its password: "the guest wifi at the Lisbon office is 'Tangerine-Vespa-88'",
+    # "WLAN: Fjord-Lantern-7" (not its SSID, name, router or security mode: "wifi SSID: AcmeGuest-5G",
+    # "wifi: WPA2-Enterprise").
+    Rule(
+        "wifi-password",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[wW])(?:wi-?fi|wlan)\b"
+            r"((?:(?!\s*(?:ssid|network|name|router|channel|band|standard|chip|card|adapter|driver|module|mac|ip)\b)"
+            r"[^.\n=:;]){0,40}?)"
+            # (after `is`, only a quoted value: "the office wifi is Ubiquiti-U6-Pro", "is 5GHz-only" name the network)
+            rf"(?:\s(?:is|was)(?:\s+{_ADVERB})?\s*[\"'`«„“「『]|:\s*[\"'`«„“「『]?)"
+            rf"(?!wpa|wep|802\.)({_TOLD_VALUE})"
+        ),
+        ("wifi", "wi-fi", "wlan"),
+        group=2,
+        check=_plain_password,
+    ),
+    # "SMTP creds: mailer@acme.io Violet-Dusk-42": a login and its password after a colon, a space between.
+    Rule(
+        "login-pair-spaced",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[lcaiz])(?:logins?|creds|credentials?|zugangsdaten|anmeldedaten|identifiants|credenciales"
+            r"|credenciais|credenziali|inloggegevens)\b[^\n.:=/]{0,40}?:[ \t]*[\w.@+-]{1,64}[ \t]+"
+            rf"[\"'`]?({_TOLD_VALUE})[\"'`]?(?=[ \t]*(?:$|[,;.(]))"
+        ),
+        ("login", "creds", "credential", "zugangsdaten", "anmeldedaten", "identifiants", "credenciales"),
+        check=lambda value: not re.search(r"[/?=]", value) and _told_password(value),
+    ),
+    # HTTP basic credentials after "Basic" anywhere (a route's option, a config value): base64 of `user:password`.
+    Rule(
+        "basic-credentials",
+        "an Authorization header credential",
+        re.compile(r"(?i)\bbasic\s+([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])"),
+        ("basic",),
+        check=lambda value: _basic_pair(value),
+    ),
+    # The same pair told in prose near "basic" ("Basic auth for the manifest endpoint (base64): ZGVw…"):
+    # any base64 word of a text naming basic auth that decodes to `user:password` (found on walk 7).
+    Rule(
+        "basic-credentials-told",
+        "an Authorization header credential",
+        re.compile(r"(?<![\w+/=])([A-Za-z0-9+/]{12,}={0,2})(?![\w+/=])"),
+        ("basic",),
+        check=lambda value: _basic_pair(value),
+    ),
+)

@@ -1,0 +1,383 @@
+"""Our rules, third part: command lines, URLs and webhooks, vendors' prefixes, PINs, phrases, hex keys,
+and passwords and tokens nothing names."""
+
+from __future__ import annotations
+
+import re
+
+from .model import Rule
+from .names import (
+    _RECOVERY_CODE,
+    _SECRET_NAME,
+    _grouped_hex_key,
+    _grouped_key_before,
+    _hex_key,
+    _hex_key_before,
+    _pin_before,
+)
+from .phrases import _dictated, _passphrase, _phrase_of_words
+from .shapes import _named_public, _random_looking
+from .told import _LOGIN_BEFORE, _name_like, _query_secret, _random_mixed, _words_joined
+from .values import _assigned_secret, _password_shaped
+from .words import (
+    _ABOUT,
+    _CLIENT_PASSWORD,
+    _LINKING,
+    _MYSQL_PASSWORD,
+    _NEARBY_INITIALS,
+    _NEARBY_KEYWORDS,
+    _NEARBY_WORDS,
+    _PASSWORD_SHORT_OPTION,
+    _PIN_KEYWORDS,
+    _mysql_password,
+    _no_small_words,
+)
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "password-short-option",
+        "a password on a command line",
+        re.compile(_PASSWORD_SHORT_OPTION),
+        ("login", "sshpass", "redis-cli", "ldap", "mongo"),
+        check=_assigned_secret,
+    ),
+    Rule(
+        "mysql-password-option",
+        "a password on a command line",
+        re.compile(_MYSQL_PASSWORD),
+        ("mysql", "mariadb"),
+        check=_mysql_password,
+    ),
+    # A key or signature in a URL's query: an Azure SAS `sig=`, `?api_key=`, `&access_token=`, OpenWeather's
+    # `appid=`; the value percent-decoded before the randomness test.
+    Rule(
+        "url-query-secret",
+        "a credential in a URL",
+        re.compile(
+            r"(?i)[?&;](?:sig|signature|x-amz-signature|x-goog-signature|key|api[_-]?key|apikey|appid|app[_-]?key"
+            r"|app[_-]?secret|access[_-]?token|auth[_-]?token|token|secret|client[_-]?secret|password|passwd|pwd|auth)"
+            r"=([^&\s#\"'`<>]{8,})"
+        ),
+        ("=",),
+        check=_query_secret,
+    ),
+    # A webhook whose URL is its only secret (anyone who has it can post): Zapier's catch hook, Make's
+    # (Integromat's), IFTTT's maker key, Pipedream's endpoint, a Mattermost-style `/hooks/<26 characters>`.
+    # (Slack's, Discord's and Teams' are gitleaks' rules.)
+    Rule(
+        "webhook-url",
+        "a credential (a webhook URL)",
+        re.compile(
+            r"(?i)\bhttps?://(?:hooks\.zapier\.com/hooks/catch/\d+/([a-z0-9]{5,})"
+            r"|hook\.(?:[a-z0-9]+\.)?(?:make|integromat)\.com/([a-z0-9]{20,})"
+            r"|maker\.ifttt\.com/(?:trigger/[^/\s]+/(?:json/)?with/)?key/([\w-]{12,})"
+            r"|([a-z0-9]{16,})\.m\.pipedream\.net"
+            r"|[\w.-]+(?::\d+)?/hooks/([a-z0-9]{26})(?![\w-]))"
+        ),
+        ("hooks.zapier", "make.com", "integromat", "ifttt", "pipedream", "/hooks/"),
+        check=lambda path: any(c.isdigit() for c in path) and any(c.isalpha() for c in path),
+    ),
+    # age's key announces itself; gitleaks wants its exact bech32 alphabet, a hand-typed or fake-looking
+    # one (any capital letter or digit) is as much a key to refuse.
+    Rule(
+        "age-secret-key",
+        "a credential (age-secret-key)",
+        re.compile(r"(?i)\bAGE-SECRET-KEY-1[0-9A-Z]{50,}"),
+        ("age-secret-key-1",),
+    ),
+    # New Relic's user key: gitleaks wants the word "newrelic" near it, but the prefix names it.
+    Rule(
+        "new-relic-user-api-key",
+        "a credential (new-relic-user-api-key)",
+        re.compile(r"\bNRAK-[A-Z0-9]{27}\b"),
+        ("nrak-",),
+    ),
+    # "root:Tundra55#falcon@10.0.0.9": a URL's credentials without its scheme (then the password must
+    # have a capital or a symbol: "mailto:john.smith99@example.com" is an address).
+    Rule(
+        "host-password",
+        "a password in a URL",
+        # (matched from the colon: the user's name is not needed, and re tries far fewer starts)
+        # (Go's MySQL driver: `root:X@tcp(127.0.0.1:3306)/db`, `@unix(/run/mysqld.sock)`)
+        re.compile(r"(?<=[\w.-]):([^\s:@/'\"`]{6,})@(?:(?:[\w-]+\.)+[\w-]+|(?:tcp6?|udp|unix)\()"),
+        ("@",),
+        check=_mysql_password,
+    ),
+    # A PIN told in a sentence: "The SIM PIN for the test phone is 7391", "Yubikey PIN: 904512", "use PIN 2846
+    # to unlock", "le code PIN est 4821". The number first (4 to 8 digits, not a decimal, a date's or a
+    # version's part, nor a quantity: `PIN retries: 1000 attempts`), then what names it (`_pin_before`).
+    Rule(
+        "pin-in-prose",
+        "a PIN",
+        re.compile(
+            r"(?=\d)(?<![\w#.,/:-])(?<!\bin )(?<!since )(?<!from )(?<!until )(?<!after )(?<!before )(?<!version )"
+            r"(?<!port )(?<!line )(?<!issue )(?<!page )(?<!step )(?<!top )"
+            r"(\d{4,8})(?![\w@]|[.,:/-]\d|\s*(?:%|ms\b|s\b|sec|min|hour|day|px|bytes?\b|[kmg]b\b|attempts|tries"
+            r"|times|digits|characters|chars|users|devices|requests))"
+        ),
+        ("pin", "puk", *_PIN_KEYWORDS),
+        before=_pin_before,
+    ),
+    # A passphrase of words told after its name: "The GPG key passphrase is: purple monkey dishwasher lantern
+    # seven", "Office wifi password: sunny meadow 42 tulips", "unseal passphrase = 'amber fox jumps quietly
+    # over 7 hills'". Quoted, or three to eight words running to the end of the sentence or line; none of them
+    # a small word or one saying where the password lives ("password: see the vault entry").
+    Rule(
+        "passphrase-of-words",
+        "a password",
+        re.compile(
+            # (not an option's or a variable's name: `--password-stdin, never as an argument: ps shows argv`)
+            # (one password: "Passwords: …" heads a list)
+            # (`WLAN-Passwort` is a password's name)
+            rf"(?im)(?<!--)(?<!_)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|wi-?fi key)\b(?![-_]){_ABOUT}"
+            r"[^.\n=:：,;]{0,40}?" + _LINKING + r"\s*:?\s*"
+            r"(?:[\"'`«„“「『]([^\"'`\n»”]{12,80})[\"'`»”]"
+            # (unquoted, 15 characters or more to the sentence's end: `: ps shows argv.` ends a sentence)
+            r"|(?=[^\n.;,)(]{15})"
+            r"((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,7}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]|\s[-–—]\s)))"
+        ),
+        (*_NEARBY_KEYWORDS, "pass phrase", "wifi key", "wi-fi key"),
+        check=_passphrase,
+    ),
+    # A password spelled out after its name: "the staging admin password is capital M mango dash four four dash
+    # river dash zulu" (`_dictated`; more words than a passphrase has).
+    Rule(
+        "dictated-password",
+        "a password",
+        re.compile(
+            rf"(?i)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase)\b(?![-_]){_ABOUT}"
+            r"[^.\n=:：,;]{0,40}?" + _LINKING + r"\s*:?\s*((?:[A-Za-z0-9-]+[ \t,]+){3,24}[A-Za-z0-9-]+)"
+        ),
+        (*_NEARBY_KEYWORDS, "pass phrase"),
+        check=_dictated,
+    ),
+    # A phrase's name, then a colon, then its words, small words among them ("the unlock phrase for the HSM
+    # backup is: seven orange kites over the harbour", "master passphrase = tall ships in the quiet bay"),
+    # which `passphrase-of-words` refuses (without the colon, "the passphrase is long and hard to type").
+    Rule(
+        "phrase-of-words",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[pumsvbrae])(?:pass|unlock|master|secret|vault|backup|recovery|access|unseal|encryption)"
+            rf"[ -]?phrase\b{_ABOUT}[^.\n=:,;]{{0,40}}?(?:\s(?:is|was))?\s*[:=]\s*"
+            r"(?=[^\n.;,)(]{15})((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,9}[A-Za-z0-9!#$%&*?@'-]+"
+            # (or its words joined by `-`: "the pass phrase we agreed on: purple-elephant-dances-at-noon-42")
+            r"|[A-Za-z0-9]+(?:-[A-Za-z0-9]+){3,9})(?=[ \t]*(?:$|[.;,)(]))"
+        ),
+        ("phrase",),
+        check=lambda words: _phrase_of_words(words.replace("-", " ") if " " not in words else words),
+    ),
+    # Twilio's account SID and its auth token as a pair (`AC…:…`, the basic-auth form of its API).
+    Rule(
+        "twilio-sid-token",
+        "a credential (twilio)",
+        re.compile(r"\bAC[0-9a-f]{32}:([0-9a-f]{32})\b"),
+        ("ac",),
+    ),
+    # Hex of a key a few words after a word of keys, secrets or signing: "callbacks are signed with 3f9a…",
+    # "the export's AES key, 9c1e…". The hex first, then what names it (`_hex_key_before`).
+    Rule(
+        "hex-key-nearby",
+        "a credential",
+        # (`0x…`: a wallet's private key as Ethereum tools print it)
+        re.compile(r"(?<![\w/.:-])(?:0x)?(?=[0-9a-fA-F]{32})([0-9a-fA-F]{32,128})(?![\w/.-])"),
+        ("key", "secret", "crypt", "sign", "hmac", "salt", "pepper", "passphrase", "cipher"),
+        check=_hex_key,
+        before=_hex_key_before,
+    ),
+    # A key's hex written in groups of four to eight, so a chat does not link or wrap it ("api key, spaced: aaf5
+    # fad4 e05d 311f 04ba dbfb 8e93 23fb"): the groups joined are a key's hex, named as hex-key-nearby's are.
+    Rule(
+        "grouped-hex-key",
+        "a credential",
+        re.compile(r"(?<![\w:/.-])((?:[0-9a-fA-F]{4,8} ){3,15}[0-9a-fA-F]{4,8})(?![\w:/-])"),
+        ("key", "secret", "token", "crypt", "sign", "hmac", "salt", "pepper", "passphrase", "cipher"),
+        check=_grouped_hex_key,
+        before=_grouped_key_before,
+    ),
+    # A wallet's recovery words: 12 to 24 short lower-case words after the name, none of them the small
+    # words a sentence about the phrase would have.
+    Rule(
+        "seed-phrase",
+        "a wallet seed phrase",
+        re.compile(
+            r"(?i)\b(?=[bmrsw])(?:seed|recovery|mnemonic|backup|secret|wallet)[ _-]?(?:phrase|words|mnemonic)\b"
+            r"[^\n:=]{0,20}?"
+            r"(?:\s*[:=]\s*|\s+(?:is|are)\s+)[\"'`]?((?:[a-z]{3,8}[ \t,]+){11,23}[a-z]{3,8})"
+        ),
+        ("phrase", "words", "mnemonic"),
+        check=_no_small_words,
+    ),
+    Rule(
+        "client-password-option",
+        "a password on a command line",
+        re.compile(_CLIENT_PASSWORD),
+        (
+            "sqlcmd",
+            "bcp",
+            "osql",
+            "keytool",
+            "ssh-keygen",
+            "7z",
+            "zip",
+            "vault",
+            "net use",  # (and "net user")
+            "htpasswd",
+            "securestring",
+        ),
+        check=_assigned_secret,
+    ),
+    # A password piped into a client's `--password-stdin` (docker, podman, helm registry login).
+    Rule(
+        "password-stdin",
+        "a password on a command line",
+        re.compile(r"\b(?:echo|printf)\s+(?:-n\s+)?['\"]?([^\s'\"|]{6,})['\"]?\s*\|[^\n;&]{0,120}?--password-stdin"),
+        ("password-stdin",),
+        check=_assigned_secret,
+    ),
+    # SQL and Redis: `IDENTIFIED BY 'X'`, `requirepass X`, `masterauth X`, `AUTH X` (the command, in capitals).
+    Rule(
+        "sql-redis-password",
+        "a password",
+        re.compile(
+            r"(?i:\bidentified\s+(?:with\s+\w+\s+)?by\s+['\"]([^'\"]{4,})['\"]"
+            r"|\b(?:requirepass|masterauth)\s+['\"]?([^\s'\"]{4,}))"
+            r"|\bAUTH\s+(?:\w+\s+)?['\"]?([^\s'\"]{8,})"
+        ),
+        ("identified", "requirepass", "masterauth", "auth "),
+        check=_assigned_secret,
+    ),
+    # HashiCorp Vault's tokens name themselves (`hvs.`, `hvb.`, `hvr.`); gitleaks wants the long form.
+    Rule(
+        "vault-token",
+        "a credential (vault-token)",
+        re.compile(r"(?<![\w.])hv[sbr]\.[A-Za-z0-9_-]{24,}"),
+        ("hvs.", "hvb.", "hvr."),
+        entropy=3.5,
+    ),
+    # A secret's name and its value as a setter's two quoted arguments: PHP's `define('AUTH_KEY', 'X')`,
+    # `os.environ.setdefault("API_TOKEN", "X")`, `putenv`, Java's `setProperty` and `put`, JS's `setItem`
+    # (the `secret-assignment` test; a list of quoted names is no pair).
+    Rule(
+        "quoted-name-value",
+        "a secret assignment",
+        re.compile(
+            r"(?i)\b(?=[dspa])(?:define|setenv|putenv|setdefault|set|put|add|setproperty|setitem|setstring)\s*\(\s*"
+            rf"[\"'][\w.:-]{{0,40}}?{_SECRET_NAME}[\w.:-]{{0,40}}[\"']\s*,\s*[\"']([^\"'\n]{{6,200}})[\"']"
+        ),
+        ("define", "setenv", "putenv", "setdefault", "set", "put", "add", "setproperty", "setitem", "setstring"),
+        check=_assigned_secret,
+    ),
+    # An XML element named like a secret: Maven's `<password>X</password>`, `<clientSecret>X</clientSecret>`.
+    Rule(
+        "xml-secret-element",
+        "a secret assignment",
+        re.compile(rf"(?i)<([\w.:-]{{0,40}}?{_SECRET_NAME}[\w.:-]{{0,40}})>([^<\n]{{6,200}})</\1>"),
+        ("</",),
+        group=2,
+        check=lambda value: not _name_like(value) and _assigned_secret(value),  # (`min-length-12`: a name)
+    ),
+    # Two-factor recovery or backup codes: two or more codes (4 to 10 letters and digits, or two such groups
+    # joined by `-`, each with a digit) after their name.
+    Rule(
+        "recovery-codes",
+        "a credential (recovery codes)",
+        re.compile(
+            r"(?i)\b(?:recovery|backup|2fa|mfa|scratch|one-time|emergency)[ -]codes?\b[^\n.:=]{0,40}?"
+            r"(?:\s(?:is|are)|:|[ \t]*(?=\r?\n))\s*(?:[-*•][ \t]+|\d{1,2}[.)][ \t]+)?"
+            # (codes on a line, or one a line, bulleted or numbered as a download lists them)
+            r"((?:[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?"
+            r"(?:[ \t,;]+|[ \t]*\r?\n[ \t]*(?:[-*•][ \t]+|\d{1,2}[.)][ \t]+)?)){1,15}"
+            r"[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?)"
+        ),
+        ("codes",),
+        check=lambda codes: sum(any(c.isdigit() for c in w) for w in _RECOVERY_CODE.findall(codes)) >= 2,
+    ),
+    # A setting named in one attribute and valued in the next (.NET's `<add key="DbPassword" value="X" />`).
+    Rule(
+        "key-value-attributes",
+        "a secret assignment",
+        re.compile(
+            rf"(?i)\b(?:key|name)\s*=\s*[\"'][\w.:-]{{0,40}}?{_SECRET_NAME}[\w.:-]{{0,40}}[\"']"
+            r"\s+value\s*=\s*[\"']([^\"']{6,})[\"']"
+        ),
+        ("value",),
+        check=_assigned_secret,
+    ),
+    # OpenAI-compatible providers' keys start `sk-` (OpenRouter's `sk-or-v1-…`, DeepSeek's, a proxy's):
+    # gitleaks' OpenAI rule wants OpenAI's own marker inside.
+    Rule(
+        "sk-prefixed-key",
+        "a credential (an API key)",
+        re.compile(r"(?<![\w-])sk-(?:[a-z0-9]{1,8}-){0,3}([A-Za-z0-9_-]{32,})(?![\w-])"),
+        ("sk-",),
+        entropy=3.5,
+        check=lambda body: not _words_joined(body),
+    ),
+    # A vendor's prefix and a long hex body (Supabase's `sbp_…`, many newer tokens); not a hash's name
+    # before a digest (`sha256_…`, `commit-…`).
+    Rule(
+        "prefixed-hex-token",
+        "a credential (a prefixed token)",
+        re.compile(
+            r"(?<![\w-])(?!(?:sha|md|blake|commit|rev|hash|digest|build|cache|etag|id|uuid|git)[\d_-])"
+            r"[a-z][a-z0-9]{1,5}_([0-9a-f]{32,64})(?![\w-])"
+        ),
+        ("_",),
+        entropy=3.3,
+    ),
+    # Mailchimp's API key carries its datacenter (`-us6`); gitleaks wants the word "mailchimp" and an `=`.
+    Rule(
+        "mailchimp-api-key",
+        "a credential (mailchimp-api-key)",
+        re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b"),
+        ("-us",),
+    ),
+    # A person's password with nothing naming it ("ssh admin@10.0.0.5 with Falcon56#river12",
+    # "root/Falcon56#river12 works"): capitals, small letters, digits and a symbol inside one word.
+    Rule(
+        "password-shaped",
+        "a password",
+        # (the word ends before a sentence's `.`, `!` or `?`)
+        re.compile(r"(?<![^\s\"'`(/,;:])[^\s\"'`/,;:()<>\[\]{}|]{10,64}(?<![.!?])(?![^\s\"'`/,;:)|.!?])"),
+        (),
+        check=_password_shaped,
+    ),
+    # A short random string in a sentence about a login ("The replica login is reporting_ro and it currently uses
+    # Vq7mLp2xR9wt until …"): no verb or colon ties it to a name, but people write nothing else that random there.
+    Rule(
+        "random-word-near-login",
+        "a password",
+        re.compile(
+            r"(?<![\w/.:@=+%#$-])(?=[A-Za-z0-9]{10,40}(?![\w/@=+%-]))(?=[a-z0-9]{0,39}[A-Z])"
+            r"([A-Za-z0-9]{10,40})"
+        ),
+        (
+            "login",
+            "logon",
+            "log in",
+            "sign in",
+            "creds",
+            "credential",
+            "passw",
+            "pasw",
+            "passo",
+            "pw",
+            "pass",
+            "account",
+            "username",
+        ),
+        check=_random_mixed,
+        before=lambda text: bool(_LOGIN_BEFORE.search(text)),
+    ),
+    Rule(
+        "high-entropy-token",
+        "a high-entropy token (a bare key)",
+        re.compile(
+            r"(?<![A-Za-z0-9+/_=.-])[A-Za-z0-9+/_-][A-Za-z0-9+/_.-]{30,}[A-Za-z0-9+/_-]={0,2}(?![A-Za-z0-9+/_=-])"
+        ),
+        (),
+        check=_random_looking,
+        before=_named_public,
+    ),
+)

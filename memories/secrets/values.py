@@ -1,0 +1,170 @@
+"""Whether a value given to a secret's name is one: not a placeholder, a reference, a path, code or a URL
+without credentials, and random enough; and a password nothing names (`_password_shaped`)."""
+
+from __future__ import annotations
+
+import re
+
+from .model import entropy
+
+PLACEHOLDER = re.compile(
+    r"(?i)^(?:x{3,}|\*{3,}|\.{3,}|<[^>]*>|\[[^\]]*\]|\{[^}]*\}|\$\{[^}]*\}?|\$\(.*|\$[A-Z_][A-Z0-9_]*|%[A-Z_]+%"
+    r"|(?:my|your|some)[-_][\w-]*|change[-_]?me\w*|example\w*|dummy\w*|placeholder\w*|redacted\w*"
+    r"|none|null|nil|true|false|undefined|password\d{0,3}|passwd|pass|secret|token|pwd|test|admin|root|user"
+    r"|hunter2|letmein|qwerty\w*|12345\w*)$"
+)
+# (an AWS ARN, `arn:aws:secretsmanager:…:secret:prod/db-AbCdEf`, names where a secret lives)
+_REFERENCE = (
+    *("os.environ", "os.getenv", "process.env", "settings.", "env(", "env.", "ENV[", "getenv", "secrets."),
+    *("arn:aws:", "arn:aws-"),
+)
+
+
+# get_secret("db"), env("X"): where the value comes from. The callee is a name (a letter or `_` first):
+# an OCI auth token's `8x(Zq;k3…` is not a call. Its arguments look like code (a string, a name, a number, a
+# literal, or nothing yet): a Django key's `zf(_643wnfylx_7v2^ipnu!&z639+s!)…` or `t(Uv@CQkg…` is no call.
+_CALL = re.compile(
+    r"[\[(]*[A-Za-z_][\w.\[\]'\"]*\((?:$|[\"'){\[*]|[A-Za-z_][\w.]*\s*(?:$|[,)=.(\[:])|-?\d[\d.]*\s*(?:$|[,)*/+ -]))"
+)
+
+
+# "/etc/app/pw2", "~/.pgpass", "kv/payments/stripe-2", "config/credentials.yml.enc", "src/auth.py:42":
+# where a secret lives, not one. Lower case only: a base64 key has `/` too, and capitals.
+_PATH = re.compile(r"(?:~?/)?[a-z0-9._-]+(?:/[a-z0-9._-]+)+/?(?::\d+)?|(?:~?/)?[a-z0-9_-]*\.[a-z0-9]{1,8}(?::\d+)?")
+_ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://")
+
+
+# Code, not a value: `st.tokenizer.backend_tokenizer`, `token[:-1]`, `INJECT_BUDGET`,
+# `pygit2.enums.DeltaStatus.RENAMED` (a memory quoting `tokens = block.tokens` holds no secret): an
+# object's attribute (a lower-case name, then words as code spells them: lower case, CONSTANT or
+# CamelCase; a random key mixes its cases), a subscript, a CONSTANT_NAME. `Summer.Winter24` stays a
+# password.
+_WORD = r"(?:[a-z_][a-z0-9_]*|[A-Z][A-Z0-9_]*|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)*)"
+# (a class's constant too: Android's `BuildConfig.MAPS_API_KEY`; JavaScript's optional chaining:
+# `req.headers.authorization?.split(`)
+_CODE = re.compile(
+    rf"[a-z_][a-z0-9_]*(?:\??\.{_WORD})+(?:\[.*|\(.*)?|{_WORD}\[.*|[A-Z][A-Z0-9]*_[A-Z0-9_]+"
+    r"|(?:[A-Z][a-z0-9]+){2,}\.[A-Z][A-Z0-9]*_[A-Z0-9_]+"
+)
+
+
+def _not_placeholder(secret: str) -> bool:
+    return not PLACEHOLDER.match(secret.strip("'\"`.,;"))
+
+
+# The next `Name=` of a connection string (`AccountKey=<key>;EndpointSuffix=…`): where a value ends.
+_NEXT_SETTING = re.compile(r";(?=[A-Za-z][A-Za-z ]{1,30}=)")
+
+
+# A lower-case name of the secret itself (`new_password`, `db-secret-2`): a variable's or a file's name, not a value.
+# (also a name whose part is `auth` or `credentials`, `staging-basic-auth`, `orders-db-credentials`: a Kubernetes
+# Secret's name after ingress-nginx's `auth-secret:`, as `secretName:` names one)
+_SECRETS_NAME = re.compile(
+    r"[a-z0-9_-]*(?:password|passwd|passphrase|secret|token|api[_-]?key)[a-z0-9_-]*"
+    r"|(?:[a-z0-9]+[_-])+(?:auth|credentials?|creds)(?:[_-][a-z0-9]+)*|(?:auth|credentials?|creds)(?:[_-][a-z0-9]+)+"
+)
+# A file's path from a variable or a file argument (`$HOME/.ssh/id_ed25519`, `${CERT_DIR}/tls.key`, `@key.pub`:
+# curl's and vault's `@file`): where a key lives, not a key.
+_VARIABLE_PATH = re.compile(r"@?(?:\$\{?[A-Z_][A-Z0-9_]*\}?|~)?(/[a-z0-9._-]+)+|@[a-z0-9._/-]+")
+
+
+def _assigned_secret(value: str) -> bool:
+    """A value assigned to a secret-looking name is a secret unless it is a placeholder, a reference
+    to where the secret lives, or too plain to be one (a word, a number, a duration, code)."""
+    value = _NEXT_SETTING.split(value, 1)[0].strip("'\"`.,;").rstrip(")}")
+    if _ADDRESS.match(value) and (_placeholder_credentials(value) or _plain_url(value)):
+        return False
+    if not _not_placeholder(value) or value.startswith(_REFERENCE) or _CALL.match(value) or value.startswith("{"):
+        return False
+    if value.isdigit() or value.isalpha() and value.islower() or "/" in value and _PATH.fullmatch(value):
+        return False
+    if _VARIABLE_PATH.fullmatch(value) and (value.lstrip("@")[:1] in "$~" or _PATH.fullmatch(value.lstrip("@"))):
+        return False
+    if _CODE.fullmatch(value) or value.startswith(PUBLIC_KEY_PREFIXES) or _SECRETS_NAME.fullmatch(value):
+        return False
+    has_digit = any(c.isdigit() for c in value)
+    has_alpha = any(c.isalpha() for c in value)
+    has_other = any(not c.isalnum() for c in value)
+    kinds = sum((has_digit, has_alpha and any(c.isupper() for c in value), any(c.islower() for c in value), has_other))
+    h = entropy(value)
+    return (len(value) >= 12 and h >= 3.2) or (len(value) >= 8 and h >= 2.75 and kinds >= 3)
+
+
+# A URL's `user:password@`: its credentials alone say whether a URL given as a value is a secret.
+_URL_CREDENTIALS = re.compile(r"[a-z][a-z0-9+.-]*://([^\s:@/]*):([^\s@/]*)@")
+
+
+# A URL's part of words (`wiki`, `Hash-based_message_authentication_code`, `en.wikipedia.org`), not a token's.
+_PLAIN_PART = re.compile(r"(?:[A-Za-z][a-z]*|\d+)(?:[-_.](?:[A-Za-z][a-z]*|\d+))*")
+
+
+def _plain_url(url: str) -> bool:
+    """`.. _HMAC: http://en.wikipedia.org/wiki/Hash-based_message_authentication_code` (a link named after a
+    secret's word): no credentials, no query, and every part of its host and path a word's, so nothing in it
+    is a capability (a webhook's random path part is refused)."""
+    if "@" in url or "?" in url:
+        return False
+    rest = url.split("://", 1)[-1].rstrip("/")
+    return all(_PLAIN_PART.fullmatch(part) for part in rest.split("/"))
+
+
+def _placeholder_credentials(url: str) -> bool:
+    """`postgres://user:password@localhost/db` (a README's DSN): both halves of the URL's credentials are
+    placeholders, and nothing else in it is secret-looking."""
+    m = _URL_CREDENTIALS.match(url)
+    if m is None or "?" in url:
+        return False
+    return not (_not_placeholder(m.group(1)) or _not_placeholder(m.group(2)))
+
+
+def _url_password(password: str) -> bool:
+    # "host:8080/path@x" is a port, not a password; "user:${DB_PASSWORD}@" a template
+    if re.match(r"\d{1,5}(?:/|$)", password):
+        return False
+    return _not_placeholder(password) and not password.startswith(("$", "%", "{", "<"))
+
+
+# The symbols people put inside a password. Not `+ / = - _ .` (base64, paths, versions, names) and
+# `%` only when it starts no percent-escape.
+_PASSWORD_SYMBOLS = frozenset("!#$%&*^~?@")
+_LEET = str.maketrans("@0134$5!7", "aoieassit")
+
+
+def _password_shaped(token: str) -> bool:
+    """A word of 10 to 64 characters with a capital, two small letters, two digits and a password
+    symbol inside it (not first: a hashtag, a mention; a last `!` or `?` ends the sentence), random
+    enough (entropy ≥ 3), and not an address, an e-mail, code (`=`, `%20`, `file.py#L42`) or a
+    spelled-out placeholder (`P@ssw0rd123!`, `Example#2024`)."""
+    token = token.rstrip(".,;:!?").strip("*_~")  # (markdown's emphasis around a word)
+    inner = token[1:]
+    if not any(c in _PASSWORD_SYMBOLS for c in inner):
+        return False
+    if sum(c.isupper() for c in token) < 1 or sum(c.islower() for c in token) < 2:
+        return False
+    if sum(c.isdigit() for c in token) < 2 or entropy(token) < 3.0:
+        return False
+    if re.match(r"[A-Za-z][a-z]+#\d", token):  # "Release#2024Q3", "Issue#1234": a numbered thing
+        return False
+    if "$$" in token or re.search(r"[a-z]\$[A-Z][a-z]", token):  # a JVM class: `Outer$Inner2`, CGLIB's `$$`
+        return False
+    if "=" in token or re.search(r"%[0-9A-Fa-f]{2}|#L\d|\.[a-z]{1,5}#|^[\w.+-]+@[\w-]+\.[\w.-]+$", token):
+        return False
+    # Code and math (`-R2.y*R2.e_x`, `A_m0^a1_d2`, `\x0b\x32`), a metric at k (`Recall@10`): a password is
+    # one word with a symbol or three, not an expression.
+    others = [c for c in token if not c.isalnum()]
+    if (
+        len(others) > 3
+        or sum(c in "._" for c in others) > 1
+        or "\\" in token
+        or re.fullmatch(r"[A-Za-z]+@\d{1,3}", token)
+    ):
+        return False
+    plain = token.lower().translate(_LEET)
+    return not any(w in plain for w in ("password", "passw", "example", "changeme", "secret", "letmein"))
+
+
+# Keys published by design: a Stripe publishable key is embedded in every checkout page (gitleaks'
+# Stripe rule leaves `pk_` out too), so our catch-all must not refuse one; nor a subresource-integrity
+# hash (`sha512-…` in package-lock.json).
+# (Mapbox's public token `pk.eyJ…` too: its secret one is `sk.eyJ…`)
+PUBLIC_KEY_PREFIXES = ("pk_test_", "pk_live_", "pk.eyJ", "sha256-", "sha384-", "sha512-")

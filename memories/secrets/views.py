@@ -1,0 +1,143 @@
+"""The views a text is scanned in: folded, with tokens split over lines or literals joined, as a table,
+and with base64 and percent-encoded segments decoded; findings mapped back to the text's characters."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from urllib.parse import unquote
+
+from yullu_core.textnorm import fold_with_origin
+
+from .decoding import _decoded
+from .model import Finding
+from .scan import _matches
+from .tables import _table_view
+
+# A line break inside a token: token characters on both sides (a key wrapped at 64 columns, a
+# token split over two lines, a trailing backslash).
+# Also string literals glued in code: `'ghp_' + 'wKqi…'`, Python's implicit `"abc"\n    "def"`, PHP's `.`,
+# VB's `&`, Lua's `..` (a token split so that a pre-commit hook does not see it).
+# (not a line of code after a line of code: `status.HTTP_503_SERVICE_UNAVAILABLE` / `default_detail = "…"` is an
+# assignment, `name = ` or `call(`, which no wrapped key's next line is: a key has no space and no parenthesis;
+# nor a mapping's next key, `DB_PASSWORD_FILE: /run/secrets/db` / `SECRET_KEY_FILE: …`, glued into one token)
+_WRAP = re.compile(
+    r"(?<=[A-Za-z0-9+/=_-])(?:\\?[ \t]*\r?\n[ \t]*"
+    r"(?![A-Za-z_][\w.]*(?:[ \t]+[-+*/|&]?=[ \t]|\()|[A-Za-z_][\w.-]*:(?:[ \t]|\r?\n|$))"
+    r"|([\"'`])\s*(?:\+|\.\.?|&|\|\|)?\s*\1)(?=[A-Za-z0-9+/=_-])"
+)
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])")
+_PERCENT = re.compile(r"\S*%[0-9A-Fa-f]{2}\S*")
+
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-")
+# A join matters when the token it makes is long enough to be a key (prose lines ending and starting
+# with short words are left alone), and only the text around it is scanned again.
+MIN_JOINED_TOKEN = 20
+JOIN_CONTEXT = 300
+
+
+def _token_run(text: str, at: int, step: int) -> int:
+    """How many token characters (up to MIN_JOINED_TOKEN) run from `at` forwards (step 1) or end
+    just before it (step -1)."""
+    i, n = (at - 1 if step < 0 else at), 0
+    while 0 <= i < len(text) and text[i] in _TOKEN_CHARS and n < MIN_JOINED_TOKEN:
+        i, n = i + step, n + 1
+    return n
+
+
+# `["8f3k", "9vLx", "4tW1"].join("")`, `"".join(["8f3k", "9vLx"])`: a token split into a list of literals and
+# joined again. Inside such a list the quotes and commas between literals are joins, however short the parts.
+_JOINED_LIST = re.compile(
+    r"\[([^\[\]\n]{1,2000})\]\s*\.join\(\s*([\"'])\2\s*\)|([\"'])\3\.join\(\s*[\[(]([^\[\]()\n]{1,2000})[\])]\s*\)"
+)
+_LIST_SEPARATOR = re.compile(r"(?<=[A-Za-z0-9+/=_-])([\"'])\s*,\s*\1(?=[A-Za-z0-9+/=_-])")
+
+
+def _separators(text: str) -> list[tuple[int, int]]:
+    """The spans to cut out of `text` to join a token: line breaks and glued literals inside a long token,
+    and the separators of a list of literals joined again."""
+    spans = [
+        m.span()
+        for m in _WRAP.finditer(text)
+        if _token_run(text, m.start(), -1) + _token_run(text, m.end(), 1) >= MIN_JOINED_TOKEN
+    ]
+    if ".join(" in text:
+        for m in _JOINED_LIST.finditer(text):
+            group = 1 if m.group(1) is not None else 4
+            at = m.start(group)
+            inside = [(at + s.start(), at + s.end()) for s in _LIST_SEPARATOR.finditer(m.group(group))]
+            if inside:  # (and the list's bracket: `secret = ["8f3k…"` reads as `secret = "8f3k…`)
+                spans += [(at - 1, at), *inside]
+    return sorted(spans)
+
+
+def _joined(text: str) -> tuple[str, list[int], list[tuple[int, int]]] | None:
+    """`text` with line breaks inside long tokens removed, each character's index in `text`, and
+    the windows of the joined text around the joins (the only places a new match can appear)."""
+    if "\n" not in text and not ("'" in text or '"' in text or "`" in text):
+        return None
+    parts: list[str] = []
+    origin: list[int] = []
+    joins: list[int] = []
+    pos = size = 0
+    for start, end in _separators(text):
+        if start < pos:
+            continue
+        parts.append(text[pos:start])
+        origin.extend(range(pos, start))
+        size += start - pos
+        joins.append(size)
+        pos = end
+    if not joins:
+        return None
+    parts.append(text[pos:])
+    origin.extend(range(pos, len(text)))
+    windows: list[tuple[int, int]] = []
+    for at in joins:
+        start, end = max(0, at - JOIN_CONTEXT), min(len(origin), at + JOIN_CONTEXT)
+        if windows and start <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], end)
+        else:
+            windows.append((start, end))
+    return "".join(parts), origin, windows
+
+
+def _scan_views(text: str, depth: int = 0) -> Iterator[tuple[Finding, int, int]]:
+    """Findings with the span of `text` they cover: a secret's own span in the folded or joined
+    views, the whole encoded segment for a decoded one."""
+    folded, origin = fold_with_origin(text)
+
+    def back(i: int, j: int, table: list[int] | None) -> tuple[int, int]:
+        if table is None:
+            return i, j
+        return table[i], table[j - 1] + 1
+
+    for f in _matches(folded):
+        yield (f, *back(f.start, f.end, origin))
+    joined = _joined(folded)
+    if joined is not None:
+        jtext, jorigin, windows = joined
+        for a, b in windows:
+            for f in _matches(jtext[a:b]):
+                s, e = back(a + f.start, a + f.end, jorigin)
+                yield (f, *back(s, e, origin))
+    table = _table_view(folded)
+    if table is not None:
+        ttext, torigin = table
+        for f in _matches(ttext):
+            s, e = back(f.start, f.end, torigin)
+            yield (f, *back(s, e, origin))
+    if depth >= 2:
+        return
+    for m in _BASE64.finditer(folded):
+        decoded = _decoded(m.group(0))
+        if decoded is not None:
+            for f, _, _ in _scan_views(decoded, depth + 1):
+                yield (f, *back(m.start(), m.end(), origin))
+    if "%" in folded:
+        for m in _PERCENT.finditer(folded):
+            plain = unquote(m.group(0))
+            if plain != m.group(0):
+                for f, _, _ in _scan_views(plain, depth + 1):
+                    yield (f, *back(m.start(), m.end(), origin))
