@@ -21,7 +21,8 @@ from sync.eventlog import new_event, read_events, write_event
 from sync.fold import fold
 from sync.schema import Event
 from sync.services import ReconcileResult, reconcile_scope
-from tests.processes import REPO, product_env, run_cli, stub_env
+from tests.conftest import free_port
+from tests.processes import REPO, product_env, run_cli, spawn, stop, stub_env, wait_ready, wait_until
 from tests.stubs import StubServer
 from yullu_core.errors import UserError
 
@@ -297,6 +298,30 @@ def test_a_log_of_the_earlier_event_types_is_read_as_create_update_delete_and_em
     read = read_events(repo / ".yullu" / "logs")
     assert sorted(e.type for name, e in read.events if name.startswith("teammate-")) == [
         "create", "delete", "embedding", "update"]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_web_process_starting_reconciles_every_known_project(
+    repo: Path, stub_embedder: StubServer, tmp_path: Path
+) -> None:
+    # SPEC §5: reconcile runs on server start ([sync].auto_reconcile_on_startup, default on). No beat
+    # runs here: only the start can apply the teammate's file.
+    create.store_memory(resolve(None, str(repo)), "Our own fact, so the checkout is a known location")
+    teammate = "22222222-2222-4222-8222-222222222222"
+    write_event(repo / ".yullu" / "logs", new_event("create", teammate, content="A teammate's fact", tags=[]))
+    env = product_env(tmp_path / "home", **stub_env(stub_embedder.url))
+    worker = spawn(["-m", "celery", "-A", "yullu_site", "worker", "--concurrency", "1", "--loglevel", "WARNING",
+                    "-n", f"startup-{tmp_path.name}@%h"], env)  # fmt: skip
+    port = free_port()
+    web = spawn(["-m", "uvicorn", "yullu_site.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+                 "--log-level", "warning"], env)  # fmt: skip
+    try:
+        wait_ready(f"http://127.0.0.1:{port}", web)
+        wait_until(lambda: Memory.objects.filter(uuid=teammate).exists(), "the start-up reconcile", alive=[worker, web])
+        assert Memory.objects.get(uuid=teammate).content == "A teammate's fact"
+    finally:
+        stop(web)
+        stop(worker)
 
 
 def _write_many(folder: str, count: int) -> None:
