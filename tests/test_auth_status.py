@@ -76,6 +76,8 @@ def test_bootstrap_creates_admin_password_and_token_files_privately(client: Clie
     assert login.status_code == 302 and login["Location"] == "/admin/"
     raw = token_file().read_text().strip()
     assert ApiToken.objects.count() == 1
+    owner = ApiToken.objects.get().user
+    assert (owner.get_username(), owner.is_superuser) == ("admin", True), "SPEC §11: the single-user owner may do all"
     assert raw not in "".join(ApiToken.objects.values_list("key_hash", flat=True))
     assert client.get("/api/memories", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200
 
