@@ -1530,3 +1530,47 @@ def test_a_private_json_web_keys_own_member_is_still_refused() -> None:
     r = random.Random(8)
     jwk = f'{{"kty":"RSA","n":"{chars(URLSAFE, 86)(r)}","e":"AQAB","d":"{chars(URLSAFE, 86)(r)}"}}'
     assert find_secret(jwk) is not None
+
+
+# A second round by the sixth set's author, written after reading the scanner (tuning, not held out: 48 secrets,
+# 20 keepers; 8 stored, 0 refused): other spellings of each cause.
+ROUND_TWO_CAUSES = {
+    "openssl -k": "openssl enc -d -aes-256-cbc -in db.enc -out db.sql -k Qm7xLp2zWv9R",
+    "openssl -K": "openssl enc -aes-128-cbc -K 8f3a9c1e77b2d4e6a0c5b3f1e9d2c7a4 -iv 0 -in x",
+    "curl cookie": "curl --cookie 'csrftoken=abc; sessionid=k2m9xq7vz3p8w1r5t6y4u0i2o9p3l7j6' https://admin.acme.io/",
+    "php session": "curl -b 'PHPSESSID=9c1e77b2d4e6a0c5b3f1e9d2c7' https://shop.acme.io/admin",
+    "chinese 口令": "测试库口令是 Tk8mWq2xLp7z",
+    "korean 암호": "관리자 암호: Zq7mXk2pLw9v",
+    "portuguese palavra-passe": "palavra-passe do router: Pk8xMz2qLw",
+    "french code d'accès": "le code d'accès de la baie est Vx7kLq2mZp",
+    # a sixth of random 10-character passwords has no digit
+    "letters only de": "Passwort für den Drucker-Admin: ikEAvstqVV",
+    "letters only en": "password for the printer admin: PqzPptEJQz",
+}
+
+
+@pytest.mark.parametrize("name", ROUND_TWO_CAUSES)
+def test_each_cause_of_the_sixth_sets_second_round_is_refused(name: str) -> None:
+    assert find_secret(ROUND_TWO_CAUSES[name]) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "암호화 키는 KMS에 있고 애플리케이션은 키 ID만 안다.",
+        "数据库口令存放在 Vault 的 secret/db 路径下。",
+        "A palavra-passe fica no cofre da equipa (Bitwarden).",
+        "gpg --batch --passphrase-file /run/secrets/gpg -d secrets.gpg",
+        "openssl enc -d -aes-256-cbc -in db.enc -kfile /run/secrets/db_key",
+        "Set-Cookie: theme=dark; Path=/",
+        "the session cookie is HttpOnly and SameSite=Lax",
+        "password: PostgreSQL",
+        "Password: Required",
+        "Passwort: Vorhanden",
+        # a call's argument that is a tuple (`_CALL`: `((` is code, as `(x` is)
+        "    >>> pw = Piecewise((x + 1, x > 0), (x, True))",
+        "num_height_tokens, num_width_tokens = _num_image_tokens((height, width), (patch_height, patch_width))",
+    ],
+)
+def test_words_near_the_second_rounds_causes_are_kept(text: str) -> None:
+    assert find_secret(text) is None

@@ -17,7 +17,7 @@ from .names import (
 )
 from .phrases import _dictated, _passphrase, _phrase_of_words
 from .shapes import _named_public, _random_looking
-from .told import _LOGIN_BEFORE, _name_like, _query_secret, _random_mixed, _words_joined
+from .told import _LOGIN_BEFORE, _name_like, _query_secret, _random_mixed, _told_token, _words_joined
 from .values import _assigned_secret, _password_shaped
 from .words import (
     _ABOUT,
@@ -60,6 +60,18 @@ RULES: tuple[Rule, ...] = (
         ),
         ("=",),
         check=_query_secret,
+    ),
+    # A session cookie's value given to a client or echoed by a server: `curl -b 'sessionid=X'`, `--cookie`,
+    # `Cookie: connect.sid=X`, `Set-Cookie: session=X`, PHP's `PHPSESSID=X` (who has it is logged in).
+    Rule(
+        "session-cookie",
+        "a credential (a session cookie)",
+        re.compile(
+            r"(?i)(?:\s-b|--cookie|\bcookie:)[ \t]*['\"]?(?:[^'\"\n;]*;[ \t]*)*?"
+            r"(?:[\w.-]*sess(?:ion)?(?:id)?[\w.-]*|sid|connect\.sid|remember_token|auth_token|jwt)=([^;'\"\s]{16,})"
+        ),
+        ("-b", "--cookie", "cookie:"),
+        check=_told_token,
     ),
     # A webhook whose URL is its only secret (anyone who has it can post): Zapier's catch hook, Make's
     # (Integromat's), IFTTT's maker key, Pipedream's endpoint, a Mattermost-style `/hooks/<26 characters>`.
@@ -224,6 +236,7 @@ RULES: tuple[Rule, ...] = (
             "net use",  # (and "net user")
             "htpasswd",
             "securestring",
+            "openssl",
         ),
         check=_assigned_secret,
     ),

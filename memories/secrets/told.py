@@ -157,6 +157,22 @@ _WORD_AND_NUMBER = re.compile(
 )
 
 
+_SMALL_RUN = re.compile(r"(?<![a-z])[a-z]{1,2}(?![a-z])")
+_VOICELESS_RUN = re.compile(r"(?<![a-z])[b-df-hj-np-tv-z]{3,}(?![a-z])")
+
+
+def _random_case(value: str) -> bool:
+    """Letters of both cases at random, no digit (a sixth of random 10-character passwords has none:
+    `ikEAvstqVV`, `PqzPptEJQz`): 8 to 40 letters, two capitals and two small ones, and small letters in short
+    runs or in runs no word has (no vowel), where words and their CamelCase have neither (`PostgreSQL`,
+    `HorseBatteryStaple`)."""
+    if not (8 <= len(value) <= 40 and value.isascii() and value.isalpha()):
+        return False
+    if sum(c.isupper() for c in value) < 2 or sum(c.islower() for c in value) < 2:
+        return False
+    return len(_SMALL_RUN.findall(value)) >= 2 or bool(_VOICELESS_RUN.search(value))
+
+
 def _plain_password(value: str) -> bool:
     """A password told right after its name and a verb or a colon ("the router password is still hunter22",
     "wifi: Tangerine-Vespa-88"): letters and a digit, 6 to 40 characters, and none of what a value there is
@@ -164,7 +180,9 @@ def _plain_password(value: str) -> bool:
     a placeholder. Capitals and digits (`7XK2M9QP`) count only when they alternate like a random string's,
     not a standard's (`AES256`, `ISO27001`, `PBKDF2`)."""
     value = value.strip("'\"`.,;()*")
-    if not 6 <= len(value) <= 40 or not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+    if not 6 <= len(value) <= 40 or not any(c.isalpha() for c in value):
+        return False
+    if not any(c.isdigit() for c in value) and not _random_case(value):
         return False
     # (capitalised words and digits are a class's name elsewhere, `Cohere2ForCausalLM`; right after "password:" they
     # are a password, `Cobalt77Wolf`, unless a word of code is among them)

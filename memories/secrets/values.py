@@ -24,7 +24,7 @@ _REFERENCE = (
 # an OCI auth token's `8x(Zq;k3…` is not a call. Its arguments look like code (a string, a name, a number, a
 # literal, or nothing yet): a Django key's `zf(_643wnfylx_7v2^ipnu!&z639+s!)…` or `t(Uv@CQkg…` is no call.
 _CALL = re.compile(
-    r"[\[(]*[A-Za-z_][\w.\[\]'\"]*\((?:$|[\"'){\[*]|[A-Za-z_][\w.]*\s*(?:$|[,)=.(\[:])|-?\d[\d.]*\s*(?:$|[,)*/+ -]))"
+    r"[\[(]*[A-Za-z_][\w.\[\]'\"]*\((?:$|[\"'){\[*(]|[A-Za-z_][\w.]*\s*(?:$|[,)=.(\[:])|-?\d[\d.]*\s*(?:$|[,)*/+ -]))"
 )
 
 

@@ -53,7 +53,15 @@ _PASSWORD_IN_OTHER_LANGUAGES = (
     "パスワード",
     "密码",
     "密碼",
+    "口令",
     "비밀번호",
+    # (Korean's other word; `암호화`, encryption, has no value told after it: the value's test refuses its words)
+    "암호",
+    # Portugal's word, and French's access code
+    "palavra-passe",
+    "palavra passe",
+    "code d'accès",
+    "code d’accès",
 )
 _TOKEN_WORDS_IN_LANGUAGES = (
     "token",
@@ -214,6 +222,8 @@ _CLIENT_PASSWORD_OPTIONS = (
     # (`net use Z: \\srv\share /user:DOM\name X`; not a further switch: `/persistent:no`)
     (r"net", r"/user:\S+\s+(?!/)"),
     (r"htpasswd", r"-b\w*\s+\S+\s+\S+\s+"),
+    # (`openssl enc -k X`, `-K <hex key>`; not `-kfile`)
+    (r"openssl", r"-[kK]\s+"),
     (r"ConvertTo-SecureString", r"(?:-String\s+)?"),
 )
 _CLIENT_PASSWORD = (
