@@ -4,7 +4,9 @@ teammate's `yullu install --server URL --token T` with a revoked token installed
 `yullu doctor` then said every check was ok while the server refused every MCP call and hook; a team
 server bound to 0.0.0.0 printed http://0.0.0.0:PORT/admin/ as its admin, a URL its Host check refuses
 (421); a team server told an assistant that sent `cwd` (as the skill says) to "pass project_id
-instead" without saying what a project id is."""
+instead" without saying what a project id is; two facts that differ only in their subject ("The admin
+panel keeps its cache for 367 minutes" / "The session store …") were one fact to the duplicate rule, so
+an import of 3,000 dropped 17 as repeats and a store answered duplicate_of."""
 
 from __future__ import annotations
 
@@ -102,3 +104,24 @@ def test_a_team_server_that_refuses_cwd_says_what_project_id_to_pass(
     said = str(refused.value)
     assert said.startswith("this server accepts no cwd") and "git remote get-url origin" in said
     assert "git@github.com:acme/app.git is github.com/acme/app" in said
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("The admin panel keeps its cache for 367 minutes.", "The session store keeps its cache for 367 minutes."),
+        (
+            "The feature flag service uses the quartz85 queue in Celery.",
+            "The admin panel uses the quartz85 queue in Celery.",
+        ),
+        (
+            "The report builder retries failed jobs 299 times with exponential backoff.",
+            "The billing worker retries failed jobs 299 times with exponential backoff.",
+        ),
+    ],
+)
+def test_a_fact_about_another_subject_is_stored_not_merged(first: str, second: str) -> None:
+    scope = resolve("walk8/subjects", None)
+    assert create.store_memory(scope, first, "domain").created
+    again = create.store_memory(scope, second, "domain")
+    assert again.created, f"merged into {again.memory.content!r}"

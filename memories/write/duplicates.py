@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from difflib import SequenceMatcher
 from typing import NamedTuple
 
 from yullu_core.textnorm import fold
@@ -176,4 +177,22 @@ def same_fact_skeletons(a: str, b: str) -> bool:
     swapped = only_a and only_b and len(only_a) + len(only_b) <= 3 and len(ta & tb) >= 2
     # One word added to an otherwise identical sentence changes the fact ("make dev" → "make serve").
     added = len(only_a) + len(only_b) == 1 and len(ta & tb) >= 3
-    return not (swapped or added)
+    return not (swapped or added or _one_phrase_replaced(a, b))
+
+
+@functools.lru_cache(maxsize=4096)
+def _sequence(text: str) -> tuple[str, ...]:
+    return tuple(token for raw in WORD.findall(text) for token in _word(raw))
+
+
+def _one_phrase_replaced(a: str, b: str) -> bool:
+    """The same sentence with one run of up to three words replaced in place: another subject or object
+    ("The admin panel keeps its cache for 30 minutes" → "The session store keeps …"), so another fact.
+    Two words for two others were merged as one fact (walk 8: 17 of 3,000 imported facts dropped as
+    repeats); a restatement reorders its words, so it differs in more than one place."""
+    wa, wb = _sequence(a), _sequence(b)
+    changed = [op for op in SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(changed) != 1 or changed[0][0] != "replace":
+        return False
+    _, a0, a1, b0, b1 = changed[0]
+    return a1 - a0 <= 3 and b1 - b0 <= 3 and len(wa) - (a1 - a0) >= 2
