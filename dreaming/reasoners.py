@@ -28,11 +28,14 @@ from memories.usage import record_usage
 from yullu_core.env import env_str
 from yullu_core.errors import Unavailable, install_extra, optional_module
 
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
+# Anthropic's default is a model its SDK does not list as retired (claude-3-5-haiku-latest, the default
+# until stop 43, reached end of life on 2026-02-19: with ANTHROPIC_API_KEY set every pass failed).
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}
 # USD microcents per 1M tokens (input, output). Unknown models cost 0.
 PRICES = {
     "gpt-4o-mini": (15 * 10**6, 60 * 10**6),
     "gpt-4o": (250 * 10**6, 1000 * 10**6),
+    "claude-haiku-4-5": (100 * 10**6, 500 * 10**6),
     "claude-3-5-haiku-latest": (80 * 10**6, 400 * 10**6),
     "claude-sonnet-4-5": (300 * 10**6, 1500 * 10**6),
 }

@@ -51,7 +51,10 @@ class StubServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 stub.requests.append({"path": self.path, "body": body, "auth": self.headers.get("authorization")})
                 handler: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]
-                handler = stub._embeddings if self.path.endswith("/embeddings") else stub._chat
+                if self.path.endswith("/embeddings"):
+                    handler = stub._embeddings
+                else:  # Anthropic's Messages API at /v1/messages, else OpenAI's chat completions
+                    handler = stub._messages if self.path.endswith("/v1/messages") else stub._chat
                 status, payload = handler(body)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
@@ -90,6 +93,22 @@ class StubServer:
             "data": data,
             "model": body.get("model"),
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
+    def _messages(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Anthropic's Messages API, answering from the same `chat_replies` queue."""
+        status, chat = self._chat(body)
+        if status != 200:
+            return status, {"type": "error", "error": {"type": "api_error", "message": "stub failure"}}
+        return 200, {
+            "id": "msg_stub",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "stub"),
+            "content": [{"type": "text", "text": chat["choices"][0]["message"]["content"]}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 20},
         }
 
     def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:

@@ -17,7 +17,7 @@ from dreaming.models import DreamOp, DreamPass, SessionMessage
 from dreaming.parse import ParseError, parse_operations
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass, should_dream
-from memories.models import Memory
+from memories.models import Memory, Usage
 from memories.scope import resolve
 from memories.write import create, edit, validation
 from sync.eventlog import read_events
@@ -369,3 +369,36 @@ def test_the_prompt_holds_the_latest_memories_the_five_latest_rejections_and_a_s
     left = SessionMessage.objects.filter(project_id=scope.project_id).order_by("id")
     assert [m.content for m in left] == [f"turn {i:03d} about the build" for i in range(500, 505)]
     assert {second.pk, third.pk} <= set(Memory.objects.values_list("pk", flat=True))
+
+
+def test_the_anthropic_reasoner_dreams_and_its_calls_are_priced(
+    stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SPEC §6: reasoners are MCP sampling, `openai` and `anthropic` (through the official client).
+    reasoning = {"provider": "anthropic", "model": "", "timeout_seconds": 10}  # its default model
+    monkeypatch.setitem(settings.YULLU, "reasoning", reasoning)
+    root = stub_embedder.url.removesuffix("/v1")  # the anthropic client adds /v1/messages
+    monkeypatch.setitem(settings.YULLU, "anthropic", {"api_key": "sk-ant-test-not-real", "base_url": root})
+    seed_session("acme/claude")
+    proposal = {"op": "create", "content": "Migrations run before deploys", "category": "process"}
+    stub_embedder.chat_replies.append(json.dumps({"operations": [proposal]}))
+    reasoner = configured_reasoner()
+    assert reasoner is not None and reasoner.name == "anthropic:claude-haiku-4-5"
+    result = run_dream_pass("acme/claude", reasoner=reasoner, manual=True)
+    assert (result["ops_created"], result["errors"]) == (1, []), result
+    asked = [r for r in stub_embedder.requests if r["path"].endswith("/v1/messages")]
+    assert len(asked) == 1 and asked[0]["body"]["system"] and "turn 0 about the build" in str(asked[0]["body"])
+    usage = Usage.objects.get(kind="reason")
+    assert (usage.provider, usage.input_tokens, usage.output_tokens, usage.ok) == ("anthropic", 100, 20, True)
+    assert usage.cost_microcents == (100 * 100 + 20 * 500)  # $1 / $5 per 1M tokens
+
+
+def test_the_default_reasoner_models_are_none_the_anthropic_sdk_lists_as_retired() -> None:
+    # claude-3-5-haiku-latest, our default until stop 43, reached end of life on 2026-02-19: with
+    # ANTHROPIC_API_KEY set (the README's way to get a reasoner) every dream pass failed.
+    from anthropic.resources.messages.messages import DEPRECATED_MODELS
+
+    from dreaming.reasoners import DEFAULT_MODELS, PRICES
+
+    assert DEFAULT_MODELS["anthropic"] not in DEPRECATED_MODELS
+    assert all(model in PRICES for model in DEFAULT_MODELS.values()), "a default model is priced"

@@ -200,7 +200,7 @@ runtime = "onnx"      # local embedder: "onnx" (ONNX Runtime), "onnx-int8" (fast
 # uses MCP sampling). "cli", "openai" (also Ollama / llama.cpp through
 # [openai].base_url) or "anthropic" choose one; "sampling" = MCP sampling only.
 provider = ""
-model = ""
+model = ""            # blank = the provider's default (anthropic: claude-haiku-4-5, openai: gpt-4o-mini)
 timeout_seconds = 120
 cli = ""              # "claude" or "codex"; blank = whichever is installed
 
