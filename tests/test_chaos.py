@@ -400,3 +400,75 @@ def test_a_reconcile_killed_between_batches_still_publishes_the_embeddings_it_st
     assert set(embedded) == set(memories), f"{len(set(memories) - set(embedded))} memories have no embedding event"
     assert len(embedded) == len(memories) + 1, "one event per vector: the held memory's two contents, the rest once"
     assert not OutboxEvent.objects.exists()
+
+
+WATCH_A_FULL_DISK = """
+import sys, time
+from pathlib import Path
+from yullu_cli.supervised import CrashLoop, Database
+from yullu_core import paths, postgres as pg
+home, filler = paths.yullu_home(), Path(sys.argv[1])
+db = Database(home, pg.plan(home), owned=True, owner_role=True)
+try:
+    for _ in range(6):  # more than the four failed starts that end the site
+        db.retry_at = 0.0  # no backoff to wait out here
+        db.watch(time.monotonic())
+except CrashLoop as exc:
+    sys.exit(str(exc))
+print("waiting" if db.disk_full and pg.postmaster(db.cluster) is None else "?", flush=True)
+filler.unlink()  # space comes back
+db.retry_at = 0.0
+db.watch(time.monotonic())
+print("back" if pg.postmaster(db.cluster) is not None else "still down", flush=True)
+"""
+
+
+def test_a_full_disk_under_the_embedded_postgres_is_said_and_waited_out(tmp_path: Path) -> None:
+    """The embedded PostgreSQL's disk filled (round eight: a large import): every command wrote a
+    secret-key temp file first and failed on it, leaving it behind; new sessions were refused ("could
+    not write init file") and said as "cannot reach the database … start it"; and PostgreSQL, which
+    stops when it cannot write its WAL and cannot start again until space is freed, was given four
+    tries: the supervisor ended the site, which stayed down once space came back."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root (CI runs as root)")
+    disk = Path(tempfile.mkdtemp(prefix="yullu-fulldisk-"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160m,mode=0755", "tmpfs", str(disk)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_"))}
+    env |= {"YULLU_HOME": str(disk / "home"), "YULLU_ROOT_PG_BASE": str(disk / "pg"), "YULLU_EMBED_PROVIDER": "none",
+            "YULLU_CONFIG": str(disk / "config.toml")}  # fmt: skip
+
+    def python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=REPO, capture_output=True, text=True,
+                              timeout=180, check=False)  # fmt: skip
+
+    try:
+        started = python(
+            "from yullu_core import paths, postgres as pg; print(pg.ensure_running(paths.ensure_home()));"
+            "import os; os.environ['DJANGO_SETTINGS_MODULE'] = 'yullu_site.settings';"
+            "import yullu_site.settings"
+        )  # fmt: skip (the settings make the secret key)
+        assert started.returncode == 0, started.stderr
+        pgdata = Path(python("from yullu_core import paths, postgres as pg; print(pg.plan(paths.yullu_home()).pgdata)")
+                      .stdout.strip())  # fmt: skip
+        for cache in pgdata.glob("**/pg_internal.init"):  # PostgreSQL writes it again on the next session
+            cache.unlink()
+        filler = disk / "filler"
+        with open(filler, "wb", buffering=0) as fh, pytest.raises(OSError):
+            while True:
+                fh.write(b"x" * 4096)
+        said = run_cli(["memories", "list", "--project", "acme/full"], env)
+        assert said.returncode == 1 and "Traceback" not in said.stderr, said.stderr
+        assert said.stderr.strip().splitlines()[-1] == (
+            "yullu: The database's disk is full, so it takes no new connections; free some space on the server "
+            "and try again."
+        ), said.stderr
+        assert not list((disk / "home").glob(".*.tmp")), "a failed write left its temp file"
+        python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
+        watched = python(WATCH_A_FULL_DISK, str(filler))
+        assert watched.returncode == 0, f"the site ended: {watched.stderr[-1500:]}"
+        assert watched.stdout.split() == ["waiting", "back"], watched.stdout + watched.stderr
+        assert f"the disk holding {pgdata} is full" in watched.stdout + watched.stderr
+    finally:
+        python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
+        subprocess.run(["umount", str(disk)], check=False)
+        shutil.rmtree(disk, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -129,6 +130,7 @@ class Database:
     failures: int = 0  # failed starts in a row
     retry_at: float = 0.0
     stopping_since: float | None = None  # when the running server was first seen shutting down
+    disk_full: bool = False  # its last start failed for want of space (said once; not a crash loop)
 
     def adopt(self) -> None:
         """Take note of the running postmaster (and mark it ours when this supervisor owns it)."""
@@ -165,8 +167,11 @@ class Database:
         try:
             pg.ensure_running(self.home)
         except Exception as exc:
-            self.failures += 1
             reason = " ".join(str(exc).split())[:600]
+            if NO_SPACE in reason or self._short_of_space():
+                self._wait_for_space(reason)
+                return
+            self.failures += 1
             if self.failures >= MAX_QUICK_FAILURES:
                 raise CrashLoop(
                     f"yullu: the embedded PostgreSQL could not be started again, {self.failures} times in a row "
@@ -174,13 +179,34 @@ class Database:
                 ) from exc
             delay = min(MAX_BACKOFF, 2.0 ** (self.failures - 1))
             self.retry_at = time.monotonic() + delay
-            say(f"yullu: PostgreSQL did not start ({reason}); trying again in {delay:.0f} s.", "WARNING")
+            said = reason if reason.startswith("PostgreSQL did not start") else f"PostgreSQL did not start ({reason})"
+            say(f"yullu: {said}; trying again in {delay:.0f} s.", "WARNING")
             return
         self.owned = self.owned or self.owner_role
         self.adopt()
         say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid if self.server else '?'}) "
              f"{time.monotonic() - self.down_since:.1f} s after it went.")  # fmt: skip
-        self.down_since, self.failures = None, 0
+        self.down_since, self.failures, self.disk_full = None, 0, False
+
+    def _short_of_space(self) -> bool:
+        """Its data folder's file system is (nearly) full: a start may fail on a checkpoint whose own
+        line is all the log's FATAL says ("checkpoint request failed")."""
+        try:
+            return shutil.disk_usage(self.cluster.pgdata).free < MIN_FREE_BYTES
+        except OSError:
+            return False
+
+    def _wait_for_space(self, reason: str) -> None:
+        """A full disk is no crash loop: PostgreSQL stops when it cannot write its WAL (a large import
+        filling the disk) and cannot finish crash recovery until space is freed. Giving up after four
+        tries ended the site, which then stayed down once space was freed; now it waits, not ready,
+        and starts again by itself."""
+        if not self.disk_full:
+            say(f"yullu: the embedded PostgreSQL cannot start: the disk holding {self.cluster.pgdata} is full "
+                f"({reason}). The site answers 'database unavailable' until space is freed there, then starts "
+                f"it again by itself (tried every {DISK_FULL_RETRY:.0f} s).", "WARNING")  # fmt: skip
+        self.disk_full, self.failures = True, 0
+        self.retry_at = time.monotonic() + DISK_FULL_RETRY
 
     def _hurry_a_stop(self, now: float, running: Any) -> None:
         """A smart shutdown (`kill -TERM` of the postmaster, `pg_ctl stop -m smart`) waits for every
@@ -248,6 +274,9 @@ class Child:
 START_GRACE = 20.0
 MAX_QUICK_FAILURES = 4
 MAX_BACKOFF = 30.0
+NO_SPACE = "No space left on device"  # strerror(ENOSPC), as PostgreSQL and pg_ctl report it
+MIN_FREE_BYTES = 64 << 20  # under this, a failed start is taken for a full disk (crash recovery writes WAL segments)
+DISK_FULL_RETRY = 10.0  # seconds between starts of a PostgreSQL whose disk is full
 STOP_GRACE = 2.0  # seconds a shutdown of the embedded server may wait for sessions before it is made fast
 
 

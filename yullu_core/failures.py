@@ -4,7 +4,10 @@
   is the client's error (400), not "the database is unavailable".
 - A full disk (PostgreSQL's SQLSTATE 53100, or ENOSPC writing a file) is 507 with a sentence
   saying so; for `DISK_FULL_MEMORY_S` afterwards /api/status reports it and is not ready, as it
-  is whenever the home folder's file system has less than `MIN_FREE_BYTES` left.
+  is whenever the home folder's file system has less than `MIN_FREE_BYTES` left. A PostgreSQL
+  whose own disk is full refuses new sessions ("could not write init file: No space left on
+  device", no SQLSTATE): 507 too, with a sentence saying so rather than "unavailable, try again
+  shortly" or the CLI's "start it" (round eight's drills).
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from .errors import UserError
 MIN_FREE_BYTES = 64 * 1024 * 1024
 DISK_FULL_MEMORY_S = 60.0
 DISK_FULL = "The disk is full, so nothing was stored; free some space on the server and try again."
+DATABASE_DISK_FULL = (
+    "The database's disk is full, so it takes no new connections; free some space on the server and try again."
+)
+NO_SPACE = "No space left on device"  # strerror(ENOSPC), in PostgreSQL's messages
 _disk_full_at: float | None = None
 
 
@@ -39,10 +46,13 @@ def _sqlstate(exc: BaseException) -> str | None:
 def translate(exc: BaseException) -> UserError | None:
     """The sentence for a failure caused by the input or by the machine, or None (a bug, or a
     database that cannot be reached: the caller's own handling)."""
+    global _disk_full_at
     if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or _sqlstate(exc) == "53100":
-        global _disk_full_at
         _disk_full_at = time.monotonic()
         return DiskFull(DISK_FULL)
+    if _sqlstate(exc) is None and NO_SPACE in str(exc) and _is_database_error(exc):
+        _disk_full_at = time.monotonic()
+        return DiskFull(DATABASE_DISK_FULL)
     if isinstance(exc, DataError):
         text = str(exc).strip()
         if "NUL" in text or "0x00" in text:
@@ -50,6 +60,13 @@ def translate(exc: BaseException) -> UserError | None:
         first = text.splitlines()[0] if text else type(exc).__name__
         return UserError(f"a value cannot be stored ({first}).")
     return None
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    import psycopg
+    from django.db import DatabaseError
+
+    return isinstance(exc, DatabaseError | psycopg.Error)
 
 
 def disk_status(path: Any) -> dict[str, Any]:

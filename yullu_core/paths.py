@@ -41,22 +41,34 @@ def _temp_file(path: Path, text: str, mode: int) -> Path:
     # A name unique to this process and call: several processes may start at once on a new home.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk: each failed start left one (round eight)
+        raise
     return tmp
 
 
 def write_private(path: Path, text: str) -> None:
     """Write a secret file atomically with mode 0600 (never world-readable, even briefly)."""
-    os.replace(_temp_file(path, text, 0o600), path)
+    tmp = _temp_file(path, text, 0o600)
+    try:
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     os.chmod(path, 0o600)
 
 
 def create_once(path: Path, text: str, mode: int = 0o600) -> str:
     """Create `path` with `text` unless it exists; return what the file holds. Safe when several
-    processes race: exactly one version wins and nobody ever reads a half-written file."""
+    processes race: exactly one version wins and nobody ever reads a half-written file. A file that
+    exists is only read: every process start wrote a temp file first, so on a full disk every
+    command and every restarted child of `yullu serve` failed, even those that store nothing."""
+    if path.exists():
+        return path.read_text()
     tmp = _temp_file(path, text, mode)
     try:
         os.link(tmp, path)

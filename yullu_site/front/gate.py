@@ -21,6 +21,7 @@ from access.actor import ACTOR_KEY
 from access.auth import bearer_from_header
 from access.token_check import TokenChecker
 from yullu_core.api_errors import TOKEN_HELP
+from yullu_core.failures import translate
 
 ASGIScope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -35,6 +36,8 @@ SESSION_COOKIE = b"sessionid="  # Django's default SESSION_COOKIE_NAME
 TOKEN_PATHS = ("/api/", "/mcp")
 PUBLIC_PATHS = ("/api/status",)
 BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+
+UNAVAILABLE = "The database is unavailable right now; try again shortly."
 
 
 @dataclass(frozen=True)
@@ -124,8 +127,10 @@ class Gate:
 
             try:
                 refusal = await check_token(self.tokens, scope)
-            except psycopg.Error:
-                await send_json(send, 503, "The database is unavailable right now; try again shortly.")
+            except psycopg.Error as exc:
+                said = translate(exc)  # its disk full, else unavailable
+                status, sentence = (said.status, str(said)) if said else (503, UNAVAILABLE)
+                await send_json(send, status, sentence)
                 return
             if refusal is not None:
                 await send_json(send, refusal.status, refusal.error, refusal.headers)

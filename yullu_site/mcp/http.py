@@ -18,6 +18,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from access.origins import HOST_REFUSED, allowed_origins, host_allowed, origin_allowed
 from access.token_check import TokenChecker
 from yullu_core.env import env_bool
+from yullu_core.failures import translate
 from yullu_site.front.gate import check_token, headers_of, send_json
 from yullu_site.mcp.transport import streamable_http_app
 
@@ -76,7 +77,9 @@ class TokenAuth:
             refusal = await check_token(self.tokens, scope)
         except psycopg.Error as exc:
             log.warning("token check failed, database unavailable: %s", exc)
-            await send_json(send, 503, UNAVAILABLE, payload=jsonrpc_error(UNAVAILABLE))
+            said = translate(exc)  # its disk full, else unavailable
+            status, sentence = (said.status, str(said)) if said else (503, UNAVAILABLE)
+            await send_json(send, status, sentence, payload=jsonrpc_error(sentence))
             return
         if refusal is None:
             await self.app(scope, receive, send)
