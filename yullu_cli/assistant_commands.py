@@ -84,8 +84,9 @@ def cmd_install(args: argparse.Namespace) -> None:
     from .install import install
 
     if args.server:  # a team server: the hooks and MCP entries this install writes point there
-        os.environ["YULLU_SERVER"] = _server_url(args.server)
-        _check_team_token(os.environ["YULLU_SERVER"], args.token)
+        server = _server_url(args.server)
+        os.environ["YULLU_SERVER"] = server
+        _check_team_token(server, args.token)
     if args.token:  # kept where the hooks read it (mode 0600)
         from yullu_core.paths import write_private
 
