@@ -516,3 +516,30 @@ def test_a_stale_memory_ranks_below_a_current_one_but_is_still_returned(
     checks.forget_cache()
     found = queries.search(scope.project_id, "vec:1,0,0 what does later do?", min_similarity=0.5, log=False)
     assert [(h["id"], h["stale"]) for h in found.results] == [(fresh.memory.pk, False), (stale.memory.pk, True)]
+
+
+def test_a_search_pays_no_git_cost_twice_at_one_head(
+    checkout: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch, django_assert_max_num_queries: Any
+) -> None:
+    # SPEC §12: checked against HEAD on retrieval, cached per HEAD, so a search pays no git cost twice.
+    from memories.search import queries
+
+    scope = resolve(None, str(checkout))
+    memory = create.store_memory(scope, "vec:1,0,0 later adds seconds to now", anchors=["app/clock.py::Clock.later"])
+    real, checked = checks._safe_check, []
+
+    def counted(repo: Any, head: str, a: MemoryAnchor) -> bool:
+        checked.append(a.pk)
+        return real(repo, head, a)
+
+    monkeypatch.setattr(checks, "_safe_check", counted)
+
+    def search() -> Any:
+        return queries.search(scope.project_id, "vec:1,0,0 what does later do?", min_similarity=0.5).results[0]
+
+    rewrite(checkout, "def helper():", "def helper_renamed():")  # HEAD moves; the cited method is untouched
+    assert (search()["id"], search()["stale"], len(checked)) == (memory.memory.pk, False, 1)
+    with django_assert_max_num_queries(0, info="anchor rows"):
+        checks.for_memories(scope.project_id, {memory.memory.pk: checks.stamp(memory.memory.updated_at)})
+    rewrite(checkout, "return self.now() + seconds", "return seconds")  # a new HEAD is checked once more
+    assert (search()["stale"], search()["stale"], len(checked)) == (True, True, 2)
