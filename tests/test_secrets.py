@@ -1574,3 +1574,46 @@ def test_each_cause_of_the_sixth_sets_second_round_is_refused(name: str) -> None
 )
 def test_words_near_the_second_rounds_causes_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# A third round (tuning, after reading the scanner: 30 secrets, 6 keepers; 8 stored, 0 refused).
+ROUND_THREE_CAUSES = {
+    # German capitalises nouns: a passphrase of nouns is capitalised
+    "german nouns": "Passwort: Tanne Regen Lampe Vogel",
+    "german nouns lautet": "das WLAN-Kennwort lautet Tanne Regen Lampe Vogel",
+    "account plus": "the admin creds are in the ticket: admin + oPUtg3SUunWZ",
+    "use with": "For the demo tenant use demo@acme.io with i75qB4sA9Q0N",
+    "login with": "login with ops/ksyRRM3NQTCm",
+    "account arrow": "Grafana admin → V2VADJHONXO1",
+    "pw letters": "pw WMXsmVbgZt for the staging box",
+    "access code": "the shared drive's access code is aK8b1mi5",
+}
+
+
+@pytest.mark.parametrize("name", ROUND_THREE_CAUSES)
+def test_each_cause_of_the_sixth_sets_third_round_is_refused(name: str) -> None:
+    assert find_secret(ROUND_THREE_CAUSES[name]) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Passwort: Siehe Tresor Eintrag",
+        "Kennwort: Bitte beim Admin erfragen",
+        "Passwort-Richtlinie: Mindestens Zwölf Zeichen",
+        "Passwort: Wird Beim Ersten Start Abgefragt",
+        "use node18 with corepack2024",
+        "use python3 with the venv",
+        "login with SSO",
+        "admin → Settings → Users",
+        "admin → AccessControl2",
+        "root -> /var/lib/app",
+        "admin + 2FA required",
+        "C = root((D1 + sqrt(D1**2 - 4*D0**3))/2, 3)",
+        "the access code is printed on the badge",
+        "the access code is ISO27001",
+        "pw Required for the staging box",
+    ],
+)
+def test_words_near_the_third_rounds_causes_are_kept(text: str) -> None:
+    assert find_secret(text) is None

@@ -9,7 +9,16 @@ import re
 from .model import Rule
 from .names import _NAMED_BY_FIELD, _SECRET_NAME, _TOLD_PLAINLY
 from .shapes import _public_der
-from .told import _PASS_AFTER, _PWD_AFTER, _VERSION, _basic_pair, _plain_password, _told_password, _told_secret
+from .told import (
+    _PASS_AFTER,
+    _PWD_AFTER,
+    _VERSION,
+    _basic_pair,
+    _plain_password,
+    _random_case,
+    _told_password,
+    _told_secret,
+)
 from .values import _assigned_secret, _not_placeholder, _url_password
 from .words import (
     _ABOUT,
@@ -133,7 +142,8 @@ RULES: tuple[Rule, ...] = (
             rf"[\"'`]?({_TOLD_VALUE})"
         ),
         ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "pass", "pwd"),
-        check=_told_secret,
+        # (letters only when they are random: "pw WMXsmVbgZt for the staging box")
+        check=lambda value: _told_secret(value) or _random_case(value.strip("'\"`.,;)")),
     ),
     # The same in other languages: "le mot de passe est X", "Das Passwort ist X", "пароль: X", "密码是X".
     Rule(
@@ -175,7 +185,7 @@ RULES: tuple[Rule, ...] = (
             # (the credentials' word in German, French, Spanish, Portuguese, Italian, Dutch)
             r"|account|root|zugangsdaten|anmeldedaten|identifiants|credenciales|credenciais|credenziali"
             r"|inloggegevens)\b"
-            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as)|:))?\s*[^\w\s]{0,2}\s*"
+            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as|with)|:))?\s*[^\w\s]{0,2}\s*"
             r"[\w.@+-]{1,64}"
             # (`admin : X` spaced on both sides; not `SSID: AcmeGuest-5G`, a name and its value)
             rf"(?:\s*/\s*|:|[ \t]+:[ \t]+)({_TOLD_VALUE})"
@@ -188,6 +198,18 @@ RULES: tuple[Rule, ...] = (
         ),
         # (`admin/X` unspaced is a path's too: `/admin/memories/memory/?q=…`, so no `/ ? =` in X)
         check=lambda value: not re.search(r"[/?=]", value) and _told_secret(value),
+    ),
+    # "Grafana admin → X", "root -> X", "admin + X": an account's word, an arrow or a spaced `+`, the value (as
+    # `password-nearby` or `password-told-plainly` want it; `root((D1 + sqrt(…` is code).
+    Rule(
+        "login-arrow",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[larc])(?:logins?|admin|root|creds|credentials?)(?:[ \t]*(?:→|->|=>)|[ \t]+\+)[ \t]*"
+            rf"[\"'`]?({_TOLD_VALUE})"
+        ),
+        ("→", "->", "=>", " + "),
+        check=lambda value: not re.search(r"[/?=]", value) and (_told_password(value) or _plain_password(value)),
     ),
     # "use admin/Tundra55#falcon to log in": the pair before what it is for.
     Rule(
@@ -204,11 +226,23 @@ RULES: tuple[Rule, ...] = (
         "password-told-plainly",
         "a password",
         re.compile(
-            r"(?i)(?=[pwcl])\b(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|passcode|pw|pwd"
+            r"(?i)(?=[pwcla])\b(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|passcode|pw|pwd"
             r"|(?:wi-?fi|wlan)[ -](?:pass|pw|key|code)"
-            r"|(?:code|cl[ée])[ -]wi-?fi)" + _TOLD_PLAINLY
+            r"|(?:code|cl[ée])[ -]wi-?fi|access[ -]code)" + _TOLD_PLAINLY
         ),
-        ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "wifi", "wi-fi", "wlan"),
+        (
+            "passw",
+            "pasw",
+            "passo",
+            "passphrase",
+            "passcode",
+            "pw",
+            "wifi",
+            "wi-fi",
+            "wlan",
+            "access code",
+            "access-code",
+        ),
         check=_plain_password,
     ),
     # (apart: its words are rare, so the keywords skip most texts; together they cost 0.3 ms an 8,000-character

@@ -15,7 +15,7 @@ from .names import (
     _hex_key_before,
     _pin_before,
 )
-from .phrases import _dictated, _passphrase, _phrase_of_words
+from .phrases import _NOT_PASSPHRASE_WORDS, _dictated, _passphrase, _phrase_of_words
 from .shapes import _named_public, _random_looking
 from .told import _LOGIN_BEFORE, _name_like, _query_secret, _random_mixed, _told_token, _words_joined
 from .values import _assigned_secret, _password_shaped
@@ -162,6 +162,19 @@ RULES: tuple[Rule, ...] = (
         ),
         (*_NEARBY_KEYWORDS, "pass phrase"),
         check=_dictated,
+    ),
+    # German capitalises its nouns, so a passphrase of nouns after `Passwort` / `Kennwort` is capitalised ("Passwort:
+    # Tanne Regen Lampe Vogel"), where `passphrase-of-words` takes capitalised words for a heading's; none of them
+    # a word of a sentence about the password ("Passwort: Siehe Tresor Eintrag").
+    Rule(
+        "german-noun-passphrase",
+        "a password",
+        re.compile(
+            r"(?i)(?<!--)(?<!_)(?:passwort|kennwort)\b(?![-_])[^.\n=:,;]{0,40}?(?:" + _LINKING + r"|\slautet)\s*:?\s*"
+            r"(?-i:((?:[A-ZÄÖÜ][a-zäöüß]{2,}[ \t]+){2,7}[A-ZÄÖÜ][a-zäöüß]{2,}))(?=[ \t]*(?:$|[.;,)(]))"
+        ),
+        ("passwort", "kennwort"),
+        check=lambda words: len(words) >= 15 and not _NOT_PASSPHRASE_WORDS.intersection(words.lower().split()),
     ),
     # A phrase's name, then a colon, then its words, small words among them ("the unlock phrase for the HSM
     # backup is: seven orange kites over the harbour", "master passphrase = tall ships in the quiet bay"),

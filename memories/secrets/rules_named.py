@@ -16,6 +16,7 @@ from .told import (
     _ORACLE_CLIENT,
     _argument_password,
     _plain_password,
+    _random_mixed,
     _token_nearby,
     _told_password,
     _told_secret,
@@ -91,6 +92,19 @@ RULES: tuple[Rule, ...] = (
         # (the password's short name wakes it: "user" alone is in most texts)
         ("p:", "p=", "p :", "pw:", "pw=", "pw :", "pass:", "pass=", "pass :", "pwd:", "pwd=", "pwd :"),
         check=_plain_password,
+    ),
+    # "For the demo tenant use demo@acme.io with X", "log in as ops with X": a login, `with`, then a random password.
+    Rule(
+        "login-with",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[ulsc])(?:use|log[ -]?in\s+as|sign[ -]?in\s+as|connect\s+as)\s+"
+            r"[\"'`]?[\w.@+-]{1,64}[\"'`]?\s+with\s+"
+            rf"(?:(?:the\s+)?(?:password|pw|pass)\s+)?[\"'`]?({_TOLD_VALUE})"
+        ),
+        ("use", "log in", "login", "log-in", "sign in", "signin", "sign-in", "connect as"),
+        # (a random one: "use node18 with corepack2024" names tools)
+        check=lambda value: _random_mixed(value.strip("'\"`.,;)")),
     ),
     # "creds (deploy, X)", "login: (ops, X)": a pair in parentheses.
     Rule(
