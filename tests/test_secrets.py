@@ -1617,3 +1617,30 @@ def test_each_cause_of_the_sixth_sets_third_round_is_refused(name: str) -> None:
 )
 def test_words_near_the_third_rounds_causes_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Import the release key with `gpg --recv-keys 4F2A91C37D5E0B861A2FC4E93B7D6A108E52F7C1` and check it.",
+        "gpg --keyserver keys.openpgp.org --recv-key 4F2A91C37D5E0B861A2FC4E93B7D6A108E52F7C1",
+    ],
+)
+def test_a_key_fingerprint_after_gpgs_option_naming_keys_is_kept(text: str) -> None:
+    # hex-key-nearby read the fingerprint after `--recv-keys` as a key's hex (review8's probing, tuning).
+    assert find_secret(text) is None
+
+
+def test_a_hex_key_near_a_mention_of_gpg_is_still_refused() -> None:
+    key = chars(HEX, 44)(random.Random(90))
+    assert find_secret(f"encrypted with gpg; AES key {key}") is not None
+
+
+def test_a_password_of_random_letters_with_no_digit_in_yaml_is_refused_and_a_camel_case_name_kept() -> None:
+    # Ten random letters of both cases after `password:` were refused only when the joined view glued the next
+    # key of a Helm values file onto them (`KwAWwdIGpF` + `postgresPassword:`); review8's fix of that join lost it.
+    yaml = "postgresql:\n  auth:\n    username: app\n    password: {v}\n    postgresPassword: {v}"
+    assert find_secret(yaml.format(v="KwAWwdIGpF")) is not None
+    assert find_secret("password: KwAWwdIGpF") is not None
+    for name in ("GitHubApp", "PostgreSQL", "iPhoneXR", "OAuthApp", "YouTubeTV", "SendGrid"):
+        assert find_secret(f"auth_provider: {name}") is None, name

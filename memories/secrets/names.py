@@ -63,7 +63,14 @@ _DIGEST_OF_KEY = re.compile(
 )
 
 
+# `gpg --recv-keys 4F2A91C3…`, `gpg --keyserver keys.openpgp.org --recv-key …`: gpg's option naming keys before
+# the hex of a key's fingerprint, which is public (a private key is an armored block, read by the private-key rules).
+_OPENPGP_NEAR = re.compile(r"(?i)\b(?:gpg2?|gnupg)\b[^\n;|&]{0,80}?\s--?[\w-]*keys?[ \t=]+[`'\"]?$")
+
+
 def _hex_key_before(text: str) -> bool:
+    if _OPENPGP_NEAR.search(text):
+        return False
     return any(not _NOT_A_KEY_BETWEEN.search(m.group(1)) for m in _KEY_WORD.finditer(text))
 
 
@@ -73,6 +80,8 @@ _KEY_WORD_FAR = _key_word(_KEY_WORDS + "|tokens?", 90)
 
 
 def _grouped_key_before(text: str) -> bool:
+    if _OPENPGP_NEAR.search(text):
+        return False
     return any(not _NOT_A_KEY_BETWEEN.search(m.group(1)) for m in _KEY_WORD_FAR.finditer(text))
 
 
