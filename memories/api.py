@@ -37,7 +37,7 @@ from .rest import (
     project_param,
     rest_scope,
 )
-from .scope import user_scope
+from .scope import project_of, user_scope
 from .search import queries, stats
 from .search.context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, build_context
 from .search.merged import search_merged
@@ -101,13 +101,13 @@ class MemoryPatch(ScopeIn):
     anchors = ANCHORS
 
 
-class LinkIn(serializers.Serializer):
+class LinkIn(ScopeIn):  # project_id/cwd (optional, as for MCP's link_memories): the memory must be that project's
     to = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
     kind = serializers.ChoiceField(choices=["supersedes", "contradicts", "related"])
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
 
 
-class ResolveIn(serializers.Serializer):
+class ResolveIn(ScopeIn):  # project_id/cwd (optional, as for MCP's resolve_conflict)
     resolution = serializers.ChoiceField(choices=["keep_from", "keep_to", "keep_both", "merge"])
     content = serializers.CharField(required=False, allow_blank=True, allow_null=True, trim_whitespace=False)
 
@@ -225,6 +225,12 @@ class MemoryList(APIView):
         return Response(stored.as_dict(), status=201 if stored.created else 200)
 
 
+def named(data: dict[str, Any]) -> str | None:
+    """The project a body names by `project_id` or `cwd` (resolved as a read: nothing recorded), or None."""
+    project_id, cwd = data.get("project_id") or None, data.get("cwd") or None
+    return project_of(project_id, cwd) if project_id or cwd else None
+
+
 def addressed(request: Request, pk: int) -> Memory:
     """The memory `pk`; with `?project_id=` or `?cwd=` it must be that project's (or the caller's
     personal one), as for MCP's get_memory and delete_memory."""
@@ -253,8 +259,9 @@ class MemoryDetail(APIView):
 
 
 class HistoryView(APIView):
-    @documented(errors=(404,), summary="Every recorded change to a memory (source, before, after, time)")
+    @documented(params=WHERE, errors=(404,), summary="Every recorded change to a memory (source, before, after, time)")
     def get(self, request: Request, pk: int) -> Response:
+        addressed(request, pk)
         return Response({"id": pk, "history": lifecycle.history(pk), "links": lifecycle.links_of(pk)})
 
 
@@ -262,6 +269,8 @@ class LinkView(APIView):
     @documented(request=LinkIn, status=201, errors=(400, 404), summary="Link this memory to another of its project")
     def post(self, request: Request, pk: int) -> Response:
         data = valid(LinkIn, request.data)
+        if (project_id := named(data)) is not None:
+            edit.get_memory_in(pk, project_id)
         link = lifecycle.link_memories(pk, data["to"], data["kind"], note=data["note"], source="rest")
         return Response(lifecycle.link_dict(link), status=201)
 
@@ -276,6 +285,8 @@ class ResolveConflictView(APIView):
     @documented(request=ResolveIn, errors=(400, 404), summary="Resolve a conflict: keep one, keep both, or merge")
     def post(self, request: Request, pk: int) -> Response:
         data = valid(ResolveIn, request.data)
+        if (project_id := named(data)) is not None:
+            lifecycle.conflict_in(pk, project_id)
         link = lifecycle.resolve_conflict(pk, data["resolution"], merged_content=data.get("content"), source="rest")
         return Response(link)
 

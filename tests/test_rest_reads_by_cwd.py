@@ -1,6 +1,6 @@
-"""REST reads name their project as MCP tools do, by `project_id` or `cwd` (docs/contract.md §2): the lists
-are narrowed to the checkout's project, a memory addressed with a checkout must be its project's, and a
-read records no location. Real HTTP (uvicorn) with the product's token."""
+"""REST names its project as MCP tools do, by `project_id` or `cwd` (docs/contract.md §2): the lists are
+narrowed to the checkout's project, a memory or conflict addressed with a checkout must be its project's,
+and a read records no location. Real HTTP (uvicorn) with the product's token."""
 
 from __future__ import annotations
 
@@ -82,3 +82,25 @@ def test_a_memory_read_or_deleted_with_a_cwd_must_be_its_projects(
 def test_a_cwd_that_does_not_exist_is_one_sentence_on_a_list(http: httpx.Client, tmp_path: Path) -> None:
     r = http.get("/api/memories", params={"cwd": str(tmp_path / "gone")})
     assert r.status_code == 400 and "does not exist" in r.json()["error"]
+
+
+def test_a_link_a_resolution_or_a_history_addressed_with_a_cwd_must_be_its_projects(
+    http: httpx.Client, stub_embedder: StubServer, tmp_path: Path
+) -> None:
+    # As MCP's link_memories, resolve_conflict and get_memory take project_id/cwd.
+    checkout = git_repo(tmp_path / "bycwd", "git@github.com:acme/bycwd.git")
+    a = _store(http, THEIRS, "vec:1,0,0 Releases are cut on Thursdays.")
+    b = _store(http, THEIRS, "vec:0,1,0 Releases are cut on Fridays.")
+    where = {"cwd": str(checkout)}
+    r = http.post(f"/api/memories/{a}/links", json={"to": b, "kind": "contradicts", **where})
+    assert r.status_code == 404 and r.json()["error"] == f"memory {a} not found in project {OURS}"
+    conflict = http.post(f"/api/memories/{a}/links", json={"to": b, "kind": "contradicts", "project_id": THEIRS})
+    assert conflict.status_code == 201, conflict.text
+    pk = conflict.json()["id"]
+    r = http.post(f"/api/conflicts/{pk}/resolve", json={"resolution": "keep_from", **where})
+    assert r.status_code == 404 and r.json()["error"] == f"conflict {pk} not found in project {OURS}"
+    assert http.get("/api/conflicts", params={"project_id": THEIRS}).json()["conflicts"], "still open"
+    assert http.get(f"/api/memories/{a}/history", params=where).status_code == 404
+    assert http.get(f"/api/memories/{a}/history", params={"project_id": THEIRS}).json()["id"] == a
+    r = http.post(f"/api/conflicts/{pk}/resolve", json={"resolution": "keep_both", "project_id": THEIRS})
+    assert r.status_code == 200, r.text
