@@ -6,11 +6,14 @@ server bound to 0.0.0.0 printed http://0.0.0.0:PORT/admin/ as its admin, a URL i
 (421); a team server told an assistant that sent `cwd` (as the skill says) to "pass project_id
 instead" without saying what a project id is; two facts that differ only in their subject ("The admin
 panel keeps its cache for 367 minutes" / "The session store …") were one fact to the duplicate rule, so
-an import of 3,000 dropped 17 as repeats and a store answered duplicate_of."""
+an import of 3,000 dropped 17 as repeats and a store answered duplicate_of; with the home made read-only
+under a running site every command failed naming a temp file or pg.lock, and SIGTERM left the embedded
+PostgreSQL running with no owner (the clean-up stopped at the first pid file it could not remove)."""
 
 from __future__ import annotations
 
 import logging
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,9 @@ from memories.scope import resolve
 from memories.write import create
 from sync import outbox
 from sync.models import OutboxEvent
-from tests.processes import git_repo, product_env, run_cli
+from tests.conftest import free_port
+from tests.processes import git_repo, product_env, run_cli, spawn, stop, wait_until
+from tests.test_first_hour import fresh_home, postgres_running_under  # noqa: F401 (a fixture)
 from yullu_cli.banner import site_base
 from yullu_core.errors import UserError
 
@@ -125,3 +130,28 @@ def test_a_fact_about_another_subject_is_stored_not_merged(first: str, second: s
     assert create.store_memory(scope, first, "domain").created
     again = create.store_memory(scope, second, "domain")
     assert again.created, f"merged into {again.memory.content!r}"
+
+
+@pytest.mark.slow
+def test_a_home_made_read_only_under_a_running_site_still_serves_commands_and_stops_cleanly(
+    fresh_home: dict[str, str],  # noqa: F811
+) -> None:
+    home = Path(fresh_home["YULLU_HOME"])
+    out = home.parent / "serve.out"
+    with out.open("w") as fh:
+        serve = spawn(["-m", "yullu_cli.main", "serve", "--port", str(free_port())], fresh_home, stdout=fh, stderr=fh)
+    try:
+        wait_until(lambda: "Press Ctrl-C" in out.read_text(), "the banner", 180, serve, out.read_text)
+        if subprocess.run(["mount", "--bind", str(home), str(home)], capture_output=True).returncode:
+            pytest.skip("needs mount (root)")
+        try:
+            subprocess.run(["mount", "-o", "remount,bind,ro", str(home)], check=True)
+            added = run_cli(["memories", "add", "The harbor closes at dusk.", "--project", "walk8/ro"], fresh_home)
+            assert added.returncode == 0, added.stderr
+            stop(serve)
+            assert "could not remove" in out.read_text()
+            assert not postgres_running_under(str(home.parent)), "the clean-up went on to stop PostgreSQL"
+        finally:
+            subprocess.run(["umount", str(home)], check=False)
+    finally:
+        stop(serve)

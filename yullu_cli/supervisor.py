@@ -148,14 +148,23 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         say("yullu: stopping…")
         stop_all(children)
         if beat_lock is not None:
-            (run_dir / "beat.pid").unlink(missing_ok=True)
+            _forget(run_dir / "beat.pid")
             beat_lock.close()
         if embedded and (database.owned if database is not None else owns_pg):
             pg.stop(home)
-        pidfile.unlink(missing_ok=True)
+        _forget(pidfile)
         shutil.rmtree(metrics_dir, ignore_errors=True)
     if not healthy:
         raise SystemExit(1)  # so `make run`, systemd and scripts see that it did not stop by request
+
+
+def _forget(path: Path) -> None:
+    """Remove a pid file on the way out. A home that turned read-only (a disk remounted after errors)
+    must not end the clean-up there: it left the embedded PostgreSQL running with no owner (walk 8)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        say(f"yullu: could not remove {path} ({exc.strerror}); the next start replaces it.")
 
 
 class StopStarting(BaseException):  # noqa: N818 - a request, like KeyboardInterrupt, not an error

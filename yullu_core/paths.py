@@ -66,7 +66,8 @@ def create_once(path: Path, text: str, mode: int = 0o600) -> str:
     """Create `path` with `text` unless it exists; return what the file holds. Safe when several
     processes race: exactly one version wins and nobody ever reads a half-written file. A file that
     exists is only read: every process start wrote a temp file first, so on a full disk every
-    command and every restarted child of `yullu serve` failed, even those that store nothing."""
+    command and every restarted child of `yullu serve` failed, even those that store nothing (and on a
+    read-only home, walk 8)."""
     if path.exists():
         return path.read_text()
     tmp = _temp_file(path, text, mode)

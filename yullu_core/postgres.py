@@ -111,12 +111,14 @@ def plan(home: Path) -> Cluster:
 @contextmanager
 def _lock(home: Path) -> Iterator[None]:
     home.mkdir(parents=True, exist_ok=True)
-    with open(home / "pg.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    # Read-only: flock needs no write access, and a read-only home (a full or remounted disk) still
+    # reaches a database that lives elsewhere (it failed naming pg.lock, walk 8).
+    fd = os.open(home / "pg.lock", os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def _run(cluster: Cluster, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -422,4 +424,5 @@ def stop(home: Path) -> None:
     with _lock(home):
         if (cluster.pgdata / "PG_VERSION").exists():
             _run(cluster, ["pg_ctl", "stop", "-D", str(cluster.pgdata), "-m", "fast", "-w"], timeout=60)
-        (home / "run" / OWNER_FILE).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a read-only home: the server is stopped, the mark names a dead pid
+            (home / "run" / OWNER_FILE).unlink(missing_ok=True)
