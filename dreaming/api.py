@@ -8,17 +8,28 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.rest import WHERE, ScopeIn, project_param, rest_scope
-from yullu_core.rest import documented, many, shape, valid
+from yullu_core.rest import as_given, documented, many, shape, valid
 from yullu_core.wire import DATETIME
 
 from .models import DreamPass
 from .reasoners import configured_reasoner
-from .services import COUNTERS, DreamCounters, DreamResult, RecordResult, recent_passes, record_messages, run_dream_pass
+from .services import (
+    COUNTERS,
+    MESSAGES_SCHEMA,
+    SESSION_ID_SCHEMA,
+    DreamCounters,
+    DreamResult,
+    RecordResult,
+    recent_passes,
+    record_messages,
+    run_dream_pass,
+)
 
 
 class MessagesIn(ScopeIn):
-    session_id = serializers.CharField(max_length=200)
-    messages = serializers.ListField(child=serializers.JSONField())
+    # Judged by the service (dreaming.services.record_messages), as the MCP tool's are: the same sentence.
+    session_id = as_given(SESSION_ID_SCHEMA, required=True)
+    messages = as_given(MESSAGES_SCHEMA, required=True)
 
 
 class DreamIn(ScopeIn):

@@ -7,21 +7,28 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from memories.scope import resolve
+from yullu_core.arguments import AS_GIVEN
 from yullu_core.mcp import Cwd, ProjectId, run
 
 from .mcp_sampling import dream_with_client
+from .services import MESSAGES_SCHEMA, SESSION_ID_SCHEMA
 from .services import record_messages as record
 
 
 def register(server: MCPServer) -> None:
     @server.tool(description="Record conversation turns so durable facts can be extracted later (dreaming).")
     async def record_messages(
-        session_id: Annotated[str, Field(description="Your conversation/session id.", max_length=200)],
+        # Judged by the service, as on REST (the same sentence), and described by its schemas.
+        session_id: Annotated[
+            str, AS_GIVEN, WithJsonSchema(SESSION_ID_SCHEMA), Field(description="Your conversation/session id.")
+        ],
         messages: Annotated[
             list[Any],
+            AS_GIVEN,
+            WithJsonSchema(MESSAGES_SCHEMA),
             Field(description="New turns: a list of {role: 'user'|'assistant', content: string}."),
         ],
         project_id: ProjectId = None,

@@ -71,6 +71,19 @@ class DreamResult(DreamCounters, total=False):
     pass_id: int
 
 
+# How record_messages' arguments are described to MCP clients and OpenAPI; the checks below judge them.
+SESSION_ID_SCHEMA: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 200}
+MESSAGES_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "minItems": 1,
+    "items": {
+        "type": "object",
+        "properties": {"role": {"type": "string", "enum": ["user", "assistant"]}, "content": {"type": "string"}},
+        "required": ["role", "content"],
+    },
+}
+
+
 def validate_messages(messages: Any) -> list[tuple[str, str]]:
     if not isinstance(messages, list) or not messages:
         raise UserError("messages must be a non-empty list of {role, content} objects.")

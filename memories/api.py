@@ -15,7 +15,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access import policy as access
-from yullu_core.rest import documented, many, query, valid
+from yullu_core.arguments import WholeNumber
+from yullu_core.rest import argument, as_given, documented, many, query, valid
 
 from . import lifecycle
 from .models import Memory, RejectedMemory
@@ -39,8 +40,9 @@ from .rest import (
 )
 from .scope import project_of, user_scope
 from .search import queries, stats
-from .search.context import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, build_context
-from .search.merged import search_merged
+from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET, build_context
+from .search.merged import CATEGORIES, MIN_SIMILARITY, QUERY, Recall
+from .search.merged import LIMIT as RECALL_LIMIT
 from .wire import SearchResults, deleted_to_wire, memory_to_wire, recall_to_wire, rejected_to_wire
 from .write import create, edit, validation
 
@@ -113,28 +115,26 @@ class ResolveIn(ScopeIn):  # project_id/cwd (optional, as for MCP's resolve_conf
 
 
 class VerdictIn(serializers.Serializer):
-    recall_id = serializers.CharField(max_length=100)
-    memory_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
-    useful = serializers.BooleanField()
+    # Judged by the service (lifecycle.rate_recall), as the MCP tool's are: the same sentence.
+    recall_id = as_given({"type": "string", "format": "uuid"}, required=True)
+    memory_id = as_given({"type": "integer", "minimum": 1}, required=True)
+    useful = as_given({"type": "boolean"}, required=True)
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
 
 
 class RecallIn(ScopeIn):
-    query = serializers.CharField(max_length=10000)
-    categories = serializers.ListField(child=serializers.CharField(), required=False)
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=50, default=5)
-    min_similarity = serializers.FloatField(required=False, min_value=0.0, max_value=1.0, allow_null=True, default=None)
+    query = argument(QUERY, required=True)
+    categories = argument(CATEGORIES)
+    limit = argument(RECALL_LIMIT, default=5)
+    min_similarity = argument(MIN_SIMILARITY, default=None)
 
 
 class ContextIn(ScopeIn):
-    query = serializers.CharField(required=False, allow_blank=True, max_length=10000)
-    budget_tokens = serializers.IntegerField(
-        required=False, min_value=MIN_BUDGET, max_value=MAX_BUDGET, default=DEFAULT_BUDGET
-    )
-    categories = serializers.ListField(child=serializers.CharField(), required=False)
-    prefer_categories = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
+    query = argument(CONTEXT_QUERY)
+    budget_tokens = argument(BUDGET, default=DEFAULT_BUDGET)
+    categories = argument(CATEGORIES)
+    prefer_categories = argument(
+        CATEGORIES,
         help_text="These categories' relevant memories come first in the block, the other relevant ones after "
         "them (the prompt hook's hints; the search is not narrowed to them). Not with `categories`.",
     )
@@ -146,14 +146,8 @@ class RateIn(serializers.Serializer):
 
 
 def _limit(request: Request, default: int = 20, most: int = 200) -> int:
-    s = serializers.IntegerField(min_value=1, max_value=most)
     raw = request.query_params.get("limit")
-    if raw is None:
-        return default
-    try:
-        return s.run_validation(raw)
-    except serializers.ValidationError:
-        raise serializers.ValidationError({"limit": f"must be a whole number from 1 to {most}."}) from None
+    return default if raw is None else WholeNumber("limit", 1, most).clean(raw)  # list_memories' rule at 200
 
 
 class MemoryCursor(CursorPagination):
@@ -329,13 +323,8 @@ class RecallView(APIView):
     def post(self, request: Request) -> Response:
         data = valid(RecallIn, request.data)
         scope = rest_scope(data, remember=False)
-        found = search_merged(
-            scope.project_id,
-            data["query"],
-            limit=data["limit"],
-            categories=data.get("categories"),
-            min_similarity=data.get("min_similarity"),
-        )
+        asked = Recall.judged(data["query"], data["limit"], data.get("categories"), data.get("min_similarity"))
+        found = asked.run(scope.project_id)
         return Response(recall_to_wire(scope.project_id, found.recall_id, found.results))
 
 
@@ -381,11 +370,7 @@ class RetrievalsView(APIView):
 class UsageView(APIView):
     @documented(params=[query("since_hours", float), query("recent", description="1: include recent calls")])
     def get(self, request: Request) -> Response:
-        raw = request.query_params.get("since_hours")
-        try:
-            since = float(raw) if raw else None  # the range is the service's rule (stats.MAX_HOURS)
-        except ValueError:
-            raise serializers.ValidationError({"since_hours": "must be a number of hours."}) from None
+        since = request.query_params.get("since_hours") or None  # judged by the service's rule (stats.SINCE_HOURS)
         return Response(stats.usage_summary(since, recent=request.query_params.get("recent") == "1"))
 
 

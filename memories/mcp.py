@@ -10,24 +10,26 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
-from pydantic import Field, PlainValidator, WithJsonSchema
+from pydantic import Field, WithJsonSchema
 
+from yullu_core.arguments import AS_GIVEN
 from yullu_core.mcp import Cwd, ProjectId, run
 
 from . import lifecycle
 from .models import CATEGORIES
 from .scope import project_of, resolve, scope_for
 from .search import stats
-from .search.context import DEFAULT_BUDGET
+from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET
 from .search.context import build_context as make_context
-from .search.merged import search_merged
+from .search.merged import CATEGORIES as CATEGORY_LIST
+from .search.merged import LIMIT, MIN_SIMILARITY, QUERY, Recall
 from .wire import deleted_to_wire, memory_to_wire, recall_to_wire
 from .write import create, edit, validation
 
-# The memory fields' arguments are passed to the service as given (AS_GIVEN: no pydantic check
-# first), so a bad value gets its rule's one sentence (memories/write/validation.py), the same as on REST,
-# the admin and the CLI; their JSON schemas come from the same rules.
-AS_GIVEN = PlainValidator(lambda value: value)
+# The memory fields' and the searches' arguments are passed to the service as given (AS_GIVEN: no pydantic
+# check first), so a bad value gets its rule's one sentence (memories/write/validation.py,
+# yullu_core/arguments.py), the same as on REST, the admin and the CLI; their JSON schemas come from the
+# same rules.
 ContentArg = Annotated[
     str,
     AS_GIVEN,
@@ -162,26 +164,34 @@ def _register_store_tool(server: MCPServer) -> None:
 def _register_recall_tools(server: MCPServer) -> None:
     @server.tool(description="Search this codebase's memories; call before answering questions about the code.")
     async def retrieve_memories(
-        query: Annotated[str, Field(description="What you want to know, in plain words.", max_length=10000)],
-        limit: Annotated[int, Field(description="How many memories at most (1-50).", ge=1, le=50)] = 5,
+        query: Annotated[
+            str, AS_GIVEN, WithJsonSchema(QUERY.schema()), Field(description="What you want to know, in plain words.")
+        ],
+        limit: Annotated[
+            int, AS_GIVEN, WithJsonSchema(LIMIT.schema()), Field(description="How many memories at most (1-50).")
+        ] = 5,
         categories: Annotated[
-            list[str] | None, Field(description="Only these categories (any of them); unknown values are ignored.")
+            list[str] | None,
+            AS_GIVEN,
+            WithJsonSchema(CATEGORY_LIST.schema()),
+            Field(description="Only these categories (any of them); unknown values are ignored."),
         ] = None,
         min_similarity: Annotated[
             float | None,
+            AS_GIVEN,
+            WithJsonSchema(MIN_SIMILARITY.schema()),
             Field(
                 description="Optional cosine floor (0-1) replacing the calibrated relevance gate for this call; "
                 "0 returns the best matches however weak. Omit it to use the gate.",
-                ge=0.0,
-                le=1.0,
             ),
         ] = None,
         project_id: ProjectId = None,
         cwd: Cwd = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
+            asked = Recall.judged(query, limit, categories, min_similarity)  # before the project, as on REST
             project = project_of(project_id, cwd)
-            found = search_merged(project, query, limit=limit, categories=categories, min_similarity=min_similarity)
+            found = asked.run(project)
             return dict(recall_to_wire(project, found.recall_id, found.results))
 
         return await run(body)
@@ -192,10 +202,16 @@ def _register_recall_tools(server: MCPServer) -> None:
     )
     async def build_context(
         query: Annotated[
-            str | None, Field(description="What you are about to do or ask; omit for the primer.", max_length=10000)
+            str | None,
+            AS_GIVEN,
+            WithJsonSchema(CONTEXT_QUERY.schema()),
+            Field(description="What you are about to do or ask; omit for the primer."),
         ] = None,
         budget_tokens: Annotated[
-            int, Field(description="Most tokens the block may use (40-32000).", ge=40, le=32000)
+            int,
+            AS_GIVEN,
+            WithJsonSchema(BUDGET.schema()),
+            Field(description="Most tokens the block may use (40-32000)."),
         ] = DEFAULT_BUDGET,
         project_id: ProjectId = None,
         cwd: Cwd = None,
@@ -266,7 +282,12 @@ def _register_change_tools(server: MCPServer) -> None:
 def _register_list_tool(server: MCPServer) -> None:
     @server.tool(description="List the most recently updated memories of this project.")
     async def list_memories(
-        limit: Annotated[int, Field(description="How many memories at most (1-200).", ge=1, le=200)] = 20,
+        limit: Annotated[
+            int,
+            AS_GIVEN,
+            WithJsonSchema(stats.LIST_LIMIT.schema()),
+            Field(description="How many memories at most (1-200)."),
+        ] = 20,
         project_id: ProjectId = None,
         cwd: Cwd = None,
     ) -> CallToolResult:
@@ -280,9 +301,25 @@ def _register_list_tool(server: MCPServer) -> None:
 def register_feedback_tools(server: MCPServer) -> None:
     @server.tool(description="Say whether a memory a retrieval returned was useful (unhelpful ones sink).")
     async def rate_recall(
-        recall_id: Annotated[str, Field(description="The recall_id retrieve_memories returned.", max_length=100)],
-        memory_id: Annotated[int, Field(description="The id of one memory from that retrieval.")],
-        useful: Annotated[bool, Field(description="true: it helped answer; false: irrelevant or misleading.")],
+        # Judged by the service, as on REST (the same sentence).
+        recall_id: Annotated[
+            str,
+            AS_GIVEN,
+            WithJsonSchema({"type": "string", "format": "uuid"}),
+            Field(description="The recall_id retrieve_memories returned."),
+        ],
+        memory_id: Annotated[
+            int,
+            AS_GIVEN,
+            WithJsonSchema({"type": "integer", "minimum": 1}),
+            Field(description="The id of one memory from that retrieval."),
+        ],
+        useful: Annotated[
+            bool,
+            AS_GIVEN,
+            WithJsonSchema({"type": "boolean"}),
+            Field(description="true: it helped answer; false: irrelevant or misleading."),
+        ],
         comment: Annotated[str | None, Field(description="Optional: why.", max_length=2000)] = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
@@ -294,9 +331,19 @@ def register_feedback_tools(server: MCPServer) -> None:
 
     @server.tool(description="Model usage (calls, tokens, cost in USD microcents) by provider, model and kind.")
     async def get_usage(
-        since_hours: Annotated[float | None, Field(description="Only the last N hours.", gt=0)] = None,
+        since_hours: Annotated[
+            float | None,
+            AS_GIVEN,
+            WithJsonSchema(stats.SINCE_HOURS.schema()),
+            Field(description="Only the last N hours."),
+        ] = None,
         recent: Annotated[bool, Field(description="Also list the most recent calls.")] = False,
-        recent_limit: Annotated[int, Field(description="How many recent calls (1-200).", ge=1, le=200)] = 20,
+        recent_limit: Annotated[
+            int,
+            AS_GIVEN,
+            WithJsonSchema(stats.RECENT_LIMIT.schema()),
+            Field(description="How many recent calls (1-200)."),
+        ] = 20,
     ) -> CallToolResult:
         return await run(lambda: stats.usage_summary(since_hours, recent, recent_limit))
 

@@ -23,7 +23,7 @@ from typing import (
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 
 from yullu_core.wire import DATETIME, UUID, Doc, Format
@@ -156,6 +156,31 @@ def documented(
         return schema(view)
 
     return decorate
+
+
+def as_given(
+    schema: dict[str, Any], *, required: bool = False, judge: Callable[[Any], Any] | None = None, **options: Any
+) -> Any:
+    """A field whose value goes to the service as given, for the service's rule to judge (so REST and the
+    MCP tool, which takes it AS_GIVEN, answer a bad value with the same sentence), described to OpenAPI by
+    `schema`. `judge` runs that rule here already, so the first bad field of a body is the one named."""
+
+    @extend_schema_field(schema)
+    class AsGiven(serializers.Field):
+        def to_internal_value(self, data: Any) -> Any:
+            if judge is not None:
+                judge(data)  # raises UserError: answered as {"error": sentence} (yullu_core.api_errors)
+            return data
+
+        def to_representation(self, value: Any) -> Any:
+            return value
+
+    return AsGiven(required=required, allow_null=True, **options)
+
+
+def argument(rule: Any, *, required: bool = False, **options: Any) -> Any:
+    """A tool's or endpoint's argument judged by its rule in yullu_core/arguments.py, as over MCP."""
+    return as_given(rule.schema(), required=required, judge=rule.clean, **options)
 
 
 def valid(serializer_cls: type[serializers.Serializer], data: Any) -> dict[str, Any]:

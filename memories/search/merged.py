@@ -6,12 +6,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from access import policy as access
+from yullu_core.arguments import Number, Strings, Text, WholeNumber
 
 from . import candidates, gates, queries, recall_log
+
+# The arguments of a recall (retrieve_memories, POST /api/memories/recall, `yullu memories search`), one
+# rule each: the same bad value gets the same sentence on every transport (docs/contract.md §3, §4).
+QUERY = Text("query", 10000, required=True)
+LIMIT = WholeNumber("limit", 1, 50)
+MIN_SIMILARITY = Number("min_similarity", 0.0, 1.0)
+CATEGORIES = Strings("categories")
 
 # project_id → (what the merge read, its [retrieval]). Reused only while every input is unchanged:
 # the repository root, both files (size, mtime, inode) and this process's global [retrieval] (the
@@ -95,3 +104,30 @@ def search_merged(
         ]
         recall_log.log_recall(parts, query)
     return merged
+
+
+@dataclass(frozen=True)
+class Recall:
+    """A caller's recall (retrieve_memories, POST /api/memories/recall, `yullu memories search`), its
+    arguments judged by their rules before anything else, as REST's serializer judges them: an empty or
+    blank query is refused like a missing one (it is required); a trivial one ("ok") still returns nothing."""
+
+    query: str
+    limit: int
+    categories: list[str]
+    min_similarity: float | None
+
+    @classmethod
+    def judged(cls, query: Any, limit: Any = 5, categories: Any = None, min_similarity: Any = None) -> Recall:
+        asked, most = QUERY.clean(query), LIMIT.clean(limit)
+        return cls(asked, most, CATEGORIES.clean(categories), MIN_SIMILARITY.clean(min_similarity))
+
+    def run(self, project_id: str, *, log: bool = True) -> candidates.SearchResult:
+        return search_merged(
+            project_id,
+            self.query,
+            limit=self.limit,
+            categories=self.categories,
+            log=log,
+            min_similarity=self.min_similarity,
+        )

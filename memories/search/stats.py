@@ -10,15 +10,18 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from access import policy as access
-from yullu_core.errors import UserError
+from yullu_core.arguments import Number, WholeNumber
 
 from .. import tallies
 from ..embedding.embedders import get_embedder
 from ..models import EventKind, Memory, MemoryEvent, ProjectLocation, RejectedMemory, Usage
 from ..wire import MemoryOut, ProjectOut, memory_to_wire
 
+LIST_LIMIT = WholeNumber("limit", 1, 200)  # list_memories, GET /api/memories (yullu_core.arguments)
 
-def list_memories(project_id: str, limit: int = 20) -> list[MemoryOut]:
+
+def list_memories(project_id: str, limit: Any = 20) -> list[MemoryOut]:
+    limit = LIST_LIMIT.clean(limit)
     access.require(project_id, access.READ)
     rows = Memory.objects.current().filter(project_id=project_id).order_by("-updated_at", "-id")[:limit]
     return [memory_to_wire(m) for m in rows]
@@ -126,11 +129,12 @@ def retrievals(project_id: str | None = None, limit: int = 50) -> list[dict[str,
 
 
 MAX_HOURS = 24 * 3650  # ten years; beyond that a time window overflows
+SINCE_HOURS = Number("since_hours", 0, MAX_HOURS)
+RECENT_LIMIT = WholeNumber("recent_limit", 1, 200)
 
 
-def usage_summary(since_hours: float | None = None, recent: bool = False, recent_limit: int = 20) -> dict[str, Any]:
-    if since_hours is not None and not 0 <= since_hours <= MAX_HOURS:  # NaN fails both comparisons
-        raise UserError(f"since_hours must be a number from 0 to {MAX_HOURS}.")
+def usage_summary(since_hours: Any = None, recent: bool = False, recent_limit: Any = 20) -> dict[str, Any]:
+    since_hours, recent_limit = SINCE_HOURS.clean(since_hours), RECENT_LIMIT.clean(recent_limit)
     access.require_install_wide("model usage")
     qs = Usage.objects.all()
     out: dict[str, Any] = {}
