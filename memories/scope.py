@@ -31,6 +31,7 @@ from yullu_core.gitorigin import (  # the parts a hook needs too (stdlib only); 
     canonical_origin,
     find_git_root,
     folder_id,
+    main_checkout,
     normalise_project_id,
     origin_url,
     path_id,
@@ -225,8 +226,12 @@ LAST_SEEN_GRANULARITY = timedelta(minutes=10)
 
 
 def remember_location(scope: Scope) -> None:
-    """Record where the project's repo lives. One indexed read when nothing changed."""
+    """Record where the project's repo lives: for a linked worktree, its main checkout (so a write without a
+    cwd keeps going to the main checkout's log, docs/contract.md §2). One indexed read when nothing changed."""
     from .models import ProjectLocation
+
+    if scope.git_root is not None:
+        scope = Scope(scope.project_id, main_checkout(scope.git_root))
 
     with connection.cursor() as cur:
         cur.execute(

@@ -3,7 +3,7 @@ per-project ledger of event files already applied (or recorded as bad)."""
 
 from __future__ import annotations
 
-from django.db import models
+from django.db import connection, models
 from django.utils import timezone
 
 
@@ -46,6 +46,25 @@ class LedgerEntry(models.Model):
         verbose_name_plural = "ledger entries"
         constraints = [models.UniqueConstraint(fields=["project_id", "name"], name="ledger_one_row_per_file")]
         indexes = [models.Index(fields=["project_id", "memory_uuid"], name="ledger_project_memory")]
+
+
+def record_applied(project_id: str, files: list[tuple[str, str, int | None]]) -> None:
+    """Ledger rows for applied files, (name, memory uuid, clamp), in one statement; a file already
+    recorded is left as it is. Every file this machine writes is entered too (a reconcile's and the
+    outbox's): its state is already ours, and a memory with a file is never published again as local-only.
+    (bulk_create adapted every value in Python: two rows per memory of a first reconcile.)"""
+    if not files:
+        return
+    names, uuids, clamps = (list(column) for column in zip(*files, strict=True))
+    with connection.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {LedgerEntry._meta.db_table} "
+            "(project_id, name, status, memory_uuid, clamped_ns, error, recorded_at) "
+            "SELECT %s, name, %s, memory_uuid, clamped_ns, '', now() "
+            "FROM unnest(%s::text[], %s::uuid[], %s::bigint[]) AS f(name, memory_uuid, clamped_ns) "
+            "ON CONFLICT DO NOTHING",
+            [project_id, LedgerStatus.APPLIED, names, uuids, clamps],
+        )
 
 
 class ProjectSyncState(models.Model):

@@ -39,7 +39,7 @@ from yullu_core.config import load_for_project
 from yullu_core.errors import UserError
 
 from .eventlog import logs_dir, new_event, write_event, write_events
-from .models import OutboxEvent
+from .models import OutboxEvent, record_applied
 from .schema import Event, EventError, content_sha256
 
 log = logging.getLogger(__name__)
@@ -250,10 +250,16 @@ def flush(
         for row in rows:
             by_folder.setdefault(row.folder, []).append(row)
         done: list[int] = []
+        ledger: dict[str, list[tuple[str, str, int | None]]] = {}
         for folder, group in by_folder.items():
             for row, name in _write_group(Path(folder), group):
                 written.append((row.project_id, row.folder, name))
                 done.append(row.pk)
+                ledger.setdefault(row.project_id, []).append((name, str(row.memory_uuid), None))
+        # Our own files are applied already: a reconcile of another checkout of the project (the main one,
+        # when this was written in a worktree) must not publish the memory again under a new event id.
+        for project_id, files in ledger.items():
+            record_applied(project_id, files)
         OutboxEvent.objects.filter(pk__in=done).delete()
     return written
 

@@ -43,7 +43,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypedDict, get_type_hints
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from access import policy as access
@@ -71,7 +71,7 @@ from .eventlog import (
     write_event,
 )
 from .fold import Folded, fold_all
-from .models import LedgerEntry, LedgerStatus, OutboxEvent, ProjectSyncState
+from .models import LedgerEntry, LedgerStatus, OutboxEvent, ProjectSyncState, record_applied
 from .outbox import adopt_held, embedding_event, flush, pending_uuids, sync_config
 from .schema import Event
 
@@ -180,16 +180,20 @@ class Reconcile:
         self.result["parse_errors"] = self._bad_in(names) + unmerged
         if not self.deferred:
             listed = names | {n for n, _ in self.written}
+            listed_sha = listing_sha256(listed)
             defaults: dict[str, Any] = {
-                "listing_sha256": listing_sha256(listed),
+                "listing_sha256": listed_sha,
                 "reconciled_at": timezone.now(),
                 "log_files": len(listed),
             }
             # The memory count only changes when files do, or is not known: compaction drops the state
             # (its snapshots are already in the ledger, so nothing is new), and a count of 0 made
-            # doctor and the dashboard advise compacting a just-compacted log of N memories.
-            known = ProjectSyncState.objects.filter(project_id=self.project_id).exists()
-            if new_names or self.written or not known:
+            # doctor and the dashboard advise compacting a just-compacted log of N memories. Files our
+            # own writes added are in the ledger already (outbox.flush), so a changed listing counts too.
+            before = ProjectSyncState.objects.filter(project_id=self.project_id).values_list(
+                "listing_sha256", flat=True
+            )
+            if new_names or self.written or list(before) != [listed_sha]:
                 defaults["log_memories"] = self._logged_memories()
             ProjectSyncState.objects.update_or_create(project_id=self.project_id, defaults=defaults)
         return self.result
@@ -425,24 +429,6 @@ class Reconcile:
 
     def _record_written(self) -> None:
         record_applied(self.project_id, [(n, u, None) for n, u in self.written])
-
-
-def record_applied(project_id: str, files: list[tuple[str, str, int | None]]) -> None:
-    """Ledger rows for applied files, (name, memory uuid, clamp), in one statement; a file already
-    recorded is left as it is. (bulk_create adapted every value in Python: two rows per memory of a
-    first reconcile.)"""
-    if not files:
-        return
-    names, uuids, clamps = (list(column) for column in zip(*files, strict=True))
-    with connection.cursor() as cur:
-        cur.execute(
-            f"INSERT INTO {LedgerEntry._meta.db_table} "
-            "(project_id, name, status, memory_uuid, clamped_ns, error, recorded_at) "
-            "SELECT %s, name, %s, memory_uuid, clamped_ns, '', now() "
-            "FROM unnest(%s::text[], %s::uuid[], %s::bigint[]) AS f(name, memory_uuid, clamped_ns) "
-            "ON CONFLICT DO NOTHING",
-            [project_id, LedgerStatus.APPLIED, names, uuids, clamps],
-        )
 
 
 def _remote_state(folded: Folded) -> remote.RemoteState:

@@ -57,6 +57,18 @@ def _git_dir(root: Path) -> Path:
     return dot_git
 
 
+def main_checkout(root: Path) -> Path:
+    """The main working tree of `root` when `root` is a linked worktree (`git worktree add`: its `.git`
+    is a file naming `<main>/.git/worktrees/<name>`) and that main checkout is there; else `root`. A
+    worktree is a branch checked out beside the main one: the same project, whose known checkout (where
+    writes without a cwd are logged and beat reconciles) should not follow whichever branch spoke last."""
+    common = _git_dir(root)
+    if common == root / ".git" or common.name != ".git":  # a plain checkout, or a worktree of a bare repository
+        return root
+    main = common.parent
+    return main if common.is_dir() and main != root and main.is_dir() else root
+
+
 def origin_url(root: Path) -> str | None:
     parser = configparser.RawConfigParser(strict=False)
     try:
