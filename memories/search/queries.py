@@ -26,7 +26,7 @@ import logging
 import math
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -241,12 +241,12 @@ def _ranked(
             ordered = with_joined_neighbours(project_id, query, qvec, embedder.id, ranked, ordered)
         if W_ASKING:
             ordered = asking_last(ordered)
-    ordered = with_feedback(ordered, embedder.id, qvec)[: max(limit * 4, 20)]
-    ordered = anchor_checks.demote(project_id, ordered)  # cited code changed: ranked lower (docs/contract.md §12)
+    undemoted = with_feedback(ordered, embedder.id, qvec)[: max(limit * 4, 20)]
+    ordered = anchor_checks.demote(project_id, undemoted)  # cited code changed: ranked lower (docs/contract.md §12)
     gate = gate_for(embedder.id)
     if floor is None and isinstance(gate, Judged) and qvec is not None:
         try:
-            test = judged_test(text, ordered, gate, asks_in_general(query))
+            test = judged_test(text, *within_reach(ordered, undemoted, gate), asks_in_general(query))
             return Ranked(
                 closest_first(text, ordered[: gate.depth], test, gate, embedder) + ordered[gate.depth :], test
             )
@@ -254,6 +254,19 @@ def _ranked(
             log.warning("%s Falling back to the cosine gate.", exc)
             gate = gate.fallback
     return Ranked(ordered, relevance_test(floor, gate if isinstance(gate, Gate) else DEFAULT_GATE, qvec is not None))
+
+
+def within_reach(ordered: list[Candidate], undemoted: list[Candidate], gate: Judged) -> tuple[list[Candidate], Judged]:
+    """The candidates the gate judges, and the gate reaching all of them: the first `gate.depth` of the
+    demoted order, plus those of the order before stale memories were demoted. Demotion ranks a stale
+    memory lower among what is returned; it must not take it out of the gate's reach, where its own
+    question returned nothing, or a neighbour the gate passed, while it was the answer (docs/contract.md
+    §12: stale is ranked lower and flagged, not hidden). Without a stale memory near the top both are
+    the same candidates."""
+    top = ordered[: gate.depth]
+    seen = {c.memory_id for c in top}
+    extra = [c for c in undemoted[: gate.depth] if c.memory_id not in seen]
+    return (top + extra, replace(gate, depth=gate.depth + len(extra))) if extra else (ordered, gate)
 
 
 # What the gate passes is returned in the order of its evidence without the model: cosine (the
