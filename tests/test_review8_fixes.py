@@ -57,3 +57,15 @@ def test_install_against_a_program_that_answers_but_not_in_http_is_a_warning_not
     done = run_cli(["install", "claude", "--server", not_http, "--token", "yl_x", "--yes"], env)
     assert "Traceback" not in done.stderr, done.stderr
     assert f"warning: could not reach {not_http} to check the token" in done.stdout
+
+
+def test_the_token_check_of_rest_and_mcp_says_507_for_a_database_whose_disk_is_full_else_503() -> None:
+    # f921197 gave the gate (REST) and MCP's token check the same two lines; they are one function now, and only
+    # the CLI's sentence was tested.
+    import psycopg
+
+    from yullu_core.failures import DATABASE_DISK_FULL, UNAVAILABLE, database_refusal
+
+    full = psycopg.OperationalError("connection failed: FATAL:  could not write init file: No space left on device")
+    assert database_refusal(full) == (507, DATABASE_DISK_FULL)
+    assert database_refusal(psycopg.OperationalError("connection refused")) == (503, UNAVAILABLE)

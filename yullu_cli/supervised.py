@@ -167,6 +167,8 @@ class Database:
         try:
             pg.ensure_running(self.home)
         except Exception as exc:
+            from yullu_core.failures import NO_SPACE
+
             reason = " ".join(str(exc).split())[:600]
             if NO_SPACE in reason or self._short_of_space():
                 self._wait_for_space(reason)
@@ -191,6 +193,8 @@ class Database:
     def _short_of_space(self) -> bool:
         """Its data folder's file system is (nearly) full: a start may fail on a checkpoint whose own
         line is all the log's FATAL says ("checkpoint request failed")."""
+        from yullu_core.failures import MIN_FREE_BYTES  # (crash recovery writes WAL segments)
+
         try:
             return shutil.disk_usage(self.cluster.pgdata).free < MIN_FREE_BYTES
         except OSError:
@@ -274,8 +278,6 @@ class Child:
 START_GRACE = 20.0
 MAX_QUICK_FAILURES = 4
 MAX_BACKOFF = 30.0
-NO_SPACE = "No space left on device"  # strerror(ENOSPC), as PostgreSQL and pg_ctl report it
-MIN_FREE_BYTES = 64 << 20  # under this, a failed start is taken for a full disk (crash recovery writes WAL segments)
 DISK_FULL_RETRY = 10.0  # seconds between starts of a PostgreSQL whose disk is full
 STOP_GRACE = 2.0  # seconds a shutdown of the embedded server may wait for sessions before it is made fast
 

@@ -15,7 +15,7 @@ from django.views import defaults
 from rest_framework import exceptions, parsers, status
 from rest_framework.response import Response
 
-from .failures import translate
+from .failures import UNAVAILABLE, translate
 
 log = logging.getLogger("yullu.api")
 TOKEN_HELP = "Invalid or missing API token; send 'Authorization: Bearer <token>' (run `yullu token` to see yours)."
@@ -23,7 +23,7 @@ TOKEN_HELP = "Invalid or missing API token; send 'Authorization: Bearer <token>'
 
 class ServiceUnavailable(exceptions.APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_detail = "The database is unavailable right now; try again shortly."
+    default_detail = UNAVAILABLE
 
 
 def _first_message(detail: Any, path: str = "") -> str:

@@ -27,7 +27,8 @@ DISK_FULL = "The disk is full, so nothing was stored; free some space on the ser
 DATABASE_DISK_FULL = (
     "The database's disk is full, so it takes no new connections; free some space on the server and try again."
 )
-NO_SPACE = "No space left on device"  # strerror(ENOSPC), in PostgreSQL's messages
+NO_SPACE = "No space left on device"  # strerror(ENOSPC), in PostgreSQL's and pg_ctl's messages
+UNAVAILABLE = "The database is unavailable right now; try again shortly."
 _disk_full_at: float | None = None
 
 
@@ -60,6 +61,13 @@ def translate(exc: BaseException) -> UserError | None:
         first = text.splitlines()[0] if text else type(exc).__name__
         return UserError(f"a value cannot be stored ({first}).")
     return None
+
+
+def database_refusal(exc: BaseException) -> tuple[int, str]:
+    """The status and sentence for a database error met before any view runs (the token check): its
+    disk full (507), else unavailable (503)."""
+    said = translate(exc)
+    return (said.status, str(said)) if said else (503, UNAVAILABLE)
 
 
 def _is_database_error(exc: BaseException) -> bool:

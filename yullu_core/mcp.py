@@ -18,7 +18,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from .errors import UserError
-from .failures import translate
+from .failures import UNAVAILABLE, translate
 
 log = logging.getLogger("yullu.mcp")
 T = TypeVar("T")
@@ -61,7 +61,7 @@ async def run(fn: Callable[[], dict[str, Any]]) -> CallToolResult:
         if (said := translate(exc)) is not None:
             return error(str(said))
         log.warning("database error in tool: %s", exc)
-        return error("The database is unavailable right now; try again shortly.")
+        return error(UNAVAILABLE)
     except Exception as exc:
         if (said := translate(exc)) is not None:  # a full disk
             return error(str(said))

@@ -21,7 +21,7 @@ from access.actor import ACTOR_KEY
 from access.auth import bearer_from_header
 from access.token_check import TokenChecker
 from yullu_core.api_errors import TOKEN_HELP
-from yullu_core.failures import translate
+from yullu_core.failures import database_refusal
 
 ASGIScope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -36,8 +36,6 @@ SESSION_COOKIE = b"sessionid="  # Django's default SESSION_COOKIE_NAME
 TOKEN_PATHS = ("/api/", "/mcp")
 PUBLIC_PATHS = ("/api/status",)
 BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
-
-UNAVAILABLE = "The database is unavailable right now; try again shortly."
 
 
 @dataclass(frozen=True)
@@ -128,9 +126,7 @@ class Gate:
             try:
                 refusal = await check_token(self.tokens, scope)
             except psycopg.Error as exc:
-                said = translate(exc)  # its disk full, else unavailable
-                status, sentence = (said.status, str(said)) if said else (503, UNAVAILABLE)
-                await send_json(send, status, sentence)
+                await send_json(send, *database_refusal(exc))
                 return
             if refusal is not None:
                 await send_json(send, refusal.status, refusal.error, refusal.headers)

@@ -18,7 +18,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from access.origins import HOST_REFUSED, allowed_origins, host_allowed, origin_allowed
 from access.token_check import TokenChecker
 from yullu_core.env import env_bool
-from yullu_core.failures import translate
+from yullu_core.failures import database_refusal
 from yullu_site.front.gate import check_token, headers_of, send_json
 from yullu_site.mcp.transport import streamable_http_app
 
@@ -35,9 +35,6 @@ def transport_security() -> TransportSecuritySettings:
     # Host and Origin are checked by TokenAuth with the site's own rules (access.origins), before
     # the token: the SDK's prefix match let `127.0.0.1:PORT@evil.example` through.
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-
-
-UNAVAILABLE = "The database is unavailable right now; try again shortly."
 
 
 def jsonrpc_error(sentence: str) -> dict[str, Any]:
@@ -77,8 +74,7 @@ class TokenAuth:
             refusal = await check_token(self.tokens, scope)
         except psycopg.Error as exc:
             log.warning("token check failed, database unavailable: %s", exc)
-            said = translate(exc)  # its disk full, else unavailable
-            status, sentence = (said.status, str(said)) if said else (503, UNAVAILABLE)
+            status, sentence = database_refusal(exc)
             await send_json(send, status, sentence, payload=jsonrpc_error(sentence))
             return
         if refusal is None:
