@@ -87,25 +87,7 @@ def _assigned_secret(value: str) -> bool:
     has_other = any(not c.isalnum() for c in value)
     kinds = sum((has_digit, has_alpha and any(c.isupper() for c in value), any(c.islower() for c in value), has_other))
     h = entropy(value)
-    return (len(value) >= 12 and h >= 3.2) or (len(value) >= 8 and h >= 2.75 and kinds >= 3) or _random_case(value)
-
-
-_HUMP = re.compile(r"[A-Z][a-z]+")
-_VOWEL = re.compile(r"[aeiouy]", re.IGNORECASE)
-
-
-def _random_case(value: str) -> bool:
-    """Letters of both cases drawn at random with no digit (`KwAWwdIGpF`, 17 % of random 10-character keys): the case
-    changes at half the steps or more, and most capitalised runs are no syllable (`Kw`, `Wwd`, `Gp`), where a name's
-    are words (`GitHubApp`, `McDonaldsUSA`). (Before, a Helm value's next key glued onto it by the joined view
-    refused it by chance.)"""
-    if not (8 <= len(value) <= 64 and value.isascii() and value.isalpha()):
-        return False
-    if sum(a.isupper() != b.isupper() for a, b in zip(value, value[1:], strict=False)) < 0.5 * (len(value) - 1):
-        return False
-    humps = _HUMP.findall(value)
-    voiceless = sum(not _VOWEL.search(h[1:]) for h in humps)
-    return voiceless >= 2 and 2 * voiceless > len(humps)
+    return (len(value) >= 12 and h >= 3.2) or (len(value) >= 8 and h >= 2.75 and kinds >= 3)
 
 
 # A URL's `user:password@`: its credentials alone say whether a URL given as a value is a secret.
