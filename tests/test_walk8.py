@@ -8,7 +8,8 @@ instead" without saying what a project id is; two facts that differ only in thei
 panel keeps its cache for 367 minutes" / "The session store …") were one fact to the duplicate rule, so
 an import of 3,000 dropped 17 as repeats and a store answered duplicate_of; with the home made read-only
 under a running site every command failed naming a temp file or pg.lock, and SIGTERM left the embedded
-PostgreSQL running with no owner (the clean-up stopped at the first pid file it could not remove)."""
+PostgreSQL running with no owner (the clean-up stopped at the first pid file it could not remove); a POST
+to /api/status answered Django's HTML CSRF page where every /api error is JSON."""
 
 from __future__ import annotations
 
@@ -155,3 +156,12 @@ def test_a_home_made_read_only_under_a_running_site_still_serves_commands_and_st
             subprocess.run(["umount", str(home)], check=False)
     finally:
         stop(serve)
+
+
+@pytest.mark.parametrize("method", ["post", "delete", "put"])
+def test_another_method_on_the_status_probe_is_a_json_405(method: str) -> None:
+    from django.test import Client
+
+    answer = getattr(Client(enforce_csrf_checks=True), method)("/api/status")
+    assert answer.status_code == 405 and answer["Allow"] == "GET, HEAD"
+    assert answer.json() == {"error": f"{method.upper()} is not allowed here; use GET."}

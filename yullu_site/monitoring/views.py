@@ -1,5 +1,5 @@
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -7,9 +7,14 @@ from rest_framework.views import APIView
 from .health import status
 
 
-@require_GET
+@csrf_exempt  # it changes nothing; another method is answered in JSON like the rest of /api
 def status_view(request: HttpRequest) -> JsonResponse:
-    """Public readiness probe (no auth): 200 when ready, 503 otherwise."""
+    """Public readiness probe (no auth): 200 when ready, 503 otherwise. Any other method than GET was
+    Django's HTML page (a POST: the CSRF failure page, 403; found on walk 8)."""
+    if request.method not in ("GET", "HEAD"):
+        return JsonResponse(
+            {"error": f"{request.method} is not allowed here; use GET."}, status=405, headers={"Allow": "GET, HEAD"}
+        )
     body = status()
     response = JsonResponse(body, status=200 if body["ready"] else 503)
     # "Not ready yet" is an answer, not a server error: polling during start-up (make run, load
