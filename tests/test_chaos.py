@@ -43,6 +43,8 @@ from tests.conftest import free_port
 from tests.processes import REPO, product_env, run_cli, spawn, stop, stub_env, wait_until
 from tests.processes import test_database_url as database_url
 from tests.stubs import StubServer
+from yullu_cli.supervised import MAX_QUICK_FAILURES, Child, Database
+from yullu_cli.supervised import _on_exit as on_exit
 from yullu_core.locks import LockKey
 from yullu_site.monitoring.health import gather
 
@@ -472,3 +474,71 @@ def test_a_full_disk_under_the_embedded_postgres_is_said_and_waited_out(tmp_path
         python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
         subprocess.run(["umount", str(disk)], check=False)
         shutil.rmtree(disk, ignore_errors=True)
+
+
+COUNT_ON_A_FULL_DISK = """
+import sys
+from pathlib import Path
+from yullu_cli.supervisor import _metrics_dir
+run = Path(sys.argv[1])
+folder = _metrics_dir(run)  # before prometheus_client is imported, as `yullu serve` does
+try:
+    with open(run / "filler", "wb", buffering=0) as fh:
+        while True:
+            fh.write(b"x" * 4096)
+except OSError:
+    pass
+from yullu_cli.supervised import _count_restart
+_count_restart("postgres")  # what the supervisor does first when the embedded PostgreSQL is gone
+print(folder, flush=True)
+"""
+
+
+def test_the_supervisor_counting_a_restart_on_a_full_home_disk_does_not_die(tmp_path: Path) -> None:
+    """prometheus_client maps its metric files into memory: with the files under $YULLU_HOME/run
+    and that disk full, the supervisor's first restart count wrote a new page and died of SIGBUS,
+    silently, with every child (found killing the postmaster on a full disk, round eight)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root (CI runs as root)")
+    run = Path(tempfile.mkdtemp(prefix="yullu-fullrun-"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs", str(run)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    try:
+        counted = subprocess.run([sys.executable, "-c", COUNT_ON_A_FULL_DISK, str(run)], env=env, cwd=REPO,
+                                 capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+        assert counted.returncode == 0, f"exit {counted.returncode} (-7: SIGBUS) {counted.stderr[-2000:]}"
+        folder = Path(counted.stdout.strip())
+        assert folder.is_relative_to("/dev/shm") and list(folder.glob("counter_*.db")), folder
+    finally:
+        subprocess.run(["umount", str(run)], check=False)
+        shutil.rmtree(run, ignore_errors=True)
+        if "folder" in locals():
+            shutil.rmtree(folder.parent, ignore_errors=True)
+
+
+def test_a_child_that_cannot_start_on_a_full_home_disk_is_waited_for_not_a_crash_loop(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With $YULLU_HOME's disk full, beat cannot write its pid file and exits at once: after the
+    embedded PostgreSQL was restarted there (beat is stopped meanwhile), four such exits ended the
+    site (round eight). They are waited out, as exits while the database is unreachable are."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root (CI runs as root)")
+    home = Path(tempfile.mkdtemp(prefix="yullu-fullhome-"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(home)], check=True)
+    try:
+        with open(home / "filler", "wb", buffering=0) as fh, pytest.raises(OSError):
+            while True:
+                fh.write(b"x" * 4096)
+        pidfile = home / "beat.pid"
+        write = f"import pathlib; pathlib.Path({str(pidfile)!r}).write_text('1234')"  # as beat writes its pid file
+        beat = Child("beat", [sys.executable, "-c", write], dict(os.environ))
+        database = Database(home, None, owned=False, owner_role=False)  # reachable: the test database
+        for _ in range(MAX_QUICK_FAILURES + 1):
+            beat.start()
+            assert beat.proc is not None and beat.proc.wait(timeout=60) == 1  # OSError: no space left
+            on_exit(beat, time.monotonic(), database)  # CrashLoop: the supervisor stops everything
+        assert f"exited with code 1; the disk of {home} is full; restarting it in" in capsys.readouterr().err
+    finally:
+        subprocess.run(["umount", str(home)], check=False)
+        shutil.rmtree(home, ignore_errors=True)

@@ -170,7 +170,7 @@ class Database:
             from yullu_core.failures import NO_SPACE
 
             reason = " ".join(str(exc).split())[:600]
-            if NO_SPACE in reason or self._short_of_space():
+            if NO_SPACE in reason or short_of_space(self.cluster.pgdata):
                 self._wait_for_space(reason)
                 return
             self.failures += 1
@@ -189,16 +189,6 @@ class Database:
         say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid if self.server else '?'}) "
              f"{time.monotonic() - self.down_since:.1f} s after it went.")  # fmt: skip
         self.down_since, self.failures, self.disk_full = None, 0, False
-
-    def _short_of_space(self) -> bool:
-        """Its data folder's file system is (nearly) full: a start may fail on a checkpoint whose own
-        line is all the log's FATAL says ("checkpoint request failed")."""
-        from yullu_core.failures import MIN_FREE_BYTES  # (crash recovery writes WAL segments)
-
-        try:
-            return shutil.disk_usage(self.cluster.pgdata).free < MIN_FREE_BYTES
-        except OSError:
-            return False
 
     def _wait_for_space(self, reason: str) -> None:
         """A full disk is no crash loop: PostgreSQL stops when it cannot write its WAL (a large import
@@ -295,20 +285,34 @@ def _describe_exit(code: int) -> str:
     return f"exited with code {code}"
 
 
+def short_of_space(path: Path) -> bool:
+    """The file system of `path` is (nearly) full. (A start of PostgreSQL may fail on a checkpoint
+    whose own line is all its log's FATAL says: "checkpoint request failed".)"""
+    from yullu_core.failures import MIN_FREE_BYTES  # (crash recovery writes WAL segments)
+
+    try:
+        return shutil.disk_usage(path).free < MIN_FREE_BYTES
+    except OSError:
+        return False
+
+
 def _on_exit(child: Child, now: float, database: Database) -> None:
     """Schedule a restart with backoff, or raise CrashLoop. Logs one line either way. An exit
-    while the database is unreachable is no sign of a broken child: it never counts towards
-    CrashLoop, and the restart waits (backoff) for the database."""
+    while the database is unreachable, or while $YULLU_HOME's disk is full, is no sign of a broken
+    child: it never counts towards CrashLoop, and the restart waits (backoff) for it to pass. (Beat
+    cannot write its pid file on a full disk: after a restart of PostgreSQL there it died four times
+    and the supervisor ended the site, round eight.)"""
     assert child.proc is not None
     code = child.proc.returncode
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.proc.pid, signal.SIGKILL)  # pool processes the dead parent left behind
     quick = now - child.started_at < START_GRACE
-    excused = quick and not database.reachable()
+    full = quick and short_of_space(database.home)
+    excused = full or (quick and not database.reachable())
     if excused:
         child.db_waits += 1
         delay = min(MAX_BACKOFF, 2.0 ** min(child.db_waits, 5))
-        why = "the database is unreachable; "
+        why = f"the disk of {database.home} is full; " if full else "the database is unreachable; "
     else:
         child.db_waits = 0
         child.quick_failures = child.quick_failures + 1 if quick else 0

@@ -18,12 +18,15 @@ the supervision loop): yullu_cli/supervised.py; the start-up banner: yullu_cli/b
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import shutil
 import signal
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -227,8 +230,7 @@ def _cannot_listen(host: str, port: int) -> str | None:
 def _metrics_dir(run_dir: Path) -> Path:
     """A fresh folder for this supervisor's processes' metrics (prometheus_client multiprocess mode);
     folders left by supervisors that died without cleaning up are removed."""
-    base = run_dir / "metrics"
-    base.mkdir(exist_ok=True)
+    base = _metrics_base(run_dir)
     for old in base.iterdir():
         if not (old.name.isdigit() and alive(int(old.name))):
             shutil.rmtree(old, ignore_errors=True)
@@ -236,6 +238,29 @@ def _metrics_dir(run_dir: Path) -> Path:
     folder.mkdir(exist_ok=True)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
     return folder
+
+
+SHARED_MEMORY = Path("/dev/shm")
+
+
+def _metrics_base(run_dir: Path) -> Path:
+    """Where the metrics folders live: in shared memory, off the data's disk. prometheus_client maps
+    its files into memory, and a process writing a new page of a mapped file on a full file system
+    gets SIGBUS: with $YULLU_HOME's disk full, the supervisor died at its first restart count (the
+    embedded PostgreSQL gone), silently and with every child. Under $YULLU_HOME/run when there is
+    no /dev/shm, or the folder there is not this user's own."""
+    if SHARED_MEMORY.is_dir():
+        digest = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:12]
+        base = SHARED_MEMORY / f"yullu-metrics-{os.geteuid()}-{digest}"
+        with contextlib.suppress(FileExistsError, OSError):
+            base.mkdir(mode=0o700)
+        with contextlib.suppress(OSError):
+            info = base.lstat()  # not a link or a folder another user made there first
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077 == 0:
+                return base
+    base = run_dir / "metrics"
+    base.mkdir(exist_ok=True)
+    return base
 
 
 def _prepare_database() -> tuple[BootstrapResult, list[str]]:
