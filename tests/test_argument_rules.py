@@ -57,6 +57,9 @@ CASES: list[tuple[str, str, str, dict[str, Any], Callable[[dict[str, Any]], Call
     ("retrieve_memories", "post", "/api/memories/recall", {"query": "deploy", "categories": [5]}, _recall),
     ("retrieve_memories", "post", "/api/memories/recall", {"query": "deploy", "min_similarity": 2}, _recall),
     ("retrieve_memories", "post", "/api/memories/recall", {"query": "deploy", "min_similarity": "hi"}, _recall),
+    # (an integer too large for a float was an OverflowError: 'Internal error' on both transports)
+    ("retrieve_memories", "post", "/api/memories/recall", {"query": "deploy", "limit": 10**400}, _recall),
+    ("retrieve_memories", "post", "/api/memories/recall", {"query": "deploy", "min_similarity": 10**400}, _recall),
     ("build_context", "post", "/api/context", {"query": 5}, lambda a: lambda: build_context(PROJECT, **a)),
     ("build_context", "post", "/api/context", {"budget_tokens": 5}, lambda a: lambda: build_context(PROJECT, **a)),
     ("list_memories", "get", "/api/memories", {"limit": 0}, lambda a: lambda: stats.list_memories(PROJECT, **a)),

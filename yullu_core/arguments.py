@@ -24,6 +24,17 @@ def _nullable(schema: dict[str, Any], optional: bool) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]} if optional else schema
 
 
+def _number(value: Any, problem: str) -> float:
+    """`value` as a float, or `problem` as the error: a JSON number or a query string's text, never a boolean.
+    (An integer too large for a float, `limit: 1` and 400 zeros in a JSON body, raised OverflowError: a 500.)"""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise UserError(problem)
+    try:
+        return float(value)
+    except (ValueError, OverflowError):
+        raise UserError(problem) from None
+
+
 @dataclass(frozen=True)
 class WholeNumber:
     """An integer from `lo` to `hi` (JSON 5 or 5.0, or text "5": a query string's); never a boolean."""
@@ -37,12 +48,7 @@ class WholeNumber:
         return f"{self.name} must be a whole number from {self.lo} to {self.hi}."
 
     def clean(self, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise UserError(self.problem)
-        try:
-            number = float(value)
-        except ValueError:
-            raise UserError(self.problem) from None
+        number = _number(value, self.problem)
         if not math.isfinite(number) or number != int(number) or not self.lo <= number <= self.hi:
             raise UserError(self.problem)
         return int(number)
@@ -67,12 +73,7 @@ class Number:
     def clean(self, value: Any) -> float | None:
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise UserError(self.problem)
-        try:
-            number = float(value)
-        except ValueError:
-            raise UserError(self.problem) from None
+        number = _number(value, self.problem)
         if not self.lo <= number <= self.hi:  # NaN fails both comparisons
             raise UserError(self.problem)
         return number
