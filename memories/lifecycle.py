@@ -261,21 +261,28 @@ class HistorySummary(TypedDict):
     changes: int
     first_at: str | None
     last_at: str | None
-    recent: list[dict[str, str]]
+    recent: list[dict[str, str | None]]
 
 
 def history_summary(memory: Memory, recent: int = 5) -> HistorySummary:
-    """How many changes a memory has had, when, and the last few (action, source, time)."""
+    """How many changes a memory has had, when, and the last few (action, source, who, time). `by` is
+    the user who made it, or a teammate's event author: on a team server the admin's history said
+    "mcp (alice)" while get_memory said only "mcp" (walk 8)."""
     rows = MemoryChange.objects.filter(memory_uuid=memory.uuid).order_by("-created_at", "-id")
     count = rows.count()
-    last = list(rows.values("action", "source", "author", "created_at")[:recent])
+    last = list(rows.values("action", "source", "author", "user_id", "created_at")[:recent])
     first = rows.order_by("created_at", "id").values_list("created_at", flat=True).first()
     return {
         "changes": count,
         "first_at": first.isoformat() if first else None,
         "last_at": last[0]["created_at"].isoformat() if last else None,
         "recent": [
-            {"action": r["action"], "source": _who(r["source"], r["author"]), "at": r["created_at"].isoformat()}
+            {
+                "action": r["action"],
+                "source": _who(r["source"], r["author"]),
+                "by": r["author"] or username(r["user_id"]),
+                "at": r["created_at"].isoformat(),
+            }
             for r in last
         ],
     }

@@ -9,10 +9,12 @@ panel keeps its cache for 367 minutes" / "The session store …") were one fact 
 an import of 3,000 dropped 17 as repeats and a store answered duplicate_of; with the home made read-only
 under a running site every command failed naming a temp file or pg.lock, and SIGTERM left the embedded
 PostgreSQL running with no owner (the clean-up stopped at the first pid file it could not remove); a POST
-to /api/status answered Django's HTML CSRF page where every /api error is JSON."""
+to /api/status answered Django's HTML CSRF page where every /api error is JSON; get_memory's history
+named no one where the admin said "mcp (alice)"."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import subprocess
 from pathlib import Path
@@ -30,6 +32,7 @@ from memories.write import create
 from sync import outbox
 from sync.models import OutboxEvent
 from tests.conftest import free_port
+from tests.mcp_client import call, http_session
 from tests.processes import git_repo, product_env, run_cli, spawn, stop, wait_until
 from tests.test_first_hour import fresh_home, postgres_running_under  # noqa: F401 (a fixture)
 from yullu_cli.banner import site_base
@@ -165,3 +168,20 @@ def test_another_method_on_the_status_probe_is_a_json_405(method: str) -> None:
     answer = getattr(Client(enforce_csrf_checks=True), method)("/api/status")
     assert answer.status_code == 405 and answer["Allow"] == "GET, HEAD"
     assert answer.json() == {"error": f"{method.upper()} is not allowed here; use GET."}
+
+
+def test_get_memory_says_who_made_each_recent_change(live_server_url: str) -> None:
+    _, raw = ApiToken.issue(User.objects.create_user("alice"), "laptop")
+
+    async def go() -> dict[str, Any]:
+        async with http_session(live_server_url, raw) as session:
+            err, stored = await call(
+                session, "store_memory", content="The harbor opens at six.", project_id="acme/port"
+            )
+            assert not err, stored
+            err, got = await call(session, "get_memory", id=stored["id"], project_id="acme/port")
+            assert not err, got
+            return dict(got)
+
+    recent = asyncio.run(go())["history"]["recent"]
+    assert [(r["action"], r["source"], r["by"]) for r in recent] == [("created", "mcp", "alice")]
