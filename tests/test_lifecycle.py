@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -301,3 +302,25 @@ def test_the_recall_log_keeps_its_window_and_every_verdict(stub_embedder: StubSe
     assert MemoryEvent.objects.filter(memory=m, kind="created").exists()  # history is not the recall log
     assert RecallFeedback.objects.filter(recall_id=old_recall).exists()
     assert lifecycle.prune_recall_log(days=180) == 0  # idempotent
+
+
+def test_an_update_that_changes_nothing_writes_no_event_and_keeps_updated_at(
+    stub_embedder: StubServer, repo: Path
+) -> None:
+    # SPEC §3: every mutation writes its sync event; a field given its current value mutates nothing.
+    from memories.scope import resolve
+    from sync.eventlog import read_events
+
+    scope = resolve(None, str(repo))
+    memory = create.store_memory(scope, "vec:1,0,0 Deploys run make ship", "process", ["ops"]).memory
+    logs = repo / ".yullu" / "logs"
+    files, changes = len(read_events(logs).events), MemoryChange.objects.filter(memory=memory).count()
+    same = edit.update_memory(
+        memory.pk, content=memory.content, tags=["ops"], category="process", importance="normal", ttl_days=0
+    )
+    assert same.updated_at == memory.updated_at
+    assert len(read_events(logs).events) == files and MemoryChange.objects.filter(memory=memory).count() == changes
+    changed = edit.update_memory(memory.pk, tags=["ops"], importance="high")  # one field of two changes
+    assert changed.updated_at > memory.updated_at and changed.importance == "high"
+    update = [e for _, e in read_events(logs).events if e.type == "update"]
+    assert len(update) == 1 and update[0].importance == "high" and "tags" not in update[0].model_fields_set

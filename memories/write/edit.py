@@ -152,7 +152,12 @@ def _apply_update(
     vector: np.ndarray | None,
     source: str,
 ) -> Memory:
-    """Write `changes` to the locked row, its vectors and anchors, then publish, log and record it."""
+    """Write `changes` to the locked row, its vectors and anchors, then publish, log and record it. A field
+    given its current value is no change: an update that changes nothing writes no event and no history
+    and keeps updated_at (a teammate's log and recency see only real changes)."""
+    changes = {k: v for k, v in changes.items() if getattr(memory, k) != v}
+    if not changes and cited is None:
+        return memory
     before = snapshot(memory)
     content_changed = "content" in changes and changes["content"] != memory.content
     for key, value in changes.items():
