@@ -69,3 +69,35 @@ def test_the_token_check_of_rest_and_mcp_says_507_for_a_database_whose_disk_is_f
     full = psycopg.OperationalError("connection failed: FATAL:  could not write init file: No space left on device")
     assert database_refusal(full) == (507, DATABASE_DISK_FULL)
     assert database_refusal(psycopg.OperationalError("connection refused")) == (503, UNAVAILABLE)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_ttl_too_large_for_a_float_gets_its_sentence_on_rest_and_mcp_and_nothing_is_stored(
+    live_server_url: str, owner_token: str
+) -> None:
+    # ttl_days of 1 and 400 zeros raised OverflowError in clean_ttl_days: 'Internal error' on POST, PATCH and MCP.
+    import asyncio
+
+    import httpx
+
+    from memories.models import Memory
+    from memories.write.validation import TTL_PROBLEM, TTL_UPDATE_PROBLEM
+    from tests.mcp_client import call, http_session
+
+    huge = 10**400
+    api = httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}, timeout=60)
+    fact = {"content": "Releases are cut on Thursdays.", "project_id": "acme/ttl"}
+    refused = api.post("/api/memories", json={**fact, "ttl_days": huge})
+    assert (refused.status_code, refused.json()) == (400, {"error": TTL_PROBLEM})
+    assert not Memory.objects.exists()
+    stored = api.post("/api/memories", json=fact).json()
+    patched = api.patch(f"/api/memories/{stored['id']}", json={"ttl_days": huge})
+    assert (patched.status_code, patched.json()) == (400, {"error": TTL_UPDATE_PROBLEM})
+
+    async def store() -> tuple[bool, object]:
+        async with http_session(live_server_url, owner_token) as session:
+            return await call(session, "store_memory", content="Tags are pushed by CI.", project_id="acme/ttl",
+                              ttl_days=huge)  # fmt: skip
+
+    assert asyncio.run(store()) == (True, TTL_PROBLEM)
+    assert Memory.objects.get().expires_at is None

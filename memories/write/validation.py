@@ -144,7 +144,7 @@ def clean_ttl_days(ttl_days: Any, *, zero_clears: bool = False) -> float | None:
         raise UserError(problem)
     try:
         days = float(ttl_days)
-    except ValueError:
+    except (ValueError, OverflowError):  # (an integer too large for a float: 1 and 400 zeros in JSON)
         raise UserError(problem) from None
     if not math.isfinite(days) or not (MIN_TTL_DAYS <= days <= MAX_TTL_DAYS or (zero_clears and days == 0)):
         raise UserError(problem)
