@@ -1644,3 +1644,12 @@ def test_a_password_of_random_letters_with_no_digit_in_yaml_is_refused_and_a_cam
     assert find_secret("password: KwAWwdIGpF") is not None
     for name in ("GitHubApp", "PostgreSQL", "iPhoneXR", "OAuthApp", "YouTubeTV", "SendGrid"):
         assert find_secret(f"auth_provider: {name}") is None, name
+
+
+@pytest.mark.parametrize(
+    "text", ["DB_PASSWORD=KwAWwdIGpF", "postgresPassword: KwAWwdIGpF", 'export SMTP_PASS="PqzPptEJQz"']
+)
+def test_a_password_of_random_letters_assigned_alone_is_refused(text: str) -> None:
+    # One check of random letters with no digit (values._random_case) for a value assigned and one told: when two
+    # written in parallel became one, the told one was kept and an assigned value alone was stored.
+    assert find_secret(text) is not None

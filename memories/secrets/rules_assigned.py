@@ -15,11 +15,10 @@ from .told import (
     _VERSION,
     _basic_pair,
     _plain_password,
-    _random_case,
     _told_password,
     _told_secret,
 )
-from .values import _assigned_secret, _not_placeholder, _url_password
+from .values import _assigned_secret, _not_placeholder, _random_case, _url_password
 from .words import (
     _ABOUT,
     _ADVERB,

@@ -8,7 +8,17 @@ from urllib.parse import unquote
 
 from .decoding import _decoded, _encoded_text
 from .model import entropy
-from .values import _ADDRESS, _CALL, _CODE, _PATH, _REFERENCE, _assigned_secret, _not_placeholder, _url_password
+from .values import (
+    _ADDRESS,
+    _CALL,
+    _CODE,
+    _PATH,
+    _REFERENCE,
+    _assigned_secret,
+    _not_placeholder,
+    _random_case,
+    _url_password,
+)
 
 # A name, not a secret: lower-case words joined by `-`, `_` or `.`, digits only in short parts of their
 # own (a region, a host, a slug: "eu-central-1b", "db-prod-01"). A hex token mixes digits into its
@@ -155,22 +165,6 @@ _WORD_AND_NUMBER = re.compile(
     r"|case|node|shard|replica|host|server|worker|user|group|policy|level|round|phase|sprint)s?[_-])"
     r"[a-z]{4,}[_-]\d{2,6}"
 )
-
-
-_SMALL_RUN = re.compile(r"(?<![a-z])[a-z]{1,2}(?![a-z])")
-_VOICELESS_RUN = re.compile(r"(?<![a-z])[b-df-hj-np-tv-z]{3,}(?![a-z])")
-
-
-def _random_case(value: str) -> bool:
-    """Letters of both cases at random, no digit (a sixth of random 10-character passwords has none:
-    `ikEAvstqVV`, `PqzPptEJQz`): 8 to 40 letters, two capitals and two small ones, and small letters in short
-    runs or in runs no word has (no vowel), where words and their CamelCase have neither (`PostgreSQL`,
-    `HorseBatteryStaple`)."""
-    if not (8 <= len(value) <= 40 and value.isascii() and value.isalpha()):
-        return False
-    if sum(c.isupper() for c in value) < 2 or sum(c.islower() for c in value) < 2:
-        return False
-    return len(_SMALL_RUN.findall(value)) >= 2 or bool(_VOICELESS_RUN.search(value))
 
 
 def _plain_password(value: str) -> bool:

@@ -87,7 +87,27 @@ def _assigned_secret(value: str) -> bool:
     has_other = any(not c.isalnum() for c in value)
     kinds = sum((has_digit, has_alpha and any(c.isupper() for c in value), any(c.islower() for c in value), has_other))
     h = entropy(value)
-    return (len(value) >= 12 and h >= 3.2) or (len(value) >= 8 and h >= 2.75 and kinds >= 3)
+    return (len(value) >= 12 and h >= 3.2) or (len(value) >= 8 and h >= 2.75 and kinds >= 3) or _random_case(value)
+
+
+_HUMP = re.compile(r"[A-Z][a-z]+")
+_VOWEL = re.compile(r"[aeiouy]", re.IGNORECASE)
+_CONSONANTS = re.compile(r"(?<![a-z])[b-df-hj-np-tv-xz]{4,}(?![a-z])")
+
+
+def _random_case(value: str) -> bool:
+    """Letters of both cases drawn at random, no digit (a sixth of random 10-character passwords has none:
+    `KwAWwdIGpF`, `PqzPptEJQz`, `ikEAvstqVV`): 8 to 40 letters, two capitals and two small ones, and most
+    capitalised runs no syllable (`Kw`, `Wwd`, `Gp`) or four small consonants in a row (`vstq`), where a name's
+    runs are words (`GitHubApp`, `YouTubeTV`, `PostgreSQL`, `McDonaldsUSA`). The one check of such a value,
+    assigned (`DB_PASSWORD=KwAWwdIGpF`) or told (`pw WMXsmVbgZt`)."""
+    if not (8 <= len(value) <= 40 and value.isascii() and value.isalpha()):
+        return False
+    if sum(c.isupper() for c in value) < 2 or sum(c.islower() for c in value) < 2:
+        return False
+    voiceless = sum(not _VOWEL.search(h[1:]) for h in _HUMP.findall(value))
+    humps = len(_HUMP.findall(value))
+    return voiceless >= 2 and 2 * voiceless > humps or bool(_CONSONANTS.search(value))
 
 
 # A URL's `user:password@`: its credentials alone say whether a URL given as a value is a secret.
