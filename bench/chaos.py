@@ -19,7 +19,9 @@ Drills, each against a fresh project:
 Each drill prints one JSON line: what was killed and when, then `rows` (expected), `found`,
 `distinct` (by uuid or content), `temp_files` left in the log, `index` (the embedder's HNSW
 index exists), and the second run's summary. The dream and backfill drills are tests
-(tests/test_chaos.py) or described in docs/reliability.md.
+(tests/test_chaos.py) or described in docs/reliability.md. Round eight's drills of the database
+under a steady write load (the postmaster killed ten times, stopped for 30 s, a backend ended
+mid-transaction) are bench/chaos_live.py.
 """
 
 from __future__ import annotations

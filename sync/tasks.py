@@ -13,6 +13,7 @@ from django.conf import settings
 from memories.models import ProjectLocation
 from memories.scope import Scope, location_allowed
 from yullu_core.config import parse_duration
+from yullu_core.errors import UserError
 
 from .eventlog import list_names, logs_dir
 from .models import ProjectSyncState
@@ -69,6 +70,8 @@ def reconcile_due() -> None:
     for loc_id in ProjectLocation.objects.values_list("id", flat=True):
         try:
             reconcile_location(loc_id)
+        except UserError as exc:  # the checkout's own problem (a bad committed config, a looping log folder)
+            log.warning("scheduled reconcile of project location %s skipped: %s", loc_id, exc)
         except Exception:
             log.exception("scheduled reconcile failed for project location %s", loc_id)
 
@@ -80,5 +83,7 @@ def reconcile_all_known() -> None:
     for loc_id in ProjectLocation.objects.values_list("id", flat=True):
         try:
             reconcile_location(loc_id, force=True)
+        except UserError as exc:
+            log.warning("start-up reconcile of project location %s skipped: %s", loc_id, exc)
         except Exception:
             log.exception("start-up reconcile failed for project location %s", loc_id)

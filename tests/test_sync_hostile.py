@@ -22,6 +22,7 @@ from sync.eventlog import new_event, write_event
 from sync.fold import fold
 from sync.schema import Event
 from sync.services import reconcile_scope
+from sync.tasks import reconcile_due
 from tests.processes import git_repo, product_env, run_cli, stub_env
 from tests.stubs import StubServer
 
@@ -207,3 +208,19 @@ def test_a_bad_committed_config_or_an_escaping_yullu_folder_is_one_sentence_on_e
         r = api.post("/api/memories", json={"content": "a fact", "cwd": str(repo)})
         assert r.status_code == 400 and r.json()["error"] == f"{config}: not UTF-8 text; save it as UTF-8 or delete it."
     assert not Memory.objects.filter(content="a fact").exists()
+
+
+def test_a_scheduled_reconcile_of_a_checkout_with_a_bad_committed_config_is_one_warning_line(
+    tmp_path: Path, stub_embedder: StubServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The reconcile tick met a committed config that is not UTF-8 and logged a 30-line traceback,
+    once a tick, for a problem of the checkout (round eight); it is one warning naming it."""
+    repo = git_repo(tmp_path / "repo", ORIGIN)
+    create.store_memory(resolve(None, str(repo)), "the deploy freeze starts on Fridays")  # its location is known
+    (repo / ".yullu").mkdir(exist_ok=True)
+    (repo / ".yullu" / "config.toml").write_bytes(b"[sync]\n# caf\xe9\n")
+    with caplog.at_level("WARNING", logger="sync.tasks"):
+        reconcile_due()
+    [said] = [r for r in caplog.records if r.name == "sync.tasks"]
+    assert said.exc_info is None and said.levelname == "WARNING", said
+    assert said.getMessage().endswith("config.toml: not UTF-8 text; save it as UTF-8 or delete it.")
