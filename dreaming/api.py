@@ -2,13 +2,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories.rest import WHERE, ScopeIn, project_param, rest_scope
-from yullu_core.rest import as_given, documented, many, shape, valid
+from yullu_core.arguments import SESSION_ID
+from yullu_core.rest import argument, as_given, documented, many, shape, valid
 from yullu_core.wire import DATETIME
 
 from .models import DreamPass
@@ -33,7 +33,7 @@ class MessagesIn(ScopeIn):
 
 
 class DreamIn(ScopeIn):
-    session_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    session_id = argument(SESSION_ID)  # judged by the service (run_dream_pass), as over MCP
 
 
 class PassOut(DreamCounters):
@@ -81,7 +81,7 @@ class DreamView(APIView):
         scope = rest_scope(data)
         return Response(
             run_dream_pass(
-                scope.project_id, reasoner=configured_reasoner(), manual=True, session_id=data.get("session_id") or None
+                scope.project_id, reasoner=configured_reasoner(), manual=True, session_id=data.get("session_id")
             )
         )
 

@@ -10,7 +10,7 @@ from mcp.types import CallToolResult
 from pydantic import Field, WithJsonSchema
 
 from memories.scope import resolve
-from yullu_core.arguments import AS_GIVEN
+from yullu_core.arguments import AS_GIVEN, SESSION_ID
 from yullu_core.mcp import Cwd, ProjectId, run
 
 from .mcp_sampling import dream_with_client
@@ -43,7 +43,12 @@ def register(server: MCPServer) -> None:
     @server.tool(description="Extract durable memories from recorded conversations now.")
     async def dream_now(
         ctx: Context,
-        session_id: Annotated[str | None, Field(description="Only this session (default: all).")] = None,
+        session_id: Annotated[
+            str | None,
+            AS_GIVEN,
+            WithJsonSchema(SESSION_ID.schema()),
+            Field(description="Only this session (default: all)."),
+        ] = None,
         project_id: ProjectId = None,
         cwd: Cwd = None,
     ) -> CallToolResult:

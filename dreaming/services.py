@@ -25,6 +25,7 @@ from memories.anchors.stale import stale_notes
 from memories.models import ArchiveReason, Memory, RejectedMemory
 from memories.scope import Scope, known_root, resolve
 from memories.secrets import redact
+from yullu_core.arguments import SESSION_ID
 from yullu_core.config import load_for_project, parse_duration
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
@@ -254,6 +255,7 @@ def run_dream_pass(
     session_id: str | None = None,
     trigger: str = "manual",
 ) -> DreamResult:
+    session_id = SESSION_ID.clean(session_id).strip() or None  # the same sentence over MCP and REST
     # mypy cannot check TypedDict keys computed at run time; COUNTERS are DreamCounters' own keys.
     access.require(project_id, access.WRITE)
     result: DreamResult = {"project_id": project_id, **dict.fromkeys(COUNTERS, 0), "sessions": [], "errors": []}  # type: ignore[typeddict-item]

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access import policy as access
-from yullu_core.arguments import WholeNumber
+from yullu_core.arguments import SESSION_ID, WholeNumber
 from yullu_core.rest import argument, as_given, documented, many, query, valid
 
 from . import lifecycle
@@ -38,7 +38,7 @@ from .rest import (
     project_param,
     rest_scope,
 )
-from .scope import project_of, user_scope
+from .scope import SCOPES, clean_scope, project_of, user_scope
 from .search import queries, stats
 from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET, build_context
 from .search.merged import CATEGORIES, MIN_SIMILARITY, QUERY, Recall
@@ -81,13 +81,13 @@ ANCHORS = serializers.ListField(child=serializers.CharField(max_length=1400), re
 
 class MemoryIn(ScopeIn):
     content = ruled("content", validation.clean_content, required=True)
-    scope = serializers.ChoiceField(choices=["project", "user"], required=False, default="project")
+    scope = as_given({"type": "string", "enum": list(SCOPES)}, judge=clean_scope)
     category = ruled("category", validation.clean_category)
     tags = ruled("tags", validation.clean_tags)
     supersedes = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**63 - 1)
     importance = ruled("importance", validation.clean_importance)
     ttl_days = ruled("ttl_days", validation.clean_ttl_days)
-    session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
+    session_id = argument(SESSION_ID)
     anchors = ANCHORS
 
 
@@ -105,12 +105,12 @@ class MemoryPatch(ScopeIn):
 
 class LinkIn(ScopeIn):  # project_id/cwd (optional, as for MCP's link_memories): the memory must be that project's
     to = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
-    kind = serializers.ChoiceField(choices=["supersedes", "contradicts", "related"])
+    kind = as_given({"type": "string", "enum": list(lifecycle.LINK_KINDS)}, required=True)  # judged by the service
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
 
 
 class ResolveIn(ScopeIn):  # project_id/cwd (optional, as for MCP's resolve_conflict)
-    resolution = serializers.ChoiceField(choices=["keep_from", "keep_to", "keep_both", "merge"])
+    resolution = as_given({"type": "string", "enum": list(lifecycle.RESOLUTIONS)}, required=True)  # as on MCP
     content = serializers.CharField(required=False, allow_blank=True, allow_null=True, trim_whitespace=False)
 
 
@@ -119,7 +119,7 @@ class VerdictIn(serializers.Serializer):
     recall_id = as_given({"type": "string", "format": "uuid"}, required=True)
     memory_id = as_given({"type": "integer", "minimum": 1}, required=True)
     useful = as_given({"type": "boolean"}, required=True)
-    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    comment = argument(lifecycle.COMMENT, default="")
 
 
 class RecallIn(ScopeIn):
@@ -204,7 +204,7 @@ class MemoryList(APIView):
     )
     def post(self, request: Request) -> Response:
         data = valid(MemoryIn, request.data)
-        scope = user_scope() if data.get("scope") == "user" else rest_scope(data)
+        scope = user_scope() if clean_scope(data.get("scope")) == "user" else rest_scope(data)
         stored = create.store_memory(
             scope,
             data["content"],

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from access import policy as access
 from access.people import username
+from yullu_core.arguments import Text
 from yullu_core.errors import NotFound, UserError
 
 from .embedding.embedders import embeds, get_embedder
@@ -162,6 +163,7 @@ def open_conflicts(project_id: str | None = None) -> list[dict[str, Any]]:
 
 
 RESOLUTIONS = ("keep_from", "keep_to", "keep_both", "merge")
+COMMENT = Text("comment", 2000)  # a recall verdict's
 
 
 def conflict_in(link_id: Any, project_id: str) -> None:
@@ -368,8 +370,7 @@ def rate_recall(recall_id: Any, memory_id: Any, useful: Any, comment: Any = "", 
     mid = validation.parse_id(memory_id, "memory_id")
     if not isinstance(useful, bool):
         raise UserError("useful must be true or false.")
-    if comment is not None and not isinstance(comment, str):
-        raise UserError("comment must be a string.")
+    comment = COMMENT.clean(comment)  # the same sentence over MCP and REST
     events = MemoryEvent.objects.filter(recall_id=rid, kind__in=[EventKind.RECALLED, EventKind.CONSIDERED])
     unknown = NotFound(f"unknown recall_id {rid}: rate only what a retrieval returned.")
     first = events.first()

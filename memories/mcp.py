@@ -12,12 +12,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field, WithJsonSchema
 
-from yullu_core.arguments import AS_GIVEN
+from yullu_core.arguments import AS_GIVEN, SESSION_ID
 from yullu_core.mcp import Cwd, ProjectId, run
 
 from . import lifecycle
 from .models import CATEGORIES
-from .scope import project_of, resolve, scope_for
+from .scope import SCOPES, project_of, resolve, scope_for
 from .search import stats
 from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET
 from .search.context import build_context as make_context
@@ -50,6 +50,8 @@ CategoryArg = Annotated[
 ]
 ScopeArg = Annotated[
     str | None,
+    AS_GIVEN,
+    WithJsonSchema({"anyOf": [{"type": "string", "enum": list(SCOPES)}, {"type": "null"}]}),
     Field(
         description="'project' (default) or 'user': a personal preference that applies to every project "
         "(never shared with the team)."
@@ -135,10 +137,11 @@ def _register_store_tool(server: MCPServer) -> None:
         ttl_days: TtlArg = None,
         session_id: Annotated[
             str | None,
+            AS_GIVEN,
+            WithJsonSchema(SESSION_ID.schema()),
             Field(
                 description="Your conversation/session id (the one you give record_messages), if you know it: "
                 "memories stored in one session are recalled together.",
-                max_length=200,
             ),
         ] = None,
         anchors: AnchorsArg = None,
@@ -320,7 +323,9 @@ def register_feedback_tools(server: MCPServer) -> None:
             WithJsonSchema({"type": "boolean"}),
             Field(description="true: it helped answer; false: irrelevant or misleading."),
         ],
-        comment: Annotated[str | None, Field(description="Optional: why.", max_length=2000)] = None,
+        comment: Annotated[
+            str | None, AS_GIVEN, WithJsonSchema(lifecycle.COMMENT.schema()), Field(description="Optional: why.")
+        ] = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
             from .lifecycle import rate_recall as rate
@@ -381,7 +386,12 @@ def _register_memory_links(server: MCPServer) -> None:
     async def link_memories(
         from_id: Annotated[int, Field(description="The memory the link starts from (e.g. the newer fact).")],
         to_id: Annotated[int, Field(description="The memory it points to.")],
-        kind: Annotated[str, Field(description="supersedes, contradicts or related.")],
+        kind: Annotated[
+            str,
+            AS_GIVEN,
+            WithJsonSchema({"type": "string", "enum": list(lifecycle.LINK_KINDS)}),
+            Field(description="supersedes, contradicts or related."),
+        ],
         note: Annotated[str | None, Field(description="Optional: why (shown to reviewers).", max_length=2000)] = None,
         project_id: ProjectId = None,
         cwd: Cwd = None,
@@ -410,7 +420,12 @@ def _register_conflict_tools(server: MCPServer) -> None:
     )
     async def resolve_conflict(
         conflict_id: Annotated[int, Field(description="The conflict's id (from list_conflicts).")],
-        resolution: Annotated[str, Field(description="keep_from, keep_to, keep_both or merge.")],
+        resolution: Annotated[
+            str,
+            AS_GIVEN,
+            WithJsonSchema({"type": "string", "enum": list(lifecycle.RESOLUTIONS)}),
+            Field(description="keep_from, keep_to, keep_both or merge."),
+        ],
         content: Annotated[
             str | None, Field(description="The merged text; required with merge only.", max_length=8000)
         ] = None,

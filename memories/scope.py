@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -260,13 +261,21 @@ def user_scope() -> Scope:
     return Scope(personal_project(), None)
 
 
-def scope_for(scope: str | None, project_id: str | None, cwd: str | None) -> Scope:
+SCOPES = ("project", "user")
+
+
+def clean_scope(scope: Any) -> str:
+    """The `scope` argument of a store (MCP and REST alike): "project" (the default: None or empty) or "user"."""
+    if scope in (None, ""):
+        return "project"
+    if scope not in SCOPES:
+        raise UserError("scope must be 'project' or 'user'.")
+    return str(scope)
+
+
+def scope_for(scope: Any, project_id: str | None, cwd: str | None) -> Scope:
     """The `scope` tool argument: "project" (default) resolves as usual, "user" is the personal scope."""
-    if scope in (None, "", "project"):
-        return resolve(project_id, cwd)
-    if scope == "user":
-        return user_scope()
-    raise UserError("scope must be 'project' or 'user'.")
+    return user_scope() if clean_scope(scope) == "user" else resolve(project_id, cwd)
 
 
 def project_known(project_id: str) -> bool:

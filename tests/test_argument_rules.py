@@ -13,14 +13,14 @@ import httpx
 import pytest
 
 from dreaming.models import SessionMessage
-from dreaming.services import record_messages
+from dreaming.services import record_messages, run_dream_pass
 from memories import lifecycle
 from memories.models import Memory, MemoryEvent
-from memories.scope import resolve
+from memories.scope import clean_scope, resolve
 from memories.search import stats
 from memories.search.context import build_context
 from memories.search.merged import Recall
-from memories.write import create, edit
+from memories.write import create, edit, validation
 from tests.mcp_client import call, http_session
 from tests.processes import product_env, run_cli
 from yullu_core.errors import UserError
@@ -95,12 +95,58 @@ CASES: list[tuple[str, str, str, dict[str, Any], Callable[[dict[str, Any]], Call
         {"recall_id": RECALL_ID, "memory_id": 1, "useful": "maybe"},
         lambda a: lambda: lifecycle.rate_recall(**a),
     ),
+    (
+        "rate_recall",
+        "post",
+        "/api/recalls/feedback",
+        {"recall_id": RECALL_ID, "memory_id": 1, "useful": False, "comment": 5},
+        lambda a: lambda: lifecycle.rate_recall(**a),
+    ),
+    (
+        "store_memory",
+        "post",
+        "/api/memories",
+        {"content": FACT, "scope": "team"},
+        lambda a: lambda: clean_scope("team"),
+    ),
+    (
+        "store_memory",
+        "post",
+        "/api/memories",
+        {"content": FACT + " twice", "session_id": 5},
+        lambda a: lambda: validation.with_session(None, 5),
+    ),
+    (
+        "dream_now",
+        "post",
+        "/api/dream",
+        {"session_id": 5},
+        lambda a: lambda: run_dream_pass(PROJECT, reasoner=None, **a),
+    ),
+    (
+        "link_memories",
+        "post",
+        "/api/memories/1/links",
+        {"to_id": 2, "kind": "blocks"},
+        lambda a: lambda: lifecycle.link_memories(1, 2, a["kind"]),
+    ),
+    (
+        "resolve_conflict",
+        "post",
+        "/api/conflicts/1/resolve",
+        {"resolution": "nah"},
+        lambda a: lambda: lifecycle.resolve_conflict(1, a["resolution"]),
+    ),
 ]
-PROJECTLESS = {"get_usage", "rate_recall"}
+PROJECTLESS = {"get_usage", "rate_recall", "link_memories", "resolve_conflict"}
+# The MCP tool's arguments that REST takes in the path (or under another name).
+IN_PATH = {"link_memories": {"from_id": 1}, "resolve_conflict": {"conflict_id": 1}}
+REST_NAMES = {"to_id": "to"}
 
 
 def _rest(url: str, token: str, method: str, path: str, tool: str, args: dict[str, Any]) -> str:
     where = {} if tool in PROJECTLESS else {"project_id": PROJECT}
+    args = {REST_NAMES.get(name, name): value for name, value in args.items()}
     headers = {"authorization": f"Bearer {token}"}
     if method == "get":
         answer = httpx.get(f"{url}{path}", params={**where, **args}, headers=headers, timeout=60)
@@ -115,7 +161,7 @@ def _mcp(url: str, token: str, tool: str, args: dict[str, Any]) -> str:
 
     async def ask() -> tuple[bool, Any]:
         async with http_session(url, token) as session:
-            return await call(session, tool, **where, **args)
+            return await call(session, tool, **where, **IN_PATH.get(tool, {}), **args)
 
     is_error, text = asyncio.run(ask())
     assert is_error, text

@@ -122,3 +122,7 @@ class Strings:
 
     def schema(self) -> dict[str, Any]:
         return _nullable({"type": "array", "items": {"type": "string"}}, True)
+
+
+# A conversation's id, as store_memory and dream_now take it (optional; record_messages requires its own).
+SESSION_ID = Text("session_id", 200)

@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from yullu_core.arguments import SESSION_ID
 from yullu_core.errors import UserError
 from yullu_core.text import find_control
 
@@ -44,11 +45,13 @@ def session_tag(session_id: str) -> str:
     return tag if len(tag) <= MAX_TAG_CHARS else SESSION_TAG + hashlib.sha256(sid.encode()).hexdigest()[:32]
 
 
-def with_session(tags: Any, session_id: str | None) -> Any:
+def with_session(tags: Any, session_id: Any) -> Any:
     """`tags` plus the session's tag. Unchanged without a session, when a session tag is already
     there (the caller's wins), or when `tags` is malformed (clean_tags refuses it with its own message);
-    the session tag takes the last place when the tags are full."""
-    if not session_id or not session_id.strip():
+    the session tag takes the last place when the tags are full. A session id that is not text is refused
+    (SESSION_ID's sentence, on every transport)."""
+    session_id = SESSION_ID.clean(session_id)
+    if not session_id.strip():
         return tags
     if tags is not None and (not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)):
         return tags
