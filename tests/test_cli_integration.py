@@ -311,7 +311,7 @@ def test_install_then_uninstall_leaves_every_user_file_byte_identical(tmp_path: 
     codex = tomllib.loads((home / ".codex" / "config.toml").read_text())
     assert codex["notify"][-1] == "codex-notify" and codex["profiles"]["fast"]["model"] == "o4-mini"
     assert (yhome / "install-state.json").stat().st_mode & 0o777 == 0o600
-    out = run_cli(["uninstall"], env)
+    out = run_cli(["uninstall", "--yes"], env)  # --yes as with install: a script runs both
     assert out.returncode == 0, out.stderr
     assert user_files(home) == before
     assert not (yhome / "install-state.json").exists()

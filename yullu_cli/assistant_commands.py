@@ -41,6 +41,8 @@ def add_parsers(sub: Any) -> None:
 
     p = sub.add_parser("uninstall", help="remove what install added")
     p.add_argument("targets", nargs="*", type=_target, help="claude, codex or cursor (default: all)")
+    # Uninstall never asks; --yes is taken so a script written against `install --yes` runs both.
+    p.add_argument("--yes", action="store_true", help="accepted for scripts; uninstall asks nothing")
     p.set_defaults(fn=cmd_uninstall)
 
 
