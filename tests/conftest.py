@@ -75,6 +75,16 @@ def _fresh_rate_limits() -> None:
     ratelimit.reset()
 
 
+@pytest.fixture(autouse=True)
+def _no_disk_full_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that found the disk full is remembered in process memory for a minute, and /api/status of the
+    in-process live server is not ready meanwhile: a test after one that translated a full disk saw doctor say
+    'answers but is not ready' (test_walk8 after test_errors_said). Each test starts with none remembered."""
+    from yullu_core import failures
+
+    monkeypatch.setattr(failures, "_disk_full_at", None)
+
+
 @pytest.fixture
 def owner(django_user_model: Any) -> Any:
     return django_user_model.objects.create_superuser("owner", password="owner-pass-123")

@@ -101,3 +101,27 @@ def test_a_ttl_too_large_for_a_float_gets_its_sentence_on_rest_and_mcp_and_nothi
 
     assert asyncio.run(store()) == (True, TTL_PROBLEM)
     assert Memory.objects.get().expires_at is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_doctor_names_the_disk_when_a_full_disk_is_why_the_server_is_not_ready(
+    tmp_path: Path, live_server_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A write that found the disk full leaves /api/status not ready for a minute; doctor said 'answers but is
+    # not ready' and named no part (it listed the database, the broker and the embedder only).
+    import time
+
+    from django.contrib.auth.models import User
+
+    from access.models import ApiToken
+    from yullu_core import failures
+
+    _, raw = ApiToken.issue(User.objects.create_user("bob"), "laptop")
+    env = product_env(tmp_path / "laptop", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    assert run_cli(["install", "claude", "--server", live_server_url, "--token", raw], env).returncode == 0
+    monkeypatch.setattr(failures, "_disk_full_at", time.monotonic())
+    doctor = run_cli(["doctor"], env)
+    assert f"FAIL  server    {live_server_url}/api/status answers but is not ready (disk)" in doctor.stdout, (
+        doctor.stdout
+    )

@@ -251,7 +251,8 @@ def _server() -> tuple[bool, str, str]:
         return False, f"{url}: another program answers on this port, not Yul'lu", NOT_OURS_FIX
     if status["ready"]:
         return _team_token(url)
-    down = [part for part in ("database", "broker", "embedder") if not _part_ok(status.get(part))]
+    # (the disk too: a write that found it full leaves the site not ready for a minute, and doctor named no reason)
+    down = [part for part in ("database", "broker", "embedder", "disk") if not _part_ok(status.get(part))]
     return False, f"{url} answers but is not ready" + (f" ({', '.join(down)})" if down else ""), "wait, or see its log"
 
 
