@@ -5,7 +5,9 @@ HTTP, the official MCP client), never "the database is unavailable", a 500 or "I
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,8 +15,10 @@ import pytest
 from django.db import connection
 
 from memories.models import Memory
+from memories.transfer.importer import BATCH, import_path
 from tests.mcp_client import call, http_session
 from tests.stubs import StubServer
+from yullu_core.failures import DiskFull
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LONG_CWD = "/tmp/" + "x" * 300  # a path component longer than any file system takes: stat fails
@@ -95,3 +99,38 @@ def test_a_full_disk_says_so_and_status_reports_it(
     assert status["ready"] is False and status["disk"]["ok"] is False, status
     assert "full" in status["disk"]["error"]
     assert not Memory.objects.exists()
+
+
+def test_an_import_the_disk_fills_under_says_what_it_stored(tmp_path: Path) -> None:
+    """A full disk after the import's first batch was stored: it said "The disk is full, so nothing
+    was stored" right after progress lines saying 12,000 rows were (round eight's drill)."""
+    project = "acme/filling-disk"
+    rows = tmp_path / "export.jsonl"
+    with rows.open("w") as out:
+        out.write(json.dumps({"format": "yullu-memories", "version": 1, "project_id": project}) + "\n")
+        for n in range(BATCH + 300):
+            which = "first" if n < BATCH else "second"
+            out.write(json.dumps({"project_id": project, "content": f"{which} batch fact {n} about billing"}) + "\n")
+    with connection.cursor() as cur:  # the disk fills while the second batch is written
+        cur.execute(
+            "CREATE FUNCTION yullu_test_filling() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF NEW.content LIKE 'second batch%' THEN RAISE EXCEPTION 'could not extend file: No space left on "
+            "device' USING ERRCODE = 'disk_full'; END IF; RETURN NEW; END $$"
+        )
+        cur.execute(
+            "CREATE TRIGGER yullu_test_filling BEFORE INSERT ON memories_memory "
+            "FOR EACH ROW EXECUTE FUNCTION yullu_test_filling()"
+        )
+    try:
+        with pytest.raises(DiskFull) as said:
+            import_path(rows)
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("DROP TRIGGER yullu_test_filling ON memories_memory")
+            cur.execute("DROP FUNCTION yullu_test_filling()")
+    assert str(said.value) == (
+        f"The disk is full: the import stopped after storing {BATCH} new memories, and the 300 rows it was "
+        "writing were not stored. Free some space on the server and run the same import again: the rows already "
+        "there are skipped."
+    )
+    assert Memory.objects.filter(project_id=project).count() == BATCH

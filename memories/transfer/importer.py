@@ -33,6 +33,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from yullu_core.errors import UserError
+from yullu_core.failures import DiskFull, translate
 
 from ..anchors import store as anchor_store
 from ..embedding import vector_index
@@ -428,13 +429,29 @@ def import_rows(
                 if load is not None and first:
                     stack.enter_context(_paused(batch, expected))
                 first = False
-                _write_batch(batch, result, load, made)
+                _write_or_explain(batch, result, load, made)
                 batch = []
                 _progress(progress, result)
         if batch:
-            _write_batch(batch, result, load, made)
+            _write_or_explain(batch, result, load, made)
     _progress(progress, result, done=True)
     return result
+
+
+def _write_or_explain(batch: list[Row], result: ImportResult, load: _Load | None, made: set[int]) -> None:
+    """`_write_batch`; a full disk after earlier batches were stored says what was kept. ("The disk is
+    full, so nothing was stored" came right after progress lines saying 12,000 rows were: round eight.)"""
+    try:
+        _write_batch(batch, result, load, made)
+    except Exception as exc:
+        said = translate(exc)
+        if not isinstance(said, DiskFull) or not (result.created or result.skipped):
+            raise
+        raise DiskFull(
+            f"The disk is full: the import stopped after storing {result.created} new memories, and the "
+            f"{len(batch)} rows it was writing were not stored. Free some space on the server and run the same "
+            "import again: the rows already there are skipped."
+        ) from None
 
 
 def _paused(batch: list[Row], rows: int) -> contextlib.AbstractContextManager[None]:
