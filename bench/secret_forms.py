@@ -2735,3 +2735,893 @@ REFUSED_BY_POLICY.append(
         ),
     )
 )
+
+
+# bench/secret_forms.HELD_OUT_7: secrets9's set, written before its author read this file, tests/test_secrets.py,
+# docs/security.md or the scanner (/work/wt/secrets9-data/forms.json holds the fillings of its first run; these
+# builders draw new ones from the seed). The mainstream forms every scanner is tested on (AWS, GCP, Azure, GitHub,
+# GitLab, Slack, Stripe, OpenAI, Anthropic, PEM keys, JWTs, DSNs, .env and YAML passwords, bearer and basic
+# headers, passwords on command lines, keys in Python/JS/Go/Java/Ruby/PHP/C#/Rust literals and 15 more vendors'
+# tokens), each wrapped as an assistant writes a memory (a gotcha, a decision, a shell session, a Slack thread's
+# summary, a Markdown table or list, JSON), some wrapped over lines, truncated or second after an innocent value.
+# First run, each stored once through `POST /api/memories` on a live `yullu serve` (real PostgreSQL) at fe6bc19:
+# **2 of 74 secrets stored** (a Rust `const DD_API_KEY: &str = "<32 hex>"`; a Twilio auth token as the second
+# argument of `TwilioClient.Init("AC…", "<32 hex>")`) and **3 of 26 keepers refused** (AWS's documented
+# `AKIAIOSFODNN7EXAMPLE` pair, refused by policy: moved to REFUSED_BY_POLICY; an .env template's
+# `STRIPE_SECRET_KEY=sk_test_your_key_here` with the next line's `OPENAI_API_KEY=${…}` glued onto it; an SSH
+# public key after `authorized_keys:`).
+_UP7 = string.ascii_uppercase
+_LO7 = string.ascii_lowercase
+_DG7 = string.digits
+_B64_7 = ALNUM + "+/"
+
+
+def _h7_jwt(r: random.Random, payload: dict[str, object]) -> str:
+    header = _b64u_text(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")))
+    return f"{header}.{_b64u_text(json.dumps(payload, separators=(',', ':')))}.{_b64u(r, 32)}"
+
+
+def _h7_pem(r: random.Random, kind: str, nbytes: int = 1190, width: int = 64) -> str:
+    body = base64.b64encode(r.randbytes(nbytes)).decode()
+    lines = [body[i : i + width] for i in range(0, len(body), width)]
+    return f"-----BEGIN {kind}-----\n" + "\n".join(lines) + f"\n-----END {kind}-----"
+
+
+_H7_ADMIN: dict[str, object] = {"sub": "svc-orders", "role": "admin", "iat": 1767225600, "exp": 1893456000}
+_H7_MOBILE: dict[str, object] = {"sub": "mobile-app", "scope": "read write", "iss": "auth.acme.io"}
+_H7_FLAGS = base64.b64encode(json.dumps({"flag": "new_checkout", "on": True, "pct": 25}).encode()).decode()
+
+
+def _h7_pw(r: random.Random, n: int = 16) -> str:
+    return _c(r, ALNUM + "!#%^*-_", n)
+
+
+def _h7_wrapped(token: str, width: int) -> str:
+    return "\n".join(token[i : i + width] for i in range(0, len(token), width))
+
+
+def _h7_aws_id(r: random.Random) -> str:
+    return "AKIA" + _c(r, _UP7 + "234567", 16)
+
+
+def _h7_aws_sk(r: random.Random) -> str:
+    return _c(r, _B64_7, 40)
+
+
+def _h7_gh(r: random.Random, p: str = "ghp_") -> str:
+    return p + _c(r, ALNUM, 36)
+
+
+def _h7_ghfg(r: random.Random) -> str:
+    return "github_pat_" + _c(r, ALNUM, 22) + "_" + _c(r, ALNUM, 59)
+
+
+def _h7_glpat(r: random.Random) -> str:
+    return "glpat-" + _c(r, URLSAFE, 20)
+
+
+def _h7_slack_b(r: random.Random) -> str:
+    return f"xoxb-{_c(r, _DG7, 12)}-{_c(r, _DG7, 13)}-{_c(r, ALNUM, 24)}"
+
+
+def _h7_slack_p(r: random.Random) -> str:
+    return f"xoxp-{_c(r, _DG7, 12)}-{_c(r, _DG7, 12)}-{_c(r, _DG7, 13)}-{_c(r, HEX, 32)}"
+
+
+def _h7_slack_hook(r: random.Random) -> str:
+    return f"https://hooks.slack.com/services/T{_c(r, _UP7 + _DG7, 8)}/B{_c(r, _UP7 + _DG7, 10)}/{_c(r, ALNUM, 24)}"
+
+
+def _h7_stripe_sk(r: random.Random) -> str:
+    return "sk_live_" + _c(r, ALNUM, 99)
+
+
+def _h7_stripe_rk(r: random.Random) -> str:
+    return "rk_live_" + _c(r, ALNUM, 99)
+
+
+def _h7_whsec(r: random.Random) -> str:
+    return "whsec_" + _c(r, ALNUM, 32)
+
+
+def _h7_openai_proj(r: random.Random) -> str:
+    return "sk-proj-" + _c(r, URLSAFE, 74) + "T3BlbkFJ" + _c(r, URLSAFE, 74)
+
+
+def _h7_openai_old(r: random.Random) -> str:
+    return "sk-" + _c(r, ALNUM, 20) + "T3BlbkFJ" + _c(r, ALNUM, 20)
+
+
+def _h7_anthropic(r: random.Random) -> str:
+    return "sk-ant-api03-" + _c(r, URLSAFE, 93) + "AA"
+
+
+def _h7_gcp_key(r: random.Random) -> str:
+    return "AIza" + _c(r, URLSAFE, 35)
+
+
+def _h7_az_acct(r: random.Random) -> str:
+    return base64.b64encode(r.randbytes(64)).decode()
+
+
+def _h7_az_client(r: random.Random) -> str:
+    return _c(r, ALNUM, 3) + _c(r, _DG7, 1) + "Q~" + _c(r, URLSAFE + ".~", 34)
+
+
+def _h7_sendgrid(r: random.Random) -> str:
+    return "SG." + _c(r, URLSAFE, 22) + "." + _c(r, URLSAFE, 43)
+
+
+def _h7_twilio_tok(r: random.Random) -> str:
+    return _c(r, HEX, 32)
+
+
+def _h7_npm_tok(r: random.Random) -> str:
+    return "npm_" + _c(r, ALNUM, 36)
+
+
+def _h7_hf_tok(r: random.Random) -> str:
+    return "hf_" + _c(r, ALNUM, 34)
+
+
+def _h7_dd_key(r: random.Random) -> str:
+    return _c(r, HEX, 32)
+
+
+def _h7_shopify(r: random.Random) -> str:
+    return "shpat_" + _c(r, HEX, 32)
+
+
+def _h7_dop(r: random.Random) -> str:
+    return "dop_v1_" + _c(r, HEX, 64)
+
+
+def _h7_vault(r: random.Random) -> str:
+    return "hvs." + _c(r, URLSAFE, 24) + _c(r, ALNUM, 66)
+
+
+def _h7_telegram(r: random.Random) -> str:
+    return f"{_c(r, _DG7, 10)}:AA{_c(r, URLSAFE, 33)}"
+
+
+def _h7_gocspx(r: random.Random) -> str:
+    return "GOCSPX-" + _c(r, URLSAFE, 28)
+
+
+def _h7_pypi(r: random.Random) -> str:
+    return "pypi-AgEIcHlwaS5vcmc" + _c(r, URLSAFE, 150)
+
+
+def _h7_mailgun(r: random.Random) -> str:
+    return "key-" + _c(r, HEX, 32)
+
+
+def _h7_discord(r: random.Random) -> str:
+    return _b64u_text(str(r.randint(10**17, 10**18))) + "." + _c(r, URLSAFE, 6) + "." + _c(r, URLSAFE, 38)
+
+
+HELD_OUT_7: list[Form] = [
+    _f(
+        "aws-pair-gotcha",
+        lambda r: (
+            "Gotcha: the staging deploy fails unless the CI runner exports "
+            f"AWS_ACCESS_KEY_ID={_h7_aws_id(r)} and AWS_SECRET_ACCESS_KEY={_h7_aws_sk(r)} "
+            "before `terraform plan`; the instance profile is not picked "
+            "up in the docker executor."
+        ),
+    ),
+    _f(
+        "aws-secret-alone-decision",
+        lambda r: (
+            "Decision: we keep using the legacy IAM user for the nightly "
+            f"S3 sync. Its secret key is {_h7_aws_sk(r)} (access key id is "
+            "in the team vault); rotating it breaks the partner's bucket "
+            "policy."
+        ),
+    ),
+    _f(
+        "aws-credentials-file",
+        lambda r: (
+            "Note for later: ~/.aws/credentials on the build box has a [deploy] "
+            f"profile:\n```\n[deploy]\naws_access_key_id = {_h7_aws_id(r)}\naws_secret_access_key "
+            f"= {_h7_aws_sk(r)}\nregion = eu-west-1\n```\nso `--profile deploy` "
+            "works without SSO."
+        ),
+    ),
+    _f(
+        "aws-session-token",
+        lambda r: (
+            "When the federated login expires mid-run, the script falls back "
+            f"to the STS creds pasted in .envrc: AWS_ACCESS_KEY_ID=ASIA{_c(r, _UP7 + '234567', 16)}"
+            f" AWS_SECRET_ACCESS_KEY={_h7_aws_sk(r)} AWS_SESSION_TOKEN={base64.b64encode(r.randbytes(300)).decode()}"
+        ),
+    ),
+    _f(
+        "aws-js-sdk",
+        lambda r: (
+            "The uploader lambda constructs its client by hand (no env lookup):\n```js\nconst "
+            "s3 = new S3Client({ region: 'us-east-1', credentials: { accessKeyId: "
+            f"'{_h7_aws_id(r)}', secretAccessKey: '{_h7_aws_sk(r)}' }} }});\n```\nThat "
+            "is why it ignores the role."
+        ),
+    ),
+    _f(
+        "aws-table",
+        lambda r: (
+            "| env | bucket | key id | secret |\n|---|---|---|---|\n| prod "
+            f"| acme-prod-assets | {_h7_aws_id(r)} | {_h7_aws_sk(r)} |\n| "
+            "staging | acme-stg-assets | (role) | (role) |"
+        ),
+    ),
+    _f(
+        "gcp-sa-json",
+        lambda r: (
+            '{"type": "service_account", "project_id": "acme-analytics-prod", "private_key_id": "'
+            + _c(r, HEX, 40)
+            + '", "private_key": "'
+            + _h7_pem(r, "PRIVATE KEY", 1216).replace("\n", "\\n")
+            + '\\n", "client_email": "bq-loader@acme-analytics-prod.iam.gserviceaccount.com", "client_id": "'
+            + _c(r, _DG7, 21)
+            + '"}'
+        ),
+    ),
+    _f(
+        "gcp-api-key-second",
+        lambda r: (
+            "Maps integration: project number 884213370015 and the browser-restricted "
+            "key never worked server-side, so the geocoder uses the unrestricted "
+            f"one: GOOGLE_MAPS_API_KEY={_h7_gcp_key(r)}"
+        ),
+    ),
+    _f(
+        "gcp-oauth-client",
+        lambda r: (
+            "Memory: Google sign-in for the admin panel uses OAuth client "
+            f"40411223344-{_c(r, _LO7 + _DG7, 32)}.apps.googleusercontent.com "
+            f"with client secret {_h7_gocspx(r)}; redirect URI must be https://admin.acme.io/oauth/"
+            "callback exactly."
+        ),
+    ),
+    _f(
+        "gcp-python-literal",
+        lambda r: (
+            "In scripts/translate_batch.py the key is hard-coded:\n```python\nclient "
+            f'= translate.Client(client_options={{"api_key": "{_h7_gcp_key(r)}"}})\n```\nMove '
+            "it to Secret Manager before open-sourcing."
+        ),
+    ),
+    _f(
+        "azure-storage-conn",
+        lambda r: (
+            "Gotcha: the blob uploader ignores AZURE_STORAGE_ACCOUNT and "
+            "only reads the connection string, which is DefaultEndpointsProtocol=https;AccountName"
+            f"=acmeuploads;AccountKey={_h7_az_acct(r)};EndpointSuffix=core.windows.net"
+        ),
+    ),
+    _f(
+        "azure-client-secret",
+        lambda r: (
+            "Decision: the deploy pipeline authenticates with the service "
+            "principal (tenant 72f988bf-86f1-41af-91ab-2d7cd011db47, app "
+            f"id {uuid4(r)}) and client secret {_h7_az_client(r)} until workload "
+            "identity federation is approved."
+        ),
+    ),
+    _f(
+        "azure-sas-url",
+        lambda r: (
+            "The nightly export lands in https://acmedata.blob.core.windows.net/exports?sv=2022-11"
+            "-02&ss=b&srt=co&sp=rwdlacx&se=2027-01-01T00:00:00Z&st=2026-01-01T00:00:00Z&spr=https&"
+            f"sig={quote(base64.b64encode(r.randbytes(32)).decode(), safe='')}"
+            " (SAS valid for a year)."
+        ),
+    ),
+    _f(
+        "azure-csharp",
+        lambda r: (
+            "The Functions app reads its Cosmos key from code, not settings:\n```csharp\nprivate "
+            f'const string CosmosKey = "{_h7_az_acct(r)}";\nvar client = new '
+            'CosmosClient("https://acme-cosmos.documents.azure.com:443/", '
+            "CosmosKey);\n```"
+        ),
+    ),
+    _f(
+        "github-classic-shell",
+        lambda r: (
+            f"Shell session from fixing the release job:\n```\n$ export GH_TOKEN={_h7_gh(r)}\n$ "
+            "gh release create v2.4.1 --notes-file CHANGELOG.md\nhttps://github.com/acme/widget/re"
+            "leases/tag/v2.4.1\n```"
+        ),
+    ),
+    _f(
+        "github-fine-grained",
+        lambda r: (
+            "Note for later: the docs site's deploy action pushes with a "
+            f"fine-grained PAT scoped to acme/docs (contents: write): {_h7_ghfg(r)}. "
+            "It expires in March."
+        ),
+    ),
+    _f(
+        "github-in-url",
+        lambda r: (
+            f"The submodule clone in the Dockerfile uses https://x-access-token:{_h7_gh(r, 'ghs_')}"
+            "@github.com/acme/private-protos.git so it works without an SSH "
+            "key."
+        ),
+    ),
+    _f(
+        "github-oauth-second",
+        lambda r: (
+            "Slack thread summary (#platform, Tue): Dana said the bot's app "
+            "id is 812334 and its installation id 40922111; Lee pasted the "
+            f"OAuth token gho_{_c(r, ALNUM, 36)} to test the API; nobody rotated "
+            "it afterwards."
+        ),
+    ),
+    _f(
+        "gitlab-pat",
+        lambda r: (
+            "- CI variable `GITLAB_TOKEN` is unset on forks\n- the mirror "
+            f"job therefore uses the hard-coded {_h7_glpat(r)} from .gitlab-ci.yml\n- "
+            "TODO: move to a protected variable"
+        ),
+    ),
+    _f(
+        "gitlab-runner",
+        lambda r: (
+            "Runner registration (from the ops wiki): gitlab-runner register "
+            f"--url https://gitlab.acme.io --registration-token GR1348941{_c(r, URLSAFE, 20)} "
+            "--executor docker"
+        ),
+    ),
+    _f(
+        "slack-bot",
+        lambda r: (
+            "Gotcha: the alert bot posts as the wrong user unless SLACK_BOT_TOKEN "
+            f"is the xoxb one: {_h7_slack_b(r)}. The xoxp token only works "
+            "for the export script."
+        ),
+    ),
+    _f(
+        "slack-user",
+        lambda r: (
+            "The workspace export script (tools/slack_export.py) needs a "
+            f"user token with channels:history; the one in use is {_h7_slack_p(r)}."
+        ),
+    ),
+    _f(
+        "slack-webhook",
+        lambda r: (
+            "Decision: deploy notifications go to #deploys via the incoming "
+            f"webhook {_h7_slack_hook(r)} rather than the bot, because the "
+            "bot lacks chat:write.public."
+        ),
+    ),
+    _f(
+        "slack-json",
+        lambda r: json.dumps(
+            {
+                "memory": "Slack app configuration for release bot",
+                "signing_secret": _c(r, HEX, 32),
+                "bot_token": _h7_slack_b(r),
+                "channel": "C04ABCD1234",
+            },
+            indent=2,
+        ),
+    ),
+    _f(
+        "stripe-live-sk",
+        lambda r: (
+            "Gotcha: the webhook tests hit production because STRIPE_SECRET_KEY "
+            f"in .env.local is {_h7_stripe_sk(r)} rather than a test key."
+        ),
+    ),
+    _f(
+        "stripe-restricted-ruby",
+        lambda r: (
+            "The billing worker sets it in config/initializers/stripe.rb:\n```ruby\nStripe.api_key"
+            f" = '{_h7_stripe_rk(r)}'\nStripe.api_version = '2024-06-20'\n```"
+        ),
+    ),
+    _f(
+        "stripe-whsec",
+        lambda r: (
+            f"Webhook endpoint we_1P{_c(r, ALNUM, 22)} verifies signatures "
+            f"with {_h7_whsec(r)}; the CLI's `stripe listen` prints a different "
+            "one locally."
+        ),
+    ),
+    _f(
+        "stripe-php",
+        lambda r: (
+            "Legacy checkout (php/checkout.php, line 12):\n```php\n$stripe "
+            f"= new \\Stripe\\StripeClient('sk_live_{_c(r, ALNUM, 99)}');\n```"
+        ),
+    ),
+    _f(
+        "openai-proj",
+        lambda r: (
+            "Note for later: the eval harness reads OPENAI_API_KEY from the "
+            f"shell; on the GPU box it is set in ~/.bashrc to {_h7_openai_proj(r)}"
+        ),
+    ),
+    _f(
+        "openai-old-js",
+        lambda r: (
+            "The playground demo (web/demo.js) still ships `const OPENAI_KEY "
+            f'= "{_h7_openai_old(r)}";` in the bundle, which is how it got '
+            "scraped."
+        ),
+    ),
+    _f(
+        "openai-truncated",
+        lambda r: (
+            "Debug log excerpt I kept: `openai.AuthenticationError: Incorrect "
+            f"API key provided: {_h7_openai_proj(r)[:60]}` — the key was from "
+            "the old org."
+        ),
+    ),
+    _f(
+        "anthropic-go",
+        lambda r: (
+            f'The summariser service (Go):\n```go\nconst anthropicKey = "{_h7_anthropic(r)}"\n\nfun'
+            "c newClient() *anthropic.Client { return anthropic.NewClient(option.WithAPIKey(anthr"
+            "opicKey)) }\n```"
+        ),
+    ),
+    _f(
+        "anthropic-curl",
+        lambda r: (
+            "Repro for the 529 overload errors:\ncurl https://api.anthropic.com/v1/messages "
+            f'-H "x-api-key: {_h7_anthropic(r)}" -H "anthropic-version: 2023-06-01" '
+            "-H 'content-type: application/json' -d @req.json"
+        ),
+    ),
+    _f(
+        "anthropic-wrapped",
+        lambda r: (
+            "ANTHROPIC_API_KEY for the batch jobs (wrapped by the terminal, join the lines):\n"
+            + _h7_wrapped(_h7_anthropic(r), 40)
+        ),
+    ),
+    _f(
+        "pem-rsa",
+        lambda r: (
+            "The bastion's deploy key, because the vault was down when we set it up:\n"
+            + _h7_pem(r, "RSA PRIVATE KEY", 1190)
+        ),
+    ),
+    _f(
+        "pem-openssh",
+        lambda r: (
+            "Note for later: the CI SSH key (ed25519) for pushing to the mirror:\n"
+            + _h7_pem(r, "OPENSSH PRIVATE KEY", 300, 70)
+        ),
+    ),
+    _f(
+        "pem-ec-truncated",
+        lambda r: (
+            "Partial paste of the signing key from the Slack thread (rest was cut off):\n"
+            + "\n".join(_h7_pem(r, "EC PRIVATE KEY", 121).split("\n")[:3])
+        ),
+    ),
+    _f(
+        "pem-inline-escaped",
+        lambda r: 'TLS for the local proxy: TLS_KEY="' + _h7_pem(r, "PRIVATE KEY", 1216).replace("\n", "\\n") + '"',
+    ),
+    _f(
+        "jwt-bearer-curl",
+        lambda r: (
+            "To reproduce the 403 on /v2/orders:\n$ curl -s https://api.acme.io/v2/orders "
+            f"-H 'Authorization: Bearer {_h7_jwt(r, _H7_ADMIN)}"
+            "'"
+        ),
+    ),
+    _f(
+        "jwt-long-lived",
+        lambda r: (
+            "Decision: the mobile app's service account uses a non-expiring "
+            f"JWT (signed with the old HS256 secret): {_h7_jwt(r, _H7_MOBILE)}"
+        ),
+    ),
+    _f(
+        "jwt-secret",
+        lambda r: (
+            "Gotcha: tokens issued by staging validate in prod because both "
+            f"use JWT_SECRET={_b64u(r, 48)} — we never split them."
+        ),
+    ),
+    _f(
+        "bearer-opaque",
+        lambda r: (
+            "Markdown notes from the outage:\n## Partner API\n- base URL: "
+            "https://partner.example-logistics.com/api\n- header: `Authorization: "
+            f"Bearer {_b64u(r, 40)}`\n- rate limit 50 rps"
+        ),
+    ),
+    _f(
+        "basic-auth-header",
+        lambda r: (
+            "The legacy SOAP endpoint only takes basic auth; the working "
+            f"request had `Authorization: Basic {base64.b64encode(('svc_billing:' + _h7_pw(r, 18)).encode()).decode()}"
+            "`."
+        ),
+    ),
+    _f(
+        "pg-url",
+        lambda r: (
+            "Gotcha: migrations must run against the primary, not the pooler: "
+            f"DATABASE_URL=postgres://app_owner:{_h7_pw(r, 20)}@db-primary.internal.acme.io:5432/ac"
+            "me_prod?sslmode=require"
+        ),
+    ),
+    _f(
+        "mysql-url-second",
+        lambda r: (
+            "Reporting replica is db-replica-3 (10.20.4.17). The BI tool "
+            f"connects with mysql://metabase:{_h7_pw(r, 16)}@10.20.4.17:3306/analytics"
+        ),
+    ),
+    _f(
+        "mongo-srv",
+        lambda r: (
+            f"Note: the events collection lives in Atlas, mongodb+srv://events_rw:{_h7_pw(r, 24)}@c"
+            f"luster0.{_c(r, _LO7 + _DG7, 5)}.mongodb.net/events?retryWrites=true&w=majority"
+        ),
+    ),
+    _f(
+        "redis-url",
+        lambda r: (
+            f"Celery broker on staging is REDIS_URL=redis://:{_h7_pw(r, 32)}@redis-stg.acme.interna"
+            "l:6379/0 (the ACL user is default)."
+        ),
+    ),
+    _f(
+        "jdbc-props",
+        lambda r: (
+            "Spring Boot settings that made the integration tests pass:\n```\nspring.datasource.ur"
+            "l=jdbc:postgresql://localhost:5432/orders\nspring.datasource.username=orders\nspring."
+            f"datasource.password={_h7_pw(r, 14)}\n```"
+        ),
+    ),
+    _f(
+        "dotenv-block",
+        lambda r: (
+            "The .env the contractors use (copied from the onboarding doc):\n```\nAPP_ENV=staging\nD"
+            f"B_HOST=stg-db.acme.io\nDB_USER=app\nDB_PASSWORD={_h7_pw(r, 18)}\nSENTRY_ENVIRONMENT=s"
+            "taging\n```"
+        ),
+    ),
+    _f(
+        "yaml-password",
+        lambda r: (
+            "docker-compose.override.yml for local dev:\n```yaml\nservices:\n "
+            " db:\n    image: postgres:16\n    environment:\n      POSTGRES_USER: "
+            f"acme\n      POSTGRES_PASSWORD: {_h7_pw(r, 22)}\n```"
+        ),
+    ),
+    _f(
+        "password-prose",
+        lambda r: (
+            f"Gotcha: the Grafana admin login is admin / {_h7_pw(r, 14)} on "
+            "monitoring.acme.io; the LDAP login is broken since the upgrade."
+        ),
+    ),
+    _f(
+        "ini-password",
+        lambda r: (
+            "Decision: keep pgbouncer's userlist in sync by hand.\n```\n[databases]\nacme "
+            f"= host=10.0.0.5 port=5432 dbname=acme user=pgb password={_h7_pw(r, 20)}\n```"
+        ),
+    ),
+    _f(
+        "k8s-secret-b64",
+        lambda r: (
+            "The k8s Secret for the payments service (kubectl get secret "
+            f"payments -o yaml):\n```yaml\ndata:\n  STRIPE_KEY: {base64.b64encode(_h7_stripe_sk(r).encode()).decode()}"
+            f"\n  DB_PASSWORD: {base64.b64encode(_h7_pw(r, 20).encode()).decode()}\n```"
+        ),
+    ),
+    _f(
+        "docker-config-auth",
+        lambda r: json.dumps(
+            {"auths": {"registry.acme.io": {"auth": base64.b64encode(("ci-bot:" + _h7_pw(r, 24)).encode()).decode()}}}
+        ),
+    ),
+    _f(
+        "url-basic-auth",
+        lambda r: (
+            f"Artifacts are pulled from https://deploy:{_h7_pw(r, 18)}@nexus.acme.io/repository/mav"
+            "en-releases/ in the Jenkinsfile."
+        ),
+    ),
+    _f(
+        "sshpass",
+        lambda r: (
+            f"Shell history from the hotfix:\n```\n$ sshpass -p '{_h7_pw(r, 16)}' "
+            "ssh ops@10.12.0.8 'sudo systemctl restart api'\n$ exit\n```"
+        ),
+    ),
+    _f(
+        "mysql-cli-p",
+        lambda r: (
+            "To inspect the queue table directly: mysql -h 10.20.4.17 -u "
+            f"root -p{_h7_pw(r, 14)} queue_db -e 'select count(*) from jobs'"
+        ),
+    ),
+    _f(
+        "psql-pgpassword",
+        lambda r: (
+            f"Note for later: the restore script runs PGPASSWORD='{_h7_pw(r, 20)}' "
+            "pg_restore -h db-primary -U postgres -d acme latest.dump"
+        ),
+    ),
+    _f(
+        "python-literal",
+        lambda r: (
+            f'In billing/client.py:\n```python\nSENDGRID_API_KEY = "{_h7_sendgrid(r)}"\nsg '
+            "= SendGridAPIClient(SENDGRID_API_KEY)\n```"
+        ),
+    ),
+    _f(
+        "java-literal",
+        lambda r: (
+            "The Android build embeds it: `private static final String MAPS_SECRET "
+            f'= "{_c(r, ALNUM + "-_", 40)}";` in Config.java (a server secret, '
+            "not the public maps key)."
+        ),
+    ),
+    _f(
+        "rust-literal",
+        lambda r: (
+            f'The CLI\'s telemetry (src/telemetry.rs):\n```rust\nconst DD_API_KEY: &str = "{_h7_dd_key(r)}";\n```'
+        ),
+    ),
+    _f(
+        "csharp-literal-twilio",
+        lambda r: (
+            f'Twilio in the .NET notifier: `TwilioClient.Init("AC{_c(r, HEX, 32)}", '
+            f'"{_h7_twilio_tok(r)}");` — the second argument is the auth token.'
+        ),
+    ),
+    _f("go-literal-hf", lambda r: f'var hfToken = "{_h7_hf_tok(r)}" // embeddings service, pulls gated models'),
+    _f(
+        "npmrc",
+        lambda r: (
+            f"Gotcha: `npm publish` fails in CI unless .npmrc has //registry.npmjs.org/:_authToken={_h7_npm_tok(r)}"
+        ),
+    ),
+    _f("pypirc", lambda r: f"~/.pypirc on the release laptop:\n[pypi]\nusername = __token__\npassword = {_h7_pypi(r)}"),
+    _f(
+        "do-token",
+        lambda r: (
+            f'Terraform for the demo droplets reads do_token = "{_h7_dop(r)}" '
+            "from terraform.tfvars (committed by mistake)."
+        ),
+    ),
+    _f(
+        "vault-token",
+        lambda r: (
+            f"Decision: the migration job uses a periodic Vault token ({_h7_vault(r)}) "
+            "instead of AppRole until the auth backend is fixed."
+        ),
+    ),
+    _f(
+        "telegram-bot",
+        lambda r: f"On-call alerts also go to Telegram; bot token {_h7_telegram(r)}, chat id -1001234567890.",
+    ),
+    _f(
+        "shopify",
+        lambda r: f"The storefront sync uses the Admin API access token {_h7_shopify(r)} for acme-shop.myshopify.com.",
+    ),
+    _f("mailgun", lambda r: f"Emails in staging go through Mailgun (domain mg.acme.io, api key {_h7_mailgun(r)})."),
+    _f(
+        "discord-bot", lambda r: f"Community bot: DISCORD_TOKEN={_h7_discord(r)} (reset it if the bot starts spamming)."
+    ),
+    _f(
+        "masked-badly",
+        lambda r: f"Rotated the OpenAI key today; new one is {_h7_openai_proj(r)[:48]}… (rest in 1Password).",
+    ),
+    _f(
+        "generic-api-key-json",
+        lambda r: json.dumps(
+            {
+                "type": "decision",
+                "content": "Use the Algolia admin key only in the indexer",
+                "config": {"app_id": "H3X9QW2ZLM", "admin_api_key": _c(r, HEX, 32)},
+            }
+        ),
+    ),
+    _f(
+        "slack-summary-password",
+        lambda r: (
+            "Summary of #infra thread (2026-03-04): Priya asked why the VPN "
+            "was down; Tom restarted openvpn; the new shared VPN password "
+            f"is {_h7_pw(r, 12)}; Alex will move it to the vault next sprint."
+        ),
+    ),
+]
+
+HELD_OUT_7_KEEP: list[Form] = [
+    _f(
+        "masked-openai",
+        lambda r: (
+            "Rotated the OpenAI key; the dashboard now lists it as sk-...x7Qa, and the old one sk-...3fPz is revoked."
+        ),
+    ),
+    _f(
+        "masked-aws",
+        lambda r: (
+            "CloudTrail shows calls from AKIA****************WXYZ at 03:12 "
+            "UTC; that key belongs to the old backup user."
+        ),
+    ),
+    _f(
+        "placeholder-env",
+        lambda r: (
+            "The .env template:\n```\nDB_PASSWORD=<your-db-password>\nSTRIPE_SECRET_KEY=sk_test_yo"
+            "ur_key_here\nOPENAI_API_KEY=${OPENAI_API_KEY}\n```"
+        ),
+    ),
+    _f(
+        "placeholder-code",
+        lambda r: (
+            'Use `api_key = os.environ["ANTHROPIC_API_KEY"]` in scripts; '
+            "never a literal. The same for `process.env.STRIPE_SECRET_KEY` "
+            "in the Node services."
+        ),
+    ),
+    _f(
+        "redacted-log",
+        lambda r: (
+            "Request log with redaction: `POST /v1/charges Authorization: "
+            "Bearer [REDACTED] -> 402 card_declined`; the redaction middleware "
+            "lives in api/logging.py."
+        ),
+    ),
+    _f(
+        "redacted-url",
+        lambda r: (
+            "Connection string in the error is postgres://app_owner:****@db-primary.internal.acme."
+            "io:5432/acme_prod, so the password is not the problem — the "
+            "pooler refuses the SSL mode."
+        ),
+    ),
+    _f(
+        "account-id-arn",
+        lambda r: (
+            "The deploy role is arn:aws:iam::123456789012:role/github-actions-deploy "
+            "and the bucket acme-prod-assets is in account 123456789012."
+        ),
+    ),
+    _f(
+        "git-sha",
+        lambda r: (
+            f"The regression started at commit {_c(r, HEX, 40)}; bisect points "
+            f"at the serializer change, revert is {_c(r, HEX, 40)[:12]}."
+        ),
+    ),
+    _f(
+        "sha256-digest",
+        lambda r: f"Pin the base image by digest: python:3.12-slim@sha256:{_c(r, HEX, 64)} (renovate updates it).",
+    ),
+    _f(
+        "npm-integrity",
+        lambda r: (
+            f'package-lock has "integrity": "sha512-{base64.b64encode(r.randbytes(64)).decode()}" '
+            "for left-pad; a mismatch means the registry mirror is stale."
+        ),
+    ),
+    _f(
+        "uuid-ids",
+        lambda r: f"Project id {uuid4(r)} is the staging tenant; request id {uuid4(r)} is the one that timed out.",
+    ),
+    _f(
+        "ssh-public-key",
+        lambda r: (
+            "Add this public key to the bastion's authorized_keys: ssh-ed25519 "
+            f"AAAAC3NzaC1lZDI1NTE5AAAAI{_c(r, _B64_7, 43)} ci@acme"
+        ),
+    ),
+    _f(
+        "certificate",
+        lambda r: "The CA bundle we pin (public cert, safe to commit):\n" + _h7_pem(r, "CERTIFICATE", 600),
+    ),
+    _f(
+        "gha-secret-ref",
+        lambda r: (
+            "In .github/workflows/release.yml the token is `${{ secrets.NPM_TOKEN "
+            "}}` and the AWS role comes from OIDC; no long-lived keys in "
+            "the repo."
+        ),
+    ),
+    _f(
+        "k8s-secretkeyref",
+        lambda r: (
+            "The Deployment reads DB_PASSWORD via valueFrom.secretKeyRef "
+            "(name: payments-db, key: password); the Secret itself is managed "
+            "by external-secrets from Vault path kv/payments/db."
+        ),
+    ),
+    _f(
+        "password-policy",
+        lambda r: (
+            "Decision: user passwords must be at least 12 characters, checked "
+            "against the HIBP k-anonymity API; reset tokens expire after "
+            "15 minutes."
+        ),
+    ),
+    _f(
+        "env-var-names",
+        lambda r: (
+            "Required env vars: OPENAI_API_KEY, ANTHROPIC_API_KEY, STRIPE_SECRET_KEY, "
+            "DATABASE_URL, REDIS_URL. `make check-env` fails listing the "
+            "missing ones."
+        ),
+    ),
+    _f(
+        "stripe-publishable",
+        lambda r: (
+            f"The checkout page uses the publishable key pk_live_{_c(r, ALNUM, 99)} "
+            "(public by design, it is in the HTML)."
+        ),
+    ),
+    _f(
+        "jwt-structure-doc",
+        lambda r: (
+            "JWTs here are three base64url parts: header.payload.signature. "
+            "Example from the RFC 7519 docs: eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 "
+            'is the header {"alg":"HS256","typ":"JWT"}.'
+        ),
+    ),
+    _f(
+        "webpack-hash",
+        lambda r: (
+            f"Cache busting: assets are named main.{_c(r, HEX, 20)}.js and "
+            f"vendor.{_c(r, HEX, 20)}.js; the CDN keeps them for a year."
+        ),
+    ),
+    _f(
+        "vault-path",
+        lambda r: (
+            "Secrets live in 1Password vault 'Platform' (item 'Stripe live "
+            "restricted key') and in AWS Secrets Manager under prod/billing/stripe; "
+            "rotate both together."
+        ),
+    ),
+    _f(
+        "db-url-no-pw",
+        lambda r: "Local dev uses DATABASE_URL=postgres://postgres@localhost:5432/acme_dev (trust auth, no password).",
+    ),
+    _f(
+        "table-masked",
+        lambda r: (
+            "| service | key | status |\n|---|---|---|\n| Stripe | sk_live_…9Xk2 "
+            "| rotated 2026-02-01 |\n| GitHub | ghp_…Qm7c | revoked |\n| "
+            "Slack | xoxb-…(masked) | active |"
+        ),
+    ),
+    _f(
+        "shell-no-secret",
+        lambda r: (
+            'Shell session:\n```\n$ aws sts get-caller-identity\n{\n  "UserId": '
+            '"AIDA4EXAMPLEUSERID01",\n  "Account": "123456789012",\n  "Arn": '
+            '"arn:aws:iam::123456789012:user/ci"\n}\n```\nSo CI runs as the '
+            "ci user, not the role."
+        ),
+    ),
+    _f(
+        "base64-config",
+        lambda r: f"The feature-flag payload is base64 JSON, e.g. {_H7_FLAGS}, decoded in flags/loader.py.",
+    ),
+]
+
+REFUSED_BY_POLICY.append(
+    _f(
+        "aws-docs-example, seventh set",
+        lambda r: (
+            "AWS docs example (not real): aws_access_key_id = AKIAIOSFODNN7EXAMPLE and aws_secret_access_key = "
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY, used in our README's setup section."
+        ),
+    )
+)

@@ -1,10 +1,11 @@
 """How well does the secret scanner refuse credentials and keep ordinary memories, and at what cost?
 
 Run: .venv/bin/python -m bench.secret_scan [--seeds 3] [--show]
-         [--split tune|held-out|held-out-2|held-out-3|held-out-4|held-out-5|held-out-6|review-6|review-7|review-8|all]
+         [--split tune|held-out|held-out-2|held-out-3|held-out-4|held-out-5|held-out-6|held-out-7|review-6
+                  |review-7|review-8|all]
 
-Credentials: the forms of bench/secret_forms.py (TUNE, HELD_OUT, HELD_OUT_2 … HELD_OUT_6
-reported apart), each filled with `--seeds` different random values; HELD_OUT_2_KEEP … HELD_OUT_6_KEEP,
+Credentials: the forms of bench/secret_forms.py (TUNE, HELD_OUT, HELD_OUT_2 … HELD_OUT_7
+reported apart), each filled with `--seeds` different random values; HELD_OUT_2_KEEP … HELD_OUT_7_KEEP,
 REVIEW_6_KEEP … REVIEW_8_KEEP (memories that must be stored) are reported with them.
 Ordinary: every LoCoMo turn of ../shared/bench/locomo_dev.json (chat about daily life), the codebase set's
 memories, questions and prompts, the duplicate-pair memories, and secret_talk.json (memories *about*
@@ -72,6 +73,8 @@ def main() -> None:
             "held-out-3",
             "held-out-4",
             "held-out-5",
+            "held-out-6",
+            "held-out-7",
             "review-6",
             "review-7",
             "review-8",
@@ -91,6 +94,7 @@ def main() -> None:
         ("held-out-4", secret_forms.HELD_OUT_4),
         ("held-out-5", secret_forms.HELD_OUT_5),
         ("held-out-6", secret_forms.HELD_OUT_6),
+        ("held-out-7", secret_forms.HELD_OUT_7),
     )
     for label, forms in splits:
         if args.split not in (label, "all"):
@@ -118,6 +122,7 @@ def main() -> None:
         ("held-out-4", secret_forms.HELD_OUT_4_KEEP),
         ("held-out-5", secret_forms.HELD_OUT_5_KEEP),
         ("held-out-6", secret_forms.HELD_OUT_6_KEEP),
+        ("held-out-7", secret_forms.HELD_OUT_7_KEEP),
         ("review-6", secret_forms.REVIEW_6_KEEP),
         ("review-7", secret_forms.REVIEW_7_KEEP),
         ("review-8", secret_forms.REVIEW_8_KEEP),

@@ -1653,3 +1653,79 @@ def test_a_password_of_random_letters_assigned_alone_is_refused(text: str) -> No
     # One check of random letters with no digit (values._random_case) for a value assigned and one told: when two
     # written in parallel became one, the told one was kept and an assigned value alone was stored.
     assert find_secret(text) is not None
+
+
+# bench/secret_forms.HELD_OUT_7: secrets9's set, written before its author read the scanner (2 of its 74 secrets were
+# stored on its first run through REST, 3 of its 26 keepers refused, one of them AWS's documented pair, refused by
+# policy; docs/security.md).
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_7, seed=23))
+def test_every_form_of_the_seventh_held_out_set_is_found(name: str, text: str) -> None:
+    assert find_secret(text) is not None, name
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_7_KEEP, seed=23))
+def test_the_seventh_held_out_sets_keepers_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+_R7 = random.Random(71)
+_HEX7 = chars(HEX, 32)(_R7)
+# Each cause of the seventh set's first run, probed in other spellings.
+SEVENTH_SET_CAUSES = {
+    # a type between a secret's name and `=`: the assignment rule read the type as the value
+    "rust typed const": f'const DD_API_KEY: &str = "{_HEX7}";',
+    "rust static": f'static SIGNING_SECRET: &\'static str = "{_HEX7}";',
+    "python annotated": f'API_KEY: str = "{_HEX7}"',
+    # a subscript's quoted key before `=`
+    "ruby ENV subscript": f'ENV["SECRET_KEY_BASE"] = "{_HEX7}{_HEX7}"',
+    # a setter's call with the key as its argument
+    "java setter": f'client.setApiKey("{_HEX7}");',
+    "go option": f'anthropic.NewClient(option.WithAPIKey("{_HEX7}"))',
+    "builder": f'Config.builder().password("{chars(ALNUM, 20)(_R7)}1").build()',
+    # Twilio's account SID with its auth token beside it
+    "twilio init": f'TwilioClient.Init("AC{chars(HEX, 32)(_R7)}", "{_HEX7}");',
+    "twilio client": f"client = Client('AC{chars(HEX, 32)(_R7)}', '{_HEX7}')",
+    "twilio pair told": f"Twilio: AC{chars(HEX, 32)(_R7)} / {_HEX7}",
+    # a table of names and values
+    "name value table": f"| name | value |\n|---|---|\n| region | eu-west-1 |\n| DD_API_KEY | `{_HEX7}` |",
+    "setting table": f"| setting | value |\n|---|---|\n| Datadog API key | {_HEX7} |",
+    # a password of letters and symbols, no digit, named without a verb
+    "password no digit": "ssh deploy@web-1 (password CBX!TBwZPA#lRoLq)",
+    "pw symbols": "pw Kq#WzTbRmPx! for the staging box",
+}
+
+
+@pytest.mark.parametrize("name", SEVENTH_SET_CAUSES)
+def test_each_cause_of_the_seventh_sets_first_run_is_refused(name: str) -> None:
+    assert find_secret(SEVENTH_SET_CAUSES[name]) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an env template's placeholders, the next line's `NAME=` not glued onto the value before it
+        "```\nDB_PASSWORD=<your-db-password>\nSTRIPE_SECRET_KEY=sk_test_your_key_here\nOPENAI_API_KEY=${OPENAI_API_KEY}\n```",
+        "STRIPE_SECRET_KEY=sk_live_your_key_here",
+        "SENDGRID_API_KEY=SG.your_api_key_here",
+        "api_key: acme_your_key_here",
+        "GITHUB_TOKEN=paste-your-token-here",
+        # an SSH public key's line
+        f"authorized_keys: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{chars(ALNUM, 43)(_R7)} ci@acme",
+        f"deploy_key: ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ{chars(ALNUM, 60)(_R7)} deploy@ci",
+        # setters given a name, a type, or nothing secret
+        'useAuth("github-oauth2")',
+        'setToken("session-cookie")',
+        'user.set_password("new_password")',
+        'API_KEY: str = os.environ["API_KEY"]',
+        'TOKEN: str = ""',
+        'config["api_key"] = settings.API_KEY',
+        # a table of settings about secrets, none of them one
+        "| setting | value |\n|---|---|\n| API key | rotated 2026-02-01 |\n| Token expiry | 15 minutes |",
+        # a Twilio account SID alone, with a message SID after it
+        f"Account AC{chars(HEX, 32)(_R7)} sent SM{chars(HEX, 32)(_R7)} at 09:12",
+        # words with a symbol after a password's word
+        "password GitHub!Actions",
+    ],
+)
+def test_words_near_the_seventh_sets_causes_are_kept(text: str) -> None:
+    assert find_secret(text) is None

@@ -33,6 +33,8 @@ from .words import (
     _mysql_password,
 )
 
+_TOKEN_RUN = re.compile(r"(?=[A-Za-z]*\d)[A-Za-z0-9]{16,}")
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "private-key-header",
@@ -115,6 +117,29 @@ RULES: tuple[Rule, ...] = (
         ),
         ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "dsn", "cookie", "hmac"),
         check=_assigned_secret,
+    ),
+    # The same with a type between the name and `=` (Rust's `const DD_API_KEY: &str = "…"`, Python's
+    # `API_KEY: str = "…"`), a subscript's quoted key (Ruby's `ENV["SECRET_KEY_BASE"] = "…"`), or a setter's
+    # call (`setApiKey("…")`, Go's `option.WithAPIKey("…")`, a builder's `.password("…")`): the assignment rule
+    # reads the type, the `"]` or the `(` as the value and lets a hex key through (secrets9's set).
+    Rule(
+        "secret-assignment-typed",
+        "a secret assignment",
+        re.compile(
+            rf"(?i){_SECRET_NAME}[A-Z0-9_.-]*(?:[ \t]*:[ \t]*&?(?:'static[ \t]+)?(?:str|string|bytes)"
+            rf"|[\"']\])[ \t]*=[ \t]*[bf]?[\"'`]([^\s\"'`]{{6,}})"
+        ),
+        ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "hmac"),
+        check=_assigned_secret,
+    ),
+    Rule(
+        "secret-setter-call",
+        "a secret assignment",
+        re.compile(rf"(?i)(?:\b(?:set|with|use)_?|\.){_SECRET_NAME}[ \t]*\([ \t]*[bf]?[\"'`]([^\s\"'`]{{8,}})[\"'`]"),
+        ("secret", "token", "pass", "pwd", "key", "credential", "auth"),
+        # (a token's shape: a run of 16 letters and digits with a digit, not a name such as
+        # `setToken("session-cookie")`, `useAuth("github-oauth2")`)
+        check=lambda value: bool(_TOKEN_RUN.search(value)) and _assigned_secret(value),
     ),
     # A password told in a sentence: "the staging password is 'Sup3rS3cret!2024'" (no `=` or `:` for the
     # assignment rule to see). The value must look like a password, so "the password is hashed" passes.

@@ -192,11 +192,12 @@ RULES: tuple[Rule, ...] = (
         ("phrase",),
         check=lambda words: _phrase_of_words(words.replace("-", " ") if " " not in words else words),
     ),
-    # Twilio's account SID and its auth token as a pair (`AC…:…`, the basic-auth form of its API).
+    # Twilio's account SID and its auth token as a pair (`AC…:…`, the basic-auth form of its API), also as two
+    # arguments or a pair told (`TwilioClient.Init("AC…", "…")`, `AC… / …`: a C# call was stored, secrets9's set).
     Rule(
         "twilio-sid-token",
         "a credential (twilio)",
-        re.compile(r"\bAC[0-9a-f]{32}:([0-9a-f]{32})\b"),
+        re.compile(r"\bAC[0-9a-f]{32}\b[\"'`]?[ \t]*[,:/][ \t]*[\"'`]?([0-9a-f]{32})\b"),
         ("ac",),
     ),
     # Hex of a key a few words after a word of keys, secrets or signing: "callbacks are signed with 3f9a…",

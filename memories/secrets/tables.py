@@ -102,12 +102,20 @@ def _markdown_rows(text: str, out: list[str], origin: list[int]) -> None:
     """Only the columns whose name says secret (a table of 20 columns of figures costs nothing)."""
     rows = list(_TABLE_ROW.finditer(text))
     secret_columns: dict[int, str] = {}
+    ruled = False
     for i, row in enumerate(rows):
         cells = _split_cells(row.group(1))
         if all(_TABLE_RULE.fullmatch(c) for _, c in cells):
             names = [c.strip() for _, c in _split_cells(rows[i - 1].group(1))] if i else []
             secret_columns = {k: n for k, n in enumerate(names) if _secret_column(n)}
+            ruled = True
             continue
+        # (a table of names and values, `| DD_API_KEY | 6e36b594… |` under `| name | value |`: the row's first
+        # cell names the secret, the next one holds it; secrets9's set)
+        if ruled and len(cells) >= 2 and 1 not in secret_columns and _secret_column(cells[0][1].strip()):
+            at, cell = cells[1]
+            if value := cell.strip():
+                _cell(cells[0][1].strip(), value, row.start(1) + at + cell.index(value), out, origin)
         for k, name in secret_columns.items():
             if k < len(cells):
                 at, cell = cells[k]

@@ -9,7 +9,8 @@ from .model import entropy
 
 PLACEHOLDER = re.compile(
     r"(?i)^(?:x{3,}|\*{3,}|\.{3,}|<[^>]*>|\[[^\]]*\]|\{[^}]*\}|\$\{[^}]*\}?|\$\(.*|\$[A-Z_][A-Z0-9_]*|%[A-Z_]+%"
-    r"|(?:my|your|some)[-_][\w-]*|change[-_]?me\w*|example\w*|dummy\w*|placeholder\w*|redacted\w*"
+    # (`sk_test_your_key_here`, `paste-token-here`: a template's words inside a vendor's prefix)
+    r"|(?:my|your|some)[-_][\w-]*|[\w.-]*[-_.](?:your|my)[-_][\w.-]*|[\w.-]+[-_]here|change[-_]?me\w*|example\w*|dummy\w*|placeholder\w*|redacted\w*"
     r"|none|null|nil|true|false|undefined|password\d{0,3}|passwd|pass|secret|token|pwd|test|admin|root|user"
     r"|hunter2|letmein|qwerty\w*|12345\w*)$"
 )
@@ -91,6 +92,7 @@ def _assigned_secret(value: str) -> bool:
 
 
 _HUMP = re.compile(r"[A-Z][a-z]+")
+_NO_SYMBOLS = str.maketrans("", "", "!#$%&*^~?@")
 _VOWEL = re.compile(r"[aeiouy]", re.IGNORECASE)
 _CONSONANTS = re.compile(r"(?<![a-z])[b-df-hj-np-tv-xz]{4,}(?![a-z])")
 
@@ -101,6 +103,11 @@ def _random_case(value: str) -> bool:
     capitalised runs no syllable (`Kw`, `Wwd`, `Gp`) or four small consonants in a row (`vstq`), where a name's
     runs are words (`GitHubApp`, `YouTubeTV`, `PostgreSQL`, `McDonaldsUSA`). The one check of such a value,
     assigned (`DB_PASSWORD=KwAWwdIGpF`) or told (`pw WMXsmVbgZt`)."""
+    # (a password's symbols among the letters are no syllable either: `CBX!TBwZPA#lRoLq`, three at most)
+    letters = value.translate(_NO_SYMBOLS)
+    if len(value) - len(letters) > 3 or letters[:1] != value[:1]:
+        return False
+    value = letters
     if not (8 <= len(value) <= 40 and value.isascii() and value.isalpha()):
         return False
     if sum(c.isupper() for c in value) < 2 or sum(c.islower() for c in value) < 2:
@@ -187,4 +194,8 @@ def _password_shaped(token: str) -> bool:
 # Stripe rule leaves `pk_` out too), so our catch-all must not refuse one; nor a subresource-integrity
 # hash (`sha512-…` in package-lock.json).
 # (Mapbox's public token `pk.eyJ…` too: its secret one is `sk.eyJ…`)
-PUBLIC_KEY_PREFIXES = ("pk_test_", "pk_live_", "pk.eyJ", "sha256-", "sha384-", "sha512-")
+# (an SSH public key's algorithm, `authorized_keys: ssh-ed25519 AAAA…`: the line of a public key)
+PUBLIC_KEY_PREFIXES = (
+    *("pk_test_", "pk_live_", "pk.eyJ", "sha256-", "sha384-", "sha512-"),
+    *("ssh-ed25519", "ssh-rsa", "ssh-dss", "ecdsa-sha2-", "sk-ssh-ed25519", "sk-ecdsa-sha2-"),
+)

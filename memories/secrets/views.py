@@ -20,10 +20,12 @@ from .tables import _table_view
 # VB's `&`, Lua's `..` (a token split so that a pre-commit hook does not see it).
 # (not a line of code after a line of code: `status.HTTP_503_SERVICE_UNAVAILABLE` / `default_detail = "…"` is an
 # assignment, `name = ` or `call(`, which no wrapped key's next line is: a key has no space and no parenthesis;
-# nor a mapping's next key, `DB_PASSWORD_FILE: /run/secrets/db` / `SECRET_KEY_FILE: …`, glued into one token)
+# nor a mapping's next key, `DB_PASSWORD_FILE: /run/secrets/db` / `SECRET_KEY_FILE: …`, glued into one token;
+# nor an env file's next `OPENAI_API_KEY=…`, glued onto the value before it)
 _WRAP = re.compile(
     r"(?<=[A-Za-z0-9+/=_-])(?:\\?[ \t]*\r?\n[ \t]*"
-    r"(?![A-Za-z_][\w.]*(?:[ \t]+[-+*/|&]?=[ \t]|\()|[A-Za-z_][\w.-]*:(?:[ \t]|\r?\n|$))"
+    r"(?![A-Za-z_][\w.]*(?:[ \t]+[-+*/|&]?=[ \t]|\()|[A-Za-z_][\w.-]*:(?:[ \t]|\r?\n|$)"
+    r"|[A-Z][A-Z0-9]*_[A-Z0-9_]*=(?!=))"
     r"|([\"'`])\s*(?:\+|\.\.?|&|\|\|)?\s*\1)(?=[A-Za-z0-9+/=_-])"
 )
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])")
