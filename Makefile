@@ -77,6 +77,10 @@ clis: $(CLIS_STAMP)
 
 # Tests use their own YULLU_HOME and config so they never touch your data.
 TEST_HOME ?= $(CURDIR)/.test-home
+# pytest-xdist workers, each with its own home and embedded PostgreSQL under $(TEST_HOME)/xdist/
+# (tests/conftest.py); a test file runs whole on one worker, in order (its module fixtures start
+# servers once). Two on a 2-core CI: the suite waits on servers and subprocesses much of the time.
+TEST_WORKERS ?= 2
 # The embedded test server is stopped afterwards, whatever pytest's outcome. As root, the (private)
 # test home's cluster would live in /var/lib/yullu and outlive the checkout: keep it beside the test
 # home instead when the PostgreSQL user can reach that folder.
@@ -85,9 +89,10 @@ test: install-dev lint browser clis
 	@mkdir -p $(TEST_HOME)
 	@export YULLU_HOME=$(TEST_HOME) YULLU_CONFIG=$(TEST_HOME)/config.toml HF_HUB_OFFLINE=1; \
 		[ -n "$$YULLU_ROOT_PG_BASE" ] || [ -z "$(TEST_PG_BASE)" ] || export YULLU_ROOT_PG_BASE=$(TEST_PG_BASE); \
-		$(BIN)/pytest $(PYTEST_ARGS); status=$$?; \
+		$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); status=$$?; \
 		[ -n "$$DATABASE_URL" ] || $(BIN)/python -c \
-			"from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())" || true; \
+			"from yullu_core import paths, postgres as pg; h = paths.yullu_home(); [pg.stop(x) for x in [h, *h.glob('xdist/gw*')]]" \
+			|| true; \
 		exit $$status
 
 clean-test:

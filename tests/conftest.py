@@ -53,6 +53,23 @@ override_settings(
 ).enable()
 
 
+WORKER_HOMES = "xdist"  # `pytest -n N` (`make test`): worker gwI's YULLU_HOME is $YULLU_HOME/xdist/gwI
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: list[Any]) -> None:
+    """Each pytest-xdist worker gets its own YULLU_HOME, so its own embedded PostgreSQL, token and
+    admin-password files, exactly what one process has alone (tests delete and rewrite the home's
+    files, count the cluster's waiting locks, end its backends). The settings read YULLU_HOME when
+    Django starts, before any conftest: execnet sets it in the worker's environment before that.
+    The workers share one ONNX model cache (built under a lock)."""
+    home = settings.YULLU_HOME
+    for i, spec in enumerate(specs):  # execnet names them gw0, gw1, … in this order
+        worker_home = home / WORKER_HOMES / f"gw{i}"
+        worker_home.mkdir(parents=True, exist_ok=True)
+        spec.env.update(YULLU_HOME=str(worker_home), YULLU_MODEL_CACHE=os.environ["YULLU_MODEL_CACHE"])
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _no_clusters_left_behind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Remove the clusters this session's temporary homes left under YULLU_ROOT_PG_BASE.
