@@ -54,9 +54,15 @@ def machine_dbs(django_db_setup: Any, django_db_blocker: Any) -> Iterator[dict[s
         for name in names.values():
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{name}"')
-    for name in names.values():
-        env = {**product_env(Path(settings.YULLU_HOME) / f"home-{name}"), "DATABASE_URL": database_url(name)}
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=REPO, check=True)
+    migrations = [  # both at once: each is mostly a process importing Django and waiting on PostgreSQL
+        subprocess.Popen(
+            [sys.executable, "manage.py", "migrate", "-v", "0"],
+            env={**product_env(Path(settings.YULLU_HOME) / f"home-{name}"), "DATABASE_URL": database_url(name)},
+            cwd=REPO,
+        )
+        for name in names.values()
+    ]
+    assert [m.wait(timeout=600) for m in migrations] == [0, 0]
     yield {k: database_url(v) for k, v in names.items()}
     with django_db_blocker.unblock(), psycopg.connect(**server_conninfo("postgres"), autocommit=True) as conn:
         for name in names.values():
