@@ -1719,6 +1719,8 @@ def test_each_cause_of_the_seventh_sets_first_run_is_refused(name: str) -> None:
         'API_KEY: str = os.environ["API_KEY"]',
         'TOKEN: str = ""',
         'config["api_key"] = settings.API_KEY',
+        'num_hidden_layers_key: str = "num_hidden_layers"',
+        'env["ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"] = "sk-test-not-a-real-key"',
         # a table of settings about secrets, none of them one
         "| setting | value |\n|---|---|\n| API key | rotated 2026-02-01 |\n| Token expiry | 15 minutes |",
         # a Twilio account SID alone, with a message SID after it

@@ -33,6 +33,7 @@ from .words import (
     _mysql_password,
 )
 
+_SMALL_WORDS_JOINED = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")
 _TOKEN_RUN = re.compile(r"(?=[A-Za-z]*\d)[A-Za-z0-9]{16,}")
 
 RULES: tuple[Rule, ...] = (
@@ -130,7 +131,9 @@ RULES: tuple[Rule, ...] = (
             rf"|[\"']\])[ \t]*=[ \t]*[bf]?[\"'`]([^\s\"'`]{{6,}})"
         ),
         ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "hmac"),
-        check=_assigned_secret,
+        # (not small words joined: a config field's `num_hidden_layers_key: str = "num_hidden_layers"`, a test's
+        # `env["OPENAI_API_KEY"] = "sk-test-not-a-real-key"`)
+        check=lambda value: not _SMALL_WORDS_JOINED.fullmatch(value) and _assigned_secret(value),
     ),
     Rule(
         "secret-setter-call",
