@@ -9,6 +9,7 @@ end the module's site."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import pwd
@@ -353,7 +354,10 @@ def test_sigterm_while_starting_stops_the_postgres_the_start_owns(site: Site) ->
         assert site.proc.wait(timeout=DEADLINE) == 0, site.output()[-3000:]
     assert f"adopting the embedded PostgreSQL (pid {postmaster.pid})" in site.output()
     wait_until(lambda: gone(postmaster), "the PostgreSQL the start owned to be stopped", output=site.output)
-    assert not (Path(site.env["YULLU_HOME"]) / "run" / "serve.pid").exists()
+    run = Path(site.env["YULLU_HOME"]) / "run"
+    assert not (run / "serve.pid").exists()
+    metrics = f"yullu-metrics-{os.geteuid()}-{hashlib.sha256(str(run.resolve()).encode()).hexdigest()[:12]}"
+    assert not (Path("/dev/shm") / metrics).exists(), "the home's metrics folder in shared memory is removed"
 
 
 def test_a_postgres_that_cannot_start_again_stops_everything_with_one_line(site: Site) -> None:

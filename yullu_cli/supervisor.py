@@ -157,6 +157,8 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
             pg.stop(home)
         _forget(pidfile)
         shutil.rmtree(metrics_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the home's folder in /dev/shm too, unless another server uses it
+            metrics_dir.parent.rmdir()
     if not healthy:
         raise SystemExit(1)  # so `make run`, systemd and scripts see that it did not stop by request
 
@@ -235,7 +237,7 @@ def _metrics_dir(run_dir: Path) -> Path:
         if not (old.name.isdigit() and alive(int(old.name))):
             shutil.rmtree(old, ignore_errors=True)
     folder = base / str(os.getpid())
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)  # (a server stopping on this home may have just removed base)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
     return folder
 
