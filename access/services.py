@@ -16,7 +16,7 @@ from django.utils import timezone
 from yullu_core.errors import NotFound, UserError
 
 from .audit import record
-from .models import ApiToken, Grant, Project, Role
+from .models import ApiToken, AuditEntry, Grant, Project, Role
 from .policy import ADMIN, is_personal, only_visible, require, require_install_wide
 
 MAX_TOKEN_DAYS = 3650
@@ -97,11 +97,26 @@ def revoke_token(token_id: Any) -> dict[str, Any]:
     try:
         token = ApiToken.objects.select_related("user").get(pk=int(token_id))
     except (ValueError, TypeError, ApiToken.DoesNotExist):
+        if (gone := _revoked_before(token_id)) is not None:
+            return gone  # revoking is idempotent: the second time says so instead of "not found"
         raise NotFound(f"token {token_id} not found; `yullu tokens list` shows the ids.") from None
     row = token_row(token)
     token.delete()
     record("token.revoke", f"{row['user']} / {row['name']}", {"id": row["id"]})
     return row
+
+
+def _revoked_before(token_id: Any) -> dict[str, Any] | None:
+    """A revoked token's row is deleted; the audit trail remembers it, so a second revoke is "already"."""
+    try:
+        pk = int(token_id)
+    except (ValueError, TypeError):
+        return None
+    entry = AuditEntry.objects.filter(action="token.revoke", detail__id=pk).order_by("-at", "-id").first()
+    if entry is None:
+        return None
+    user, _, name = entry.target.partition(" / ")
+    return {"id": pk, "user": user, "name": name, "already_revoked": True, "revoked_at": entry.at.isoformat()}
 
 
 def _role(role: str) -> str:

@@ -93,6 +93,9 @@ def cmd_tokens_revoke(args: argparse.Namespace) -> None:
     from access import services
 
     row = services.revoke_token(args.id)
+    if row.get("already_revoked"):
+        print(f"token {row['id']} ({row['user']} / {row['name']}) was already revoked on {row['revoked_at'][:16]}")
+        return
     print(f"revoked token {row['id']} ({row['user']} / {row['name']})")
 
 

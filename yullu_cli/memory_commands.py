@@ -195,14 +195,15 @@ def _folder() -> tuple[bool, str, str]:
     [server].allowed_roots (the home by default), so MCP calls from a checkout elsewhere fail."""
     from pathlib import Path
 
-    from memories.scope import allowed_roots
-    from yullu_core.config import config_path
     from yullu_core.env import env_str
 
-    here, roots = Path.cwd().resolve(), allowed_roots()
     team = env_str("YULLU_SERVER").rstrip("/")
     if team:  # the team server judges folders by its own roots; the hooks name the project to it
         return True, f"the hooks talk to the team server {team}, which names projects by their ids", ""
+    from memories.scope import allowed_roots
+    from yullu_core.config import config_path
+
+    here, roots = Path.cwd().resolve(), allowed_roots()
     if any(here == root or root in here.parents for root in roots):
         return True, f"{here} is inside [server].allowed_roots", ""
     shown = ", ".join(str(root) for root in roots) or "none"
@@ -236,6 +237,8 @@ def _server() -> tuple[bool, str, str]:
     import urllib.error
     import urllib.request
 
+    from yullu_core.env import env_str
+
     from .hooks import server_url
 
     url = server_url() + "/api/status"
@@ -245,6 +248,8 @@ def _server() -> tuple[bool, str, str]:
     except urllib.error.HTTPError as exc:
         body = exc.read()  # a site that is not ready answers 503 with its status
     except OSError as exc:
+        if env_str("YULLU_SERVER"):  # a team server is its admin's to start
+            return False, f"{url}: {exc}", "check the URL and your network, or ask the server's admin"
         return False, f"{url}: {exc}", "start it with `yullu serve` (or `yullu install --service`)"
     status = _status_of(body)
     if status is None:
@@ -398,18 +403,21 @@ def _served_status() -> dict[str, Any]:
 def doctor(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from yullu_core.env import env_is_set
+    from yullu_core.env import env_is_set, env_str
 
     from .team_server import pinned_server
 
     if not env_is_set("YULLU_SERVER") and (pinned := pinned_server(Path.home())):
         os.environ["YULLU_SERVER"] = pinned  # check what the installed hooks talk to, as install does
     results = [_check("config", _config)]
-    if results[0]["ok"]:
+    if results[0]["ok"] and not env_str("YULLU_SERVER"):
         from .django_setup import setup_django
 
         setup_django()  # like every database command: migrate first, stop a PostgreSQL started only for this
         results += _system_checks()
+    # A client-only install (hooks on a team server) keeps nothing here: doctor asks that server and
+    # starts no local storage (it created and migrated an embedded PostgreSQL the laptop never used).
+    if results[0]["ok"]:
         results += [_check("server", _server), _check("hooks", _hooks), _warning("folder", _folder)]
     failed = any(r["status"] == "fail" for r in results)
     if args.json:

@@ -101,13 +101,20 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     from yullu_core.config import load as load_config
     from yullu_core.paths import ensure_home
 
-    home = ensure_home()
-    run_dir = home / "run"
-    run_dir.mkdir(exist_ok=True)
     server_cfg = load_config()["server"]  # the same file and variables settings read, without Django yet
     port, host = port or server_cfg["port"], server_cfg["host"]
-    pidfile = run_dir / ("serve.pid" if role == "all" else f"serve-{role}-{port}.pid")
-    _pidfile_claim(pidfile)
+    try:
+        home = ensure_home()
+        run_dir = home / "run"
+        run_dir.mkdir(exist_ok=True)
+        pidfile = run_dir / ("serve.pid" if role == "all" else f"serve-{role}-{port}.pid")
+        _pidfile_claim(pidfile)
+    except PermissionError as exc:  # (EACCES, EPERM) a folder of another user, or chmod'ed read-only
+        fail(_home_not_writable(exc))
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+        fail(_home_not_writable(exc))
     if role in ("all", "web") and (problem := _wait_to_listen(host, port)):
         pidfile.unlink(missing_ok=True)  # before Postgres or any child starts: nothing to stop
         fail(problem)
@@ -161,6 +168,18 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
             metrics_dir.parent.rmdir()
     if not healthy:
         raise SystemExit(1)  # so `make run`, systemd and scripts see that it did not stop by request
+
+
+def _home_not_writable(exc: OSError) -> str:
+    """The data folder, not the pid file inside it, is the problem to name (walk 8: the one line named
+    `run/serve.pid`, and a user could not tell that the whole folder was read-only)."""
+    from yullu_core.paths import yullu_home
+
+    why = "is on a read-only file system" if exc.errno == errno.EROFS else "is not writable by this user"
+    return (
+        f"the data folder {yullu_home()} {why}, and `yullu serve` writes there (its pid file, the database, logs): "
+        "make it writable (remount it read-write, or fix its owner and mode), or set YULLU_HOME to a writable folder."
+    )
 
 
 def _forget(path: Path) -> None:

@@ -18,7 +18,14 @@ from rest_framework.response import Response
 from .failures import UNAVAILABLE, translate
 
 log = logging.getLogger("yullu.api")
-TOKEN_HELP = "Invalid or missing API token; send 'Authorization: Bearer <token>' (run `yullu token` to see yours)."
+# Right for both kinds of client: on one's own machine `yullu token` prints the token, but a teammate
+# whose team-server token was revoked or expired needs a new one from that server's admin. The same
+# sentence for every refused token, so it tells nobody whether a token they guessed ever existed.
+TOKEN_HELP = (
+    "Invalid, expired, revoked or missing API token; send 'Authorization: Bearer <token>'. "
+    "Your own machine's server: `yullu token` prints its token. A team server: ask its admin for a new one "
+    "(`yullu tokens create --user NAME` on the server), then `yullu install --server URL --token NEW`."
+)
 
 
 class ServiceUnavailable(exceptions.APIException):
