@@ -1689,6 +1689,9 @@ SEVENTH_SET_CAUSES = {
     # a table of names and values
     "name value table": f"| name | value |\n|---|---|\n| region | eu-west-1 |\n| DD_API_KEY | `{_HEX7}` |",
     "setting table": f"| setting | value |\n|---|---|\n| Datadog API key | {_HEX7} |",
+    # an API key as curl's user, no password after the colon
+    "curl user key": f"curl -u {_HEX7}: https://api.example.com/v1/charges",
+    "curl user mailgun": f"curl --user key-{_HEX7}: https://api.mailgun.net/v3/domains",
     # a password of letters and symbols, no digit, named without a verb
     "password no digit": "ssh deploy@web-1 (password CBX!TBwZPA#lRoLq)",
     "pw symbols": "pw Kq#WzTbRmPx! for the staging box",
@@ -1725,6 +1728,12 @@ def test_each_cause_of_the_seventh_sets_first_run_is_refused(name: str) -> None:
         "| setting | value |\n|---|---|\n| API key | rotated 2026-02-01 |\n| Token expiry | 15 minutes |",
         # a Twilio account SID alone, with a message SID after it
         f"Account AC{chars(HEX, 32)(_R7)} sent SM{chars(HEX, 32)(_R7)} at 09:12",
+        # a login of words as curl's user
+        "curl -u ci-bot-2024-reporting: https://ci.acme.io/api/json",
+        "curl -u admin: http://localhost:8080/health",
+        # a shell variable as curl's user (gitleaks' curl-auth-user)
+        'curl -u "${STRIPE_SECRET_KEY}:" https://api.stripe.com/v1/charges',
+        "curl https://api.stripe.com/v1/charges -u $STRIPE_SECRET_KEY:",
         # words with a symbol after a password's word
         "password GitHub!Actions",
     ],

@@ -17,6 +17,7 @@ from .told import (
     _plain_password,
     _told_password,
     _told_secret,
+    _told_token,
 )
 from .values import _assigned_secret, _not_placeholder, _random_case, _url_password
 from .words import (
@@ -86,6 +87,16 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"(?:\s-[uU]|--user)[= ]\s*['\"]?[^\s:%,'\"]{1,64}[:%,]([^\s'\"]{3,})"),
         ("-u", "--user"),
         check=_url_password,
+    ),
+    # An API key as curl's user with no password (`curl -u <key>: https://api…`, how Stripe, Mailgun and others
+    # document their basic auth): the user is the secret when it is a key's shape (secrets9's set).
+    Rule(
+        "user-key-option",
+        "a credential on a command line",
+        re.compile(r"(?:\s-u|--user)[= ]\s*['\"]?([A-Za-z0-9_.-]{16,}):(?=['\"]?(?:\s|$))"),
+        ("-u", "--user"),
+        # (a key's run of 16 letters and digits, not a login of words: `ci-bot-2024-reporting:`)
+        check=lambda user: bool(_TOKEN_RUN.search(user)) and _told_token(user),
     ),
     Rule(
         "password-option",

@@ -53,11 +53,18 @@ def _secret_span(rule: Rule, m: re.Match[str]) -> tuple[int, int]:
     return m.span()
 
 
+# A shell variable alone is where a secret comes from, never one, whichever rule reads it (gitleaks'
+# `curl-auth-user` took `curl -u "${API_KEY}:"` for a user and password: its allowlist reads `$X` as the password only).
+_VARIABLE_ONLY = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+
+
 # A vendor's documented sample key (AWS's `…EXAMPLE`) or published test key (Stripe's docs' `sk_test_4eC3…`,
 # jwt.io's example) is refused like any key when a rule finds it: people paste them as stand-ins for
 # real keys, and nothing tells a quote of the docs from a key (docs/security.md).
 def _passes(rule: Rule, secret: str) -> bool:
     if not secret or rule.entropy and entropy(secret) <= rule.entropy:
+        return False
+    if _VARIABLE_ONLY.fullmatch(secret.strip("'\"`:")):
         return False
     return rule.check is None or rule.check(secret)
 
