@@ -3625,3 +3625,86 @@ REFUSED_BY_POLICY.append(
         ),
     )
 )
+
+
+# A tuning list, NOT held out (secrets10, written after reading the scanner): the five secrets walk8's new user
+# stored through `POST /api/memories` on main at 5e9e27f (each also written to the team log as a `create` event),
+# first, then variations of each cause in other words, and near misses that must be kept.
+_W10 = ("Ladder", "Nimbus", "Pelican", "Quartz", "Meadow", "Violin", "Raven", "Quill", "Harbor", "Fennel", "Orchid")
+
+
+def _w10(r: random.Random) -> str:
+    return r.choice(_W10)
+
+
+def _joined10(r: random.Random) -> str:
+    """A generator's password: two words and a number joined (`Ladder-Nimbus-44`, `Moss7-Quill-Raven`)."""
+    return (
+        f"{_w10(r)}-{_w10(r)}-{r.randint(10, 99)}"
+        if r.random() < 0.5
+        else f"{_w10(r)}{r.randint(2, 9)}-{_w10(r)}-{_w10(r)}"
+    )
+
+
+def _phrase10(r: random.Random) -> str:
+    """A passphrase of capitalised words and a number (`Quartz Meadow Violin 31`)."""
+    return f"{_w10(r)} {_w10(r)} {_w10(r)} {r.randint(2, 99)}"
+
+
+TUNE_WALK8: list[Form] = [
+    # walk8's five, as stored
+    _f("walk8 mailbox opens with", lambda r: "the shared ops mailbox opens with Ladder-Nimbus-44"),
+    _f("walk8 password below its label", lambda r: "password:\n\n   Pelican Ruby Stone Nine"),
+    _f("walk8 keystore opens with", lambda r: "the keystore.p12 for the payment service opens with Moss7-Quill-Raven"),
+    _f(
+        "walk8 passphrase of capitalised words",
+        lambda r: "the encryption passphrase for backups.tar.gpg is 'Quartz Meadow Violin 31'",
+    ),
+    _f("walk8 creds with //", lambda r: "creds in case you need them: reporter // Tangerine_Owl_2"),
+    # a thing a secret opens, then the password
+    _f("mailbox opens with", lambda r: f"the support mailbox opens with {_joined10(r)}"),
+    _f("laptop unlocks with", lambda r: f"my work laptop unlocks with {_joined10(r)}"),
+    _f("safe opens with", lambda r: f"the office safe opens with {_joined10(r)}"),
+    _f("vault unlocked with", lambda r: f"the KeePass vault (team.kdbx) is unlocked with {_joined10(r)}"),
+    _f("keystore opens with the password", lambda r: f"release.jks opens with the password {_joined10(r)}"),
+    _f("archive decrypts with", lambda r: f"the 2025 tax archive decrypts with {_joined10(r)}"),
+    # a passphrase on the lines below a bare label
+    _f("label, blank lines, words", lambda r: f"password:\n\n\n{_w10(r)} {_w10(r)} {_w10(r)} {_w10(r)}"),
+    _f("named label, blank line", lambda r: f"db password:\n\n  {_phrase10(r)}"),
+    _f("passphrase label, blank line", lambda r: f"Passphrase:\n\n{_phrase10(r)}"),
+    # capitalised words and a number after "passphrase … is", a file's name between
+    _f("passphrase unquoted", lambda r: f"the GPG passphrase for secrets.env.gpg is {_phrase10(r)}"),
+    _f("passphrase was quoted", lambda r: f"passphrase for id_ed25519.old was '{_phrase10(r)}'"),
+    _f("password is quoted", lambda r: f'the wifi password is "{_phrase10(r)}"'),
+    # a login and its password with other separators
+    _f("creds with |", lambda r: f"creds: reporter | {_joined10(r)}"),
+    _f("creds with ,", lambda r: f"creds for grafana: viewer, {_joined10(r)}"),
+    _f("login with //", lambda r: f"login in case: deploy // {_joined10(r)}"),
+    _f("creds with /", lambda r: f"creds: ops / {_joined10(r)}"),
+]
+
+TUNE_WALK8_KEEP: list[Form] = [
+    _f("door badge", lambda r: "the door opens with a badge"),
+    _f("dialog shortcut", lambda r: "the dialog opens with Ctrl-K"),
+    _f("splash screen", lambda r: "opens with a splash screen"),
+    _f("password manager", lambda r: "password: see 1Password"),
+    _f("ask someone", lambda r: "creds: ask Dana"),
+    _f("mailbox welcome", lambda r: "the mailbox opens with a welcome message"),
+    _f("vault sso", lambda r: "the vault opens with your SSO login"),
+    _f("laptop login screen", lambda r: "the laptop opens with a login screen on Windows 11"),
+    _f("archive tool", lambda r: "the archive opens with 7-Zip 23.01"),
+    _f("backup tool version", lambda r: "the backup opens with restic-0.16 on any machine"),
+    _f("database migration", lambda r: "the database opens with a migration step 0042_init"),
+    _f("safe code elsewhere", lambda r: "the safe opens with the code from the office manager"),
+    _f("keystore command", lambda r: "the keystore opens with keytool -list -v"),
+    _f("label, where it is kept", lambda r: "password:\n\nStored In The Team Vault"),
+    _f("label, ask a team", lambda r: "Password:\n\nAsk The Platform Team"),
+    _f("label, manager entry", lambda r: "password:\n\nSee Bitwarden Entry"),
+    _f("heading of a list", lambda r: "## Passwords:\n\nGrafana Admin Account"),
+    _f("heading without colon", lambda r: "Password\n\nRequirements For New Accounts"),
+    _f("passphrase where", lambda r: "the passphrase for backups.tar.gpg is in 1Password under Backups"),
+    _f("passphrase how often", lambda r: "the passphrase is 'Rotated Every Quarter'"),
+    _f("creds ask //", lambda r: "creds: ask Dana // she has them"),
+    _f("creds vault path", lambda r: "creds: see vault, path secret/ops/reporter"),
+    _f("login role", lambda r: "login: admin | role: viewer"),
+]

@@ -98,3 +98,21 @@ def _dictated(words: str) -> bool:
     while marks and not marks[-1]:
         marks.pop()
     return len(marks) >= 4 and sum(marks) >= 0.6 * len(marks) and sum(spelled[: len(marks)]) >= 2
+
+
+# A passphrase's words capitalised, as a password manager's generator writes them ("Quartz Meadow Violin 31",
+# "Pelican Ruby Stone Nine"): a heading's or a name's shape elsewhere, so `_passphrase` refuses it.
+_CAPITALISED_WORD = re.compile(r"[A-Z][a-z]{2,}|\d{1,4}")
+
+
+def _capitalised_phrase(words: str, number: bool = True) -> bool:
+    """Three to eight capitalised words (and numbers), twelve characters or more, none a word of a sentence about
+    the password ("Password: See The Vault Entry"); with `number`, one of them a number or a number's word
+    (a heading's words have none: "Passphrase is 'Rotated Every Quarter'")."""
+    parts = words.split()
+    if not 3 <= len(parts) <= 8 or len(words) < 12 or not all(_CAPITALISED_WORD.fullmatch(w) for w in parts):
+        return False
+    lowered = [w.lower() for w in parts]
+    if any(w in _NOT_PASSPHRASE_WORDS for w in lowered) or sum(w.isalpha() for w in lowered) < 2:
+        return False
+    return not number or any(w.isdigit() or w in _DIGIT_WORDS for w in lowered)

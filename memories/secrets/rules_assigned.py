@@ -225,8 +225,9 @@ RULES: tuple[Rule, ...] = (
             r"|inloggegevens)\b"
             r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as|with)|:))?\s*[^\w\s]{0,2}\s*"
             r"[\w.@+-]{1,64}"
-            # (`admin : X` spaced on both sides; not `SSID: AcmeGuest-5G`, a name and its value)
-            rf"(?:\s*/\s*|:|[ \t]+:[ \t]+)({_TOLD_VALUE})"
+            # (`admin : X` spaced on both sides; not `SSID: AcmeGuest-5G`, a name and its value; `reporter // X`,
+            # `ops | X`, `ops, X`: the other separators people put between a login and its password)
+            rf"(?:\s*//?\s*|[ \t]*[|,][ \t]*|:|[ \t]+:[ \t]+)({_TOLD_VALUE})"
         ),
         (
             *("login", "log-in", "log in", "log on", "sign", "credential", "creds", "wifi", "wi-fi", "admin"),

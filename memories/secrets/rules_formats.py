@@ -15,7 +15,7 @@ from .names import (
     _hex_key_before,
     _pin_before,
 )
-from .phrases import _NOT_PASSPHRASE_WORDS, _dictated, _passphrase, _phrase_of_words
+from .phrases import _NOT_PASSPHRASE_WORDS, _capitalised_phrase, _dictated, _passphrase, _phrase_of_words
 from .shapes import _named_public, _random_looking
 from .told import _LOGIN_BEFORE, _name_like, _query_secret, _random_mixed, _told_token, _words_joined
 from .values import _assigned_secret, _password_shaped
@@ -142,14 +142,28 @@ RULES: tuple[Rule, ...] = (
             # (one password: "Passwords: …" heads a list)
             # (`WLAN-Passwort` is a password's name)
             rf"(?im)(?<!--)(?<!_)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|wi-?fi key)\b(?![-_]){_ABOUT}"
-            r"[^.\n=:：,;]{0,40}?" + _LINKING + r"\s*:?\s*"
+            # (a file's name between is no sentence's end: "the passphrase for backups.tar.gpg is …")
+            r"(?:[^.\n=:：,;]|\.(?=\w)){0,40}?" + _LINKING + r"\s*:?\s*"
             r"(?:[\"'`«„“「『]([^\"'`\n»”]{12,80})[\"'`»”]"
             # (unquoted, 15 characters or more to the sentence's end: `: ps shows argv.` ends a sentence)
             r"|(?=[^\n.;,)(]{15})"
             r"((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,7}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]|\s[-–—]\s)))"
         ),
         (*_NEARBY_KEYWORDS, "pass phrase", "wifi key", "wi-fi key"),
-        check=_passphrase,
+        # (or capitalised words with a number, as generators write them: "… is 'Quartz Meadow Violin 31'")
+        check=lambda words: _passphrase(words) or _capitalised_phrase(words),
+    ),
+    # A passphrase of capitalised words on its own line below a bare label, blank lines between ("password:" /
+    # "" / "Pelican Ruby Stone Nine"): the label alone on its line says the next line is its value, not a heading.
+    Rule(
+        "passphrase-below-its-label",
+        "a password",
+        re.compile(
+            rf"(?im)^[ \t]*(?:[\w-]+[ \t]+){{0,3}}?(?:{_NEARBY_WORDS}|pass ?phrase)[ \t]*[:：][ \t]*\r?\n"
+            r"(?:[ \t]*\r?\n)*[ \t]*[\"'`]?((?:[A-Za-z0-9]+[ \t]+){2,7}[A-Za-z0-9]+)[\"'`]?[ \t]*$"
+        ),
+        (*_NEARBY_KEYWORDS, "pass phrase"),
+        check=lambda words: _capitalised_phrase(words, number=False),
     ),
     # A password spelled out after its name: "the staging admin password is capital M mango dash four four dash
     # river dash zulu" (`_dictated`; more words than a passphrase has).

@@ -26,6 +26,7 @@ from .told import (
 from .values import _assigned_secret
 from .words import (
     _ABOUT,
+    _NEARBY_WORDS,
     _TOKEN_KEYWORDS,
     _TOKEN_NOUN,
     _TOKEN_WORD_INITIALS,
@@ -127,6 +128,22 @@ RULES: tuple[Rule, ...] = (
         ),
         ("passw", "pasw", "passo", "passphrase", "pw"),
         check=_plain_password,
+    ),
+    # "the shared ops mailbox opens with X", "the keystore.p12 for the payment service unlocks with X": a thing a
+    # secret opens, then the password (not "the door opens with a badge", "the dialog opens with Ctrl-K").
+    Rule(
+        "opens-with",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[mikvtlswapcdbhjzre])(?:mail ?box|inbox|e-?mail account|account|key ?store|trust ?store|keychain"
+            r"|keyring|vault|laptop|notebook|workstation|phone|tablet|safe|lockbox|locker|wallet|archive|zip|7z|rar"
+            r"|container|volume|disk|drive|partition|backups?|database|db|kdbx|keepass|jks|p12|pfx|certificate|cert)"
+            r"s?\b(?:[^.\n]|\.(?=\w)){0,60}?\s(?:opens|opened|unlocks|unlocked|decrypts|decrypted)\s+with\s+"
+            rf"(?:(?:the\s+)?(?:{_NEARBY_WORDS}|pass|pw|pin)\s+)?[\"'`]?({_TOLD_VALUE})"
+        ),
+        ("opens with", "opened with", "unlocks with", "unlocked with", "decrypts with", "decrypted with"),
+        # (not a tool's version: "the backup opens with restic-0.16")
+        check=lambda value: _plain_password(value) and not re.search(r"\d\.\d", value),
     ),
     # Apple's app-specific password (`abcd-efgh-ijkl-mnop`) and Google's app password (`abcd efgh ijkl mnop`):
     # four groups of four small letters after their name.
