@@ -1693,6 +1693,12 @@ SEVENTH_SET_CAUSES = {
     # an API key as curl's user, no password after the colon
     "curl user key": f"curl -u {_HEX7}: https://api.example.com/v1/charges",
     "curl user mailgun": f"curl --user key-{_HEX7}: https://api.mailgun.net/v3/domains",
+    # a .pgpass line quoted in a sentence
+    "pgpass in prose": "Gotcha: psql fails unless ~/.pgpass has db.acme.io:5432:app:app_rw:fBre56urpcmVDKPYHq",
+    "pgpass in backticks": "the line `db:5432:app:app_rw:Kq8vLm2xRt` in .pgpass",
+    # a user and password as a client's two quoted arguments
+    "requests auth tuple": "requests.get(url, auth=('api', 'a84f1a41ae9827f2ef7ce0ff43f0bf0f'))",
+    "basic auth class": 'HTTPBasicAuth("svc", "Xk9mP2vLq8")',
     # a password of letters and symbols, no digit, named without a verb
     "password no digit": "ssh deploy@web-1 (password CBX!TBwZPA#lRoLq)",
     "pw symbols": "pw Kq#WzTbRmPx! for the staging box",
@@ -1735,6 +1741,11 @@ def test_each_cause_of_the_seventh_sets_first_run_is_refused(name: str) -> None:
         # a shell variable as curl's user (gitleaks' curl-auth-user)
         'curl -u "${STRIPE_SECRET_KEY}:" https://api.stripe.com/v1/charges',
         "curl https://api.stripe.com/v1/charges -u $STRIPE_SECRET_KEY:",
+        # colons that are no .pgpass line, an auth pair of placeholders
+        "fe80:0:0:0:200:f8ff:fe21:67cf is the link-local address",
+        "the job ran at 2024:12:31:23:59:59 and 00:11:22:33:44:55 is its MAC",
+        'auth=("user", "password")',
+        'auth=("user", os.environ["PW"])',
         # words with a symbol after a password's word
         "password GitHub!Actions",
     ],

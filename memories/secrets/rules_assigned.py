@@ -98,6 +98,18 @@ RULES: tuple[Rule, ...] = (
         # (a key's run of 16 letters and digits, not a login of words: `ci-bot-2024-reporting:`)
         check=lambda user: bool(_TOKEN_RUN.search(user)) and _told_token(user),
     ),
+    # A user and password as a client's two quoted arguments: requests' `auth=('api', 'X')`, `HTTPBasicAuth('u', 'X')`,
+    # Go's `SetBasicAuth("u", "X")`, .NET's `NetworkCredential("u", "X")` (secrets9's probing).
+    Rule(
+        "basic-auth-arguments",
+        "a password",
+        re.compile(
+            r"(?i)(?:\bauth[ \t]*[=:][ \t]*[(\[]|\b(?:HTTP(?:Basic|Digest|Proxy)Auth|SetBasicAuth|NetworkCredential)\()"
+            r"[ \t]*[bf]?[\"'][^\"'\s]{1,64}[\"'][ \t]*,[ \t]*[bf]?[\"']([^\"'\s]{6,})[\"']"
+        ),
+        ("auth", "credential"),
+        check=_assigned_secret,
+    ),
     Rule(
         "password-option",
         "a password on a command line",

@@ -326,11 +326,15 @@ RULES: tuple[Rule, ...] = (
         check=_told_token,
         before=lambda text: not _DIGEST_OF_KEY.search(text),
     ),
-    # A .pgpass line: host:port:database:user:password.
+    # A .pgpass line: host:port:database:user:password (also quoted in a sentence: "~/.pgpass has
+    # db.acme.io:5432:app:app_rw:X", secrets9's probing; there the password holds no colon, so an IPv6 address is none).
     Rule(
         "pgpass-line",
         "a password",
-        re.compile(r"(?m)^[ \t]*[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.@*-]+:(\S{6,})[ \t]*$"),
+        re.compile(
+            r"(?m)^[ \t]*[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.@*-]+:(\S{6,})[ \t]*$"
+            r"|(?<=[\s`'\"(])[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.@*-]+:([^\s`'\":]{6,}?)[`'\")]?(?=[,;.]?(?:\s|$))"
+        ),
         (),
         check=_told_secret,
     ),
