@@ -242,10 +242,7 @@ def main() -> None:
                     raise SystemExit(f"unknown drill {drill!r}")
                 print(json.dumps(row), flush=True)
     finally:
-        if site.proc is not None and site.proc.poll() is None:
-            site.proc.send_signal(signal.SIGTERM)
-            site.proc.wait(timeout=120)
-        site.python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
+        site.stop()
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
 

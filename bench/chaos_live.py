@@ -277,10 +277,7 @@ def main() -> None:
         serve_log = site.log.read_text(errors="replace")
         print(json.dumps({"serve_log_tracebacks": serve_log.count("Traceback")}), flush=True)
     finally:
-        if site.proc is not None and site.proc.poll() is None:
-            site.proc.send_signal(signal.SIGTERM)
-            site.proc.wait(timeout=120)
-        site.python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
+        site.stop()
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
 

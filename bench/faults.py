@@ -110,6 +110,13 @@ class Site:
                 raise SystemExit(f"the site did not become ready; see {self.log}")
             time.sleep(0.2)
 
+    def stop(self) -> None:
+        """SIGTERM the server, then make sure its PostgreSQL is down too (a drill may have left it orphaned)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=120)
+        self.python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
+
 
 @dataclass
 class Burst:
@@ -288,10 +295,7 @@ def main() -> None:
             print(json.dumps(row), flush=True)
             rows.append(row)
     finally:
-        if site.proc is not None and site.proc.poll() is None:
-            site.proc.send_signal(signal.SIGTERM)
-            site.proc.wait(timeout=120)
-        site.python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
+        site.stop()
         print(f"log: {site.log}", flush=True)
     columns = ("fault", "ready_again_s", "not_ready_s", "stores_again_s", "sdk_stores_again_s", "errors", "acked",
                "lost")  # fmt: skip

@@ -67,23 +67,23 @@ def reconcile_due() -> None:
         log.exception("outbox sweep failed")
     if not settings.YULLU["sync"]["enabled"]:
         return
-    for loc_id in ProjectLocation.objects.values_list("id", flat=True):
-        try:
-            reconcile_location(loc_id)
-        except UserError as exc:  # the checkout's own problem (a bad committed config, a looping log folder)
-            log.warning("scheduled reconcile of project location %s skipped: %s", loc_id, exc)
-        except Exception:
-            log.exception("scheduled reconcile failed for project location %s", loc_id)
+    _reconcile_every_location("scheduled", force=False)
 
 
 @shared_task(name="sync.tasks.reconcile_all_known", ignore_result=True)
 def reconcile_all_known() -> None:
     """Start-up reconcile of every known project location."""
     sweep_outbox()
+    _reconcile_every_location("start-up", force=True)
+
+
+def _reconcile_every_location(which: str, force: bool) -> None:
+    """One location's failure never stops the others: a checkout's own problem (a bad committed config, a
+    looping log folder) is one warning line; anything else is logged with its traceback."""
     for loc_id in ProjectLocation.objects.values_list("id", flat=True):
         try:
-            reconcile_location(loc_id, force=True)
+            reconcile_location(loc_id, force=force)
         except UserError as exc:
-            log.warning("start-up reconcile of project location %s skipped: %s", loc_id, exc)
+            log.warning("%s reconcile of project location %s skipped: %s", which, loc_id, exc)
         except Exception:
-            log.exception("start-up reconcile failed for project location %s", loc_id)
+            log.exception("%s reconcile failed for project location %s", which, loc_id)
