@@ -44,7 +44,8 @@ def project_param(request: Request) -> str | None:
     None when it names neither. A list then shows every project the caller may read."""
     project_id = request.query_params.get("project_id") or None
     cwd = request.query_params.get("cwd") or None
-    return project_of(project_id, cwd) if cwd else project_id
+    # An id is checked as MCP's are: a malformed one is its sentence, not a 200 listing nothing.
+    return project_of(project_id, cwd) if cwd or project_id else None
 
 
 MemoryOut = shape(wire.MemoryOut)

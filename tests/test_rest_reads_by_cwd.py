@@ -84,6 +84,13 @@ def test_a_cwd_that_does_not_exist_is_one_sentence_on_a_list(http: httpx.Client,
     assert r.status_code == 400 and "does not exist" in r.json()["error"]
 
 
+@pytest.mark.parametrize("path", [path for path, _ in LISTS])
+def test_a_malformed_project_id_is_one_sentence_on_a_list(http: httpx.Client, path: str) -> None:
+    """It listed as 200 and empty, where MCP's list tools refuse it (review 8)."""
+    r = http.get(path, params={"project_id": "x" * 2000})
+    assert r.status_code == 400 and "project_id must be" in r.json()["error"], r.text
+
+
 def test_a_link_a_resolution_or_a_history_addressed_with_a_cwd_must_be_its_projects(
     http: httpx.Client, stub_embedder: StubServer, tmp_path: Path
 ) -> None:
