@@ -3708,3 +3708,215 @@ TUNE_WALK8_KEEP: list[Form] = [
     _f("creds vault path", lambda r: "creds: see vault, path secret/ops/reporter"),
     _f("login role", lambda r: "login: admin | role: viewer"),
 ]
+
+
+# bench/secret_forms.HELD_OUT_8: secrets11's set, written before its author read this file, tests/test_secrets.py,
+# docs/security.md or the scanner (/work/wt/secrets11-data/forms.json): secrets told the way people leak them into
+# notes where a scanner keyed on vendor shapes and "password:" labels is weakest (told in prose without the word,
+# passphrases of words, chat transcripts, TODOs and commit messages, seven languages in their scripts, keys in a URL's
+# query, Postman/Insomnia exports, curl -v/HAR cookies, one-time codes, cards with expiry and CVV, bank logins, seed
+# words, a private key's hex and WIF), and 27 look-alikes that must stay storable. Fixed texts (no random filling).
+# First run, each stored once through `POST /api/memories` on a live `yullu serve` (real PostgreSQL) at cacae0e:
+# **32 of 66 secrets stored** and **0 of 27 keepers refused**. Fixed since, in general terms: cards with their expiry or
+# CVV and twelve BIP-39 words in a row (memories/secrets/money.py); a value typed at a prompt, one that "gets you in",
+# one handed over in a chat line or for a login, a phrase named by what it opens, and codes of digit groups
+# (memories/secrets/rules_entry.py); words joined as a passphrase after "opens with" (phrases._joined_words).
+# HELD_OUT_8_OPEN names the 8 still stored (no name and no verb of entry: "sudo on build-03 takes X", "which is X",
+# "the phrase purple monkey dishwasher 9", a bare line under a heading, a login inside a TODO's parentheses, a
+# birthday-and-name recipe, a security question's answer, "unlocks with" spaced words): not fixed in this round.
+HELD_OUT_8: list[Form] = [
+    _f("prose-opens", lambda r: "the mailbox for billing@ opens with Copper-Lantern-58 since Monday"),
+    _f("prose-nas", lambda r: "to get into the NAS type juniper.kettle.42 at the prompt"),
+    _f("prose-pin", lambda r: "her pin for the door panel is 7731, don't change it"),
+    _f("prose-combo", lambda r: "the safe combo is 18-44-07"),
+    _f("prose-cms", lambda r: "we log in to the old CMS as editor, pass is the usual one: Brisket!2019"),
+    _f("prose-wifi", lambda r: "guest wifi in the Lisbon office: network Acme-Guest, key is orchard-violet-338"),
+    _f("prose-router", lambda r: "router admin page, user admin and then sunflower_Delta_77 gets you in"),
+    _f("prose-vpn", lambda r: "For the VPN just use dkowalski and the phrase purple monkey dishwasher 9"),
+    _f("prose-sudo", lambda r: "sudo on build-03 takes Tr0mbone-Winter, ask before using it"),
+    _f("prose-unlock", lambda r: "the laptop unlocks with mango tango 1984 (all lowercase)"),
+    _f("prose-mother", lambda r: "Grandma's Netflix: same as her email, which is RosesAreRed1951"),
+    _f("prose-enter", lambda r: "to enter the staging admin, enter quietriver88 when it asks"),
+    _f("prose-phrase-dots", lambda r: "the backup drive phrase: amber.falcon.drift.nine"),
+    _f(
+        "passphrase-caps", lambda r: "Remember the encryption phrase Correct Horse Battery Staple Seven for the archive"
+    ),
+    _f("passphrase-lower", lambda r: "keepass master: tidal wave under copper moon"),
+    _f("passphrase-hyphen-nodigit", lambda r: "the shared 1Password vault is opened with glacier-thimble-orchid-ramp"),
+    _f("passphrase-bare-line", lambda r: "db superuser (prod)\nWalrus-Picnic-Echo-61"),
+    _f("chat-try", lambda r: "[10:42] dana: try hunter-orange-91\n[10:43] sam: that worked, thanks"),
+    _f(
+        "chat-slack",
+        lambda r: (
+            "sam 3:14 PM\nkey for the staging bucket is AKIA2XQ7PLMNB4RTUV8Q / wJt9p3kQv+Lr7sYz0aB1cD2eF3gH4iJ5kL6mN7oP"
+        ),
+    ),
+    _f("chat-its", lambda r: "<mike> it's pelican42! for the jenkins box"),
+    _f("chat-dm", lambda r: "DM from Priya: use 'Falafel-Rocket-2024' for the analytics login, I reset it"),
+    _f("todo-comment", lambda r: "# TODO: remove before merge, temp admin pw = Zx81-spectrum-rules"),
+    _f("todo-note", lambda r: "TODO rotate the SMTP creds (currently mailer / q7Rt-88-Lomb-ard) after launch"),
+    _f(
+        "code-comment-js",
+        lambda r: "// staging only: const KEY = 'sk_live_51HxQ2eLkd8s9Ttqz0RmNpVaB3cD4eF5gH6iJ7kL8mN9o'",
+    ),
+    _f("code-py-default", lambda r: "DB_PASS = os.getenv('DB_PASS', 'greenPlum#2291')  # fallback for local"),
+    _f(
+        "commit-msg",
+        lambda r: "commit 3f9a1c2: hardcode token ghp_8fK2mQ9xLr3TzV7bN1cW4yH6jD0sP5aE2uR8 for CI until vault works",
+    ),
+    _f("commit-msg2", lambda r: "fix login for acme sandbox (user qa-bot, pwd nebula77Kite)"),
+    _f("es", lambda r: "la contraseña del router es girasol-azul-2023, no la cambies"),
+    _f("es-prose", lambda r: "para entrar al servidor de copias escribe Montaña.Roja.84"),
+    _f("de", lambda r: "Das Passwort für das WLAN im Büro lautet Sonnenblume!Kater7"),
+    _f("de-prose", lambda r: "Zum Entsperren des Tresors gib 4471-9920 ein"),
+    _f("fr", lambda r: "le mot de passe du compte Free est papillon-bleu-1987"),
+    _f("fr-prose", lambda r: "pour ouvrir le coffre numérique il faut taper lune.verte.soixante"),
+    _f("pt", lambda r: "a senha do wi-fi da casa é abacaxi2020verde"),
+    _f("pl", lambda r: "hasło do serwera to Kaczka-Zielona-55"),
+    _f("ja", lambda r: "サーバーのパスワードは sakura-fuji-2041 です"),
+    _f("hi", lambda r: "सर्वर का पासवर्ड है NeelaAasmaan#72"),
+    _f(
+        "url-apikey",
+        lambda r: (
+            "fetch the report from https://api.weatherly.io/v2/forecast?city=Oslo&api_key=9f3b2c7d1e8a4f60b5c9d2e7a1f4b8c3"
+        ),
+    ),
+    _f(
+        "url-token",
+        lambda r: (
+            "reset link: https://app.acme.io/reset?token=eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0MiJ9.Xq3w9LrT0pZk2mNvB7cD1eF4gH6iJ8kL0mN2oP4qR6s"
+        ),
+    ),
+    _f(
+        "url-sig",
+        lambda r: (
+            "download it here (valid 7 days): https://files.example-cdn.com/exports/q3.zip?Expires=1767225600&Signature=hT8kQ2pLm9ZrX4vB7nC1dF3gJ6sW0yE5aU8iO2kM4pR7tY1wQ3eD&Key-Pair-Id=APKAJX7Q3LMN2B"
+        ),
+    ),
+    _f(
+        "url-sas",
+        lambda r: (
+            "the blob SAS: https://acmedata.blob.core.windows.net/raw/dump.csv?sv=2022-11-02&ss=b&srt=o&sp=rwdl&se=2026-12-31T00:00:00Z&sig=Q8vJ2kL9mZx4PqR7tB1nC3dF6gH0jK5wE8yU2iO4pA%3D"
+        ),
+    ),
+    _f("url-basic", lambda r: "clone from https://deploy:Gx7pQ2mLr9Tz@git.internal.acme.net/infra.git"),
+    _f(
+        "postman",
+        lambda r: (
+            '{"info":{"name":"Billing API"},"auth":{"type":"bearer","bearer":[{"key":"token","value":"a81f3c9e2b7d4e10f6a5c8b2d9e1f7a3c4b6d8e0","type":"string"}]}}'  # noqa: E501
+        ),
+    ),
+    _f(
+        "insomnia",
+        lambda r: (
+            '{"_type":"environment","data":{"base_url":"https://api.acme.io","apiKey":"live_7Hq2Lm9Xr4Tz8Vb1Nc3Wd6Yf0Pk5Ja"}}'
+        ),
+    ),
+    _f(
+        "har-cookie",
+        lambda r: (
+            "> GET /dashboard HTTP/1.1\n> Host: admin.acme.io\n> Cookie: session=9c1f0e7a4b2d8c3e6f5a1b9d0e7c2f4a; theme=dark"  # noqa: E501
+        ),
+    ),
+    _f(
+        "set-cookie",
+        lambda r: (
+            "< HTTP/1.1 200 OK\n< Set-Cookie: sid=s%3AqL8xT2mR9vZ4pK7nB1cW3dF6.hJ0yE5aU8iO2kM4pR7tY1wQ3eD6gS; Path=/; HttpOnly"  # noqa: E501
+        ),
+    ),
+    _f("har-json", lambda r: '{"name":"Authorization","value":"Bearer 3b9f2c7e1a8d4f60b5c9d2e7a1f4b8c3e6d0a2f5"}'),
+    _f(
+        "cookie-prose",
+        lambda r: (
+            "if you paste connect.sid=s%3Ab7Xk2Qm9Lr4Tz8Vn1Pc3Wd6Yf0.Hj5Ka into devtools you're logged in as the admin"
+        ),
+    ),
+    _f("otp-backup", lambda r: "the 2FA backup code 4827-1193 still works for the root account"),
+    _f("otp-list", lambda r: "GitHub recovery codes: 7f3a2-9c1e4 b8d06-2e5f1 4c9a7-1d3b8 e2f60-8a4c9"),
+    _f("otp-sms", lambda r: "the code they texted is 552 913, use it in the next 10 minutes"),
+    _f("card-full", lambda r: "company Visa 4532 0151 1283 0366 exp 09/28 cvv 417"),
+    _f(
+        "card-prose",
+        lambda r: (
+            "pay the invoice with the Mastercard ending... actually full number 5373120044178857, 11/27, security code 882"  # noqa: E501
+        ),
+    ),
+    _f(
+        "bank-login",
+        lambda r: "Santander online banking: customer number 48213377, passcode 902114, memorable word 'biscuit'",
+    ),
+    _f("bank-prose", lambda r: "Mum's bank app login is her birthday then 'Rex', so 140362Rex"),
+    _f(
+        "seed-12",
+        lambda r: "wallet seed: ocean tiger canvas puzzle garden rocket velvet orbit hollow ladder silver thunder",
+    ),
+    _f(
+        "seed-24",
+        lambda r: (
+            "recovery words (ledger): abandon ability able about above absent absorb abstract absurd abuse access accident account accuse achieve acid acoustic acquire across act action actor actress actual"  # noqa: E501
+        ),
+    ),
+    _f(
+        "seed-numbered",
+        lambda r: (
+            "1. ripple 2. fossil 3. magnet 4. timber 5. onion 6. cradle 7. hazard 8. lemon 9. parade 10. snack 11. unveil 12. wisdom"  # noqa: E501
+        ),
+    ),
+    _f(
+        "privkey-hex",
+        lambda r: "eth deployer private key 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318",
+    ),
+    _f("wif", lambda r: "paper wallet WIF: 5HueCGU8rMjxEXxiPuD5BDku4MkFqeZyd4dZ1jvhTVqvbTLvyTJ"),
+    _f("env-line", lambda r: "export STRIPE_SECRET=rk_live_4eC39HqLyjWDarjtT1zdp7dc9aZ2mQ8x"),
+    _f("pgpass-prose", lambda r: "the reporting replica takes analyst and Lemon.Curd.Tart as login"),
+    _f("ssh-pass", lambda r: "ssh pi@10.0.0.12 and when it asks, raspberry-pie-314"),
+    _f("phone-pin", lambda r: "the SIM PUK is 84920175 if the phone locks again"),
+    _f("alarm", lambda r: "alarm disarm code: 2580, then # twice"),
+    _f("answer", lambda r: "security question answer for the registrar account: Whiskers the Second"),
+]
+
+HELD_OUT_8_KEEP: list[Form] = [
+    _f("song", lambda r: "we played Smells-Like-Teen-Spirit and Bohemian Rhapsody at the offsite"),
+    _f("branch", lambda r: "merge Release-Candidate-3 into main after QA signs off"),
+    _f("product", lambda r: "Acme's new tier is called Copper Lantern Pro, launching in March"),
+    _f(
+        "test-card",
+        lambda r: "Stripe test card 4242 4242 4242 4242 with any future expiry and any CVC (test mode only)",
+    ),
+    _f("test-card2", lambda r: "use the documented test Visa 4000 0566 5566 5556 in the sandbox"),
+    _f("2fa-desc", lambda r: "2FA is on for everyone; backup codes are in the team vault, ask Dana"),
+    _f("seed-instr", lambda r: "write the 24 seed words on the steel plate, never type them into a computer"),
+    _f("pw-policy", lambda r: "passwords must be 14+ chars with a number; we rotate them every 90 days"),
+    _f("pw-where", lambda r: "the NAS password is in 1Password under 'Infra / NAS'"),
+    _f("safe-desc", lambda r: "the safe combo was changed on Friday, Lena has it"),
+    _f("chat-normal", lambda r: "[10:42] dana: try restarting the worker\n[10:43] sam: that worked, thanks"),
+    _f("uuid-url", lambda r: "see https://github.com/acme/api/pull/4821?tab=files&w=1 for the diff"),
+    _f("url-utm", lambda r: "https://acme.io/pricing?utm_source=newsletter&utm_campaign=spring-2026"),
+    _f("git-sha", lambda r: "reverted 3f9a1c2e8b7d4f60b5c9d2e7a1f4b8c3e6d0a2f5 because it broke the migration"),
+    _f("commit-env", lambda r: "commit: read DB password from DB_PASSWORD env var instead of settings.py"),
+    _f("cookie-desc", lambda r: "the session cookie is HttpOnly and SameSite=Lax; CSRF token rotates per login"),
+    _f("es-normal", lambda r: "la reunión del lunes se mueve a las 10, trae el informe de ventas"),
+    _f("de-normal", lambda r: "Der Build schlägt fehl, weil das Paket Sonnenblume-Utils fehlt"),
+    _f("ja-normal", lambda r: "デプロイは金曜日の午後に行います"),
+    _f("combo-version", lambda r: "we pinned the versions 18-44-07 style: node 18, postgres 14, redis 7"),
+    _f("todo-normal", lambda r: "TODO: add a retry around the S3 upload, it flakes on large files"),
+    _f("phrase-story", lambda r: "the chapter title 'Amber Falcon Drift' came from Nora's dream"),
+    _f("pin-desc", lambda r: "the door panel takes a 4-digit pin; reset it from the admin console"),
+    _f("hex-color", lambda r: "brand colours: #1f3a5c primary, #f4b860 accent"),
+    _f("postman-var", lambda r: '{"auth":{"type":"bearer","bearer":[{"key":"token","value":"{{access_token}}"}]}}'),
+    _f("ssh-desc", lambda r: "ssh pi@10.0.0.12 then run sudo systemctl restart kiosk"),
+    _f("otp-desc", lambda r: "the SMS code expires after 10 minutes, request a new one if late"),
+]
+
+HELD_OUT_8_OPEN: frozenset[str] = frozenset(
+    {
+        "answer",
+        "bank-prose",
+        "passphrase-bare-line",
+        "prose-mother",
+        "prose-sudo",
+        "prose-unlock",
+        "prose-vpn",
+        "todo-note",
+    }
+)

@@ -1798,3 +1798,101 @@ WALK8_CAUSES = {
 def test_each_cause_of_walk8s_stored_secrets_is_refused_by_its_rule(name: str) -> None:
     text, rule = WALK8_CAUSES[name]
     assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+# bench/secret_forms.HELD_OUT_8: secrets11's set, written before its author read the scanner (32 of its 66 secrets
+# were stored on its first run through REST, 0 of its 27 keepers refused; docs/security.md). The 8 still stored
+# (HELD_OUT_8_OPEN) are expected to fail, strictly: one that a later fix finds fails here until it leaves the list.
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        pytest.param(
+            name,
+            text,
+            marks=[pytest.mark.xfail(strict=True, reason="still stored")]
+            if name in secret_forms.HELD_OUT_8_OPEN
+            else [],
+        )
+        for name, text in secret_forms.texts(secret_forms.HELD_OUT_8, seed=23)
+    ],
+)
+def test_every_form_of_the_eighth_held_out_set_is_found(name: str, text: str) -> None:
+    assert find_secret(text) is not None, name
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_8_KEEP, seed=23))
+def test_the_eighth_held_out_sets_keepers_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+# Each cause of the eighth set's first run in other words, and the rule that must find it.
+EIGHTH_SET_CAUSES = {
+    "card with expiry": ("card 4929-3813-7440-5128 exp 04/29 on the corporate account", "payment-card"),
+    "card with cvc": ("Amex 371449635398431, CVC 1234, for the AWS bill", "payment-card"),
+    "seed words, no name": (
+        "lumber oxygen tribe velvet hurdle canal nephew ginger salad tackle rescue mango",
+        "bip39-words",
+    ),
+    "seed words, numbered": (
+        "1) lumber 2) oxygen 3) tribe 4) velvet 5) hurdle 6) canal 7) nephew 8) ginger 9) salad 10) tackle 11) rescue "
+        "12) mango",
+        "bip39-words",
+    ),
+    "typed, joined words": ("to log on to the backup box, type maple.harbor.67", "typed-at-a-prompt"),
+    "typed, digits": ("to open the gate panel, key in 3391-2024", "typed-at-a-prompt"),
+    "typed, Portuguese": ("para acessar o servidor digite Laranja.Doce.71", "typed-at-a-prompt"),
+    "gets you in": ("on the kiosk, Ferret-Lamp-62 gets you in", "gets-you-in"),
+    "as login": ("the replica takes reporter and Ginger.Snap.Bowl as login", "gets-you-in"),
+    "when it asks": ("ssh to the jumphost and when it asks, otter-violin-58", "gets-you-in"),
+    "chat try": ("[14:02] lee: try walrus-canyon-73\n[14:03] kim: in, thanks", "handed-over"),
+    "chat nick": ("<ari> pw tundra_Fox_19! for now", "handed-over"),
+    "for the login": ("use 'Pepper-Cactus-4410' for the reporting login", "handed-over"),
+    "phrase named": ("the archive phrase Silver Kettle Orbit Nine", "phrase-named"),
+    "key is joined": ("office network: Acme-5G, key is harbor-tulip-472", "phrase-named"),
+    "phrase after colon": ("vault master: pickle ocean banjo tower", "phrase-after-colon"),
+    "backup code": ("my 2FA backup code 5120-8834 is still unused", "code-of-digits"),
+    "combo": ("the locker combo is 32-08-19", "code-of-digits"),
+    "texted code": ("the code they texted is 771 204", "code-of-digits"),
+    "opens with joined words": ("the team vault is opened with cactus-lagoon-ember-quill", "opens-with"),
+}
+
+
+@pytest.mark.parametrize("name", EIGHTH_SET_CAUSES)
+def test_each_cause_of_the_eighth_sets_first_run_is_refused_by_its_rule(name: str) -> None:
+    text, rule = EIGHTH_SET_CAUSES[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "to get into the admin panel type your SSO email at the prompt",
+        "type make test at the prompt to run everything",
+        "enter 2026-03-01 as the start date in the admin form",
+        "use feature-login-flow for the login work",
+        "[10:42] dana: try restarting-the-worker",
+        "[10:42] dana: try node-18-alpine",
+        "[09:15] ana: use python3.11 for the build box",
+        "[09:15] ana: try release-candidate-42 on the server",
+        "[10:42] dana: use copper-lantern-pro",
+        "use Copper-Lantern-Pro for the login page headline",
+        "the backup code feature ships in 2026",
+        "the combo box shows 1200 items",
+        "a combination of 2048 and 4096 bit keys",
+        "the door code changes monthly; call 5551-2345 for it",
+        "keepass master: see the vault",
+        "The key is Very Important Business",
+        "Key: Value Object Pattern",
+        "PHP: getenv('APP_KEY') is read by Laravel; run php artisan key:generate on a fresh checkout.",
+        "how to phrase my git commit msg",
+        "the onboarding-checklist gets you in the door",
+        "when it asks, choose English",
+        "the backup codes are 10 digits each",
+        "the SMS code expires in 300 seconds",
+        "Stripe test card 4242 4242 4242 4242, exp 12/34, CVC 123 (test mode only)",
+        "order 4111111111111111 shipped on 04/29",
+        "the words abandon and ability open the BIP-39 list; never type your own into a computer",
+    ],
+)
+def test_the_eighth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None

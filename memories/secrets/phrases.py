@@ -116,3 +116,32 @@ def _capitalised_phrase(words: str, number: bool = True) -> bool:
     if any(w in _NOT_PASSPHRASE_WORDS for w in lowered) or sum(w.isalpha() for w in lowered) < 2:
         return False
     return not number or any(w.isdigit() or w in _DIGIT_WORDS for w in lowered)
+
+
+# Words joined into one passphrase ("juniper.kettle.42", "glacier-thimble-orchid-ramp", "Walrus-Picnic-Echo-61"): a
+# slug's and a branch's shape too, so three words or more, or two and a number of two digits or more last
+# ("hunter-orange-91", not "release-candidate-3" nor "node-18-alpine").
+_JOINED = re.compile(r"[^\W\d_]{3,12}(?:([-._])[^\W\d_]{3,12})(?:\1[^\W\d_]{3,12}){0,4}(?:\1\d{2,4})?")
+
+
+def _joined_words(value: str, words_alone: int = 3) -> bool:
+    """Words joined as a passphrase: `words_alone` words or more, or two or more and a number last."""
+    if not _JOINED.fullmatch(value):
+        return False
+    parts = re.split(r"[-._]", value)
+    words = [p for p in parts if not p.isdigit()]
+    if any(w.lower() in _NOT_PASSPHRASE_WORDS or w.lower() in _TECH_WORDS for w in words):
+        return False
+    return len(words) >= words_alone or parts[-1].isdigit()
+
+
+# Words of names in code, builds and infrastructure ("feature-login-flow", "eu.west.cluster", "api.v2.handler").
+_TECH_TEXT = (
+    "feature fix hotfix bugfix release candidate main master develop branch build node alpine slim "
+    "python java docker image tag version beta alpha stable nightly latest canary web api app core utils "
+    "lib libs util common service services handler client cluster region zone west east north south "
+    "central internal external public private local remote cache queue worker workers http https www com "
+    "org net io json yaml html css src dist test tests spec docs readme config settings index views "
+    "models controller module package plugin "
+)
+_TECH_WORDS = frozenset(_TECH_TEXT.split())

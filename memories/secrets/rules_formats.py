@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from .model import Rule
+from .money import CARD, SEED_WORDS, _luhn_card, _not_a_test_card, _seed_words
 from .names import (
     _RECOVERY_CODE,
     _SECRET_NAME,
@@ -247,6 +248,19 @@ RULES: tuple[Rule, ...] = (
         ),
         ("phrase", "words", "mnemonic"),
         check=_no_small_words,
+    ),
+    # Recovery words with no name before them ("wallet seed: ocean tiger ...", a numbered list): twelve
+    # BIP-39 words in a row (money._seed_words).
+    Rule("bip39-words", "a wallet seed phrase", re.compile(SEED_WORDS), (), check=_seed_words),
+    # A payment card with its expiry or security code (Luhn-valid; not one labelled a test card).
+    Rule(
+        "payment-card",
+        "a payment card",
+        re.compile(CARD),
+        # (what must follow the number: an expiry's slash or a security code's name)
+        ("/", "cvv", "cvc", "csc", "cid", "security code"),
+        check=_luhn_card,
+        before=_not_a_test_card,
     ),
     Rule(
         "client-password-option",

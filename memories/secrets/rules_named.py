@@ -7,7 +7,7 @@ import re
 
 from .model import Rule, entropy
 from .names import _DIGEST_OF_KEY, _NAMING_WORD, _SECRET_NAME, _SECRET_NOUN
-from .phrases import _NOT_PASSPHRASE_WORDS, _passphrase
+from .phrases import _NOT_PASSPHRASE_WORDS, _joined_words, _passphrase
 from .shapes import _named_public
 from .told import (
     _BEAN_NAME,
@@ -143,7 +143,10 @@ RULES: tuple[Rule, ...] = (
         ),
         ("opens with", "opened with", "unlocks with", "unlocked with", "decrypts with", "decrypted with"),
         # (not a tool's version: "the backup opens with restic-0.16")
-        check=lambda value: _plain_password(value) and not re.search(r"\d\.\d", value),
+        # (or words joined as a passphrase: "the vault is opened with glacier-thimble-orchid-ramp")
+        check=lambda value: (
+            (_plain_password(value) or _joined_words(value.strip("'\"`"))) and not re.search(r"\d\.\d", value)
+        ),
     ),
     # Apple's app-specific password (`abcd-efgh-ijkl-mnop`) and Google's app password (`abcd efgh ijkl mnop`):
     # four groups of four small letters after their name.

@@ -1,0 +1,184 @@
+"""Our rules, fourth part: secrets told by what they open, with no password's name (held-out set 8): a value typed
+at a prompt ("to get into the NAS type juniper.kettle.42"), one that "gets you in", one said in a chat line
+("[10:42] dana: try hunter-orange-91"), a passphrase named a phrase ("the encryption phrase Correct Horse Battery
+Staple Seven") and a code of digit groups ("the 2FA backup code 4827-1193", "the safe combo is 18-44-07")."""
+
+from __future__ import annotations
+
+import re
+
+from .model import Rule
+from .phrases import _capitalised_phrase, _joined_words, _passphrase, _phrase_of_words
+from .told import _plain_password
+from .values import _password_shaped
+
+# Capitalised words ("Correct Horse Battery Staple Seven"), words, or one value of joined words.
+_CAPITALISED = r"(?-i:(?:[A-Z][a-z]+[ \t]+){2,7}[A-Z][a-z]+(?:[ \t]+\d{1,4})?(?![ \t]+[A-Z]))"
+_PHRASE = (
+    r"[\"'`]?(" + _CAPITALISED + r"|(?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,7}[A-Za-z0-9!#$%&*?@'-]+"
+    r"|[^\s\"'`]{8,63}[^\s\"'`.,;:!?)])"
+)
+_VALUE = r"[\"'`]?([^\s\"'`]{5,63}[^\s\"'`.,;:?)])"
+
+# What a typed value opens, in the 100 characters before the verb ("to get into the NAS", "para entrar al servidor").
+_ACCESS = re.compile(
+    r"(?i)(?:\bget(?:s|ting)?\s+(?:into|in)\b|\blog\s?(?:in|on)|\bsign\s?in|unlock|entsperr|desbloque|déverrouill"
+    r"|odblok|\baccess|zugang|acceso|accès|acesso|dostęp|\bopen|öffn|abrir|ouvrir|\bentrar|\bentrer|prompt|admin"
+    r"|sudo|\bssh\b|\bvpn\b|wi-?fi|wlan|\bnas\b|router|\bsafe\b|tresor|coffre|cofre|sejf|\bdoor|panel|alarm"
+    r"|keypad|console|server|servidor|serveur|serwer|\bbox\b|account|konto|cuenta|compte|conta)"
+)
+# A branch, a tag, an image or a version is typed too ("try release-candidate-42 on the build box").
+_NOT_ACCESS = re.compile(r"(?i)\b(?:branch|tag|image|version|release|checkout|merge|build|ticket|issue|pr|command)\b")
+
+
+def _typed_before(text: str) -> bool:
+    line = text.rsplit("\n", 1)[-1][-100:]
+    return bool(_ACCESS.search(line)) and not _NOT_ACCESS.search(line)
+
+
+_DIGIT_CODE = re.compile(r"\d{4,10}|\d{2,4}(?:[- ]\d{2,4}){1,3}")
+
+
+def _typed_value(value: str) -> bool:
+    """A value typed at a prompt: a password, words joined as a passphrase, or a code of digits; not a version
+    (`python3.11`), a date or a year."""
+    if re.search(r"\d\.\d", value) or re.fullmatch(r"(?:19|20)\d\d(?:-\d\d){0,2}", value):
+        return False
+    if _DIGIT_CODE.fullmatch(value) or _joined_words(value.strip("'\"`")):
+        return True
+    return _strong_value(value) or _plain_password(value)
+
+
+def _strong_value(value: str) -> bool:
+    """A value that is a password wherever it is told: words joined as a passphrase, or a password's mix of
+    letters, digits and a symbol (not a version, `node-18-alpine`, `python3.11`)."""
+    value = value.strip("'\"`")
+    if re.search(r"\d\.\d", value):
+        return False
+    # (three words joined are a product's or a project's name as often: "use copper-lantern-pro")
+    if _joined_words(value, words_alone=4) or _password_shaped(value):
+        return True
+    return _plain_password(value) and any(c in "!@#$%^&*+=?~" for c in value)
+
+
+RULES: tuple[Rule, ...] = (
+    # "to get into the NAS type juniper.kettle.42", "Zum Entsperren des Tresors gib 4471-9920 ein", "para entrar al
+    # servidor escribe Montaña.Roja.84": a verb of typing, then the value, with what it opens before.
+    Rule(
+        "typed-at-a-prompt",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[teklpgsidw])(?:type|enter|key\s+in|punch\s+in|input|tippe|tippen|gib|geben|escribe|teclea"
+            r"|introduce|tapez|taper|tape|saisis|saisissez|wpisz|digite|digita)\s+(?:in\s+)?" + _VALUE
+        ),
+        (
+            "type",
+            "enter",
+            "key in",
+            "punch in",
+            "input",
+            "tipp",
+            "gib",
+            "geben",
+            "escribe",
+            "teclea",
+            "introduce",
+            "tape",
+            "saisis",
+            "wpisz",
+            "digit",
+        ),
+        check=_typed_value,
+        before=_typed_before,
+    ),
+    # "user admin and then sunflower_Delta_77 gets you in", "takes analyst and Lemon.Curd.Tart as login", "when
+    # it asks, raspberry-pie-314": the value, then what it does, or the prompt, then the value.
+    Rule(
+        "gets-you-in",
+        "a password",
+        re.compile(
+            r"(?i)(?:(?<![^\s\"'`])([^\s\"'`]{6,63})[\"'`]?\s+(?:gets|will\s+get|lets|will\s+let)\s+(?:you|me|us)"
+            r"\s+in\b|(?<![^\s\"'`])([^\s\"'`]{6,63})[\"'`]?\s+as\s+(?:the\s+|their\s+|its\s+)?(?:login|log-?in)\b"
+            r"|\bwhen\s+(?:it|they|the\s+\w+)\s+asks?(?:\s+for\s+(?:it|one|a\s+password))?,?\s+" + _VALUE + ")"
+        ),
+        ("gets you in", "get you in", "lets you in", "let you in", "gets me in", "as login", "as the login", "asks"),
+        check=_typed_value,
+    ),
+    # "[10:42] dana: try hunter-orange-91", "<mike> it's pelican42! for the jenkins box", "use 'Falafel-Rocket-2024'
+    # for the analytics login": a value handed over in a chat line or for a login, a password wherever it is.
+    Rule(
+        "handed-over",
+        "a password",
+        re.compile(
+            r"(?im)(?:^[ \t]*(?:\[[\d:. apm]{4,12}\]|\d{1,2}:\d{2})?[ \t]*(?:<[\w.@-]{1,32}>|[\w.@-]{1,32}:)[ \t]*"
+            r"(?:try|it'?s|use|pw|pass)[ \t]+" + _VALUE + r"|\b(?:try|it'?s|use)\s+" + _VALUE + r"[\"'`]?"
+            r"\s+(?:for|on|to\s+get\s+into|into)\s+(?:the\s+|our\s+|my\s+|his\s+|her\s+)?(?:[\w-]+\s+){0,2}?"
+            r"(?:login|log-?in|box|server|account|admin|console|vpn|wi-?fi|nas|router|machine|host)\b)"
+        ),
+        ("try", "it's", "its", "use", "pw", "pass"),
+        check=_strong_value,
+        before=lambda text: not _NOT_ACCESS.search(text.rsplit("\n", 1)[-1][-100:]),
+    ),
+    # "the encryption phrase Correct Horse Battery Staple Seven", "keepass master: tidal wave under copper moon",
+    # "the backup drive phrase: amber.falcon.drift.nine", "key is orchard-violet-338": a phrase's or a key's name
+    # without "password", then words of a passphrase. A phrase named by what it opens may be followed by its words
+    # alone; a bare "phrase", "master" or "key" (a verb, a word of prose) only after a colon, or after "is" by
+    # capitalised or joined words.
+    Rule(
+        "phrase-named",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[a-z])(?:(?:encryption|backup|unlock|master|vault|drive|disk|wallet|archive|vpn|keepass"
+            r"|bitlocker|luks|gpg|pgp|ssh|signing)\s+(?:pass\s?)?phrase(?:\s+(?:is|was))?\s*[:=]?\s+" + _PHRASE + r""
+            r"|(?:phrase|master|key|code\s?word)\s+(?:is|was)\s+[\"'`]?("
+            + _CAPITALISED
+            + r"|[^\s\"'`]{8,63}[^\s\"'`.,;:!?)])"
+            r")"
+        ),
+        ("phrase", "master", "key", "codeword", "code word"),
+        check=lambda words: _named_phrase(words),
+    ),
+    # "keepass master: tidal wave under copper moon", "drive phrase: amber.falcon.drift.nine": a bare name, a colon
+    # and a space, then a passphrase with none of a sentence's words ("php artisan key:generate on a fresh checkout";
+    # not a phrase of language: "Key phrase: semantic search over long memories").
+    Rule(
+        "phrase-after-colon",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[pmkc])(?:(?<!key )(?<!key-)(?<!search )(?<!catch )(?<!noun )(?<!verb )phrase"
+            r"|master|key|code\s?word)"
+            r"[ \t]*[:=][ \t]+" + _PHRASE
+        ),
+        ("phrase", "master", "key", "codeword", "code word"),
+        check=lambda words: _strict_phrase(words),
+    ),
+    # "the 2FA backup code 4827-1193", "the safe combo is 18-44-07", "alarm disarm code: 2580", "the code they
+    # texted is 552 913": a code that opens something, as digits (grouped or not).
+    Rule(
+        "code-of-digits",
+        "a one-time or access code",
+        re.compile(
+            r"(?i)\b(?=[abcdglmoprsv2])(?:(?:backup|recovery|disarm|alarm|door|gate|lock|safe|2fa|mfa|otp|sms|login"
+            r"|verification|one-time|access)\s+codes?|combo|combination|code\s+(?:they|he|she|i|we|you)\s+(?:texted|sent"
+            r"|got|gave)|puk)\b(?:[^.\n\d]{0,25}?(?:\s(?:is|was)|:|=)\s*|[ \t]+)"
+            r"(?<![\d-])(\d{4,10}|\d{2,4}(?:[- ]\d{2,4}){1,3})"
+            r"(?![\d-]|\.\d|\s*(?:%|ms\b|s\b|sec|min|hours?|days?|digits))"
+        ),
+        ("code", "combo", "combination", "puk"),
+        check=lambda digits: not re.fullmatch(r"(?:19|20)\d\d", digits),
+    ),
+)
+
+
+def _named_phrase(words: str) -> bool:
+    words = words.strip("'\"`")
+    if " " in words:
+        return _passphrase(words) or _capitalised_phrase(words) or _phrase_of_words(words)
+    return _joined_words(words)
+
+
+def _strict_phrase(words: str) -> bool:
+    words = words.strip("'\"`")
+    if " " in words:
+        return _passphrase(words) or _capitalised_phrase(words)
+    return _joined_words(words)
