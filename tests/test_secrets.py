@@ -1885,6 +1885,7 @@ def test_each_cause_of_the_eighth_sets_first_run_is_refused_by_its_rule(name: st
         "Key: Value Object Pattern",
         "PHP: getenv('APP_KEY') is read by Laravel; run php artisan key:generate on a fresh checkout.",
         "how to phrase my git commit msg",
+        'a product\'s price asked as a bare phrase: "cloudflare workers pricing"',
         "the onboarding-checklist gets you in the door",
         "when it asks, choose English",
         "the backup codes are 10 digits each",

@@ -180,5 +180,8 @@ def _named_phrase(words: str) -> bool:
 def _strict_phrase(words: str) -> bool:
     words = words.strip("'\"`")
     if " " in words:
+        # (three words of prose are a search or a term: 'asked as a bare phrase: "cloudflare workers pricing"')
+        if len(words.split()) < 4 and not any(c.isdigit() for c in words):
+            return False
         return _passphrase(words) or _capitalised_phrase(words)
     return _joined_words(words)
