@@ -267,8 +267,24 @@ def test_switching_embedder_keeps_data_and_backfills(stub_embedder: StubServer, 
 
 
 def test_a_memory_deleted_during_a_search_does_not_break_the_recall_log(stub_embedder: StubServer) -> None:
+    """Inside a caller's transaction (this test's): the deferred FK would fail only at its commit."""
+    _log_a_search_whose_memory_was_deleted(in_transaction=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_memory_deleted_during_a_search_does_not_break_the_recall_log_in_autocommit(
+    stub_embedder: StubServer,
+) -> None:
+    """As a request logs it (no transaction): the INSERT's own commit checks the FK."""
+    _log_a_search_whose_memory_was_deleted(in_transaction=False)
+
+
+def _log_a_search_whose_memory_was_deleted(in_transaction: bool) -> None:
     kept = create.store_memory(A, "vec:1,0,0 kept").memory
     gone = create.store_memory(A, "vec:0,1,0 gone").memory
+    if in_transaction:  # a store that builds the vector index makes them immediate for the transaction
+        with connection.cursor() as cur:
+            cur.execute("SET CONSTRAINTS ALL DEFERRED")  # as Django declares its foreign keys
     result = candidates.SearchResult(project_id=A.project_id, recall_id="00000000-0000-4000-8000-000000000001")
     from memories.wire import hit_to_wire as hit_dict
 

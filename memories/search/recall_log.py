@@ -33,19 +33,30 @@ def _insert_events(rows: list[list[Any]]) -> None:
     SET LOCAL, INSERT and COMMIT, four round trips on every retrieve. Inside a caller's transaction,
     `losable()` (a savepoint, the caller's commit untouched). Django's bulk_create cost ~6 % of the
     web process's CPU per retrieve (docs/benchmarks.md); the rows are simple and the table is ours."""
-    params = [value for row in rows for value in row]
     table = MemoryEvent._meta.db_table
     values = ", ".join([EVENT_ROW] * len(rows))
     if connection.in_atomic_block or not connection.get_autocommit():
+        # The memory FK is deferred: in a caller's transaction it is checked only at the caller's
+        # commit, which a memory deleted since the search would fail. Keep only the live ids here.
+        _drop_deleted(rows)
+        params = [value for row in rows for value in row]
         with losable(), connection.cursor() as cur:
             cur.execute(f"INSERT INTO {table} ({EVENT_COLUMNS}) VALUES {values}", params)
         return
+    params = [value for row in rows for value in row]
     with connection.cursor() as cur:
         cur.execute(
             f"INSERT INTO {table} ({EVENT_COLUMNS}) SELECT * FROM (VALUES {values}) v "
             "WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL",
             params,
         )
+
+
+def _drop_deleted(rows: list[list[Any]]) -> None:
+    """Rows of memories deleted since the search are logged without their FK (memory_id None)."""
+    alive = set(Memory.objects.filter(pk__in=[r[1] for r in rows]).values_list("pk", flat=True))
+    for row in rows:
+        row[1] = row[1] if row[1] in alive else None
 
 
 def log_recall(parts: SearchResult | Sequence[SearchResult], query: str) -> None:
@@ -74,10 +85,8 @@ def log_recall(parts: SearchResult | Sequence[SearchResult], query: str) -> None
     try:
         _insert_events(rows)
         return
-    except IntegrityError:  # the memory FK is checked at commit
-        alive = set(Memory.objects.filter(pk__in=[r[1] for r in rows]).values_list("pk", flat=True))
-    for row in rows:
-        row[1] = row[1] if row[1] in alive else None
+    except IntegrityError:  # the memory FK is checked at the statement's own commit
+        _drop_deleted(rows)
     try:
         _insert_events(rows)
     except IntegrityError:
