@@ -40,7 +40,7 @@ from .rest import (
 )
 from .scope import SCOPES, clean_scope, project_of, user_scope
 from .search import queries, stats
-from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET, build_context
+from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET, PREFER_CATEGORIES, PREFER_HELP, build_context
 from .search.merged import CATEGORIES, MIN_SIMILARITY, QUERY, Recall
 from .search.merged import LIMIT as RECALL_LIMIT
 from .wire import SearchResults, deleted_to_wire, memory_to_wire, recall_to_wire, rejected_to_wire
@@ -133,11 +133,7 @@ class ContextIn(ScopeIn):
     query = argument(CONTEXT_QUERY)
     budget_tokens = argument(BUDGET, default=DEFAULT_BUDGET)
     categories = argument(CATEGORIES)
-    prefer_categories = argument(
-        CATEGORIES,
-        help_text="These categories' relevant memories come first in the block, the other relevant ones after "
-        "them (the prompt hook's hints; the search is not narrowed to them). Not with `categories`.",
-    )
+    prefer_categories = argument(PREFER_CATEGORIES, help_text=PREFER_HELP)
 
 
 class RateIn(serializers.Serializer):
@@ -332,10 +328,8 @@ class ContextView(APIView):
     @documented(request=ContextIn, summary="One block of memories within a token budget (no query: the primer)")
     def post(self, request: Request) -> Response:
         data = valid(ContextIn, request.data)
-        hints = data.get("prefer_categories")
-        if hints and data.get("categories"):
-            raise serializers.ValidationError({"prefer_categories": ["give categories or prefer_categories, not both"]})
         project, query, budget = rest_scope(data, remember=False).project_id, data.get("query"), data["budget_tokens"]
+        hints = data.get("prefer_categories")
         return Response(build_context(project, query, budget, data.get("categories"), prefer_categories=hints))
 
 

@@ -19,7 +19,7 @@ from . import lifecycle
 from .models import CATEGORIES
 from .scope import SCOPES, project_of, resolve, scope_for
 from .search import stats
-from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET
+from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET, PREFER_CATEGORIES, PREFER_HELP
 from .search.context import build_context as make_context
 from .search.merged import CATEGORIES as CATEGORY_LIST
 from .search.merged import LIMIT, MIN_SIMILARITY, QUERY, Recall
@@ -216,11 +216,24 @@ def _register_recall_tools(server: MCPServer) -> None:
             WithJsonSchema(BUDGET.schema()),
             Field(description="Most tokens the block may use (40-32000)."),
         ] = DEFAULT_BUDGET,
+        categories: Annotated[
+            list[str] | None,
+            AS_GIVEN,
+            WithJsonSchema(CATEGORY_LIST.schema()),
+            Field(description="Only memories of these categories (any of them); unknown values are ignored."),
+        ] = None,
+        prefer_categories: Annotated[
+            list[str] | None,
+            AS_GIVEN,
+            WithJsonSchema(PREFER_CATEGORIES.schema()),
+            Field(description=PREFER_HELP),
+        ] = None,
         project_id: ProjectId = None,
         cwd: Cwd = None,
     ) -> CallToolResult:
         def body() -> dict[str, Any]:
-            return make_context(project_of(project_id, cwd), query, budget_tokens)
+            project = project_of(project_id, cwd)
+            return make_context(project, query, budget_tokens, categories, prefer_categories=prefer_categories)
 
         return await run(body)
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from django.db.models import Count, Q
 
 from access import policy as access
-from yullu_core.arguments import Text, WholeNumber
+from yullu_core.arguments import Strings, Text, WholeNumber
+from yullu_core.errors import UserError
 from yullu_core.tokens import count_tokens
 
 from ..anchors.checks import for_memories, stale_paths, stamp
@@ -40,6 +41,12 @@ IMPORTANCE_RANK = {"high": 0, "normal": 1, "low": 2}
 # build_context's arguments, one rule each (yullu_core.arguments): the query is optional here (none: the primer).
 CONTEXT_QUERY = Text("query", QUERY.max_chars)
 BUDGET = WholeNumber("budget_tokens", MIN_BUDGET, MAX_BUDGET)
+PREFER_CATEGORIES = Strings("prefer_categories")
+PREFER_HELP = (
+    "These categories' relevant memories come first in the block, the other relevant ones after them (the prompt "
+    "hook's hints; the search is not narrowed to them). Not with `categories`."
+)
+NOT_BOTH = "give categories or prefer_categories, not both: categories narrows the search, prefer_categories orders it."
 
 
 def clean_budget(value: Any) -> int:
@@ -198,7 +205,9 @@ def build_context(
     access.require(project_id, access.READ)
     budget = clean_budget(budget_tokens)
     query = CONTEXT_QUERY.clean(query).strip()
-    categories, prefer_categories = CATEGORY_LIST.clean(categories), CATEGORY_LIST.clean(prefer_categories)
+    categories, prefer_categories = CATEGORY_LIST.clean(categories), PREFER_CATEGORIES.clean(prefer_categories)
+    if categories and prefer_categories:  # here, not in an adapter: MCP and REST give the same sentence
+        raise UserError(NOT_BOTH)
     recall_id = None
     if query:
         found = search_merged(project_id, query, limit=CANDIDATES, categories=categories)

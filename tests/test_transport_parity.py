@@ -1,0 +1,74 @@
+"""MCP and REST tell the same thing (docs/contract.md §3: "MCP can do nothing REST cannot with the same
+token, and the reverse"): each tool against its endpoint, through the real MCP SDK client and real HTTP, with
+the same arguments, the same sentence for the same mistake and the same fields in the answer."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+
+from memories.scope import resolve
+from memories.write import create
+from tests.mcp_client import call, http_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROJECT = "acme/parity"
+DEPLOY = "To deploy, run `make deploy` from a clean main; it builds the image and rolls staging first."
+WIPED = "Staging's database is wiped every night at 02:00, so never keep test data there."
+POSTGRES = "We chose Postgres with pgvector over a separate vector database so writes stay transactional."
+
+
+def _mcp(url: str, token: str, tool: str, **args: Any) -> tuple[bool, Any]:
+    async def ask() -> tuple[bool, Any]:
+        async with http_session(url, token) as session:
+            return await call(session, tool, **args)
+
+    return asyncio.run(ask())
+
+
+def _rest(url: str, token: str, method: str, path: str, **kw: Any) -> httpx.Response:
+    return httpx.request(method, f"{url}{path}", headers={"authorization": f"Bearer {token}"}, timeout=60, **kw)
+
+
+def _seed() -> None:
+    scope = resolve(PROJECT)
+    for text, category in ((DEPLOY, "process"), (WIPED, "gotcha"), (POSTGRES, "decision")):
+        create.store_memory(scope, text, category, source="cli")
+
+
+@pytest.mark.parametrize(
+    "narrowing",
+    [{"categories": ["gotcha"]}, {"prefer_categories": ["gotcha"]}, {"categories": ["style"]}],
+    ids=["categories", "prefer_categories", "an-empty-category"],
+)
+def test_build_context_takes_the_categories_rest_takes_and_gives_the_same_block(
+    narrowing: dict[str, Any], live_server_url: str, owner_token: str, keyword_only: None
+) -> None:
+    """MCP's build_context had no `categories` (nor the hook's `prefer_categories`): a misspelt-argument error."""
+    _seed()
+    args = {"project_id": PROJECT, "query": "how do we deploy to staging?", **narrowing}
+    is_error, over_mcp = _mcp(live_server_url, owner_token, "build_context", **args)
+    assert not is_error, over_mcp
+    over_rest = _rest(live_server_url, owner_token, "post", "/api/context", json=args)
+    assert over_rest.status_code == 200, over_rest.text
+    assert {**over_mcp, "recall_id": None} == {**over_rest.json(), "recall_id": None}  # each ask is its own recall
+    block = over_mcp["context"]
+    if "categories" in narrowing:  # a filter: only its category
+        assert DEPLOY not in block and (WIPED in block) == (narrowing["categories"] == ["gotcha"])
+    else:  # a hint: its category first, the answer still there
+        assert WIPED in block and DEPLOY in block and block.index(WIPED) < block.index(DEPLOY)
+
+
+def test_build_context_refuses_categories_with_prefer_categories_in_one_sentence_on_both(
+    live_server_url: str, owner_token: str, keyword_only: None
+) -> None:
+    args = {"project_id": PROJECT, "query": "deploy", "categories": ["process"], "prefer_categories": ["style"]}
+    is_error, said = _mcp(live_server_url, owner_token, "build_context", **args)
+    over_rest = _rest(live_server_url, owner_token, "post", "/api/context", json=args)
+    assert is_error and over_rest.status_code == 400
+    assert said == over_rest.json()["error"]
+    assert said.startswith("give categories or prefer_categories, not both")
