@@ -1362,6 +1362,19 @@ REVIEW_8_KEEP: list[Form] = [
 ]
 
 
+# 248 ordinary memories an assistant stores about codebases, 27 of them 100-400 words: about 190 on auth, secrets
+# management, crypto, tokens, hashing, config and env vars, ids (UUIDv4/v7, ULIDs, trace and request ids), commit
+# shas, checksums and known-answer tests, base64 fixtures, AWS's documented example key, regexes, log lines, stack
+# traces, SQL, Kubernetes YAML with secretKeyRef, CSP, SRI, lockfile integrity, image digests and PGP fingerprints,
+# feature-flag keys, and 57 everyday ones; no secret. Written by keep9 BEFORE reading the scanner or the other
+# review sets. First run, each stored through `POST /api/memories` on a live `yullu serve` (real PostgreSQL) at
+# bc95cab's scanner: 10 of 248 refused (see docs/security.md).
+REVIEW_9_KEEP: list[Form] = [
+    (f"review9 {i}", _fixed(text))
+    for i, text in enumerate(json.loads((Path(__file__).parent / "data" / "review9_keep.json").read_text("utf-8")))
+]
+
+
 # The fifth held-out set (secrets7): 112 secrets and 37 memories that must be stored, written BEFORE their
 # author read this file, the scanner, its tests or docs/security.md, as people and assistants write secrets into a
 # memory about a codebase: told in prose in eleven languages, in lists, backticks, chats and tickets; in shell

@@ -2,11 +2,11 @@
 
 Run: .venv/bin/python -m bench.secret_scan [--seeds 3] [--show]
          [--split tune|held-out|held-out-2|held-out-3|held-out-4|held-out-5|held-out-6|held-out-7|held-out-8|review-6
-                  |review-7|review-8|tune-walk8|all]
+                  |review-7|review-8|review-9|tune-walk8|all]
 
 Credentials: the forms of bench/secret_forms.py (TUNE, HELD_OUT, HELD_OUT_2 … HELD_OUT_8
 reported apart), each filled with `--seeds` different random values; HELD_OUT_2_KEEP … HELD_OUT_8_KEEP,
-REVIEW_6_KEEP … REVIEW_8_KEEP and TUNE_WALK8_KEEP (memories that must be stored) are reported with them.
+REVIEW_6_KEEP … REVIEW_9_KEEP and TUNE_WALK8_KEEP (memories that must be stored) are reported with them.
 Ordinary: every LoCoMo turn of ../shared/bench/locomo_dev.json (chat about daily life), the codebase set's
 memories, questions and prompts, the duplicate-pair memories, and secret_talk.json (memories *about*
 secrets, hashes, ids).
@@ -79,6 +79,7 @@ def main() -> None:
             "review-6",
             "review-7",
             "review-8",
+            "review-9",
             "tune-walk8",
             "all",
         ],
@@ -131,6 +132,7 @@ def main() -> None:
         ("review-6", secret_forms.REVIEW_6_KEEP),
         ("review-7", secret_forms.REVIEW_7_KEEP),
         ("review-8", secret_forms.REVIEW_8_KEEP),
+        ("review-9", secret_forms.REVIEW_9_KEEP),
         ("tune-walk8", secret_forms.TUNE_WALK8_KEEP),
     )
     for label, forms in keepers:
