@@ -38,7 +38,7 @@ from .rest import (
     project_param,
     rest_scope,
 )
-from .scope import SCOPES, clean_scope, project_of, user_scope
+from .scope import SCOPES, project_of, scope_for
 from .search import queries, stats
 from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET, PREFER_CATEGORIES, PREFER_HELP, build_context
 from .search.merged import CATEGORIES, MIN_SIMILARITY, QUERY, Recall
@@ -81,7 +81,7 @@ ANCHORS = serializers.ListField(child=serializers.CharField(max_length=1400), re
 
 class MemoryIn(ScopeIn):
     content = ruled("content", validation.clean_content, required=True)
-    scope = as_given({"type": "string", "enum": list(SCOPES)}, judge=clean_scope)
+    scope = as_given({"type": "string", "enum": list(SCOPES)})  # judged once, by the service (scope_for), as on MCP
     category = ruled("category", validation.clean_category)
     tags = ruled("tags", validation.clean_tags)
     supersedes = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**63 - 1)
@@ -200,9 +200,8 @@ class MemoryList(APIView):
     )
     def post(self, request: Request) -> Response:
         data = valid(MemoryIn, request.data)
-        scope = user_scope() if clean_scope(data.get("scope")) == "user" else rest_scope(data)
         stored = create.store_memory(
-            scope,
+            scope_for(data.get("scope"), data.get("project_id"), data.get("cwd")),
             data["content"],
             data.get("category"),
             validation.with_session(data.get("tags"), data.get("session_id")),

@@ -11,25 +11,27 @@ from rest_framework import serializers
 from rest_framework.request import Request
 
 from memories import wire
+from yullu_core.errors import UserError
 from yullu_core.rest import PROJECT, obj, query, shape
 
-from .scope import Scope, project_of, resolve
+from .scope import NO_PROJECT, Scope, project_of, resolve
 
 
 class ScopeIn(serializers.Serializer):
-    # No length here: memories.scope.validate_project_id judges it, with the sentence every path gives.
-    project_id = serializers.CharField(required=False, allow_blank=True)
-    cwd = serializers.CharField(required=False, allow_blank=True, max_length=4096)
+    # No length here: memories.scope.validate_project_id judges it, with the sentence every path gives. Not
+    # trimmed either: a blank id is judged as MCP's tools judge it ("project_id must not be empty.").
+    project_id = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    cwd = serializers.CharField(required=False, allow_blank=True, max_length=4096, trim_whitespace=False)
 
 
 def rest_scope(data: dict[str, Any], *, remember: bool = True) -> Scope:
     """REST callers name their project: the server's own folder is never a default project
     (it would file memories, and their sync files, under wherever the server was started).
     Reads pass `remember=False`: they never record a location."""
-    if not (data.get("project_id") or "").strip() and not (data.get("cwd") or "").strip():
-        raise serializers.ValidationError(
-            "project_id or cwd is required: send the project's id or the absolute path of its checkout."
-        )
+    # Judged as MCP's tools judge them (memories.scope.resolve): the same sentence for a missing project,
+    # and a blank project_id is the id's own error ("project_id must not be empty."), not a missing one.
+    if not data.get("project_id") and not data.get("cwd"):
+        raise UserError(NO_PROJECT)
     return resolve(data.get("project_id"), data.get("cwd"), remember=remember)
 
 

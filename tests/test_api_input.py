@@ -7,6 +7,7 @@ from django.test import Client
 
 from dreaming.models import SessionMessage
 from memories.models import Memory
+from memories.scope import NO_PROJECT
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +59,9 @@ def test_a_patch_with_an_unknown_category_changes_nothing(api: Any, stub_embedde
     ],
 )
 def test_rest_without_project_id_or_cwd_is_400(api: Any, path: str, body: dict[str, Any]) -> None:
-    r = api("post", path, {**body, "project_id": "  "})
-    assert r.status_code == 400
-    assert r.json()["error"].startswith("project_id or cwd is required: ")
+    # The sentences MCP's tools give (memories.scope): a blank id is the id's own error, none at all NO_PROJECT.
+    blank = api("post", path, {**body, "project_id": "  "})
+    assert (blank.status_code, blank.json()["error"]) == (400, "project_id must not be empty.")
+    missing = api("post", path, body)
+    assert (missing.status_code, missing.json()["error"]) == (400, NO_PROJECT)
     assert Memory.objects.count() == 0 and SessionMessage.objects.count() == 0

@@ -72,3 +72,53 @@ def test_build_context_refuses_categories_with_prefer_categories_in_one_sentence
     assert is_error and over_rest.status_code == 400
     assert said == over_rest.json()["error"]
     assert said.startswith("give categories or prefer_categories, not both")
+
+
+class _CountedScopes(tuple[str, ...]):
+    """memories.scope.SCOPES, counting how often clean_scope looks a `scope` up in it."""
+
+    looked_up = 0
+
+    def __contains__(self, item: object) -> bool:
+        type(self).looked_up += 1
+        return super().__contains__(item)
+
+
+@pytest.mark.parametrize("transport", ["mcp", "rest"])
+def test_a_stores_scope_is_judged_once_by_the_service_on_both_transports(
+    transport: str, live_server_url: str, owner_token: str, keyword_only: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REST judged it in its serializer, then again in the view (clean_scope twice per store)."""
+    from memories import scope
+
+    monkeypatch.setattr(scope, "SCOPES", _CountedScopes(scope.SCOPES))
+    monkeypatch.setattr(_CountedScopes, "looked_up", 0)
+    args = {"content": "I prefer pytest's plain asserts over unittest's methods.", "scope": "user"}
+    if transport == "mcp":
+        is_error, stored = _mcp(live_server_url, owner_token, "store_memory", **args)
+        assert not is_error, stored
+    else:
+        answer = _rest(live_server_url, owner_token, "post", "/api/memories", json=args)
+        assert answer.status_code == 201, answer.text
+        stored = answer.json()
+    assert stored["project_id"].startswith("~user:") and stored["created"] is True
+    assert _CountedScopes.looked_up == 1
+
+
+def test_a_call_naming_no_project_gets_the_same_sentence_on_both_transports(
+    live_server_url: str, owner_token: str
+) -> None:
+    """REST said "project_id or cwd is required: …", MCP "name the project: …" (and a blank id differently)."""
+    from memories.scope import NO_PROJECT
+
+    for where, sentence in (({}, NO_PROJECT), ({"project_id": " "}, "project_id must not be empty.")):
+        for tool, method, path, args in (
+            ("store_memory", "post", "/api/memories", {"content": DEPLOY}),
+            ("retrieve_memories", "post", "/api/memories/recall", {"query": "deploy"}),
+            ("build_context", "post", "/api/context", {}),
+            ("record_messages", "post", "/api/messages", {"session_id": "s", "messages": []}),
+        ):
+            is_error, said = _mcp(live_server_url, owner_token, tool, **args, **where)
+            answer = _rest(live_server_url, owner_token, method, path, json={**args, **where})
+            assert (is_error, said) == (True, sentence), (tool, where)
+            assert (answer.status_code, answer.json()["error"]) == (400, sentence), (path, where)
