@@ -27,6 +27,7 @@ from .rest import (
     CreatedOut,
     DeletedOut,
     DuplicateOut,
+    MemoryDetailOut,
     MemoryOut,
     MemoryPage,
     ProjectOut,
@@ -228,9 +229,9 @@ def addressed(request: Request, pk: int) -> Memory:
 
 
 class MemoryDetail(APIView):
-    @documented(MemoryOut, params=WHERE, errors=(404,))
+    @documented(MemoryDetailOut, params=WHERE, errors=(404,), summary="One memory, its anchors, links and history")
     def get(self, request: Request, pk: int) -> Response:
-        return Response(memory_to_wire(addressed(request, pk)))
+        return Response(lifecycle.memory_detail(pk, project_param(request)))  # as MCP's get_memory
 
     @documented(MemoryOut, request=MemoryPatch, errors=(400, 404))
     def patch(self, request: Request, pk: int) -> Response:

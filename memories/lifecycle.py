@@ -19,6 +19,7 @@ from access.people import username
 from yullu_core.arguments import Text
 from yullu_core.errors import NotFound, UserError
 
+from .anchors.checks import anchor_out
 from .embedding.embedders import embeds, get_embedder
 from .models import (
     ArchiveReason,
@@ -30,6 +31,7 @@ from .models import (
     MemoryLink,
     RecallFeedback,
 )
+from .wire import AnchorOut, MemoryOut, memory_to_wire
 from .write import create, edit, validation
 from .write import history as memory_history
 
@@ -100,7 +102,10 @@ def _source(source: str) -> str:
 
 
 def links_of(memory_id: Any) -> list[LinkDict]:
-    memory = edit.get_memory(memory_id)
+    return _links(edit.get_memory(memory_id))
+
+
+def _links(memory: Memory) -> list[LinkDict]:
     rows = MemoryLink.objects.filter(from_memory=memory) | MemoryLink.objects.filter(to_memory=memory)
     return [link_dict(link) for link in rows.order_by("created_at", "id")]
 
@@ -290,13 +295,25 @@ def history_summary(memory: Memory, recent: int = 5) -> HistorySummary:
     }
 
 
-def anchors_of(memory: Memory) -> list[dict[str, Any]]:
-    """The code a memory cites (docs/contract.md §12) with its last check's status; empty when it cites none."""
-    out = []
-    for a in memory.anchors.order_by("id"):
-        lines = f"{a.line_start}-{a.line_end}" if a.line_start and a.line_end else None
-        out.append({"path": a.path, "symbol": a.symbol or None, "lines": lines, "status": a.status or None})
-    return out
+class MemoryDetail(MemoryOut):
+    """One memory and what surrounds it: MCP's get_memory and REST's GET /api/memories/<id> (docs/contract.md §3)."""
+
+    anchors: list[AnchorOut]  # the code it cites, with its last check's status (§12), as results and stores give them
+    links: list[LinkDict]
+    history: HistorySummary
+
+
+def memory_detail(memory_id: Any, project_id: str | None = None) -> MemoryDetail:
+    """The memory `memory_id` (with `project_id`: it must be that project's or the caller's personal one), its
+    anchors, links and a summary of its history. One call for both transports: REST's GET answered the memory
+    alone while MCP's get_memory added the rest."""
+    memory = edit.get_memory_in(memory_id, project_id)
+    return {
+        **memory_to_wire(memory),
+        "anchors": [anchor_out(a) for a in memory.anchors.order_by("id")],
+        "links": _links(memory),
+        "history": history_summary(memory),
+    }
 
 
 # --- expiry ----------------------------------------------------------------------------------

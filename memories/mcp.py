@@ -381,14 +381,7 @@ def _register_memory_links(server: MCPServer) -> None:
     )
     async def get_memory(id: MemoryId, project_id: ProjectId = None, cwd: Cwd = None) -> CallToolResult:
         def body() -> dict[str, Any]:
-            addressed(id, project_id, cwd)
-            memory = edit.get_memory(id)
-            return {
-                **memory_to_wire(memory),
-                "anchors": lifecycle.anchors_of(memory),
-                "links": lifecycle.links_of(memory.pk),
-                "history": lifecycle.history_summary(memory),
-            }
+            return dict(lifecycle.memory_detail(id, project_of(project_id, cwd) if project_id or cwd else None))
 
         return await run(body)
 

@@ -10,7 +10,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.request import Request
 
-from memories import wire
+from memories import lifecycle, wire
 from yullu_core.errors import UserError
 from yullu_core.rest import PROJECT, obj, query, shape
 
@@ -51,6 +51,7 @@ def project_param(request: Request) -> str | None:
 
 
 MemoryOut = shape(wire.MemoryOut)
+MemoryDetailOut = shape(lifecycle.MemoryDetail)
 HitOut = shape(wire.HitOut)
 RejectedOut = shape(wire.RejectedOut)
 ProjectOut = shape(wire.ProjectOut)

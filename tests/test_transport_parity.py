@@ -5,13 +5,16 @@ the same arguments, the same sentence for the same mistake and the same fields i
 from __future__ import annotations
 
 import asyncio
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from memories import lifecycle
 from memories.scope import resolve
-from memories.write import create
+from memories.write import create, edit
 from tests.mcp_client import call, http_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -122,3 +125,29 @@ def test_a_call_naming_no_project_gets_the_same_sentence_on_both_transports(
             answer = _rest(live_server_url, owner_token, method, path, json={**args, **where})
             assert (is_error, said) == (True, sentence), (tool, where)
             assert (answer.status_code, answer.json()["error"]) == (400, sentence), (path, where)
+
+
+def test_one_memory_is_the_same_answer_from_get_memory_and_rest_get(
+    repo: Path, live_server_url: str, owner_token: str, keyword_only: None
+) -> None:
+    """REST's GET /api/memories/<id> answered the memory alone; MCP's get_memory added anchors, links, history."""
+    (repo / "app").mkdir()
+    (repo / "app" / "clock.py").write_text("import time\n\n\ndef now():\n    return time.time()\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "c"], check=True
+    )
+    scope = resolve(None, str(repo))
+    memory = create.store_memory(scope, "Time comes from app/clock.py:4-5, never datetime.now", "gotcha").memory
+    other = create.store_memory(scope, "Timestamps are stored in UTC and shown in local time", "domain").memory
+    lifecycle.link_memories(memory.pk, other.pk, "related", note="both about time")
+    edit.update_memory(memory.pk, tags=["time"])
+    for where in ({}, {"project_id": scope.project_id}, {"cwd": str(repo)}):
+        is_error, over_mcp = _mcp(live_server_url, owner_token, "get_memory", id=memory.pk, **where)
+        assert not is_error, over_mcp
+        over_rest = _rest(live_server_url, owner_token, "get", f"/api/memories/{memory.pk}", params=where)
+        assert over_rest.status_code == 200, over_rest.text
+        assert over_rest.json() == over_mcp, where
+    assert [(a["path"], a["lines"], a["status"]) for a in over_mcp["anchors"]] == [("app/clock.py", [4, 5], "ok")]
+    assert [(link["to_id"], link["kind"]) for link in over_mcp["links"]] == [(other.pk, "related")]
+    assert over_mcp["history"]["changes"] >= 2 and over_mcp["tags"] == ["time"]

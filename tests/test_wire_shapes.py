@@ -54,7 +54,8 @@ def test_mcp_rest_and_the_openapi_schema_agree_on_the_memory_and_hit_fields(
     rest_hits, mcp_hits = rest_recall["results"], mcp_recall["results"]
 
     assert schema_fields(schema, "MemoryOut") == MEMORY
-    assert set(rest_one) == set(rest_page[0]) == MEMORY
+    assert set(rest_page[0]) == MEMORY
+    assert set(rest_one) == MEMORY | {"anchors", "links", "history"} == schema_fields(schema, "MemoryDetail")
     assert set(mcp_list[0]) == set(mcp_updated) == MEMORY
     assert schema_fields(schema, "HitOut") == set(HitOut.__annotations__) | MEMORY
     assert rest_hits and mcp_hits
