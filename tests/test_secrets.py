@@ -1390,6 +1390,68 @@ def test_a_key_near_review8s_kept_forms_is_still_refused(text: str) -> None:
     assert find_secret(text) is not None
 
 
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.REVIEW_9_KEEP, seed=9))
+def test_the_review9_everyday_memories_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+_R9 = random.Random(9)
+_HEX64 = chars(HEX, 64)(_R9)
+_UUID9 = "3f1c2a9e-7b41-4c3e-9a55-2f1e0d9c8b7a"
+
+
+# review9's ordinary memories (REVIEW_9_KEEP, written before reading the scanner) that were refused, in general form.
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a digest told as what a MAC, a hash or a fingerprint gives (a known-answer test, a test vector)
+        f'HMAC-SHA256 of "hello" with key "key" is {_HEX64}; the signer test checks it',
+        f'HMAC_SHA256(key="key", msg="The quick brown fox jumps over the lazy dog") = {_HEX64}',
+        f"sha256(b'') == {_HEX64}",
+        f"for 'password' the SHA-1 is {chars(HEX, 40)(_R9)} and we send its first five characters",
+        f"the Wikipedia HMAC vector (key 'key', the quick brown fox message, {_HEX64})",
+        "PGP fingerprint of the security@ key (for encrypted reports): "
+        "54FD F309 E285 80AE BA55 AAAF 2A93 891C F29D 7E9C",
+        # a class's name with words joined after it
+        "we keep their hashes with the BCryptSHA256PasswordHasher-compatible wrapper",
+        # a field that names where the secret is kept
+        "the lint config's line is `passwordField: secureJsonData`",
+        # BuildKit's secret mount names a file or a variable
+        "build with `--secret id=npmrc,src=$HOME/.npmrc` and `--secret id=gh,env=GH_TOKEN`",
+        # a regular expression after a secret's word
+        r"Redaction regex for bearer tokens: (?i)(authorization:\s*bearer\s+)[A-Za-z0-9._~+/-]+=*",
+        # a request's id in a log line (gitleaks' generic-api-key read `service=api request_id=…`)
+        f'level=info service=api request_id={_UUID9} msg="running migrations"',
+        # an id named just before a random-looking word in a login's sentence
+        "After login the request id is Vq7mLp2xR9wt in the access log.",
+    ],
+)
+def test_a_told_digest_a_class_a_field_a_secret_mount_a_regex_and_an_id_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"the HMAC key is {_HEX64}",
+        f"hmac: {_HEX64}",
+        f"the HMAC-SHA256 signing key of the webhook is {_HEX64}",
+        f"the SHA-256 of the file is {chars(HEX, 64)(_R9)}, and the signing key is {_HEX64}",
+        f"HMAC-SHA256 of the body with key {_HEX64} is {chars(HEX, 64)(_R9)}",
+        f"the encryption key (not a hash of anything) is {_HEX64}",
+        f"test vector key: {_HEX64}",
+        f"the password is {_HEX64}",
+        "docker build --secret hunter2Secret99 .",
+        f"service=api api_key={_UUID9}",
+        "password: Vq7mLp2xR9wt",
+        "The replica login is reporting_ro and it currently uses Vq7mLp2xR9wt until the rotation.",
+        f"api key: {chars(ALNUM, 34)(_R9)}-compatible",
+    ],
+)
+def test_a_key_near_review9s_kept_forms_is_still_refused(text: str) -> None:
+    assert find_secret(text) is not None
+
+
 # Found probing after the first fixes (review8, written after reading the scanner: tuning, not held out).
 @pytest.mark.parametrize(
     "text",

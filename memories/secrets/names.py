@@ -63,6 +63,53 @@ _DIGEST_OF_KEY = re.compile(
 )
 
 
+# A digest's value told as what a hash, a MAC or a fingerprint gives: "HMAC-SHA256 of "hello" with key "key" is 9307…",
+# `HMAC_SHA256(key="key", msg="…") = f7bc…`, "for 'password' the SHA-1 is 5baa…", "PGP fingerprint of the security@
+# key (…): 54FD F309 …", "the Wikipedia HMAC vector (key 'key', the quick brown fox message, f7bc…)". The words of
+# the function's input (a key's, a password's) come before the value but name the input, not it. Only right after
+# the function's name ("HMAC-SHA256 of …", "sha256(…)"): "the HMAC-SHA256 signing key of the webhook is <hex>" names a
+# key; nor a bare `HMAC:` or "the HMAC is" (a config's `hmac:` holds a key). A clause's `,` `;` or "and" between the
+# function and the value ends the sentence about it: "the SHA-256 of the file is …" then ", and the signing key is".
+_DIGEST_FUNCTION = (
+    r"(?:hmac(?:[-_ ]?(?:sha|md5|blake2[bs]?)[-_]?\d*)?|sha[-_]?(?:1|224|256|384|512)|sha3[-_]?\d+|md5|blake2[bs]?"
+    r"|crc-?32|fingerprint|thumbprint|digest|checksum|hash)"
+)
+_DIGEST_TOLD = re.compile(
+    # (a parenthesis between only closed again: "the encryption key (not a hash of anything) is <hex>" names a key)
+    rf"(?i)\b(?:{_DIGEST_FUNCTION}(?:\s+of\b(?:(?!\b(?:and|but|while|whereas)\b)(?:[^.\n,;()]|\([^()\n]{{0,80}}\)))"
+    r"{0,100}?"
+    r"|\s*\([^()\n]{0,160}\))(?:\s+(?:is|was|equals|gives|returns)|\s*(?:==?|->|→|:))"
+    # (the result told after the function's name alone: "the SHA-1 is …", "checksum: …"; not an HMAC's: its key)
+    r"|(?<!hmac[-_ ])(?:sha[-_]?(?:1|224|256|384|512)|sha3[-_]?\d+|md5|fingerprint|thumbprint|digest|checksum|hash)"
+    r"\s*(?:is|was|:|=))\s*[\"'`]?$"
+)
+# Or a test vector's, unless a key's or a secret's word names the value itself: "the Wikipedia HMAC vector (key
+# 'key', the quick brown fox message, f7bc…)", not "test vector key: <hex>".
+_VECTOR_TOLD = re.compile(
+    r"(?i)\b(?:(?:test|hmac|hash|digest|sha[-_]?\d+)[ -]vectors?|known[- ]answer)\b[^.\n]{0,100}$"
+)
+_KEY_JUST_BEFORE = re.compile(
+    r"(?i)\b(?:keys?|secrets?|tokens?|passwords?|passphrase|salt|pepper)\b[^\w\n]{0,3}(?:\s+(?:is|was))?[\s:=\"'`]*$"
+)
+# What a digest's hex is: MD5's, SHA-1's, SHA-224's, SHA-256's, SHA-384's or SHA-512's length, one case, also in
+# groups (a fingerprint's `54FD F309 …`, `ab:cd:…`).
+_DIGEST_HEX = re.compile(r"[0-9a-fA-F]{32,128}|[0-9a-fA-F]{2,8}(?:[ :][0-9a-fA-F]{2,8}){3,63}")
+_DIGEST_LENGTHS = frozenset({32, 40, 56, 64, 96, 128})
+
+
+def _told_digest(before: str, secret: str) -> bool:
+    """A hex digest of a MAC's, a hash's or a fingerprint's length, told as that function's output."""
+    value = secret.strip("\"'`").rstrip(".,;)`'\"")
+    digits = value.replace(" ", "").replace(":", "")
+    if not _DIGEST_HEX.fullmatch(value) or len(digits) not in _DIGEST_LENGTHS:
+        return False
+    if not (digits.islower() or digits.isupper() or digits.isdigit()):
+        return False
+    if _DIGEST_TOLD.search(before):
+        return True
+    return bool(_VECTOR_TOLD.search(before)) and not _KEY_JUST_BEFORE.search(before)
+
+
 # `gpg --recv-keys 4F2A91C3…`, `gpg --keyserver keys.openpgp.org --recv-key …`: gpg's option naming keys before
 # the hex of a key's fingerprint, which is public (a private key is an armored block, read by the private-key rules).
 _OPENPGP_NEAR = re.compile(r"(?i)\b(?:gpg2?|gnupg)\b[^\n;|&]{0,80}?\s--?[\w-]*keys?[ \t=]+[`'\"]?$")

@@ -114,7 +114,10 @@ RULES: tuple[Rule, ...] = (
         "password-option",
         "a password on a command line",
         re.compile(
-            r"(?i)(?<![\w-])--?(?:password|passwd|pass|token|secret|api-key|auth-token)[= ]\s*['\"]?([^\s'\"]{6,})"
+            r"(?i)(?<![\w-])--?(?:password|passwd|pass|token|secret|api-key|auth-token)[= ]\s*['\"]?"
+            # (not BuildKit's `--secret id=npmrc,src=$HOME/.npmrc`, `--secret id=gh,env=GH_TOKEN`: which file or
+            # variable holds it)
+            r"(?!(?:id|src|source|env|type|target|required)=)([^\s'\"]{6,})"
         ),
         ("pass", "token", "secret", "api-key"),
         check=_assigned_secret,
@@ -127,11 +130,12 @@ RULES: tuple[Rule, ...] = (
             # tried that at every word, 1.5 ms on an 8,000-character memory).
             # ("set DJANGO_SECRET_KEY to 'X'": `to` reads as the operator only after a name in capitals and
             # before a quote: "the token is passed to 'AuthMiddleware2'" is prose)
-            # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`; nor its id,
+            # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`, a form's or a
+            # datasource's `passwordField: secureJsonData`; nor its id,
             # WebAuthn's `credential_id=…`; nor its kind: `auth_type`, `auth_method`)
             # (nor Helm's `existingSecret: orders-db-credentials`, `auth.existingSecret=`, `existingSecretPasswordKey:`:
             # the name of a Kubernetes Secret that holds the value, as `secretName`)
-            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!credential_id)(?<!type)(?<!method)(?<!mode)(?<!scheme)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!credential_id)(?<!type)(?<!method)(?<!mode)(?<!scheme)(?<!field)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
             # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
             # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
             # (`::` is a path's, not an operator: pytest's `test_secret_paths.py::test_x`, C++'s, Rust's; nor `://`,

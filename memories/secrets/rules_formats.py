@@ -34,6 +34,15 @@ from .words import (
     _no_small_words,
 )
 
+# A random-looking word a login's sentence names as an id just before it ("after login the request id is
+# Vq7mLp2xR9wt", "login ticket id: Xk3mP9qL2vRt", "the login's trace id was …"): an id, not the password (a
+# session's id is a bearer's secret: not one of these).
+_ID_NAMED_JUST_BEFORE = re.compile(
+    r"(?i)\b(?:(?:request|trace|span|correlation|event|ticket|order|invoice|job|run|build|commit|user|account|login)"
+    r"[ _-]?ids?|uuid|ulid|ref(?:erence)?|revision)\b[^\w\n]{0,3}(?:\s+(?:is|was|were|are))?[\s:=\"'`]*$"
+)
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "password-short-option",
@@ -423,7 +432,7 @@ RULES: tuple[Rule, ...] = (
             "username",
         ),
         check=_random_mixed,
-        before=lambda text: bool(_LOGIN_BEFORE.search(text)),
+        before=lambda text: bool(_LOGIN_BEFORE.search(text)) and not _ID_NAMED_JUST_BEFORE.search(text),
     ),
     Rule(
         "high-entropy-token",

@@ -13,7 +13,8 @@ import ahocorasick
 from . import rules_assigned, rules_entry, rules_formats, rules_named
 from .gitleaks import _NAME_CHAR, gitleaks
 from .model import Allow, Finding, Rule, entropy
-from .shapes import _without_public_blocks
+from .names import _told_digest
+from .shapes import _named_public, _without_public_blocks
 
 # Ours after theirs, in this order: the first rule to find a secret names its kind.
 OURS: tuple[Rule, ...] = (*rules_assigned.RULES, *rules_named.RULES, *rules_formats.RULES, *rules_entry.RULES)
@@ -162,6 +163,18 @@ def _type_annotation(view: str, start: int, secret: str) -> bool:
     return view.startswith(",", start + len(name)) and before.count("(") > before.count(")")
 
 
+# `(?i)(authorization:\s*bearer\s+)[A-Za-z0-9._~+/-]+=*` after "the redaction regex for bearer tokens:": a regular
+# expression's syntax (an escaped class with its count, a group's flags, a range in a class then its count), twice or
+# more. A key or a password has none of them.
+_REGEX_SYNTAX = re.compile(
+    r"\\[sdwbSDWB](?:[*+?]|\{\d)|\(\?(?:[imsx]+\)|[:!=]|<[=!])|\[[^\]\s]{0,20}?\w-\w[^\]\s]*\](?:[*+?]|\{\d)"
+)
+
+
+def _regex_value(secret: str) -> bool:
+    return len(_REGEX_SYNTAX.findall(secret)) >= 2
+
+
 def _matches(view: str) -> Iterator[Finding]:
     """Every finding of every rule in `view`, as gitleaks decides them (spans in `view`)."""
     rules, glob, keywords = _rules()
@@ -177,6 +190,10 @@ def _matches(view: str) -> Iterator[Finding]:
                 while begin > 0 and m.start() - begin < 50 and _NAME_CHAR.match(view, begin - 1):
                     begin -= 1
             if _DIGEST_NOTATION.search(view, max(0, start - 7), start) or _env_reference(view, start, secret):
+                continue
+            if _told_digest(view[max(0, start - BEFORE * 2) : start], secret) or _regex_value(secret):
+                continue
+            if rule.id == "generic-api-key" and not _named_public(view[max(0, start - BEFORE) : start]):
                 continue
             if _own_name(view, start, secret) or rule.id in _ASSIGNMENT_RULES and _code_value(view, start, secret):
                 continue

@@ -70,10 +70,18 @@ _HUMP = re.compile(r"[A-Z][a-z]{2,}")
 _DOTTED_CLASS = re.compile(r"(?:[a-z_][a-z0-9_]*\.){2,}(?:[A-Z]++[a-z]*+\d*+)++")
 
 
+# `BCryptSHA256PasswordHasher-compatible`, `SQLAlchemy2-style`: a class's name then words joined by `-`.
+_WORDS_AFTER = re.compile(r"(?:-[a-z]{3,})+$")
+
+
 def _long_class_name(token: str) -> bool:
     """`PPOCRV5MobileRecForTextRecognitionOutput`, `Qwen3VLMoeCausalLMOutputWithPast`: a class's name, mostly
-    capitalised words of three letters or more, three quarters of it (a random key's such runs are a fifth)."""
-    return bool(_CLASS_NAME.fullmatch(token)) and sum(map(len, _HUMP.findall(token))) >= 0.75 * len(token)
+    capitalised words of three letters or more, three quarters of it (a random key's such runs are a fifth); the
+    small words joined after it count as words."""
+    after = _WORDS_AFTER.search(token)
+    name = token[: after.start()] if after else token
+    words = sum(map(len, _HUMP.findall(name))) + (len(after.group(0)) if after else 0)
+    return bool(_CLASS_NAME.fullmatch(name)) and words >= 0.75 * len(token)
 
 
 def _random_looking(token: str) -> bool:
