@@ -22,6 +22,7 @@ from django.db.models import (
 from django.http import HttpRequest
 from django.urls import path
 from django.utils.html import format_html, format_html_join
+from django.utils.text import capfirst
 from unfold.admin import ModelAdmin
 from unfold.widgets import UnfoldAdminSelectWidget, UnfoldAdminTextareaWidget, UnfoldAdminTextInputWidget
 
@@ -43,7 +44,7 @@ from .admin_views import (
 from .anchors import refs as anchor_refs
 from .anchors import store as anchor_store
 from .embedding.embedders import get_embedder
-from .models import CATEGORIES, IMPORTANCES, Memory, MemoryVector, ProjectLocation, RejectedMemory
+from .models import CATEGORIES, IMPORTANCES, Memory, MemoryVector, ProjectLocation, RecallFeedback, RejectedMemory, Term
 from .scope import Scope, known_root, validate_project_id
 from .search import admin_queries, queries
 from .wire import HitOut
@@ -210,6 +211,22 @@ class SourceFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> QuerySet[Memory]:
         return admin_queries.source_filter(queryset, self.value() or "")
+
+
+INDEX_ROWS = (MemoryVector, Term, RecallFeedback)  # a memory's own rows, deleted with it
+INDEX_ROWS_PLURAL = {str(m._meta.verbose_name_plural) for m in INDEX_ROWS}
+INDEX_ROW_PREFIXES = tuple(f"{capfirst(m._meta.verbose_name)}: " for m in INDEX_ROWS)
+
+
+def _without(items: list[Any]) -> list[Any]:
+    """Django's nested list of what a delete takes with it, without the index rows (each line is
+    "<Verbose name>: <object>", a nested list the objects that go with the line before it)."""
+    kept = [
+        _without(i) if isinstance(i, list) else i
+        for i in items
+        if isinstance(i, list) or not str(i).startswith(INDEX_ROW_PREFIXES)
+    ]
+    return [i for i in kept if i != []]
 
 
 @admin.register(Memory)
@@ -421,6 +438,20 @@ class MemoryAdmin(ModelAdmin):
                 obj.pk, obj.id, obj.uuid = created.pk, created.pk, created.uuid
         except UserError as exc:
             messages.error(request, str(exc))
+
+    def get_deleted_objects(
+        self, objs: Any, request: HttpRequest
+    ) -> tuple[list[Any], dict[str, int], set[str], list[Any]]:
+        """The delete page lists what a reviewer knows (the memory, its links and anchors), not the rows that
+        index it: a one-line memory listed "Term: Term object (247)" seven times and "Memory vector:
+        MemoryVector object (16)" (walk 9). They go with it all the same."""
+        to_delete, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        return (
+            _without(to_delete),
+            {k: n for k, n in counts.items() if k not in INDEX_ROWS_PLURAL},
+            perms_needed,
+            protected,
+        )
 
     def delete_model(self, request: HttpRequest, obj: Memory) -> None:
         edit.delete_memory(obj.pk, source="admin")

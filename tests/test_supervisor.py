@@ -372,12 +372,13 @@ def test_a_postgres_that_cannot_start_again_stops_everything_with_one_line(site:
     assert site.proc.wait(timeout=DEADLINE) == 1, site.output()[-3000:]
     output = site.output()[before:]
     lines = [line for line in output.splitlines() if line.startswith("yullu: ")]
-    assert lines[-2:] == [
+    assert lines[-3:] == [
         "yullu: the embedded PostgreSQL could not be started again, 4 times in a row (PostgreSQL did not start "
-        + lines[-2].partition("(PostgreSQL did not start ")[2],
+        + lines[-3].partition("(PostgreSQL did not start ")[2],
         "yullu: stopping…",
+        "yullu: stopped (the embedded PostgreSQL too).",
     ], lines
-    assert "invalid value for parameter" in lines[-2] and "shared_buffers" in lines[-2]
+    assert "invalid value for parameter" in lines[-3] and "shared_buffers" in lines[-3]
     assert [line.split("; trying again in ")[1] for line in lines if "; trying again in " in line] == [
         "1 s.",
         "2 s.",

@@ -46,7 +46,9 @@ def test_doctor_says_how_to_get_a_reasoner_once(tmp_path: Path) -> None:
 
 def test_yullu_dream_without_a_reasoner_is_one_sentence_about_this_pass(tmp_path: Path) -> None:
     record_messages("acme/walk2-dream", "s1", [{"role": "user", "content": "we tag releases from main"}])
-    ran = run_cli(["dream", "--project-id", "acme/walk2-dream"], no_reasoner_env(tmp_path))
+    # YULLU_PORT: not the default port, where a developer's own `make run` may be up with a reasoner (walk 9: the
+    # sentence then named that server's reasoner, and this test failed beside it).
+    ran = run_cli(["dream", "--project-id", "acme/walk2-dream"], no_reasoner_env(tmp_path, YULLU_PORT="1"))
     assert ran.returncode == 1 and ran.stdout == ""
     said = ran.stderr.strip()
     assert said.startswith("yullu: no reasoner to dream with: install Claude Code") and HOW_TO in said, said

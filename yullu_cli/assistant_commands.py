@@ -87,6 +87,8 @@ def cmd_install(args: argparse.Namespace) -> None:
 
     if args.server:  # a team server: the hooks and MCP entries this install writes point there
         server = _server_url(args.server)
+        if args.token:
+            _refuse_a_local_servers_home(args.token.strip())
         os.environ["YULLU_SERVER"] = server
         _check_team_token(server, args.token)
     if args.token:  # kept where the hooks read it (mode 0600)
@@ -99,6 +101,22 @@ def cmd_install(args: argparse.Namespace) -> None:
         write_private(home / "token", args.token.strip() + "\n")
 
     install(args.targets, service=args.service, assume_yes=args.yes)
+
+
+def _refuse_a_local_servers_home(given: str) -> None:
+    """The team token goes to YULLU_HOME/token, where the hooks read it. In the home of this machine's own
+    server (the first `yullu serve` wrote its admin password there) that file holds the local owner's token:
+    install replaced it, and the local MCP entry and hooks lost their server until `yullu install` ran again
+    (walk 9; the README asks for a YULLU_HOME of its own on such a laptop)."""
+    from .hooks import token, yullu_home
+
+    home = yullu_home()
+    if (home / "admin-password").exists() and token() not in ("", given):
+        fail(
+            f"{home} belongs to this machine's own Yul'lu server, whose token would be replaced by the team "
+            f"server's; give the team server a home of its own (YULLU_HOME=$HOME/.local/share/yullu-team yullu "
+            f"install --server … --token …); nothing was installed."
+        )
 
 
 def _server_url(given: str) -> str:

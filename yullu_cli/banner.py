@@ -12,6 +12,7 @@ from yullu_core.env import env_str
 
 if TYPE_CHECKING:
     from access.bootstrap import BootstrapResult
+    from yullu_core.postgres import Cluster
 
 
 def reasoner_line() -> str:
@@ -91,7 +92,18 @@ def site_base(host: str, port: int) -> tuple[str, str | None]:
     )
 
 
-def print_banner(host: str, port: int, result: BootstrapResult, migrated: list[str], data_dir: Path) -> None:
+def database_line(data_dir: Path, cluster: Cluster | None) -> str | None:
+    """Where the memories are when it is not under `data:`: as root the embedded cluster lives in
+    /var/lib/yullu/clusters/… (PostgreSQL refuses root; README "Where data lives"), and a backup or a clean-up
+    of the data folder alone missed it (walk 9)."""
+    if cluster is None or cluster.pgdata.is_relative_to(data_dir):
+        return None
+    return f"  database:   {cluster.pgdata}  (embedded PostgreSQL, run as {cluster.run_as or 'you'})"
+
+
+def print_banner(
+    host: str, port: int, result: BootstrapResult, migrated: list[str], data_dir: Path, cluster: Cluster | None = None
+) -> None:
     base, refused = site_base(host, port)
     pw_file = result.admin_password_file
     lines = [
@@ -103,6 +115,8 @@ def print_banner(host: str, port: int, result: BootstrapResult, migrated: list[s
         f"  status:     {base}/api/status",
         f"  data:       {data_dir}",
     ]
+    if where := database_line(data_dir, cluster):
+        lines.append(where)
     if result.admin_created:
         lines.append(f"  first run:  admin password is {pw_file.read_text().strip()}")
     if upgraded := upgrade_line(migrated):

@@ -123,7 +123,52 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench_command import add_parser as add_bench_parser
 
     add_bench_parser(sub)
+    name_the_commands(parser)
     return parser
+
+
+def name_the_commands(parser: argparse.ArgumentParser) -> None:
+    """Name each required group of commands by its choices: argparse named it by its internal `dest`
+    (`yullu anchors` said "the following arguments are required: anchors_command", `yullu memories` "op"; walk 9)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if action.required and action.metavar is None:
+                action.metavar = "{" + ",".join(action.choices) + "}"
+            for child in action.choices.values():
+                name_the_commands(child)
+
+
+GLOBAL_OPTIONS = ("-v", "--verbose")
+
+
+def with_default_command(argv: list[str]) -> list[str]:
+    """A bare `yullu` is `yullu serve`, its options included: `yullu --port 47900` was "invalid choice:
+    '47900'" (walk 9)."""
+    i = 0
+    while i < len(argv) and argv[i] in GLOBAL_OPTIONS:
+        i += 1
+    if i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-h", "--help", "--version"):
+        return [*argv[:i], "serve", *argv[i:]]
+    return argv
+
+
+def innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command `args` chose (`yullu memories list` → its own), for its usage line."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return innermost(chosen, args)
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Arguments a command does not take are refused with that command's usage: argparse printed the top
+    level's (`yullu token extra` showed `usage: yullu [-h] [-v] [--version] COMMAND …`; walk 9)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 HOOK_COMMANDS = ("inject", "record-turn", "session-start", "pre-compact", "codex-notify", "mcp-headers")
@@ -149,9 +194,9 @@ def refuse_empty_project(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, with_default_command(argv))
     if args.command is None:
-        args = parser.parse_args([*argv, "serve"])
+        args = parse(parser, [*argv, "serve"])
     if args.verbose:
         from yullu_core.env import env_str
 

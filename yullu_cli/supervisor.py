@@ -146,7 +146,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
                 beat_lock.wait()
             children = _start_children(role, home, host, port, workers, server_cfg["trusted_proxies"])
             if prepared is not None:
-                print_banner(host, port, *prepared, settings.YULLU_HOME)
+                print_banner(host, port, *prepared, settings.YULLU_HOME, database.cluster)
             else:
                 print(f"Yul'lu {role} started (pid {os.getpid()}); press Ctrl-C to stop.", flush=True)
             healthy = supervise(children, beat_lock, database)  # from here on its own handlers stop it
@@ -160,12 +160,16 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         if beat_lock is not None:
             _forget(run_dir / "beat.pid")
             beat_lock.close()
-        if embedded and (database.owned if database is not None else owns_pg):
+        stops_pg = embedded and (database.owned if database is not None else owns_pg)
+        if stops_pg:
             pg.stop(home)
         _forget(pidfile)
         shutil.rmtree(metrics_dir, ignore_errors=True)
         with contextlib.suppress(OSError):  # the home's folder in /dev/shm too, unless another server uses it
             metrics_dir.parent.rmdir()
+        # After "stopping…" the worker's warm shutdown and PostgreSQL's took ~9 s in silence, and nothing said
+        # when it was over (walk 9).
+        say(f"yullu: stopped{' (the embedded PostgreSQL too)' if stops_pg else ''}.")
     if not healthy:
         raise SystemExit(1)  # so `make run`, systemd and scripts see that it did not stop by request
 
