@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import DatabaseError
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from access.actor import actor_for_user, set_acting
-from yullu_core.api_errors import TOKEN_HELP
+from yullu_core.api_errors import TOKEN_EXPIRED, TOKEN_HELP, TOKEN_REVOKED
 
 from . import ratelimit
-from .models import ApiToken, hash_token
+from .models import ApiToken, AuditEntry, hash_token
 
 STAMP_EVERY_S = 60  # a token's last_used_at is written at most this often (here and access.token_check)
 
@@ -37,6 +39,28 @@ def user_for_token(raw: str) -> AbstractBaseUser | None:
     return token.user if token else None
 
 
+def refusal(raw: str) -> str:
+    """The 401's sentence for a token that does not authenticate: that it expired, or was revoked (the audit
+    trail keeps a revoked token's hash: access.services.revoke_token), else TOKEN_HELP. Asked only on the
+    refused path, of the hash of what was sent; the token itself is never repeated. REST (below) and the
+    front gate, which answers /mcp and /api bodies (yullu_site.front.gate), both say this."""
+    if not raw:
+        return TOKEN_HELP
+    key_hash = hash_token(raw)
+    try:
+        expired = ApiToken.objects.filter(key_hash=key_hash, expires_at__lte=timezone.now()).first()
+        if expired is not None and expired.expires_at is not None:
+            return TOKEN_EXPIRED.format(when=_when(expired.expires_at))
+        revoked = AuditEntry.objects.filter(action="token.revoke", detail__token_sha256=key_hash).first()
+    except DatabaseError:  # the reason is a courtesy: the refusal stands without it
+        return TOKEN_HELP
+    return TOKEN_REVOKED.format(when=_when(revoked.at)) if revoked is not None else TOKEN_HELP
+
+
+def _when(at: datetime) -> str:
+    return f"{at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
 def bearer_from_header(value: str) -> str:
     scheme, _, raw = value.partition(" ")
     return raw.strip() if scheme.lower() == "bearer" else ""
@@ -56,7 +80,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             return token.user, raw  # a valid token is never throttled by others' failures (access.ratelimit)
         if ratelimit.refuse(request.META.get("REMOTE_ADDR", "")) == 429:
             raise exceptions.Throttled(detail=ratelimit.THROTTLED)
-        raise exceptions.AuthenticationFailed(TOKEN_HELP)
+        raise exceptions.AuthenticationFailed(refusal(raw))
 
     def authenticate_header(self, request: Any) -> str:
         return 'Bearer realm="yullu"'

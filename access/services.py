@@ -102,7 +102,8 @@ def revoke_token(token_id: Any) -> dict[str, Any]:
         raise NotFound(f"token {token_id} not found; `yullu tokens list` shows the ids.") from None
     row = token_row(token)
     token.delete()
-    record("token.revoke", f"{row['user']} / {row['name']}", {"id": row["id"]})
+    # The hash (as stored, never the token) lets a request still sending it be told "revoked" (access.auth.refusal).
+    record("token.revoke", f"{row['user']} / {row['name']}", {"id": row["id"], "token_sha256": token.key_hash})
     return row
 
 

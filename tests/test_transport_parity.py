@@ -151,3 +151,38 @@ def test_one_memory_is_the_same_answer_from_get_memory_and_rest_get(
     assert [(a["path"], a["lines"], a["status"]) for a in over_mcp["anchors"]] == [("app/clock.py", [4, 5], "ok")]
     assert [(link["to_id"], link["kind"]) for link in over_mcp["links"]] == [(other.pk, "related")]
     assert over_mcp["history"]["changes"] >= 2 and over_mcp["tags"] == ["time"]
+
+
+def test_an_expired_and_a_revoked_token_are_told_apart_alike_on_rest_and_mcp(live_server_url: str) -> None:
+    """Both got "Invalid, expired, revoked or missing API token", as a typo does: nobody could tell why."""
+    from datetime import timedelta
+
+    from django.contrib.auth.models import User
+    from django.utils import timezone
+
+    from access import services
+    from access.models import ApiToken
+    from yullu_core.api_errors import TOKEN_HELP
+
+    carol = User.objects.create_user("carol")
+    expired, raw_expired = ApiToken.issue(carol, "old laptop", expires_at=timezone.now() - timedelta(days=2))
+    revoked, raw_revoked = ApiToken.issue(carol, "lost laptop")
+    services.revoke_token(revoked.pk)  # as `yullu tokens revoke`, the admin and DELETE /api/access/tokens/<id> do
+    told: dict[str, str] = {}
+    for name, raw in (("expired", raw_expired), ("revoked", raw_revoked), ("unknown", "yl_" + "x" * 43)):
+        auth = {"Authorization": f"Bearer {raw}"}
+        with httpx.Client(base_url=live_server_url, headers=auth, timeout=60) as client:
+            answers = [
+                client.get("/api/projects"),  # Django's check (access.auth)
+                client.post("/api/memories", json={"content": "x"}),  # the front gate, before the body
+                client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}),  # the MCP endpoint's
+            ]
+        assert {a.status_code for a in answers} == {401}, name
+        said = {a.json()["error"] for a in answers}
+        assert len(said) == 1, (name, said)
+        (told[name],) = said
+        assert raw not in told[name] and raw[3:12] not in told[name]
+    assert told["expired"].startswith(f"This API token expired on {expired.expires_at:%Y-%m-%d} ")
+    assert told["revoked"].startswith(f"This API token was revoked on {timezone.now():%Y-%m-%d} ")
+    assert told["unknown"] == TOKEN_HELP
+    assert all("yullu tokens create --user NAME" in sentence for sentence in told.values())  # where a new one is

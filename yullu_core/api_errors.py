@@ -19,13 +19,17 @@ from .failures import UNAVAILABLE, translate
 
 log = logging.getLogger("yullu.api")
 # Right for both kinds of client: on one's own machine `yullu token` prints the token, but a teammate
-# whose team-server token was revoked or expired needs a new one from that server's admin. The same
-# sentence for every refused token, so it tells nobody whether a token they guessed ever existed.
-TOKEN_HELP = (
-    "Invalid, expired, revoked or missing API token; send 'Authorization: Bearer <token>'. "
+# whose team-server token was revoked or expired needs a new one from that server's admin.
+NEW_TOKEN = (
     "Your own machine's server: `yullu token` prints its token. A team server: ask its admin for a new one "
     "(`yullu tokens create --user NAME` on the server), then `yullu install --server URL --token NEW`."
 )
+# A token this server cannot say more about: never issued (mistyped, guessed), or gone without a trace.
+TOKEN_HELP = f"Invalid, expired, revoked or missing API token; send 'Authorization: Bearer <token>'. {NEW_TOKEN}"
+# A token that did authenticate once is told why it no longer does (access.auth.refusal): only its holder can
+# send it, and a guess matches no token ever issued, so these say nothing about tokens the sender lacks.
+TOKEN_EXPIRED = "This API token expired on {when}. " + NEW_TOKEN
+TOKEN_REVOKED = "This API token was revoked on {when}. " + NEW_TOKEN
 
 
 class ServiceUnavailable(exceptions.APIException):

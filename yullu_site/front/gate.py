@@ -16,11 +16,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from asgiref.sync import sync_to_async
+
 from access import ratelimit
 from access.actor import ACTOR_KEY
-from access.auth import bearer_from_header
+from access.auth import bearer_from_header, refusal
 from access.token_check import TokenChecker
-from yullu_core.api_errors import TOKEN_HELP
 from yullu_core.failures import database_refusal
 
 ASGIScope = dict[str, Any]
@@ -65,7 +66,8 @@ async def check_token(tokens: TokenChecker, scope: ASGIScope) -> Refusal | None:
         return None
     if ratelimit.refuse(client_of(scope)) == 429:
         return Refusal(429, ratelimit.THROTTLED)
-    return Refusal(401, TOKEN_HELP, ((b"www-authenticate", b'Bearer realm="yullu"'),))
+    sentence = await sync_to_async(refusal)(raw)  # expired, revoked, or the general help (the token never echoed)
+    return Refusal(401, sentence, ((b"www-authenticate", b'Bearer realm="yullu"'),))
 
 
 async def send_json(
