@@ -1,9 +1,10 @@
-"""Chaos drills of round eight (docs/reliability.md, "Chaos drills (round eight)"): faults of the
-database under a steady write load from several clients, on a running site.
+"""Chaos drills of rounds eight and nine (docs/reliability.md, "Chaos drills (round eight)" and
+"(round nine)"): faults of the database, the web process and the supervisor under a steady write
+load from several clients, on a running site.
 
 Run (starts its own `yullu serve` on a new home under --base with the embedded PostgreSQL and the
 keyword-only embedder, stops it and its PostgreSQL after, and deletes the home unless --keep):
-    python -m bench.chaos_live [--drills kills,sigstop,backend] [--kills 10] [--clients 3]
+    python -m bench.chaos_live [--drills kills,sigstop,backend,web,supervisor] [--kills 10] [--clients 3]
 
 Drills:
 - kills: --clients MCP clients (the official SDK) and as many REST clients store back to back;
@@ -14,6 +15,11 @@ Drills:
 - backend: a store (REST), an edit (REST PATCH) and an import (`yullu import`) are each made to wait
   inside their transaction (a side connection holds the project's write lock or the row), then the
   backend serving them is ended: pg_terminate_backend, or SIGKILL of its pid.
+- web (round nine): the same load; the web (uvicorn) child is killed with SIGKILL --kills times,
+  each time as soon as /api/status is ready again (the supervisor restarts it).
+- supervisor (round nine): the same load; `yullu serve` itself is killed with SIGKILL, what it left
+  is listed (processes of the home still running, files in run/, its metrics folder in /dev/shm),
+  then `yullu serve` is started again (as systemd would) and what the new start cleaned up is listed.
 
 Each prints one JSON line: `acked` (writes the clients saw acknowledged), `lost` (acknowledged
 but not in the database afterwards; must be 0), `errors` (what the clients saw, by message, each
@@ -106,8 +112,8 @@ class Load:
         async def mcp_clients() -> None:
             await asyncio.gather(*(self.mcp() for _ in range(clients)))
 
-        threads = [threading.Thread(target=self.rest) for _ in range(clients)]
-        threads.append(threading.Thread(target=asyncio.run, args=(mcp_clients(),)))
+        threads = [threading.Thread(target=self.rest, daemon=True) for _ in range(clients)]  # a failed drill exits
+        threads.append(threading.Thread(target=asyncio.run, args=(mcp_clients(),), daemon=True))
         for t in threads:
             t.start()
         return threads
@@ -165,6 +171,73 @@ def drill_sigstop(site: Site, token: str, stop_s: float, clients: int) -> dict[s
             "ready_again_after_cont_s": again, "postmaster_same": site.postmaster().pid == postmaster.pid,
             **load.result(threads),
             "supervisor_running": site.proc is not None and site.proc.poll() is None}  # fmt: skip
+
+
+def drill_web(site: Site, token: str, kills: int, clients: int) -> dict[str, Any]:
+    load = Load(site, token, f"chaos/web-{uuid.uuid4().hex[:6]}")
+    threads = load.run(clients)
+    time.sleep(5)
+    took = []
+    for _ in range(kills):
+        site.wait_ready()
+        web = site.child("uvicorn")
+        at = time.monotonic()
+        web.kill()
+        took.append(ready_after(site, at))
+    time.sleep(5)
+    return {"drill": "web", "kills": kills, "ready_again_s": took, **load.result(threads),
+            "supervisor_running": site.proc is not None and site.proc.poll() is None}  # fmt: skip
+
+
+def home_processes(home: str) -> list[str]:
+    """The processes whose environment names this YULLU_HOME (the site's children and their pools),
+    PostgreSQL's own excepted."""
+    found = []
+    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get("YULLU_HOME") == home and "postgres" not in proc.info["name"]:
+                found.append(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])[:100]}")
+    return found
+
+
+def metrics_folders(site: Site) -> list[str]:
+    code = (
+        "from yullu_cli.supervisor import _metrics_base; from yullu_core import paths; "
+        "print(sorted(p.name for p in _metrics_base(paths.yullu_home() / 'run').iterdir()))"
+    )
+    return list(ast.literal_eval(site.python(code)))
+
+
+def drill_supervisor(site: Site, token: str, clients: int) -> dict[str, Any]:
+    """kill -9 of `yullu serve` under load; what it left; the next start's clean-up."""
+    assert site.proc is not None
+    home = site.env["YULLU_HOME"]
+    run = Path(home) / "run"
+    load = Load(site, token, f"chaos/supervisor-{uuid.uuid4().hex[:6]}")
+    threads = load.run(clients)
+    time.sleep(5)
+    killed = site.proc.pid
+    postmaster = site.postmaster().pid
+    at = time.monotonic()
+    site.proc.kill()
+    site.proc.wait()
+    deadline = time.monotonic() + 30  # children die with it (PR_SET_PDEATHSIG); their pools after them
+    while (left := home_processes(home)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    after_kill = {"processes_left": left, "run_files": sorted(p.name for p in run.iterdir()),
+                  "metrics_folders": metrics_folders(site),
+                  "postmaster_running": psutil.pid_exists(postmaster)}  # fmt: skip
+    site.start()
+    ready = ready_after(site, at)
+    time.sleep(5)
+    serve_pid = (run / "serve.pid").read_text().strip()
+    log = site.log.read_text(errors="replace")
+    after_start = {"serve_pid_is_new_server": serve_pid == str(site.proc.pid), "metrics_folders": metrics_folders(site),
+                   "adopted": f"adopting the embedded PostgreSQL (pid {postmaster})" in log,
+                   "postmaster_same": site.postmaster().pid == postmaster}  # fmt: skip
+    return {"drill": "supervisor", "killed": killed, "after_kill": after_kill, "ready_again_s": ready,
+            "after_start": after_start, **load.result(threads),
+            "supervisor_running": site.proc.poll() is None}  # fmt: skip
 
 
 def dsn(site: Site) -> str:
@@ -269,6 +342,10 @@ def main() -> None:
                 print(json.dumps(drill_kills(site, token, args.kills, args.clients)), flush=True)
             elif drill == "sigstop":
                 print(json.dumps(drill_sigstop(site, token, args.stop_s, args.clients)), flush=True)
+            elif drill == "web":
+                print(json.dumps(drill_web(site, token, args.kills, args.clients)), flush=True)
+            elif drill == "supervisor":
+                print(json.dumps(drill_supervisor(site, token, args.clients)), flush=True)
             elif drill == "backend":
                 for row in drill_backend(site, token, base):
                     print(json.dumps(row), flush=True)

@@ -542,3 +542,31 @@ def test_a_child_that_cannot_start_on_a_full_home_disk_is_waited_for_not_a_crash
     finally:
         subprocess.run(["umount", str(home)], check=False)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_child_killed_with_9_soon_after_each_start_is_restarted_not_a_crash_loop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Round nine: `kill -9` of the web process each time /api/status was ready again (10-15 s after
+    its start on a loaded machine, inside START_GRACE) ended the whole site at the fourth kill, "killed
+    by SIGKILL within 20 s of starting, 4 times in a row; stopping everything". A SIGKILL comes from
+    outside (the OOM killer, an operator): restarted with backoff, never a crash loop."""
+    from yullu_cli.supervised import CrashLoop
+
+    database = Database(tmp_path, None, owned=False, owner_role=False)  # reachable: the test database
+    web = Child("web", [sys.executable, "-c", "import time; time.sleep(120)"], dict(os.environ))
+    for _ in range(MAX_QUICK_FAILURES + 1):
+        web.start()
+        assert web.proc is not None
+        web.proc.kill()
+        assert web.proc.wait(timeout=60) == -signal.SIGKILL
+        on_exit(web, time.monotonic(), database)  # CrashLoop: the supervisor stops everything
+    said = capsys.readouterr().err
+    assert f"was killed by SIGKILL; restarting it in 16 s (restart {MAX_QUICK_FAILURES + 1})" in said, said
+    # The guard is kept for a child that fails by itself at each start (a bad config, a taken port).
+    broken = Child("web", [sys.executable, "-c", "raise SystemExit(1)"], dict(os.environ))
+    with pytest.raises(CrashLoop, match="exited with code 1 within 20 s of starting, 4 times in a row"):
+        for _ in range(MAX_QUICK_FAILURES):
+            broken.start()
+            assert broken.proc is not None and broken.proc.wait(timeout=60) == 1
+            on_exit(broken, time.monotonic(), database)

@@ -219,3 +219,93 @@ def test_a_global_config_that_is_not_utf8_stops_serve_with_one_sentence(tmp_path
     done = run_cli(["serve"], product_env(tmp_path / "home", YULLU_CONFIG=str(path)), timeout=120)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"{path}: not UTF-8" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def _said(args: list[str], env: dict[str, str], prefix: tuple[str, ...] = ()) -> tuple[int, list[str]]:
+    import subprocess
+    import sys
+
+    from tests.processes import REPO
+
+    done = subprocess.run([*prefix, sys.executable, "-m", "yullu_cli.main", *args], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, (done.stdout + done.stderr).strip().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("folder", "is a folder, not a file; replace it with a TOML file or delete it."),
+        ("pipe", "is a named pipe, not a file; replace it with a TOML file or delete it."),  # it waited for ever
+        ("loop", "cannot be read (Too many levels of symbolic links)."),  # doctor: OSError: [Errno 40] …
+    ],
+)
+def test_a_config_that_is_no_file_is_one_sentence_and_nothing_is_created(
+    tmp_path: Path, kind: str, expected: str
+) -> None:
+    """Chaos drills round nine: config.toml a folder ("cannot be read (Is a directory)" with no fix; doctor
+    printed 'ConfigError: …' and 'fix: see the message above'), a named pipe (every command waited for a
+    writer for ever), a loop of symbolic links; and each command made an empty home before saying so."""
+    import os
+
+    from tests.processes import product_env
+
+    path, home = tmp_path / "config.toml", tmp_path / "home"
+    {"folder": path.mkdir, "pipe": lambda: os.mkfifo(path), "loop": lambda: path.symlink_to(path)}[kind]()
+    env = product_env(home, YULLU_CONFIG=str(path))
+    os.rmdir(home)  # product_env makes it; no command may
+    for args in (["memories", "list"], ["serve"], ["token"]):
+        assert _said(args, env) == (1, [f"yullu: {path}: {expected}"]), args
+    assert _said(["doctor"], env) == (1, [f"FAIL  config    {path}: {expected}"])
+    assert not home.exists()
+
+
+def test_a_home_that_is_a_file_or_cannot_be_entered_is_one_sentence(tmp_path: Path) -> None:
+    """Chaos drills round nine: a home that is a file was said as '<home>: File exists.'; one this user may
+    not enter (another user's, chmod 000) as '<home>/secret_key: Permission denied.' by every command."""
+    import os
+    import pwd
+    import shutil
+
+    from tests.processes import product_env
+
+    home = tmp_path / "home"
+    config_file = tmp_path / "config.toml"
+    config_file.write_text("")
+    env = product_env(home, YULLU_CONFIG=str(config_file))
+    os.rmdir(home)
+    home.write_text("not a folder")
+    for args in (["memories", "list"], ["serve"]):
+        assert _said(args, env) == (
+            1,
+            [f"yullu: the data folder {home} is a file, not a folder; move that file away, or set YULLU_HOME to a "
+             "folder of yours."],
+        ), args  # fmt: skip
+    home.unlink()
+    home.mkdir(mode=0o700)
+    (home / "token").write_text("kept")
+    home.chmod(0)
+    prefix: tuple[str, ...] = ()
+    if os.geteuid() == 0:  # root enters any folder: take away the capabilities that let it
+        if not shutil.which("setpriv"):
+            pytest.skip("needs setpriv (util-linux) as root")
+        caps = "-dac_override,-dac_read_search"
+        prefix = ("setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}")
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    try:
+        for args in (["memories", "list"], ["doctor"], ["serve"]):
+            assert _said(args, env, prefix) == (
+                1,
+                [f"yullu: the data folder {home} cannot be opened by this user ({me}; it belongs to {me}, mode 000); "
+                 f"make it yours with: chown -R {me} {home} && chmod 700 {home}, or set YULLU_HOME to a folder of "
+                 "yours."],
+            ), args  # fmt: skip
+        assert _said(["mcp-headers"], env, prefix) == (  # it said "no API token in <home>; run `yullu serve`"
+            1,
+            [f"yullu: the API token {home}/token cannot be read (Permission denied); fix the owner and mode of "
+             f"{home}, or set YULLU_HOME."],
+        )  # fmt: skip
+    finally:
+        home.chmod(0o700)
+    assert (home / "token").read_text() == "kept" and sorted(p.name for p in home.iterdir()) == ["token"]

@@ -471,10 +471,25 @@ def mcp_headers() -> int:
     Exit 1 with one sentence when there is no token yet."""
     secret = token()
     if not secret:
-        print(f"yullu: no API token in {home_dir()}; run `yullu serve` (or `yullu token`) once", file=sys.stderr)
+        print(f"yullu: {_no_token()}", file=sys.stderr)
         return 1
     print(json.dumps({"Authorization": f"Bearer {secret}"}))
     return 0
+
+
+def _no_token() -> str:
+    """Why there is no token to send: none yet, or a file this user may not read (a home of another
+    user's, or chmod 000, was said as "no API token yet", round nine)."""
+    path = os.path.join(home_dir(), "token")
+    try:
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        fix = f"fix the owner and mode of {home_dir()}, or set YULLU_HOME."
+        return f"the API token {path} cannot be read ({exc.strerror}); {fix}"
+    return f"no API token in {home_dir()}; run `yullu serve` (or `yullu token`) once"
 
 
 VERBS = {

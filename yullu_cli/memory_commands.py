@@ -227,9 +227,12 @@ def _system_checks() -> list[dict[str, Any]]:
 
 
 def _config() -> tuple[bool, str, str]:
-    from yullu_core.config import config_path, load
+    from yullu_core.config import ConfigError, config_path, load
 
-    load()
+    try:
+        load()
+    except ConfigError as exc:  # its sentence says what to do: printed once, without a class name
+        return False, str(exc), str(exc)
     return True, str(config_path()), ""
 
 

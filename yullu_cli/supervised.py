@@ -240,6 +240,7 @@ class Child:
     restarts: int = 0
     quick_failures: int = 0  # exits in a row within START_GRACE of starting
     db_waits: int = 0  # exits in a row while the database was unreachable
+    kills: int = 0  # SIGKILLs in a row within START_GRACE of starting (from outside: never a crash loop)
     restart_at: float | None = None
     paused: bool = False  # stopped on purpose (beat without its lock): not restarted
 
@@ -265,6 +266,7 @@ class Child:
 
 # A child that exits within START_GRACE seconds of starting, MAX_QUICK_FAILURES times in a row, is
 # broken (bad config, port taken, missing dependency): restarting it forever would only hide that.
+# Not one killed with SIGKILL: that came from outside (the OOM killer, an operator, a drill).
 START_GRACE = 20.0
 MAX_QUICK_FAILURES = 4
 MAX_BACKOFF = 30.0
@@ -313,7 +315,15 @@ def _on_exit(child: Child, now: float, database: Database) -> None:
         child.db_waits += 1
         delay = min(MAX_BACKOFF, 2.0 ** min(child.db_waits, 5))
         why = f"the disk of {database.home} is full; " if full else "the database is unreachable; "
+    elif quick and code == -signal.SIGKILL:
+        # Killed from outside (the OOM killer, an operator), not a start that fails by itself: never a
+        # crash loop, restarted with backoff. Four kills of the web process, each once it was ready
+        # (ready 10-15 s after its start on a loaded machine), ended the whole site (round nine).
+        child.kills += 1
+        delay = min(MAX_BACKOFF, 2.0 ** min(child.kills - 1, 5))
+        why = ""
     else:
+        child.kills = 0
         child.db_waits = 0
         child.quick_failures = child.quick_failures + 1 if quick else 0
         if child.quick_failures >= MAX_QUICK_FAILURES:

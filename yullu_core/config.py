@@ -16,6 +16,7 @@ import ipaddress
 import logging
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -340,8 +341,16 @@ def _validated(spec: Key, value: Any, where: str) -> Any:
     return value
 
 
+_NOT_A_FILE = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a named pipe", stat.S_IFSOCK: "a socket",
+               stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}  # fmt: skip
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     try:
+        kind = stat.S_IFMT(path.stat().st_mode)
+        if kind != stat.S_IFREG:  # never opened: a named pipe would wait for a writer for ever (round nine)
+            what = _NOT_A_FILE.get(kind, "not a regular file")
+            raise ConfigError(f"{path}: is {what}, not a file; replace it with a TOML file or delete it.")
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
@@ -373,15 +382,31 @@ def load(path: Path | None = None, *, write_default: bool = True) -> Config:
     """The global config: defaults, then the file (created on first run), then the environment."""
     path = path or config_path()
     cfg = defaults()
-    if not path.exists() and write_default:
+    if not _present(path) and write_default:
         from .paths import create_once
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        create_once(path, DEFAULT_FILE, 0o644)
-    if path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            create_once(path, DEFAULT_FILE, 0o644)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot be created ({exc.strerror}); create it, or set YULLU_CONFIG.") from None
+    if _present(path):
         _apply_layer(cfg, read_toml(path), str(path))
     _apply_env(cfg)
     return cfg
+
+
+def _present(path: Path) -> bool:
+    """Whether `path` names something; ConfigError when that cannot be told (a loop of symbolic links,
+    a folder on the way that may not be entered): `Path.exists` said no, and the default file's
+    creation then failed with a bare OSError."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return path.is_symlink()  # a dangling link is there: read_toml says it cannot be read
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror}).") from None
+    return True
 
 
 def repo_file(git_root: Path, sync_dir: str) -> Path:

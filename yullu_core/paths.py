@@ -1,10 +1,13 @@
 """Where Yul'lu keeps its data. Everything lives under one home folder."""
 
 import os
+import pwd
 import secrets
+import stat
 from pathlib import Path
 
 from .env import env_str
+from .errors import UserError
 
 
 def yullu_home() -> Path:
@@ -32,9 +35,42 @@ def in_callers_folder() -> bool:
 
 
 def ensure_home() -> Path:
+    """The home folder, created if missing; one sentence (UserError) when it is a file, cannot be
+    created, or cannot be entered by this user. Chaos drills round nine: a home of another user's,
+    or chmod 000, was said as "<home>/secret_key: Permission denied." by every command, and a home
+    that is a file as "<home>: File exists."."""
     home = yullu_home()
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.stat(os.path.join(home, "."))  # every file of the home is opened through the folder: may we enter it?
+    except OSError as exc:
+        raise UserError(_unusable_home(home, exc)) from None
     return home
+
+
+def _unusable_home(home: Path, exc: OSError) -> str:
+    fix = "or set YULLU_HOME to a folder of yours"
+    try:
+        info = home.stat()
+    except OSError:
+        return f"the data folder {home} cannot be created ({exc.strerror}); create it yourself, {fix}."
+    if not stat.S_ISDIR(info.st_mode):
+        return f"the data folder {home} is a file, not a folder; move that file away, {fix}."
+    if isinstance(exc, PermissionError):
+        owner = _user_name(info.st_uid)
+        me = _user_name(os.geteuid())
+        return (
+            f"the data folder {home} cannot be opened by this user ({me}; it belongs to {owner}, mode "
+            f"{stat.S_IMODE(info.st_mode):03o}); make it yours with: chown -R {me} {home} && chmod 700 {home}, {fix}."
+        )
+    return f"the data folder {home} cannot be opened ({exc.strerror}); {fix}."
+
+
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
 
 
 def _temp_file(path: Path, text: str, mode: int) -> Path:

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+YULLU = yconfig.load()  # first: a bad config file is said before anything is created
 YULLU_HOME = ensure_home()
-YULLU = yconfig.load()
 
 
 def _secret_key() -> str:
