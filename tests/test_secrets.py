@@ -1452,6 +1452,42 @@ def test_a_key_near_review9s_kept_forms_is_still_refused(text: str) -> None:
     assert find_secret(text) is not None
 
 
+# Found probing after the first fixes (keep9, written after reading the scanner: tuning, not held out).
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The 12-character login id for the test tenant is Xk3mP9qL2vRt, not a password.",
+        f"RFC 4231 test case 2: key = 4a656665 ('Jefe'), data = 'what do ya want for nothing?', "
+        f"HMAC-SHA-256 = {_HEX64}",
+        "the JWT kid for the current signing key is 2024-02-rsa, "
+        "thumbprint NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs",
+        f"idempotency key example in the docs: Idempotency-Key: {_UUID9}",
+        "WireGuard public key of the office peer: xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+        f"the failing call's x-request-id: {_UUID9}; the api returned 502",
+        f"the secret's version id: {_UUID9} (AWSCURRENT)",
+    ],
+)
+def test_a_login_id_an_rfc_vector_a_thumbprint_an_idempotency_key_a_peer_key_and_ids_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the account id 48211 and the password is Xk3mP9qL2vRt",
+        "the login id is alice, password is Xk3mP9qL2vRt",
+        f"hmac-sha256: {_HEX64}",
+        "the private key of the office peer: xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+        "public key for the peer, then the private key: xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
+        f"vault secret_id={_UUID9}",
+        f"the api key is {_UUID9}",
+        f"idempotency_key={_UUID9}",
+    ],
+)
+def test_a_key_near_the_probed_review9_forms_is_still_refused(text: str) -> None:
+    assert find_secret(text) is not None
+
+
 # Found probing after the first fixes (review8, written after reading the scanner: tuning, not held out).
 @pytest.mark.parametrize(
     "text",

@@ -43,7 +43,8 @@ def _pin_before(text: str) -> bool:
 def _key_word(words: str, gap: int) -> re.Pattern[str]:
     return re.compile(
         r"(?i)(?=(?<!public )(?<!publishable )(?<!host )(?<!gpg )(?<!pgp )(?<!ssh )(?<!cache )(?<!primary )"
-        r"(?<!foreign )(?<!partition )(?<!sort )(?<!idempotency )(?<!object )(?<!row )(?<!lookup )"
+        r"(?<!foreign )(?<!partition )(?<!sort )(?<!idempotency )(?<!idempotency-)(?<!idempotency_)(?<!object )"
+        r"(?<!row )(?<!lookup )"
         rf"\b(?:{words})\b([^.\n]{{0,{gap}}})$)"
     )
 
@@ -81,7 +82,9 @@ _DIGEST_TOLD = re.compile(
     r"|\s*\([^()\n]{0,160}\))(?:\s+(?:is|was|equals|gives|returns)|\s*(?:==?|->|→|:))"
     # (the result told after the function's name alone: "the SHA-1 is …", "checksum: …"; not an HMAC's: its key)
     r"|(?<!hmac[-_ ])(?:sha[-_]?(?:1|224|256|384|512)|sha3[-_]?\d+|md5|fingerprint|thumbprint|digest|checksum|hash)"
-    r"\s*(?:is|was|:|=))\s*[\"'`]?$"
+    r"\s*(?:is|was|:|=)"
+    # (an HMAC named with its hash and `-`, which no variable's or env file's name has: RFC 4231's "HMAC-SHA-256 = …")
+    r"|hmac-(?:sha|md5|blake2[bs]?)-?\d+\s+(?:=|is|was))\s*[\"'`]?$"
 )
 # Or a test vector's, unless a key's or a secret's word names the value itself: "the Wikipedia HMAC vector (key
 # 'key', the quick brown fox message, f7bc…)", not "test vector key: <hex>".

@@ -40,6 +40,10 @@ from .words import (
 _ID_NAMED_JUST_BEFORE = re.compile(
     r"(?i)\b(?:(?:request|trace|span|correlation|event|ticket|order|invoice|job|run|build|commit|user|account|login)"
     r"[ _-]?ids?|uuid|ulid|ref(?:erence)?|revision)\b[^\w\n]{0,3}(?:\s+(?:is|was|were|are))?[\s:=\"'`]*$"
+    # ("the 12-character login id for the test tenant is Xk3mP9qL2vRt": what it is for first, then the verb; no
+    # secret's word between, "the account id 48211 and the password is …")
+    r"|\b(?:login|user|account)[ _-]?ids?\b(?:(?!pass|pw|secret|token|key|pin\b)[^.\n,;:]){0,40}?\s(?:is|was)"
+    r"\s*[\"'`]?$"
 )
 
 

@@ -321,7 +321,8 @@ RULES: tuple[Rule, ...] = (
         "a credential",
         re.compile(
             rf"(?i)(?=k)(?<!public )(?<!publishable )(?<!host )(?<!gpg )(?<!pgp )(?<!object )(?<!cache )(?<!primary )"
-            rf"(?<!foreign )(?<!partition )(?<!sort )(?<!idempotency )(?<!row )(?<!lookup )\bkeys?\b{_ABOUT}"
+            rf"(?<!foreign )(?<!partition )(?<!sort )(?<!idempotency )(?<!idempotency-)(?<!idempotency_)(?<!row )"
+            rf"(?<!lookup )\bkeys?\b{_ABOUT}"
             r"(?!\s+(?:pair|ring|board|chain|word|stroke|note|point|frame|signature|size|name|alias"
             rf"|type|server|vault|store|file|path)\b){_TOLD_VERB}"
         ),

@@ -171,6 +171,15 @@ _REGEX_SYNTAX = re.compile(
 )
 
 
+# "The secret's version id in Secrets Manager is 5f1c2a9e-…", "x-request-id: …", "trace_id=…": a value an id's name
+# stands just before, for an id no one keeps secret (a request's, a version's, a commit's …; not a session's, a
+# client's or a secret's own id: Vault's `secret_id` is one).
+_ID_JUST_BEFORE = re.compile(
+    r"(?i)\b(?:request|trace|span|correlation|event|version|revision|commit|build|job|run|order|invoice|ticket|message)"
+    r"[ _-]?ids?\b[^\w\n]{0,3}(?:\s+(?:is|was))?[\s:=\"'`]*$"
+)
+
+
 def _regex_value(secret: str) -> bool:
     return len(_REGEX_SYNTAX.findall(secret)) >= 2
 
@@ -192,6 +201,8 @@ def _matches(view: str) -> Iterator[Finding]:
             if _DIGEST_NOTATION.search(view, max(0, start - 7), start) or _env_reference(view, start, secret):
                 continue
             if _told_digest(view[max(0, start - BEFORE * 2) : start], secret) or _regex_value(secret):
+                continue
+            if _ID_JUST_BEFORE.search(view, max(0, start - 60), start):
                 continue
             if rule.id == "generic-api-key" and not _named_public(view[max(0, start - BEFORE) : start]):
                 continue

@@ -25,9 +25,12 @@ _WORDS_PATH = re.compile(rf"(?:{_PATH_WORD}/)+{_PATH_WORD}(?:\.[a-z0-9]{{1,8}})?
 # IPFS CID QmXoypiz…", "the USDC mint EPjFWdd5…": a token its words call public, an address, an id on a chain;
 # PKCE's "code_challenge E9Melhoa…", sent in the authorization URL (its verifier stays refused); a request's or a
 # trace's id (S3's `x-amz-id-2: vlR7PnpV…`).
+# (also a key's thumbprint or fingerprint, "thumbprint NzbLsXh8…"; an idempotency key, a request's id its client
+# draws; "the WireGuard public key of the office peer: xTIBA5rb…")
 _PUBLIC_NAMED = re.compile(
-    r"(?i)\b(?:public[ _-]?key|pubkey|address(?:es)?|cid|program(?:[ _-]?id)?|mint|(?:code[ _-]?)?challenge"
-    r"|(?:request|trace|span|correlation|event)[ _-]?id|x-amz-id-2)\b"
+    r"(?i)\b(?:public[ _-]?key(?:\s+(?:of|for)\s[^.\n:=]{0,40}?)?|pubkey|address(?:es)?|cid|program(?:[ _-]?id)?|mint"
+    r"|(?:code[ _-]?)?challenge|(?:request|trace|span|correlation|event)[ _-]?id|x-amz-id-2|thumbprint|fingerprint"
+    r"|idempotency[ _-]?key)\b"
     r"[^\w\n]{0,3}"
     r"(?:\s+(?:is|was|are))?[\s:=\"'`]*$"
 )
