@@ -69,7 +69,12 @@ def test_mcp_headers_prints_the_token_header_or_says_there_is_none(tmp_path: Pat
     entry = [sys.executable, "-m", "yullu_cli.main", "mcp-headers"]
     env = {**os.environ, "YULLU_HOME": str(tmp_path)}
     missing = subprocess.run(entry, env=env, capture_output=True, text=True, cwd=REPO)
-    assert missing.returncode == 1 and missing.stdout == "" and "no API token" in missing.stderr
+    assert missing.returncode == 1 and missing.stdout == ""
+    # One sentence naming the file it read and what to set: the token (`yullu token`) or YULLU_HOME.
+    assert missing.stderr == (
+        f"yullu: no API token in {tmp_path / 'token'}; run `yullu token` once to write it there, or set YULLU_HOME "
+        "to the folder of the server you run (its `yullu serve` banner says where its token is).\n"
+    )
     (tmp_path / "token").write_text("yl_secret\n")
     found = subprocess.run(entry, env=env, capture_output=True, text=True, cwd=REPO)
     assert json.loads(found.stdout) == {"Authorization": "Bearer yl_secret"}

@@ -468,7 +468,9 @@ def codex_notify(argv: list[str]) -> int:
 def mcp_headers() -> int:
     """`headersHelper` of the Claude Code plugin's MCP server: the bearer token as a JSON header
     object, read from $YULLU_HOME/token at each connection (so it never sits in a plugin file).
-    Exit 1 with one sentence when there is no token yet."""
+    Exit 1 with one sentence when there is none: the file it read and both ways to fill it, since Claude Code
+    may start without the shell's YULLU_HOME (the old sentence named the folder but neither the file nor the
+    variable that picks it)."""
     secret = token()
     if not secret:
         print(f"yullu: {_no_token()}", file=sys.stderr)
@@ -489,7 +491,10 @@ def _no_token() -> str:
     except OSError as exc:
         fix = f"fix the owner and mode of {home_dir()}, or set YULLU_HOME."
         return f"the API token {path} cannot be read ({exc.strerror}); {fix}"
-    return f"no API token in {home_dir()}; run `yullu serve` (or `yullu token`) once"
+    return (
+        f"no API token in {path}; run `yullu token` once to write it there, or set YULLU_HOME "
+        "to the folder of the server you run (its `yullu serve` banner says where its token is)."
+    )
 
 
 VERBS = {
