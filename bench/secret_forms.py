@@ -17,6 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
+from bench.secret_forms_9 import HELD_OUT_9 as HELD_OUT_9
+from bench.secret_forms_9 import HELD_OUT_9_KEEP as HELD_OUT_9_KEEP
+
 Gen = Callable[[random.Random], str]
 
 UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -3925,11 +3928,18 @@ HELD_OUT_8_OPEN: frozenset[str] = frozenset(
     {
         "answer",
         "bank-prose",
-        "passphrase-bare-line",
         "prose-mother",
-        "prose-sudo",
-        "prose-unlock",
         "prose-vpn",
         "todo-note",
     }
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_9: secrets12's set (bench/secret_forms_9.py), written before its author read the scanner, this file
+# (beyond its Form type) or tests/test_secrets.py: 90 secrets as a judge would pick them (.env lines, compose,
+# Kubernetes, tfvars, CI variables, connection strings, curl, webhooks, cloud and SaaS keys, JWTs, private keys,
+# passwords in prose and chat, wifi/door/PIN/recovery codes, TOTP seeds, wallet words, cards) and 33 texts near
+# secrets that must be stored. The first run through a live site (`python -m bench.secret_live`, REST stores)
+# stored 3 of 90 and refused 1 of 33 keepers; only that figure is a held-out figure (docs/security.md).
+# (imported at the top of this file)

@@ -2,6 +2,7 @@
 set of bench/secret_forms.py, hiding tricks, memories about secrets, and redaction.
 Every path calling this one function is tested in tests/test_secret_paths.py."""
 
+import base64
 import json
 import random
 from pathlib import Path
@@ -1994,4 +1995,146 @@ def test_each_cause_of_the_eighth_sets_first_run_is_refused_by_its_rule(name: st
     ],
 )
 def test_the_eighth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+# bench/secret_forms.HELD_OUT_9: secrets12's set (bench/secret_forms_9.py), written before its author read the scanner
+# (3 of its 90 secrets stored and 1 of 33 keepers refused on the first run through a live site; see docs/security.md).
+# The forms still stored (HELD_OUT_9_OPEN) are expected to fail, strictly.
+HELD_OUT_9_OPEN: frozenset[str] = frozenset()
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        pytest.param(
+            name, text, marks=[pytest.mark.xfail(strict=True, reason="still stored")] if name in HELD_OUT_9_OPEN else []
+        )
+        for name, text in secret_forms.texts(secret_forms.HELD_OUT_9, seed=23)
+    ],
+)
+def test_every_form_of_the_ninth_held_out_set_is_found(name: str, text: str) -> None:
+    assert find_secret(text) is not None, name
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_9_KEEP, seed=23))
+def test_the_ninth_held_out_sets_keepers_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+# Each cause of the ninth set's first run (and of its other fillings) in other words, and the rule that must find it.
+NINTH_SET_CAUSES = {
+    "wpa key, no verb": ("Guest network: SSID Lobby-5G, WPA2 key Tulipwinter8812", "wpa-key"),
+    "wpa-psk passphrase": ("WPA-PSK passphrase: Orbit7-Lantern!", "wpa-key"),
+    "otp setup key, far": (
+        "authenticator setup key for the billing admin account: mfzw 4zlt ojsw 45dm nv2g k3tb",
+        "otp-setup-key",
+    ),
+    "card named, code after": ("pay it with the corporate card 4916 3385 0608 2832, code 771", "payment-card-named"),
+    "amex named": ("Amex 378282246310005 is the one finance gave us", "payment-card-named"),
+    "mastercard named": ("Mastercard 5425-2334-3010-9903 for the SaaS renewals", "payment-card-named"),
+    "ado.net password before a false setting": (
+        "Server=tcp:db.example.net,1433;User ID=app;Password=Xq7!pLm2#Rv9;TrustServerCertificate=False;",
+        "secret-assignment",
+    ),
+    "chat use, digits after words": ("> kim: just use `Otter-violin4471` for the vpn", "handed-over"),
+}
+
+
+@pytest.mark.parametrize("name", NINTH_SET_CAUSES)
+def test_each_cause_of_the_ninth_sets_first_run_is_refused_by_its_rule(name: str) -> None:
+    text, rule = NINTH_SET_CAUSES[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+def _ed25519_line(seed: int) -> str:
+    """An OpenSSH ed25519 public key's line (its type's name and 32 bytes, base64), as ssh-keygen writes it."""
+    rng = random.Random(seed)
+    blob = b"\x00\x00\x00\x0bssh-ed25519\x00\x00\x00\x20" + bytes(rng.getrandbits(8) for _ in range(32))
+    return "ssh-ed25519 " + base64.b64encode(blob).decode()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AUTH_PASSWORD_VALIDATORS: MinimumLengthValidator with min_length 12.",
+        "PASSWORD_HASHERS = Argon2PasswordHasher first, then PBKDF2PasswordHasher",
+        "AUTHENTICATION_BACKENDS: ModelBackend and RemoteUserBackend",
+        "WPA2 key management uses the 4-way handshake",
+        "the router offers WPA2 key WPA3-SAE transition mode",
+        "PSK key exchange is disabled in TLS 1.3 here",
+        "order 4539148803436467 was refunded on Monday",
+        "Stripe test card 4242 4242 4242 4242 works with any future expiry and any CVC.",
+        "the card component renders 4111 items per page in the test grid",
+        "secret: false",
+        "api_token: null",
+        *(f"Add the CI deploy key: {_ed25519_line(seed)} deploy@ci" for seed in range(40)),
+        "use copper-lantern-pro for the login page headline",
+    ],
+)
+def test_the_ninth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+# The known leftovers of the earlier sets (docs/security.md's limits), each in another spelling, and the rule that
+# must find it (secrets12, after the ninth set).
+LEFTOVER_CAUSES = {
+    "hex named after, in parentheses": (
+        "- Datadog: `4be1c09a77f2d3e8b6a5c4d3e2f1a0b9` (api key)",
+        "hex-key-named-after",
+    ),
+    "hex named after a dash": (
+        "`9c1e8f3a9c2e1b7d4f6a0c5e9b2d8a1f` - the webhook signing secret",
+        "hex-key-named-after",
+    ),
+    "launchdarkly sdk key": ("LaunchDarkly server key sdk-3f9a1c2e-8b7d-4f6a-9c3b-2a1908f7e6d5", "launchdarkly-key"),
+    "launchdarkly mobile key": ("ld mobile: mob-0c6d4f2a-1b3e-4a5f-8c7d-9e0f1a2b3c4d", "launchdarkly-key"),
+    "passphrase after its label": ("password: Correct Horse Battery Staple", "passphrase-after-its-label"),
+    "passphrase after a named label": (
+        "NAS admin passphrase: Velvet Tundra Marble Kettle",
+        "passphrase-after-its-label",
+    ),
+    "sudo takes": ("sudo on build-07 takes Quill7-Harbor, ask first", "asked-for-by"),
+    "the vpn wants": ("the vpn wants Kettle99lamp since the reset", "asked-for-by"),
+    "unlocks with spaced words": ("the backup disk unlocks with copper falcon 2291", "opens-with-words"),
+    "bare line under an account": ("db superuser (prod)\nOtter-Lantern-Quill-42", "password-below-an-account"),
+    "shaped line under root": ("root on the old NAS\nK7#mPq2xL9vR", "password-below-an-account"),
+    "a host's dots in the gap": ("the password for db.prod is Sunflower!Lamp", "password-in-prose"),
+    "a host's dots, told plainly": ("the root password for api.staging.acme.io is KwAWwdIGpF", "password-told-plainly"),
+}
+
+
+@pytest.mark.parametrize("name", LEFTOVER_CAUSES)
+def test_each_known_leftover_is_refused_by_its_rule(name: str) -> None:
+    text, rule = LEFTOVER_CAUSES[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 3f9a1c2e8b7d6f5a4c3b2a1908f7e6d5c4b3a291 (rotate api key)",
+        "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 (the empty file, not a key)",
+        "request 7c9e6679742540de944be07fc1f90ae7 - token refresh failed",
+        "the sdk-docs folder holds the examples; request id 3f9a1c2e-8b7d-4f6a-9c3b-2a1908f7e6d5",
+        "Password: Ask The Platform Team",
+        "Password: Rotated Every Quarter",
+        "Password Policy: Minimum Twelve Characters Required",
+        "ssh takes ed25519 keys only",
+        "the login takes 30s on a cold start",
+        "sudo takes -E to keep the environment",
+        "the vpn wants MFA on every connect",
+        "the project opens with visual studio 2022",
+        "the phone opens with the home screen 2",
+        "the laptop opens with Visual Studio 2022 pinned",
+        "admin guide\nfeature-login-flow",
+        "admin guide\nGetting-Started-Part-2",
+        "root cause\nrelease-candidate-42",
+        "account settings\ncustomer-billing-page",
+        "the password for settings.py is stored in vault",
+        "the password field in forms.py is PasswordInput2",
+        "reset the password for db.prod. Then restart Worker2",
+    ],
+)
+def test_the_leftovers_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None

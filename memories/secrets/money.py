@@ -20,6 +20,20 @@ CARD = (
     r"|\b(?i:cvv2?|cvc2?|csc|cid|security code)\b\D{0,3}\d{3,4}\b))"
 )
 
+# A card's number of an issuer's shape (Visa 4…, Mastercard 51–55 / 22–27, Amex 34 / 37, Discover 6011 / 65) named as
+# a card a few words before it, with no expiry or code after: "Pay with the Amex ending in the card 3741…, code 3427"
+# (secrets12's set). The name and the issuer's prefix stand for the expiry: an order's or an invoice's number has
+# neither.
+NAMED_CARD = r"(?<![\d-])((?:4\d{3}|5[1-5]\d\d|2[2-7]\d\d|3[47]\d\d|6(?:011|5\d\d))(?:[ -]?\d){9,12})(?![\d-])"
+_CARD_NAMED = re.compile(
+    r"(?i)\b(?:visa|master ?card|amex|american express|discover|(?:credit|debit|company|corporate|business|payment)"
+    r" card|card(?: number| no\.?| #)?)\b[^\n.;]{0,40}$"
+)
+
+
+def _card_named_before(before: str) -> bool:
+    return bool(_CARD_NAMED.search(before[-60:])) and _not_a_test_card(before)
+
 
 @cache
 def _bip39() -> frozenset[str]:

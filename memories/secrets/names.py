@@ -187,7 +187,8 @@ _NAMED_BY_FIELD = re.compile(
 # After a password's name: a verb or a colon right after it, or what it is for first ("the password for the grafana
 # admin is now X"), then the value.
 _TOLD_PLAINLY = (
-    rf"s?{_ABOUT}(?:\s+(?:for|of|on|at|to|für|de|del|di|da|van|voor)\s[^.\n=:;]{{0,40}}?)?"
+    # (a host's dots do not end the gap: "the password for db.prod is X"; a sentence's dot, before a space, does)
+    rf"s?{_ABOUT}(?:\s+(?:for|of|on|at|to|für|de|del|di|da|van|voor)\s(?:[^.\n=:;]|\.(?=\w)){{0,40}}?)?"
     rf"(?:\s(?:is|was|ist|est|es|é|è|lautet)(?:\s+{_ADVERB})?"
     # (a dash or an arrow too, spaced: "Password — X", "password -> X")
     rf"|\s(?:set|changed|reset) to|\s*[:=：]|\s*(?:是|は|为)|\s+(?:—|–|--?>?|=>)\s)\s*[\"'`«„“「『]?({_TOLD_VALUE})"

@@ -121,14 +121,18 @@ def _capitalised_phrase(words: str, number: bool = True) -> bool:
 # Words joined into one passphrase ("juniper.kettle.42", "glacier-thimble-orchid-ramp", "Walrus-Picnic-Echo-61"): a
 # slug's and a branch's shape too, so three words or more, or two and a number of two digits or more last
 # ("hunter-orange-91", not "release-candidate-3" nor "node-18-alpine").
-_JOINED = re.compile(r"[^\W\d_]{3,12}(?:([-._])[^\W\d_]{3,12})(?:\1[^\W\d_]{3,12}){0,4}(?:\1\d{2,4})?")
+# (the number last also right after a last word in small letters: `Raven-igloo4855`, secrets12's set; not after
+# capitals, a standard's name: `HMAC-SHA512`, `AES-GCM256`)
+_JOINED = re.compile(
+    r"[^\W\d_]{3,12}(?:([-._])[^\W\d_]{3,12})(?:\1[^\W\d_]{3,12}){0,4}(?:\1\d{2,4}|(?<=[a-z])\d{2,4})?"
+)
 
 
 def _joined_words(value: str, words_alone: int = 3) -> bool:
     """Words joined as a passphrase: `words_alone` words or more, or two or more and a number last."""
     if not _JOINED.fullmatch(value):
         return False
-    parts = re.split(r"[-._]", value)
+    parts = [p for p in re.split(r"[-._]|(?<=[^\W\d_])(?=\d+$)", value) if p]
     words = [p for p in parts if not p.isdigit()]
     if any(w.lower() in _NOT_PASSPHRASE_WORDS or w.lower() in _TECH_WORDS for w in words):
         return False

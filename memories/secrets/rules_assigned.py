@@ -133,15 +133,20 @@ RULES: tuple[Rule, ...] = (
             # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`, a form's or a
             # datasource's `passwordField: secureJsonData`; nor its id,
             # WebAuthn's `credential_id=…`; nor its kind: `auth_type`, `auth_method`)
+            # (nor a list of the classes that handle it: Django's `AUTH_PASSWORD_VALIDATORS`, `PASSWORD_HASHERS`,
+            # `AUTHENTICATION_BACKENDS`, whose values are classes' names, `MinimumLengthValidator`; secrets12's set)
             # (nor Helm's `existingSecret: orders-db-credentials`, `auth.existingSecret=`, `existingSecretPasswordKey:`:
             # the name of a Kubernetes Secret that holds the value, as `secretName`)
-            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!credential_id)(?<!type)(?<!method)(?<!mode)(?<!scheme)(?<!field)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!credential_id)(?<!type)(?<!method)(?<!mode)(?<!scheme)(?<!field)(?<!validators)(?<!hashers)(?<!backends)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
             # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
             # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
             # (`::` is a path's, not an operator: pytest's `test_secret_paths.py::test_x`, C++'s, Rust's; nor `://`,
             # a URI's scheme: `otpauth://totp/…`)
             # (nor the next line's empty `NAME=` of an env file: `DJANGO_SECRET_KEY=` / `STRIPE_SECRET_KEY=`)
-            r"(?![A-Za-z_][A-Za-z_-]*:(?:\s|$)|(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]*=))([^\s\"'`]{6,})"
+            # (the value ends before the next setting of a connection string, `;MultipleActiveResultSets=False`: read
+            # on, gitleaks' allowlist took the whole for a `false` and let the password through; secrets12's set)
+            r"(?![A-Za-z_][A-Za-z_-]*:(?:\s|$)|(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]*=))"
+            r"((?:(?!;[A-Za-z][A-Za-z ]{1,30}=)[^\s\"'`]){6,})"
         ),
         ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "dsn", "cookie", "hmac"),
         check=_assigned_secret,
@@ -325,6 +330,20 @@ RULES: tuple[Rule, ...] = (
         ),
         ("wifi", "wi-fi", "wlan"),
         group=2,
+        check=_plain_password,
+    ),
+    # The security mode names the network's key: "WPA2 key Garnetraven3362", "WPA-PSK passphrase: X" (its value right
+    # after, with or without a verb or a colon; not a mode or a cipher: "WPA2 key WPA3-SAE", "PSK key AES-128")
+    # (secrets12's set).
+    Rule(
+        "wpa-key",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[wp])(?:wpa[23]?(?:[ -]?psk)?|psk)[ -](?:key|pass(?:word|phrase)?|code)\b"
+            rf"(?:\s+(?:is|was)(?:\s+{_ADVERB})?|\s*[:=]|\s+(?:—|–|->))?\s*[\"'`]?"
+            rf"(?!(?:wpa|wep|802|aes|tkip|ccmp|sae))({_TOLD_VALUE})"
+        ),
+        ("wpa", "psk"),
         check=_plain_password,
     ),
     # "SMTP creds: mailer@acme.io Violet-Dusk-42": a login and its password after a colon, a space between.

@@ -9,6 +9,7 @@ import re
 
 from .model import Rule
 from .phrases import _capitalised_phrase, _joined_words, _passphrase, _phrase_of_words
+from .shapes import _ssh_public_key
 from .told import _plain_password
 from .values import _password_shaped
 
@@ -104,6 +105,32 @@ RULES: tuple[Rule, ...] = (
         ("gets you in", "get you in", "lets you in", "let you in", "gets me in", "as login", "as the login", "asks"),
         check=_typed_value,
     ),
+    # "sudo on build-03 takes Tr0mbone-Winter", "the vpn wants Kettle99lamp": what asks for a password, a verb of
+    # asking, then a value of both cases and a digit (not "ssh takes ed25519 keys", "the login takes 30s").
+    # (HELD_OUT_8's leftovers, secrets12)
+    Rule(
+        "asked-for-by",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[sltvwcjbpk])(?:sudo|su|ssh|login|log-?in|sign-?in|vpn|wi-?fi|console|jumphost|jump box|bastion"
+            r"|prompt|keychain|keystore)\b[^\n.;]{0,40}?\s(?:takes|wants|accepts|expects|asks for)\s+" + _VALUE
+        ),
+        ("takes", "wants", "accepts", "expects", "asks for"),
+        check=lambda value: _plain_password(value) and not value.isupper() and not value.islower(),
+    ),
+    # A password alone on the line below an account's label ("db superuser (prod)" / "Walrus-Picnic-Echo-61"):
+    # capitalised words joined with a number last, or a password's shape (a slug in small letters stays a name).
+    # (HELD_OUT_8's leftovers, secrets12)
+    Rule(
+        "password-below-an-account",
+        "a password",
+        re.compile(
+            r"(?im)^[^\n]{0,40}?\b(?:super ?user|admin|administrator|root|login|account|creds|credentials)\b"
+            r"[^\n:]{0,30}\r?\n[ \t]*[\"'`]?([^\s\"'`]{8,63})[\"'`]?[ \t]*$"
+        ),
+        ("superuser", "super user", "admin", "root", "login", "account", "creds", "credential"),
+        check=lambda value: _password_shaped(value) or _capitalised_joined(value),
+    ),
     # "[10:42] dana: try hunter-orange-91", "<mike> it's pelican42! for the jenkins box", "use 'Falafel-Rocket-2024'
     # for the analytics login": a value handed over in a chat line or for a login, a password wherever it is.
     Rule(
@@ -177,8 +204,18 @@ def _named_phrase(words: str) -> bool:
     return _joined_words(words)
 
 
+def _capitalised_joined(value: str) -> bool:
+    """Capitalised words joined with a number last (`Walrus-Picnic-Echo-61`), as a generator writes a passphrase."""
+    parts = re.split(r"[-._]", value)
+    return _joined_words(value, words_alone=4) and parts[-1].isdigit() and all(p[:1].isupper() for p in parts[:-1])
+
+
 def _strict_phrase(words: str) -> bool:
     words = words.strip("'\"`")
+    # (an OpenSSH public key's line after "key:", `ssh-ed25519 AAAAC3Nza… deploy@ci`: its blob is public;
+    # secrets12's set)
+    if any(_ssh_public_key(word) for word in words.split()):
+        return False
     if " " in words:
         # (three words of prose are a search or a term: 'asked as a bare phrase: "cloudflare workers pricing"')
         if len(words.split()) < 4 and not any(c.isdigit() for c in words):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 from .model import Rule
-from .money import CARD, SEED_WORDS, _luhn_card, _not_a_test_card, _seed_words
+from .money import CARD, NAMED_CARD, SEED_WORDS, _card_named_before, _luhn_card, _not_a_test_card, _seed_words
 from .names import (
+    _NOT_A_KEY_BETWEEN,
     _RECOVERY_CODE,
     _SECRET_NAME,
     _grouped_hex_key,
@@ -265,6 +266,46 @@ RULES: tuple[Rule, ...] = (
     # Recovery words with no name before them ("wallet seed: ocean tiger ...", a numbered list): twelve
     # BIP-39 words in a row (money._seed_words).
     Rule("bip39-words", "a wallet seed phrase", re.compile(SEED_WORDS), (), check=_seed_words),
+    # A passphrase of capitalised words after its bare label on the same line ("password: Correct Horse Battery
+    # Staple"): the label starts the line and the words end it, four or more with no number (three are a
+    # heading's: "Password: Rotated Every Quarter"), none a word about the password ("Password: Ask The Platform
+    # Team"). (HELD_OUT_8's leftovers, secrets12)
+    Rule(
+        "passphrase-after-its-label",
+        "a password",
+        re.compile(
+            rf"(?im)^[ \t]*(?:[\w-]+[ \t]+){{0,3}}?(?:{_NEARBY_WORDS}|pass ?phrase)[ \t]*[:：][ \t]*"
+            r"[\"'`]?((?:[A-Za-z0-9]+[ \t]+){3,7}[A-Za-z0-9]+)[\"'`]?[ \t]*$"
+        ),
+        (*_NEARBY_KEYWORDS, "pass phrase"),
+        check=lambda words: _capitalised_phrase(words, number=False),
+    ),
+    # A key's hex named only after it ("- Datadog: `8f3a…` (api key)", "`9c1e…` - the signing secret"): the name of a
+    # key, a secret or a token right after the value, in parentheses or after a dash or a comma, ending the note.
+    # (HELD_OUT_8's leftovers, secrets12)
+    Rule(
+        "hex-key-named-after",
+        "a credential (a key's hex)",
+        re.compile(
+            r"(?m)(?<![\w-])[\"'`]?([0-9a-f]{32,128}|[0-9A-F]{32,128})[\"'`]?[ \t]*(?:[(\[,]|[-–—]+)[ \t]*"
+            r"(?i:(?:the|its|our|my|an?)[ \t]+)?(?i:[\w-]+[ \t]+)?"
+            r"(?i:(?:api|app|application|secret|private|signing|encryption|access|master|client|admin|auth|webhook)"
+            r"[ _-]?(?:key|secret|token)|secret|token|password|credential)s?\b"
+            # (the name ends the note: "(api key)", "- the signing secret."; not "- token refresh failed")
+            r"(?=[ \t]*(?:[)\],.;]|$))"
+        ),
+        ("key", "secret", "token", "password", "credential"),
+        check=_hex_key,
+        before=lambda before: not _NOT_A_KEY_BETWEEN.search(before.rsplit("\n", 1)[-1]),
+    ),
+    # LaunchDarkly's server-side SDK key and mobile key (`sdk-<uuid>`, `mob-<uuid>`) told anywhere: a uuid with
+    # that prefix is nothing else. (HELD_OUT_8's leftovers, secrets12)
+    Rule(
+        "launchdarkly-key",
+        "a credential (launchdarkly)",
+        re.compile(r"(?<![\w-])((?:sdk|mob)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![\w-])"),
+        ("sdk-", "mob-"),
+    ),
     # A payment card with its expiry or security code (Luhn-valid; not one labelled a test card).
     Rule(
         "payment-card",
@@ -274,6 +315,14 @@ RULES: tuple[Rule, ...] = (
         ("/", "cvv", "cvc", "csc", "cid", "security code"),
         check=_luhn_card,
         before=_not_a_test_card,
+    ),
+    Rule(
+        "payment-card-named",
+        "a payment card",
+        re.compile(NAMED_CARD),
+        ("visa", "mastercard", "master card", "amex", "american express", "discover", "card"),
+        check=_luhn_card,
+        before=_card_named_before,
     ),
     Rule(
         "client-password-option",

@@ -7,7 +7,7 @@ import re
 
 from .model import Rule, entropy
 from .names import _DIGEST_OF_KEY, _NAMING_WORD, _SECRET_NAME, _SECRET_NOUN
-from .phrases import _NOT_PASSPHRASE_WORDS, _joined_words, _passphrase
+from .phrases import _NOT_PASSPHRASE_WORDS, _TECH_WORDS, _joined_words, _passphrase
 from .shapes import _named_public
 from .told import (
     _BEAN_NAME,
@@ -35,6 +35,19 @@ from .words import (
     _TOLD_VERB,
     _mysql_password,
 )
+
+# What a secret opens, then its verb ("the shared ops mailbox opens with", "the laptop unlocks with the password").
+_OPENED = (
+    r"(?i)\b(?=[mikvtlswapcdbhjzre])(?:mail ?box|inbox|e-?mail account|account|key ?store|trust ?store|keychain"
+    r"|keyring|vault|laptop|notebook|workstation|phone|tablet|safe|lockbox|locker|wallet|archive|zip|7z|rar"
+    r"|container|volume|disk|drive|partition|backups?|database|db|kdbx|keepass|jks|p12|pfx|certificate|cert)"
+)
+_OPENS_WITH = (
+    r"s?\b(?:[^.\n]|\.(?=\w)){0,60}?\s(?:opens|opened|unlocks|unlocked|decrypts|decrypted)\s+with\s+"
+    rf"(?:(?:the\s+)?(?:{_NEARBY_WORDS}|pass|pw|pin)\s+)?"
+)
+_OPENS_KEYWORDS = ("opens with", "opened with", "unlocks with", "unlocked with", "decrypts with", "decrypted with")
+
 
 RULES: tuple[Rule, ...] = (
     # Oracle's `user/password@db` after its clients (`sqlplus scott/X@orcl`, `expdp`, `rman`) or `CONNECT`.
@@ -134,19 +147,23 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "opens-with",
         "a password",
-        re.compile(
-            r"(?i)\b(?=[mikvtlswapcdbhjzre])(?:mail ?box|inbox|e-?mail account|account|key ?store|trust ?store|keychain"
-            r"|keyring|vault|laptop|notebook|workstation|phone|tablet|safe|lockbox|locker|wallet|archive|zip|7z|rar"
-            r"|container|volume|disk|drive|partition|backups?|database|db|kdbx|keepass|jks|p12|pfx|certificate|cert)"
-            r"s?\b(?:[^.\n]|\.(?=\w)){0,60}?\s(?:opens|opened|unlocks|unlocked|decrypts|decrypted)\s+with\s+"
-            rf"(?:(?:the\s+)?(?:{_NEARBY_WORDS}|pass|pw|pin)\s+)?[\"'`]?({_TOLD_VALUE})"
-        ),
-        ("opens with", "opened with", "unlocks with", "unlocked with", "decrypts with", "decrypted with"),
+        re.compile(_OPENED + _OPENS_WITH + rf"[\"'`]?({_TOLD_VALUE})"),
+        _OPENS_KEYWORDS,
         # (not a tool's version: "the backup opens with restic-0.16")
         # (or words joined as a passphrase: "the vault is opened with glacier-thimble-orchid-ramp")
         check=lambda value: (
             (_plain_password(value) or _joined_words(value.strip("'\"`"))) and not re.search(r"\d\.\d", value)
         ),
+    ),
+    # The same with the words spaced and a number last ("the laptop unlocks with mango tango 1984"): two to four
+    # small words, none of a sentence about it ("opens with the home screen", "opens with a badge"), nor a
+    # product's capitalised name ("the project opens with Visual Studio 2022"). (HELD_OUT_8's leftovers, secrets12)
+    Rule(
+        "opens-with-words",
+        "a password",
+        re.compile(_OPENED + _OPENS_WITH + r"[\"'`]?((?-i:(?:[a-z]{3,12}[ \t]+){2,4})\d{2,4})(?![\w.])"),
+        _OPENS_KEYWORDS,
+        check=lambda words: not any(w in _NOT_PASSPHRASE_WORDS or w in _TECH_WORDS for w in words.split()),
     ),
     # Apple's app-specific password (`abcd-efgh-ijkl-mnop`) and Google's app password (`abcd efgh ijkl mnop`):
     # four groups of four small letters after their name.
@@ -166,7 +183,8 @@ RULES: tuple[Rule, ...] = (
         "a credential (a 2FA seed)",
         re.compile(
             r"(?i)\b(?=[s2tomar])(?:setup|secret|2fa|totp|otp|mfa|authenticator|recovery)"
-            r"[ -]?(?:key|seed|secret|code)s?\b[^\n.]{0,20}?"
+            # (up to 40 characters between: "TOTP setup key for the shared ops account: …", secrets12's set)
+            r"[ -]?(?:key|seed|secret|code)s?\b[^\n.]{0,40}?"
             r"[:\s]\s*[\"'`]?([a-z2-7]{4}(?:[ -][a-z2-7]{4}){3,})\b"
         ),
         (

@@ -176,7 +176,8 @@ _TOLD_VALUE = rf"[^\s\"'`{_CJK}]{{5,}}[^\s\"'`.,;:){_CJK}]"
 # or a colon after the noun, with a few words between (not a sentence's end or an assignment, which
 # secret-assignment reads when the name is one word).
 _TOLD_VERB = (
-    r"[^.\n=:]{0,40}?"
+    # (a host's dots do not end the gap: "the password for db.prod is X"; secrets12)
+    r"(?:[^.\n=:]|\.(?=\w)){0,40}?"
     rf"(?:(?:\s(?:(?:is|was|are|were|has been)(?:\s+{_ADVERB})?|(?:set|changed|reset) to)"
     # "PW for the NAS: X", "token for CI: X", "AES-128 key used by the legacy export = X" (a name of words
     # before `=`, which secret-assignment does not read)
