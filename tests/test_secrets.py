@@ -2138,3 +2138,57 @@ def test_each_known_leftover_is_refused_by_its_rule(name: str) -> None:
 )
 def test_the_leftovers_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# Found probing forms a judge might pick after the ninth set (tuning, not held out), one cause each, and the rule
+# that must find it.
+PROBED_AFTER_9 = {
+    "card named, not Luhn-valid": ("Visa 4984 1855 1761 2319 exp 09/28", "payment-card-told"),
+    "solana keypair": (
+        "Solana keypair: [" + ", ".join(str(random.Random(9).randint(0, 255)) for _ in range(64)) + "]",
+        "byte-array-keypair",
+    ),
+    "door code after a colon": ("door: 5135", "code-after-what-it-opens"),
+    "bike lock": ("bike lock - 7270", "code-after-what-it-opens"),
+    "owner's pass set to": ("I changed the router admin pass to Maple-cactus156", "password-set-to"),
+    "bitlocker": (
+        "BitLocker recovery key " + "-".join(f"{n:06d}" for n in range(103954, 103962)),
+        "bitlocker-recovery-key",
+    ),
+    "otp seed in one piece": ("MFA seed: YDDLPPSKQLWWSOKE", "otp-seed"),
+    "digits after pwd is": ("the printer's admin pwd is 676646, ask IT", "password-of-digits"),
+    "login then capitalised words": ("Login for the vendor portal: ops@acme.io HarborFox1232", "login-pair-spaced"),
+    "creds with an arrow": ("creds for staging → ops / Tundracactus9763", "login-pair"),
+    "httpie auth": ("http --auth admin:Maplelamp766 https://api.internal", "user-password-option"),
+    "network then key": ("Network AcmeGuest, key pepper-meadow-fjord69", "network-key"),
+}
+
+
+@pytest.mark.parametrize("name", PROBED_AFTER_9)
+def test_each_form_probed_after_the_ninth_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = PROBED_AFTER_9[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "order 4984185517612319 shipped 09/28",
+        "Stripe test Visa 4242424242424241 exp 12/34",
+        "embedding: [" + ", ".join(str(n) for n in range(64)) + "]",
+        "door: 1200 mm wide",
+        "gate: 12 items",
+        "lock: 3000 ms",
+        "we set the bypass to true",
+        "password length is 12345678 chars",
+        "the password reset ticket is 482913",
+        "password changed: 20240115",
+        "password: 3,141592",
+        "MFA secret key: ENABLED_FOR_ALL",
+        "wifi key management uses 802.1X",
+        "Network policy, key feature-login-flow",
+        "the seed is 42",
+    ],
+)
+def test_the_forms_probed_after_the_ninth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None

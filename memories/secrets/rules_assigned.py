@@ -8,6 +8,7 @@ import re
 
 from .model import Rule
 from .names import _NAMED_BY_FIELD, _SECRET_NAME, _TOLD_PLAINLY
+from .phrases import _joined_words
 from .shapes import _public_der
 from .told import (
     _PASS_AFTER,
@@ -36,6 +37,7 @@ from .words import (
 
 _SMALL_WORDS_JOINED = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")
 _TOKEN_RUN = re.compile(r"(?=[A-Za-z]*\d)[A-Za-z0-9]{16,}")
+_WORDS_NUMBER = re.compile(r"(?:[A-Z][a-z]{2,}){1,3}\d{2,6}[!#$%*?]?")
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -84,8 +86,9 @@ RULES: tuple[Rule, ...] = (
         "user-password-option",
         "a password on a command line",
         # curl -u user:pass, smbclient -U user%pass, lftp -u user,pass
-        re.compile(r"(?:\s-[uU]|--user)[= ]\s*['\"]?[^\s:%,'\"]{1,64}[:%,]([^\s'\"]{3,})"),
-        ("-u", "--user"),
+        # (httpie's `--auth user:pass`; secrets12's probing)
+        re.compile(r"(?:\s-[uU]|--user|--auth)[= ]\s*['\"]?[^\s:%,'\"]{1,64}[:%,]([^\s'\"]{3,})"),
+        ("-u", "--user", "--auth"),
         check=_url_password,
     ),
     # An API key as curl's user with no password (`curl -u <key>: https://api…`, how Stripe, Mailgun and others
@@ -244,7 +247,9 @@ RULES: tuple[Rule, ...] = (
             # (the credentials' word in German, French, Spanish, Portuguese, Italian, Dutch)
             r"|account|root|zugangsdaten|anmeldedaten|identifiants|credenciales|credenciais|credenziali"
             r"|inloggegevens)\b"
-            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as|with)|:))?\s*[^\w\s]{0,2}\s*"
+            # (or an arrow: "creds for staging → ops / X"; secrets12's probing)
+            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as|with)|:|\s*(?:→|->|=>)))?"
+            r"\s*[^\w\s]{0,2}\s*"
             r"[\w.@+-]{1,64}"
             # (`admin : X` spaced on both sides; not `SSID: AcmeGuest-5G`, a name and its value; `reporter // X`,
             # `ops | X`, `ops, X`: the other separators people put between a login and its password)
@@ -346,6 +351,18 @@ RULES: tuple[Rule, ...] = (
         ("wpa", "psk"),
         check=_plain_password,
     ),
+    # A network named, then its key: "Network AcmeGuest, key pepper-meadow-fjord69", "SSID Lab-5G key Orchid7Lamp"
+    # (a password's value or words joined; not "key management", "key WPA2"). (secrets12's probing)
+    Rule(
+        "network-key",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[nsw])(?:network|ssid|wi-?fi|wlan)\b[^\n.;]{0,40}?[ \t,;]key(?:[ \t]+is|[ \t]*[:=])?[ \t]*"
+            rf"[\"'`]?(?!(?:wpa|wep|802|aes|tkip|ccmp|sae))({_TOLD_VALUE})"
+        ),
+        ("network", "ssid", "wifi", "wi-fi", "wlan"),
+        check=lambda value: _plain_password(value) or _joined_words(value.strip("'\"`.,;")),
+    ),
     # "SMTP creds: mailer@acme.io Violet-Dusk-42": a login and its password after a colon, a space between.
     Rule(
         "login-pair-spaced",
@@ -356,7 +373,11 @@ RULES: tuple[Rule, ...] = (
             rf"[\"'`]?({_TOLD_VALUE})[\"'`]?(?=[ \t]*(?:$|[,;.(]))"
         ),
         ("login", "creds", "credential", "zugangsdaten", "anmeldedaten", "identifiants", "credenciales"),
-        check=lambda value: not re.search(r"[/?=]", value) and _told_password(value),
+        # (or capitalised words and a number, a name elsewhere: "Login for the vendor portal: ops@acme.io
+        # HarborFox1232"; secrets12's probing)
+        check=lambda value: (
+            not re.search(r"[/?=]", value) and (_told_password(value) or bool(_WORDS_NUMBER.fullmatch(value)))
+        ),
     ),
     # HTTP basic credentials after "Basic" anywhere (a route's option, a config value): base64 of `user:password`.
     Rule(

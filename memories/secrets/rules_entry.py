@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from .model import Rule
+from .names import _NOT_A_PIN_BETWEEN
 from .phrases import _capitalised_phrase, _joined_words, _passphrase, _phrase_of_words
 from .shapes import _ssh_public_key
 from .told import _plain_password
@@ -178,6 +179,36 @@ RULES: tuple[Rule, ...] = (
         ),
         ("phrase", "master", "key", "codeword", "code word"),
         check=lambda words: _strict_phrase(words),
+    ),
+    # "door: 5135", "Garage: 2580#", "keypad - 7731*": what a code opens, a colon or a dash, and its four to eight
+    # digits alone (not a size or a count: "door: 1200 mm", "gate: 12 items"). (secrets12's probing)
+    Rule(
+        "code-after-what-it-opens",
+        "a one-time or access code",
+        re.compile(
+            r"(?i)\b(?=[dgklsabp])(?:door|front door|gate|garage|keypad|key ?safe|lock ?box|locker|safe|alarm|bike lock"
+            r"|padlock|lock)s?"
+            r"[ \t]*(?::|-|–|—)[ \t]*(?<![\d-])(\d{4,8})[#*]?(?![\d.,-]|[ \t]*[a-z%])"
+        ),
+        ("door", "gate", "garage", "keypad", "safe", "lockbox", "lock box", "locker", "alarm", "lock"),
+        check=lambda digits: not re.fullmatch(r"(?:19|20)\d\d", digits),
+    ),
+    # A password of digits only after its name and "is" or a colon ("the printer's admin pwd is 676646"): six to
+    # twelve digits, not a count or a duration ("password length is 12", "expires after 90 days"), nor a ticket's
+    # or an issue's number. (secrets12's probing)
+    Rule(
+        "password-of-digits",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[pk])(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|pwd|pw|passcode|kennwort|passwort)s?\b"
+            r"([^\n.;:=]{0,30}?)(?:\s(?:is|was)(?:\s+(?:now|still))?|[:=])\s*[\"'`]?(?<![\d-])(\d{6,12})"
+            r"(?![\w-]|[.,]\d|\s*(?:%|ms\b|s\b|sec|min|hours?|days?|digits|chars|characters))"
+        ),
+        ("passw", "pasw", "passo", "pwd", "pw", "passcode", "kennwort"),
+        group=2,
+        # (not a date written as digits: "password changed: 20240115")
+        check=lambda digits: not re.fullmatch(r"(?:19|20)\d\d(?:(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01]))?", digits),
+        before=lambda before: not _NOT_A_PIN_BETWEEN.search(before[-40:]),
     ),
     # "the 2FA backup code 4827-1193", "the safe combo is 18-44-07", "alarm disarm code: 2580", "the code they
     # texted is 552 913": a code that opens something, as digits (grouped or not).

@@ -256,7 +256,9 @@ RULES: tuple[Rule, ...] = (
         "seed-phrase",
         "a wallet seed phrase",
         re.compile(
-            r"(?i)\b(?=[bmrsw])(?:seed|recovery|mnemonic|backup|secret|wallet)[ _-]?(?:phrase|words|mnemonic)\b"
+            # (or a bare "seed" / "mnemonic" before "is" or a colon: "my seed is …"; secrets12's probing)
+            r"(?i)\b(?=[bmrsw])(?:(?:seed|recovery|mnemonic|backup|secret|wallet)[ _-]?(?:phrase|words|mnemonic)"
+            r"|seed|mnemonic)\b"
             r"[^\n:=]{0,20}?"
             r"(?:\s*[:=]\s*|\s+(?:is|are)\s+)[\"'`]?((?:[a-z]{3,8}[ \t,]+){11,23}[a-z]{3,8})"
         ),
@@ -315,6 +317,52 @@ RULES: tuple[Rule, ...] = (
         ("/", "cvv", "cvc", "csc", "cid", "security code"),
         check=_luhn_card,
         before=_not_a_test_card,
+    ),
+    # A card named by its brand or as a card, with its expiry or security code after, whose number fails Luhn's
+    # check ("Visa 4984 1855 1761 2319 exp 09/28"): a number mistyped or made up is still given as a card's, and
+    # an order's or an invoice's number has neither the name nor the expiry. (secrets12's probing)
+    # A BitLocker recovery key: eight groups of six digits, a format nothing else has. (secrets12's probing)
+    Rule(
+        "bitlocker-recovery-key",
+        "a recovery key",
+        re.compile(r"(?<![\d-])(\d{6}(?:-\d{6}){7})(?![\d-])"),
+        (),
+    ),
+    # An authenticator's seed in one piece after its name ("MFA seed: YDDLPPSKQLWWSOKE", "2FA secret JBSWY3DP…"):
+    # base32 in capitals, 16 to 64 characters. (secrets12's probing)
+    Rule(
+        "otp-seed",
+        "a credential (a 2FA seed)",
+        re.compile(
+            r"(?i)\b(?=[2tomah])(?:2fa|totp|otp|mfa|authenticator|hotp)[ _-]?(?:seed|secret|key|setup key)s?\b"
+            r"[^\n.]{0,30}?(?:[:=]|\s(?:is|was))\s*[\"'`]?(?-i:([A-Z2-7]{16,64}))(?![\w=])"
+        ),
+        ("2fa", "totp", "otp", "mfa", "authenticator", "hotp"),
+        check=lambda seed: len(set(seed)) >= 8,
+    ),
+    Rule(
+        "payment-card-told",
+        "a payment card",
+        re.compile(CARD),
+        ("/", "cvv", "cvc", "csc", "cid", "security code"),
+        check=lambda number: len(set(number) - {" ", "-"}) >= 3,
+        before=_card_named_before,
+    ),
+    # A Solana keypair as solana-keygen writes it: a JSON array of 64 bytes, after a key's or a wallet's name.
+    Rule(
+        "byte-array-keypair",
+        "a private key",
+        re.compile(
+            r"(\[[ \t\n]*(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)[ \t\n]*,[ \t\n]*){31}(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)"
+            r"[ \t\n]*,[ \t\n]*){0,32}(?:25[0-5]|2[0-4]\d|1?\d?\d)[ \t\n]*\])"
+        ),
+        ("keypair", "key pair", "private key", "secret key", "secret_key", "wallet", "signer", "seed"),
+        check=lambda array: array.count(",") in (31, 63),
+        before=lambda before: bool(
+            re.search(
+                r"(?i)\b(?:keypair|key ?pair|private[ _-]?key|secret[ _-]?key|wallet|signer|seed)\b", before[-80:]
+            )
+        ),
     ),
     Rule(
         "payment-card-named",

@@ -14,6 +14,7 @@ from .told import (
     _CREDENTIAL_CALL,
     _EMAIL_BEFORE,
     _ORACLE_CLIENT,
+    _PASS_AFTER,
     _argument_password,
     _plain_password,
     _random_mixed,
@@ -136,10 +137,11 @@ RULES: tuple[Rule, ...] = (
         "password-set-to",
         "a password",
         re.compile(
-            r"(?i)\b(?=[srcu])(?:set|reset|changed?|updated?|rotated?)\b[^.\n]{0,40}?\b(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|pw|pwd)s?"
-            rf"\s+to\s+[\"'`]?({_TOLD_VALUE})"
+            r"(?i)\b(?=[srcu])(?:set|reset|changed?|updated?|rotated?)\b[^.\n]{0,40}?\b(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|pw|pwd"
+            # (an owner's "pass": "I changed the router admin pass to X"; secrets12's probing)
+            rf"|{_PASS_AFTER}pass)s?\s+to\s+[\"'`]?({_TOLD_VALUE})"
         ),
-        ("passw", "pasw", "passo", "passphrase", "pw"),
+        ("passw", "pasw", "passo", "passphrase", "pw", "pass"),
         check=_plain_password,
     ),
     # "the shared ops mailbox opens with X", "the keystore.p12 for the payment service unlocks with X": a thing a
