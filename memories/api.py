@@ -268,7 +268,8 @@ class LinkView(APIView):
 class ConflictsView(APIView):
     @documented(params=WHERE, errors=(), summary="Open contradicts links (the conflicts queue)")
     def get(self, request: Request) -> Response:
-        return Response({"conflicts": lifecycle.open_conflicts(project_param(request))})
+        project_id = project_param(request)  # None: every project the caller may read
+        return Response({"project_id": project_id, "conflicts": lifecycle.open_conflicts(project_id)})
 
 
 class ResolveConflictView(APIView):
@@ -362,10 +363,18 @@ class RetrievalsView(APIView):
 
 
 class UsageView(APIView):
-    @documented(params=[query("since_hours", float), query("recent", description="1: include recent calls")])
+    @documented(
+        params=[
+            query("since_hours", float),
+            query("recent", description="1: include recent calls"),
+            query("recent_limit", int, "how many recent calls, 1–200 (default 20), as get_usage's"),
+        ]
+    )
     def get(self, request: Request) -> Response:
-        since = request.query_params.get("since_hours") or None  # judged by the service's rule (stats.SINCE_HOURS)
-        return Response(stats.usage_summary(since, recent=request.query_params.get("recent") == "1"))
+        # Judged by the service's rules (stats.SINCE_HOURS, stats.RECENT_LIMIT), as the MCP tool's are.
+        since = request.query_params.get("since_hours") or None
+        recent = request.query_params.get("recent") == "1"
+        return Response(stats.usage_summary(since, recent, request.query_params.get("recent_limit", 20)))
 
 
 class UsageDailyView(APIView):

@@ -67,6 +67,8 @@ CASES: list[tuple[str, str, str, dict[str, Any], Callable[[dict[str, Any]], Call
     ("list_memories", "get", "/api/memories", {"limit": "x"}, lambda a: lambda: stats.list_memories(PROJECT, **a)),
     ("get_usage", "get", "/api/usage", {"since_hours": -1}, lambda a: lambda: stats.usage_summary(**a)),
     ("get_usage", "get", "/api/usage", {"since_hours": "x"}, lambda a: lambda: stats.usage_summary(**a)),
+    ("get_usage", "get", "/api/usage", {"recent_limit": 0}, lambda a: lambda: stats.usage_summary(**a)),
+    ("get_usage", "get", "/api/usage", {"recent_limit": "all"}, lambda a: lambda: stats.usage_summary(**a)),
     (
         "record_messages",
         "post",

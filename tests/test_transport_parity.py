@@ -186,3 +186,111 @@ def test_an_expired_and_a_revoked_token_are_told_apart_alike_on_rest_and_mcp(liv
     assert told["revoked"].startswith(f"This API token was revoked on {timezone.now():%Y-%m-%d} ")
     assert told["unknown"] == TOKEN_HELP
     assert all("yullu tokens create --user NAME" in sentence for sentence in told.values())  # where a new one is
+
+
+def _keys(answer: Any) -> Any:
+    """An answer's shape: its keys, and the keys of the first item of each list of objects."""
+    if not isinstance(answer, dict):
+        return type(answer).__name__
+    shape: dict[str, Any] = {}
+    for key, value in answer.items():
+        first = value[0] if isinstance(value, list) and value else None
+        shape[key] = sorted(first) if isinstance(first, dict) else type(value).__name__
+    return shape
+
+
+# Where a tool and its endpoint differ on purpose (docs/contract.md §3 says why): the tool's answer → REST's.
+ON_PURPOSE = {
+    # REST pages a list with a cursor (next, previous, results) where the tool returns one page of up to 200.
+    "list_memories": lambda mcp: {"next": "a page's URL", "previous": None, "results": mcp["memories"]},
+}
+
+
+def test_every_tool_and_its_endpoint_answer_the_same_fields(
+    live_server_url: str, owner_token: str, keyword_only: None
+) -> None:
+    from memories.models import Usage
+
+    for n in range(3):
+        Usage.objects.create(provider="local", model="m", kind="embed", input_tokens=n)
+    _seed()
+    both: dict[str, tuple[Any, Any]] = {}
+
+    def ask(
+        tool: str, mcp_args: dict[str, Any], method: str, path: str, rest_args: dict[str, Any] | None = None
+    ) -> Any:
+        is_error, over_mcp = _mcp(live_server_url, owner_token, tool, **mcp_args)
+        assert not is_error, (tool, over_mcp)
+        rest_args = mcp_args if rest_args is None else rest_args
+        where = {"params": rest_args} if method in ("get", "delete") else {"json": rest_args}
+        over_rest = _rest(live_server_url, owner_token, method, path, **where)
+        assert over_rest.status_code in (200, 201), (path, over_rest.text)
+        both[tool] = (over_mcp, over_rest.json())
+        return over_mcp, over_rest.json()
+
+    p = {"project_id": PROJECT}
+    thursdays, fridays = (
+        {**p, "content": "Releases are cut on Thursdays."},
+        {**p, "content": "Nobody deploys on Fridays."},
+    )
+    a, b = ask("store_memory", thursdays, "post", "/api/memories", fridays)
+    ask("store_memory", thursdays, "post", "/api/memories", fridays)  # near-duplicates: created false
+    found = ask("retrieve_memories", {**p, "query": "how do we deploy?"}, "post", "/api/memories/recall")
+    ask("build_context", {**p, "query": "how do we deploy?"}, "post", "/api/context")
+    ask("list_memories", {**p, "limit": 3}, "get", "/api/memories")
+    ask("update_memory", {"id": a["id"], "tags": ["release"]}, "patch", f"/api/memories/{a['id']}", {"tags": ["x"]})
+    ask("get_memory", {"id": a["id"]}, "get", f"/api/memories/{a['id']}", {})
+    ask("link_memories", {"from_id": a["id"], "to_id": b["id"], "kind": "contradicts"}, "post",
+        f"/api/memories/{b['id']}/links", {"to": a["id"], "kind": "contradicts"})  # fmt: skip
+    conflicts = ask("list_conflicts", p, "get", "/api/conflicts")
+    first, second = (c["id"] for c in conflicts[0]["conflicts"][:2])
+    ask("resolve_conflict", {"conflict_id": first, "resolution": "keep_both"}, "post",
+        f"/api/conflicts/{second}/resolve", {"resolution": "keep_both"})  # fmt: skip
+    memory = found[0]["results"][0]["id"]
+    ask("rate_recall", {"recall_id": found[0]["recall_id"], "memory_id": memory, "useful": True}, "post",
+        "/api/recalls/feedback", {"recall_id": found[1]["recall_id"], "memory_id": memory, "useful": True})  # fmt: skip
+    usage = ask("get_usage", {"recent": True, "recent_limit": 2}, "get", "/api/usage", {"recent": 1, "recent_limit": 2})
+    messages = [{"role": "user", "content": "we ship on Thursdays"}]
+    ask("record_messages", {**p, "session_id": "s1", "messages": messages}, "post", "/api/messages")
+    ask("dream_now", {**p, "session_id": "nobody"}, "post", "/api/dream")
+    ask("reconcile_memories", p, "post", "/api/reconcile")
+    ask("delete_memory", {"id": a["id"]}, "delete", f"/api/memories/{b['id']}", {})
+
+    differ = {
+        tool: (_keys(ON_PURPOSE.get(tool, dict)(over_mcp)), _keys(over_rest))
+        for tool, (over_mcp, over_rest) in both.items()
+        if _keys(ON_PURPOSE.get(tool, dict)(over_mcp)) != _keys(over_rest)
+    }
+    assert not differ, differ  # list_conflicts over REST had no project_id
+    assert len(usage[0]["recent"]) == len(usage[1]["recent"]) == 2  # REST took no recent_limit: 3
+
+
+# (tool, REST method and path, the arguments both need); where the tool's arguments and the endpoint's have the
+# same names (docs/contract.md §3 lists where they differ), the whole sentence is the same.
+CALLS = [
+    ("store_memory", "post", "/api/memories", {"project_id": PROJECT, "content": DEPLOY}),
+    ("retrieve_memories", "post", "/api/memories/recall", {"project_id": PROJECT, "query": "deploy"}),
+    ("build_context", "post", "/api/context", {"project_id": PROJECT}),
+    ("rate_recall", "post", "/api/recalls/feedback", {}),
+    ("record_messages", "post", "/api/messages", {"project_id": PROJECT, "session_id": "s", "messages": []}),
+    ("dream_now", "post", "/api/dream", {"project_id": PROJECT}),
+    ("reconcile_memories", "post", "/api/reconcile", {"project_id": PROJECT}),
+    ("list_conflicts", "get", "/api/conflicts", {"project_id": PROJECT}),
+    ("get_usage", "get", "/api/usage", {}),
+]
+
+
+@pytest.mark.parametrize(("tool", "method", "path", "args"), CALLS, ids=[c[0] for c in CALLS])
+def test_an_unknown_argument_gets_the_same_sentence_from_the_tool_and_its_endpoint(
+    tool: str, method: str, path: str, args: dict[str, Any], live_server_url: str, owner_token: str
+) -> None:
+    """REST said "limt: is not a field this endpoint takes." (or "unknown query parameter limt; it takes …")."""
+    from memories.models import Memory
+
+    is_error, said = _mcp(live_server_url, owner_token, tool, **args, limt=5)
+    where = {"params": {**args, "limt": 5}} if method == "get" else {"json": {**args, "limt": 5}}
+    answer = _rest(live_server_url, owner_token, method, path, **where)
+    assert is_error and answer.status_code == 400
+    assert said == answer.json()["error"]
+    assert said.startswith("unknown argument 'limt'; this call takes: ")
+    assert not Memory.objects.exists()

@@ -126,3 +126,11 @@ class Strings:
 
 # A conversation's id, as store_memory and dream_now take it (optional; record_messages requires its own).
 SESSION_ID = Text("session_id", 200)
+
+
+def unknown_arguments(unknown: list[str], known: list[str]) -> str:
+    """The sentence for arguments a tool or endpoint does not declare (docs/contract.md §3: a misspelt `limt` is
+    refused, not ignored), the same over MCP, a REST body and a REST query string."""
+    names = ", ".join(repr(name) for name in sorted(unknown))
+    takes = ", ".join(sorted(known)) or "none"
+    return f"unknown argument{'s' if len(unknown) > 1 else ''} {names}; this call takes: {takes}."

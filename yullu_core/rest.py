@@ -26,6 +26,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 
+from yullu_core.arguments import unknown_arguments
 from yullu_core.wire import DATETIME, UUID, Doc, Format
 
 
@@ -146,11 +147,8 @@ def documented(
         @wraps(method)
         def view(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
             unknown = sorted(set(request.query_params) - set(allowed))
-            if unknown:
-                takes = f"it takes {', '.join(allowed)}" if allowed else "it takes none"
-                raise serializers.ValidationError(
-                    f"unknown query parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; {takes}."
-                )
+            if unknown:  # the sentence MCP's tools give (yullu_core.arguments)
+                raise serializers.ValidationError(unknown_arguments(unknown, allowed))
             return method(self, request, *args, **kwargs)
 
         return schema(view)
@@ -186,9 +184,10 @@ def argument(rule: Any, *, required: bool = False, **options: Any) -> Any:
 def valid(serializer_cls: type[serializers.Serializer], data: Any) -> dict[str, Any]:
     """Validated data; a field the endpoint does not declare (a misspelt `limt`) is an error naming it."""
     if isinstance(data, dict):
-        unknown = sorted(set(data) - set(serializer_cls().fields))
-        if unknown:
-            raise serializers.ValidationError({name: "is not a field this endpoint takes." for name in unknown})
+        fields = sorted(serializer_cls().fields)
+        unknown = sorted(set(data) - set(fields))
+        if unknown:  # the sentence MCP's tools give (yullu_core.arguments)
+            raise serializers.ValidationError(unknown_arguments(unknown, fields))
     s = serializer_cls(data=data)
     s.is_valid(raise_exception=True)
     return dict(s.validated_data)

@@ -17,6 +17,7 @@ import dreaming.mcp
 import memories.mcp
 import sync.mcp
 from access.actor import ACTOR_KEY, NOBODY, SYSTEM, Actor, acting_as
+from yullu_core import arguments as arguments_rule
 from yullu_core.metrics import observe_tool
 from yullu_core.version import installed
 
@@ -63,8 +64,7 @@ def unknown_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any] |
     unknown = sorted(set(arguments) - known)
     if not unknown:
         return None
-    names = ", ".join(repr(u) for u in unknown)
-    return f"unknown argument{'s' if len(unknown) > 1 else ''} {names}; this tool takes: {', '.join(sorted(known))}."
+    return arguments_rule.unknown_arguments(unknown, sorted(known))
 
 
 def tool_actor(context: Any) -> Actor:
