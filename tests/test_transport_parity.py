@@ -294,3 +294,53 @@ def test_an_unknown_argument_gets_the_same_sentence_from_the_tool_and_its_endpoi
     assert said == answer.json()["error"]
     assert said.startswith("unknown argument 'limt'; this call takes: ")
     assert not Memory.objects.exists()
+
+
+# Each tool's endpoint, and the tool's arguments REST names otherwise (docs/contract.md §3): None = in the path.
+ENDPOINTS = {
+    "store_memory": ("post", "/api/memories", {}),
+    "retrieve_memories": ("post", "/api/memories/recall", {}),
+    "build_context": ("post", "/api/context", {}),
+    "update_memory": ("patch", "/api/memories/{id}", {}),
+    "delete_memory": ("delete", "/api/memories/{id}", {}),
+    "list_memories": ("get", "/api/memories", {}),
+    "get_memory": ("get", "/api/memories/{id}", {}),
+    "link_memories": ("post", "/api/memories/{id}/links", {"from_id": "id", "to_id": "to"}),
+    "list_conflicts": ("get", "/api/conflicts", {}),
+    "resolve_conflict": ("post", "/api/conflicts/{id}/resolve", {"conflict_id": "id"}),
+    "rate_recall": ("post", "/api/recalls/feedback", {}),
+    "get_usage": ("get", "/api/usage", {}),
+    "record_messages": ("post", "/api/messages", {}),
+    "dream_now": ("post", "/api/dream", {}),
+    "reconcile_memories": ("post", "/api/reconcile", {}),
+}
+REST_ONLY = {"list_memories": {"all", "cursor", "q"}}  # a cursor's pages, history, the unlogged preview search
+
+
+def _rest_arguments(schema: dict[str, Any], method: str, path: str) -> set[str]:
+    operation = schema["paths"][path][method]
+    names = {parameter["name"] for parameter in operation.get("parameters", [])}
+    if body := operation.get("requestBody"):
+        ref = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+        names |= set(schema["components"]["schemas"][ref]["properties"])
+    return names
+
+
+def test_every_tool_takes_the_arguments_its_endpoint_takes(live_server_url: str, owner_token: str) -> None:
+    """From the tools' input schemas (the MCP SDK client's list_tools) and the OpenAPI schema. get_usage took
+    recent_limit, GET /api/usage did not."""
+
+    async def listed() -> dict[str, set[str]]:
+        async with http_session(live_server_url, owner_token) as session:
+            return {t.name: set(t.input_schema.get("properties", {})) for t in (await session.list_tools()).tools}
+
+    tools = asyncio.run(listed())
+    schema = _rest(live_server_url, owner_token, "get", "/api/schema", params={"format": "json"}).json()
+    assert set(tools) == set(ENDPOINTS)  # a new tool needs its endpoint here
+    differ = {}
+    for tool, (method, path, renamed) in ENDPOINTS.items():
+        over_mcp = {renamed.get(name, name) for name in tools[tool]}
+        over_rest = _rest_arguments(schema, method, path) - REST_ONLY.get(tool, set())
+        if over_mcp != over_rest:
+            differ[tool] = (sorted(over_mcp - over_rest), sorted(over_rest - over_mcp))
+    assert not differ, differ  # tool: (only the tool takes, only the endpoint takes)
