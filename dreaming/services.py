@@ -382,10 +382,13 @@ def should_dream(
     has_messages: bool,
 ) -> bool:
     """The scheduling rule. First pass fires at once; then every interval; and, when idle_s > 0,
-    after idle_s seconds without a new message. Both off (0) never fires."""
+    after idle_s seconds without a new message. Both off (0) never fires. A last pass later than
+    now was before the clock went back: due (else no pass until the clock caught up, round nine)."""
     if not has_messages:
         return False
-    if interval_s > 0 and (last_pass_at is None or now - last_pass_at >= timedelta(seconds=interval_s)):
+    if interval_s > 0 and (
+        last_pass_at is None or last_pass_at > now or now - last_pass_at >= timedelta(seconds=interval_s)
+    ):
         return True
     if idle_s > 0 and last_message_at is not None and now - last_message_at >= timedelta(seconds=idle_s):
         return last_pass_at is None or last_pass_at < last_message_at

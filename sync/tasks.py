@@ -25,13 +25,15 @@ SWEEP_AFTER = timedelta(seconds=30)  # older outbox rows lost their on-commit fl
 
 
 def is_due(project_id: str, folder: Path, now: float, interval: int) -> bool:
-    """Due when the log's file names changed since the last complete pass and the interval has passed."""
+    """Due when the log's file names changed since the last complete pass and the interval has passed
+    (or that pass is later than now: the clock went back since, round nine)."""
     state = ProjectSyncState.objects.filter(project_id=project_id).first()
     if state is None or state.reconciled_at is None:
         return True
     if state.listing_sha256 == listing_sha256(set(list_names(folder))):
         return False
-    return now - state.reconciled_at.timestamp() >= interval
+    since = now - state.reconciled_at.timestamp()
+    return since >= interval or since < 0
 
 
 def reconcile_location(location_id: int, force: bool = False) -> dict | None:

@@ -570,3 +570,50 @@ def test_a_child_killed_with_9_soon_after_each_start_is_restarted_not_a_crash_lo
             broken.start()
             assert broken.proc is not None and broken.proc.wait(timeout=60) == 1
             on_exit(broken, time.monotonic(), database)
+
+
+def test_beat_keeps_sending_its_ticks_after_the_wall_clock_goes_back() -> None:
+    """Round nine, a running site under libfaketime set back an hour: beat keeps its heap and each
+    entry's last run in wall-clock time, so it slept until the clock caught up: no heartbeat,
+    reconcile, dream, prune or anchors tick for an hour. Here the heap and the last runs are moved an
+    hour ahead, which is what the scheduler sees when the clock goes back an hour."""
+    import heapq
+
+    from celery.beat import event_t
+
+    from yullu_site.beat import ClockSafeScheduler
+    from yullu_site.celery import app
+
+    scheduler = ClockSafeScheduler(app=app)
+    scheduler._finalize.cancel()  # its sync at exit would meet a test database dropped by then
+    sent: list[str] = []
+    scheduler.apply_entry = lambda entry, producer=None: sent.append(entry.name)
+    scheduler.tick()  # builds the heap
+    for entry in scheduler.schedule.values():
+        entry.last_run_at = entry.model.last_run_at = timezone.now() + timedelta(hours=1)
+    built: list[Any] = scheduler._heap or []
+    heap = [event_t(when + 3600, priority, entry) for when, priority, entry in built]
+    heapq.heapify(heap)
+    scheduler._heap, sent[:] = heap, []  # type: ignore[assignment]  # celery's attribute, typed None
+    for _ in range(3 * len(heap)):  # one due entry is sent per tick
+        scheduler.tick()
+    assert "heartbeat" in sent and "dream-tick" in sent and "reconcile-tick" in sent, sent
+    sent.clear()
+    for _ in range(3 * len(heap)):  # then each keeps its period: nothing is sent again at once
+        scheduler.tick()
+    assert sent == [], sent
+
+
+def test_a_dream_pass_or_a_reconcile_later_than_now_was_before_the_clock_went_back(tmp_path: Path) -> None:
+    """Round nine: with the clock set back an hour, a project's last pass (dream) or complete reconcile
+    lay an hour ahead, and neither was due again until the clock caught up with it."""
+    from dreaming.services import should_dream
+    from sync.models import ProjectSyncState
+    from sync.tasks import is_due
+
+    now = timezone.now()
+    later = now + timedelta(hours=1)
+    assert should_dream(now, later, now, 30 * 60, 0, True)
+    assert not should_dream(now, now - timedelta(minutes=5), now, 30 * 60, 0, True), "the interval still counts"
+    ProjectSyncState.objects.create(project_id="acme/clock", listing_sha256="0" * 64, reconciled_at=later)
+    assert is_due("acme/clock", tmp_path, now.timestamp(), 60)  # the log changed since (another listing)
