@@ -15,7 +15,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access import policy as access
-from yullu_core.arguments import SESSION_ID, WholeNumber
+from yullu_core.arguments import SESSION_ID, WholeNumber, wrong_type
+from yullu_core.errors import UserError
 from yullu_core.rest import argument, as_given, documented, many, query, valid
 
 from . import lifecycle
@@ -140,6 +141,14 @@ class ContextIn(ScopeIn):
 class RateIn(serializers.Serializer):
     rating = serializers.IntegerField()
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+def flag(request: Request, name: str) -> bool:
+    """A yes/no query parameter: 1 or true, 0 or false (or absent); anything else is the sentence MCP gives."""
+    value = request.query_params.get(name, "0").lower()
+    if value not in ("1", "true", "0", "false", ""):
+        raise UserError(wrong_type(name, "boolean"))
+    return value in ("1", "true")
 
 
 def _limit(request: Request, default: int = 20, most: int = 200) -> int:
@@ -373,7 +382,7 @@ class UsageView(APIView):
     def get(self, request: Request) -> Response:
         # Judged by the service's rules (stats.SINCE_HOURS, stats.RECENT_LIMIT), as the MCP tool's are.
         since = request.query_params.get("since_hours") or None
-        recent = request.query_params.get("recent") == "1"
+        recent = flag(request, "recent")
         return Response(stats.usage_summary(since, recent, request.query_params.get("recent_limit", 20)))
 
 

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 
 from memories import lifecycle, wire
 from yullu_core.errors import UserError
-from yullu_core.rest import PROJECT, obj, query, shape
+from yullu_core.rest import PROJECT, StrictText, obj, query, shape
 
 from .scope import NO_PROJECT, Scope, project_of, resolve
 
@@ -20,8 +20,8 @@ from .scope import NO_PROJECT, Scope, project_of, resolve
 class ScopeIn(serializers.Serializer):
     # No length here: memories.scope.validate_project_id judges it, with the sentence every path gives. Not
     # trimmed either: a blank id is judged as MCP's tools judge it ("project_id must not be empty.").
-    project_id = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    cwd = serializers.CharField(required=False, allow_blank=True, max_length=4096, trim_whitespace=False)
+    project_id = StrictText(required=False, allow_blank=True, trim_whitespace=False)
+    cwd = StrictText(required=False, allow_blank=True, max_length=4096, trim_whitespace=False)
 
 
 def rest_scope(data: dict[str, Any], *, remember: bool = True) -> Scope:

@@ -344,3 +344,60 @@ def test_every_tool_takes_the_arguments_its_endpoint_takes(live_server_url: str,
         if over_mcp != over_rest:
             differ[tool] = (sorted(over_mcp - over_rest), sorted(over_rest - over_mcp))
     assert not differ, differ  # tool: (only the tool takes, only the endpoint takes)
+
+
+# A missing argument or a value of the wrong type: pydantic (MCP) and DRF (REST) each said it their way
+# ("invalid arguments: to_id: Input should be a valid integer, unable to parse …" / "to: A valid integer is
+# required."). (tool, REST method, path, the tool's arguments, REST's when they differ, the sentence)
+MISTAKES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None, str]] = [
+    ("store_memory", "post", "/api/memories", {"project_id": PROJECT}, None, "content is required."),
+    ("store_memory", "post", "/api/memories", {"project_id": PROJECT, "content": DEPLOY, "supersedes": "abc"}, None,
+     "supersedes must be a whole number."),
+    ("store_memory", "post", "/api/memories", {"project_id": PROJECT, "content": DEPLOY, "anchors": "app.py"}, None,
+     "anchors must be a list."),
+    ("retrieve_memories", "post", "/api/memories/recall", {"project_id": 5, "query": "deploy"}, None,
+     "project_id must be a string."),
+    ("retrieve_memories", "post", "/api/memories/recall", {"cwd": ["/srv"], "query": "deploy"}, None,
+     "cwd must be a string."),
+    ("update_memory", "patch", "/api/memories/1", {"id": 1, "supersede": "maybe", "content": DEPLOY},
+     {"supersede": "maybe", "content": DEPLOY}, "supersede must be true or false."),
+    ("link_memories", "post", "/api/memories/1/links", {"from_id": 1, "to_id": 2}, {"to": 2}, "kind is required."),
+    ("link_memories", "post", "/api/memories/1/links",
+     {"from_id": 1, "to_id": 2, "kind": "related", "note": "n" * 2001},
+     {"to": 2, "kind": "related", "note": "n" * 2001}, "note is 2001 characters; the limit is 2000."),
+    ("resolve_conflict", "post", "/api/conflicts/1/resolve", {"conflict_id": 1}, {}, "resolution is required."),
+    ("record_messages", "post", "/api/messages", {"project_id": PROJECT, "messages": []}, None,
+     "session_id is required."),
+    ("get_usage", "get", "/api/usage", {"recent": "maybe"}, None, "recent must be true or false."),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("tool", "method", "path", "args", "rest_args", "sentence"), MISTAKES,
+                         ids=[f"{m[0]}:{m[5]}" for m in MISTAKES])  # fmt: skip
+def test_a_missing_argument_or_a_wrong_type_gets_one_sentence_from_the_tool_and_its_endpoint(
+    tool: str,
+    method: str,
+    path: str,
+    args: dict[str, Any],
+    rest_args: dict[str, Any] | None,
+    sentence: str,
+    live_server_url: str,
+    owner_token: str,
+    keyword_only: None,
+) -> None:
+    from memories.models import Memory
+
+    scope = resolve(PROJECT)
+    ids = [create.store_memory(scope, text, "process", source="cli").memory.pk for text in (WIPED, POSTGRES)]
+    # Memories 1 and 2 above are these two.
+    path = path.replace("/1", f"/{ids[0]}")
+    mine = {"id": ids[0], "from_id": ids[0], "to_id": ids[1], "to": ids[1]}
+    args = {name: mine.get(name, value) for name, value in args.items()}
+    is_error, said = _mcp(live_server_url, owner_token, tool, **args)
+    body = args if rest_args is None else {name: mine.get(name, value) for name, value in rest_args.items()}
+    answer = _rest(
+        live_server_url, owner_token, method, path, **({"params": body} if method == "get" else {"json": body})
+    )
+    assert (is_error, said) == (True, sentence)
+    assert (answer.status_code, answer.json()["error"]) == (400, sentence)
+    assert sorted(Memory.objects.values_list("pk", flat=True)) == ids and not Memory.objects.filter(tags=["x"]).exists()

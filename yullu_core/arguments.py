@@ -134,3 +134,26 @@ def unknown_arguments(unknown: list[str], known: list[str]) -> str:
     names = ", ".join(repr(name) for name in sorted(unknown))
     takes = ", ".join(sorted(known)) or "none"
     return f"unknown argument{'s' if len(unknown) > 1 else ''} {names}; this call takes: {takes}."
+
+
+# A wrong type or a missing argument, said alike by MCP (pydantic's errors, yullu_site/mcp/server.py) and REST
+# (DRF's, yullu_core/rest.valid): "to_id: Input should be a valid integer" and "to: A valid integer is required."
+# were two sentences for one mistake.
+KINDS = {
+    "integer": "must be a whole number",
+    "boolean": "must be true or false",
+    "list": "must be a list",
+    "string": "must be a string",
+}
+
+
+def missing(name: str) -> str:
+    return f"{name} is required."
+
+
+def wrong_type(name: str, kind: str) -> str:
+    return f"{name} {KINDS[kind]}."
+
+
+def too_long(name: str, length: int, limit: int) -> str:
+    return f"{name} is {length} characters; the limit is {limit}."  # as Text's rule says it

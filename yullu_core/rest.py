@@ -26,7 +26,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 
-from yullu_core.arguments import unknown_arguments
+from yullu_core.arguments import missing, too_long, unknown_arguments, wrong_type
 from yullu_core.wire import DATETIME, UUID, Doc, Format
 
 
@@ -189,5 +189,46 @@ def valid(serializer_cls: type[serializers.Serializer], data: Any) -> dict[str, 
         if unknown:  # the sentence MCP's tools give (yullu_core.arguments)
             raise serializers.ValidationError(unknown_arguments(unknown, fields))
     s = serializer_cls(data=data)
-    s.is_valid(raise_exception=True)
+    if not s.is_valid():
+        raise serializers.ValidationError(said_as_mcp(s, data) or s.errors)
     return dict(s.validated_data)
+
+
+# DRF's fields, by the kind of value they want (yullu_core.arguments.KINDS).
+DRF_KINDS: tuple[tuple[type[serializers.Field], str], ...] = (
+    (serializers.BooleanField, "boolean"),
+    (serializers.IntegerField, "integer"),
+    (serializers.ListField, "list"),
+    (serializers.CharField, "string"),
+)
+
+
+def said_as_mcp(s: serializers.Serializer, data: Any) -> str | None:
+    """The first field error in the sentence MCP's tools give for the same mistake (a missing argument, a wrong
+    type, a string too long: yullu_core.arguments), or None for DRF's own (a range, a body that is no object)."""
+    errors: Any = s.errors
+    for name, problems in errors.items():
+        field, value, where = s.fields.get(name), data.get(name) if isinstance(data, dict) else None, name
+        while isinstance(problems, dict) and field is not None:  # a list item's error: {0: [...]}
+            index, problems = next(iter(problems.items()))
+            field, where = getattr(field, "child", None), f"{where}[{index}]"
+            value = value[index] if isinstance(value, list) and isinstance(index, int) and index < len(value) else None
+        code = getattr(problems[0], "code", None) if isinstance(problems, list) and problems else None
+        kind = next((k for cls, k in DRF_KINDS if isinstance(field, cls)), None)
+        if code == "required":
+            return missing(where)
+        if code in ("invalid", "null", "not_a_list") and kind:
+            return wrong_type(where, kind)
+        if code == "max_length" and isinstance(value, str) and isinstance(field, serializers.CharField):
+            return too_long(where, len(value), field.max_length or 0)
+        return None
+    return None
+
+
+class StrictText(serializers.CharField):
+    """A string, and only a string: DRF's CharField turns 5 into "5" where MCP's tools refuse it."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
