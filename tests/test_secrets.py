@@ -1466,6 +1466,8 @@ def test_a_key_near_review9s_kept_forms_is_still_refused(text: str) -> None:
         "WireGuard public key of the office peer: xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=",
         f"the failing call's x-request-id: {_UUID9}; the api returned 502",
         f"the secret's version id: {_UUID9} (AWSCURRENT)",
+        # a URL query's placeholder then its next parameter
+        "TOTP QR payload: otpauth://totp/Acme:alice@example.com?issuer=Acme&secret=<base32>&period=30",
     ],
 )
 def test_a_login_id_an_rfc_vector_a_thumbprint_an_idempotency_key_a_peer_key_and_ids_are_kept(text: str) -> None:
@@ -1483,6 +1485,10 @@ def test_a_login_id_an_rfc_vector_a_thumbprint_an_idempotency_key_a_peer_key_and
         f"vault secret_id={_UUID9}",
         f"the api key is {_UUID9}",
         f"idempotency_key={_UUID9}",
+        "otpauth://totp/Acme:alice@example.com?issuer=Acme&secret=JBSWY3DPEHPK3PXPQ2ZA&period=30",
+        "secret=<base32>x9Kq2mZ8vR4tY7&period=30",
+        "DB_PASSWORD=Tr0mb&one=Winter77",
+        "password=hunter2&user=bob",
     ],
 )
 def test_a_key_near_the_probed_review9_forms_is_still_refused(text: str) -> None:

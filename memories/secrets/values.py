@@ -55,6 +55,12 @@ def _not_placeholder(secret: str) -> bool:
 
 # The next `Name=` of a connection string (`AccountKey=<key>;EndpointSuffix=…`): where a value ends.
 _NEXT_SETTING = re.compile(r";(?=[A-Za-z][A-Za-z ]{1,30}=)")
+# A URL query's next `&name=` after a placeholder (`otpauth://totp/…?secret=<base32>&period=30`): the template ends
+# there (a value that is no placeholder is judged whole: a password may hold `&`).
+_NEXT_PARAMETER = re.compile(r"&(?=[A-Za-z_][\w.-]{0,30}=)")
+_TEMPLATE_SLOT = re.compile(
+    r"(?i)<[^>]*>|\{[^}]*\}|\[[^\]]*\]|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|%[A-Z_]+%|x{3,}|\*{3,}|\.{3,}"
+)
 
 
 # A lower-case name of the secret itself (`new_password`, `db-secret-2`): a variable's or a file's name, not a value.
@@ -73,6 +79,8 @@ def _assigned_secret(value: str) -> bool:
     """A value assigned to a secret-looking name is a secret unless it is a placeholder, a reference
     to where the secret lives, or too plain to be one (a word, a number, a duration, code)."""
     value = _NEXT_SETTING.split(value, 1)[0].strip("'\"`.,;").rstrip(")}")
+    if _TEMPLATE_SLOT.fullmatch(_NEXT_PARAMETER.split(value, 1)[0]):
+        return False
     if _ADDRESS.match(value) and (_placeholder_credentials(value) or _plain_url(value)):
         return False
     if not _not_placeholder(value) or value.startswith(_REFERENCE) or _CALL.match(value) or value.startswith("{"):
