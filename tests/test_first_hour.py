@@ -74,6 +74,14 @@ def test_token_before_the_first_run_prints_the_token_and_leaves_nothing_running(
     issued = run_cli(["token"], fresh_home, timeout=300)
     assert issued.returncode == 0, issued.stderr
     assert "Traceback" not in issued.stderr
+    # Said before the silent part (walk 9: 46-56 s on a busy machine with nothing on the screen), then when done.
+    said = [line for line in issued.stderr.splitlines() if line.startswith("yullu: ")]
+    assert said[0].startswith("yullu: creating the database in ") and said[0].endswith(
+        "(its first use: a few seconds)…"
+    )
+    assert said[1:] == ["yullu: brought the database up to date."], said
+    again = run_cli(["token"], fresh_home, timeout=300)
+    assert again.returncode == 0 and "creating the database" not in again.stderr, again.stderr
     token = issued.stdout.strip().splitlines()[-1]
     assert token.startswith("yl_") and token == (Path(fresh_home["YULLU_HOME"]) / "token").read_text().strip()
     assert postgres_running_under(str(Path(fresh_home["YULLU_ROOT_PG_BASE"]).parent)) == []

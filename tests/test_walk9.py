@@ -117,3 +117,18 @@ def test_the_banner_names_the_database_folder_when_it_is_not_under_the_data_fold
     )
     assert database_line(data, Cluster(data / "pgdata", data / "pgdata", Path("/b"), None)) is None
     assert database_line(data, None) is None  # DATABASE_URL: the server is elsewhere by choice
+
+
+@pytest.mark.django_db
+def test_most_recalled_counts_stay_on_one_line(staff: Client) -> None:
+    # A two-digit count broke after its digits at 1280 px: "13" above "×" (dashboard and Stats; walk 9).
+    from memories.models import EventKind, MemoryEvent
+
+    m = create.store_memory(
+        resolve("acme/walk9", None), "Releases are tagged from main every Thursday", "process"
+    ).memory
+    for _ in range(2):
+        MemoryEvent.objects.create(kind=EventKind.RECALLED, memory=m, project_id=m.project_id)
+    for page in ("/admin/", "/admin/memories/memory/stats/"):
+        html = staff.get(page).content.decode()
+        assert f'<td class="y-r y-nowrap">2×</td><td><a href="/admin/memories/memory/{m.pk}/change/">' in html, page

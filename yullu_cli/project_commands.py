@@ -23,7 +23,7 @@ def add_sync_parsers(sub: Any) -> None:
     p.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     p.set_defaults(fn=cmd_reconcile)
 
-    p = sub.add_parser("anchors", help="code anchors: memories that cite code (docs/contract.md §12)")
+    p = sub.add_parser("anchors", help="code anchors: memories that cite code, and whether that code changed")
     anchors_sub = p.add_subparsers(dest="anchors_command", required=True)
     c = anchors_sub.add_parser("check", help="check cited code against HEAD; exit 1 when memories are stale")
     c.add_argument(
