@@ -3926,11 +3926,8 @@ HELD_OUT_8_KEEP: list[Form] = [
 
 HELD_OUT_8_OPEN: frozenset[str] = frozenset(
     {
-        "answer",
         "bank-prose",
         "prose-mother",
-        "prose-vpn",
-        "todo-note",
     }
 )
 

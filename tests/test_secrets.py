@@ -2106,6 +2106,12 @@ LEFTOVER_CAUSES = {
     "bare line under an account": ("db superuser (prod)\nOtter-Lantern-Quill-42", "password-below-an-account"),
     "shaped line under root": ("root on the old NAS\nK7#mPq2xL9vR", "password-below-an-account"),
     "a host's dots in the gap": ("the password for db.prod is Sunflower!Lamp", "password-in-prose"),
+    "a pair in parentheses, slashed": (
+        "TODO rotate the SMTP creds (currently relay / Tq7-44-Orchard-x) after launch",
+        "login-pair-parenthesised",
+    ),
+    "the phrase then words": ("for the NAS use backup and the phrase velvet tundra marble 42", "the-phrase"),
+    "a security answer": ("security question answer for the bank: Biscuit the Brave", "security-answer"),
     "a host's dots, told plainly": ("the root password for api.staging.acme.io is KwAWwdIGpF", "password-told-plainly"),
 }
 
@@ -2138,6 +2144,12 @@ def test_each_known_leftover_is_refused_by_its_rule(name: str) -> None:
         "root cause\nrelease-candidate-42",
         "account settings\ncustomer-billing-page",
         "the password for settings.py is stored in vault",
+        "creds (see the vault)",
+        'the phrase "cloudflare workers pricing" is searched often',
+        "search for the phrase connection refused 111 in logs",
+        "the phrase Hello World 2 appears in the tutorial",
+        "security question answer: see 1Password",
+        "Security answers: hashed with argon2",
         "the password field in forms.py is PasswordInput2",
         "reset the password for db.prod. Then restart Worker2",
     ],

