@@ -193,8 +193,8 @@ class MemoryList(APIView):
             found = queries.search(project_id, q, limit=_limit(request, 20, 50), log=False, min_similarity=0.0)
             return Response(SearchResults(project_id=project_id, results=found.results))
         _limit(request, 20, MemoryCursor.max_page_size)  # validates ?limit= (the paginator would ignore junk)
-        # Superseded and expired memories are history: listed only with ?all=1.
-        qs = Memory.objects.all() if request.query_params.get("all") == "1" else Memory.objects.current()
+        # Superseded and expired memories are history: listed only with ?all=1 (or true, as every flag here).
+        qs = Memory.objects.all() if flag(request, "all") else Memory.objects.current()
         qs = visible_in(qs, project_id)
         paginator = MemoryCursor()
         page = paginator.paginate_queryset(qs, request, view=self)

@@ -135,6 +135,10 @@ def test_superseded_memories_are_listed_only_on_request_and_keep_their_history(
     listed = api("get", "/api/memories?project_id=acme/h").json()["results"]
     assert [m["id"] for m in listed] == [r.json()["id"]]
     assert len(api("get", "/api/memories?project_id=acme/h&all=1").json()["results"]) == 2
+    # a flag in a query string is 1 or true everywhere (docs/contract.md §3); anything else is one sentence
+    assert len(api("get", "/api/memories?project_id=acme/h&all=true").json()["results"]) == 2
+    wrong = api("get", "/api/memories?project_id=acme/h&all=maybe")
+    assert wrong.status_code == 400 and "all must be true or false" in wrong.text
     history = api("get", f"/api/memories/{old}/history").json()
     assert [c["action"] for c in history["history"]] == ["created", "superseded"]
     assert history["links"][0]["kind"] == "supersedes"
