@@ -109,10 +109,8 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         run_dir.mkdir(exist_ok=True)
         pidfile = run_dir / ("serve.pid" if role == "all" else f"serve-{role}-{port}.pid")
         _pidfile_claim(pidfile)
-    except PermissionError as exc:  # (EACCES, EPERM) a folder of another user, or chmod'ed read-only
-        fail(_home_not_writable(exc))
-    except OSError as exc:
-        if exc.errno != errno.EROFS:
+    except OSError as exc:  # EACCES / EPERM: another user's folder, or chmod'ed read-only; EROFS: a read-only mount
+        if not isinstance(exc, PermissionError) and exc.errno != errno.EROFS:
             raise
         fail(_home_not_writable(exc))
     if role in ("all", "web") and (problem := _wait_to_listen(host, port)):
