@@ -3,6 +3,7 @@ and the REST endpoints for admins all call these. Each change to a token or gran
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from yullu_core.errors import NotFound, UserError
+from yullu_core.gitorigin import canonical_origin, normalise_project_id
 
 from .audit import record
 from .models import ApiToken, AuditEntry, Grant, Project, Role
@@ -126,9 +128,20 @@ def _role(role: str) -> str:
     return role
 
 
+CLONE_URL = re.compile(r"[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:")  # https://…, ssh://…, git@host:…
+
+
+def project_key(given: str) -> str:
+    """The id its checkouts give a project (docs/contract.md §2), however a person typed it: a clone URL
+    (https://github.com/acme/app.git, git@github.com:acme/app.git) is the project github.com/acme/app.
+    `yullu grant ana https://…/app.git write` gave ana a role on a project no checkout ever names (walk 10)."""
+    key = normalise_project_id(given)
+    return canonical_origin(key) if CLONE_URL.match(key) else key
+
+
 def grant(username: str, project_id: str, role: str) -> dict[str, Any]:
     """Give (or change) a user's role on a project, creating the project record if needed."""
-    project_id = project_id.strip()
+    project_id = project_key(project_id)
     if not project_id:
         raise UserError("project must not be empty.")
     require(project_id, ADMIN)  # a project's admins manage its grants
@@ -153,6 +166,7 @@ def _no_personal_grant(project_id: str) -> None:
 
 
 def grant_group(group: Any, project_id: str, role: str) -> None:
+    project_id = project_key(project_id)
     require(project_id, ADMIN)
     _no_personal_grant(project_id)
     project, _ = Project.objects.get_or_create(project_id=project_id)
@@ -161,6 +175,7 @@ def grant_group(group: Any, project_id: str, role: str) -> None:
 
 
 def revoke_grant(username: str, project_id: str) -> dict[str, Any]:
+    project_id = project_key(project_id)
     require(project_id, ADMIN)
     user = user_named(username)
     deleted, _ = Grant.objects.filter(user=user, project__project_id=project_id).delete()

@@ -110,10 +110,13 @@ def _links(memory: Memory) -> list[LinkDict]:
     return [link_dict(link) for link in rows.order_by("created_at", "id")]
 
 
-def apply_remote_links(project_id: str, memory_uuid: str, supersedes: Any, links: Any) -> int:
+def apply_remote_links(
+    project_id: str, memory_uuid: str, supersedes: Any, links: Any, author: str | None = None
+) -> int:
     """Apply what a teammate's events say this memory supersedes and links to (the folded log,
     called by sync reconcile after every memory of the pass exists). Publishes nothing. Targets
-    not (yet) here are skipped; a later pass that brings them applies the links then.
+    not (yet) here are skipped; a later pass that brings them applies the links then. `author`: the
+    events' author, whom history names (it named whoever ran the reconcile: walk 10).
     Returns how many supersede marks and links were added."""
     added = 0
     with transaction.atomic():
@@ -130,14 +133,14 @@ def apply_remote_links(project_id: str, memory_uuid: str, supersedes: Any, links
                 continue
             if kind == LinkKind.SUPERSEDES:
                 if target.superseded_by_id is None:
-                    create.mark_superseded(target.pk, memory, "sync", remote=True)
+                    create.mark_superseded(target.pk, memory, "sync", remote=True, author=author)
                     added += 1
                 continue
             _, made = MemoryLink.objects.get_or_create(
                 from_memory=memory, to_memory=target, kind=kind, defaults={"project_id": project_id, "source": "sync"}
             )
             if made:
-                memory_history.record(memory, "linked", "sync", None, {"kind": kind, "to": target.pk})
+                memory_history.record(memory, "linked", "sync", None, {"kind": kind, "to": target.pk}, author=author)
                 added += 1
     return added
 

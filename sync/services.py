@@ -282,7 +282,7 @@ class Reconcile:
         for uuid_ in uuids:  # after every memory of the pass exists: links name others
             f = folded[uuid_]
             if f.exists and (f.fields.get("supersedes") or f.fields.get("links")):
-                apply_remote_links(self.project_id, uuid_, f.fields.get("supersedes"), f.fields.get("links"))
+                apply_remote_links(self.project_id, uuid_, f.fields.get("supersedes"), f.fields.get("links"), f.author)
 
     def _vectors(self, folded: dict[str, Folded], embedder: Embedder) -> dict[str, tuple[str, list[float]]]:
         """Per memory that needs a vector of our embedder: a reused logged one or a fresh one."""

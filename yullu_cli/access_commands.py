@@ -104,12 +104,17 @@ def cmd_grant(args: argparse.Namespace) -> None:
     from access import services
 
     g = services.grant(args.user, args.project, args.role)
-    print(f"{g['user']} now has {g['role']} on {g['project_id']}")
+    print(f"{g['user']} now has {g['role']} on {g['project_id']}{_typed_as(args.project, g['project_id'])}")
 
 
 def cmd_revoke_grant(args: argparse.Namespace) -> None:
     setup_django()
     from access import services
 
-    services.revoke_grant(args.user, args.project)
-    print(f"{args.user} no longer has a role on {args.project}")
+    g = services.revoke_grant(args.user, args.project)
+    print(f"{args.user} no longer has a role on {g['project_id']}{_typed_as(args.project, g['project_id'])}")
+
+
+def _typed_as(given: str, project_id: str) -> str:
+    """Name the clone URL a project id was read from, so the id the grant is on is no surprise."""
+    return f" (the project id of {given.strip()})" if given.strip() != project_id else ""

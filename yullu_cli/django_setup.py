@@ -23,6 +23,7 @@ def setup_django(migrate: bool = True) -> None:
     a command run before the first `make run` works), and stop again an embedded PostgreSQL that
     only this command started (so nothing is left running after it exits)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
+    not_on_a_team_servers_client()
     import django
 
     started_here = migrate and _embedded_postgres_is_down()
@@ -43,6 +44,25 @@ def setup_django(migrate: bool = True) -> None:
 
         if migrated := migrate_if_needed():
             print(f"yullu: brought the database up to date{upgrade_summary(migrated)}.", file=sys.stderr)
+
+
+def not_on_a_team_servers_client() -> None:
+    """A home that `yullu install --server URL` made a team server's client keeps no memories: every
+    database command there created and filled an embedded PostgreSQL nobody reads (walk 10: `yullu memories
+    list` said "0 shown" beside the team's four, `yullu reconcile` and `yullu dream` ran against it)."""
+    from yullu_core.env import env_is_set
+
+    if env_is_set("DATABASE_URL"):
+        return  # a node of a team server, which uses the shared database
+    from .hooks import yullu_home
+    from .team_server import client_of
+
+    if server := client_of(Path.home(), yullu_home()):
+        fail(
+            f"this install is a client of the team server {server} (`yullu install --server`), which keeps the "
+            f"memories, so this command has no database here: use your assistant's tools or its admin "
+            f"({server}/admin/); a server of this machine's own needs a YULLU_HOME of its own."
+        )
 
 
 def upgrade_summary(migrated: list[str]) -> str:

