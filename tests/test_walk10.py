@@ -20,12 +20,14 @@ from access.actor import acting_as, actor_for_user
 from access.models import ApiToken, Grant
 from access.services import add_user, grant, project_key, revoke_grant, revoke_token
 from memories import lifecycle
-from memories.models import Memory, MemoryChange
+from memories.anchors import stale
+from memories.models import Memory, MemoryAnchor, MemoryChange
 from memories.scope import resolve
 from memories.write import create
 from sync.services import reconcile_scope
 from tests.conftest import free_port
 from tests.processes import git_repo, run_cli
+from tests.test_anchors import checkout, rewrite  # noqa: F401 (a fixture)
 from tests.test_first_hour import fresh_home, postgres_running_under  # noqa: F401 (a fixture)
 from yullu_cli.access_commands import _typed_as
 from yullu_cli.team_server import client_of
@@ -49,8 +51,8 @@ def test_a_team_servers_client_refuses_database_commands_and_creates_no_local_da
 ) -> None:
     _, raw = ApiToken.issue(User.objects.create_user("ana"), "laptop")
     laptop = _laptop(fresh_home, tmp_path, live_server_url, raw)
-    checkout = git_repo(tmp_path / "app", "git@github.com:acme/app.git")
-    here = ["--cwd", str(checkout)]
+    app = git_repo(tmp_path / "app", "git@github.com:acme/app.git")
+    here = ["--cwd", str(app)]
     commands = (["memories", "list", *here], ["reconcile", *here], ["dream"], ["serve", "--port", str(free_port())])
     for command in commands:
         refused = run_cli(command, laptop, timeout=180)
@@ -145,3 +147,19 @@ def test_a_store_through_a_granted_clone_url_reaches_the_project(
     with acting_as(actor_for_user(ana)):
         stored = create.store_memory(resolve(None, str(repo)), "Releases are cut on Thursdays.", "process")
     assert stored.memory.project_id == "github.com/acme/app"
+
+
+def test_the_stale_diff_of_a_cited_span_names_the_files_lines(
+    checkout: Path,  # noqa: F811
+    keyword_only: None,
+) -> None:
+    # The walk: AsyncToSync.__call__ (sync.py:261-376) edited; the Stale page's hunk said "@@ -1,4 +1,7 @@".
+    scope = resolve(None, str(checkout))
+    stored = create.store_memory(
+        scope, "Clock.later adds seconds to now", "domain", anchors=["app/clock.py::Clock.later"]
+    )
+    rewrite(checkout, "return self.now() + seconds", "# seconds may be negative\n        return self.now() + seconds")
+    (anchor,) = MemoryAnchor.objects.filter(memory=stored.memory)
+    assert (anchor.line_start, anchor.line_end) == (8, 9)
+    hunk = next(line for line in stale.diff(anchor).splitlines() if line.startswith("@@"))
+    assert hunk == "@@ -8,2 +8,3 @@", stale.diff(anchor)

@@ -5,6 +5,7 @@ a file's blob id take microseconds where a `git` subprocess takes a millisecond 
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 import pygit2
@@ -98,11 +99,31 @@ def open_repo(root: Path | str | None) -> Repo | None:
     return Repo(Path(root), git)
 
 
-def unified_diff(before: bytes | None, after: bytes | None, old_name: str, new_name: str, context: int = 3) -> str:
-    """A unified diff of two texts (the cited code then and now), for the Stale queue."""
+HUNK = re.compile(r"@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
+
+
+def unified_diff(
+    before: bytes | None,
+    after: bytes | None,
+    old_name: str,
+    new_name: str,
+    context: int = 3,
+    *,
+    first_lines: tuple[int, int] = (1, 1),
+) -> str:
+    """A unified diff of two texts (the cited code then and now), for the Stale queue. `first_lines`: the
+    file's line numbers of each text's first line, so a cited span's hunks say where in the file they are
+    (`@@ -261,4 +261,7 @@`, not `@@ -1,4 +1,7 @@`: walk 10)."""
     # Lines without their ends: a cited span is joined without a final newline, and difflib would run the
     # last removed line and the first added one together ("-        return x+        return y").
     a = (before or b"").decode("utf-8", "replace").splitlines()
     b = (after or b"").decode("utf-8", "replace").splitlines()
     lines = difflib.unified_diff(a, b, f"a/{old_name}", f"b/{new_name}", n=context, lineterm="")
-    return "".join(f"{line}\n" for line in lines)
+    return "".join(f"{_in_file(line, *first_lines)}\n" for line in lines)
+
+
+def _in_file(line: str, old_first: int, new_first: int) -> str:
+    if not (found := HUNK.fullmatch(line)):
+        return line
+    old, new = int(found[1]) + old_first - 1, int(found[3]) + new_first - 1
+    return f"@@ -{old}{found[2]} +{new}{found[4]} @@"

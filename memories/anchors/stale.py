@@ -70,8 +70,10 @@ def diff(a: MemoryAnchor) -> str:
     if repo is None or not head:
         return ""
     before = repo.read(a.blob)
+    old_first = new_first = 1
     if before is not None and a.line_start is not None and a.line_end is not None:
         before = "\n".join(before.decode("utf-8", "replace").splitlines()[a.line_start - 1 : a.line_end]).encode()
+        old_first = a.line_start
     path = a.current_path or a.path
     blob = repo.blob_id(head, path)
     after = repo.read(blob) if blob else None
@@ -85,9 +87,10 @@ def diff(a: MemoryAnchor) -> str:
             start, end = span if span else (None, None)
         if start is not None and end is not None:
             after = "\n".join(after.decode("utf-8", "replace").splitlines()[start - 1 : end]).encode()
+            new_first = start
         elif a.symbol:
             after = None
-    return unified_diff(before, after, a.path, path)
+    return unified_diff(before, after, a.path, path, first_lines=(old_first, new_first))
 
 
 def stale_rows(project_id: str | None, limit: int = 30) -> list[dict[str, Any]]:
