@@ -19,6 +19,8 @@ from urllib.parse import quote
 
 from bench.secret_forms_9 import HELD_OUT_9 as HELD_OUT_9
 from bench.secret_forms_9 import HELD_OUT_9_KEEP as HELD_OUT_9_KEEP
+from bench.secret_forms_10 import HELD_OUT_10 as HELD_OUT_10
+from bench.secret_forms_10 import HELD_OUT_10_KEEP as HELD_OUT_10_KEEP
 
 Gen = Callable[[random.Random], str]
 
@@ -3940,3 +3942,13 @@ HELD_OUT_8_OPEN: frozenset[str] = frozenset(
 # secrets that must be stored. The first run through a live site (`python -m bench.secret_live`, REST stores)
 # stored 3 of 90 and refused 1 of 33 keepers; only that figure is a held-out figure (docs/security.md).
 # (imported at the top of this file)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_10: secrets13's set (bench/secret_forms_10.py), written before its author read the scanner, this file
+# or tests/test_secrets.py: 108 secrets with the wrapping varied most (chat lines, markdown tables, YAML/JSON/TOML/
+# INI, shell history, Python/JS/Go/Java/C# literals, .netrc, pgpass, remote URLs, kubeconfig, Helm, Ansible,
+# Jenkins, Postman, cookies, SMTP/FTP/VPN/Wi-Fi, door/alarm/safe codes, IBAN+PIN, cards, recovery codes, 2FA and
+# wallet seeds, nine languages) and 52 texts near secrets that must be stored. The first run through a live site
+# (`python -m bench.secret_live`, REST stores) stored 4 of 108 and refused 0 of 52 keepers; only that figure is a
+# held-out figure (docs/security.md). (imported at the top of this file)

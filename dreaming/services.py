@@ -23,7 +23,7 @@ from django.utils import timezone
 from access import policy as access
 from memories.anchors.stale import stale_notes
 from memories.models import ArchiveReason, Memory, RejectedMemory
-from memories.scope import Scope, known_root, resolve
+from memories.scope import Scope, known_root, project_known, resolve
 from memories.secrets import redact
 from yullu_core.arguments import SESSION_ID
 from yullu_core.config import load_for_project, parse_duration
@@ -419,6 +419,27 @@ def due_projects(now: datetime | None = None) -> list[str]:
     return due
 
 
+class NothingToDream(UserError):
+    """The folder or id names no project this install knows: no reasoner anywhere would help."""
+
+
+def _dreamable(scope: Scope) -> bool:
+    """A project a manual pass may open: a git checkout (the folder's or a known one), memories, or
+    recorded turns. `yullu dream --cwd /tmp` opened a pass, a schedule and a project row for a folder
+    nothing was ever recorded in: a stray project in the admin and the project list."""
+    if scope.git_root is not None or project_known(scope.project_id):
+        return True
+    return SessionMessage.objects.filter(project_id=scope.project_id).exists()
+
+
+def _nothing_to_dream(project_id: str | None, cwd: str, resolved: str) -> str:
+    if project_id:
+        return (f"project {project_id!r} not found (no memories, no recorded turns, no known checkout); check the "
+                "id, or run it without --project-id inside the project's git checkout.")  # fmt: skip
+    return (f"{cwd} is not inside a git repository and nothing was recorded for it ({resolved}: no memories, no "
+            "recorded turns); run it (or give --cwd) inside the project's git checkout.")  # fmt: skip
+
+
 def dream_in_folder(cwd: str, project_id: str | None) -> DreamResult:
     """A manual pass over a folder's project with the configured reasoner (`yullu dream`). Without
     one there is nothing it could do (MCP sampling needs a client): a UserError says what to set."""
@@ -426,4 +447,6 @@ def dream_in_folder(cwd: str, project_id: str | None) -> DreamResult:
     reasoner = configured_reasoner()
     if reasoner is None:
         raise UserError(f"no reasoner to dream with: {HOW_TO_GET_A_REASONER}; the recorded turns are kept.")
+    if not _dreamable(scope):
+        raise NothingToDream(_nothing_to_dream(project_id, cwd, scope.project_id))
     return run_dream_pass(scope.project_id, reasoner=reasoner, manual=True)

@@ -2210,3 +2210,87 @@ def test_each_form_probed_after_the_ninth_set_is_refused_by_its_rule(name: str) 
 )
 def test_the_forms_probed_after_the_ninth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# bench/secret_forms.HELD_OUT_10: secrets13's set (bench/secret_forms_10.py), written before its author read the
+# scanner (4 of its 108 secrets stored and 0 of 52 keepers refused on the first run through a live site; see
+# docs/security.md). The forms still stored (HELD_OUT_10_OPEN) are expected to fail, strictly.
+HELD_OUT_10_OPEN: frozenset[str] = frozenset()
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        pytest.param(
+            name,
+            text,
+            marks=[pytest.mark.xfail(strict=True, reason="still stored")] if name in HELD_OUT_10_OPEN else [],
+        )
+        for name, text in secret_forms.texts(secret_forms.HELD_OUT_10, seed=23)
+    ],
+)
+def test_every_form_of_the_tenth_held_out_set_is_found(name: str, text: str) -> None:
+    assert find_secret(text) is not None, name
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_10_KEEP, seed=23))
+def test_the_tenth_held_out_sets_keepers_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+# Each cause of the tenth set's first run (and of its other fillings) in other words, and the rule that must find it.
+TENTH_SET_CAUSES = {
+    "wifi qr code": ("scan this: WIFI:S:Lobby-Guest;T:WPA;P:Kettle\\;Drum77;H:false;;", "wifi-qr-password"),
+    "wpa_supplicant psk": ('network={\n  ssid="Lab"\n  psk="orchidtundrapepper12"\n}', "wpa-supplicant-psk"),
+    "terraform default": (
+        'variable "api_token" {\n  sensitive = true\n  default   = "Hq7#mZ=p2xVr!k"\n}',
+        "terraform-secret-default",
+    ),
+    "echo into a pass file": ("echo 'Lq8$zR2m!vX4' > /etc/app/db_password", "echoed-into-a-secret"),
+    "piped to password-stdin": (
+        'printf "%s" Wn4pQz8rTk2v | docker login -u bot --password-stdin ghcr.io',
+        "echoed-into-a-secret",
+    ),
+    "go mysql dsn, weak": ('dsn := "orders:Maple1234@tcp(db:3306)/orders?parseTime=true"', "go-dsn-password"),
+    "login and password": ("nas login is admin and Tulip4471 fyi", "login-and-password"),
+    "creds spaced slash with =": ("creds for staging: ops / =Kq2!vz7Tr?m", "login-pair-slashed"),
+    "joined words after password is": (
+        "my vault master password is otter-candle-river-globe",
+        "password-of-joined-words",
+    ),
+    "alarm disarm": ("alarm panel: disarm with 5521", "pin-in-prose"),
+    "duress code": ("the duress code is 9034", "pin-in-prose"),
+    "django key read as a call": (
+        "SECRET_KEY = 'k(7*^q%z!^mw&*b2n!0peqn@1t8dghry*4^d9sd5=1w)%p3h2x'",
+        "secret-assignment",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", TENTH_SET_CAUSES)
+def test_each_cause_of_the_tenth_sets_stored_secrets_is_refused_by_its_rule(name: str) -> None:
+    text, rule = TENTH_SET_CAUSES[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "WIFI:T:nopass;S:Lobby-Guest;P:;;",
+        'network={\n  ssid="Lab"\n  psk="<your passphrase>"\n}',
+        'variable "db_password" {\n  type      = string\n  sensitive = true\n}',
+        'variable "token_ttl" {\n  default = "15m"\n}',
+        'echo "$DB_PASSWORD" > /run/secrets/db_password',
+        "echo 'export PATH=$HOME/bin:$PATH' >> ~/.bashrc",
+        "echo hello-world-2024 > notes.txt",
+        'conn := "orders:${DB_PASS}@tcp(db:3306)/orders"',
+        "the login is required and enforced by the gateway",
+        "creds for staging: ops / see 1Password",
+        "master password: rotated-every-quarter-here",
+        "disarm the alarm within 30 seconds of opening the door",
+        "the disarm timeout is 3000 ms",
+        "value = os.getenv('SECRET_KEY', 'dev').strip()",
+    ],
+)
+def test_the_tenth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None

@@ -142,12 +142,14 @@ def cmd_dream(args: argparse.Namespace) -> None:
     setup_django()
     import json
 
-    from dreaming.services import dream_in_folder
+    from dreaming.services import NothingToDream, dream_in_folder
     from yullu_cli.memory_commands import served_reasoner_hint
     from yullu_core.errors import UserError
 
     try:
         result = dream_in_folder(args.cwd, args.project_id)
+    except NothingToDream as exc:
+        fail(str(exc))
     except UserError as exc:
         fail(str(exc) + served_reasoner_hint())
     print(json.dumps(result, indent=2))

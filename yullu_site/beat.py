@@ -16,6 +16,8 @@ from typing import Any
 from celery.utils.time import maybe_make_aware
 from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
+from yullu_site.monitoring.logfilters import OUTAGE
+
 SLACK_S = 1.0  # rounding of the heap's times; a clock set back by less does not matter
 
 
@@ -49,6 +51,15 @@ class ClockSafeScheduler(DatabaseScheduler):
         if heap and self._clock_went_back(heap):
             self._heap = None  # rebuilt by tick from the entries, each asked is_due() again
         return super().tick(*args, **kwargs)
+
+    def schedule_changed(self) -> bool:
+        """django-celery-beat's check, which logs a database it cannot reach and answers False; a check
+        that logged nothing reached the database, which ends an outage (one line saying it is back)."""
+        failures = OUTAGE.failures
+        changed: bool = super().schedule_changed()
+        if OUTAGE.failures == failures:
+            OUTAGE.reached_database()
+        return changed
 
     def _clock_went_back(self, heap: list[Any]) -> bool:
         # (An entry told to wait longer on purpose, a start_time in the future, also rebuilds the heap,

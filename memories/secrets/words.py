@@ -155,6 +155,10 @@ _PIN_NAMES = (
     "keypad code",
     "lock code",
     "safe code",
+    # an alarm panel's codes: "disarm with <digits>", "the duress code is <digits>" (secrets13's set)
+    "disarm",
+    "duress code",
+    "arming code",
     "code pin",
     "código pin",
     "codigo pin",

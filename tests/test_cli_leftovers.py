@@ -1,0 +1,59 @@
+"""Leftovers of the command line (lane fixes10): `yullu dream --cwd` of a folder nothing was recorded
+in made a stray project; every command's bad input is one sentence with the right exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from access.models import Project
+from dreaming.models import DreamPass, DreamSchedule, SessionMessage
+from tests.processes import product_env, run_cli
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def with_a_reasoner(tmp_path: Path) -> dict[str, str]:
+    """The product's environment with a `claude` on PATH (found as the reasoner; it answers nothing useful)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    claude.write_text("#!/bin/sh\necho '{}'\n")
+    claude.chmod(0o755)
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    return {k: v for k, v in env.items() if not k.startswith("ANTHROPIC_")}
+
+
+def nothing_made() -> bool:
+    return not (Project.objects.exists() or DreamPass.objects.exists() or DreamSchedule.objects.exists())
+
+
+def test_dream_in_a_folder_nothing_was_recorded_in_is_refused_and_makes_no_project(tmp_path: Path) -> None:
+    env = with_a_reasoner(tmp_path)
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    ran = run_cli(["dream", "--cwd", str(outside)], env)
+    assert ran.returncode == 1, ran.stdout
+    assert ran.stderr.startswith(f"yullu: {outside} is not inside a git repository and nothing was recorded for it")
+    assert len(ran.stderr.strip().splitlines()) == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert nothing_made(), list(Project.objects.values_list("project_id", flat=True))
+
+    ran = run_cli(["dream", "--project-id", "nobody/never"], env)
+    assert ran.returncode == 1 and "project 'nobody/never' not found" in ran.stderr, ran.stderr
+    assert nothing_made()
+
+
+def test_dream_in_a_folder_outside_git_with_recorded_turns_runs(tmp_path: Path) -> None:
+    env = with_a_reasoner(tmp_path)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    listed = run_cli(["memories", "list", "--cwd", str(notes), "--json"], env)
+    project_id = json.loads(listed.stdout)["project_id"]  # the folder's own id, as the hooks record it
+    SessionMessage.objects.create(project_id=project_id, session_id="s1", role="user", content="we deploy on Fridays")
+    ran = run_cli(["dream", "--cwd", str(notes)], env)
+    assert "nothing was recorded" not in ran.stderr, ran.stderr
+    assert DreamPass.objects.filter(project_id=project_id).exists(), ran.stdout + ran.stderr

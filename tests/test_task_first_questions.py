@@ -1,0 +1,61 @@
+"""A long task-first prompt whose task is worded as a general request ("write a …", "explain …", "x vs
+y") but which asks about the project in a sentence of its own still brings back the memory that answers
+it (asking.asks_in_general reads that sentence), while a general request stays general: the real local
+embedder and cross-encoder, through the prompt hook's REST path on a live server."""
+
+from __future__ import annotations
+
+import pytest
+
+from memories.scope import resolve
+from memories.search import asking
+from memories.write import create
+from tests.test_retrieval_gate import FACTS, LONG_GENERAL, hook_context
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Task first, in general wording; the question about the project in a sentence of its own.
+ASKED_AFTER_THE_TASK = {
+    "write a small script that posts canary results to slack. how do i release the probe once it looks fine?": (
+        "make ship-it"
+    ),
+    "write a python helper that reads feature flags for the billing page. where are the toggles actually read "
+    "from?": "LaunchDarkly",
+    "write a git hook that checks commit messages. what format do they need to follow?": "imperative mood",
+}
+# General wording throughout, a second sentence included: still general.
+STILL_GENERAL = [
+    "explain how postgres MVCC works. what is vacuum in general and why does it matter?",
+    "write me a celery task that retries with exponential backoff. what are good defaults for the delay?",
+]
+# General wording, then a question of its own about nothing this project holds: read apart, and nothing found.
+ELSEWHERE = [
+    "explain how kafka consumer groups rebalance. why would a consumer get kicked out?",
+    "write a bash script that tails nginx logs. how do I filter for 5xx only?",
+]
+
+
+def test_a_question_in_its_own_sentence_is_read_apart_from_the_task() -> None:
+    for prompt in ASKED_AFTER_THE_TASK:
+        assert not asking.asks_in_general(prompt), prompt
+    for prompt in [*STILL_GENERAL, *LONG_GENERAL]:
+        assert asking.asks_in_general(prompt), prompt
+    # one sentence: the task's wording decides, as before
+    assert asking.asks_in_general("write a sql query for last month's orders, which db do i connect as?")
+
+
+@pytest.mark.slow
+def test_the_hook_injects_the_answer_to_a_question_after_a_general_worded_task(
+    live_server_url: str, owner_token: str
+) -> None:
+    scope = resolve("acme/taskfirst", None)
+    for fact in FACTS:
+        create.store_memory(scope, fact, "process")
+
+    def injected(prompt: str) -> str:
+        return hook_context(live_server_url, owner_token, scope.project_id, prompt)
+
+    for prompt, answer in ASKED_AFTER_THE_TASK.items():
+        assert answer in injected(prompt), prompt
+    for prompt in [*STILL_GENERAL, *LONG_GENERAL, *ELSEWHERE]:
+        assert injected(prompt) == "", prompt
