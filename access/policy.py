@@ -93,8 +93,17 @@ def role_on(project_id: str, actor: Actor | None = None) -> str | None:
     return max(roles, key=lambda r: ROLE_RANK[Role(r)]) if roles else None
 
 
-def hidden(project_id: str) -> NotFound:
-    return NotFound(f"project {project_id!r} not found")
+def hidden(project_id: str, actor: Actor | None = None) -> NotFound:
+    """The same sentence for a project that does not exist and one the caller may not read. A team member
+    is also told where a role comes from: on the walk a new teammate got "project 'github.com/acme/minipkg'
+    not found" from inside its checkout, with no word of grants (walk 10). That depends on the caller only."""
+    actor = actor or acting()
+    if actor.is_superuser:
+        return NotFound(f"project {project_id!r} not found")
+    return NotFound(
+        f"project {project_id!r} not found, or you have no role on it: one of its admins gives you one "
+        f"(`yullu grant {actor.username or 'USER'} {project_id} read`)."
+    )
 
 
 def require(project_id: str, role: str, *, missing: UserError | None = None) -> str:
@@ -109,7 +118,7 @@ def require(project_id: str, role: str, *, missing: UserError | None = None) -> 
     if have is None and need > ROLE_RANK[Role.READ] and _claim(project_id, actor):
         have = Role.ADMIN
     if have is None:
-        raise missing or hidden(project_id)
+        raise missing or hidden(project_id, actor)
     if ROLE_RANK[Role(have)] < need:
         raise Forbidden(
             f"You have {have} access to project {project_id!r}; this needs {role}. "

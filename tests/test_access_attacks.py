@@ -127,8 +127,9 @@ def test_the_stale_queue_shows_only_readable_projects(live_server_url: str, keyw
     assert "payroll" not in page and SECRET not in page
     hidden = carol.get("/admin/memories/memory/stale/", params={"project_id": SECRET})
     missing = carol.get("/admin/memories/memory/stale/", params={"project_id": "acme/nothing"})
-    assert (hidden.status_code, hidden.text) == (404, f"project {SECRET!r} not found")
-    assert missing.status_code == 404 and missing.text == "project 'acme/nothing' not found"
+    grant_hint = "not found, or you have no role on it: one of its admins gives you one (`yullu grant carol"
+    assert (hidden.status_code, hidden.text) == (404, f"project {SECRET!r} {grant_hint} {SECRET} read`).")
+    assert missing.status_code == 404 and missing.text == f"project 'acme/nothing' {grant_hint} acme/nothing read`)."
 
 
 def _form(client: httpx.Client, url: str, data: dict[str, str]) -> httpx.Response:

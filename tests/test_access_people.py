@@ -169,7 +169,10 @@ def test_with_open_projects_off_only_a_grant_opens_a_new_project(
 
     monkeypatch.setitem(settings.YULLU, "access", {**settings.YULLU["access"], "open_projects": False})
     refused = store("acme/closed")
-    assert refused.status_code == 404 and refused.json()["error"] == "project 'acme/closed' not found"
+    assert refused.status_code == 404 and refused.json()["error"] == (
+        "project 'acme/closed' not found, or you have no role on it: one of its admins gives you one "
+        "(`yullu grant alice acme/closed read`)."
+    )
     assert not Memory.objects.filter(project_id="acme/closed").exists()
     assert not Grant.objects.filter(project__project_id="acme/closed").exists()
     monkeypatch.setitem(settings.YULLU, "access", {**settings.YULLU["access"], "open_projects": True})
