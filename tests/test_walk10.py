@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.test import Client
 
 from access.actor import acting_as, actor_for_user
 from access.models import ApiToken, Grant
@@ -163,3 +164,16 @@ def test_the_stale_diff_of_a_cited_span_names_the_files_lines(
     assert (anchor.line_start, anchor.line_end) == (8, 9)
     hunk = next(line for line in stale.diff(anchor).splitlines() if line.startswith("@@"))
     assert hunk == "@@ -8,2 +8,3 @@", stale.diff(anchor)
+
+
+def test_the_conflicts_queue_says_who_wrote_each_side(repo: Path, owner: Any, keyword_only: None) -> None:
+    first, second = (f"4444444{i}-4444-4444-8444-444444444444" for i in range(2))
+    _event(repo, 1, "create", first, content="Local() is our context-local storage.", tags=[], author="Ana")
+    _event(repo, 2, "create", second, content="Use threading.local for request state.", tags=[], author="Bo Berg")
+    _event(repo, 3, "update", second, links=[{"kind": "contradicts", "to": first}], author="Bo Berg")
+    assert reconcile_scope(resolve(None, str(repo)))["created"] == 2
+    client = Client()
+    client.force_login(owner)
+    page = client.get("/admin/memories/memory/conflicts/").content.decode()
+    assert "Use threading.local for request state." in page
+    assert '<span class="y-muted">· Bo Berg · 20' in page and '<span class="y-muted">· Ana · 20' in page, page
