@@ -40,6 +40,7 @@ class StubServer:
         # When set, a chat completion waits until the test opens this gate (at most CHAT_GATE_LIMIT
         # seconds, so a test that never opens it fails instead of hanging).
         self.chat_gate: threading.Event | None = None
+        self.embed_gate: threading.Event | None = None  # the same for an embedding request
         self.dim = DIM
         stub = self
 
@@ -81,6 +82,8 @@ class StubServer:
         return sum(1 for r in self.requests if r["path"].endswith("/embeddings"))
 
     def _embeddings(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.embed_gate is not None:
+            self.embed_gate.wait(CHAT_GATE_LIMIT)
         if self.embed_status != 200:
             return self.embed_status, {"error": {"message": "stub failure", "type": "server_error"}}
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
 from access.models import Project
 from dreaming.models import DreamPass, DreamSchedule, SessionMessage
-from tests.processes import product_env, run_cli
+from tests.processes import product_env, run_cli, spawn, stub_env, wait_until
+from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -57,3 +60,23 @@ def test_dream_in_a_folder_outside_git_with_recorded_turns_runs(tmp_path: Path) 
     ran = run_cli(["dream", "--cwd", str(notes)], env)
     assert "nothing was recorded" not in ran.stderr, ran.stderr
     assert DreamPass.objects.filter(project_id=project_id).exists(), ran.stdout + ran.stderr
+
+
+def test_doctor_prints_each_check_as_it_is_done(tmp_path: Path) -> None:
+    """Doctor printed every line at the end: ~5 s of nothing (Django's set-up, the embedding model's
+    load). Here the embedder's probe is held at the stub: the lines before it must be out already."""
+    with StubServer() as stub:
+        stub.embed_gate = threading.Event()
+        env = product_env(tmp_path / "yhome", HOME=str(tmp_path / "home"), **stub_env(stub.url))
+        proc = spawn(["-m", "yullu_cli.main", "doctor"], env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        lines: list[str] = []
+        threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
+        try:
+            wait_until(stub.embed_calls, "the embedder's probe", alive=proc, output=lambda: "".join(lines))
+            said = lambda: [line.split()[1] for line in lines if line[:1] != " "]  # noqa: E731
+            wait_until(lambda: said() == ["config", "database", "broker", "disk"], "the lines before the embedder's",
+                       timeout=30, output=lambda: "".join(lines))  # fmt: skip
+        finally:
+            stub.embed_gate.set()
+            proc.wait(timeout=120)
+        assert "embedder" in said() and "folder" in said(), lines

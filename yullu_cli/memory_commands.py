@@ -8,7 +8,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -219,11 +219,11 @@ def _shown(part: Part) -> dict[str, Any]:
     return {"check": part.name, "ok": part.ok, "status": status, "detail": detail, "fix": "" if part.ok else part.fix}
 
 
-def _system_checks() -> list[dict[str, Any]]:
+def _system_checks() -> Iterator[dict[str, Any]]:
     from yullu_site.monitoring import health
 
-    found = health.gather(health.DOCTOR, {"embedder": lambda: health.embedder(probe=True)})
-    return [_served_reasoner(_shown(p)) if p.name == "reasoner" else _shown(p) for p in found.parts]
+    for part in health.judge_each(health.DOCTOR, {"embedder": lambda: health.embedder(probe=True)}):
+        yield _served_reasoner(_shown(part)) if part.name == "reasoner" else _shown(part)
 
 
 def _config() -> tuple[bool, str, str]:
@@ -412,25 +412,40 @@ def doctor(args: argparse.Namespace) -> int:
 
     if not env_is_set("YULLU_SERVER") and (pinned := pinned_server(Path.home())):
         os.environ["YULLU_SERVER"] = pinned  # check what the installed hooks talk to, as install does
-    results = [_check("config", _config)]
+    results: list[dict[str, Any]] = []
+
+    def done(result: dict[str, Any]) -> None:
+        # Each line as soon as its check is done: printed all at the end, the first came after ~5 s
+        # (Django's set-up ~3 s, the embedding model's load ~1.3 s, docs/benchmarks.md).
+        results.append(result)
+        if not args.json:
+            _print_check(result)
+
+    done(_check("config", _config))
     if results[0]["ok"] and not env_str("YULLU_SERVER"):
         from .django_setup import setup_django
 
+        if not args.json and sys.stderr.isatty():
+            print("      (loading the site and the embedding model: a few seconds)", file=sys.stderr, flush=True)
         setup_django()  # like every database command: migrate first, stop a PostgreSQL started only for this
-        results += _system_checks()
+        for result in _system_checks():
+            done(result)
     # A client-only install (hooks on a team server) keeps nothing here: doctor asks that server and
     # starts no local storage (it created and migrated an embedded PostgreSQL the laptop never used).
     if results[0]["ok"]:
-        results += [_check("server", _server), _check("hooks", _hooks), _warning("folder", _folder)]
+        for name, fn in (("server", _server), ("hooks", _hooks)):
+            done(_check(name, fn))
+        done(_warning("folder", _folder))
     failed = any(r["status"] == "fail" for r in results)
     if args.json:
         print(json.dumps({"ok": not failed, "checks": results}, indent=2))
-    else:
-        for r in results:
-            print(f"{r['status'].upper() if not r['ok'] else 'ok':<4}  {r['check']:<9} {r['detail']}")
-            if not r["ok"] and r["fix"] and r["fix"] != r["detail"]:  # a warning that says its own fix: once
-                print(f"      {'':<9} fix: {r['fix']}")
     return 1 if failed else 0
+
+
+def _print_check(r: dict[str, Any]) -> None:
+    print(f"{r['status'].upper() if not r['ok'] else 'ok':<4}  {r['check']:<9} {r['detail']}", flush=True)
+    if not r["ok"] and r["fix"] and r["fix"] != r["detail"]:  # a warning that says its own fix: once
+        print(f"      {'':<9} fix: {r['fix']}", flush=True)
 
 
 def run(args: argparse.Namespace) -> None:

@@ -10,7 +10,7 @@ healthy for the server to be "ready". A judge that raises is a part with that on
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -239,8 +239,14 @@ BANNER = ("reasoner",)
 def gather(names: tuple[str, ...], judges: Mapping[str, Callable[[], Part]] | None = None) -> Health:
     """The named parts, judged now; `judges` replaces some (doctor probes the embedder, the
     dashboard limits the team logs to the viewer's projects)."""
+    return Health(tuple(judge_each(names, judges)))
+
+
+def judge_each(names: tuple[str, ...], judges: Mapping[str, Callable[[], Part]] | None = None) -> Iterator[Part]:
+    """The named parts one at a time, each as soon as it is judged (doctor prints each line then)."""
     chosen = {**PARTS, **(judges or {})}
-    return Health(tuple(_judged(name, chosen[name]) for name in names))
+    for name in names:
+        yield _judged(name, chosen[name])
 
 
 def _judged(name: str, judge: Callable[[], Part]) -> Part:
