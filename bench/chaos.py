@@ -26,12 +26,10 @@ mid-transaction) are bench/chaos_live.py.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -40,7 +38,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.faults import REPO, Site, free_port
+from bench.faults import REPO, Site, drill_arguments, drill_site
 
 WORDS = sorted(
     {
@@ -209,42 +207,21 @@ def drill_compact(site: Site, base: Path, target: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--drills", default="import,reconcile,compact")
+    parser = drill_arguments(__doc__, "import,reconcile,compact")
     parser.add_argument("--rows", type=int, default=4000)
-    parser.add_argument("--base", type=Path, default=Path("/tmp/yullu-chaos"))
-    parser.add_argument("--keep", action="store_true", help="keep the home (and its log) after")
     args = parser.parse_args()
-    base = args.base / f"run-{os.getpid()}"
-    base.mkdir(parents=True)
-    for folder in (args.base, base):
-        folder.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
-    (base / "config.toml").write_text("[dreaming]\nenabled = false\n")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_"))}
-    env |= {"YULLU_HOME": str(base / "home"), "YULLU_CONFIG": str(base / "config.toml"),
-            "YULLU_ROOT_PG_BASE": str(base / "pg"), "YULLU_PORT": str(port), "YULLU_ALLOWED_ROOTS": str(base),
-            "YULLU_LOG_LEVEL": "warning", "PYTHONPATH": str(REPO)}  # fmt: skip
-    site = Site(env, f"http://127.0.0.1:{port}", base / "serve.log")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the clean-up below runs on a SIGTERM too
-    try:
-        site.start()
-        site.wait_ready()
+    with drill_site(args.base, "run", "[dreaming]\nenabled = false\n", keep=args.keep) as site:
         for drill in args.drills.split(","):
             for target in ("postmaster", "process"):
                 if drill == "import":
-                    row = drill_import(site, base, args.rows, target)
+                    row = drill_import(site, site.base, args.rows, target)
                 elif drill == "reconcile":
-                    row = drill_reconcile(site, base, args.rows, target)
+                    row = drill_reconcile(site, site.base, args.rows, target)
                 elif drill == "compact":
-                    row = drill_compact(site, base, target)
+                    row = drill_compact(site, site.base, target)
                 else:
                     raise SystemExit(f"unknown drill {drill!r}")
                 print(json.dumps(row), flush=True)
-    finally:
-        site.stop()
-        if not args.keep:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -29,21 +29,18 @@ took to be ready again, and whether the supervisor kept running.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import asyncio
 import collections
 import contextlib
 import json
 import logging
-import os
-import shutil
-import signal
 import subprocess
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +48,7 @@ import httpx
 import psutil
 import psycopg
 
-from bench.faults import REPO, Site, free_port, session_for
+from bench.faults import REPO, Site, drill_arguments, drill_site, session_for
 
 
 class Load:
@@ -137,17 +134,26 @@ def ready_after(site: Site, since: float, timeout: float = 300) -> float:
 
 
 def drill_kills(site: Site, token: str, kills: int, clients: int) -> dict[str, Any]:
-    load = Load(site, token, f"chaos/kills-{uuid.uuid4().hex[:6]}")
+    return kill_under_load(site, token, "kills", kills, clients, site.postmaster)
+
+
+def kill_under_load(
+    site: Site, token: str, drill: str, kills: int, clients: int, victim: Callable[[], psutil.Process]
+) -> dict[str, Any]:
+    """`kills` times: wait until the site is ready, kill -9 `victim()`, time until ready again; writers
+    keep storing throughout (5 s before the first kill and after the last)."""
+    load = Load(site, token, f"chaos/{drill}-{uuid.uuid4().hex[:6]}")
     threads = load.run(clients)
     time.sleep(5)
     took = []
     for _ in range(kills):
         site.wait_ready()
+        process = victim()
         at = time.monotonic()
-        site.postmaster().kill()
+        process.kill()
         took.append(ready_after(site, at))
     time.sleep(5)  # writes go on after the last one
-    return {"drill": "kills", "kills": kills, "ready_again_s": took, **load.result(threads),
+    return {"drill": drill, "kills": kills, "ready_again_s": took, **load.result(threads),
             "supervisor_running": site.proc is not None and site.proc.poll() is None}  # fmt: skip
 
 
@@ -174,19 +180,7 @@ def drill_sigstop(site: Site, token: str, stop_s: float, clients: int) -> dict[s
 
 
 def drill_web(site: Site, token: str, kills: int, clients: int) -> dict[str, Any]:
-    load = Load(site, token, f"chaos/web-{uuid.uuid4().hex[:6]}")
-    threads = load.run(clients)
-    time.sleep(5)
-    took = []
-    for _ in range(kills):
-        site.wait_ready()
-        web = site.child("uvicorn")
-        at = time.monotonic()
-        web.kill()
-        took.append(ready_after(site, at))
-    time.sleep(5)
-    return {"drill": "web", "kills": kills, "ready_again_s": took, **load.result(threads),
-            "supervisor_running": site.proc is not None and site.proc.poll() is None}  # fmt: skip
+    return kill_under_load(site, token, "web", kills, clients, lambda: site.child("uvicorn"))
 
 
 def home_processes(home: str) -> list[str]:
@@ -311,32 +305,16 @@ def _write(site: Site, api: httpx.Client, write: str, project: str, memory: dict
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--drills", default="kills,sigstop,backend")
+    parser = drill_arguments(__doc__, "kills,sigstop,backend")
     parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--clients", type=int, default=3, help="MCP clients, and as many REST clients")
     parser.add_argument("--stop-s", type=float, default=30.0)
-    parser.add_argument("--base", type=Path, default=Path("/tmp/yullu-chaos"))
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--keep", action="store_true", help="keep the home after")
     args = parser.parse_args()
     logging.getLogger("mcp").setLevel(logging.CRITICAL)  # the SDK logs every broken session with a traceback
-    base = args.base / f"live-{os.getpid()}"
-    base.mkdir(parents=True)
-    for folder in (args.base, base):
-        folder.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
-    (base / "config.toml").write_text("[dreaming]\nenabled = false\n")
-    port = args.port or free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_"))}
-    env |= {"YULLU_HOME": str(base / "home"), "YULLU_CONFIG": str(base / "config.toml"), "YULLU_PORT": str(port),
-            "YULLU_ROOT_PG_BASE": str(base / "pg"),
-            "YULLU_EMBED_PROVIDER": "none", "YULLU_LOG_LEVEL": "warning", "PYTHONPATH": str(REPO)}  # fmt: skip
-    site = Site(env, f"http://127.0.0.1:{port}", base / "serve.log")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the clean-up below runs on a SIGTERM too
-    try:
-        site.start()
-        site.wait_ready()
-        token = (base / "home" / "token").read_text().strip()
+    no_dreams, no_model = "[dreaming]\nenabled = false\n", {"YULLU_EMBED_PROVIDER": "none"}
+    with drill_site(args.base, "live", no_dreams, keep=args.keep, port=args.port, extra=no_model) as site:
+        token, base = site.token(), site.base
         for drill in args.drills.split(","):
             if drill == "kills":
                 print(json.dumps(drill_kills(site, token, args.kills, args.clients)), flush=True)
@@ -353,10 +331,6 @@ def main() -> None:
                 raise SystemExit(f"unknown drill {drill!r}")
         serve_log = site.log.read_text(errors="replace")
         print(json.dumps({"serve_log_tracebacks": serve_log.count("Traceback")}), flush=True)
-    finally:
-        site.stop()
-        if not args.keep:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

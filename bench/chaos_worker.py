@@ -23,13 +23,8 @@ Prints one JSON line per drill.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import shutil
-import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -41,7 +36,7 @@ import httpx
 import psycopg
 
 from bench.chaos_live import dsn
-from bench.faults import REPO, Site, free_port
+from bench.faults import Site, drill_arguments, drill_site
 
 FACTS = ["The billing worker retries invoices three times.", "Deploys wait for the queue to drain first."]
 
@@ -225,43 +220,22 @@ def drill_dream(site: Site, token: str, reasoner: Reasoner) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--drills", default="anchors,dream")
+    parser = drill_arguments(__doc__, "anchors,dream")
     parser.add_argument("--memories", type=int, default=400)
-    parser.add_argument("--base", type=Path, default=Path("/tmp/yullu-chaos"))
-    parser.add_argument("--keep", action="store_true", help="keep the home after")
     args = parser.parse_args()
-    base = args.base / f"worker-{os.getpid()}"
-    base.mkdir(parents=True)
-    for folder in (args.base, base):
-        folder.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
-    (base / "config.toml").write_text(f'[server]\nallowed_roots = ["{base}"]\n')
     reasoner = Reasoner()
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_"))}
-    env |= {"YULLU_HOME": str(base / "home"), "YULLU_CONFIG": str(base / "config.toml"), "YULLU_PORT": str(port),
-            "YULLU_ROOT_PG_BASE": str(base / "pg"), "YULLU_EMBED_PROVIDER": "none", "YULLU_LOG_LEVEL": "warning",
-            "YULLU_SCHEDULER_TICK_SECONDS": "2", "YULLU_REASON_PROVIDER": "openai",
-            "YULLU_REASON_MODEL": "stub-chat", "OPENAI_API_KEY": "sk-test-not-real", "OPENAI_BASE_URL": reasoner.url,
-            "PYTHONPATH": str(REPO)}  # fmt: skip
-    site = Site(env, f"http://127.0.0.1:{port}", base / "serve.log")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    try:
-        site.start()
-        site.wait_ready()
-        token = (base / "home" / "token").read_text().strip()
+    env = {"YULLU_EMBED_PROVIDER": "none", "YULLU_SCHEDULER_TICK_SECONDS": "2", "YULLU_REASON_PROVIDER": "openai",
+           "YULLU_REASON_MODEL": "stub-chat", "OPENAI_API_KEY": "sk-test-not-real",
+           "OPENAI_BASE_URL": reasoner.url}  # fmt: skip
+    with drill_site(args.base, "worker", "", keep=args.keep, extra=env) as site:
         for drill in args.drills.split(","):
             if drill == "anchors":
-                print(json.dumps(drill_anchors(site, token, base, args.memories)), flush=True)
+                print(json.dumps(drill_anchors(site, site.token(), site.base, args.memories)), flush=True)
             elif drill == "dream":
-                print(json.dumps(drill_dream(site, token, reasoner)), flush=True)
+                print(json.dumps(drill_dream(site, site.token(), reasoner)), flush=True)
             else:
                 raise SystemExit(f"unknown drill {drill!r}")
         print(json.dumps({"serve_log_tracebacks": site.log.read_text(errors="replace").count("Traceback")}), flush=True)
-    finally:
-        site.stop()
-        if not args.keep:
-            shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from bench.bge_small import INSTRUCTION, bge_encoder
+
 DATA = Path(__file__).resolve().parent / "data"
 # The tuning codebases (label, file); ours is read through its `tune` split only.
 TUNING = [
@@ -58,33 +60,6 @@ TUNING = [
 KINDS = ("question", "paraphrase", "long")
 VARIANTS = ("today", "mix30", "mix50", "mix70", "rank", "bge")
 MIX = {"mix30": 0.3, "mix50": 0.5, "mix70": 0.7}
-INSTRUCTION = "Represent this sentence for searching relevant passages: "  # bge's, for short queries
-
-
-def bge_encoder(root: Path) -> Callable[[list[str]], np.ndarray]:
-    """bge-small's ONNX graph and tokenizer, CLS pooled and normalised (bench/bge_small.py)."""
-    import onnxruntime as ort
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(root / "tokenizer.json"))
-    tok.enable_truncation(512)
-    tok.no_padding()
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(str(root / "model.onnx"), options, providers=["CPUExecutionProvider"])
-
-    def encode(texts: list[str]) -> np.ndarray:
-        encs = tok.encode_batch(texts)
-        width = max(len(e.ids) for e in encs)
-        feeds = {n: np.zeros((len(encs), width), np.int64) for n in ("input_ids", "attention_mask", "token_type_ids")}
-        for row, e in enumerate(encs):
-            feeds["input_ids"][row, : len(e.ids)] = e.ids
-            feeds["attention_mask"][row, : len(e.ids)] = e.attention_mask
-            feeds["token_type_ids"][row, : len(e.ids)] = e.type_ids
-        cls = session.run(None, feeds)[0][:, 0]
-        return np.asarray(cls / np.linalg.norm(cls, axis=1, keepdims=True))
-
-    return encode
 
 
 class Bge:

@@ -46,7 +46,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,12 +110,63 @@ class Site:
                 raise SystemExit(f"the site did not become ready; see {self.log}")
             time.sleep(0.2)
 
+    @property
+    def base(self) -> Path:
+        """The drill's folder (its home's parent)."""
+        return Path(self.env["YULLU_HOME"]).parent
+
+    def token(self) -> str:
+        return (self.base / "home" / "token").read_text().strip()
+
     def stop(self) -> None:
         """SIGTERM the server, then make sure its PostgreSQL is down too (a drill may have left it orphaned)."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(timeout=120)
         self.python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
+
+
+def drill_arguments(doc: str | None, drills: str) -> argparse.ArgumentParser:
+    """The options every chaos drill tool takes: which drills, where its folder goes, whether to keep it."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--drills", default=drills)
+    parser.add_argument("--base", type=Path, default=Path("/tmp/yullu-chaos"))
+    parser.add_argument("--keep", action="store_true", help="keep the drill's folder (home, log) after")
+    return parser
+
+
+CALLERS_OWN = ("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_")  # a drill's site never uses the caller's
+
+
+@contextlib.contextmanager
+def drill_site(
+    root: Path, name: str, config: str, *, keep: bool, port: int = 0, extra: dict[str, str] | None = None
+) -> Iterator[Site]:
+    """A site of its own for a chaos drill (bench.chaos, chaos_live, chaos_worker): `root`/`name-<pid>`
+    holds its home, `config` as config.toml, its embedded PostgreSQL and serve.log, and is the one
+    allowed root (the drills' checkouts live there). The caller's own database, Yul'lu, Django and
+    Celery settings are left out, `extra` added. Started and ready in the block; stopped (its
+    PostgreSQL too) and, unless `keep`, removed after it, on a SIGTERM too."""
+    base = root / f"{name}-{os.getpid()}"
+    base.mkdir(parents=True)
+    for folder in (root, base):
+        folder.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
+    (base / "config.toml").write_text(config)
+    port = port or free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CALLERS_OWN)}
+    env |= {"YULLU_HOME": str(base / "home"), "YULLU_CONFIG": str(base / "config.toml"), "YULLU_PORT": str(port),
+            "YULLU_ROOT_PG_BASE": str(base / "pg"), "YULLU_ALLOWED_ROOTS": str(base), "YULLU_LOG_LEVEL": "warning",
+            "PYTHONPATH": str(REPO), **(extra or {})}  # fmt: skip
+    site = Site(env, f"http://127.0.0.1:{port}", base / "serve.log")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the clean-up below runs on a SIGTERM too
+    try:
+        site.start()
+        site.wait_ready()
+        yield site
+    finally:
+        site.stop()
+        if not keep:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 @dataclass

