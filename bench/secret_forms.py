@@ -3926,12 +3926,9 @@ HELD_OUT_8_KEEP: list[Form] = [
     _f("otp-desc", lambda r: "the SMS code expires after 10 minutes, request a new one if late"),
 ]
 
-HELD_OUT_8_OPEN: frozenset[str] = frozenset(
-    {
-        "bank-prose",
-        "prose-mother",
-    }
-)
+# (empty since secrets13: "which is RosesAreRed1951" and "so 140362Rex", told about an account, are refused by
+# `told-after-which-is`)
+HELD_OUT_8_OPEN: frozenset[str] = frozenset()
 
 
 # ---------------------------------------------------------------------------------------------

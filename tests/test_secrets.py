@@ -2294,3 +2294,52 @@ def test_each_cause_of_the_tenth_sets_stored_secrets_is_refused_by_its_rule(name
 )
 def test_the_tenth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# The known leftovers of the sets before the tenth (HELD_OUT_8_OPEN's two, HELD_OUT_9's other fillings, the last
+# note's forms), one cause each, and the rule that must find it (secrets13).
+LEFTOVERS_AFTER_9 = {
+    "which is, about an account": (
+        "Grandma's Netflix: same as her email, which is RosesAreRed1951",
+        "told-after-which-is",
+    ),
+    "so, about a bank app": ("Mum's bank app login is her birthday then 'Rex', so 140362Rex", "told-after-which-is"),
+    "words joined by =, handed over": (
+        "> dana: just use `Falcon=meadow4410` for the vpn until IT resets it",
+        "handed-over",
+    ),
+    "random letters after pw": ("Jenkins: user ci-bot, pw gvqPMEBWJwCa", "password-named"),
+    "quoted words after the key is": ('the key is "amber otter violet ridge"', "quoted-words-after-key"),
+    "host, user, password": ("the NAS is at 10.0.0.4, admin, Ember-cactus8990", "host-then-login-pair"),
+    "session id as a cookie's value": ("session_id=7c9e6679-7425-40de-944b-e07fc1f90ae7", "session-id-value"),
+    "the secret id is": ("the secret id is 5d2c8a41-9b7e-4f03-a6d1-0c8e2f4b7a93", "secret-id-value"),
+    "a pin of letters": ("her pin is Xk3mP9qL2vRt", "pin-of-letters"),
+}
+
+
+@pytest.mark.parametrize("name", LEFTOVERS_AFTER_9)
+def test_each_leftover_after_the_ninth_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = LEFTOVERS_AFTER_9[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The key is to batch the writes; otherwise the WAL grows too fast.",
+        'the key is "keep it simple"',
+        "Release notes are on the wiki, which is ConfluenceCloud at the moment",
+        "the build runs on Ubuntu, which is 22.04 here",
+        "10.0.0.5, web01, eu-west-1a",
+        "db01.internal, ubuntu, Ubuntu-22.04",
+        "if input.dtype not in (torch.float16, torch.bfloat16, torch.float32):",
+        "session_id is a UUID4 made per request and logged for tracing only.",
+        '{"type":"result","session_id":"962f494e-6ad0-452f-bb9c-bf75e834352c","num_turns":1}',
+        "the secret's version id is 5d2c8a41-9b7e-4f03-a6d1-0c8e2f4b7a93",
+        "the pin is GPIO17 on the header",
+        "pw getHTTPResponse is a method, not a password",
+        "set timeout=value30 in the config for the vpn",
+    ],
+)
+def test_the_leftovers_after_the_ninth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None

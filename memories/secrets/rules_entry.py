@@ -60,6 +60,10 @@ def _strong_value(value: str) -> bool:
     # (three words joined are a product's or a project's name as often: "use copper-lantern-pro")
     if _joined_words(value, words_alone=4) or _password_shaped(value):
         return True
+    # (words joined by one `=`, a capitalised one first: "just use `Word=word1234` for the vpn"; a setting's
+    # `key=value` starts in small letters; HELD_OUT_9's leftover, secrets13)
+    if value.count("=") == 1 and value[:1].isupper() and _joined_words(value.replace("=", "-"), words_alone=4):
+        return True
     return _plain_password(value) and any(c in "!@#$%^&*+=?~" for c in value)
 
 

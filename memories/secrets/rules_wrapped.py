@@ -1,16 +1,18 @@
 """Our rules, fifth part: secrets that their wrapping names, not a word before them (held-out set 10): a Wi-Fi QR
 code's `P:` field, wpa_supplicant's `psk="…"`, a Terraform variable named for a secret with its `default`, a value
-echoed into a file or a command that keeps secrets, Go's MySQL DSN, and a login pair told with `and` or ` / `."""
+echoed into a file or a command that keeps secrets, Go's MySQL DSN, and a login pair told with `and` or ` / `; and
+the known leftovers of the sets before it (a session's or a secret's id given as a UUID, a PIN of letters, quoted
+words after "the key is", a host then a login pair, a password told after "which is" or "so" about an account)."""
 
 from __future__ import annotations
 
 import re
 
 from .model import Rule
-from .phrases import _joined_words
-from .told import _plain_password, _told_password, _told_secret
+from .phrases import _joined_words, _passphrase
+from .told import _plain_password, _random_mixed, _told_password, _told_secret, _told_token
 from .values import _assigned_secret, _not_placeholder, _url_password
-from .words import _TOLD_VALUE
+from .words import _ADVERB, _TOLD_VALUE
 
 # A file or a command that keeps what is written to it: `~/.vault_pass.txt`, `/etc/app/api-token`, `secrets.env`,
 # `| docker login --password-stdin`, `| kubectl create secret …`, `| gh secret set X`.
@@ -24,6 +26,36 @@ _SECRET_SINK = (
 _SENTENCE_WORD = re.compile(
     r"(?i)(?:ed|ing|ly)(?![^\W\d_])|(?<![^\W\d_])(?:every|each|never|only|always|per|after|before)(?![^\W\d_])"
 )
+
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# What an account's password is told about, earlier on its line: a login, an account, an app or a service people
+# log in to ("Grandma's Netflix: same as her email, which is X", "Mum's bank app login is …, so X").
+_ACCOUNT_BEFORE = re.compile(
+    r"(?i)\b(?:logins?|log-?in|account|netflix|spotify|hulu|disney\+?|icloud|gmail|e-?mail|bank|banking|app|wi-?fi"
+    r"|router|laptop|phone|portal|password|pw)\b"
+)
+# A password made of capitalised words and a number ("RosesAreRed1951"), or a date's digits and a name ("140362Rex").
+_WORDS_AND_NUMBER = r"(?-i:(?:[A-Z][a-z]+){2,4}\d{2,6}|\d{4,8}[A-Z][a-z]{2,12})"
+
+
+def _account_before(text: str) -> bool:
+    return bool(_ACCOUNT_BEFORE.search(text.rsplit("\n", 1)[-1]))
+
+
+_HOST_THEN_USER = re.compile(
+    r"(?<![\w.])(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][\w-]*(?:\.[\w-]+)*\.(?:local|lan|internal|intranet|corp|home"
+    r"|com|net|org|io|dev|cloud))(?::\d{1,5})?[ \t]*[,;][ \t]*[\w.@-]{1,32}[ \t]*[,;/][ \t]*[\"'`]?$"
+)
+
+
+def _host_login_value(value: str) -> bool:
+    """A password after a host and a user ("10.0.0.4, admin, Ember-cactus8990"): words joined with a number, or a
+    password's shape (not a version, `Ubuntu-22.04`, nor a name of plain words, `eu-west-1a`)."""
+    value = value.strip("'\"`.,;")
+    if re.search(r"\d\.\d", value):
+        return False
+    return _joined_words(value, words_alone=4) or _plain_password(value) and any(c in "!@#$%^&*+=?~" for c in value)
+
 
 RULES: tuple[Rule, ...] = (
     # The Wi-Fi QR code's payload (`WIFI:T:WPA;S:HomeNet;P:X;;`): its `P:` field is the network's password
@@ -114,5 +146,78 @@ RULES: tuple[Rule, ...] = (
         # (not words of a sentence about it: "the password is rotated-every-ninety-days", "is auto-generated-on-
         # first-login")
         check=lambda value: _joined_words(value, 4) and not _SENTENCE_WORD.search(value),
+    ),
+    # The known leftovers of the sets before this one (secrets13).
+    # `session_id=<uuid>`, `JSESSIONID=X`: a session's id given as a cookie or a query's value is who is logged in
+    # (the cookie rule wants `Cookie:`); not its name alone ("session_id is a UUID4 made per request"), nor a JSON
+    # field (`"session_id": "…"`: a CLI's conversation id in its output).
+    Rule(
+        "session-id-value",
+        "a credential (a session id)",
+        re.compile(
+            r"(?i)\b(?:session[_-]?(?:id|key|token)|sess_?id|php_?sessid|jsessionid)[ \t]*=[ \t]*[\"'`]?"
+            rf"({_UUID}|[A-Za-z0-9_-]{{20,}})"
+        ),
+        ("session", "sessid", "sess_id"),
+        check=lambda value: value.count("-") == 4 or _told_token(value),
+    ),
+    # "the secret id is <uuid>", `secret_id: <uuid>`: Vault's AppRole secret id is the secret half of a login (not a
+    # secret's version id, which `_ID_JUST_BEFORE` reads, nor `secret_id_accessor`).
+    Rule(
+        "secret-id-value",
+        "a credential (a secret id)",
+        re.compile(
+            r"(?i)\bsecret[ _-]?id\b[\"']?(?:[ \t]+(?:is|was)|[ \t]*[:=])[ \t]*[\"'`]?"
+            rf"({_UUID}|[A-Za-z0-9_-]{{20,}})"
+        ),
+        ("secret id", "secret_id", "secret-id", "secretid"),
+        check=lambda value: value.count("-") == 4 or _told_token(value),
+    ),
+    # "her pin is Xk3mP9qL2vRt": a PIN of letters and digits drawn at random (pin-in-prose reads digits only; "the pin
+    # is GPIO17", a wire's, is no random mix).
+    Rule(
+        "pin-of-letters",
+        "a PIN",
+        re.compile(
+            rf"(?i)\bpin(?:[ -]?code)?s?(?:[ \t]+(?:is|was)(?:[ \t]+{_ADVERB})?|[ \t]*:)[ \t]*"
+            r"[\"'`]?([A-Za-z0-9]{6,40})\b"
+        ),
+        ("pin",),
+        check=_random_mixed,
+    ),
+    # `the key is "amber otter violet ridge"`: four words or more quoted after "the key is" (unquoted, "the key is to
+    # batch the writes" is an idiom), none a word of a sentence.
+    Rule(
+        "quoted-words-after-key",
+        "a passphrase",
+        re.compile(
+            rf"(?i)\bkey[ \t]+(?:is|was)(?:[ \t]+{_ADVERB})?[ \t]*:?[ \t]*[\"'`“‘]"
+            r"([A-Za-z]+(?:[ \t]+[A-Za-z]+){3,7})[\"'`”’]"
+        ),
+        ("key is", "key was"),
+        check=_passphrase,
+    ),
+    # "the NAS is at 10.0.0.4, admin, Ember-cactus8990": an address (an IPv4 one or a host's name with its domain; not
+    # code's `torch.int8, torch.int16, …`), a user, then the password, comma-separated.
+    Rule(
+        "host-then-login-pair",
+        "a password",
+        # (matched from the comma, the address read before it: tried at every word, the address cost 8 µs a text)
+        re.compile(rf"[,;][ \t]*[\w.@-]{{1,32}}[ \t]*[,;/][ \t]*[\"'`]?({_TOLD_VALUE})"),
+        (",", ";"),
+        before=lambda text: bool(_HOST_THEN_USER.search(text)),
+        check=_host_login_value,
+    ),
+    # "Grandma's Netflix: same as her email, which is RosesAreRed1951", "Mum's bank app login is her birthday then
+    # 'Rex', so 140362Rex": a password's usual shape after "which is" or "so", about an account earlier on the line.
+    Rule(
+        "told-after-which-is",
+        "a password",
+        re.compile(
+            r"(?i)(?=[wt,;s])(?:\b(?:which|that)[ \t]+(?:is|was)|(?:^|[,;])[ \t]*so|\bso[ \t]+it'?s)[ \t]+[\"'`]?"
+            rf"({_WORDS_AND_NUMBER})(?=[\"'`]?(?:[\s.,;!?)]|$))"
+        ),
+        ("which is", "which was", "that is", "that was", ", so ", "; so ", "so it"),
+        before=_account_before,
     ),
 )

