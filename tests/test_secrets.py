@@ -2260,6 +2260,11 @@ TENTH_SET_CAUSES = {
     ),
     "alarm disarm": ("alarm panel: disarm with 5521", "pin-in-prose"),
     "duress code": ("the duress code is 9034", "pin-in-prose"),
+    "weak password assigned": ("REDIS_PASSWORD=Aaaa1111", "password-assigned-plainly"),
+    "weak password in compose": (
+        '    environment:\n      POSTGRES_PASSWORD: "Igloo?4444"',
+        "password-assigned-plainly",
+    ),
     "django key read as a call": (
         "SECRET_KEY = 'k(7*^q%z!^mw&*b2n!0peqn@1t8dghry*4^d9sd5=1w)%p3h2x'",
         "secret-assignment",
@@ -2290,6 +2295,11 @@ def test_each_cause_of_the_tenth_sets_stored_secrets_is_refused_by_its_rule(name
         "disarm the alarm within 30 seconds of opening the door",
         "the disarm timeout is 3000 ms",
         "value = os.getenv('SECRET_KEY', 'dev').strip()",
+        "PASSWORD_RESET_TIMEOUT=86400s",
+        "password_min_length: 12",
+        "DB_PASSWORD=changeme123",
+        "PASSWORD_HASHER=argon2id",
+        "password: v2.4.1",
     ],
 )
 def test_the_tenth_sets_near_misses_are_kept(text: str) -> None:

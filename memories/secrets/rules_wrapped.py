@@ -220,4 +220,18 @@ RULES: tuple[Rule, ...] = (
         ("which is", "which was", "that is", "that was", ", so ", "; so ", "so it"),
         before=_account_before,
     ),
+    # `DB_PASSWORD=hunter22`, `POSTGRES_PASSWORD: "Igloo?4444"`: a weak password assigned to a name that ends in a
+    # password's word (secret-assignment wants a random value, as a key's or a token's name needs; a password's name
+    # says what the value is, so a value as `password-told-plainly` wants it is one). Not a setting about passwords:
+    # the name must end there (`PASSWORD_RESET_TIMEOUT`, `password_min_length` go on).
+    Rule(
+        "password-assigned-plainly",
+        "a password",
+        re.compile(
+            r"(?i)(?=[p])(?:pass(?:word|wd)?|pwd)[\"']?[ \t]*(?:=|:(?!:|//)|=>)[ \t]*[\"'`]?"
+            r"([^\s\"'`,;]{6,40})(?=[\"'`]?(?:[\s,;]|$))"
+        ),
+        ("pass", "pwd"),
+        check=_plain_password,
+    ),
 )
