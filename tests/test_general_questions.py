@@ -1,0 +1,55 @@
+"""Short general questions about a product the project uses get nothing from the project's memories,
+while questions about the project in the same words still find theirs (asking.asks_in_general), with
+the real local embedder and cross-encoder through the product's search path."""
+
+from __future__ import annotations
+
+import pytest
+
+from memories.scope import resolve
+from memories.search import asking, queries
+from memories.write import create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FACTS = {
+    "search": "Search runs on Elasticsearch 8 with three primary shards per index; reindex with make reindex.",
+    "kafka": "Order events go through Kafka with transactions enabled so the outbox relay never double-publishes.",
+    "k8s": "The api deployment has a PodDisruptionBudget of minAvailable 2 so node drains never take it down.",
+    "go": "Services are built with Go 1.22; bump the toolchain in go.mod and the CI image together.",
+    "auth": "The cli authenticates with a device-code flow against Keycloak and caches the token in ~/.acme.",
+}
+# General questions about those products, in wordings a developer types.
+GENERAL = [
+    "how does elasticsearch sharding work",
+    "how do kafka transactions work",
+    "what is a kubernetes pod disruption budget",
+    "what's new in go 1.23",
+    "elasticsearch query dsl syntax",
+]
+# Each brought back the memory naming the product before these shapes read as general. ("how do kafka
+# transactions work" still finds the memory saying Kafka transactions are enabled: the cue is one feature of the
+# gate, and a match that close clears it.)
+ANSWERED_WITHOUT_THE_CUE = GENERAL[0], GENERAL[2], GENERAL[3]
+# The project's own questions in the same shapes.
+ABOUT_US = {
+    "how does authentication work for the cli": "auth",
+    "how many shards does our search index have": "search",
+}
+
+
+def test_the_shapes_read_as_general_only_with_a_product_or_an_article() -> None:
+    for question in GENERAL:
+        assert asking.asks_in_general(question), question
+    for question in [*ABOUT_US, "how does billing retry work", "what is the booking hold window"]:
+        assert not asking.asks_in_general(question), question
+
+
+def test_general_questions_about_our_products_get_nothing_and_ours_still_find_theirs() -> None:
+    scope = resolve("acme/generalq", None)
+    ids = {key: create.store_memory(scope, text, "decision").memory.id for key, text in FACTS.items()}
+    for question in ANSWERED_WITHOUT_THE_CUE:
+        assert queries.search(scope.project_id, question, log=False).results == [], question
+    for question, key in ABOUT_US.items():
+        found = queries.search(scope.project_id, question, log=False).results
+        assert found and found[0]["id"] == ids[key], question
