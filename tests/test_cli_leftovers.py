@@ -80,3 +80,37 @@ def test_doctor_prints_each_check_as_it_is_done(tmp_path: Path) -> None:
             stub.embed_gate.set()
             proc.wait(timeout=120)
         assert "embedder" in said() and "folder" in said(), lines
+
+
+# A new user's mistakes (fixes10's walk over every command): each is a usage error, exit 2, the
+# command's usage line and one sentence naming the argument; nothing runs.
+USAGE_ERRORS = [
+    (["memories", "list", "--limit", "0"], "argument --limit: must be a whole number of at least 1, not '0'"),
+    (["memories", "show", "abc"], "argument id: must be a whole number of at least 1, not 'abc'"),  # exit 1 before
+    (["memories", "rm", "-5"], "argument id: must be a whole number of at least 1, not '-5'"),  # 'memory -5 not found'
+    (["tokens", "revoke", ""], "argument id: must be a whole number of at least 1, not ''"),  # 'token  not found'
+    (["memories", "list", "--cwd", ""], "argument --cwd: must name a folder, not be empty"),  # listed this folder
+    (["reconcile", "--cwd", ""], "argument --cwd: must name a folder, not be empty"),  # reconciled this checkout
+    (["dream", "--cwd", " "], "argument --cwd: must name a folder, not be empty"),
+    (["import", ""], "argument path: must name a file or folder, not be empty"),  # imported this folder
+]
+
+
+@pytest.mark.parametrize(("args", "said"), USAGE_ERRORS)
+def test_a_mistyped_argument_is_a_usage_error(tmp_path: Path, args: list[str], said: str) -> None:
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    ran = run_cli(args, env)
+    assert ran.returncode == 2 and ran.stdout == "", (ran.returncode, ran.stdout, ran.stderr)
+    lines = ran.stderr.strip().splitlines()
+    command = " ".join(args[:2] if args[0] in ("memories", "tokens") else args[:1])
+    assert lines[0].startswith(f"usage: yullu {command} ") and lines[-1] == f"yullu {command}: error: {said}", lines
+    assert "Traceback" not in ran.stderr
+
+
+def test_project_id_is_taken_wherever_project_is(tmp_path: Path) -> None:
+    """`--project-id` (reconcile, dream, anchors, sync) and `--project` (memories, export, import) named the
+    same thing; `yullu memories list --project-id X` was 'unrecognized arguments'."""
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    for command in (["memories", "list"], ["export", "json"]):
+        ran = run_cli([*command, "--project-id", "nobody/never"], env)
+        assert ran.returncode == 1 and "project 'nobody/never' not found" in ran.stderr, ran.stderr

@@ -47,10 +47,12 @@ def test_add_list_search_show_and_rm_a_memory(tmp_path: Path) -> None:
 
 def test_bad_input_is_one_sentence_and_exit_1(tmp_path: Path) -> None:
     env = env_for(tmp_path)
-    for args in (["memories", "show", "999999"], ["memories", "add", "   ", "--project", "p"], ["memories", "rm", "x"]):
+    for args in (["memories", "show", "999999"], ["memories", "add", "   ", "--project", "p"]):
         out = run_cli(args, env)
         assert out.returncode == 1 and out.stderr.strip().splitlines()[-1].startswith("yullu: "), args
         assert "Traceback" not in out.stderr
+    out = run_cli(["memories", "rm", "x"], env)  # not an id at all: a usage error (tests/test_cli_leftovers.py)
+    assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith("yullu memories rm: error: ")
 
 
 def test_a_user_memory_added_from_the_cli_is_personal(tmp_path: Path) -> None:

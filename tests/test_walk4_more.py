@@ -74,8 +74,11 @@ def refused(args: list[str], tmp_path: Path) -> str:
 
 @pytest.mark.parametrize("op", [["list"], ["search", "anything"]])
 def test_a_limit_below_one_is_refused(tmp_path: Path, op: list[str]) -> None:
-    said = refused(["memories", *op, "--project", "acme/app", "--limit", "0"], tmp_path)
-    assert said == "yullu: --limit must be at least 1."
+    # A usage error since fixes10 (exit 2 with the usage line, as `--limit abc` always was).
+    out = run_cli(["memories", *op, "--project", "acme/app", "--limit", "0"], product_env(tmp_path / "yhome"))
+    assert out.returncode == 2, out.stderr
+    said = out.stderr.strip().splitlines()[-1]
+    assert said.endswith("argument --limit: must be a whole number of at least 1, not '0'"), said
 
 
 @pytest.mark.parametrize("option", [["memories", "list", "--project"], ["dream", "--project-id"]])

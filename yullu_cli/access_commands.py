@@ -8,6 +8,7 @@ import argparse
 import json
 from typing import Any
 
+from .argtypes import an_id
 from .django_setup import setup_django
 
 ROLES = ("read", "write", "admin")
@@ -17,7 +18,7 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("users", help="people who use a team server")
     ops = p.add_subparsers(dest="op", required=True)
     q = ops.add_parser("add", help="add a user (--admin: a superuser, who may do everything)")
-    q.add_argument("name")
+    q.add_argument("name", help="letters, digits and @ . + - _")
     q.add_argument("--admin", action="store_true", help="a superuser, who may do everything")
     q.set_defaults(fn=cmd_users_add)
 
@@ -30,21 +31,21 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--expires-days", type=float, default=None, help="expire after this many days")
     q.set_defaults(fn=cmd_tokens_create)
     q = ops.add_parser("list", help="tokens (never their values): id, user, name, created, last used, expiry")
-    q.add_argument("--user", default=None)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--user", default=None, help="only this user's tokens")
+    q.add_argument("--json", action="store_true", help="the tokens as JSON (for scripts)")
     q.set_defaults(fn=cmd_tokens_list)
     q = ops.add_parser("revoke", help="delete a token by id (`yullu tokens list` shows ids)")
-    q.add_argument("id")
+    q.add_argument("id", type=an_id, help="the token's id (the first column of `yullu tokens list`)")
     q.set_defaults(fn=cmd_tokens_revoke)
 
     p = sub.add_parser("grant", help="give USER a role on PROJECT: read, write or admin")
-    p.add_argument("user")
-    p.add_argument("project")
-    p.add_argument("role", choices=ROLES)
+    p.add_argument("user", help="a user name (`yullu users add NAME`)")
+    p.add_argument("project", help="a project id, e.g. github.com/acme/app")
+    p.add_argument("role", choices=ROLES, help="read; write (also store, change, dream); admin (also review, grants)")
     p.set_defaults(fn=cmd_grant)
     p = sub.add_parser("revoke-grant", help="take USER's role on PROJECT away")
-    p.add_argument("user")
-    p.add_argument("project")
+    p.add_argument("user", help="a user name")
+    p.add_argument("project", help="a project id")
     p.set_defaults(fn=cmd_revoke_grant)
 
 

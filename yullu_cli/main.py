@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 
 from . import assistant_commands, project_commands
+from .argtypes import whole_number
 from .django_setup import fail, setup_django
 
 
@@ -65,22 +66,6 @@ def cmd_stdio(args: argparse.Namespace) -> None:
     run_stdio()
 
 
-def _whole_number(lowest: int, highest: int) -> Callable[[str], int]:
-    """An argparse type for a whole number in [lowest, highest]: `--port 99999` was taken and the
-    resolver wrapped it to port 34463 while the banner said 99999; `--port 0` meant the default."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = lowest - 1
-        if not lowest <= value <= highest:
-            raise argparse.ArgumentTypeError(f"must be a whole number from {lowest} to {highest}, not {text!r}")
-        return value
-
-    return parse
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="yullu", description="Persistent memory for AI coding assistants.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at info level (commands other than "
@@ -90,8 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND (default: serve)")
 
     p = sub.add_parser("serve", help="run the web server, a Celery worker and beat (and embedded Postgres)")
-    p.add_argument("--port", type=_whole_number(1, 65535), default=None, help="port (default $YULLU_PORT or 47823)")
-    p.add_argument("--workers", type=_whole_number(1, 256), default=1,
+    p.add_argument("--port", type=whole_number(1, 65535), default=None, help="port (default $YULLU_PORT or 47823)")
+    p.add_argument("--workers", type=whole_number(1, 256), default=1,
                    help="uvicorn worker processes (more than 1: stateless MCP)")  # fmt: skip
     p.add_argument(
         "--role",

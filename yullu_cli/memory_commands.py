@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .argtypes import MAX_ID, an_id, folder, whole_number
+
 if TYPE_CHECKING:
     from yullu_site.monitoring.health import Part
 
@@ -23,21 +25,19 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
 
     def scoped(name: str, help_text: str) -> argparse.ArgumentParser:
         q = ops.add_parser(name, help=help_text)
-        q.add_argument("--project", default=None, help="project id (default: from --cwd)")
-        q.add_argument(
-            "--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder of the project (default: here)"
-        )
+        q.add_argument("--project", "--project-id", default=None, help="project id (default: from --cwd)")
+        q.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder of the project (default: here)")
         q.add_argument("--json", action="store_true", help="machine-readable output")
         q.set_defaults(fn=run)
         return q
 
     q = scoped("list", "the project's current memories, most recently updated first")
-    q.add_argument("--limit", type=int, default=20)
+    q.add_argument("--limit", type=whole_number(1, MAX_ID), default=20, help="at most this many (default 20)")
     q = scoped("search", "search the project's (and your personal) memories")
-    q.add_argument("query")
-    q.add_argument("--limit", type=int, default=10)
+    q.add_argument("query", help="what you want to know, in plain words")
+    q.add_argument("--limit", type=whole_number(1, MAX_ID), default=10, help="at most this many (default 10)")
     q = scoped("show", "one memory with every field")
-    q.add_argument("id")
+    q.add_argument("id", type=an_id, help="the memory's id (#N in list and search)")
     q = scoped("add", "store a memory (duplicates are not stored twice)")
     q.add_argument("content", help="the fact; - reads it from standard input")
     q.add_argument("--category", default=None, help="process, decision, gotcha, domain or style")
@@ -47,10 +47,10 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
     q.add_argument("--ttl-days", default=None, help="expire after this many days (1-3650)")
     q.add_argument("--user", action="store_true", help="a personal memory for every project (never shared)")
     q = scoped("rm", "delete a memory by id")
-    q.add_argument("id")
+    q.add_argument("id", type=an_id, help="the memory's id (#N in list and search)")
 
     p = sub.add_parser("doctor", help="check config, database, broker, embedder, hooks and reasoner")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the checks as JSON (for scripts)")
     p.set_defaults(fn=run)
 
 
@@ -128,8 +128,6 @@ def memories(args: argparse.Namespace) -> int:
             annotate(memory.project_id, [out])  # the code it cites, checked against HEAD (docs/contract.md §12)
             human = "\n".join(f"{k:>14}: {_anchors_text(v) if k == 'anchors' else v}" for k, v in out.items())
         return _print(args, out, human)
-    if getattr(args, "limit", 1) < 1:
-        raise UserError("--limit must be at least 1.")  # it was taken as 1
     scope = user_scope() if getattr(args, "user", False) else resolve(args.project, args.cwd)
     if args.op == "list":
         if args.project and not getattr(args, "user", False) and not project_known(scope.project_id):

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from .argtypes import a_path, folder
 from .django_setup import fail, setup_django
 
 
@@ -19,16 +20,14 @@ def add_parsers(sub: Any) -> None:
 def add_sync_parsers(sub: Any) -> None:
     """The team log and the code it cites: reconcile, anchors check, sync compact."""
     p = sub.add_parser("reconcile", help="apply teammates' events from <repo>/.yullu/logs")
-    p.add_argument("--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder of the project (default: here)")
+    p.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder of the project (default: here)")
     p.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     p.set_defaults(fn=cmd_reconcile)
 
     p = sub.add_parser("anchors", help="code anchors: memories that cite code, and whether that code changed")
     anchors_sub = p.add_subparsers(dest="anchors_command", required=True)
     c = anchors_sub.add_parser("check", help="check cited code against HEAD; exit 1 when memories are stale")
-    c.add_argument(
-        "--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder inside the project's git checkout"
-    )
+    c.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder inside the project's git checkout")
     c.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     c.add_argument("--json", action="store_true", help="print the result as JSON")
     c.set_defaults(fn=cmd_anchors_check)
@@ -36,7 +35,7 @@ def add_sync_parsers(sub: Any) -> None:
     p = sub.add_parser("sync", help="team event log maintenance")
     sync_sub = p.add_subparsers(dest="sync_command", required=True)
     c = sync_sub.add_parser("compact", help="fold the event log into one snapshot per memory (then you commit it)")
-    c.add_argument("--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder of the project (default: here)")
+    c.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder of the project (default: here)")
     c.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     c.add_argument("--dry-run", action="store_true", help="only count what would change")
     c.set_defaults(fn=cmd_sync_compact)
@@ -49,9 +48,10 @@ def add_memory_file_parsers(sub: Any) -> None:
         help="run a dream pass now",
         description="Turn the project's recorded session turns into memories now, with the configured reasoner "
         "(an installed Claude Code or Codex CLI, an Anthropic or OpenAI-compatible API). Prints the pass's "
-        "counts as JSON; exits 1 when there is no reasoner or the pass failed (the turns are kept).",
+        "counts as JSON; exits 1 when there is no reasoner, when the folder is no git checkout and nothing was "
+        "recorded for it, or when the pass failed (the turns are kept).",
     )
-    p.add_argument("--cwd", type=os.path.abspath, default=os.getcwd(), help="a folder of the project (default: here)")
+    p.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder of the project (default: here)")
     p.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     p.set_defaults(fn=cmd_dream)
 
@@ -61,7 +61,7 @@ def add_memory_file_parsers(sub: Any) -> None:
 
     p = sub.add_parser("export", help="export memories")
     p.add_argument("format", choices=["agents-md", "json"], help="agents-md (Markdown) or json (JSON Lines)")
-    p.add_argument("--project", default=None, help="only this project (json: default all projects)")
+    p.add_argument("--project", "--project-id", default=None, help="only this project (json: default all projects)")
     p.add_argument("--out", default="-", help="file to write, or - for stdout")
     p.add_argument("--vectors", action="store_true", help="json: include the embedding vectors")
     p.set_defaults(fn=cmd_export)
@@ -73,11 +73,11 @@ def add_memory_file_parsers(sub: Any) -> None:
         "a Claude Code memory folder, or one such file)",
     )
     # Relative paths (`yullu import .`, `--cwd ..`) are read from this folder: the services take absolute ones.
-    p.add_argument("path", type=os.path.abspath)
-    p.add_argument("--project", default=None, help="put every memory in this project")
+    p.add_argument("path", type=a_path("file or folder"), help="the file or folder to import")
+    p.add_argument("--project", "--project-id", default=None, help="put every memory in this project")
     p.add_argument(
         "--cwd",
-        type=os.path.abspath,
+        type=folder,
         default=os.getcwd(),
         help="project for formats without one (default: this folder)",
     )

@@ -1,0 +1,49 @@
+"""argparse types shared by the commands: a mistyped value is a usage error (exit 2, the command's
+usage line and one sentence), never a failure of the command (exit 1) or a silent default."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+
+MAX_ID = 2**63 - 1  # PostgreSQL's bigint
+
+
+def whole_number(lowest: int, highest: int) -> Callable[[str], int]:
+    """A whole number in [lowest, highest]: `--port 99999` was taken and the resolver wrapped it to port
+    34463 while the banner said 99999; `--port 0` meant the default; `--limit 0` was exit 1 where
+    `--limit abc` was exit 2."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = lowest - 1
+        if not lowest <= value <= highest:
+            shown = f"of at least {lowest}" if highest >= MAX_ID else f"from {lowest} to {highest}"
+            raise argparse.ArgumentTypeError(f"must be a whole number {shown}, not {text!r}")
+        return value
+
+    return parse
+
+
+def an_id(text: str) -> int:
+    """A memory's or a token's id: `memories show abc` was exit 1 ('id must be an integer.'),
+    `tokens revoke ''` said 'token  not found'."""
+    return whole_number(1, MAX_ID)(text)
+
+
+def a_path(kind: str) -> Callable[[str], str]:
+    """A path, relative to this folder; an empty one is refused: read as this folder, `--cwd ""` made
+    `yullu reconcile` publish the current checkout's memories and `yullu import ""` import it."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"must name a {kind}, not be empty")
+        return os.path.abspath(text)
+
+    return parse
+
+
+folder = a_path("folder")
