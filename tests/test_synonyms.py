@@ -69,3 +69,52 @@ def test_a_question_in_other_words_finds_its_memory_through_mcp(live_server_url:
         err, answer = found[question]
         assert not err and answer["results"] and answer["results"][0]["id"] == ids[memory], (question, answer)
     assert haiku["results"] == []
+
+
+# The second batch (issue 34): build words, bounds and abbreviations, everyday words for a crash.
+FACTS_TWO = [
+    "Build the device image with west build -b nrf52840dk from the app folder; the SDK is pinned in west.yml.",
+    "Request bodies are capped at 1 MB by the API gateway.",
+    "Temporary files go to /var/tmp/yul; the folder is wiped on boot.",
+    "Priya is the point of contact for the billing service.",
+    "Uploads are limited to 4 at a time per user.",
+    "A crash at boot usually means the .env is missing SECRET_KEY.",
+    "Mina owns the iOS and Android apps.",
+    "Caveat: Stripe webhooks can arrive out of order; always refetch the PaymentIntent.",
+    "Ops playbooks live in the wiki under /ops.",
+    "Sessions expire after 12 hours of inactivity.",
+]
+# Each came back empty (or with another memory first) with the first batch only.
+ASKED_TWO = {
+    "how do i compile the firmware": FACTS_TWO[0],
+    "what's the max req size": FACTS_TWO[1],
+    "the app blew up on startup": FACTS_TWO[5],
+}
+# General prompts that say the second batch's words (ceiling, phone, screen, broken) still find nothing.
+GENERAL_TWO = ["what is the ceiling height of a typical house", "my phone screen is broken, what should I do"]
+
+
+def test_the_second_batch_reads_build_words_bounds_and_abbreviations() -> None:
+    assert "build" in synonyms.expand({"compil"})["compil"]
+    assert {"cap", "limit"} <= synonyms.expand({"max"})["max"]
+    assert "request" in synonyms.expand({"req"})["req"]
+    assert "crash" in synonyms.expand({"blew"})["blew"]  # "blew up": "up" is a stop word
+    # "localization" stems to "local": it left the i18n group, so "run it locally" does not ask about translations
+    assert "translat" not in synonyms.expand({"local"}).get("local", set())
+
+
+def test_a_second_batch_paraphrase_finds_its_memory_and_a_general_prompt_nothing(
+    live_server_url: str, owner_token: str
+) -> None:
+    async def go() -> tuple[dict[str, int], dict[str, Any]]:
+        async with http_session(live_server_url, owner_token) as s:
+            ids = await store_all(s, FACTS_TWO, "acme/words-two")
+            return ids, await ask_all(s, [*ASKED_TWO, *GENERAL_TWO], "acme/words-two")
+
+    ids, found = asyncio.run(go())
+    for question, memory in ASKED_TWO.items():
+        err, answer = found[question]
+        assert not err and answer["results"] and answer["results"][0]["id"] == ids[memory], (question, answer)
+    for prompt in GENERAL_TWO:
+        err, answer = found[prompt]
+        assert not err and answer["results"] == [], (prompt, answer)
