@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 
-from . import entities
 from .focus import CLAUSE_SPLIT, asks
 
 _WORD = r"[\w.+#-]+"
@@ -100,23 +99,9 @@ def asks_in_general(query: str) -> bool:
     """Whether `query` reads as a general-knowledge question rather than one about the project."""
     if PROJECT.search(query) or CODE.search(query):
         return False
-    if _cued(GENERAL, query) or _how_a_product_works(query):
+    if _cued(GENERAL, query):
         return True
     return _cued(TASK, query) and not _asks_on_its_own(query)
-
-
-# "how does elasticsearch sharding work", "how do kafka transactions work": how a product works, asked of
-# the product itself. Without a product's name it is as often a question about the project ("how does
-# authentication work for the cli"), so only a name the thesaurus lists or one written as a name
-# (entities.products, entities.NAME: DynamoDB, AWS) makes it general.
-HOW_IT_WORKS = re.compile(
-    rf"^\s*how (?:does|do|is|are) (?!(?:the|this|that|it|its|your|our|we|i|you)\b)((?:{_WORD} ){{1,4}})work\b", re.I
-)
-
-
-def _how_a_product_works(query: str) -> bool:
-    asked = HOW_IT_WORKS.match(query)
-    return bool(asked) and bool(entities.products().search(asked[1]) or entities.NAME.search(asked[1]))
 
 
 def _cued(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
