@@ -203,6 +203,10 @@ def resolve_conflict(link_id: Any, resolution: Any, *, merged_content: Any = Non
         link = MemoryLink.objects.select_for_update().get(pk=link.pk)
         if link.resolved_at is not None:
             raise UserError(f"conflict {link.pk} was already resolved ({link.resolution}).")
+        # Closed first: superseding the dropped memory closes its open conflicts as "superseded", which wrote a
+        # second "conflict resolved" row on it and a resolution overwritten a moment later (walk 10).
+        link.resolved_at, link.resolution = timezone.now(), resolution
+        link.save(update_fields=["resolved_at", "resolution"])
         keep, drop = _kept(link, resolution)
         if drop is not None:
             current = Memory.objects.select_for_update().get(pk=drop.pk)
@@ -215,8 +219,6 @@ def resolve_conflict(link_id: Any, resolution: Any, *, merged_content: Any = Non
                 kind=LinkKind.RELATED,
                 defaults={"project_id": link.project_id, "source": _source(source)},
             )
-        link.resolved_at, link.resolution = timezone.now(), resolution
-        link.save(update_fields=["resolved_at", "resolution"])
         for memory in (link.from_memory, link.to_memory):
             after = {"link": link.pk, "resolution": resolution}
             memory_history.record(memory, "conflict resolved", source, None, after)

@@ -211,6 +211,9 @@ def test_resolving_a_conflict(stub_embedder: StubServer, resolution: str, curren
     assert alive == current
     if resolution == "keep_both":
         assert MemoryLink.objects.filter(kind=LinkKind.RELATED, from_memory=b, to_memory=a).exists()
+    for memory in (a, b):  # one row each, with the resolution chosen (walk 10: the dropped one had two)
+        rows = MemoryChange.objects.filter(memory_uuid=memory.uuid, action="conflict resolved")
+        assert [(r.after or {}).get("resolution") for r in rows] == [resolution]
     if resolution == "merge":
         assert Memory.objects.get(pk=b.pk).content == merged
     with pytest.raises(UserError, match="already resolved"):
