@@ -4,6 +4,7 @@ down → 503: tests/test_faults.py."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -11,8 +12,10 @@ import psycopg
 import pytest
 from django.db import connection
 
+from access import services
 from access.models import ApiToken
 from access.token_check import APPLICATION_NAME
+from tests.mcp_client import http_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,7 +36,7 @@ def test_a_deactivated_users_token_is_refused_by_mcp_at_once(live_server_url: st
     owner.is_active = False
     owner.save(update_fields=["is_active"])
     refused = initialize(live_server_url, raw)
-    assert refused.status_code == 401 and "yullu token" in refused.json()["error"]
+    assert refused.status_code == 401 and "yullu token" in refused.json()["error"]["message"]  # JSON-RPC
 
 
 def test_the_token_check_stamps_last_used_at_at_most_once_a_minute(live_server_url: str, owner: Any) -> None:
@@ -75,3 +78,27 @@ def test_a_token_row_locked_elsewhere_does_not_hold_up_the_check(live_server_url
     assert initialize(live_server_url, raw).status_code == 200
     token.refresh_from_db()
     assert token.last_used_at is not None
+
+
+def test_the_mcp_sdk_client_shows_why_a_token_is_refused(live_server_url: str, owner: Any) -> None:
+    """The refusal is a JSON-RPC error, so the SDK raises it with our sentence; any other body it replaced with
+    "Server returned an error response", and a revoked token's owner could not tell why (walk 10)."""
+    token, raw = ApiToken.issue(owner, "lost laptop")
+    services.revoke_token(token.pk)
+
+    async def connect() -> None:
+        async with http_session(live_server_url, raw):
+            pass
+
+    with pytest.raises(BaseException) as refused:
+        asyncio.run(connect())
+    said = _messages(refused.value)
+    assert any("was revoked on" in m for m in said), said
+    assert not any(raw in m for m in said)
+
+
+def _messages(exc: BaseException) -> list[str]:
+    """The messages of an exception and of those an exception group holds (anyio's task groups wrap them)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [m for inner in exc.exceptions for m in _messages(inner)]
+    return [str(exc)]

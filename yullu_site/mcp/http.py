@@ -39,7 +39,8 @@ def transport_security() -> TransportSecuritySettings:
 
 def jsonrpc_error(sentence: str) -> dict[str, Any]:
     """A refusal as a JSON-RPC error, which MCP clients show: the SDK reads a non-2xx body that is one, and
-    says "Server returned an error response" for any other (seen on the walk while PostgreSQL restarted).
+    says "Server returned an error response" for any other (seen on the walk while PostgreSQL restarted, and
+    for a revoked token, whose sentence says when: walk 10). Every refusal of /mcp's front gate is one.
     The id is null: the body, which holds the request's id, is not read before the token is checked."""
     return {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": sentence}}
 
@@ -60,13 +61,12 @@ class TokenAuth:
             return
         headers = headers_of(scope)
         if not host_allowed(headers.get("host", "")):
-            await send_json(send, 421, HOST_REFUSED)
+            await send_json(send, 421, HOST_REFUSED, payload=jsonrpc_error(HOST_REFUSED))
             return
         origin = headers.get("origin", "")
         if origin and not origin_allowed(origin, allowed_origins()):
-            await send_json(
-                send, 403, f"requests from origin {origin[:200]} are not allowed; add it to [server].allowed_origins."
-            )
+            sentence = f"requests from origin {origin[:200]} are not allowed; add it to [server].allowed_origins."
+            await send_json(send, 403, sentence, payload=jsonrpc_error(sentence))
             return
         try:
             # Asked of the database on every request, as the REST API does: a deleted token or a
@@ -80,7 +80,7 @@ class TokenAuth:
         if refusal is None:
             await self.app(scope, receive, send)
             return
-        await send_json(send, refusal.status, refusal.error, refusal.headers)
+        await send_json(send, refusal.status, refusal.error, refusal.headers, payload=jsonrpc_error(refusal.error))
 
 
 def build_mcp_asgi() -> ASGIApp:
