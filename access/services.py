@@ -66,7 +66,7 @@ def create_token(
     if expires_days is not None:
         if not 0 < expires_days <= MAX_TOKEN_DAYS:
             raise UserError(
-                f"expires-days must be more than 0 and at most {MAX_TOKEN_DAYS} days, not {expires_days:g}."
+                f"expires-days must be more than 0 and at most {MAX_TOKEN_DAYS} days, not {expires_days:.15g}."
             )
         expires_at = timezone.now() + timedelta(days=expires_days)
     token, raw = ApiToken.issue(user, name, read_only=read_only, expires_at=expires_at)

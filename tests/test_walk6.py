@@ -75,7 +75,7 @@ def test_serve_refuses_a_port_or_worker_count_out_of_range_before_starting(
     assert not (home / "run" / "serve.pid").exists() and "starting" not in ran.stdout
 
 
-@pytest.mark.parametrize("days", ["0", "nan", "4000"])
+@pytest.mark.parametrize("days", ["0", "nan", "4000", "99999999"])
 def test_a_token_expiry_out_of_range_says_what_is_allowed(tmp_path: Path, days: str) -> None:
     # Found on the walk: `--expires-days 0` answered "must be between 0 and 3650", which 0 is.
     env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
@@ -83,6 +83,7 @@ def test_a_token_expiry_out_of_range_says_what_is_allowed(tmp_path: Path, days: 
     ran = run_cli(["tokens", "create", "--user", "alice", "--expires-days", days], env)
     assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
     assert "must be more than 0 and at most 3650 days" in ran.stderr, ran.stderr
+    assert f"not {days}." in ran.stderr, ran.stderr  # as typed: 99999999 was said "1e+08" (fixes10)
 
 
 def test_the_readmes_claude_mcp_add_registers_the_server_for_every_project() -> None:
