@@ -111,7 +111,7 @@ def test_clauses_split_a_long_prompt_and_drop_boilerplate_but_leave_short_ones_w
     )
     parts = rerank.clauses(prompt)
     assert "what's the command we use to deploy it?" in parts
-    assert "then go." not in parts  # fewer than MIN_CLAUSE_WORDS words: boilerplate
+    assert "then go." not in parts  # fewer than focus.MIN_CLAUSE_WORDS words: boilerplate
     assert rerank.clauses("how do we deploy?") == []
     assert rerank.clauses("I want to ship the new refund endpoint, what's the deploy process") == []
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 
-from .focus import CLAUSE_SPLIT, asks
+from .focus import asks, clauses_of
 
 _WORD = r"[\w.+#-]+"
-MIN_SENTENCE_WORDS = 3  # as rerank.MIN_CLAUSE_WORDS: "then fix it" asks nothing
 _APOS = "['\u2019]"
 
 # Each pattern is a common way of asking about a thing in general, not about this project.
@@ -111,5 +110,5 @@ def _cued(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
 def _asks_on_its_own(query: str) -> bool:
     """Whether a sentence of `query` asks a question with no general wording ("write a sql query for
     last month's runs. which db do i connect as?"): the task's wording does not make it general."""
-    sentences = [s.strip() for s in CLAUSE_SPLIT.split(query) if len(s.split()) >= MIN_SENTENCE_WORDS]
+    sentences = clauses_of(query)  # as the gate judges a long prompt: "then fix it" asks nothing
     return len(sentences) > 1 and any(asks(s) and not _cued(GENERAL, s) and not _cued(TASK, s) for s in sentences)

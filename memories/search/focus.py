@@ -20,6 +20,15 @@ MAX_NOISE = 2  # log lines, stack frames, code kept beside the prose
 # Sentence ends, semicolons and dashes between words split a prompt; so do line breaks (a pasted
 # log or stack trace is one clause per line).
 CLAUSE_SPLIT = re.compile(r"(?<=[.?!;])\s+|\s+[-–—]+\s+|\n+")
+# A clause of fewer than MIN_CLAUSE_WORDS words ("then fix it", "thanks") is task boilerplate, not a question.
+MIN_CLAUSE_WORDS = 3
+
+
+def clauses_of(text: str) -> list[str]:
+    """The clauses of `text` (CLAUSE_SPLIT) of at least MIN_CLAUSE_WORDS words, in order."""
+    return [p.strip() for p in CLAUSE_SPLIT.split(text) if len(p.split()) >= MIN_CLAUSE_WORDS]
+
+
 _ASKS = re.compile(
     r"^(?:how|what|where|why|which|who|when|can|could|should|would|do|does|did|is|are|was|were|will"
     r"|any|please|tell|explain|help|remind)\b",

@@ -28,7 +28,7 @@ from yullu_core.errors import Unavailable
 
 from ..embedding.onnx_model import SHIPPED
 from . import focus
-from .focus import CLAUSE_SPLIT, MAX_CLAUSES
+from .focus import MAX_CLAUSES
 
 log = logging.getLogger(__name__)
 
@@ -172,9 +172,7 @@ class Judge:
             self._cache.clear()
 
 
-# A clause of fewer than MIN_CLAUSE_WORDS words ("then fix it", "thanks") is task boilerplate, not a
-# question. How a prompt splits into clauses: focus.CLAUSE_SPLIT.
-MIN_CLAUSE_WORDS = 3
+# How a prompt splits into clauses, and which are too short to judge: focus.clauses_of.
 MIN_PROMPT_WORDS = 12  # shorter prompts are judged whole
 
 
@@ -182,7 +180,7 @@ def clauses(query: str) -> list[str]:
     """The clauses of a long prompt worth judging on their own; [] for a short or one-clause prompt."""
     if len(query.split()) < MIN_PROMPT_WORDS:
         return []
-    parts = [p.strip() for p in CLAUSE_SPLIT.split(query) if len(p.split()) >= MIN_CLAUSE_WORDS]
+    parts = focus.clauses_of(query)
     if len(parts) > MAX_CLAUSES:  # each clause is a pair per candidate: the most telling ones, in order
         parts = [parts[i] for i in sorted(focus.ranked(parts)[:MAX_CLAUSES])]
     return parts if len(parts) > 1 else []
