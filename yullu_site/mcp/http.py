@@ -45,6 +45,11 @@ def jsonrpc_error(sentence: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": sentence}}
 
 
+async def refuse(send: Send, status: int, sentence: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    """The front gate's refusal of an /mcp request, as a JSON-RPC error (jsonrpc_error)."""
+    await send_json(send, status, sentence, extra, payload=jsonrpc_error(sentence))
+
+
 class TokenAuth:
     """Refuses a foreign Host (421) or Origin (403), then requests without a valid `Authorization: Bearer`
     token (401, or 429 past the failure limit: access.ratelimit), all before the body is read.
@@ -61,12 +66,12 @@ class TokenAuth:
             return
         headers = headers_of(scope)
         if not host_allowed(headers.get("host", "")):
-            await send_json(send, 421, HOST_REFUSED, payload=jsonrpc_error(HOST_REFUSED))
+            await refuse(send, 421, HOST_REFUSED)
             return
         origin = headers.get("origin", "")
         if origin and not origin_allowed(origin, allowed_origins()):
             sentence = f"requests from origin {origin[:200]} are not allowed; add it to [server].allowed_origins."
-            await send_json(send, 403, sentence, payload=jsonrpc_error(sentence))
+            await refuse(send, 403, sentence)
             return
         try:
             # Asked of the database on every request, as the REST API does: a deleted token or a
@@ -75,12 +80,12 @@ class TokenAuth:
         except psycopg.Error as exc:
             log.warning("token check failed, database unavailable: %s", exc)
             status, sentence = database_refusal(exc)
-            await send_json(send, status, sentence, payload=jsonrpc_error(sentence))
+            await refuse(send, status, sentence)
             return
         if refusal is None:
             await self.app(scope, receive, send)
             return
-        await send_json(send, refusal.status, refusal.error, refusal.headers, payload=jsonrpc_error(refusal.error))
+        await refuse(send, refusal.status, refusal.error, refusal.headers)
 
 
 def build_mcp_asgi() -> ASGIApp:
