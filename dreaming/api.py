@@ -20,9 +20,9 @@ from .services import (
     DreamCounters,
     DreamResult,
     RecordResult,
+    manual_pass,
     recent_passes,
     record_messages,
-    run_dream_pass,
 )
 
 
@@ -75,15 +75,18 @@ class MessagesView(APIView):
 
 
 class DreamView(APIView):
-    @documented(shape(DreamResult), request=DreamIn, summary="Run a dream pass now (skipped: true if one is running)")
+    @documented(
+        shape(DreamResult),
+        request=DreamIn,
+        errors=(404,),  # a cwd or project_id naming no project this install knows (manual_pass)
+        summary="Run a dream pass now (skipped: true if one is running)",
+    )
     def post(self, request: Request) -> Response:
         data = valid(DreamIn, request.data)
         scope = rest_scope(data)
-        return Response(
-            run_dream_pass(
-                scope.project_id, reasoner=configured_reasoner(), manual=True, session_id=data.get("session_id")
-            )
-        )
+        chosen = configured_reasoner()
+        pid, cwd = data.get("project_id"), data.get("cwd")
+        return Response(manual_pass(pid, cwd, scope, reasoner=chosen, session_id=data.get("session_id")))
 
 
 class DreamPassesView(APIView):

@@ -18,7 +18,7 @@ from mcp.server.mcpserver import Context
 from memories.scope import resolve
 
 from .reasoners import CallbackReasoner, FallbackReasoner, Reasoner, configured_reasoner
-from .services import run_dream_pass
+from .services import manual_pass
 
 SAMPLING_TIMEOUT = 300.0
 
@@ -63,6 +63,6 @@ async def dream_with_client(
         scope = resolve(project_id, cwd)
         # Sampling first; if the client cannot do it after all, the configured reasoner.
         chosen = FallbackReasoner(reasoner, configured_reasoner()) if reasoner else configured_reasoner()
-        return dict(run_dream_pass(scope.project_id, reasoner=chosen, manual=True, session_id=session_id))
+        return dict(manual_pass(project_id, cwd, scope, reasoner=chosen, session_id=session_id))
 
     return await run(body)

@@ -12,6 +12,7 @@ to a second reading). Messages are kept when the reasoner fails or its answer ca
 from __future__ import annotations
 
 import logging
+import os
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
@@ -27,7 +28,7 @@ from memories.scope import Scope, known_root, project_known, resolve
 from memories.secrets import redact
 from yullu_core.arguments import SESSION_ID
 from yullu_core.config import load_for_project, parse_duration
-from yullu_core.errors import UserError
+from yullu_core.errors import NotFound, UserError
 from yullu_core.locks import LockKey, advisory_lock
 
 from .models import DreamPass, DreamSchedule, SessionMessage
@@ -419,7 +420,7 @@ def due_projects(now: datetime | None = None) -> list[str]:
     return due
 
 
-class NothingToDream(UserError):
+class NothingToDream(NotFound):
     """The folder or id names no project this install knows: no reasoner anywhere would help."""
 
 
@@ -432,12 +433,24 @@ def _dreamable(scope: Scope) -> bool:
     return SessionMessage.objects.filter(project_id=scope.project_id).exists()
 
 
-def _nothing_to_dream(project_id: str | None, cwd: str, resolved: str) -> str:
+def _nothing_to_dream(project_id: str | None, cwd: str | None, resolved: str) -> str:
+    # Worded for every transport (CLI --cwd/--project-id, REST and MCP cwd/project_id): one sentence each.
     if project_id:
         return (f"project {project_id!r} not found (no memories, no recorded turns, no known checkout); check the "
-                "id, or run it without --project-id inside the project's git checkout.")  # fmt: skip
-    return (f"{cwd} is not inside a git repository and nothing was recorded for it ({resolved}: no memories, no "
-            "recorded turns); run it (or give --cwd) inside the project's git checkout.")  # fmt: skip
+                "id, or name the project by a cwd inside its git checkout instead.")  # fmt: skip
+    return (f"{cwd or os.getcwd()} is not inside a git repository and nothing was recorded for it ({resolved}: no "
+            "memories, no recorded turns); give a cwd inside the project's git checkout.")  # fmt: skip
+
+
+def manual_pass(
+    project_id: str | None, cwd: str | None, scope: Scope, *, reasoner: Reasoner | None, session_id: str | None = None
+) -> DreamResult:
+    """A pass someone asked for (`yullu dream`, `POST /api/dream`, `dream_now`), over the project that
+    `project_id`/`cwd` resolved to. One that names no project this install knows is refused before
+    anything is written: no project row, no pass, no schedule (the access check would claim the project)."""
+    if not _dreamable(scope):
+        raise NothingToDream(_nothing_to_dream(project_id, cwd, scope.project_id))
+    return run_dream_pass(scope.project_id, reasoner=reasoner, manual=True, session_id=session_id)
 
 
 def dream_in_folder(cwd: str, project_id: str | None) -> DreamResult:
@@ -447,6 +460,4 @@ def dream_in_folder(cwd: str, project_id: str | None) -> DreamResult:
     reasoner = configured_reasoner()
     if reasoner is None:
         raise UserError(f"no reasoner to dream with: {HOW_TO_GET_A_REASONER}; the recorded turns are kept.")
-    if not _dreamable(scope):
-        raise NothingToDream(_nothing_to_dream(project_id, cwd, scope.project_id))
-    return run_dream_pass(scope.project_id, reasoner=reasoner, manual=True)
+    return manual_pass(project_id, cwd, scope, reasoner=reasoner)
