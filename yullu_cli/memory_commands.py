@@ -335,10 +335,24 @@ def _hooks() -> tuple[bool, str, str]:
         detail += "".join(f"; {', '.join(hooks)} run {gone}, which no longer exists" for gone, hooks in stale.items())
         return False, detail, "run `yullu install` again (the checkout, its venv or the hook entry moved)"
     if no_token:
-        return False, detail, "run `yullu serve` once (it writes the token), then `yullu install` again"
+        return False, detail, _token_file_fix()
     if off_path:
         return False, detail, "put `yullu` on PATH (the `export PATH=` line `yullu serve` prints, or pipx install)"
     return not missing, detail, "run `yullu install` (or install the Claude Code plugin, README)"
+
+
+def _token_file_fix() -> str:
+    """How to get the token file back. It said "run `yullu serve` once, then `yullu install` again" (walk 11:
+    the token file deleted while the server ran, so `yullu serve` stopped at its busy port): `yullu token`
+    writes it again and the hooks read it at every prompt; a team server's client gets it from install."""
+    from pathlib import Path
+
+    from .hooks import yullu_home
+    from .team_server import client_of
+
+    if server := client_of(Path.home(), yullu_home()):
+        return f"install again with your token: `yullu install --server {server} --token yl_…` (its admin makes one)"
+    return "run `yullu token` (it writes the token file again; the hooks read it at every prompt)"
 
 
 def _served_reasoner(line: dict[str, Any]) -> dict[str, Any]:
