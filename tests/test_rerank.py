@@ -266,6 +266,9 @@ def test_shorthand_is_spelled_out_and_other_text_is_left_alone() -> None:
     assert "database" in with_jargon("does the suite need a db")
     assert "feature flag" in with_jargon("where are the toggles")
     assert "on-call" in with_jargon("who gets woken up at night")
+    assert "on-call" in with_jargon("which alerts are paging people")
+    assert with_jargon("why does ROWNUM paging repeat rows") == "why does ROWNUM paging repeat rows"  # pagination
+    assert "on-call" not in with_jargon("paging through the old report shows the same rows")
     assert with_jargon("how do we deploy?") == "how do we deploy?"  # nothing to add
     assert with_jargon("write a haiku about autumn") == "write a haiku about autumn"
     assert with_jargon("What did Caroline do in May?") == "What did Caroline do in May?"

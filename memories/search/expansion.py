@@ -255,7 +255,12 @@ JARGON: tuple[tuple[str, str], ...] = (
     (r"publish(?:ing|ed)?|cut(?:ting)? (?:a |the )?(?:new )?version|new version|bump(?:ing)? the version", "release"),
     (r"db|dbs|postgres(?:ql)?|pg|psql", "database"),
     (r"toggles?|switch(?:es)?", "feature flag"),
-    (r"pager|paged|paging|on ?call|oncall|wak(?:e|es|ing) (?:\w+ )?up|woken", "on-call paged"),
+    # "paging" is also pagination ("ROWNUM paging", "paging through results"): not on-call then.
+    (
+        r"pager|paged|(?<!rownum )(?<!offset )(?<!keyset )(?<!cursor )(?<!result )paging(?! through)|"
+        r"on ?call|oncall|wak(?:e|es|ing) (?:\w+ )?up|woken",
+        "on-call paged",
+    ),
     (r"schema changes?|altering the schema", "migration"),
     (r"throttl\w*", "rate limit"),
     (r"k8s", "kubernetes"),
