@@ -21,6 +21,8 @@ from bench.secret_forms_9 import HELD_OUT_9 as HELD_OUT_9
 from bench.secret_forms_9 import HELD_OUT_9_KEEP as HELD_OUT_9_KEEP
 from bench.secret_forms_10 import HELD_OUT_10 as HELD_OUT_10
 from bench.secret_forms_10 import HELD_OUT_10_KEEP as HELD_OUT_10_KEEP
+from bench.secret_forms_11 import HELD_OUT_11 as HELD_OUT_11
+from bench.secret_forms_11 import HELD_OUT_11_KEEP as HELD_OUT_11_KEEP
 
 Gen = Callable[[random.Random], str]
 
@@ -3948,4 +3950,14 @@ HELD_OUT_8_OPEN: frozenset[str] = frozenset()
 # Jenkins, Postman, cookies, SMTP/FTP/VPN/Wi-Fi, door/alarm/safe codes, IBAN+PIN, cards, recovery codes, 2FA and
 # wallet seeds, nine languages) and 52 texts near secrets that must be stored. The first run through a live site
 # (`python -m bench.secret_live`, REST stores) stored 4 of 108 and refused 0 of 52 keepers; only that figure is a
+# held-out figure (docs/security.md). (imported at the top of this file)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_11: secrets14's set (bench/secret_forms_11.py), written before its author read the scanner, this file
+# (beyond its Form type) or tests/test_secrets.py: 104 secrets leaning on what earlier sets did least (secrets inside
+# 3–6 sentence notes, multi-line pastes: compose, systemd, Actions, Terraform, Spring, .npmrc/.pypirc, settings.py,
+# Dockerfile, crontab, leaked log lines, raw HTTP; secrets told in words, partly masked, wrapped over two lines;
+# vendor formats; eight languages) and 60 texts near secrets that must be stored. The first run through a live site
+# (`python -m bench.secret_live`, REST stores) stored 8 of 104 and refused 1 of 60 keepers; only that figure is a
 # held-out figure (docs/security.md). (imported at the top of this file)
