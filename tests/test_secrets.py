@@ -2353,3 +2353,107 @@ def test_each_leftover_after_the_ninth_set_is_refused_by_its_rule(name: str) -> 
 )
 def test_the_leftovers_after_the_ninth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# The eleventh held-out set (secrets14, bench/secret_forms_11.py): every form found, every keeper kept.
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_11, seed=23))
+def test_every_form_of_the_eleventh_held_out_set_is_found(name: str, text: str) -> None:
+    assert find_secret(text), name
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_11_KEEP, seed=23))
+def test_the_eleventh_held_out_sets_keepers_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+# What the eleventh set's first live run stored (8 of 104), each with the rule that now reads it.
+ELEVENTH_SET_CAUSES = {
+    "a hex key whose digits repeat": (
+        "DD_API_KEY=ebfeecea92f2e424b4c2f420a844af02 ./run-agent.sh",
+        "secret-assignment",
+    ),
+    "the word, then digits": (
+        "the password for the office printer admin page is the word orbit then 4849",
+        "password-recipe",
+    ),
+    "the word, all lowercase, followed by": (
+        "guest wifi: it's the word 'ember', all lowercase, followed by 2015 and an exclamation mark",
+        "password-recipe",
+    ),
+    "capital, rest of the word": (
+        "root on the old NAS: capital T, rest of the word tango, then 138 and a dollar sign at the end",
+        "password-recipe",
+    ),
+    "type, then an underscore": (
+        "Use username ops and for the password type thistle, then an underscore, then 34, then cobalt.",
+        "password-recipe",
+    ),
+    "a PIN in number words": (
+        "The PIN for the server room keypad is zero-eight-zero-six; don't tell.",
+        "code-in-words",
+    ),
+    "a password with no name": (
+        "use jdJijCFjs3j-B1 for the router, the default one was changed",
+        "password-with-no-name",
+    ),
+    "a generator's password with no name": ("use _sDl=X+lDxCsEm for the router", "password-with-no-name"),
+    "recovery codes in French": ("Codes de récupération du compte Google : 8338 2937, 2349 6945", "recovery-codes"),
+    "a login verb in Dutch": ("Inloggen op het portaal gaat met finance / Willow.93X6366.", "login-pair"),
+    "log in as, with": ("We log in as yullu_ingest with Cobalt.zH6bt2176 (they refuse key auth).", "login-as-with"),
+}
+
+
+@pytest.mark.parametrize("name", ELEVENTH_SET_CAUSES)
+def test_each_cause_of_the_eleventh_sets_stored_secrets_is_refused_by_its_rule(name: str) -> None:
+    text, rule = ELEVENTH_SET_CAUSES[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+# The tenth set's leftovers at 20 fillings (and the ninth's), each with the rule that now reads it.
+LEFTOVERS_AFTER_10 = {
+    "a password with $6$ inside": (
+        "echo '6?48$6$diOTDLH2?Sh5I0Gdu' > ~/.vault_pass.txt && ansible-playbook site.yml",
+        "echoed-into-a-secret",
+    ),
+    "a JDBC argument with @": ('DriverManager.getConnection(url, "sa", "_634v@qKym=z");', "call-credential-argument"),
+    "sqlplus EZConnect": ("sqlplus system/Copper=7750@//ora-dw:1521/DWPROD", "oracle-connect"),
+    "a word said twice": ("creds: reporter | Quill-Quill-87", "login-pair"),
+    "a pgpass password with no digit": (
+        "~/.pgpass has db.prod.internal:5432:app:app_user:ZTECQ#_ToYqsMFcaduId",
+        "pgpass-line",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", LEFTOVERS_AFTER_10)
+def test_each_leftover_after_the_tenth_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = LEFTOVERS_AFTER_10[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "type the password, then press Enter and wait for the prompt",
+        "the password field is type text then 12 characters minimum",
+        "the wifi name is the word Guest then the floor number",
+        "PIN codes are four digits; one two three four is refused as too simple",
+        "the door code is one of the two we set last week",
+        "Set-Cookie: sessionid=<redacted>; HttpOnly; Secure; SameSite=Lax",
+        "Cookie: sessionid=<session>; csrftoken=<csrf>",
+        "use iPhone15ProMax for the demo",
+        "use GitHubActions2 for the CI badge",
+        "we log in as admin with SSO now",
+        "log in as deploy with your own SSH key",
+        "Codes de récupération : téléchargez-les une seule fois depuis les paramètres.",
+        "Inloggen gaat met je SSO-account via Okta.",
+        "root:$6$Jx8Qm2Lp$F0pZ8mQ9rT1uV2wX3yZ4aB5cD6eF7gH8iJ9kL0mN1oP2qR3sT4uV5wX6yZ7aB8cD9eF0gH1iJ2kL3mN4oP5:19000:0:99999:7:::",
+        'the users table stores password_hash = "$2b$12$KIXQJ8c7Q0mC4b2sYh5gAe7bD1eF3gH5iJ7kL9mN1oP3qR5sT7uV9"',
+        "sqlplus / as sysdba",
+        "sqlplus scott@//ora-dw:1521/DWPROD",
+        'smtp.login(user, "alerts@example.com")',
+        "creds: reporter | see vault",
+    ],
+)
+def test_the_eleventh_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None

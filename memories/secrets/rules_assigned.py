@@ -246,9 +246,12 @@ RULES: tuple[Rule, ...] = (
             r"(?i)\b(?=[lscwarzi])(?:logins?|log[ -]?(?:in|on)|sign[ -]?(?:in|on)|credentials?|creds|wi-?fi|admin"
             # (the credentials' word in German, French, Spanish, Portuguese, Italian, Dutch)
             r"|account|root|zugangsdaten|anmeldedaten|identifiants|credenciales|credenciais|credenziali"
-            r"|inloggegevens)\b"
+            r"|inloggegevens"
+            # (the verb of logging in: "Inloggen op het portaal gaat met finance / X"; held-out set 11)
+            r"|inloggen|einloggen|anmelden|connexion|iniciar sesi[oó]n|logowanie|zaloguj|giri[sş])\b"
             # (or an arrow: "creds for staging → ops / X"; secrets12's probing)
-            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as|with)|:|\s*(?:→|->|=>)))?"
+            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as|with|met|mit|avec|con|com|ile)"
+            r"|:|\s*(?:→|->|=>)))?"
             r"\s*[^\w\s]{0,2}\s*"
             r"[\w.@+-]{1,64}"
             # (`admin : X` spaced on both sides; not `SSID: AcmeGuest-5G`, a name and its value; `reporter // X`,
@@ -260,6 +263,17 @@ RULES: tuple[Rule, ...] = (
             *("account", "root"),
             *("zugangsdaten", "anmeldedaten", "identifiants", "credenciales", "credenciais", "credenziali"),
             "inloggegevens",
+            *(
+                "inloggen",
+                "einloggen",
+                "anmelden",
+                "connexion",
+                "iniciar sesi",
+                "logowanie",
+                "zaloguj",
+                "giriş",
+                "giris",
+            ),
         ),
         # (`admin/X` unspaced is a path's too: `/admin/memories/memory/?q=…`, so no `/ ? =` in X)
         check=lambda value: not re.search(r"[/?=]", value) and _told_secret(value),

@@ -448,14 +448,19 @@ RULES: tuple[Rule, ...] = (
         "recovery-codes",
         "a credential (recovery codes)",
         re.compile(
-            r"(?i)\b(?:recovery|backup|2fa|mfa|scratch|one-time|emergency)[ -]codes?\b[^\n.:=]{0,40}?"
+            r"(?i)\b(?:(?:recovery|backup|2fa|mfa|scratch|one-time|emergency)[ -]codes?"
+            # (the same in French, Spanish, Portuguese, Italian, German, Dutch, Polish, Turkish: "Codes de
+            # récupération du compte Google : 8338 2937, …"; held-out set 11)
+            r"|c[oó]d(?:e|igo)s?\s+de\s+(?:r[ée]cup[ée]ration|secours|recuperaci[oó]n|recupera[cç][aã]o|respaldo|backup)"
+            r"|codici\s+di\s+(?:recupero|backup)|wiederherstellungs-?codes?|backup-?codes?|herstelcodes?"
+            r"|kody\s+(?:zapasowe|odzyskiwania)|kurtarma\s+kodlar[ıi]|yedek\s+kodlar[ıi])\b[^\n.:=]{0,40}?"
             r"(?:\s(?:is|are)|:|[ \t]*(?=\r?\n))\s*(?:[-*•][ \t]+|\d{1,2}[.)][ \t]+)?"
             # (codes on a line, or one a line, bulleted or numbered as a download lists them)
             r"((?:[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?"
             r"(?:[ \t,;]+|[ \t]*\r?\n[ \t]*(?:[-*•][ \t]+|\d{1,2}[.)][ \t]+)?)){1,15}"
             r"[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?)"
         ),
-        ("codes",),
+        ("codes", "códigos", "codigos", "codici", "kody", "kodlar"),
         check=lambda codes: sum(any(c.isdigit() for c in w) for w in _RECOVERY_CODE.findall(codes)) >= 2,
     ),
     # A setting named in one attribute and valued in the next (.NET's `<add key="DbPassword" value="X" />`).

@@ -56,7 +56,8 @@ RULES: tuple[Rule, ...] = (
         "oracle-connect",
         "a password on a command line",
         # (`user/X@db` first, then the command before it: the commands' names start too many words)
-        re.compile(r"(?<=[\w$#])/([^\s@/'\"]{4,})@\w"),
+        # (also EZConnect's `user/X@//host:1521/service`)
+        re.compile(r"(?<=[\w$#])/([^\s@/'\"]{4,})@(?://)?\w"),
         ("@",),
         check=_assigned_secret,
         before=lambda text: bool(_ORACLE_CLIENT.search(text)),
@@ -362,7 +363,8 @@ RULES: tuple[Rule, ...] = (
             r"|(?<=[\s`'\"(])[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.@*-]+:([^\s`'\":]{6,}?)[`'\")]?(?=[,;.]?(?:\s|$))"
         ),
         (),
-        check=_told_secret,
+        # (the line's shape names the password, so one with no digit counts too: `ZTECQ#_ToYqsMFcaduId`)
+        check=lambda value: _told_secret(value) or _assigned_secret(value),
     ),
     # GitHub's `gh secret set NAME --body X` (and `-b X`).
     Rule(

@@ -10,7 +10,7 @@ from typing import Any
 
 import ahocorasick
 
-from . import rules_assigned, rules_entry, rules_formats, rules_named, rules_wrapped
+from . import rules_assigned, rules_entry, rules_formats, rules_named, rules_spoken, rules_wrapped
 from .gitleaks import _NAME_CHAR, gitleaks
 from .model import Allow, Finding, Rule, entropy
 from .names import _told_digest
@@ -23,6 +23,7 @@ OURS: tuple[Rule, ...] = (
     *rules_formats.RULES,
     *rules_entry.RULES,
     *rules_wrapped.RULES,
+    *rules_spoken.RULES,
 )
 
 

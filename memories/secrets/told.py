@@ -231,7 +231,8 @@ def _argument_password(value: str) -> bool:
     and not a name (an address, a host, a path, a name of words)."""
     # (not `_name_like`: `Pebble8Finch` is a class's name there, a password here, where the call says credentials)
     if (
-        re.search(r"[@/:\\]|\.[a-z]{2,5}$", value)
+        # (an `@` is an address's only with a host's dot after it: `_634v@qKym=z` is a password)
+        re.search(r"[/:\\]|@[\w-]+\.\w|\.[a-z]{2,5}$", value)
         or _IDENTIFIER.fullmatch(value)
         or not any(c.isdigit() for c in value)
     ):
