@@ -33,13 +33,14 @@ class TokenIn(serializers.Serializer):
 
 class GrantIn(serializers.Serializer):
     user = serializers.CharField(max_length=150)
-    project_id = serializers.CharField(max_length=500)
+    # Not trimmed: a newline or tab in it is access.services.project_key's sentence, not dropped unseen.
+    project_id = serializers.CharField(max_length=500, trim_whitespace=False)
     role = serializers.ChoiceField(choices=Role.values)
 
 
 class RevokeIn(serializers.Serializer):
     user = serializers.CharField(max_length=150)
-    project_id = serializers.CharField(max_length=500)
+    project_id = serializers.CharField(max_length=500, trim_whitespace=False)
 
 
 @extend_schema_view(

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from yullu_core.errors import NotFound, UserError
 from yullu_core.gitorigin import canonical_origin, normalise_project_id
+from yullu_core.text import refuse_id_control
 
 from .audit import record
 from .models import ApiToken, AuditEntry, Grant, Project, Role
@@ -135,6 +136,7 @@ def project_key(given: str) -> str:
     """The id its checkouts give a project (docs/contract.md §2), however a person typed it: a clone URL
     (https://github.com/acme/app.git, git@github.com:acme/app.git) is the project github.com/acme/app.
     `yullu grant ana https://…/app.git write` gave ana a role on a project no checkout ever names (walk 10)."""
+    refuse_id_control(given)
     key = normalise_project_id(given)
     return canonical_origin(key) if CLONE_URL.match(key) else key
 
@@ -189,6 +191,7 @@ def list_grants(project_id: str | None = None) -> list[dict[str, Any]]:
     """Grants of one project, or of every project on which the caller is an admin."""
     qs = Grant.objects.select_related("project", "user", "group").order_by("project__project_id", "id")
     if project_id:
+        project_id = project_key(project_id)  # a clone URL names its project, as on grant
         require(project_id, ADMIN)
         qs = qs.filter(project__project_id=project_id)
     else:

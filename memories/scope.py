@@ -38,6 +38,7 @@ from yullu_core.gitorigin import (  # the parts a hook needs too (stdlib only); 
     path_id,
 )
 from yullu_core.paths import in_callers_folder
+from yullu_core.text import refuse_id_control
 from yullu_core.textnorm import fold
 
 MAX_PROJECT_ID = 500
@@ -66,6 +67,7 @@ def resolve_path(path: str | os.PathLike[str], stop: Path | None = None) -> Scop
 
 
 def validate_project_id(project_id: str) -> str:
+    refuse_id_control(project_id)
     project_id = normalise_project_id(project_id)
     if not project_id:
         raise UserError("project_id must not be empty.")

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from access.models import Project
+from access.models import Grant, Project
 from dreaming.models import DreamPass, DreamSchedule
+from memories.models import Memory
 from tests.mcp_client import call, http_session
+from tests.processes import product_env, run_cli
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -57,3 +60,77 @@ def test_dream_over_rest_and_mcp_in_a_checkout_still_runs(repo: Path, live_serve
     is_error, over_mcp = _dream_over_mcp(live_server_url, owner_token, cwd=str(repo))
     assert not is_error and over_mcp["project_id"] == over_rest.json()["project_id"], over_mcp
     assert DreamPass.objects.filter(project_id=over_mcp["project_id"]).count() == 2
+
+
+CONTROLS = ["\x07", "\n", "\t"]
+
+
+def _grants_and_projects() -> tuple[list[str], int]:
+    return sorted(Project.objects.values_list("project_id", flat=True)), Grant.objects.count()
+
+
+@pytest.mark.parametrize("control", CONTROLS, ids=["bell", "newline", "tab"])
+@pytest.mark.parametrize("typed", ["acme/app{}", "https://github.com/acme/app.git{}", "acme/a{}pp"])
+def test_grant_refuses_a_control_character_in_the_project_in_one_sentence_and_changes_nothing(
+    control: str, typed: str, tmp_path: Path, django_user_model: Any
+) -> None:
+    """`yullu grant ana $'acme/app\\x07' write` made a project `acme/app\\x07`, printed as acme/app."""
+    django_user_model.objects.create_user("ana")
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
+    given = typed.format(control)
+    before = _grants_and_projects()
+    for args in (["grant", "ana", given, "write"], ["revoke-grant", "ana", given]):
+        ran = run_cli(args, env)
+        assert ran.returncode == 2, ran.stdout + ran.stderr
+        said = ran.stderr.strip().splitlines()[-1]
+        at = f"(\\x{ord(control):02x} at character {given.index(control) + 1})"
+        assert said.endswith(f"argument project: holds a control character {at}; type it without"), ran.stderr
+        assert _grants_and_projects() == before
+    assert run_cli(["grant", "ana", typed.format(""), "write"], env).returncode == 0  # the id itself is fine
+
+
+def test_rest_and_mcp_refuse_a_control_character_in_a_project_id_with_one_sentence(
+    live_server_url: str, owner_token: str, django_user_model: Any
+) -> None:
+    """DRF trimmed a trailing newline off a grant's project_id, and the scope's rule trimmed it off every
+    other project_id, before judging it: a pasted id with a newline was taken as another."""
+    django_user_model.objects.create_user("ana")
+    said = "project_id holds a control character (\\x0a at character 9); send it without."
+    auth = {"authorization": f"Bearer {owner_token}"}
+    for path, body in (
+        ("/api/access/grants", {"user": "ana", "project_id": "acme/app\n", "role": "write"}),
+        ("/api/access/grants/revoke", {"user": "ana", "project_id": "acme/app\n"}),
+        ("/api/memories", {"project_id": "acme/app\n", "content": "We deploy from main on Tuesdays."}),
+    ):
+        answer = httpx.post(f"{live_server_url}{path}", json=body, headers=auth, timeout=60)
+        assert (answer.status_code, answer.json()) == (400, {"error": said}), (path, answer.text)
+    listed = httpx.get(f"{live_server_url}/api/memories", params={"project_id": "acme/app\n"}, headers=auth)
+    assert (listed.status_code, listed.json()) == (400, {"error": said}), listed.text
+
+    async def ask() -> tuple[bool, Any]:
+        async with http_session(live_server_url, owner_token) as session:
+            return await call(session, "store_memory", project_id="acme/app\n", content="We deploy on Tuesdays.")
+
+    assert asyncio.run(ask()) == (True, said)
+    assert _grants_and_projects() == ([], 0) and not Memory.objects.exists()
+
+
+def test_cli_project_options_refuse_a_control_character_with_the_same_sentence(tmp_path: Path) -> None:
+    """`export --project` said "not found", `import --project` refused every row on its own: now each
+    says what is wrong once, exit 1, as `memories list --project` and the REST and MCP paths do."""
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
+    exported = tmp_path / "all.jsonl"
+    exported.write_text(
+        json.dumps({"format": "yullu-memories", "version": 1}) + "\n"
+        + json.dumps({"project_id": "acme/app", "content": "We deploy from main on Tuesdays."}) + "\n"
+    )  # fmt: skip
+    said = "yullu: project_id holds a control character (\\x0a at character 9); send it without."
+    for args in (
+        ["memories", "list", "--project", "acme/app\n"],
+        ["export", "json", "--project", "acme/app\n"],
+        ["import", str(exported), "--project", "acme/app\n"],
+        ["dream", "--project-id", "acme/app\n"],
+    ):
+        ran = run_cli(args, env)
+        assert (ran.returncode, ran.stderr.strip()) == (1, said), (args, ran.stdout + ran.stderr)
+    assert not Memory.objects.exists() and not Project.objects.exists()

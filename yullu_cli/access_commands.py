@@ -8,7 +8,7 @@ import argparse
 import json
 from typing import Any
 
-from .argtypes import an_id
+from .argtypes import a_project, an_id
 from .django_setup import setup_django
 
 ROLES = ("read", "write", "admin")
@@ -40,12 +40,12 @@ def add_parsers(sub: Any) -> None:
 
     p = sub.add_parser("grant", help="give USER a role on PROJECT: read, write or admin")
     p.add_argument("user", help="a user name (`yullu users add NAME`)")
-    p.add_argument("project", help="a project id, e.g. github.com/acme/app")
+    p.add_argument("project", type=a_project, help="a project id, e.g. github.com/acme/app")
     p.add_argument("role", choices=ROLES, help="read; write (also store, change, dream); admin (also review, grants)")
     p.set_defaults(fn=cmd_grant)
     p = sub.add_parser("revoke-grant", help="take USER's role on PROJECT away")
     p.add_argument("user", help="a user name")
-    p.add_argument("project", help="a project id")
+    p.add_argument("project", type=a_project, help="a project id")
     p.set_defaults(fn=cmd_revoke_grant)
 
 

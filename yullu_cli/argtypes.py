@@ -7,6 +7,8 @@ import argparse
 import os
 from collections.abc import Callable
 
+from yullu_core.text import find_id_control
+
 MAX_ID = 2**63 - 1  # PostgreSQL's bigint
 
 
@@ -47,3 +49,11 @@ def a_path(kind: str) -> Callable[[str], str]:
 
 
 folder = a_path("folder")
+
+
+def a_project(text: str) -> str:
+    """A project id or clone URL as typed. A control character in it (`$'acme/app\\x07'`, a pasted newline)
+    is a usage error here: `yullu grant` made a project no checkout names and printed it as acme/app."""
+    if bad := find_id_control(text):
+        raise argparse.ArgumentTypeError(f"holds a control character ({bad}); type it without")
+    return text

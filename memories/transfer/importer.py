@@ -502,6 +502,8 @@ def import_path(
 ) -> ImportResult:
     """Import a file or folder in any of the formats `detect` knows; `progress` (the command line's
     standard error) gets a line per batch."""
+    if project:  # once, up front: a bad --project was each row's error, and rows skipped, not one sentence
+        validate_project_id(project)
     if assistant_memory.is_assistant_source(path) and path.exists():
         return import_assistant_memory(path, project, cwd, progress)
     if not path.is_file():
