@@ -2457,3 +2457,50 @@ def test_each_leftover_after_the_tenth_set_is_refused_by_its_rule(name: str) -> 
 )
 def test_the_eleventh_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# The probing round after the eleventh set's fixes (secrets14's own, not held out): the same causes told otherwise.
+PROBED_AFTER_11 = {
+    "a capitalised word between commas": (
+        "the wifi password is our street name, Birchwood, followed by 42 and a hash",
+        "password-recipe",
+    ),
+    "a recipe in French": (
+        "Le mot de passe, c'est le mot soleil suivi de 2024 et d'un point d'exclamation",
+        "password-recipe",
+    ),
+    "a recipe in German": ("Das Passwort ist das Wort Fichte, dann 77 und ein Ausrufezeichen", "password-recipe"),
+    "a recipe in Spanish": ("La contraseña es la palabra nube seguida de 2291", "password-recipe"),
+    "a code of single digits": ("the door code is 4-7-1-9 but the 1 is actually a 7", "code-of-single-digits"),
+    "a PIN asked and told": ("my bank PIN? 8 4 2 7", "code-of-single-digits"),
+    "a combination in words": ("the safe combination is seven three one nine", "code-in-words"),
+    "a login in Spanish": ("Para iniciar sesión usa admin / Nube.Roja.2291", "login-pair"),
+    "a login in Italian": ("Accesso al pannello: admin / Lupo.Grigio.88", "login-pair"),
+    "a login in Turkish": ("Panele giriş: admin / Kartal.Mavi.61", "login-pair"),
+    "recovery codes in German": ("Wiederherstellungscodes: 8f2k-3m9x, 7q1z-4b8n, 2c6v-9w3y", "recovery-codes"),
+    "recovery codes in Turkish": ("Kurtarma kodları: 7731-2290, 5518-6021", "recovery-codes"),
+    "try it to log in": ("try Vb8nQ2xLp0Rt to log in", "password-with-no-name"),
+}
+
+
+@pytest.mark.parametrize("name", PROBED_AFTER_11)
+def test_each_form_probed_after_the_eleventh_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = PROBED_AFTER_11[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the error code is 4 0 4 then retry",
+        "the PIN pad layout is 1 2 3 / 4 5 6 / 7 8 9 / 0",
+        "status code: 5 0 3 from the proxy",
+        "The prod API key starts with sk_live_51 and the rest is in 1Password",
+        "the password must be the word of the day, then 12 characters of your choosing",
+        "Das Passwort muss das Wort des Tages enthalten, dann 12 Zeichen",
+        "Accesso al pannello: chiedi a Marco",
+        "use OpenAPI3Spec for the docs",
+    ],
+)
+def test_the_forms_probed_after_the_eleventh_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None

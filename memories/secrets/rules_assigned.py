@@ -243,14 +243,16 @@ RULES: tuple[Rule, ...] = (
         "login-pair",
         "a password",
         re.compile(
-            r"(?i)\b(?=[lscwarzi])(?:logins?|log[ -]?(?:in|on)|sign[ -]?(?:in|on)|credentials?|creds|wi-?fi|admin"
+            r"(?i)\b(?=[lscwarzige])(?:logins?|log[ -]?(?:in|on)|sign[ -]?(?:in|on)|credentials?|creds|wi-?fi|admin"
             # (the credentials' word in German, French, Spanish, Portuguese, Italian, Dutch)
             r"|account|root|zugangsdaten|anmeldedaten|identifiants|credenciales|credenciais|credenziali"
             r"|inloggegevens"
             # (the verb of logging in: "Inloggen op het portaal gaat met finance / X"; held-out set 11)
-            r"|inloggen|einloggen|anmelden|connexion|iniciar sesi[oó]n|logowanie|zaloguj|giri[sş])\b"
+            r"|inloggen|einloggen|anmelden|connexion|iniciar sesi[oó]n|logowanie|zaloguj|giri[sş]"
+            r"|accesso|acceso|acesso|accès)\b"
             # (or an arrow: "creds for staging → ops / X"; secrets12's probing)
-            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as|with|met|mit|avec|con|com|ile)"
+            r"(?:[^\n.:=/]{0,40}?(?:\s(?:is|are|was|ist|sind|est|sont|es|son|é|são|è|sono|zijn|as|with"
+            r"|met|mit|avec|con|com|ile|usa|use|utiliza|utilisez|utilizza|gebruik)"
             r"|:|\s*(?:→|->|=>)))?"
             r"\s*[^\w\s]{0,2}\s*"
             r"[\w.@+-]{1,64}"
@@ -274,6 +276,7 @@ RULES: tuple[Rule, ...] = (
                 "giriş",
                 "giris",
             ),
+            *("accesso", "acceso", "acesso", "accès"),
         ),
         # (`admin/X` unspaced is a path's too: `/admin/memories/memory/?q=…`, so no `/ ? =` in X)
         check=lambda value: not re.search(r"[/?=]", value) and _told_secret(value),

@@ -1,7 +1,7 @@
 """Our rules, sixth part: secrets told so that no value-shaped word carries them (held-out set 11): a password
-given as a recipe ("the password is the word orbit then 4849", "capital T, rest of the word tango, then 138 and a
-dollar sign"), a PIN spelled in number words ("the keypad PIN is zero-eight-zero-six"), a login told as "log in as
-ops with X", and a random password with no name at all ("use EwbRO0qQ8JlBD4 for the router")."""
+given as a recipe (a word "then" some digits; a capital, "the rest of the word", then digits and a symbol's name), a
+PIN spelled in number words or read out digit by digit, a login told as "log in as ops with X", and a random password
+with no name at all ("use <random letters and digits> for the router")."""
 
 from __future__ import annotations
 
@@ -21,24 +21,42 @@ _SYMBOL_WORD = (
     r"|exclamation(?: mark| point)?|bang|at(?: sign)?|ampersand|asterisk|star|percent(?: sign)?|plus(?: sign)?"
     r"|question mark|caret|tilde|slash)"
 )
-# The recipe itself: "the word X" (or "type X", "capital T"), then within a few words "then", "followed by" or "plus"
-# and a number or a symbol's word. A number of characters, times or minutes is a rule about passwords, not one.
+# "the word X" (or "type X", "capital T … word X", "le mot X", "das Wort X", "la palabra X"), or a capitalised word
+# between commas ("our street name, Birchwood, followed by 42").
+_RECIPE_WORD = (
+    r"(?:(?:\bthe\s+word|\btype|\bcapital\s+[a-z]\b[^.\n]{0,30}?\bword|\ble\s+mot|\bdas\s+wort|\bla\s+palabra"
+    r"|\ba\s+palavra|\bla\s+parola|\bhet\s+woord|\bs[łl]owo)\s+[\"'‘“„«]?[^\W\d_]{2,}[\"'’”»]?"
+    r"|,\s+(?-i:[A-Z][a-z]{2,}),)"
+)
+# Then, within a few words: "then", "followed by", "plus" (or the same in French, German, Spanish, Portuguese, Italian,
+# Dutch, Polish), and a number or a symbol's word. A number of characters, times or rounds is a rule about passwords.
+_RECIPE_THEN = (
+    r"(?:then|followed\s+by|plus|and\s+then|suivi\s+de|puis|dann|gefolgt\s+von|seguid[oa]\s+de|luego|depois"
+    r"|seguit[oa]\s+da|poi|daarna|gevolgd\s+door|potem|nast[eę]pnie)"
+)
 _RECIPE = re.compile(
     rf"(?i)\b(?=[{_RECIPE_INITIALS}])"
     rf"{_RECIPE_NAMES}s?\b[^.\n]{{0,60}}?"
-    r"((?:\bthe\s+word|\btype|\bcapital\s+[a-z]\b[^.\n]{0,30}?\bword)\s+[\"'‘“]?[a-z]{2,}[\"'’”]?"
-    r"[^.\n]{0,40}?\b(?:then|followed\s+by|plus|and\s+then)\s+(?:an?\s+)?"
-    rf"(?:\d{{2,}}(?!\s*(?:characters?|chars?|digits?|letters?|times|minutes?|hours?|days?|attempts?|tries))"
+    rf"({_RECIPE_WORD}[^.\n]{{0,40}}?\b{_RECIPE_THEN}\s+(?:an?\s+)?"
+    r"(?:\d{2,}(?!\s*(?:characters?|chars?|digits?|letters?|times|minutes?|hours?|days?|attempts?|tries|rounds"
+    r"|iterations|bits?|bytes?|zeichen|caract[eè]res|caracteres|caratteri|tekens|znak))"
     rf"|{_SYMBOL_WORD}\b))"
 )
 
 _DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
+_CODE_NAMES = (
+    r"(?i)\b(?=[pcdlsk])(?:pin|pin\s+code|passcode|pass\s+code|code|combination|combo|door\s+code|keypad\s+code"
+    r"|password|passwort|pw)\b[^.\n\d]{0,40}?(?:\s(?:is|was|are)|:|=|\?)\s+[\"'`]?"
+)
 # A PIN, a code or a password spelled as number words, four or more ("zero-eight-zero-six", "four seven one nine").
 _CODE_IN_WORDS = re.compile(
-    r"(?i)\b(?=[pcdlsk])(?:pin|pin\s+code|passcode|pass\s+code|code|combination|combo|door\s+code|keypad\s+code"
-    r"|password|passwort|pw)\b[^.\n\d]{0,40}?(?:\s(?:is|was|are)|:|=)\s+[\"'`]?"
-    rf"({_DIGIT_WORD}(?:[ \t]*[-,][ \t]*|[ \t]+){_DIGIT_WORD}(?:(?:[ \t]*[-,][ \t]*|[ \t]+){_DIGIT_WORD}){{2,10}})\b"
+    _CODE_NAMES
+    + rf"({_DIGIT_WORD}(?:[ \t]*[-,][ \t]*|[ \t]+){_DIGIT_WORD}(?:(?:[ \t]*[-,][ \t]*|[ \t]+){_DIGIT_WORD}){{2,10}})\b"
 )
+
+# The same as single digits, spaced or dashed one by one (a door code read out digit by digit, a PIN after "PIN?"); not
+# a date, a version or a list of numbers longer than a code.
+_CODE_OF_SINGLE_DIGITS = re.compile(_CODE_NAMES + r"(\d(?:[ \t]?-[ \t]?\d|[ \t]\d){3,9})(?![\d.:/-]|[ \t]\d)")
 
 # "log in as ops with X", "we sign in as deploy using X", "ssh in as root with the password X".
 _LOGIN_AS_WITH = re.compile(
@@ -47,7 +65,7 @@ _LOGIN_AS_WITH = re.compile(
     rf"(?:(?:the\s+)?(?:{_NEARBY_WORDS}|pass|pw)\s+)?[\"'`]?({_TOLD_VALUE})"
 )
 
-# A random password with no name: "use EwbRO0qQ8JlBD4 for the router", "try Xk9#mP2vLq to log in". Only a value that
+# A random password with no name: "use <it> for the router", "try <it> to log in". Only a value that
 # nothing but a password generator writes (letters of both cases and digits alternating at random, or a password's
 # symbol inside): ids and hashes are one case, names are words.
 _USE_VALUE_FOR = re.compile(
@@ -72,8 +90,9 @@ _VOWEL = re.compile(r"[aeiouy]", re.IGNORECASE)
 
 
 def _generated(value: str) -> bool:
-    """A generator's password with symbols or few digits (`_sDl=X+lDxCsEm`, `jsearbYg40WtzI`): 12 characters or more,
-    two capitals, two small letters and two others, and the kind of character changing at two steps in five or more."""
+    """A generator's password with symbols or few digits (symbols between letters of both cases, or two digits among
+    them): 12 characters or more, two capitals, two small letters and two others, and the kind of character changing
+    at two steps in five or more."""
     kinds = ["u" if c.isupper() else "l" if c.islower() else "o" for c in value]
     if len(value) < 12 or min(kinds.count("u"), kinds.count("l"), kinds.count("o")) < 2 or entropy(value) < 3.3:
         return False
@@ -86,13 +105,22 @@ RULES: tuple[Rule, ...] = (
         "password-recipe",
         "a password (told as a recipe)",
         _RECIPE,
-        ("then", "followed by", "plus"),
+        (
+            *("then", "followed by", "plus", "suivi de", "puis", "dann", "gefolgt", "seguid", "luego", "depois"),
+            *("seguit", "poi", "daarna", "gevolgd", "potem", "następnie", "nastepnie"),
+        ),
     ),
     Rule(
         "code-in-words",
         "a one-time or access code",
         _CODE_IN_WORDS,
         ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "oh"),
+    ),
+    Rule(
+        "code-of-single-digits",
+        "a one-time or access code",
+        _CODE_OF_SINGLE_DIGITS,
+        ("pin", "code", "combination", "combo", "passw", "pw"),
     ),
     Rule(
         "login-as-with",
