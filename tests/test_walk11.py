@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 import yullu_cli
+from tests.stubs import StubServer
+from tests.test_errors_said import mcp
 from yullu_cli.assistants.claude import HOOKS
 from yullu_cli.memory_commands import _hooks
+from yullu_core.failures import DISK_FULL
 
 HOOK_ENTRY = Path(yullu_cli.__file__).parent / "hook_entry.py"
 
@@ -49,3 +54,43 @@ def test_doctor_says_how_to_get_a_deleted_token_file_back(
         assert fix.startswith("run `yullu token` (it writes the token file again"), fix
     (data / "token").write_text("yl_x\n")
     assert _hooks()[0]
+
+
+@pytest.fixture
+def recall_log_on_a_full_disk() -> Iterator[None]:
+    """PostgreSQL answering the recall log's rows with its real "disk full" error (SQLSTATE 53100): a search
+    on a full disk fails there, or earlier when its sort spills to a temp file (as on the walk)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "CREATE FUNCTION yullu_test_recall_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "RAISE EXCEPTION 'could not write to file \"base/pgsql_tmp/pgsql_tmp1.0\": No space left on device' "
+            "USING ERRCODE = 'disk_full'; END $$"
+        )
+        cur.execute(
+            "CREATE TRIGGER yullu_test_recall_disk_full BEFORE INSERT ON memories_memoryevent "
+            "FOR EACH ROW WHEN (NEW.kind = 'recalled') EXECUTE FUNCTION yullu_test_recall_disk_full()"
+        )
+    yield
+    with connection.cursor() as cur:
+        cur.execute("DROP TRIGGER yullu_test_recall_disk_full ON memories_memoryevent")
+        cur.execute("DROP FUNCTION yullu_test_recall_disk_full()")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_search_on_a_full_disk_is_not_said_as_a_store(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer, recall_log_on_a_full_disk: None
+) -> None:
+    """`retrieve_memories` on a full disk answered "The disk is full, so nothing was stored" (walk 11)."""
+    stored = mcp(
+        live_server_url,
+        owner_token,
+        "store_memory",
+        content="Releases go out by pushing a v tag",
+        project_id="acme/full",
+    )
+    assert not stored[0], stored
+    is_error, said = mcp(
+        live_server_url, owner_token, "retrieve_memories", query="how do releases go out", project_id="acme/full"
+    )
+    assert is_error, said
+    assert said == DISK_FULL and said.startswith("The disk is full, so this was not done"), said

@@ -23,7 +23,12 @@ from .errors import UserError
 
 MIN_FREE_BYTES = 64 * 1024 * 1024
 DISK_FULL_MEMORY_S = 60.0
-DISK_FULL = "The disk is full, so nothing was stored; free some space on the server and try again."
+# Said to reads too: a search spills its sort to temp files and writes its recall log, so on a full disk
+# it fails as well (walk 11: `retrieve_memories` answered "so nothing was stored" to a question).
+DISK_FULL = (
+    "The disk is full, so this was not done (nothing was stored or changed); "
+    "free some space on the server and try again."
+)
 DATABASE_DISK_FULL = (
     "The database's disk is full, so it takes no new connections; free some space on the server and try again."
 )
