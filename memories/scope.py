@@ -174,18 +174,26 @@ def allowed_roots() -> list[Path]:
 
 
 def is_team_server() -> bool:
-    """A server other people reach (docs: "Running for a team"): it listens beyond loopback, sits
-    behind a trusted proxy, or keeps its data in a PostgreSQL server of its own (DATABASE_URL)."""
+    """A server other people reach (docs: "Running for a team")."""
+    return team_server_reason() is not None
+
+
+def team_server_reason() -> str | None:
+    """Why this is a team server (the `yullu serve` banner says it), or None: it keeps its data in a PostgreSQL
+    server of its own (DATABASE_URL), sits behind a trusted proxy, or listens beyond loopback."""
     server = settings.YULLU["server"]
-    if server["trusted_proxies"] or getattr(settings, "DATABASE_URL", ""):
-        return True
+    if getattr(settings, "DATABASE_URL", ""):
+        return "DATABASE_URL is set"
+    if server["trusted_proxies"]:
+        return "[server].trusted_proxies is set"
     host = server["host"].strip("[]")
     if host == "localhost":
-        return False
+        return None
     try:
-        return not ipaddress.ip_address(host).is_loopback
+        loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:
-        return True  # a host name: whoever resolves it may connect
+        loopback = False  # a host name: whoever resolves it may connect
+    return None if loopback else f"listening on {host or 'every address'}"
 
 
 def _existing_bare_name(folder: Path, qualified: str) -> str:

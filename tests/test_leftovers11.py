@@ -13,8 +13,9 @@ import pytest
 from access.models import Grant, Project
 from dreaming.models import DreamPass, DreamSchedule
 from memories.models import Memory
+from tests.conftest import free_port
 from tests.mcp_client import call, http_session
-from tests.processes import product_env, run_cli
+from tests.processes import product_env, run_cli, spawn, stop, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -134,3 +135,46 @@ def test_cli_project_options_refuse_a_control_character_with_the_same_sentence(t
         ran = run_cli(args, env)
         assert (ran.returncode, ran.stderr.strip()) == (1, said), (args, ran.stdout + ran.stderr)
     assert not Memory.objects.exists() and not Project.objects.exists()
+
+
+def test_the_team_servers_banner_says_team_mode_in_one_line(tmp_path: Path) -> None:
+    """`yullu serve` with README's team settings (DATABASE_URL, `--role web`) printed a laptop's banner:
+    nothing said tokens are per person, nor where to make them."""
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
+    out = tmp_path / "serve.out"
+    with out.open("w") as fh:
+        serve = spawn(["-m", "yullu_cli.main", "serve", "--role", "web", "--port", str(free_port())], env,
+                      stdout=fh, stderr=fh)  # fmt: skip
+        try:
+            wait_until(lambda: "Press Ctrl-C" in out.read_text(), "the banner", 180, serve, out.read_text)
+        finally:
+            stop(serve)
+    said = [line for line in out.read_text().splitlines() if "team mode" in line]
+    assert said == [
+        "  team mode:  DATABASE_URL is set: every request needs a person's API token; create them with "
+        "`yullu users add NAME` and `yullu tokens create --user NAME` (or the admin's API tokens page)"
+    ], out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("host", "proxies", "said"),
+    [
+        ("127.0.0.1", [], None),
+        ("localhost", [], None),
+        ("0.0.0.0", [], "listening on 0.0.0.0"),
+        ("yullu.internal", [], "listening on yullu.internal"),
+        ("127.0.0.1", ["10.0.0.1"], "[server].trusted_proxies is set"),
+    ],
+)
+def test_team_mode_names_why_and_a_laptop_has_none(
+    host: str, proxies: list[str], said: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.conf import settings
+
+    from yullu_cli.banner import team_line
+
+    monkeypatch.setattr(settings, "DATABASE_URL", "", raising=False)
+    server = {**settings.YULLU["server"], "host": host, "trusted_proxies": proxies}
+    monkeypatch.setitem(settings.YULLU, "server", server)
+    line = team_line()
+    assert (line is None) if said is None else (line or "").startswith(f"  team mode:  {said}: "), line

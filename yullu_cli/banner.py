@@ -29,6 +29,17 @@ def reasoner_line() -> str:
     return f"  dreaming:   {reasoner.detail}"
 
 
+def team_line() -> str | None:
+    """On a team server, one line saying so: every caller needs a token of their own, made by whoever runs
+    it. The banner of `yullu serve --role web` with DATABASE_URL read exactly like a laptop's."""
+    from memories.scope import team_server_reason
+
+    if (why := team_server_reason()) is None:
+        return None
+    return (f"  team mode:  {why}: every request needs a person's API token; create them with `yullu users add "
+            "NAME` and `yullu tokens create --user NAME` (or the admin's API tokens page)")  # fmt: skip
+
+
 def path_hint(bin_dir: Path, path: str) -> str | None:
     """How to put `yullu` on PATH, when the one beside this Python is not what the shell finds."""
     found = shutil.which("yullu", path=path)
@@ -109,6 +120,7 @@ def print_banner(
     lines = [
         "",
         f"Yul'lu is starting on {base}",
+        *filter(None, [team_line()]),
         f"  admin:      {base}/admin/  (user 'admin', {admin_password_hint(pw_file)})",
         f"  MCP:        {base}/mcp",
         f"  API token:  {result.token_file}  (or run `yullu token`)",
