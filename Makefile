@@ -14,10 +14,12 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# The package's own install is -qq: setuptools' editable build warns in a 12-line "!!" box about folders
+# named like the package (there are none) on every first run; a real failure is an ERROR and still shows.
 $(STAMP): $(BIN)/python requirements.txt pyproject.toml
 	@echo "installing dependencies (first run takes a few minutes)…"
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
-	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e .
+	$(BIN)/pip install -qq --disable-pip-version-check --no-deps -e .
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,3 +95,15 @@ def test_a_search_on_a_full_disk_is_not_said_as_a_store(
     )
     assert is_error, said
     assert said == DISK_FULL and said.startswith("The disk is full, so this was not done"), said
+
+
+def test_make_runs_first_install_prints_no_setuptools_warning_box() -> None:
+    """`make run` on a fresh clone showed setuptools' 12-line "!! Please be careful with folders in your
+    working directory with the same name as your package" box between its progress lines (walk 11). The
+    package's editable install is -qq (errors only); the dependencies' stays -q."""
+    root = Path(__file__).resolve().parent.parent
+    planned = subprocess.run(["make", "-n", "-B", "install"], cwd=root, capture_output=True, text=True, check=True)
+    installs = [line for line in planned.stdout.splitlines() if "pip install" in line and "--upgrade pip" not in line]
+    package = [line for line in installs if line.rstrip().endswith("-e .")]
+    assert len(package) == 1 and " -qq " in package[0], installs
+    assert all(" -q " in line for line in installs if line not in package), installs
