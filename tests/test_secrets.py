@@ -2418,6 +2418,14 @@ LEFTOVERS_AFTER_10 = {
     "a JDBC argument with @": ('DriverManager.getConnection(url, "sa", "_634v@qKym=z");', "call-credential-argument"),
     "sqlplus EZConnect": ("sqlplus system/Copper=7750@//ora-dw:1521/DWPROD", "oracle-connect"),
     "a word said twice": ("creds: reporter | Quill-Quill-87", "login-pair"),
+    "a generator's password with symbols and no digit": (
+        "the Grafana admin login is admin / Vk^dTfIu^UmSir on monitoring.acme.io",
+        "login-pair",
+    ),
+    "a key of three capital runs": (
+        "stripe secert key for the sandbox acct CGWlcQreLteRHDvxbIdF8BMB",
+        "token-named-nearby",
+    ),
     "a pgpass password with no digit": (
         "~/.pgpass has db.prod.internal:5432:app:app_user:ZTECQ#_ToYqsMFcaduId",
         "pgpass-line",
@@ -2453,6 +2461,7 @@ def test_each_leftover_after_the_tenth_set_is_refused_by_its_rule(name: str) -> 
         "sqlplus scott@//ora-dw:1521/DWPROD",
         'smtp.login(user, "alerts@example.com")',
         "creds: reporter | see vault",
+        "the admin login is admin / SingleSignOn on grafana.acme.io",
     ],
 )
 def test_the_eleventh_sets_near_misses_are_kept(text: str) -> None:

@@ -15,6 +15,8 @@ from .told import (
     _PWD_AFTER,
     _VERSION,
     _basic_pair,
+    _generated,
+    _name_like,
     _plain_password,
     _told_password,
     _told_secret,
@@ -279,7 +281,10 @@ RULES: tuple[Rule, ...] = (
             *("accesso", "acceso", "acesso", "accès"),
         ),
         # (`admin/X` unspaced is a path's too: `/admin/memories/memory/?q=…`, so no `/ ? =` in X)
-        check=lambda value: not re.search(r"[/?=]", value) and _told_secret(value),
+        # (or a generator's password with symbols and no digit: `Vk^dTfIu^UmSir`)
+        check=lambda value: (
+            not re.search(r"[/?=]", value) and (_told_secret(value) or _generated(value) and not _name_like(value))
+        ),
     ),
     # "Grafana admin → X", "root -> X", "admin + X": an account's word, an arrow or a spaced `+`, the value (as
     # `password-nearby` or `password-told-plainly` want it; `root((D1 + sqrt(…` is code).

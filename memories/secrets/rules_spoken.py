@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from .model import Rule, entropy
-from .told import _random_mixed, _told_password
+from .model import Rule
+from .told import _generated, _random_mixed, _told_password
 from .values import _password_shaped, _random_case
 from .words import _NEARBY_INITIALS, _NEARBY_WORDS, _TOLD_VALUE
 
@@ -87,17 +87,6 @@ def _no_name_password(value: str) -> bool:
 
 _HUMP = re.compile(r"[A-Z][a-z]+")
 _VOWEL = re.compile(r"[aeiouy]", re.IGNORECASE)
-
-
-def _generated(value: str) -> bool:
-    """A generator's password with symbols or few digits (symbols between letters of both cases, or two digits among
-    them): 12 characters or more, two capitals, two small letters and two others, and the kind of character changing
-    at two steps in five or more."""
-    kinds = ["u" if c.isupper() else "l" if c.islower() else "o" for c in value]
-    if len(value) < 12 or min(kinds.count("u"), kinds.count("l"), kinds.count("o")) < 2 or entropy(value) < 3.3:
-        return False
-    changes = sum(a != b for a, b in zip(kinds, kinds[1:], strict=False))
-    return changes >= 0.4 * (len(value) - 1)
 
 
 RULES: tuple[Rule, ...] = (

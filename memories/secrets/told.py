@@ -212,6 +212,17 @@ def _random_mixed(value: str) -> bool:
     return changes >= 0.5 * (len(value) - 1) and entropy(value) >= 3.0
 
 
+def _generated(value: str) -> bool:
+    """A generator's password with symbols or few digits (symbols between letters of both cases, or two digits among
+    them): 12 characters or more, two capitals, two small letters and two others, and the kind of character changing
+    at two steps in five or more."""
+    kinds = ["u" if c.isupper() else "l" if c.islower() else "o" for c in value]
+    if len(value) < 12 or min(kinds.count("u"), kinds.count("l"), kinds.count("o")) < 2 or entropy(value) < 3.3:
+        return False
+    changes = sum(a != b for a, b in zip(kinds, kinds[1:], strict=False))
+    return changes >= 0.4 * (len(value) - 1)
+
+
 _EMAIL_BEFORE = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:$")
 _BEAN_NAME = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+|(?:[A-Z][a-z]+){2,}|[\w$]+(?:\.[\w$]+){2,}")
 _ORACLE_CLIENT = re.compile(
@@ -257,10 +268,14 @@ def _random_humps(value: str) -> bool:
     `Lfm2VlProcessorKwargs` has two of four)."""
     humps = _HUMP_ANY.findall(value)
     voiceless = sum(not _VOWEL.search(h) for h in humps)
-    return len(value) >= 16 and any(c.isdigit() for c in value) and voiceless >= 2 and 2 * voiceless > len(humps)
+    if len(value) < 16 or not any(c.isdigit() for c in value):
+        return False
+    # (or three runs of three capitals or more, which a class's one acronym is not: `CGWlcQreLteRHDvxbIdF8BMB`)
+    return voiceless >= 2 and 2 * voiceless > len(humps) or voiceless >= 1 and len(_CAPITALS_3.findall(value)) >= 3
 
 
 _HUMP_ANY = re.compile(r"[A-Z][a-z]+")
+_CAPITALS_3 = re.compile(r"[A-Z]{3,}")
 _VOWEL = re.compile(r"[aeiou]", re.IGNORECASE)
 
 
