@@ -22,8 +22,8 @@ decoded (a token that decodes to a secret is one).
 Modules: `model` (rule, finding, entropy), `gitleaks` (their rules, translated), `decoding`,
 `values` and `shapes` (what a value or a bare token is), `told` (a value told in a sentence), `words`,
 `phrases` and `names` (the words that name a secret and what links them to a value), `rules_assigned`,
-`rules_named`, `rules_formats`, `rules_entry`, `rules_wrapped` and `rules_spoken` (our rules, in order), `scan` (the rules
-applied to one view), `tables` and `views` (the views of a text); this module is the public API.
+`rules_named`, `rules_formats`, `rules_entry`, `rules_wrapped` and `rules_spoken` (our rules, in order), `scan`
+(the rules applied to one view), `tables` and `views` (the views of a text); this module is the public API.
 """
 
 from __future__ import annotations
