@@ -107,3 +107,33 @@ def test_make_runs_first_install_prints_no_setuptools_warning_box() -> None:
     package = [line for line in installs if line.rstrip().endswith("-e .")]
     assert len(package) == 1 and " -qq " in package[0], installs
     assert all(" -q " in line for line in installs if line not in package), installs
+
+
+def test_install_in_a_folder_outside_the_allowed_roots_says_so(tmp_path: Path) -> None:
+    """Installed from a checkout outside the home, every MCP call from it was refused, and install had said
+    nothing (walk 11: a package copied to /tmp, `git init`). From inside the home it says nothing more."""
+    root = Path(__file__).resolve().parent.parent
+    home, data = tmp_path / "user", tmp_path / "user" / ".local" / "share" / "yullu"
+    data.mkdir(parents=True)
+    (data / "token").write_text("yl_walk11-token\n")
+    outside, inside = tmp_path / "srv" / "app", home / "src" / "app"
+    outside.mkdir(parents=True)
+    inside.mkdir(parents=True)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "YULLU_PORT": "47999"}
+
+    def install_in(folder: Path) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "yullu_cli.main", "install", "codex"],
+            env=env,
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        return done.stdout + done.stderr
+
+    said = install_in(outside)
+    assert f"note: {outside} is outside [server].allowed_roots ({home}): assistants' MCP calls" in said, said
+    assert f"add it to [server].allowed_roots in {home}/.config/yullu/config.toml" in said, said
+    assert "allowed_roots" not in install_in(inside)

@@ -102,6 +102,30 @@ def install(targets: list[str], *, service: bool = False, assume_yes: bool = Fal
             remembering_new_folders(home, lambda: install_service(home))
     except InstallError as exc:
         raise SystemExit(f"yullu: {exc}") from None
+    _note_a_folder_outside_the_roots()
+
+
+def _note_a_folder_outside_the_roots() -> None:
+    """Say so when the folder install runs in (usually the repository) is one this machine's server refuses
+    as a `cwd`: outside [server].allowed_roots (the home by default) every MCP call from there fails. Walk 11
+    installed from a checkout in /tmp: install said nothing, the first `store_memory` was refused, and only
+    `yullu doctor` named the fix. (A team server's client names projects by id: nothing to say.)"""
+    if env_is_set("YULLU_SERVER") or not token():
+        return
+    from yullu_core.config import ConfigError
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
+    import django
+
+    try:
+        django.setup()  # the settings and apps only (~1 s): nothing connects to the database
+    except ConfigError:
+        return  # `yullu doctor` and every database command name the config file's problem
+    from .served_folder import served_folder
+
+    inside, detail, fix = served_folder()
+    if not inside:
+        say(f"note: {detail}; {fix}.")
 
 
 def _beside_the_plugin(home: Path, chosen: list[str], named: bool) -> list[str]:

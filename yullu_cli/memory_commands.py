@@ -188,27 +188,6 @@ def _warning(name: str, fn: Callable[[], tuple[bool, str, str]]) -> dict[str, An
     return {**(found := _check(name, fn)), "status": "ok" if found["ok"] else "warn"}
 
 
-def _folder() -> tuple[bool, str, str]:
-    """Whether assistants working in this folder are served: the server refuses a cwd outside
-    [server].allowed_roots (the home by default), so MCP calls from a checkout elsewhere fail."""
-    from pathlib import Path
-
-    from yullu_core.env import env_str
-
-    team = env_str("YULLU_SERVER").rstrip("/")
-    if team:  # the team server judges folders by its own roots; the hooks name the project to it
-        return True, f"the hooks talk to the team server {team}, which names projects by their ids", ""
-    from memories.scope import allowed_roots
-    from yullu_core.config import config_path
-
-    here, roots = Path.cwd().resolve(), allowed_roots()
-    if any(here == root or root in here.parents for root in roots):
-        return True, f"{here} is inside [server].allowed_roots", ""
-    shown = ", ".join(str(root) for root in roots) or "none"
-    detail = f"{here} is outside [server].allowed_roots ({shown}): assistants' MCP calls from here are refused"
-    return False, detail, f"add it to [server].allowed_roots in {config_path()} (or YULLU_ALLOWED_ROOTS), restart"
-
-
 def _shown(part: Part) -> dict[str, Any]:
     """A part of the health model (yullu_site/monitoring/health.py) as a doctor line: an optional part's
     problems are "warn" and leave the exit code 0."""
@@ -447,7 +426,9 @@ def doctor(args: argparse.Namespace) -> int:
     if results[0]["ok"]:
         for name, fn in (("server", _server), ("hooks", _hooks)):
             done(_check(name, fn))
-        done(_warning("folder", _folder))
+        from .served_folder import served_folder
+
+        done(_warning("folder", served_folder))
     failed = any(r["status"] == "fail" for r in results)
     if args.json:
         print(json.dumps({"ok": not failed, "checks": results}, indent=2))
