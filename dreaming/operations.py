@@ -14,7 +14,6 @@ from django.db import DatabaseError
 from memories.anchors.store import refs_now
 from memories.models import SESSION_TAG, Memory
 from memories.scope import Scope
-from memories.secrets import redact
 from memories.write import create, edit, nearby, validation
 from yullu_core.errors import UserError
 
@@ -57,6 +56,9 @@ def apply_operations(
 
 def _text(value: Any, limit: int) -> str:
     # A refused op may carry a secret: what is kept for review is redacted like the buffer.
+    # Here, not at import: the scanner's rules cost every command ~0.5 s (docs/benchmarks.md).
+    from memories.secrets import redact
+
     return redact(value[:limit]) if isinstance(value, str) else ""
 
 

@@ -25,7 +25,6 @@ from access import policy as access
 from memories.anchors.stale import stale_notes
 from memories.models import ArchiveReason, Memory, RejectedMemory
 from memories.scope import Scope, known_root, project_known, resolve
-from memories.secrets import redact
 from yullu_core.arguments import SESSION_ID
 from yullu_core.config import load_for_project, parse_duration
 from yullu_core.errors import NotFound, UserError
@@ -110,6 +109,9 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
     """Buffer turns for dreaming. Secrets are redacted before anything is stored."""
     if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 200:
         raise UserError("session_id must be a non-empty string of at most 200 characters.")
+    # Here, not at import: the scanner's rules cost every command ~0.5 s (docs/benchmarks.md).
+    from memories.secrets import redact
+
     access.require(project_id, access.WRITE)
     valid = [(r, redact(c)) for r, c in validate_messages(messages)]
     sid = session_id.strip()
@@ -352,6 +354,9 @@ def _dream_session(
         .values_list("id", "role", "content")[:MAX_MESSAGES_PER_SESSION]
     )
     memories, rejected = _context(project_id, cfg["context_memories"])
+    # Here, not at import: the scanner's rules cost every command ~0.5 s (docs/benchmarks.md).
+    from memories.secrets import redact
+
     # Messages were redacted when stored; redact again in case the prompt was edited to echo more.
     prompt = build_user_prompt([(r, redact(c)) for _, r, c in rows], memories, rejected)
     outcome: dict[str, Any] = {"session_id": session_id, "messages": len(rows)}

@@ -46,7 +46,7 @@ from .anchors import store as anchor_store
 from .embedding.embedders import get_embedder
 from .models import CATEGORIES, IMPORTANCES, Memory, MemoryVector, ProjectLocation, RecallFeedback, RejectedMemory, Term
 from .scope import Scope, known_root, validate_project_id
-from .search import admin_queries, queries
+from .search import admin_queries
 from .wire import HitOut
 from .write import create, edit, validation
 
@@ -377,6 +377,8 @@ class MemoryAdmin(ModelAdmin):
             return None
         # A per-request cache kept on the request object, which declares no such attribute.
         if not hasattr(request, "_yullu_preview"):
+            from .search import queries  # here: the search stack (with the secret scanner) costs every command ~0.5 s
+
             request._yullu_preview = queries.preview(project, term, limit=50).results  # type: ignore[attr-defined]
         return request._yullu_preview  # type: ignore[attr-defined]
 

@@ -23,7 +23,6 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memories.anchors import refs as anchor_refs
-from memories.secrets import first_secret
 from memories.write.poisoning import hold_reason
 from memories.write.validation import clean_category, clean_content, clean_tags
 from yullu_core.errors import UserError
@@ -53,6 +52,9 @@ def _user_rule(fn: Any, value: Any) -> Any:
 
 
 def _no_secret(*texts: str) -> None:
+    # Here, not at import: the scanner's rules cost every command ~0.5 s (docs/benchmarks.md).
+    from memories.secrets import first_secret
+
     if kind := first_secret(*texts):
         raise ValueError(f"contains {kind}")
 

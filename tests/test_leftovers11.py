@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +180,36 @@ def test_team_mode_names_why_and_a_laptop_has_none(
     monkeypatch.setitem(settings.YULLU, "server", server)
     line = team_line()
     assert (line is None) if said is None else (line or "").startswith(f"  team mode:  {said}: "), line
+
+
+SCANNER_LOADED = """
+import runpy, sys
+sys.argv, code = ["yullu", *sys.argv[1:]], 0
+try:
+    runpy.run_module("yullu_cli.main", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code
+print("exit", code, "scanner", "memories.secrets" in sys.modules, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "loaded"),
+    [
+        (["tokens", "list"], False),
+        (["memories", "list", "--cwd", "."], False),
+        (["memories", "add", "the deploy key is ghp_" + "a1B2c3D4e5" * 3 + "a1B2c3", "--project", "acme/app"], True),
+    ],
+    ids=["tokens-list", "memories-list", "a-write"],
+)
+def test_the_secret_scanner_is_imported_by_a_write_only(args: list[str], loaded: bool, tmp_path: Path) -> None:
+    """Its rules took ~0.5 s of every Django command's start (the admin's autodiscovery reached it through
+    memories.write.validation, dreaming.services and sync.schema): now the first scan imports it."""
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
+    ran = subprocess.run([sys.executable, "-c", SCANNER_LOADED, *args], env=env, capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)  # fmt: skip
+    said = ran.stderr.strip().splitlines()
+    assert said[-1] == f"exit {int(loaded)} scanner {loaded}", ran.stdout + ran.stderr
+    if loaded:  # the write is still scanned: refused, nothing stored
+        assert said[-2].startswith("yullu: refused: the content contains a credential (github-pat)"), ran.stderr
+        assert not Memory.objects.exists()

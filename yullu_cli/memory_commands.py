@@ -112,7 +112,6 @@ def memories(args: argparse.Namespace) -> int:
     from memories.anchors.checks import annotate
     from memories.scope import project_known, resolve, user_scope
     from memories.search import stats
-    from memories.search.merged import Recall
     from memories.wire import memory_to_wire
     from memories.write import create, edit, validation
     from yullu_core.errors import UserError
@@ -140,6 +139,8 @@ def memories(args: argparse.Namespace) -> int:
         out = {"project_id": scope.project_id, "memories": rows}
         human = "\n".join([f"{scope.project_id}: {len(rows)} shown", *(_line(m) for m in rows)])
     elif args.op == "search":
+        from memories.search.merged import Recall  # only here: the search stack (and its secret scanner) is ~0.5 s
+
         found = Recall.judged(args.query, max(1, min(args.limit, 50))).run(scope.project_id, log=False)
         out = {"project_id": scope.project_id, "results": found.results}
         lines = [_line(h, h.get("similarity")) for h in found.results]

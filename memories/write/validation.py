@@ -26,7 +26,6 @@ from yullu_core.errors import UserError
 from yullu_core.text import find_control
 
 from ..models import CATEGORIES, IMPORTANCES, SESSION_TAG, Importance
-from ..secrets import first_secret
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 100
@@ -124,6 +123,10 @@ def clean_category(category: Any, *, strict: bool = True) -> str | None:
 
 
 def refuse_secrets(*texts: str) -> None:
+    # Imported here, by the first write: compiling the scanner's rules took ~0.5 s of every command's start,
+    # since the admin's autodiscovery reaches this module (docs/benchmarks.md "Start-up of a command").
+    from ..secrets import first_secret
+
     if kind := first_secret(*texts):
         raise UserError(f"refused: the content contains {kind}; remove it and try again (nothing was stored).")
 
