@@ -14,10 +14,14 @@ import pytest
 
 from access.models import Grant, Project
 from dreaming.models import DreamPass, DreamSchedule
-from memories.models import Memory
+from memories.anchors import checks, stale
+from memories.models import Memory, MemoryAnchor
+from memories.scope import resolve
+from memories.write import create
 from tests.conftest import free_port
 from tests.mcp_client import call, http_session
 from tests.processes import product_env, run_cli, spawn, stop, wait_until
+from tests.test_anchors import checkout, rewrite  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -213,3 +217,43 @@ def test_the_secret_scanner_is_imported_by_a_write_only(args: list[str], loaded:
     if loaded:  # the write is still scanned: refused, nothing stored
         assert said[-2].startswith("yullu: refused: the content contains a credential (github-pat)"), ran.stderr
         assert not Memory.objects.exists()
+
+
+def test_the_stale_diff_of_a_line_range_shows_a_line_pushed_down_as_unchanged(
+    checkout: Path,  # noqa: F811
+    keyword_only: None,
+) -> None:
+    """Lines 8-9 cited (Clock.later), a comment put between them: the span is now 8-10. The diff read the
+    pinned numbers (8-9) at HEAD, so its last line, only pushed down a line, showed as removed:
+    `-        return self.now() + seconds`. It is context now, and the comment the one added line."""
+    scope = resolve(None, str(checkout))
+    stored = create.store_memory(scope, "Clock.later adds seconds to now", "domain", anchors=["app/clock.py:8-9"])
+    later = "        return self.now() + seconds"
+    rewrite(checkout, later, "        # seconds may be negative\n" + later)
+    checks.check_project(stored.memory.project_id, checkout, force=True)
+    (anchor,) = MemoryAnchor.objects.filter(memory=stored.memory)
+    assert anchor.status == "changed"  # the cited text differs (contract §12); where it is is the diff's business
+    body = [line for line in stale.diff(anchor).splitlines()[2:]]
+    assert body == [
+        "@@ -8,2 +8,3 @@",
+        "     def later(self, seconds):",
+        "+        # seconds may be negative",
+        "         return self.now() + seconds",
+    ], stale.diff(anchor)
+
+
+@pytest.mark.parametrize(
+    ("after", "span"),
+    [
+        (["x", "a", "b", "c", "y"], (2, 4)),  # untouched
+        (["new", "x", "a", "b", "c", "y"], (3, 5)),  # pushed down by a line above
+        (["x", "a", "b", "new", "c", "y"], (2, 5)),  # a line added inside: it joins the span, c stays c
+        (["x", "a", "B", "c", "y"], (2, 4)),  # a line edited
+        (["x", "a", "b", "y"], (2, 3)),  # its last line deleted
+        (["x", "a", "b", "c", "new", "y"], (2, 4)),  # a line added just after: not the span's
+        (["x", "y"], (2, 1)),  # all gone: nothing there now
+    ],
+    ids=["same", "pushed-down", "added-inside", "edited", "last-deleted", "added-after", "gone"],
+)
+def test_a_cited_span_is_followed_through_the_files_diff(after: list[str], span: tuple[int, int]) -> None:
+    assert stale.follow(["x", "a", "b", "c", "y"], after, 2, 4) == span

@@ -3,6 +3,7 @@ is now, and the diff of cited code between its pin and HEAD (the queue's and dre
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -69,7 +70,7 @@ def diff(a: MemoryAnchor) -> str:
     repo, head = head_of(a.project_id)
     if repo is None or not head:
         return ""
-    before = repo.read(a.blob)
+    pinned = before = repo.read(a.blob)
     old_first = new_first = 1
     if before is not None and a.line_start is not None and a.line_end is not None:
         before = "\n".join(before.decode("utf-8", "replace").splitlines()[a.line_start - 1 : a.line_end]).encode()
@@ -85,12 +86,34 @@ def diff(a: MemoryAnchor) -> str:
 
             span = find(path, after, a.symbol)
             start, end = span if span else (None, None)
+        elif a.status == pins.CHANGED and pinned is not None and a.line_start is not None and a.line_end is not None:
+            # A changed span's verdict keeps the pinned numbers; read at HEAD they cut off what an added line
+            # pushed down (its last line showed as removed). Follow the lines through the file's own diff.
+            start, end = follow(_text_lines(pinned), _text_lines(after), a.line_start, a.line_end)
         if start is not None and end is not None:
             after = "\n".join(after.decode("utf-8", "replace").splitlines()[start - 1 : end]).encode()
             new_first = start
         elif a.symbol:
             after = None
     return unified_diff(before, after, a.path, path, first_lines=(old_first, new_first))
+
+
+def _text_lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def follow(before: list[str], after: list[str], start: int, end: int) -> tuple[int, int]:
+    """Where lines `start`..`end` (1-based) of `before` are in `after`, by a line diff of the two: an unchanged
+    line keeps its place relative to its neighbours, a replaced one maps to its replacement, lines inserted
+    inside the span join it, and a span whose lines are all gone ends before it starts (nothing there now)."""
+    first, last = start - 1, end - 1
+    new_first, new_last = first, last
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if i1 <= first < i2:
+            new_first = j1 + (first - i1) if tag == "equal" else j1
+        if i1 <= last < i2:
+            new_last = j1 + (last - i1) if tag == "equal" else j2 - 1
+    return new_first + 1, new_last + 1
 
 
 def stale_rows(project_id: str | None, limit: int = 30) -> list[dict[str, Any]]:
