@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import re
 
-from .errors import UserError
-
 _C0_C1 = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 _INVISIBLE = "\r\u00ad\u180e\u200b\u2028\u2029\u2060-\u2064\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
@@ -58,6 +56,8 @@ def refuse_id_control(text: str, what: str = "project_id") -> None:
     """One sentence for a name with a control character, judged before any trim (which dropped a trailing
     newline or tab unseen): the same from every path that takes a project id or clone URL."""
     if bad := find_id_control(text):
+        from .errors import UserError  # here: the hooks import this module, and errors imports pathlib (slow)
+
         raise UserError(f"{what} holds a control character ({bad}); send it without.")
 
 
