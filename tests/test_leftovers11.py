@@ -257,3 +257,32 @@ def test_the_stale_diff_of_a_line_range_shows_a_line_pushed_down_as_unchanged(
 )
 def test_a_cited_span_is_followed_through_the_files_diff(after: list[str], span: tuple[int, int]) -> None:
     assert stale.follow(["x", "a", "b", "c", "y"], after, 2, 4) == span
+
+
+def test_every_commands_help_says_what_it_does(tmp_path: Path) -> None:
+    """`yullu token --help` (and prune, stdio, the hooks, every subcommand without a description) showed a
+    usage line and -h only: what the command does was only in the list one level up."""
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
+    for args, said in (
+        (["token"], "Print the API token (alone on the last line)."),
+        (["memories", "rm"], "Delete a memory by id."),
+        (["grant"], "or its clone URL"),
+    ):
+        shown = run_cli([*args, "--help"], env)
+        assert shown.returncode == 0 and said in " ".join(shown.stdout.split()), shown.stdout
+
+
+def test_memories_show_and_rm_keep_to_the_project_named(tmp_path: Path, keyword_only: None) -> None:
+    """`yullu memories rm 7 --project acme/app` took --project and ignored it: it deleted whichever project's
+    memory 7 was. Now, as MCP's and REST's project_id, a memory of another project is "not found" there."""
+    stored = create.store_memory(resolve("acme/one"), "Staging's database is wiped every night.", "gotcha")
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
+    for op in ("show", "rm"):
+        ran = run_cli(["memories", op, str(stored.memory.pk), "--project", "acme/two"], env)
+        assert (ran.returncode, ran.stderr.strip()) == (
+            1,
+            f"yullu: memory {stored.memory.pk} not found in project acme/two",
+        ), ran.stdout + ran.stderr
+    assert Memory.objects.filter(pk=stored.memory.pk).exists()
+    ran = run_cli(["memories", "rm", str(stored.memory.pk), "--project", "acme/one"], env)
+    assert ran.returncode == 0 and not Memory.objects.exists(), ran.stdout + ran.stderr

@@ -28,7 +28,9 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--user", required=True, help="whose token it is (`yullu users add NAME` first)")
     q.add_argument("--name", default="default", help="a label, e.g. the laptop it is for")
     q.add_argument("--read-only", action="store_true", help="may retrieve and list, never write")
-    q.add_argument("--expires-days", type=float, default=None, help="expire after this many days")
+    q.add_argument(
+        "--expires-days", type=float, default=None, help="expire after this many days (up to 3650; default: never)"
+    )
     q.set_defaults(fn=cmd_tokens_create)
     q = ops.add_parser("list", help="tokens (never their values): id, user, name, created, last used, expiry")
     q.add_argument("--user", default=None, help="only this user's tokens")
@@ -40,12 +42,12 @@ def add_parsers(sub: Any) -> None:
 
     p = sub.add_parser("grant", help="give USER a role on PROJECT: read, write or admin")
     p.add_argument("user", help="a user name (`yullu users add NAME`)")
-    p.add_argument("project", type=a_project, help="a project id, e.g. github.com/acme/app")
+    p.add_argument("project", type=a_project, help="a project id (github.com/acme/app) or its clone URL")
     p.add_argument("role", choices=ROLES, help="read; write (also store, change, dream); admin (also review, grants)")
     p.set_defaults(fn=cmd_grant)
     p = sub.add_parser("revoke-grant", help="take USER's role on PROJECT away")
     p.add_argument("user", help="a user name")
-    p.add_argument("project", type=a_project, help="a project id")
+    p.add_argument("project", type=a_project, help="a project id (github.com/acme/app) or its clone URL")
     p.set_defaults(fn=cmd_revoke_grant)
 
 

@@ -119,7 +119,12 @@ def name_the_commands(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             if action.required and action.metavar is None:
                 action.metavar = "{" + ",".join(action.choices) + "}"
-            for child in action.choices.values():
+            said = {pseudo.dest: pseudo.help for pseudo in action._choices_actions}
+            for name, child in action.choices.items():
+                # `yullu token --help` showed a usage line and -h only: what the command does was in the list
+                # one level up. Its line there, as a sentence, unless it has a description of its own.
+                if child.description is None and (line := said.get(name)):
+                    child.description = line[0].upper() + line[1:] + ("" if line.endswith(".") else ".")
                 name_the_commands(child)
 
 

@@ -23,10 +23,14 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
     p = sub.add_parser("memories", help="list, search, show, add or remove memories")
     ops = p.add_subparsers(dest="op", required=True)
 
-    def scoped(name: str, help_text: str) -> argparse.ArgumentParser:
+    def scoped(name: str, help_text: str, *, by_id: bool = False) -> argparse.ArgumentParser:
         q = ops.add_parser(name, help=help_text)
-        q.add_argument("--project", "--project-id", default=None, help="project id (default: from --cwd)")
-        q.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder of the project (default: here)")
+        if by_id:  # an id names the memory; a project given too must be its (as MCP's and REST's cwd/project_id)
+            q.add_argument("--project", "--project-id", default=None, help="only if the memory is this project's")
+            q.add_argument("--cwd", type=folder, default=None, help="only if the memory is this folder's project's")
+        else:
+            q.add_argument("--project", "--project-id", default=None, help="project id (default: from --cwd)")
+            q.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder of the project (default: here)")
         q.add_argument("--json", action="store_true", help="machine-readable output")
         q.set_defaults(fn=run)
         return q
@@ -36,7 +40,7 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
     q = scoped("search", "search the project's (and your personal) memories")
     q.add_argument("query", help="what you want to know, in plain words")
     q.add_argument("--limit", type=whole_number(1, MAX_ID), default=10, help="at most this many (default 10)")
-    q = scoped("show", "one memory with every field")
+    q = scoped("show", "one memory with every field", by_id=True)
     q.add_argument("id", type=an_id, help="the memory's id (#N in list and search)")
     q = scoped("add", "store a memory (duplicates are not stored twice)")
     q.add_argument("content", help="the fact; - reads it from standard input")
@@ -46,10 +50,11 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
     # Text, judged by the service's rule (memories/write/validation.py): the same sentence as REST and MCP.
     q.add_argument("--ttl-days", default=None, help="expire after this many days (1-3650)")
     q.add_argument("--user", action="store_true", help="a personal memory for every project (never shared)")
-    q = scoped("rm", "delete a memory by id")
+    q = scoped("rm", "delete a memory by id", by_id=True)
     q.add_argument("id", type=an_id, help="the memory's id (#N in list and search)")
 
-    p = sub.add_parser("doctor", help="check config, database, broker, embedder, hooks and reasoner")
+    checks = "config, database, broker, disk, embedder, reasoner, team log, server, hooks and this folder"
+    p = sub.add_parser("doctor", help=f"check {checks}; exit 1 when one fails")
     p.add_argument("--json", action="store_true", help="the checks as JSON (for scripts)")
     p.set_defaults(fn=run)
 
@@ -118,7 +123,9 @@ def memories(args: argparse.Namespace) -> int:
 
     out: Any
     if args.op in ("show", "rm"):
-        memory = edit.get_memory(args.id)
+        # `--project`/`--cwd` were taken and ignored: `rm 7 --project acme/app` deleted project b's memory 7.
+        named = resolve(args.project, args.cwd, remember=False).project_id if args.project or args.cwd else None
+        memory = edit.get_memory_in(args.id, named)
         if args.op == "rm":
             edit.delete_memory(memory.pk, source="cli")
             out, human = {"id": memory.pk, "uuid": str(memory.uuid), "deleted": True}, f"deleted #{memory.pk}"

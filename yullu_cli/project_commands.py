@@ -27,7 +27,9 @@ def add_sync_parsers(sub: Any) -> None:
     p = sub.add_parser("anchors", help="code anchors: memories that cite code, and whether that code changed")
     anchors_sub = p.add_subparsers(dest="anchors_command", required=True)
     c = anchors_sub.add_parser("check", help="check cited code against HEAD; exit 1 when memories are stale")
-    c.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder inside the project's git checkout")
+    c.add_argument(
+        "--cwd", type=folder, default=os.getcwd(), help="a folder inside the project's git checkout (default: here)"
+    )
     c.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     c.add_argument("--json", action="store_true", help="print the result as JSON")
     c.set_defaults(fn=cmd_anchors_check)
@@ -62,7 +64,7 @@ def add_memory_file_parsers(sub: Any) -> None:
     p = sub.add_parser("export", help="export memories")
     p.add_argument("format", choices=["agents-md", "json"], help="agents-md (Markdown) or json (JSON Lines)")
     p.add_argument("--project", "--project-id", default=None, help="only this project (json: default all projects)")
-    p.add_argument("--out", default="-", help="file to write, or - for stdout")
+    p.add_argument("--out", default="-", help="file to write, or - for stdout (default: -)")
     p.add_argument("--vectors", action="store_true", help="json: include the embedding vectors")
     p.set_defaults(fn=cmd_export)
 
