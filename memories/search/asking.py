@@ -11,8 +11,10 @@ the gate's fit, not a veto: a strong enough match still clears (docs/decisions.m
 
 from __future__ import annotations
 
+import functools
 import re
 
+from . import synonyms
 from .focus import asks, clauses_of
 
 _WORD = r"[\w.+#-]+"
@@ -98,7 +100,7 @@ def asks_in_general(query: str) -> bool:
     """Whether `query` reads as a general-knowledge question rather than one about the project."""
     if PROJECT.search(query) or CODE.search(query):
         return False
-    if _cued(GENERAL, query):
+    if _general(query):
         return True
     return _cued(TASK, query) and not _asks_on_its_own(query)
 
@@ -107,8 +109,33 @@ def _cued(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
     return any(p.search(text) for p in patterns)
 
 
+def _general(text: str) -> bool:
+    return _cued(GENERAL, text) or bool(_product_works().search(text))
+
+
+# Regulations are not products: "how does hipaa audit logging work" asks about the project's own.
+NOT_PRODUCTS = ("compliance",)
+
+
+@functools.cache
+def _product_works() -> re.Pattern[str]:
+    """How a part of a product works, the product named first ("how does postgres mvcc work", "how do
+    github actions matrix builds work"; a product the thesaurus lists under a hypernym). A part of ours is
+    named otherwise ("how does login work", "how does HuddleReaper work"), or with "the" / "our"
+    (PROJECT); a word merely written as a name is not enough, since a team names its services that way
+    (issue 34, rounds thirteen and fourteen, docs/benchmarks.md)."""
+    names = {
+        t.lower()
+        for sources, targets in synonyms.thesaurus()
+        if sources != targets and not set(sources) & set(NOT_PRODUCTS)
+        for t in targets
+    }
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"^\s*how (?:does|do) (?:{alternatives})(?:e?s)? (?:{_WORD} ){{0,3}}?works?\s*\??\s*$", re.I)
+
+
 def _asks_on_its_own(query: str) -> bool:
     """Whether a sentence of `query` asks a question with no general wording ("write a sql query for
     last month's runs. which db do i connect as?"): the task's wording does not make it general."""
     sentences = clauses_of(query)  # as the gate judges a long prompt: "then fix it" asks nothing
-    return len(sentences) > 1 and any(asks(s) and not _cued(GENERAL, s) and not _cued(TASK, s) for s in sentences)
+    return len(sentences) > 1 and any(asks(s) and not _general(s) and not _cued(TASK, s) for s in sentences)
