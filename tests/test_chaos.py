@@ -466,6 +466,14 @@ def test_a_full_disk_under_the_embedded_postgres_is_said_and_waited_out(tmp_path
         ), said.stderr
         assert not list((disk / "home").glob(".*.tmp")), "a failed write left its temp file"
         python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())")
+        # A command that starts the server itself says what the supervisor says (walk 11: "PostgreSQL
+        # did not start (see …): … No space left on device").
+        said = run_cli(["memories", "list", "--project", "acme/full"], env)
+        assert said.returncode == 1 and "Traceback" not in said.stderr, said.stderr
+        last = said.stderr.strip().splitlines()[-1]
+        said_so = f"yullu: the embedded PostgreSQL cannot start: the disk holding {pgdata} is full ("
+        assert last.startswith(said_so), last
+        assert last.endswith("; free some space there and try again."), last
         watched = python(WATCH_A_FULL_DISK, str(filler))
         assert watched.returncode == 0, f"the site ended: {watched.stderr[-1500:]}"
         assert watched.stdout.split() == ["waiting", "back"], watched.stdout + watched.stderr

@@ -170,6 +170,9 @@ class Database:
             from yullu_core.failures import NO_SPACE
 
             reason = " ".join(str(exc).split())[:600]
+            if isinstance(exc, pg.NoSpaceToStart):
+                self._wait_for_space(exc.reason[:600])
+                return
             if NO_SPACE in reason or short_of_space(self.cluster.pgdata):
                 self._wait_for_space(reason)
                 return
@@ -196,9 +199,11 @@ class Database:
         tries ended the site, which then stayed down once space was freed; now it waits, not ready,
         and starts again by itself."""
         if not self.disk_full:
-            say(f"yullu: the embedded PostgreSQL cannot start: the disk holding {self.cluster.pgdata} is full "
-                f"({reason}). The site answers 'database unavailable' until space is freed there, then starts "
-                f"it again by itself (tried every {DISK_FULL_RETRY:.0f} s).", "WARNING")  # fmt: skip
+            from yullu_core import postgres as pg
+
+            say(f"yullu: {pg.no_space_to_start(self.cluster.pgdata, reason)}. The site answers 'database "
+                f"unavailable' until space is freed there, then starts it again by itself (tried every "
+                f"{DISK_FULL_RETRY:.0f} s).", "WARNING")  # fmt: skip
         self.disk_full, self.failures = True, 0
         self.retry_at = time.monotonic() + DISK_FULL_RETRY
 

@@ -216,9 +216,38 @@ def _start(cluster: Cluster) -> None:
         log.warning("PostgreSQL could not map %s of shared buffers; starting it with %s", buffers, FLOOR_BUFFERS)
         result = _pg_ctl_start(cluster, log_file, FLOOR_BUFFERS)
     if result.returncode != 0:
-        raise EmbeddedPostgresError(
-            f"PostgreSQL did not start (see {log_file}): {_why(log_file, result.stderr, logged)}"
-        )
+        why = _why(log_file, result.stderr, logged)
+        if _short_of_space(cluster.pgdata, why):
+            raise NoSpaceToStart(cluster.pgdata, why)
+        raise EmbeddedPostgresError(f"PostgreSQL did not start (see {log_file}): {why}")
+
+
+class NoSpaceToStart(EmbeddedPostgresError):
+    """The server could not start because the disk holding its data is full. `yullu serve` waits
+    for space (yullu_cli.supervised); a command says so and stops."""
+
+    def __init__(self, pgdata: Path, reason: str) -> None:
+        self.pgdata, self.reason = pgdata, reason
+        super().__init__(f"{no_space_to_start(pgdata, reason)}; free some space there and try again.")
+
+
+def no_space_to_start(pgdata: Path, reason: str) -> str:
+    """The one sentence for a start refused for want of space, from a command or from `yullu serve`
+    (a command said only "PostgreSQL did not start … No space left on device", walk 11)."""
+    return f"the embedded PostgreSQL cannot start: the disk holding {pgdata} is full ({' '.join(reason.split())})"
+
+
+def _short_of_space(pgdata: Path, reason: str) -> bool:
+    """Whether a failed start was for want of space: said so, or the disk is (nearly) full (a start
+    may fail on a checkpoint whose own line is all its log's FATAL says: "checkpoint request failed")."""
+    from .failures import MIN_FREE_BYTES, NO_SPACE  # (crash recovery writes WAL segments)
+
+    if NO_SPACE in reason:
+        return True
+    try:
+        return shutil.disk_usage(pgdata).free < MIN_FREE_BYTES
+    except OSError:
+        return False
 
 
 def _not_owned(cluster: Cluster) -> str | None:
