@@ -36,7 +36,9 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
         return q
 
     q = scoped("list", "the project's current memories, most recently updated first")
-    q.add_argument("--limit", type=whole_number(1, MAX_ID), default=20, help="at most this many (default 20)")
+    q.add_argument(
+        "--limit", type=whole_number(1, MAX_ID), default=20, help="at most this many (default 20, up to 200)"
+    )
     q = scoped("search", "search the project's (and your personal) memories")
     q.add_argument("query", help="what you want to know, in plain words")
     q.add_argument("--limit", type=whole_number(1, MAX_ID), default=10, help="at most this many (default 10)")
@@ -142,7 +144,9 @@ def memories(args: argparse.Namespace) -> int:
                 f"project {args.project!r} not found (no memories, never seen); `yullu memories list` without "
                 "--project lists the current folder's project."
             )
-        rows = stats.list_memories(scope.project_id, max(1, min(args.limit, 200)))
+        rows = stats.list_memories(scope.project_id, min(args.limit, LIST_MOST))
+        if args.limit > len(rows) == LIST_MOST:
+            _say_more(scope.project_id)
         out = {"project_id": scope.project_id, "memories": rows}
         human = "\n".join([f"{scope.project_id}: {len(rows)} shown", *(_line(m) for m in rows)])
     elif args.op == "search":
@@ -169,6 +173,20 @@ def memories(args: argparse.Namespace) -> int:
         related = ["similar memories (update or supersede one of them if this replaces it):", *similar]
         human = "\n".join([f"{verb} #{stored.memory.pk} in {scope.project_id}", *(related if similar else [])])
     return _print(args, out, human)
+
+
+LIST_MOST = 200  # memories per list, as GET /api/memories' page (memories.search.stats.LIST_LIMIT)
+
+
+def _say_more(project_id: str) -> None:
+    """One line on stderr when a list stops at LIST_MOST and the project has more: `--limit 5000`
+    quietly showed 200 (walk 11)."""
+    from memories.tallies import memory_counts
+
+    total = memory_counts(project_id).memories
+    if total > LIST_MOST:
+        print(f"yullu: showing the newest {LIST_MOST} of {total:,} memories (a list shows at most {LIST_MOST}); "
+              f"`yullu export json --project {project_id}` writes them all.", file=sys.stderr)  # fmt: skip
 
 
 def _print(args: argparse.Namespace, data: Any, human: str) -> int:
