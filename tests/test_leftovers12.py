@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from memories.scope import resolve
 from memories.write import create
 from memories.write.validation import NewMemory
-from tests.processes import product_env, run_cli
+from tests.processes import product_env, run_cli, spawn, stop, wait_until
 from yullu_cli.memory_commands import LIST_MOST
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,3 +33,18 @@ def test_a_list_longer_than_its_cap_says_how_many_there_are_and_how_to_see_them_
     # Within the cap, or when there are no more, nothing is said.
     quiet = run_cli(["memories", "list", "--project", "acme/many", "--limit", "5"], env)
     assert quiet.returncode == 0 and "showing" not in quiet.stderr, quiet.stderr
+
+
+def test_beats_start_up_banner_reaches_a_log_file_while_it_runs(tmp_path: Path) -> None:
+    """With stdout not a terminal (a log file, journald), beat's banner sat in its buffer and
+    appeared only at shutdown (walk 11)."""
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    env.pop("PYTHONUNBUFFERED", None)
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        serve = spawn(["-m", "yullu_cli.main", "serve", "--role", "beat"], env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: "LocalTime -> " in log.read_text(errors="replace"), "beat's banner in the log",
+                   alive=serve, output=lambda: log.read_text(errors="replace"))  # fmt: skip
+    finally:
+        stop(serve)

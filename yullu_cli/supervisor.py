@@ -205,6 +205,9 @@ def _stop_the_start(signum: int, frame: object) -> None:
 def _start_children(role: str, home: Path, host: str, port: int, workers: int, proxies: list[str]) -> list[Child]:
     """Start the children `role` runs (web, worker, beat, or all three)."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "yullu_site.settings", "YULLU_HOME": str(home)}
+    # Their output is written as it comes: beat prints its banner, and with stdout a file or a pipe
+    # (journald, `> serve.log`) it sat in the buffer until shutdown (walk 11).
+    env["PYTHONUNBUFFERED"] = "1"
     if workers > 1:
         env["YULLU_MCP_STATELESS"] = "1"  # a session would hit a worker that does not know it
     py = sys.executable
