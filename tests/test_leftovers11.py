@@ -20,7 +20,7 @@ from memories.scope import resolve
 from memories.write import create
 from tests.conftest import free_port
 from tests.mcp_client import call, http_session
-from tests.processes import product_env, run_cli, spawn, stop, wait_until
+from tests.processes import REPO, product_env, run_cli, spawn, stop, wait_until
 from tests.test_anchors import checkout, rewrite  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -201,7 +201,7 @@ print("exit", code, "scanner", "memories.secrets" in sys.modules, file=sys.stder
     ("args", "loaded"),
     [
         (["tokens", "list"], False),
-        (["memories", "list", "--cwd", "."], False),
+        (["memories", "list", "--cwd", "{tmp}"], False),
         (["memories", "add", "the deploy key is ghp_" + "a1B2c3D4e5" * 3 + "a1B2c3", "--project", "acme/app"], True),
     ],
     ids=["tokens-list", "memories-list", "a-write"],
@@ -210,8 +210,11 @@ def test_the_secret_scanner_is_imported_by_a_write_only(args: list[str], loaded:
     """Its rules took ~0.5 s of every Django command's start (the admin's autodiscovery reached it through
     memories.write.validation, dreaming.services and sync.schema): now the first scan imports it."""
     env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
-    ran = subprocess.run([sys.executable, "-c", SCANNER_LOADED, *args], env=env, capture_output=True, text=True,
-                         timeout=120, cwd=tmp_path)  # fmt: skip
+    # From the checkout (as run_cli): `-c` puts the folder it runs in first on sys.path, and elsewhere the
+    # venv's editable install may name another checkout.
+    given = [arg.format(tmp=tmp_path) for arg in args]
+    ran = subprocess.run([sys.executable, "-c", SCANNER_LOADED, *given], env=env, capture_output=True, text=True,
+                         timeout=120, cwd=REPO)  # fmt: skip
     said = ran.stderr.strip().splitlines()
     assert said[-1] == f"exit {int(loaded)} scanner {loaded}", ran.stdout + ran.stderr
     if loaded:  # the write is still scanned: refused, nothing stored
