@@ -131,6 +131,7 @@ class Database:
     retry_at: float = 0.0
     stopping_since: float | None = None  # when the running server was first seen shutting down
     disk_full: bool = False  # its last start failed for want of space (said once; not a crash loop)
+    unseen: int = 0  # starts in a row that succeeded without a postmaster in the watched folder
 
     def adopt(self) -> None:
         """Take note of the running postmaster (and mark it ours when this supervisor owns it)."""
@@ -165,7 +166,10 @@ class Database:
         if now < self.retry_at:
             return
         try:
-            pg.ensure_running(self.home)
+            # The cluster this supervisor watches, not plan(home)'s: that follows the home's mode, and a
+            # home recreated 0755 (its cluster had been under /var/lib/yullu) got a fresh server in the
+            # home while this watched the old folder: "gone … back (pid ?)" twice a second (walk 11).
+            pg.ensure_running(self.home, self.cluster)
         except Exception as exc:
             from yullu_core.failures import NO_SPACE
 
@@ -189,9 +193,21 @@ class Database:
             return
         self.owned = self.owned or self.owner_role
         self.adopt()
-        say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid if self.server else '?'}) "
+        if self.server is None:  # started, yet not where this supervisor looks: never a loop without pause
+            self._not_seen()
+            return
+        say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid}) "
              f"{time.monotonic() - self.down_since:.1f} s after it went.")  # fmt: skip
-        self.down_since, self.failures, self.disk_full = None, 0, False
+        self.down_since, self.failures, self.disk_full, self.unseen = None, 0, False, 0
+
+    def _not_seen(self) -> None:
+        """A start that succeeded but left no postmaster.pid in the watched folder: tried again with
+        backoff (1 s, 2 s, 4 s … MAX_BACKOFF), said once until it is back."""
+        self.unseen += 1
+        self.retry_at = time.monotonic() + min(MAX_BACKOFF, 2.0 ** (self.unseen - 1))
+        if self.unseen == 1:
+            say(f"yullu: the embedded PostgreSQL started but its postmaster.pid is not in {self.cluster.pgdata}; "
+                f"trying again with backoff (up to every {MAX_BACKOFF:.0f} s).", "WARNING")  # fmt: skip
 
     def _wait_for_space(self, reason: str) -> None:
         """A full disk is no crash loop: PostgreSQL stops when it cannot write its WAL (a large import

@@ -161,7 +161,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
             beat_lock.close()
         stops_pg = embedded and (database.owned if database is not None else owns_pg)
         if stops_pg:
-            pg.stop(home)
+            pg.stop(home, database.cluster if database is not None else None)
         _forget(pidfile)
         shutil.rmtree(metrics_dir, ignore_errors=True)
         with contextlib.suppress(OSError):  # the home's folder in /dev/shm too, unless another server uses it

@@ -337,9 +337,11 @@ def _create_database(cluster: Cluster) -> None:
             conn.execute(f'CREATE DATABASE "{DB_NAME}"')
 
 
-def ensure_running(home: Path) -> Cluster:
-    """Start the embedded server for `home` unless it is already running. Safe from many processes."""
-    cluster = plan(home)
+def ensure_running(home: Path, cluster: Cluster | None = None) -> Cluster:
+    """Start the embedded server for `home` unless it is already running. Safe from many processes.
+    `cluster`: the one to start (`yullu serve` restarts the one it and its children were started
+    with; where `plan` puts it depends on the home's mode, which may have changed since)."""
+    cluster = cluster or plan(home)
     with _lock(home):
         if cluster.run_as:
             _prepare_root(cluster)
@@ -446,8 +448,8 @@ def left_by_dead_owner(home: Path, cluster: Cluster) -> Postmaster | None:
     return None if _alive(owner) else server
 
 
-def stop(home: Path) -> None:
-    cluster = plan(home)
+def stop(home: Path, cluster: Cluster | None = None) -> None:
+    cluster = cluster or plan(home)
     if cluster.run_as and not system_user_exists(cluster.run_as):
         return  # never started on this machine
     with _lock(home):
