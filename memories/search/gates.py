@@ -73,6 +73,11 @@ class Judged:
     # still name it ("what's our setup and why?" and the memory on where production MySQL runs: cosine
     # 0.17, clause logit 1.4). Issue 34 round eight, docs/benchmarks.md.
     clause_min_cosine: float = 0.15
+    # A candidate under those floors is still judged when it holds this share of the question's telling
+    # words: a memory written mostly as code has a low cosine with any question ("deploy to prod" and
+    # "Deploy queuekeeper to GKE with `make helm-release SVC=queuekeeper ENV=prod` …": 0.18, coverage 0.55,
+    # the cross-encoder's logit +4.3). Issue 34 round fourteen, docs/benchmarks.md.
+    relief_coverage: float = 0.5
     w_entity: float = 0.0
     entity_floor: float = -9.0
 
@@ -86,7 +91,8 @@ class Judged:
         `named`: the candidate shares a product's name with a short question, so `entity` may be 1.
         `clauses`: the prompt is judged by its clauses (its floor is clause_min_cosine)."""
         low, high = rerank.LOGIT_RANGE
-        if (c.similarity or 0.0) < (self.clause_min_cosine if clauses else self.min_cosine):
+        floor = self.clause_min_cosine if clauses else self.min_cosine
+        if (c.similarity or 0.0) < floor and c.coverage < self.relief_coverage:
             return False
         if self.probability(low, c, general, entity=named) >= self.threshold:
             return True
