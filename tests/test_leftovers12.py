@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from memories.scope import resolve
+from memories.search.stats import LIST_LIMIT
 from memories.write import create
 from memories.write.validation import NewMemory
 from tests.processes import REPO, product_env, run_cli, spawn, stop, wait_until
-from yullu_cli.memory_commands import LIST_MOST
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,9 +31,9 @@ def test_a_list_longer_than_its_cap_says_how_many_there_are_and_how_to_see_them_
     env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
     listed = run_cli(["memories", "list", "--project", "acme/many", "--limit", "5000"], env)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.splitlines()[0] == f"acme/many: {LIST_MOST} shown"
+    assert listed.stdout.splitlines()[0] == f"acme/many: {LIST_LIMIT.hi} shown"
     assert listed.stderr.strip().splitlines()[-1] == (
-        f"yullu: showing the newest {LIST_MOST} of 205 memories (a list shows at most {LIST_MOST}); "
+        f"yullu: showing the newest {LIST_LIMIT.hi} of 205 memories (a list shows at most {LIST_LIMIT.hi}); "
         "`yullu export json --project acme/many` writes them all."
     ), listed.stderr
     # Within the cap, or when there are no more, nothing is said.

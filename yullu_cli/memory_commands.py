@@ -144,9 +144,10 @@ def memories(args: argparse.Namespace) -> int:
                 f"project {args.project!r} not found (no memories, never seen); `yullu memories list` without "
                 "--project lists the current folder's project."
             )
-        rows = stats.list_memories(scope.project_id, min(args.limit, LIST_MOST))
-        if args.limit > len(rows) == LIST_MOST:
-            _say_more(scope.project_id)
+        most = stats.LIST_LIMIT.hi  # as GET /api/memories' page
+        rows = stats.list_memories(scope.project_id, min(args.limit, most))
+        if args.limit > len(rows) == most:
+            _say_more(scope.project_id, most)
         out = {"project_id": scope.project_id, "memories": rows}
         human = "\n".join([f"{scope.project_id}: {len(rows)} shown", *(_line(m) for m in rows)])
     elif args.op == "search":
@@ -175,17 +176,14 @@ def memories(args: argparse.Namespace) -> int:
     return _print(args, out, human)
 
 
-LIST_MOST = 200  # memories per list, as GET /api/memories' page (memories.search.stats.LIST_LIMIT)
-
-
-def _say_more(project_id: str) -> None:
-    """One line on stderr when a list stops at LIST_MOST and the project has more: `--limit 5000`
+def _say_more(project_id: str, most: int) -> None:
+    """One line on stderr when a list stops at its cap (`most`) and the project has more: `--limit 5000`
     quietly showed 200 (walk 11)."""
     from memories.tallies import memory_counts
 
     total = memory_counts(project_id).memories
-    if total > LIST_MOST:
-        print(f"yullu: showing the newest {LIST_MOST} of {total:,} memories (a list shows at most {LIST_MOST}); "
+    if total > most:
+        print(f"yullu: showing the newest {most} of {total:,} memories (a list shows at most {most}); "
               f"`yullu export json --project {project_id}` writes them all.", file=sys.stderr)  # fmt: skip
 
 

@@ -172,13 +172,9 @@ def cmd_export(args: argparse.Namespace) -> None:
     setup_django()
     from memories.scope import project_known, validate_project_id
     from yullu_cli.memory_commands import export_agents_md_to, export_json_to
-    from yullu_core.errors import UserError
 
-    try:
-        if args.project:  # a control character is its own sentence, not "not found" (the id's rule, as everywhere)
-            validate_project_id(args.project)
-    except UserError as exc:
-        fail(str(exc))
+    if args.project:  # a control character is its own sentence (run_guarded says it), not "not found"
+        validate_project_id(args.project)
     if args.project and not project_known(args.project):  # a misspelt id: one sentence, not an empty export
         without = "every project" if args.format == "json" else "the current folder's project"
         fail(f"project {args.project!r} not found (no memories, never seen); `yullu export {args.format}` "

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -171,7 +170,7 @@ class Database:
             # home while this watched the old folder: "gone … back (pid ?)" twice a second (walk 11).
             pg.ensure_running(self.home, self.cluster)
         except Exception as exc:
-            from yullu_core.failures import NO_SPACE
+            from yullu_core.failures import NO_SPACE, short_of_space
 
             reason = " ".join(str(exc).split())[:600]
             if isinstance(exc, pg.NoSpaceToStart):
@@ -308,23 +307,14 @@ def _describe_exit(code: int) -> str:
     return f"exited with code {code}"
 
 
-def short_of_space(path: Path) -> bool:
-    """The file system of `path` is (nearly) full. (A start of PostgreSQL may fail on a checkpoint
-    whose own line is all its log's FATAL says: "checkpoint request failed".)"""
-    from yullu_core.failures import MIN_FREE_BYTES  # (crash recovery writes WAL segments)
-
-    try:
-        return shutil.disk_usage(path).free < MIN_FREE_BYTES
-    except OSError:
-        return False
-
-
 def _on_exit(child: Child, now: float, database: Database) -> None:
     """Schedule a restart with backoff, or raise CrashLoop. Logs one line either way. An exit
     while the database is unreachable, or while $YULLU_HOME's disk is full, is no sign of a broken
     child: it never counts towards CrashLoop, and the restart waits (backoff) for it to pass. (Beat
     cannot write its pid file on a full disk: after a restart of PostgreSQL there it died four times
     and the supervisor ended the site, round eight.)"""
+    from yullu_core.failures import short_of_space
+
     assert child.proc is not None
     code = child.proc.returncode
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -37,6 +37,16 @@ UNAVAILABLE = "The database is unavailable right now; try again shortly."
 _disk_full_at: float | None = None
 
 
+def short_of_space(path: Any) -> bool:
+    """The file system of `path` is (nearly) full: under MIN_FREE_BYTES free. (A start of PostgreSQL may
+    fail on a checkpoint whose own line is all its log's FATAL says: "checkpoint request failed"; crash
+    recovery writes WAL segments.)"""
+    try:
+        return shutil.disk_usage(path).free < MIN_FREE_BYTES
+    except OSError:
+        return False
+
+
 class DiskFull(UserError):
     status = 507
 

@@ -238,16 +238,10 @@ def no_space_to_start(pgdata: Path, reason: str) -> str:
 
 
 def _short_of_space(pgdata: Path, reason: str) -> bool:
-    """Whether a failed start was for want of space: said so, or the disk is (nearly) full (a start
-    may fail on a checkpoint whose own line is all its log's FATAL says: "checkpoint request failed")."""
-    from .failures import MIN_FREE_BYTES, NO_SPACE  # (crash recovery writes WAL segments)
+    """Whether a failed start was for want of space: said so, or the disk is (nearly) full."""
+    from .failures import NO_SPACE, short_of_space
 
-    if NO_SPACE in reason:
-        return True
-    try:
-        return shutil.disk_usage(pgdata).free < MIN_FREE_BYTES
-    except OSError:
-        return False
+    return NO_SPACE in reason or short_of_space(pgdata)
 
 
 def _not_owned(cluster: Cluster) -> str | None:

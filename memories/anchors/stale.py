@@ -73,7 +73,7 @@ def diff(a: MemoryAnchor) -> str:
     pinned = before = repo.read(a.blob)
     old_first = new_first = 1
     if before is not None and a.line_start is not None and a.line_end is not None:
-        before = "\n".join(before.decode("utf-8", "replace").splitlines()[a.line_start - 1 : a.line_end]).encode()
+        before = _span(before, a.line_start, a.line_end)
         old_first = a.line_start
     path = a.current_path or a.path
     blob = repo.blob_id(head, path)
@@ -91,7 +91,7 @@ def diff(a: MemoryAnchor) -> str:
             # pushed down (its last line showed as removed). Follow the lines through the file's own diff.
             start, end = follow(_text_lines(pinned), _text_lines(after), a.line_start, a.line_end)
         if start is not None and end is not None:
-            after = "\n".join(after.decode("utf-8", "replace").splitlines()[start - 1 : end]).encode()
+            after = _span(after, start, end)
             new_first = start
         elif a.symbol:
             after = None
@@ -100,6 +100,11 @@ def diff(a: MemoryAnchor) -> str:
 
 def _text_lines(data: bytes) -> list[str]:
     return data.decode("utf-8", "replace").splitlines()
+
+
+def _span(data: bytes, start: int, end: int) -> bytes:
+    """Lines `start`..`end` (1-based) of a file's bytes."""
+    return "\n".join(_text_lines(data)[start - 1 : end]).encode()
 
 
 def follow(before: list[str], after: list[str], start: int, end: int) -> tuple[int, int]:
