@@ -287,12 +287,12 @@ def conflicts_view(request: HttpRequest) -> HttpResponse:
 def _with_writers(conflicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Who wrote each side's text, and when ("Bo Berg · 2026-11-26 21:11"): the queue showed two texts and
     "found by sync", so a reviewer could not weigh a teammate's word against another's (walk 10)."""
-    memories = Memory.objects.in_bulk({c[f"{side}_id"] for c in conflicts for side in ("from", "to")})
+    memories = Memory.objects.only("uuid").in_bulk({c[f"{side}_id"] for c in conflicts for side in ("from", "to")})
+    writers = lifecycle.last_writers(list(memories.values()))  # one query for the page, not three per side
     for c in conflicts:
         for side in ("from", "to"):
             memory = memories.get(c[f"{side}_id"])
-            recent = lifecycle.history_summary(memory)["recent"] if memory else []
-            wrote = next((r for r in recent if r["action"] in ("created", "updated")), None)
+            wrote = writers.get(memory.uuid) if memory else None
             c[f"{side}_by"] = f"{wrote['by'] or 'unknown'} · {str(wrote['at'])[:16].replace('T', ' ')}" if wrote else ""
     return conflicts
 

@@ -12,6 +12,8 @@ from typing import Any, TypedDict
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from access import policy as access
@@ -298,6 +300,31 @@ def history_summary(memory: Memory, recent: int = 5) -> HistorySummary:
             for r in last
         ],
     }
+
+
+WRITES = ("created", "updated")  # the changes that wrote a memory's text (ratings, links and the rest did not)
+
+
+def last_writers(memories: list[Memory], recent: int = 5) -> dict[uuid.UUID, dict[str, str | None]]:
+    """Who last wrote each memory's text and when (`by`, `at`), as `history_summary(m, recent)["recent"]`
+    names it: the newest create or update among its last `recent` changes (absent when none is). One
+    query for any number of memories: the Conflicts page called history_summary per side, three
+    queries and a user lookup each."""
+    ranked = (
+        MemoryChange.objects.filter(memory_uuid__in=[m.uuid for m in memories])
+        .annotate(
+            rank=Window(RowNumber(), partition_by=[F("memory_uuid")], order_by=[F("created_at").desc(), F("id").desc()])
+        )
+        .filter(rank__lte=recent)  # the window first, the action after: else an older write would count
+        .order_by("memory_uuid", "rank")
+        .values("memory_uuid", "action", "author", "user__username", "created_at")
+    )
+    out: dict[uuid.UUID, dict[str, str | None]] = {}
+    for r in ranked:
+        if r["action"] in WRITES and r["memory_uuid"] not in out:
+            by = r["author"] or r["user__username"]
+            out[r["memory_uuid"]] = {"by": by, "at": r["created_at"].isoformat()}
+    return out
 
 
 class MemoryDetail(MemoryOut):
