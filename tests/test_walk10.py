@@ -28,7 +28,7 @@ from memories.write import create
 from sync.services import reconcile_scope
 from tests.conftest import free_port
 from tests.processes import git_repo, run_cli
-from tests.test_anchors import checkout, rewrite  # noqa: F401 (a fixture)
+from tests.test_anchors import _fresh_cache, checkout, rewrite  # noqa: F401 (fixtures; the first autouse)
 from tests.test_first_hour import fresh_home, postgres_running_under  # noqa: F401 (a fixture)
 from yullu_cli.access_commands import _typed_as
 from yullu_cli.team_server import client_of
