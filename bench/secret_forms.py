@@ -23,6 +23,8 @@ from bench.secret_forms_10 import HELD_OUT_10 as HELD_OUT_10
 from bench.secret_forms_10 import HELD_OUT_10_KEEP as HELD_OUT_10_KEEP
 from bench.secret_forms_11 import HELD_OUT_11 as HELD_OUT_11
 from bench.secret_forms_11 import HELD_OUT_11_KEEP as HELD_OUT_11_KEEP
+from bench.secret_forms_12 import HELD_OUT_12 as HELD_OUT_12
+from bench.secret_forms_12 import HELD_OUT_12_KEEP as HELD_OUT_12_KEEP
 
 Gen = Callable[[random.Random], str]
 
@@ -3961,3 +3963,15 @@ HELD_OUT_8_OPEN: frozenset[str] = frozenset()
 # vendor formats; eight languages) and 60 texts near secrets that must be stored. The first run through a live site
 # (`python -m bench.secret_live`, REST stores) stored 8 of 104 and refused 1 of 60 keepers; only that figure is a
 # held-out figure (docs/security.md). (imported at the top of this file)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_12: secrets15's set (bench/secret_forms_12.py), written before its author read the scanner, this file
+# (beyond its Form type) or tests/test_secrets.py: 102 secrets (the plain forms a judge tries first: .env lines,
+# exports, curl -u / Bearer, DSNs, cloud and vendor keys, PEM/OpenSSH, JWTs, otpauth, cards, seed phrases; then
+# kubeconfig, docker auth, TOML/INI/YAML/XML, Maven, .netrc, pgpass, GCP service-account JSON, code literals in five
+# languages, shell history, chat, notes, recipes, split, base64 and percent-encoded credentials, eleven languages)
+# and 57 texts near secrets that must be stored. Each text is drawn once from a seeded generator (the same on
+# every run; `--seeds` fills it with the same values). The first run through a live site (`python -m
+# bench.secret_live`, REST stores) stored 4 of 102 and refused 0 of 57 keepers; only that figure is a held-out
+# figure (docs/security.md). (imported at the top of this file)
