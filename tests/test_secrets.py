@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import secret_forms
+from bench import secret_forms, secret_forms_12
 from bench.secret_forms import ALNUM, HEX, URLSAFE, b64, b64_of, chars, cyrillic, full_width, zero_width
 from memories.secrets import find_secret, gitleaks, redact
 from memories.secrets.views import _scan_views
@@ -2512,4 +2512,148 @@ def test_each_form_probed_after_the_eleventh_set_is_refused_by_its_rule(name: st
     ],
 )
 def test_the_forms_probed_after_the_eleventh_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+# The twelfth held-out set (secrets15, bench/secret_forms_12.py): every form found and every keeper kept, with the
+# values of its first live run and at three other fillings.
+@pytest.mark.parametrize("text", secret_forms_12.HELD_OUT_12_TEXTS)
+def test_every_form_of_the_twelfth_held_out_set_is_found(text: str) -> None:
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize("text", secret_forms_12.HELD_OUT_12_KEEP_TEXTS)
+def test_the_twelfth_held_out_sets_keepers_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_12, seed=29, per_form=3))
+def test_the_twelfth_sets_forms_at_other_fillings_are_found(name: str, text: str) -> None:
+    assert find_secret(text), name
+
+
+@pytest.mark.parametrize(("name", "text"), secret_forms.texts(secret_forms.HELD_OUT_12_KEEP, seed=29))
+def test_the_twelfth_sets_keepers_at_another_filling_are_kept(name: str, text: str) -> None:
+    assert find_secret(text) is None, name
+
+
+# What the twelfth set's first live run stored (4 of 102), and what other fillings of its forms stored (bench/
+# secret_scan.py at three, twenty fillings), each with the rule that now reads it.
+TWELFTH_SET_CAUSES = {
+    "a recipe's number named first": (
+        "The password is the word falcon in capital letters followed by the year 2019 and an exclamation mark.",
+        "password-recipe",
+    ),
+    "a recipe of what only its owner knows": (
+        "The root password is my daughter's name capitalized plus the house number 42 plus a hash sign.",
+        "password-recipe",
+    ),
+    "a 2FA secret named with a word between": (
+        "2FA backup secret for the AWS root account: ECHT 2XO4 RCOU 2IG2",
+        "otp-setup-key",
+    ),
+    "a 2FA seed in one piece with a word between": ("MFA device seed: JBSWY3DPEHPK3PXP", "otp-seed"),
+    "a mnemonic's initials, then the password": (
+        "pw = first letters of 'My cat Lola sleeps 14 hours in Berlin!' → McLs14hiB!",
+        "password-mnemonic",
+    ),
+    "a generator's password after i.e. ending in ?": (
+        "Use the admin account, i.e. HwO11dvtFyH?, only for the migration.",
+        "password-that-is",
+    ),
+    "the new one in the next sentence": (
+        "Prod DB pw was rotated today. New one: 5kseac#EOhjE. Old one stops working at midnight.",
+        "password-new-one",
+    ),
+    "a password starting with $": ("La password del router è $p1OSp316542", "password-nearby"),
+    "a generated password starting with $ in Polish": (
+        "Hasło do panelu administracyjnego: $UJG51f3WaPf",
+        "password-in-other-languages",
+    ),
+    "a password with * inside": ("La password del router è 1zto*EDOjEQY", "password-nearby"),
+    "Maven's password starting with *": ("<password>*xSWP82CiJZ7mgkjv</password>", "xml-secret-element"),
+    "a URL password with an unescaped @": (
+        "mongodb+srv://analytics:D@bOfusg4JMx6cVp@cluster0.x7k2p.mongodb.net/events?retryWrites=true",
+        "url-password",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", TWELFTH_SET_CAUSES)
+def test_each_cause_of_the_twelfth_sets_stored_secrets_is_refused_by_its_rule(name: str) -> None:
+    text, rule = TWELFTH_SET_CAUSES[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+# The known leftovers of the eleventh set (docs/security.md), each with the rule that now reads it.
+LEFTOVERS_AFTER_11 = {
+    "a recipe of words with no then": (
+        "the vpn password is three words: copper, lantern, orbit, with dashes between",
+        "password-word-list",
+    ),
+    "the words and how they are joined": (
+        "root password is the words copper, lantern and orbit separated by underscores",
+        "password-word-list",
+    ),
+    "four words all lowercase": (
+        "The NAS passphrase is four words - maple, tunnel, violet, quartz - all lowercase with hyphens",
+        "password-word-list",
+    ),
+    "a hint with the password after i.e.": ("password hint: our usual pattern, i.e. Winter2024!", "password-that-is"),
+    "a scheme, i.e. the password": ("the jenkins password follows our scheme, i.e. Harbor#2291", "password-that-is"),
+    "a mnemonic's first letters": (
+        'the vault password is the first letter of each word in "I bought 3 red bikes in Oslo last May!"',
+        "password-mnemonic",
+    ),
+    "a mnemonic in French": (
+        "Mot de passe : les premières lettres de « Mon chat Lola dort 14 heures à Berlin ! »",
+        "password-mnemonic",
+    ),
+    "halves under ten characters on two lines": (
+        "db password (too long for one line in the ticket):\nczDYQaqcv\nnspjQVhzG",
+        "password-over-two-lines",
+    ),
+    "halves with = on two lines": (
+        "db password (too long for one line in the ticket):\nF%=uFD=GY\n=7=-RUXJZ",
+        "password-over-two-lines",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", LEFTOVERS_AFTER_11)
+def test_each_leftover_after_the_eleventh_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = LEFTOVERS_AFTER_11[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Don't make your password your pet's name plus 2 digits.",
+        "the password must be the user's name plus 12 characters",
+        "to reset the password type the word RESET then wait 30 seconds",
+        "Passwords should be three words: long, random, unique.",
+        "a good passphrase is four words separated by dashes",
+        "Tip: build a password from the first letters of a sentence, e.g. a line of a song you like.",
+        "the password field shows the first letters of the user's name as a hint",
+        "passwords are hashed with a slow KDF, i.e. Argon2id",
+        "we keep passwords in a manager, i.e. 1Password",
+        "The password policy changed. New one: see the wiki.",
+        "The API version was bumped. New one: v2.4.1",
+        "export PGPASSWORD=$PGPASS_PROD",
+        "password: $dbPassword",
+        "PASSWORD_GLOB = '*.pem'",
+        "the password regex is .*[A-Z].* for one capital",
+        "mongodb+srv://cluster0.x7k2p.mongodb.net/events",
+        "mail user@example.com@ the gateway",
+        "2FA backup codes are shown once; store them in 1Password.",
+        "Passwords:\ngrafana\nrabbitmq\n",
+        "Passwords:\nGrafana\nRabbitMQ\n",
+        "Password managers:\nBitwarden\nKeePassXC\n1Password",
+        "password policy:\nmin-length-12\nrequire-digit",
+        "Password hashers:\nArgon2PasswordHasher\nPBKDF2PasswordHasher",
+        "Password fields:\nold_password\nnew_password1\nnew_password2",
+    ],
+)
+def test_the_twelfth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None

@@ -80,7 +80,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "url-password",
         "a password in a URL",
-        re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:@/]{0,100}:([^\s@]{3,200})@[^\s@/]"),
+        # (a password may hold an unescaped `@` when another follows: `mongodb+srv://u:D@bOfus…@cluster0…`, set twelve)
+        re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:@/]{0,100}:((?:[^\s@]|@(?=[^\s/@]*@)){3,200})@[^\s@/]"),
         ("://",),
         check=_url_password,
     ),

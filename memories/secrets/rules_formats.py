@@ -31,6 +31,7 @@ from .words import (
     _NEARBY_WORDS,
     _PASSWORD_SHORT_OPTION,
     _PIN_KEYWORDS,
+    _WHICH_OTP,
     _mysql_password,
     _no_small_words,
 )
@@ -334,7 +335,8 @@ RULES: tuple[Rule, ...] = (
         "otp-seed",
         "a credential (a 2FA seed)",
         re.compile(
-            r"(?i)\b(?=[2tomah])(?:2fa|totp|otp|mfa|authenticator|hotp)[ _-]?(?:seed|secret|key|setup key)s?\b"
+            r"(?i)\b(?=[2tomah])(?:2fa|totp|otp|mfa|authenticator|hotp)[ _-]?"
+            rf"(?:{_WHICH_OTP}[ _-])?(?:seed|secret|key|setup key)s?\b"
             r"[^\n.]{0,30}?(?:[:=]|\s(?:is|was))\s*[\"'`]?(?-i:([A-Z2-7]{16,64}))(?![\w=])"
         ),
         ("2fa", "totp", "otp", "mfa", "authenticator", "hotp"),

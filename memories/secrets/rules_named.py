@@ -34,6 +34,7 @@ from .words import (
     _TOKEN_WORDS,
     _TOLD_VALUE,
     _TOLD_VERB,
+    _WHICH_OTP,
     _mysql_password,
 )
 
@@ -189,7 +190,8 @@ RULES: tuple[Rule, ...] = (
         re.compile(
             r"(?i)\b(?=[s2tomar])(?:setup|secret|2fa|totp|otp|mfa|authenticator|recovery)"
             # (up to 40 characters between: "TOTP setup key for the shared ops account: …", secrets12's set)
-            r"[ -]?(?:key|seed|secret|code)s?\b[^\n.]{0,40}?"
+            # (a word may name which one: "2FA backup secret for the AWS root account: …", set twelve)
+            rf"[ -]?(?:{_WHICH_OTP}[ -])?(?:key|seed|secret|code)s?\b[^\n.]{{0,40}}?"
             r"[:\s]\s*[\"'`]?([a-z2-7]{4}(?:[ -][a-z2-7]{4}){3,})\b"
         ),
         (

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 
-from .model import Rule
+from .model import Rule, entropy
 from .phrases import _joined_words, _passphrase
-from .told import _plain_password, _random_mixed, _told_password, _told_secret, _told_token
+from .told import _generated, _name_like, _plain_password, _random_mixed, _told_password, _told_secret, _told_token
 from .values import _assigned_secret, _not_placeholder, _url_password
-from .words import _ADVERB, _TOLD_VALUE
+from .words import _ADVERB, _NEARBY_WORDS, _TOLD_VALUE
 
 # A file or a command that keeps what is written to it: `~/.vault_pass.txt`, `/etc/app/api-token`, `secrets.env`,
 # `| docker login --password-stdin`, `| kubectl create secret …`, `| gh secret set X`.
@@ -36,6 +36,30 @@ _ACCOUNT_BEFORE = re.compile(
 )
 # A password made of capitalised words and a number ("RosesAreRed1951"), or a date's digits and a name ("140362Rex").
 _WORDS_AND_NUMBER = r"(?-i:(?:[A-Z][a-z]+){2,4}\d{2,6}|\d{4,8}[A-Z][a-z]{2,12})"
+
+# A password wrapped right after its label, each half on its own line and too short for the joined-lines view (which
+# joins a token of 20+ characters): "db password (too long for one line in the ticket):\nhlkUvNGBe\nu3Y^V+4%I" (the
+# leftover of set eleven). Two or three lines of one word each, then the text's or the line's end.
+_OVER_TWO_LINES = re.compile(
+    rf"(?i)\b(?:{_NEARBY_WORDS}|pass|pw|pin|secret)s?\b[^\n]{{0,60}}?(?:[:=]|\bis)[ \t]*\n"
+    r"[ \t]*(\S{3,40}(?:[ \t]*\n[ \t]*\S{3,40}){1,2})[ \t]*(?:\n|$)"
+)
+
+
+def _split_password(lines: str) -> bool:
+    """The lines joined are a password: told (a digit, random enough) or drawn at random (both cases, digits or
+    symbols); a list of words, names or placeholders is kept."""
+    joined = "".join(lines.split())
+    if _told_password(joined) or _random_mixed(joined) or _plain_password(joined) or _generated(joined):
+        return True
+    # (a generator's letters of both cases, with `=` or `-` that read as code elsewhere: `czDYQaqcv` / `nspjQVhzG`)
+    return (
+        len(joined) >= 14
+        and any(c.isupper() for c in joined)
+        and any(c.islower() for c in joined)
+        and entropy(joined) >= 3.6
+        and not _name_like(joined.replace("=", "").replace("-", ""))
+    )
 
 
 def _account_before(text: str) -> bool:
@@ -233,5 +257,12 @@ RULES: tuple[Rule, ...] = (
         ),
         ("pass", "pwd"),
         check=_plain_password,
+    ),
+    Rule(
+        "password-over-two-lines",
+        "a password",
+        _OVER_TWO_LINES,
+        ("pass", "pw", "pin", "secret", "mot de passe", "contraseña", "senha", "wachtwoord", "hasło", "haslo", "şifre"),
+        check=_split_password,
     ),
 )

@@ -15,6 +15,7 @@ from .gitleaks import _NAME_CHAR, gitleaks
 from .model import Allow, Finding, Rule, entropy
 from .names import _told_digest
 from .shapes import _named_public, _without_public_blocks
+from .values import VARIABLE_NAME
 
 # Ours after theirs, in this order: the first rule to find a secret names its kind.
 OURS: tuple[Rule, ...] = (
@@ -63,7 +64,7 @@ def _secret_span(rule: Rule, m: re.Match[str]) -> tuple[int, int]:
 
 # A shell variable alone is where a secret comes from, never one, whichever rule reads it (gitleaks'
 # `curl-auth-user` took `curl -u "${API_KEY}:"` for a user and password: its allowlist reads `$X` as the password only).
-_VARIABLE_ONLY = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+_VARIABLE_ONLY = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$" + VARIABLE_NAME)
 
 
 # A vendor's documented sample key (AWS's `…EXAMPLE`) or published test key (Stripe's docs' `sk_test_4eC3…`,

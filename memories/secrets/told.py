@@ -112,12 +112,19 @@ _IDENTIFIER = re.compile(r"[a-z0-9]+(?:[_-][a-z0-9]+)+")
 _CLASS_NAME = re.compile(r"(?:[A-Z]++[a-z]*+\d*+)++")  # (possessive: no backtracking)
 
 
+# A `*` of code: a glob (`*.pem`, `.*`), `**kwargs`, `*args`, emphasis around a word, names multiplied
+# (`width*height`). A generator's password may hold a `*` anywhere else (`1zto*EDOjEQY`, `*xSWP82CiJZ7mgkjv`:
+# set twelve).
+_CODE_STAR = re.compile(r"\*\*|\*\.|\.\*|^\*[a-z_][a-z0-9_]*$|^\*.*\*$|[a-z_]{2,}\*[a-z_]{2,}")
+
+
 def _name_like(value: str, class_names: bool = True) -> bool:
     """A name, not a secret: a class's (unless `class_names` is off), a path, an address, code, words joined."""
     if class_names and _CLASS_NAME.fullmatch(value) and len(re.findall(r"[A-Z][a-z]{2,}", value)) >= 2:
         return True
     if (
-        any(c in value for c in "/:()[]{}*\\")
+        any(c in value for c in "/:()[]{}\\")
+        or _CODE_STAR.search(value)
         or "=" in value.rstrip("=")
         or re.search(r"@[\w-]+\.|\.[a-z]{2,5}$", value)
     ):

@@ -7,8 +7,11 @@ import re
 
 from .model import entropy
 
+# A shell variable's name after `$`: capitals (`$DB_PASSWORD`), small letters (`$password`), camel or Pascal case words
+# (`$dbPassword`, `$ApiKey2`); not a generator's random letters after a `$` (`$p1OSp316542`, `$UJG51f3WaPf`).
+VARIABLE_NAME = r"(?-i:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*|[a-z]+(?:[A-Z][a-z]+)+\d*|(?:[A-Z][a-z]+)+\d*)"
 PLACEHOLDER = re.compile(
-    r"(?i)^(?:x{3,}|\*{3,}|\.{3,}|<[^>]*>|\[[^\]]*\]|\{[^}]*\}|\$\{[^}]*\}?|\$\(.*|\$[A-Z_][A-Z0-9_]*|%[A-Z_]+%"
+    r"(?i)^(?:x{3,}|\*{3,}|\.{3,}|<[^>]*>|\[[^\]]*\]|\{[^}]*\}|\$\{[^}]*\}?|\$\(.*|\$" + VARIABLE_NAME + r"|%[A-Z_]+%"
     # (`sk_test_your_key_here`, `paste-token-here`: a template's words inside a vendor's prefix)
     r"|(?:my|your|some)[-_][\w-]*|[\w.-]*[-_.](?:your|my)[-_][\w.-]*|[\w.-]+[-_]here|change[-_]?me\w*|example\w*|dummy\w*|placeholder\w*|redacted\w*"
     r"|none|null|nil|true|false|undefined|password\d{0,3}|passwd|pass|secret|token|pwd|test|admin|root|user"
@@ -66,7 +69,7 @@ _NEXT_SETTING = re.compile(r";(?=[A-Za-z][A-Za-z ]{1,30}=)")
 # there (a value that is no placeholder is judged whole: a password may hold `&`).
 _NEXT_PARAMETER = re.compile(r"&(?=[A-Za-z_][\w.-]{0,30}=)")
 _TEMPLATE_SLOT = re.compile(
-    r"(?i)<[^>]*>|\{[^}]*\}|\[[^\]]*\]|\$\{[^}]*\}|\$[A-Z_][A-Z0-9_]*|%[A-Z_]+%|x{3,}|\*{3,}|\.{3,}"
+    r"(?i)<[^>]*>|\{[^}]*\}|\[[^\]]*\]|\$\{[^}]*\}|\$" + VARIABLE_NAME + r"|%[A-Z_]+%|x{3,}|\*{3,}|\.{3,}"
 )
 
 

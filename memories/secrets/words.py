@@ -255,3 +255,7 @@ def _no_small_words(words: str) -> bool:
 
 def _mysql_password(value: str) -> bool:
     return _assigned_secret(value) and any(c.isupper() or not (c.isalnum() or c in "_-.") for c in value)
+
+
+# Which of an account's 2FA secrets a word between names ("2FA backup secret", "MFA device seed"; set twelve).
+_WHICH_OTP = r"(?:backup|device|account|app|shared|setup|recovery|login|root|master)"
