@@ -12,6 +12,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from unfold.admin import ModelAdmin
 
+from yullu_core.errors import UserError
+
 from . import services
 from .audit import record
 from .models import ApiToken, AuditEntry, Grant, Project
@@ -51,6 +53,25 @@ class ApiTokenAdmin(ModelAdmin):
             services.revoke_token(pk)
 
 
+class ProjectForm(forms.ModelForm):
+    class Meta:
+        model = Project
+        fields = "__all__"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if isinstance(field := self.fields.get("project_id"), forms.CharField):  # absent: the list's own form
+            field.strip = False  # judged before any trim: a pasted newline went unseen
+
+    def clean_project_id(self) -> str:
+        """The id as `yullu grant` and the API take it (services.project_key): a control character refused in
+        their sentence, a clone URL read as the project its checkouts name. A pasted bell made a project here."""
+        try:
+            return services.project_key(self.cleaned_data["project_id"])
+        except UserError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
 class GrantInline(admin.TabularInline):
     model = Grant
     extra = 0
@@ -58,6 +79,7 @@ class GrantInline(admin.TabularInline):
 
 @admin.register(Project)
 class ProjectAdmin(ModelAdmin):
+    form = ProjectForm
     list_display = ["project_id", "created_at", "created_by"]
     search_fields = ["project_id"]
     inlines = [GrantInline]

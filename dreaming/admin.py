@@ -14,6 +14,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin, TabularInline
 
+from memories.scope import validate_project_id
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, held
 
@@ -164,11 +165,16 @@ class DreamScheduleForm(forms.ModelForm):
         model = DreamSchedule
         fields = "__all__"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if isinstance(field := self.fields.get("project_id"), forms.CharField):  # absent: the list's own form
+            field.strip = False  # validate_project_id judges a control character before its trim
+
     def clean_project_id(self) -> str:
         """Checked before the form's uniqueness test: "already exists" would tell a project that the
-        reviewer may not see from one that does not exist."""
-        project_id = str(self.cleaned_data["project_id"])
+        reviewer may not see from one that does not exist. A pasted bell or newline: the sentence of every path."""
         try:
+            project_id = validate_project_id(str(self.cleaned_data["project_id"]))
             require_schedule(project_id)
         except UserError as exc:
             raise forms.ValidationError(str(exc)) from exc

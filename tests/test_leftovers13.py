@@ -6,13 +6,18 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from access.actor import acting_as, actor_for_user
+from access.models import Project
+from dreaming.models import DreamSchedule
 from memories import admin_views, lifecycle
 from memories.models import Memory
 from memories.scope import resolve
 from memories.write import create, edit
+from yullu_core.errors import UserError
+from yullu_core.text import refuse_id_control
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +82,48 @@ def test_the_conflicts_pages_queries_do_not_grow_with_its_conflicts(django_user_
 
     one, six = queries(conflicts[:1]), queries(conflicts)
     assert six == one <= 3, (one, six)
+
+
+# --- 2. the admin's forms refuse a control character in a project id -------------------------------------------
+
+# Each admin form that takes a project id (or a clone URL), with the fields a save needs besides it.
+ADMIN_FORMS = {
+    "project": (
+        "/admin/access/project/add/",
+        {"created_at_0": "2026-11-27", "created_at_1": "02:30:00"}
+        | {"grants-TOTAL_FORMS": "0", "grants-INITIAL_FORMS": "0"},
+    ),
+    "memory": (
+        "/admin/memories/memory/add/",
+        {"content": "Queue retries back off", "category": "", "importance": "", "tags_text": "", "ttl_days": ""},
+    ),
+    "dream schedule": ("/admin/dreaming/dreamschedule/add/", {"enabled": "on"}),
+}
+CREATED: dict[str, Any] = {"project": Project, "memory": Memory, "dream schedule": DreamSchedule}
+
+
+@pytest.mark.parametrize("pasted", ["acme/app\x07", "acme/app\n", "https://github.com/acme/app.git\t"])
+@pytest.mark.parametrize("form", list(ADMIN_FORMS))
+def test_the_admins_forms_refuse_a_control_character_in_a_project_id_as_every_path_does(
+    client: Client, owner: Any, keyword_only: None, form: str, pasted: str
+) -> None:
+    """A pasted bell (or a trailing newline, trimmed unseen) made a project that no checkout names; the CLI,
+    REST and MCP refuse it with refuse_id_control's sentence."""
+    client.force_login(owner)
+    url, fields = ADMIN_FORMS[form]
+    answer = client.post(url, {**fields, "project_id": pasted, "_save": "Save"})
+    assert answer.status_code == 200, f"saved: {answer.status_code} {answer.get('Location')}"
+    with pytest.raises(UserError) as said:
+        refuse_id_control(pasted)
+    errors = answer.context["adminform"].form.errors
+    assert errors.get("project_id") == [str(said.value)], errors
+    assert CREATED[form].objects.count() == 0
+    assert not Project.objects.exists()
+
+
+def test_the_admins_project_form_reads_a_clone_url_as_yullu_grant_does(client: Client, owner: Any) -> None:
+    client.force_login(owner)
+    url, fields = ADMIN_FORMS["project"]
+    answer = client.post(url, {**fields, "project_id": "git@github.com:acme/app.git", "_save": "Save"})
+    assert answer.status_code == 302, answer.context["adminform"].form.errors
+    assert list(Project.objects.values_list("project_id", flat=True)) == ["github.com/acme/app"]
