@@ -2657,3 +2657,38 @@ def test_each_leftover_after_the_eleventh_set_is_refused_by_its_rule(name: str) 
 )
 def test_the_twelfth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# Found at other fillings of set twelve and in a probing round after it (secrets15's own, not held out).
+PROBED_AFTER_12 = {
+    "base64 of user:password": ("creds (base64): ZGVwbG95OjJXY25KTHNER0FVZjkh", "credential-pair-alone"),
+    "a user:password pair alone": ("deploy:dG%ATCCriaYD4G", "credential-pair-alone"),
+    "pw spelled out": ("pw spelled out: papa seven x-ray kilo lima mike two quebec", "dictated-password"),
+    "an e-mail / a password": ("our shared Netflix: fam@example.com / Netfl1x!Fam", "email-slash-password"),
+    "an e-mail | a password": ("fam@example.com | Netfl1x!Fam", "email-slash-password"),
+}
+
+
+@pytest.mark.parametrize("name", PROBED_AFTER_12)
+def test_each_form_probed_after_the_twelfth_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = PROBED_AFTER_12[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "TODO:FixTheLoginBug2",
+        "localhost:5432",
+        "cmd:RunMigrations2",
+        "base64 of 'hello:world-2024' is aGVsbG86d29ybGQtMjAyNA==",
+        "ops@acme.io / Zendesk",
+        "contact ops@acme.io / support@acme.io",
+        "alice@acme.io / bob@acme.io / carol2024@acme.io",
+        "ops@acme.io / 2024-05-01",
+        "pw policy: min twelve characters one digit one symbol",
+        "pwd is the current directory: print working directory",
+    ],
+)
+def test_the_forms_probed_after_the_twelfth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None

@@ -187,10 +187,10 @@ RULES: tuple[Rule, ...] = (
         "dictated-password",
         "a password",
         re.compile(
-            rf"(?i)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase)\b(?![-_]){_ABOUT}"
+            rf"(?i)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|pwd?)\b(?![-_]){_ABOUT}"
             r"[^.\n=:：,;]{0,40}?" + _LINKING + r"\s*:?\s*((?:[A-Za-z0-9-]+[ \t,]+){3,24}[A-Za-z0-9-]+)"
         ),
-        (*_NEARBY_KEYWORDS, "pass phrase"),
+        (*_NEARBY_KEYWORDS, "pass phrase", "pw"),
         check=_dictated,
     ),
     # German capitalises its nouns, so a passphrase of nouns after `Passwort` / `Kennwort` is capitalised ("Passwort:

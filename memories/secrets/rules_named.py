@@ -13,6 +13,7 @@ from .told import (
     _BEAN_NAME,
     _CREDENTIAL_CALL,
     _EMAIL_BEFORE,
+    _EMAIL_SLASH_BEFORE,
     _ORACLE_CLIENT,
     _PASS_AFTER,
     _argument_password,
@@ -250,6 +251,17 @@ RULES: tuple[Rule, ...] = (
         ("@",),
         check=_mysql_password,
         before=lambda text: bool(_EMAIL_BEFORE.search(text)),
+    ),
+    # `fam@example.com / Netfl1x!Fam`: the same pair with ` / ` or ` | ` between, as a shared account is written down
+    # (set twelve's probing); the password told (a digit, ten characters or a symbol), so `ops@acme.io / Zendesk` is
+    # an address and a product.
+    Rule(
+        "email-slash-password",
+        "a password",
+        re.compile(r"(?<=[\w-])\.[a-z]{2,24}[ \t]+[/|][ \t]+([^\s:@/'\"`]{6,64})(?=\s|$|[,;)])"),
+        ("@",),
+        check=_told_password,
+        before=lambda text: bool(_EMAIL_SLASH_BEFORE.search(text)),
     ),
     # "the safe combination is 24-61-07": a combination's numbers.
     Rule(

@@ -46,6 +46,15 @@ _OVER_TWO_LINES = re.compile(
 )
 
 
+# A text that is nothing but `user:password`: what HTTP Basic auth encodes, so mostly the decoded view of a base64
+# segment ("creds (base64): ZGVwbG95OjJXY25KTHNER0FVZjkh", set twelve at other fillings), where nothing names it.
+_PAIR_ALONE = re.compile(r"\A[\w.+-]{1,64}:([^\s:/]{6,128})\Z")  # (not `git@host:Org/repo.git`)
+
+
+def _pair_password(value: str) -> bool:
+    return _told_password(value) or _generated(value) or _random_mixed(value)
+
+
 def _split_password(lines: str) -> bool:
     """The lines joined are a password: told (a digit, random enough) or drawn at random (both cases, digits or
     symbols); a list of words, names or placeholders is kept."""
@@ -264,5 +273,12 @@ RULES: tuple[Rule, ...] = (
         _OVER_TWO_LINES,
         ("pass", "pw", "pin", "secret", "mot de passe", "contraseña", "senha", "wachtwoord", "hasło", "haslo", "şifre"),
         check=_split_password,
+    ),
+    Rule(
+        "credential-pair-alone",
+        "a password",
+        _PAIR_ALONE,
+        (":",),
+        check=_pair_password,
     ),
 )

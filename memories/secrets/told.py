@@ -231,6 +231,7 @@ def _generated(value: str) -> bool:
 
 
 _EMAIL_BEFORE = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:$")
+_EMAIL_SLASH_BEFORE = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+[ \t]+[/|][ \t]+$")
 _BEAN_NAME = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+|(?:[A-Z][a-z]+){2,}|[\w$]+(?:\.[\w$]+){2,}")
 _ORACLE_CLIENT = re.compile(
     r"(?i)\b(?:sqlplus|sqlldr|rman|expdp|impdp|dgmgrl|conn(?:ect)?|userid=)(?:\s+-\w+)*\s*['\"]?[\w$#.]+/$"
