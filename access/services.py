@@ -4,12 +4,13 @@ and the REST endpoints for admins all call these. Each change to a token or gran
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, Group, Permission
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -32,8 +33,15 @@ def user_named(name: str) -> Any:
         raise NotFound(f"no user named {name!r}; add one with `yullu users add {name}`.") from None
 
 
-def add_user(name: str, *, admin: bool = False) -> Any:
-    """A person. `admin`: a superuser (may do everything, also in the admin)."""
+# The group `yullu users add --staff` puts a person in: the memories and dreaming apps' model permissions open
+# the review pages (Django's rule); the person's grants decide which projects those pages show.
+REVIEWERS = "reviewers"
+REVIEW_APPS = ("memories", "dreaming")
+
+
+def add_user(name: str, *, admin: bool = False, staff: bool = False) -> Any:
+    """A person. `admin`: a superuser (may do everything, also in the admin); `staff`: a reviewer who may log
+    in to the admin (the reviewers group). Either needs a password for the admin: `admin_password`."""
     require_install_wide("managing users")
     name = name.strip()
     if not name or len(name) > 150:
@@ -45,11 +53,31 @@ def add_user(name: str, *, admin: bool = False) -> Any:
         raise UserError(f"{name!r} is not a user name: use letters, digits and @ . + - _ only.") from None
     if User.objects.filter(username=name).exists():
         raise UserError(f"a user named {name!r} already exists.")
-    user = User.objects.create_user(name, is_staff=admin, is_superuser=admin)
-    user.set_unusable_password()  # people log in to the admin once a password is set (`changepassword`)
-    user.save(update_fields=["password"])
-    record("user.add", name, {"admin": admin})
+    with transaction.atomic():
+        user = User.objects.create_user(name, is_staff=admin or staff, is_superuser=admin)
+        user.set_unusable_password()  # people log in to the admin once a password is set (admin_password)
+        user.save(update_fields=["password"])
+        if staff and not admin:
+            user.groups.add(reviewers_group())
+        record("user.add", name, {"admin": admin, "staff": staff})
     return user
+
+
+def reviewers_group() -> Group:
+    """The reviewers group, with every permission of the review apps (created, or completed, on use)."""
+    group, _ = Group.objects.get_or_create(name=REVIEWERS)
+    group.permissions.add(*Permission.objects.filter(content_type__app_label__in=REVIEW_APPS))
+    return group
+
+
+def admin_password(user: Any) -> str:
+    """A new password for the admin's login form, returned to be shown once (only its hash is stored):
+    `yullu users add` made people no one could log in as, and nothing said how to give them one (walk 12)."""
+    password = secrets.token_urlsafe(12)
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    record("user.password", user.get_username())
+    return password
 
 
 @dataclass(frozen=True)
@@ -138,7 +166,14 @@ def project_key(given: str) -> str:
     `yullu grant ana https://…/app.git write` gave ana a role on a project no checkout ever names (walk 10)."""
     refuse_id_control(given)
     key = normalise_project_id(given)
-    return canonical_origin(key) if CLONE_URL.match(key) else key
+    return canonical_origin(key) if CLONE_URL.match(key) or _local_clone_url(key) else key
+
+
+def _local_clone_url(key: str) -> bool:
+    """A bare repository's path (/srv/git/app.git): its checkouts' origin, which they name without .git
+    (walk 12: `yullu grant alice /tmp/origin.git write` opened a project no checkout names). A bare name
+    ending in .git (no slash) may be a folder's own project id, so it is left alone."""
+    return "/" in key and key.rstrip("/").endswith(".git")
 
 
 def grant(username: str, project_id: str, role: str) -> dict[str, Any]:

@@ -107,6 +107,8 @@ def review_view(request: HttpRequest) -> HttpResponse:
         total = unrated.unrated_by_category.get(None if category == "none" else category, 0)
     else:
         total = unrated.unrated
+    # An empty queue beside readable projects' unrated memories says why: they are their admins' to review.
+    not_yours = 0 if total or category or source else tallies.memory_counts(project or None).unrated - unrated.unrated
     page = list(qs[:REVIEW_PAGE])
     ids = [m.pk for m in page]
     origin, history = admin_queries.sources(ids), admin_queries.recall_history(ids)
@@ -117,6 +119,7 @@ def review_view(request: HttpRequest) -> HttpResponse:
         "Review queue",
         rows=rows,
         total=total,
+        not_yours=not_yours,
         project=project,
         category=category,
         source=source,

@@ -269,7 +269,8 @@ def parse_bytes(data: bytes) -> list[Event]:
     except UnicodeDecodeError:
         raise EventError("file is not UTF-8") from None
     except json.JSONDecodeError as exc:
-        raise EventError(f"bad JSON: {exc.msg} at line {exc.lineno}") from None
+        # json's own words for a truncated string end in "at" ("Unterminated string starting at"): said once.
+        raise EventError(f"bad JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno}") from None
     except RecursionError:
         raise EventError("JSON nested too deeply") from None
     return from_wire(raw)

@@ -17,9 +17,14 @@ ROLES = ("read", "write", "admin")
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("users", help="people who use a team server")
     ops = p.add_subparsers(dest="op", required=True)
-    q = ops.add_parser("add", help="add a user (--admin: a superuser, who may do everything)")
+    q = ops.add_parser("add", help="add a user (--admin: a superuser; --staff: a reviewer in the admin)")
     q.add_argument("name", help="letters, digits and @ . + - _")
     q.add_argument("--admin", action="store_true", help="a superuser, who may do everything")
+    q.add_argument(
+        "--staff",
+        action="store_true",
+        help="may log in to the admin to review the projects their grants open (prints a password, shown once)",
+    )
     q.set_defaults(fn=cmd_users_add)
 
     p = sub.add_parser("tokens", help="API tokens of users (stored hashed; shown once)")
@@ -55,9 +60,13 @@ def cmd_users_add(args: argparse.Namespace) -> None:
     setup_django()
     from access import services
 
-    user = services.add_user(args.name, admin=args.admin)
-    kind = "superuser" if args.admin else "user"
-    print(f"added {kind} {user.get_username()}; give them a token: yullu tokens create --user {user.get_username()}")
+    user = services.add_user(args.name, admin=args.admin, staff=args.staff)
+    name = user.get_username()
+    kind = "superuser" if args.admin else "staff reviewer" if args.staff else "user"
+    print(f"added {kind} {name}; give them a token: yullu tokens create --user {name}")
+    if args.admin or args.staff:
+        password = services.admin_password(user)
+        print(f"admin login: {name} / {password} (shown once; they change it in the admin: Change password)")
 
 
 def cmd_tokens_create(args: argparse.Namespace) -> None:

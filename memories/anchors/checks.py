@@ -232,6 +232,15 @@ def check_project(project_id: str, root: Path | None = None, *, force: bool = Fa
     )
 
 
+def cited(anchor: AnchorOut) -> str:
+    """An anchor as it was given: path, path::Symbol or path:40-58 (two ranges of one file told apart)."""
+    if anchor["symbol"]:
+        return f"{anchor['path']}::{anchor['symbol']}"
+    if anchor["lines"]:
+        return f"{anchor['path']}:{anchor['lines'][0]}-{anchor['lines'][1]}"
+    return anchor["path"]
+
+
 def describe(result: ProjectCheck) -> str:
     """`yullu anchors check`'s human output: one line per stale memory and its stale anchors."""
     lines = [f"{result.project_id}: {result.anchors} anchors at {(result.head or 'no checkout')[:12]}"]
@@ -239,8 +248,7 @@ def describe(result: ProjectCheck) -> str:
     for memory in result.stale:
         lines.append(f"stale memory {memory['id']}: {memory['content'][:100]}")
         for a in memory["anchors"]:
-            where = a["path"] + (f"::{a['symbol']}" if a["symbol"] else "")
-            lines.append(f"  {a['status']}: {where}")
+            lines.append(f"  {a['status']}: {cited(a)}")
     if not result.stale:
         lines.append("no stale memories")
     return "\n".join(line for line in lines if line)

@@ -124,6 +124,8 @@ def apply_remote_state(
     if "content" in changes or "tags" in changes:
         memory.held_reason = hold_reason(memory.content, memory.tags)
     memory.created_at, memory.updated_at = state.created_at, state.updated_at
+    if changes:  # a teammate's change is no user's here: the last changer kept would own their text (walk 12)
+        memory.updated_by_id = None
     memory.save()
     if not changes:
         return "unchanged"  # only the times moved (e.g. an empty update event)

@@ -12,7 +12,7 @@ from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from access.policy import only_visible, sees_install_wide
+from access.policy import ADMIN, only_visible, sees_install_wide
 from dreaming.models import DreamPass
 from memories import tallies
 from memories.admin_views import admin_page, daily_charts
@@ -30,6 +30,9 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         "project_rows": project_rows(),
         "dream_passes": list(only_visible(DreamPass.objects.order_by("-started_at"))[:8]),
         "yullu_stats": totals,
+        # What the review queue shows: the projects the reviewer is an admin of. The readable projects'
+        # unrated count said "2 to review" to a `write` reviewer whose queue was empty (walk 12).
+        "to_review": tallies.memory_counts(role=ADMIN).unrated,
         "stale_count": anchor_stale.stale_count(),
         "held_count": held_count(),
         **daily_charts(computed=totals),
