@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
@@ -134,3 +135,22 @@ def test_users_add_staff_prints_a_password_the_admins_login_takes(tmp_path: Path
     assert carol.has_perm("memories.view_memory") and not carol.has_perm("access.view_apitoken")
     login = Client().post("/admin/login/", {"username": "carol", "password": password, "next": "/admin/"})
     assert login.status_code == 302 and login["Location"] == "/admin/", login.content.decode()[:500]
+
+
+def test_a_team_server_keeps_its_checkout_for_anchors_only_with_sync_off(
+    checkout: Path,  # noqa: F811
+    keyword_only: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # README's Code anchors: the server's checkout (known from `yullu anchors check --cwd`) is also its team
+    # log for the project, unless [sync].enabled = false: then anchors are pinned and no file is written.
+    scope = resolve(None, str(checkout))
+    create.store_memory(scope, "helper returns one", "domain", anchors=["app/clock.py:12-13"])
+    logs = checkout / ".yullu" / "logs"
+    assert len(list(logs.glob("*.json"))) == 1, "on: the store's event is written into the checkout"
+    monkeypatch.setitem(settings.YULLU, "sync", {**settings.YULLU["sync"], "enabled": False})
+    remote = resolve(scope.project_id, None)  # a laptop names the project; the server pins it to its checkout
+    stored = create.store_memory(remote, "Clock.later adds seconds to now", "domain", anchors=["app/clock.py:8-9"])
+    assert len(list(logs.glob("*.json"))) == 1, "off: nothing more is written"
+    (anchor,) = stored.memory.anchors.all()
+    assert anchor.commit and anchor.status == "ok"
