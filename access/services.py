@@ -70,9 +70,23 @@ def reviewers_group() -> Group:
     return group
 
 
+def make_staff(name: str) -> Any:
+    """An existing user becomes a reviewer who may log in to the admin (a superuser stays one)."""
+    require_install_wide("managing users")
+    user = user_named(name.strip())
+    if not user.is_superuser:
+        with transaction.atomic():
+            user.is_staff = True
+            user.save(update_fields=["is_staff"])
+            user.groups.add(reviewers_group())
+            record("user.staff", user.get_username())
+    return user
+
+
 def admin_password(user: Any) -> str:
     """A new password for the admin's login form, returned to be shown once (only its hash is stored):
     `yullu users add` made people no one could log in as, and nothing said how to give them one (walk 12)."""
+    require_install_wide("managing users")
     password = secrets.token_urlsafe(12)
     user.set_password(password)
     user.save(update_fields=["password"])

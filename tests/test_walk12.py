@@ -154,3 +154,23 @@ def test_a_team_server_keeps_its_checkout_for_anchors_only_with_sync_off(
     assert len(list(logs.glob("*.json"))) == 1, "off: nothing more is written"
     (anchor,) = stored.memory.anchors.all()
     assert anchor.commit and anchor.status == "ok"
+
+
+@pytest.mark.slow
+def test_users_staff_lets_an_existing_user_in_with_a_new_password(tmp_path: Path) -> None:
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    assert run_cli(["users", "add", "alice"], env).returncode == 0  # the README before --staff: no admin login
+    passwords = []
+    for _ in range(2):  # again: a new password (a forgotten one)
+        made = run_cli(["users", "staff", "alice"], env)
+        assert made.returncode == 0, made.stderr
+        assert "alice is a staff reviewer" in made.stdout
+        line = next(line for line in made.stdout.splitlines() if line.startswith("admin login: alice / "))
+        passwords.append(line.removeprefix("admin login: alice / ").split(" ", 1)[0])
+    alice = User.objects.get(username="alice")
+    assert (
+        passwords[0] != passwords[1] and alice.check_password(passwords[1]) and not alice.check_password(passwords[0])
+    )
+    assert alice.is_staff and alice.has_perm("memories.change_memory")
+    nobody = run_cli(["users", "staff", "nobody"], env)
+    assert nobody.returncode == 1 and "no user named 'nobody'" in nobody.stderr and "Traceback" not in nobody.stderr

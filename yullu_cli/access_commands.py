@@ -26,6 +26,9 @@ def add_parsers(sub: Any) -> None:
         help="may log in to the admin to review the projects their grants open (prints a password, shown once)",
     )
     q.set_defaults(fn=cmd_users_add)
+    q = ops.add_parser("staff", help="let a user log in to the admin as a reviewer; prints a new password (shown once)")
+    q.add_argument("name", help="a user name (`yullu users add NAME` first)")
+    q.set_defaults(fn=cmd_users_staff)
 
     p = sub.add_parser("tokens", help="API tokens of users (stored hashed; shown once)")
     ops = p.add_subparsers(dest="op", required=True)
@@ -65,8 +68,25 @@ def cmd_users_add(args: argparse.Namespace) -> None:
     kind = "superuser" if args.admin else "staff reviewer" if args.staff else "user"
     print(f"added {kind} {name}; give them a token: yullu tokens create --user {name}")
     if args.admin or args.staff:
-        password = services.admin_password(user)
-        print(f"admin login: {name} / {password} (shown once; they change it in the admin: Change password)")
+        _print_login(user)
+
+
+def cmd_users_staff(args: argparse.Namespace) -> None:
+    setup_django()
+    from access import services
+
+    user = services.make_staff(args.name)
+    kind = "a superuser" if user.is_superuser else "a staff reviewer"
+    print(f"{user.get_username()} is {kind}; their grants decide which projects the admin shows them")
+    _print_login(user)
+
+
+def _print_login(user: Any) -> None:
+    from access import services
+
+    password = services.admin_password(user)
+    name = user.get_username()
+    print(f"admin login: {name} / {password} (shown once; they change it in the admin: Change password)")
 
 
 def cmd_tokens_create(args: argparse.Namespace) -> None:
