@@ -20,7 +20,7 @@ from yullu_core.errors import UserError
 
 from . import lifecycle, tallies
 from .anchors import stale as anchor_stale
-from .models import CATEGORIES, Memory, MemoryAnchor, RejectedMemory
+from .models import CATEGORIES, LinkKind, Memory, MemoryAnchor, MemoryLink, RejectedMemory
 from .scope import known_root
 from .search import admin_queries, stats
 from .write import edit
@@ -277,14 +277,23 @@ def conflicts_view(request: HttpRequest) -> HttpResponse:
             messages.error(request, str(exc))
         return HttpResponseRedirect(_safe_next(request))
     project = request.GET.get("project_id", "")
+    conflicts = _with_writers(lifecycle.open_conflicts(project or None))
     return admin_page(
         request,
         "admin/yullu/conflicts.html",
         "Conflicts",
-        conflicts=_with_writers(lifecycle.open_conflicts(project or None)),
+        conflicts=conflicts,
+        not_yours=0 if conflicts or project else _conflicts_not_yours(),
         project=project,
         projects=_projects(),
     )
+
+
+def _conflicts_not_yours() -> int:
+    """Open conflicts of projects the reviewer may read but not resolve (the queue is a project admin's):
+    said beside an empty queue, which read "No open conflicts" to a `write` reviewer (walk 12)."""
+    qs = MemoryLink.objects.filter(kind=LinkKind.CONTRADICTS, resolved_at__isnull=True)
+    return access.only_visible(qs).count() - access.only_visible(qs, role=access.ADMIN).count()
 
 
 def _with_writers(conflicts: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from django.test import Client
 from access.actor import acting_as, actor_for_user
 from access.models import Grant
 from access.services import add_user, grant, project_key
+from memories import lifecycle
 from memories.anchors import checks
 from memories.models import Memory
 from memories.scope import resolve
@@ -113,8 +114,14 @@ def test_a_write_reviewer_is_told_the_review_queue_is_the_project_admins(repo: P
     queue = client.get("/admin/memories/memory/review/").content.decode()
     assert "Releases are cut on Thursdays." not in queue
     assert 'id="not-yours">1 unrated memory of projects you may read but are not an admin of' in queue, queue
+    first = create.store_memory(scope, "Releases are cut on Fridays.", "process").memory
+    lifecycle.link_memories(first.pk, Memory.objects.get(content="Releases are cut on Thursdays.").pk, "contradicts")
+    conflicts = client.get("/admin/memories/memory/conflicts/").content.decode()
+    assert 'id="not-yours">1 open conflict of projects you may read but are not an admin of' in conflicts
     grant("ana", scope.project_id, "admin")
-    assert '<div class="y-num" id="to-review">1</div>' in client.get("/admin/").content.decode()
+    conflicts = client.get("/admin/memories/memory/conflicts/").content.decode()
+    assert "Releases are cut on Fridays." in conflicts and "not-yours" not in conflicts
+    assert '<div class="y-num" id="to-review">2</div>' in client.get("/admin/").content.decode()
     queue = client.get("/admin/memories/memory/review/").content.decode()
     assert "Releases are cut on Thursdays." in queue and "not-yours" not in queue
 
