@@ -79,6 +79,7 @@ def main() -> None:
             "held-out-9",
             "held-out-10",
             "held-out-11",
+            "held-out-12",
             "review-6",
             "review-7",
             "review-8",

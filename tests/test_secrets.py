@@ -2666,6 +2666,12 @@ PROBED_AFTER_12 = {
     "pw spelled out": ("pw spelled out: papa seven x-ray kilo lima mike two quebec", "dictated-password"),
     "an e-mail / a password": ("our shared Netflix: fam@example.com / Netfl1x!Fam", "email-slash-password"),
     "an e-mail | a password": ("fam@example.com | Netfl1x!Fam", "email-slash-password"),
+    "curl's password starting with %": (
+        "curl -u deploy:%g4b6hCbUV4W0vIY https://ci.yullu.dev/api/json",
+        "user-password-option",
+    ),
+    "a URL's password starting with $": ("redis://:$p1OSp316542x@cache-1.internal:6379/0", "url-password"),
+    "Dutch i.e.": ("het wachtwoord volgt het oude schema, oftewel Haven#2291", "password-that-is"),
 }
 
 
@@ -2688,6 +2694,15 @@ def test_each_form_probed_after_the_twelfth_set_is_refused_by_its_rule(name: str
         "ops@acme.io / 2024-05-01",
         "pw policy: min twelve characters one digit one symbol",
         "pwd is the current directory: print working directory",
+        # (a `*` of code after a token's word, found in installed packages' source: `*` is no longer code everywhere)
+        "pixel_values = torch.stack(pixel_values, dim=0)  # (batch, max_soft_tokens, model_patch_size²*3)",
+        "the tokenizer pads to max_tokens*2 for the decoder",
+        'curl -u "deploy:${PW}" https://ci.yullu.dev',
+        "curl -u deploy:$DEPLOY_PW https://ci.yullu.dev",
+        "postgres://app:%(password)s@db/app",
+        "redis://:$REDIS_PASSWORD@cache:6379",
+        "postgres://app:$dbPassword@db/app",
+        "curl -u user:%s https://ci.yullu.dev",
     ],
 )
 def test_the_forms_probed_after_the_twelfth_sets_near_misses_are_kept(text: str) -> None:

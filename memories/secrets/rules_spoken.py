@@ -207,7 +207,10 @@ RULES: tuple[Rule, ...] = (
         "password-that-is",
         "a password",
         _THAT_IS,
-        ("i.e", "i. e", "ie,", "namely", "viz.", "d.h", "d. h", "c.-à-d", "c-à-d", "c.à.d", "es decir", "cioè", "cioe"),
+        (
+            *("i.e", "i. e", "ie,", "namely", "viz.", "d.h", "d. h", "c.-à-d", "c-à-d", "c.-a-d", "es decir", "cioè"),
+            *("cioe", "oftewel", "czyli"),
+        ),
         check=_told_password,
     ),
     Rule(

@@ -113,9 +113,12 @@ _CLASS_NAME = re.compile(r"(?:[A-Z]++[a-z]*+\d*+)++")  # (possessive: no backtra
 
 
 # A `*` of code: a glob (`*.pem`, `.*`), `**kwargs`, `*args`, emphasis around a word, names multiplied
-# (`width*height`). A generator's password may hold a `*` anywhere else (`1zto*EDOjEQY`, `*xSWP82CiJZ7mgkjv`:
-# set twelve).
-_CODE_STAR = re.compile(r"\*\*|\*\.|\.\*|^\*[a-z_][a-z0-9_]*$|^\*.*\*$|[a-z_]{2,}\*[a-z_]{2,}")
+# (`width*height`, `model_patch_size²*3`: a snake_case name, or a small factor at an end). A generator's password may
+# hold a `*` anywhere else (`1zto*EDOjEQY`, `*xSWP82CiJZ7mgkjv`: set twelve).
+_CODE_STAR = re.compile(
+    r"\*\*|\*\.|\.\*|^\*[a-z_][a-z0-9_]*$|^\*.*\*$|[a-z_]{2,}\*[a-z_]{2,}|\*\d{1,3}$|^\d{1,3}\*"
+    r"|[a-z]{3,}_[a-z]{3,}.*\*|\*.*[a-z]{3,}_[a-z]{3,}"
+)
 
 
 def _name_like(value: str, class_names: bool = True) -> bool:

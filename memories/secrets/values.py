@@ -196,11 +196,16 @@ def _placeholder_credentials(url: str) -> bool:
     return not (_not_placeholder(m.group(1)) or _not_placeholder(m.group(2)))
 
 
+# A template's slot at a password's start: `${DB_PASSWORD}`, `$(cat pw)`, `%(password)s`, `%DB_PASS%`, `$DB_PASSWORD`,
+# `{pw}`, `<password>`; not a generator's password that starts with `$` or `%` (`%g4b6hCbUV4W0vIY`: set twelve).
+_TEMPLATE_START = re.compile(r"[{<]|\$[{(]|%[(]|%[A-Za-z_]+%|%[sd]\b|\$" + VARIABLE_NAME + r"(?!\w)")
+
+
 def _url_password(password: str) -> bool:
     # "host:8080/path@x" is a port, not a password; "user:${DB_PASSWORD}@" a template
     if re.match(r"\d{1,5}(?:/|$)", password):
         return False
-    return _not_placeholder(password) and not password.startswith(("$", "%", "{", "<"))
+    return _not_placeholder(password) and not _TEMPLATE_START.match(password)
 
 
 # The symbols people put inside a password. Not `+ / = - _ .` (base64, paths, versions, names) and
