@@ -25,6 +25,11 @@ GENERAL = [
     "what's new in go 1.23",
     "elasticsearch query dsl syntax",
     "how does elasticsearch sharding work",  # how a product's part works, the product first (round fourteen)
+    # round fifteen: a longer definition, a product's part's purpose, a how-to in a language, an article first
+    "what is kafka exactly-once semantics",
+    "what does argo cd self-heal do",
+    "how do i use context.WithTimeout in go",
+    "how does a kafka consumer group work?",
 ]
 # Each brought back the memory naming the product before these shapes read as general.
 ANSWERED_WITHOUT_THE_CUE = GENERAL[0], GENERAL[1], GENERAL[3]
@@ -44,6 +49,9 @@ def test_the_shapes_read_as_general_only_with_a_product_or_an_article() -> None:
     # regulation is not a product ("how does hipaa audit logging work")
     ours = ["how does billing retry work", "what is the booking hold window", "how does enterprise SSO login work?"]
     ours += ["how does HuddleReaper work", "how does hipaa audit logging work", "how does our kafka outbox work"]
+    # the project's own parts in round fifteen's shapes ("the", "our", "my" point at ours), and a person
+    ours += ["what is my dev snowflake db", "what does the sla_watch dag do", "how do i run the tests in go"]
+    ours += ["What is Joanna allergic to?", "why not grpc for pricing", "why rds instead of jawsdb"]
     for question in [*ABOUT_US, *ours]:
         assert not asking.asks_in_general(question), question
 
@@ -56,3 +64,18 @@ def test_general_questions_about_our_products_get_nothing_and_ours_still_find_th
     for question, key in ABOUT_US.items():
         found = queries.search(scope.project_id, question, log=False).results
         assert found and found[0]["id"] == ids[key], question
+
+
+def test_a_question_about_a_choice_finds_the_decision_it_names() -> None:
+    """A "why X and not Y" question asks why the project chose X: it shares little more than the two names with the
+    decision, which the gate's entity feature would read as sharing only a name (issue 34, round fifteen)."""
+    scope = resolve("acme/choice", None)
+    facts = {
+        "geo": "Vehicle positions live in PostgreSQL with PostGIS (geography(Point,4326)) instead of a separate "
+        "time-series store, so geofence joins stay in one database.",
+        "ci": "CI runs on GitLab with a shared runner pool; integration tests are behind the integration tag.",
+        "flags": "Feature flags are LaunchDarkly; flag keys are kebab-case with a platform prefix.",
+    }
+    ids = {key: create.store_memory(scope, text, "decision").memory.id for key, text in facts.items()}
+    found = queries.search(scope.project_id, "why postgis and not timescale", log=False).results
+    assert found and found[0]["id"] == ids["geo"]

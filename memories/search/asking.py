@@ -19,6 +19,12 @@ from .focus import asks, clauses_of
 
 _WORD = r"[\w.+#-]+"
 _APOS = "['\u2019]"
+# A thing of ours is named with an article or a possessive ("what does the sla_watch dag do").
+_NOT_OURS = r"(?!(?:the|this|that|it|our|your|my)\b)"
+_PREPOSITIONS = "to|by|on|in|for|of|at|with|from|about|into|over"
+_LANGUAGES = (
+    r"go|golang|python|java|rust|ruby|javascript|js|typescript|ts|c#|c\+\+|php|kotlin|swift|scala|elixir|bash|sql"
+)
 
 # Each pattern is a common way of asking about a thing in general, not about this project.
 GENERAL = tuple(
@@ -40,7 +46,16 @@ GENERAL = tuple(
         # a definition: "what is htmx", "what are webhooks", "what is mongodb good for"
         rf"^\s*(?:what\s+(?:is|are)|whats|what{_APOS}s)\s+(?:a\s+|an\s+)?{_WORD}(?:\s+{_WORD})?"
         r"(?:\s+(?:good|used)\s+for)?\s*\??\s*$",
-        rf"^\s*what does {_WORD} do\s*\??\s*$",
+        # what a product or its part does: "what does databricks photon do", "what does argo cd self-heal do"
+        rf"^\s*what does {_NOT_OURS}{_WORD}(?: {_WORD}){{0,2}} do\s*\??\s*$",
+        # a definition of three or four bare words: "what is kafka exactly-once semantics" (not "what is Joanna
+        # allergic to": a preposition makes it a sentence about someone, not a term)
+        rf"^\s*(?:what\s+(?:is|are)|whats|what{_APOS}s)\s+{_NOT_OURS}(?!.*\b(?:{_PREPOSITIONS})\b)"
+        rf"{_WORD}(?:\s+{_WORD}){{2,3}}\s*\??\s*$",
+        # a how-to in a language, nothing of ours named: "how do i reverse a linked list in python", "how do
+        # generics work in go" (not "how do i run the tests in go")
+        rf"^\s*how (?:to|do i|do you|can i|do|does) (?![^?]*\b(?:the|this|our|my)\b)[^?]*\b(?:in|with) (?:{_LANGUAGES})"
+        r"\s*\??\s*$",
         # a longer definition, of a thing named with its article: "what is a kubernetes pod disruption budget",
         # "what's an mqtt retained message" (a part of ours is "the" or "our" one)
         rf"^\s*(?:what\s+(?:is|are)|whats|what{_APOS}s)\s+(?:a|an)\s+{_WORD}(?:\s+{_WORD}){{0,4}}\s*\??\s*$",
@@ -91,6 +106,12 @@ PROJECT = re.compile(
 )
 
 
+# A question about a choice made ("why postgis and not timescale", "why rds instead of jawsdb", "why not grpc
+# for pricing") asks about the project's decision, whatever products it names: on 39 codebase files it is
+# worded so by 80 questions and paraphrases and by no prompt without an answer (issue 34, round fifteen).
+CHOICE = re.compile(r"^\s*why\b[^?]*\b(?:instead of|rather than|and not|over|not)\b", re.I)
+
+
 # A path in a repository ("reports/queries.py") or quoted code (`retention_days`) points at the code in
 # front of the assistant: "write a raw SQL query for the report in reports/queries.py" is a project task.
 CODE = re.compile(r"(?:[\w.-]+/)+[\w-]+\.[a-z]{1,5}\b|`[^`]+`")
@@ -98,11 +119,16 @@ CODE = re.compile(r"(?:[\w.-]+/)+[\w-]+\.[a-z]{1,5}\b|`[^`]+`")
 
 def asks_in_general(query: str) -> bool:
     """Whether `query` reads as a general-knowledge question rather than one about the project."""
-    if PROJECT.search(query) or CODE.search(query):
+    if PROJECT.search(query) or CODE.search(query) or asks_about_a_choice(query):
         return False
     if _general(query):
         return True
     return _cued(TASK, query) and not _asks_on_its_own(query)
+
+
+def asks_about_a_choice(query: str) -> bool:
+    """Whether `query` asks why the project chose one thing over another (CHOICE)."""
+    return bool(CHOICE.search(query))
 
 
 def _cued(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
@@ -131,7 +157,9 @@ def _product_works() -> re.Pattern[str]:
         for t in targets
     }
     alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"^\s*how (?:does|do) (?:{alternatives})(?:e?s)? (?:{_WORD} ){{0,3}}?works?\s*\??\s*$", re.I)
+    return re.compile(
+        rf"^\s*how (?:does|do) (?:an? )?(?:{alternatives})(?:e?s)? (?:{_WORD} ){{0,3}}?works?\s*\??\s*$", re.I
+    )
 
 
 def _asks_on_its_own(query: str) -> bool:

@@ -14,6 +14,7 @@ from django.conf import settings
 from ..embedding.embedders import get_embedder
 from ..models import Memory
 from . import bm25, entities, rerank, synonyms
+from .asking import asks_about_a_choice
 from .candidates import Candidate
 
 
@@ -158,7 +159,8 @@ def judged_test(
     top = [c for c in ordered[: gate.depth] if c.similarity is not None]
     by_clause = gate.clauses and bool(rerank.clauses(query))
     verdicts = {c.memory_id: gate.settled(c, general, clauses=by_clause) for c in top}
-    short = bool(gate.w_entity) and len(query.split()) < rerank.MIN_PROMPT_WORDS
+    # A question about a choice names the products chosen between: sharing only their names is its point.
+    short = bool(gate.w_entity) and len(query.split()) < rerank.MIN_PROMPT_WORDS and not asks_about_a_choice(query)
     # Only a candidate that may pass can share only a name: one the first stage rejects is not read
     # (a short prompt whose candidates all fall under the gate's floor reads no text).
     maybe = [c.memory_id for c in top if verdicts[c.memory_id] is not False]
