@@ -30,6 +30,10 @@ GENERAL = [
     "what does argo cd self-heal do",
     "how do i use context.WithTimeout in go",
     "how does a kafka consumer group work?",
+    # a request that says whom it is for, or that it is not for the project
+    "set up a minimal bazel workspace for a hello world go binary, for a side project",
+    "write a generic go function that chunks a slice, just as an exercise, not for our repo",
+    "i want to understand how elasticsearch scoring works under the hood",
 ]
 # Each brought back the memory naming the product before these shapes read as general.
 ANSWERED_WITHOUT_THE_CUE = GENERAL[0], GENERAL[1], GENERAL[3]
@@ -52,6 +56,7 @@ def test_the_shapes_read_as_general_only_with_a_product_or_an_article() -> None:
     # the project's own parts in round fifteen's shapes ("the", "our", "my" point at ours), and a person
     ours += ["what is my dev snowflake db", "what does the sla_watch dag do", "how do i run the tests in go"]
     ours += ["What is Joanna allergic to?", "why not grpc for pricing", "why rds instead of jawsdb"]
+    ours += ["What hobby is a therapy for John when away from the court?", "is our go service not for the edge?"]
     for question in [*ABOUT_US, *ours]:
         assert not asking.asks_in_general(question), question
 
@@ -59,7 +64,7 @@ def test_the_shapes_read_as_general_only_with_a_product_or_an_article() -> None:
 def test_general_questions_about_our_products_get_nothing_and_ours_still_find_theirs() -> None:
     scope = resolve("acme/generalq", None)
     ids = {key: create.store_memory(scope, text, "decision").memory.id for key, text in FACTS.items()}
-    for question in ANSWERED_WITHOUT_THE_CUE:
+    for question in [*ANSWERED_WITHOUT_THE_CUE, GENERAL[-2]]:
         assert queries.search(scope.project_id, question, log=False).results == [], question
     for question, key in ABOUT_US.items():
         found = queries.search(scope.project_id, question, log=False).results

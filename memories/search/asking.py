@@ -66,6 +66,10 @@ GENERAL = tuple(
         r"\b(?:for|like) (?:a|an) (?:beginner|course|class|tutorial|blog|interview|talk|presentation)\b"
         r"|\btoy (?:project|example|repo|app)\b"
         r"|\b(?:homelab|tutorial|certification|curiosity|interview prep|generic|nothing project[- ]specific)\b"
+        r"|\b(?:side|personal|pet|hobby) (?:project|app|setup)\b|\ba friend(?:'s|\u2019s)? (?:project|app)\b"
+        r"|\bgame jam\b"
+        r"|\bfor (?:a|my) class\b|\b(?:purely )?educational\b|\bas an exercise\b|\banother company\b"
+        r"|\bunder the hood\b|\bprimer\b|\b(?:teach me|learn) the basics\b|\bgeneral (?:overview|steps|idea|intro)\b"
         r"|\bgive me (?:a|an|some) [^.?!]*\bexamples?\b|\b(?:an|some) examples? (?:of|for)\b"
         r"|\bfor (?:a|an) (?:plain|simple|basic|minimal|small|typical|sample|hypothetical) [\w.+#-]+"
         r" (?:project|app|application|startup|team|service|api|site|company)\b",
@@ -106,6 +110,15 @@ PROJECT = re.compile(
 )
 
 
+# The prompt says it is not about the project: "just as an exercise, not for our repo", "nothing specific to
+# our code".
+DISOWNED = re.compile(
+    r"\b(?:not|nothing|unrelated)\b(?:\s+[\w-]+){0,2}\s+(?:for|to|in|about|from|with)\s+(?:our|this|the)"
+    r"\s+(?:repo|repository|code|codebase|project|stack|app|service)\b",
+    re.I,
+)
+
+
 # A question about a choice made ("why postgis and not timescale", "why rds instead of jawsdb", "why not grpc
 # for pricing") asks about the project's decision, whatever products it names: on 39 codebase files it is
 # worded so by 80 questions and paraphrases and by no prompt without an answer (issue 34, round fifteen).
@@ -119,6 +132,8 @@ CODE = re.compile(r"(?:[\w.-]+/)+[\w-]+\.[a-z]{1,5}\b|`[^`]+`")
 
 def asks_in_general(query: str) -> bool:
     """Whether `query` reads as a general-knowledge question rather than one about the project."""
+    if DISOWNED.search(query):
+        return True
     if PROJECT.search(query) or CODE.search(query) or asks_about_a_choice(query):
         return False
     if _general(query):
