@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from typing import Any
 
+import httpx
+import psutil
 import pytest
 from django.db import connection
 from django.test import Client
@@ -16,6 +20,9 @@ from memories import admin_views, lifecycle
 from memories.models import Memory
 from memories.scope import resolve
 from memories.write import create, edit
+from tests.processes import is_ready
+from tests.test_supervisor import DEADLINE as SITE_DEADLINE
+from tests.test_supervisor import Site, site, wait_for  # noqa: F401 (a fixture: a `yullu serve` of this module's)
 from yullu_core.errors import UserError
 from yullu_core.text import refuse_id_control
 
@@ -127,3 +134,43 @@ def test_the_admins_project_form_reads_a_clone_url_as_yullu_grant_does(client: C
     answer = client.post(url, {**fields, "project_id": "git@github.com:acme/app.git", "_save": "Save"})
     assert answer.status_code == 302, answer.context["adminform"].form.errors
     assert list(Project.objects.values_list("project_id", flat=True)) == ["github.com/acme/app"]
+
+
+# --- 3. a data folder deleted under a running supervisor ------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_data_folder_deleted_under_a_running_supervisor_comes_back_migrated_and_stores(
+    site: Site,  # noqa: F811
+) -> None:
+    """The supervisor started a fresh, empty cluster (initdb) and never migrated it: the site answered
+    errors (and /api/status 503, migrations pending) until `yullu serve` was restarted."""
+    old = site.postmaster()
+    old_token = site.token()
+    shutil.rmtree(site.pgdata())
+    try:
+        wait_for(lambda: f"the embedded PostgreSQL (pid {old.pid}) is gone" in site.output(), site, "the log line")
+
+        days = iter(("Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays") * 40)
+        facts = ({"project_id": "acme/refilled", "content": f"Deploys of the {n} service go out on {d}"}
+                 for n, d in enumerate(days))  # fmt: skip
+
+        def a_store_works() -> bool:
+            if not is_ready(site.url):
+                return False
+            auth = {"authorization": f"Bearer {site.token()}"}  # a new database: bootstrap issued a new token
+            stored = httpx.post(f"{site.url}/api/memories", headers=auth, json=next(facts), timeout=30)
+            return stored.status_code == 201  # a new memory (the same text again would be its duplicate: 200)
+
+        wait_for(a_store_works, site, "/api/status ready and a REST store answered 201", timeout=SITE_DEADLINE)
+        assert site.postmaster().pid != old.pid
+        # The old postmaster, left running, removed the new server's socket when it noticed (within a minute):
+        # the site then stayed unreachable. It is ended before the new cluster starts.
+        assert not old.is_running() or old.status() == psutil.STATUS_ZOMBIE
+        wait_for(a_store_works, site, "a second store")
+        assert site.token() != old_token
+        assert "brought the new database up to date" in site.output(), site.output()[-3000:]
+        assert site.proc.poll() is None
+    finally:  # its folder deleted, the old postmaster would notice only at its next check of postmaster.pid
+        with contextlib.suppress(psutil.Error):
+            old.kill()

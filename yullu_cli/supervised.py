@@ -131,6 +131,10 @@ class Database:
     stopping_since: float | None = None  # when the running server was first seen shutting down
     disk_full: bool = False  # its last start failed for want of space (said once; not a crash loop)
     unseen: int = 0  # starts in a row that succeeded without a postmaster in the watched folder
+    # After a start that made a new, empty cluster (its data folder was deleted): migrate and bootstrap it as
+    # `yullu serve`'s start does, returning the line to say (None: a role that does not migrate at start).
+    prepare: Callable[[], str] | None = None
+    unprepared: bool = False  # a new cluster not yet brought up to date (tried again every PREPARE_RETRY s)
 
     def adopt(self) -> None:
         """Take note of the running postmaster (and mark it ours when this supervisor owns it)."""
@@ -155,6 +159,8 @@ class Database:
             if running != self.server:  # started again meanwhile by a child's ensure_running()
                 self.adopt()
             self._hurry_a_stop(now, running)
+            if self.unprepared and now >= self.retry_at:
+                self._prepare()
             return
         if self.down_since is None:
             self.down_since = now
@@ -164,6 +170,11 @@ class Database:
             on_gone()
         if now < self.retry_at:
             return
+        if not pg.initialised(self.cluster):  # its data folder deleted: the start below runs initdb
+            if self.server is not None and pg.end_orphan(self.cluster, self.server):
+                say(f"yullu: ended the embedded PostgreSQL (pid {self.server.pid}) whose data folder was deleted "
+                    "under it; it would have removed the new server's socket when it noticed.", "WARNING")  # fmt: skip
+            self.unprepared = self.prepare is not None  # kept should this start fail after initdb
         try:
             # The cluster this supervisor watches, not plan(home)'s: that follows the home's mode, and a
             # home recreated 0755 (its cluster had been under /var/lib/yullu) got a fresh server in the
@@ -198,6 +209,28 @@ class Database:
         say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid}) "
              f"{time.monotonic() - self.down_since:.1f} s after it went.")  # fmt: skip
         self.down_since, self.failures, self.disk_full, self.unseen = None, 0, False, 0
+        if self.unprepared:  # before beat claims its lock again and children restart (this loop's next steps)
+            self._prepare()
+
+    def _prepare(self) -> None:
+        """A new cluster has no tables: the site answered errors and the worker and beat died on missing
+        tables until they were a crash loop that stopped `yullu serve`. Migrate it (and bootstrap: a new
+        admin account and token) with the code the start runs; on failure, try again in PREPARE_RETRY s."""
+        from django.db import connections
+
+        if self.prepare is None:
+            return
+        connections.close_all()  # this process's connection went with the old server
+        try:
+            said = self.prepare()
+        except Exception as exc:
+            self.retry_at = time.monotonic() + PREPARE_RETRY
+            reason = " ".join(str(exc).split())[:600]
+            say(f"yullu: could not bring the new database up to date ({type(exc).__name__}: {reason}); "
+                f"trying again in {PREPARE_RETRY:.0f} s.", "WARNING")  # fmt: skip
+            return
+        self.unprepared = False
+        say(said)
 
     def _not_seen(self) -> None:
         """A start that succeeded but left no postmaster.pid in the watched folder: tried again with
@@ -291,6 +324,7 @@ START_GRACE = 20.0
 MAX_QUICK_FAILURES = 4
 MAX_BACKOFF = 30.0
 DISK_FULL_RETRY = 10.0  # seconds between starts of a PostgreSQL whose disk is full
+PREPARE_RETRY = 5.0  # seconds between tries to migrate a new cluster
 STOP_GRACE = 2.0  # seconds a shutdown of the embedded server may wait for sessions before it is made fast
 
 

@@ -138,6 +138,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
             from django.conf import settings
 
             database = Database(home, pg.plan(home) if embedded else None, owns_pg, role == "all")
+            database.prepare = _prepare_new_database if role in ("all", "web") else None
             database.adopt()
             prepared = _prepare_database() if role in ("all", "web") else None
             beat_lock = BeatLock() if role in ("all", "beat") else None
@@ -299,6 +300,17 @@ def _prepare_database() -> tuple[BootstrapResult, list[str]]:
     with migration_lock():
         migrated = migrate_if_needed()
         return bootstrap(), migrated
+
+
+def _prepare_new_database() -> str:
+    """A cluster the supervisor made again (its data folder deleted) migrated and bootstrapped, as at start;
+    the line saying so: its admin password and token are new."""
+    result, migrated = _prepare_database()
+    return (
+        f"yullu: the embedded PostgreSQL's data folder was made anew (empty): brought the new database up to "
+        f"date ({len(migrated)} migrations); its admin password is in {result.admin_password_file} and its "
+        f"API token in {result.token_file}, both new."
+    )
 
 
 def _web_cmd(py: str, host: str, port: int, workers: int, trusted_proxies: list[str]) -> list[str]:

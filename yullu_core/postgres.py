@@ -181,8 +181,13 @@ def _prepare_root(cluster: Cluster) -> None:
         os.replace(tmp, target)
 
 
+def initialised(cluster: Cluster) -> bool:
+    """Whether `cluster`'s data folder holds a cluster; else `ensure_running` makes a new, empty one (initdb)."""
+    return (cluster.pgdata / "PG_VERSION").exists()
+
+
 def _initdb(cluster: Cluster) -> None:
-    if (cluster.pgdata / "PG_VERSION").exists():
+    if initialised(cluster):
         return
     _mkdir_owned(cluster.pgdata, cluster.run_as)
     result = _run(
@@ -383,6 +388,26 @@ def stop_fast(server: Postmaster) -> None:
     """Turn whatever shutdown `server` is in into a fast one (SIGINT): sessions are ended, not waited for."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(server.pid, signal.SIGINT)
+
+
+def end_orphan(cluster: Cluster, server: Postmaster, timeout: float = 10) -> bool:
+    """End `server`, a postmaster of `cluster` whose data folder was deleted under it, before a new cluster starts
+    there: it runs on until its next check of postmaster.pid (up to a minute) and, exiting, removes its socket by
+    path: the new server's, which then ran unreachable for good. Its data is gone: an immediate shutdown
+    (SIGQUIT), SIGKILL after `timeout` s. False when `server` is not (or no longer) that postmaster."""
+    try:
+        process = psutil.Process(server.pid)
+        if str(cluster.pgdata) not in process.cmdline():  # pids are reused
+            return False
+        process.send_signal(signal.SIGQUIT)
+        process.wait(timeout)
+    except psutil.TimeoutExpired:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+            process.wait(timeout)
+    except psutil.Error:  # gone meanwhile, or not ours to signal
+        return False
+    return True
 
 
 def _wait_until_reaped(cluster: Cluster, timeout: float = 30) -> None:
