@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,10 +18,12 @@ from access.actor import acting_as, actor_for_user
 from access.models import Project
 from dreaming.models import DreamSchedule
 from memories import admin_views, lifecycle
-from memories.models import Memory
+from memories.anchors import checks, stale
+from memories.models import Memory, MemoryAnchor
 from memories.scope import resolve
 from memories.write import create, edit
 from tests.processes import is_ready
+from tests.test_anchors import _fresh_cache, checkout, commit, rewrite  # noqa: F401 (fixtures; the first autouse)
 from tests.test_supervisor import DEADLINE as SITE_DEADLINE
 from tests.test_supervisor import Site, site, wait_for  # noqa: F401 (a fixture: a `yullu serve` of this module's)
 from yullu_core.errors import UserError
@@ -174,3 +177,43 @@ def test_a_data_folder_deleted_under_a_running_supervisor_comes_back_migrated_an
     finally:  # its folder deleted, the old postmaster would notice only at its next check of postmaster.pid
         with contextlib.suppress(psutil.Error):
             old.kill()
+
+
+# --- 4. a cited range's last line swapped with the next one ---------------------------------------------------
+
+STEPS = "def steps():\n    one()\n    two()\n    three()\n    four()\n"
+
+
+def test_a_cited_last_line_swapped_with_the_next_shows_as_moved_out_and_the_next_in(
+    checkout: Path,  # noqa: F811
+    keyword_only: None,
+) -> None:
+    """Lines 1-3 cited, the third and fourth swapped: the diff followed the cited line down a line and said the
+    fourth was added inside the span (`+    three()`), as if new code had come in and the cited line stayed.
+    A swap moves both lines by one: the span keeps its numbers, the cited line moved out, its neighbour in."""
+    (checkout / "app" / "steps.py").write_text(STEPS)
+    commit(checkout, "steps")
+    scope = resolve(None, str(checkout))
+    stored = create.store_memory(scope, "steps() runs one then two", "domain", anchors=["app/steps.py:1-3"])
+    rewrite(checkout, "    two()\n    three()\n", "    three()\n    two()\n", path="app/steps.py")
+    checks.check_project(stored.memory.project_id, checkout, force=True)
+    (anchor,) = MemoryAnchor.objects.filter(memory=stored.memory)
+    assert anchor.status == "changed"
+    body = stale.diff(anchor).splitlines()[2:]
+    assert body == ["@@ -1,3 +1,3 @@", " def steps():", "     one()", "-    two()", "+    three()"], stale.diff(anchor)
+
+
+@pytest.mark.parametrize(
+    ("after", "span"),
+    [
+        (["x", "a", "b", "y", "c", "z"], (2, 4)),  # the last cited line and the next swapped
+        (["a", "x", "b", "c", "y", "z"], (2, 4)),  # the first cited line and the one before swapped
+        (["x", "a", "c", "b", "y", "z"], (2, 4)),  # two cited lines swapped: the span is the same lines
+        (["x", "a", "b", "y", "w", "c", "z"], (2, 6)),  # two lines moved up past the cited last line: they joined
+    ],
+    ids=["last-swapped", "first-swapped", "inside-swapped", "two-moved-in"],
+)
+def test_a_cited_span_keeps_its_place_when_its_edge_line_swaps_with_its_neighbour(
+    after: list[str], span: tuple[int, int]
+) -> None:
+    assert stale.follow(["x", "a", "b", "c", "y", "z"], after, 2, 4) == span

@@ -110,15 +110,41 @@ def _span(data: bytes, start: int, end: int) -> bytes:
 def follow(before: list[str], after: list[str], start: int, end: int) -> tuple[int, int]:
     """Where lines `start`..`end` (1-based) of `before` are in `after`, by a line diff of the two: an unchanged
     line keeps its place relative to its neighbours, a replaced one maps to its replacement, lines inserted
-    inside the span join it, and a span whose lines are all gone ends before it starts (nothing there now)."""
+    inside the span join it, and a span whose lines are all gone ends before it starts (nothing there now). A line
+    that changed places with its neighbour maps to that neighbour (_swaps_as_replacements)."""
     first, last = start - 1, end - 1
     new_first, new_last = first, last
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+    opcodes = difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in _swaps_as_replacements(before, after, opcodes):
         if i1 <= first < i2:
             new_first = j1 + (first - i1) if tag == "equal" else j1
         if i1 <= last < i2:
             new_last = j1 + (last - i1) if tag == "equal" else j2 - 1
     return new_first + 1, new_last + 1
+
+
+Opcode = tuple[str, int, int, int, int]
+
+
+def _swaps_as_replacements(before: list[str], after: list[str], opcodes: Sequence[Opcode]) -> list[Opcode]:
+    """Two neighbouring blocks of as many lines that changed places, read as each replacing the other. difflib
+    says "X inserted, E kept, X deleted" (it keeps the earlier block): a cited last line swapped with the next
+    one was followed down a line and the next one counted as added inside the span, so the diff showed new code
+    where a line had only moved. Read as replacements, the span keeps its place: the cited line moved out, its
+    neighbour in."""
+    out: list[Opcode] = []
+    k = 0
+    while k < len(opcodes):
+        window = opcodes[k : k + 3]
+        if [op[0] for op in window] == ["insert", "equal", "delete"]:
+            (_, _, _, xj1, xj2), (_, ei1, ei2, ej1, ej2), (_, di1, di2, _, _) = window
+            if xj2 - xj1 == ei2 - ei1 and after[xj1:xj2] == before[di1:di2]:  # the same lines, moved past E
+                out += [("replace", ei1, ei2, xj1, xj2), ("replace", di1, di2, ej1, ej2)]
+                k += 3
+                continue
+        out.append(opcodes[k])
+        k += 1
+    return out
 
 
 def stale_rows(project_id: str | None, limit: int = 30) -> list[dict[str, Any]]:
