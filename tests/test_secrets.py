@@ -2672,6 +2672,13 @@ PROBED_AFTER_12 = {
     ),
     "a URL's password starting with $": ("redis://:$p1OSp316542x@cache-1.internal:6379/0", "url-password"),
     "Dutch i.e.": ("het wachtwoord volgt het oude schema, oftewel Haven#2291", "password-that-is"),
+    "a password after a dash": (
+        "it's the same as last year's wifi pw but with 2025 instead of 2024 — Winter2025!",
+        "password-after-dash",
+    ),
+    "a quoted passphrase after a dash": ("SSH key passphrase — 'mango tango 77 kiwi'", "password-after-dash"),
+    "a code's digits after their count": ("the code for the door is 4 digits: 7 3 1 9", "code-of-single-digits"),
+    "a passcode's digits after its name alone": ("passcode 1 2 3 4 5 6", "code-of-single-digits"),
 }
 
 
@@ -2703,6 +2710,14 @@ def test_each_form_probed_after_the_twelfth_set_is_refused_by_its_rule(name: str
         "redis://:$REDIS_PASSWORD@cache:6379",
         "postgres://app:$dbPassword@db/app",
         "curl -u user:%s https://ci.yullu.dev",
+        "the password rules — at least 12 characters",
+        "password reset — POST /api/reset",
+        "passcode — see 1Password",
+        "the admin password — changed last week by Maria",
+        "SSH key passphrase — 'stored in the vault entry'",
+        "password – Argon2id hashed",
+        "the pin 2 of the header goes to GND",
+        "the code is 4 digits long",
     ],
 )
 def test_the_forms_probed_after_the_twelfth_sets_near_misses_are_kept(text: str) -> None:

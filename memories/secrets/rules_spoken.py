@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from .model import Rule
-from .phrases import _NOT_PASSPHRASE_WORDS
+from .phrases import _NOT_PASSPHRASE_WORDS, _passphrase
 from .told import _generated, _random_mixed, _told_password
 from .values import _password_shaped, _random_case
 from .words import _NEARBY_INITIALS, _NEARBY_WORDS, _TOLD_VALUE
@@ -129,10 +129,25 @@ _NEW_ONE = re.compile(
 _PASSWORD_BEFORE = re.compile(rf"(?i)\b(?:{_RECIPE_NAMES}|passphrase|credentials?|creds)s?\b")
 
 
+# A password or a passphrase after a dash that ends what is said about it: "same as last year's wifi pw but with 2025
+# instead of 2024 — Winter2025!", "SSH key passphrase — 'mango tango 77 kiwi'" (set twelve's probing).
+_AFTER_DASH = re.compile(
+    rf"(?i)\b(?=[{_RECIPE_INITIALS}])(?:{_NEARBY_WORDS}|pw|pwd|passcode)s?\b[^\n—–]{{0,80}}?\s[—–]\s*"
+    rf"(?:[\"'‘“]([^\"'’”\n]{{8,80}})[\"'’”]|({_TOLD_VALUE}))"
+)
+
+
+def _dash_value(value: str) -> bool:
+    return _told_password(value) if " " not in value else _passphrase(value)
+
+
 _DIGIT_WORD = r"(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)"
 _CODE_NAMES = (
-    r"(?i)\b(?=[pcdlsk])(?:pin|pin\s+code|passcode|pass\s+code|code|combination|combo|door\s+code|keypad\s+code"
-    r"|password|passwort|pw)\b[^.\n\d]{0,40}?(?:\s(?:is|was|are)|:|=|\?)\s+[\"'`]?"
+    r"(?i)\b(?=[pcdlsk])(?:(?:pin|pin\s+code|passcode|pass\s+code|code|combination|combo|door\s+code|keypad\s+code"
+    r"|password|passwort|pw)\b[^.\n\d]{0,40}?(?:\s(?:is|was|are)|:|=|\?)"
+    # (a PIN's or a passcode's digits may follow its name alone, "passcode 1 2 3 4 5 6", or the count of its digits,
+    # "the code for the door is 4 digits: 7 3 1 9": set twelve's probing)
+    r"|(?:pin|passcode)(?=\s+\d\s))\s+(?:(?:\d|four|five|six|eight)\s+digits?\s*[:,—–-]?\s*)?[\"'`]?"
 )
 # A PIN, a code or a password spelled as number words, four or more ("zero-eight-zero-six", "four seven one nine").
 _CODE_IN_WORDS = re.compile(
@@ -220,6 +235,13 @@ RULES: tuple[Rule, ...] = (
         (" one", " value"),
         check=_told_password,
         before=lambda text: bool(_PASSWORD_BEFORE.search(text)),
+    ),
+    Rule(
+        "password-after-dash",
+        "a password",
+        _AFTER_DASH,
+        ("—", "–"),
+        check=_dash_value,
     ),
     Rule(
         "code-in-words",
