@@ -34,7 +34,7 @@ def test_a_list_longer_than_its_cap_says_how_many_there_are_and_how_to_see_them_
     assert listed.stdout.splitlines()[0] == f"acme/many: {LIST_LIMIT.hi} shown"
     assert listed.stderr.strip().splitlines()[-1] == (
         f"yullu: showing the newest {LIST_LIMIT.hi} of 205 memories (a list shows at most {LIST_LIMIT.hi}); "
-        "`yullu export json --project acme/many` writes them all."
+        f"`--offset {LIST_LIMIT.hi}` shows the next, `yullu export json --project acme/many` writes them all."
     ), listed.stderr
     # Within the cap, or when there are no more, nothing is said.
     quiet = run_cli(["memories", "list", "--project", "acme/many", "--limit", "5"], env)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,11 @@ from memories import admin_views, lifecycle
 from memories.anchors import checks, stale
 from memories.models import Memory, MemoryAnchor
 from memories.scope import resolve
+from memories.search import stats
+from memories.search.stats import LIST_LIMIT
 from memories.write import create, edit
-from tests.processes import is_ready
+from memories.write.validation import NewMemory
+from tests.processes import is_ready, product_env, run_cli
 from tests.test_anchors import _fresh_cache, checkout, commit, rewrite  # noqa: F401 (fixtures; the first autouse)
 from tests.test_supervisor import DEADLINE as SITE_DEADLINE
 from tests.test_supervisor import Site, site, wait_for  # noqa: F401 (a fixture: a `yullu serve` of this module's)
@@ -217,3 +221,32 @@ def test_a_cited_span_keeps_its_place_when_its_edge_line_swaps_with_its_neighbou
     after: list[str], span: tuple[int, int]
 ) -> None:
     assert stale.follow(["x", "a", "b", "c", "y", "z"], after, 2, 4) == span
+
+
+# --- 5. `yullu memories list` pages ---------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_memories_list_pages_with_offset_in_the_order_of_the_rest_list(tmp_path: Path, keyword_only: None) -> None:
+    """A list stopped at 200 and pointed to an export: a terminal user could not see the 201st memory."""
+    many = [NewMemory(f"Module {i} owns queue number {i} and retries it {i} times", "process") for i in range(205)]
+    create.store_memories(resolve("acme/paged", None), many, source="cli")
+    newest_first = [m["id"] for m in stats.list_memories("acme/paged", LIST_LIMIT.hi)]
+    newest_first += [m.pk for m in Memory.objects.filter(project_id="acme/paged").order_by("-updated_at", "-id")[200:]]
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+
+    def listed(*args: str) -> tuple[list[int], str, str]:
+        ran = run_cli(["memories", "list", "--project", "acme/paged", "--json", *args], env)
+        assert ran.returncode == 0, ran.stderr
+        return [m["id"] for m in json.loads(ran.stdout)["memories"]], ran.stdout, ran.stderr
+
+    first, _, said = listed("--limit", "500")
+    assert first == newest_first[:200]
+    assert "`--offset 200` shows the next" in said, said
+    rest, _, said = listed("--limit", "500", "--offset", "200")
+    assert rest == newest_first[200:] and "showing" not in said, said
+    middle, _, _ = listed("--limit", "3", "--offset", "100")
+    assert middle == newest_first[100:103]
+    assert listed("--offset", "205")[0] == []
+    bad = run_cli(["memories", "list", "--project", "acme/paged", "--offset", "-1"], env)
+    assert bad.returncode == 2 and "--offset" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr

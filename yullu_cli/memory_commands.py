@@ -39,6 +39,9 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
     q.add_argument(
         "--limit", type=whole_number(1, MAX_ID), default=20, help="at most this many (default 20, up to 200)"
     )
+    q.add_argument(
+        "--offset", type=whole_number(0, MAX_ID), default=0, help="skip this many of the newest (the next page)"
+    )
     q = scoped("search", "search the project's (and your personal) memories")
     q.add_argument("query", help="what you want to know, in plain words")
     q.add_argument("--limit", type=whole_number(1, MAX_ID), default=10, help="at most this many (default 10)")
@@ -145,11 +148,12 @@ def memories(args: argparse.Namespace) -> int:
                 "--project lists the current folder's project."
             )
         most = stats.LIST_LIMIT.hi  # as GET /api/memories' page
-        rows = stats.list_memories(scope.project_id, min(args.limit, most))
+        rows = stats.list_memories(scope.project_id, min(args.limit, most), args.offset)
         if args.limit > len(rows) == most:
-            _say_more(scope.project_id, most)
-        out = {"project_id": scope.project_id, "memories": rows}
-        human = "\n".join([f"{scope.project_id}: {len(rows)} shown", *(_line(m) for m in rows)])
+            _say_more(scope.project_id, most, args.offset)
+        out = {"project_id": scope.project_id, "offset": args.offset, "memories": rows}
+        after = f" after the newest {args.offset:,}" if args.offset else ""
+        human = "\n".join([f"{scope.project_id}: {len(rows)} shown{after}", *(_line(m) for m in rows)])
     elif args.op == "search":
         from memories.search.merged import Recall  # only here: the search stack (and its secret scanner) is ~0.5 s
 
@@ -176,15 +180,17 @@ def memories(args: argparse.Namespace) -> int:
     return _print(args, out, human)
 
 
-def _say_more(project_id: str, most: int) -> None:
+def _say_more(project_id: str, most: int, offset: int = 0) -> None:
     """One line on stderr when a list stops at its cap (`most`) and the project has more: `--limit 5000`
-    quietly showed 200 (walk 11)."""
+    quietly showed 200 (walk 11), and the 201st could not be listed at all."""
     from memories.tallies import memory_counts
 
     total = memory_counts(project_id).memories
-    if total > most:
-        print(f"yullu: showing the newest {most} of {total:,} memories (a list shows at most {most}); "
-              f"`yullu export json --project {project_id}` writes them all.", file=sys.stderr)  # fmt: skip
+    if total > offset + most:
+        which = f"the newest {most}" if not offset else f"{offset + 1:,}-{offset + most:,}"
+        print(f"yullu: showing {which} of {total:,} memories (a list shows at most {most}); "
+              f"`--offset {offset + most}` shows the next, `yullu export json --project {project_id}` writes "
+              "them all.", file=sys.stderr)  # fmt: skip
 
 
 def _print(args: argparse.Namespace, data: Any, human: str) -> int:

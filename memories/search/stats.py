@@ -20,10 +20,13 @@ from ..wire import MemoryOut, ProjectOut, memory_to_wire
 LIST_LIMIT = WholeNumber("limit", 1, 200)  # list_memories, GET /api/memories (yullu_core.arguments)
 
 
-def list_memories(project_id: str, limit: Any = 20) -> list[MemoryOut]:
+def list_memories(project_id: str, limit: Any = 20, offset: int = 0) -> list[MemoryOut]:
+    """The project's current memories, most recently updated first (GET /api/memories' order), past the
+    newest `offset` (the CLI's pages; REST pages by cursor)."""
     limit = LIST_LIMIT.clean(limit)
     access.require(project_id, access.READ)
-    rows = Memory.objects.current().filter(project_id=project_id).order_by("-updated_at", "-id")[:limit]
+    rows = Memory.objects.current().filter(project_id=project_id).order_by("-updated_at", "-id")
+    rows = rows[offset : offset + limit]
     return [memory_to_wire(m) for m in rows]
 
 
