@@ -48,11 +48,15 @@ _OVER_TWO_LINES = re.compile(
 
 # A text that is nothing but `user:password`: what HTTP Basic auth encodes, so mostly the decoded view of a base64
 # segment ("creds (base64): ZGVwbG95OjJXY25KTHNER0FVZjkh", set twelve at other fillings), where nothing names it.
-_PAIR_ALONE = re.compile(r"\A[\w.+-]{1,64}:([^\s:/]{6,128})\Z")  # (not `git@host:Org/repo.git`)
+# (not `git@host:Org/repo.git`; not the product's own tag `session:<id>`, whose id is a client's session id, a
+# UUID as often as not, which reads as random as a password: every store with a session was refused)
+_PAIR_ALONE = re.compile(r"\A(?!session:)[\w.+-]{1,64}:([^\s:/]{6,128})\Z")
+# An id written as hex or as a UUID names a record or a session: a person's password is not spelled so.
+_HEX_ID = re.compile(r"\A(?:[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{12,64})\Z", re.I)
 
 
 def _pair_password(value: str) -> bool:
-    return _told_password(value) or _generated(value) or _random_mixed(value)
+    return not _HEX_ID.match(value) and (_told_password(value) or _generated(value) or _random_mixed(value))
 
 
 def _split_password(lines: str) -> bool:
