@@ -100,10 +100,11 @@ TASK = tuple(
     )
 )
 
-# The prompt addresses the project: its team, its repository, its code ("explain this function" asks
-# about the code in front of the assistant, not in general).
+# The prompt addresses the project: its team (and its newcomers: "explain to a new hire why …"), its repository,
+# its code ("explain this function" asks about the code in front of the assistant, not in general).
 PROJECT = re.compile(
     r"\b(?:we|our|ours|us|here|the (?:repo|codebase|project|team)"
+    r"|(?:a|the) new (?:hire|joiner|teammate|team member|engineer)s?"
     r"|this (?:repo|repository|project|codebase|service|app|code|function|method|class|module|file|test|error|bug"
     r"|branch|pr|commit|endpoint)|my (?:code|branch|pr|change|commit|tests?))\b",
     re.I,
