@@ -100,6 +100,7 @@ class _Cand:
     updated: Any
     score: float
     similarity: float | None
+    stale: bool = False
 
     def __init__(self, m: Any) -> None:
         self.memory_id, self.updated, self.score, self.similarity = m.pk, m.updated_at.timestamp(), 1.0, 0.5

@@ -518,6 +518,31 @@ def test_a_stale_memory_ranks_below_a_current_one_but_is_still_returned(
     assert [(h["id"], h["stale"]) for h in found.results] == [(fresh.memory.pk, False), (stale.memory.pk, True)]
 
 
+def test_a_stale_memory_ranks_below_its_correction_through_the_calibrated_gate(checkout: Path) -> None:
+    """With the real models the gate passes both and orders what it passed by closeness to the question
+    (queries.closest_first): the stale memory, closer in words, had come back first again (walk 12)."""
+    from memories.search import queries
+
+    scope = resolve(None, str(checkout))
+    question = "what does Clock.later return?"
+    stale = create.store_memory(
+        scope,
+        "Clock.later returns what Clock.now returns plus the seconds it is given.",
+        "gotcha",
+        anchors=["app/clock.py::Clock.later"],
+    ).memory
+    rewrite(checkout, "return self.now() + seconds", "return seconds")
+    checks.forget_cache()
+    fresh = create.store_memory(
+        scope,
+        "Clock.later now hands back only the seconds passed to it; now() is no longer added.",
+        "gotcha",
+        anchors=["app/clock.py::Clock.later"],
+    ).memory
+    found = queries.search(scope.project_id, question, log=False).results
+    assert [(h["id"], h["stale"]) for h in found] == [(fresh.pk, False), (stale.pk, True)]
+
+
 def test_a_search_pays_no_git_cost_twice_at_one_head(
     checkout: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch, django_assert_max_num_queries: Any
 ) -> None:

@@ -289,6 +289,7 @@ class Ranked(Protocol):
     updated: Any
     score: float
     similarity: float | None
+    stale: bool
 
 
 R = TypeVar("R", bound=Ranked)
@@ -305,4 +306,5 @@ def demote(project_id: str, ordered: list[R], weight: float | None = None) -> li
     for c in ordered:
         if c.memory_id in stale:
             c.score -= weight
+            c.stale = True  # so that a later reordering (queries.closest_first) keeps it below
     return sorted(ordered, key=lambda c: (-c.score, -(c.similarity or 0.0), -c.memory_id))

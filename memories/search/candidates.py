@@ -37,6 +37,7 @@ class Candidate:
     score: float = 0.0
     judged: float | None = None  # the cross-encoder's logit, when `[retrieval].rerank_depth` judged the candidates
     relevance: float | None = None  # the calibrated gate's probability, when the cross-encoder judged it
+    stale: bool = False  # code it cites changed since it was written (anchors.checks.demote)
 
 
 @dataclass

@@ -300,10 +300,16 @@ def closest_first(
     for mid, best in reworded_cosines(text, list(cosine), embedder).items():
         cosine[mid] = max(cosine[mid], best)
 
-    def key(c: Candidate) -> tuple[bool, float]:
-        # A memory holding every telling word of the question keeps its lead over closer ones that do not
-        # ("what does the probe measure": the probe memory, under two closer in cosine).
-        return c.coverage < FULL_COVERAGE, -(gate.w_cosine * cosine[c.memory_id] + gate.w_coverage * c.coverage)
+    def key(c: Candidate) -> tuple[bool, bool, float]:
+        # A memory whose cited code changed stays under the current ones, as demoted (walk 12: the stale
+        # memory, closer in words, came back before its correction). A memory holding every telling word of
+        # the question keeps its lead over closer ones that do not ("what does the probe measure": the probe
+        # memory, under two closer in cosine).
+        return (
+            c.stale,
+            c.coverage < FULL_COVERAGE,
+            -(gate.w_cosine * cosine[c.memory_id] + gate.w_coverage * c.coverage),
+        )
 
     closest = iter(sorted(passed, key=key))  # sorted() is stable: ties keep the fused order
     return [next(closest) if c.memory_id in cosine else c for c in top]
