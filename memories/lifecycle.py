@@ -21,7 +21,7 @@ from access.people import username
 from yullu_core.arguments import Text
 from yullu_core.errors import NotFound, UserError
 
-from .anchors.checks import anchor_out
+from .anchors.checks import anchor_out, is_stale
 from .embedding.embedders import embeds, get_embedder
 from .models import (
     ArchiveReason,
@@ -331,6 +331,7 @@ class MemoryDetail(MemoryOut):
     """One memory and what surrounds it: MCP's get_memory and REST's GET /api/memories/<id> (docs/contract.md §3)."""
 
     anchors: list[AnchorOut]  # the code it cites, with its last check's status (§12), as results and stores give them
+    stale: bool  # one of them changed or is missing, as a recall result says it
     links: list[LinkDict]
     history: HistorySummary
 
@@ -340,9 +341,11 @@ def memory_detail(memory_id: Any, project_id: str | None = None) -> MemoryDetail
     anchors, links and a summary of its history. One call for both transports: REST's GET answered the memory
     alone while MCP's get_memory added the rest."""
     memory = edit.get_memory_in(memory_id, project_id)
+    anchors = [anchor_out(a) for a in memory.anchors.order_by("id")]
     return {
         **memory_to_wire(memory),
-        "anchors": [anchor_out(a) for a in memory.anchors.order_by("id")],
+        "anchors": anchors,
+        "stale": is_stale(anchors),
         "links": _links(memory),
         "history": history_summary(memory),
     }

@@ -543,6 +543,21 @@ def test_a_stale_memory_ranks_below_its_correction_through_the_calibrated_gate(c
     assert [(h["id"], h["stale"]) for h in found] == [(fresh.pk, False), (stale.pk, True)]
 
 
+def test_get_memory_says_stale_as_a_recall_result_does(checkout: Path, stub_embedder: StubServer) -> None:
+    from memories import lifecycle
+
+    scope = resolve(None, str(checkout))
+    memory = create.store_memory(scope, "vec:1,0,0 later adds seconds to now", anchors=["app/clock.py::Clock.later"])
+    assert lifecycle.memory_detail(memory.memory.pk)["stale"] is False
+    rewrite(checkout, "return self.now() + seconds", "return seconds")
+    checks.forget_cache()
+    from memories.search import queries
+
+    found = queries.search(scope.project_id, "vec:1,0,0 what does later do?", min_similarity=0.5, log=False)
+    assert found.results[0]["stale"] is True  # the recall checks the anchor and records its status
+    assert lifecycle.memory_detail(memory.memory.pk)["stale"] is True  # walk 12: get_memory had no such flag
+
+
 def test_a_search_pays_no_git_cost_twice_at_one_head(
     checkout: Path, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch, django_assert_max_num_queries: Any
 ) -> None:

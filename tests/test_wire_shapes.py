@@ -43,7 +43,7 @@ def test_mcp_rest_and_the_openapi_schema_agree_on_the_memory_and_hit_fields(
     async def mcp() -> tuple[Any, Any, Any, Any]:
         async with http_session(live_server_url, owner_token) as s:
             _, got = await call(s, "get_memory", id=memory.pk)
-            assert set(got) == MEMORY | {"anchors", "links", "history"}  # the memory, plus what surrounds it
+            assert set(got) == MEMORY | {"anchors", "stale", "links", "history"}  # the memory, plus what surrounds it
             _, listed = await call(s, "list_memories", project_id="acme/wire")
             _, found = await call(s, "retrieve_memories", query="vec:1,0,0 deploy", project_id="acme/wire")
             _, updated = await call(s, "update_memory", id=memory.pk, tags=["ops"])
@@ -55,7 +55,7 @@ def test_mcp_rest_and_the_openapi_schema_agree_on_the_memory_and_hit_fields(
 
     assert schema_fields(schema, "MemoryOut") == MEMORY
     assert set(rest_page[0]) == MEMORY
-    assert set(rest_one) == MEMORY | {"anchors", "links", "history"} == schema_fields(schema, "MemoryDetail")
+    assert set(rest_one) == MEMORY | {"anchors", "stale", "links", "history"} == schema_fields(schema, "MemoryDetail")
     assert set(mcp_list[0]) == set(mcp_updated) == MEMORY
     assert schema_fields(schema, "HitOut") == set(HitOut.__annotations__) | MEMORY
     assert rest_hits and mcp_hits
