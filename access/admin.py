@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from unfold.admin import ModelAdmin
 
 from yullu_core.errors import UserError
+from yullu_core.forms import untrimmed
 
 from . import services
 from .audit import record
@@ -60,8 +61,7 @@ class ProjectForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if isinstance(field := self.fields.get("project_id"), forms.CharField):  # absent: the list's own form
-            field.strip = False  # judged before any trim: a pasted newline went unseen
+        untrimmed(self)
 
     def clean_project_id(self) -> str:
         """The id as `yullu grant` and the API take it (services.project_key): a control character refused in

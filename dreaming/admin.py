@@ -16,6 +16,7 @@ from unfold.admin import ModelAdmin, TabularInline
 
 from memories.scope import validate_project_id
 from yullu_core.errors import UserError
+from yullu_core.forms import untrimmed
 from yullu_core.locks import LockKey, held
 
 from .models import DreamOp, DreamPass, DreamSchedule
@@ -167,8 +168,7 @@ class DreamScheduleForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if isinstance(field := self.fields.get("project_id"), forms.CharField):  # absent: the list's own form
-            field.strip = False  # validate_project_id judges a control character before its trim
+        untrimmed(self)
 
     def clean_project_id(self) -> str:
         """Checked before the form's uniqueness test: "already exists" would tell a project that the

@@ -27,6 +27,7 @@ from unfold.admin import ModelAdmin
 from unfold.widgets import UnfoldAdminSelectWidget, UnfoldAdminTextareaWidget, UnfoldAdminTextInputWidget
 
 from yullu_core.errors import UserError
+from yullu_core.forms import untrimmed
 
 from . import lifecycle, tallies
 from .admin_views import (
@@ -99,8 +100,7 @@ class MemoryForm(forms.ModelForm):
             self.fields["project_id"].disabled = True
         self.fields["content"].required = False  # empty content gets its rule's sentence, not "required"
         self.fields["project_id"].validators = []  # its length: validate_project_id's sentence, as on every path
-        if isinstance(field := self.fields.get("project_id"), forms.CharField):  # absent: the list's own form
-            field.strip = False  # validate_project_id judges a control character before its trim
+        untrimmed(self)  # validate_project_id judges a control character before any trim
 
     def clean(self) -> dict[str, Any]:
         super().clean()

@@ -181,13 +181,11 @@ class Database:
             # home while this watched the old folder: "gone … back (pid ?)" twice a second (walk 11).
             pg.ensure_running(self.home, self.cluster)
         except Exception as exc:
-            from yullu_core.failures import NO_SPACE, short_of_space
-
             reason = " ".join(str(exc).split())[:600]
             if isinstance(exc, pg.NoSpaceToStart):
                 self._wait_for_space(exc.reason[:600])
                 return
-            if NO_SPACE in reason or short_of_space(self.cluster.pgdata):
+            if pg.failed_for_space(self.cluster.pgdata, reason):
                 self._wait_for_space(reason)
                 return
             self.failures += 1

@@ -222,7 +222,7 @@ def _start(cluster: Cluster) -> None:
         result = _pg_ctl_start(cluster, log_file, FLOOR_BUFFERS)
     if result.returncode != 0:
         why = _why(log_file, result.stderr, logged)
-        if _short_of_space(cluster.pgdata, why):
+        if failed_for_space(cluster.pgdata, why):
             raise NoSpaceToStart(cluster.pgdata, why)
         raise EmbeddedPostgresError(f"PostgreSQL did not start (see {log_file}): {why}")
 
@@ -242,7 +242,7 @@ def no_space_to_start(pgdata: Path, reason: str) -> str:
     return f"the embedded PostgreSQL cannot start: the disk holding {pgdata} is full ({' '.join(reason.split())})"
 
 
-def _short_of_space(pgdata: Path, reason: str) -> bool:
+def failed_for_space(pgdata: Path, reason: str) -> bool:
     """Whether a failed start was for want of space: said so, or the disk is (nearly) full."""
     from .failures import NO_SPACE, short_of_space
 

@@ -233,12 +233,10 @@ def check_project(project_id: str, root: Path | None = None, *, force: bool = Fa
 
 
 def cited(anchor: AnchorOut) -> str:
-    """An anchor as it was given: path, path::Symbol or path:40-58 (two ranges of one file told apart)."""
-    if anchor["symbol"]:
-        return f"{anchor['path']}::{anchor['symbol']}"
-    if anchor["lines"]:
-        return f"{anchor['path']}:{anchor['lines'][0]}-{anchor['lines'][1]}"
-    return anchor["path"]
+    """An anchor as it was given (AnchorRef's spelling, as the admin shows it): path, path::Symbol or
+    path:40-58, so two ranges of one file are told apart."""
+    first, last = anchor["lines"] or (None, None)
+    return str(AnchorRef(anchor["path"], anchor["symbol"] or "", first, last))
 
 
 def describe(result: ProjectCheck) -> str:
