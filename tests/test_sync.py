@@ -432,6 +432,36 @@ def test_the_cli_takes_a_relative_cwd_and_answers_a_user_error_in_one_sentence(
     assert f"{outside} is not inside a git repository" in out.stderr
 
 
+def test_the_cli_exits_3_naming_each_refused_file_while_the_log_holds_it(
+    repo: Path, machines: dict[str, Machine]
+) -> None:
+    """`yullu reconcile` exited 0 when it refused files (only its JSON's parse_errors named them): a CI job or
+    a script could not tell. The good file still applies; a second run, whose ledger already has the files as
+    bad, answers the same; once they are gone, exit 0."""
+    b = machines["B"]
+    env = {**product_env(b.home), "DATABASE_URL": b.url, **stub_env(b.stub.url), "YULLU_EMBED_MODEL": b.model}
+    _write(repo, *_ev(1, "create", content="vec:1,0,0 Releases are cut from main", tags=[]))
+    _write(repo, "bad.json", "{ not json")
+    _write(repo, "evil\x1b[2J.json", "[]")
+    for run in ("first", "second"):
+        out = run_cli(["reconcile", "--cwd", str(repo)], env, timeout=120)
+        assert out.returncode == 3, (run, out.returncode, out.stderr[-2000:])
+        result = json.loads(out.stdout)
+        assert result["created"] == (1 if run == "first" else 0), result  # the good file applied once
+        said = out.stderr.strip().splitlines()
+        named = [line.split(": ", 2) for line in said]  # the file (its escape shown, not run) and the reason
+        assert [n[:2] for n in named] == [["yullu", "refused bad.json"], ["yullu", "refused evil\\x1b[2J.json"]]
+        assert [n[2] for n in named] == [e["error"] for e in result["parse_errors"]], said
+        assert "Traceback" not in out.stderr
+    assert b.rows()[0][1] == "vec:1,0,0 Releases are cut from main"
+    for name in ("bad.json", "evil\x1b[2J.json"):
+        (repo / ".yullu" / "logs" / name).unlink()
+    out = run_cli(["reconcile", "--cwd", str(repo)], env, timeout=120)
+    assert (out.returncode, out.stderr, json.loads(out.stdout)["parse_errors"]) == (0, "", [])
+    described = run_cli(["reconcile", "--help"], env)
+    assert "the exit code is 3" in " ".join(described.stdout.split()), described.stdout
+
+
 def test_an_edit_made_while_the_checkout_is_gone_reaches_the_log_from_its_new_place(
     repo: Path, tmp_path: Path, stub_embedder: StubServer
 ) -> None:

@@ -11,6 +11,12 @@ from typing import Any
 from .argtypes import a_path, folder
 from .django_setup import fail, setup_django
 
+# `yullu reconcile`'s exit code while the log holds files it refuses: the good ones applied, yet a CI job or a
+# script must see that some did not (exit 0 said nothing). Not 1 (it could not run) nor 2 (a usage error).
+# Decided by the log, not by this machine's ledger: a second run that only lists the files again (recorded as
+# bad, not re-read) exits the same, so a re-run CI job stays red until someone removes or fixes the file.
+REFUSED_FILES = 3
+
 
 def add_parsers(sub: Any) -> None:
     add_sync_parsers(sub)
@@ -19,7 +25,16 @@ def add_parsers(sub: Any) -> None:
 
 def add_sync_parsers(sub: Any) -> None:
     """The team log and the code it cites: reconcile, anchors check, sync compact."""
-    p = sub.add_parser("reconcile", help="apply teammates' events from <repo>/.yullu/logs")
+    p = sub.add_parser(
+        "reconcile",
+        help="apply teammates' events from <repo>/.yullu/logs",
+        description="Apply teammates' events from <repo>/.yullu/logs and publish local-only memories; prints "
+        "the pass's counts as JSON. A file of the log it refuses (bad JSON, a broken schema, a symlink, "
+        "conflict markers, another project's memory) does not stop the rest, which applies; each such file is "
+        f"named on stderr with the reason, and the exit code is {REFUSED_FILES} (for CI and scripts) for as long "
+        "as the file is in the log, also in a later run that only lists it again. Exit 1: the reconcile "
+        "could not run; 2: a usage error.",
+    )
     p.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder of the project (default: here)")
     p.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
     p.set_defaults(fn=cmd_reconcile)
@@ -92,12 +107,18 @@ def cmd_reconcile(args: argparse.Namespace) -> None:
 
     from sync.services import reconcile_folder
     from yullu_core.errors import UserError
+    from yullu_core.text import escape_controls
 
     try:
         result = reconcile_folder(os.path.abspath(args.cwd), args.project_id)
     except UserError as exc:
         fail(str(exc))
-    print(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2), flush=True)
+    refused = result.get("parse_errors") or []
+    for e in refused:
+        print(f"yullu: refused {escape_controls(e['file'])}: {escape_controls(e['error'])}", file=sys.stderr)
+    if refused:
+        sys.exit(REFUSED_FILES)
 
 
 def cmd_anchors_check(args: argparse.Namespace) -> None:
