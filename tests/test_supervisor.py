@@ -164,6 +164,27 @@ def test_the_web_process_killed_with_9_comes_back(site: Site) -> None:
     assert site.pid("uvicorn") not in (None, web.pid)
 
 
+def test_a_worker_killed_while_the_config_file_is_broken_waits_for_the_fix_not_the_end(site: Site) -> None:
+    """Walk 13: config.toml saved with a typo while the site runs, then the worker killed (the OOM killer):
+    the restarted worker died at import with celery's traceback, four times, and the supervisor ended the
+    whole site. Its restart now waits for the file, saying so in one line; the web keeps serving."""
+    config = Path(site.env["YULLU_CONFIG"])
+    good = config.read_text()
+    mark = len(site.output())
+    worker = site.child("worker")
+    config.write_text(good + "garbage = [\n")
+    try:
+        worker.kill()
+        wait_for(lambda: "starts again once it is fixed" in site.output()[mark:], site, "the line saying it waits")
+        assert "not valid TOML" in site.output()[mark:] and str(config) in site.output()[mark:]
+        assert is_ready(site.url) and site.pid("worker") is None
+    finally:
+        config.write_text(good)
+    wait_for(lambda: site.pid("worker") not in (None, worker.pid), site, "a new worker once the file is fixed")
+    assert "the config file reads again; starting the worker process" in site.output()[mark:]
+    assert "Traceback" not in site.output()[mark:] and site.proc.poll() is None
+
+
 def test_a_task_whose_worker_is_killed_mid_run_completes_after_the_restart(site: Site) -> None:
     auth = {"authorization": f"Bearer {site.token()}"}
     project = "acme/killed-mid-task"

@@ -294,6 +294,7 @@ class Child:
     kills: int = 0  # SIGKILLs in a row within START_GRACE of starting (from outside: never a crash loop)
     restart_at: float | None = None
     paused: bool = False  # stopped on purpose (beat without its lock): not restarted
+    config_wait: bool = False  # its restart waits for a broken config file to be fixed (said once)
 
     def start(self) -> None:
         self.proc = _spawn(self.cmd, self.env)
@@ -386,6 +387,35 @@ def _on_exit(child: Child, now: float, database: Database) -> None:
     _count_restart(child.name)
 
 
+CONFIG_RETRY = 2.0  # seconds between looks at a broken config file a restart waits for
+
+
+def _restart(child: Child, now: float) -> None:
+    """Start `child` again, unless the config file is broken now (a typo, an editor's half-saved file):
+    the child would die at import with a traceback, and four such exits ended the whole site (walk 13:
+    one `kill -9` of the worker while config.toml held a typo). It waits for the fix instead, saying so once."""
+    if problem := _config_problem():
+        if not child.config_wait:
+            say(f"yullu: {problem} The {child.name} process starts again once it is fixed.", "ERROR")
+        child.config_wait, child.restart_at = True, now + CONFIG_RETRY
+        return
+    if child.config_wait:
+        say(f"yullu: the config file reads again; starting the {child.name} process.")
+        child.config_wait = False
+    child.start()
+
+
+def _config_problem() -> str | None:
+    """The sentence a child would die with at start over the config (file or environment), or None."""
+    from yullu_core.config import ConfigError, load
+
+    try:
+        load(write_default=False)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def _count_restart(name: str) -> None:
     with contextlib.suppress(Exception):  # metrics are never a reason to stop supervising
         from yullu_core.metrics import CHILD_RESTARTS
@@ -419,7 +449,7 @@ def supervise(children: list[Child], beat_lock: BeatLock | None, database: Datab
                     continue
                 if child.restart_at is not None:
                     if now >= child.restart_at:
-                        child.start()
+                        _restart(child, now)
                 elif child.proc is not None and child.proc.poll() is not None:
                     _on_exit(child, now, database)
         except CrashLoop as exc:
