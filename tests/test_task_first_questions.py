@@ -1,5 +1,6 @@
 """A long task-first prompt whose task is worded as a general request ("write a …", "explain …", "x vs
-y") but which asks about the project in a sentence of its own still brings back the memory that answers
+y") but which asks about the project in a sentence of its own (or, after "write a …", in a clause asking in
+the first person) still brings back the memory that answers
 it (asking.asks_in_general reads that sentence), while a general request stays general: the real local
 embedder and cross-encoder, through the prompt hook's REST path on a live server."""
 
@@ -22,6 +23,13 @@ ASKED_AFTER_THE_TASK = {
     "write a python helper that reads feature flags for the billing page. where are the toggles actually read "
     "from?": "LaunchDarkly",
     "write a git hook that checks commit messages. what format do they need to follow?": "imperative mood",
+    # the same question after a comma, or after "and tell me", asked in the first person
+    "write a python helper that reads feature flags for the billing page, where do i read the toggles from?": (
+        "LaunchDarkly"
+    ),
+    "write a slack bot that posts canary results and tell me how i release the probe once it looks fine": (
+        "make ship-it"
+    ),
 }
 # General wording throughout, a second sentence included: still general.
 STILL_GENERAL = [
@@ -40,8 +48,11 @@ def test_a_question_in_its_own_sentence_is_read_apart_from_the_task() -> None:
         assert not asking.asks_in_general(prompt), prompt
     for prompt in [*STILL_GENERAL, *LONG_GENERAL]:
         assert asking.asks_in_general(prompt), prompt
-    # one sentence: the task's wording decides, as before
-    assert asking.asks_in_general("write a sql query for last month's orders, which db do i connect as?")
+    # one sentence: its later clause asks in the first person (issue 34, round sixteen) ...
+    assert not asking.asks_in_general("write a sql query for last month's orders, which db do i connect as?")
+    # ... but not a clause that asks in general, nor one after an explanation asked for
+    assert asking.asks_in_general("write a react hook that debounces input, and when would you use throttle instead")
+    assert asking.asks_in_general("explain how tls works, what does a browser check when i connect?")
 
 
 @pytest.mark.slow

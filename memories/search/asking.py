@@ -81,21 +81,25 @@ GENERAL = tuple(
     )
 )
 
+# A request for a new piece of writing or code ("write a new …" adds to something that exists, as project
+# tasks do).
+REQUEST = re.compile(
+    r"^\W*(?:(?:can|could|would) you |please |help me )?(?:write|generate|create|make) (?:me )?(?:a|an)\b(?! new\b)",
+    re.I,
+)
+
 # Wordings a general question shares with a task about the project: "explain", "x vs y", a request
 # for a piece of writing or code ("write me a terraform module for an s3 bucket", "write a sql query
 # for last month's runs, which db do i connect as?"), a suggestion asked for. Alone they mark the
 # prompt as general, unless a sentence of its own asks a question with no general wording: a long
 # task-first prompt often asks about the project in its second sentence (issue 34, round thirteen).
-TASK = tuple(
+TASK = (REQUEST,) + tuple(
     re.compile(p, re.I)
     for p in (
         rf"\bvs\.?(?!\w)|\bversus\b|\bcompar(?:e|ing)\s+{_WORD}\s+(?:and|with|to|vs)\b",
         # an explanation ("how does X work" is not one: "how does login work" asks about the project as
         # often as "how does elasticsearch scoring work" asks in general)
         r"\bexplain(?:ed)?\b",
-        # "write a new …" adds to something that exists, as project tasks do
-        r"^\W*(?:(?:can|could|would) you |please |help me )?(?:write|generate|create|make)"
-        r" (?:me )?(?:a|an)\b(?! new\b)",
         r"\b(?:recommend|suggest)\s+(?:a|an|me|some|good|the best)\b",
     )
 )
@@ -178,8 +182,29 @@ def _product_works() -> re.Pattern[str]:
     )
 
 
+_FIRST_PERSON = re.compile(r"\b(?:i|we|me|my)\b", re.I)
+
+
+# A sentence's clauses: at commas, and at "and" / "then" / "also" / "but" before a question word.
+_SUBCLAUSE = re.compile(
+    r",\s+|\s+(?:and|then|also|but)\s+(?=(?:also\s+)?(?:tell me|how|what|where|which|when|who|why)\b)", re.I
+)
+_WH = re.compile(r"^\s*(?:also\s+|and\s+)?(?:tell me\s+)?(?:how|what|where|which|when|who|why)\b", re.I)
+
+
 def _asks_on_its_own(query: str) -> bool:
     """Whether a sentence of `query` asks a question with no general wording ("write a sql query for
-    last month's runs. which db do i connect as?"): the task's wording does not make it general."""
+    last month's runs. which db do i connect as?"), or, after a request for a piece of code, a clause of
+    it asks one in the first person ("write an integration test for the ingester, what do i need running",
+    "… and tell me how to run the unit tests locally"): the task's wording does not make it general. On
+    the 39 codebase files the clauses turn 5 long prompts with an answer and no prompt without one
+    (issue 34, round sixteen)."""
     sentences = clauses_of(query)  # as the gate judges a long prompt: "then fix it" asks nothing
-    return len(sentences) > 1 and any(asks(s) and not _general(s) and not _cued(TASK, s) for s in sentences)
+    if len(sentences) > 1 and any(asks(s) and not _general(s) and not _cued(TASK, s) for s in sentences):
+        return True
+    parts = [p for s in sentences for p in _SUBCLAUSE.split(s) if p]
+    return (
+        len(parts) > 1
+        and bool(REQUEST.search(parts[0]))
+        and any(_WH.match(p) and _FIRST_PERSON.search(p) and not _general(p) and not _cued(TASK, p) for p in parts[1:])
+    )
