@@ -135,11 +135,14 @@ CHOICE = re.compile(r"^\s*why\b[^?]*\b(?:instead of|rather than|and not|over|not
 CODE = re.compile(r"(?:[\w.-]+/)+[\w-]+\.[a-z]{1,5}\b|`[^`]+`")
 
 
-def asks_in_general(query: str) -> bool:
-    """Whether `query` reads as a general-knowledge question rather than one about the project."""
+def asks_in_general(query: str, choice: bool | None = None) -> bool:
+    """Whether `query` reads as a general-knowledge question rather than one about the project.
+    `choice`: asks_about_a_choice(query), when the caller has it already (the search: its gate reads it too)."""
     if DISOWNED.search(query):
         return True
-    if PROJECT.search(query) or CODE.search(query) or asks_about_a_choice(query):
+    if PROJECT.search(query) or CODE.search(query):
+        return False
+    if asks_about_a_choice(query) if choice is None else choice:
         return False
     if _general(query):
         return True

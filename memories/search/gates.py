@@ -149,18 +149,20 @@ def configured_floor(retrieval: dict[str, Any] | None = None) -> float | None:
 
 
 def judged_test(
-    query: str, ordered: list[Candidate], gate: Judged, general: bool = False
+    query: str, ordered: list[Candidate], gate: Judged, general: bool = False, choice: bool | None = None
 ) -> Callable[[Candidate], bool]:
     """The calibrated gate over the first `gate.depth` candidates: the ones whose cosine and coverage
     do not settle it are judged by the cross-encoder, in one batch (cached per question and text).
     `general`: the prompt as typed (a long paste: its question, focus.py), before shorthand is spelled
-    out, reads as a general-knowledge question (asking.asks_in_general).
+    out, reads as a general-knowledge question (asking.asks_in_general). `choice`: the prompt asks about a
+    choice made (asking.asks_about_a_choice), when the caller has read it already.
     A candidate without a vector yet (backfill pending) is kept on its keyword evidence, as before."""
     top = [c for c in ordered[: gate.depth] if c.similarity is not None]
     by_clause = gate.clauses and bool(rerank.clauses(query))
     verdicts = {c.memory_id: gate.settled(c, general, clauses=by_clause) for c in top}
     # A question about a choice names the products chosen between: sharing only their names is its point.
-    short = bool(gate.w_entity) and len(query.split()) < rerank.MIN_PROMPT_WORDS and not asks_about_a_choice(query)
+    short = bool(gate.w_entity) and len(query.split()) < rerank.MIN_PROMPT_WORDS
+    short = short and not (asks_about_a_choice(query) if choice is None else choice)
     # Only a candidate that may pass can share only a name: one the first stage rejects is not read
     # (a short prompt whose candidates all fall under the gate's floor reads no text).
     maybe = [c.memory_id for c in top if verdicts[c.memory_id] is not False]
