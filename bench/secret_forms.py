@@ -25,6 +25,8 @@ from bench.secret_forms_11 import HELD_OUT_11 as HELD_OUT_11
 from bench.secret_forms_11 import HELD_OUT_11_KEEP as HELD_OUT_11_KEEP
 from bench.secret_forms_12 import HELD_OUT_12 as HELD_OUT_12
 from bench.secret_forms_12 import HELD_OUT_12_KEEP as HELD_OUT_12_KEEP
+from bench.secret_forms_13 import HELD_OUT_13 as HELD_OUT_13
+from bench.secret_forms_13 import HELD_OUT_13_KEEP as HELD_OUT_13_KEEP
 
 Gen = Callable[[random.Random], str]
 
@@ -3975,3 +3977,14 @@ HELD_OUT_8_OPEN: frozenset[str] = frozenset()
 # every run; `--seeds` fills it with the same values). The first run through a live site (`python -m
 # bench.secret_live`, REST stores) stored 4 of 102 and refused 0 of 57 keepers; only that figure is a held-out
 # figure (docs/security.md). (imported at the top of this file)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_13: secrets16's set (bench/secret_forms_13.py), written before its author read the scanner, this file
+# (beyond its Form type) or tests/test_secrets.py: 107 secrets (the plain forms first, then a teammate's memory,
+# commit messages, log lines, a stack trace, Dockerfile, Actions, tfvars, Helm, Ansible, notebook cells, SQL,
+# MSSQL/Oracle/Mongo/Redis/AMQP connection strings, a phonetic password, door/safe/alarm codes, capitalised words,
+# ten languages) and 60 texts near secrets that must be stored. Each text was drawn once from a seeded generator
+# (fixed: `--seeds` sends the same text). The first run through a live site (`python -m bench.secret_live`, REST
+# stores) stored 7 of 107 and refused 0 of 60 keepers; only that figure is a held-out figure (docs/security.md).
+# (imported at the top of this file)

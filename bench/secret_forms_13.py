@@ -83,7 +83,8 @@ HELD_OUT_13_TEXTS: list[str] = [
     f"curl -u deploy:{_pw(10)} https://ci.internal.example.com/api/json",
     f'curl -H "Authorization: Bearer {_s(_ALNUM, 40)}" https://api.partner.io/v2/orders',
     f"DATABASE_URL=postgres://app_user:{_s(_ALNUM, 18)}@db.prod.internal:5432/orders",
-    "users:\n- name: ci-bot\n  user:\n    token: " + _jwt({"iss": "kubernetes/serviceaccount", "sub": "system:serviceaccount:ci:bot"}),
+    "users:\n- name: ci-bot\n  user:\n    token: "
+    + _jwt({"iss": "kubernetes/serviceaccount", "sub": "system:serviceaccount:ci:bot"}),
     '{"auths": {"ghcr.io": {"auth": "' + base64.b64encode(f"octo-ci:{_pw(16)}".encode()).decode() + '"}}}',
     f"[default]\naws_access_key_id = AKIA{_s(_UP + '234567', 16)}\naws_secret_access_key = {_s(_B64, 40)}",
     f"GITHUB_TOKEN=ghp_{_s(_ALNUM, 36)}",
@@ -115,7 +116,8 @@ HELD_OUT_13_TEXTS: list[str] = [
     f"VAULT_TOKEN=hvs.{_s(_URL, 90)}",
     f"github fine-grained PAT: github_pat_11{_s(_UP + _DIG, 20)}_{_s(_ALNUM, 59)}",
     f"Slack webhook: https://hooks.slack.com/services/T{_s(_UP + _DIG, 8)}/B{_s(_UP + _DIG, 10)}/{_s(_ALNUM, 24)}",
-    f"DefaultEndpointsProtocol=https;AccountName=yullustore;AccountKey={_s(_B64, 86)}==;EndpointSuffix=core.windows.net",
+    f"DefaultEndpointsProtocol=https;AccountName=yullustore;AccountKey={_s(_B64, 86)}=="
+    ";EndpointSuffix=core.windows.net",
     '{"type": "service_account", "project_id": "yullu-prod", "private_key_id": "'
     + _s(_HEX, 40)
     + '", "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQ'
@@ -148,8 +150,7 @@ HELD_OUT_13_TEXTS: list[str] = [
     f"GPG passphrase for the release key: {_pw(20)}",
     f"vault unseal key 1: {_s(_B64, 44)}",
     f"apple app-specific password for the CI mail bot: {_s(_LO, 4)}-{_s(_LO, 4)}-{_s(_LO, 4)}-{_s(_LO, 4)}",
-    "BitLocker recovery key for the build laptop: "
-    + "-".join(_s(_DIG, 6) for _ in range(8)),
+    "BitLocker recovery key for the build laptop: " + "-".join(_s(_DIG, 6) for _ in range(8)),
     f"zoom passcode for the incident bridge is {_s(_DIG, 6)}",
     f"wallet private key 0x{_s(_HEX, 64)}",
     f"password is the dog's name plus the year: Biscuit{_s(_DIG, 4)}",
@@ -161,7 +162,8 @@ HELD_OUT_13_TEXTS: list[str] = [
     'Traceback (most recent call last):\n  File "app/db.py", line 12, in connect\n'
     f"    conn = psycopg.connect('postgresql://billing:{_s(_ALNUM, 16)}@10.1.2.3/billing')\n"
     'psycopg.OperationalError: connection failed: FATAL:  password authentication failed for user "billing"',
-    f"requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: https://api.weather.io/v3/forecast?lat=48.1&api_key={_s(_HEX, 32)}",
+    "requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: "
+    f"https://api.weather.io/v3/forecast?lat=48.1&api_key={_s(_HEX, 32)}",
     # --- in infra files -----------------------------------------------------------------
     f"FROM python:3.12-slim\nENV REDIS_PASSWORD={_pw(16)}\nRUN pip install -r requirements.txt",
     f"ARG NPM_TOKEN=npm_{_s(_ALNUM, 36)}\nRUN npm ci",
@@ -170,7 +172,8 @@ HELD_OUT_13_TEXTS: list[str] = [
     f"postgresql:\n  auth:\n    username: app\n    password: {_pw(14)}\n    database: yullu",
     f"ansible_user: deploy\nansible_become_pass: {_pw(13)}",
     f'import openai\nopenai.api_key = "sk-{_s(_ALNUM, 48)}"\nopenai.models.list()',
-    f"s3 = boto3.client('s3', aws_access_key_id='AKIA{_s(_UP + '234567', 16)}', aws_secret_access_key='{_s(_B64, 40)}')",
+    f"s3 = boto3.client('s3', aws_access_key_id='AKIA{_s(_UP + '234567', 16)}', "
+    f"aws_secret_access_key='{_s(_B64, 40)}')",
     f"CREATE USER reporter WITH PASSWORD '{_pw(12)}';",
     f"ALTER USER scott IDENTIFIED BY {_s(_ALNUM, 10)};",
     f"Server=tcp:sql01.corp.local,1433;Database=Sales;User Id=sa;Password={_pw(14)};TrustServerCertificate=True",
@@ -184,7 +187,8 @@ HELD_OUT_13_TEXTS: list[str] = [
     + "~"
     + _s(_URL, 31)
     + '"}}',
-    f"machine api.heroku.com\n  login ops@example.com\n  password {_s(_HEX, 8)}-{_s(_HEX, 4)}-{_s(_HEX, 4)}-{_s(_HEX, 4)}-{_s(_HEX, 12)}",
+    "machine api.heroku.com\n  login ops@example.com\n  password "
+    f"{_s(_HEX, 8)}-{_s(_HEX, 4)}-{_s(_HEX, 4)}-{_s(_HEX, 4)}-{_s(_HEX, 12)}",
     f"db.internal:5432:*:app:{_s(_ALNUM, 20)}",
     f"git remote set-url origin https://oauth2:glpat-{_s(_URL, 20)}@gitlab.com/yullu/core.git",
     f"pip install --extra-index-url https://__token__:{_s(_URL, 32)}@pypi.internal.example.com/simple yullu-private",

