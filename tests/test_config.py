@@ -38,7 +38,11 @@ def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.Monk
     [
         ("[retrieval\nmin_similarity = 0.5", "not valid TOML"),
         ("[retrieval]\nmin_similarity = 2.0\n", "[retrieval].min_similarity must be between 0.0 and 1.0"),
-        ('[retrieval]\nmin_similarity = "high"\n', "[retrieval].min_similarity must be a float"),
+        ('[retrieval]\nmin_similarity = "high"\n', "[retrieval].min_similarity must be a number, not 'high'"),
+        ('[server]\nport = "abc"\n', "[server].port must be a whole number, not 'abc'"),  # walk 13: "a int"
+        ('[server]\nallowed_hosts = "x"\n', "[server].allowed_hosts must be a list of strings, not 'x'"),
+        ("[sync]\nenabled = 1\n", "[sync].enabled must be true or false, not 1"),
+        ("[embedding]\nprovider = 5\n", "[embedding].provider must be text in quotes, not 5"),
         ('[embedding]\nprovider = "magic"\n', "[embedding].provider must be one of"),
         ('[dreaming]\ninterval = "soon"\n', "[dreaming].interval must be a duration"),
         ("[nope]\nx = 1\n", "unknown section [nope]"),
@@ -179,7 +183,7 @@ def test_a_repo_config_from_a_newer_version_is_a_warning(
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[dreaming]\nmin_messages = 'four'\n", "[dreaming].min_messages must be a int"),
+        ("[dreaming]\nmin_messages = 'four'\n", "[dreaming].min_messages must be a whole number, not 'four'"),
         ("[dreaming\n", "not valid TOML"),
         (b"[dreaming]\nmin_messages = 4 # \xff\xfe\n", "not UTF-8"),
     ],

@@ -177,7 +177,8 @@ def test_a_bad_committed_config_or_an_escaping_yullu_folder_is_one_sentence_on_e
         for path, body in [("/api/memories", {"content": "a fact", "cwd": str(repo)}), ("/api/reconcile", {})]:
             r = api.post(path, json=body | {"cwd": str(repo)})
             assert r.status_code == 400, r.text
-            assert "[sync].log_embeddings must be a bool" in r.json()["error"] and str(config) in r.json()["error"]
+            said = r.json()["error"]
+            assert "[sync].log_embeddings must be true or false" in said and str(config) in said
 
         outside = tmp_path / "elsewhere"
         outside.mkdir()

@@ -328,11 +328,16 @@ def _apply_layer(cfg: Config, data: dict[str, Any], source: str, *, repo_layer: 
             cfg[section][key] = _validated(spec, value, f"{source}: [{section}].{key}")
 
 
+# What a value of each kind is called in an error, in the words of the file (it said "must be a int").
+_KIND_NAMES = {int: "a whole number", float: "a number", str: "text in quotes", bool: "true or false",
+               list: "a list of strings"}  # fmt: skip
+
+
 def _validated(spec: Key, value: Any, where: str) -> Any:
     try:
         value = _coerce(spec.kind, value)
     except TypeError:
-        raise ConfigError(f"{where} must be a {spec.kind.__name__}, not {value!r}.") from None
+        raise ConfigError(f"{where} must be {_KIND_NAMES[spec.kind]}, not {value!r}.") from None
     if spec.check is not None:
         try:
             spec.check(value)
