@@ -164,7 +164,7 @@ class Event(BaseModel):
     def _tags(cls, value: list[str] | None) -> list[str] | None:
         if value is None:
             return None
-        tags = _user_rule(clean_tags, value)
+        tags = _user_rule(lambda v: clean_tags(v, strict=False), value)  # an earlier version's \n: a space
         _no_secret(*tags)
         return tags
 

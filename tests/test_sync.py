@@ -231,6 +231,17 @@ def test_log_edge_cases_apply_safely(repo: Path, stub_embedder: StubServer) -> N
     assert again["events_new"] == 0
 
 
+def test_a_teammates_tag_with_a_newline_from_an_earlier_version_applies_with_a_space(
+    repo: Path, stub_embedder: StubServer
+) -> None:
+    """Walk 13: a tag holding a newline or tab is refused on every write now; an event an earlier version
+    wrote with one is not a bad file: it applies, the newline read as a space."""
+    _write(repo, *_ev(1, "create", content="deploys go through make ship", tags=["release\nflow", "ci\tjob", "ok"]))
+    r = reconcile_scope(resolve(None, str(repo)))
+    assert (r["created"], r["parse_errors"]) == (1, [])
+    assert Memory.objects.get(uuid=U1).tags == ["release flow", "ci job", "ok"]
+
+
 def test_reuse_off_forces_a_local_embed(repo: Path, stub_embedder: StubServer, tmp_path: Path) -> None:
     (repo / ".yullu").mkdir()
     (repo / ".yullu" / "config.toml").write_text("[sync]\nreuse_embeddings = false\n")

@@ -372,6 +372,11 @@ MISTAKES: list[tuple[str, str, str, dict[str, Any], dict[str, Any] | None, str]]
     ("record_messages", "post", "/api/messages", {"project_id": PROJECT, "messages": []}, None,
      "session_id is required."),
     ("get_usage", "get", "/api/usage", {"recent": "maybe"}, None, "recent must be true or false."),
+    # A tag is a name: a newline or tab in one was stored (walk 13).
+    ("store_memory", "post", "/api/memories", {"project_id": PROJECT, "content": DEPLOY, "tags": ["a\nb"]}, None,
+     "tags must not contain control or bidi characters (found \\x0a at character 2)."),
+    ("update_memory", "patch", "/api/memories/1", {"id": 1, "tags": ["x\ty"]}, {"tags": ["x\ty"]},
+     "tags must not contain control or bidi characters (found \\x09 at character 2)."),
 ]  # fmt: skip
 
 

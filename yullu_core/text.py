@@ -6,8 +6,8 @@ clipboard), C1 controls or bidi overrides (text that reads differently than it i
 - Written text (content, tags, every write path through memories.write.validation.clean_*, so
   MCP, REST, admin, import and teammates' events alike) refuses C0 controls other than tab,
   newline and carriage return, DEL, C1 controls and bidi controls: `CONTROL_RE`.
-- Names (project ids, clone URLs) refuse every C0 and C1 control, tab and newline included:
-  `find_id_control`.
+- Names (project ids, clone URLs, tags) refuse every C0 and C1 control, tab and newline included:
+  `find_id_control` (a teammate's tag from an earlier version reads its tab or newline as a space).
 - Printed text (CLI output) escapes those plus carriage return, zero-width, line/paragraph
   separator and Unicode tag characters, as a visible `\\x1b` / `\\u202e`: `escape_controls`.
   Zero-width joiner and non-joiner are kept (emoji sequences, Persian and Indic scripts).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -23,12 +24,13 @@ from django.utils import timezone
 
 from yullu_core.arguments import SESSION_ID
 from yullu_core.errors import UserError
-from yullu_core.text import find_control
+from yullu_core.text import find_control, find_id_control
 
 from ..models import CATEGORIES, IMPORTANCES, SESSION_TAG, Importance
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 100
+_LINE_BREAKS = re.compile("[\t\n\r]")  # in a teammate's tag: read as spaces
 MIN_TTL_DAYS = 1
 MAX_TTL_DAYS = 3650
 
@@ -87,17 +89,20 @@ def tags_from_text(text: str) -> list[str]:
     return [tag.strip() for tag in text.split(",") if tag.strip()]
 
 
-def clean_tags(tags: Any) -> list[str]:
+def clean_tags(tags: Any, *, strict: bool = True) -> list[str]:
+    """A tag is a name: a tab, newline or carriage return inside one is refused as any control is (walk 13:
+    `["a\\nb"]` was stored, and the admin's one-line Tags box could not show or keep it). `strict=False`
+    (a teammate's event, which an earlier version may have written with one) reads each as a space."""
     if tags is None:
         return []
     if not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags):
         raise UserError("tags must be a list of strings.")
     seen: list[str] = []
     for tag in tags:
-        tag = tag.strip()
+        tag = tag.strip() if strict else _LINE_BREAKS.sub(" ", tag).strip()
         if "\x00" in tag:
             raise UserError("tags must not contain NUL characters.")
-        if bad := find_control(tag):
+        if bad := find_control(tag) or find_id_control(tag):
             raise UserError(f"tags must not contain control or bidi characters (found {bad}).")
         if len(tag) > MAX_TAG_CHARS:
             raise UserError(f"each tag must be at most {MAX_TAG_CHARS} characters.")
