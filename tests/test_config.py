@@ -14,6 +14,18 @@ def test_first_run_writes_the_default_file(tmp_path: Path) -> None:
     assert config.read_toml(path)["server"]["port"] == 47823
 
 
+def test_the_default_file_names_every_environment_override() -> None:
+    # Its header is where a user reading config.toml learns which variables win over it.
+    missing = [var for var in config.ENV_OVERRIDES if var not in config.DEFAULT_FILE]
+    assert missing == []
+
+
+def test_the_readme_names_every_config_section() -> None:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    sections = text.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    assert [s for s in config.SCHEMA if f"`[{s}]`" not in sections.split("Per project")[0]] == []
+
+
 def test_file_values_override_defaults(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("[retrieval]\nmin_similarity = 0.5\n[dreaming]\nmin_messages = 3\n")

@@ -45,6 +45,17 @@ def test_install_finds_a_codex_on_path_that_never_ran(tmp_path: Path) -> None:
     assert not (home / ".claude").exists()  # no Claude Code here: nothing written for it
 
 
+def test_install_that_finds_no_assistant_says_so_and_exits_1(tmp_path: Path) -> None:
+    # It printed the sentence and exited 0, as if it had wired something up (docs13).
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "bin").mkdir()  # a PATH with no claude or codex on it, whatever this machine has
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(home), PATH=str(tmp_path / "bin"))
+    ran = run_cli(["install"], env)
+    assert ran.returncode == 1 and "no assistant found" in ran.stderr, ran
+    assert "yullu install claude|codex|cursor" in ran.stderr and list(home.iterdir()) == []
+
+
 def test_the_settings_page_says_a_blank_reasoner_is_chosen_automatically(client: Client, owner: Any) -> None:
     # Blank = Anthropic with a key, else an installed claude/codex CLI (config.toml, README);
     # "sampling" is the choice that means MCP sampling only.

@@ -83,10 +83,13 @@ def install(targets: list[str], *, service: bool = False, assume_yes: bool = Fal
     home = Path.home()
     chosen = targets or detect(home)
     if not chosen:
-        say(
-            "No assistant found (no ~/.claude or ~/.codex, no claude or codex on PATH);"
+        nothing = (
+            "no assistant found (no ~/.claude or ~/.codex, no claude or codex on PATH);"
             " name one: yullu install claude|codex|cursor"
         )
+        if not service:  # nothing was done: a failure (README: exit 1 with one sentence), not a success
+            raise SystemExit(f"yullu: {nothing}")
+        say(nothing[0].upper() + nothing[1:])
     if not token():
         say("warning: no API token yet; run `yullu serve` (or `yullu token`) once, then install again.")
     chosen = _beside_the_plugin(home, chosen, named=bool(targets))

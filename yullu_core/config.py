@@ -183,8 +183,9 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
 
 DEFAULT_FILE = """\
 # Yul'lu configuration. Environment variables override these values
-# (YULLU_EMBED_PROVIDER, YULLU_EMBED_MODEL, YULLU_REASON_PROVIDER,
-# YULLU_REASON_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY, VOYAGE_API_KEY, YULLU_PORT).
+# (YULLU_EMBED_PROVIDER, YULLU_EMBED_MODEL, YULLU_EMBED_RUNTIME, YULLU_REASON_PROVIDER,
+# YULLU_REASON_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, VOYAGE_API_KEY,
+# YULLU_PORT, YULLU_ALLOWED_ROOTS; docs/environment.md lists every variable).
 # Prefer environment variables for API keys: never commit a key.
 
 [embedding]
@@ -246,7 +247,7 @@ max_content_chars = 8000
 recall_log_days = 180             # the Retrievals page and recall counts look this far back
 # Have the cross-encoder judge the best N candidates of every search too, and
 # the memories stored next to the best few in their session (0 = off). LoCoMo
-# dev recall@5 / @10 0.665 / 0.752 -> 0.732 / 0.791 at 20 (~30 model passes,
+# dev recall@5 / @10 0.685 / 0.780 -> 0.732 / 0.791 at 20 (~30 model passes,
 # ~190 ms of CPU per search against ~3 ms), 0.737 / 0.798 at 50 (~60 passes,
 # ~300 ms; docs/benchmarks.md).
 rerank_depth = 0
