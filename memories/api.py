@@ -40,7 +40,7 @@ from .rest import (
     project_param,
     rest_scope,
 )
-from .scope import SCOPES, project_of, scope_for
+from .scope import NO_PROJECT, SCOPES, project_of, scope_for
 from .search import queries, stats
 from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET, PREFER_CATEGORIES, PREFER_HELP, build_context
 from .search.merged import CATEGORIES, MIN_SIMILARITY, QUERY, Recall
@@ -188,7 +188,7 @@ class MemoryList(APIView):
         q = request.query_params.get("q", "").strip()
         if q:
             if not project_id:
-                raise serializers.ValidationError({"project_id": "(or cwd) is required with q."})
+                raise UserError(f"q searches one project; {NO_PROJECT}")
             access.require(project_id, access.READ)
             found = queries.search(project_id, q, limit=_limit(request, 20, 50), log=False, min_similarity=0.0)
             return Response(SearchResults(project_id=project_id, results=found.results))
