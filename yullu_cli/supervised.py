@@ -132,7 +132,7 @@ class Database:
     disk_full: bool = False  # its last start failed for want of space (said once; not a crash loop)
     unseen: int = 0  # starts in a row that succeeded without a postmaster in the watched folder
     # After a start that made a new, empty cluster (its data folder was deleted): migrate and bootstrap it as
-    # `yullu serve`'s start does, returning the line to say (None: a role that does not migrate at start).
+    # `yullu serve`'s start does, returning the line to say (every role sets it; None: nothing to prepare).
     prepare: Callable[[], str] | None = None
     unprepared: bool = False  # a new cluster not yet brought up to date (tried again every PREPARE_RETRY s)
 

@@ -138,7 +138,9 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
             from django.conf import settings
 
             database = Database(home, pg.plan(home) if embedded else None, owns_pg, role == "all")
-            database.prepare = _prepare_new_database if role in ("all", "web") else None
+            # Whichever role starts a new, empty cluster again migrates it: a worker or beat supervisor on the
+            # machine's embedded server restarts it too, and left it unmigrated (only the web role prepared it).
+            database.prepare = _prepare_new_database
             database.adopt()
             prepared = _prepare_database() if role in ("all", "web") else None
             beat_lock = BeatLock() if role in ("all", "beat") else None
