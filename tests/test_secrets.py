@@ -2784,6 +2784,44 @@ THIRTEENTH_SET_CAUSES = {
 }
 
 
+# A second probing round after the thirteenth set (secrets16's own, not held out), each with the rule that reads it.
+PROBED_AFTER_13 = {
+    "it's now, after a reset": ("The Grafana admin got reset; it's now Quartz-Harbor-71", "its-now-after-a-reset"),
+    "a VPN's pre-shared key": ("Maria said the VPN pre-shared key is 7fG2kL9qXw3Z", "password-nearby"),
+    "a dial's turns": ("the combination is left 24, right 61, left 07", "dial-combination"),
+    "a dial's turns in letters": ("the lock: R 12 L 40 R 7", "dial-combination"),
+    "a phonetic wifi password before its name": (
+        "Yankee Two Bravo Zulu Seven is the guest wifi",
+        "dictated-before-its-name",
+    ),
+    "a code for what it opens": ("the 6-digit code for the front door is 482913", "code-for-what-it-opens"),
+}
+
+
+@pytest.mark.parametrize("name", PROBED_AFTER_13)
+def test_each_form_probed_after_the_thirteenth_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = PROBED_AFTER_13[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the admin password was reset; it's now in the vault",
+        "release was reset, it's now release-candidate-42",
+        "we reset the pre-shared key policy",
+        "the pre-shared key is stored in the vault",
+        "the code for the door is on the whiteboard",
+        "error code for the door sensor is 4012",
+        "the zip code for the office is 94107",
+        "the code of the building is 1998",
+        "turn left 2 blocks, right 3 blocks",
+    ],
+)
+def test_the_forms_probed_after_the_thirteenth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
 # The twelfth set's known leftovers (docs/security.md), each with the rule that now reads it.
 LEFTOVERS_AFTER_12 = {
     "a comma and how it is said after the name": (

@@ -71,6 +71,21 @@ def _strong_value(value: str) -> bool:
 _NETWORK_WORD = re.compile(r"(?i)guest|office|corp|visitor|staff|public|home|net|wifi|wlan|iot|\d(?:\.\d)?g(?:hz)?\b")
 
 
+# A code that opens nothing, before "code for the …": "the zip code for the office is 94107", "error code for the door
+# sensor".
+_NOT_AN_ACCESS_CODE = re.compile(
+    r"(?i)\b(?:zip|postal|post|area|error|status|exit|return|response|country|product|source|promo|discount|qr|bar"
+    r"|dial|tax|sort|swift|bank|branch|routing|colou?r|item|part|fault)[ -]code\s+(?:for|to|of)\b"
+)
+
+
+# An account's or a password's word and a change of it, before "it's now X".
+_RESET_BEFORE = re.compile(
+    r"(?i)\b(?:admin|root|login|account|password|passwd|pw|pwd|creds|credentials|passphrase|wi-?fi|vpn|router)\b"
+    r"[^\n]{0,60}?\b(?:reset|rotated|changed|updated|new)\b"
+)
+
+
 # Words that make a security question's "answer" a reference to where it is kept, not the answer.
 _ANSWER_REFERENCE = re.compile(r"(?i)(?:see|in|ask|stored|kept|none|n/?a|tbd|unknown|same|hashed|encrypted)\b")
 
@@ -283,6 +298,45 @@ RULES: tuple[Rule, ...] = (
         ),
         ("answer",),
         check=lambda answer: len(answer) >= 4 and not _ANSWER_REFERENCE.match(answer),
+    ),
+    # "the 6-digit code for the front door is 482913", "the code to the storage unit: 2 4 6 8": a code named by what it
+    # opens after "for" or "to", then its digits (`code-of-digits` wants "door code"). (secrets16's probing)
+    Rule(
+        "code-for-what-it-opens",
+        "a one-time or access code",
+        re.compile(
+            r"(?i)\b(?:pass)?code\s+(?:for|to|of)\s+(?:the\s+|our\s+|my\s+)?(?:[\w'-]+\s+){0,3}?"
+            r"(?:door|gate|garage|safe|alarm|keypad|lock ?box|locker|padlock|entrance|building|office|storage|shed"
+            r"|server room|front desk)s?(?:\s+(?:is|was)(?:\s+(?:now|still))?|\s*[:=])\s*"
+            r"(?<![\d-])(\d{4,10}|\d{1,4}(?:[- ]\d{1,4}){1,5})"
+            r"(?![\d-]|\.\d|\s*(?:%|ms\b|s\b|sec|min|hours?|days?|digits|mm|cm|m\b))"
+        ),
+        ("code",),
+        check=lambda digits: sum(c.isdigit() for c in digits) >= 4 and not re.fullmatch(r"(?:19|20)\d\d", digits),
+        before=lambda before: not _NOT_AN_ACCESS_CODE.search(before),
+    ),
+    # A dial's combination as turns: "the combination is left 24, right 61, left 07", "safe: R 12 L 40 R 7".
+    # (secrets16's probing)
+    Rule(
+        "dial-combination",
+        "a one-time or access code",
+        re.compile(
+            r"(?i)\b(?:combination|combo|safe|padlock|lock)\b[^\n.]{0,30}?"
+            r"((?:(?:left|right|[lr])[ \t]*(?:to[ \t]+)?\d{1,2}[ \t]*[,;/-]?[ \t]*){2,}"
+            r"(?:left|right|[lr])[ \t]*(?:to[ \t]+)?\d{1,2})"
+            r"(?![\d.])"
+        ),
+        ("combination", "combo", "safe", "padlock", "lock"),
+    ),
+    # "The Grafana admin got reset; it's now Quartz-Harbor-71": "it's now" and a value that is a password wherever it
+    # is told, after an account's or a password's word and a reset in the same few sentences. (secrets16's probing)
+    Rule(
+        "its-now-after-a-reset",
+        "a password",
+        re.compile(r"(?i)\b(?:it'?s|it\s+is|it\s+was\s+changed\s+to)\s+(?:now\s+)?" + _VALUE),
+        ("it's", "its", "it is", "it was"),
+        check=_strong_value,
+        before=lambda text: bool(_RESET_BEFORE.search(text[-100:])) and not _NOT_ACCESS.search(text[-100:]),
     ),
     # "the 2FA backup code 4827-1193", "the safe combo is 18-44-07", "alarm disarm code: 2580", "the code they
     # texted is 552 913": a code that opens something, as digits (grouped or not).

@@ -215,9 +215,11 @@ RULES: tuple[Rule, ...] = (
         re.compile(
             r"(?im)(?:^|[:;][ \t]+)[ \t\"'`]*((?:[A-Za-z0-9-]+[ \t,]+){3,24}?[A-Za-z0-9-]+)[\"'`]?"
             r"[ \t]+(?:is|was)[ \t]+"
-            r"(?:the|my|our|your|their|his|her)[ \t]+(?:[\w'-]+[ \t]+){0,3}?(?:password|passphrase|passcode|pin|pw)\b"
+            r"(?:the|my|our|your|their|his|her)[ \t]+(?:[\w'-]+[ \t]+){0,3}?"
+            # (or what the password opens: "Yankee Two Bravo Zulu Seven is the guest wifi")
+            r"(?:password|passphrase|passcode|pin|pw|wi-?fi|wlan|vpn|router|door|alarm)\b"
         ),
-        ("password", "passphrase", "passcode", "pin", "pw"),
+        ("password", "passphrase", "passcode", "pin", "pw", "wifi", "wi-fi", "wlan", "vpn", "router", "door", "alarm"),
         check=_dictated,
     ),
     # German capitalises its nouns, so a passphrase of nouns after `Passwort` / `Kennwort` is capitalised ("Passwort:

@@ -110,6 +110,10 @@ _PASSWORD_NEARBY = (
     # answer to a security question
     "community string",
     "shared secret",
+    # (an IPsec VPN's pre-shared key, told as a password is: secrets16's probing)
+    "pre-shared key",
+    "preshared key",
+    "pre shared key",
     "security answer",
     "secret answer",
     "security question answer",
