@@ -53,6 +53,29 @@ def cost(model: str, tokens_in: int, tokens_out: int) -> int:
     return (tokens_in * price_in + tokens_out * price_out) // 10**6
 
 
+# What an HTTP status from a provider most often means, for its one sentence.
+_STATUS_HINTS = {401: "the API key was refused", 403: "the API key may not use this model",
+                 404: "no such model or URL", 429: "rate-limited or out of credit"}  # fmt: skip
+
+
+def _failed(provider: str, exc: Exception, url: str) -> str:
+    """One sentence on why a provider's call failed: the server it could not reach, or the status it answered.
+    Walk 13: a base_url nobody listened on said "the openai reasoner failed (APIConnectionError); check
+    [openai] settings and the server log", from `yullu dream`, which has no server log. Never the
+    answer's body: a provider may quote part of the key."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        hint = _STATUS_HINTS.get(status)
+        said = f"answered HTTP {status}" + (f" ({hint})" if hint else "")
+        return f"the {provider} reasoner's server {url} {said}; check [{provider}] and [reasoning].model."
+    kind = type(exc).__name__
+    if "Timeout" in kind:
+        return f"the {provider} reasoner got no answer from {url} within [reasoning].timeout_seconds; is it up?"
+    if "Connection" in kind:
+        return f"the {provider} reasoner could not reach {url}; is that server running? check [{provider}].base_url."
+    return f"the {provider} reasoner failed ({kind}); check [{provider}] settings."
+
+
 class OpenAIReasoner:
     def __init__(self, model: str) -> None:
         self.model = model
@@ -76,7 +99,7 @@ class OpenAIReasoner:
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
             )
         except Exception as exc:
-            message = f"the openai reasoner failed ({type(exc).__name__}); check [openai] settings and the server log."
+            message = _failed("openai", exc, cfg["openai"]["base_url"] or str(client.base_url))
             record_usage("openai", self.model, "reason", started, error=message)
             raise Unavailable(message) from None
         usage = resp.usage
@@ -113,7 +136,7 @@ class AnthropicReasoner:
                 messages=[{"role": "user", "content": prompt}],
             )
         except Exception as exc:
-            message = f"the anthropic reasoner failed ({type(exc).__name__}); check [anthropic] settings."
+            message = _failed("anthropic", exc, cfg["anthropic"]["base_url"] or str(client.base_url))
             record_usage("anthropic", self.model, "reason", started, error=message)
             raise Unavailable(message) from None
         tin, tout = resp.usage.input_tokens, resp.usage.output_tokens
