@@ -50,7 +50,7 @@ VARS: dict[str, Var] = {
         Var("CELERY_BROKER_URL", "", "an external Celery broker; blank: a queue table in the database"),
         Var("YULLU_SECRET_KEY", "", "Django's secret key, the same on every web node; blank: one per home"),
         Var("YULLU_DEBUG", "false", "Django's DEBUG (never on a server others can reach)"),
-        Var("YULLU_LOG_LEVEL", "info", "debug, info, warning or error"),
+        Var("YULLU_LOG_LEVEL", "info", "debug, info, warn or warning, or error; commands other than serve: warning"),
         Var("YULLU_LOG_FORMAT", "plain", "plain, or json (one object per line, for log shippers)"),
         Var("YULLU_CELERY_LOGLEVEL", "WARNING", "the worker's and beat's Celery log level"),
         Var("YULLU_MCP_STATELESS", "false", "serve /mcp without sessions (several web nodes, no sticky routing)"),
