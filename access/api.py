@@ -36,6 +36,9 @@ class GrantIn(serializers.Serializer):
     # Not trimmed: a newline or tab in it is access.services.project_key's sentence, not dropped unseen.
     project_id = serializers.CharField(max_length=500, trim_whitespace=False)
     role = serializers.ChoiceField(choices=Role.values)
+    # An unknown project_id is refused (often a typo) unless true. The body's key shadows Serializer.create,
+    # which an input serializer that is never saved does not use.
+    create = serializers.BooleanField(default=False)  # type: ignore[assignment]
 
 
 class RevokeIn(serializers.Serializer):
@@ -86,7 +89,9 @@ class GrantsView(APIView):
 
     def post(self, request: Request) -> Response:
         data = valid(GrantIn, request.data)
-        return Response(services.grant(data["user"], data["project_id"], data["role"]), status=201)
+        return Response(
+            services.grant(data["user"], data["project_id"], data["role"], create=data["create"]), status=201
+        )
 
 
 @extend_schema_view(

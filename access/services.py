@@ -3,6 +3,7 @@ and the REST endpoints for admins all call these. Each change to a token or gran
 
 from __future__ import annotations
 
+import difflib
 import re
 import secrets
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from yullu_core.text import refuse_id_control
 
 from .audit import record
 from .models import ApiToken, AuditEntry, Grant, Project, Role
-from .policy import ADMIN, is_personal, only_visible, require, require_install_wide
+from .policy import ADMIN, is_personal, only_visible, require, require_install_wide, role_on
 
 MAX_TOKEN_DAYS = 3650
 
@@ -190,11 +191,35 @@ def _local_clone_url(key: str) -> bool:
     return "/" in key and key.rstrip("/").endswith(".git")
 
 
-def grant(username: str, project_id: str, role: str) -> dict[str, Any]:
-    """Give (or change) a user's role on a project, creating the project record if needed."""
+# What an unknown project's refusal tells a caller who meant a new one: the CLI, REST and the admin each say it.
+TO_CREATE = '`yullu grant … --create`, "create": true over REST, or Add project in the admin'
+
+
+def known_project(project_id: str, *, to_create: str = "") -> None:
+    """Refuse a project with no record that the caller can see (a mistyped id), in one sentence naming the
+    closest ids they may manage (difflib): `yullu grant ana acme/ap write` made a project acme/ap, no checkout's.
+    A project hidden from the caller is refused in the same words as one that does not exist (no existence
+    leak). A personal scope is left to the caller's checks (its owner learns why it takes no grant)."""
+    if is_personal(project_id):
+        return
+    if role_on(project_id) is not None and Project.objects.filter(project_id=project_id).exists():
+        return
+    ids = only_visible(Project.objects.all(), "project_id", role=ADMIN).values_list("project_id", flat=True)
+    # 0.8: ids share their host and owner ("github.com/acme/"), which alone made every sibling look close at 0.6.
+    closest = difflib.get_close_matches(project_id, [i for i in ids if not is_personal(i)], n=3, cutoff=0.8)
+    near = f" (closest: {', '.join(repr(c) for c in closest)})" if closest else ""
+    create = f"; to make a new project, create it: {to_create}" if to_create else ""
+    raise NotFound(f"no project {project_id!r} is known here{near}{create}.")
+
+
+def grant(username: str, project_id: str, role: str, *, create: bool = False) -> dict[str, Any]:
+    """Give (or change) a user's role on a project. An unknown project is refused (known_project) unless
+    `create`: then its record is made."""
     project_id = project_key(project_id)
     if not project_id:
         raise UserError("project must not be empty.")
+    if not create:
+        known_project(project_id, to_create=TO_CREATE)  # before require(), which records a superuser's project
     require(project_id, ADMIN)  # a project's admins manage its grants
     _no_personal_grant(project_id)
     role, user = _role(role), user_named(username)
@@ -227,6 +252,7 @@ def grant_group(group: Any, project_id: str, role: str) -> None:
 
 def revoke_grant(username: str, project_id: str) -> dict[str, Any]:
     project_id = project_key(project_id)
+    known_project(project_id)  # a mistyped id: the closest ids, and no project recorded by require()
     require(project_id, ADMIN)
     user = user_named(username)
     deleted, _ = Grant.objects.filter(user=user, project__project_id=project_id).delete()
@@ -241,6 +267,7 @@ def list_grants(project_id: str | None = None) -> list[dict[str, Any]]:
     qs = Grant.objects.select_related("project", "user", "group").order_by("project__project_id", "id")
     if project_id:
         project_id = project_key(project_id)  # a clone URL names its project, as on grant
+        known_project(project_id)
         require(project_id, ADMIN)
         qs = qs.filter(project__project_id=project_id)
     else:

@@ -35,7 +35,7 @@ def _per_call(fn: Callable[[], object], actor: Actor) -> tuple[float, float]:
 
 def main() -> None:
     user, _ = get_user_model().objects.get_or_create(username="bench-reader")
-    services.grant("bench-reader", PROJECT, "read")
+    services.grant("bench-reader", PROJECT, "read", create=True)
     owner = Actor(None, "system", is_superuser=True)
     reader = Actor(user.pk, user.get_username(), is_superuser=False)
     cases: dict[str, tuple[Callable[[], object], Actor]] = {

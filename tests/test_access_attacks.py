@@ -50,7 +50,7 @@ def _reviewer(name: str, role: str | None, app: str = "dreaming", also: str = ""
     user.save()
     user.user_permissions.add(*Permission.objects.filter(content_type__app_label__in=[app, also]))
     if role:
-        access_services.grant(name, SECRET, role)
+        access_services.grant(name, SECRET, role, create=True)
 
 
 def _post(client: httpx.Client, data: dict[str, str]) -> httpx.Response:
@@ -101,7 +101,7 @@ def test_the_dreaming_page_shows_and_dreams_only_on_granted_projects(
     assert queued == []
 
     # A writer may dream there, so they see what a pass would read.
-    access_services.grant("bob", SECRET, "write")
+    access_services.grant("bob", SECRET, "write", create=True)
     assert "Globex" in bob.get("/admin/dreaming/dreampass/dreaming/").text
     _post(bob, {"action": "dream", "project_id": SECRET})
     assert queued == [(SECRET,)]
@@ -120,7 +120,7 @@ def test_the_stale_queue_shows_only_readable_projects(live_server_url: str, keyw
     _stale(SECRET, "The payroll clock skips leap seconds; see app/clock.py.")
     _stale("acme/public", "The public clock rounds to the minute; see app/clock.py.")
     _reviewer("carol", None, app="memories")
-    access_services.grant("carol", "acme/public", "read")
+    access_services.grant("carol", "acme/public", "read", create=True)
     carol = _login(live_server_url, "carol", "carol-pass-123456")
     page = carol.get("/admin/memories/memory/stale/").text
     assert "rounds to the minute" in page
@@ -153,7 +153,7 @@ def test_a_dream_schedule_is_an_admins_setting(
     schedule = DreamSchedule.objects.create(project_id=SECRET, interval_seconds=86400)
     _reviewer("bob", "read")
     _reviewer("carol", None)
-    access_services.grant("carol", "acme/own", "admin")
+    access_services.grant("carol", "acme/own", "admin", create=True)
     bob = _login(live_server_url, "bob", "bob-pass-123456")
     fields = {"project_id": SECRET, "enabled": "on", "interval_seconds": "60", "on_idle_seconds": "30"}
     _form(bob, f"/admin/dreaming/dreamschedule/{schedule.pk}/change/", fields)
@@ -180,7 +180,7 @@ def test_a_dream_schedule_is_an_admins_setting(
     assert _form(carol, add, {**fields, "project_id": "acme/own"}).status_code == 302
     assert set(DreamSchedule.objects.values_list("project_id", flat=True)) == {SECRET, "acme/own"}
 
-    access_services.grant("bob", SECRET, "admin")
+    access_services.grant("bob", SECRET, "admin", create=True)
     _form(bob, f"/admin/dreaming/dreamschedule/{schedule.pk}/change/", fields)
     schedule.refresh_from_db()
     assert (schedule.interval_seconds, schedule.on_idle_seconds) == (60, 30)
@@ -193,7 +193,7 @@ def test_the_dashboard_counts_only_readable_projects(live_server_url: str, keywo
         store_memory(Scope(SECRET, None), f"Secret fact number {n}: the vault rotates on day {n}.", "domain")
     store_memory(Scope("acme/public", None), "Public fact: CI runs on every push.", "process")
     _reviewer("carol", None, app="memories")
-    access_services.grant("carol", "acme/public", "read")
+    access_services.grant("carol", "acme/public", "read", create=True)
     page = _login(live_server_url, "carol", "carol-pass-123456").get("/admin/").text
     assert "0 of 1 embedded" in page
     assert "of 4 embedded" not in page and "provider cost" not in page
@@ -245,7 +245,7 @@ def test_a_reader_deletes_no_rejected_memory_nor_dream_pass(live_server_url: str
     _form(bob, "/admin/dreaming/dreampass/", bulk)
     assert RejectedMemory.objects.filter(pk=rejected.pk).exists() and DreamPass.objects.filter(pk=dream.pk).exists()
 
-    access_services.grant("bob", SECRET, "write")
+    access_services.grant("bob", SECRET, "write", create=True)
     _form(bob, f"/admin/memories/rejectedmemory/{rejected.pk}/delete/", {"post": "yes"})
     _form(bob, "/admin/dreaming/dreampass/", bulk)
     assert not RejectedMemory.objects.exists() and not DreamPass.objects.exists()

@@ -204,7 +204,7 @@ def tokens(keyword_only: None) -> dict[str, str]:
         user = access_services.add_user(persona)
         role = {"reader": "read", "writer": "write", "padmin": "admin", "readonly": "admin"}.get(persona)
         if role:
-            access_services.grant(persona, P, role)
+            access_services.grant(persona, P, role, create=True)
         out[persona] = access_services.create_token(user, "matrix", read_only=persona == "readonly").raw
     return out
 

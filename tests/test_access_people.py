@@ -27,7 +27,7 @@ def people(keyword_only: None) -> dict[str, str]:
     out = {}
     for name in ("alice", "bob"):
         user = access_services.add_user(name)
-        access_services.grant(name, "github.com/acme/team", "write")
+        access_services.grant(name, "github.com/acme/team", "write", create=True)
         out[name] = access_services.create_token(user, "laptop").raw
     return out
 
@@ -108,7 +108,7 @@ def test_a_staff_member_sees_only_the_projects_they_have_a_role_on(keyword_only:
 
     # Django's model permissions open the memory pages; the grant decides which projects they show.
     reviewer.user_permissions.add(*Permission.objects.filter(content_type__app_label="memories"))
-    access_services.grant("reviewer", "acme/granted", "admin")
+    access_services.grant("reviewer", "acme/granted", "admin", create=True)
     client = Client()
     client.force_login(reviewer)
     listing = client.get("/admin/memories/memory/").content.decode()
@@ -128,7 +128,7 @@ def test_a_writer_has_no_review_queue_and_only_a_superuser_edits_the_settings_fi
     writer = access_services.add_user("writer")
     writer.is_staff = True
     writer.save()
-    access_services.grant("writer", "acme/written", "write")
+    access_services.grant("writer", "acme/written", "write", create=True)
     client = Client()
     client.force_login(writer)
     assert "pre-commit" not in client.get("/admin/memories/memory/review/").content.decode()

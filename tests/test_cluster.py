@@ -341,7 +341,7 @@ def test_two_people_with_different_grants_through_the_two_web_nodes(cluster: Clu
     cli(cluster, "users", "add", "bob")
     alice = cli(cluster, "tokens", "create", "--user", "alice", "--name", "laptop").strip().splitlines()[-1]
     bob = cli(cluster, "tokens", "create", "--user", "bob", "--name", "laptop").strip().splitlines()[-1]
-    cli(cluster, "grant", "alice", team, "write")
+    cli(cluster, "grant", "alice", team, "write", "--create")  # no one has used it yet
     cli(cluster, "grant", "bob", team, "read")
 
     async def scenario() -> list[tuple[bool, Any]]:

@@ -93,7 +93,7 @@ def test_grant_refuses_a_control_character_in_the_project_in_one_sentence_and_ch
         at = f"(\\x{ord(control):02x} at character {given.index(control) + 1})"
         assert said.endswith(f"argument project: holds a control character {at}; type it without"), ran.stderr
         assert _grants_and_projects() == before
-    assert run_cli(["grant", "ana", typed.format(""), "write"], env).returncode == 0  # the id itself is fine
+    assert run_cli(["grant", "ana", typed.format(""), "write", "--create"], env).returncode == 0  # the id is fine
 
 
 def test_rest_and_mcp_refuse_a_control_character_in_a_project_id_with_one_sentence(

@@ -11,13 +11,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import pytest
 
+from access import services as access_services
+from access.actor import acting_as, actor_for_user
+from access.models import AuditEntry, Grant, Project
 from memories.scope import resolve
 from memories.search import asking, expansion, queries
 from memories.write import create
-from tests.processes import REPO, run_cli, spawn, stop, wait_until
+from tests.processes import REPO, product_env, run_cli, spawn, stop, wait_until
+from yullu_core.errors import NotFound
 
 # --- 5. a search reads the CHOICE pattern once per prompt -------------------------------------------------------
 
@@ -109,3 +114,81 @@ def test_a_worker_or_beat_supervisor_migrates_the_cluster_it_made_anew(role: str
             stop(serve)
         _python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())", env)
         shutil.rmtree(base, ignore_errors=True)
+
+
+# --- 2. `yullu grant` on a mistyped project id -----------------------------------------------------------------
+
+KNOWN = ("github.com/acme/app", "github.com/acme/api", "github.com/acme/billing")
+
+
+def _projects() -> list[str]:
+    return sorted(Project.objects.values_list("project_id", flat=True))
+
+
+def _state() -> tuple[list[str], int, int]:
+    return (
+        sorted(Project.objects.values_list("project_id", flat=True)),
+        Grant.objects.count(),
+        AuditEntry.objects.count(),
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_grant_refuses_an_unknown_project_naming_the_closest_unless_told_to_create_it(
+    tmp_path: Path, live_server_url: str, owner_token: str, django_user_model: Any
+) -> None:
+    """`yullu grant ana github.com/acme/ap write` made a project github.com/acme/ap that no checkout names,
+    and printed that ana now had write on it."""
+    for project_id in KNOWN:
+        Project.objects.create(project_id=project_id)
+    django_user_model.objects.create_user("ana")
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
+    before = _state()
+    said = (
+        "no project 'github.com/acme/ap' is known here (closest: 'github.com/acme/app', 'github.com/acme/api'); "
+        'to make a new project, create it: `yullu grant … --create`, "create": true over REST, or Add project in '
+        "the admin."
+    )
+    for args in (["grant", "ana", "github.com/acme/ap", "write"], ["revoke-grant", "ana", "github.com/acme/ap"]):
+        ran = run_cli(args, env)
+        assert ran.returncode == 1, (args, ran.stdout, ran.stderr)
+        expected = said if args[0] == "grant" else said.split(";")[0] + "."
+        assert ran.stderr.strip().splitlines() == [f"yullu: {expected}"], ran.stderr
+        assert _state() == before
+    far = run_cli(["grant", "ana", "gitlab.com/zeta/unrelated", "write"], env)
+    assert far.returncode == 1 and "no project 'gitlab.com/zeta/unrelated' is known here; to make" in far.stderr
+
+    auth = {"authorization": f"Bearer {owner_token}"}
+    body = {"user": "ana", "project_id": "github.com/acme/ap", "role": "write"}
+    grants = f"{live_server_url}/api/access/grants"
+    refused = httpx.post(grants, json=body, headers=auth, timeout=60)
+    assert (refused.status_code, refused.json()) == (404, {"error": said}), refused.text
+    listed = httpx.get(grants, params={"project_id": "github.com/acme/ap"}, headers=auth)
+    assert listed.status_code == 404 and _state() == before, listed.text
+
+    made = run_cli(["grant", "ana", "github.com/acme/ap", "write", "--create"], env)
+    assert made.returncode == 0 and "ana now has write on github.com/acme/ap" in made.stdout, made.stderr
+    created = httpx.post(grants, json={**body, "project_id": "acme/new", "create": True}, headers=auth, timeout=60)
+    assert created.status_code == 201, created.text
+    assert _projects() == sorted([*KNOWN, "github.com/acme/ap", "acme/new"])
+    # A known project takes a grant as before, without --create.
+    assert run_cli(["grant", "ana", "github.com/acme/billing", "read"], env).returncode == 0
+
+
+@pytest.mark.django_db
+def test_a_project_hidden_from_the_caller_is_refused_as_an_unknown_one(django_user_model: Any) -> None:
+    """A project admin granting on a project they cannot see learns nothing of it: the same sentence as for a
+    project that does not exist, and only their own projects are offered as the closest."""
+    Project.objects.create(project_id="github.com/acme/secret")
+    lead = access_services.add_user("lead")
+    access_services.add_user("ana")
+    access_services.grant("lead", "github.com/acme/secrets", "admin", create=True)
+    with acting_as(actor_for_user(lead)):
+        answers = []
+        for project_id in ("github.com/acme/secret", "github.com/acme/secret2"):
+            with pytest.raises(NotFound) as refused:
+                access_services.grant("ana", project_id, "read")
+            answers.append(str(refused.value).replace(repr(project_id), "ID"))
+    assert answers[0] == answers[1] and "closest: 'github.com/acme/secrets')" in answers[0], answers
+    assert not Grant.objects.filter(user__username="ana").exists()
+    assert not Project.objects.filter(project_id="github.com/acme/secret2").exists()

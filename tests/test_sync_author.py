@@ -49,7 +49,7 @@ def test_the_install_owner_is_named_by_the_checkouts_git_user_name(repo: Path, o
         create.store_memory(scope, "Releases are cut from the release branch on Thursdays.", "process")
     create.store_memory(scope, "The staging database is reset every Monday.", "process")  # the CLI / stdio
     teammate = add_user("sam")
-    grant("sam", scope.project_id, "write")
+    grant("sam", scope.project_id, "write", create=True)
     with acting_as(actor_for_user(teammate)):  # a team-server user keeps their user name
         create.store_memory(scope, "Feature flags live in flags.yaml, not in the database.", "process")
     authors = {e["content"][:8]: e.get("author") for e in _events(repo) if e["type"] == "create"}

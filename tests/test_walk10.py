@@ -103,7 +103,7 @@ def test_a_teammates_link_and_supersede_are_theirs_in_history_not_the_reconciler
     _event(repo, 4, "create", third, content="Local() replaces threading.local everywhere.", tags=[], author="Cy")
     _event(repo, 5, "update", third, supersedes=[first], author="Cy")
     ana = add_user("ana")
-    grant("ana", resolve(None, str(repo)).project_id, "write")
+    grant("ana", resolve(None, str(repo)).project_id, "write", create=True)
     with acting_as(actor_for_user(ana)):  # a team server's user runs the reconcile
         assert reconcile_scope(resolve(None, str(repo)))["created"] == 3
 
@@ -130,7 +130,7 @@ def test_a_teammates_link_and_supersede_are_theirs_in_history_not_the_reconciler
 )
 def test_a_grant_on_a_clone_url_is_on_the_project_its_checkouts_name(typed: str, project: str, owner: Any) -> None:
     add_user("ana")
-    assert grant("ana", typed, "write")["project_id"] == project
+    assert grant("ana", typed, "write", create=True)["project_id"] == project
     assert list(Grant.objects.values_list("project__project_id", flat=True)) == [project]
     assert project_key(typed) == project
     assert _typed_as(typed, project) == ("" if typed == project else f" (the project id of {typed})")
@@ -144,7 +144,7 @@ def test_a_store_through_a_granted_clone_url_reaches_the_project(
     # open_projects off only that grant opens the project.
     monkeypatch.setitem(settings.YULLU, "access", {**settings.YULLU["access"], "open_projects": False})
     ana = add_user("ana")
-    grant("ana", "git@github.com:acme/app.git", "write")
+    grant("ana", "git@github.com:acme/app.git", "write", create=True)
     with acting_as(actor_for_user(ana)):
         stored = create.store_memory(resolve(None, str(repo)), "Releases are cut on Thursdays.", "process")
     assert stored.memory.project_id == "github.com/acme/app"

@@ -74,7 +74,7 @@ def test_a_grant_on_a_bare_repositorys_path_is_on_the_project_its_checkouts_name
     typed: str, project: str, owner: Any
 ) -> None:
     add_user("ana")
-    assert grant("ana", typed, "write")["project_id"] == project
+    assert grant("ana", typed, "write", create=True)["project_id"] == project
     assert list(Grant.objects.values_list("project__project_id", flat=True)) == [project]
 
 
@@ -106,7 +106,7 @@ def test_a_write_reviewer_is_told_the_review_queue_is_the_project_admins(repo: P
     scope = resolve(None, str(repo))
     create.store_memory(scope, "Releases are cut on Thursdays.", "process")  # unrated: for review
     ana = add_user("ana", staff=True)
-    grant("ana", scope.project_id, "write")
+    grant("ana", scope.project_id, "write", create=True)
     client = Client()
     client.force_login(ana)
     assert client.get("/admin/memories/memory/").status_code == 200, "the reviewers group opens the pages"
@@ -118,7 +118,7 @@ def test_a_write_reviewer_is_told_the_review_queue_is_the_project_admins(repo: P
     lifecycle.link_memories(first.pk, Memory.objects.get(content="Releases are cut on Thursdays.").pk, "contradicts")
     conflicts = client.get("/admin/memories/memory/conflicts/").content.decode()
     assert 'id="not-yours">1 open conflict of projects you may read but are not an admin of' in conflicts
-    grant("ana", scope.project_id, "admin")
+    grant("ana", scope.project_id, "admin", create=True)
     conflicts = client.get("/admin/memories/memory/conflicts/").content.decode()
     assert "Releases are cut on Fridays." in conflicts and "not-yours" not in conflicts
     assert '<div class="y-num" id="to-review">2</div>' in client.get("/admin/").content.decode()

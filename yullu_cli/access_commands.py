@@ -52,6 +52,12 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("user", help="a user name (`yullu users add NAME`)")
     p.add_argument("project", type=a_project, help="a project id (github.com/acme/app) or its clone URL")
     p.add_argument("role", choices=ROLES, help="read; write (also store, change, dream); admin (also review, grants)")
+    p.add_argument(
+        "--create",
+        action="store_true",
+        help="make PROJECT when no project has that id yet (without it an unknown id, often a typo, is refused, "
+        "exit 1, naming the closest known ids)",
+    )
     p.set_defaults(fn=cmd_grant)
     p = sub.add_parser("revoke-grant", help="take USER's role on PROJECT away")
     p.add_argument("user", help="a user name")
@@ -135,7 +141,7 @@ def cmd_grant(args: argparse.Namespace) -> None:
     setup_django()
     from access import services
 
-    g = services.grant(args.user, args.project, args.role)
+    g = services.grant(args.user, args.project, args.role, create=args.create)
     print(f"{g['user']} now has {g['role']} on {g['project_id']}{_typed_as(args.project, g['project_id'])}")
 
 
