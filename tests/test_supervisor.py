@@ -185,6 +185,26 @@ def test_a_worker_killed_while_the_config_file_is_broken_waits_for_the_fix_not_t
     assert "Traceback" not in site.output()[mark:] and site.proc.poll() is None
 
 
+def test_beat_back_with_its_lock_after_a_postgres_restart_waits_for_a_broken_config_file_too(site: Site) -> None:
+    """Walk 13: the same typo, then the postmaster killed: the beat lock claimed again started beat
+    straight into Celery's traceback and an exit (its restart after that waited for the file). (A worker
+    still starting from the test before may read the broken file: only beat's exit is judged here.)"""
+    config = Path(site.env["YULLU_CONFIG"])
+    good = config.read_text()
+    mark = len(site.output())
+    postmaster, beat = site.postmaster(), site.child("beat")
+    config.write_text(good + "oops =\n")
+    try:
+        postmaster.kill()
+        wait_for(lambda: "holding the beat lock again" in site.output()[mark:], site, "the beat lock claimed again")
+        wait_for(lambda: "The beat process starts again once it is fixed" in site.output()[mark:], site, "beat waiting")
+        assert not re.search(r"the beat process \(pid \d+\) exited", site.output()[mark:]), site.output()[mark:]
+    finally:
+        config.write_text(good)
+    wait_for(lambda: site.pid("beat") not in (None, beat.pid), site, "beat started once the file is fixed")
+    wait_for(lambda: is_ready(site.url), site, "/api/status ready")
+
+
 def test_a_task_whose_worker_is_killed_mid_run_completes_after_the_restart(site: Site) -> None:
     auth = {"authorization": f"Bearer {site.token()}"}
     project = "acme/killed-mid-task"

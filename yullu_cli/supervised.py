@@ -488,7 +488,7 @@ def _keep_beat_lock(lock: BeatLock, beat: Child | None) -> None:
     if lock.claim() and beat is not None and beat.paused:
         say("yullu: holding the beat lock again; starting beat.")
         beat.paused = False
-        beat.start()
+        _restart(beat, time.monotonic())  # not into a config file broken meanwhile (walk 13)
 
 
 def say(message: str, level: str = "INFO") -> None:
