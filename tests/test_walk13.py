@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -55,3 +56,22 @@ def test_a_provider_answering_an_error_status_says_which_and_what_it_means(
             said = _said(reasoner)
             assert f"the {provider} reasoner's server " in said and f"answered HTTP {status} ({meaning})" in said
             assert key not in said and "\n" not in said
+
+
+def test_the_audit_trail_is_read_only_for_a_superuser_too(client: Any, owner: Any) -> None:
+    """Walk 13: making the access pages superuser-only replaced the audit trail's own refusals, so the
+    admin's 'Add audit entry' form wrote entries, and one could be edited or deleted."""
+    from access.audit import record
+    from access.models import AuditEntry
+
+    entry = record("token.create", "laptop", {"id": 1}, user=owner)
+    client.force_login(owner)
+    assert client.get("/admin/access/auditentry/").status_code == 200  # still listed
+    assert client.get("/admin/access/auditentry/add/").status_code == 403
+    forged = {"at": "2026-01-01 00:00:00", "actor_name": "mallory", "action": "token.create", "target": "x"}
+    assert client.post("/admin/access/auditentry/add/", forged).status_code == 403
+    assert client.post(f"/admin/access/auditentry/{entry.pk}/delete/", {"post": "yes"}).status_code == 403
+    page = client.get(f"/admin/access/auditentry/{entry.pk}/change/")
+    assert page.status_code == 200 and b'name="actor_name"' not in page.content  # view only
+    assert AuditEntry.objects.filter(pk=entry.pk).exists() and not AuditEntry.objects.filter(actor_name="mallory")
+    assert client.get("/admin/access/apitoken/add/").status_code == 200  # its own pages keep theirs
