@@ -237,6 +237,9 @@ def test_install_and_uninstall_round_trip(tmp_path: Path) -> None:
     for _ in range(2):  # idempotent
         out = run_cli(["install", "cursor", "claude", "codex"], env)
         assert out.returncode == 0, out.stderr
+    # The second time Codex's files were already right: said, not silence (walk 13).
+    codex_said = f"codex: already installed in {home / '.codex' / 'AGENTS.md'} and {home / '.codex' / 'config.toml'}"
+    assert f"{codex_said}; nothing changed." in out.stdout.splitlines()
     settings = json.loads(settings_path.read_text())
     assert settings["model"] == "opus"
     stop = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]

@@ -31,7 +31,8 @@ def install_codex(home: Path) -> None:
     agents = home / ".codex" / "AGENTS.md"
     current = agents.read_text() if agents.exists() else ""
     base = without_section(current).rstrip("\n")
-    if write_if_changed(agents, (base + "\n\n" if base else "") + agents_section()):
+    wrote_agents = write_if_changed(agents, (base + "\n\n" if base else "") + agents_section())
+    if wrote_agents:
         say(f"codex: wrote the yullu section of {agents}")
     path = home / ".codex" / "config.toml"
     text = path.read_text() if path.exists() else ""
@@ -51,6 +52,8 @@ def install_codex(home: Path) -> None:
         say(f"codex: {path} already has a `notify` program; turns are not recorded (add `yullu codex-notify`).")
     if write_if_changed(path, tomlkit.dumps(doc), private=True):
         say(f"codex: added [mcp_servers.yullu] and notify → yullu codex-notify to {path}")
+    elif not wrote_agents:  # a second install said nothing about Codex at all (walk 13)
+        say(f"codex: already installed in {agents} and {path}; nothing changed.")
 
 
 def notify_command() -> list[str]:
