@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)
 # The test, lint and export tools on top (`make test`, `make lint`); `make run` needs none of them.
 DEV_STAMP := $(VENV)/.dev-installed-$(shell cat requirements*.txt pyproject.toml | sha256sum | cut -c1-16)
+# The commit the package was last installed at: its version (`yullu --version`, /api/status) comes from git when
+# it is installed, so after a `git pull` that changed neither file above it still named the old commit (walk 13).
+COMMIT_STAMP := $(VENV)/.commit-$(shell git rev-parse --short=12 HEAD 2>/dev/null || echo none)
 
 .PHONY: run test lint format install install-dev clean-test browser clis
 
@@ -20,8 +23,15 @@ $(STAMP): $(BIN)/python requirements.txt pyproject.toml
 	@echo "installing dependencies (first run takes a few minutes)…"
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
 	$(BIN)/pip install -qq --disable-pip-version-check --no-deps -e .
-	@rm -f $(VENV)/.installed-*
-	@touch $(STAMP)
+	@rm -f $(VENV)/.installed-* $(VENV)/.commit-*
+	@touch $(STAMP) $(COMMIT_STAMP)
+
+# After a pull: the package again (no dependencies, ~10 s), so its version names this commit.
+$(COMMIT_STAMP): $(STAMP)
+	@echo "reinstalling the package for this commit…"
+	$(BIN)/pip install -qq --disable-pip-version-check --no-deps -e .
+	@rm -f $(VENV)/.commit-*
+	@touch $(COMMIT_STAMP)
 
 $(DEV_STAMP): $(STAMP) requirements-dev.txt requirements-export.txt
 	@echo "installing test and lint tools…"
@@ -33,7 +43,7 @@ install: $(STAMP)
 
 install-dev: $(DEV_STAMP)
 
-run: install
+run: install $(COMMIT_STAMP)
 	$(BIN)/yullu serve
 
 # mypy's Django plugin imports the settings: give it the test home, not yours (no server starts).

@@ -1,9 +1,16 @@
-"""Walk 13 (a new user's first day, fresh clone and home): what a dreaming provider that fails says."""
+"""Walk 13 (a new user's first day, fresh clone and home): what a dreaming provider that fails says, the audit
+trail's pages, and `make run` after a pull."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import socket
+import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,3 +82,35 @@ def test_the_audit_trail_is_read_only_for_a_superuser_too(client: Any, owner: An
     assert page.status_code == 200 and b'name="actor_name"' not in page.content  # view only
     assert AuditEntry.objects.filter(pk=entry.pk).exists() and not AuditEntry.objects.filter(actor_name="mallory")
     assert client.get("/admin/access/apitoken/add/").status_code == 200  # its own pages keep theirs
+
+
+def test_make_run_after_a_pull_reinstalls_the_package_so_its_version_names_the_new_commit(tmp_path: Path) -> None:
+    """Walk 13: `git pull` then `make run` left `yullu --version` and /api/status naming the commit of the first
+    install (the version comes from git at install time, and only a change of requirements.txt or
+    pyproject.toml reinstalled). Planned with `make -n` in a copy: nothing installed for real."""
+    root = Path(__file__).resolve().parent.parent
+    for name in ("Makefile", "requirements.txt", "pyproject.toml"):
+        shutil.copy(root / name, tmp_path / name)
+    git = ["git", "-c", "user.name=w", "-c", "user.email=w@x", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], cwd=tmp_path, check=True)
+    venv = tmp_path / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    deps = hashlib.sha256((root / "requirements.txt").read_bytes() + (root / "pyproject.toml").read_bytes())
+    head = lambda: subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=tmp_path, capture_output=True,  # noqa: E731
+                                  text=True, check=True).stdout.strip()  # fmt: skip
+    stamps = [venv / f".installed-{deps.hexdigest()[:16]}", venv / f".commit-{head()}"]
+    for later, path in enumerate([venv / "bin" / "python", *stamps], start=1):
+        path.touch()
+        os.utime(path, (time.time() + later, time.time() + later))  # each newer than what it depends on
+
+    def planned() -> list[str]:
+        make = subprocess.run(["make", "-n", "run"], cwd=tmp_path, capture_output=True, text=True, check=True)
+        return [line for line in make.stdout.splitlines() if "pip install" in line]
+
+    assert planned() == []  # installed at this commit: straight to `yullu serve`
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "two"], cwd=tmp_path, check=True)  # a pull
+    again = planned()
+    assert len(again) == 1 and again[0].rstrip().endswith("--no-deps -e ."), again  # the package, not the deps
