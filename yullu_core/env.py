@@ -55,7 +55,11 @@ VARS: dict[str, Var] = {
         Var("YULLU_CELERY_LOGLEVEL", "WARNING", "the worker's and beat's Celery log level"),
         Var("YULLU_MCP_STATELESS", "false", "serve /mcp without sessions (several web nodes, no sticky routing)"),
         Var("YULLU_HEARTBEAT_SECONDS", "60", "the heartbeat task's period"),
-        Var("YULLU_SCHEDULER_TICK_SECONDS", "60", "the reconcile and dream schedulers' period"),
+        Var(
+            "YULLU_SCHEDULER_TICK_SECONDS",
+            "60",
+            "the reconcile and dream schedulers' period; anchors and backfill run every 5 ticks, prunes every 60",
+        ),
         Var("YULLU_EMBED_THREADS", "1", "ONNX Runtime threads per model (embedder and reranker)"),
         Var("PROMETHEUS_MULTIPROC_DIR", "", "set by `yullu serve`: the web and worker processes' shared metrics"),
         # The embedded PostgreSQL.
