@@ -6,6 +6,8 @@ through MCP, with the real models and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ from memories.embedding.embedders import LocalEmbedder, get_embedder
 from memories.scope import resolve
 from memories.search import gates, queries, rerank, synonyms
 from memories.search.candidates import Candidate
-from memories.write import create
+from memories.write import create, validation
 from tests.mcp_client import ask_all, http_session, store_all
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -107,3 +109,22 @@ def test_over_the_limit_the_first_memories_given_are_reworded_first() -> None:
     assert sum(len(synonyms.rewordings(question, synonyms.swaps(question), t)) for t in texts) > queries.MAX_REWORDINGS
     best = queries.reworded_cosines(question, [ids[2], ids[0], ids[1]], get_embedder())
     assert ids[2] in best and ids[0] in best, best
+
+
+def test_the_models_judgement_orders_what_the_gate_passed() -> None:
+    """Set K, a tuning codebase (bench/data): "how do we deploy ledgerd" passes the gate for the ledger
+    migrations memory, closer in cosine ("ledger"), and for the deploy memory; "who approves withdrawd
+    changes" for the withdrawal flow and for the owner who approves. The cross-encoder's logit, weighed
+    as the gate weighs it, puts the answer first (issue 34, round sixteen; red with JUDGED_ORDER off)."""
+    data = json.loads((Path(__file__).resolve().parents[1] / "bench/data/codebase_other_k.json").read_text())
+    memories = {m["id"]: m for m in data["memories"]}
+    scope = resolve("acme/ledger", None)
+    items = [validation.NewMemory(m["content"], m["category"], [], None) for m in memories.values()]
+    stored = create.store_memories(scope, items, source="test")
+    pk = {s.memory.pk: mid for s, mid in zip(stored, memories, strict=True)}
+    for question, answer, other in (
+        ("how do we deploy ledgerd", "k01", "k09"),
+        ("who approves withdrawd changes", "k05", "k17"),
+    ):
+        got = [pk[hit["id"]] for hit in queries.search("acme/ledger", question, log=False).results]
+        assert got[0] == answer and other in got, (question, got)  # both passed; the answer first

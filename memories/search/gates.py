@@ -208,6 +208,14 @@ def judged_test(
     return test
 
 
+def logits_of(query: str, cands: list[Candidate], clauses: bool = True) -> dict[int, float]:
+    """Memory id → the cross-encoder's logit for `query`, as the gate asks it (judged_logits), in one
+    batch; pairs the gate already judged come from the judge's cache."""
+    texts = _contents([c.memory_id for c in cands])
+    ids = [c.memory_id for c in cands if c.memory_id in texts]
+    return dict(zip(ids, judged_logits(query, [texts[i] for i in ids], clauses), strict=True))
+
+
 def _contents(ids: list[int]) -> dict[int, str]:
     return dict(Memory.objects.filter(pk__in=ids).values_list("pk", "content")) if ids else {}
 

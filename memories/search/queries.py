@@ -42,7 +42,7 @@ from ..embedding.embedders import Embedder, embed_query, embeds, get_embedder
 from ..embedding.vector_index import vector_literal
 from ..models import CATEGORIES, Memory, MemoryVector
 from ..wire import HIT_FIELDS, hit_to_wire
-from . import bm25, candidates, expansion, recall_log, rerank, synonyms
+from . import bm25, candidates, expansion, gates, recall_log, rerank, synonyms
 from .asking import asks_about_a_choice, asks_in_general
 from .candidates import Candidate, SearchResult
 from .focus import focus
@@ -273,10 +273,13 @@ def within_reach(ordered: list[Candidate], undemoted: list[Candidate], gate: Jud
     return (top + extra, replace(gate, depth=gate.depth + len(extra))) if extra else (ordered, gate)
 
 
-# What the gate passes is returned in the order of its evidence without the model: cosine (the
-# best of the question and of the question in each memory's own words) and keyword coverage, weighed
-# as the gate weighs them (docs/benchmarks.md, issue 34 round eight). False: the fused order.
+# What the gate passes is returned in the order of its evidence: cosine (the best of the question and
+# of the question in each memory's own words) and keyword coverage, weighed as the gate weighs them
+# (docs/benchmarks.md, issue 34 round eight). False: the fused order.
 REWORDED_ORDER = True
+# ... and the cross-encoder's logit, weighed as the gate weighs it (issue 34, round sixteen). False: the
+# evidence without the model (round eight's order).
+JUDGED_ORDER = True
 FULL_COVERAGE = 0.999  # bm25.search_with_coverage's 1.0, read with float rounding
 MAX_REWORDINGS = 4  # embedded in one batch; a question rarely has more synonyms its passed memories hold
 
@@ -285,15 +288,16 @@ def closest_first(
     text: str, top: list[Candidate], relevant: Callable[[Candidate], bool], gate: Judged, embedder: Embedder
 ) -> list[Candidate]:
     """`top` with the memories the gate passed reordered among the places they held (one holding every
-    telling word of the question first), by gate.w_cosine × cosine + gate.w_coverage × coverage, the
-    cosine being the best of the question's and of its rewordings in the memory's own words
-    (synonyms.rewordings: "where do api keys live" read by the memory saying "secrets" as "where do
-    secrets live"); the others stay put.
+    telling word of the question first), by the gate's own evidence: gate.w_cosine × cosine +
+    gate.w_coverage × coverage + gate.w_logit × the cross-encoder's logit, the cosine being the best of
+    the question's and of its rewordings in the memory's own words (synonyms.rewordings: "where do api
+    keys live" read by the memory saying "secrets" as "where do secrets live"); the others stay put.
 
     The fusion's keyword half lifts a memory sharing an incidental word into the gate's slots beside
     the answer, and ahead of it; once the gate has judged both relevant, the one closer to what was
     asked comes first. Only when two or more pass, for a question read whole; rewordings cost one
-    embedding batch."""
+    embedding batch, and the model judges the passed memories its first-stage evidence settled (the
+    others' judgements are cached): at most `gate.depth` pairs, in one batch."""
     passed = [c for c in top if c.similarity is not None and relevant(c)]
     # A prompt the gate reads by its clauses (rerank.clauses: the hook's task-first prompts) keeps the
     # fused order: its whole-prompt cosine is diluted by the task, and on the tuning set A reordering it
@@ -303,6 +307,7 @@ def closest_first(
     cosine = {c.memory_id: c.similarity or 0.0 for c in passed}
     for mid, best in reworded_cosines(text, list(cosine), embedder).items():
         cosine[mid] = max(cosine[mid], best)
+    logit = gates.logits_of(text, passed, gate.clauses) if JUDGED_ORDER else {}
 
     def key(c: Candidate) -> tuple[bool, bool, float]:
         # A memory whose cited code changed stays under the current ones, as demoted (walk 12: the stale
@@ -312,7 +317,11 @@ def closest_first(
         return (
             c.stale,
             c.coverage < FULL_COVERAGE,
-            -(gate.w_cosine * cosine[c.memory_id] + gate.w_coverage * c.coverage),
+            -(
+                gate.w_cosine * cosine[c.memory_id]
+                + gate.w_coverage * c.coverage
+                + gate.w_logit * logit.get(c.memory_id, 0.0)
+            ),
         )
 
     closest = iter(sorted(passed, key=key))  # sorted() is stable: ties keep the fused order
