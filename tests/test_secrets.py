@@ -2795,6 +2795,15 @@ PROBED_AFTER_13 = {
         "dictated-before-its-name",
     ),
     "a code for what it opens": ("the 6-digit code for the front door is 482913", "code-for-what-it-opens"),
+    "a safe's code in German": ("Der Tresor-Code lautet 4-8-1-9", "code-in-other-languages"),
+    "a safe's code in Spanish": ("El código de la caja fuerte es 24-61-07", "code-in-other-languages"),
+    "a safe's code in French": ("Le code du coffre est 24 61 07", "code-in-other-languages"),
+    "a safe's code in Italian": ("Il codice della cassaforte è 246107", "code-in-other-languages"),
+    "a safe's combination in Portuguese": ("A combinação do cofre é 24-61-07", "code-in-other-languages"),
+    "a safe's code in Polish": ("Szyfr do sejfu: 24-61-07", "code-in-other-languages"),
+    "a safe's code in Russian": ("Код от сейфа: 24-61-07", "code-in-other-languages"),
+    "a safe's code in Chinese": ("保险箱密码是246107", "code-in-other-languages"),
+    "a door's code in German, a space between": ("Code der Haustür: 1 9 8 4", "code-in-other-languages"),
 }
 
 
@@ -2816,6 +2825,12 @@ def test_each_form_probed_after_the_thirteenth_set_is_refused_by_its_rule(name: 
         "the zip code for the office is 94107",
         "the code of the building is 1998",
         "turn left 2 blocks, right 3 blocks",
+        "the code is safe - 1234 tests pass",
+        "the code was ported: 1234 lines",
+        "Der Code für die Tür ist 2019",
+        "le code postal de la porte est 75011",
+        "Código de erro da porta: 4012",
+        "Das Passwort für den Tresor-Code steht im Wiki",
     ],
 )
 def test_the_forms_probed_after_the_thirteenth_sets_near_misses_are_kept(text: str) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from yullu_core.textnorm import fold_with_origin
+
 from .model import Rule
 from .names import _NOT_A_PIN_BETWEEN
 from .phrases import _capitalised_phrase, _joined_words, _passphrase, _phrase_of_words
@@ -69,6 +71,46 @@ def _strong_value(value: str) -> bool:
 
 # A network name's words: an SSID, not its password ("the office wifi is Acme_Guest_2024", "is Home-Net-5G").
 _NETWORK_WORD = re.compile(r"(?i)guest|office|corp|visitor|staff|public|home|net|wifi|wlan|iot|\d(?:\.\d)?g(?:hz)?\b")
+
+
+def _folded_words(words: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """An alternation of `words` as the scanned view spells them (folded: Cyrillic letters with Latin look-alikes
+    become Latin, and a capital folds apart from its small letter: `Код` to `Koд`, `код` to `кoд`), and the keywords."""
+    forms = sorted(
+        {fold_with_origin(v)[0].lower() for w in words for v in (w, w.capitalize())}, key=lambda f: (-len(f), f)
+    )
+    return "|".join(re.escape(f) for f in forms), tuple(forms)
+
+
+# A code's word (German, Spanish, French, Italian, Portuguese, Polish, Russian, Chinese) and what a code opens.
+_CODE_WORDS, _CODE_WORD_KEYWORDS = _folded_words(
+    (
+        *("code", "kode", "zahlencode", "geheimzahl", "kombination", "código", "codigo", "combinación", "combinacion"),
+        *(
+            "digicode",
+            "combinaison",
+            "codice",
+            "combinazione",
+            "combinação",
+            "combinacao",
+            "kod",
+            "szyfr",
+            "kombinacja",
+        ),
+        *("код", "шифр", "комбинация", "密码", "密碼", "暗证号码", "號碼", "号码"),
+    )
+)
+_OPENED_WORDS, _OPENED_KEYWORDS = _folded_words(
+    (
+        *("tresor", "tresors", "tür", "türe", "haustür", "alarmanlage", "caja fuerte", "puerta"),
+        *("alarma", "coffre", "coffre-fort", "porte", "alarme", "cassaforte", "porta", "allarme", "cofre", "portão"),
+        *("sejf", "sejfu", "drzwi", "alarmu", "сейф", "сейфа", "двери", "дверь", "сигнализации", "домофона", "保险箱"),
+        *("保險箱", "门禁", "門禁", "门锁", "門鎖", "大门", "大門", "密码锁", "密碼鎖"),
+    )
+)
+_CODE_KEYWORDS = _CODE_WORD_KEYWORDS
+# (the first letters of both lists, a lookahead that lets re skip most positions at once)
+_CODE_INITIALS = re.escape("".join(sorted({f[0] for f in (*_CODE_WORD_KEYWORDS, *_OPENED_KEYWORDS)})))
 
 
 # A code that opens nothing, before "code for the …": "the zip code for the office is 94107", "error code for the door
@@ -314,6 +356,25 @@ RULES: tuple[Rule, ...] = (
         ("code",),
         check=lambda digits: sum(c.isdigit() for c in digits) >= 4 and not re.fullmatch(r"(?:19|20)\d\d", digits),
         before=lambda before: not _NOT_AN_ACCESS_CODE.search(before),
+    ),
+    # A safe's, a door's or an alarm's code in other languages ("Der Tresor-Code lautet 4-8-1-9", "El código de la caja
+    # fuerte es 24-61-07", "Le code du coffre est 24 61 07", "Код от сейфа: 24-61-07", "保险箱密码是246107"): a code's
+    # word, what it opens a few words on (or joined to it), a linking word of the language or a colon, then digits.
+    # (secrets16's probing)
+    Rule(
+        "code-in-other-languages",
+        "a one-time or access code",
+        re.compile(
+            # (not a postal, an error's or a bar code's: "le code postal de la porte est 75011")
+            rf"(?i)(?=[{_CODE_INITIALS}])(?:(?<![^\W\d_])(?:{_CODE_WORDS})(?:(?!\s*(?:postal|post|erro|error|erreur|fehler|errore|błęd|qr|barr))"
+            rf"[^\n.;]){{0,25}}?(?:{_OPENED_WORDS})(?![^\W\d_])"
+            rf"|(?<![^\W\d_])(?:{_OPENED_WORDS})[ -]?(?:{_CODE_WORDS}))"
+            r"(?:\s+(?:lautet|ist|es|est|è|é|e|jest|to)\s*|\s*[:：=—–-]\s*|\s*(?:是|为|為|は)\s*)"
+            r"(?<![\d-])(\d{4,10}|\d{1,4}(?:[- ]\d{1,4}){1,5})"
+            r"(?![\d-]|[.,]\d|[ \t]*(?:%|ms\b|s\b|sec|min|tests?\b|lines?\b|lignes?|líneas?|zeilen|mm\b|cm\b))"
+        ),
+        _CODE_KEYWORDS,
+        check=lambda digits: sum(c.isdigit() for c in digits) >= 4 and not re.fullmatch(r"(?:19|20)\d\d", digits),
     ),
     # A dial's combination as turns: "the combination is left 24, right 61, left 07", "safe: R 12 L 40 R 7".
     # (secrets16's probing)
