@@ -34,6 +34,10 @@ GENERAL = [
     "set up a minimal bazel workspace for a hello world go binary, for a side project",
     "write a generic go function that chunks a slice, just as an exercise, not for our repo",
     "i want to understand how elasticsearch scoring works under the hood",
+    # round sixteen: a definition asked "exactly", an exercise or a word of a language
+    "what exactly is a kafka consumer group",
+    "write fizzbuzz in go",
+    "what does defer mean in go?",
 ]
 # Each brought back the memory naming the product before these shapes read as general.
 ANSWERED_WITHOUT_THE_CUE = GENERAL[0], GENERAL[1], GENERAL[3]
@@ -58,6 +62,7 @@ def test_the_shapes_read_as_general_only_with_a_product_or_an_article() -> None:
     ours += ["What is Joanna allergic to?", "why not grpc for pricing", "why rds instead of jawsdb"]
     ours += ["What hobby is a therapy for John when away from the court?", "is our go service not for the edge?"]
     ours += ["explain to a new hire why the nightly export skips archived rows"]
+    ours += ["write the backfill in python", "what does 'hold' mean in our domain?", "what exactly is the hold window"]
     for question in [*ABOUT_US, *ours]:
         assert not asking.asks_in_general(question), question
 

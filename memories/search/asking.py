@@ -22,8 +22,9 @@ _APOS = "['\u2019]"
 # A thing of ours is named with an article or a possessive ("what does the sla_watch dag do").
 _NOT_OURS = r"(?!(?:the|this|that|it|our|your|my)\b)"
 _PREPOSITIONS = "to|by|on|in|for|of|at|with|from|about|into|over"
+_REALLY = "(?:exactly|really|actually)"
 _LANGUAGES = (
-    r"go|golang|python|java|rust|ruby|javascript|js|typescript|ts|c#|c\+\+|php|kotlin|swift|scala|elixir|bash|sql"
+    r"go|golang|python|java|rust|ruby|javascript|js|typescript|ts|c#|c\+\+|php|kotlin|swift|scala|elixir|bash|sql|dart"
 )
 
 # Each pattern is a common way of asking about a thing in general, not about this project.
@@ -56,9 +57,14 @@ GENERAL = tuple(
         # generics work in go" (not "how do i run the tests in go")
         rf"^\s*how (?:to|do i|do you|can i|do|does) (?![^?]*\b(?:the|this|our|my)\b)[^?]*\b(?:in|with) (?:{_LANGUAGES})"
         r"\s*\??\s*$",
+        # an exercise or a word of a language: "write fizzbuzz in dart", "what does suspend mean in kotlin" (not
+        # "write the backfill in python", nor "what does 'hold' mean in our domain")
+        rf"^\s*(?:write|implement) (?![^?]*\b(?:the|this|our|my)\b)[^?]*\bin (?:{_LANGUAGES})\s*\??\s*$"
+        rf"|^\s*what does \S+ mean in (?:{_LANGUAGES})\s*\??\s*$",
         # a longer definition, of a thing named with its article: "what is a kubernetes pod disruption budget",
-        # "what's an mqtt retained message" (a part of ours is "the" or "our" one)
-        rf"^\s*(?:what\s+(?:is|are)|whats|what{_APOS}s)\s+(?:a|an)\s+{_WORD}(?:\s+{_WORD}){{0,4}}\s*\??\s*$",
+        # "what's an mqtt retained message", "what exactly is a heroku dyno" (a part of ours is "the" or "our" one)
+        rf"^\s*(?:what\s+(?:{_REALLY}\s+)?(?:is|are)|whats|what{_APOS}s)\s+(?:{_REALLY}\s+)?(?:a|an)\s+{_WORD}"
+        rf"(?:\s+{_WORD}){{0,4}}\s*\??\s*$",
         # a product's release notes, or its syntax: "what's new in go 1.23", "pydantic v2 field_validator syntax"
         rf"^\s*(?:what\s+is|whats|what{_APOS}s)\s+new\s+in\b|\bsyntax(?:\s+example)?\s*\??\s*$",
         r"\bin general\b|\bgeneral terms\b",
