@@ -124,8 +124,9 @@ def test_rest_and_mcp_refuse_a_control_character_in_a_project_id_with_one_senten
 
 def test_cli_project_options_refuse_a_control_character_with_the_same_sentence(tmp_path: Path) -> None:
     """`export --project` said "not found", `import --project` refused every row on its own: now each
-    says what is wrong once, exit 1, as `memories list --project` and the REST and MCP paths do."""
-    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
+    says what is wrong once, exit 1, as `memories list --project` and the REST and MCP paths do. (A port of its
+    own: `yullu dream` adds a line about a server running on the default one, e.g. the developer's `make run`.)"""
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path), YULLU_PORT=str(free_port()))
     exported = tmp_path / "all.jsonl"
     exported.write_text(
         json.dumps({"format": "yullu-memories", "version": 1}) + "\n"
