@@ -16,7 +16,6 @@ from yullu_core.arguments import AS_GIVEN, SESSION_ID
 from yullu_core.mcp import Cwd, ProjectId, run
 
 from . import lifecycle
-from .models import CATEGORIES
 from .scope import SCOPES, project_of, resolve, scope_for
 from .search import stats
 from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET, PREFER_CATEGORIES, PREFER_HELP
@@ -46,7 +45,11 @@ CategoryArg = Annotated[
     str | None,
     AS_GIVEN,
     WithJsonSchema(validation.json_schema("category")),
-    Field(description=f"One of: {', '.join(CATEGORIES)}. Empty = uncategorised; others: error."),
+    Field(
+        description="One of: "
+        + "; ".join(f"{name} ({meaning})" for name, meaning in validation.CATEGORY_MEANINGS.items())
+        + ". Empty = uncategorised; others: error."
+    ),
 ]
 ScopeArg = Annotated[
     str | None,

@@ -127,7 +127,10 @@ def test_an_unknown_category_is_an_error_from_the_cli_and_mcp(
     )
     assert ran.returncode == 1
     five = "process, decision, gotcha, domain, style"
-    assert ran.stderr.strip() == f"yullu: 'convention' is not a category; use one of {five} (or leave it empty)."
+    near = "convention belongs in 'process' (how to do things: commands, layout, conventions)"
+    assert (
+        ran.stderr.strip() == f"yullu: 'convention' is not a category; use one of {five} (or leave it empty); {near}."
+    )
 
     async def go() -> None:
         async with http_session(live_server_url, owner_token) as s:

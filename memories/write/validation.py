@@ -113,6 +113,37 @@ def clean_tags(tags: Any, *, strict: bool = True) -> list[str]:
     return seen
 
 
+# What each category holds (SPEC §1), for the tools' descriptions; and the words people reach for instead, so
+# the refusal can say where such a memory goes ("decisions, gotchas, conventions" is how the product is
+# described: walk 13 stored four conventions and had them refused with no hint).
+CATEGORY_MEANINGS = {
+    "process": "how to do things: commands, layout, conventions",
+    "decision": "why X over Y",
+    "gotcha": "what bites",
+    "domain": "what terms mean, invariants",
+    "style": "UI patterns, tone",
+}
+_CATEGORY_NEAR = {
+    "convention": "process",
+    "conventions": "process",
+    "workflow": "process",
+    "howto": "process",
+    "how-to": "process",
+    "command": "process",
+    "rule": "process",
+    "decisions": "decision",
+    "architecture": "decision",
+    "gotchas": "gotcha",
+    "pitfall": "gotcha",
+    "bug": "gotcha",
+    "warning": "gotcha",
+    "glossary": "domain",
+    "term": "domain",
+    "ui": "style",
+    "tone": "style",
+}
+
+
 def clean_category(category: Any, *, strict: bool = True) -> str | None:
     """Empty is null ("uncategorised"); an unknown category is an error naming the five (docs/contract.md §1,
     every path: MCP, REST, CLI, import). `strict=False` keeps null for text we did not write and
@@ -123,7 +154,11 @@ def clean_category(category: Any, *, strict: bool = True) -> str | None:
         raise UserError("category must be a string.")
     value = category.strip().lower()
     if value and value not in CATEGORIES and strict:
-        raise UserError(f"{value[:40]!r} is not a category; use one of {', '.join(CATEGORIES)} (or leave it empty).")
+        near = _CATEGORY_NEAR.get(value)
+        hint = f"; {value} belongs in {near!r} ({CATEGORY_MEANINGS[near]})" if near else ""
+        raise UserError(
+            f"{value[:40]!r} is not a category; use one of {', '.join(CATEGORIES)} (or leave it empty){hint}."
+        )
     return value if value in CATEGORIES else None
 
 
