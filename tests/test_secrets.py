@@ -2893,3 +2893,36 @@ def test_each_cause_of_the_thirteenth_sets_stored_secrets_is_refused_by_its_rule
 )
 def test_the_thirteenth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+# Walk 13's stored forms (a user's random 20: 19 refused), each with the rule that now reads it.
+WALK_13 = {
+    "'pass' for a password, a colon": ("pass for the vpn: tfwD-CJLq-QlLy", "pass-in-prose"),
+    "'pass' for a password, a verb": ("the wifi pass is Tq7-mark-19", "pass-in-prose"),
+    "a vendor's prefix before a repetitive body": ("the api key is sk-proj-" + "Ab3" * 20, "vendor-key-prefix"),
+    "a GitLab token told in prose": ("my gitlab token glpat-Zq8vN2mKp4RtY7wXb3Lc", "vendor-key-prefix"),
+}
+
+
+@pytest.mark.parametrize("name", WALK_13)
+def test_each_form_walk_13_stored_is_refused_by_its_rule(name: str) -> None:
+    text, rule = WALK_13[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the tests pass: all 212 of them",
+        "the pass is complete",
+        "the CI pass is flaky-ish today",
+        "boarding pass: gate B12",
+        "first pass: normalize the data",
+        "the pass rate is 98.5% on main",
+        "use sk-proj-xxxxxxxxxxxxxxxxxxxxxxxx as a placeholder",
+        "set OPENAI_API_KEY to sk-... from the dashboard",
+        "the task-runner-for-everything-and-more is our CLI",
+    ],
+)
+def test_walk_13s_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None

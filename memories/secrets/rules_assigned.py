@@ -41,6 +41,12 @@ _SMALL_WORDS_JOINED = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")
 _TOKEN_RUN = re.compile(r"(?=[A-Za-z]*\d)[A-Za-z0-9]{16,}")
 _WORDS_NUMBER = re.compile(r"(?:[A-Z][a-z]{2,}){1,3}\d{2,6}[!#$%*?]?")
 
+
+def _mixed(value: str) -> bool:
+    """Letters with a capital or a digit among them (`tfwD-CJLq-QlLy`, `hunter2-x`), not a word of prose."""
+    return any(c.isalpha() for c in value) and (any(c.isupper() for c in value[1:]) or any(c.isdigit() for c in value))
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "private-key-header",
@@ -218,6 +224,17 @@ RULES: tuple[Rule, ...] = (
         ),
         ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "requirepass", "masterauth"),
         check=lambda value: _assigned_secret(value) and not _VERSION.fullmatch(value.strip("'\"`.,;")),
+        before=lambda text: not _NAMED_BY_FIELD.search(text),
+    ),
+    # "pass" for a password, told: "pass for the vpn: tfwD-CJLq-QlLy", "the wifi pass is Tq7-mark-19" (walk 13).
+    # "pass" is also a verb and a ticket ("the tests pass: all 212", "the pass is complete"), so the value must
+    # look like a password twice over: a secret's shape, and capitals or digits among its letters.
+    Rule(
+        "pass-in-prose",
+        "a password",
+        re.compile(rf"(?i)\bpass\b{_ABOUT}{_TOLD_VERB}"),
+        ("pass",),
+        check=lambda value: _assigned_secret(value) and _mixed(value.strip("'\"`.,;")),
         before=lambda text: not _NAMED_BY_FIELD.search(text),
     ),
     # Named without a verb: "Office wifi passphrase Marmot57$copper60", a .netrc's "password X".

@@ -56,7 +56,31 @@ _ID_NAMED_JUST_BEFORE = re.compile(
 )
 
 
+# A vendor's key prefix and the body such keys have: OpenAI (`sk-`, `sk-proj-`), Anthropic (`sk-ant-`),
+# GitHub (`ghp_`, `github_pat_` …), GitLab, Slack, Hugging Face, npm, PyPI, Stripe. gitleaks' rules also ask the
+# body to look random; a key told to a teammate is a key whatever its letters (walk 13: "the api key is sk-proj-"
+# and "Ab3" twenty times was stored). Only a placeholder's body is let through: one character repeated or x's.
+_VENDOR_KEY = re.compile(
+    r"(?<![\w-])(?:sk-([A-Za-z0-9]{20,})|(?:sk-(?:proj|svcacct|admin|ant-(?:api|admin)\d\d)-|gh[pousr]_|github_pat_"
+    r"|glpat-|xox[abposr]-|hf_|npm_|pypi-|[rs]k_(?:live|test)_)([A-Za-z0-9_-]{20,}))"
+)
+_HYPHENATED_WORDS = re.compile(r"[a-z]+(?:[-_][a-z0-9]+){2,}")
+
+
+def _vendor_key_body(body: str) -> bool:
+    """Not a placeholder's body (one character repeated, x's) nor words strung together
+    (`sk_test_should-never-leave-1234` is a test's name for a fake)."""
+    return len(set(body.lower()) - {"x", "-", "_", "*", "."}) >= 3 and not _HYPHENATED_WORDS.fullmatch(body)
+
+
 RULES: tuple[Rule, ...] = (
+    Rule(
+        "vendor-key-prefix",
+        "a credential (a vendor's key)",
+        _VENDOR_KEY,
+        ("sk-", "gh", "github_pat_", "glpat-", "xox", "hf_", "npm_", "pypi-", "k_live_", "k_test_"),
+        check=_vendor_key_body,
+    ),
     Rule(
         "password-short-option",
         "a password on a command line",
