@@ -111,11 +111,13 @@ def test_over_the_limit_the_first_memories_given_are_reworded_first() -> None:
     assert ids[2] in best and ids[0] in best, best
 
 
-def test_the_models_judgement_orders_what_the_gate_passed() -> None:
+def test_the_models_judgement_orders_what_the_gate_passed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Set K, a tuning codebase (bench/data): "how do we deploy ledgerd" passes the gate for the ledger
     migrations memory, closer in cosine ("ledger"), and for the deploy memory; "who approves withdrawd
     changes" for the withdrawal flow and for the owner who approves. The cross-encoder's logit, weighed
-    as the gate weighs it, puts the answer first (issue 34, round sixteen; red with JUDGED_ORDER off)."""
+    as the gate weighs it, puts the answer first (issue 34, round sixteen: off by default for its cost, the
+    path kept for the A/B; red with JUDGED_ORDER off)."""
+    monkeypatch.setattr(queries, "JUDGED_ORDER", True)
     data = json.loads((Path(__file__).resolve().parents[1] / "bench/data/codebase_other_k.json").read_text())
     memories = {m["id"]: m for m in data["memories"]}
     scope = resolve("acme/ledger", None)

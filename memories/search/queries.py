@@ -277,9 +277,10 @@ def within_reach(ordered: list[Candidate], undemoted: list[Candidate], gate: Jud
 # of the question in each memory's own words) and keyword coverage, weighed as the gate weighs them
 # (docs/benchmarks.md, issue 34 round eight). False: the fused order.
 REWORDED_ORDER = True
-# ... and the cross-encoder's logit, weighed as the gate weighs it (issue 34, round sixteen). False: the
-# evidence without the model (round eight's order).
-JUDGED_ORDER = True
+# ... and the cross-encoder's logit, weighed as the gate weighs it (issue 34, round sixteen): rank-1 +1.5 points
+# on 25 codebase files, a wash on the three nobody tuned on, and twice the web CPU per operation under
+# `yullu bench load` (the model judges what the first stage had settled): off (docs/benchmarks.md).
+JUDGED_ORDER = False
 FULL_COVERAGE = 0.999  # bm25.search_with_coverage's 1.0, read with float rounding
 MAX_REWORDINGS = 4  # embedded in one batch; a question rarely has more synonyms its passed memories hold
 
@@ -289,15 +290,15 @@ def closest_first(
 ) -> list[Candidate]:
     """`top` with the memories the gate passed reordered among the places they held (one holding every
     telling word of the question first), by the gate's own evidence: gate.w_cosine × cosine +
-    gate.w_coverage × coverage + gate.w_logit × the cross-encoder's logit, the cosine being the best of
-    the question's and of its rewordings in the memory's own words (synonyms.rewordings: "where do api
+    gate.w_coverage × coverage (+ gate.w_logit × the cross-encoder's logit with JUDGED_ORDER), the cosine
+    being the best of the question's and of its rewordings in the memory's own words (synonyms.rewordings: "where do api
     keys live" read by the memory saying "secrets" as "where do secrets live"); the others stay put.
 
     The fusion's keyword half lifts a memory sharing an incidental word into the gate's slots beside
     the answer, and ahead of it; once the gate has judged both relevant, the one closer to what was
     asked comes first. Only when two or more pass, for a question read whole; rewordings cost one
-    embedding batch, and the model judges the passed memories its first-stage evidence settled (the
-    others' judgements are cached): at most `gate.depth` pairs, in one batch."""
+    embedding batch (with JUDGED_ORDER, the model judges the passed memories its first-stage evidence
+    settled, in one batch; the others' judgements are cached)."""
     passed = [c for c in top if c.similarity is not None and relevant(c)]
     # A prompt the gate reads by its clauses (rerank.clauses: the hook's task-first prompts) keeps the
     # fused order: its whole-prompt cosine is diluted by the task, and on the tuning set A reordering it
