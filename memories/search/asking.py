@@ -194,11 +194,11 @@ def _product_works() -> re.Pattern[str]:
 _FIRST_PERSON = re.compile(r"\b(?:i|we|me|my)\b", re.I)
 
 
+_QUESTION_WORD = "(?:how|what|where|which|when|who|why)"
 # A sentence's clauses: at commas, and at "and" / "then" / "also" / "but" before a question word.
-_SUBCLAUSE = re.compile(
-    r",\s+|\s+(?:and|then|also|but)\s+(?=(?:also\s+)?(?:tell me|how|what|where|which|when|who|why)\b)", re.I
-)
-_WH = re.compile(r"^\s*(?:also\s+|and\s+)?(?:tell me\s+)?(?:how|what|where|which|when|who|why)\b", re.I)
+_SUBCLAUSE = re.compile(rf",\s+|\s+(?:and|then|also|but)\s+(?=(?:also\s+)?(?:tell me|{_QUESTION_WORD})\b)", re.I)
+# A clause that starts by asking ("what do i need running", "tell me how to run …").
+_WH = re.compile(rf"^\s*(?:also\s+|and\s+)?(?:tell me\s+)?{_QUESTION_WORD}\b", re.I)
 
 
 def _asks_on_its_own(query: str) -> bool:
