@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
@@ -265,13 +266,19 @@ class HistoryView(APIView):
 
 
 class LinkView(APIView):
-    @documented(request=LinkIn, status=201, errors=(400, 404), summary="Link this memory to another of its project")
+    @documented(
+        request=LinkIn,
+        status=201,
+        errors=(400, 404),
+        also={200: OpenApiTypes.OBJECT},
+        summary="Link this memory to another of its project (200: that link existed, returned as it is)",
+    )
     def post(self, request: Request, pk: int) -> Response:
         data = valid(LinkIn, request.data)
         if (project_id := named(data)) is not None:
             edit.get_memory_in(pk, project_id)
-        link = lifecycle.link_memories(pk, data["to"], data["kind"], note=data["note"], source="rest")
-        return Response(lifecycle.link_dict(link), status=201)
+        link, made = lifecycle.link_or_find(pk, data["to"], data["kind"], note=data["note"], source="rest")
+        return Response(lifecycle.link_dict(link), status=201 if made else 200)  # the same link again: 200
 
 
 class ConflictsView(APIView):

@@ -70,6 +70,14 @@ def link_dict(link: MemoryLink) -> LinkDict:
 def link_memories(from_id: Any, to_id: Any, kind: Any, *, source: str = "api", note: str = "") -> MemoryLink:
     """Link two memories of one project. `supersedes` also marks `to` superseded by `from`.
     Idempotent: linking twice returns the existing link."""
+    return link_or_find(from_id, to_id, kind, source=source, note=note)[0]
+
+
+def link_or_find(
+    from_id: Any, to_id: Any, kind: Any, *, source: str = "api", note: str = ""
+) -> tuple[MemoryLink, bool]:
+    """`link_memories`, and whether the link is new: an existing one is returned as it is (its note
+    unchanged), with no history row or sync event written again (REST answers it 200, not 201)."""
     if kind not in LINK_KINDS:
         raise UserError("kind must be one of: supersedes, contradicts, related.")
     a, b = edit.get_memory(from_id, access.WRITE), edit.get_memory(to_id, access.WRITE)
@@ -81,9 +89,10 @@ def link_memories(from_id: Any, to_id: Any, kind: Any, *, source: str = "api", n
         if kind == LinkKind.SUPERSEDES:
             if b.superseded_by_id not in (None, a.pk):
                 raise UserError(f"memory {b.pk} is already superseded by memory {b.superseded_by_id}.")
-            if b.superseded_by_id is None:
+            made = b.superseded_by_id is None
+            if made:
                 create.mark_superseded(b.pk, a, source)
-            return MemoryLink.objects.get(from_memory=a, to_memory=b, kind=kind)
+            return MemoryLink.objects.get(from_memory=a, to_memory=b, kind=kind), made
         link, made = MemoryLink.objects.get_or_create(
             from_memory=a,
             to_memory=b,
@@ -94,7 +103,7 @@ def link_memories(from_id: Any, to_id: Any, kind: Any, *, source: str = "api", n
             memory_history.record(a, "linked", source, None, {"kind": kind, "to": b.pk})
             memory_history.record(b, "linked", source, None, {"kind": kind, "from": a.pk})
             memory_history.announce(a, links=[{"kind": kind, "to": str(b.uuid)}])
-    return link
+    return link, made
 
 
 def _source(source: str) -> str:
