@@ -333,6 +333,9 @@ def settings_view(request: HttpRequest) -> HttpResponse:
     except ConfigError as exc:  # the project's committed config is broken: say so, show the global values
         messages.error(request, str(exc))
         cfg, origin = load_for_project("", None, settings.YULLU)
+    problem = settings_edit.file_problem()
+    if problem:  # the values shown are what the server read at start; the next start would stop on this
+        messages.error(request, f"{problem} (the values below are what the server read when it started)")
     return admin_page(
         request,
         "admin/yullu/settings.html",

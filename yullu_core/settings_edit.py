@@ -13,7 +13,18 @@ from typing import Any
 import tomlkit
 from django.conf import settings
 
-from .config import SCHEMA, SECRET_KEYS, Config, ConfigError, _validated, config_path, mask
+from .config import (
+    SCHEMA,
+    SECRET_KEYS,
+    Config,
+    ConfigError,
+    _apply_layer,
+    _validated,
+    config_path,
+    defaults,
+    mask,
+    read_toml,
+)
 
 # Read on every use (per request or per pass), so a change applies at once in this process;
 # other processes (worker, beat) read the file when they start.
@@ -36,6 +47,19 @@ EDITABLE: tuple[tuple[str, str], ...] = (
 
 def path() -> Path:
     return config_path()
+
+
+def file_problem() -> str | None:
+    """The sentence saying why the global file would not load now (invalid TOML, a wrong value), or None.
+    The page shows what the server read at start; a file broken since then made Save a 500 (walk 14)."""
+    file = path()
+    if not file.exists():
+        return None
+    try:
+        _apply_layer(defaults(), read_toml(file), str(file))
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def _display(value: Any) -> str:
@@ -117,6 +141,9 @@ def save(form: Mapping[str, Any]) -> list[str]:
             changes[(section, key)] = value
     if not changes:
         return []
+    problem = file_problem()
+    if problem:  # never write over a file we cannot read: its other keys would be lost or kept broken
+        raise ConfigError(f"nothing was saved: {problem}")
     file = path()
     doc = tomlkit.parse(file.read_text()) if file.exists() else tomlkit.document()
     for (section, key), value in changes.items():
