@@ -27,6 +27,8 @@ from bench.secret_forms_12 import HELD_OUT_12 as HELD_OUT_12
 from bench.secret_forms_12 import HELD_OUT_12_KEEP as HELD_OUT_12_KEEP
 from bench.secret_forms_13 import HELD_OUT_13 as HELD_OUT_13
 from bench.secret_forms_13 import HELD_OUT_13_KEEP as HELD_OUT_13_KEEP
+from bench.secret_forms_14 import HELD_OUT_14 as HELD_OUT_14
+from bench.secret_forms_14 import HELD_OUT_14_KEEP as HELD_OUT_14_KEEP
 
 Gen = Callable[[random.Random], str]
 
@@ -3987,4 +3989,15 @@ HELD_OUT_8_OPEN: frozenset[str] = frozenset()
 # ten languages) and 60 texts near secrets that must be stored. Each text was drawn once from a seeded generator
 # (fixed: `--seeds` sends the same text). The first run through a live site (`python -m bench.secret_live`, REST
 # stores) stored 7 of 107 and refused 0 of 60 keepers; only that figure is a held-out figure (docs/security.md).
+# (imported at the top of this file)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_14: secrets17's set (bench/secret_forms_14.py), written before its author read the scanner, this file
+# (beyond its Form type) or tests/test_secrets.py: 116 secrets (the plain forms first, then a teammate's memory, commit
+# messages, log lines, a stack trace, Dockerfile, Actions, tfvars, Helm, Ansible, notebook cells, SQL, MSSQL/Oracle/
+# Mongo/Redis/AMQP connection strings, a phonetic password, door/safe/alarm/padlock codes, capitalised words, seven
+# languages) and 68 texts near secrets that must be stored. Each text was drawn once from one seeded generator (fixed:
+# `--seeds` sends the same text). The first run through a live site (`python -m bench.secret_live`, REST stores)
+# stored 3 of 116 and refused 0 of 68 keepers; only that figure is a held-out figure (docs/security.md).
 # (imported at the top of this file)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import secret_forms, secret_forms_12, secret_forms_13
+from bench import secret_forms, secret_forms_12, secret_forms_13, secret_forms_14
 from bench.secret_forms import ALNUM, HEX, URLSAFE, b64, b64_of, chars, cyrillic, full_width, zero_width
 from memories.secrets import find_secret, gitleaks, redact
 from memories.secrets.views import _scan_views
@@ -2925,4 +2925,136 @@ def test_each_form_walk_13_stored_is_refused_by_its_rule(name: str) -> None:
     ],
 )
 def test_walk_13s_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+# The fourteenth held-out set (secrets17, bench/secret_forms_14.py): every form found and every keeper kept, with the
+# values of its first live run (drawn once from its seeded generator).
+@pytest.mark.parametrize("text", [text for _, text in secret_forms_14.SECRET_TEXTS])
+def test_every_form_of_the_fourteenth_held_out_set_is_found(text: str) -> None:
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize("text", secret_forms_14.KEEP_TEXTS)
+def test_the_fourteenth_held_out_sets_keepers_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+# What the fourteenth set's first live run stored (3 of 116) and set thirteen's known leftovers (docs/security.md),
+# each with the rule that now reads it.
+FOURTEENTH_SET_CAUSES = {
+    "a padlock's three digits after 'is'": ("padlock on the bike cage is 381", "three-digit-lock"),
+    "a padlock's three digits after a colon": ("the padlock: 0-3-7", "three-digit-lock"),
+    "a suitcase lock's digits spaced": ("the suitcase lock is 4 0 9", "three-digit-lock"),
+    "a locker's dial groups": ("the locker is 0-3-7", "three-digit-lock"),
+    "a locker's combination of four groups": ("the locker is 12-34-56", "code-is-after-what-it-opens"),
+    "an alarm's digits after 'is'": ("the alarm is 5529", "code-is-after-what-it-opens"),
+    "an alarm panel's digits after a colon": ("alarm panel: 8142", "code-is-after-what-it-opens"),
+    "a gate's code in French": ("le code du portail est 4471", "code-in-other-languages"),
+    "a gate's code in German": ("Der Code für das Tor ist 4471", "code-in-other-languages"),
+    "a padlock's code in Spanish": ("el código del candado es 4471", "code-in-other-languages"),
+    "capitalised words and a small word in French": (
+        "mot de passe du routeur : Lune Bleue Sur Lyon",
+        "capitalised-passphrase-in-other-languages",
+    ),
+    "set thirteen's French passphrase": (
+        "mot de passe : Soleil Levant Sur Paris",
+        "capitalised-passphrase-in-other-languages",
+    ),
+    "two small words in Spanish": (
+        "la contraseña del wifi es Gato Negro De La Noche",
+        "capitalised-passphrase-in-other-languages",
+    ),
+    "Dutch, a preposition and an article": (
+        "het wachtwoord is Rode Fiets Op Het Dak",
+        "capitalised-passphrase-in-other-languages",
+    ),
+    "a wifi's key of capitalised words and a year": ("office wifi: BlueHeron2024", "wifi-password"),
+    "a WLAN key of capitalised words and a number": ("wlan: SilverFox88", "wifi-password"),
+    "a user and a password after an arrow": ("staging → admin / Kx82pLmQr9", "arrow-login-pair"),
+    "after an ASCII arrow, a symbol in the password": ("staging -> admin / Tq7-mark-19!", "arrow-login-pair"),
+    "after a host's colon, a pipe between": ("grafana: admin | Kx82pLmQr9", "arrow-login-pair"),
+    "a password table without its rule row": (
+        "| service | user | password |\n| grafana | admin | Xq7mLp2xR9wt |\n| rabbit | guest | Tq7-mark-19 |",
+        "password-told-plainly",
+    ),
+    "a table with no outer pipes": (
+        "service | user | password\ngrafana | admin | Xq7mLp2xR9wt",
+        "password-told-plainly",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", FOURTEENTH_SET_CAUSES)
+def test_each_cause_of_the_fourteenth_sets_stored_secrets_is_refused_by_its_rule(name: str) -> None:
+    text, rule = FOURTEENTH_SET_CAUSES[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an alarm, a padlock, a locker, a gate: what is not their code
+        "the alarm is loud",
+        "the alarm is set for 7:30",
+        "the alarm is 0730",
+        "the alarm clock is 0615",
+        "the alarm is 110 dB",
+        "the alarm was 2019",
+        "the alarm is 2 minutes late",
+        "port 5529",
+        "my locker is 214",
+        "the locker is 214",
+        "locker number 214 is next to the showers",
+        "the padlock is 40 mm",
+        "the padlock is 3 years old",
+        "the padlock was 150 dollars",
+        "the padlock is $150",
+        "the padlock is 100% brass",
+        "the padlock model is 440",
+        "the padlock is 3.5 cm",
+        "the padlock is 2019",
+        "the bike lock is 120 cm long",
+        "the bike lock: 3 spares in the van",
+        "combo lock is 3-digit",
+        "Das Tor ist 4 Meter breit",
+        "le portail est 4471 rue",
+        # capitalised words in another language that are no passphrase
+        "mot de passe : Voir Le Coffre Partagé",
+        "mot de passe : Changement Obligatoire Tous Les Trois Mois",
+        "mot de passe : Dans Le Coffre Commun",
+        "mot de passe : Politique De Sécurité Des Comptes",
+        "Mot De Passe Oublié Sur Le Portail",
+        "mot de passe : Demander À Marie Dupont",
+        "la password è Gestita Dal Team Sicurezza",
+        "the password is Managed By Platform Engineering",
+        # a wifi's name, not its key
+        "office wifi: Guest network, no password",
+        "wifi: AcmeGuest2024",
+        "wifi: FritzBox7590",
+        "office wifi: MacBookPro2019 drops it",
+        "wifi SSID: BlueHeron2024",
+        "the office wifi is BlueHeron2024",
+        # pairs around a slash that are no login
+        "admin / staff roles",
+        "version 2024",
+        "staging → prod promotion needs two approvals",
+        "use the admin / readonly split for the Grafana folders",
+        "CI → build / Deploy2Prod",
+        "roles: admin / staff / viewer",
+        "ratio: 3 / 4",
+        "staging → admin / see 1Password",
+        "env: prod / Eu-West-1",
+        "branches: main / Release2024Q3",
+        "commit: abc123 / 9f2c4e1a7b3d",
+        "the fix → main / HotFix2024",
+        # tables about passwords
+        "| field | type | notes |\n| password | string | required, min 12 chars |\n| token | string | optional |",
+        "| service | password |\n| grafana | in 1Password |\n| rabbit | see vault |",
+        "| user | password hash |\n| admin | $2b$12$abcdefghijklmnopqrstuv |",
+        "name | password_hash\nadmin | $2b$12$abcdefghijklmnopqrstuv",
+        "cat a | grep password\nfoo | bar",
+    ],
+)
+def test_the_fourteenth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None

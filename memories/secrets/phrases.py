@@ -132,6 +132,45 @@ def _four_capitalised(words: str) -> bool:
     return len(words.split()) >= 4 and _capitalised_phrase(words, number=False)
 
 
+# The articles and prepositions of French, Spanish, Portuguese, Italian, German and Dutch, which a passphrase of
+# capitalised words in those languages holds ("Soleil Levant Sur Paris", "Luna Azul Sobre Madrid"), and the words
+# of a rule or a schedule told in Title Case ("Changement Obligatoire Tous Les Trois Mois").
+_FOREIGN_SMALL_TEXT = (
+    "le la les de du des sur sous dans en et au aux un une à par vers chez el los las del al y sobre con sin bajo "
+    "entre o os a as do da dos das no na em e com il lo gli i della dello dei degli sul sulla nel nella di su tra "
+    "fra der die das dem den des und über unter im am auf vom zum zur mit bei het van op een met"
+)
+_FOREIGN_RULE_TEXT = (
+    "mois jours jour semaine semaines ans tous toutes chaque obligatoire requis oublié oublie réinitialisation "
+    "changement cada días dias meses obligatorio todos todas alle jeden tage monate pflicht ogni giorni mesi "
+    "obbligatorio todos dias meses obrigatório obrigatorio elke dagen maanden verplicht "
+    # (a heading of a policy: "Politique De Sécurité Des Comptes")
+    "politique sécurité securite compte comptes règle règles regle regles gestion política politica seguridad "
+    "cuenta cuentas reglas gestión sicurezza regole gestione sicherheit richtlinie richtlinien konto konten regeln "
+    "verwaltung segurança seguranca conta contas regras gestão beveiliging beleid regels"
+)
+_FOREIGN_SMALL_WORDS = frozenset(_FOREIGN_SMALL_TEXT.split())
+_FOREIGN_RULE_WORDS = frozenset(_FOREIGN_RULE_TEXT.split())
+_TITLE_WORD = re.compile(r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|\d{1,4}")
+
+
+def _capitalised_with_small_words(words: str) -> bool:
+    """Four to eight capitalised words in another language, its articles and prepositions capitalised among them
+    ("Soleil Levant Sur Paris", set thirteen's leftover, secrets17): three words of their own or more, more than the
+    small ones, neither first nor last small, and none a word of a sentence about the password ("Voir Le Coffre")."""
+    parts = words.split()
+    if not 4 <= len(parts) <= 8 or len(words) < 15 or not all(_TITLE_WORD.fullmatch(w) for w in parts):
+        return False
+    lowered = [w.lower() for w in parts]
+    if lowered[0] in _FOREIGN_SMALL_WORDS or lowered[-1] in _FOREIGN_SMALL_WORDS:
+        return False
+    if any(w in _FOREIGN_RULE_WORDS or w in _NOT_PASSPHRASE_WORDS and w not in _FOREIGN_SMALL_WORDS for w in lowered):
+        return False
+    small = sum(w in _FOREIGN_SMALL_WORDS for w in lowered)
+    own = sum(w not in _FOREIGN_SMALL_WORDS and not w.isdigit() for w in lowered)
+    return own >= 3 and own > small
+
+
 # Words joined into one passphrase ("juniper.kettle.42", "glacier-thimble-orchid-ramp", "Walrus-Picnic-Echo-61"): a
 # slug's and a branch's shape too, so three words or more, or two and a number of two digits or more last
 # ("hunter-orange-91", not "release-candidate-3" nor "node-18-alpine").

@@ -42,6 +42,25 @@ _TOKEN_RUN = re.compile(r"(?=[A-Za-z]*\d)[A-Za-z0-9]{16,}")
 _WORDS_NUMBER = re.compile(r"(?:[A-Z][a-z]{2,}){1,3}\d{2,6}[!#$%*?]?")
 
 
+# A network's or a device's words: an SSID or what joins it, not its key ("wifi: AcmeGuest2024", "wifi: FritzBox7590").
+_NOT_A_WIFI_KEY = re.compile(
+    r"(?i)guest|office|corp|visitor|staff|public|home|net|wifi|wlan|iot|mesh|router|fritz|box|link|gear|orbi|eero"
+    r"|ubiquiti|unifi|airport|book|phone|pad|pro|max|mini|hotspot|lan|wpa|ssid"
+)
+
+
+def _wifi_key_of_words(value: str) -> bool:
+    """Capitalised words and a number after a wifi's name and a colon (`office wifi: BlueHeron2024`; set thirteen's
+    leftover, secrets17): a class's name elsewhere, so `_plain_password` keeps it; here the key, unless a word of a
+    network's or a device's name is among them."""
+    value = value.strip("'\"`")
+    return (
+        bool(_WORDS_NUMBER.fullmatch(value))
+        and len(re.findall(r"[A-Z]", value)) >= 2
+        and not _NOT_A_WIFI_KEY.search(value)
+    )
+
+
 def _mixed(value: str) -> bool:
     """Letters with a capital or a digit among them (`tfwD-CJLq-QlLy`, `hunter2-x`), not a word of prose."""
     return any(c.isalpha() for c in value) and (any(c.isupper() for c in value[1:]) or any(c.isdigit() for c in value))
@@ -400,7 +419,7 @@ RULES: tuple[Rule, ...] = (
         ),
         ("wifi", "wi-fi", "wlan"),
         group=2,
-        check=_plain_password,
+        check=lambda value: _plain_password(value) or _wifi_key_of_words(value),
     ),
     # The security mode names the network's key: "WPA2 key Garnetraven3362", "WPA-PSK passphrase: X" (its value right
     # after, with or without a verb or a colon; not a mode or a cipher: "WPA2 key WPA3-SAE", "PSK key AES-128")

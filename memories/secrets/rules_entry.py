@@ -106,6 +106,11 @@ _OPENED_WORDS, _OPENED_KEYWORDS = _folded_words(
         *("alarma", "coffre", "coffre-fort", "porte", "alarme", "cassaforte", "porta", "allarme", "cofre", "portão"),
         *("sejf", "sejfu", "drzwi", "alarmu", "сейф", "сейфа", "двери", "дверь", "сигнализации", "домофона", "保险箱"),
         *("保險箱", "门禁", "門禁", "门锁", "門鎖", "大门", "大門", "密码锁", "密碼鎖"),
+        # a gate's, a padlock's and a locker's words (secrets17's set: "le code du portail est 4471")
+        *("portail", "portillon", "barrière", "cadenas", "casier", "tor", "hoftor", "gartentor", "garagentor"),
+        *("vorhängeschloss", "zahlenschloss", "spind", "portón", "cancela", "verja", "candado", "taquilla"),
+        *("casillero", "cancello", "portone", "lucchetto", "armadietto", "cadeado", "furtka", "brama", "kłódka"),
+        *("szafka", "ворота", "калитка", "замок", "шкафчик"),
     )
 )
 _CODE_KEYWORDS = _CODE_WORD_KEYWORDS
@@ -284,22 +289,48 @@ RULES: tuple[Rule, ...] = (
     # (held-out set 13). Digits alone only after a thing that has nothing but a code (a safe, a keypad, a lockbox, a
     # padlock); after a door, a gate or a lock only a combination's groups of one to three digits, since "the door is
     # 2417" names a room as often. Not a size, a date, a time, nor a thing's number ("the safe's serial number is …").
+    # An alarm panel has nothing but a code too ("the alarm is 5529"; secrets17, set thirteen's leftover): its digits
+    # alone, unless they are a time with its leading zero ("the alarm is 0730"), a loudness or a pitch ("110 dB"). A
+    # locker's only as a combination's groups ("the locker is 12-34-56"): "my locker is 214" is its number.
     Rule(
         "code-is-after-what-it-opens",
         "a one-time or access code",
         re.compile(
-            r"(?i)\b(?=[sdgklbpc])(?:(safe|keypad|key ?safe|lock ?box|padlock|combination lock|bike lock)"
-            r"|door|front door|gate|garage(?: door)?|lock)(?:'s)?\b"
+            r"(?i)\b(?=[sdgklbpca])(?:(safe|keypad|key ?safe|lock ?box|padlock|combination lock|bike lock"
+            r"|alarm(?: panel| system)?|burglar alarm)"
+            r"|door|front door|gate|garage(?: door)?|lock|locker)(?:'s)?\b"
             r"((?:(?!\b(?:number|no|serial|model|size|width|height|depth|weight|id|room|floor|aisle|bay|unit|terminal"
-            r"|price)\b)[^\n.;:0-9]){0,30}?)"
+            r"|price|clock|volume|time)\b)[^\n.;:0-9]){0,30}?)"
             r"(?:\s+(?:is|was)(?:\s+(?:now|still))?|\s*:|\s+(?:opens|unlocks|opened|unlocked)\s+with)\s+"
             r"(?<![\d-])(\d{1,3}(?:[- ]\d{1,3}){2,3}|(?(1)\d{4,8}|(?!)))"
-            r"(?![\d.,:/-]\d|\d|[ \t]*(?:%|mm|cm|m|kg|lbs?|in|inch|inches|ft|x|am|pm|h|hrs?|min|s)\b)"
+            r"(?![\d.,:/-]\d|\d|[ \t]*(?:%|mm|cm|m|kg|lbs?|in|inch|inches|ft|x|am|pm|h|hrs?|min|s|db|hz|khz|w|v)\b)"
         ),
-        ("safe", "keypad", "lockbox", "lock box", "padlock", "lock", "door", "gate", "garage"),
+        ("safe", "keypad", "lockbox", "lock box", "padlock", "lock", "door", "gate", "garage", "alarm", "locker"),
         group=3,
         # (four digits or more: "the gate is 1 2 3" counts steps)
-        check=lambda digits: sum(c.isdigit() for c in digits) >= 4 and not re.fullmatch(r"(?:19|20)\d\d", digits),
+        check=lambda digits: (
+            sum(c.isdigit() for c in digits) >= 4 and not re.fullmatch(r"(?:19|20)\d\d|0\d[0-5]\d", digits)
+        ),
+    ),
+    # A lock of three dials or wheels, told its three digits ("padlock on the bike cage is 381", "the padlock: 0-3-7",
+    # "the suitcase lock is 4 0 9"; secrets17, set thirteen's leftover): a padlock's, a bike lock's, a luggage lock's or
+    # a combination lock's, after "is", a colon or "opens with". A locker's three only as a dial's groups ("the locker
+    # is 0-3-7"): "my locker is 214" is its number. Not a size, a price or a count ("the padlock is 40 mm", "… 120 cm").
+    Rule(
+        "three-digit-lock",
+        "a one-time or access code",
+        re.compile(
+            r"(?i)\b(?=[pbclsl])(?:(padlock|bike lock|bicycle lock|cable lock|combination lock|combo lock|luggage lock"
+            r"|suitcase lock|dial lock)|locker)s?(?:'s)?\b"
+            r"(?:(?!\b(?:number|no|serial|model|size|width|weight|id|price|costs?)\b)[^\n.;:0-9]){0,30}?"
+            r"(?:\s+(?:is|was)(?:\s+(?:now|still))?|\s*[:=]|\s+(?:opens|unlocks|opened|unlocked)\s+with)\s+"
+            r"(?<![\d$€£-])((?(1)\d{3}|(?!))|\d[- ]\d[- ]\d)"
+            r"(?![\d.,:/-]?\d|[ \t]*%|[ \t]*(?:mm|cm|m|g|kg|lbs?|in|inch|inches|ft|x|am|pm|h|hrs?|min|s|years?|days?"
+            r"|euros?|dollars?|bucks|eur|usd|gbp|times|pieces|pcs|units)\b)"
+        ),
+        ("padlock", "bike lock", "bicycle lock", "cable lock", "combination lock", "combo lock", "luggage lock")
+        + ("suitcase lock", "dial lock", "locker"),
+        group=2,
     ),
     # A password of digits only after its name and "is" or a colon ("the printer's admin pwd is 676646"): six to
     # twelve digits, not a count or a duration ("password length is 12", "expires after 90 days"), nor a ticket's

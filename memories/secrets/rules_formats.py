@@ -20,6 +20,7 @@ from .names import (
 from .phrases import (
     _NOT_PASSPHRASE_WORDS,
     _capitalised_phrase,
+    _capitalised_with_small_words,
     _dictated,
     _four_capitalised,
     _passphrase,
@@ -258,6 +259,29 @@ RULES: tuple[Rule, ...] = (
         ),
         ("passwort", "kennwort"),
         check=lambda words: len(words) >= 15 and not _NOT_PASSPHRASE_WORDS.intersection(words.lower().split()),
+    ),
+    # A passphrase of capitalised words after a password's name in another language, its articles and prepositions
+    # capitalised among them ("mot de passe : Soleil Levant Sur Paris", "la contraseña es Luna Azul Sobre Madrid", "la
+    # password del router è Sole Alto Sul Mare"), where `passphrase-of-words` takes a small word for a sentence's.
+    # (set thirteen's leftover, secrets17)
+    Rule(
+        "capitalised-passphrase-in-other-languages",
+        "a password",
+        re.compile(
+            r"(?i)(?<!--)(?<!_)(?:mot de passe|passwort|kennwort|contraseña|contrasena|senha|palavra[- ]passe"
+            r"|wachtwoord|parola|clave|hasło|haslo|lösenord|adgangskode|salasana|heslo|geslo|parool|lozinka|şifre"
+            r"|sifre|code d'accès|(?<![\w-])password(?=[^.\n=:：,;]{0,40}?\s(?:est|es|ist|lautet|é|è|era|jest|är)\s))"
+            r"(?![-_])[^.\n=:：,;]{0,40}?"
+            r"(?:\s*[:：=]\s*|\s(?:est|es|ist|lautet|é|è|is|era|était|war|jest|er|är|on|je)\s+)[\"'`«„“]?"
+            r"(?-i:((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|\d{1,4})(?:[ \t]+(?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|\d{1,4})){3,7}))"
+            r"[\"'`»”]?(?=[ \t]*(?:$|[.;,)(!]))"
+        ),
+        (
+            *("mot de passe", "passwort", "kennwort", "contraseña", "contrasena", "senha", "palavra", "wachtwoord"),
+            *("parola", "clave", "hasło", "haslo", "lösenord", "adgangskode", "salasana", "heslo", "geslo", "parool"),
+            *("lozinka", "şifre", "sifre", "code d'accès", "password"),
+        ),
+        check=_capitalised_with_small_words,
     ),
     # A phrase's name, then a colon, then its words, small words among them ("the unlock phrase for the HSM
     # backup is: seven orange kites over the harbour", "master passphrase = tall ships in the quiet bay"),

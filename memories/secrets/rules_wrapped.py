@@ -11,7 +11,7 @@ import re
 from .model import Rule, entropy
 from .phrases import _joined_words, _passphrase
 from .told import _generated, _name_like, _plain_password, _random_mixed, _told_password, _told_secret, _told_token
-from .values import _assigned_secret, _not_placeholder, _url_password
+from .values import _assigned_secret, _not_placeholder, _password_shaped, _url_password
 from .words import _ADVERB, _NEARBY_WORDS, _TOLD_VALUE
 
 # A file or a command that keeps what is written to it: `~/.vault_pass.txt`, `/etc/app/api-token`, `secrets.env`,
@@ -57,6 +57,16 @@ _HEX_ID = re.compile(r"\A(?:[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]
 
 def _pair_password(value: str) -> bool:
     return not _HEX_ID.match(value) and (_told_password(value) or _generated(value) or _random_mixed(value))
+
+
+def _arrow_pair_password(value: str) -> bool:
+    """A password after a host's arrow and a user: drawn at random, or told with a symbol (`Tq7-mark-19!`); a region,
+    a branch or a release told so is a name (`prod / Eu-West-1`, `main / Release2024Q3`)."""
+    if _HEX_ID.match(value):
+        return False
+    if _random_mixed(value) or _generated(value) or _password_shaped(value):
+        return True
+    return _told_password(value) and any(c in "!@#$%^&*+=?~" for c in value)
 
 
 def _split_password(lines: str) -> bool:
@@ -277,6 +287,20 @@ RULES: tuple[Rule, ...] = (
         _OVER_TWO_LINES,
         ("pass", "pw", "pin", "secret", "mot de passe", "contraseña", "senha", "wachtwoord", "hasło", "haslo", "şifre"),
         check=_split_password,
+    ),
+    # "staging → admin / Kx82pLmQr9", "grafana: admin | Tq7-mark-19!": where a login goes (an arrow or a colon after a
+    # host or an environment), then the user and the password spaced around `/` or `|`, with no word of logging in
+    # (`login-pair-slashed` wants one). The password drawn at random or told as one ("admin / staff roles", "read /
+    # write", "CI → build / deploy" kept). (set thirteen's leftover, secrets17)
+    Rule(
+        "arrow-login-pair",
+        "a password",
+        re.compile(
+            r"(?:→|->|=>|⇒|⟶|(?<=[\w)])[ \t]*:)[ \t]*[\w.@+-]{1,64}[ \t]+[/|][ \t]+"
+            rf"[\"'`]?({_TOLD_VALUE})(?=[\"'`]?(?:\s|$|[,;)]))"
+        ),
+        ("→", "->", "=>", "⇒", "⟶", ":"),
+        check=lambda value: "/" not in value and not re.search(r"\?\w+=", value) and _arrow_pair_password(value),
     ),
     Rule(
         "credential-pair-alone",

@@ -13,7 +13,10 @@ _TABLE_RULE = re.compile(r"[ \t]*:?-{3,}:?[ \t]*")
 
 # A CSV or TSV header naming a secret's column ("email,password", "user\tpassword"): names only.
 # (a name per cell, no spaces in it: `from .models import DreamOp, DreamPass` is code)
-_DELIMITED_HEADER = re.compile(r"(?m)^[ \t]*([A-Za-z_][\w.-]{0,40}(?:([,;\t])[ \t]*[A-Za-z_][\w.-]{0,40})+)[ \t]*$")
+# (or `|` with no outer pipes: "service | user | password", a Markdown table pasted bare; secrets17)
+_DELIMITED_HEADER = re.compile(
+    r"(?m)^[ \t]*([A-Za-z_][\w.-]{0,40}(?:(?:([,;\t])|[ \t]*(\|))[ \t]*[A-Za-z_][\w.-]{0,40})+)[ \t]*$"
+)
 _SECRET_HEADER = re.compile(
     rf"(?i){_NEARBY_WORDS}|{_PIN_WORDS}|{_TOKEN_WORDS}|pass|pwd|\bpin\b|\bpuk\b|secret|\bkey\b|credential"
 )
@@ -43,7 +46,7 @@ def _table_view(text: str) -> tuple[str, list[int]] | None:
     out: list[str] = []
     origin: list[int] = []
     _delimited_rows(text, out, origin)
-    if "|" in text and "---" in text:
+    if text.count("|") >= 6:
         _markdown_rows(text, out, origin)
     if not out:
         return None
@@ -59,14 +62,14 @@ def _cell(name: str, value: str, start: int, out: list[str], origin: list[int]) 
 
 
 def _delimited_rows(text: str, out: list[str], origin: list[int]) -> None:
-    if "," not in text and "\t" not in text:
+    if "," not in text and "\t" not in text and "|" not in text:
         return
     read = 0  # where the last table's rows ended: a row is never read again as another header's
     for head in _DELIMITED_HEADER.finditer(text):
         if head.start() < read:
             continue  # (each line a header of the lines below it made the view quadratic: 8,000 characters
             # of `user,password` lines, a view of millions and minutes of scanning)
-        sep = head.group(2)
+        sep = head.group(2) or head.group(3)
         names = [n.strip() for n in head.group(1).split(sep)]
         # only the secret's columns, as a Markdown table's (a CSV of 300 rows read whole doubled its scan)
         secret = [_secret_column(n) for n in names]
@@ -105,6 +108,12 @@ def _markdown_rows(text: str, out: list[str], origin: list[int]) -> None:
     ruled = False
     for i, row in enumerate(rows):
         cells = _split_cells(row.group(1))
+        # A table pasted without its `|---|` row (set thirteen's leftover, secrets17): the first row of a run of rows
+        # is its header when each of its cells is a column's name and the row below has as many cells.
+        if _unruled_header(rows, i, cells):
+            secret_columns = {k: c.strip() for k, (_, c) in enumerate(cells) if _secret_column(c.strip())}
+            ruled = False
+            continue
         if all(_TABLE_RULE.fullmatch(c) for _, c in cells):
             names = [c.strip() for _, c in _split_cells(rows[i - 1].group(1))] if i else []
             secret_columns = {k: n for k, n in enumerate(names) if _secret_column(n)}
@@ -122,3 +131,22 @@ def _markdown_rows(text: str, out: list[str], origin: list[int]) -> None:
                 value = cell.strip()
                 if value:
                     _cell(name, value, row.start(1) + at + cell.index(value), out, origin)
+
+
+# A column's name: a few words, no digits nor a value's symbols (`password`, `API key`, `db_pass`, `Service`).
+_COLUMN_NAME = re.compile(r"[ \t]*[A-Za-z][A-Za-z _.()/-]{0,30}[ \t]*")
+
+
+def _unruled_header(rows: list[re.Match[str]], i: int, cells: list[tuple[int, str]]) -> bool:
+    """Whether row `i` heads a table with no `|---|` row: the first of a run of rows (none right above it), every cell
+    a column's name, one of them a secret's, and the next row neither a rule nor of another width."""
+    if len(cells) < 2 or i + 1 >= len(rows):
+        return False
+    below = rows[i + 1]
+    if below.start() != rows[i].end() + 1 or i and rows[i - 1].end() + 1 == rows[i].start():
+        return False
+    below_cells = _split_cells(below.group(1))
+    if len(below_cells) != len(cells) or all(_TABLE_RULE.fullmatch(c) for _, c in below_cells):
+        return False
+    names = [c for _, c in cells]
+    return all(_COLUMN_NAME.fullmatch(c) for c in names) and any(_secret_column(c.strip()) for c in names)
