@@ -1,14 +1,20 @@
 """Walk 14 (a judge's first day, fresh clone and home): the admin's Settings page over a config.toml broken
-while the server runs."""
+while the server runs; /api/status over a PostgreSQL that never answers."""
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.test import Client
+
+from tests.processes import REPO, product_env
 
 pytestmark = pytest.mark.django_db
 
@@ -58,3 +64,32 @@ def test_settings_over_a_sound_config_file_still_save(
     text = client.post(SETTINGS, {"dreaming.interval": "45m"}, follow=True).content.decode()
     assert "Saved [dreaming].interval" in text
     assert file.read_text() == '# mine\n[dreaming]\ninterval = "45m"\n'
+
+
+STATUS = (
+    "import json, django; django.setup(); from yullu_site.monitoring.health import status; print(json.dumps(status()))"
+)
+
+
+def test_status_over_a_database_that_never_answers_says_why_and_asks_it_once(tmp_path: Path) -> None:
+    # Walk 14, PostgreSQL stopped (SIGSTOP) for 30 s: /api/status answered after 10 s with "error":
+    # "OperationalError" for the database and again for the broker, which is a table in it and waited for the
+    # connection timeout a second time. Here a DATABASE_URL whose server takes the connection and says nothing.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"),
+                          DATABASE_URL=f"postgresql://yullu@127.0.0.1:{port}/yullu")  # fmt: skip
+        env.pop("CELERY_BROKER_URL", None)  # the default broker: the queue table in that database
+        ran = subprocess.run([sys.executable, "-c", STATUS], env=env, cwd=REPO, capture_output=True, text=True,
+                             timeout=120)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    body = json.loads(ran.stdout)
+    assert body["ready"] is False
+    assert body["database"]["error"] == "OperationalError: connection timeout expired", body["database"]
+    assert body["broker"] == {
+        "ok": False,
+        "kind": "postgres",
+        "error": "the queue is a table in the database, which is unavailable",
+    }
