@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from django.conf import settings
+from django.db import DatabaseError
 
 from memories.usage import record_usage
 from yullu_core.env import env_str
@@ -274,6 +275,11 @@ class FallbackReasoner:
     def complete(self, system: str, prompt: str) -> str:
         try:
             return self.first.complete(system, prompt)
+        except DatabaseError:
+            # The pass's own connection went (PostgreSQL restarted while the client ran the model; its usage row
+            # failed): not the client's failure, and another model's answer could not be kept either. Walk 14:
+            # it said "the MCP client could not run the model (OperationalError) and no reasoner is configured".
+            raise
         except Exception as exc:
             if self.second is None:
                 raise Unavailable(

@@ -1,8 +1,10 @@
 """Walk 14 (a judge's first day, fresh clone and home): the admin's Settings page over a config.toml broken
-while the server runs; /api/status over a PostgreSQL that never answers."""
+while the server runs; /api/status over a PostgreSQL that never answers; dream_now over a connection lost while
+the client ran the model."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -12,9 +14,17 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.test import Client
+from mcp import types
 
+from dreaming.models import SessionMessage
+from dreaming.services import record_messages
+from memories.models import Memory
+from tests.mcp_client import call, http_session
 from tests.processes import REPO, product_env
+from tests.stubs import StubServer
+from yullu_core.failures import UNAVAILABLE
 
 pytestmark = pytest.mark.django_db
 
@@ -93,3 +103,52 @@ def test_status_over_a_database_that_never_answers_says_why_and_asks_it_once(tmp
         "kind": "postgres",
         "error": "the queue is a table in the database, which is unavailable",
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_dream_now_whose_database_connection_went_while_the_client_sampled_says_so_and_keeps_the_turns(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    # Walk 14: PostgreSQL killed (kill -9) while the client ran the model for dream_now, back 2 s later; the pass's
+    # usage row then failed on its dead connection and dream_now said "the MCP client could not run the model
+    # (OperationalError) and no reasoner is configured" (with one configured, it would have asked it too).
+    record_messages("acme/dreamdrop", "s1", [{"role": "user", "content": "we always tag releases from main"}])
+    reply = json.dumps(
+        {"operations": [{"op": "create", "content": "Releases are tagged from main", "category": "process"}]}
+    )
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        ours = cur.fetchone()[0]  # this test's own connection stays
+    cut: list[bool] = []
+
+    def restart() -> None:  # every other connection goes, as in a PostgreSQL restart
+        from django.db import connections
+
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
+                [ours],
+            )
+        connections.close_all()
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        if not cut:  # the first time only
+            cut.append(True)
+            await asyncio.to_thread(restart)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text=reply), model="client-model"
+        )
+
+    async def dream() -> tuple[bool, Any]:
+        async with http_session(
+            live_server_url, owner_token, sampling_callback=sampling, sampling_capabilities=types.SamplingCapability()
+        ) as s:
+            return await call(s, "dream_now", project_id="acme/dreamdrop")
+
+    is_error, said = asyncio.run(dream())
+    assert is_error and said == UNAVAILABLE, said
+    assert SessionMessage.objects.filter(project_id="acme/dreamdrop").count() == 1  # kept for the next pass
+    is_error, result = asyncio.run(dream())
+    assert not is_error and result["ops_created"] == 1, result
+    assert Memory.objects.get(project_id="acme/dreamdrop").content == "Releases are tagged from main"
