@@ -459,10 +459,21 @@ class MemoryAdmin(ModelAdmin):
 
     def delete_model(self, request: HttpRequest, obj: Memory) -> None:
         edit.delete_memory(obj.pk, source="admin")
+        self._left_in_the_log(request, {obj.project_id: 1})
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        for pk in list(queryset.values_list("pk", flat=True)):
+        deleted: dict[str, int] = {}
+        for pk, project_id in list(queryset.values_list("pk", "project_id")):
             edit.delete_memory(pk, source="admin")
+            deleted[project_id] = deleted.get(project_id, 0) + 1
+        self._left_in_the_log(request, deleted)
+
+    def _left_in_the_log(self, request: HttpRequest, deleted: dict[str, int]) -> None:
+        """A reviewer deleting a secret that slipped through must know its text is still in the team log."""
+        for project_id, count in sorted(deleted.items()):
+            whose = "The deleted memory's" if count == 1 else f"The {count} deleted memories'"
+            if note := edit.left_in_the_log(project_id, whose):
+                self.message_user(request, f"{note}.", messages.WARNING)
 
     @admin.action(description="Approve selected held memories (assistants will see them)")
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:

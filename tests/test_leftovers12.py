@@ -44,7 +44,8 @@ def test_a_list_longer_than_its_cap_says_how_many_there_are_and_how_to_see_them_
 def test_beats_start_up_banner_reaches_a_log_file_while_it_runs(tmp_path: Path) -> None:
     """With stdout not a terminal (a log file, journald), beat's banner sat in its buffer and
     appeared only at shutdown (walk 11)."""
-    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    home = str(tmp_path / "home")  # the banner is printed at INFO and DEBUG only (fixes15: quiet at WARNING)
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=home, YULLU_CELERY_LOGLEVEL="INFO")
     env.pop("PYTHONUNBUFFERED", None)
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:

@@ -161,10 +161,10 @@ def uninstall(targets: list[str]) -> None:
                 say(f"{target}: nothing of Yul'lu's found; nothing changed")
         if not targets:
             uninstall_service(home)
-        remove_empty_folders()
+        gone = yullu_home() in remove_empty_folders()
     except InstallError as exc:
         raise SystemExit(f"yullu: {exc}") from None
-    for line in _left_behind(home, targets, cursor="cursor" in removed_from):
+    for line in _left_behind(home, targets, cursor="cursor" in removed_from, data_folder_gone=gone):
         say(line)
 
 
@@ -184,7 +184,7 @@ def _database() -> str:
     return f"the embedded database in {pgdata.parent}"
 
 
-def _left_behind(home: Path, targets: list[str], cursor: bool) -> list[str]:
+def _left_behind(home: Path, targets: list[str], cursor: bool, data_folder_gone: bool = False) -> list[str]:
     """What uninstall leaves on purpose, so nobody has to guess. The config is named by its own path: by default
     it lives in the user config dir (~/.config/yullu), not in YULLU_HOME, so "YULLU_HOME (config, API token)"
     sent whoever deleted that folder looking for a config that was still there."""
@@ -192,6 +192,8 @@ def _left_behind(home: Path, targets: list[str], cursor: bool) -> list[str]:
 
     lines = [f"kept: your memories ({_database()}), {yullu_home()} (API token) and {config_path()} (config); "
              "delete them by hand if you want them gone"]  # fmt: skip
+    if data_folder_gone:  # made by install for its records only, and removed again: no memories, no token
+        lines = [f"kept: {config_path()} (config), if you wrote one; delete it by hand if you want it gone"]
     backups = [p for d in (".claude", ".codex", ".cursor") for p in (home / d).rglob("*.yullu-backup-*")]
     if backups:
         folders = ", ".join(sorted({str(home / p.relative_to(home).parts[0]) for p in backups}))

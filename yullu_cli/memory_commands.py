@@ -134,6 +134,8 @@ def memories(args: argparse.Namespace) -> int:
         if args.op == "rm":
             edit.delete_memory(memory.pk, source="cli")
             out, human = {"id": memory.pk, "uuid": str(memory.uuid), "deleted": True}, f"deleted #{memory.pk}"
+            if note := edit.left_in_the_log(memory.project_id, f"#{memory.pk}'s"):
+                print(f"yullu: {note}.", file=sys.stderr)
         else:
             out = dict(memory_to_wire(memory))
             annotate(memory.project_id, [out])  # the code it cites, checked against HEAD (docs/contract.md §12)

@@ -17,6 +17,8 @@ from typing import Any
 
 from yullu_core.env import env_str
 
+from .ports import taken_since
+
 
 def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
@@ -295,6 +297,7 @@ class Child:
     restart_at: float | None = None
     paused: bool = False  # stopped on purpose (beat without its lock): not restarted
     config_wait: bool = False  # its restart waits for a broken config file to be fixed (said once)
+    listens_on: tuple[str, int] | None = None  # the web process's host and port (a port taken meanwhile ends it)
 
     def start(self) -> None:
         self.proc = _spawn(self.cmd, self.env)
@@ -352,6 +355,8 @@ def _on_exit(child: Child, now: float, database: Database) -> None:
     code = child.proc.returncode
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.proc.pid, signal.SIGKILL)  # pool processes the dead parent left behind
+    if child.listens_on is not None and (taken := taken_since(*child.listens_on, ours=child.proc.pid)):
+        raise CrashLoop(f"yullu: {taken}; stopping everything.")  # no restart takes the port back
     quick = now - child.started_at < START_GRACE
     full = quick and short_of_space(database.home)
     excused = full or (quick and not database.reachable())

@@ -25,10 +25,8 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import stat
 import sys
-import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -36,6 +34,7 @@ from yullu_core.env import env_is_set, env_str
 
 from .banner import print_banner
 from .django_setup import alive, fail, not_on_a_team_servers_client, setup_django
+from .ports import wait_to_listen
 from .supervised import BeatLock, Child, Database, say, stop_all, supervise
 
 if TYPE_CHECKING:
@@ -114,7 +113,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         if not isinstance(exc, PermissionError) and exc.errno != errno.EROFS:
             raise
         fail(_home_not_writable(exc))
-    if role in ("all", "web") and (problem := _wait_to_listen(host, port)):
+    if role in ("all", "web") and (problem := wait_to_listen(host, port)):
         pidfile.unlink(missing_ok=True)  # before Postgres or any child starts: nothing to stop
         fail(problem)
     embedded = not env_is_set("DATABASE_URL")
@@ -219,42 +218,14 @@ def _start_children(role: str, home: Path, host: str, port: int, workers: int, p
         "worker": _worker_cmd(py, f"yullu-{port}-{os.getpid()}"),
         "beat": _beat_cmd(py, home / "run"),
     }
-    children = [Child(name, cmd, env) for name, cmd in commands.items() if role in ("all", name)]
+    children = [
+        Child(name, cmd, env, listens_on=(host, port) if name == "web" else None)
+        for name, cmd in commands.items()
+        if role in ("all", name)
+    ]
     for child in children:
         child.start()
     return children
-
-
-PORT_PATIENCE_S = 10.0  # how long a port still held by a server that is stopping may take to free
-
-
-def _wait_to_listen(host: str, port: int) -> str | None:
-    """`_cannot_listen`, waiting a little while the port is in use: a supervisor killed with -9
-    takes its web child with it, but the child may still hold the port for a moment while it
-    exits (seen under load: the next `yullu serve` refused a port that was free a second later)."""
-    deadline = time.monotonic() + PORT_PATIENCE_S
-    while (problem := _cannot_listen(host, port)) and "already in use" in problem and time.monotonic() < deadline:
-        time.sleep(0.25)
-    return problem
-
-
-def _cannot_listen(host: str, port: int) -> str | None:
-    """One sentence saying why the web process could not listen on host:port and what to change,
-    or None. Found out by binding it once, as uvicorn will (SO_REUSEADDR, so connections left by a
-    server that just stopped do not count); otherwise it only shows as the web child's crash loop."""
-    from yullu_core.config import config_path
-
-    change = f"`yullu serve --port N`, YULLU_PORT=N or [server].port in {config_path()}"
-    try:
-        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-        socket.create_server(address, family=family).close()
-    except socket.gaierror as exc:
-        return f"cannot listen on {host}: it does not resolve ({exc.strerror}); fix [server].host in {config_path()}."
-    except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            return f"port {port} on {host} is already in use; stop what uses it, or pick another port with {change}."
-        return f"cannot listen on port {port} on {host} ({exc.strerror}); pick another port with {change}."
-    return None
 
 
 def _metrics_dir(run_dir: Path) -> Path:
@@ -327,14 +298,21 @@ def _web_cmd(py: str, host: str, port: int, workers: int, trusted_proxies: list[
 
 
 def _worker_cmd(py: str, name: str) -> list[str]:
-    return [py, "-m", "celery", "-A", "yullu_site", "worker", "--loglevel", _celery_level(),
+    return [py, "-m", "celery", "-A", "yullu_site", *_celery_quiet(), "worker", "--loglevel", _celery_level(),
             "--concurrency", "2", "-n", f"{name}@%h"]  # fmt: skip
 
 
 def _beat_cmd(py: str, run_dir: Path) -> list[str]:
-    return [py, "-m", "celery", "-A", "yullu_site", "beat", "--loglevel", _celery_level(),
+    return [py, "-m", "celery", "-A", "yullu_site", *_celery_quiet(), "beat", "--loglevel", _celery_level(),
             "--pidfile", str(run_dir / "beat.pid")]  # fmt: skip
 
 
 def _celery_level() -> str:
     return env_str("YULLU_CELERY_LOGLEVEL").upper()
+
+
+def _celery_quiet() -> list[str]:
+    """`--quiet` (Celery's own switch: no banner) unless the Celery log level asks for detail: the worker's
+    ASCII art and config dump and beat's filled `make run`'s screen between the product's lines. Only the
+    banners go: warnings and errors are logged at the level above as before."""
+    return [] if _celery_level() in ("DEBUG", "INFO") else ["--quiet"]

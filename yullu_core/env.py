@@ -52,7 +52,11 @@ VARS: dict[str, Var] = {
         Var("YULLU_DEBUG", "false", "Django's DEBUG (never on a server others can reach)"),
         Var("YULLU_LOG_LEVEL", "info", "debug, info, warn or warning, or error; commands other than serve: warning"),
         Var("YULLU_LOG_FORMAT", "plain", "plain, or json (one object per line, for log shippers)"),
-        Var("YULLU_CELERY_LOGLEVEL", "WARNING", "the worker's and beat's Celery log level"),
+        Var(
+            "YULLU_CELERY_LOGLEVEL",
+            "WARNING",
+            "the worker's and beat's Celery log level; INFO or DEBUG also print their start-up banners",
+        ),
         Var("YULLU_MCP_STATELESS", "false", "serve /mcp without sessions (several web nodes, no sticky routing)"),
         Var("YULLU_HEARTBEAT_SECONDS", "60", "the heartbeat task's period"),
         Var(

@@ -235,6 +235,21 @@ def delete_memory(memory_id: Any, *, source: str = "api") -> Memory:
     return memory
 
 
+def left_in_the_log(project_id: str, whose: str) -> str | None:
+    """What a person deleting a memory of a project with a team log must know about `whose` text, or None (a
+    personal memory, a project never seen in a checkout). The delete is one more event; the files that carried
+    the text stay, as docs/contract.md §5 has them (never rewritten: teammates fold them). Compaction alone
+    replaces a memory's files, a deleted one's by its tombstone (docs/security.md)."""
+    root = known_root(project_id)
+    if root is None:
+        return None
+    return (
+        f"{whose} text stays in the team event log of {root} (and in git history once committed) until "
+        f"`yullu sync compact --cwd {root}` replaces its files with a delete marker; if it held a secret, run that "
+        "and commit, and rotate the secret if it was ever pushed"
+    )
+
+
 def archive(memory: Memory, reason: str, *, rating: int | None = None, comment: str = "") -> RejectedMemory:
     """Keep a copy of `memory` in rejected_memories before it is deleted (a rejection or an expiry)."""
     return RejectedMemory.objects.create(

@@ -51,9 +51,10 @@ def _save_state(state: dict[str, dict[str, str | None]]) -> None:
     tmp.replace(path)
 
 
-# Folders install may create, deepest first: uninstall removes those it created once they are empty.
-INSTALL_FOLDERS = (".claude/skills/yullu", ".claude/skills", ".codex", ".cursor", ".config/systemd/user",
-                   ".config/systemd", ".config", "Library/LaunchAgents")  # fmt: skip
+# Folders install may create, deepest first: uninstall removes those it created once they are empty. Every
+# folder a written file's path makes counts, ~/.claude itself too (it was left behind empty on a clean home).
+INSTALL_FOLDERS = (".claude/skills/yullu", ".claude/skills", ".claude", ".codex", ".cursor", ".config/systemd/user",
+                   ".config/systemd", ".config", "Library/LaunchAgents", "Library")  # fmt: skip
 
 
 def folders_file() -> Path:
@@ -61,16 +62,29 @@ def folders_file() -> Path:
 
 
 def remembering_new_folders(home: Path, fn: Any) -> None:
-    """Run `fn` and add the folders of INSTALL_FOLDERS it created to folders_file()."""
+    """Run `fn` and add the folders of INSTALL_FOLDERS it created to folders_file(), and the data folder
+    with those above it that install makes to keep its records there (on a clean home, before any
+    `yullu serve`: ~/.local/share/yullu, left behind empty by uninstall)."""
     existed = {rel for rel in INSTALL_FOLDERS if (home / rel).exists()}
+    records = _missing_folders(folders_file().parent)
     try:
         fn()
     finally:
         made = {str(home / rel) for rel in INSTALL_FOLDERS if rel not in existed and (home / rel).is_dir()}
+        made |= {str(folder) for folder in records}
         if made:
             known = set(_load_folders())
             folders_file().parent.mkdir(parents=True, exist_ok=True)
             folders_file().write_text(json.dumps(sorted(known | made)))
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and those above it that do not exist (yet)."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
 
 
 def _load_folders() -> list[str]:
@@ -80,20 +94,24 @@ def _load_folders() -> list[str]:
         return []
 
 
-def remove_empty_folders() -> None:
-    """Remove the folders install created that nothing else has filled since (deepest first)."""
-    kept = []
-    for folder in sorted(_load_folders(), key=lambda f: f.count("/"), reverse=True):
+def remove_empty_folders() -> list[Path]:
+    """Remove the folders install created that nothing else has filled since (deepest first); returns them. The record
+    goes first, so the data folder holding it counts as empty when nothing else is there; the folders
+    kept are remembered again only while that folder stays (writing it would make it anew)."""
+    folders = _load_folders()
+    folders_file().unlink(missing_ok=True)
+    kept, removed = [], []
+    for folder in sorted(folders, key=lambda f: f.count("/"), reverse=True):
         path = Path(folder)
         if path.is_dir() and not any(path.iterdir()):
             path.rmdir()
+            removed.append(path)
             say(f"removed the empty folder {path} (install created it)")
         elif path.is_dir():
             kept.append(folder)
-    if kept:
+    if kept and folders_file().parent.is_dir():
         folders_file().write_text(json.dumps(sorted(kept)))
-    else:
-        folders_file().unlink(missing_ok=True)
+    return removed
 
 
 def tracked_install(home: Path, target: str, fn: Any) -> None:
