@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
@@ -458,11 +459,16 @@ def manual_pass(
     return run_dream_pass(scope.project_id, reasoner=reasoner, manual=True, session_id=session_id)
 
 
-def dream_in_folder(cwd: str, project_id: str | None) -> DreamResult:
+def dream_in_folder(
+    cwd: str, project_id: str | None, announce: Callable[[str, str], None] | None = None
+) -> DreamResult:
     """A manual pass over a folder's project with the configured reasoner (`yullu dream`). Without
-    one there is nothing it could do (MCP sampling needs a client): a UserError says what to set."""
+    one there is nothing it could do (MCP sampling needs a client): a UserError says what to set.
+    `announce(project_id, reasoner name)` is called once the pass is sure to ask the reasoner."""
     scope = resolve(project_id, cwd)
     reasoner = configured_reasoner()
     if reasoner is None:
         raise UserError(f"no reasoner to dream with: {HOW_TO_GET_A_REASONER}; the recorded turns are kept.")
+    if announce is not None and _dreamable(scope):
+        announce(scope.project_id, reasoner.name)
     return manual_pass(project_id, cwd, scope, reasoner=reasoner)

@@ -22,7 +22,7 @@ from dreaming.models import SessionMessage
 from dreaming.services import record_messages
 from memories.models import Memory
 from tests.mcp_client import call, http_session
-from tests.processes import REPO, product_env
+from tests.processes import REPO, product_env, run_cli
 from tests.stubs import StubServer
 from yullu_core.failures import UNAVAILABLE
 
@@ -152,3 +152,24 @@ def test_dream_now_whose_database_connection_went_while_the_client_sampled_says_
     is_error, result = asyncio.run(dream())
     assert not is_error and result["ops_created"] == 1, result
     assert Memory.objects.get(project_id="acme/dreamdrop").content == "Releases are tagged from main"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_yullu_dream_says_what_it_waits_for_before_the_model_call(tmp_path: Path) -> None:
+    # Walk 14: `yullu dream` with a reasoner printed nothing for the 40 s of its model calls, then the JSON.
+    from tests.test_first_hour_fixes import LOGGED_OUT, env_for, executable
+
+    executable(tmp_path / "bin/claude", f"#!/bin/sh\ncat >/dev/null\necho '{LOGGED_OUT}'\nexit 1\n")
+    record_messages("acme/dream-said", "s1", [{"role": "user", "content": "we tag releases from main"}])
+    env = env_for(tmp_path, PATH=f"{tmp_path / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin")
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "YULLU_REASON_PROVIDER", "OPENAI_BASE_URL"):
+        env.pop(key, None)
+    ran = run_cli(["dream", "--project-id", "acme/dream-said"], env)
+    lines = ran.stderr.strip().splitlines()
+    assert lines[0] == (
+        "yullu: dreaming acme/dream-said with cli:claude (one model call per recorded session; this can take a "
+        "minute or more)…"
+    ), ran.stderr
+    assert ran.returncode == 1 and lines[-1].startswith("yullu: the dream pass failed: ")
+    nothing = run_cli(["dream", "--project-id", "acme/never-seen"], env)  # refused before: no such line
+    assert nothing.returncode == 1 and "dreaming" not in nothing.stderr.split("\n")[0], nothing.stderr

@@ -169,8 +169,14 @@ def cmd_dream(args: argparse.Namespace) -> None:
     from yullu_cli.memory_commands import served_reasoner_hint
     from yullu_core.errors import UserError
 
+    def announce(project_id: str, reasoner: str) -> None:
+        # A pass is one model call per session (a CLI reasoner takes 10-60 s each): walk 14 waited 40 s with
+        # nothing on the screen.
+        print(f"yullu: dreaming {project_id} with {reasoner} (one model call per recorded session; this can take "
+              "a minute or more)…", file=sys.stderr, flush=True)  # fmt: skip
+
     try:
-        result = dream_in_folder(args.cwd, args.project_id)
+        result = dream_in_folder(args.cwd, args.project_id, announce)
     except NothingToDream as exc:
         fail(str(exc))
     except UserError as exc:
