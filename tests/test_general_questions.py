@@ -38,6 +38,8 @@ GENERAL = [
     "what exactly is a kafka consumer group",
     "write fizzbuzz in go",
     "what does defer mean in go?",
+    # round seventeen: a product's part named in three or four words after its possessive
+    "how does kafka's consumer group rebalance work",
 ]
 # Each brought back the memory naming the product before these shapes read as general.
 ANSWERED_WITHOUT_THE_CUE = GENERAL[0], GENERAL[1], GENERAL[3]

@@ -1,6 +1,6 @@
 """A long task-first prompt whose task is worded as a general request ("write a …", "explain …", "x vs
-y") but which asks about the project in a sentence of its own (or, after "write a …", in a clause asking in
-the first person) still brings back the memory that answers
+y") but which asks about the project in a sentence of its own (or, after "write a …", in a clause asking
+about someone or something in particular) still brings back the memory that answers
 it (asking.asks_in_general reads that sentence), while a general request stays general: the real local
 embedder and cross-encoder, through the prompt hook's REST path on a live server."""
 
@@ -50,7 +50,12 @@ def test_a_question_in_its_own_sentence_is_read_apart_from_the_task() -> None:
         assert asking.asks_in_general(prompt), prompt
     # one sentence: its later clause asks in the first person (issue 34, round sixteen) ...
     assert not asking.asks_in_general("write a sql query for last month's orders, which db do i connect as?")
-    # ... but not a clause that asks in general, nor one after an explanation asked for
+    # ... or about a thing named with "the", or about "they" (round seventeen) ...
+    assert not asking.asks_in_general("write a unit test for the billing job, what should the invoice be tagged with")
+    assert not asking.asks_in_general("write a checklist for the site techs, how do they get into the service menu")
+    # ... but not a clause that points at nothing in particular (a relative clause after a request) ...
+    assert asking.asks_in_general("help me write a polite email to my landlord, which has been broken for weeks")
+    # ... nor a clause that asks in general, nor one after an explanation asked for
     assert asking.asks_in_general("write a react hook that debounces input, and when would you use throttle instead")
     assert asking.asks_in_general("explain how tls works, what does a browser check when i connect?")
 

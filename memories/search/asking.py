@@ -38,9 +38,11 @@ GENERAL = tuple(
         rf"^\s*(?:does|do|can|is) (?!(?:the|this|that|it|your)\b){_WORD}(?: {_WORD}){{0,2}} (?:support|handle|allow)\b",
         # how a product behaves for everyone: "how does sidekiq handle job uniqueness by default" (not
         # "what port does the api listen on by default": "the" points at a part of ours), "how does
-        # vault's transit engine work" (a product's own part, named by its possessive)
+        # vault's transit engine work", "how does snowflake's micro-partitioning and clustering work" (a
+        # product's own part, named by its possessive in up to four words)
         r"^(?!.*\b(?:the\b(?! box\b)|this\b|that\b|it\b)).*\b(?:by default|out of the box)\b"
-        rf"|^\s*how (?:does|do|is|are) (?!(?:the|this|that|it|your)\b){_WORD}{_APOS}s? {_WORD}(?: {_WORD})? work\b",
+        rf"|^\s*how (?:does|do|is|are) (?!(?:the|this|that|it|your)\b){_WORD}{_APOS}s? {_WORD}"
+        rf"(?: {_WORD}){{0,2}} work\b",
         # what a product costs or a term means, asked as a bare phrase: "cloudflare workers pricing",
         # "turborepo dependsOn ^build meaning"
         r"\b(?:pricing|meaning)\s*\??\s*$",
@@ -191,7 +193,10 @@ def _product_works() -> re.Pattern[str]:
     )
 
 
-_FIRST_PERSON = re.compile(r"\b(?:i|we|me|my)\b", re.I)
+# A clause pointing at someone or something in particular: the asker, the team, or a thing named with "the"
+# ("what should the cdr be tagged with", "how do they get into the maintenance screen"). A relative clause
+# after a request points at nothing ("a polite email to my landlord …, which has been broken for weeks").
+_POINTED = re.compile(r"\b(?:i|we|me|my|us|our|the|they)\b", re.I)
 
 
 _QUESTION_WORD = "(?:how|what|where|which|when|who|why)"
@@ -204,10 +209,11 @@ _WH = re.compile(rf"^\s*(?:also\s+|and\s+)?(?:tell me\s+)?{_QUESTION_WORD}\b", r
 def _asks_on_its_own(query: str) -> bool:
     """Whether a sentence of `query` asks a question with no general wording ("write a sql query for
     last month's runs. which db do i connect as?"), or, after a request for a piece of code, a clause of
-    it asks one in the first person ("write an integration test for the ingester, what do i need running",
-    "… and tell me how to run the unit tests locally"): the task's wording does not make it general. On
-    the 39 codebase files the clauses turn 5 long prompts with an answer and no prompt without one
-    (issue 34, round sixteen)."""
+    it asks one about someone or something in particular ("write an integration test for the ingester, what
+    do i need running", "write a unit test for the routing path, what should the cdr be tagged with", "… and
+    tell me how to run the unit tests locally"): the task's wording does not make it general. On the codebase
+    files the clauses turn 5 long prompts with an answer in the first person (issue 34, round sixteen) and 5
+    more pointing with "the" or "they" (round seventeen), and no prompt without one."""
     sentences = clauses_of(query)  # as the gate judges a long prompt: "then fix it" asks nothing
     if len(sentences) > 1 and any(asks(s) and not _general(s) and not _cued(TASK, s) for s in sentences):
         return True
@@ -215,5 +221,5 @@ def _asks_on_its_own(query: str) -> bool:
     return (
         len(parts) > 1
         and bool(REQUEST.search(parts[0]))
-        and any(_WH.match(p) and _FIRST_PERSON.search(p) and not _general(p) and not _cued(TASK, p) for p in parts[1:])
+        and any(_WH.match(p) and _POINTED.search(p) and not _general(p) and not _cued(TASK, p) for p in parts[1:])
     )
