@@ -168,6 +168,7 @@ def run(dev: dict[str, Any], limit: int = 5, min_similarity: float | None = None
             for ms, cpu in [
                 ([r["ms"] for r in rows if r["kind"] == kind], [r["cpu"] for r in rows if r["kind"] == kind])
             ]
+            if cpu  # a set may have no prompt of a kind (walk 14's has no long unrelated ones)
         },
         "pairs_scored": rerank.judge.pairs_scored - pairs_before,
         "misses": [r for r in rows if miss(r)],
