@@ -3048,6 +3048,10 @@ def test_each_cause_of_the_fourteenth_sets_stored_secrets_is_refused_by_its_rule
         "branches: main / Release2024Q3",
         "commit: abc123 / 9f2c4e1a7b3d",
         "the fix → main / HotFix2024",
+        # (found among installed packages' source and this repository's docs: a type's union, a metric at k)
+        "def joinpath(self, *args: str | PathLike[str]) -> Self:",
+        "def find_config_files(self, name: str | os.PathLike[str]) -> list[Path]:",
+        "| LoCoMo dev, hybrid: recall@5 / recall@10 / MRR | 0.665 / 0.752 / 0.558 |",
         # tables about passwords
         "| field | type | notes |\n| password | string | required, min 12 chars |\n| token | string | optional |",
         "| service | password |\n| grafana | in 1Password |\n| rabbit | see vault |",
@@ -3057,4 +3061,53 @@ def test_each_cause_of_the_fourteenth_sets_stored_secrets_is_refused_by_its_rule
     ],
 )
 def test_the_fourteenth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+# A probing round after the fourteenth set (secrets17's own, not held out), each with the rule that reads it.
+PROBED_AFTER_14 = {
+    "a gate's digits ended by a keypad's '#'": ("the gate is 4471#", "code-is-after-what-it-opens"),
+    "a door's digits ended by '*'": ("the front door is 2580*", "code-is-after-what-it-opens"),
+    "a building's entry code": ("building entry code 4417", "code-of-digits"),
+    "an intercom's code": ("the intercom code is 1234#", "code-of-digits"),
+    "a wifi's key by Windows' German name": ("Netzwerkschlüssel: BlueHeron2024", "wifi-password"),
+    "a superuser's name and a random password": ("admin: Kx82pLmQr9", "account-then-password"),
+    "root, a dash, a password with a symbol": ("root - Zx9!kLm2Qw", "account-then-password"),
+    "a user after a host's arrow, a spaced colon": ("prod db → svc_app : Kx82pLmQr9", "account-then-password"),
+    "a log line's user:password after 'credentials for'": (
+        "ERROR 2026-11-20 auth.py:42 invalid credentials for admin:Kx82pLmQr9",
+        "logged-user-password",
+    ),
+    "auth failed with user:password": ("auth failed with ops:Tq7-mark-19!", "logged-user-password"),
+}
+
+
+@pytest.mark.parametrize("name", PROBED_AFTER_14)
+def test_each_form_probed_after_the_fourteenth_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = PROBED_AFTER_14[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "admin: true",
+        "root: /var/www",
+        "admin - Maria",
+        "admin: Grafana2024",
+        "postgres: 5432",
+        "root: Release2024Q3",
+        "door #4 is the fire exit",
+        "the entry code is in the wiki",
+        "the entry code for the 2024 season was 2019",
+        "keypad codes rotate monthly",
+        "credentials for user:ops",
+        "auth with localhost:5432",
+        "Netzwerkschlüssel: steht auf dem Router",
+        # the product's session tag and a record's UUID after a login's word
+        "user: admin with session:8f14e45f-ceea-467a-a866-7d3e5b9c1a20",
+        "login as admin, session 8f14e45f-ceea-467a-a866-7d3e5b9c1a20",
+    ],
+)
+def test_the_forms_probed_after_the_fourteenth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None

@@ -344,8 +344,11 @@ RULES: tuple[Rule, ...] = (
         ),
         # (`admin/X` unspaced is a path's too: `/admin/memories/memory/?q=…`, so no `/ ? =` in X)
         # (or a generator's password with symbols and no digit: `Vk^dTfIu^UmSir`)
+        # (not a session's or a record's UUID: "user: admin with session:8f14e45f-…", the product's own tag; secrets17)
         check=lambda value: (
-            not re.search(r"[/?=]", value) and (_told_secret(value) or _generated(value) and not _name_like(value))
+            not re.search(r"[/?=]", value)
+            and not re.fullmatch(r"(?:session:)?[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", value)
+            and (_told_secret(value) or _generated(value) and not _name_like(value))
         ),
     ),
     # "Grafana admin → X", "root -> X", "admin + X": an account's word, an arrow or a spaced `+`, the value (as
@@ -410,14 +413,15 @@ RULES: tuple[Rule, ...] = (
         "wifi-password",
         "a password",
         re.compile(
-            r"(?i)\b(?=[wW])(?:wi-?fi|wlan)\b"
+            # (or Windows' German name of a wifi's key: "Netzwerkschlüssel: X"; secrets17)
+            r"(?i)(?:\b(?=[wW])(?:wi-?fi|wlan)\b|(?<![^\W\d_])(?:wlan-)?netzwerkschlüssel)"
             r"((?:(?!\s*(?:ssid|network|name|router|channel|band|standard|chip|card|adapter|driver|module|mac|ip)\b)"
             r"[^.\n=:;]){0,40}?)"
             # (after `is`, only a quoted value: "the office wifi is Ubiquiti-U6-Pro", "is 5GHz-only" name the network)
             rf"(?:\s(?:is|was)(?:\s+{_ADVERB})?\s*[\"'`«„“「『]|:\s*[\"'`«„“「『]?)"
             rf"(?!wpa|wep|802\.)({_TOLD_VALUE})"
         ),
-        ("wifi", "wi-fi", "wlan"),
+        ("wifi", "wi-fi", "wlan", "netzwerkschlüssel"),
         group=2,
         check=lambda value: _plain_password(value) or _wifi_key_of_words(value),
     ),

@@ -302,7 +302,8 @@ RULES: tuple[Rule, ...] = (
             r"((?:(?!\b(?:number|no|serial|model|size|width|height|depth|weight|id|room|floor|aisle|bay|unit|terminal"
             r"|price|clock|volume|time)\b)[^\n.;:0-9]){0,30}?)"
             r"(?:\s+(?:is|was)(?:\s+(?:now|still))?|\s*:|\s+(?:opens|unlocks|opened|unlocked)\s+with)\s+"
-            r"(?<![\d-])(\d{1,3}(?:[- ]\d{1,3}){2,3}|(?(1)\d{4,8}|(?!)))"
+            # (after a door or a gate, digits alone when a keypad's `#` or `*` ends them: "the gate is 4471#")
+            r"(?<![\d-])(\d{1,3}(?:[- ]\d{1,3}){2,3}|(?(1)\d{4,8}|\d{4,8}(?=[#*])))"
             r"(?![\d.,:/-]\d|\d|[ \t]*(?:%|mm|cm|m|kg|lbs?|in|inch|inches|ft|x|am|pm|h|hrs?|min|s|db|hz|khz|w|v)\b)"
         ),
         ("safe", "keypad", "lockbox", "lock box", "padlock", "lock", "door", "gate", "garage", "alarm", "locker"),
@@ -436,8 +437,10 @@ RULES: tuple[Rule, ...] = (
         "code-of-digits",
         "a one-time or access code",
         re.compile(
-            r"(?i)\b(?=[abcdglmoprsv2])(?:(?:backup|recovery|disarm|alarm|door|gate|lock|safe|2fa|mfa|otp|sms|login"
-            r"|verification|one-time|access)\s+codes?|combo|combination|code\s+(?:they|he|she|i|we|you)\s+(?:texted|sent"
+            r"(?i)\b(?=[abcdeglmikprsv2])(?:(?:backup|recovery|disarm|alarm|door|gate|lock|safe|2fa|mfa|otp|sms|login"
+            # (what a building's codes open: "building entry code 4417", "the intercom code is 1234#"; secrets17)
+            r"|verification|one-time|access|entry|entrance|intercom|buzzer|keypad|garage|locker|padlock|lockbox"
+            r"|mailbox)\s+codes?|combo|combination|code\s+(?:they|he|she|i|we|you)\s+(?:texted|sent"
             r"|got|gave)|puk)\b(?:[^.\n\d]{0,25}?(?:\s(?:is|was)|:|=)\s*|[ \t]+)"
             r"(?<![\d-])(\d{4,10}|\d{2,4}(?:[- ]\d{2,4}){1,3})"
             r"(?![\d-]|\.\d|\s*(?:%|ms\b|s\b|sec|min|hours?|days?|digits))"

@@ -62,10 +62,14 @@ def _pair_password(value: str) -> bool:
 def _arrow_pair_password(value: str) -> bool:
     """A password after a host's arrow and a user: drawn at random, or told with a symbol (`Tq7-mark-19!`); a region,
     a branch or a release told so is a name (`prod / Eu-West-1`, `main / Release2024Q3`)."""
-    if _HEX_ID.match(value):
+    # (nor a type: `name: str | os.PathLike[str]`, a union read as a user and its password)
+    if _HEX_ID.match(value) or re.search(r"[\[\](){}<>]", value):
         return False
     if _random_mixed(value) or _generated(value) or _password_shaped(value):
         return True
+    # (a metric at k is no password: `recall@5 / recall@10`)
+    if re.fullmatch(r"[A-Za-z]+@\d{1,3}", value):
+        return False
     return _told_password(value) and any(c in "!@#$%^&*+=?~" for c in value)
 
 
@@ -301,6 +305,34 @@ RULES: tuple[Rule, ...] = (
         ),
         ("→", "->", "=>", "⇒", "⟶", ":"),
         check=lambda value: "/" not in value and not re.search(r"\?\w+=", value) and _arrow_pair_password(value),
+    ),
+    # "admin: Kx82pLmQr9", "root - Zx9!kLm2Qw", "prod db → svc_app : Kx82pLmQr9": a superuser's name at a line's start
+    # (or any user after a host's arrow), a colon or a dash, then a password drawn at random or told with a symbol
+    # ("admin: true", "root: /var/www", "admin - Maria" kept). (secrets17's probing)
+    Rule(
+        "account-then-password",
+        "a password",
+        re.compile(
+            r"(?im)(?:^[ \t]*(?:admin|administrator|root|superuser|sa|postgres|sysadmin|ubuntu|ec2-user)"
+            r"|(?:→|->|=>|⇒|⟶)[ \t]*[\w.@+-]{1,64})"
+            rf"(?:[ \t]*:[ \t]+|[ \t]+:[ \t]*|[ \t]+[-–—][ \t]+)[\"'`]?({_TOLD_VALUE})(?=[\"'`]?(?:\s|$|[,;)]))"
+        ),
+        ("admin", "root", "superuser", "sa", "postgres", "sysadmin", "ubuntu", "ec2-user", "→", "->", "=>", "⇒", "⟶"),
+        check=lambda value: "/" not in value and not re.search(r"\?\w+=", value) and _arrow_pair_password(value),
+    ),
+    # "ERROR invalid credentials for admin:Kx82pLmQr9", "auth failed with ops:Tq7-mark-19!": a log line's
+    # `user:password` after a word of credentials and "for", "with", "as" or "=" (`credential-pair-alone` wants the
+    # pair alone).
+    # (secrets17's probing)
+    Rule(
+        "logged-user-password",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[claub])(?:credentials?|creds|login|log-?in|auth\w*|user|basic)\b[^\n]{0,30}?"
+            r"(?:\s(?:for|with|as|using)|=)[ \t]*[\"'`]?[\w.@+-]{1,64}:([^\s:@/'\"`]{6,64})(?=[\"'`]?(?:\s|$|[,;)]))"
+        ),
+        ("credential", "creds", "login", "log-in", "auth", "user", "basic"),
+        check=lambda value: not re.search(r"\?\w+=", value) and _arrow_pair_password(value),
     ),
     Rule(
         "credential-pair-alone",
