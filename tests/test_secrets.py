@@ -3079,6 +3079,8 @@ PROBED_AFTER_14 = {
         "logged-user-password",
     ),
     "auth failed with user:password": ("auth failed with ops:Tq7-mark-19!", "logged-user-password"),
+    "a voicemail's pin in small letters": ("voicemail pin 7731", "pin-in-prose"),
+    "a SIM's pin in small letters": ("sim pin 4821 on the test phone", "pin-in-prose"),
 }
 
 
@@ -3104,6 +3106,10 @@ def test_each_form_probed_after_the_fourteenth_set_is_refused_by_its_rule(name: 
         "credentials for user:ops",
         "auth with localhost:5432",
         "Netzwerkschlüssel: steht auf dem Router",
+        "SIM pin 3 is VCC",
+        "the card pin header has 40 pins",
+        "phone pin 1234 attempts left",
+        "the voicemail pin policy requires 6 digits",
         # the product's session tag and a record's UUID after a login's word
         "user: admin with session:8f14e45f-ceea-467a-a866-7d3e5b9c1a20",
         "login as admin, session 8f14e45f-ceea-467a-a866-7d3e5b9c1a20",
