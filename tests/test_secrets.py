@@ -3081,6 +3081,17 @@ PROBED_AFTER_14 = {
     "auth failed with user:password": ("auth failed with ops:Tq7-mark-19!", "logged-user-password"),
     "a voicemail's pin in small letters": ("voicemail pin 7731", "pin-in-prose"),
     "a SIM's pin in small letters": ("sim pin 4821 on the test phone", "pin-in-prose"),
+    "a door's code in French, a word after the door": (
+        "Le code de la porte d'entrée : 4471",
+        "code-in-other-languages",
+    ),
+    "a padlock's three digits in Spanish": (
+        "La combinación del candado es 3-8-1",
+        "three-digit-lock-in-other-languages",
+    ),
+    "a padlock's three digits in Italian": ("Il codice del lucchetto è 381", "three-digit-lock-in-other-languages"),
+    "a combination lock's three digits in German": ("Das Zahlenschloss ist 381", "three-digit-lock-in-other-languages"),
+    "an alarm system's code after a dash": ("alarm system code - 5529", "code-of-digits"),
 }
 
 
@@ -3107,6 +3118,13 @@ def test_each_form_probed_after_the_fourteenth_set_is_refused_by_its_rule(name: 
         "auth with localhost:5432",
         "Netzwerkschlüssel: steht auf dem Router",
         "SIM pin 3 is VCC",
+        "le code de la porte est cassé depuis 2019",
+        "Das Zahlenschloss ist 3 Jahre alt",
+        "el candado es de 40 mm",
+        "le cadenas coûte 15 €",
+        "le code de la porte d'entrée est en panne",
+        "alarm system code - see the wiki",
+        "the alarm system code length is 6",
         "the card pin header has 40 pins",
         "phone pin 1234 attempts left",
         "the voicemail pin policy requires 6 digits",

@@ -399,7 +399,8 @@ RULES: tuple[Rule, ...] = (
         re.compile(
             # (not a postal, an error's or a bar code's: "le code postal de la porte est 75011")
             rf"(?i)(?=[{_CODE_INITIALS}])(?:(?<![^\W\d_])(?:{_CODE_WORDS})(?:(?!\s*(?:postal|post|erro|error|erreur|fehler|errore|błęd|qr|barr))"
-            rf"[^\n.;]){{0,25}}?(?:{_OPENED_WORDS})(?![^\W\d_])"
+            # (a word or two after what it opens: "Le code de la porte d'entrée : 4471"; secrets17)
+            rf"[^\n.;]){{0,25}}?(?:{_OPENED_WORDS})(?![^\W\d_])(?:[ \t]+[^\s\d:.;=]{{1,12}}){{0,2}}?"
             rf"|(?<![^\W\d_])(?:{_OPENED_WORDS})[ -]?(?:{_CODE_WORDS}))"
             r"(?:\s+(?:lautet|ist|es|est|è|é|e|jest|to)\s*|\s*[:：=—–-]\s*|\s*(?:是|为|為|は)\s*)"
             r"(?<![\d-])(\d{4,10}|\d{1,4}(?:[- ]\d{1,4}){1,5})"
@@ -407,6 +408,22 @@ RULES: tuple[Rule, ...] = (
         ),
         _CODE_KEYWORDS,
         check=lambda digits: sum(c.isdigit() for c in digits) >= 4 and not re.fullmatch(r"(?:19|20)\d\d", digits),
+    ),
+    # A padlock's three digits in other languages ("La combinación del candado es 3-8-1", "Il codice del lucchetto è
+    # 381", "Das Zahlenschloss ist 381"), as `three-digit-lock` reads them in English (`code-in-other-languages` wants
+    # four digits: a door's or a safe's code has them). (secrets17's probing)
+    Rule(
+        "three-digit-lock-in-other-languages",
+        "a one-time or access code",
+        re.compile(
+            r"(?i)(?<![^\W\d_])(?=[clkzvfaз])(?:cadenas|candado|lucchetto|cadeado|kłódk[aię]|zahlenschloss"
+            r"|vorhängeschloss|fahrradschloss|antivol|замок|замка)(?![^\W\d_])[^\n.;:0-9]{0,20}?"
+            r"(?:\s+(?:lautet|ist|es|est|è|é|e|jest|to)\s*|\s*[:：=—–-]\s*)"
+            r"(?<![\d$€£-])(\d{3}|\d[- ]\d[- ]\d)"
+            r"(?![\d.,:/-]?\d|[ \t]*%|[ \t]*(?:mm|cm|m|g|kg|euros?|€|jahre|años|anni|ans|anos)\b)"
+        ),
+        ("cadenas", "candado", "lucchetto", "cadeado", "kłódk", "zahlenschloss", "vorhängeschloss", "fahrradschloss")
+        + ("antivol", "замок", "замка"),
     ),
     # A dial's combination as turns: "the combination is left 24, right 61, left 07", "safe: R 12 L 40 R 7".
     # (secrets16's probing)
@@ -440,8 +457,9 @@ RULES: tuple[Rule, ...] = (
             r"(?i)\b(?=[abcdeglmikprsv2])(?:(?:backup|recovery|disarm|alarm|door|gate|lock|safe|2fa|mfa|otp|sms|login"
             # (what a building's codes open: "building entry code 4417", "the intercom code is 1234#"; secrets17)
             r"|verification|one-time|access|entry|entrance|intercom|buzzer|keypad|garage|locker|padlock|lockbox"
-            r"|mailbox)\s+codes?|combo|combination|code\s+(?:they|he|she|i|we|you)\s+(?:texted|sent"
-            r"|got|gave)|puk)\b(?:[^.\n\d]{0,25}?(?:\s(?:is|was)|:|=)\s*|[ \t]+)"
+            # (an alarm's system or panel between, a dash after: "alarm system code - 5529")
+            r"|mailbox|alarm system|alarm panel)\s+codes?|combo|combination|code\s+(?:they|he|she|i|we|you)\s+"
+            r"(?:texted|sent|got|gave)|puk)\b(?:[^.\n\d]{0,25}?(?:\s(?:is|was)|:|=|\s[-–—])\s*|[ \t]+)"
             r"(?<![\d-])(\d{4,10}|\d{2,4}(?:[- ]\d{2,4}){1,3})"
             r"(?![\d-]|\.\d|\s*(?:%|ms\b|s\b|sec|min|hours?|days?|digits))"
         ),
