@@ -13,7 +13,7 @@ from django.conf import settings
 
 from ..embedding.embedders import get_embedder
 from ..models import Memory
-from . import bm25, entities, rerank, synonyms
+from . import asking, bm25, entities, rerank, synonyms
 from .asking import asks_about_a_choice
 from .candidates import Candidate
 
@@ -136,7 +136,14 @@ def gate_for(embedder_id: str) -> Gate | Judged:
 
 
 def warm_up_gate() -> None:
-    """Load the active embedder's cross-encoder now (web start), not in the first search."""
+    """Load the active embedder's cross-encoder now (web start), not in the first search; and build now what
+    the first question would build inside its request: the thesaurus' rules (its ~3,000 words stemmed by
+    PostgreSQL) and the patterns of the products it names. Cost only (issue 34, round seventeen): with the
+    thesaurus grown to 622 groups these took ~1 s of CPU in the first retrieve after a start, which `yullu
+    bench load` counted in its measured window."""
+    synonyms.rules()
+    entities.products()
+    asking._product_works()  # asks_in_general's "how does <product> … work" pattern
     if isinstance(gate_for(get_embedder().id), Judged):
         rerank.judge.logits("warm up", ["warm up"])
 
