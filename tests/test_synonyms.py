@@ -5,6 +5,7 @@ MCP, with the real models and PostgreSQL, and an unrelated prompt still gets not
 from __future__ import annotations
 
 import asyncio
+import random
 from typing import Any
 
 import pytest
@@ -54,6 +55,20 @@ def test_the_cross_encoder_hint_names_only_the_synonyms_the_memory_holds() -> No
     words = synonyms.words_for({"credenti", "kept"})
     assert synonyms.hint(words, FACTS[5]) == "secret, vault"
     assert synonyms.hint(words, FACTS[0]) == ""
+
+
+def test_the_index_fires_the_rules_a_scan_of_every_rule_fires() -> None:
+    """synonyms.firing reads the rules through an index by one lexeme of each trigger (round seventeen, for
+    cost): for any question it must give what testing every rule gives, in the thesaurus' order."""
+    rules = synonyms.rules()
+    rng = random.Random(17)
+    lexemes = sorted({lex for trigger, adds, unless in rules for lex in trigger | set(adds) | unless})
+    for _ in range(3000):
+        asked = set(rng.sample(lexemes, rng.randint(1, 8)))
+        for trigger, _, unless in rng.sample(rules, rng.randint(0, 3)):  # whole triggers, some with a hyponym
+            asked |= trigger | set(sorted(unless)[:1] if rng.random() < 0.3 else [])
+        scanned = [rule for rule in rules if rule[0] <= asked and not rule[2] & asked]
+        assert synonyms.firing(asked) == scanned, sorted(asked)
 
 
 def test_a_question_in_other_words_finds_its_memory_through_mcp(live_server_url: str, owner_token: str) -> None:
