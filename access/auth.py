@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
@@ -47,13 +47,21 @@ def refusal(raw: str) -> str:
     if not raw:
         return TOKEN_HELP
     key_hash = hash_token(raw)
-    try:
-        expired = ApiToken.objects.filter(key_hash=key_hash, expires_at__lte=timezone.now()).first()
-        if expired is not None and expired.expires_at is not None:
-            return TOKEN_EXPIRED.format(when=_when(expired.expires_at))
-        revoked = AuditEntry.objects.filter(action="token.revoke", detail__token_sha256=key_hash).first()
-    except DatabaseError:  # the reason is a courtesy: the refusal stands without it
-        return TOKEN_HELP
+    for _ in range(2):
+        try:
+            return _reason(key_hash)
+        except DatabaseError:  # the reason is a courtesy: the refusal stands without it
+            # The front gate asks from a thread outside Django's request cycle, whose connection PostgreSQL may
+            # have dropped (a restart): asked once more on a new connection, the owner still learns why.
+            connection.close()
+    return TOKEN_HELP
+
+
+def _reason(key_hash: str) -> str:
+    expired = ApiToken.objects.filter(key_hash=key_hash, expires_at__lte=timezone.now()).first()
+    if expired is not None and expired.expires_at is not None:
+        return TOKEN_EXPIRED.format(when=_when(expired.expires_at))
+    revoked = AuditEntry.objects.filter(action="token.revoke", detail__token_sha256=key_hash).first()
     return TOKEN_REVOKED.format(when=_when(revoked.at)) if revoked is not None else TOKEN_HELP
 
 

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from access import services
+from access import auth, services
 from access.models import ApiToken
 from access.token_check import APPLICATION_NAME
 from tests.mcp_client import http_session
@@ -95,6 +95,16 @@ def test_the_mcp_sdk_client_shows_why_a_token_is_refused(live_server_url: str, o
     said = _messages(refused.value)
     assert any("was revoked on" in m for m in said), said
     assert not any(raw in m for m in said)
+
+
+def test_a_revoked_token_is_told_so_after_the_connection_went_stale(owner: Any) -> None:
+    """The front gate asks for the reason from a thread outside Django's request cycle; a connection PostgreSQL
+    dropped (a restart, or a test that killed it before) once turned the reason into the general sentence."""
+    token, raw = ApiToken.issue(owner, "old laptop")
+    services.revoke_token(token.pk)
+    connection.ensure_connection()
+    connection.connection.close()  # what a PostgreSQL restart leaves behind: Django still holds it as open
+    assert "was revoked on" in auth.refusal(raw)
 
 
 def _messages(exc: BaseException) -> list[str]:
