@@ -136,16 +136,16 @@ def gate_for(embedder_id: str) -> Gate | Judged:
 
 
 def warm_up_gate() -> None:
-    """Load the active embedder's cross-encoder now (web start), not in the first search; and build now what
-    the first question would build inside its request: the thesaurus' rules (its ~3,000 words stemmed by
-    PostgreSQL) and the patterns of the products it names. Cost only (issue 34, round seventeen): with the
-    thesaurus grown to 622 groups these took ~1 s of CPU in the first retrieve after a start, which `yullu
-    bench load` counted in its measured window."""
+    """Load the active embedder's cross-encoder now (web start), not in the first search; then build what the
+    first question would build inside its request: the thesaurus' rules (its ~6,900 words stemmed by
+    PostgreSQL) and the patterns of the products it names. Cost only (issue 34, round seventeen): at 622 groups
+    these took ~140 ms of CPU (0.5 s of wall time) in the first retrieve after a start, inside `yullu bench
+    load`'s measured window. The model first: a database not up yet must not leave it unloaded."""
+    if isinstance(gate_for(get_embedder().id), Judged):
+        rerank.judge.logits("warm up", ["warm up"])
     synonyms.rules()
     entities.products()
     asking._product_works()  # asks_in_general's "how does <product> … work" pattern
-    if isinstance(gate_for(get_embedder().id), Judged):
-        rerank.judge.logits("warm up", ["warm up"])
 
 
 def configured_floor(retrieval: dict[str, Any] | None = None) -> float | None:
