@@ -15,6 +15,7 @@ from access.models import Project
 from dreaming.models import DreamPass, DreamSchedule, SessionMessage
 from tests.processes import product_env, run_cli, spawn, stub_env, wait_until
 from tests.stubs import StubServer
+from yullu_core import postgres
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -89,6 +90,8 @@ USAGE_ERRORS = [
     (["memories", "show", "abc"], "argument id: must be a whole number of at least 1, not 'abc'"),  # exit 1 before
     (["memories", "rm", "-5"], "argument id: must be a whole number of at least 1, not '-5'"),  # 'memory -5 not found'
     (["tokens", "revoke", ""], "argument id: must be a whole number of at least 1, not ''"),  # 'token  not found'
+    # past PostgreSQL's bigint: "of at least 1" was true of it (walk 14)
+    (["memories", "show", "9" * 23], f"argument id: must be a whole number from 1 to {2**63 - 1}, not '{'9' * 23}'"),
     (["memories", "list", "--cwd", ""], "argument --cwd: must name a folder, not be empty"),  # listed this folder
     (["reconcile", "--cwd", ""], "argument --cwd: must name a folder, not be empty"),  # reconciled this checkout
     (["dream", "--cwd", " "], "argument --cwd: must name a folder, not be empty"),
@@ -114,3 +117,18 @@ def test_project_id_is_taken_wherever_project_is(tmp_path: Path) -> None:
     for command in (["memories", "list"], ["export", "json"]):
         ran = run_cli([*command, "--project-id", "nobody/never"], env)
         assert ran.returncode == 1 and "project 'nobody/never' not found" in ran.stderr, ran.stderr
+
+
+def test_crash_recovery_lines_are_not_given_as_why_postgres_did_not_start(tmp_path: Path) -> None:
+    """After a quick second kill -9, the supervisor quoted recovery's "invalid record length …" as the reason
+    PostgreSQL did not start (walk 14); a bad setting's line still is one."""
+    log = tmp_path / "server.log"
+    log.write_text(
+        "2026-11-27 08:23:01.1 UTC [81] LOG:  database system was interrupted; last known up at 08:22:58 UTC\n"
+        "2026-11-27 08:23:01.2 UTC [81] LOG:  invalid record length at 0/1EB8FD0: expected at least 24, got 0\n"
+        "2026-11-27 08:23:01.3 UTC [81] LOG:  redo done at 0/1EB8F98\n"
+    )
+    assert "invalid record length" not in postgres._why(log, "pg_ctl: could not start server")
+    with log.open("a") as fh:
+        fh.write('2026-11-27 08:23:02.0 UTC [82] LOG:  invalid value for parameter "max_connections": "abc"\n')
+    assert 'invalid value for parameter "max_connections"' in postgres._why(log, "")

@@ -23,7 +23,9 @@ def whole_number(lowest: int, highest: int) -> Callable[[str], int]:
         except ValueError:
             value = lowest - 1
         if not lowest <= value <= highest:
-            shown = f"of at least {lowest}" if highest >= MAX_ID else f"from {lowest} to {highest}"
+            # An id past the database's largest is a whole number of at least 1 too (walk 14): say its bound.
+            too_big = value > highest and highest >= MAX_ID
+            shown = f"from {lowest} to {highest}" if highest < MAX_ID or too_big else f"of at least {lowest}"
             raise argparse.ArgumentTypeError(f"must be a whole number {shown}, not {text!r}")
         return value
 
