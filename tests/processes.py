@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -122,6 +124,18 @@ def product_env(home: Path, **extra: str) -> dict[str, str]:
         "YULLU_LOG_LEVEL": "warning",
         **extra,
     }
+
+
+@contextlib.contextmanager
+def silent_database_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A product environment whose DATABASE_URL reaches a server that takes the connection and says nothing
+    (PostgreSQL stopped with SIGSTOP, as walks 7 and 14 froze it), for as long as the block runs."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        yield product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"),
+                          DATABASE_URL=f"postgresql://yullu@127.0.0.1:{port}/yullu")  # fmt: skip
 
 
 def spawn(args: list[str], env: dict[str, str], **kwargs: Any) -> subprocess.Popen[str]:

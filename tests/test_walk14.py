@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from dreaming.models import SessionMessage
 from dreaming.services import record_messages
 from memories.models import Memory
 from tests.mcp_client import call, http_session
-from tests.processes import REPO, product_env, run_cli
+from tests.processes import REPO, run_cli, silent_database_env
 from tests.stubs import StubServer
 from yullu_core.failures import UNAVAILABLE
 
@@ -85,12 +84,7 @@ def test_status_over_a_database_that_never_answers_says_why_and_asks_it_once(tmp
     # Walk 14, PostgreSQL stopped (SIGSTOP) for 30 s: /api/status answered after 10 s with "error":
     # "OperationalError" for the database and again for the broker, which is a table in it and waited for the
     # connection timeout a second time. Here a DATABASE_URL whose server takes the connection and says nothing.
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(8)
-        port = silent.getsockname()[1]
-        env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"),
-                          DATABASE_URL=f"postgresql://yullu@127.0.0.1:{port}/yullu")  # fmt: skip
+    with silent_database_env(tmp_path) as env:
         env.pop("CELERY_BROKER_URL", None)  # the default broker: the queue table in that database
         ran = subprocess.run([sys.executable, "-c", STATUS], env=env, cwd=REPO, capture_output=True, text=True,
                              timeout=120)  # fmt: skip

@@ -22,7 +22,7 @@ from memories.models import Memory
 from memories.scope import resolve
 from memories.write import create
 from tests.conftest import free_port
-from tests.processes import REPO, git_repo, product_env, run_cli, spawn, stop, wait_until
+from tests.processes import REPO, git_repo, product_env, run_cli, silent_database_env, spawn, stop, wait_until
 from tests.stubs import StubServer
 from tests.test_first_hour import fresh_home  # noqa: F401 (a fixture)
 from tests.test_plugins import cli
@@ -204,12 +204,7 @@ def _branch(repo: Path) -> str:
 def test_a_database_that_never_answers_is_one_sentence_not_a_hang(tmp_path: Path) -> None:
     # Found on the walk: with the postmaster stopped (SIGSTOP) new connections waited for ever, and so did
     # /api/status and every command. Here a DATABASE_URL whose server takes the connection and says nothing.
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(8)
-        port = silent.getsockname()[1]
-        env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"),
-                          DATABASE_URL=f"postgresql://yullu@127.0.0.1:{port}/yullu")  # fmt: skip
+    with silent_database_env(tmp_path) as env:
         ran = run_cli(["memories", "list", "--project", "acme/shop"], env, timeout=120)
     assert ran.returncode == 1, ran.stdout
     assert ran.stderr.count("\n") <= 2 and "Traceback" not in ran.stderr, ran.stderr

@@ -23,9 +23,9 @@ def whole_number(lowest: int, highest: int) -> Callable[[str], int]:
         except ValueError:
             value = lowest - 1
         if not lowest <= value <= highest:
-            # An id past the database's largest is a whole number of at least 1 too (walk 14): say its bound.
-            too_big = value > highest and highest >= MAX_ID
-            shown = f"from {lowest} to {highest}" if highest < MAX_ID or too_big else f"of at least {lowest}"
+            # Under an id's range, its bound is the one to say; past it (an id past PostgreSQL's bigint is a whole
+            # number of at least 1 too: walk 14), both.
+            shown = f"of at least {lowest}" if highest >= MAX_ID and value < lowest else f"from {lowest} to {highest}"
             raise argparse.ArgumentTypeError(f"must be a whole number {shown}, not {text!r}")
         return value
 

@@ -27,7 +27,7 @@ def run_guarded(fn: Callable[[], object]) -> None:
     except Exception as exc:
         from django.db import OperationalError
 
-        from yullu_core.failures import translate
+        from yullu_core.failures import first_line, translate
 
         if (said := translate(exc)) is not None:
             fail(str(said))
@@ -38,8 +38,7 @@ def run_guarded(fn: Callable[[], object]) -> None:
             fail(f"{where}{exc.strerror or exc}.")
         if not isinstance(exc, OperationalError):
             raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        fail(f"cannot reach the database ({first}); start it, or check DATABASE_URL.")
+        fail(f"cannot reach the database ({first_line(exc) or type(exc).__name__}); start it, or check DATABASE_URL.")
 
 
 def cmd_serve(args: argparse.Namespace) -> None:

@@ -73,9 +73,15 @@ def translate(exc: BaseException) -> UserError | None:
         text = str(exc).strip()
         if "NUL" in text or "0x00" in text:
             return UserError("text must not contain NUL (0x00) characters.")
-        first = text.splitlines()[0] if text else type(exc).__name__
-        return UserError(f"a value cannot be stored ({first}).")
+        return UserError(f"a value cannot be stored ({first_line(exc) or type(exc).__name__}).")
     return None
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of `exc`'s message, "" when it has none: a failure told in one line (a driver's
+    message runs on with its context and hints)."""
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else ""
 
 
 def database_refusal(exc: BaseException) -> tuple[int, str]:

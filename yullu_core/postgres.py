@@ -324,7 +324,7 @@ def _why(log_file: Path, stderr: str, since: int = 0) -> str:
         fh.seek(since)
         tail = fh.read().decode(errors="replace")[-4000:].splitlines()
     said = [line.split("UTC ", 1)[-1] for line in tail[-8:] if _tells_why(line)]
-    routine = [line for line in tail if not any(r in line for r in _RECOVERY)]
+    routine = [line for line in tail if not _recovering(line)]
     return " ".join(said[-3:] or [stderr.strip(), *routine[-3:]])
 
 
@@ -333,8 +333,12 @@ def _why(log_file: Path, stderr: str, since: int = 0) -> str:
 _RECOVERY = ("invalid record length", "invalid magic number", "invalid resource manager ID", "redo done at")
 
 
+def _recovering(line: str) -> bool:
+    return any(r in line for r in _RECOVERY)
+
+
 def _tells_why(line: str) -> bool:
-    return any(w in line for w in ("FATAL", "PANIC", "invalid")) and not any(r in line for r in _RECOVERY)
+    return any(w in line for w in ("FATAL", "PANIC", "invalid")) and not _recovering(line)
 
 
 def _create_database(cluster: Cluster) -> None:

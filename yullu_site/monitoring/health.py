@@ -22,7 +22,7 @@ from django.db.models import QuerySet
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
-from yullu_core.failures import disk_status
+from yullu_core.failures import disk_status, first_line
 from yullu_core.version import installed
 
 
@@ -88,7 +88,7 @@ def database() -> Part:
 def said(exc: BaseException) -> str:
     """What went wrong in one line: the class and the first line of its message ("OperationalError: connection
     timeout expired"). The class alone told a stopped PostgreSQL from a refused login by nobody (walk 14)."""
-    first = str(exc).strip().splitlines()[0].strip() if str(exc).strip() else ""
+    first = first_line(exc)
     return f"{type(exc).__name__}: {first}"[:200] if first else type(exc).__name__
 
 

@@ -7,6 +7,8 @@ import logging
 import time
 from dataclasses import dataclass
 
+from yullu_core.failures import first_line
+
 log = logging.getLogger("yullu_site.beat")
 
 
@@ -68,9 +70,9 @@ class DatabaseOutageWithoutTraceback(logging.Filter):
             return True
         if not OUTAGE.failed():
             return False
-        first_line = str(exc).strip().splitlines()[0] if exc is not None and str(exc).strip() else "InterfaceError"
+        said = (first_line(exc) if exc is not None else "") or "InterfaceError"
         record.msg = "beat: the database is unavailable (%s); beat retries and logs one line when it is back."
-        record.args = (first_line,)
+        record.args = (said,)
         record.exc_info, record.exc_text = None, None
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True
