@@ -327,3 +327,27 @@ def test_a_home_that_is_a_file_or_cannot_be_entered_is_one_sentence(tmp_path: Pa
     finally:
         home.chmod(0o700)
     assert (home / "token").read_text() == "kept" and sorted(p.name for p in home.iterdir()) == ["token"]
+
+
+def test_check_file_gives_the_sentence_load_would_give_and_ignores_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The admin's settings page asks this before it writes (yullu_core/settings_edit.file_problem).
+    path = tmp_path / "config.toml"
+    path.write_text("[retrieval]\nmin_similarity = 2\n")
+    with pytest.raises(config.ConfigError) as by_load:
+        config.load(path)
+    with pytest.raises(config.ConfigError) as by_check:
+        config.check_file(path)
+    assert str(by_check.value) == str(by_load.value)
+    path.write_text("[retrieval]\nmin_similarity = 0.5\n")
+    monkeypatch.setenv("YULLU_EMBED_PROVIDER", "nonsense")
+    config.check_file(path)  # the file alone: a wrong environment variable is not the file's fault
+
+
+def test_the_settings_page_uses_configs_public_functions_only() -> None:
+    import yullu_core.settings_edit as settings_edit
+
+    source = Path(settings_edit.__file__).read_text()
+    imported = source.split("from .config import (", 1)[1].split(")", 1)[0]
+    assert [name for name in imported.replace(",", " ").split() if name.startswith("_")] == []

@@ -326,7 +326,7 @@ def _apply_layer(cfg: Config, data: dict[str, Any], source: str, *, repo_layer: 
                         "%s: ignoring [%s].%s: API keys are never read from a repository.", source, section, key
                     )
                 continue
-            cfg[section][key] = _validated(spec, value, f"{source}: [{section}].{key}")
+            cfg[section][key] = validated(spec, value, f"{source}: [{section}].{key}")
 
 
 # What a value of each kind is called in an error, in the words of the file (it said "must be a int").
@@ -334,7 +334,8 @@ _KIND_NAMES = {int: "a whole number", float: "a number", str: "text in quotes", 
                list: "a list of strings"}  # fmt: skip
 
 
-def _validated(spec: Key, value: Any, where: str) -> Any:
+def validated(spec: Key, value: Any, where: str) -> Any:
+    """`value` coerced to its key's kind and checked; ConfigError naming `where` when it is wrong."""
     try:
         value = _coerce(spec.kind, value)
     except TypeError:
@@ -367,6 +368,12 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror}).") from None
 
 
+def check_file(path: Path) -> None:
+    """Validate one config file's layer alone, as `load` would read it over the defaults (no other
+    layer, no environment). Raises ConfigError with the sentence `load` would give."""
+    _apply_layer(defaults(), read_toml(path), str(path))
+
+
 def _apply_env(cfg: Config) -> None:
     for var, (section, key) in ENV_OVERRIDES.items():
         raw = env_str(var)
@@ -381,7 +388,7 @@ def _apply_env(cfg: Config) -> None:
                 raise ConfigError(f"environment variable {var} must be a whole number, not {raw!r}.") from None
         elif spec.kind is list:
             value = [part for part in raw.split(os.pathsep) if part]
-        cfg[section][key] = _validated(spec, value, f"environment variable {var}")
+        cfg[section][key] = validated(spec, value, f"environment variable {var}")
 
 
 def load(path: Path | None = None, *, write_default: bool = True) -> Config:

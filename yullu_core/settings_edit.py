@@ -18,12 +18,10 @@ from .config import (
     SECRET_KEYS,
     Config,
     ConfigError,
-    _apply_layer,
-    _validated,
+    check_file,
     config_path,
-    defaults,
     mask,
-    read_toml,
+    validated,
 )
 
 # Read on every use (per request or per pass), so a change applies at once in this process;
@@ -56,7 +54,7 @@ def file_problem() -> str | None:
     if not file.exists():
         return None
     try:
-        _apply_layer(defaults(), read_toml(file), str(file))
+        check_file(file)
     except ConfigError as exc:
         return str(exc)
     return None
@@ -136,7 +134,7 @@ def save(form: Mapping[str, Any]) -> list[str]:
             continue
         value = _parse(section, key, form.get(name))
         if value is not None:
-            value = _validated(SCHEMA[section][key], value, f"[{section}].{key}")
+            value = validated(SCHEMA[section][key], value, f"[{section}].{key}")
         if value != settings.YULLU[section][key]:
             changes[(section, key)] = value
     if not changes:
