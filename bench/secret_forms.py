@@ -29,6 +29,8 @@ from bench.secret_forms_13 import HELD_OUT_13 as HELD_OUT_13
 from bench.secret_forms_13 import HELD_OUT_13_KEEP as HELD_OUT_13_KEEP
 from bench.secret_forms_14 import HELD_OUT_14 as HELD_OUT_14
 from bench.secret_forms_14 import HELD_OUT_14_KEEP as HELD_OUT_14_KEEP
+from bench.secret_forms_15 import HELD_OUT_15 as HELD_OUT_15
+from bench.secret_forms_15 import HELD_OUT_15_KEEP as HELD_OUT_15_KEEP
 
 Gen = Callable[[random.Random], str]
 
@@ -4000,4 +4002,15 @@ HELD_OUT_8_OPEN: frozenset[str] = frozenset()
 # languages) and 68 texts near secrets that must be stored. Each text was drawn once from one seeded generator (fixed:
 # `--seeds` sends the same text). The first run through a live site (`python -m bench.secret_live`, REST stores)
 # stored 3 of 116 and refused 0 of 68 keepers; only that figure is a held-out figure (docs/security.md).
+# (imported at the top of this file)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_15: secrets18's set (bench/secret_forms_15.py), written before its author read the scanner, this file
+# (beyond its Form type) or tests/test_secrets.py: 117 secrets (the plain forms first, then a teammate's memory, commit
+# messages, log lines, stack traces, Dockerfile, Actions, tfvars, Helm, Ansible, a notebook cell, SQL, MSSQL/Oracle/
+# Mongo/Redis/AMQP connection strings, command lines, a phonetic password, door/safe/alarm/locker codes, capitalised
+# words, ten languages) and 59 texts near secrets that must be stored. Each text was drawn once from one seeded
+# generator (fixed: `--seeds` sends the same text). The first run through a live site (`python -m bench.secret_live`,
+# REST stores) stored 0 of 117 and refused 0 of 59 keepers; only that figure is a held-out figure (docs/security.md).
 # (imported at the top of this file)
