@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from typing import Any
@@ -15,6 +16,7 @@ from django.views import defaults
 from rest_framework import exceptions, parsers, status
 from rest_framework.response import Response
 
+from .arguments import not_json
 from .failures import UNAVAILABLE, translate
 
 log = logging.getLogger("yullu.api")
@@ -77,13 +79,24 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
 
 
 class JSONParser(parsers.JSONParser):
-    """DRF's, with JSON nested deeper than the parser's recursion limit a 400 instead of a 500."""
+    """DRF's, saying a bad body in the product's words (yullu_core.arguments.not_json), and with JSON nested
+    deeper than the parser's recursion limit a 400 instead of a 500."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
         try:
             return super().parse(stream, media_type, parser_context)
         except RecursionError:
-            raise exceptions.ParseError("JSON parse error - nested too deeply.") from None
+            raise exceptions.ParseError(not_json("it is nested too deeply")) from None
+        except exceptions.ParseError as exc:  # DRF raised it inside `except ValueError`
+            raise exceptions.ParseError(not_json(_why_not_json(exc.__context__))) from None
+
+
+def _why_not_json(cause: BaseException | None) -> str:
+    if isinstance(cause, json.JSONDecodeError):  # its str ends "(char 1)", an offset no editor shows
+        return f"{cause.msg.lower()} at line {cause.lineno} column {cause.colno}"
+    if isinstance(cause, UnicodeDecodeError):
+        return f"it is not {cause.encoding.upper()} text (byte {cause.start + 1})"
+    return str(cause).rstrip(".") if cause else "it could not be read"
 
 
 def body_too_large() -> str:

@@ -147,6 +147,28 @@ KINDS = {
 }
 
 
+# What a JSON value is, in the words of the sentences above ("must be a list"; bool before int: True is an int).
+JSON_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "true or false"),
+    ((int, float), "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (type(None), "null"),
+)
+
+
+def not_json(why: str) -> str:
+    """A REST body the JSON parser refused (DRF said "JSON parse error - Expecting value: line 1 column 2 (char 1)")."""
+    return f"the body is not JSON: {why}."
+
+
+def not_an_object(value: Any) -> str:
+    """A REST body that is JSON but not the object of named arguments every endpoint takes (DRF said "Expected a
+    dictionary, but got list."); over MCP a tool's arguments are an object by the protocol."""
+    kind = next((name for cls, name in JSON_KINDS if isinstance(value, cls)), type(value).__name__)
+    return f"the body must be a JSON object, got {kind}."
+
+
 def missing(name: str) -> str:
     return f"{name} is required."
 

@@ -26,7 +26,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 
-from yullu_core.arguments import missing, too_long, unknown_arguments, wrong_type
+from yullu_core.arguments import missing, not_an_object, too_long, unknown_arguments, wrong_type
 from yullu_core.wire import DATETIME, UUID, Doc, Format
 
 
@@ -182,12 +182,14 @@ def argument(rule: Any, *, required: bool = False, **options: Any) -> Any:
 
 
 def valid(serializer_cls: type[serializers.Serializer], data: Any) -> dict[str, Any]:
-    """Validated data; a field the endpoint does not declare (a misspelt `limt`) is an error naming it."""
-    if isinstance(data, dict):
-        fields = sorted(serializer_cls().fields)
-        unknown = sorted(set(data) - set(fields))
-        if unknown:  # the sentence MCP's tools give (yullu_core.arguments)
-            raise serializers.ValidationError(unknown_arguments(unknown, fields))
+    """Validated data; a field the endpoint does not declare (a misspelt `limt`) is an error naming it, a body
+    that is no object (a list, a string) one saying so."""
+    if not isinstance(data, dict):
+        raise serializers.ValidationError(not_an_object(data))
+    fields = sorted(serializer_cls().fields)
+    unknown = sorted(set(data) - set(fields))
+    if unknown:  # the sentence MCP's tools give (yullu_core.arguments)
+        raise serializers.ValidationError(unknown_arguments(unknown, fields))
     s = serializer_cls(data=data)
     if not s.is_valid():
         raise serializers.ValidationError(said_as_mcp(s, data) or s.errors)
