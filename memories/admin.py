@@ -98,7 +98,8 @@ class MemoryForm(forms.ModelForm):
             self.fields["anchors_text"].initial = "\n".join(anchor_store.cited(self.instance))
             self.fields["importance"].initial = self.instance.importance
             self.fields["project_id"].disabled = True
-        self.fields["content"].required = False  # empty content gets its rule's sentence, not "required"
+        # Empty content or project id gets its rule's sentence, not also Django's "This field is required." (walk 15)
+        self.fields["content"].required = self.fields["project_id"].required = False
         self.fields["project_id"].validators = []  # its length: validate_project_id's sentence, as on every path
         untrimmed(self)  # validate_project_id judges a control character before any trim
 

@@ -38,7 +38,21 @@ def run_guarded(fn: Callable[[], object]) -> None:
             fail(f"{where}{exc.strerror or exc}.")
         if not isinstance(exc, OperationalError):
             raise
-        fail(f"cannot reach the database ({first_line(exc) or type(exc).__name__}); start it, or check DATABASE_URL.")
+        fail(unreachable(first_line(exc) or type(exc).__name__))
+
+
+def unreachable(said: str) -> str:
+    """The sentence for a database lost mid-command. The embedded one is no DATABASE_URL to check, and a
+    running `yullu serve` starts it again by itself (walk 15: a kill -9 during `yullu dream` said "start it,
+    or check DATABASE_URL")."""
+    from django.conf import settings
+
+    if getattr(settings, "DATABASE_KIND", "") == "embedded":
+        return (
+            f"lost the embedded PostgreSQL ({said}); a running `yullu serve` starts it again within seconds: "
+            "run this command again (`yullu doctor` says whether the database answers)."
+        )
+    return f"cannot reach the database ({said}); start it, or check DATABASE_URL."
 
 
 def cmd_serve(args: argparse.Namespace) -> None:

@@ -324,8 +324,26 @@ def _why(log_file: Path, stderr: str, since: int = 0) -> str:
         fh.seek(since)
         tail = fh.read().decode(errors="replace")[-4000:].splitlines()
     said = [line.split("UTC ", 1)[-1] for line in tail[-8:] if _tells_why(line)]
-    routine = [line for line in tail if not _recovering(line)]
-    return " ".join(said[-3:] or [stderr.strip(), *routine[-3:]])
+    if said:
+        return " ".join(said[-3:])
+    routine = [line.split("UTC ", 1)[-1] for line in tail if not _recovering(line)]
+    words = _pg_ctl_said(stderr)
+    if words in ("", "could not start server"):  # it went while starting with no FATAL line: killed, mostly
+        ends = f"; its log ends: {' '.join(routine[-3:])}" if routine else ""
+        return f"it exited while starting without a FATAL line in its log (was it killed?){ends}"
+    return " ".join([words, *routine[-3:]])
+
+
+# pg_ctl's words around every failed start, none of them a reason: "another server might be running" is said
+# whenever a postmaster.pid is left over (every start after a kill -9; a server really running says so in its
+# log, FATAL: lock file …), and "Examine the log output" points at the log that `_why` reads. Walk 15: a second
+# quick kill -9 was reported as "pg_ctl: another server might be running; …".
+_PG_CTL_ROUTINE = ("another server might be running", "Examine the log output", "waiting for server to start")
+
+
+def _pg_ctl_said(stderr: str) -> str:
+    lines = [line.strip().removeprefix("pg_ctl: ") for line in stderr.splitlines()]
+    return " ".join(line for line in lines if line and not any(r in line for r in _PG_CTL_ROUTINE))
 
 
 # Crash recovery's own lines: where the WAL it replays ends ("invalid record length at 0/1EB8FD0: expected at least

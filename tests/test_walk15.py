@@ -1,0 +1,80 @@
+"""Walk 15's small findings (a fresh clone, a clean HOME, the real CLIs), each red without its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import OperationalError
+from django.test import Client
+
+from memories.models import Memory
+from yullu_cli import main
+from yullu_core import postgres
+
+# What pg_ctl printed when the postmaster it had just started was killed before it was ready (a second kill -9
+# a moment after the first): a stale postmaster.pid, then no server.
+KILLED_START = (
+    "pg_ctl: another server might be running; trying to start server anyway\n"
+    "pg_ctl: could not start server\n"
+    "Examine the log output.\n"
+)
+
+
+def test_a_start_killed_midway_is_not_said_to_be_another_server(tmp_path: Path) -> None:
+    """The supervisor said "PostgreSQL did not start …: pg_ctl: another server might be running; trying to start
+    server anyway pg_ctl: could not start server Examine the log output." after two quick kill -9s: pg_ctl's
+    routine words, and no other server ran. It now says the server went while starting, with no FATAL line."""
+    log = tmp_path / "server.log"
+    log.write_text("2026-11-27 11:17:41.256 UTC [21206] LOG:  checkpoint starting: time\n")
+    since = log.stat().st_size  # this start's lines only: it wrote none before it was killed
+    with log.open("a") as fh:
+        fh.write("2026-11-27 11:18:54.570 UTC [29639] LOG:  could not send data to client: Broken pipe\n")
+    why = postgres._why(log, KILLED_START, since)
+    assert "another server" not in why and "Examine the log output" not in why, why
+    assert why.startswith("it exited while starting without a FATAL line in its log (was it killed?)"), why
+    assert why.endswith("its log ends: [29639] LOG:  could not send data to client: Broken pipe"), why
+    # A start with a reason keeps it: the server's own FATAL line, or pg_ctl's words that are not routine.
+    with log.open("a") as fh:
+        fh.write('2026-11-27 11:19:00.000 UTC [29700] FATAL:  lock file "postmaster.pid" already exists\n')
+    assert postgres._why(log, KILLED_START, since) == '[29700] FATAL:  lock file "postmaster.pid" already exists'
+    timed_out = "pg_ctl: server did not start in time\n"
+    assert postgres._why(log, timed_out, log.stat().st_size) == "server did not start in time"
+
+
+def test_a_database_lost_mid_command_is_told_as_the_embedded_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """`yullu dream` when the embedded PostgreSQL was killed under it said "cannot reach the database (…); start
+    it, or check DATABASE_URL.": there is no DATABASE_URL, and `yullu serve` starts the server again by itself."""
+
+    def lost() -> None:
+        raise OperationalError("terminating connection due to unexpected postmaster exit")
+
+    with pytest.raises(SystemExit) as stopped:
+        main.run_guarded(lost)
+    assert stopped.value.code == 1
+    said = capsys.readouterr().err.strip()
+    assert said == (
+        "yullu: lost the embedded PostgreSQL (terminating connection due to unexpected postmaster exit); a running "
+        "`yullu serve` starts it again within seconds: run this command again (`yullu doctor` says whether the "
+        "database answers)."
+    ), said
+
+
+def test_an_external_database_lost_mid_command_still_names_database_url(settings: Any) -> None:
+    settings.DATABASE_KIND = "external"
+    assert main.unreachable("connection refused") == (
+        "cannot reach the database (connection refused); start it, or check DATABASE_URL."
+    )
+
+
+@pytest.mark.django_db
+def test_the_admin_add_form_says_an_empty_project_id_once(client: Client, owner: Any) -> None:
+    """An empty project id got two sentences under the field, Django's and ours: "This field is required." and
+    "project_id must not be empty."; content already had only its rule's."""
+    client.force_login(owner)
+    form = {"project_id": "", "content": "Deploys go through make ship", "category": "", "importance": ""}
+    answer = client.post("/admin/memories/memory/add/", {**form, "tags_text": "", "ttl_days": "", "anchors_text": ""})
+    assert answer.status_code == 200, answer.status_code
+    assert answer.context["adminform"].form.errors == {"project_id": ["project_id must not be empty."]}
+    assert not Memory.objects.exists()
