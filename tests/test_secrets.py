@@ -3147,3 +3147,165 @@ def test_every_form_of_the_fifteenth_held_out_set_is_found(text: str) -> None:
 @pytest.mark.parametrize("text", secret_forms_15.KEEP_TEXTS)
 def test_the_fifteenth_held_out_sets_keepers_are_kept(text: str) -> None:
     assert find_secret(text) is None, text
+
+
+# The limits docs/security.md listed as still stored after walk 14 and set fourteen (secrets18), each with the rule that
+# now reads it; every text here was stored by the scanner before (red without its rule).
+LEFTOVERS_AFTER_WALK_14 = {
+    "a phrase's name, 'is' and its words quoted": (
+        "vault unseal phrase is 'copper lantern orbit velvet anchor'",
+        "phrase-of-words",
+    ),
+    "a recovery phrase in double quotes": (
+        'the recovery phrase is "copper lantern orbit velvet anchor"',
+        "phrase-of-words",
+    ),
+    "a phrase in typographic quotes": ("unseal phrase was “seven orange kites over the harbour”.", "phrase-of-words"),
+    "a password's quoted value with no verb": (
+        "basic auth is user 'preview' and password 'open sesame 77'",
+        "password-quoted-after-its-name",
+    ),
+    "capitalised words and a number quoted after 'password'": (
+        'login as ops with password "Quartz Meadow Violin 31"',
+        "password-quoted-after-its-name",
+    ),
+    "a pin after a verb of typing it": ("use the pin 482913 to unlock the release YubiKey", "pin-in-prose"),
+    "'enter pin' and four digits": ("enter pin 4827 at the door panel", "pin-in-prose"),
+    "a pin after 'type the'": ("type the pin 7391 after the reboot", "pin-in-prose"),
+    "a wifi key of three capitalised words after 'is'": (
+        "the wifi password is Blue Heron Sunset",
+        "wifi-key-of-capitalised-words",
+    ),
+    "a wifi key of capitalised words after a colon": (
+        "office wifi key: Copper Lantern Orbit",
+        "wifi-key-of-capitalised-words",
+    ),
+    "a mailbox's dial digits with no verb": ("Mailbox combination 3-2-7", "combination-of-a-lock"),
+    "a locker's combo spaced": ("gym locker combo 3 2 7", "combination-of-a-lock"),
+    "a padlock's three digits after 'combination'": ("padlock combination 381", "combination-of-a-lock"),
+    "three capitalised words, a small one between, in Spanish": (
+        "contraseña: Sol De Invierno",
+        "capitalised-passphrase-in-other-languages",
+    ),
+    "in French after 'est'": (
+        "le mot de passe du wifi est Lune De Minuit",
+        "capitalised-passphrase-in-other-languages",
+    ),
+    "in Portuguese": ("a senha do roteador é Mar Do Norte", "capitalised-passphrase-in-other-languages"),
+}
+
+
+@pytest.mark.parametrize("name", LEFTOVERS_AFTER_WALK_14)
+def test_each_leftover_after_walk_14_is_refused_by_its_rule(name: str) -> None:
+    text, rule = LEFTOVERS_AFTER_WALK_14[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a phrase that is no secret, or a sentence about one
+        "the phrase is 'eventual consistency'",
+        "the backup phrase is 'eventual consistency'",
+        "the vault unseal phrase is 'in the runbook'",
+        "the recovery phrase is 'stored in 1Password'",
+        'the recovery phrase is "read it from the sealed envelope"',
+        "the master phrase is 'see the vault entry'",
+        # basic auth and quoted words near a password's name
+        "basic auth is enabled for 'preview'",
+        "basic auth is user 'preview' and password in 1Password",
+        "password 'hunter2'",
+        "the password 'changeme' is rejected",
+        "set the password 'see the vault entry'",
+        "the error said 'wrong password' twice",
+        "forgot password 'reset link' button",
+        "click the password 'show' toggle",
+        'the password "must be 12 characters"',
+        # a pin that is a wire, a count or a header
+        "the pin 4 of the header",
+        "use the pin 4 of the header for ground",
+        "use the pin 13 to drive the LED",
+        "use the GPIO pin 1024",
+        "enter the reset pin 2048 high",
+        "use the pin header J4 with 40 pins",
+        "pin the version to 4827 in the lockfile",
+        # a wifi's name, or where its key is written
+        "the office wifi is Blue Heron",
+        "the office wifi is BlueHeron2024",
+        "the wifi password is Printed On The Router",
+        "the wifi password is Same As Last Year",
+        "the wifi password is Managed By IT",
+        "the wifi password is Taped Under Desk",
+        "wifi password: Ask Front Desk",
+        "wifi password: See Pinned Message",
+        "vpn key: Rotated Every Quarter",
+        "the wifi key is WPA2 Personal",
+        # a mailbox's or a locker's number, a combination of other things
+        "Mailbox 3-2-7",
+        "mailbox combination 3 digits",
+        "locker combination 3 dials",
+        "combination 3-2-7 of the colours",
+        "the locker combination changed in 2019",
+        "mailbox combination lock, 3 pack",
+        # a heading of three words in another language
+        "contraseña: Reglas De Seguridad",
+        "mot de passe : Règles De Sécurité",
+        "contraseña: Cambio De Clave",
+        "mot de passe : Mot De Passe",
+        "mot de passe : Voir Le Coffre",
+        "Passwort: Siehe Im Tresor",
+        "la contraseña es Lo De Siempre",
+        "la contraseña es Igual Que Antes",
+        "contraseña: Pregunta Al Jefe",
+        "senha: Igual Ao Email",
+    ],
+)
+def test_the_leftovers_after_walk_14s_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None
+
+
+# A probing round after them (secrets18's own, not held out), each with the rule that reads it (stored before).
+PROBED_AFTER_15 = {
+    "three capitalised words after 'password is' in a sentence": (
+        "remember the NAS login is admin and the password is Lantern Harbor Quartz",
+        "three-capitalised-words-in-a-sentence",
+    ),
+    "after 'the password for … is'": (
+        "the password for the kiosk is Copper Fox Meadow.",
+        "three-capitalised-words-in-a-sentence",
+    ),
+    "capitalised words and a number after 'pw ='": ("grafana admin pw = Blue Heron Sunset 7", "passphrase-of-words"),
+    "a passphrase after 'the pw is'": ("the pw is purple monkey dishwasher lantern", "passphrase-of-words"),
+    "a key box's digits after 'is'": ("the keybox at the cabin is 3319", "code-is-after-what-it-opens"),
+}
+
+
+@pytest.mark.parametrize("name", PROBED_AFTER_15)
+def test_each_form_probed_after_the_fifteenth_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = PROBED_AFTER_15[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The Password Is Copper Fox Meadow",
+        "Password Is Rotated Every Quarter",
+        "the password is Rotated Every Quarter",
+        "the password is Case Sensitive Everywhere",
+        "the password is Azure Key Vault",
+        "the password is Jira Service Desk",
+        "the password is Still Pending Approval",
+        "the password is Unique Per User",
+        "the password manager is 1Password Business Edition",
+        "the pw is in the vault as usual",
+        "npw is the new plugin workflow",
+        "the pwd is /home/ops/app",
+        "pwd: /home/ops/app",
+        "the pw field is required for all users",
+        "the keybox is 2019",
+        "keybox number is 3319",
+    ],
+)
+def test_the_forms_probed_after_the_fifteenth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None

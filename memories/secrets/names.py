@@ -15,7 +15,13 @@ from .words import _ABOUT, _ADVERB, _LINKING, _PIN_WORDS, _TOLD_VALUE
 _PIN_NAMED = re.compile(
     # (`(?![a-z])`, not `\b`: `暗証番号は` has no word boundary)
     rf"(?=(?:\b(?:PIN|PUK)(?:s|-?[Cc]ode|-?Nummer)?\b|(?i:(?:{_PIN_WORDS})(?![a-z])))([^\n.;]{{0,40}})$"
-    rf"|(?i:\bpin\b){_ABOUT}([^\n.=:;]{{0,30}}?)" + _LINKING[:-1] + r"|は|是)\s*[\"'`]?$)"
+    rf"|(?i:\bpin\b){_ABOUT}([^\n.=:;]{{0,30}}?)" + _LINKING[:-1] + r"|は|是)\s*[\"'`]?$"
+    # or a verb of typing it in before: "use the pin 482913 to unlock the release YubiKey", "enter pin 4827" (walk 14's
+    # leftover, secrets18; a chip's pin is wired or read, not entered: "use the pin 4 of the header" has one digit)
+    r"|(?i:\b(?:use|enter|type|try|input|key\s+in|punch\s+in)\s+(?:(?:the|your|my|our|this|that|its|their)\s+)?"
+    # (not a wire's name between: "use the GPIO pin 1024", "enter the reset pin 2048")
+    r"(?:(?!(?:gpio|header|analog|digital|output|input|reset|power|ground|data|clock|chip|board|jumper|io)\b)"
+    r"[\w'-]+\s+)?pin)\s+$)"
 )
 # Words between a PIN's name and a number that make the number something else: a rule about PINs, an
 # issue, an ADR, a release ("PIN codes are hashed with argon2, see ADR 0042").

@@ -154,18 +154,48 @@ _FOREIGN_RULE_WORDS = frozenset(_FOREIGN_RULE_TEXT.split())
 _TITLE_WORD = re.compile(r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|\d{1,4}")
 
 
+# What a heading of three words says in those languages ("Cambio De Clave", "Mot De Passe", "Gestion Des Accès",
+# "Recuperar La Contraseña"): a password's own name, what is done to one, who has one or where it is kept. Three
+# capitalised words with a small one between are a passphrase only without them.
+_FOREIGN_HEADING_TEXT = (
+    "mot passe contraseña contrasena clave claves senha senhas palavra passwort kennwort wachtwoord parola hasło "
+    "haslo cambio cambiar changer modifier modification ändern änderung wechsel cambiare modifica mudar alterar "
+    "alteração alteracao wijzigen restablecer réinitialiser reinitialiser recuperar récupérer recuperer recupero "
+    "recuperação zurücksetzen herstellen acceso accès acces accesso acesso zugang toegang usuario usuarios "
+    "utilisateur utilisateurs benutzer utente utenti usuário usuario gebruiker coffre tresor cofre cassaforte kluis "
+    "olvidado olvidada oublié vergessen dimenticata esqueci vergeten nuevo nueva nouveau nouvelle neues neu nuovo "
+    "nuova novo nova nieuw nieuwe ver voir siehe vedi zie inicio connexion anmeldung identifiant identifiants "
+    "sesión sesion session datos données daten dati dados gegevens "
+    # (who to ask: "contraseña: Pregunta Al Jefe")
+    "pregunta preguntar pregunte pide pedir demandez demander demande fragen frag chiedi chiedere chiedete pergunte "
+    "perguntar pergunta vraag vragen"
+)
+_FOREIGN_HEADING_WORDS = frozenset(_FOREIGN_HEADING_TEXT.split())
+
+
 def _capitalised_with_small_words(words: str) -> bool:
     """Four to eight capitalised words in another language, its articles and prepositions capitalised among them
     ("Soleil Levant Sur Paris", set thirteen's leftover, secrets17): three words of their own or more, more than the
-    small ones, neither first nor last small, and none a word of a sentence about the password ("Voir Le Coffre")."""
+    small ones, neither first nor last small, and none a word of a sentence about the password ("Voir Le Coffre").
+    Or three, a small one between two of their own, none a heading's word ("contraseña: Sol De Invierno", walk 14's
+    leftover, secrets18; "Règles De Sécurité", "Cambio De Clave" are headings)."""
     parts = words.split()
-    if not 4 <= len(parts) <= 8 or len(words) < 15 or not all(_TITLE_WORD.fullmatch(w) for w in parts):
+    three = len(parts) == 3
+    if (
+        not 3 <= len(parts) <= 8
+        or len(words) < (12 if three else 15)
+        or not all(_TITLE_WORD.fullmatch(w) for w in parts)
+    ):
         return False
     lowered = [w.lower() for w in parts]
     if lowered[0] in _FOREIGN_SMALL_WORDS or lowered[-1] in _FOREIGN_SMALL_WORDS:
         return False
     if any(w in _FOREIGN_RULE_WORDS or w in _NOT_PASSPHRASE_WORDS and w not in _FOREIGN_SMALL_WORDS for w in lowered):
         return False
+    if three:
+        return lowered[1] in _FOREIGN_SMALL_WORDS and not any(
+            w in _FOREIGN_HEADING_WORDS or w.isdigit() for w in lowered
+        )
     small = sum(w in _FOREIGN_SMALL_WORDS for w in lowered)
     own = sum(w not in _FOREIGN_SMALL_WORDS and not w.isdigit() for w in lowered)
     return own >= 3 and own > small

@@ -126,6 +126,23 @@ _NOT_AN_ACCESS_CODE = re.compile(
 )
 
 
+# Where a wifi's key is written or who hands it out, in Title Case ("the wifi password is Taped Under Desk",
+# "… Printed On The Router", "… On The Whiteboard"): a note about the key, not the key.
+_WHERE_WRITTEN_TEXT = (
+    "taped printed written stuck posted pinned sticker label labelled labeled behind under underneath beneath "
+    "bottom back side front desk reception fridge wall whiteboard board router modem poster handed announced "
+    "emailed texted slack channel wiki notion confluence sheet card"
+)
+_WHERE_WRITTEN = frozenset(_WHERE_WRITTEN_TEXT.split())
+# What a sentence about a password says of it in Title Case: when it changes, how it must be typed, its state.
+_SCHEDULE_TEXT = (
+    "every weekly monthly daily quarterly yearly annually quarter month months week weeks year years day days hour "
+    "hours disabled enabled locked pending temporary permanent strong weak long short complex simple case sensitive "
+    "insensitive everywhere always never sometimes soon later today tomorrow yesterday updated unchanged valid invalid"
+)
+_SCHEDULE_WORDS = frozenset(_SCHEDULE_TEXT.split())
+
+
 # An account's or a password's word and a change of it, before "it's now X".
 _RESET_BEFORE = re.compile(
     r"(?i)\b(?:admin|root|login|account|password|passwd|pw|pwd|creds|credentials|passphrase|wi-?fi|vpn|router)\b"
@@ -296,7 +313,8 @@ RULES: tuple[Rule, ...] = (
         "code-is-after-what-it-opens",
         "a one-time or access code",
         re.compile(
-            r"(?i)\b(?=[sdgklbpca])(?:(safe|keypad|key ?safe|lock ?box|padlock|combination lock|bike lock"
+            # (a key box's too: "the keybox at the cabin is 3319"; secrets18's probing)
+            r"(?i)\b(?=[sdgklbpca])(?:(safe|keypad|key ?safe|key ?box|lock ?box|padlock|combination lock|bike lock"
             r"|alarm(?: panel| system)?|burglar alarm)"
             r"|door|front door|gate|garage(?: door)?|lock|locker)(?:'s)?\b"
             r"((?:(?!\b(?:number|no|serial|model|size|width|height|depth|weight|id|room|floor|aisle|bay|unit|terminal"
@@ -306,7 +324,8 @@ RULES: tuple[Rule, ...] = (
             r"(?<![\d-])(\d{1,3}(?:[- ]\d{1,3}){2,3}|(?(1)\d{4,8}|\d{4,8}(?=[#*])))"
             r"(?![\d.,:/-]\d|\d|[ \t]*(?:%|mm|cm|m|kg|lbs?|in|inch|inches|ft|x|am|pm|h|hrs?|min|s|db|hz|khz|w|v)\b)"
         ),
-        ("safe", "keypad", "lockbox", "lock box", "padlock", "lock", "door", "gate", "garage", "alarm", "locker"),
+        ("safe", "keypad", "lockbox", "lock box", "padlock", "lock", "door", "gate", "garage", "alarm", "locker")
+        + ("keybox", "key box"),
         group=3,
         # (four digits or more: "the gate is 1 2 3" counts steps)
         check=lambda digits: (
@@ -465,6 +484,75 @@ RULES: tuple[Rule, ...] = (
         ),
         ("code", "combo", "combination", "puk"),
         check=lambda digits: not re.fullmatch(r"(?:19|20)\d\d", digits),
+    ),
+    # A lock's combination named by what it opens, then its digits with no verb ("Mailbox combination 3-2-7", "locker
+    # combo 3 2 7", "padlock combination 381"; walk 14's leftover, secrets18): a dial's three digits, or three groups of
+    # two, after "combination" or "combo" right behind a mailbox, a locker, a padlock, a lock or a safe
+    # (`code-of-digits` wants two digits a group). Not a count or a size after it ("locker combination 3 digits").
+    Rule(
+        "combination-of-a-lock",
+        "a one-time or access code",
+        re.compile(
+            r"(?i)\b(?=[mlpsbg])(?:mailbox|letterbox|locker|gym locker|padlock|lock|bike lock|suitcase lock"
+            r"|luggage lock|safe|gate)(?:'s)?[ \t]+(?:combination|combo)s?\b(?:\s+(?:is|was)|\s*[:=–—-])?[ \t]*"
+            r"(?<![\d-])(\d[- ]\d[- ]\d|\d{3}|\d{2}[- ]\d{2}[- ]\d{2})"
+            r"(?![\d.,:/-]?\d|[ \t]*(?:%|digits?|numbers?|dials?|wheels?|mm|cm|kg|years?|days?|times|tries|attempts"
+            r"|characters|chars|pieces|pcs|units|dollars?|euros?)\b)"
+        ),
+        ("combination", "combo"),
+    ),
+    # A password's name then its value in quotes, no verb between ("basic auth is user 'preview' and password 'open
+    # sesame 77'", walk 14's leftover, secrets18): the quotes after the name hold the value itself. The value a
+    # passphrase of words, capitalised words with a number, or a password's mix of characters; not a sentence about it
+    # ("password 'see the vault entry'"), a placeholder's word ("password 'changeme'") or a field's name.
+    Rule(
+        "password-quoted-after-its-name",
+        "a password",
+        re.compile(
+            r"(?i)(?<![\w-])(?=[p])(?:password|passphrase|pass phrase|passwd)\s+"
+            r"(?:\"([^\"\n]{4,80})\"|'([^'\n]{4,80})'|“([^”\n]{4,80})”|‘([^’\n]{4,80})’)"
+        ),
+        ("password", "passphrase", "pass phrase", "passwd"),
+        check=lambda value: _passphrase(value) or _capitalised_phrase(value) or _strong_value(value),
+    ),
+    # Three capitalised words after a password's name and "is" told in small letters, in a sentence ("remember the NAS
+    # login is admin and the password is Lantern Harbor Quartz"; secrets18's probing): `passphrase-of-words` wants four
+    # since "Password: Rotated Every Quarter" heads a section, but a heading is capitalised from its first word, so
+    # "password is" in small letters before them says a sentence tells the value. Not a sentence about it in Title Case
+    # ("… is Rotated Every Quarter", "… is Taped Under Desk", "… is Case Sensitive Everywhere").
+    Rule(
+        "three-capitalised-words-in-a-sentence",
+        "a password",
+        re.compile(
+            r"(?-i:(?<![\w-])(?:password|passphrase|passwd|pw)(?:[ \t]+for[ \t]+[^.\n=:,;]{1,30}?)?[ \t]+(?:is|was)"
+            r"(?:[ \t]+(?:now|still))?[ \t]+[\"'`“‘]?([A-Z][a-z]{2,}[ \t]+[A-Z][a-z]{2,}[ \t]+[A-Z][a-z]{2,}))"
+            r"[\"'`”’]?(?=[ \t]*(?:$|[.;,!)]))"
+        ),
+        ("password", "passphrase", "passwd", "pw"),
+        check=lambda words: (
+            _capitalised_phrase(words, number=False)
+            and not (_WHERE_WRITTEN | _SCHEDULE_WORDS).intersection(words.lower().split())
+        ),
+    ),
+    # A wifi's key of capitalised words after its name ("the wifi password is Blue Heron Sunset", "wifi key: Copper
+    # Lantern Orbit"; walk 14's leftover, secrets18): after a wifi's password's or key's name, three capitalised words
+    # or more, where `passphrase-of-words` wants four (three are a heading's: "Password: Rotated Every Quarter"; a
+    # wifi's key has no heading). Not a sentence about it ("… is Printed On The Router", "… is Same As Last Year").
+    # (the network's own name after "is", "the office wifi is Blue Heron", stays a name: no key's word)
+    Rule(
+        "wifi-key-of-capitalised-words",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[wv])(?:wi-?fi|wlan|wireless|vpn)(?:[ \t]+(?:network|router|guest|office))?[ \t-]*"
+            r"(?:password|passphrase|passwort|pass|key|psk)\b[^.\n=:,;]{0,30}?"
+            r"(?:\s(?:is|was)(?:\s+(?:now|still))?|\s*[:=])\s*[\"'`“‘]?"
+            r"(?-i:((?:[A-Z][a-z]{2,}|\d{1,4})(?:[ \t]+(?:[A-Z][a-z]{2,}|\d{1,4})){2,7}))"
+            r"[\"'`”’]?(?=[ \t]*(?:$|[.;,)(!]))"
+        ),
+        ("wifi", "wi-fi", "wlan", "wireless", "vpn"),
+        check=lambda words: (
+            _capitalised_phrase(words, number=False) and not _WHERE_WRITTEN.intersection(words.lower().split())
+        ),
     ),
 )
 

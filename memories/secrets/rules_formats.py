@@ -189,7 +189,10 @@ RULES: tuple[Rule, ...] = (
             # (not an option's or a variable's name: `--password-stdin, never as an argument: ps shows argv`)
             # (one password: "Passwords: …" heads a list)
             # (`WLAN-Passwort` is a password's name)
-            rf"(?im)(?<!--)(?<!_)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|wi-?fi key)\b(?![-_]){_ABOUT}"
+            # (or `pw`, as a note shortens it: "grafana admin pw = Blue Heron Sunset 7"; not `pwd`, the shell's command;
+            # secrets18's probing)
+            rf"(?im)(?<!--)(?<!_)(?=[{_NEARBY_INITIALS}])(?:{_NEARBY_WORDS}|pass ?phrase|wi-?fi key|(?<![\w-])pw)"
+            rf"\b(?![-_]){_ABOUT}"
             # (a file's name between is no sentence's end: "the passphrase for backups.tar.gpg is …")
             r"(?:[^.\n=:：,;]|\.(?=\w)){0,40}?" + _LINKING + r"\s*:?\s*"
             r"(?:[\"'`«„“「『]([^\"'`\n»”]{12,80})[\"'`»”]"
@@ -197,7 +200,7 @@ RULES: tuple[Rule, ...] = (
             r"|(?=[^\n.;,)(]{15})"
             r"((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,7}[A-Za-z0-9!#$%&*?@'-]+)(?=[ \t]*(?:$|[.;,)(]|\s[-–—]\s)))"
         ),
-        (*_NEARBY_KEYWORDS, "pass phrase", "wifi key", "wi-fi key"),
+        (*_NEARBY_KEYWORDS, "pass phrase", "wifi key", "wi-fi key", "pw"),
         # (or capitalised words with a number, as generators write them: "… is 'Quartz Meadow Violin 31'"; or four
         # capitalised words or more without one, as `passphrase-after-its-label` reads them: "the demo account
         # password is Correct Horse Battery Staple, all capitalised", held-out set 13; three are a heading's)
@@ -273,7 +276,7 @@ RULES: tuple[Rule, ...] = (
             r"|sifre|code d'accès|(?<![\w-])password(?=[^.\n=:：,;]{0,40}?\s(?:est|es|ist|lautet|é|è|era|jest|är)\s))"
             r"(?![-_])[^.\n=:：,;]{0,40}?"
             r"(?:\s*[:：=]\s*|\s(?:est|es|ist|lautet|é|è|is|era|était|war|jest|er|är|on|je)\s+)[\"'`«„“]?"
-            r"(?-i:((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|\d{1,4})(?:[ \t]+(?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|\d{1,4})){3,7}))"
+            r"(?-i:((?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|\d{1,4})(?:[ \t]+(?:[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+|\d{1,4})){2,7}))"
             r"[\"'`»”]?(?=[ \t]*(?:$|[.;,)(!]))"
         ),
         (
@@ -286,15 +289,17 @@ RULES: tuple[Rule, ...] = (
     # A phrase's name, then a colon, then its words, small words among them ("the unlock phrase for the HSM
     # backup is: seven orange kites over the harbour", "master passphrase = tall ships in the quiet bay"),
     # which `passphrase-of-words` refuses (without the colon, "the passphrase is long and hard to type").
+    # After "is" with no colon only quoted: the quotes say the phrase itself follows ("vault unseal phrase is 'copper
+    # lantern orbit velvet anchor'", walk 14's leftover, secrets18), not a sentence about it.
     Rule(
         "phrase-of-words",
         "a password",
         re.compile(
             r"(?i)\b(?=[pumsvbrae])(?:pass|unlock|master|secret|vault|backup|recovery|access|unseal|encryption)"
-            rf"[ -]?phrase\b{_ABOUT}[^.\n=:,;]{{0,40}}?(?:\s(?:is|was))?\s*[:=]\s*"
-            r"(?=[^\n.;,)(]{15})((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,9}[A-Za-z0-9!#$%&*?@'-]+"
+            rf"[ -]?phrase\b{_ABOUT}[^.\n=:,;]{{0,40}}?(?:(?:\s(?:is|was))?\s*[:=]|\s(?:is|was)(?=\s*[\"'`“‘]))\s*"
+            r"[\"“‘`]?(?=[^\n.;,)(]{15})((?:[A-Za-z0-9!#$%&*?@'-]+[ \t]+){2,9}[A-Za-z0-9!#$%&*?@'-]+"
             # (or its words joined by `-`: "the pass phrase we agreed on: purple-elephant-dances-at-noon-42")
-            r"|[A-Za-z0-9]+(?:-[A-Za-z0-9]+){3,9})(?=[ \t]*(?:$|[.;,)(]))"
+            r"|[A-Za-z0-9]+(?:-[A-Za-z0-9]+){3,9})[\"”’`]?(?=[ \t]*(?:$|[.;,)(]))"
         ),
         ("phrase",),
         check=lambda words: _phrase_of_words(words.replace("-", " ") if " " not in words else words),
