@@ -12,9 +12,17 @@ The statement also stamps `last_used_at`, at most once a minute, like `user_for_
 A broken connection (PostgreSQL restarted) is replaced and the statement retried once; if that
 fails too the error reaches the caller (TokenAuth answers 503). Every request of the process waits
 on this one connection, so nothing may hold it long: the stamp skips a row someone else has locked,
-a check that does not answer within ASK_TIMEOUT drops the connection (503), TCP keepalives notice
-a peer that vanished, and after a failed connect the next requests fail at once for a moment
-instead of each waiting for its own connect timeout.
+a check that gets no answer within the connect timeout (yullu_core.failures.answer_timeout) is told
+"not answering" (503) and leaves the connection behind, TCP keepalives notice a peer that vanished,
+and after a failed connect the next requests fail at once for a moment instead of each waiting for
+its own connect timeout.
+
+A check that gets no answer is not cancelled: cancelling psycopg mid-statement makes it send
+PostgreSQL a cancel request and wait for the statement's end, up to 5 s each, so a frozen server
+(SIGSTOP) made a store wait 15 s for its 503 (walk 15). The statement goes on in its own task with
+the connection, which no later check is given, and closes it once the server answers (SIGCONT) or
+the connection breaks: one connection held, nothing left half done (the statement is one autocommit
+UPDATE of `last_used_at`).
 """
 
 from __future__ import annotations
@@ -34,10 +42,10 @@ from psycopg import sql
 from access.actor import Actor
 from access.auth import STAMP_EVERY_S
 from access.models import ApiToken, hash_token
+from yullu_core.failures import answer_timeout
 
 log = logging.getLogger("yullu.mcp")
-CONNECT_TIMEOUT = 5  # seconds; a database that does not answer is "unavailable" (503), not a hung request
-ASK_TIMEOUT = 5.0  # seconds for the statement itself (it takes well under a millisecond)
+CONNECT_TIMEOUT = 5  # seconds, unless the settings say; a database that does not answer is 503, not a hung request
 RECONNECT_PAUSE = 2.0  # seconds after a failed connect during which checks fail at once
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 APPLICATION_NAME = "yullu-mcp-token-check"  # names the connection in pg_stat_activity
@@ -89,7 +97,7 @@ def _connection_params() -> dict[str, Any]:
     """Django's own parameters for the default database, minus its sync cursor class."""
     params = connections["default"].get_connection_params()
     params.pop("cursor_factory", None)
-    params.setdefault("connect_timeout", CONNECT_TIMEOUT)
+    params.setdefault("connect_timeout", CONNECT_TIMEOUT)  # Django's own (settings.py) when it has one
     for key, value in KEEPALIVES.items():
         params.setdefault(key, value)
     params["application_name"] = APPLICATION_NAME
@@ -97,7 +105,19 @@ def _connection_params() -> dict[str, Any]:
 
 
 class TokenCheckUnavailable(psycopg.InterfaceError):
-    """The check could not be answered in time (not a lost connection: no retry; TokenAuth: 503)."""
+    """The check could not be asked now (not a lost connection: no retry; TokenAuth: 503)."""
+
+
+class TokenCheckTimeout(TokenCheckUnavailable):
+    """The database took the check and said nothing within the timeout: "not answering" (yullu_core.failures)."""
+
+    database_timeout = True
+
+
+def _settle(task: asyncio.Task[Any]) -> None:
+    """A done callback: read the outcome of a check nobody awaits any more, so asyncio reports nothing."""
+    if not task.cancelled():
+        task.exception()
 
 
 class TokenChecker:
@@ -107,8 +127,10 @@ class TokenChecker:
         self._compiled: tuple[sql.Composed, list[Any]] | None = None  # on first use: no query compiled at import
         self._loop: asyncio.AbstractEventLoop | None = None
         self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._turn = asyncio.Lock()  # one check at a time on self._conn; a new connection gets a new one
         self._connecting = asyncio.Lock()
         self._failed_at = -RECONNECT_PAUSE
+        self._failure: type[TokenCheckUnavailable] = TokenCheckUnavailable  # how the last connect failed
 
     async def is_valid(self, raw: str) -> bool:
         return await self.actor(raw) is not None
@@ -119,43 +141,71 @@ class TokenChecker:
         if not raw:
             return None
         key_hash = hash_token(raw)
-        conn = await self._connection()
+        conn, turn = await self._connection()
         try:
-            return await self._ask(conn, key_hash)
-        except psycopg.OperationalError as exc:  # e.g. PostgreSQL restarted since the last request
+            return await self._ask(conn, turn, key_hash)
+        except psycopg.OperationalError as exc:  # e.g. PostgreSQL restarted since the last request (closed by _run)
             log.info("token check connection lost (%s); reconnecting", exc)
-            await self._forget(conn)
-            return await self._ask(await self._connection(), key_hash)
+            return await self._ask(*await self._connection(), key_hash)
 
-    async def _ask(self, conn: psycopg.AsyncConnection[Any], key_hash: str) -> Actor | None:
-        # The connection's own lock serialises the statements of concurrent requests.
+    async def _ask(self, conn: psycopg.AsyncConnection[Any], turn: asyncio.Lock, key_hash: str) -> Actor | None:
+        """The check on `conn`, answered within the timeout or TokenCheckTimeout (the statement then goes on
+        without this request: see the module's docstring)."""
+        loop = asyncio.get_running_loop()
+        timeout = answer_timeout()
+        deadline = loop.time() + timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                await turn.acquire()  # waiting for the turn is safe to cancel: no statement of ours runs yet
+        except TimeoutError:
+            raise TokenCheckTimeout(f"the token check waited {timeout:g} s for its turn") from None
+        if conn.closed:  # the check before ours was left behind, and closed it when it ended
+            turn.release()
+            raise psycopg.OperationalError("the token check's connection was closed")
+        asking = asyncio.ensure_future(self._run(conn, turn, key_hash))
+        asking.add_done_callback(_settle)
+        await asyncio.wait([asking], timeout=max(0.0, deadline - loop.time()))
+        if not asking.done():
+            if self._conn is conn:
+                self._conn = None  # the next check connects anew; `asking` closes this one when it ends
+            raise TokenCheckTimeout(f"the token check got no answer within {timeout:g} s")
+        return asking.result()
+
+    async def _run(self, conn: psycopg.AsyncConnection[Any], turn: asyncio.Lock, key_hash: str) -> Actor | None:
         # Prepared once per connection: planning this unique-key lookup cost more than running it.
         try:
-            async with asyncio.timeout(ASK_TIMEOUT):
-                self._compiled = self._compiled or _statement()
-                statement, params = self._compiled
-                bound = [key_hash if p == _KEY else p for p in params]
-                cur = await conn.execute(statement, bound, prepare=True)
-                row = await cur.fetchone()
-        except TimeoutError:
-            await self._forget(conn)  # the requests queued behind it then reconnect
-            raise TokenCheckUnavailable(f"the token check did not answer within {ASK_TIMEOUT:g} s") from None
+            self._compiled = self._compiled or _statement()
+            statement, params = self._compiled
+            bound = [key_hash if p == _KEY else p for p in params]
+            cur = await conn.execute(statement, bound, prepare=True)
+            row = await cur.fetchone()
+        except psycopg.OperationalError:
+            if self._conn is conn:
+                self._conn = None  # lost: the next check connects anew
+            raise
+        finally:
+            if conn is not self._conn:  # lost, or left behind (no answer in time): closed while we hold its turn
+                await self._close(conn)
+            turn.release()
         return Actor(row[0], row[1], bool(row[2]), bool(row[3])) if row else None
 
-    async def _connection(self) -> psycopg.AsyncConnection[Any]:
+    async def _connection(self) -> tuple[psycopg.AsyncConnection[Any], asyncio.Lock]:
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:  # a new loop: its own lock and connection (the old ones belong to a dead loop)
+        if self._loop is not loop:  # a new loop: its own locks and connection (the old ones belong to a dead loop)
             self._loop, self._conn, self._connecting = loop, None, asyncio.Lock()
         async with self._connecting:
             if self._conn is None or self._conn.closed:
                 if time.monotonic() - self._failed_at < RECONNECT_PAUSE:
-                    raise TokenCheckUnavailable("the database could not be reached a moment ago")
+                    raise self._failure("the database could not be reached a moment ago")
                 try:
                     self._conn = await psycopg.AsyncConnection.connect(**_connection_params(), autocommit=True)
-                except psycopg.Error:
+                except psycopg.Error as exc:
                     self._failed_at = time.monotonic()
+                    timed_out = isinstance(exc, psycopg.errors.ConnectionTimeout)
+                    self._failure = TokenCheckTimeout if timed_out else TokenCheckUnavailable
                     raise
-            return self._conn
+                self._turn = asyncio.Lock()
+            return self._conn, self._turn
 
     async def close(self) -> None:
         """Drop this loop's connection (a test or a benchmark that is done with the checker)."""
@@ -165,6 +215,10 @@ class TokenChecker:
     async def _forget(self, conn: psycopg.AsyncConnection[Any]) -> None:
         if self._conn is conn:
             self._conn = None
+        await self._close(conn)
+
+    @staticmethod
+    async def _close(conn: psycopg.AsyncConnection[Any]) -> None:
         with contextlib.suppress(psycopg.Error, TimeoutError):
             async with asyncio.timeout(1.0):
                 await conn.close()

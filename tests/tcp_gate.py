@@ -1,7 +1,9 @@
 """A TCP gate in front of a real PostgreSQL: a database outage without stopping the test database.
 
 `cut()` closes every connection through the gate and refuses new ones (a server that went away);
-`restore()` takes connections again on the same port (the server is back)."""
+`restore()` takes connections again on the same port (the server is back). `freeze()` keeps every
+connection open, new ones too, and passes nothing on until `thaw()`: a PostgreSQL stopped with SIGSTOP
+and then SIGCONT, as the client sees it (its kernel still takes the bytes; nothing comes back)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,15 @@ class TcpGate:
         self._listener: socket.socket | None = None
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()
+        self._flowing = threading.Event()
+        self._flowing.set()
         self.restore()
+
+    def freeze(self) -> None:
+        self._flowing.clear()
+
+    def thaw(self) -> None:
+        self._flowing.set()
 
     def restore(self) -> None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -64,10 +74,10 @@ class TcpGate:
             for a, b in ((client, up), (up, client)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         with contextlib.suppress(OSError):
             while data := src.recv(65536):
+                self._flowing.wait()  # frozen: held here, and the sender's further bytes in the socket buffers
                 dst.sendall(data)
         with contextlib.suppress(OSError):
             dst.shutdown(socket.SHUT_WR)

@@ -5,12 +5,29 @@ sentence. Real HTTP, the real embedded PostgreSQL."""
 from __future__ import annotations
 
 import re
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from django.conf import settings
+from django.db import connection
+
+from memories.models import Memory
+from tests.conftest import free_port
+from tests.processes import product_env, spawn, stop, wait_ready, wait_until
+from tests.tcp_gate import TcpGate
 
 pytestmark = pytest.mark.django_db(transaction=True)
+NOT_ANSWERING = "The database is not answering (nothing back within 5 s); try again shortly."
+MCP_HELLO = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
 # The people and access endpoints, left out of the OpenAPI schema (yullu's own CLI is their client).
@@ -59,3 +76,67 @@ def test_every_endpoint_that_takes_a_body_says_a_malformed_one_in_one_sentence(
         op: (r.status_code, r.text) for op, r in answers.items() if (r.status_code, r.json()) != (400, {"error": said})
     }
     assert wrong == {}
+
+
+def _token_check_backends() -> set[int]:
+    """The pids of the MCP token check's connections to this test's database (access.token_check)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s",
+            ["yullu-mcp-token-check"],
+        )
+        return {row[0] for row in cur.fetchall()}
+
+
+def test_a_frozen_database_is_told_not_answering_without_the_cancel_wait_and_the_site_recovers(
+    tmp_path: Path, owner_token: str
+) -> None:
+    """Walk 15, PostgreSQL stopped with SIGSTOP: a store (REST or MCP) answered 503 after 15 s, a GET after 5 s.
+    The token check's statement timed out at 5 s, then psycopg's cancellation of it waited 5 s for the cancel
+    request and 5 s for the statement ("query cancellation failed: cancellation timeout expired" in the log).
+    Here the real web process reaches the test database through a gate that freezes as SIGSTOP does."""
+    db = settings.DATABASES["default"]
+    host, port = db["HOST"], int(db["PORT"] or 5432)
+    gate = TcpGate(f"{host}/.s.PGSQL.{port}" if host.startswith("/") else (host, port))
+    url = f"postgresql://{db['USER']}:{db['PASSWORD'] or ''}@127.0.0.1:{gate.port}/{connection.settings_dict['NAME']}"
+    env = product_env(tmp_path / "yhome", DATABASE_URL=url, YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
+    before = _token_check_backends()  # a live server's of earlier tests, in this process
+    log = tmp_path / "serve.log"
+    site = f"http://127.0.0.1:{free_port()}"
+    with log.open("w") as out:
+        web = spawn(["-m", "yullu_cli.main", "serve", "--role", "web", "--port", site.rsplit(":", 1)[1]], env,
+                    stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+    api = httpx.Client(base_url=site, headers={"Authorization": f"Bearer {owner_token}"}, timeout=60)
+    project = {"project_id": "acme/frozen"}
+    try:
+        wait_ready(site, web, output=log.read_text)
+        assert api.post("/api/memories", json={"content": "Deploys run from CI only", **project}).status_code == 201
+        assert api.post("/mcp", json=MCP_HELLO, headers=MCP_HEADERS).status_code == 200  # MCP's check connects
+        checks = wait_until(lambda: (_token_check_backends() - before) or None, "the web's token checks")
+        gate.freeze()
+        try:
+            frozen = {
+                "store": api.post("/api/memories", json={"content": "Releases are tagged from main", **project}),
+                "mcp": api.post("/mcp", json=MCP_HELLO, headers=MCP_HEADERS),
+                "read": api.get("/api/memories", params=project),
+            }
+        finally:
+            gate.thaw()
+        said = {name: (r.status_code, NOT_ANSWERING in r.text) for name, r in frozen.items()}
+        assert said == {name: (503, True) for name in frozen}, {name: r.text for name, r in frozen.items()}
+
+        def stores() -> bool:
+            r = api.post("/api/memories", json={"content": "Hotfixes branch from the release tag", **project})
+            return r.status_code == 201
+
+        wait_until(stores, "a store once the database answers again", alive=web, output=log.read_text)
+        # The checks left behind end once the database answers, and close their connections: only new ones stay.
+        wait_until(lambda: not (_token_check_backends() & checks), "the checks left behind to end", alive=web)
+    finally:
+        stop(web)
+        api.close()
+        gate.cut()
+    text = log.read_text()
+    assert "query cancellation" not in text and "Traceback" not in text, text  # the 10 s cancel path, or a crash
+    stored = sorted(Memory.objects.filter(project_id="acme/frozen").values_list("content", flat=True))
+    assert stored == ["Deploys run from CI only", "Hotfixes branch from the release tag"]

@@ -27,9 +27,11 @@ def run_guarded(fn: Callable[[], object]) -> None:
     except Exception as exc:
         from django.db import OperationalError
 
-        from yullu_core.failures import first_line, translate
+        from yullu_core.failures import NotAnswering, first_line, translate
 
-        if (said := translate(exc)) is not None:
+        # A database that does not answer is told as one that cannot be reached: "start it, or check
+        # DATABASE_URL" helps at a terminal, where "try again shortly" (the server's clients) does not.
+        if (said := translate(exc)) is not None and not isinstance(said, NotAnswering):
             fail(str(said))
         if isinstance(exc, BrokenPipeError):
             raise  # the reader left (`| head`): main stops quietly, this is no error to explain

@@ -8,6 +8,9 @@
   whose own disk is full refuses new sessions ("could not write init file: No space left on
   device", no SQLSTATE): 507 too, with a sentence saying so rather than "unavailable, try again
   shortly" or the CLI's "start it" (round eight's drills).
+- A database that takes the connection and says nothing (a PostgreSQL stopped with SIGSTOP, a firewall
+  dropping packets) is 503 "not answering" once the connect timeout has passed, not the general
+  "unavailable" (which a refused connection or a restart gets).
 """
 
 from __future__ import annotations
@@ -51,6 +54,33 @@ class DiskFull(UserError):
     status = 507
 
 
+class NotAnswering(UserError):
+    status = 503
+
+
+def answer_timeout() -> float:
+    """Seconds a database connection waits for an answer: the connect timeout of Django's connections
+    (yullu_site/settings.py, or DATABASE_URL's `connect_timeout`), which the MCP token check also bounds its
+    statement with (access/token_check.py)."""
+    from django.conf import settings
+
+    return float(settings.DATABASES["default"]["OPTIONS"].get("connect_timeout", 5))
+
+
+def not_answering() -> str:
+    return f"The database is not answering (nothing back within {answer_timeout():g} s); try again shortly."
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """psycopg's connect timeout (Django wraps it: the cause), or the token check's own (`database_timeout`)."""
+    import psycopg
+
+    return any(
+        isinstance(err, psycopg.errors.ConnectionTimeout) or getattr(err, "database_timeout", False)
+        for err in (exc, exc.__cause__)
+    )
+
+
 def _sqlstate(exc: BaseException) -> str | None:
     for err in (exc, exc.__cause__):
         state = getattr(err, "sqlstate", None)
@@ -60,8 +90,8 @@ def _sqlstate(exc: BaseException) -> str | None:
 
 
 def translate(exc: BaseException) -> UserError | None:
-    """The sentence for a failure caused by the input or by the machine, or None (a bug, or a
-    database that cannot be reached: the caller's own handling)."""
+    """The sentence for a failure caused by the input or by the machine (a database that does not answer
+    included), or None (a bug, or a database that cannot be reached: the caller's own handling)."""
     global _disk_full_at
     if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or _sqlstate(exc) == "53100":
         _disk_full_at = time.monotonic()
@@ -69,6 +99,8 @@ def translate(exc: BaseException) -> UserError | None:
     if _sqlstate(exc) is None and NO_SPACE in str(exc) and _is_database_error(exc):
         _disk_full_at = time.monotonic()
         return DiskFull(DATABASE_DISK_FULL)
+    if _is_database_error(exc) and _timed_out(exc):
+        return NotAnswering(not_answering())
     if isinstance(exc, DataError):
         text = str(exc).strip()
         if "NUL" in text or "0x00" in text:
