@@ -281,6 +281,10 @@ REWORDED_ORDER = True
 # on 25 codebase files, a wash on the three nobody tuned on, and twice the web CPU per operation under
 # `yullu bench load` (the model judges what the first stage had settled): off (docs/benchmarks.md).
 JUDGED_ORDER = False
+# The cheaper form (round eighteen): the model judges only the passed memories whose first-stage evidence
+# is within this much (the gate's z, w_cosine × cosine + w_coverage × coverage) of the best's, when two or
+# more are: the order is open only there. None: never.
+JUDGED_ORDER_MARGIN: float | None = None
 FULL_COVERAGE = 0.999  # bm25.search_with_coverage's 1.0, read with float rounding
 MAX_REWORDINGS = 4  # embedded in one batch; a question rarely has more synonyms its passed memories hold
 
@@ -308,25 +312,41 @@ def closest_first(
     cosine = {c.memory_id: c.similarity or 0.0 for c in passed}
     for mid, best in reworded_cosines(text, list(cosine), embedder).items():
         cosine[mid] = max(cosine[mid], best)
-    logit = gates.logits_of(text, passed, gate.clauses) if JUDGED_ORDER else {}
 
-    def key(c: Candidate) -> tuple[bool, bool, float]:
+    def evidence(c: Candidate) -> float:
+        return gate.w_cosine * cosine[c.memory_id] + gate.w_coverage * c.coverage
+
+    def rank(c: Candidate) -> tuple[bool, bool]:
         # A memory whose cited code changed stays under the current ones, as demoted (walk 12: the stale
         # memory, closer in words, came back before its correction). A memory holding every telling word of
         # the question keeps its lead over closer ones that do not ("what does the probe measure": the probe
         # memory, under two closer in cosine).
-        return (
-            c.stale,
-            c.coverage < FULL_COVERAGE,
-            -(
-                gate.w_cosine * cosine[c.memory_id]
-                + gate.w_coverage * c.coverage
-                + gate.w_logit * logit.get(c.memory_id, 0.0)
-            ),
-        )
+        return (c.stale, c.coverage < FULL_COVERAGE)
 
-    closest = iter(sorted(passed, key=key))  # sorted() is stable: ties keep the fused order
-    return [next(closest) if c.memory_id in cosine else c for c in top]
+    closest = sorted(passed, key=lambda c: (rank(c), -evidence(c)))  # stable: ties keep the fused order
+    open_ = _order_open(closest, rank, evidence)
+    if open_:
+        logit = gates.logits_of(text, open_, gate.clauses)
+        judged = sorted(open_, key=lambda c: -(evidence(c) + gate.w_logit * logit.get(c.memory_id, 0.0)))
+        closest = judged + closest[len(open_) :]
+    order = iter(closest)
+    return [next(order) if c.memory_id in cosine else c for c in top]
+
+
+def _order_open(
+    closest: list[Candidate], rank: Callable[[Candidate], tuple[bool, bool]], evidence: Callable[[Candidate], float]
+) -> list[Candidate]:
+    """The first of `closest` whose place the model may decide: with JUDGED_ORDER, all of the best's rank;
+    with JUDGED_ORDER_MARGIN, the best and the next when the next is of its rank and within the margin of
+    its evidence (which comes first is what a question's answer needs: on the codebase files judging more
+    than two moved no first place, docs/benchmarks.md); else none."""
+    margin = math.inf if JUDGED_ORDER else JUDGED_ORDER_MARGIN
+    if margin is None:
+        return []
+    best = closest[0]
+    contenders = [c for c in closest if rank(c) == rank(best) and evidence(best) - evidence(c) < margin]
+    contenders = contenders if JUDGED_ORDER else contenders[:2]
+    return contenders if len(contenders) > 1 else []
 
 
 def reworded_cosines(text: str, ids: list[int], embedder: Embedder) -> dict[int, float]:
