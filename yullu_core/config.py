@@ -147,6 +147,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "recall_log_days": Key(int, 180, _between(1, 36500)),
         # 0: the first stage's order; N: its best N and their session neighbours judged by the cross-encoder.
         "rerank_depth": Key(int, 0, _between(0, 50)),
+        # True: when two memories pass the gate with close evidence, the cross-encoder decides which comes first.
+        "judged_order": Key(bool, False),
     },
     "server": {
         "host": Key(str, "127.0.0.1"),
@@ -251,6 +253,11 @@ recall_log_days = 180             # the Retrievals page and recall counts look t
 # ~190 ms of CPU per search against ~3 ms), 0.737 / 0.798 at 50 (~60 passes,
 # ~300 ms; docs/benchmarks.md).
 rerank_depth = 0
+# When the two best memories a question passes are close (cosine and shared
+# words), let the cross-encoder say which comes first. Codebase sets: rank-1 of
+# short questions +0.6 to +1.8 points; under `yullu bench load`, whose
+# retrieves are all close calls, ~10 ms more CPU per retrieve (docs/benchmarks.md).
+judged_order = false
 
 [server]
 host = "127.0.0.1"

@@ -281,10 +281,11 @@ REWORDED_ORDER = True
 # on 25 codebase files, a wash on the three nobody tuned on, and twice the web CPU per operation under
 # `yullu bench load` (the model judges what the first stage had settled): off (docs/benchmarks.md).
 JUDGED_ORDER = False
-# The cheaper form (round eighteen): the model judges only the passed memories whose first-stage evidence
-# is within this much (the gate's z, w_cosine × cosine + w_coverage × coverage) of the best's, when two or
-# more are: the order is open only there. None: never.
-JUDGED_ORDER_MARGIN: float | None = None
+# The cheaper form, `[retrieval] judged_order` (round eighteen, off by default for its cost under load): the
+# model judges the best passed memory and the next when the next's first-stage evidence is within this much
+# of the best's (the gate's z without its bias: w_cosine × cosine + w_coverage × coverage), where the order
+# is open. On the codebase files' replay, 2 kept every first place the full form won for 29 % of its pairs.
+JUDGED_ORDER_MARGIN = 2.0
 FULL_COVERAGE = 0.999  # bm25.search_with_coverage's 1.0, read with float rounding
 MAX_REWORDINGS = 4  # embedded in one batch; a question rarely has more synonyms its passed memories hold
 
@@ -294,15 +295,15 @@ def closest_first(
 ) -> list[Candidate]:
     """`top` with the memories the gate passed reordered among the places they held (one holding every
     telling word of the question first), by the gate's own evidence: gate.w_cosine × cosine +
-    gate.w_coverage × coverage (+ gate.w_logit × the cross-encoder's logit with JUDGED_ORDER), the cosine
+    gate.w_coverage × coverage (+ gate.w_logit × the cross-encoder's logit where _order_open says), the cosine
     being the best of the question's and of its rewordings in the memory's own words (synonyms.rewordings: "where do api
     keys live" read by the memory saying "secrets" as "where do secrets live"); the others stay put.
 
     The fusion's keyword half lifts a memory sharing an incidental word into the gate's slots beside
     the answer, and ahead of it; once the gate has judged both relevant, the one closer to what was
     asked comes first. Only when two or more pass, for a question read whole; rewordings cost one
-    embedding batch (with JUDGED_ORDER, the model judges the passed memories its first-stage evidence
-    settled, in one batch; the others' judgements are cached)."""
+    embedding batch (with `[retrieval] judged_order`, the model judges the two best in one batch when
+    their first-stage evidence is close; the gate's own judgements are cached)."""
     passed = [c for c in top if c.similarity is not None and relevant(c)]
     # A prompt the gate reads by its clauses (rerank.clauses: the hook's task-first prompts) keeps the
     # fused order: its whole-prompt cosine is diluted by the task, and on the tuning set A reordering it
@@ -340,8 +341,11 @@ def _order_open(
     with JUDGED_ORDER_MARGIN, the best and the next when the next is of its rank and within the margin of
     its evidence (which comes first is what a question's answer needs: on the codebase files judging more
     than two moved no first place, docs/benchmarks.md); else none."""
-    margin = math.inf if JUDGED_ORDER else JUDGED_ORDER_MARGIN
-    if margin is None:
+    if JUDGED_ORDER:
+        margin = math.inf
+    elif settings.YULLU["retrieval"].get("judged_order"):
+        margin = JUDGED_ORDER_MARGIN
+    else:
         return []
     best = closest[0]
     contenders = [c for c in closest if rank(c) == rank(best) and evidence(best) - evidence(c) < margin]
