@@ -26,7 +26,7 @@ from typing import Any
 
 import pygit2
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, InterfaceError, transaction
 from django.db.models import Count, Min, QuerySet
 from django.utils import timezone
 
@@ -36,7 +36,9 @@ from memories.changes import AnnouncedChange
 from memories.scope import is_personal, known_root
 from memories.write import bulk_rows
 from yullu_core.config import load_for_project
+from yullu_core.env import env_float
 from yullu_core.errors import UserError
+from yullu_core.failures import first_line
 
 from .eventlog import logs_dir, new_event, write_event, write_events
 from .models import OutboxEvent, record_applied
@@ -49,6 +51,7 @@ _warned: set[str] = set()
 # held here until a reconcile in the checkout's new place writes it there (adopt_held). Dropped instead,
 # the edit never reached the log, and a teammate's next event for the memory silently undid it.
 HELD = ""
+SWEEP_AFTER = timedelta(seconds=30)  # older outbox rows lost their on-commit flush (a crash, the database gone)
 
 
 def sync_config(project_id: str, git_root: Path | None) -> dict[str, Any]:
@@ -188,7 +191,17 @@ class _FlushOnCommit:
         self.__qualname__ = "sync.outbox.flush"
 
     def __call__(self) -> None:
-        flush(ids=self.ids)
+        try:
+            flush(ids=self.ids)
+        except (DatabaseError, InterfaceError) as exc:
+            # The write is committed and its rows wait in the outbox: nothing is lost, so one line, not the
+            # traceback Django logs for a robust hook that raised (walk 15: the postmaster killed under stores).
+            log.warning(
+                "sync: %d team-log event(s) of a committed write were not written to their files now (the database "
+                "went away after the commit: %s); they wait in the outbox, and the reconcile tick's sweep writes "
+                "them once they are %d s old (a tick every %g s).",
+                len(self.ids), first_line(exc), SWEEP_AFTER.total_seconds(), env_float("YULLU_SCHEDULER_TICK_SECONDS"),
+            )  # fmt: skip
 
 
 def on_change(changes: Sequence[AnnouncedChange]) -> None:

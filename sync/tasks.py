@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
 from pathlib import Path
 
 from celery import shared_task
@@ -17,11 +16,10 @@ from yullu_core.errors import UserError
 
 from .eventlog import list_names, logs_dir
 from .models import ProjectSyncState
-from .outbox import flush, sync_config
+from .outbox import SWEEP_AFTER, flush, sync_config
 from .services import listing_sha256, reconcile_scope
 
 log = logging.getLogger(__name__)
-SWEEP_AFTER = timedelta(seconds=30)  # older outbox rows lost their on-commit flush (a crash)
 
 
 def is_due(project_id: str, folder: Path, now: float, interval: int) -> bool:

@@ -4,19 +4,25 @@ sentence. Real HTTP, the real embedded PostgreSQL."""
 
 from __future__ import annotations
 
+import logging
 import re
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from memories.models import Memory
+from memories.scope import resolve
+from memories.write import create
+from sync import outbox
+from sync.models import OutboxEvent
 from tests.conftest import free_port
-from tests.processes import product_env, spawn, stop, wait_ready, wait_until
+from tests.processes import git_repo, product_env, spawn, stop, wait_ready, wait_until
 from tests.tcp_gate import TcpGate
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -140,3 +146,37 @@ def test_a_frozen_database_is_told_not_answering_without_the_cancel_wait_and_the
     assert "query cancellation" not in text and "Traceback" not in text, text  # the 10 s cancel path, or a crash
     stored = sorted(Memory.objects.filter(project_id="acme/frozen").values_list("content", flat=True))
     assert stored == ["Deploys run from CI only", "Hotfixes branch from the release tag"]
+
+
+def test_an_event_flush_that_finds_the_database_gone_after_the_commit_is_one_line_and_sent_later(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The sync outbox's on-commit flush met a database that went away after the store committed (the postmaster
+    killed under stores): Django logged the robust hook's failure with its traceback. Here this test's own backend
+    is ended (pg_terminate_backend, from another connection) by an on-commit hook that runs just before the flush."""
+    import psycopg
+
+    repo = git_repo(tmp_path / "harbor", "git@github.com:tidewater/harbor.git")
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+
+    def end_this_backend() -> None:
+        pid = connection.connection.info.backend_pid
+        with psycopg.connect(**params, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+    with caplog.at_level(logging.INFO), transaction.atomic():
+        transaction.on_commit(end_this_backend)  # registered first: runs before the store's flush
+        stored = create.store_memory(resolve(None, str(repo)), "the harbor tides are read from NOAA", "process")
+    connection.close()  # the ended backend's connection; the next query opens a new one
+    said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [(r.name, r.exc_info) for r in said] == [("sync.outbox", None)], caplog.text
+    line = said[0].getMessage()
+    kept = OutboxEvent.objects.filter(project_id=stored.memory.project_id).count()  # its create (and vector) events
+    assert line.startswith(f"sync: {kept} team-log event(s) of a committed write were not written"), line
+    assert "the reconcile tick's sweep writes them once they are 30 s old" in line and "\n" not in line, line
+    assert Memory.objects.filter(pk=stored.memory.pk).exists() and kept >= 1
+    written = outbox.flush(older_than=timedelta(0))  # the sweep, without its 30 s wait
+    assert [project for project, _folder, _name in written] == [stored.memory.project_id] * kept
+    assert not OutboxEvent.objects.exists()
+    assert len(list((repo / ".yullu" / "logs").rglob("*.json"))) == kept
