@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from django.test import Client
 
 from memories.models import Memory
 from yullu_cli import main
+from yullu_cli.supervised import MAX_QUICK_FAILURES, CrashLoop, Database
 from yullu_core import postgres
 
 # What pg_ctl printed when the postmaster it had just started was killed before it was ready (a second kill -9
@@ -41,6 +43,60 @@ def test_a_start_killed_midway_is_not_said_to_be_another_server(tmp_path: Path) 
     assert postgres._why(log, KILLED_START, since) == '[29700] FATAL:  lock file "postmaster.pid" already exists'
     timed_out = "pg_ctl: server did not start in time\n"
     assert postgres._why(log, timed_out, log.stat().st_size) == "server did not start in time"
+
+
+def test_a_start_killed_midway_is_its_own_kind_of_failure(tmp_path: Path) -> None:
+    """The supervisor acts on the kind: a killed start is tried again without counting (next test)."""
+    log = tmp_path / "server.log"
+    log.write_text("")
+    killed = postgres.start_failure(tmp_path, log, KILLED_START, 0)
+    assert isinstance(killed, postgres.StartKilled), killed
+    assert str(killed).startswith(f"PostgreSQL did not start (see {log}): it exited while starting"), killed
+    log.write_text('2026-11-27 11:19:00.000 UTC [29700] LOG:  invalid value for parameter "port": "x"\n')
+    refused = postgres.start_failure(tmp_path, log, KILLED_START, 0)
+    assert type(refused) is postgres.EmbeddedPostgresError and 'parameter "port"' in str(refused), refused
+
+
+class _Cluster:
+    pgdata = Path("/nonexistent/pgdata")
+
+
+def _watch_failing_starts(monkeypatch: pytest.MonkeyPatch, error: Exception, starts: int) -> list[str]:
+    """`starts` rounds of the supervisor's watch over a postmaster that is gone and whose start fails with
+    `error` (no backoff waited out), then one that succeeds; the lines it said."""
+    said: list[str] = []
+    monkeypatch.setattr("yullu_cli.supervised.say", lambda line, *_: said.append(line))
+    monkeypatch.setattr("yullu_cli.supervised._count_restart", lambda _: None)
+    up = {"now": False}
+    monkeypatch.setattr(postgres, "postmaster", lambda _: postgres.Postmaster(4242, "1") if up["now"] else None)
+    monkeypatch.setattr(postgres, "initialised", lambda _: True)
+
+    def start(home: Path, cluster: Any) -> None:
+        if len([line for line in said if "trying again" in line]) < starts:
+            raise error
+        up["now"] = True
+
+    monkeypatch.setattr(postgres, "ensure_running", start)
+    database = Database(Path("/nonexistent/home"), _Cluster(), owned=False, owner_role=False)
+    for _ in range(starts + 1):
+        database.retry_at = 0.0
+        database.watch(time.monotonic())
+    return said
+
+
+def test_postgres_killed_while_starting_again_and_again_does_not_end_the_site(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Five quick kill -9s of the embedded PostgreSQL (each new postmaster killed before it was ready) ended the
+    whole site: each killed start counted as one of the four failed starts that stop everything. A postmaster
+    killed while starting is now tried again with the same backoff and not counted, as a child killed with
+    SIGKILL is; a start that fails for a reason still ends the site after four."""
+    killed = postgres.StartKilled("PostgreSQL did not start (see server.log): it exited while starting …")
+    said = _watch_failing_starts(monkeypatch, killed, MAX_QUICK_FAILURES + 2)
+    delays = [line.rsplit("trying again in ", 1)[1] for line in said if "trying again in" in line]
+    assert delays == ["1 s.", "2 s.", "4 s.", "8 s.", "16 s.", "30 s."], said
+    assert said[-1].startswith("yullu: the embedded PostgreSQL is back (pid 4242)"), said
+    refused = postgres.EmbeddedPostgresError("PostgreSQL did not start (see server.log): FATAL: bad setting")
+    with pytest.raises(CrashLoop, match=f"could not be started again, {MAX_QUICK_FAILURES} times in a row"):
+        _watch_failing_starts(monkeypatch, refused, MAX_QUICK_FAILURES)
 
 
 def test_a_database_lost_mid_command_is_told_as_the_embedded_one(capsys: pytest.CaptureFixture[str]) -> None:

@@ -129,6 +129,7 @@ class Database:
     server: Any = None  # the postmaster last seen running (yullu_core.postgres.Postmaster)
     down_since: float | None = None
     failures: int = 0  # failed starts in a row
+    killed_starts: int = 0  # starts in a row whose server was killed before it was ready (backoff only)
     retry_at: float = 0.0
     stopping_since: float | None = None  # when the running server was first seen shutting down
     disk_full: bool = False  # its last start failed for want of space (said once; not a crash loop)
@@ -190,13 +191,15 @@ class Database:
             if pg.failed_for_space(self.cluster.pgdata, reason):
                 self._wait_for_space(reason)
                 return
-            self.failures += 1
+            killed = isinstance(exc, pg.StartKilled)  # not a reason it cannot start: retried, never counted
+            self.killed_starts += killed
+            self.failures += not killed
             if self.failures >= MAX_QUICK_FAILURES:
                 raise CrashLoop(
                     f"yullu: the embedded PostgreSQL could not be started again, {self.failures} times in a row "
                     f"({reason}); stopping everything."
                 ) from exc
-            delay = min(MAX_BACKOFF, 2.0 ** (self.failures - 1))
+            delay = min(MAX_BACKOFF, 2.0 ** (self.failures + self.killed_starts - 1))
             self.retry_at = time.monotonic() + delay
             said = reason if reason.startswith("PostgreSQL did not start") else f"PostgreSQL did not start ({reason})"
             say(f"yullu: {said}; trying again in {delay:.0f} s.", "WARNING")
@@ -208,7 +211,7 @@ class Database:
             return
         say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid}) "
              f"{time.monotonic() - self.down_since:.1f} s after it went.")  # fmt: skip
-        self.down_since, self.failures, self.disk_full, self.unseen = None, 0, False, 0
+        self.down_since, self.failures, self.killed_starts, self.disk_full, self.unseen = None, 0, 0, False, 0
         if self.unprepared:  # before beat claims its lock again and children restart (this loop's next steps)
             self._prepare()
 

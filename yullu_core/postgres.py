@@ -221,10 +221,23 @@ def _start(cluster: Cluster) -> None:
         log.warning("PostgreSQL could not map %s of shared buffers; starting it with %s", buffers, FLOOR_BUFFERS)
         result = _pg_ctl_start(cluster, log_file, FLOOR_BUFFERS)
     if result.returncode != 0:
-        why = _why(log_file, result.stderr, logged)
-        if failed_for_space(cluster.pgdata, why):
-            raise NoSpaceToStart(cluster.pgdata, why)
-        raise EmbeddedPostgresError(f"PostgreSQL did not start (see {log_file}): {why}")
+        raise start_failure(cluster.pgdata, log_file, result.stderr, logged)
+
+
+def start_failure(pgdata: Path, log_file: Path, stderr: str, since: int) -> EmbeddedPostgresError:
+    """Why a start failed, as the exception whose kind `yullu serve` acts on: wait for space, try again
+    without counting (the server was killed while starting), or count towards the four failed starts."""
+    why = _why(log_file, stderr, since)
+    if failed_for_space(pgdata, why):
+        return NoSpaceToStart(pgdata, why)
+    said = f"PostgreSQL did not start (see {log_file}): {why}"
+    return StartKilled(said) if why.startswith(KILLED_WHILE_STARTING) else EmbeddedPostgresError(said)
+
+
+class StartKilled(EmbeddedPostgresError):
+    """The new server went while starting and logged no FATAL line: killed (kill -9 again, the OOM killer).
+    `yullu serve` starts it again with backoff without counting it as a failed start, as it does a child killed
+    with SIGKILL: five quick kill -9s in a row ended the site (walk 15), none of them a reason it cannot start."""
 
 
 class NoSpaceToStart(EmbeddedPostgresError):
@@ -330,9 +343,11 @@ def _why(log_file: Path, stderr: str, since: int = 0) -> str:
     words = _pg_ctl_said(stderr)
     if words in ("", "could not start server"):  # it went while starting with no FATAL line: killed, mostly
         ends = f"; its log ends: {' '.join(routine[-3:])}" if routine else ""
-        return f"it exited while starting without a FATAL line in its log (was it killed?){ends}"
+        return f"{KILLED_WHILE_STARTING} (was it killed?){ends}"
     return " ".join([words, *routine[-3:]])
 
+
+KILLED_WHILE_STARTING = "it exited while starting without a FATAL line in its log"
 
 # pg_ctl's words around every failed start, none of them a reason: "another server might be running" is said
 # whenever a postmaster.pid is left over (every start after a kill -9; a server really running says so in its
