@@ -100,6 +100,12 @@ def test_a_port_taken_after_the_check_stops_serve_with_who_took_it_not_a_restart
     line = next(line for line in output.splitlines() if line.startswith(said))
     assert "`yullu serve --port N`" in line and line.endswith("; stopping everything."), line
     assert "restarting it" not in output and "killed by" not in output, output[-3000:]
+    # Only the supervisor's sentence: uvicorn's bind error and the native abort after it ("terminate called
+    # without an active exception") printed before it, and are now in the file it names (lane fixes16).
+    last_words = tmp_path / "home" / "run" / "web-last-words.log"
+    assert f"; the web process's last lines are in {last_words}; stopping everything." in line, line
+    assert "address already in use" not in output and "terminate called" not in output, output[-3000:]
+    assert "address already in use" in last_words.read_text()
     assert not list((tmp_path / "home" / "run").glob("serve*.pid")), "stopped and cleaned up"
 
 

@@ -5,6 +5,7 @@ sentence. Real HTTP, the real embedded PostgreSQL."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 from datetime import timedelta
@@ -180,3 +181,43 @@ def test_an_event_flush_that_finds_the_database_gone_after_the_commit_is_one_lin
     assert [project for project, _folder, _name in written] == [stored.memory.project_id] * kept
     assert not OutboxEvent.objects.exists()
     assert len(list((repo / ".yullu" / "logs").rglob("*.json"))) == kept
+
+
+class _Reachable:
+    """The supervisor's view of a database that is up, for _on_exit (yullu_cli.supervised.Database)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+
+    def reachable(self) -> bool:
+        return True
+
+
+def test_a_web_process_that_fails_to_bind_for_another_reason_still_shows_its_last_lines_first(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The lines after uvicorn's bind error are held until the supervisor knows why the process ended: with no
+    other process on the port (here a bind refused for another reason), they are printed, in their order, before
+    the supervisor's own line; nothing goes to the file."""
+    import sys
+    import time
+
+    from yullu_cli import supervised
+
+    port = free_port()  # free: nobody took it
+    fails = (
+        "import sys; print('INFO:     Application startup complete.', file=sys.stderr, flush=True);"
+        f"print(\"ERROR:    [Errno 99] error while attempting to bind on address ('10.9.9.9', {port}): cannot assign "
+        "requested address\", file=sys.stderr, flush=True); print('terminate called', file=sys.stderr); sys.exit(1)"
+    )
+    web = supervised.Child("web", [sys.executable, "-c", fails], dict(os.environ), listens_on=("127.0.0.1", port))
+    web.start()
+    assert web.proc is not None
+    web.proc.wait(timeout=60)
+    supervised._on_exit(web, time.monotonic(), _Reachable(tmp_path))  # type: ignore[arg-type]
+    err = capfd.readouterr().err
+    startup, bind, abort = err.index("startup complete"), err.index("[Errno 99]"), err.index("terminate called")
+    ours = err.index("yullu: the web process (pid")
+    assert startup < bind < abort < ours, err
+    assert "exited with code 1" in err[ours:] and "restarting it" in err[ours:], err
+    assert not (tmp_path / "run").exists()

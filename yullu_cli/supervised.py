@@ -17,11 +17,12 @@ from typing import Any
 
 from yullu_core.env import env_str
 
+from .last_words import LastWords
 from .ports import taken_since
 
 
-def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+def _spawn(cmd: list[str], env: dict[str, str], stderr: int | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(cmd, env=env, stderr=stderr, start_new_session=True, preexec_fn=_die_with_parent)
 
 
 def _die_with_parent() -> None:
@@ -51,6 +52,9 @@ def stop_all(supervised: list[Child]) -> None:
     for child in children:  # anything a child left behind in its process group
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, signal.SIGKILL)
+    for c in supervised:  # the web process's last lines, read through this process, are passed on before it exits
+        if c.last_words is not None:
+            c.last_words.finish()
 
 
 def _connect(timeout: int = 5) -> Any:
@@ -301,9 +305,15 @@ class Child:
     paused: bool = False  # stopped on purpose (beat without its lock): not restarted
     config_wait: bool = False  # its restart waits for a broken config file to be fixed (said once)
     listens_on: tuple[str, int] | None = None  # the web process's host and port (a port taken meanwhile ends it)
+    last_words: LastWords | None = None  # the web process's stderr, through this supervisor
 
     def start(self) -> None:
-        self.proc = _spawn(self.cmd, self.env)
+        if self.listens_on is None:
+            self.proc = _spawn(self.cmd, self.env)
+        else:
+            self.proc = _spawn(self.cmd, self.env, stderr=subprocess.PIPE)
+            assert self.proc.stderr is not None
+            self.last_words = LastWords(self.proc.stderr)
         self.started_at = time.monotonic()
         self.restart_at = None
 
@@ -359,7 +369,11 @@ def _on_exit(child: Child, now: float, database: Database) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.proc.pid, signal.SIGKILL)  # pool processes the dead parent left behind
     if child.listens_on is not None and (taken := taken_since(*child.listens_on, ours=child.proc.pid)):
-        raise CrashLoop(f"yullu: {taken}; stopping everything.")  # no restart takes the port back
+        kept = child.last_words.taken(database.home / "run") if child.last_words else None
+        where = f"; the web process's last lines are in {kept}" if kept else ""
+        raise CrashLoop(f"yullu: {taken}{where}; stopping everything.")  # no restart takes the port back
+    if child.last_words is not None:
+        child.last_words.finish()  # its last lines before ours, as they came
     quick = now - child.started_at < START_GRACE
     full = quick and short_of_space(database.home)
     excused = full or (quick and not database.reachable())
