@@ -187,7 +187,7 @@ def test_rest_context_and_the_session_start_hook_print_the_primer(
     assert (out.returncode, out.stdout) == (0, "")
 
 
-def test_rest_context_puts_the_hinted_categories_first_without_hiding_the_others(
+def test_rest_context_puts_the_hinted_categories_next_after_the_best_without_hiding_the_others(
     live_server_url: str, owner_token: str, keyword_only: None
 ) -> None:
     import httpx
@@ -196,6 +196,7 @@ def test_rest_context_puts_the_hinted_categories_first_without_hiding_the_others
     # A gotcha sharing a word with the question: searching the hinted category alone found it and
     # never looked at the deploy memory the question needs.
     create.store_memory(resolve("ctxprefer", None), "Staging's database is wiped every night at 02:00.", "gotcha")
+    create.store_memory(resolve("ctxprefer", None), "Staging runs on a single node to keep the bill down.", "decision")
     count_tokens("warm")
 
     headers = {"Authorization": f"Bearer {owner_token}"}
@@ -208,9 +209,11 @@ def test_rest_context_puts_the_hinted_categories_first_without_hiding_the_others
     assert DEPLOY in ask(prefer_categories=["style"]).json()["context"]  # nothing relevant there: unfiltered
     hinted = ask(prefer_categories=["process"]).json()
     assert DEPLOY in hinted["context"] and "Postgres" not in hinted["context"]
-    wiped = ask(prefer_categories=["gotcha"]).json()  # the hinted category first, the answer still there
-    assert "wiped" in wiped["context"] and DEPLOY in wiped["context"]
-    assert wiped["context"].index("wiped") < wiped["context"].index(DEPLOY)
+    # The most relevant memory stays first (walk 15: a hint put first lifted a weaker memory over the answer);
+    # the hinted category's come next, before the other relevant ones.
+    for hint, second, third in (("gotcha", "wiped", "single node"), ("decision", "single node", "wiped")):
+        text = ask(prefer_categories=[hint]).json()["context"]
+        assert text.index(DEPLOY) < text.index(second) < text.index(third), (hint, text)
     both = ask(categories=["process"], prefer_categories=["style"])
     assert both.status_code == 400 and "prefer_categories, not both" in both.text
 

@@ -62,8 +62,8 @@ def test_build_context_takes_the_categories_rest_takes_and_gives_the_same_block(
     block = over_mcp["context"]
     if "categories" in narrowing:  # a filter: only its category
         assert DEPLOY not in block and (WIPED in block) == (narrowing["categories"] == ["gotcha"])
-    else:  # a hint: its category first, the answer still there
-        assert WIPED in block and DEPLOY in block and block.index(WIPED) < block.index(DEPLOY)
+    else:  # a hint: its category next after the most relevant memory, nothing hidden
+        assert WIPED in block and DEPLOY in block and block.index(DEPLOY) < block.index(WIPED)
 
 
 def test_build_context_refuses_categories_with_prefer_categories_in_one_sentence_on_both(
