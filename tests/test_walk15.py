@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,36 @@ def test_the_admin_add_form_says_an_empty_project_id_once(client: Client, owner:
     assert answer.status_code == 200, answer.status_code
     assert answer.context["adminform"].form.errors == {"project_id": ["project_id must not be empty."]}
     assert not Memory.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_database_outage_is_a_line_not_two_lines_a_request(
+    client: Client, owner_token: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every request answered 503 during an outage logged "WARNING yullu.api: database error: <the driver's whole
+    message>" and "ERROR django.request: Service Unavailable": 548 lines for walk 15's 35 s of kill -9s. Now one
+    line for the outage, and one every 30 s after it with how many requests were answered 503 meanwhile."""
+    from memories import api
+    from yullu_core import api_errors
+
+    def lost(*args: Any, **kwargs: Any) -> None:
+        raise OperationalError("connection failed: FATAL:  the database system is in recovery mode\nDETAIL: …")
+
+    monkeypatch.setattr(api.MemoryList, "get", lost)
+    monkeypatch.setattr(api_errors, "OUTAGE", api_errors.Outage())
+    caplog.set_level(logging.INFO)
+    for _ in range(5):
+        answer = client.get("/api/memories?project_id=acme/app", HTTP_AUTHORIZATION=f"Bearer {owner_token}")
+        assert answer.status_code == 503 and answer.json() == {"error": api_errors.UNAVAILABLE}
+    lines = [(r.name, r.levelname, r.getMessage()) for r in caplog.records if r.name in ("yullu.api", "django.request")]
+    assert lines == [
+        (
+            "yullu.api",
+            "WARNING",
+            "database error: connection failed: FATAL:  the database system is in recovery mode; requests are "
+            "answered 503 until it answers",
+        )
+    ], lines
+    api_errors.OUTAGE.said_at = time.monotonic() - api_errors.Outage.EVERY  # 30 s later
+    client.get("/api/memories?project_id=acme/app", HTTP_AUTHORIZATION=f"Bearer {owner_token}")
+    assert caplog.records[-1].getMessage().endswith("(4 more answered 503 since the last line)"), caplog.records[-1]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -17,7 +19,7 @@ from rest_framework import exceptions, parsers, status
 from rest_framework.response import Response
 
 from .arguments import not_json
-from .failures import UNAVAILABLE, translate
+from .failures import UNAVAILABLE, first_line, translate
 
 log = logging.getLogger("yullu.api")
 # Right for both kinds of client: on one's own machine `yullu token` prints the token, but a teammate
@@ -32,6 +34,30 @@ TOKEN_HELP = f"Invalid, expired, revoked or missing API token; send 'Authorizati
 # send it, and a guess matches no token ever issued, so these say nothing about tokens the sender lacks.
 TOKEN_EXPIRED = "This API token expired on {when}. " + NEW_TOKEN
 TOKEN_REVOKED = "This API token was revoked on {when}. " + NEW_TOKEN
+
+
+@dataclass
+class Outage:
+    """The web's view of a database outage: one warning line, then at most one every EVERY seconds with how many
+    requests were answered 503 meanwhile. Each such request logged two lines (this module's warning with the
+    driver's whole message, and Django's "ERROR … Service Unavailable"): 548 lines for a 35 s outage with one
+    client retrying (walk 15), where beat says one."""
+
+    EVERY = 30.0
+    said_at: float | None = None
+    quiet: int = 0  # 503s since the last line
+
+    def failed(self, exc: DatabaseError) -> None:
+        now = time.monotonic()
+        if self.said_at is not None and now - self.said_at < self.EVERY:
+            self.quiet += 1
+            return
+        meanwhile = f" ({self.quiet} more answered 503 since the last line)" if self.quiet else ""
+        log.warning("database error: %s; requests are answered 503 until it answers%s", first_line(exc), meanwhile)
+        self.said_at, self.quiet = now, 0
+
+
+OUTAGE = Outage()  # per web process
 
 
 class ServiceUnavailable(exceptions.APIException):
@@ -62,8 +88,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if (said := translate(exc)) is not None:
         return Response({"error": str(said)}, status=said.status)
     if isinstance(exc, DatabaseError):
-        log.warning("database error: %s", exc)
-        return Response({"error": ServiceUnavailable.default_detail}, status=503)
+        OUTAGE.failed(exc)
+        response = Response({"error": ServiceUnavailable.default_detail}, status=503)
+        response._has_been_logged = True  # type: ignore[attr-defined]  # said above, once per outage, not by Django
+        return response
     if isinstance(exc, exceptions.NotAuthenticated):
         exc = exceptions.NotAuthenticated(TOKEN_HELP)
     if isinstance(exc, exceptions.APIException):
