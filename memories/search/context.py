@@ -20,6 +20,7 @@ from yullu_core.tokens import count_tokens
 
 from ..anchors.checks import for_memories, stale_paths, stamp
 from ..models import CATEGORIES, EventKind, Memory
+from ..wire import HitOut
 from .merged import CATEGORIES as CATEGORY_LIST
 from .merged import QUERY, search_merged
 
@@ -189,7 +190,7 @@ def _cut_to_fit(entry: Entry, budget: int, title: str) -> Block:
     return Block()
 
 
-def preferred_after_the_best(hits: list[dict[str, Any]], preferred: set[str]) -> list[dict[str, Any]]:
+def preferred_after_the_best(hits: list[HitOut], preferred: set[str]) -> list[HitOut]:
     """`hits` (most relevant first) with the preferred categories' next after the first, relevance kept
     within each. The first stays: a hint is a guess from a word ("how do", "error", "build"), and putting its
     category first lifted a weaker memory over the answer (walk 15: over every codebase set's prompts through
