@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -168,3 +170,33 @@ def test_a_database_outage_is_a_line_not_two_lines_a_request(
     api_errors.OUTAGE.said_at = time.monotonic() - api_errors.Outage.EVERY  # 30 s later
     client.get("/api/memories?project_id=acme/app", HTTP_AUTHORIZATION=f"Bearer {owner_token}")
     assert caplog.records[-1].getMessage().endswith("(4 more answered 503 since the last line)"), caplog.records[-1]
+
+
+def test_a_command_over_a_frozen_embedded_postgres_says_so_instead_of_waiting_for_ever(tmp_path: Path) -> None:
+    """With the embedded PostgreSQL stopped (SIGSTOP), `yullu memories list` and `yullu doctor` printed nothing
+    and never returned: every command's start connects to create the database if it is missing, with no timeout,
+    and a stopped server takes the connection and says nothing. The connection now gives up after 5 s, which the
+    command says as "The database is not answering …" (yullu_core.failures)."""
+    import psycopg
+
+    from yullu_core.failures import translate
+
+    silent = socket.socket(socket.AF_UNIX)
+    silent.bind(str(tmp_path / ".s.PGSQL.5432"))
+    silent.listen(8)  # takes the connection, never answers: a stopped postmaster
+    cluster = postgres.Cluster(tmp_path, tmp_path, tmp_path, None)
+    outcome: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            postgres._create_database(cluster)
+        except BaseException as exc:  # noqa: BLE001 (what the start raised, judged below)
+            outcome.append(exc)
+
+    worker = threading.Thread(target=start, daemon=True)
+    worker.start()
+    worker.join(timeout=60)  # far above the 5 s; without the timeout it never returns
+    silent.close()
+    assert not worker.is_alive(), "the start still waits on a server that says nothing"
+    assert outcome and isinstance(outcome[0], psycopg.errors.ConnectionTimeout), outcome
+    assert str(translate(outcome[0])).startswith("The database is not answering"), translate(outcome[0])

@@ -374,10 +374,16 @@ def _tells_why(line: str) -> bool:
     return any(w in line for w in ("FATAL", "PANIC", "invalid")) and not _recovering(line)
 
 
+# Seconds a start waits for a running server to take a connection: the settings' default (connect_timeout). A
+# server stopped with SIGSTOP takes the connection and says nothing, and every command waited for ever (walk 15:
+# `yullu memories list` and `yullu doctor` silent for a minute and more, until killed).
+CONNECT_TIMEOUT = 5
+
+
 def _create_database(cluster: Cluster) -> None:
     import psycopg
 
-    with psycopg.connect(**cluster.conninfo("postgres"), autocommit=True) as conn:
+    with psycopg.connect(**cluster.conninfo("postgres"), autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{DB_NAME}"')
