@@ -101,6 +101,48 @@ def test_concurrent_callers_share_passes_and_each_gets_its_own_vector() -> None:
     assert max(len(p) for p in passes) >= 5
 
 
+def test_while_callers_come_together_a_pass_waits_for_one_arriving_after_it_began() -> None:
+    """After a pass that served two callers, the next pass waits (up to busy_wait) for a caller that queues
+    after it began; a lone caller's pass (the last one served only it) waits only `wait`."""
+    gate, entered = threading.Event(), threading.Event()
+    passes: list[list[str]] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        if not passes:
+            entered.set()
+            gate.wait(60)  # the first pass blocks until two more callers queued behind it
+        passes.append(sorted(texts))
+        return np.ones((len(texts), 2))
+
+    def taken(puts: int) -> bool:  # the model thread took every text queued so far
+        return batcher._queue.unfinished_tasks == puts and batcher._queue.qsize() == 0
+
+    batcher = Batcher(encode, max_batch=2, wait=0.0, busy_wait=60.0)
+    deadline = time.monotonic() + 60
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(batcher.embed, ["first"])
+        assert entered.wait(60)
+        together = [pool.submit(batcher.embed, [t]) for t in ("second", "third")]
+        while batcher._queue.qsize() < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        gate.set()
+        for f in [first, *together]:
+            f.result(timeout=60)
+        assert passes[1] == ["second", "third"] and batcher.callers_last_pass == 2
+        early = pool.submit(batcher.embed, ["early"])
+        while not taken(4) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        late = pool.submit(batcher.embed, ["late"])
+        early.result(timeout=60), late.result(timeout=60)
+        assert passes[2] == ["early", "late"], passes  # one pass; waiting only `wait`, "early" went alone
+        # A full pass (max_batch) goes at once; after a pass that served one caller the next waits only
+        # `wait` (0 here: were it busy_wait, "alone" would wait 60 s and the result time out).
+        assert len(pool.submit(batcher.embed, ["a", "b"]).result(timeout=30)) == 2
+        assert batcher.callers_last_pass == 1
+        assert len(pool.submit(batcher.embed, ["alone"]).result(timeout=30)) == 1
+    assert passes[-1] == ["alone"]
+
+
 def test_concurrent_callers_of_the_real_model_get_the_vector_of_their_own_text() -> None:
     embedder = get_embedder(embedders.EmbedderSpec("local", "all-MiniLM-L6-v2"))
     alone = [embedder.embed([s])[0] for s in SENTENCES]

@@ -5,7 +5,12 @@ thread running its own forward pass (and the passes fighting over the same cores
 queue their texts and one model thread runs them together: whatever queued up while the
 previous pass ran, plus whatever arrives within `wait` seconds, up to `max_batch` texts per
 pass. With one caller the only cost is that wait (1 ms); under load, 20 queries cost about
-as much as a few.
+as much as a few. While callers come together (the last pass served two or more), a pass
+waits up to `busy_wait` (10 ms) for more: a pass has a fixed cost that its texts share (the
+model's weights are read once per pass: ~2.4 of the 3.2 ms CPU of a 3-token text alone, 1.4 ms
+a text in a pass of four), and a lone caller still waits only `wait`. A text's vector does
+not depend on its batch-mates beyond float rounding (docs/decisions.md), so results are the
+same; only the CPU per text falls (docs/benchmarks.md, issue 34 round eighteen).
 """
 
 from __future__ import annotations
@@ -23,11 +28,15 @@ Encode = Callable[[list[str]], np.ndarray]
 
 
 class Batcher:
-    def __init__(self, encode: Encode, *, max_batch: int = 16, wait: float = 0.001, name: str = "embed") -> None:
+    def __init__(
+        self, encode: Encode, *, max_batch: int = 16, wait: float = 0.001, busy_wait: float = 0.01, name: str = "embed"
+    ) -> None:
         self.encode = encode
         self.name = name
         self.max_batch = max_batch
         self.wait = wait
+        self.busy_wait = busy_wait
+        self.callers_last_pass = 0  # callers the last pass served: two or more, and the next one waits busy_wait
         self.passes = 0  # forward passes run (tests and benchmarks read it)
         self._queue: queue.Queue[tuple[list[str], Future[list[np.ndarray]]]] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=f"yullu-{name}-batcher", daemon=True)
@@ -45,7 +54,7 @@ class Batcher:
         while True:
             jobs = [self._queue.get()]
             size = len(jobs[0][0])
-            deadline = time.monotonic() + self.wait
+            deadline = time.monotonic() + (self.busy_wait if self.callers_last_pass > 1 else self.wait)
             while size < self.max_batch:
                 try:
                     job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -53,6 +62,7 @@ class Batcher:
                     break
                 jobs.append(job)
                 size += len(job[0])
+            self.callers_last_pass = len(jobs)
             self._serve(jobs)
 
     def _serve(self, jobs: list[tuple[list[str], Future[list[np.ndarray]]]]) -> None:
