@@ -27,11 +27,12 @@ import math
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from pgvector import Vector
 
 from memories.search.trivial import is_acknowledgement
 from yullu_core.errors import Unavailable
@@ -40,7 +41,7 @@ from yullu_core.metrics import timed_recall
 from ..anchors import checks as anchor_checks
 from ..embedding.embedders import Embedder, embed_query, embeds, get_embedder
 from ..embedding.vector_index import vector_literal
-from ..models import CATEGORIES, Memory, MemoryVector
+from ..models import CATEGORIES, Memory
 from ..wire import HIT_FIELDS, hit_to_wire
 from . import bm25, candidates, expansion, gates, recall_log, rerank, synonyms
 from .asking import asks_about_a_choice, asks_in_general
@@ -362,12 +363,7 @@ def reworded_cosines(text: str, ids: list[int], embedder: Embedder) -> dict[int,
     # Over MAX_REWORDINGS, the first memories of `ids` (the fused order) are reworded first, not
     # whichever rows the database returned first.
     place = {mid: n for n, mid in enumerate(ids)}
-    rows = sorted(
-        MemoryVector.objects.filter(memory_id__in=ids, embedder=embedder.id).values_list(
-            "memory_id", "memory__content", "vector"
-        ),
-        key=lambda row: place[row[0]],
-    )
+    rows = sorted(_contents_and_vectors(ids, embedder.id), key=lambda row: place[row[0]])
     asked = [(mid, vec, r) for mid, content, vec in rows for r in synonyms.rewordings(text, found, content)]
     texts = list(dict.fromkeys(r for _, _, r in asked))[:MAX_REWORDINGS]
     if not texts:
@@ -376,10 +372,25 @@ def reworded_cosines(text: str, ids: list[int], embedder: Embedder) -> dict[int,
     best: dict[int, float] = {}
     for mid, vec, reworded in asked:
         if reworded in vectors:
-            memory, question = np.asarray(vec, dtype=np.float32), vectors[reworded]
+            memory, question = np.asarray(Vector._from_db(vec), dtype=np.float32), vectors[reworded]
             cosine = float(np.dot(memory, question) / (np.linalg.norm(memory) * np.linalg.norm(question) or 1.0))
             best[mid] = max(best.get(mid, -1.0), cosine)
     return best
+
+
+def _contents_and_vectors(ids: list[int], embedder_id: str) -> list[tuple[int, str, Any]]:
+    """(memory id, content, vector as the database sent it) of the memories in `ids` with a vector of this
+    embedder. Cost only (issue 34, round eighteen): the rows the ORM's values_list("memory_id",
+    "memory__content", "vector") read, in one statement without its query building, and a vector parsed
+    (by pgvector's own VectorField parser, so the same floats) only for a memory that has a rewording:
+    most questions have none."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT v.memory_id, m.content, v.vector FROM memories_memoryvector v "
+            "INNER JOIN memories_memory m ON m.id = v.memory_id WHERE v.memory_id = ANY(%s) AND v.embedder = %s",
+            [ids, embedder_id],
+        )
+        return cur.fetchall()
 
 
 EXPAND_JARGON = True  # measured on the codebase set and LoCoMo dev (docs/benchmarks.md)
@@ -443,7 +454,13 @@ def with_feedback(ordered: list[Candidate], embedder_id: str, qvec: np.ndarray |
 
 def _has_memories(project_id: str) -> bool:
     # A cached positive count saves a query; a stale one only means searching an emptied project.
-    return bm25.cached_count(project_id) > 0 or Memory.objects.filter(project_id=project_id).exists()
+    if bm25.cached_count(project_id) > 0:
+        return True
+    # Cost only (issue 34, round eighteen): Memory.objects.filter(project_id=…).exists()'s statement without the
+    # ORM's query building; asked on every retrieve of an empty personal project.
+    with connection.cursor() as cur:
+        cur.execute("SELECT 1 FROM memories_memory WHERE project_id = %s LIMIT 1", [project_id])
+        return cur.fetchone() is not None
 
 
 def rank(
