@@ -200,3 +200,20 @@ def test_a_command_over_a_frozen_embedded_postgres_says_so_instead_of_waiting_fo
     assert not worker.is_alive(), "the start still waits on a server that says nothing"
     assert outcome and isinstance(outcome[0], psycopg.errors.ConnectionTimeout), outcome
     assert str(translate(outcome[0])).startswith("The database is not answering"), translate(outcome[0])
+
+
+def test_a_frozen_embedded_postgres_is_one_sentence_at_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    """The start's connection timing out (above) is psycopg's ConnectionTimeout, not Django's OperationalError:
+    `yullu memories list` and `yullu doctor` over a stopped server printed its traceback."""
+    import psycopg
+
+    def frozen() -> None:
+        raise psycopg.errors.ConnectionTimeout("connection timeout expired")
+
+    with pytest.raises(SystemExit) as stopped:
+        main.run_guarded(frozen)
+    assert stopped.value.code == 1
+    assert capsys.readouterr().err.strip() == (
+        "yullu: the embedded PostgreSQL runs but does not answer (connection timeout expired): stopped (SIGSTOP) "
+        "or the machine overloaded; run this command again once it answers (`yullu doctor` says whether it does)."
+    )

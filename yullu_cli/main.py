@@ -38,17 +38,26 @@ def run_guarded(fn: Callable[[], object]) -> None:
         if isinstance(exc, OSError):  # a path the command was given: missing, not a folder, not writable
             where = f"{exc.filename}: " if exc.filename else ""
             fail(f"{where}{exc.strerror or exc}.")
-        if not isinstance(exc, OperationalError):
+        import psycopg
+
+        # psycopg's own too: the start's connection to the embedded server is made before Django's (walk 15: a
+        # frozen server's ConnectionTimeout was a traceback)
+        if not isinstance(exc, OperationalError | psycopg.OperationalError):
             raise
-        fail(unreachable(first_line(exc) or type(exc).__name__))
+        fail(unreachable(first_line(exc) or type(exc).__name__, silent=isinstance(said, NotAnswering)))
 
 
-def unreachable(said: str) -> str:
-    """The sentence for a database lost mid-command. The embedded one is no DATABASE_URL to check, and a
-    running `yullu serve` starts it again by itself (walk 15: a kill -9 during `yullu dream` said "start it,
-    or check DATABASE_URL")."""
+def unreachable(said: str, silent: bool = False) -> str:
+    """The sentence for a database lost mid-command, or (`silent`) one that takes the connection and says nothing.
+    The embedded one is no DATABASE_URL to check, and a running `yullu serve` starts it again by itself (walk 15:
+    a kill -9 during `yullu dream` said "start it, or check DATABASE_URL")."""
     from django.conf import settings
 
+    if getattr(settings, "DATABASE_KIND", "") == "embedded" and silent:
+        return (
+            f"the embedded PostgreSQL runs but does not answer ({said}): stopped (SIGSTOP) or the machine overloaded; "
+            "run this command again once it answers (`yullu doctor` says whether it does)."
+        )
     if getattr(settings, "DATABASE_KIND", "") == "embedded":
         return (
             f"lost the embedded PostgreSQL ({said}); a running `yullu serve` starts it again within seconds: "
