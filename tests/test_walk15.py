@@ -215,5 +215,5 @@ def test_a_frozen_embedded_postgres_is_one_sentence_at_a_terminal(capsys: pytest
     assert stopped.value.code == 1
     assert capsys.readouterr().err.strip() == (
         "yullu: the embedded PostgreSQL runs but does not answer (connection timeout expired): stopped (SIGSTOP) "
-        "or the machine overloaded; run this command again once it answers (`yullu doctor` says whether it does)."
+        "or the machine overloaded; run this command again once it answers."
     )

@@ -56,7 +56,7 @@ def unreachable(said: str, silent: bool = False) -> str:
     if getattr(settings, "DATABASE_KIND", "") == "embedded" and silent:
         return (
             f"the embedded PostgreSQL runs but does not answer ({said}): stopped (SIGSTOP) or the machine overloaded; "
-            "run this command again once it answers (`yullu doctor` says whether it does)."
+            "run this command again once it answers."
         )
     if getattr(settings, "DATABASE_KIND", "") == "embedded":
         return (
