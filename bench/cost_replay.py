@@ -12,6 +12,8 @@ Run from a checkout, with a YULLU_HOME whose server (or database) is up; runnabl
 too (it needs only those two calls), by path:
     python bench/cost_replay.py OUT.pstats [--ops 400] [--seed 1]
     python -c "import pstats; pstats.Stats('OUT.pstats').sort_stats('cumtime').print_stats(40)"
+`--plain`: no profiler (OUT is not written), and the embedding model thread's own CPU apart (`model_ms`,
+read from /proc; `bodies_ms` = the rest): the numbers to compare checkouts by (issue 34 round eighteen).
 """
 
 from __future__ import annotations
@@ -54,8 +56,20 @@ def run(project: str, op: Operation) -> None:
         create.store_memory(Scope(project, None), text, "process", [], source="mcp")
 
 
-def replay(out: Path, ops: int, seed: int) -> dict[str, float]:
-    """Profile `ops` operations into `out`; CPU ms per operation of each kind."""
+def model_thread_cpu() -> float:
+    """CPU seconds of this process's embedding batcher thread (its name starts with yullu-, ends -batcher)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name.startswith("yullu-") and thread.name.endswith("-batcher") and thread.native_id:
+            stat = Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
+def replay(out: Path, ops: int, seed: int, plain: bool = False) -> dict[str, float]:
+    """Profile `ops` operations into `out` (`plain`: no profiler, nothing written); CPU ms per operation of
+    each kind."""
     rng = random.Random(seed)
     project = f"replay-{seed}-{uuid.uuid4().hex[:6]}"
     for _ in range(SEEDED):
@@ -66,16 +80,23 @@ def replay(out: Path, ops: int, seed: int) -> dict[str, float]:
     profile = cProfile.Profile(time.process_time)
     spent = {"retrieve": 0.0, "store": 0.0}
     count = {"retrieve": 0, "store": 0}
+    model_before = model_thread_cpu()
     for op in todo:
         started = time.process_time()
-        profile.enable()
+        if not plain:
+            profile.enable()
         run(project, op)
-        profile.disable()
+        if not plain:
+            profile.disable()
         spent[op[0]] += time.process_time() - started
         count[op[0]] += 1
-    profile.dump_stats(str(out))
+    model = model_thread_cpu() - model_before
+    if not plain:
+        profile.dump_stats(str(out))
     report = {f"{k}_ms": 1000 * spent[k] / max(1, count[k]) for k in spent}
     report["all_ms"] = 1000 * sum(spent.values()) / ops
+    report["model_ms"] = 1000 * model / ops
+    report["bodies_ms"] = report["all_ms"] - report["model_ms"]
     return report
 
 
@@ -84,13 +105,14 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--ops", type=int, default=400)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--plain", action="store_true", help="no profiler; the model thread's CPU apart")
     args = parser.parse_args()
     sys.path.insert(0, os.getcwd())  # the checkout this runs from, not the installed package
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
     from yullu_cli.django_setup import setup_django
 
     setup_django()
-    report = replay(args.out, args.ops, args.seed)
+    report = replay(args.out, args.ops, args.seed, args.plain)
     print(f"{args.out}: {args.ops} operations, CPU ms/op " + ", ".join(f"{k} {v:.2f}" for k, v in report.items()))
 
 
