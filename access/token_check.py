@@ -43,9 +43,9 @@ from access.actor import Actor
 from access.auth import STAMP_EVERY_S
 from access.models import ApiToken, hash_token
 from yullu_core.failures import answer_timeout
+from yullu_core.postgres import CONNECT_TIMEOUT
 
 log = logging.getLogger("yullu.mcp")
-CONNECT_TIMEOUT = 5  # seconds, unless the settings say; a database that does not answer is 503, not a hung request
 RECONNECT_PAUSE = 2.0  # seconds after a failed connect during which checks fail at once
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 APPLICATION_NAME = "yullu-mcp-token-check"  # names the connection in pg_stat_activity
@@ -97,7 +97,7 @@ def _connection_params() -> dict[str, Any]:
     """Django's own parameters for the default database, minus its sync cursor class."""
     params = connections["default"].get_connection_params()
     params.pop("cursor_factory", None)
-    params.setdefault("connect_timeout", CONNECT_TIMEOUT)  # Django's own (settings.py) when it has one
+    params.setdefault("connect_timeout", CONNECT_TIMEOUT)  # Django's own (settings.py) when it has one: 503, not a hang
     for key, value in KEEPALIVES.items():
         params.setdefault(key, value)
     params["application_name"] = APPLICATION_NAME

@@ -64,6 +64,7 @@ def answer_timeout() -> float:
     statement with (access/token_check.py)."""
     from django.conf import settings
 
+    # settings.py always sets it (postgres.CONNECT_TIMEOUT, not imported here: postgres reads this module)
     return float(settings.DATABASES["default"]["OPTIONS"].get("connect_timeout", 5))
 
 

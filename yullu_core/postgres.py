@@ -374,9 +374,9 @@ def _tells_why(line: str) -> bool:
     return any(w in line for w in ("FATAL", "PANIC", "invalid")) and not _recovering(line)
 
 
-# Seconds a start waits for a running server to take a connection: the settings' default (connect_timeout). A
-# server stopped with SIGSTOP takes the connection and says nothing, and every command waited for ever (walk 15:
-# `yullu memories list` and `yullu doctor` silent for a minute and more, until killed).
+# Seconds a connection waits for the server to answer: Django's connections' default (yullu_site/settings.py), the
+# MCP token check's and a start's. A server stopped with SIGSTOP takes the connection and says nothing, and every
+# command waited for ever (walk 15: `yullu memories list` and `yullu doctor` silent for a minute and more).
 CONNECT_TIMEOUT = 5
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from csp.constants import NONE, SELF
 
 from yullu_core import config as yconfig
+from yullu_core import postgres as pg
 from yullu_core.database import database_settings
 from yullu_core.env import env_bool, env_choice, env_str
 from yullu_core.paths import create_once, ensure_home
@@ -145,7 +146,7 @@ _db["OPTIONS"].setdefault("prepare_threshold", 1_000_000)
 # A database that takes the connection and never answers (a stopped postmaster, a firewall dropping
 # packets) is "unavailable" after this many seconds; libpq's default waits for ever, so every request,
 # /api/status included, hung. The MCP token check uses the same bound (access/token_check.py).
-_db["OPTIONS"].setdefault("connect_timeout", 5)
+_db["OPTIONS"].setdefault("connect_timeout", pg.CONNECT_TIMEOUT)
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
