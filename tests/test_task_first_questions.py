@@ -75,3 +75,42 @@ def test_the_hook_injects_the_answer_to_a_question_after_a_general_worded_task(
         assert answer in injected(prompt), prompt
     for prompt in [*STILL_GENERAL, *LONG_GENERAL, *ELSEWHERE]:
         assert injected(prompt) == "", prompt
+
+
+# A long task whose wording alone reads as general ("x vs y", "write a …"), its question in a clause no rule
+# reads as one: the task's wording weighs less than a general question's (asking.TASK_GENERALITY), so a
+# memory that clearly answers it still comes back (issue 34, round nineteen).
+MONEY = (
+    "The rating engine computes premiums with BigDecimal and MathContext.DECIMAL64, never double: float rounding "
+    "broke policy totals."
+)
+TASK_WORDED = {
+    "implement monthly premium calculation for the new pet product in the rating engine, double vs BigDecimal "
+    "doesnt matter much right? just need something quick for the demo": "BigDecimal",
+}
+
+
+def test_a_long_task_reads_less_general_than_a_general_question() -> None:
+    for prompt in TASK_WORDED:
+        assert asking.generality(prompt) == asking.TASK_GENERALITY, prompt
+    # a short "x vs y" and a general question's own wording keep the full weight, a project question none
+    assert asking.generality("grpc unary vs server streaming") == 1.0
+    assert (
+        asking.generality("explain how postgres MVCC works. what is vacuum in general and why does it matter?") == 1.0
+    )
+    for prompt in [*STILL_GENERAL, *LONG_GENERAL]:  # a request alone ("write me a celery task …"): still general
+        assert asking.generality(prompt) > 0, prompt
+    assert asking.generality("write a python helper for the billing page, where do i read the toggles from?") == 0.0
+
+
+@pytest.mark.slow
+def test_the_hook_injects_a_clear_answer_to_a_long_task_worded_in_general(
+    live_server_url: str, owner_token: str
+) -> None:
+    scope = resolve("acme/taskworded", None)
+    for fact in [*FACTS, MONEY]:
+        create.store_memory(scope, fact, "process")
+    for prompt, answer in TASK_WORDED.items():
+        assert answer in hook_context(live_server_url, owner_token, scope.project_id, prompt), prompt
+    for prompt in [*STILL_GENERAL, *LONG_GENERAL, *ELSEWHERE]:
+        assert hook_context(live_server_url, owner_token, scope.project_id, prompt) == "", prompt

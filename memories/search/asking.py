@@ -16,6 +16,7 @@ import re
 
 from . import synonyms
 from .focus import asks, clauses_of
+from .rerank import MIN_PROMPT_WORDS
 
 _WORD = r"[\w.+#-]+"
 _APOS = "['\u2019]"
@@ -155,6 +156,26 @@ def asks_in_general(query: str, choice: bool | None = None) -> bool:
     if _general(query):
         return True
     return _cued(TASK, query) and not _asks_on_its_own(query)
+
+
+# How general a long prompt reads when only a task's wording says so (TASK: "write a …", "explain", "x vs y"),
+# against 1 for a general question's own wording. A task typed to an assistant is first of all a task on the
+# project, and its question may sit in a clause no rule reads ("… double vs BigDecimal doesn't matter much
+# right?"): on 29 codebase files the full weight kept 11 of 36 such long prompts' answers out, for 3 of 350
+# long prompts without an answer (issue 34, round nineteen, docs/benchmarks.md). A short prompt keeps the full
+# weight: "grpc unary vs server streaming" is a general question as often as "stg vs int models" is ours.
+TASK_GENERALITY = 0.6
+
+
+def generality(query: str, choice: bool | None = None) -> float:
+    """How strongly `query` reads as a general-knowledge question (0 to 1), the relevance gate's feature:
+    1 for a general question's wording, TASK_GENERALITY for a long prompt (one judged by its clauses,
+    rerank.MIN_PROMPT_WORDS) that is general only by its task's wording, 0 for a question about the project."""
+    if not asks_in_general(query, choice):
+        return 0.0
+    if len(query.split()) < MIN_PROMPT_WORDS or DISOWNED.search(query) or _general(query):
+        return 1.0
+    return TASK_GENERALITY
 
 
 def asks_about_a_choice(query: str) -> bool:

@@ -41,7 +41,8 @@ class Judged:
     w_cosine × cosine + w_coverage × coverage + w_general × general + bias), fitted (logistic
     regression) on the tuning split of the codebase set with bench/calibrate.py, so p reads as how
     likely the memory answers the question. `general` is 1 when the prompt reads as a
-    general-knowledge question (asking.asks_in_general: "postgres vs mysql", "what is htmx"): the
+    general-knowledge question (asking.generality: "postgres vs mysql", "what is htmx"; less for a long
+    prompt that reads so only by its task's wording): the
     cross-encoder and cosine rate those as well answered by the memory naming the technology as a
     real question about the project. A candidate is returned when p ≥ threshold.
 
@@ -82,12 +83,12 @@ class Judged:
     w_entity: float = 0.0
     entity_floor: float = -9.0
 
-    def probability(self, logit: float, c: Candidate, general: bool = False, entity: bool = False) -> float:
+    def probability(self, logit: float, c: Candidate, general: float = 0.0, entity: bool = False) -> float:
         z = self.w_logit * logit + self.w_cosine * (c.similarity or 0.0) + self.w_coverage * c.coverage + self.bias
         z += self.w_general * general + self.w_entity * entity
         return 1.0 / (1.0 + math.exp(-z))
 
-    def settled(self, c: Candidate, general: bool = False, named: bool = False, clauses: bool = False) -> bool | None:
+    def settled(self, c: Candidate, general: float = 0.0, named: bool = False, clauses: bool = False) -> bool | None:
         """True / False when the first stage's evidence decides alone, None when the model must judge.
         `named`: the candidate shares a product's name with a short question, so `entity` may be 1.
         `clauses`: the prompt is judged by its clauses (its floor is clause_min_cosine)."""
@@ -156,12 +157,12 @@ def configured_floor(retrieval: dict[str, Any] | None = None) -> float | None:
 
 
 def judged_test(
-    query: str, ordered: list[Candidate], gate: Judged, general: bool = False, choice: bool | None = None
+    query: str, ordered: list[Candidate], gate: Judged, general: float = 0.0, choice: bool | None = None
 ) -> Callable[[Candidate], bool]:
     """The calibrated gate over the first `gate.depth` candidates: the ones whose cosine and coverage
     do not settle it are judged by the cross-encoder, in one batch (cached per question and text).
     `general`: the prompt as typed (a long paste: its question, focus.py), before shorthand is spelled
-    out, reads as a general-knowledge question (asking.asks_in_general). `choice`: the prompt asks about a
+    out, reads as a general-knowledge question (asking.generality, 0 to 1). `choice`: the prompt asks about a
     choice made (asking.asks_about_a_choice), when the caller has read it already.
     A candidate without a vector yet (backfill pending) is kept on its keyword evidence, as before."""
     top = [c for c in ordered[: gate.depth] if c.similarity is not None]

@@ -44,7 +44,7 @@ from ..embedding.vector_index import vector_literal
 from ..models import CATEGORIES, Memory
 from ..wire import HIT_FIELDS, hit_to_wire
 from . import bm25, candidates, expansion, gates, recall_log, rerank, synonyms
-from .asking import asks_about_a_choice, asks_in_general
+from .asking import asks_about_a_choice, generality
 from .candidates import Candidate, SearchResult
 from .focus import focus
 from .gates import DEFAULT_GATE, Gate, Judged, configured_floor, gate_for, judged_test, relevance_test
@@ -250,7 +250,7 @@ def _ranked(
             # Read once for both (CHOICE ran twice per prompt), of the prompt as typed: the shorthand's words
             # search_text appends name no choice ("over", "not", "instead of"), so `text` reads the same.
             choice = asks_about_a_choice(query)
-            general = asks_in_general(query, choice)
+            general = generality(query, choice)
             test = judged_test(text, *within_reach(ordered, undemoted, gate), general, choice)
             return Ranked(
                 closest_first(text, ordered[: gate.depth], test, gate, embedder) + ordered[gate.depth :], test
