@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import threading
 import time
@@ -147,29 +148,25 @@ def test_a_database_outage_is_a_line_not_two_lines_a_request(
     message>" and "ERROR django.request: Service Unavailable": 548 lines for walk 15's 35 s of kill -9s. Now one
     line for the outage, and one every 30 s after it with how many requests were answered 503 meanwhile."""
     from memories import api
-    from yullu_core import api_errors
+    from yullu_core import api_errors, outage
 
     def lost(*args: Any, **kwargs: Any) -> None:
         raise OperationalError("connection failed: FATAL:  the database system is in recovery mode\nDETAIL: …")
 
     monkeypatch.setattr(api.MemoryList, "get", lost)
-    monkeypatch.setattr(api_errors, "OUTAGE", api_errors.Outage())
+    monkeypatch.setattr(outage, "DATABASE", outage.Outage(logging.getLogger("yullu.database")))
     caplog.set_level(logging.INFO)
     for _ in range(5):
         answer = client.get("/api/memories?project_id=acme/app", HTTP_AUTHORIZATION=f"Bearer {owner_token}")
         assert answer.status_code == 503 and answer.json() == {"error": api_errors.UNAVAILABLE}
-    lines = [(r.name, r.levelname, r.getMessage()) for r in caplog.records if r.name in ("yullu.api", "django.request")]
-    assert lines == [
-        (
-            "yullu.api",
-            "WARNING",
-            "database error: connection failed: FATAL:  the database system is in recovery mode; requests are "
-            "answered 503 until it answers",
-        )
-    ], lines
-    api_errors.OUTAGE.said_at = time.monotonic() - api_errors.Outage.EVERY  # 30 s later
+    names = ("yullu.api", "yullu.database", "django.request")
+    lines = [(r.name, r.levelname, r.getMessage()) for r in caplog.records if r.name in names]
+    assert len(lines) == 1 and lines[0][:2] == ("yullu.database", "WARNING"), lines
+    said = "the database is not answering: connection failed: FATAL:  the database system is in recovery mode "
+    assert re.fullmatch(re.escape(said) + r"\(1 request failed since \d\d:\d\d:\d\d\)", lines[0][2]), lines
+    outage.DATABASE.said_at = time.monotonic() - outage.REMIND_EVERY_S  # 30 s later
     client.get("/api/memories?project_id=acme/app", HTTP_AUTHORIZATION=f"Bearer {owner_token}")
-    assert caplog.records[-1].getMessage().endswith("(4 more answered 503 since the last line)"), caplog.records[-1]
+    assert "(6 requests failed since " in caplog.records[-1].getMessage(), caplog.records[-1]
 
 
 def test_a_command_over_a_frozen_embedded_postgres_says_so_instead_of_waiting_for_ever(tmp_path: Path) -> None:

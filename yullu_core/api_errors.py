@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -18,8 +16,9 @@ from django.views import defaults
 from rest_framework import exceptions, parsers, status
 from rest_framework.response import Response
 
+from . import outage
 from .arguments import not_json
-from .failures import UNAVAILABLE, first_line, translate
+from .failures import UNAVAILABLE, NotAnswering, translate
 
 log = logging.getLogger("yullu.api")
 # Right for both kinds of client: on one's own machine `yullu token` prints the token, but a teammate
@@ -34,30 +33,6 @@ TOKEN_HELP = f"Invalid, expired, revoked or missing API token; send 'Authorizati
 # send it, and a guess matches no token ever issued, so these say nothing about tokens the sender lacks.
 TOKEN_EXPIRED = "This API token expired on {when}. " + NEW_TOKEN
 TOKEN_REVOKED = "This API token was revoked on {when}. " + NEW_TOKEN
-
-
-@dataclass
-class Outage:
-    """The web's view of a database outage: one warning line, then at most one every EVERY seconds with how many
-    requests were answered 503 meanwhile. Each such request logged two lines (this module's warning with the
-    driver's whole message, and Django's "ERROR … Service Unavailable"): 548 lines for a 35 s outage with one
-    client retrying (walk 15), where beat says one."""
-
-    EVERY = 30.0
-    said_at: float | None = None
-    quiet: int = 0  # 503s since the last line
-
-    def failed(self, exc: DatabaseError) -> None:
-        now = time.monotonic()
-        if self.said_at is not None and now - self.said_at < self.EVERY:
-            self.quiet += 1
-            return
-        meanwhile = f" ({self.quiet} more answered 503 since the last line)" if self.quiet else ""
-        log.warning("database error: %s; requests are answered 503 until it answers%s", first_line(exc), meanwhile)
-        self.said_at, self.quiet = now, 0
-
-
-OUTAGE = Outage()  # per web process
 
 
 class ServiceUnavailable(exceptions.APIException):
@@ -86,12 +61,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, DjangoValidationError):
         return Response({"error": " ".join(exc.messages)}, status=400)
     if (said := translate(exc)) is not None:
-        return Response({"error": str(said)}, status=said.status)
+        if not isinstance(said, NotAnswering):
+            return Response({"error": str(said)}, status=said.status)
+        return _outage(exc, str(said))
     if isinstance(exc, DatabaseError):
-        OUTAGE.failed(exc)
-        response = Response({"error": ServiceUnavailable.default_detail}, status=503)
-        response._has_been_logged = True  # type: ignore[attr-defined]  # said above, once per outage, not by Django
-        return response
+        return _outage(exc, ServiceUnavailable.default_detail)
     if isinstance(exc, exceptions.NotAuthenticated):
         exc = exceptions.NotAuthenticated(TOKEN_HELP)
     if isinstance(exc, exceptions.APIException):
@@ -104,6 +78,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     error_id = uuid.uuid4().hex[:12]
     log.exception("unexpected error %s", error_id)
     return Response({"error": f"Internal error (id {error_id}); see the server log."}, status=500)
+
+
+def _outage(exc: Exception, sentence: str) -> Response:
+    """A 503 for a database that is gone or silent: counted into the web's outage, which logs it (once, then a
+    reminder every 30 s), and not logged again by Django ("ERROR … Service Unavailable" per request)."""
+    outage.DATABASE.failed(exc)
+    response = Response({"error": sentence}, status=503)
+    response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
 
 
 class JSONParser(parsers.JSONParser):

@@ -17,8 +17,9 @@ from django.db import DatabaseError, close_old_connections
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from . import outage
 from .errors import UserError
-from .failures import UNAVAILABLE, translate
+from .failures import UNAVAILABLE, NotAnswering, translate
 
 log = logging.getLogger("yullu.mcp")
 T = TypeVar("T")
@@ -58,10 +59,10 @@ async def run(fn: Callable[[], dict[str, Any]]) -> CallToolResult:
     except UserError as exc:
         return error(str(exc))
     except DatabaseError as exc:
-        if (said := translate(exc)) is not None:
-            return error(str(said))
-        log.warning("database error in tool: %s", exc)
-        return error(UNAVAILABLE)
+        said = translate(exc)
+        if said is None or isinstance(said, NotAnswering):
+            outage.DATABASE.failed(exc)  # one line for the outage, not one per call (yullu_core.outage)
+        return error(str(said) if said is not None else UNAVAILABLE)
     except Exception as exc:
         if (said := translate(exc)) is not None:  # a full disk
             return error(str(said))

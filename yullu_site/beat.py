@@ -58,7 +58,7 @@ class ClockSafeScheduler(DatabaseScheduler):
         failures = OUTAGE.failures
         changed: bool = super().schedule_changed()
         if OUTAGE.failures == failures:
-            OUTAGE.reached_database()
+            OUTAGE.answered()
         return changed
 
     def _clock_went_back(self, heap: list[Any]) -> bool:

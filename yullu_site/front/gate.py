@@ -22,6 +22,7 @@ from access import ratelimit
 from access.actor import ACTOR_KEY
 from access.auth import bearer_from_header, refusal
 from access.token_check import TokenChecker
+from yullu_core import outage
 from yullu_core.failures import database_refusal
 
 ASGIScope = dict[str, Any]
@@ -128,7 +129,10 @@ class Gate:
             try:
                 refusal = await check_token(self.tokens, scope)
             except psycopg.Error as exc:
-                await send_json(send, *database_refusal(exc))
+                status, sentence = database_refusal(exc)
+                if status == 503:  # counted into the web's outage, which says it (yullu_core.outage)
+                    outage.DATABASE.failed(exc)
+                await send_json(send, status, sentence)
                 return
             if refusal is not None:
                 await send_json(send, refusal.status, refusal.error, refusal.headers)

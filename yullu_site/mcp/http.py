@@ -8,7 +8,6 @@ every request is self-contained (sampling then falls back to the configured reas
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -17,12 +16,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from access.origins import HOST_REFUSED, allowed_origins, host_allowed, origin_allowed
 from access.token_check import TokenChecker
+from yullu_core import outage
 from yullu_core.env import env_bool
 from yullu_core.failures import database_refusal
 from yullu_site.front.gate import check_token, headers_of, send_json
 from yullu_site.mcp.transport import streamable_http_app
 
-log = logging.getLogger("yullu.mcp")
 # ASGI's types, for this module and yullu_site.asgi. Named ASGIScope: memories.scope.Scope is the
 # project a memory belongs to, a different thing.
 ASGIScope = dict[str, Any]
@@ -78,8 +77,9 @@ class TokenAuth:
             # deactivated user is refused at once, in every process (no per-process token cache).
             refusal = await check_token(self.tokens, scope)
         except psycopg.Error as exc:
-            log.warning("token check failed, database unavailable: %s", exc)
             status, sentence = database_refusal(exc)
+            if status == 503:  # gone or silent: one line for the outage, not one per request (yullu_core.outage)
+                outage.DATABASE.failed(exc)
             await refuse(send, status, sentence)
             return
         if refusal is None:

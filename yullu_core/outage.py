@@ -1,0 +1,76 @@
+"""A database outage, said the same way by every process that meets one: one line at the first failure, a reminder
+at most every REMIND_EVERY_S while failures go on, one line when the database answers again.
+
+    the database is not answering: <the driver's first line> (1 request failed since 14:20:03)
+    the database is not answering: <…> (57 requests failed since 14:20:03)          (30 s later, if still failing)
+    the database answers again after 35 s, 58 requests failed
+
+The web (REST, MCP tools, the token checks of /mcp and of /api's front gate) counts into `DATABASE`, which the first
+new Django connection ends (`connected`, on Django's connection_created: a connect that reaches the server and its
+first statements). Beat keeps its own, ended by the first schedule check that reaches the database
+(yullu_site.monitoring.logfilters, yullu_site.beat). The duration runs from the first failure seen, not from a line.
+Before, the web said a line per request (548 for walk 15's 35 s of kill -9s), then one every 30 s and never that it
+was over; beat said it once and once when back, in its own words."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .failures import first_line
+
+REMIND_EVERY_S = 30.0
+
+
+def _requests(n: int) -> str:
+    return f"{n} request failed" if n == 1 else f"{n} requests failed"
+
+
+@dataclass
+class Outage:
+    """One process's view of one database being gone (thread-safe: the web fails in several threads at once)."""
+
+    log: logging.Logger
+    prefix: str = ""  # "beat: " where celery's own lines share the log
+    since: float | None = None  # monotonic time of this outage's first failure
+    since_clock: str = ""  # the same moment as the log shows it (local time)
+    failures: int = 0  # in this outage
+    said_at: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def failed(self, exc: BaseException | str) -> bool:
+        """Count a failure; log the outage's line when it is the first, or the reminder when REMIND_EVERY_S passed
+        since the last line. True when a line was logged."""
+        with self._lock:
+            now = time.monotonic()
+            self.failures += 1
+            if self.since is None:
+                self.since, self.since_clock = now, time.strftime("%H:%M:%S")
+            elif now - self.said_at < REMIND_EVERY_S:
+                return False
+            self.said_at = now
+            said = exc if isinstance(exc, str) else first_line(exc) or type(exc).__name__
+            count, clock = self.failures, self.since_clock
+        line = "%sthe database is not answering: %s (%s since %s)"
+        self.log.warning(line, self.prefix, said, _requests(count), clock)
+        return True
+
+    def answered(self) -> None:
+        """The database answered: the outage, if any, is over (one line)."""
+        with self._lock:
+            if self.since is None:
+                return
+            lasted, count = time.monotonic() - self.since, self.failures
+            self.since, self.failures = None, 0
+        self.log.warning("%sthe database answers again after %.0f s, %s", self.prefix, lasted, _requests(count))
+
+
+DATABASE = Outage(logging.getLogger("yullu.database"))  # the web process's
+
+
+def connected(*args: Any, **kwargs: Any) -> None:
+    """Django's connection_created receiver (yullu_site.apps): a new connection is the database answering."""
+    DATABASE.answered()
