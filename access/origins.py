@@ -12,8 +12,10 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.http.request import split_domain_port, validate_host
+
+from yullu_core.json_body import error_response
 
 log = logging.getLogger("yullu.access")
 CHECKED_PREFIXES = ("/api/", "/metrics")
@@ -51,7 +53,7 @@ def check_host(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[
             return get_response(request)
         log.warning("refused %s for Host %r: not in [server].allowed_hosts", request.path[:200], host[:200])
         if request.path.startswith(CHECKED_PREFIXES):
-            return JsonResponse({"error": HOST_REFUSED}, status=421)
+            return error_response(HOST_REFUSED, 421)
         return HttpResponse(HOST_REFUSED + "\n", status=421, content_type="text/plain; charset=utf-8")
 
     return middleware
@@ -64,7 +66,7 @@ def check_origin(get_response: Callable[[HttpRequest], HttpResponse]) -> Callabl
         origin = request.headers.get("origin", "")
         if origin and request.path.startswith(CHECKED_PREFIXES) and not origin_allowed(origin, allowed_origins()):
             message = f"requests from origin {origin[:200]} are not allowed; add it to [server].allowed_origins."
-            return JsonResponse({"error": message}, status=403)
+            return error_response(message, 403)
         return get_response(request)
 
     return middleware

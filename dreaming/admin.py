@@ -8,7 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -17,6 +17,7 @@ from unfold.admin import ModelAdmin, TabularInline
 from memories.scope import validate_project_id
 from yullu_core.errors import UserError
 from yullu_core.forms import untrimmed
+from yullu_core.json_body import json_response
 from yullu_core.locks import LockKey, held
 
 from .models import DreamOp, DreamPass, DreamSchedule
@@ -114,10 +115,10 @@ class DreamPassAdmin(ModelAdmin):
             *super().get_urls(),
         ]
 
-    def status_view(self, request: HttpRequest) -> JsonResponse:
+    def status_view(self, request: HttpRequest) -> HttpResponse:
         """Polled by the Dreaming page while a pass is queued or running."""
         passes = [pass_status(p) for p in recent_passes(limit=10)]
-        return JsonResponse({"passes": passes, "running": any(p["running"] for p in passes)})
+        return json_response({"passes": passes, "running": any(p["running"] for p in passes)})
 
     def dreaming_view(self, request: HttpRequest) -> HttpResponse:
         if request.method == "POST":

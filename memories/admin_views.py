@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -17,6 +17,7 @@ from access import policy as access
 from yullu_core import settings_edit
 from yullu_core.config import ConfigError, load_for_project
 from yullu_core.errors import UserError
+from yullu_core.json_body import error_response, json_response
 
 from . import lifecycle, tallies
 from .anchors import stale as anchor_stale
@@ -364,16 +365,16 @@ def graph_view(request: HttpRequest) -> HttpResponse:
     )
 
 
-def graph_data_view(request: HttpRequest) -> JsonResponse:
+def graph_data_view(request: HttpRequest) -> HttpResponse:
     try:
         threshold = min(1.0, max(0.0, float(request.GET.get("threshold", "0.5"))))
     except ValueError:
-        return JsonResponse({"error": "threshold must be a number from 0 to 1."}, status=400)
+        return error_response("threshold must be a number from 0 to 1.", 400)
     data = admin_queries.graph(request.GET.get("project_id", ""), threshold=threshold)
     change = reverse("admin:memories_memory_change", args=[0])
     for node in data["nodes"]:
         node["url"] = change.replace("/0/", f"/{node['id']}/")
-    return JsonResponse(data)
+    return json_response(data)
 
 
 # --- stale queue (code anchors, docs/contract.md §12) ------------------------------------------------

@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import re
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +32,9 @@ NOT_ANSWERING_LINE = re.compile(r"the database is not answering: .+ \((\d+) requ
 ANSWERS_AGAIN_LINE = re.compile(r"the database answers again after (\d+) s, (\d+) requests? failed$")
 
 
-@pytest.mark.django_db(transaction=True)
-def test_the_web_says_an_outage_once_and_when_the_database_answers_again(tmp_path: Path, owner_token: str) -> None:
-    """The web said a line when an outage began (then one every 30 s with a count) and never that it was over, and
-    MCP's token check and tools a line per request; beat said both ends in its own words. Here a real web process
-    reaches the test database through a gate that is cut (REST read, REST store, MCP all answered 503) and restored:
-    one line for the outage, one when the database answers again, counting every door's failed requests."""
+@contextmanager
+def _web_through_a_gate(tmp_path: Path, token: str) -> Iterator[tuple[TcpGate, httpx.Client, Any, Path]]:
+    """A real web process (`yullu serve --role web`) reaching the test database through a TCP gate."""
     db = settings.DATABASES["default"]
     host, port = db["HOST"], int(db["PORT"] or 5432)
     gate = TcpGate(f"{host}/.s.PGSQL.{port}" if host.startswith("/") else (host, port))
@@ -46,10 +45,24 @@ def test_the_web_says_an_outage_once_and_when_the_database_answers_again(tmp_pat
     with log.open("w") as out:
         web = spawn(["-m", "yullu_cli.main", "serve", "--role", "web", "--port", site.rsplit(":", 1)[1]], env,
                     stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
-    api = httpx.Client(base_url=site, headers={"Authorization": f"Bearer {owner_token}"}, timeout=60)
-    project = {"project_id": "acme/outage"}
+    api = httpx.Client(base_url=site, headers={"Authorization": f"Bearer {token}"}, timeout=60)
     try:
         wait_ready(site, web, output=log.read_text)
+        yield gate, api, web, log
+    finally:
+        stop(web)
+        api.close()
+        gate.cut()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_web_says_an_outage_once_and_when_the_database_answers_again(tmp_path: Path, owner_token: str) -> None:
+    """The web said a line when an outage began (then one every 30 s with a count) and never that it was over, and
+    MCP's token check and tools a line per request; beat said both ends in its own words. Here a real web process
+    reaches the test database through a gate that is cut (REST read, REST store, MCP all answered 503) and restored:
+    one line for the outage, one when the database answers again, counting every door's failed requests."""
+    project = {"project_id": "acme/outage"}
+    with _web_through_a_gate(tmp_path, owner_token) as (gate, api, web, log):
         assert api.get("/api/memories", params=project).status_code == 200
         gate.cut()
         failed = [
@@ -66,10 +79,6 @@ def test_the_web_says_an_outage_once_and_when_the_database_answers_again(tmp_pat
             output=log.read_text,
         )
         wait_until(lambda: "the database answers again" in log.read_text(), "the line saying so", alive=web)
-    finally:
-        stop(web)
-        api.close()
-        gate.cut()
     text = log.read_text()
     said = [line for line in text.splitlines() if "the database" in line and "yullu.database" in line]
     assert len(said) == 2, text
@@ -125,3 +134,40 @@ def test_the_outage_reminds_every_30_s_and_its_length_runs_from_the_first_failur
         new.close()
     ends = [r for r in caplog.records if ANSWERS_AGAIN_LINE.search(r.getMessage())]
     assert len(ends) == 1, ends
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_refusal_is_the_same_bytes_from_every_door(tmp_path: Path, owner_token: str) -> None:
+    """The database gone, a REST read (its view's exception handler) answered DRF's compact `{"error":"…"}` and a
+    REST store or /api/context (the front gate, before Django) Django's spaced `{"error": "…"}`; /mcp's refusal and
+    /api/status were spaced too. Now one function writes every body (yullu_core.json_body): compact, UTF-8."""
+    from yullu_core.failures import UNAVAILABLE
+
+    project = {"project_id": "acme/bytes"}
+    with _web_through_a_gate(tmp_path, owner_token) as (gate, api, _web, _log):
+        gate.cut()
+        doors = {
+            "REST read (view)": api.get("/api/memories", params=project),
+            "REST store (front gate)": api.post("/api/memories", json={"content": "Deploys run from CI", **project}),
+            "/api/context (front gate)": api.post("/api/context", json={"budget_tokens": 500, **project}),
+        }
+        mcp = api.post("/mcp", json=MCP_HELLO, headers=MCP_HEADERS)
+        health = api.get("/api/status")
+    expected = ('{"error":"' + UNAVAILABLE + '"}').encode()
+    assert {door: (r.status_code, r.content) for door, r in doors.items()} == {door: (503, expected) for door in doors}
+    rpc = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"' + UNAVAILABLE.encode() + b'"}}'
+    assert (mcp.status_code, mcp.content) == (503, rpc)
+    assert health.status_code == 503 and b'"ready":false' in health.content and b'": ' not in health.content
+    assert {r.headers["content-type"] for r in (*doors.values(), mcp, health)} == {"application/json"}
+
+
+@pytest.mark.django_db
+def test_a_refusal_body_keeps_its_characters_and_is_compact(client: Client) -> None:
+    """A middleware's refusal (a NUL in a query parameter) and a view's error share the shape, non-ASCII as UTF-8
+    (Django's JsonResponse wrote "\\u2026")."""
+    refused = client.get("/api/memories?q=%00")
+    assert (refused.status_code, refused.content) == (400, b'{"error":"query parameters must not contain NUL bytes."}')
+    missing = client.get("/api/n\u00e9ant")
+    assert (
+        missing.status_code == 404 and missing.content == '{"error":"no such API endpoint: /api/n\u00e9ant"}'.encode()
+    )

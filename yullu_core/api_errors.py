@@ -11,14 +11,14 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.views import defaults
 from rest_framework import exceptions, parsers, status
-from rest_framework.response import Response
 
 from . import outage
 from .arguments import not_json
 from .failures import UNAVAILABLE, NotAnswering, translate
+from .json_body import error_response
 
 log = logging.getLogger("yullu.api")
 # Right for both kinds of client: on one's own machine `yullu token` prints the token, but a teammate
@@ -51,25 +51,27 @@ def _first_message(detail: Any, path: str = "") -> str:
     return f"{path}: {text}" if path else text
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse:
+    """Every REST error as `{"error": sentence}`, in the one body shape of every door (yullu_core.json_body),
+    not in DRF's rendering of a Response."""
     from .errors import UserError
 
     if isinstance(exc, UserError):
-        return Response({"error": str(exc)}, status=exc.status)
+        return error_response(str(exc), exc.status)
     if isinstance(exc, RequestDataTooBig):
-        return Response({"error": body_too_large()}, status=413)
+        return error_response(body_too_large(), 413)
     if isinstance(exc, DjangoValidationError):
-        return Response({"error": " ".join(exc.messages)}, status=400)
+        return error_response(" ".join(exc.messages), 400)
     if (said := translate(exc)) is not None:
         if not isinstance(said, NotAnswering):
-            return Response({"error": str(said)}, status=said.status)
+            return error_response(str(said), said.status)
         return _outage(exc, str(said))
     if isinstance(exc, DatabaseError):
         return _outage(exc, ServiceUnavailable.default_detail)
     if isinstance(exc, exceptions.NotAuthenticated):
         exc = exceptions.NotAuthenticated(TOKEN_HELP)
     if isinstance(exc, exceptions.APIException):
-        response = Response({"error": _first_message(exc.detail)}, status=exc.status_code)
+        response = error_response(_first_message(exc.detail), exc.status_code)
         if auth_header := getattr(exc, "auth_header", None):
             response["WWW-Authenticate"] = auth_header
         if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
@@ -77,14 +79,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         return response
     error_id = uuid.uuid4().hex[:12]
     log.exception("unexpected error %s", error_id)
-    return Response({"error": f"Internal error (id {error_id}); see the server log."}, status=500)
+    return error_response(f"Internal error (id {error_id}); see the server log.", 500)
 
 
-def _outage(exc: Exception, sentence: str) -> Response:
+def _outage(exc: Exception, sentence: str) -> HttpResponse:
     """A 503 for a database that is gone or silent: counted into the web's outage, which logs it (once, then a
     reminder every 30 s), and not logged again by Django ("ERROR … Service Unavailable" per request)."""
     outage.DATABASE.failed(exc)
-    response = Response({"error": sentence}, status=503)
+    response = error_response(sentence, 503)
     response._has_been_logged = True  # type: ignore[attr-defined]
     return response
 
@@ -121,13 +123,13 @@ def body_too_large() -> str:
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """Unknown paths under /api answer JSON like the rest of the API; elsewhere Django's page."""
     if request.path.startswith("/api/"):
-        return JsonResponse({"error": f"no such API endpoint: {request.path}"}, status=404)
+        return error_response(f"no such API endpoint: {request.path}", 404)
     return defaults.page_not_found(request, exception or Http404())
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
-        return JsonResponse({"error": "internal error; see the server log"}, status=500)
+        return error_response("internal error; see the server log", 500)
     return defaults.server_error(request)
 
 
@@ -139,7 +141,7 @@ def reject_nul_bytes(get_response: Any) -> Any:
         if any("\x00" in key or any("\x00" in v for v in values) for key, values in request.GET.lists()):
             message = "query parameters must not contain NUL bytes."
             if request.path.startswith("/api/"):
-                return JsonResponse({"error": message}, status=400)
+                return error_response(message, 400)
             return HttpResponse(message, status=400, content_type="text/plain")
         return get_response(request)
 

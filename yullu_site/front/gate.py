@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from access.auth import bearer_from_header, refusal
 from access.token_check import TokenChecker
 from yullu_core import outage
 from yullu_core.failures import database_refusal
+from yullu_core.json_body import dumps
 
 ASGIScope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -80,7 +80,7 @@ async def send_json(
 ) -> None:
     """A refusal (`{"error": …}`, or `payload`). It closes the connection: uvicorn would otherwise go on
     reading (and discarding) the rest of a body nobody wants, 100 MB of it if the client insists."""
-    body = json.dumps({"error": error} if payload is None else payload).encode()
+    body = dumps({"error": error} if payload is None else payload)  # the one body shape (yullu_core.json_body)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),

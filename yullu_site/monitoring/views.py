@@ -1,22 +1,22 @@
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from yullu_core.json_body import error_response, json_response
+
 from .health import status
 
 
 @csrf_exempt  # it changes nothing; another method is answered in JSON like the rest of /api
-def status_view(request: HttpRequest) -> JsonResponse:
+def status_view(request: HttpRequest) -> HttpResponse:
     """Public readiness probe (no auth): 200 when ready, 503 otherwise. Any other method than GET was
     Django's HTML page (a POST: the CSRF failure page, 403; found on walk 8)."""
     if request.method not in ("GET", "HEAD"):
-        return JsonResponse(
-            {"error": f"{request.method} is not allowed here; use GET."}, status=405, headers={"Allow": "GET, HEAD"}
-        )
+        return error_response(f"{request.method} is not allowed here; use GET.", 405, {"Allow": "GET, HEAD"})
     body = status()
-    response = JsonResponse(body, status=200 if body["ready"] else 503)
+    response = json_response(body, 200 if body["ready"] else 503)
     # "Not ready yet" is an answer, not a server error: polling during start-up (make run, load
     # balancers) must not print an ERROR line per probe.
     response._has_been_logged = True  # type: ignore[attr-defined]  # Django's private flag (django.utils.log)
