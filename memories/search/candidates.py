@@ -146,15 +146,26 @@ def details(ids: list[int], cosine_for: list[int], embedder_id: str, qvec: str |
     are absent."""
     if not ids:
         return {}
-    cosine = f"(v.vector::vector({dim})) <=> %s::vector({dim})" if qvec else "NULL"
+    # The cosine is a subquery on the (memory_id, embedder) unique index, evaluated only for the rows in
+    # `cosine_for`, not a LEFT JOIN (cost only; the same rows and the same floats, at most one vector a
+    # memory and embedder). Before the tables' first ANALYZE (a new database, until autovacuum's) the planner
+    # took them for nearly empty and ran the join as a nested loop rescanning the embedder's vectors once per
+    # memory: under `yullu bench load` on a fresh home 1.2-3.8 ms a call against 0.3 (docs/benchmarks.md,
+    # round nineteen).
+    cosine = (
+        f"CASE WHEN m.id = ANY(%s) THEN (SELECT (v.vector::vector({dim})) <=> %s::vector({dim}) "
+        "FROM memories_memoryvector v WHERE v.memory_id = m.id AND v.embedder = %s AND v.dim = %s) END"
+        if qvec
+        else "NULL"
+    )
     # Not prepared: a reused generic plan is chosen without the id arrays, and with statistics from
     # when the project was small it walked every current memory (`superseded_by_id IS NULL`) and
     # filtered by id: PostgreSQL CPU per operation grew with the table (docs/benchmarks.md, round four).
+    params: list[list[int] | str | int] = [cosine_for, qvec, embedder_id, dim] if qvec else []
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT m.id, {cosine}, {EPOCHS}, {SESSION_SQL} FROM memories_memory m "
-            "LEFT JOIN memories_memoryvector v ON v.memory_id = m.id AND v.embedder = %s AND v.dim = %s "
-            f"AND v.memory_id = ANY(%s) WHERE m.id = ANY(%s) AND {CURRENT_SQL}",
-            [*([qvec] if qvec else []), embedder_id, dim, cosine_for, ids],
+            f"WHERE m.id = ANY(%s) AND {CURRENT_SQL}",
+            [*params, ids],
         )
         return {mid: (None if d is None else _cosine(d), c, u, sess) for mid, d, c, u, sess in cur.fetchall()}
