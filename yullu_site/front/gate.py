@@ -77,14 +77,15 @@ async def send_json(
     error: str,
     extra: tuple[tuple[bytes, bytes], ...] = (),
     payload: dict[str, Any] | None = None,
+    close: bool = True,
 ) -> None:
-    """A refusal (`{"error": …}`, or `payload`). It closes the connection: uvicorn would otherwise go on
-    reading (and discarding) the rest of a body nobody wants, 100 MB of it if the client insists."""
+    """A refusal (`{"error": …}`, or `payload`). It closes the connection (unless `close=False`): uvicorn would
+    otherwise go on reading (and discarding) the rest of a body nobody wants, 100 MB of it if the client insists."""
     body = dumps({"error": error} if payload is None else payload)  # the one body shape (yullu_core.json_body)
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close"),
+        *([(b"connection", b"close")] if close else []),
         *extra,
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -140,12 +141,25 @@ class Gate:
         await limit_body(self.app, scope, receive, send)
 
 
-async def limit_body(app: ASGIApp, scope: ASGIScope, receive: Receive, send: Send) -> None:
-    """Run `app` with at most `body_limit(scope)` bytes of body; past it, 413 and a disconnect."""
-    limit = body_limit(scope)
+async def limit_body(
+    app: ASGIApp,
+    scope: ASGIScope,
+    receive: Receive,
+    send: Send,
+    limit: int | None = None,
+    payload: Callable[[str], dict[str, Any]] | None = None,
+    close: bool = True,
+) -> None:
+    """Run `app` with at most `limit` (else `body_limit(scope)`) bytes of body; past it, 413 and a disconnect,
+    the sentence as `payload(sentence)` when given (/mcp's JSON-RPC error), else `{"error": …}`. `close=False`
+    lets the server drain the rest of the body (bounded by an outer limit) so a client still sending it reads
+    the answer instead of a reset connection."""
+    limit = body_limit(scope) if limit is None else limit
+    sentence = too_large(limit)
+    body = None if payload is None else payload(sentence)
     declared = headers_of(scope).get("content-length", "").strip()
     if declared.isdigit() and int(declared) > limit:
-        await send_json(send, 413, too_large(limit))
+        await send_json(send, 413, sentence, payload=body, close=close)
         return
     seen = 0
     answered = False  # our 413 went out: whatever the app sends afterwards is dropped
@@ -161,7 +175,7 @@ async def limit_body(app: ASGIApp, scope: ASGIScope, receive: Receive, send: Sen
             if seen > limit:
                 answered = True
                 if not started:
-                    await send_json(send, 413, too_large(limit))
+                    await send_json(send, 413, sentence, payload=body, close=close)
                 return {"type": "http.disconnect"}
         return message
 

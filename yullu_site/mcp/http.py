@@ -12,14 +12,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import psycopg
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 
 from access.origins import HOST_REFUSED, allowed_origins, host_allowed, origin_allowed
 from access.token_check import TokenChecker
 from yullu_core import outage
 from yullu_core.env import env_bool
 from yullu_core.failures import database_refusal
-from yullu_site.front.gate import check_token, headers_of, send_json
+from yullu_site.front.gate import check_token, headers_of, limit_body, send_json
 from yullu_site.mcp.transport import streamable_http_app
 
 # ASGI's types, for this module and yullu_site.asgi. Named ASGIScope: memories.scope.Scope is the
@@ -28,6 +28,9 @@ ASGIScope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[Mapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[ASGIScope, Any, Any], Awaitable[None]]
+
+
+MCP_MESSAGE_LIMIT = DEFAULT_MAX_REQUEST_BODY_SIZE  # the SDK's (4 MB), which stays behind ours as a backstop
 
 
 def transport_security() -> TransportSecuritySettings:
@@ -83,7 +86,12 @@ class TokenAuth:
             await refuse(send, status, sentence)
             return
         if refusal is None:
-            await self.app(scope, receive, send)
+            # The SDK's own limit answers a plain-text "Request body too large" that MCP clients show as "Server
+            # returned an error response" (walk 16): ours, at the same size, says the limit as a JSON-RPC error.
+            # The connection stays open so the client reads it: yullu_site.asgi's 8 MB limit bounds the drain.
+            await limit_body(
+                self.app, scope, receive, send, limit=MCP_MESSAGE_LIMIT, payload=jsonrpc_error, close=False
+            )
             return
         await refuse(send, refusal.status, refusal.error, refusal.headers)
 
