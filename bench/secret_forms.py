@@ -31,6 +31,8 @@ from bench.secret_forms_14 import HELD_OUT_14 as HELD_OUT_14
 from bench.secret_forms_14 import HELD_OUT_14_KEEP as HELD_OUT_14_KEEP
 from bench.secret_forms_15 import HELD_OUT_15 as HELD_OUT_15
 from bench.secret_forms_15 import HELD_OUT_15_KEEP as HELD_OUT_15_KEEP
+from bench.secret_forms_16 import HELD_OUT_16 as HELD_OUT_16
+from bench.secret_forms_16 import HELD_OUT_16_KEEP as HELD_OUT_16_KEEP
 
 Gen = Callable[[random.Random], str]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench import secret_forms, secret_forms_12, secret_forms_13, secret_forms_14, secret_forms_15
+from bench import secret_forms, secret_forms_12, secret_forms_13, secret_forms_14, secret_forms_15, secret_forms_16
 from bench.secret_forms import ALNUM, HEX, URLSAFE, b64, b64_of, chars, cyrillic, full_width, zero_width
 from memories.secrets import find_secret, gitleaks, redact
 from memories.secrets.views import _scan_views
@@ -3309,3 +3309,76 @@ def test_each_form_probed_after_the_fifteenth_set_is_refused_by_its_rule(name: s
 )
 def test_the_forms_probed_after_the_fifteenth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None
+
+
+@pytest.mark.parametrize("text", [text for _, text in secret_forms_16.SECRET_TEXTS])
+def test_every_form_of_the_sixteenth_held_out_set_is_found(text: str) -> None:
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize("text", [text for _, text in secret_forms_16.KEEP_TEXTS])
+def test_the_sixteenth_held_out_sets_keepers_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+# What set sixteen's first run stored (5 of 109, secrets19), each with the rule that now reads it (stored before).
+SIXTEENTH_SET_CAUSES = {
+    "a login's pair after 'is', spaced around '/'": (
+        "Ops note: the Grafana admin login is admin / K88J43jFZ?4F",
+        "login-pair-slashed",
+    ),
+    "credentials were a pair after 'is'": ("the jenkins credentials were deploy / Wq7-pLm2xR!", "login-pair-slashed"),
+    "a safe in a room, then its combination": (
+        "the safe in the server room is 24-61-07",
+        "code-is-after-what-it-opens",
+    ),
+    "a keypad on a floor": ("the keypad on the third floor is 8-8-1-4", "code-is-after-what-it-opens"),
+    "a gate's code with its key spelled out": ("the garage gate opens with 1984 star", "code-is-after-what-it-opens"),
+    "a door's code and 'hash'": ("the back door is 4471 hash", "code-is-after-what-it-opens"),
+    "words and a number joined, in Spanish": (
+        "la contraseña del wifi es naranja-limon-77",
+        "password-told-plainly-in-other-languages",
+    ),
+    "in French, the number first": ("le mot de passe est 42-citron-vert", "password-told-plainly-in-other-languages"),
+    "a password in a YAML block scalar": ("smtp:\n  password: |\n    UzSJwZd@aiFG4x\n", "password-assigned-plainly"),
+    "a password in a folded block scalar": ("db:\n  password: >-\n    Tulpe-Garten-2024!", "password-assigned-plainly"),
+    "Redis' password in a block scalar": ("redis:\n  requirepass: >\n    Zq8vN3pLw7Kd", "secret-assignment"),
+}
+
+
+@pytest.mark.parametrize("name", SIXTEENTH_SET_CAUSES)
+def test_each_cause_of_the_sixteenth_sets_stored_secrets_is_refused_by_its_rule(name: str) -> None:
+    text, rule = SIXTEENTH_SET_CAUSES[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a login told as a pair of words, or where it is kept
+        "the login is email / password",
+        "the login is read / write",
+        "the login is admin / see vault",
+        "the account is personal / shared",
+        "credentials are username / password, as usual",
+        # a door's or a gate's number, a room's, a year
+        "the door to the server room is 2417",
+        "the door on the fourth floor is 4121",
+        "the gate opens with 1984",
+        "the gate opens at 0730",
+        "the safe in the server room is 60 cm wide",
+        "the safe in the server room is 2019 vintage",
+        "the gate opens with 2 stars on the badge",
+        # words and a number in another language that are no password
+        "la contraseña es de 12 caracteres",
+        "le mot de passe est trop-court",
+        "la contraseña es utf-8",
+        # a block scalar that holds prose, a table's cell
+        "description: |\n  Stores memories for coding assistants.\n  Searchable by meaning.",
+        "password_policy: |\n  at least 12 characters\n",
+        "| name | password: |\n|---|---|\n| ops | see vault |",
+        "script: >-\n  make test TEST_HOME=/tmp/th",
+    ],
+)
+def test_the_sixteenth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text

@@ -37,6 +37,20 @@ from .words import (
     _mysql_password,
 )
 
+# "la contraseña del wifi es naranja-limon-77": words of the language joined by `-`, `.` or `_` with a number at one
+# end, a password manager's or a person's passphrase (set sixteen). `_plain_password` reads it as a slug's name (an
+# `api-server-77` is a name in English config); right after a password's name and its verb it is the password, as
+# `password-in-prose` reads it in English.
+_WORDS_WITH_A_NUMBER = re.compile(
+    r"[^\W\d_]{3,}(?:[-._][^\W\d_]{3,})+[-._]?\d{1,6}|\d{1,6}[-._]?[^\W\d_]{3,}(?:[-._][^\W\d_]{3,})+"
+)
+
+
+def _words_joined_with_a_number(value: str) -> bool:
+    value = value.strip("'\"`.,;()*")
+    return bool(_WORDS_WITH_A_NUMBER.fullmatch(value)) and _not_placeholder(value)
+
+
 _SMALL_WORDS_JOINED = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")
 _TOKEN_RUN = re.compile(r"(?=[A-Za-z]*\d)[A-Za-z0-9]{16,}")
 _WORDS_NUMBER = re.compile(r"(?:[A-Z][a-z]{2,}){1,3}\d{2,6}[!#$%*?]?")
@@ -404,7 +418,7 @@ RULES: tuple[Rule, ...] = (
         "a password",
         re.compile(rf"(?i)(?=[{_PASSWORD_INITIALS}])(?:{_PASSWORD_WORDS})" + _TOLD_PLAINLY),
         _PASSWORD_KEYWORDS,
-        check=_plain_password,
+        check=lambda value: _plain_password(value) or _words_joined_with_a_number(value),
     ),
     # The network's name stands for its password: "the guest wifi at the Lisbon office is 'Tangerine-Vespa-88'",
     # "WLAN: Fjord-Lantern-7" (not its SSID, name, router or security mode: "wifi SSID: AcmeGuest-5G",

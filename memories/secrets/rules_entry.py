@@ -317,11 +317,14 @@ RULES: tuple[Rule, ...] = (
             r"(?i)\b(?=[sdgklbpca])(?:(safe|keypad|key ?safe|key ?box|lock ?box|padlock|combination lock|bike lock"
             r"|alarm(?: panel| system)?|burglar alarm)"
             r"|door|front door|gate|garage(?: door)?|lock|locker)(?:'s)?\b"
-            r"((?:(?!\b(?:number|no|serial|model|size|width|height|depth|weight|id|room|floor|aisle|bay|unit|terminal"
-            r"|price|clock|volume|time)\b)[^\n.;:0-9]){0,30}?)"
+            # (where a safe or a keypad sits is no number of it: "the safe in the server room is 24-61-07"; after a
+            # door or a gate, a room's or a floor's word says whose number follows: set sixteen)
+            r"((?:(?!\b(?:number|no|serial|model|size|width|height|depth|weight|id|price|clock|volume|time)\b)"
+            r"(?(1)|(?!\b(?:room|floor|aisle|bay|unit|terminal)\b))[^\n.;:0-9]){0,30}?)"
             r"(?:\s+(?:is|was)(?:\s+(?:now|still))?|\s*:|\s+(?:opens|unlocks|opened|unlocked)\s+with)\s+"
             # (after a door or a gate, digits alone when a keypad's `#` or `*` ends them: "the gate is 4471#")
-            r"(?<![\d-])(\d{1,3}(?:[- ]\d{1,3}){2,3}|(?(1)\d{4,8}|\d{4,8}(?=[#*])))"
+            # (or the key's name spelled out, a year's digits too: "the garage gate opens with 1984 star"; set sixteen)
+            r"(?<![\d-])(\d{1,3}(?:[- ]\d{1,3}){2,3}|\d{4,8}[ \t]+(?:star|hash|pound)\b|(?(1)\d{4,8}|\d{4,8}(?=[#*])))"
             r"(?![\d.,:/-]\d|\d|[ \t]*(?:%|mm|cm|m|kg|lbs?|in|inch|inches|ft|x|am|pm|h|hrs?|min|s|db|hz|khz|w|v)\b)"
         ),
         ("safe", "keypad", "lockbox", "lock box", "padlock", "lock", "door", "gate", "garage", "alarm", "locker")

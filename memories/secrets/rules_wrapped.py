@@ -173,12 +173,14 @@ RULES: tuple[Rule, ...] = (
         check=lambda value: "/" not in value and (_plain_password(value) or _told_password(value)),
     ),
     # "creds for the grafana box: jdoe / =O!4Yx2v7jEq!0": the pair spaced around `/` may hold `=` and `?` (login-pair
-    # refuses them, for a path's `admin/memories/?q=`, which has no spaces around its slash).
+    # refuses them, for a path's `admin/memories/?q=`, which has no spaces around its slash). After "is" as after a
+    # colon: "the Grafana admin login is admin / K88J43jFZ?4F" (set sixteen).
     Rule(
         "login-pair-slashed",
         "a password",
         re.compile(
-            r"(?i)\b(?=[lcsa])(?:logins?|log[ -]?in|sign[ -]?in|creds|credentials?|account)\b[^\n.:=/]{0,40}?:[ \t]*"
+            r"(?i)\b(?=[lcsa])(?:logins?|log[ -]?in|sign[ -]?in|creds|credentials?|account)\b[^\n.:=/]{0,40}?"
+            r"(?::|\s(?:is|was|are|were)\b)[ \t]*"
             rf"[\w.@+-]{{1,64}}[ \t]+/[ \t]+[\"'`]?({_TOLD_VALUE})"
         ),
         ("login", "log in", "log-in", "sign", "creds", "credential", "account"),

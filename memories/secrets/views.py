@@ -28,6 +28,10 @@ _WRAP = re.compile(
     r"|[A-Z][A-Z0-9]*_[A-Z0-9_]*=(?!=))"
     r"|([\"'`])\s*(?:\+|\.\.?|&|\|\|)?\s*\1)(?=[A-Za-z0-9+/=_-])"
 )
+# A YAML block scalar's indicator and the line break after it: `password: |` then the value indented on the next line
+# reads as `password: <value>` once they are cut (set sixteen: every rule of a name and its value reads it then). Only
+# after a mapping key's colon and space, the body indented (a markdown table's row ending in `|` starts at column 0).
+_BLOCK_SCALAR = re.compile(r"(?<=:[ \t])[ \t]*[|>][-+]?[1-9]?[ \t]*\r?\n[ \t]+(?=\S)")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?![A-Za-z0-9+/=_-])")
 _PERCENT = re.compile(r"\S*%[0-9A-Fa-f]{2}\S*")
 
@@ -58,12 +62,14 @@ _LIST_SEPARATOR = re.compile(r"(?<=[A-Za-z0-9+/=_-])([\"'])\s*,\s*\1(?=[A-Za-z0-
 
 def _separators(text: str) -> list[tuple[int, int]]:
     """The spans to cut out of `text` to join a token: line breaks and glued literals inside a long token,
-    and the separators of a list of literals joined again."""
+    a YAML block scalar's indicator, and the separators of a list of literals joined again."""
     spans = [
         m.span()
         for m in _WRAP.finditer(text)
         if _token_run(text, m.start(), -1) + _token_run(text, m.end(), 1) >= MIN_JOINED_TOKEN
     ]
+    if "|" in text or ">" in text:
+        spans += [m.span() for m in _BLOCK_SCALAR.finditer(text)]
     if ".join(" in text:
         for m in _JOINED_LIST.finditer(text):
             group = 1 if m.group(1) is not None else 4
