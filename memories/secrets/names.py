@@ -195,6 +195,8 @@ _NAMED_BY_FIELD = re.compile(
 _TOLD_PLAINLY = (
     # (a host's dots do not end the gap: "the password for db.prod is X"; a sentence's dot, before a space, does)
     rf"s?{_ABOUT}(?:\s+(?:for|of|on|at|to|für|de|del|di|da|van|voor)\s(?:[^.\n=:;]|\.(?=\w)){{0,40}}?)?"
+    # (an aside between commas or in parentheses: "the password, case sensitive, is kx8vr2plmq"; walk 15's limit)
+    r"(?:,[^,()\n.=:;]{1,40},|[ \t]*\([^()\n=:;]{1,40}\))?"
     rf"(?:\s(?:is|was|ist|est|es|é|è|lautet)(?:\s+{_ADVERB})?"
     # (a dash or an arrow too, spaced: "Password — X", "password -> X")
     rf"|\s(?:set|changed|reset) to|\s*[:=：]|\s*(?:是|は|为)|\s+(?:—|–|--?>?|=>)\s)\s*[\"'`«„“「『]?({_TOLD_VALUE})"

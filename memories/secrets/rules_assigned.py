@@ -12,6 +12,7 @@ from .phrases import _joined_words
 from .shapes import _public_der
 from .told import (
     _PASS_AFTER,
+    _PRIMITIVE_WORD,
     _PWD_AFTER,
     _VERSION,
     _basic_pair,
@@ -49,6 +50,25 @@ _WORDS_WITH_A_NUMBER = re.compile(
 def _words_joined_with_a_number(value: str) -> bool:
     value = value.strip("'\"`.,;()*")
     return bool(_WORDS_WITH_A_NUMBER.fullmatch(value)) and _not_placeholder(value)
+
+
+# A password of one word ("the ssh key passphrase for deploy@ci is tulip", 'the shared drive password is "acme"'):
+# read only where a sentence about a password's state cannot be (walk 15's limit). What a password is said to be
+# instead: its state, its kind, where it is, whose it is ("required", "case-sensitive", "rotated", "here", "mine").
+_STATE_OF_A_PASSWORD = re.compile(
+    r"(?i)(?:required|optional|mandatory|wrong|right|correct|incorrect|invalid|valid|empty|blank|unset|set|none|null"
+    r"|nil|same|different|new|old|weak|strong|long|short|secure|insecure|unknown|known|default|temporary|private"
+    r"|public|personal|shared|hidden|visible|unique|simple|complex|random|generic|standard|common|obvious|trivial"
+    r"|here|there|below|above|attached|inside|elsewhere|ready|fine|ok|okay|good|bad|gone|lost|it|this|that|what"
+    r"|mine|yours|ours|theirs|his|hers|nothing|something|anything|everything|whatever|secret|confidential|easy|hard"
+    r"|simple|plain|plaintext|cleartext|trust|peer|ident|reject|disabled|enabled|locked|unlocked|irrelevant|useless"
+    r"|the|a|an|too|not|also|still|now|then|fixed|static|dynamic|stale|fresh|current|previous|next|first|last"
+    r"|[a-z]+(?:ed|able|ible|ive|ous|ful|less|al|ic|ent|ant|ary|ory|ing|ly|ish|ise|ize))"
+)
+
+
+def _one_word_password(word: str) -> bool:
+    return not _STATE_OF_A_PASSWORD.fullmatch(word) and not _PRIMITIVE_WORD.fullmatch(word)
 
 
 _SMALL_WORDS_JOINED = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")
@@ -419,6 +439,24 @@ RULES: tuple[Rule, ...] = (
         re.compile(rf"(?i)(?=[{_PASSWORD_INITIALS}])(?:{_PASSWORD_WORDS})" + _TOLD_PLAINLY),
         _PASSWORD_KEYWORDS,
         check=lambda value: _plain_password(value) or _words_joined_with_a_number(value),
+    ),
+    # One word, after a password's name, what it is for and "is", ending the sentence ("the ssh key passphrase for
+    # deploy@ci is tulip"), or quoted after "is" with or without what it is for ('the shared drive password is
+    # "acme"'): a weak password is still one (walk 15's limit, secrets19). Not a word of its state or kind
+    # (`_STATE_OF_A_PASSWORD`), nor without what it is for when unquoted ("the password is tulip" reads as an example's
+    # as often), nor "password 'hunter2'" with no verb (an example's shape).
+    Rule(
+        "one-word-password",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[pm])(?:(?:master[ \t]+)?pass(?:word|phrase|code)|pw)\b"
+            r"(?:[ \t]+(?:for|of|on|to)[ \t]+(?:[^.\n=:;\"'`]|\.(?=\w)){1,40}?[ \t]+(?:is|was)[ \t]+([a-z]{3,20})"
+            r"(?=[ \t]*(?:[.!;]|$))"
+            r"|(?:[ \t]+(?:for|of|on|to)[ \t]+(?:[^.\n=:;\"'`]|\.(?=\w)){1,40}?)?[ \t]+(?:is|was)[ \t]+[\"'“‘]"
+            r"([A-Za-z]{3,20})[\"'”’](?=[ \t]*(?:[.!;,]|$)))"
+        ),
+        ("passw", "passphrase", "passcode", "pw"),
+        check=_one_word_password,
     ),
     # The network's name stands for its password: "the guest wifi at the Lisbon office is 'Tangerine-Vespa-88'",
     # "WLAN: Fjord-Lantern-7" (not its SSID, name, router or security mode: "wifi SSID: AcmeGuest-5G",

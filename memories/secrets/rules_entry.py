@@ -14,7 +14,7 @@ from .names import _NOT_A_PIN_BETWEEN
 from .phrases import _capitalised_phrase, _joined_words, _passphrase, _phrase_of_words
 from .shapes import _ssh_public_key
 from .told import _plain_password, _random_mixed
-from .values import _password_shaped
+from .values import _assigned_secret, _password_shaped
 
 # Capitalised words ("Correct Horse Battery Staple Seven"), words, or one value of joined words.
 _CAPITALISED = r"(?-i:(?:[A-Z][a-z]+[ \t]+){2,7}[A-Z][a-z]+(?:[ \t]+\d{1,4})?(?![ \t]+[A-Z]))"
@@ -70,6 +70,8 @@ def _strong_value(value: str) -> bool:
 
 
 # A network name's words: an SSID, not its password ("the office wifi is Acme_Guest_2024", "is Home-Net-5G").
+# A wifi's security mode or cipher, or a ticket's key: what follows "key" or "code" after a network that is no key.
+_SECURITY_MODE_OR_TICKET = re.compile(r"(?i)wpa|wep|psk|\bsae\b|personal|enterprise|tkip|\A[A-Z]{2,10}-\d+\Z")
 _NETWORK_WORD = re.compile(r"(?i)guest|office|corp|visitor|staff|public|home|net|wifi|wlan|iot|\d(?:\.\d)?g(?:hz)?\b")
 
 
@@ -286,6 +288,28 @@ RULES: tuple[Rule, ...] = (
         ("wifi", "wi-fi", "wlan"),
         check=lambda value: (
             (_strong_value(value) or _random_mixed(value.strip("'\"`"))) and not _NETWORK_WORD.search(value)
+        ),
+    ),
+    # "the office wifi is Orchard-5G and the key is BlueHeron2024", "wifi: Orchard-5G / key: BlueHeron2024": the
+    # network told first, then a key's short word (key, code, pass, pw, psk) after "and", a comma, a slash or "with",
+    # and the value (set sixteen; "the office wifi is BlueHeron2024" alone stays kept: an SSID follows "is" as often).
+    # Not a word of the network's own (a band, a security mode: "key type WPA2-PSK" is no value) nor a sentence's word
+    # without a digit ("the wifi is down, key rotation pending").
+    Rule(
+        "wifi-key-after-its-network",
+        "a password",
+        re.compile(
+            r"(?i)\b(?=[ws])(?:wi-?fi|wlan|ssid)\b[^\n]{0,60}?(?:\band\b|[,;/(]|\bwith\b)[ \t]*"
+            r"(?:(?:the|its|her|his|their|our)[ \t]+)?(?:key|code|pass|pw|psk)(?:[ \t]+(?:is|was)|[ \t]*[:=]|[ \t])"
+            + r"[ \t]*"
+            + _VALUE
+        ),
+        ("wifi", "wi-fi", "wlan", "ssid"),
+        check=lambda value: (
+            any(c.isdigit() for c in value)
+            and (_plain_password(value) or _assigned_secret(value))
+            and not _NETWORK_WORD.search(value)
+            and not _SECURITY_MODE_OR_TICKET.search(value)
         ),
     ),
     # "door: 5135", "Garage: 2580#", "keypad - 7731*": what a code opens, a colon or a dash, and its four to eight
