@@ -18,6 +18,12 @@ from .django_setup import fail, setup_django
 REFUSED_FILES = 3
 
 
+def project_options(p: argparse.ArgumentParser, cwd_help: str = "a folder of the project (default: here)") -> None:
+    """`--cwd` and `--project-id`, which name the project as MCP's and REST's cwd/project_id do."""
+    p.add_argument("--cwd", type=folder, default=os.getcwd(), help=cwd_help)
+    p.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
+
+
 def add_parsers(sub: Any) -> None:
     add_sync_parsers(sub)
     add_memory_file_parsers(sub)
@@ -35,25 +41,20 @@ def add_sync_parsers(sub: Any) -> None:
         "as the file is in the log, also in a later run that only lists it again. Exit 1: the reconcile "
         "could not run; 2: a usage error.",
     )
-    p.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder of the project (default: here)")
-    p.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
+    project_options(p)
     p.set_defaults(fn=cmd_reconcile)
 
     p = sub.add_parser("anchors", help="code anchors: memories that cite code, and whether that code changed")
     anchors_sub = p.add_subparsers(dest="anchors_command", required=True)
     c = anchors_sub.add_parser("check", help="check cited code against HEAD; exit 1 when memories are stale")
-    c.add_argument(
-        "--cwd", type=folder, default=os.getcwd(), help="a folder inside the project's git checkout (default: here)"
-    )
-    c.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
+    project_options(c, "a folder inside the project's git checkout (default: here)")
     c.add_argument("--json", action="store_true", help="print the result as JSON")
     c.set_defaults(fn=cmd_anchors_check)
 
     p = sub.add_parser("sync", help="team event log maintenance")
     sync_sub = p.add_subparsers(dest="sync_command", required=True)
     c = sync_sub.add_parser("compact", help="fold the event log into one snapshot per memory (then you commit it)")
-    c.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder of the project (default: here)")
-    c.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
+    project_options(c)
     c.add_argument("--dry-run", action="store_true", help="only count what would change")
     c.set_defaults(fn=cmd_sync_compact)
 
@@ -68,8 +69,7 @@ def add_memory_file_parsers(sub: Any) -> None:
         "counts as JSON; exits 1 when there is no reasoner, when the folder is no git checkout and nothing was "
         "recorded for it, or when the pass failed (the turns are kept).",
     )
-    p.add_argument("--cwd", type=folder, default=os.getcwd(), help="a folder of the project (default: here)")
-    p.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
+    project_options(p)
     p.set_defaults(fn=cmd_dream)
 
     p = sub.add_parser("prune", help="archive expired memories (ttl_days ran out) to rejected memories")
