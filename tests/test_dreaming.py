@@ -128,6 +128,29 @@ def test_secrets_in_ops_are_refused_and_redacted_before_the_reasoner(reasoner_st
     assert token not in json.dumps(chat_requests(reasoner_stub)[-1]["body"])
 
 
+def test_a_proposal_that_is_only_redacted_secrets_is_skipped_with_its_reason(reasoner_stub: StubServer) -> None:
+    """Walk 16: user turns pasting keys are redacted before the reasoner reads them, and a reasoner copying the
+    fact proposed `HEROKU_API_KEY=[REDACTED heroku-api-key]`: 24 of a pass's 27 creates were stored like that and
+    came back from searches about anything. A proposal that is only markers and a name is skipped, its reason
+    kept; one whose words say something around the marker is kept."""
+    key = "6a670b68-1457-188b-570f-818ebdfb5bff"
+    record_messages("acme/p", "s", [{"role": "user", "content": f"FACT: HEROKU_API_KEY={key} ENDFACT"}])
+    said = "Billing gotcha: the live key [REDACTED high-entropy-token] must never be used in tests"
+    empty = [
+        "HEROKU_API_KEY=[REDACTED heroku-api-key]",
+        "[REDACTED private-key-header][REDACTED private-key]",
+        "export OPENAI_API_KEY=[REDACTED generic-api-key]",
+    ]
+    ops = [{"op": "create", "content": c} for c in [*empty, said]]
+    reasoner_stub.chat_replies.append(json.dumps({"operations": ops}))
+    result = run_dream_pass("acme/p", reasoner=configured_reasoner())
+    assert (result["ops_created"], result["ops_skipped"]) == (1, 3), result
+    assert list(Memory.objects.values_list("content", flat=True)) == [said]
+    skipped = DreamOp.objects.filter(outcome="skipped")
+    assert sorted(skipped.values_list("content", flat=True)) == sorted(empty)
+    assert {op.detail for op in skipped} == {operations.ONLY_REDACTED}
+
+
 def test_near_duplicate_creates_become_updates_or_skips(reasoner_stub: StubServer) -> None:
     scope = resolve("acme/p", None)
     existing = create.store_memory(scope, "vec:1,0,0 Use pnpm for installs").memory
