@@ -255,3 +255,16 @@ def test_a_pass_whose_process_died_is_shown_interrupted_not_running(staff: Clien
         assert 'y-bad" data-phase>interrupted</span>' in page
         assert 'y-run" data-phase>session 2 of 3</span>' in page
         assert "session 1 of 1" not in page
+
+
+def test_the_header_keeps_a_memorys_case_and_capitalises_only_the_app_and_model(
+    staff: Client, stub_embedder: StubServer
+) -> None:
+    """Walk 16: the change page's header read `Evolve() in attrs-app …` for `evolve() in attrs-app …` (Unfold's
+    capfirst on every part of it); the app's and the model's names keep their capital."""
+    m = create.store_memory(resolve("acme/app", None), "evolve() in attrs-app copies via __init__", "gotcha").memory
+    page = staff.get(f"/admin/memories/memory/{m.pk}/change/").content.decode()
+    assert "Evolve()" not in page, page
+    header = page[page.index("chevron_right") - 2000 : page.rindex("chevron_right") + 1000]
+    assert "evolve() in attrs-app copies via __init__" in header, header
+    assert "Memories" in header, header
