@@ -112,8 +112,10 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
         raise UserError("session_id must be a non-empty string of at most 200 characters.")
     # Here, not at import: the scanner's rules cost every command ~0.5 s (docs/benchmarks.md).
     from memories.secrets import redact
+    from memories.write.validation import refuse_secrets
 
     access.require(project_id, access.WRITE)
+    refuse_secrets(project_id)  # (the turns are redacted, not refused; an id is kept whole, so a secret in it is)
     valid = [(r, redact(c)) for r, c in validate_messages(messages)]
     sid = session_id.strip()
     with transaction.atomic():

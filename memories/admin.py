@@ -124,7 +124,8 @@ class MemoryForm(forms.ModelForm):
         if self.errors:
             return data
         try:
-            validation.refuse_secrets(data["content"], *data["tags"])
+            # (the project id of a new memory too, as every write path refuses it: memories.write.create)
+            validation.refuse_secrets(data["content"], *data["tags"], "" if self.instance.pk else data["project_id"])
             data["anchors"] = [line.strip() for line in data.get("anchors_text", "").splitlines() if line.strip()]
             anchor_refs.parse_all(data["anchors"])
         except UserError as exc:

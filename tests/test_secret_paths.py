@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +221,79 @@ def test_the_held_out_sets_secrets_are_refused_on_store_update_import_reconcile_
     stub_embedder.chat_replies.append(json.dumps({"operations": [{"op": "create", "content": text}]}))
     assert run_dream_pass(scope.project_id, reasoner=configured_reasoner())["ops_skipped"] == 1
     assert list(Memory.objects.values_list("content", flat=True)) == ["The staging server is rebuilt every Monday"]
+
+
+# A secret in the project id or a tag (set sixteen's lane, secrets19): a git remote pasted with its token as the
+# project, a password as a tag. Every write path refuses it with the one sentence and stores nothing.
+REMOTE_WITH_TOKEN = f"x-access-token:{TOKEN}@github.com/acme/paths"
+SECRET_TAG = "db_password=Zq8vN3pLw7Kd"
+ONE_SENTENCE = re.compile(r"refused: the content contains [^;]+; remove it and try again \(nothing was stored\)\.")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_and_rest_refuse_a_secret_in_the_project_id_or_a_tag_with_one_sentence(
+    live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    async def mcp() -> list[tuple[bool, Any]]:
+        async with http_session(live_server_url, owner_token) as s:
+            answers = [
+                await call(s, "store_memory", content="Releases are tagged by CI", project_id=REMOTE_WITH_TOKEN),
+                await call(
+                    s, "store_memory", content="Releases are tagged by CI", project_id="acme/paths", tags=[SECRET_TAG]
+                ),
+            ]
+            _, ok = await call(s, "store_memory", content="Releases are tagged by CI", project_id="acme/paths")
+            answers.append(await call(s, "update_memory", id=ok["id"], tags=["ci", SECRET_TAG]))
+            return answers
+
+    answers = asyncio.run(mcp())
+    assert all(error and ONE_SENTENCE.search(str(text)) for error, text in answers), answers
+    assert all(TOKEN[8:] not in str(text) and "Zq8vN3pLw7Kd" not in str(text) for _, text in answers)
+    api = httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"})
+    kept = Memory.objects.get()
+    for response in (
+        api.post("/api/memories", json={"project_id": REMOTE_WITH_TOKEN, "content": "Releases are tagged by CI"}),
+        api.post("/api/memories", json={"project_id": "acme/paths", "content": "CI tags", "tags": [SECRET_TAG]}),
+        api.patch(f"/api/memories/{kept.pk}", json={"tags": [SECRET_TAG]}),
+    ):
+        assert response.status_code == 400 and ONE_SENTENCE.search(response.json()["error"]), response.text
+        assert TOKEN[8:] not in response.text and "Zq8vN3pLw7Kd" not in response.text
+    assert list(Memory.objects.values_list("project_id", "tags")) == [("acme/paths", [])]
+
+
+@pytest.mark.django_db
+def test_admin_import_dreaming_and_events_refuse_a_secret_in_the_project_id_or_a_tag(
+    client: Client, owner: Any, stub_embedder: StubServer
+) -> None:
+    client.force_login(owner)
+    added = client.post(
+        "/admin/memories/memory/add/",
+        {"project_id": REMOTE_WITH_TOKEN, "content": "Releases are tagged by CI", "category": "", "tags_text": ""},
+    )
+    assert added.status_code == 200 and ONE_SENTENCE.search(added.content.decode())
+    kept = create.store_memory(resolve("acme/paths", None), "Releases are tagged by CI").memory
+    changed = client.post(
+        f"/admin/memories/memory/{kept.pk}/change/",
+        {"project_id": "acme/paths", "content": kept.content, "category": "", "tags_text": SECRET_TAG},
+    )
+    assert changed.status_code == 200 and ONE_SENTENCE.search(changed.content.decode())
+    result = import_rows(
+        [Row(REMOTE_WITH_TOKEN, "Deploys run at noon"), Row("acme/paths", "Deploys run at noon", tags=[SECRET_TAG])],
+        ImportResult("yullu"),
+    )
+    assert (result.refused, result.created) == (2, 0)
+    assert all(ONE_SENTENCE.search(e) and TOKEN[8:] not in e for e in result.errors), result.errors
+    with pytest.raises(UserError, match=ONE_SENTENCE):
+        record_messages(REMOTE_WITH_TOKEN, "s", [{"role": "user", "content": "when do deploys run?"}])
+    assert not SessionMessage.objects.exists()
+    event = {
+        "id": "77777777-7777-4777-8777-777777777777",
+        "type": "create",
+        "memory_id": "88888888-8888-4888-8888-888888888888",
+        "ts": "2026-01-01T00:00:05Z",
+        "content": "Deploys run at noon",
+        "tags": [SECRET_TAG],
+    }
+    with pytest.raises(ValueError, match="tags: contains a credential"):  # (a teammate's file: the schema's words)
+        parse_bytes(json.dumps(event).encode())
+    assert list(Memory.objects.values_list("project_id", "tags")) == [("acme/paths", [])]

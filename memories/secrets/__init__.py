@@ -36,7 +36,10 @@ from .gitleaks import gitleaks
 from .model import Finding, Rule, entropy
 from .views import _scan_views
 
-__all__ = ["Finding", "Rule", "entropy", "find_secret", "first_secret", "gitleaks", "redact"]
+__all__ = ["REFUSAL", "Finding", "Rule", "entropy", "find_secret", "first_secret", "gitleaks", "redact"]
+
+# The one sentence every write path answers a secret with, whichever field held it (content, a tag, the project id).
+REFUSAL = "refused: the content contains {kind}; remove it and try again (nothing was stored)."
 
 
 def find_secret(text: str) -> str | None:

@@ -304,7 +304,7 @@ def _check(row: Row) -> None:
         raise UserError("no project: pass --project")
     validate_project_id(row.project_id)
     row.tags = validation.clean_tags(row.tags)
-    validation.refuse_secrets(str(row.content), *row.tags)
+    validation.refuse_secrets(str(row.content), *row.tags, row.project_id)
     row.category = validation.clean_category(row.category)  # an unknown category is an error naming the five
     row.created_at = _time(row.created_at)
     settable = _settable()

@@ -126,6 +126,9 @@ def store_memories(
     now = timezone.now()
     items = list(items)
     cleaned = [clean_item(i, now) for i in items]
+    # (the project id too: it is stored on every memory and echoed in every answer; a git remote pasted with its
+    # token, `x-access-token:ghs_…@github.com/acme/api`, is refused as in the content; secrets19)
+    refuse_secrets(scope.project_id)
     for item in cleaned:
         refuse_secrets(item.content, *item.tags)
     cited = [

@@ -165,10 +165,10 @@ def clean_category(category: Any, *, strict: bool = True) -> str | None:
 def refuse_secrets(*texts: str) -> None:
     # Imported here, by the first write: compiling the scanner's rules took ~0.5 s of every command's start,
     # since the admin's autodiscovery reaches this module (docs/benchmarks.md "Start-up of a command").
-    from ..secrets import first_secret
+    from ..secrets import REFUSAL, first_secret
 
     if kind := first_secret(*texts):
-        raise UserError(f"refused: the content contains {kind}; remove it and try again (nothing was stored).")
+        raise UserError(REFUSAL.format(kind=kind))
 
 
 def clean_importance(importance: Any) -> str | None:
