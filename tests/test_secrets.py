@@ -3452,3 +3452,42 @@ def test_each_leftover_after_walk_15_is_refused_by_its_rule(name: str) -> None:
 )
 def test_the_leftovers_after_walk_15s_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None, text
+
+
+# A probing round after set sixteen (secrets19's own, not held out): an OAuth authorization code in a redirect's URL.
+PROBED_AFTER_16 = {
+    "a code on a callback's query": (
+        "https://id.acme.io/callback?code=4/0AfJohXn8Lm2vRt9wZk4nPq7sYbHx3Jd&state=xyz",
+        "oauth-code-in-url",
+    ),
+    "after the state": (
+        "https://app.acme.io/oauth/callback?state=abc&code=Qx8pLm2vRt9wZk4nPq7sYb",
+        "oauth-code-in-url",
+    ),
+    "a hex code on an authorize path": (
+        "https://github.example/login/oauth/authorize?code=a1b2c3d4e5f6a7b8c9d0",
+        "oauth-code-in-url",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", PROBED_AFTER_16)
+def test_each_form_probed_after_the_sixteenth_set_is_refused_by_its_rule(name: str) -> None:
+    text, rule = PROBED_AFTER_16[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://app.acme.io/oauth/callback?code=200",
+        "https://app.acme.io/auth/sso?code=SUMMER2024PROMO1",
+        "https://shop.acme.io/checkout?code=Qx8pLm2vRt9wZk4nPq7sYb",
+        "https://app.acme.io/oauth/callback?error=access_denied&code=invalid_request_uri",
+        "https://app.acme.io/oauth/callback?code=<authorization_code>",
+        "GET /oauth/callback?code=AUTH_CODE_HERE&state=STATE",
+        "https://app.acme.io/oauth/callback?code=${CODE}",
+    ],
+)
+def test_the_forms_probed_after_the_sixteenth_sets_near_misses_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text

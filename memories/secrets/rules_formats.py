@@ -109,6 +109,26 @@ RULES: tuple[Rule, ...] = (
         ("=",),
         check=_query_secret,
     ),
+    # An OAuth authorization code in a redirect's query ("https://app.acme.io/oauth/callback?state=x&code=4/0AfJ…"):
+    # whoever holds it before it is redeemed gets the user's tokens. `code=` only on a callback's or an authorize
+    # path, and random (a status, a country, a promo or an error code is none: "?code=200", "/auth?code=US";
+    # secrets19).
+    Rule(
+        "oauth-code-in-url",
+        "a credential in a URL (an OAuth code)",
+        re.compile(
+            r"(?i)/[\w./-]*(?:callback|redirect|oauth2?|authori[sz]e|signin|sso)[\w./-]*\?(?:[^\s#?]*?&)?code="
+            r"([^&\s#\"'`<>]{16,})"
+        ),
+        ("code=",),
+        # (letters and digits, not a word's or a promo's capitals: "code=invalid_request_uri", "code=SUMMER2024PROMO1")
+        check=lambda value: (
+            any(c.isdigit() for c in value)
+            and any(c.isalpha() for c in value)
+            and not value.isupper()
+            and _query_secret(value)
+        ),
+    ),
     # A session cookie's value given to a client or echoed by a server: `curl -b 'sessionid=X'`, `--cookie`,
     # `Cookie: connect.sid=X`, `Set-Cookie: session=X`, PHP's `PHPSESSID=X` (who has it is logged in).
     Rule(
