@@ -75,6 +75,12 @@ def test_the_queue_filters_by_source(staff: Client, stub_embedder: StubServer) -
     assert "from an assistant" in staff.get(REVIEW + "?source=assistant").content.decode()
 
 
+def test_a_memory_added_at_the_terminal_is_a_persons(staff: Client, stub_embedder: StubServer) -> None:
+    create.store_memory(resolve("acme/u", None), "vec:1,0,0 typed at the terminal", source="cli")
+    assert "typed at the terminal" in staff.get(REVIEW + "?source=person").content.decode()
+    assert "typed at the terminal" not in staff.get(REVIEW + "?source=assistant").content.decode()
+
+
 def test_a_hook_prompt_recalled_twice_shows_once(stub_embedder: StubServer) -> None:
     create.store_memory(resolve("acme/h", None), "vec:1,0,0 Deploy with make release", "process")
     create.store_memory(resolve("acme/h", None), "vec:0,1,0 The VPN drops at midnight", "gotcha")

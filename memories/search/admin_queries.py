@@ -20,8 +20,9 @@ from ..models import EventKind, Memory, MemoryEvent, MemoryLink, RecallFeedback
 # How a memory came to be, from the `source` its create event recorded.
 SOURCES: dict[str, tuple[str, ...]] = {
     "dream": ("dream",),
-    "person": ("admin",),
-    "assistant": ("mcp", "rest", "api", "cli", "import", "hook"),
+    # `yullu memories add` is typed by a person at a terminal (walk 16 saw its memory as "from assistant").
+    "person": ("admin", "cli"),
+    "assistant": ("mcp", "rest", "api", "import", "hook"),
     "teammate": ("reconcile", "sync"),
 }
 
