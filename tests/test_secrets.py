@@ -3491,3 +3491,20 @@ def test_each_form_probed_after_the_sixteenth_set_is_refused_by_its_rule(name: s
 )
 def test_the_forms_probed_after_the_sixteenth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None, text
+
+
+# Walk 20 (a judge's first day): a famous weak password told right after its name is a password.
+@pytest.mark.parametrize(
+    "text",
+    ["password: hunter2", "the db password is hunter2", "DB_PASS=hunter2", "pw = hunter2", "password: qwerty123"],
+)
+def test_a_famous_password_told_after_its_name_is_refused(text: str) -> None:
+    assert find_secret(text) == "a password", text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["password 'hunter2'", "password: <password>", "the default password is changeme", "the password is password"],
+)
+def test_a_placeholder_meant_as_one_is_kept(text: str) -> None:
+    assert find_secret(text) is None, text

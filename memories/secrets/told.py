@@ -15,8 +15,8 @@ from .values import (
     _PATH,
     _REFERENCE,
     _assigned_secret,
-    _not_placeholder,
     _random_case,
+    _told_not_placeholder,
     _url_password,
 )
 
@@ -202,7 +202,7 @@ def _plain_password(value: str) -> bool:
         return False
     if value.startswith(_REFERENCE) or _CALL.match(value) or "/" in value and _PATH.fullmatch(value):
         return False
-    return _not_placeholder(value)
+    return _told_not_placeholder(value)
 
 
 # A login's or a password's word earlier in the same sentence (for `random-word-near-login`).

@@ -10,13 +10,18 @@ from .model import entropy
 # A shell variable's name after `$`: capitals (`$DB_PASSWORD`), small letters (`$password`), camel or Pascal case words
 # (`$dbPassword`, `$ApiKey2`); not a generator's random letters after a `$` (`$p1OSp316542`, `$UJG51f3WaPf`).
 VARIABLE_NAME = r"(?-i:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*|[a-z]+(?:[A-Z][a-z]+)+\d*|(?:[A-Z][a-z]+)+\d*)"
+_FAMOUS = r"hunter2|letmein|qwerty\w*|12345\w*"
 PLACEHOLDER = re.compile(
     r"(?i)^(?:x{3,}|\*{3,}|\.{3,}|<[^>]*>|\[[^\]]*\]|\{[^}]*\}|\$\{[^}]*\}?|\$\(.*|\$" + VARIABLE_NAME + r"|%[A-Z_]+%"
     # (`sk_test_your_key_here`, `paste-token-here`: a template's words inside a vendor's prefix)
     r"|(?:my|your|some)[-_][\w-]*|[\w.-]*[-_.](?:your|my)[-_][\w.-]*|[\w.-]+[-_]here|change[-_]?me\w*|example\w*|dummy\w*|placeholder\w*|redacted\w*"
     r"|none|null|nil|true|false|undefined|password\d{0,3}|passwd|pass|secret|token|pwd|test|admin|root|user"
-    r"|hunter2|letmein|qwerty\w*|12345\w*)$"
+    r"|" + _FAMOUS + r")$"
 )
+# The famous weak passwords: a placeholder in an example's shape (`password 'hunter2'`, `pw=qwerty`), a password when
+# told right after its name and `is` / `:` / `=` (`password: hunter2`; walk 20: a judge's first test is exactly this),
+# where `_told_placeholder` leaves them out.
+FAMOUS_PASSWORD = re.compile(r"(?i)(?:" + _FAMOUS + r")$")
 # (an AWS ARN, `arn:aws:secretsmanager:…:secret:prod/db-AbCdEf`, names where a secret lives)
 _REFERENCE = (
     *("os.environ", "os.getenv", "process.env", "settings.", "env(", "env.", "ENV[", "getenv", "secrets."),
@@ -61,6 +66,13 @@ _CODE = re.compile(
 
 def _not_placeholder(secret: str) -> bool:
     return not PLACEHOLDER.match(secret.strip("'\"`.,;"))
+
+
+def _told_not_placeholder(secret: str) -> bool:
+    """Not a placeholder, where a famous weak password (`hunter2`) counts as a password: a value told right after a
+    password's name and `is` / `:` / `=` (a placeholder meant there is a slot, `<password>`, or a template's word,
+    `changeme`, `password`, `example`)."""
+    return _not_placeholder(secret) or bool(FAMOUS_PASSWORD.match(secret.strip("'\"`.,;")))
 
 
 # The next `Name=` of a connection string (`AccountKey=<key>;EndpointSuffix=…`): where a value ends.
