@@ -3508,3 +3508,36 @@ def test_a_famous_password_told_after_its_name_is_refused(text: str) -> None:
 )
 def test_a_placeholder_meant_as_one_is_kept(text: str) -> None:
     assert find_secret(text) is None, text
+
+
+# Walk 20: a vendor's key prefix with the key's body split by spaces is the key.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the stripe key is sk_live_ hCiPD8Rjsfbc Kyrsst6AAHWD",
+        "token ghp_ 8f3kQ2xLm9 Wv7TpZr4Yb2Nc",
+        "AKIA IOSFODNN 7QXW3ZK2",
+    ],
+)
+def test_a_vendor_key_split_by_spaces_is_refused(text: str) -> None:
+    assert find_secret(text) is not None, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "keys start with sk_live_ in production",
+        "the prefix sk_test_ marks a test key",
+        "the prefix ghp_ marks GitHub tokens since 2021 in the docs",
+        "AKIA IOSFODNN7 EXAMPLE is AWS's documented example",
+        # (walk 20: a relative path of words with a file's extension is no bare key)
+        "install the dev build with adb install Build/Android/WindSafe-arm64.apk",
+        "copy Assets/Icons/AppIcon_dark-v2.png and Build/iOS/WindSafe-release.ipa",
+    ],
+)
+def test_a_vendor_prefix_in_prose_and_a_path_of_words_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+def test_a_key_with_slashes_and_dashes_is_still_refused() -> None:
+    assert find_secret("key Xk3mP9qL2vRt/Ab8Zq-Wk4r/Tm9pL7x-Qz2n") is not None

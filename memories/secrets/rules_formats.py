@@ -61,10 +61,36 @@ _ID_NAMED_JUST_BEFORE = re.compile(
 # GitHub (`ghp_`, `github_pat_` …), GitLab, Slack, Hugging Face, npm, PyPI, Stripe. gitleaks' rules also ask the
 # body to look random; a key told to a teammate is a key whatever its letters (walk 13: "the api key is sk-proj-"
 # and "Ab3" twenty times was stored). Only a placeholder's body is let through: one character repeated or x's.
-_VENDOR_KEY = re.compile(
-    r"(?<![\w-])(?:sk-([A-Za-z0-9]{20,})|(?:sk-(?:proj|svcacct|admin|ant-(?:api|admin)\d\d)-|gh[pousr]_|github_pat_"
-    r"|glpat-|xox[abposr]-|hf_|npm_|pypi-|[rs]k_(?:live|test)_)([A-Za-z0-9_-]{20,}))"
+_VENDOR_PREFIX = (
+    r"sk-(?:proj|svcacct|admin|ant-(?:api|admin)\d\d)-|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|hf_|npm_|pypi-"
+    r"|[rs]k_(?:live|test)_"
 )
+_VENDOR_KEY = re.compile(rf"(?<![\w-])(?:sk-([A-Za-z0-9]{{20,}})|(?:{_VENDOR_PREFIX})([A-Za-z0-9_-]{{20,}}))")
+# The same prefixes (and AWS's `AKIA`) with the key's body split by spaces, so that no scanner sees one token:
+# "the stripe key is sk_live_ hCiPD8Rjsfbc Kyrsst6AAHWD" (walk 20). Chunks of three characters or more, joined
+# (`_split_key_body` judges them joined); "keys start with sk_live_ in production" has no random chunk.
+_SPLIT_VENDOR_KEY = re.compile(
+    rf"(?<![\w-])(?:{_VENDOR_PREFIX}|sk-|(?-i:AKIA|ASIA))"
+    r"((?:[ \t]*[A-Za-z0-9_-]{3,})(?:[ \t]+[A-Za-z0-9_-]{3,}){1,7})"
+)
+
+
+def _split_key_body(body: str) -> bool:
+    """The chunks joined make a key's body: 16 characters or more, not a placeholder's or words', and one chunk
+    random-looking (a digit and a letter, both cases or capitals only: `hCiPD8Rjsfbc`, `IOSFODNN7`)."""
+    chunks = body.split()
+    joined = "".join(chunks)
+    if not body[:1].isspace() and len(chunks[0]) >= 20:  # (a whole key then prose: `vendor-key-prefix`'s)
+        return False
+    # (AWS's documented example, `AKIAIOSFODNN7EXAMPLE`, is kept whole, as gitleaks' allowlist keeps it)
+    if len(joined) < 16 or not _vendor_key_body(joined) or "EXAMPLE" in joined:
+        return False
+    return any(
+        any(c.isdigit() for c in chunk) and (chunk.isupper() or chunk != chunk.lower() != chunk.upper() != chunk)
+        for chunk in chunks
+    )
+
+
 _HYPHENATED_WORDS = re.compile(r"[a-z]+(?:[-_][a-z0-9]+){2,}")
 
 
@@ -81,6 +107,13 @@ RULES: tuple[Rule, ...] = (
         _VENDOR_KEY,
         ("sk-", "gh", "github_pat_", "glpat-", "xox", "hf_", "npm_", "pypi-", "k_live_", "k_test_"),
         check=_vendor_key_body,
+    ),
+    Rule(
+        "vendor-key-split",
+        "a credential (a vendor's key)",
+        _SPLIT_VENDOR_KEY,
+        ("sk-", "gh", "github_pat_", "glpat-", "xox", "hf_", "npm_", "pypi-", "k_live_", "k_test_", "akia", "asia"),
+        check=_split_key_body,
     ),
     Rule(
         "password-short-option",

@@ -15,7 +15,12 @@ from .values import _CODE, PUBLIC_KEY_PREFIXES
 
 # A path of words (`Feed/Queries/RecentActivity.graphql`): each part a word or CamelCase words, where a
 # base64 key's parts mix capitals and digits at random.
-_PATH_WORD = r"(?:[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*|[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)"
+# (a word's part may go on with small pieces after `-` or `_`, `WindSafe-arm64.apk`: a build's file, walk 20; a base64
+# key has no `-`, a URL-safe one no `/`)
+_PATH_WORD = (
+    r"(?:[A-Z]?[a-z]+(?:[A-Z][a-z]+)*\d*(?:[-_][a-z0-9]+)*|[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*"
+    r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)"
+)
 # (a path of words as code and docs spell them: `America/Vancouver`, `include/numkong/spatial/README.md`,
 # `cron_descriptor/locale/YOUR_LOCALE_CODE.mo`; a base64 key's parts mix their cases)
 _WORDS_PATH = re.compile(rf"(?:{_PATH_WORD}/)+{_PATH_WORD}(?:\.[a-z0-9]{{1,8}})?")
