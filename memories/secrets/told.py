@@ -165,6 +165,9 @@ _CODE_WORD = re.compile(
     r"|Server|Page|View|Test|Error|Exception|Helper|Util|Builder|Request|Response|Controller|Module|Plugin|Adapter"
 )
 _PRIMITIVE_WORD = re.compile(rf"(?i){_PRIMITIVE}")
+# What was done to a password with an encoding or an algorithm, its name glued on: `base64encoded`, `sha256hashed`,
+# `aes256encrypted` (walk 20's keeper: a state, not a value).
+_DONE_WITH = re.compile(rf"(?i)(?:{_PRIMITIVE}|base(?:16|32|58|64|85)|utf-?(?:8|16|32))[-_]?[a-z]{{3,}}(?:ed|ing)")
 _LETTER_DIGIT = re.compile(r"(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])")
 
 
@@ -192,7 +195,7 @@ def _plain_password(value: str) -> bool:
     # are a password, `Cobalt77Wolf`, unless a word of code is among them)
     if _name_like(value, class_names=False) and not _WORD_AND_NUMBER.fullmatch(value):
         return False
-    if _ALGORITHM.fullmatch(value) or _PRIMITIVE_WORD.fullmatch(value):
+    if _ALGORITHM.fullmatch(value) or _PRIMITIVE_WORD.fullmatch(value) or _DONE_WITH.fullmatch(value):
         return False
     if _CLASS_NAME.fullmatch(value) and (_CODE_WORD.search(value) or len(re.findall(r"[A-Z][a-z]{2,}", value)) > 2):
         return False
