@@ -3567,3 +3567,32 @@ def test_a_long_lower_case_passphrase_told_as_a_password_is_refused(text: str) -
 )
 def test_a_passwords_state_in_one_word_is_kept(text: str) -> None:
     assert find_secret(text) is None, text
+
+
+# Walk 20: a user and a password-shaped value spaced around `/` (a tag) is a login pair, with no word of logging in.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "grafana admin / Wint3r-Is-Coming-2024",
+        "the grafana login is admin / Wint3r-Is-Coming-2024",
+        "ci / Tr0ub4dor-Horse-7",
+    ],
+)
+def test_a_user_and_password_pair_is_refused(text: str) -> None:
+    assert find_secret(text) == "a password", text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "read / write",
+        "CI / CD",
+        "Q3-Roadmap-2024 / planning",
+        "release/2024-Q3-Hotfix",
+        "release / 2024-Q3-Hotfix",
+        "python3 / Python3.12-slim",
+        "arm64 / Windows11-ARM64",
+    ],
+)
+def test_a_pair_of_names_around_a_slash_is_kept(text: str) -> None:
+    assert find_secret(text) is None, text

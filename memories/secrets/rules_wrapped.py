@@ -108,6 +108,19 @@ def _host_login_value(value: str) -> bool:
     return _joined_words(value, words_alone=4) or _plain_password(value) and any(c in "!@#$%^&*+=?~" for c in value)
 
 
+_LEET_WORD = re.compile(r"[A-Za-z]\d[a-z]")  # (a letter for a digit inside a word; not `Deploy2Prod`)
+
+
+def _leet_password(value: str) -> bool:
+    """A person's password in a bare pair: 10 to 40 characters, both cases, a digit inside a word (`Wint3r`) or a
+    password's symbol (`!`, `#` …), and a password told plainly by `_plain_password` (not a version, a path, code)."""
+    if not 10 <= len(value) <= 40 or "/" in value or value == value.lower() or value == value.upper():
+        return False
+    if not (_LEET_WORD.search(value) or any(c in "!#$%&*^~?@" for c in value[1:])):
+        return False
+    return _plain_password(value)
+
+
 RULES: tuple[Rule, ...] = (
     # The Wi-Fi QR code's payload (`WIFI:T:WPA;S:HomeNet;P:X;;`): its `P:` field is the network's password
     # (`;`, `,`, `:` and `\` escaped with a backslash inside it).
@@ -185,6 +198,17 @@ RULES: tuple[Rule, ...] = (
         ),
         ("login", "log in", "log-in", "sign", "creds", "credential", "account"),
         check=lambda value: "/" not in value and not re.search(r"\?\w+=", value) and _told_secret(value),
+    ),
+    # A bare pair, a user's name spaced around `/` from a password-shaped value, with no word of logging in (a tag:
+    # "grafana admin / Wint3r-Is-Coming-2024", walk 20): the value must look like a person's password, a word with a
+    # digit inside it or a password's symbol, both cases (`_leet_password`); not "read / write", "CI / CD",
+    # "Q3-Roadmap-2024 / planning", "release/2024-Q3-Hotfix".
+    Rule(
+        "user-password-pair",
+        "a password",
+        re.compile(rf"(?<![\w./-])[a-z][\w.@+-]{{1,31}}[ \t]+/[ \t]+[\"'`]?({_TOLD_VALUE})"),
+        (" /",),
+        check=lambda value: _leet_password(value.strip("'\"`.,;()")),
     ),
     # A password manager's passphrase of words joined by `-` ("master password is arrow-alarm-eager-fever"): four
     # words or more right after a password's name and its verb (too plain for the assignment's randomness test).
