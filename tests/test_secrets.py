@@ -3496,7 +3496,16 @@ def test_the_forms_probed_after_the_sixteenth_sets_near_misses_are_kept(text: st
 # Walk 20 (a judge's first day): a famous weak password told right after its name is a password.
 @pytest.mark.parametrize(
     "text",
-    ["password: hunter2", "the db password is hunter2", "DB_PASS=hunter2", "pw = hunter2", "password: qwerty123"],
+    [
+        "password: hunter2",
+        "the db password is hunter2",
+        "DB_PASS=hunter2",
+        "pw = hunter2",
+        "password: qwerty123",
+        # no digit: still the commonest passwords there are
+        "password: letmein",
+        "the admin password is qwerty",
+    ],
 )
 def test_a_famous_password_told_after_its_name_is_refused(text: str) -> None:
     assert find_secret(text) == "a password", text

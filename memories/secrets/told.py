@@ -14,6 +14,7 @@ from .values import (
     _CODE,
     _PATH,
     _REFERENCE,
+    FAMOUS_PASSWORD,
     _assigned_secret,
     _random_case,
     _told_not_placeholder,
@@ -189,6 +190,8 @@ def _plain_password(value: str) -> bool:
     value = value.strip("'\"`.,;()*")
     if not 6 <= len(value) <= 40 or not any(c.isalpha() for c in value):
         return False
+    if FAMOUS_PASSWORD.fullmatch(value):  # `letmein`, `qwerty`: no digit, and the commonest passwords there are
+        return True
     if not any(c.isdigit() for c in value) and not _random_case(value):
         return False
     # (capitalised words and digits are a class's name elsewhere, `Cohere2ForCausalLM`; right after "password:" they
