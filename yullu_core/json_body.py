@@ -24,10 +24,6 @@ def dumps(payload: Any) -> bytes:
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").encode()
 
 
-def error_body(sentence: str) -> bytes:
-    return dumps({"error": sentence})
-
-
 def json_response(payload: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> HttpResponse:
     return HttpResponse(dumps(payload), status=status, content_type=CONTENT_TYPE, headers=headers)
 

@@ -130,15 +130,21 @@ class Gate:
             try:
                 refusal = await check_token(self.tokens, scope)
             except psycopg.Error as exc:
-                status, sentence = database_refusal(exc)
-                if status == 503:  # counted into the web's outage, which says it (yullu_core.outage)
-                    outage.DATABASE.failed(exc)
-                await send_json(send, status, sentence)
+                await send_json(send, *refused_for_database(exc))
                 return
             if refusal is not None:
                 await send_json(send, refusal.status, refusal.error, refusal.headers)
                 return
         await limit_body(self.app, scope, receive, send)
+
+
+def refused_for_database(exc: BaseException) -> tuple[int, str]:
+    """A token check's database failure as (status, sentence), a 503's counted into the web's outage, which says
+    it once (yullu_core.outage), for /api's gate and /mcp's alike."""
+    status, sentence = database_refusal(exc)
+    if status == 503:
+        outage.DATABASE.failed(exc)
+    return status, sentence
 
 
 async def limit_body(

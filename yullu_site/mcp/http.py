@@ -16,10 +16,8 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, Transpo
 
 from access.origins import HOST_REFUSED, allowed_origins, host_allowed, origin_allowed
 from access.token_check import TokenChecker
-from yullu_core import outage
 from yullu_core.env import env_bool
-from yullu_core.failures import database_refusal
-from yullu_site.front.gate import check_token, headers_of, limit_body, send_json
+from yullu_site.front.gate import check_token, headers_of, limit_body, refused_for_database, send_json
 from yullu_site.mcp.transport import streamable_http_app
 
 # ASGI's types, for this module and yullu_site.asgi. Named ASGIScope: memories.scope.Scope is the
@@ -80,10 +78,7 @@ class TokenAuth:
             # deactivated user is refused at once, in every process (no per-process token cache).
             refusal = await check_token(self.tokens, scope)
         except psycopg.Error as exc:
-            status, sentence = database_refusal(exc)
-            if status == 503:  # gone or silent: one line for the outage, not one per request (yullu_core.outage)
-                outage.DATABASE.failed(exc)
-            await refuse(send, status, sentence)
+            await refuse(send, *refused_for_database(exc))
             return
         if refusal is None:
             # The SDK's own limit answers a plain-text "Request body too large" that MCP clients show as "Server
