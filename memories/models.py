@@ -39,9 +39,17 @@ IMPORTANCES = tuple(i.value for i in Importance)
 SESSION_TAG = "session:"
 
 
+# What "current" means, in plain SQL, for probes that skip the ORM's query building (cost only:
+# memories.write.nearby._has_current, docs/benchmarks.md round nineteen): `%(now)s` is the caller's clock.
+# It must select exactly the rows of MemoryQuerySet.current() below; change both together
+# (tests/test_leftovers18.py builds a row in every lifecycle state and compares the two).
+CURRENT_WHERE = "superseded_by_id IS NULL AND held_reason = '' AND (expires_at IS NULL OR expires_at > %(now)s)"
+
+
 class MemoryQuerySet(models.QuerySet["Memory"]):
     def current(self) -> MemoryQuerySet:
-        """What default retrieval, listings and context see: neither superseded, expired nor held for review."""
+        """What default retrieval, listings and context see: neither superseded, expired nor held for review.
+        Spelled in SQL as CURRENT_WHERE above."""
         return self.filter(superseded_by__isnull=True, held_reason="").exclude(expires_at__lte=timezone.now())
 
 

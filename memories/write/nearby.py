@@ -11,7 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from ..embedding.embedders import Embedder, get_embedder
-from ..models import Memory
+from ..models import CURRENT_WHERE, Memory
 from ..wire import Similar
 from .duplicates import MAX_SIMILAR, same_fact_skeletons, same_fact_tokens, skeleton, thresholds
 from .validation import CleanMemory, clean_content
@@ -85,15 +85,20 @@ def near_many(
     return out
 
 
+_HAS_CURRENT_SQL = (
+    "SELECT 1 FROM memories_memory WHERE project_id = %(project)s "
+    f"AND {CURRENT_WHERE} AND NOT (id = ANY(%(exclude)s)) LIMIT 1"
+)
+
+
 def _has_current(project_id: str, exclude: set[int]) -> bool:
     """Whether the project has a current memory outside `exclude`: `current.exists()` of near_many as one plain
     statement (cost only, issue 34 round nineteen: the ORM's query building for it cost 0.75 ms of CPU a
-    store against ~0.1). The conditions are Memory.objects.current()'s, with its own clock."""
+    store against ~0.1). The conditions are Memory.objects.current()'s (models.CURRENT_WHERE), with its own clock."""
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT 1 FROM memories_memory WHERE project_id = %s AND superseded_by_id IS NULL AND held_reason = '' "
-            "AND (expires_at IS NULL OR expires_at > %s) AND NOT (id = ANY(%s)) LIMIT 1",
-            [project_id, timezone.now(), sorted(exclude)],
+            _HAS_CURRENT_SQL,
+            {"project": project_id, "now": timezone.now(), "exclude": sorted(exclude)},
         )
         return cur.fetchone() is not None
 
