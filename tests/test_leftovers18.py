@@ -1,8 +1,14 @@
-"""Leftovers of the seventeenth round: what "current" means spelled once for the ORM and the plain-SQL probes."""
+"""Leftovers of the seventeenth round: what "current" means spelled once for the ORM and the plain-SQL probes; the
+docs and `--help` against what the commands do."""
 
 from __future__ import annotations
 
+import argparse
+import re
+from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -11,6 +17,9 @@ from django.utils import timezone
 from memories.models import CURRENT_WHERE, Importance, LinkKind, Memory, MemoryAnchor, MemoryLink
 from memories.search.candidates import CURRENT_SQL
 from memories.write.nearby import _has_current
+from yullu_cli.main import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
 
 DAY = timedelta(days=1)
 
@@ -80,3 +89,52 @@ def test_the_stores_probe_for_a_current_memory_agrees_with_the_manager_in_every_
         assert _has_current(project, set()) is current, name
         assert current is (name in CURRENT_STATES), name
         assert _has_current(project, {memory.pk}) is False, name  # excluded: the batch's own rows
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ("yullu",)) -> Iterator[tuple[str, Any]]:
+    """Every (command path, parser) of `yullu`, the root included."""
+    yield " ".join(path), parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _commands(child, (*path, name))
+
+
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    """`yullu bench locomo --help` listed `--data`, `--modes`, `--out` … with no word on what they were (13 options of
+    the bench commands had no help text): every option and every command has one."""
+    bare = []
+    for path, parser in _commands(build_parser()):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helped = {choice.dest for choice in action._choices_actions if choice.help}
+                bare += [f"{path} {name}" for name in action.choices if name not in helped]
+            elif not isinstance(action, argparse._HelpAction) and action.help in (None, ""):
+                bare.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+    assert bare == []
+
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_no_option_the_docs_show_is_missing_from_its_command() -> None:
+    """Every `yullu …` the README and docs/ show in code names only options its command has (a renamed or removed
+    flag left in the docs is a usage error for whoever copies it)."""
+    commands = dict(_commands(build_parser()))
+    missing = []
+    for doc in DOCS:
+        text = doc.read_text()
+        for span in re.finditer(r"`(?:\.venv/bin/)?(yullu(?: [^`\n]*)?)`", text):
+            words = span.group(1).split()
+            path = "yullu"
+            for word in words[1:]:  # the longest command path the span starts with
+                if f"{path} {word}" not in commands:
+                    break
+                path = f"{path} {word}"
+            known = {o for a in commands[path]._actions for o in a.option_strings}
+            if path == "yullu":
+                known |= {o for a in commands["yullu serve"]._actions for o in a.option_strings}  # bare yullu = serve
+            for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", span.group(1)):
+                if flag not in known:
+                    missing.append(f"{doc.name}:{text[: span.start()].count(chr(10)) + 1}: `{path}` has no {flag}")
+    assert missing == []
