@@ -33,6 +33,8 @@ from bench.secret_forms_15 import HELD_OUT_15 as HELD_OUT_15
 from bench.secret_forms_15 import HELD_OUT_15_KEEP as HELD_OUT_15_KEEP
 from bench.secret_forms_16 import HELD_OUT_16 as HELD_OUT_16
 from bench.secret_forms_16 import HELD_OUT_16_KEEP as HELD_OUT_16_KEEP
+from bench.secret_forms_17 import HELD_OUT_17 as HELD_OUT_17
+from bench.secret_forms_17 import HELD_OUT_17_KEEP as HELD_OUT_17_KEEP
 
 Gen = Callable[[random.Random], str]
 

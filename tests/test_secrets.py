@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from bench import secret_forms, secret_forms_12, secret_forms_13, secret_forms_14, secret_forms_15, secret_forms_16
+from bench import (
+    secret_forms,
+    secret_forms_12,
+    secret_forms_13,
+    secret_forms_14,
+    secret_forms_15,
+    secret_forms_16,
+    secret_forms_17,
+)
 from bench.secret_forms import ALNUM, HEX, URLSAFE, b64, b64_of, chars, cyrillic, full_width, zero_width
 from memories.secrets import find_secret, gitleaks, redact
 from memories.secrets.views import _scan_views
@@ -3604,4 +3612,105 @@ def test_a_user_and_password_pair_is_refused(text: str) -> None:
     ],
 )
 def test_a_pair_of_names_around_a_slash_is_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+@pytest.mark.parametrize("text", [text for _, text in secret_forms_17.SECRET_TEXTS])
+def test_every_form_of_the_seventeenth_held_out_set_is_found(text: str) -> None:
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize("text", [text for _, text in secret_forms_17.KEEP_TEXTS])
+def test_the_seventeenth_held_out_sets_keepers_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+# What set seventeen's first run stored (11 of 106, secrets21), each with the rule that now reads it (stored before;
+# the respelled view's forms name the rule that reads the joined or decoded value).
+SEVENTEENTH_SET_CAUSES = {
+    "a password kept in the clear under {PLAIN}": (
+        "preview basic auth, .htpasswd (nginx takes {PLAIN}): qa:{PLAIN}Lm4#xTq92w",
+        "plain-scheme-password",
+    ),
+    "LDAP's {CLEARTEXT}": ("ldif: userPassword: {CLEARTEXT}Rr8!vQ2mZk", "plain-scheme-password"),
+    "a passphrase of quoted words after gpg's option": (
+        "gpg --batch --yes --passphrase 'violet harbor tiger lantern' -c notes.txt",
+        "passphrase-option",
+    ),
+    "a password's hex, said so": (
+        "the admin password, hex-encoded: " + b"Wq7!mRx2Tz".hex(),
+        "password-in-prose",
+    ),
+    "a password spelled with spaces": ("p a s s w o r d  for the kiosk: R 4 t ! k 9 P z", "password-in-prose"),
+    "a passphrase spelled with dashes": (
+        "the vault unseal passphrase, one char at a time: 7-K-m-w-Q-*-D-3-p-x",
+        "password-in-prose",
+    ),
+    "a TOTP seed in groups of four": (
+        "TOTP seed for the ops account (add to authenticator manually): QBGH C6DY SCPG 5IFQ ZDGW EKWM WQIF NDVJ",
+        "token-named-nearby",
+    ),
+    "SNMP's community named by its version": ("snmp v2c community on the printers: Pr7!nT-c0mm9", "password-nearby"),
+    "an Erlang cookie after 'is'": (
+        "the erlang cookie for the rabbit cluster is PLMOKNIJBUHVYGCTFXRD",
+        "erlang-cookie",
+    ),
+    "an Erlang cookie on erl's command line": ("erl -sname a -setcookie HJKLMNBVCXZASDFGQWER", "erlang-cookie"),
+    "a router's Wi-Fi key of digit groups": (
+        "WLAN-Schlüssel der Fritzbox im Büro: 8813 2046 7719 3305 1184",
+        "digits-told-as-password",
+    ),
+    "a numeric password": ("the network key is 93710284657391", "digits-told-as-password"),
+    "a password in Japanese romaji": ("tesuto sābā no pasuwādo wa Hq7-mXt29z desu", "password-in-other-languages"),
+    "a PIN in Japanese romaji": ("kādo no anshō bangō wa 4827 desu", "pin-in-prose"),
+}
+
+
+@pytest.mark.parametrize("name", SEVENTEENTH_SET_CAUSES)
+def test_each_cause_of_the_seventeenth_sets_stored_secrets_is_refused_by_its_rule(name: str) -> None:
+    text, rule = SEVENTEENTH_SET_CAUSES[name]
+    assert rule in {finding.rule for finding, _, _ in _scan_views(text)}, name
+
+
+def test_a_respelled_value_is_redacted_whole() -> None:
+    text = "the kiosk password, spelled: R 4 t ! k 9 P z (ask Ana)"
+    assert redact(text) == "the kiosk password, spelled: [REDACTED password-in-prose] (ask Ana)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what set seventeen's first run refused among its keepers (7 of 73)
+        'const apiKeyHeader = "X-Api-Key" // the value is read from os.Getenv("PAYMENTS_API_KEY")',
+        'config :shop, Shop.Repo, username: "shop", password: System.fetch_env!("DB_PASSWORD")',
+        "the .htpasswd line is deploy:$apr1$x9Ju1LQh$5G4RdrNfWsk3fq0dxvV8q/ (apr1 MD5 hash, switch to bcrypt)",
+        "| system | user | where the password is |\n|---|---|---|\n| sonar | admin | 1Password › Infra |",
+        "BitLocker recovery key ID: 3A7F2C1B-9D4E-4F60-8A1B-2C3D4E5F6A7B (the key itself is in Entra ID)",
+        "openssl enc -aes-256-cbc -pbkdf2 -in backup.tar -out backup.tar.enc -pass env:BACKUP_PASSPHRASE",
+        # their neighbours
+        'api_key_header = "X-API-KEY"',
+        'password = System.get_env("DB_PASSWORD")',
+        'db_password = ENV.fetch("DB_PASSWORD")',
+        "wp_users: admin $P$BZlPX7NIx8MYpXokBW2AGsN7i.aUOt0 (phpass)",
+        "openssl rsa -in key.pem -passin file:/run/secrets/keypass -out plain.pem",
+        "openssl pkcs12 -export -in c.pem -out c.p12 -passout stdin",
+        "the signing key id: 0f3c2b1a-9d8e-4f70-a6b5-c4d3e2f1a0b9",
+        # a spelled-out run or hex that is no secret
+        "the grid row reads a b c d e f g h, left to right",
+        "press the keys in order: 1 2 3 4 5 6",
+        "the commit in hex is 3f9a2b7c1d0e4f5a6b7c8d9e0f1a2b3c4d5e6f70",
+        "the hex dump starts 7f 45 4c 46 02 01 01 00, an ELF header",
+        "the TOTP period is 30 s and the seed is in the vault under ops/totp",
+        # numbers told after a password's word that are no password
+        "the password must be at least 12 characters",
+        "the wifi key rotates every 90 days",
+        "passwords reset this month: 1,284",
+        # an Erlang cookie's place, not its value
+        "the erlang cookie is in /var/lib/rabbitmq/.erlang.cookie",
+        "erl -sname a -setcookie $ERLANG_COOKIE",
+        "gpg --batch --passphrase-file /run/secrets/gpg -c notes.txt",
+        'gpg --batch --passphrase "$GPG_PASSPHRASE" -c notes.txt',
+    ],
+)
+def test_the_seventeenth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None, text

@@ -17,13 +17,15 @@ URL's query, clients' short password options, and bare high-entropy tokens.
 Each text is scanned in several views, so a secret cannot hide by its spelling: folded (NFKC,
 invisible characters removed, look-alike letters mapped to ASCII: `yullu_core.textnorm`), with line
 breaks inside a token joined (a key split over two lines), and base64 / percent-encoded segments
-decoded (a token that decodes to a secret is one).
+decoded (a token that decodes to a secret is one), and a value spelled one character at a time, in a TOTP
+seed's groups of four, or in hex said so, joined or decoded in place (`views._respelled`).
 
 Modules: `model` (rule, finding, entropy), `gitleaks` (their rules, translated), `decoding`,
 `values` and `shapes` (what a value or a bare token is), `told` (a value told in a sentence), `words`,
 `phrases` and `names` (the words that name a secret and what links them to a value), `rules_assigned`,
-`rules_named`, `rules_formats`, `rules_entry`, `rules_wrapped` and `rules_spoken` (our rules, in order), `scan`
-(the rules applied to one view), `tables` and `views` (the views of a text); this module is the public API.
+`rules_named`, `rules_formats`, `rules_entry`, `rules_wrapped`, `rules_spoken` and `rules_kinds` (our rules, in
+order), `scan` (the rules applied to one view), `tables` and `views` (the views of a text); this module is the public
+API.
 """
 
 from __future__ import annotations

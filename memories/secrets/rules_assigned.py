@@ -210,7 +210,9 @@ RULES: tuple[Rule, ...] = (
             r"(?i)(?<![\w-])--?(?:password|passwd|pass|token|secret|api-key|auth-token)[= ]\s*['\"]?"
             # (not BuildKit's `--secret id=npmrc,src=$HOME/.npmrc`, `--secret id=gh,env=GH_TOKEN`: which file or
             # variable holds it)
-            r"(?!(?:id|src|source|env|type|target|required)=)([^\s'\"]{6,})"
+            # (nor OpenSSL's `-pass env:VAR`, `file:path`, `fd:3`, `stdin`: where the password is read from; its
+            # `pass:X` is the password)
+            r"(?!(?:id|src|source|env|type|target|required)=|(?:env|file|fd):|stdin\b)([^\s'\"]{6,})"
         ),
         ("pass", "token", "secret", "api-key"),
         check=_assigned_secret,

@@ -10,7 +10,7 @@ from typing import Any
 
 import ahocorasick
 
-from . import rules_assigned, rules_entry, rules_formats, rules_named, rules_spoken, rules_wrapped
+from . import rules_assigned, rules_entry, rules_formats, rules_kinds, rules_named, rules_spoken, rules_wrapped
 from .gitleaks import _NAME_CHAR, gitleaks
 from .model import Allow, Finding, Rule, entropy
 from .names import _told_digest
@@ -25,6 +25,7 @@ OURS: tuple[Rule, ...] = (
     *rules_entry.RULES,
     *rules_wrapped.RULES,
     *rules_spoken.RULES,
+    *rules_kinds.RULES,
 )
 
 
@@ -148,8 +149,16 @@ _ASSIGNMENT_RULES = ("secret-assignment", "generic-api-key")
 _PLAIN_WORDS_PATH = re.compile(r"(?:[A-Z]?[a-z]{2,}(?:[_-][A-Za-z][a-z]+)*/)+[A-Z]?[a-z]{2,}(?:[_-][A-Za-z][a-z]+)*")
 
 
+# `const apiKeyHeader = "X-Api-Key"`: an HTTP header's name (an `X-` name of words, as headers spell them), the
+# header a key is sent in, not the key (set 17's keeper).
+_HEADER_NAME = re.compile(r"X(?:-[A-Z][a-z]+)+|X(?:-[A-Z]+)+")
+
+
 def _code_value(view: str, start: int, secret: str) -> bool:
-    return bool(_PLAIN_WORDS_PATH.fullmatch(secret.strip("'\"`"))) or _type_annotation(view, start, secret)
+    value = secret.strip("'\"`")
+    return bool(_PLAIN_WORDS_PATH.fullmatch(value) or _HEADER_NAME.fullmatch(value)) or _type_annotation(
+        view, start, secret
+    )
 
 
 # `grant_type=urn:ietf:params:oauth:grant-type:device_code`, `arn:aws:secretsmanager:…:secret:prod/db`: a secret's
@@ -188,6 +197,18 @@ _ID_JUST_BEFORE = re.compile(
 )
 
 
+# "BitLocker recovery key ID: 3A7F2C1B-9D4E-…", "kid: 0f3c…-…": a key's id in a GUID's shape names which key, as
+# a fingerprint does (set 17's keeper); the key itself is never a GUID named an id.
+_GUID = re.compile(r"[{(]?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}[})]?")
+_KEY_ID_JUST_BEFORE = re.compile(r"(?i)\b(?:key[ _-]?id|kid)\b[^\w\n]{0,3}(?:\s+(?:is|was))?[\s:=\"'`]*$")
+
+
+def _key_id(view: str, start: int, secret: str) -> bool:
+    return bool(_GUID.fullmatch(secret.strip("'\"`,;"))) and bool(
+        _KEY_ID_JUST_BEFORE.search(view, max(0, start - 60), start)
+    )
+
+
 def _regex_value(secret: str) -> bool:
     return len(_REGEX_SYNTAX.findall(secret)) >= 2
 
@@ -210,7 +231,7 @@ def _matches(view: str) -> Iterator[Finding]:
                 continue
             if _told_digest(view[max(0, start - BEFORE * 2) : start], secret) or _regex_value(secret):
                 continue
-            if _ID_JUST_BEFORE.search(view, max(0, start - 60), start):
+            if _ID_JUST_BEFORE.search(view, max(0, start - 60), start) or _key_id(view, start, secret):
                 continue
             if rule.id == "generic-api-key" and not _named_public(view[max(0, start - BEFORE) : start]):
                 continue

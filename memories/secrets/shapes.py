@@ -147,12 +147,13 @@ _PUBLIC_BLOCK = re.compile(
 )
 
 
-# A password hash in crypt's notation (`$1$…`, `$2b$12$…`, `$6$rounds=…$…`, `$argon2id$v=19$…`, `$y$…`): a hash,
+# A password hash in crypt's notation (`$1$…`, `$2b$12$…`, `$6$rounds=…$…`, `$argon2id$v=19$…`, `$y$…`, Apache's
+# `$apr1$…` in an .htpasswd, phpass' `$P$…` / `$H$…` in WordPress' and phpBB's users tables): a hash,
 # stored as the `password_hash` column's values are (a Cisco `secret 5 $1$…`, a shadow line), blanked like a public
 # block.
 # (only where a token starts: a password that has `$6$` after its first characters is not a hash)
 _CRYPT_HASH = re.compile(
-    r"(?<![^\s'\"`:=,;(\[{}|>$])\$(?:1|2[abxy]?|5|6|7|y|gy|argon2(?:id|i|d)|scrypt|pbkdf2(?:-sha\d+)?|sha1|md5)\$[^\s'\"`]{8,}"
+    r"(?<![^\s'\"`:=,;(\[{}|>$])\$(?:1|2[abxy]?|5|6|7|y|gy|apr1|[PH]|argon2(?:id|i|d)|scrypt|pbkdf2(?:-sha\d+)?|sha1|md5)\$[^\s'\"`]{8,}"
 )
 
 

@@ -26,6 +26,10 @@ FAMOUS_PASSWORD = re.compile(r"(?i)(?:" + _FAMOUS + r")$")
 _REFERENCE = (
     *("os.environ", "os.getenv", "process.env", "settings.", "env(", "env.", "ENV[", "getenv", "secrets."),
     *("arn:aws:", "arn:aws-"),
+    # other ecosystems' environment lookups: Elixir's `System.fetch_env!("X")`, Ruby's `ENV.fetch`, Go's `os.Getenv`,
+    # Java's `System.getenv`, .NET's `Environment.GetEnvironmentVariable`, Rust's `std::env::var` (set 17)
+    *("System.get_env", "System.fetch_env", "ENV.fetch", "os.Getenv", "System.getenv", "Environment.GetEnvironment"),
+    *("std::env::var", "env::var"),
 )
 
 
@@ -92,6 +96,8 @@ _SECRETS_NAME = re.compile(
     r"[a-z0-9_-]*(?:password|passwd|passphrase|secret|token|api[_-]?key)[a-z0-9_-]*"
     r"|(?:[a-z0-9]+[_-])+(?:auth|credentials?|creds)(?:[_-][a-z0-9]+)*|(?:auth|credentials?|creds)(?:[_-][a-z0-9]+)+"
 )
+# A password manager's name (`1Password`, a table's "where the password is" column): where the value is kept.
+_PASSWORD_MANAGER = re.compile(r"(?i)1password|bitwarden|vaultwarden|lastpass|keepass(?:xc)?|dashlane|keeper")
 # A file's path from a variable or a file argument (`$HOME/.ssh/id_ed25519`, `${CERT_DIR}/tls.key`, `@key.pub`:
 # curl's and vault's `@file`): where a key lives, not a key.
 _VARIABLE_PATH = re.compile(r"@?(?:\$\{?[A-Z_][A-Z0-9_]*\}?|~)?(/[a-z0-9._-]+)+|@[a-z0-9._/-]+")
@@ -115,6 +121,8 @@ def _assigned_secret(value: str) -> bool:
     if _VARIABLE_PATH.fullmatch(value) and (value.lstrip("@")[:1] in "$~" or _PATH.fullmatch(value.lstrip("@"))):
         return False
     if _CODE.fullmatch(value) or value.startswith(PUBLIC_KEY_PREFIXES) or _SECRETS_NAME.fullmatch(value):
+        return False
+    if _PASSWORD_MANAGER.fullmatch(value):
         return False
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)

@@ -62,6 +62,10 @@ _PASSWORD_IN_OTHER_LANGUAGES = (
     "palavra passe",
     "code d'accès",
     "code d’accès",
+    # Japanese in romaji (パスワード as typed on a Latin keyboard: "tesuto sābā no pasuwādo wa X desu"; set 17)
+    "pasuwādo",
+    "pasuwaado",
+    "pasuwado",
 )
 _TOKEN_WORDS_IN_LANGUAGES = (
     "token",
@@ -117,6 +121,12 @@ _PASSWORD_NEARBY = (
     "security answer",
     "secret answer",
     "security question answer",
+    # SNMP's community named by its version or role ("snmp v2c community on the core switches: X"; set 17)
+    "snmp community",
+    "v1 community",
+    "v2c community",
+    "read community",
+    "write community",
 )
 
 
@@ -140,7 +150,8 @@ _ADVERB = (
 # PIN and passphrase rules.
 _LINKING = (
     # (a whole word: "la password deve essere lunga …" has no "es" in it)
-    rf"(?:\s(?:is|was|are|ist|est|es|é|è)\b(?:\s+{_ADVERB})?"
+    # (Japanese's topic particle in romaji: "anshō bangō wa 5611 desu"; set 17)
+    rf"(?:\s(?:is|was|are|ist|est|es|é|è|wa)\b(?:\s+{_ADVERB})?"
     r"|\s(?:set|changed|reset) to|[:=：])"
 )
 # Names of a PIN or a numeric code (`PIN` in capitals is read apart, and "pin" in lower case, a wire or a
@@ -179,6 +190,10 @@ _PIN_NAMES = (
     "пин-код",
     "пин",
     "暗証番号",
+    # (the same in romaji; set 17)
+    "anshō bangō",
+    "anshou bangou",
+    "ansho bango",
     "密码",
 )
 _PIN_WORDS, _PIN_INITIALS, _PIN_KEYWORDS = _words(_PIN_NAMES)

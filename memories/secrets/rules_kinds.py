@@ -1,0 +1,79 @@
+"""Our rules, seventh part: secrets of particular systems, known by how those systems write them (held-out set 17):
+a password stored in the clear under a `{PLAIN}` scheme, a passphrase of several words quoted after a command's
+option, an Erlang distribution cookie, and a long number told as a password or a Wi-Fi key."""
+
+from __future__ import annotations
+
+import re
+
+from .model import Rule
+from .phrases import _passphrase
+from .values import _not_placeholder
+from .words import _ABOUT, _NEARBY_INITIALS, _NEARBY_KEYWORDS, _NEARBY_WORDS
+
+# The length of the number `digits-told-as-password` wants: a router's 16- or 20-digit Wi-Fi key, a numeric
+# password; shorter numbers are PINs, which the PIN rules read, or lengths, counts and years.
+MIN_TOLD_DIGITS = 10
+
+
+def _plain_value(value: str) -> bool:
+    return _not_placeholder(value) and not value.startswith("$")
+
+
+def _quoted_passphrase(words: str) -> bool:
+    """Several words in quotes after a passphrase's option: a passphrase of words (not `$VAR`, not `<phrase>`)."""
+    return " " in words.strip() and _plain_value(words) and _passphrase(words)
+
+
+def _long_number(value: str) -> bool:
+    digits = re.sub(r"[ -]", "", value)
+    return len(digits) >= MIN_TOLD_DIGITS and len(set(digits)) >= 3
+
+
+RULES: tuple[Rule, ...] = (
+    # Dovecot's, nginx's and LDAP's scheme for a password kept in the clear: `deploy:{PLAIN}X` in an .htpasswd,
+    # `userPassword: {CLEARTEXT}X` (a hash's scheme, `{SSHA}`, `{PLAIN-MD5}`, names a hash: kept).
+    Rule(
+        "plain-scheme-password",
+        "a password",
+        re.compile(r"(?i)\{(?:plain|clear|cleartext)\}([^\s'\"`]{4,})"),
+        ("{plain}", "{clear"),
+        check=_plain_value,
+    ),
+    # gpg's, age's or a backup tool's passphrase as several quoted words: `--passphrase 'canyon tackle uncle journey'`
+    # (the one-word option rule wants a value without spaces).
+    Rule(
+        "passphrase-option",
+        "a password on a command line",
+        re.compile(r"(?i)(?<![\w-])--?(?:passphrase|pass-phrase|password|passwd)[= ]\s*(['\"])([^'\"\n]{6,200})\1"),
+        ("pass",),
+        group=2,
+        check=_quoted_passphrase,
+    ),
+    # An Erlang node's cookie (RabbitMQ's, a cluster's): whoever has it runs code on every node. Twenty capitals as
+    # Erlang makes it, which the told-token rules take for an acronym's word.
+    Rule(
+        "erlang-cookie",
+        "a credential (erlang cookie)",
+        re.compile(
+            r"(?i)(?:erlang[ _.-]?cookie|\.erlang\.cookie|-setcookie)(?:[^.\n=:]{0,40}?(?:\s(?:is|was)|[:=])\s*|\s+)"
+            r"[\"'`]?([A-Za-z0-9]{16,})(?![\w-])"
+        ),
+        ("cookie",),
+        check=_not_placeholder,
+    ),
+    # "WLAN-Schlüssel der Fritzbox: 4392 1243 9734 1891 4603", "the password is 8302746615": a long number told as a
+    # password or a Wi-Fi key (the told-password rules keep numbers, which are mostly lengths, counts and dates).
+    Rule(
+        "digits-told-as-password",
+        "a password",
+        re.compile(
+            rf"(?i)(?=[{_NEARBY_INITIALS}wnck])(?:{_NEARBY_WORDS}|wlan[ -]?schlüssel|netzwerkschlüssel|wi-?fi[ -]key"
+            rf"|wpa2?[ -](?:key|psk)|network key|clé (?:wi-?fi|wpa)|clave (?:wi-?fi|wpa))\b{_ABOUT}"
+            r"[^.\n=:]{0,40}?(?:\s(?:is|was|ist|lautet|est|es|é|è|wa)\s+|\s*[:=]\s*)"
+            r"[\"'`]?(\d{4,}(?:[ -]\d{3,}){0,7})(?![\w.,/-]?\d)"
+        ),
+        (*_NEARBY_KEYWORDS, "wlan", "wi-fi", "wifi", "wpa", "network key", "netzwerkschlüssel", "clé", "clave"),
+        check=_long_number,
+    ),
+)
