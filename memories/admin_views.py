@@ -19,7 +19,7 @@ from yullu_core.config import ConfigError, load_for_project
 from yullu_core.errors import UserError
 from yullu_core.json_body import error_response, json_response
 
-from . import lifecycle, tallies
+from . import lifecycle, origins, tallies
 from .anchors import stale as anchor_stale
 from .models import CATEGORIES, LinkKind, Memory, MemoryAnchor, MemoryLink, RejectedMemory
 from .scope import known_root
@@ -112,8 +112,12 @@ def review_view(request: HttpRequest) -> HttpResponse:
     not_yours = 0 if total or category or source else tallies.memory_counts(project or None).unrated - unrated.unrated
     page = list(qs[:REVIEW_PAGE])
     ids = [m.pk for m in page]
-    origin, history = admin_queries.sources(ids), admin_queries.recall_history(ids)
-    rows = [{"m": m, "source": origin.get(m.pk, "unknown"), "history": history[m.pk]} for m in page]
+    source_of, history = admin_queries.sources(ids), admin_queries.recall_history(ids)
+    why = origins.explain(page)  # which dream pass proposed it, from which conversation, and the reason
+    rows = [
+        {"m": m, "source": source_of.get(m.pk, "unknown"), "history": history[m.pk], "origin": why.get(m.pk)}
+        for m in page
+    ]
     return admin_page(
         request,
         "admin/yullu/review.html",

@@ -1,0 +1,52 @@
+"""A reviewer's hour in the admin (lane admin18): what a new reviewer could not tell from the page alone.
+Through Django's test client against the real database; the dream pass is a real one through the openai
+client and the stub server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from dreaming.models import DreamPass
+from dreaming.reasoners import configured_reasoner
+from dreaming.services import record_messages, run_dream_pass
+from memories.models import Memory
+from memories.scope import resolve
+from memories.write import create
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REVIEW = "/admin/memories/memory/review/"
+
+
+@pytest.fixture
+def staff(client: Client, owner: Any) -> Client:
+    client.force_login(owner)
+    return client
+
+
+def test_a_dreamed_memory_in_the_queue_says_which_pass_proposed_it_from_which_conversation_and_why(
+    staff: Client, stub_embedder: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Walk 18: the queue said "from dream" and nothing more; the pass, the conversation and the reasoner's
+    # reason were only on the pass's own page, found by reading every pass's operations.
+    monkeypatch.setitem(
+        settings.YULLU, "reasoning", {"provider": "openai", "model": "stub-chat", "timeout_seconds": 10}
+    )
+    record_messages("acme/shop", "chat-7", [{"role": "user", "content": "staging deploys need the VPN, always"}])
+    op = {"op": "create", "content": "Staging deploys need the VPN", "category": "gotcha", "reasoning": "said twice"}
+    stub_embedder.chat_replies.append(json.dumps({"operations": [op]}))
+    run_dream_pass("acme/shop", reasoner=configured_reasoner())
+    create.store_memory(resolve("acme/shop", None), "vec:1,0,0 An assistant's own note", source="mcp")
+    dream = DreamPass.objects.get()
+    page = staff.get(REVIEW).content.decode()
+    assert page.count("Proposed by") == 1  # the assistant's memory has no pass to name
+    assert f'href="/admin/dreaming/dreampass/{dream.pk}/change/"' in page
+    assert "<code>chat-7</code>" in page and "said twice" in page
+    Memory.objects.filter(content="Staging deploys need the VPN").update(content="Staging deploys need a VPN")
+    assert "Proposed by" not in staff.get(REVIEW).content.decode()  # edited since: no origin rather than a wrong one
