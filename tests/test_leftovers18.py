@@ -138,3 +138,18 @@ def test_no_option_the_docs_show_is_missing_from_its_command() -> None:
                 if flag not in known:
                     missing.append(f"{doc.name}:{text[: span.start()].count(chr(10)) + 1}: `{path}` has no {flag}")
     assert missing == []
+
+
+def test_every_command_that_takes_a_project_takes_both_spellings() -> None:
+    """README: "`--project` and `--project-id` are the same option on every command that takes one". reconcile,
+    anchors check, sync compact and dream declared only `--project-id` (`--project` worked as argparse's abbreviation
+    of it, and their --help did not show it)."""
+    one_spelling = []
+    for path, parser in _commands(build_parser()):
+        for action in parser._actions:
+            names = set(action.option_strings)
+            if names & {"--project", "--project-id"} and names != {"--project", "--project-id"}:
+                one_spelling.append(f"{path} {'/'.join(action.option_strings)}")
+        if any("--project-id" in action.option_strings for action in parser._actions):
+            assert "--project PROJECT, --project-id PROJECT" in parser.format_help(), path
+    assert one_spelling == ["yullu bench load --project"]  # a benchmark's own option, not a product command

@@ -41,6 +41,8 @@ def test_add_list_search_show_and_rm_a_memory(tmp_path: Path) -> None:
     assert [h["id"] for h in found["results"]] == [memory.id]
     shown = run_cli(["memories", "show", str(memory.id)], env).stdout
     assert "category: process" in shown and "importance: normal" in shown
+    colons = {line.index(": ") for line in shown.splitlines() if ": " in line}
+    assert len(colons) == 1, shown  # one column of names: `held_for_review` stood out by one
     assert run_cli(["memories", "rm", str(memory.id)], env).stdout.strip() == f"deleted #{memory.id}"
     assert not Memory.objects.filter(pk=memory.id).exists()
 

@@ -139,7 +139,8 @@ def memories(args: argparse.Namespace) -> int:
         else:
             out = dict(memory_to_wire(memory))
             annotate(memory.project_id, [out])  # the code it cites, checked against HEAD (docs/contract.md §12)
-            human = "\n".join(f"{k:>14}: {_anchors_text(v) if k == 'anchors' else v}" for k, v in out.items())
+            width = max(map(len, out))  # a fixed 14 left `held_for_review` (15) one column out of line
+            human = "\n".join(f"{k:>{width}}: {_anchors_text(v) if k == 'anchors' else v}" for k, v in out.items())
         return _print(args, out, human)
     scope = user_scope() if getattr(args, "user", False) else resolve(args.project, args.cwd)
     if args.op == "list":

@@ -19,9 +19,14 @@ REFUSED_FILES = 3
 
 
 def project_options(p: argparse.ArgumentParser, cwd_help: str = "a folder of the project (default: here)") -> None:
-    """`--cwd` and `--project-id`, which name the project as MCP's and REST's cwd/project_id do."""
+    """`--cwd` and `--project` (or `--project-id`), which name the project as MCP's and REST's cwd/project_id do.
+    Both spellings, as on every command that takes a project (README): `--project` reached these only as
+    argparse's abbreviation of `--project-id`, and their --help did not show it."""
     p.add_argument("--cwd", type=folder, default=os.getcwd(), help=cwd_help)
-    p.add_argument("--project-id", default=None, help="project id (default: from --cwd)")
+    p.add_argument(
+        "--project", "--project-id", dest="project_id", metavar="PROJECT", default=None,
+        help="project id (default: from --cwd)",
+    )  # fmt: skip
 
 
 def add_parsers(sub: Any) -> None:
