@@ -3714,3 +3714,42 @@ def test_a_respelled_value_is_redacted_whole() -> None:
 )
 def test_the_seventeenth_sets_near_misses_are_kept(text: str) -> None:
     assert find_secret(text) is None, text
+
+
+# The false-positive hunt after set seventeen (secrets21): 10,614 paragraphs of installed packages' READMEs and docs
+# (every `*.dist-info/METADATA` long description, every `.md` and `.rst` under site-packages); 13 refused before,
+# each of these a bug a user pasting them would hit, refused before the rule it names was widened.
+@pytest.mark.parametrize(
+    "text",
+    [
+        # this project's README: a table of screenshots read as a name ("Dream pass") and a value (the next cell)
+        "| | |\n|---|---|\n"
+        "| ![Dream pass](docs/screenshots/dream-pass.png) | ![Settings](docs/screenshots/settings.png) |",
+        "the wifi pass: [see the wiki](https://wiki.acme.io/wifi)",
+        # a Codecov badge's read-only graph token (scikit-learn's, redis-py's, django-timezone-field's READMEs)
+        ".. |Codecov| image:: https://codecov.io/gh/scikit-learn/scikit-learn/branch/main/graph/badge.svg?token=Pk8G9gg3y9",
+        "[![codecov](https://codecov.io/gh/redis/redis-py/branch/master/graph/badge.svg?token=yenl5fzxxr)](https://x.io)",
+        # a path of words from the root (onnxruntime's docs), a paper's page named by a digest and words (MiniLM's card)
+        "Keep in sync with doco generated from /docs/execution-providers/NNAPI-ExecutionProvider.md on gh_pages",
+        "[paper](https://proceedings.neurips.cc/paper/2015/hash/250cf8b51c773f3f8dc8b4be867a9a02-Abstract.html)",
+        # a camelCase property passed on (playwright's skills docs)
+        "return { userAgent: navigator.userAgent, cookiesEnabled: navigator.cookieEnabled }",
+    ],
+)
+def test_the_false_positives_found_in_installed_packages_docs_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the same places with a secret in them
+        "https://api.acme.io/v1/export?token=Pk8G9gg3y9Xq2",
+        "https://hooks.acme.io/a/Z9xQwErTyUiOpAsDfGhJkLzXcVbNm1234567.json",
+        "the wifi pass: Tq7-mark-19",
+        "cookiesEnabled: Tq7mX2pLw9Rz4vKb",
+        "see /docs/Xq7mP2wLz9Rt4vKbN8cY3jH6gF1dS5aE.md",
+    ],
+)
+def test_the_false_positives_neighbours_with_a_secret_are_refused(text: str) -> None:
+    assert find_secret(text), text

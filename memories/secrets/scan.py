@@ -209,6 +209,11 @@ def _key_id(view: str, start: int, secret: str) -> bool:
     )
 
 
+# `badge.svg?token=Pk8G9gg3y9` in a README's Codecov badge: the read-only token a badge's or a graph's image is served
+# with, published in every README that shows it (the false-positive hunt over installed packages' READMEs, set 17).
+_IMAGE_TOKEN_BEFORE = re.compile(r"(?i)(?:/badge[\w.-]*|\.(?:svg|png|gif))\?(?:[^\s?#]*&)?token=$")
+
+
 def _regex_value(secret: str) -> bool:
     return len(_REGEX_SYNTAX.findall(secret)) >= 2
 
@@ -232,6 +237,8 @@ def _matches(view: str) -> Iterator[Finding]:
             if _told_digest(view[max(0, start - BEFORE * 2) : start], secret) or _regex_value(secret):
                 continue
             if _ID_JUST_BEFORE.search(view, max(0, start - 60), start) or _key_id(view, start, secret):
+                continue
+            if _IMAGE_TOKEN_BEFORE.search(view, max(0, start - 120), start):
                 continue
             if rule.id == "generic-api-key" and not _named_public(view[max(0, start - BEFORE) : start]):
                 continue

@@ -23,7 +23,12 @@ _PATH_WORD = (
 )
 # (a path of words as code and docs spell them: `America/Vancouver`, `include/numkong/spatial/README.md`,
 # `cron_descriptor/locale/YOUR_LOCALE_CODE.mo`; a base64 key's parts mix their cases)
-_WORDS_PATH = re.compile(rf"(?:{_PATH_WORD}/)+{_PATH_WORD}(?:\.[a-z0-9]{{1,8}})?")
+# (from the root too, its parts words joined by `-`: `/docs/execution-providers/NNAPI-ExecutionProvider.md`, the
+# false-positive hunt of set 17)
+_WORDS_PATH = re.compile(rf"/?(?:{_PATH_WORD}(?:-{_PATH_WORD})*/)+{_PATH_WORD}(?:-{_PATH_WORD})*(?:\.[a-z0-9]{{1,8}})?")
+# A URL's part of a hex digest named by words (`250cf8b51c773f3f8dc8b4be867a9a02-Abstract.html`, a paper's page): the
+# words and the extension say what it is; only the rest is weighed as a key.
+_WORDS_AFTER_HEX = re.compile(r"(?<=[0-9a-f])(?:[-_.][A-Za-z][a-z]+)+$")
 
 
 # "the public key RWQf6LRC…" (minisign's, age's recipient, a wallet's), "the token program TokenkegQfe…", "the
@@ -98,7 +103,8 @@ def _random_looking(token: str) -> bool:
     if token.startswith(PUBLIC_KEY_PREFIXES) or _ssh_public_key(token) or _public_der(token) or _CODE.fullmatch(token):
         return False
     if _URL_PATH.fullmatch(token):  # a URL after its scheme: only a long part of its own can be a key
-        return any(_random_looking(part) for part in token.split("/") if len(part) >= RANDOM_TOKEN)
+        parts = (_WORDS_AFTER_HEX.sub("", part) for part in token.split("/"))
+        return any(_random_looking(part) for part in parts if len(part) >= RANDOM_TOKEN)
     if _WORDS_PATH.fullmatch(token) or _JOINED_WORDS.fullmatch(token) or _encoded_file(token):
         return False
     if _MODEL_ID.fullmatch(token) or _long_class_name(token) or _DOTTED_CLASS.fullmatch(token):

@@ -59,7 +59,11 @@ _ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://")
 # object's attribute (a lower-case name, then words as code spells them: lower case, CONSTANT or
 # CamelCase; a random key mixes its cases), a subscript, a CONSTANT_NAME. `Summer.Winter24` stays a
 # password.
-_WORD = r"(?:[a-z_][a-z0-9_]*|[A-Z][A-Z0-9_]*|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)*)"
+# (and camelCase, a property as JavaScript spells it: `navigator.cookieEnabled`; humps of two small letters or more)
+_WORD = (
+    r"(?:[a-z_][a-z0-9_]*|[A-Z][A-Z0-9_]*|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)*"
+    r"|[a-z]{2,}[a-z0-9]*(?:[A-Z][a-z]{2,}[a-z0-9]*)+)"
+)
 # (a class's constant too: Android's `BuildConfig.MAPS_API_KEY`; JavaScript's optional chaining:
 # `req.headers.authorization?.split(`)
 _CODE = re.compile(
@@ -98,6 +102,9 @@ _SECRETS_NAME = re.compile(
 )
 # A password manager's name (`1Password`, a table's "where the password is" column): where the value is kept.
 _PASSWORD_MANAGER = re.compile(r"(?i)1password|bitwarden|vaultwarden|lastpass|keepass(?:xc)?|dashlane|keeper")
+# A markdown image or link (`![Settings](docs/screenshots/settings.png)`, a README's table read as names and values: a
+# cell "Dream pass" then the next cell): a link, not a value.
+_MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(")
 # A file's path from a variable or a file argument (`$HOME/.ssh/id_ed25519`, `${CERT_DIR}/tls.key`, `@key.pub`:
 # curl's and vault's `@file`): where a key lives, not a key.
 _VARIABLE_PATH = re.compile(r"@?(?:\$\{?[A-Z_][A-Z0-9_]*\}?|~)?(/[a-z0-9._-]+)+|@[a-z0-9._/-]+")
@@ -122,7 +129,7 @@ def _assigned_secret(value: str) -> bool:
         return False
     if _CODE.fullmatch(value) or value.startswith(PUBLIC_KEY_PREFIXES) or _SECRETS_NAME.fullmatch(value):
         return False
-    if _PASSWORD_MANAGER.fullmatch(value):
+    if _PASSWORD_MANAGER.fullmatch(value) or _MARKDOWN_LINK.match(value):
         return False
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
