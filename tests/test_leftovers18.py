@@ -134,7 +134,7 @@ def test_no_option_the_docs_show_is_missing_from_its_command() -> None:
             known = {o for a in commands[path]._actions for o in a.option_strings}
             if path == "yullu":
                 known |= {o for a in commands["yullu serve"]._actions for o in a.option_strings}  # bare yullu = serve
-            for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", span.group(1)):
+            for flag in re.findall(r"(?<![\w-])--?[a-z][a-z0-9-]*", span.group(1)):
                 if flag not in known:
                     missing.append(f"{doc.name}:{text[: span.start()].count(chr(10)) + 1}: `{path}` has no {flag}")
     assert missing == []
