@@ -16,6 +16,7 @@ from django.db.models import (
     IntegerField,
     OuterRef,
     QuerySet,
+    Subquery,
     Value,
     When,
 )
@@ -45,7 +46,18 @@ from .admin_views import (
 from .anchors import refs as anchor_refs
 from .anchors import store as anchor_store
 from .embedding.embedders import get_embedder
-from .models import CATEGORIES, IMPORTANCES, Memory, MemoryVector, ProjectLocation, RecallFeedback, RejectedMemory, Term
+from .models import (
+    CATEGORIES,
+    IMPORTANCES,
+    ArchiveReason,
+    Memory,
+    MemoryChange,
+    MemoryVector,
+    ProjectLocation,
+    RecallFeedback,
+    RejectedMemory,
+    Term,
+)
 from .scope import Scope, known_root, validate_project_id
 from .search import admin_queries
 from .wire import HitOut
@@ -123,8 +135,21 @@ class MemoryForm(forms.ModelForm):
                 self.add_error(name, str(exc))
         if self.errors:
             return data
+        # Each field is judged on its own so the refusal stands under the field that held the secret: one
+        # sentence for them all said "the content contains" above a form whose content had none (walk 18: a
+        # token pasted as a tag). The project id of a new memory too, as every write path refuses it.
+        held = {"content": [data["content"]], "tags_text": data["tags"]}
+        if not self.instance.pk:
+            held["project_id"] = [data["project_id"]]
+        for name, texts in held.items():
+            try:
+                validation.refuse_secrets(*texts)
+            except UserError as exc:
+                self.add_error(name, str(exc))
+        if self.errors:
+            return data
         try:
-            # (the project id of a new memory too, as every write path refuses it: memories.write.create)
+            # (and together, as the write path judges them: a key split between fields)
             validation.refuse_secrets(data["content"], *data["tags"], "" if self.instance.pk else data["project_id"])
             data["anchors"] = [line.strip() for line in data.get("anchors_text", "").splitlines() if line.strip()]
             anchor_refs.parse_all(data["anchors"])
@@ -506,8 +531,8 @@ class MemoryAdmin(ModelAdmin):
 
 @admin.register(RejectedMemory)
 class RejectedMemoryAdmin(ModelAdmin):
-    list_display = ["content", "project_id", "rating", "rating_comment", "rejected_at"]
-    list_filter = ["project_id", "rating"]
+    list_display = ["content", "project_id", "rating", "rating_comment", "archived", "rejected_at"]
+    list_filter = ["project_id", "reason", "rating"]
     search_fields = ["content", "rating_comment"]
     actions = ["restore_selected"]
 
@@ -515,6 +540,27 @@ class RejectedMemoryAdmin(ModelAdmin):
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
         return actions
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[RejectedMemory]:
+        # Who archived it and through what, from its history's last row (kept after the memory is deleted):
+        # the list said what was rejected and when, never by whom (walk 18).
+        last = MemoryChange.objects.filter(memory_uuid=OuterRef("uuid"), action="deleted").order_by("-created_at")
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                archived_by=Subquery(last.values("user__username")[:1]),
+                archived_via=Subquery(last.values("source")[:1]),
+            )
+        )
+
+    @admin.display(description="Archived by", ordering="reason")
+    def archived(self, obj: RejectedMemory) -> str:
+        """'Rejected by alice (admin)': a reviewer's rating and where it was given; 'Expired': the sweep."""
+        if obj.reason == ArchiveReason.EXPIRED:
+            return "Expired (its time to live ran out)"
+        who, via = getattr(obj, "archived_by", None), getattr(obj, "archived_via", None)
+        return f"Rejected{f' by {who}' if who else ''}{f' ({via})' if via else ''}"
 
     @admin.action(description="Restore selected to the review queue")
     def restore_selected(self, request: HttpRequest, queryset: QuerySet[RejectedMemory]) -> None:

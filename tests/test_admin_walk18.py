@@ -14,6 +14,7 @@ from django.test import Client
 from dreaming.models import DreamPass
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass
+from memories import lifecycle
 from memories.models import Memory
 from memories.scope import resolve
 from memories.write import create
@@ -50,3 +51,35 @@ def test_a_dreamed_memory_in_the_queue_says_which_pass_proposed_it_from_which_co
     assert "<code>chat-7</code>" in page and "said twice" in page
     Memory.objects.filter(content="Staging deploys need the VPN").update(content="Staging deploys need a VPN")
     assert "Proposed by" not in staff.get(REVIEW).content.decode()  # edited since: no origin rather than a wrong one
+
+
+SECRET_TAG = "ghp_R8xK2mQv9LpT4wZs7NcY1bHd6FjE3aUo0GiV"
+
+
+def test_a_secret_pasted_as_a_tag_is_refused_under_the_tags_field_and_nothing_changes(
+    staff: Client, stub_embedder: StubServer
+) -> None:
+    # Walk 18: the refusal stood above the form ("the content contains a credential") while the content had
+    # none; the reviewer had to guess which field held it.
+    kept = create.store_memory(resolve("acme/shop", None), "Releases are tagged by CI", tags=["ci"]).memory
+    form = {"content": kept.content, "category": "", "importance": "", "tags_text": f"ci, {SECRET_TAG}"}
+    response = staff.post(f"/admin/memories/memory/{kept.pk}/change/", form)
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == ["tags_text"] and "contains a credential" in errors["tags_text"][0], errors
+    response = staff.post(f"/admin/memories/memory/{kept.pk}/change/", {**form, "content": f"token {SECRET_TAG}"})
+    assert "contains a credential" in response.context["adminform"].form.errors["content"][0]
+    assert Memory.objects.get(pk=kept.pk).tags == ["ci"]
+
+
+def test_the_rejected_list_says_who_archived_each_memory_and_why(staff: Client, stub_embedder: StubServer) -> None:
+    # Walk 18: rejected memories showed what and when, never by whom, and a rejection next to an expiry looked alike.
+    scope = resolve("acme/shop", None)
+    rejected = create.store_memory(scope, "vec:1,0,0 Tabs, not spaces", "style").memory
+    staff.post(REVIEW, {"action": "rate", "memory_id": rejected.pk, "rating": "2"})
+    expired = create.store_memory(scope, "vec:0,1,0 The beta banner stays up", ttl_days=1).memory
+    Memory.objects.filter(pk=expired.pk).update(expires_at="2020-01-01T00:00:00Z")
+    lifecycle.prune_expired()
+    page = staff.get("/admin/memories/rejectedmemory/").content.decode()
+    assert (
+        "Archived by" in page and "Rejected by owner (admin)" in page and "Expired (its time to live ran out)" in page
+    )
