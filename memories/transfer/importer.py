@@ -80,6 +80,18 @@ def _time(value: Any) -> datetime | None:
         raise ValueError(f"{str(value)[:40]!r} is not a time between the years 1 and 9999") from None
 
 
+# Times a memory may hold in the future; every other time records something that already happened.
+FUTURE_FIELDS = frozenset({"expires_at"})
+
+
+def _not_after(when: datetime | None, now: datetime) -> datetime | None:
+    """`when`, or `now` if it is later: a file from a machine whose clock was wrong (a 2099
+    `updated_at`) must not date the memory, and its sync event, after every edit to come. Reconcile
+    bounds a teammate's future event the same way, but not this machine's own: a teammate's later edit
+    lost to the 2099 event here while it won on theirs (walk 17), two machines with one log disagreeing."""
+    return now if when is not None and when > now else when
+
+
 def derived_uuid(project_id: str, content: str) -> str:
     return str(uuid.uuid5(IMPORT_NAMESPACE, f"{project_id}\n{content.strip()}"))
 
@@ -306,14 +318,15 @@ def _check(row: Row) -> None:
     row.tags = validation.clean_tags(row.tags)
     validation.refuse_secrets(str(row.content), *row.tags, row.project_id)
     row.category = validation.clean_category(row.category)  # an unknown category is an error naming the five
-    row.created_at = _time(row.created_at)
+    now = datetime.now(UTC)
+    row.created_at = _not_after(_time(row.created_at), now)
     settable = _settable()
     for key, value in list(row.extra.items()):
         f = settable.get(key)
         if f is None or value is None or f.is_relation:
             continue  # unknown keys are ignored; links are resolved by uuid after the write
         if f.get_internal_type() == "DateTimeField":
-            row.extra[key] = _time(value)
+            row.extra[key] = _time(value) if key in FUTURE_FIELDS else _not_after(_time(value), now)
         elif key == "rating":
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10:
                 raise UserError(f"rating must be a whole number from 1 to 10, not {str(value)[:20]!r}.")

@@ -1,0 +1,59 @@
+"""Walk 17: what a sceptical user found from the seats the earlier walks did not take (a normal user,
+a team of two sharing one log)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memories.models import Memory
+from memories.scope import resolve
+from memories.transfer.importer import import_path
+from memories.write import create
+from sync.eventlog import new_event, read_events, write_event
+from sync.services import reconcile_scope
+from tests.stubs import StubServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+IMPORTED = "0b5a1c1e-0000-4000-8000-000000000099"
+
+
+def test_an_imported_future_time_is_read_as_now_so_a_teammates_later_edit_still_wins(
+    repo: Path, stub_embedder: StubServer, tmp_path: Path
+) -> None:
+    """A `yullu export json` file from a machine whose clock said 2099: its times were kept, the memory's
+    sync event was dated 2099, and a teammate's edit an hour later lost to it here for ever, while it won
+    on the teammate's machine (which clamps a teammate's future event): one log, two different memories."""
+    scope = resolve(None, str(repo))
+    create.store_memory(scope, "vec:0,1,0 Run make test before pushing", "process")  # the checkout is known
+    row = {
+        "uuid": IMPORTED,
+        "project_id": scope.project_id,
+        "content": "vec:1,0,0 The test matrix runs Python 3.9 to 3.14",
+        "category": "process",
+        "created_at": "2099-06-01T00:00:00+00:00",
+        "updated_at": "2099-06-01T00:00:00+00:00",
+        "expires_at": "2099-07-01T00:00:00+00:00",  # an expiry is a future time by nature: kept
+    }
+    header = {"format": "yullu-memories", "version": 1, "project_id": scope.project_id, "count": 1}
+    path = tmp_path / "future.jsonl"
+    path.write_text(f"{json.dumps(header)}\n{json.dumps(row)}\n")
+
+    assert import_path(path).created == 1
+
+    now = datetime.now(UTC)
+    memory = Memory.objects.get(uuid=IMPORTED)
+    assert memory.created_at <= now and memory.updated_at <= now
+    assert memory.expires_at is not None and memory.expires_at.year == 2099
+    logs = repo / ".yullu" / "logs"
+    ours = [e for _, e in read_events(logs).events if str(e.memory_id) == IMPORTED]
+    assert ours and all(e.ts_ns <= time.time_ns() for e in ours), [e.ts for e in ours]
+
+    later = "The test matrix runs Python 3.10 to 3.14 (3.9 dropped)"
+    write_event(logs, new_event("update", IMPORTED, ts_ns=time.time_ns() + 1_000_000_000, content=later))
+    reconcile_scope(scope)
+    assert Memory.objects.get(uuid=IMPORTED).content == later
