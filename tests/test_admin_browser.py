@@ -305,3 +305,17 @@ def test_s_in_the_stale_queue_replaces_the_old_text_with_what_is_typed(
     page.wait_for_selector("text=superseded by memory")
     new = Memory.objects.get(pk=old.memory.pk).superseded_by
     assert new is not None and new.content == "vec:1,0,0 Clock.now reads the monotonic clock"
+
+
+def test_on_a_phone_every_rating_button_is_inside_its_card(stub_embedder: StubServer, page: Any) -> None:
+    # Found on walk 18: at 390 px the row of ten fixed-width buttons ran past the card, and "10" was cut off.
+    seed(1)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/admin/memories/memory/review/")
+    page.wait_for_selector("article.y-item button[value='10']")
+    card = page.locator("article.y-item").first.bounding_box()
+    ten = page.locator("article.y-item button[value='10']").first.bounding_box()
+    assert ten["x"] + ten["width"] <= card["x"] + card["width"], (ten, card)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "review-queue-phone.png"))
