@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -18,6 +20,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from . import outage
+from .env import env_int
 from .errors import UserError
 from .failures import UNAVAILABLE, NotAnswering, translate
 
@@ -52,10 +55,35 @@ def with_fresh_connections(fn: Callable[[], T]) -> T:
         close_old_connections()
 
 
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def tool_threads() -> int:
+    return max(1, env_int("YULLU_TOOL_THREADS"))
+
+
+def tool_pool() -> ThreadPoolExecutor:
+    """The threads tool calls run on, YULLU_TOOL_THREADS of them (read when the pool is made, on the first call).
+
+    Not the event loop's default executor: that one has min(32, cores + 4) threads, 6 on two cores, so
+    at 20 clients 14 calls waited ~300 ms for a thread while the 6 running mostly waited on the embedding
+    batcher, whose passes then held ~2.3 texts (~5 with this pool: the model's per-pass cost shared more
+    widely). A tool call mostly waits (the model, PostgreSQL), so more threads than cores cost little;
+    each keeps its database connection (CONN_MAX_AGE), well under the embedded server's max_connections.
+    docs/benchmarks.md, issue 34 round twenty."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=tool_threads(), thread_name_prefix="yullu-tool")
+        return _pool
+
+
 async def run(fn: Callable[[], dict[str, Any]]) -> CallToolResult:
-    """Run a sync service call in a worker thread and turn its outcome into a tool result."""
+    """Run a sync service call on a tool thread and turn its outcome into a tool result."""
     try:
-        return ok(await sync_to_async(with_fresh_connections, thread_sensitive=False)(fn))
+        call = sync_to_async(with_fresh_connections, thread_sensitive=False, executor=tool_pool())
+        return ok(await call(fn))
     except UserError as exc:
         return error(str(exc))
     except DatabaseError as exc:
