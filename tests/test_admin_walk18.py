@@ -83,3 +83,18 @@ def test_the_rejected_list_says_who_archived_each_memory_and_why(staff: Client, 
     assert (
         "Archived by" in page and "Rejected by owner (admin)" in page and "Expired (its time to live ran out)" in page
     )
+
+
+def test_a_rating_sent_after_the_session_ended_says_on_the_login_page_that_it_was_not_saved(
+    client: Client, stub_embedder: StubServer
+) -> None:
+    # Walk 18: with the session gone, pressing 8 led to the login page and, after logging in, back to the same
+    # queue: nothing said the rating had been dropped.
+    memory = create.store_memory(resolve("acme/shop", None), "vec:1,0,0 Tabs, not spaces", "style").memory
+    response = client.post(REVIEW, {"action": "rate", "memory_id": memory.pk, "rating": "8"}, follow=True)
+    page = response.content.decode()
+    assert response.redirect_chain[-1][0].startswith("/admin/login/") and 'id="login-form"' in page
+    assert "Your session had ended, so what you just sent was not saved" in page
+    assert Memory.objects.get(pk=memory.pk).rating is None
+    assert "Your session had ended" not in client.get("/admin/login/").content.decode()  # said once
+    assert "Your session had ended" not in client.post("/admin/logout/", follow=True).content.decode()

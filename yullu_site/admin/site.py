@@ -7,13 +7,15 @@ from collections.abc import Callable
 from functools import update_wrapper
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.apps import AdminConfig
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.urls import path, reverse
 from unfold.sites import UnfoldAdminSite
 
 from yullu_core.errors import UserError
+
+SESSION_ENDED = "Your session had ended, so what you just sent was not saved: log in, then do it again."
 
 # Apps whose models are plumbing (accounts, beat schedules): hidden from reviewers who are not superusers.
 SUPERUSER_APPS = {"auth", "django_celery_beat", "yullu_site", "access"}
@@ -31,6 +33,12 @@ class YulluAdminSite(UnfoldAdminSite):
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.user.is_authenticated and not request.user.is_staff:
                 return HttpResponseForbidden("Staff access only.")
+            logging_out = request.path == reverse("admin:logout", current_app=self.name)
+            if request.method == "POST" and not request.user.is_authenticated and not logging_out:
+                # A rating or an edit sent after the session ended (expired, logged out in another tab) was
+                # dropped by the login redirect without a word: the reviewer logged in again to the same queue
+                # and believed it saved (walk 18). The login page shows this.
+                messages.warning(request, SESSION_ENDED)
             try:
                 return inner(request, *args, **kwargs)
             except UserError as exc:  # e.g. a project the reviewer has no role on: access.policy's sentence
