@@ -4,6 +4,8 @@ a team of two sharing one log)."""
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,11 +19,12 @@ from memories.write import create
 from sync.eventlog import new_event, read_events, write_event
 from sync.services import reconcile_scope
 from tests.stubs import StubServer
+from yullu_core import postgres as pg
 
-pytestmark = pytest.mark.django_db(transaction=True)
 IMPORTED = "0b5a1c1e-0000-4000-8000-000000000099"
 
 
+@pytest.mark.django_db(transaction=True)
 def test_an_imported_future_time_is_read_as_now_so_a_teammates_later_edit_still_wins(
     repo: Path, stub_embedder: StubServer, tmp_path: Path
 ) -> None:
@@ -57,3 +60,22 @@ def test_an_imported_future_time_is_read_as_now_so_a_teammates_later_edit_still_
     write_event(logs, new_event("update", IMPORTED, ts_ns=time.time_ns() + 1_000_000_000, content=later))
     reconcile_scope(scope)
     assert Memory.objects.get(uuid=IMPORTED).content == later
+
+
+def test_the_embedded_postgresql_starts_in_a_home_whose_path_holds_a_space() -> None:
+    """`YULLU_HOME="$HOME/Library/Application Support/yullu"` (or a home folder named "John Smith"): pg_ctl
+    hands its -o options to a shell, so the socket folder was split in two and every start failed with
+    'postgres: invalid argument: "Support/yullu/pgdata"'. A folder others may pass through, so that as root
+    too (the cluster runs as yullu-pg) the data folder, and the socket in it, keeps the space."""
+    base = Path(tempfile.mkdtemp(prefix="walk17 Application Support "))
+    base.chmod(0o755)
+    home = base / "yullu"
+    home.mkdir()
+    try:
+        cluster = pg.ensure_running(home)
+        assert " " in str(cluster.socket_dir)
+        result = pg._run(cluster, ["psql", "-h", str(cluster.socket_dir), "-U", "postgres", "-Atc", "SELECT 1"])
+        assert result.stdout.strip() == "1", result
+    finally:
+        pg.stop(home)
+        shutil.rmtree(base, ignore_errors=True)

@@ -27,6 +27,7 @@ import importlib.util
 import json
 import logging
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -303,7 +304,8 @@ def _is_auto() -> bool:
 
 
 def _pg_ctl_start(cluster: Cluster, log_file: Path, buffers: str) -> subprocess.CompletedProcess[str]:
-    options = f"-h '' -k {cluster.socket_dir} -c max_connections=200 -c shared_buffers={buffers}"
+    # pg_ctl hands -o to a shell: a folder with a space (~/Library/Application Support) was two arguments.
+    options = f"-h '' -k {shlex.quote(str(cluster.socket_dir))} -c max_connections=200 -c shared_buffers={buffers}"
     if (cluster.bin_dir.parent / "lib" / "pg_prewarm.so").exists():
         # autoprewarm: the blocks in the buffers are listed at shutdown (and every 5 minutes) and read
         # back after a start, so a restart does not leave the first searches reading the disk.
