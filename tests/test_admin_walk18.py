@@ -5,12 +5,14 @@ client and the stub server."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.test import Client
 
+from access.actor import acting_as, actor_for_user
 from dreaming.models import DreamPass
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass
@@ -18,6 +20,7 @@ from memories import lifecycle
 from memories.models import Memory
 from memories.scope import resolve
 from memories.write import create
+from sync.services import reconcile_scope
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,3 +101,27 @@ def test_a_rating_sent_after_the_session_ended_says_on_the_login_page_that_it_wa
     assert Memory.objects.get(pk=memory.pk).rating is None
     assert "Your session had ended" not in client.get("/admin/login/").content.decode()  # said once
     assert "Your session had ended" not in client.post("/admin/logout/", follow=True).content.decode()
+
+
+def test_a_teammates_memory_in_the_queue_names_the_teammate(
+    staff: Client, repo: Path, keyword_only: None, owner: Any
+) -> None:
+    # Walk 18: the queue said "from teammate" and the name was only in the memory's history.
+    folder = repo / ".yullu" / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    event = {
+        "id": "00000000-0000-4000-8000-000000000001",
+        "type": "create",
+        "memory_id": "22222222-2222-4222-8222-222222222222",
+        "ts": "2026-06-01T00:00:01Z",
+        "content": "The deploy key rotates on the first of the month.",
+        "tags": [],
+        "author": "Dana Reyes",
+    }
+    (folder / "teammate-1.json").write_text(json.dumps(event))
+    scope = resolve(None, str(repo))
+    assert reconcile_scope(scope)["created"] == 1
+    with acting_as(actor_for_user(owner)):
+        create.store_memory(scope, "Feature flags live in flags.yaml, not in the database.", source="admin")
+    page = staff.get(REVIEW).content.decode()
+    assert "from teammate <b>Dana Reyes</b>" in page and "from person <b>owner</b>" in page
