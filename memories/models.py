@@ -80,6 +80,11 @@ class Memory(models.Model):
     superseded_by = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes"
     )
+    # A teammate's display name (their sync event's `author`, docs/contract.md §11) when the log, not a user of this
+    # machine, created it / last changed it: there is no user row for them, and created_by / updated_by alone showed
+    # null (walk 17). Empty for local writes; the wire's created_by / updated_by fall back to these.
+    created_author = models.CharField(max_length=150, blank=True, default="", db_default="")
+    updated_author = models.CharField(max_length=150, blank=True, default="", db_default="")
     # Why a memory is held for review (its text instructs the assistant: memories.write.poisoning); a held
     # memory is stored but never retrieved or injected until a person approves it in the admin.
     held_reason = models.CharField(max_length=300, blank=True, default="", db_default="")

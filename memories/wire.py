@@ -31,8 +31,12 @@ class MemoryOut(TypedDict):
     # Why it is held out of retrieval until a person approves it (memories.write.poisoning); "" when not held.
     held_for_review: str
     superseded_by: Annotated[int | None, Doc("id of the memory that replaced this one")]
-    created_by: Annotated[str | None, Doc("user name of who stored it; null: the system (dreaming, sync, CLI)")]
-    updated_by: Annotated[str | None, Doc("user name of who last changed it; null: the system")]
+    created_by: Annotated[
+        str | None, Doc("user name of who stored it, or a teammate's event author; null: the system (dreaming, CLI)")
+    ]
+    updated_by: Annotated[
+        str | None, Doc("user name of who last changed it, or a teammate's event author; null: the system")
+    ]
 
 
 class AnchorOut(TypedDict):
@@ -154,8 +158,9 @@ def memory_to_wire(m: Memory) -> MemoryOut:
         "expires_at": m.expires_at.isoformat() if m.expires_at else None,
         "superseded_by": m.superseded_by_id,
         "held_for_review": m.held_reason,
-        "created_by": username(m.created_by_id),
-        "updated_by": username(m.updated_by_id),
+        # a user of this machine, else a teammate's name from the log (docs/contract.md §11)
+        "created_by": username(m.created_by_id) or m.created_author or None,
+        "updated_by": username(m.updated_by_id) or m.updated_author or None,
     }
 
 
@@ -192,4 +197,8 @@ def rejected_to_wire(r: RejectedMemory) -> RejectedOut:
 
 # Model fields a hit needs: the memory shape's, loaded with .only() (superseded_by is the FK's name;
 # held_for_review is the model's held_reason).
-HIT_FIELDS = tuple("held_reason" if f == "held_for_review" else f for f in MemoryOut.__annotations__)
+HIT_FIELDS = (
+    *("held_reason" if f == "held_for_review" else f for f in MemoryOut.__annotations__),
+    "created_author",
+    "updated_author",
+)

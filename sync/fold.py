@@ -44,11 +44,13 @@ class Folded:
     fields: dict[str, Any] = field(default_factory=lambda: dict(FIELD_DEFAULTS))
     deleted: bool = False
     has_fields: bool = False  # at least one create/update/delete
+    has_created: bool = False  # a create applied (the first one names the creator)
     created_ns: int | None = None
     updated_ns: int | None = None
     content_ns: int = 0  # time of the latest content change
     vectors: dict[str, Vector] = field(default_factory=dict)
     author: str | None = None  # of the last create/update/delete (for history; None: it named none)
+    creator: str | None = None  # of the first create (who wrote the memory; None: it named none)
 
     @property
     def content(self) -> str | None:
@@ -78,6 +80,8 @@ def _apply(state: Folded, event: Event, ts_ns: int) -> None:
         return
     state.has_fields = True
     state.author = event.author
+    if event.type == "create" and not state.has_created:
+        state.creator, state.has_created = event.author, True
     created = parse_ts(event.created_at) if event.type == "create" and event.created_at else ts_ns
     state.created_ns = created if state.created_ns is None else min(state.created_ns, created)
     state.updated_ns = ts_ns

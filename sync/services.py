@@ -442,6 +442,7 @@ def _remote_state(folded: Folded) -> remote.RemoteState:
         expires_at=_datetime(folded.fields["expires_at"]),
         anchors=folded.fields["anchors"],
         author=folded.author,
+        creator=folded.creator,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from access.services import add_user, grant
 from memories import lifecycle
 from memories.models import Memory, MemoryChange
 from memories.scope import resolve
-from memories.write import create
+from memories.write import create, edit
 from sync.services import reconcile_scope
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,3 +107,48 @@ def test_an_author_that_is_no_name_is_dropped_and_the_event_still_applies(repo: 
     memory = Memory.objects.get(uuid=U1)
     assert memory.content == "Invoices v3."
     assert [h["author"] for h in lifecycle.history(memory.pk)] == ["Ünal Çelik-Reyes", None, None]
+
+
+def test_a_teammates_memory_names_its_author_as_created_by_and_updated_by(
+    repo: Path, owner: Any, owner_token: str, live_server_url: str, keyword_only: None
+) -> None:
+    """Walk 17: a memory a teammate wrote answered `created_by: null, updated_by: null` (no user row names them)
+    while its history said who; a teammate's edit of the owner's memory turned `updated_by: owner` into null. They
+    now fall back to the event's author; a local change names the local user again."""
+    scope = resolve(None, str(repo))
+    _teammate(repo, 1, "create", content="The deploy key rotates on the first of the month.", tags=[], author="Dana")
+    assert reconcile_scope(scope)["created"] == 1
+    with acting_as(actor_for_user(owner)):
+        mine = create.store_memory(scope, "Releases are cut from the release branch on Thursdays.", "process").memory
+    theirs = Memory.objects.get(uuid=U1)
+
+    def by(memory_id: int) -> tuple[str | None, str | None]:
+        with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}) as http:
+            got = http.get(f"/api/memories/{memory_id}", params={"project_id": scope.project_id}, timeout=30).json()
+            listed = http.get("/api/memories", params={"project_id": scope.project_id}, timeout=30).json()
+            found = http.post(
+                "/api/memories/recall",
+                json={"query": "deploy key releases", "project_id": scope.project_id},
+                timeout=30,
+            ).json()
+        rows = [
+            *(m for m in listed["results"] if m["id"] == memory_id),
+            *(h for h in found["results"] if h["id"] == memory_id),
+        ]
+        assert rows and all((r["created_by"], r["updated_by"]) == (got["created_by"], got["updated_by"]) for r in rows)
+        return got["created_by"], got["updated_by"]
+
+    assert by(theirs.pk) == ("Dana", "Dana")
+    _teammate(repo, 2, "update", tags=["ops"], author="Sam Okafor")
+    (repo / ".yullu" / "logs" / "teammate-3.json").write_text(json.dumps({
+        "id": "00000000-0000-4000-8000-000000000003", "type": "update", "memory_id": str(mine.uuid),
+        "ts": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "tags": ["release"], "author": "Sam Okafor",
+    }))  # fmt: skip
+    assert reconcile_scope(scope)["updated"] == 2
+    assert by(theirs.pk) == ("Dana", "Sam Okafor")
+    assert by(mine.pk) == ("owner", "Sam Okafor"), "a teammate's edit no longer erases who changed it"
+    with acting_as(actor_for_user(owner)):
+        edit.update_memory(theirs.pk, tags=["ops", "keys"])
+    assert by(theirs.pk) == ("Dana", "owner")
+    edit.update_memory(mine.pk, tags=["release", "cli"])  # the CLI: the system, not the teammate who edited last
+    assert by(mine.pk) == ("owner", None)

@@ -19,7 +19,9 @@ from ..models import CATEGORIES, Memory, MemoryAnchor, MemoryVector
 FORMAT = "yullu-memories"
 VERSION = 1
 # Fields every version writes; others (lifecycle fields added later) are exported generically.
-SKIP_FIELDS = {"id", "search"}
+# A teammate's name (created_author / updated_author) is this machine's record of the log, as created_by is a user
+# of it: neither travels in a file.
+SKIP_FIELDS = {"id", "search", "created_author", "updated_author"}
 TITLES = {
     "process": "How we work",
     "decision": "Decisions",

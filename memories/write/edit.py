@@ -164,7 +164,7 @@ def _apply_update(
         setattr(memory, key, value)
     if "content" in changes or "tags" in changes:
         memory.held_reason = hold_reason(memory.content, memory.tags)
-    memory.updated_by_id = access.acting().user_id
+    memory.updated_by_id, memory.updated_author = access.acting().user_id, ""  # a local change: no teammate's
     ts = change_time(memory.updated_at)
     memory.updated_at = ns_to_datetime(ts)
     memory.save()

@@ -32,6 +32,12 @@ class RemoteState:
     expires_at: datetime | None = None
     anchors: list[Any] | None = None  # None: the log never named any
     author: str | None = None  # the `author` of the last event that changed it (docs/contract.md §11)
+    creator: str | None = None  # the `author` of the event that created it
+
+
+def _attribute(memory: Memory, state: RemoteState) -> None:
+    """A memory the log created: its teammates' names, for created_by / updated_by on the wire."""
+    memory.created_author, memory.updated_author = state.creator or "", state.author or ""
 
 
 RemoteOutcome = Literal["created", "updated", "unchanged", "deleted", "absent"]
@@ -63,6 +69,7 @@ def create_remote_many(project_id: str, items: Sequence[tuple[str, RemoteState, 
             setattr(memory, key, value)
         memory.held_reason = hold_reason(memory.content, memory.tags)
         memory.created_at, memory.updated_at = state.created_at, state.updated_at
+        _attribute(memory, state)
         memories.append(memory)
     created = bulk_rows.insert(Memory, memories)
     with_vector = [(m, v) for m, (_, _, v) in zip(created, items, strict=True) if v is not None]
@@ -100,6 +107,7 @@ def apply_remote_state(
             setattr(memory, key, value)
         memory.held_reason = hold_reason(memory.content, memory.tags)
         memory.created_at, memory.updated_at = state.created_at, state.updated_at
+        _attribute(memory, state)
         memory.save()
         if vector is not None:
             save_vector(memory, vector[0], vector[1])
@@ -125,7 +133,7 @@ def apply_remote_state(
         memory.held_reason = hold_reason(memory.content, memory.tags)
     memory.created_at, memory.updated_at = state.created_at, state.updated_at
     if changes:  # a teammate's change is no user's here: the last changer kept would own their text (walk 12)
-        memory.updated_by_id = None
+        memory.updated_by_id, memory.updated_author = None, state.author or ""
     memory.save()
     if not changes:
         return "unchanged"  # only the times moved (e.g. an empty update event)
