@@ -265,9 +265,6 @@ class MemoryAdmin(ModelAdmin):
     list_filter = [ProjectFilter, "category", RatedFilter, HeldFilter, SourceFilter, VectorFilter]
     list_filter_submit = True
     search_fields = ["content"]
-    search_help_text = (
-        "Pick a project under Filters, then search: a semantic preview with rank, similarity and sent/below floor."
-    )
     readonly_fields = [
         "held",
         "uuid",
@@ -401,7 +398,11 @@ class MemoryAdmin(ModelAdmin):
     def _semantic(self, request: HttpRequest) -> list[HitOut] | None:
         """The preview search's hits, run once per request (project filter + search box) and kept
         on the request; None when not searching."""
-        term, project = request.GET.get("q", "").strip(), request.GET.get("project_id__exact")
+        # The Filters panel's project (ProjectFilter: ?project_id=) as well as the dashboard's links' field lookup:
+        # with only the latter read, a project picked under Filters, as the box says, searched words and found
+        # none for a question (walk 18: "how do I ship a release" in a project: 0 results).
+        term = request.GET.get("q", "").strip()
+        project = request.GET.get(ProjectFilter.parameter_name) or request.GET.get("project_id__exact")
         if not term or not project:
             return None
         # A per-request cache kept on the request object, which declares no such attribute.
@@ -426,6 +427,17 @@ class MemoryAdmin(ModelAdmin):
                 search_clears=per_hit(lambda h: h.get("clears_floor", False), False, BooleanField()),
             )
         return qs.order_by(*self.get_ordering(request))
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        changelist = super().get_changelist_instance(request)
+        # The box's placeholder says what a search does here: words everywhere, meaning within one project.
+        project = request.GET.get(ProjectFilter.parameter_name) or request.GET.get("project_id__exact")
+        changelist.search_help_text = (
+            f"Search {project} by meaning (rank, similarity, sent / below floor)"
+            if project
+            else "Search words; pick a project under Filters to search by meaning"
+        )
+        return changelist
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet[Memory], search_term: str) -> Any:
         hits = self._semantic(request)

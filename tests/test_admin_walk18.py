@@ -125,3 +125,14 @@ def test_a_teammates_memory_in_the_queue_names_the_teammate(
         create.store_memory(scope, "Feature flags live in flags.yaml, not in the database.", source="admin")
     page = staff.get(REVIEW).content.decode()
     assert "from teammate <b>Dana Reyes</b>" in page and "from person <b>owner</b>" in page
+
+
+def test_a_project_picked_under_filters_searches_by_meaning(staff: Client, stub_embedder: StubServer) -> None:
+    # Walk 18: the Filters panel's project (?project_id=) was not the one the preview read (?project_id__exact=),
+    # so a question searched as words and found nothing.
+    create.store_memory(resolve("acme/a", None), "vec:1,0,0 exact match")
+    create.store_memory(resolve("acme/a", None), "vec:0,1,0 unrelated")
+    page = staff.get("/admin/memories/memory/", {"q": "vec:1,0,0 query", "project_id": "acme/a"}).content.decode()
+    assert "#1 · 1.00 · sent" in page and "Search acme/a by meaning" in page
+    words = staff.get("/admin/memories/memory/", {"q": "unrelated"}).content.decode()
+    assert "pick a project under Filters to search by meaning" in words and "#1 ·" not in words
