@@ -273,16 +273,17 @@ JARGON: tuple[tuple[str, str], ...] = (
     # Asking for a person: "who do I ask about…", "who looks after…" of a memory naming an owner or a lead. "who" is a
     # stopword to the keyword half and the thesaurus (PostgreSQL's english configuration), so only a pattern sees it.
     (
-        r"who (?:do|should|can|could|would|shall) (?:i|we) (?:\w+ )?(?:ask|talk to|ping|contact|reach out to|go to|speak to|"
-        r"check with|clear it with)|who to (?:ask|talk to|ping|contact|go to)|who (?:knows|looks after|takes care of|"
-        r"maintains|manages|owns|leads|runs|handles|is in charge|is responsible|is running)|who's (?:running|in charge|"
-        r"responsible)|whos (?:running|in charge|responsible)",
+        r"who (?:do|should|can|could|would|shall) (?:i|we) (?:\w+ )?"
+        r"(?:ask|talk to|ping|contact|reach out to|go to|speak to|check with|clear it with)|"
+        r"who to (?:ask|talk to|ping|contact|go to)|"
+        r"who (?:knows|looks after|takes care of|maintains|manages|owns|leads|runs|handles|is in charge|"
+        r"is responsible|is running)|who'?s (?:running|in charge|responsible)",
         "owner",
     ),
     (
-        r"who (?:approves|signs off|reviews|greenlights|okays|decides|(?:needs|has|have|must|should|would) to "
-        r"(?:approve|sign off|review|okay|decide)|should review|can approve)|who do (?:i|we) need (?:approval|sign-?off) "
-        r"from",
+        r"who (?:approves|signs off|reviews|greenlights|okays|decides|"
+        r"(?:needs|has|have|must|should|would) to (?:approve|sign off|review|okay|decide)|should review|can approve)|"
+        r"who do (?:i|we) need (?:approval|sign-?off) from",
         "approve review",
     ),
 )
