@@ -58,7 +58,7 @@ def test_a_teammates_edit_is_not_attributed_to_whoever_edited_it_here(
     assert stored.content == "Releases are cut on Fridays."
     assert stored.updated_by_id is None, "bob's text is no local user's: null, the teammate is in history"
     assert stored.created_by_id == owner.pk
-    assert memory_to_wire(stored)["updated_by"] is None
+    assert memory_to_wire(stored)["updated_by"] == "bob", "the teammate's name from the log (walk 17), not admin"
 
 
 @pytest.mark.parametrize(
