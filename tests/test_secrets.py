@@ -3709,6 +3709,8 @@ def test_a_respelled_value_is_redacted_whole() -> None:
         "the erlang cookie is in /var/lib/rabbitmq/.erlang.cookie",
         "erl -sname a -setcookie $ERLANG_COOKIE",
         "gpg --batch --passphrase-file /run/secrets/gpg -c notes.txt",
+        # a hash's scheme is not the clear one
+        "ldif: userPassword: {SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=",
         'gpg --batch --passphrase "$GPG_PASSPHRASE" -c notes.txt',
     ],
 )
