@@ -17,7 +17,7 @@ from dreaming.models import DreamPass
 from dreaming.reasoners import configured_reasoner
 from dreaming.services import record_messages, run_dream_pass
 from memories import lifecycle
-from memories.models import Memory
+from memories.models import Memory, MemoryChange
 from memories.scope import resolve
 from memories.write import create
 from sync.services import reconcile_scope
@@ -136,3 +136,16 @@ def test_a_project_picked_under_filters_searches_by_meaning(staff: Client, stub_
     assert "#1 · 1.00 · sent" in page and "Search acme/a by meaning" in page
     words = staff.get("/admin/memories/memory/", {"q": "unrelated"}).content.decode()
     assert "pick a project under Filters to search by meaning" in words and "#1 ·" not in words
+
+
+def test_undoing_a_keep_is_in_the_memorys_history(staff: Client, stub_embedder: StubServer) -> None:
+    # Walk 18: after `u` undid a keep, the memory was back in the queue while its history still ended "rated 8".
+    memory = create.store_memory(resolve("acme/shop", None), "vec:1,0,0 Tabs, not spaces", "style").memory
+    staff.post(REVIEW, {"action": "rate", "memory_id": memory.pk, "rating": "8"})
+    staff.post(REVIEW, {"action": "undo_keep", "memory_id": memory.pk})
+    rows = MemoryChange.objects.filter(memory_uuid=memory.uuid).order_by("created_at", "id")
+    assert [(r.action, r.source, r.user.get_username() if r.user else None) for r in rows][1:] == [
+        ("rated", "admin", "owner"),
+        ("unrated", "admin", "owner"),
+    ]
+    assert "unrated" in staff.get(f"/admin/memories/memory/{memory.pk}/change/").content.decode()

@@ -295,14 +295,17 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
     return rated_to_wire(memory, value, archived=True)
 
 
-def clear_rating(memory_id: Any) -> Memory:
-    """Undo a keep: the memory goes back to the review queue (unrated, no comment)."""
+def clear_rating(memory_id: Any, *, source: str = "review") -> Memory:
+    """Undo a keep: the memory goes back to the review queue (unrated, no comment). History records who took
+    the rating back, as it recorded the rating: it said "rated 8" of a memory back in the queue (walk 18)."""
     with transaction.atomic():
         memory = Memory.objects.select_for_update().filter(pk=get_memory(memory_id, access.WRITE).pk).first()
         if memory is None:
             raise NotFound(f"memory {memory_id} not found")
+        before = snapshot(memory)
         memory.rating, memory.rating_comment = None, ""
         memory.save(update_fields=["rating", "rating_comment"])
+        record(memory, "unrated", source, before, snapshot(memory))
     return memory
 
 
