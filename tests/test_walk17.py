@@ -79,3 +79,37 @@ def test_the_embedded_postgresql_starts_in_a_home_whose_path_holds_a_space() -> 
     finally:
         pg.stop(home)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_huge_refused_row_is_scanned_only_as_far_as_a_memory_may_hold(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Walk 17: the report line of a refused row redacted the whole row, and the scan's cost grows faster than
+    the text (a 50 MB line of "x x x …" took 50 s and 527 MB to refuse). The real redaction runs, on at most
+    max_content_chars characters; a secret at the row's start is still redacted in the report."""
+    from memories.transfer import importer
+    from memories.write import validation
+
+    scanned: list[int] = []
+    real = importer.redact
+
+    def spy(text: str) -> str:
+        scanned.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(importer, "redact", spy)
+    scope = resolve(None, str(repo))
+    header = {"format": "yullu-memories", "version": 1, "project_id": scope.project_id, "count": 2}
+    huge = {"uuid": IMPORTED, "project_id": scope.project_id, "content": "x " * 100_000, "category": "process"}
+    key = "ghp_" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0dF3hJ6"
+    secret = {"project_id": scope.project_id, "content": f"token {key} " + "y " * 50_000, "category": "process"}
+    path = tmp_path / "huge.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (header, huge, secret)) + "\n")
+
+    result = import_path(path)
+
+    assert result.created == 0 and result.refused == 2
+    assert scanned and max(scanned) <= validation.max_content_chars(), scanned
+    assert key not in " ".join(result.errors) and "REDACTED" in result.errors[1], result.errors
+    assert not Memory.objects.exists()

@@ -65,7 +65,11 @@ VARS: dict[str, Var] = {
             "the reconcile and dream schedulers' period; anchors and backfill run every 5 ticks, prunes every 60",
         ),
         Var("YULLU_EMBED_THREADS", "1", "ONNX Runtime threads per model (embedder and reranker)"),
-        Var("YULLU_TOOL_THREADS", "24", "threads per web process that run MCP tool calls (at most that many at once)"),
+        Var(
+            "YULLU_TOOL_THREADS",
+            "0",
+            "threads per web process that run MCP tool calls (at most that many at once; 0: min(32, cores + 4))",
+        ),
         Var("PROMETHEUS_MULTIPROC_DIR", "", "set by `yullu serve`: the web and worker processes' shared metrics"),
         # The embedded PostgreSQL.
         Var(

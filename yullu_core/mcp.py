@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -60,18 +61,22 @@ _pool_lock = threading.Lock()
 
 
 def tool_threads() -> int:
-    return max(1, env_int("YULLU_TOOL_THREADS"))
+    """YULLU_TOOL_THREADS, or when 0 (the default) as many as the event loop's own executor: min(32, cores + 4).
+    24 on two cores let 20 clients' calls run at once but did not raise the closed loop's throughput on a quiet
+    machine, while stores waited longer on the project's write lock and the prompt hook's p50 rose 40–100 %
+    (docs/benchmarks.md, issue 34 round twenty): the hook is the product's main moment, so the default stays."""
+    configured = env_int("YULLU_TOOL_THREADS")
+    return configured if configured > 0 else min(32, (os.cpu_count() or 1) + 4)
 
 
 def tool_pool() -> ThreadPoolExecutor:
-    """The threads tool calls run on, YULLU_TOOL_THREADS of them (read when the pool is made, on the first call).
+    """The threads tool calls run on, tool_threads() of them (read when the pool is made, on the first call).
 
-    Not the event loop's default executor: that one has min(32, cores + 4) threads, 6 on two cores, so
-    at 20 clients 14 calls waited ~300 ms for a thread while the 6 running mostly waited on the embedding
-    batcher, whose passes then held ~2.3 texts (~5 with this pool: the model's per-pass cost shared more
-    widely). A tool call mostly waits (the model, PostgreSQL), so more threads than cores cost little;
-    each keeps its database connection (CONN_MAX_AGE), well under the embedded server's max_connections.
-    docs/benchmarks.md, issue 34 round twenty."""
+    A pool of its own, so its size is a setting: with the event loop's 6 threads on two cores, at 20 clients 14
+    calls waited ~300 ms for a thread while the 6 running mostly waited on the embedding batcher, whose passes
+    then held ~2.3 texts (~5 with 24 threads). A tool call mostly waits (the model, PostgreSQL), so more threads
+    than cores cost little; each keeps its database connection (CONN_MAX_AGE), well under the embedded server's
+    max_connections. docs/benchmarks.md, issue 34 round twenty."""
     global _pool
     with _pool_lock:
         if _pool is None:
