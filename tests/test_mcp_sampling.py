@@ -116,9 +116,9 @@ def test_500_tool_calls_keep_the_connection_count_bounded(
     before = _backends()
     asyncio.run(go())
     after = _backends()
-    # Tool calls run on the server loop's thread pool and keep at most one connection per thread,
+    # Tool calls run on their own pool (yullu_core.mcp.tool_pool) and keep at most one connection per thread,
     # never one per call. The live server runs in this process, so its pool threads are countable
     # (uvloop/asyncio name them uvloop_N/asyncio_N; the client loop's pool is gone once asyncio.run returns).
-    pool = [t for t in threading.enumerate() if re.fullmatch(r"(uvloop|asyncio)_\d+", t.name)]
+    pool = [t for t in threading.enumerate() if re.fullmatch(r"(uvloop|asyncio|yullu-tool)_\d+", t.name)]
     assert 0 < len(pool) <= 32, [t.name for t in threading.enumerate()]  # a default pool stays under 33
     assert after - before <= len(pool), (before, after, len(pool))
