@@ -171,6 +171,13 @@ def _change_text(row: dict[str, Any]) -> str:
     return "; ".join(parts) or "—"
 
 
+def _filtered_project(request: HttpRequest) -> str | None:
+    """The project the list is filtered on: the Filters panel's (ProjectFilter: ?project_id=) or the dashboard's
+    links' field lookup. With only the latter read, a project picked under Filters, as the search box says,
+    searched words and found none for a question (walk 18: "how do I ship a release" in a project: 0 results)."""
+    return request.GET.get(ProjectFilter.parameter_name) or request.GET.get("project_id__exact")
+
+
 class ProjectFilter(admin.SimpleListFilter):
     """The projects that hold memories, from the tallies (memories.tallies): Django's own filter ran
     a DISTINCT over every visible memory on each load of the list (70 ms at 1M)."""
@@ -398,11 +405,7 @@ class MemoryAdmin(ModelAdmin):
     def _semantic(self, request: HttpRequest) -> list[HitOut] | None:
         """The preview search's hits, run once per request (project filter + search box) and kept
         on the request; None when not searching."""
-        # The Filters panel's project (ProjectFilter: ?project_id=) as well as the dashboard's links' field lookup:
-        # with only the latter read, a project picked under Filters, as the box says, searched words and found
-        # none for a question (walk 18: "how do I ship a release" in a project: 0 results).
-        term = request.GET.get("q", "").strip()
-        project = request.GET.get(ProjectFilter.parameter_name) or request.GET.get("project_id__exact")
+        term, project = request.GET.get("q", "").strip(), _filtered_project(request)
         if not term or not project:
             return None
         # A per-request cache kept on the request object, which declares no such attribute.
@@ -431,7 +434,7 @@ class MemoryAdmin(ModelAdmin):
     def get_changelist_instance(self, request: HttpRequest) -> Any:
         changelist = super().get_changelist_instance(request)
         # The box's placeholder says what a search does here: words everywhere, meaning within one project.
-        project = request.GET.get(ProjectFilter.parameter_name) or request.GET.get("project_id__exact")
+        project = _filtered_project(request)
         changelist.search_help_text = (
             f"Search {project} by meaning (rank, similarity, sent / below floor)"
             if project
