@@ -35,6 +35,8 @@ from bench.secret_forms_16 import HELD_OUT_16 as HELD_OUT_16
 from bench.secret_forms_16 import HELD_OUT_16_KEEP as HELD_OUT_16_KEEP
 from bench.secret_forms_17 import HELD_OUT_17 as HELD_OUT_17
 from bench.secret_forms_17 import HELD_OUT_17_KEEP as HELD_OUT_17_KEEP
+from bench.secret_forms_18 import HELD_OUT_18 as HELD_OUT_18
+from bench.secret_forms_18 import HELD_OUT_18_KEEP as HELD_OUT_18_KEEP
 
 Gen = Callable[[random.Random], str]
 
