@@ -177,8 +177,12 @@ RULES: tuple[Rule, ...] = (
         "a password on a command line",
         # curl -u user:pass, smbclient -U user%pass, lftp -u user,pass
         # (httpie's `--auth user:pass`; secrets12's probing)
-        re.compile(r"(?:\s-[uU]|--user|--auth)[= ]\s*['\"]?[^\s:%,'\"]{1,64}[:%,]([^\s'\"]{3,})"),
-        ("-u", "--user", "--auth"),
+        # (HTTPie's and xh's `-a user:pass`, after their command: rsync's `-a host:/path` is none; set 18)
+        re.compile(
+            r"(?:\s-[uU]|--user|--auth)[= ]\s*['\"]?[^\s:%,'\"]{1,64}[:%,]([^\s'\"]{3,})"
+            r"|\b(?:https?|xhs?)(?:\s[^\n|;&]{0,80}?)?\s-a[= ]\s*['\"]?[^\s:'\"-][^\s:'\"]{0,63}:([^\s'\"]{3,})"
+        ),
+        ("-u", "--user", "--auth", "-a"),
         check=_url_password,
     ),
     # An API key as curl's user with no password (`curl -u <key>: https://api…`, how Stripe, Mailgun and others
@@ -227,12 +231,13 @@ RULES: tuple[Rule, ...] = (
             # before a quote: "the token is passed to 'AuthMiddleware2'" is prose)
             # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`, a form's or a
             # datasource's `passwordField: secureJsonData`; nor its id,
-            # WebAuthn's `credential_id=…`; nor its kind: `auth_type`, `auth_method`)
+            # WebAuthn's `credential_id=…`, Jenkins' `credentialsId: 'nexus-deploy'`, `tokenId`, `keyId`; nor its kind:
+            # `auth_type`, `auth_method`)
             # (nor a list of the classes that handle it: Django's `AUTH_PASSWORD_VALIDATORS`, `PASSWORD_HASHERS`,
             # `AUTHENTICATION_BACKENDS`, whose values are classes' names, `MinimumLengthValidator`; secrets12's set)
             # (nor Helm's `existingSecret: orders-db-credentials`, `auth.existingSecret=`, `existingSecretPasswordKey:`:
             # the name of a Kubernetes Secret that holds the value, as `secretName`)
-            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!credential_id)(?<!type)(?<!method)(?<!mode)(?<!scheme)(?<!field)(?<!validators)(?<!hashers)(?<!backends)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!credential_id)(?<!credentialsid)(?<!credentialid)(?<!tokenid)(?<!keyid)(?<!type)(?<!method)(?<!mode)(?<!scheme)(?<!field)(?<!validators)(?<!hashers)(?<!backends)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
             # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
             # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
             # (`::` is a path's, not an operator: pytest's `test_secret_paths.py::test_x`, C++'s, Rust's; nor `://`,

@@ -39,6 +39,7 @@ from .words import (
     _NEARBY_WORDS,
     _PASSWORD_SHORT_OPTION,
     _PIN_KEYWORDS,
+    _USER_THEN_PASSWORD,
     _WHICH_OTP,
     _mysql_password,
     _no_small_words,
@@ -123,6 +124,15 @@ RULES: tuple[Rule, ...] = (
         check=_assigned_secret,
     ),
     Rule(
+        "user-then-password-option",
+        "a password on a command line",
+        re.compile(_USER_THEN_PASSWORD),
+        ("-u ",),
+        # (a letter in it: a port, `8080:80`, is none; and a capital or a symbol, as mysql's `-p X` wants: `mysql -u
+        # reporting -p reporting_db` prompts, and the word is the database)
+        check=lambda value: any(c.isalpha() for c in value) and _mysql_password(value),
+    ),
+    Rule(
         "mysql-password-option",
         "a password on a command line",
         re.compile(_MYSQL_PASSWORD),
@@ -150,7 +160,9 @@ RULES: tuple[Rule, ...] = (
         "oauth-code-in-url",
         "a credential in a URL (an OAuth code)",
         re.compile(
-            r"(?i)/[\w./-]*(?:callback|redirect|oauth2?|authori[sz]e|signin|sso)[\w./-]*\?(?:[^\s#?]*?&)?code="
+            # (and an Azure Function's key on its `/api/` path: `…azurewebsites.net/api/orders?code=X`; set 18)
+            r"(?i)/[\w./-]*(?:callback|redirect|oauth2?|authori[sz]e|signin|sso|(?<![a-z])api/)[\w./-]*\?"
+            r"(?:[^\s#?]*?&)?code="
             r"([^&\s#\"'`<>]{16,})"
         ),
         ("code=",),
@@ -526,6 +538,8 @@ RULES: tuple[Rule, ...] = (
             "htpasswd",
             "securestring",
             "openssl",
+            "poetry",
+            "oathtool",
         ),
         check=_assigned_secret,
     ),

@@ -1,6 +1,8 @@
 """Our rules, seventh part: secrets of particular systems, known by how those systems write them (held-out set 17):
 a password stored in the clear under a `{PLAIN}` scheme, a passphrase of several words quoted after a command's
-option, an Erlang distribution cookie, and a long number told as a password or a Wi-Fi key."""
+option, an Erlang distribution cookie, and a long number told as a password or a Wi-Fi key; and (held-out set 18) a
+key's raw bytes as a JSON array, a Kubernetes bootstrap token, and a Terraform `random_password`'s result in a state
+file."""
 
 from __future__ import annotations
 
@@ -28,6 +30,21 @@ def _quoted_passphrase(words: str) -> bool:
 def _long_number(value: str) -> bool:
     digits = re.sub(r"[ -]", "", value)
     return len(digits) >= MIN_TOLD_DIGITS and len(set(digits)) >= 3
+
+
+# How many of a key's bytes (of 32 or 64 random ones) must be distinct, and how many above 127: a key's bytes spread
+# over the whole range, a list of scores, ports or ages does not.
+MIN_DISTINCT_KEY_BYTES = 0.6
+MIN_HIGH_KEY_BYTES = 0.25
+
+
+def _key_bytes(numbers: str) -> bool:
+    """32 or 64 numbers of 0-255 spread as random bytes are: a Solana `id.json`, a `Uint8Array` secret key."""
+    values = [int(n) for n in re.findall(r"\d+", numbers)]
+    if len(values) not in (32, 64) or max(values) > 255:
+        return False
+    high = sum(v > 127 for v in values)
+    return len(set(values)) >= MIN_DISTINCT_KEY_BYTES * len(values) and high >= MIN_HIGH_KEY_BYTES * len(values)
 
 
 RULES: tuple[Rule, ...] = (
@@ -75,5 +92,33 @@ RULES: tuple[Rule, ...] = (
         ),
         (*_NEARBY_KEYWORDS, "wlan", "wi-fi", "wifi", "wpa", "network key", "netzwerkschlüssel", "clé", "clave"),
         check=_long_number,
+    ),
+    # A private key's raw bytes as a JSON array (`~/.config/solana/id.json`: 64 numbers; a 32-byte seed), which no rule
+    # of letters reads (set 18).
+    Rule(
+        "key-bytes-array",
+        "a private key (raw bytes)",
+        re.compile(r"\[\s*(\d{1,3}(?:\s*,\s*\d{1,3}){31,63})\s*\]"),
+        ("[",),
+        check=_key_bytes,
+    ),
+    # A Kubernetes bootstrap token, six and sixteen small letters and digits (`kubeadm join … --token abcdef.0123…`,
+    # `kubeadm token create` prints one): it joins a node to the cluster. After the word "token" or "join", and
+    # with a digit among the sixteen (a host's two words are no token; set 18).
+    Rule(
+        "bootstrap-token",
+        "a credential (a cluster's bootstrap token)",
+        re.compile(
+            r"(?i:token|join)[^\n]{0,40}?(?<![\w.-])([a-z0-9]{6}\.(?=[a-z]*\d)(?=\d*[a-z])[a-z0-9]{16})(?![\w.-])"
+        ),
+        ("token", "join"),
+    ),
+    # A Terraform state's `random_password` keeps the password it made in the clear under `result` (set 18).
+    Rule(
+        "terraform-random-password",
+        "a password (in Terraform state)",
+        re.compile(r'"type":\s*"random_password"[^\]]{0,600}?"result":\s*"([^"\s]{4,})"'),
+        ("random_password",),
+        check=_plain_value,
     ),
 )

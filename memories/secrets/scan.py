@@ -15,7 +15,7 @@ from .gitleaks import _NAME_CHAR, gitleaks
 from .model import Allow, Finding, Rule, entropy
 from .names import _told_digest
 from .shapes import _named_public, _without_public_blocks
-from .values import VARIABLE_NAME
+from .values import _PASSWORD_MANAGER, VARIABLE_NAME
 
 # Ours after theirs, in this order: the first rule to find a secret names its kind.
 OURS: tuple[Rule, ...] = (
@@ -107,6 +107,8 @@ def _candidates(rule: Rule, view: str) -> Iterator[tuple[re.Match[str], int, int
 
 
 BEFORE = 100
+# What may stand around a password manager's name read as a value: quotes, brackets, a placeholder's `<…>`.
+_AROUND_NAME = "'\"`<>()[]「」『』«»,.;:"
 # A digest in OpenSSH's and Docker's notation (`SHA256:nThbg6kX…`, a host key's fingerprint; `sha256:…`, an
 # image's digest) is public, whatever rule reads the value after it.
 _DIGEST_NOTATION = re.compile(r"(?i)(?:sha1|sha256|sha384|sha512|md5|(?<![\w-])h1):$")
@@ -191,8 +193,11 @@ _REGEX_SYNTAX = re.compile(
 # "The secret's version id in Secrets Manager is 5f1c2a9e-…", "x-request-id: …", "trace_id=…": a value an id's name
 # stands just before, for an id no one keeps secret (a request's, a version's, a commit's …; not a session's, a
 # client's or a secret's own id: Vault's `secret_id` is one).
+# (and, set 18, what a cloud's or an app store's console shows as ids: `"projectId": "prj_…"`, `"orgId"`, `siteId`,
+# "Issuer ID 57246542-…", a tenant's, a subscription's, a workspace's id)
 _ID_JUST_BEFORE = re.compile(
-    r"(?i)\b(?:request|trace|span|correlation|event|version|revision|commit|build|job|run|order|invoice|ticket|message)"
+    r"(?i)\b(?:request|trace|span|correlation|event|version|revision|commit|build|job|run|order|invoice|ticket|message"
+    r"|project|org|organi[sz]ation|team|site|account|tenant|subscription|workspace|issuer|installation|deployment)"
     r"[ _-]?ids?\b[^\w\n]{0,3}(?:\s+(?:is|was))?[\s:=\"'`]*$"
 )
 
@@ -203,10 +208,24 @@ _GUID = re.compile(r"[{(]?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-
 _KEY_ID_JUST_BEFORE = re.compile(r"(?i)\b(?:key[ _-]?id|kid)\b[^\w\n]{0,3}(?:\s+(?:is|was))?[\s:=\"'`]*$")
 
 
+# A JSON Web Key's or a JWT header's `kid` names which key signed, in any shape ("the new kid is 'NjVBRjY5…'", a JWKS's
+# base64 thumbprint; set 18's keeper): a key's id, never the key. (Not "key id" in any shape: AWS' access key id is
+# refused by policy.)
+_JWT_KID_JUST_BEFORE = re.compile(r"(?i)(?<![\w-])kid\b[^\w\n]{0,3}(?:\s+(?:is|was))?[\s:=\"'`]*$")
+
+
 def _key_id(view: str, start: int, secret: str) -> bool:
+    if _JWT_KID_JUST_BEFORE.search(view, max(0, start - 60), start):
+        return True
     return bool(_GUID.fullmatch(secret.strip("'\"`,;"))) and bool(
         _KEY_ID_JUST_BEFORE.search(view, max(0, start - 60), start)
     )
+
+
+# A key's fingerprint in colon-separated hex pairs (`3f:9a:12:…:af`, OCI's and OpenSSH's MD5 notation, a certificate's
+# SHA-1): a digest of a public key, whatever name is before it (set 18's keeper). Sixteen pairs or more: a Wi-Fi WEP
+# key's five or thirteen are not read as one.
+_COLON_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}:){15,}[0-9A-Fa-f]{2}")
 
 
 # `badge.svg?token=Pk8G9gg3y9` in a README's Codecov badge: the read-only token a badge's or a graph's image is served
@@ -239,6 +258,10 @@ def _matches(view: str) -> Iterator[Finding]:
             if _ID_JUST_BEFORE.search(view, max(0, start - 60), start) or _key_id(view, start, secret):
                 continue
             if _IMAGE_TOKEN_BEFORE.search(view, max(0, start - 120), start):
+                continue
+            # (a password manager's name where a value would be: "storePassword=<store password from 1Password>",
+            # "パスワードは1Passwordの…にあります", where the password is; set 18's keepers)
+            if _COLON_HEX.fullmatch(secret.strip("'\"`,;")) or _PASSWORD_MANAGER.fullmatch(secret.strip(_AROUND_NAME)):
                 continue
             if rule.id == "generic-api-key" and not _named_public(view[max(0, start - BEFORE) : start]):
                 continue

@@ -49,6 +49,9 @@ _PUBLIC_NAMED = re.compile(
 # A JSON Web Key's public members (`"n"`, the RSA modulus; `"x"`, `"y"`, an EC point): a JWKS publishes them. A
 # private JWK's own members (`"d"`, `"p"`, `"q"` …) are still read as bare keys.
 _JWK_PUBLIC_MEMBER = re.compile(r"[\"'](?:n|x|y)[\"']\s*:\s*[\"']$")
+# (`"kty"` may be further back than the words before a token are read: an EC key's `"y"` follows its `"crv"` and `"x"`;
+# set 18's keeper)
+_JWK_BEFORE = re.compile(r"[\"'](?:kty|crv|x|n)[\"']\s*:")
 
 
 def _named_public(before: str) -> bool:
@@ -56,7 +59,7 @@ def _named_public(before: str) -> bool:
     digest of a key (`_DIGEST_OF_KEY`), or it is a JSON Web Key's public member."""
     if _PUBLIC_NAMED.search(before) or _DIGEST_OF_KEY.search(before):
         return False
-    return not ('"kty"' in before and _JWK_PUBLIC_MEMBER.search(before))
+    return not (_JWK_BEFORE.search(before) and _JWK_PUBLIC_MEMBER.search(before))
 
 
 # `//grafana.acme.net/d/8f3kQ2/api-latency` (the token rule starts after `https:`): a host, then a path. The
@@ -102,6 +105,8 @@ def _random_looking(token: str) -> bool:
     `+` / `/`, whose entropy is that of random bytes (an AWS secret access key, a base64 key)."""
     if token.startswith(PUBLIC_KEY_PREFIXES) or _ssh_public_key(token) or _public_der(token) or _CODE.fullmatch(token):
         return False
+    if _signify_public_key(token) or _encoded_public_block(token):
+        return False
     if _URL_PATH.fullmatch(token):  # a URL after its scheme: only a long part of its own can be a key
         parts = (_WORDS_AFTER_HEX.sub("", part) for part in token.split("/"))
         return any(_random_looking(part) for part in parts if len(part) >= RANDOM_TOKEN)
@@ -128,6 +133,37 @@ def _ssh_public_key(token: str) -> bool:
         return False
     size = int.from_bytes(head[:4], "big")
     return 7 <= size <= 40 and head[4 : 4 + size].startswith((b"ssh-", b"ecdsa-", b"sk-"))
+
+
+def _signify_public_key(token: str) -> bool:
+    """A minisign or signify public key (`RWQf6LRC…`, 56 characters): 42 bytes, `Ed`, the key's id, the public key.
+    Their secret keys start the same way and are longer (set 18's keeper)."""
+    if len(token) != SIGNIFY_PUBLIC_CHARS or not token.startswith("RW"):
+        return False
+    try:
+        return base64.b64decode(token, validate=True)[:2] == b"Ed"
+    except (binascii.Error, ValueError):
+        return False
+
+
+SIGNIFY_PUBLIC_CHARS = 56
+# base64 of "-----BEGIN ": a PEM block encoded again (a kubeconfig's `certificate-authority-data`).
+_ENCODED_ARMOUR = "LS0tLS1CRUdJTi"
+_PUBLIC_LABEL = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*(?:CERTIFICATE(?: REQUEST)?|PUBLIC KEY(?: BLOCK)?|X509 CRL)-----"
+)
+
+
+def _encoded_public_block(token: str) -> bool:
+    """A certificate's or a public key's PEM in base64 (`certificate-authority-data: LS0tLS1CRUdJTiBDRVJU…`): public,
+    as the block itself is (set 18's keeper); a private key's (`client-key-data`) is still read."""
+    if not token.startswith(_ENCODED_ARMOUR):
+        return False
+    try:
+        head = base64.b64decode(token[:60])
+    except (binascii.Error, ValueError):
+        return False
+    return bool(_PUBLIC_LABEL.match(head.decode("ascii", "replace")))
 
 
 def _public_der(body: str) -> bool:

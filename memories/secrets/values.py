@@ -92,6 +92,12 @@ _TEMPLATE_SLOT = re.compile(
     r"(?i)<[^>]*>|\{[^}]*\}|\[[^\]]*\]|\$\{[^}]*\}|\$" + VARIABLE_NAME + r"|%[A-Z_]+%|x{3,}|\*{3,}|\.{3,}"
 )
 
+# A slot after a user or a vendor's prefix, and before a host: `neo4j/${NEO4J_PASSWORD}` (NEO4J_AUTH's user/password),
+# `gitlab-ci-token:${CI_JOB_TOKEN}@gitlab.acme.io/…` (a remote's user and its token), `glrt-[MASKED]` (a runner's token
+# as GitLab shows it masked); set 18's keepers.
+_SLOT_WITH_USER = re.compile(
+    r"(?i)(?:[\w.+-]{1,64}[/:]|[a-z]{2,10}[-_])?(?:" + _TEMPLATE_SLOT.pattern.removeprefix("(?i)") + r")(?:@\S*)?"
+)
 
 # A lower-case name of the secret itself (`new_password`, `db-secret-2`): a variable's or a file's name, not a value.
 # (also a name whose part is `auth` or `credentials`, `staging-basic-auth`, `orders-db-credentials`: a Kubernetes
@@ -113,7 +119,10 @@ _VARIABLE_PATH = re.compile(r"@?(?:\$\{?[A-Z_][A-Z0-9_]*\}?|~)?(/[a-z0-9._-]+)+|
 def _assigned_secret(value: str) -> bool:
     """A value assigned to a secret-looking name is a secret unless it is a placeholder, a reference
     to where the secret lives, or too plain to be one (a word, a number, a duration, code)."""
-    value = _NEXT_SETTING.split(value, 1)[0].strip("'\"`.,;").rstrip(")}")
+    value = _NEXT_SETTING.split(value, 1)[0].strip("'\"`.,;")
+    if _SLOT_WITH_USER.fullmatch(value):
+        return False
+    value = value.rstrip(")}")
     if _TEMPLATE_SLOT.fullmatch(_NEXT_PARAMETER.split(value, 1)[0]):
         return False
     if _ADDRESS.match(value) and (_placeholder_credentials(value) or _plain_url(value)):

@@ -174,6 +174,13 @@ def _respelled(text: str) -> tuple[str, list[int]] | None:
     return "".join(parts), origin
 
 
+def _small_word_of_letters(span: str) -> bool:
+    """A word of small letters with one beyond ASCII (`зберігається`, "is kept", after Ukrainian's `пароль`): folding
+    maps its look-alike letters to Latin ones and its `з` to a `3`, and the folded word read as a password (set 18's
+    keeper). A password or a key has a capital, a digit or a symbol of ASCII, or is ASCII."""
+    return len(span) >= 2 and all(c.isalpha() and not c.isupper() for c in span) and any(ord(c) > 127 for c in span)
+
+
 def _scan_views(text: str, depth: int = 0) -> Iterator[tuple[Finding, int, int]]:
     """Findings with the span of `text` they cover: a secret's own span in the folded or joined
     views, the whole encoded segment for a decoded one."""
@@ -185,14 +192,17 @@ def _scan_views(text: str, depth: int = 0) -> Iterator[tuple[Finding, int, int]]
         return table[i], table[j - 1] + 1
 
     for f in _matches(folded):
-        yield (f, *back(f.start, f.end, origin))
+        s, e = back(f.start, f.end, origin)
+        if not _small_word_of_letters(text[s:e]):
+            yield (f, s, e)
     joined = _joined(folded)
     if joined is not None:
         jtext, jorigin, windows = joined
         for a, b in windows:
             for f in _matches(jtext[a:b]):
-                s, e = back(a + f.start, a + f.end, jorigin)
-                yield (f, *back(s, e, origin))
+                s, e = back(*back(a + f.start, a + f.end, jorigin), origin)
+                if not _small_word_of_letters(text[s:e]):
+                    yield (f, s, e)
     respelled = _respelled(folded) if depth == 0 else None
     if respelled is not None:
         rtext, rorigin = respelled
@@ -203,8 +213,9 @@ def _scan_views(text: str, depth: int = 0) -> Iterator[tuple[Finding, int, int]]
     if table is not None:
         ttext, torigin = table
         for f in _matches(ttext):
-            s, e = back(f.start, f.end, torigin)
-            yield (f, *back(s, e, origin))
+            s, e = back(*back(f.start, f.end, torigin), origin)
+            if not _small_word_of_letters(text[s:e]):
+                yield (f, s, e)
     if depth >= 2:
         return
     for m in _BASE64.finditer(folded):

@@ -39,6 +39,11 @@ _PASSWORD_IN_OTHER_LANGUAGES = (
     "mật khẩu",
     "mat khau",
     "kata sandi",
+    # Malay's, Swahili's and Latvian's words (set 18: "kata laluan untuk pelayan … ialah X", "nenosiri la seva … ni X",
+    # "servera parole ir X"; the English "parole" needs a value that passes the password test after it)
+    "kata laluan",
+    "nenosiri",
+    "parole",
     "κωδικός",
     "κωδικό",
     "συνθηματικό",
@@ -257,12 +262,22 @@ _CLIENT_PASSWORD_OPTIONS = (
     # (`openssl enc -k X`, `-K <hex key>`; not `-kfile`)
     (r"openssl", r"-[kK]\s+"),
     (r"ConvertTo-SecureString", r"(?:-String\s+)?"),
+    # (set 18) Poetry's repository credentials (`poetry config http-basic.NAME USER X`, `pypi-token.NAME X`), a TOTP
+    # seed given to oathtool (`oathtool --totp -b X`: its one argument is the key)
+    (r"poetry", r"config\s+(?:http-basic\.\S+\s+\S+|pypi-token\.\S+)\s+"),
+    (r"oathtool", r"(?:-[-\w=]+\s+)*"),
 )
 _CLIENT_PASSWORD = (
     r"(?<![\w-])(?:"
     + "|".join(rf"(?:{cmd})\b[^\n|;&]{{0,160}}?\s{opt}" for cmd, opt in _CLIENT_PASSWORD_OPTIONS)
     # (not another option, nor a variable)
     + r")['\"]?([^\s'\"$-][^\s'\"]{3,})"
+)
+# A database shell's password after its user: `cypher-shell -u neo4j -p X`, `cqlsh … -u ops -p X`, `cbq -u Admin -p X`
+# (set 18): `-p` right after `-u USER` and at most two other options is no port (`psql -U app -p 5432`, `docker run
+# -u 1000 -p 8080:80` are numbers, which the value's test refuses).
+_USER_THEN_PASSWORD = (
+    r"(?<!\S)-u\s+['\"]?[^\s'\"-][^\s'\"]{0,63}\s+(?:--?[\w-]+\s+){0,2}?-p[= ]?['\"]?([^\s'\"$-][^\s'\"]{3,})"
 )
 # mysql's `-p` takes its password glued on; `-p shop` prompts and `shop` is the database, so a value
 # after a space must look more like a password than a database name does (a capital or a symbol).
