@@ -65,6 +65,9 @@ _ID_NAMED_JUST_BEFORE = re.compile(
 _VENDOR_PREFIX = (
     r"sk-(?:proj|svcacct|admin|ant-(?:api|admin)\d\d)-|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|hf_|npm_|pypi-"
     r"|[rs]k_(?:live|test)_"
+    # (set 18: Stripe's webhook signing secret, Netlify's, DigitalOcean's, GitLab's runner and deploy tokens, Sonar's,
+    # Buildkite's, Shopify's and Render's, whose bodies may have no digit: `whsec_WuCJVvCVklPRrDFAUNPshmkb…`)
+    r"|whsec_|nfp_|dop_v1_|glrt-|gldt-|squ_|bkua_|shpat_|rnd_"
 )
 _VENDOR_KEY = re.compile(rf"(?<![\w-])(?:sk-([A-Za-z0-9]{{20,}})|(?:{_VENDOR_PREFIX})([A-Za-z0-9_-]{{20,}}))")
 # The same prefixes (and AWS's `AKIA`) with the key's body split by spaces, so that no scanner sees one token:
@@ -106,7 +109,10 @@ RULES: tuple[Rule, ...] = (
         "vendor-key-prefix",
         "a credential (a vendor's key)",
         _VENDOR_KEY,
-        ("sk-", "gh", "github_pat_", "glpat-", "xox", "hf_", "npm_", "pypi-", "k_live_", "k_test_"),
+        (
+            *("sk-", "gh", "github_pat_", "glpat-", "xox", "hf_", "npm_", "pypi-", "k_live_", "k_test_"),
+            *("whsec_", "nfp_", "dop_v1_", "glrt-", "gldt-", "squ_", "bkua_", "shpat_", "rnd_"),
+        ),
         check=_vendor_key_body,
     ),
     Rule(
@@ -540,6 +546,10 @@ RULES: tuple[Rule, ...] = (
             "openssl",
             "poetry",
             "oathtool",
+            "signtool",
+            "certutil",
+            "keychain",
+            "-password",
         ),
         check=_assigned_secret,
     ),

@@ -47,6 +47,12 @@ def _key_bytes(numbers: str) -> bool:
     return len(set(values)) >= MIN_DISTINCT_KEY_BYTES * len(values) and high >= MIN_HIGH_KEY_BYTES * len(values)
 
 
+# An app-specific password's letters are drawn at random: eight distinct of sixteen or more (a placeholder's x's, a
+# word's repeated letters are fewer).
+MIN_APP_PASSWORD_LETTERS = 8
+_APP_PASSWORD_BEFORE = re.compile(rf"(?i)(?:password|app[ -]specific)s?{_ABOUT}[^\n]{{0,60}}$")
+
+
 RULES: tuple[Rule, ...] = (
     # Dovecot's, nginx's and LDAP's scheme for a password kept in the clear: `deploy:{PLAIN}X` in an .htpasswd,
     # `userPassword: {CLEARTEXT}X` (a hash's scheme, `{SSHA}`, `{PLAIN-MD5}`, names a hash: kept).
@@ -120,5 +126,16 @@ RULES: tuple[Rule, ...] = (
         re.compile(r'"type":\s*"random_password"[^\]]{0,600}?"result":\s*"([^"\s]{4,})"'),
         ("random_password",),
         check=_plain_value,
+    ),
+    # An Apple ID's app-specific password, four groups of four small letters (`kezi-zoso-chgx-tdak`), after a password's
+    # word, notarytool's or altool's option, fastlane's variable: a password whose letters are all small, which the
+    # randomness tests take for words (other fillings of set 18's forms). `xxxx-xxxx-xxxx-xxxx` is the placeholder.
+    Rule(
+        "app-specific-password",
+        "a password",
+        re.compile(r"(?<![\w-])([a-z]{4}-[a-z]{4}-[a-z]{4}-[a-z]{4})(?![\w-])"),
+        ("password", "app-specific", "app specific"),
+        check=lambda value: len(set(value) - {"-"}) >= MIN_APP_PASSWORD_LETTERS,
+        before=lambda text: bool(_APP_PASSWORD_BEFORE.search(text)),
     ),
 )

@@ -214,8 +214,9 @@ _KEY_ID_JUST_BEFORE = re.compile(r"(?i)\b(?:key[ _-]?id|kid)\b[^\w\n]{0,3}(?:\s+
 _JWT_KID_JUST_BEFORE = re.compile(r"(?i)(?<![\w-])kid\b[^\w\n]{0,3}(?:\s+(?:is|was))?[\s:=\"'`]*$")
 
 
-def _key_id(view: str, start: int, secret: str) -> bool:
-    if _JWT_KID_JUST_BEFORE.search(view, max(0, start - 60), start):
+def _key_id(view: str, start: int, secret: str, kid: bool) -> bool:
+    """(`kid`: whether the view has the word at all, found once per view)"""
+    if kid and _JWT_KID_JUST_BEFORE.search(view, max(0, start - 60), start):
         return True
     return bool(_GUID.fullmatch(secret.strip("'\"`,;"))) and bool(
         _KEY_ID_JUST_BEFORE.search(view, max(0, start - 60), start)
@@ -241,7 +242,9 @@ def _matches(view: str) -> Iterator[Finding]:
     """Every finding of every rule in `view`, as gitleaks decides them (spans in `view`)."""
     rules, glob, keywords = _rules()
     view = _without_public_blocks(view)
-    woken = {i for _, ids in keywords.iter(view.lower()) for i in ids}
+    lowered = view.lower()
+    woken = {i for _, ids in keywords.iter(lowered) for i in ids}
+    kid = "kid" in lowered
     for i, rule in enumerate(rules):
         if rule.keywords and i not in woken:
             continue
@@ -255,13 +258,17 @@ def _matches(view: str) -> Iterator[Finding]:
                 continue
             if _told_digest(view[max(0, start - BEFORE * 2) : start], secret) or _regex_value(secret):
                 continue
-            if _ID_JUST_BEFORE.search(view, max(0, start - 60), start) or _key_id(view, start, secret):
+            if _ID_JUST_BEFORE.search(view, max(0, start - 60), start) or _key_id(view, start, secret, kid):
                 continue
             if _IMAGE_TOKEN_BEFORE.search(view, max(0, start - 120), start):
                 continue
             # (a password manager's name where a value would be: "storePassword=<store password from 1Password>",
             # "パスワードは1Passwordの…にあります", where the password is; set 18's keepers)
-            if _COLON_HEX.fullmatch(secret.strip("'\"`,;")) or _PASSWORD_MANAGER.fullmatch(secret.strip(_AROUND_NAME)):
+            if (
+                ":" in secret
+                and _COLON_HEX.fullmatch(secret.strip("'\"`,;"))
+                or _PASSWORD_MANAGER.fullmatch(secret.strip(_AROUND_NAME))
+            ):
                 continue
             if rule.id == "generic-api-key" and not _named_public(view[max(0, start - BEFORE) : start]):
                 continue

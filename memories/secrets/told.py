@@ -117,9 +117,19 @@ _CLASS_NAME = re.compile(r"(?:[A-Z]++[a-z]*+\d*+)++")  # (possessive: no backtra
 # (`width*height`, `model_patch_size²*3`: a snake_case name, or a small factor at an end). A generator's password may
 # hold a `*` anywhere else (`1zto*EDOjEQY`, `*xSWP82CiJZ7mgkjv`: set twelve).
 _CODE_STAR = re.compile(
-    r"\*\*|\*\.|\.\*|^\*[a-z_][a-z0-9_]*$|^\*.*\*$|[a-z_]{2,}\*[a-z_]{2,}|\*\d{1,3}$|^\d{1,3}\*"
+    r"\*\*|\*\.|\.\*|^\*[a-z_][a-z0-9_]*$|^\*.*\*$|\*\d{1,3}$|^\d{1,3}\*"
     r"|[a-z]{3,}_[a-z]{3,}.*\*|\*.*[a-z]{3,}_[a-z]{3,}"
 )
+# (names multiplied only in a value without both a capital and a digit: `bkaSuwk*cl1h` is a generator's password,
+# `width*height` code; other fillings of set 18's forms)
+_NAMES_MULTIPLIED = re.compile(r"[a-z_]{2,}\*[a-z_]{2,}")
+
+
+def _code_star(value: str) -> bool:
+    if _CODE_STAR.search(value):
+        return True
+    mixed = any(c.isupper() for c in value) and any(c.isdigit() for c in value)
+    return not mixed and bool(_NAMES_MULTIPLIED.search(value))
 
 
 def _name_like(value: str, class_names: bool = True) -> bool:
@@ -128,7 +138,7 @@ def _name_like(value: str, class_names: bool = True) -> bool:
         return True
     if (
         any(c in value for c in "/:()[]{}\\")
-        or _CODE_STAR.search(value)
+        or _code_star(value)
         or "=" in value.rstrip("=")
         or re.search(r"@[\w-]+\.|\.[a-z]{2,5}$", value)
     ):

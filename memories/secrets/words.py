@@ -44,6 +44,22 @@ _PASSWORD_IN_OTHER_LANGUAGES = (
     "kata laluan",
     "nenosiri",
     "parole",
+    # (other fillings of set 18's forms: its first run's values passed by their symbols, not by these words)
+    "passord",
+    "lykilorð",
+    "wagwoord",
+    "contrasenya",
+    "رمز عبور",
+    "گذرواژه",
+    "fjalëkalim",
+    "pasahitz",
+    "cyfrinair",
+    "şifrə",
+    "პაროლი",
+    "գաղտնաբառ",
+    "পাসওয়ার্ড",
+    "கடவுச்சொல்",
+    "پاس ورڈ",
     "κωδικός",
     "κωδικό",
     "συνθηματικό",
@@ -266,6 +282,14 @@ _CLIENT_PASSWORD_OPTIONS = (
     # seed given to oathtool (`oathtool --totp -b X`: its one argument is the key)
     (r"poetry", r"config\s+(?:http-basic\.\S+\s+\S+|pypi-token\.\S+)\s+"),
     (r"oathtool", r"(?:-[-\w=]+\s+)*"),
+    # code signing's: Windows' `signtool sign /f c.pfx /p X`, `certutil -p X`, macOS' `security create-keychain -p X`,
+    # `unlock-keychain -p X`, `import c.p12 -P X`, `add-generic-password … -w X`
+    (r"signtool", r"/p\s+"),
+    (r"certutil", r"-p\s+"),
+    (
+        r"security",
+        r"(?:create-keychain|unlock-keychain|import|add-(?:generic|internet)-password)\b[^\n|;&]{0,120}?\s-[pPw]\s+",
+    ),
 )
 _CLIENT_PASSWORD = (
     r"(?<![\w-])(?:"
