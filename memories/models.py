@@ -193,6 +193,18 @@ class RejectedMemory(models.Model):
     importance = models.CharField(max_length=10, choices=Importance.choices, null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     anchors = models.JSONField(default=list, blank=True)  # the code it cited, as pinned (anchors.store's wire form)
+    # Where it came from, so an undone rejection gives the memory back as it was, not as made now by the
+    # restorer from the admin (review 19): its creation time, who first wrote it (a user of this machine or a
+    # teammate's name from the log), the channel of its create event (`dream`, `mcp`, `reconcile`...) and what
+    # memories.origins said of it then (label, url, session, why). Null / empty on rows archived before 0022:
+    # those restore as before (now, by the restorer, via the admin).
+    created_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_author = models.CharField(max_length=150, blank=True, default="", db_default="")
+    source = models.CharField(max_length=20, blank=True, default="", db_default="")
+    origin = models.JSONField(default=dict, blank=True)
 
     class Meta:
         verbose_name = "rejected memory"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .models import Memory
+from .models import Memory, MemoryChange
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,17 @@ def register_explainer(explainer: Explainer) -> None:
 
 
 def explain(memories: Sequence[Memory]) -> dict[int, Origin]:
-    """Each memory's origin by its id, for those an explainer knows (one query per explainer)."""
+    """Each memory's origin by its id, for those an explainer knows (one query per explainer); else the origin
+    kept when it was rejected, for one restored since (its history's "restored" row: the pass that proposed it
+    may be gone by then)."""
     found: dict[int, Origin] = {}
     for explainer in _explainers:
         for pk, origin in explainer(memories).items():
             found.setdefault(pk, origin)
+    if unknown := [m.pk for m in memories if m.pk not in found]:
+        restored = MemoryChange.objects.filter(memory_id__in=unknown, action="restored").order_by("id")
+        for pk, after in restored.values_list("memory_id", "after"):
+            kept = (after or {}).get("origin") if isinstance(after, dict) else None
+            if pk is not None and isinstance(kept, dict) and kept.get("label"):
+                found[pk] = Origin(**{k: str(v) for k, v in kept.items() if k in ("label", "url", "session", "why")})
     return found

@@ -18,7 +18,7 @@ from django.utils import timezone
 from access import policy as access
 from yullu_core.errors import NotFound, UserError
 from yullu_core.locks import LockKey
-from yullu_core.timestamps import datetime_to_ns, ns_to_datetime
+from yullu_core.timestamps import datetime_to_ns, format_ts, ns_to_datetime
 
 from ..anchors import checks as anchor_checks
 from ..anchors import store as anchor_store
@@ -233,9 +233,10 @@ def _insert(
                 importance=cleaned[n].importance,
                 expires_at=cleaned[n].expires_at,
                 held_reason=hold_reason(cleaned[n].content, cleaned[n].tags),
-                created_at=ns_to_datetime(_ts(cleaned[n], stamp)),
+                created_at=cleaned[n].created_at or ns_to_datetime(_ts(cleaned[n], stamp)),
                 updated_at=ns_to_datetime(_ts(cleaned[n], stamp)),
-                created_by_id=author,
+                created_by_id=_first_writer(cleaned[n], author)[0],
+                created_author=_first_writer(cleaned[n], author)[1],
                 updated_by_id=author,
                 **({"uuid": cleaned[n].uuid} if cleaned[n].uuid else {}),
             )
@@ -243,6 +244,11 @@ def _insert(
         ],
         [cleaned[n].carried for n in fresh],
     )
+
+
+def _first_writer(item: CleanMemory, author: int | None) -> tuple[int | None, str]:
+    """Who wrote it first: the acting person, or whoever wrote a memory stored again (a restore)."""
+    return item.first_writer if item.first_writer is not None else (author, "")
 
 
 def _insert_vectors(embedder_id: str, vectors: list[np.ndarray], fresh: list[int], created: list[Memory]) -> None:
@@ -267,18 +273,23 @@ def _announce_created(
     changes = []
     for n, memory in zip(fresh, created, strict=True):
         logged = logged_vector(embedder_id, vectors[n] if vectors is not None else None)
-        extra = None
+        extra: dict[str, Any] = {}
         if items_cited := cited[n]:
             rows = anchor_store.attach(memory, items_cited)
             results[n].anchors = [anchor_checks.anchor_out(a) for a in rows]
-            extra = {"anchors": anchor_store.to_wire(rows)}
-        changes.append(announced("create", memory, _ts(cleaned[n], stamp), vector=logged, git_root=root, extra=extra))
+            extra["anchors"] = anchor_store.to_wire(rows)
+        if cleaned[n].first_writer is not None:  # a memory written before: teammates keep its creation time
+            extra["created_at"] = format_ts(datetime_to_ns(memory.created_at))
+        changes.append(
+            announced("create", memory, _ts(cleaned[n], stamp), vector=logged, git_root=root, extra=extra or None)
+        )
     publish_changes(changes)
 
 
 def _ts(item: NewMemory, now_ns: int) -> int:
-    """A create's event time: an imported memory keeps its creation time."""
-    return datetime_to_ns(item.created_at) if item.created_at else now_ns
+    """A create's event time: an imported memory keeps its creation time; one written before and stored
+    again (a restore) is stamped now, after the delete it undoes (its event carries `created_at`)."""
+    return datetime_to_ns(item.created_at) if item.created_at and item.first_writer is None else now_ns
 
 
 def _lock_project(project_id: str) -> None:

@@ -4,6 +4,7 @@ travels to teammates (changes.publish_change) in one transaction."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -14,16 +15,26 @@ from access import policy as access
 from yullu_core.errors import NotFound, UserError
 from yullu_core.timestamps import ns_to_datetime
 
+from .. import origins
 from ..anchors import stale as anchor_stale
 from ..anchors import store as anchor_store
 from ..changes import ATTRIBUTE_FIELDS, change_time, publish_change
 from ..embedding.embedders import get_embedder
 from ..embedding.vector_index import ensure_index
-from ..models import ArchiveReason, Importance, Memory, MemoryVector, RejectedMemory
+from ..models import (
+    ArchiveReason,
+    EventKind,
+    Importance,
+    Memory,
+    MemoryChange,
+    MemoryEvent,
+    MemoryVector,
+    RejectedMemory,
+)
 from ..scope import Scope, known_root
 from ..wire import Rated, rated_to_wire
 from .create import store_memories
-from .history import announce, record, snapshot
+from .history import HISTORY_SOURCES, announce, record, snapshot
 from .poisoning import hold_reason
 from .validation import (
     NewMemory,
@@ -251,7 +262,11 @@ def left_in_the_log(project_id: str, whose: str) -> str | None:
 
 
 def archive(memory: Memory, reason: str, *, rating: int | None = None, comment: str = "") -> RejectedMemory:
-    """Keep a copy of `memory` in rejected_memories before it is deleted (a rejection or an expiry)."""
+    """Keep a copy of `memory` in rejected_memories before it is deleted (a rejection or an expiry), with what
+    undoing it needs to give the memory back as it was: when and by whom it was written, through which channel,
+    and its origin (memories.origins: the dream pass that proposed it)."""
+    created = MemoryEvent.objects.filter(memory=memory, kind=EventKind.CREATED).order_by("id")
+    origin = origins.explain([memory]).get(memory.pk)
     return RejectedMemory.objects.create(
         uuid=memory.uuid,
         project_id=memory.project_id,
@@ -264,6 +279,11 @@ def archive(memory: Memory, reason: str, *, rating: int | None = None, comment: 
         importance=memory.importance,
         expires_at=memory.expires_at,
         anchors=anchor_store.wire_of(memory),
+        created_at=memory.created_at,
+        created_by_id=memory.created_by_id,
+        created_author=memory.created_author,
+        source=str(created.values_list("metadata__source", flat=True).first() or "")[:20],
+        origin=dataclasses.asdict(origin) if origin else {},
     )
 
 
@@ -326,7 +346,13 @@ def restore_rejected(rejected_id: Any, *, source: str = "admin") -> Memory:
     """Undo a rejection: store the archived memory again (a new create event, so teammates get it
     back too) as unrated, with its importance, its expiry (unless that has passed: an expired memory
     comes back without one) and the code it cited as pinned then, and drop it from the archive. The
-    archive row goes only if the store worked."""
+    archive row goes only if the store worked.
+
+    It comes back as it was, not as made now by the restorer (review 19): under its own uuid (teammates fold
+    the new create after the delete, keeping its first create's author and time), with its creation time and
+    first writer, and with its create event naming the channel that first wrote it (`dream`: the review queue
+    says "from dream" and shows the pass again). History says who restored it and when ("restored"). A row
+    archived before these were kept comes back with what it has (now, by the restorer, via `source`)."""
     try:
         row = RejectedMemory.objects.get(pk=int(str(rejected_id)))
     except (ValueError, RejectedMemory.DoesNotExist):
@@ -334,17 +360,34 @@ def restore_rejected(rejected_id: Any, *, source: str = "admin") -> Memory:
     access.require(row.project_id, access.WRITE, missing=NotFound(f"rejected memory {rejected_id} not found"))
     expires_at = row.expires_at if row.expires_at and row.expires_at > timezone.now() else None
     vectors = embed(get_embedder(), [row.content])  # before the transaction: a remote model may take seconds
+    known = row.created_at is not None
     item = NewMemory(
         row.content,
         row.category,
         row.tags,
+        created_at=row.created_at,
         importance=row.importance,
         expires_at=expires_at,
+        uuid=None if Memory.objects.filter(uuid=row.uuid).exists() else str(row.uuid),
         vector=vectors[0].tolist() if vectors else None,
+        first_writer=(row.created_by_id, row.created_author) if known else None,
     )
     with transaction.atomic():
-        stored = store_memories(Scope(row.project_id, known_root(row.project_id)), [item], source=source)[0]
-        if stored.created and (anchors := anchor_store.clean_wire(row.anchors)):
-            anchor_store.from_wire(stored.memory, anchors)
+        scope = Scope(row.project_id, known_root(row.project_id))
+        stored = store_memories(scope, [item], source=row.source or source)[0]
+        if stored.created:
+            if anchors := anchor_store.clean_wire(row.anchors):
+                anchor_store.from_wire(stored.memory, anchors)
+            # The history row of this store is the restore, by the person restoring, through their channel.
+            MemoryChange.objects.filter(memory=stored.memory, action="created").update(
+                action="restored",
+                source=HISTORY_SOURCES.get(source, source)[:20],
+                after={
+                    **snapshot(stored.memory),
+                    "rejected_at": row.rejected_at.isoformat(),
+                    "rejected_rating": row.rating,
+                    **({"origin": row.origin} if row.origin else {}),  # memories.origins reads it back
+                },
+            )
         RejectedMemory.objects.filter(pk=row.pk).delete()
     return stored.memory

@@ -260,6 +260,11 @@ class NewMemory:
     # rating, lifecycle fields), written with the insert itself. The history's first snapshot and the
     # create event keep the write path's values, as when the import set these after the insert.
     carried: dict[str, Any] | None = None
+    # A memory written before (a rejection undone: memories.write.edit.restore_rejected): who first wrote it, a
+    # user id of this machine and / or a teammate's name, in place of the acting person. `created_at` is then its
+    # first creation time only: the row is updated and its create event stamped now (after the delete it undoes),
+    # and the event carries `created_at`, so teammates fold the same creation time.
+    first_writer: tuple[int | None, str] | None = None
 
 
 @dataclass
@@ -283,4 +288,5 @@ def clean_item(i: NewMemory, now: datetime) -> CleanMemory:
         i.uuid,
         i.vector,
         carried=i.carried,
+        first_writer=i.first_writer,
     )

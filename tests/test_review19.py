@@ -1,0 +1,147 @@
+"""Review 19's leftovers: an undone rejection gives the memory back as it was (its origin, creation time, first
+writer and channel, here and in the team log), one reading of who wrote a memory on every page, and what the
+audit pages cover."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from dreaming.models import DreamOp, DreamPass
+from memories.models import Memory, MemoryChange, MemoryEvent, RejectedMemory
+from memories.scope import resolve
+from memories.write import create
+from sync.fold import fold
+from sync.schema import Event
+from sync.services import reconcile_scope
+from yullu_core.timestamps import datetime_to_ns
+
+REVIEW = "/admin/memories/memory/review/"
+U1 = "33333333-3333-4333-8333-333333333333"
+CREATED = datetime(2026, 6, 1, 0, 0, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def staff(client: Client, owner: Any) -> Client:
+    client.force_login(owner)
+    return client
+
+
+def _events(repo: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((repo / ".yullu" / "logs").glob("*.json"))]
+
+
+def _teammate(repo: Path, n: int, kind: str, **fields: Any) -> None:
+    folder = repo / ".yullu" / "logs"
+    folder.mkdir(parents=True, exist_ok=True)
+    event = {
+        "id": f"00000000-0000-4000-8000-{n:012d}",
+        "type": kind,
+        "memory_id": U1,
+        "ts": f"2026-06-01T00:00:{n:02d}Z",
+    }
+    (folder / f"teammate-{n}.json").write_text(json.dumps({**event, **fields}))
+
+
+def _reject_and_restore(staff: Client, memory: Memory) -> Memory:
+    staff.post(REVIEW, {"action": "rate", "memory_id": memory.pk, "rating": "2"})
+    assert not Memory.objects.filter(pk=memory.pk).exists()
+    row = RejectedMemory.objects.get(content=memory.content)
+    response = staff.post(REVIEW, {"action": "restore", "rejected_id": row.pk}, follow=True)
+    assert "Restored 1 memory" in response.content.decode()
+    return Memory.objects.get(content=memory.content)
+
+
+# --- 1. an undone rejection ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_dreamed_memory_rejected_then_restored_comes_back_dreamed_when_it_was_with_its_pass(
+    staff: Client, owner: Any, keyword_only: None
+) -> None:
+    """It came back as if made now, by the restorer, from the admin: "from person", today's date, no pass."""
+    text = "Invoices are numbered per tenant, never globally."
+    memory = create.store_memory(resolve("acme/app", None), text, "domain", ["billing"], source="dream").memory
+    then = timezone.now() - timedelta(days=3)
+    Memory.objects.filter(pk=memory.pk).update(created_at=then)
+    dream = DreamPass.objects.create(project_id="acme/app", reasoner="openai:llama3.1", phase="done")
+    DreamOp.objects.create(
+        dream_pass=dream, session_id="sess-42", op="create", content=text, outcome="created", reasoning="said twice"
+    )
+    assert f"dream pass {dream.pk}" in staff.get(REVIEW).content.decode()
+
+    staff.post(REVIEW, {"action": "rate", "memory_id": memory.pk, "rating": "2"})
+    row = RejectedMemory.objects.get()
+    assert (row.created_at, row.source, row.created_by_id) == (then, "dream", memory.created_by_id)
+    assert row.origin["label"].startswith(f"dream pass {dream.pk}") and row.origin["session"] == "sess-42"
+    pass_id = dream.pk
+    dream.delete()  # passes are pruned: the origin kept with the rejection is what is left
+    staff.post(REVIEW, {"action": "restore", "rejected_id": row.pk})
+
+    back = Memory.objects.get(content=text)
+    assert (back.uuid, back.created_at, back.created_by_id, back.tags) == (memory.uuid, then, None, ["billing"])
+    assert back.updated_by_id == owner.pk
+    assert MemoryEvent.objects.get(memory=back, kind="created").metadata["source"] == "dream"
+    page = staff.get(REVIEW + "?source=dream").content.decode()
+    assert text in page and "from dream" in page
+    assert f"dream pass {pass_id}" in page and "sess-42" in page and "said twice" in page
+    assert then.strftime("%Y-%m-%d %H:%M") in page
+    restored = MemoryChange.objects.get(memory=back, action="restored")
+    assert (restored.user_id, restored.source, (restored.after or {})["rejected_rating"]) == (owner.pk, "admin", 2)
+    assert not MemoryChange.objects.filter(memory=back, action="created").exists(), "the restore is no creation"
+
+
+@pytest.mark.django_db
+def test_a_rejection_archived_before_the_fields_existed_still_restores_with_what_is_known(
+    staff: Client, owner: Any, keyword_only: None
+) -> None:
+    row = RejectedMemory.objects.create(
+        uuid="7d2f6a52-3c1e-4c55-9a43-0f3d6c1b2a11", project_id="acme/app", content="Tabs, not spaces.", rating=3
+    )
+    staff.post(REVIEW, {"action": "restore", "rejected_id": row.pk})
+    back = Memory.objects.get(content=row.content)
+    assert (str(back.uuid), back.created_by_id, back.rating) == (str(row.uuid), owner.pk, None)
+    assert MemoryEvent.objects.get(memory=back, kind="created").metadata["source"] == "admin"
+    assert MemoryChange.objects.get(memory=back).action == "restored"
+    assert not RejectedMemory.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_teammates_memory_restored_keeps_its_writer_and_time_and_the_log_tells_teammates_the_same(
+    repo: Path, owner: Any, keyword_only: None
+) -> None:
+    staff = Client()
+    staff.force_login(owner)
+    scope = resolve(None, str(repo))
+    text = "The deploy key rotates on the first of the month."
+    _teammate(repo, 1, "create", content=text, tags=["ops"], author="Dana")
+    assert reconcile_scope(scope)["created"] == 1
+    memory = Memory.objects.get(uuid=U1)
+    assert (memory.created_at, memory.created_author) == (CREATED, "Dana")
+
+    back = _reject_and_restore(staff, memory)
+
+    assert (str(back.uuid), back.created_at, back.created_author, back.created_by_id) == (U1, CREATED, "Dana", None)
+    page = staff.get(REVIEW + "?source=teammate").content.decode()
+    assert text in page  # (who wrote it: the next commit reads it from the row)
+    # What a teammate folds from the log (sync.fold, as their reconcile does): the memory alive again, written by
+    # Dana at her time, whichever files they hold: all of them, or only ours (the log compacted to a tombstone).
+    events = [e for e in _events(repo) if e["memory_id"] == U1]
+    restore = [e for e in events if e["type"] == "create" and e["id"] != "00000000-0000-4000-8000-000000000001"]
+    assert len(restore) == 1 and restore[0]["created_at"] == "2026-06-01T00:00:01.000000000Z"
+    delete = next(e for e in events if e["type"] == "delete")
+    assert restore[0]["ts"] > delete["ts"]
+    folded = fold([Event.model_validate(e) for e in events])
+    assert folded.exists and (folded.content, folded.creator, folded.created_ns) == (
+        text,
+        "Dana",
+        datetime_to_ns(CREATED),
+    )
+    ours = fold([Event.model_validate(e) for e in (delete, *restore)])
+    assert ours.exists and ours.created_ns == datetime_to_ns(CREATED)
