@@ -27,10 +27,11 @@ from django.utils.text import capfirst
 from unfold.admin import ModelAdmin
 from unfold.widgets import UnfoldAdminSelectWidget, UnfoldAdminTextareaWidget, UnfoldAdminTextInputWidget
 
+from access.people import username
 from yullu_core.errors import UserError
 from yullu_core.forms import untrimmed
 
-from . import lifecycle, tallies
+from . import authors, lifecycle, tallies
 from .admin_views import (
     conflicts_view,
     graph_data_view,
@@ -276,9 +277,9 @@ class MemoryAdmin(ModelAdmin):
         "held",
         "uuid",
         "created_at",
-        "created_by",
+        "written_by",
         "updated_at",
-        "updated_by",
+        "changed_by",
         "rating",
         "rating_comment",
         "expires_at",
@@ -318,6 +319,16 @@ class MemoryAdmin(ModelAdmin):
         if obj.held_reason:
             out = format_html('<div class="y-held">held for review: {}</div>{}', obj.held_reason, out)
         return out
+
+    @admin.display(description="created by")
+    def written_by(self, obj: Memory) -> str:
+        """A user of this machine or a teammate's name (memories.authors: the one reading every page uses);
+        the user field alone showed "-" for a teammate's memory."""
+        return authors.written_by(obj) or "the system (no person named)"
+
+    @admin.display(description="updated by")
+    def changed_by(self, obj: Memory) -> str:
+        return username(obj.updated_by_id) or obj.updated_author or "the system (no person named)"
 
     @admin.display(description="held for review")
     def held(self, obj: Memory) -> str:

@@ -19,9 +19,9 @@ from yullu_core.config import ConfigError, load_for_project
 from yullu_core.errors import UserError
 from yullu_core.json_body import error_response, json_response
 
-from . import lifecycle, origins, tallies
+from . import authors, lifecycle, origins, tallies
 from .anchors import stale as anchor_stale
-from .models import CATEGORIES, LinkKind, Memory, MemoryAnchor, MemoryChange, MemoryLink, RejectedMemory
+from .models import CATEGORIES, LinkKind, Memory, MemoryAnchor, MemoryLink, RejectedMemory
 from .scope import known_root
 from .search import admin_queries, stats
 from .write import edit
@@ -114,7 +114,7 @@ def review_view(request: HttpRequest) -> HttpResponse:
     ids = [m.pk for m in page]
     source_of, history = admin_queries.sources(ids), admin_queries.recall_history(ids)
     why = origins.explain(page)  # which dream pass proposed it, from which conversation, and the reason
-    by = _written_by(ids)
+    by = authors.writers(page)  # the row says who wrote it (memories.authors), not the history's created row
     rows = [
         {
             "m": m,
@@ -140,15 +140,6 @@ def review_view(request: HttpRequest) -> HttpResponse:
         sources=list(admin_queries.SOURCES),
         ratings=range(1, 11),
     )
-
-
-def _written_by(ids: list[int]) -> dict[int, str]:
-    """Who wrote each memory first: a teammate's event's author, else the person logged in (the queue said
-    "from teammate" without the name, walk 18). None for the system's own writes."""
-    rows = MemoryChange.objects.filter(memory_id__in=ids, action="created").values_list(
-        "memory_id", "author", "user__username"
-    )
-    return {pk: author or user for pk, author, user in rows if pk is not None and (author or user)}
 
 
 def _review_post(request: HttpRequest) -> None:

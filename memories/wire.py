@@ -12,6 +12,7 @@ from typing import Annotated, Literal, NotRequired, TypedDict
 from access.people import username
 from yullu_core.wire import DATETIME, UUID, Doc
 
+from .authors import written_by
 from .models import Memory, RejectedMemory
 
 
@@ -159,7 +160,7 @@ def memory_to_wire(m: Memory) -> MemoryOut:
         "superseded_by": m.superseded_by_id,
         "held_for_review": m.held_reason,
         # a user of this machine, else a teammate's name from the log (docs/contract.md §11)
-        "created_by": username(m.created_by_id) or m.created_author or None,
+        "created_by": written_by(m),
         "updated_by": username(m.updated_by_id) or m.updated_author or None,
     }
 

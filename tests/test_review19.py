@@ -4,15 +4,18 @@ audit pages cover."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
+from access.actor import acting_as, actor_for_user
 from dreaming.models import DreamOp, DreamPass
 from memories.models import Memory, MemoryChange, MemoryEvent, RejectedMemory
 from memories.scope import resolve
@@ -129,7 +132,7 @@ def test_a_teammates_memory_restored_keeps_its_writer_and_time_and_the_log_tells
 
     assert (str(back.uuid), back.created_at, back.created_author, back.created_by_id) == (U1, CREATED, "Dana", None)
     page = staff.get(REVIEW + "?source=teammate").content.decode()
-    assert text in page  # (who wrote it: the next commit reads it from the row)
+    assert text in page and "<b>Dana</b>" in page
     # What a teammate folds from the log (sync.fold, as their reconcile does): the memory alive again, written by
     # Dana at her time, whichever files they hold: all of them, or only ours (the log compacted to a tombstone).
     events = [e for e in _events(repo) if e["memory_id"] == U1]
@@ -145,3 +148,59 @@ def test_a_teammates_memory_restored_keeps_its_writer_and_time_and_the_log_tells
     )
     ours = fold([Event.model_validate(e) for e in (delete, *restore)])
     assert ours.exists and ours.created_ns == datetime_to_ns(CREATED)
+
+
+# --- 2. who wrote a memory, one reading ---------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_page_names_the_teammate_who_wrote_a_memory_not_the_one_who_edited_it_last(
+    repo: Path, owner: Any, keyword_only: None
+) -> None:
+    """Dana's memory, edited by Sam before this machine reconciled: the history's "created" row names the last
+    author of the fold (Sam), and the review queue read it from there."""
+    staff = Client()
+    staff.force_login(owner)
+    scope = resolve(None, str(repo))
+    _teammate(repo, 1, "create", content="The deploy key rotates on the first of the month.", tags=[], author="Dana")
+    _teammate(repo, 2, "update", tags=["ops"], author="Sam Okafor")
+    assert reconcile_scope(scope)["created"] == 1
+    memory = Memory.objects.get(uuid=U1)
+    with acting_as(actor_for_user(owner)):
+        mine = create.store_memory(
+            scope, "Releases are cut from the release branch on Thursdays.", source="admin"
+        ).memory
+
+    queue = staff.get(REVIEW).content.decode()
+    assert "<b>Dana</b>" in queue and "<b>Sam Okafor</b>" not in queue
+    assert "<b>owner</b>" in queue
+    theirs = staff.get(f"/admin/memories/memory/{memory.pk}/change/").content.decode()
+    assert "Dana" in _field(theirs, "created by") and "Sam Okafor" in _field(theirs, "updated by")
+    assert "owner" in _field(staff.get(f"/admin/memories/memory/{mine.pk}/change/").content.decode(), "created by")
+
+
+def _field(page: str, label: str) -> str:
+    """The text after a read-only field's label on a change page (a few hundred characters)."""
+    at = page.index(f">{label.capitalize()}") if f">{label.capitalize()}" in page else page.index(f">{label}")
+    return page[at : at + 600]
+
+
+@pytest.mark.django_db
+def test_memories_written_before_0021_get_their_writer_from_history(owner: Any, keyword_only: None) -> None:
+    """Migration 0023's backfill: a teammate's memory from before created_author, and one whose user was not kept,
+    are named from their history's first "created" row; what a row already says is left alone."""
+    scope = resolve("acme/app", None)
+    rows = [create.store_memory(scope, f"Fact number {n} about the billing service.").memory for n in range(3)]
+    theirs, nobodys, named = rows
+    Memory.objects.filter(pk__in=[m.pk for m in rows]).update(created_by=None, created_author="")
+    Memory.objects.filter(pk=named.pk).update(created_author="Cy")
+    MemoryChange.objects.filter(memory=theirs, action="created").update(author="Ana", user=None)
+    MemoryChange.objects.filter(memory=nobodys, action="created").update(author="", user=owner)
+    MemoryChange.objects.filter(memory=named, action="created").update(author="Bo")
+
+    backfill = importlib.import_module("memories.migrations.0023_backfill_created_author")
+    with connection.cursor() as cur:
+        cur.execute(backfill.BACKFILL_AUTHOR)
+        cur.execute(backfill.BACKFILL_USER)
+    got = {m.pk: (m.created_author, m.created_by_id) for m in Memory.objects.filter(pk__in=[m.pk for m in rows])}
+    assert got == {theirs.pk: ("Ana", None), nobodys.pk: ("", owner.pk), named.pk: ("Cy", None)}
