@@ -15,14 +15,14 @@ from .django_setup import fail, setup_django
 def run_guarded(fn: Callable[[], object]) -> None:
     """Run `fn`, turning configuration and startup errors into one sentence instead of a traceback."""
     from yullu_core.config import ConfigError
-    from yullu_core.database import DatabaseUrlError
+    from yullu_core.database import DatabaseUrlError, NewerSchemaError
     from yullu_core.env import EnvError
     from yullu_core.errors import UserError
     from yullu_core.postgres import EmbeddedPostgresError
 
     try:
         fn()
-    except (ConfigError, EnvError, DatabaseUrlError, EmbeddedPostgresError, UserError) as exc:
+    except (ConfigError, EnvError, DatabaseUrlError, NewerSchemaError, EmbeddedPostgresError, UserError) as exc:
         fail(str(exc))
     except Exception as exc:
         from django.db import OperationalError

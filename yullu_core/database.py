@@ -111,6 +111,7 @@ def migrate_if_needed() -> list[str]:
 
     def pending() -> list[str]:
         executor = MigrationExecutor(connection)
+        refuse_a_newer_schema(executor.loader)
         plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
         return [f"{migration.app_label}.{migration.name}" for migration, _backwards in plan]
 
@@ -121,6 +122,32 @@ def migrate_if_needed() -> list[str]:
         if applied:
             call_command("migrate", interactive=False, verbosity=0)
         return applied
+
+
+class NewerSchemaError(Exception):
+    """The database was brought up to date by a newer Yul'lu than this one."""
+
+
+def refuse_a_newer_schema(loader: Any) -> None:
+    """Stop when the database holds migrations of this code's apps that this code does not have: a newer
+    version applied them (the user went back to an older commit or wheel). Walk 18 went back a week after
+    an upgrade: the older site started, read, and answered every write "The database is unavailable right
+    now; try again shortly" (a NOT NULL column it did not know). Apps this code lacks are not judged (a
+    later version may drop an app and leave its rows)."""
+    unknown = sorted(
+        f"{app}.{name}"
+        for app, name in loader.applied_migrations
+        if app in loader.migrated_apps and (app, name) not in loader.graph.nodes
+    )
+    if unknown:
+        names = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+        raise NewerSchemaError(
+            f"this database was brought up to date by a newer Yul'lu than this one ({len(unknown)} "
+            f"migration{'s' if len(unknown) > 1 else ''} this version does not know: {names}), so this version "
+            "cannot write to it: run the newer version again (check out its commit and `make run`, or install "
+            "its wheel), or restore a copy of YULLU_HOME or a `yullu export json` file made before the upgrade; "
+            "nothing was changed."
+        )
 
 
 def fetch_prepared(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
