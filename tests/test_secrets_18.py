@@ -169,6 +169,10 @@ def test_the_eighteenth_sets_near_misses_are_kept(text: str) -> None:
             b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + base64.b64encode(R.randbytes(120)) + b"\n"
         ).decode(),
         "пароль: Зберігається2024!",
+        # colon hex not named a digest is a key; an `"x"` member with no other JWK member is no JWK
+        "the AES key is 3f:9a:12:7c:44:0e:8b:91:d2:5f:6a:3b:c0:1e:77:af",
+        'psk: "3f:9a:12:7c:44:0e:8b:91:d2:5f:6a:3b:c0:1e:77:af"',
+        '{"x": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}',
         "the password is 1Password-" + chars(HEX, 12)(R),
     ],
 )

@@ -224,9 +224,17 @@ def _key_id(view: str, start: int, secret: str, kid: bool) -> bool:
 
 
 # A key's fingerprint in colon-separated hex pairs (`3f:9a:12:…:af`, OCI's and OpenSSH's MD5 notation, a certificate's
-# SHA-1): a digest of a public key, whatever name is before it (set 18's keeper). Sixteen pairs or more: a Wi-Fi WEP
-# key's five or thirteen are not read as one.
+# SHA-1) named so before it: a digest of a public key (set 18's keeper). Sixteen pairs or more: a Wi-Fi WEP key's five
+# or thirteen are not read as one.
 _COLON_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}:){15,}[0-9A-Fa-f]{2}")
+# (named as a digest within the words before it: "the AES key is 3f:9a:…", "psk: 3f:9a:…" stay keys)
+_DIGEST_NAMED_BEFORE = re.compile(r"(?i)fingerprint|thumbprint|sha-?(?:1|224|256|384|512)\b|md5|digest|hash")
+
+
+def _fingerprint(view: str, start: int, secret: str) -> bool:
+    return bool(_COLON_HEX.fullmatch(secret.strip("'\"`,;"))) and bool(
+        _DIGEST_NAMED_BEFORE.search(view, max(0, start - 80), start)
+    )
 
 
 # `badge.svg?token=Pk8G9gg3y9` in a README's Codecov badge: the read-only token a badge's or a graph's image is served
@@ -266,7 +274,7 @@ def _matches(view: str) -> Iterator[Finding]:
             # "パスワードは1Passwordの…にあります", where the password is; set 18's keepers)
             if (
                 ":" in secret
-                and _COLON_HEX.fullmatch(secret.strip("'\"`,;"))
+                and _fingerprint(view, start, secret)
                 or _PASSWORD_MANAGER.fullmatch(secret.strip(_AROUND_NAME))
             ):
                 continue

@@ -49,9 +49,9 @@ _PUBLIC_NAMED = re.compile(
 # A JSON Web Key's public members (`"n"`, the RSA modulus; `"x"`, `"y"`, an EC point): a JWKS publishes them. A
 # private JWK's own members (`"d"`, `"p"`, `"q"` …) are still read as bare keys.
 _JWK_PUBLIC_MEMBER = re.compile(r"[\"'](?:n|x|y)[\"']\s*:\s*[\"']$")
-# (`"kty"` may be further back than the words before a token are read: an EC key's `"y"` follows its `"crv"` and `"x"`;
-# set 18's keeper)
-_JWK_BEFORE = re.compile(r"[\"'](?:kty|crv|x|n)[\"']\s*:")
+# (`"kty"` may be further back than the words before a token are read: an EC key's `"y"` follows its `"crv"`, `"kid"`,
+# `"use"` and `"x"`; set 18's keeper. Another JWK member, not the token's own: `{"x": "<key>"}` alone is no JWK)
+_JWK_BEFORE = re.compile(r"[\"'](?:kty|crv|kid|use|alg|key_ops)[\"']\s*:")
 
 
 def _named_public(before: str) -> bool:
