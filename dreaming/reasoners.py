@@ -346,6 +346,44 @@ def logged_out_reasoner() -> tuple[str, str] | None:
     return detail, f"{login}; or set ANTHROPIC_API_KEY, or another [reasoning].provider"
 
 
+def unanswered_reasoner() -> tuple[str, str] | None:
+    """(what is wrong, how to fix it) when the configured reasoner is an OpenAI-compatible local server
+    ([openai].base_url) that refuses connections or does not list [reasoning].model: one GET of its
+    /models (free, no tokens). Walk 18: a base_url nobody listened on, and a model the server does not
+    have, were both "ok openai:…" in `yullu doctor` while every dream pass failed. For `yullu doctor`
+    and the banner, not for /api/status (polled). Never the answer's body or the key."""
+    import urllib.error
+    import urllib.request
+
+    reasoner = configured_reasoner()
+    base = settings.YULLU["openai"]["base_url"]
+    if not isinstance(reasoner, OpenAIReasoner) or not base or cannot_run(reasoner) is not None:
+        return None
+    key = settings.YULLU["openai"]["api_key"]
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    request = urllib.request.Request(base.rstrip("/") + "/models", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=3) as response:  # noqa: S310 (the user's own server)
+            listed = json.loads(response.read(1_000_000))
+    except urllib.error.HTTPError:
+        return None  # it answers; /models may just not be served there (a proxy, a gateway)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ValueError):
+            return None
+        why = getattr(exc, "reason", exc)
+        said = getattr(why, "strerror", None) or type(why).__name__
+        detail = f"{reasoner.name}: nothing answers at {base} ({said}), so every dream pass fails"
+        return detail, "start that server, or correct [openai].base_url in config.toml"
+    models = listed.get("data") if isinstance(listed, dict) else None
+    found = [m.get("id") for m in models if isinstance(m, dict)] if isinstance(models, list) else []
+    ids: list[str] = [i for i in found if isinstance(i, str)]
+    if ids and reasoner.model not in ids:
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        detail = f"{reasoner.name}: the server at {base} has no model '{reasoner.model}' (it lists {shown})"
+        return detail, "set [reasoning].model to one it lists"
+    return None
+
+
 def cannot_run(reasoner: Reasoner) -> str | None:
     """Why a chosen API reasoner would fail every call, told without making one (a missing key or package),
     or None. Found on the walk: `[reasoning].provider = "anthropic"` without a key was "ok" in doctor, the

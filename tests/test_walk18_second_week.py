@@ -1,16 +1,21 @@
 """Defects walk 18 (a user's second week, from a clean home) met, each as it was met: going back to the
 commit of a week before after an upgrade, the older site started on the newer database, read, and
 answered every write "The database is unavailable right now; try again shortly" (a NOT NULL column it
-did not know), with nothing saying why."""
+did not know), with nothing saying why; `yullu doctor` said "ok  reasoner  openai:…" for a local
+reasoner server that refused connections, or did not have the configured model."""
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from django.db import connection
 
+from tests.conftest import free_port
 from tests.processes import product_env, run_cli
 from yullu_core.database import NewerSchemaError, migrate_if_needed
 
@@ -57,3 +62,59 @@ def test_every_command_says_so_and_changes_nothing(newer_schema: None, tmp_path:
 
 def test_the_same_database_without_the_newer_migration_still_starts() -> None:
     assert migrate_if_needed() == []
+
+
+class _Models(BaseHTTPRequestHandler):
+    """A local OpenAI-compatible server's GET /v1/models (Ollama, llama.cpp, vLLM answer it)."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = json.dumps({"object": "list", "data": [{"id": "llama3.1:8b"}, {"id": "qwen2.5-coder"}]}).encode()
+        self.send_response(200 if self.path == "/v1/models" else 404)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize(
+    ("case", "model", "said"),
+    [
+        ("refused", "llama3.1:8b", "nothing answers at http://127.0.0.1:{port}/v1 (Connection refused)"),
+        ("no such model", "gpt-9", "has no model 'gpt-9' (it lists llama3.1:8b, qwen2.5-coder)"),
+        ("listed", "qwen2.5-coder", None),
+    ],
+)
+def test_doctor_says_when_a_local_reasoner_server_refuses_or_lacks_the_model(
+    tmp_path: Path, case: str, model: str, said: str | None
+) -> None:
+    # Walk 18 edited config.toml: a base_url nobody listens on, and a model the server does not have, were
+    # both "ok  reasoner  openai:…" while every dream pass failed.
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Models)
+    port = free_port() if case == "refused" else server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    key = "sk-walk18-NEVER-SHOWN-0123456789"
+    env = product_env(
+        tmp_path / "yhome",
+        YULLU_EMBED_PROVIDER="none",
+        HOME=str(tmp_path / "home"),
+        YULLU_REASON_PROVIDER="openai",
+        YULLU_REASON_MODEL=model,
+        OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1",
+        OPENAI_API_KEY=key,
+        YULLU_PORT=str(free_port()),
+    )  # fmt: skip; no server of this home runs
+    try:
+        ran = run_cli(["doctor", "--json"], env, timeout=120)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert key not in ran.stdout + ran.stderr and "Traceback" not in ran.stderr
+    line = {c["check"]: c for c in json.loads(ran.stdout)["checks"]}["reasoner"]
+    if said is None:
+        assert line["status"] == "ok", line
+        return
+    assert line["status"] == "warn" and said.format(port=port) in line["detail"], line
+    assert "every dream pass fails" in line["detail"] or "[reasoning].model" in line["fix"], line

@@ -18,13 +18,15 @@ if TYPE_CHECKING:
 def reasoner_line() -> str:
     """The banner's part of the health model (yullu_site/monitoring/health.py): which reasoner background
     dreaming uses (detected once at start), or a visible warning: none, or a CLI nobody is logged into."""
-    from dreaming.reasoners import logged_out_reasoner
+    from dreaming.reasoners import logged_out_reasoner, unanswered_reasoner
     from yullu_site.monitoring.health import BANNER, gather
 
     (reasoner,) = gather(BANNER).parts
     if not reasoner.ok:
         return f"  WARNING:    {' '.join(reasoner.problems)}"
-    if (said := logged_out_reasoner()) is not None:  # found on the walk: "dreaming: cli:claude", every pass failing
+    # found on the walks: "dreaming: cli:claude" (nobody logged in), "openai:…" (nothing at its base_url),
+    # every pass failing
+    if (said := logged_out_reasoner() or unanswered_reasoner()) is not None:
         return f"  WARNING:    {said[0]}: {said[1]}."
     return f"  dreaming:   {reasoner.detail}"
 

@@ -398,9 +398,9 @@ def served_reasoner_hint() -> str:
 def _logged_in(line: dict[str, Any]) -> dict[str, Any]:
     """A Claude Code or Codex CLI on PATH that nobody logged into is found, yet every dream pass fails
     with "Not logged in" (seen on the walk: doctor said ok, the dashboard later showed the failures)."""
-    from dreaming.reasoners import logged_out_reasoner
+    from dreaming.reasoners import logged_out_reasoner, unanswered_reasoner
 
-    if line["status"] != "ok" or (said := logged_out_reasoner()) is None:
+    if line["status"] != "ok" or (said := logged_out_reasoner() or unanswered_reasoner()) is None:
         return line
     detail, fix = said
     return {**line, "ok": False, "status": "warn", "detail": detail, "fix": fix}
