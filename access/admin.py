@@ -117,6 +117,10 @@ class AuditEntryAdmin(ModelAdmin):
     list_display = ["at", "actor_name", "action", "target"]
     list_filter = ["action"]
     search_fields = ["actor_name", "target"]
+    date_hierarchy = "at"
+    list_per_page = 50
+    # What it covers, and where the rest is: a reviewer looked here for ratings and edits (review 19).
+    list_before_template = "admin/yullu/audit_note.html"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

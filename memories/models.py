@@ -359,6 +359,9 @@ class MemoryChange(models.Model):
         indexes = [
             models.Index(fields=["memory_uuid", "created_at"], name="change_memory_time"),
             models.Index(fields=["project_id", "-created_at"], name="change_project_time"),
+            # The memory changes page, newest first across projects (admin: the trail of every change), read
+            # in order and stopped at a page rather than sorting every history row.
+            models.Index(fields=["-created_at", "-id"], name="change_time"),
         ]
 
 

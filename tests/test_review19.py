@@ -204,3 +204,65 @@ def test_memories_written_before_0021_get_their_writer_from_history(owner: Any, 
         cur.execute(backfill.BACKFILL_USER)
     got = {m.pk: (m.created_author, m.created_by_id) for m in Memory.objects.filter(pk__in=[m.pk for m in rows])}
     assert got == {theirs.pk: ("Ana", None), nobodys.pk: ("", owner.pk), named.pk: ("Cy", None)}
+
+
+# --- 3. what "audit" covers ---------------------------------------------------------------------------------
+
+CHANGES = "/admin/memories/memorychange/"
+
+
+def _rows(page: str) -> int:
+    return page.count('class="field-at')
+
+
+@pytest.mark.django_db
+def test_ratings_rejects_and_restores_are_in_a_trail_with_who_and_when_filtered_and_paged(
+    staff: Client, owner: Any, django_user_model: Any, keyword_only: None
+) -> None:
+    """The audit trail listed access only; a reviewer looking for who rejected what found nothing there."""
+    scope = resolve("acme/app", None)
+    kept = create.store_memory(scope, "Releases are cut on Thursdays.").memory
+    gone = create.store_memory(scope, "Tabs, not spaces, in the Makefile.").memory
+    staff.post(REVIEW, {"action": "rate", "memory_id": kept.pk, "rating": "8"})
+    staff.post(REVIEW, {"action": "rate", "memory_id": gone.pk, "rating": "2", "comment": "not ours"})
+    staff.post(REVIEW, {"action": "restore", "rejected_id": RejectedMemory.objects.get().pk})
+    create.store_memory(resolve("acme/other", None), "The other project's own fact.")
+
+    reviews = staff.get(CHANGES + "?action=review").content.decode()
+    assert _rows(reviews) == 3, reviews[-3000:]
+    for action in ("rated", "rejected", "restored"):
+        assert f">{action}<" in reviews
+    assert "admin (owner)" in reviews and "not ours" in reviews
+    assert "Releases are cut on Thursdays." in reviews and "The other project" not in reviews
+    assert _rows(staff.get(CHANGES + "?q=owner").content.decode()) == 4  # and the reject's delete
+    assert _rows(staff.get(CHANGES + "?project_id=acme/other").content.decode()) == 1
+    MemoryChange.objects.filter(action="rated").update(created_at=timezone.now() - timedelta(days=2))
+    assert _rows(staff.get(CHANGES + "?action=review&within=24h").content.decode()) == 2  # the reject, the restore
+    assert _rows(staff.get(CHANGES + "?action=review&within=7d").content.decode()) == 3
+    assert "Access itself (API tokens, grants, admin logins" in reviews
+
+    for n in range(55):
+        create.store_memory(scope, f"Fact {n}: the build cache lives in /var/cache/b{n}.")
+    first = staff.get(CHANGES + "?action=created").content.decode()
+    second = staff.get(CHANGES + "?action=created&p=2").content.decode()
+    assert _rows(first) == 50 and _rows(second) == 8  # 57 creates here and the other project's, 50 a page
+
+    # a reviewer with a role on acme/app only sees its rows, and no audit of access
+    reader = django_user_model.objects.create_user("rita", password="rita-pass-123", is_staff=True)
+    from access.services import grant, reviewers_group
+
+    reader.groups.add(reviewers_group())
+    grant("rita", "acme/app", "read")
+    theirs = Client()
+    theirs.force_login(reader)
+    page = theirs.get(CHANGES + "?action=created&p=2").content.decode()
+    assert "The other project" not in page and _rows(page) == 7
+    assert theirs.get("/admin/access/auditentry/").status_code in (302, 403)
+
+
+@pytest.mark.django_db
+def test_the_audit_trail_says_what_it_covers_and_where_the_rest_is(staff: Client) -> None:
+    page = staff.get("/admin/access/auditentry/").content.decode()
+    assert "This trail covers access" in page
+    assert 'href="/admin/memories/memorychange/"' in page
+    assert 'href="/admin/memories/memorychange/"' in staff.get("/admin/").content.decode()  # in the sidebar

@@ -310,6 +310,8 @@ def rate_memory(memory_id: Any, rating: Any, comment: str = "", *, source: str =
             memory.save(update_fields=["rating", "rating_comment"])
             record(memory, "rated", source, before, snapshot(memory))
             return rated_to_wire(memory, value, archived=False)
+        # A history row of its own: "deleted" alone did not say it was a reviewer's rating, nor which (review 19).
+        record(memory, "rejected", source, {"rating": memory.rating}, {"rating": value, "rating_comment": comment})
         archive(memory, ArchiveReason.REJECTED, rating=value, comment=comment)
         remove(memory, source, rating=value)
     return rated_to_wire(memory, value, archived=True)

@@ -176,6 +176,7 @@ def navigation(request: HttpRequest) -> list[dict[str, Any]]:
         {
             "title": "Activity",
             "items": [
+                _item("Memory changes", "manage_history", "admin:memories_memorychange_changelist"),
                 _item("Retrievals", "manage_search", "admin:memories_retrievals"),
                 _item("Dreaming", "bedtime", "admin:dreaming_dreampass_dreaming"),
                 _item("Dream passes", "history", "admin:dreaming_dreampass_changelist"),
