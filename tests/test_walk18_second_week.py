@@ -7,6 +7,8 @@ reasoner server that refused connections, or did not have the configured model."
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,8 +17,10 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from dreaming.services import due_projects, record_messages
+from memories.models import ProjectLocation
 from tests.conftest import free_port
-from tests.processes import product_env, run_cli
+from tests.processes import REPO, git_repo, product_env, run_cli
 from yullu_core.database import NewerSchemaError, migrate_if_needed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -118,3 +122,27 @@ def test_doctor_says_when_a_local_reasoner_server_refuses_or_lacks_the_model(
         return
     assert line["status"] == "warn" and said.format(port=port) in line["detail"], line
     assert "every dream pass fails" in line["detail"] or "[reasoning].model" in line["fix"], line
+
+
+def test_one_projects_broken_repo_config_leaves_the_others_scheduled_dreaming_alone(tmp_path: Path) -> None:
+    # A wrong value in one checkout's committed .yullu/config.toml raised out of beat's due_projects: no project
+    # was dreamed any more, and `yullu doctor` in that checkout said nothing.
+    broken, fine = git_repo(tmp_path / "broken"), git_repo(tmp_path / "fine")
+    (broken / ".yullu").mkdir()
+    (broken / ".yullu" / "config.toml").write_text('[retrieval]\nmin_similarity = "high"\n')
+    for name, root in (("acme/broken", broken), ("acme/fine", fine)):
+        ProjectLocation.objects.create(project_id=name, git_root=str(root))
+        record_messages(name, "s1", [{"role": "user", "content": f"turn {i} about the build"} for i in range(12)])
+    assert due_projects() == ["acme/fine"]
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"),
+                      YULLU_PORT=str(free_port()))  # fmt: skip
+    doctor = [sys.executable, "-m", "yullu_cli.main", "doctor", "--json"]
+    for cwd, status in ((broken, "warn"), (fine, "none")):
+        ran = subprocess.run(doctor, env={**env, "PYTHONPATH": str(REPO)}, cwd=cwd, capture_output=True, text=True,
+                             timeout=120)  # fmt: skip
+        line = {c["check"]: c for c in json.loads(ran.stdout)["checks"]}.get("project")
+        if status == "warn":
+            assert line is not None and line["status"] == "warn", ran.stdout
+            assert f"{broken}/.yullu/config.toml: [retrieval].min_similarity" in line["detail"], line
+        else:
+            assert line is None, line  # no project file here: no line

@@ -246,6 +246,38 @@ def _config() -> tuple[bool, str, str]:
     return True, str(config_path()), ""
 
 
+def _project_files() -> list[Any]:
+    """This folder's project layers that exist: `<repo>/.yullu/config.toml`, the user's per-project file."""
+    from pathlib import Path
+
+    from yullu_core.config import ConfigError, load, project_user_file, repo_file
+    from yullu_core.gitorigin import find_git_root, project_id_of
+
+    root = find_git_root(Path.cwd())
+    try:
+        files = [repo_file(root, load()["sync"]["dir"])] if root is not None else []
+    except ConfigError:  # a `.yullu` leading out of the repository: the check says so
+        return [root]
+    return [f for f in [*files, project_user_file(project_id_of(Path.cwd()))] if f.is_file()]
+
+
+def _project_config() -> tuple[bool, str, str]:
+    """This folder's project layers, as recall and dreaming read them. Walk 18: a wrong value committed in
+    `.yullu/config.toml` was not in doctor while this project's recalls silently used the global settings
+    and beat's scheduled dreaming stopped (for every project, dreaming.services.due_projects)."""
+    from pathlib import Path
+
+    from yullu_core.config import ConfigError, load, load_for_project
+    from yullu_core.gitorigin import find_git_root, project_id_of
+
+    here = Path.cwd()
+    try:
+        load_for_project(project_id_of(here), find_git_root(here), load())
+    except ConfigError as exc:
+        return False, str(exc), "fix that file: until then this project uses the global settings and is not dreamed"
+    return True, ", ".join(str(f) for f in _project_files()), ""
+
+
 def _server() -> tuple[bool, str, str]:
     import urllib.error
     import urllib.request
@@ -446,6 +478,8 @@ def doctor(args: argparse.Namespace) -> int:
             _print_check(result)
 
     done(_check("config", _config))
+    if results[0]["ok"] and _project_files():
+        done(_warning("project", _project_config))
     if results[0]["ok"] and not env_str("YULLU_SERVER"):
         from .django_setup import setup_django
 
