@@ -65,6 +65,7 @@ from .scope import Scope, known_root, validate_project_id
 from .search import admin_queries
 from .wire import HitOut
 from .write import create, edit, validation
+from .write.history import HISTORY_SOURCES
 
 
 def _who(source: str, user: str | None) -> str:
@@ -559,7 +560,7 @@ class MemoryAdmin(ModelAdmin):
 
 @admin.register(RejectedMemory)
 class RejectedMemoryAdmin(ModelAdmin):
-    list_display = ["content", "project_id", "rating", "rating_comment", "archived", "rejected_at"]
+    list_display = ["content", "project_id", "rating", "rating_comment", "archived", "written", "rejected_at"]
     list_filter = ["project_id", "reason", "rating"]
     search_fields = ["content", "rating_comment"]
     actions = ["restore_selected"]
@@ -589,6 +590,17 @@ class RejectedMemoryAdmin(ModelAdmin):
             return "Expired (its time to live ran out)"
         who, via = getattr(obj, "archived_by", None), getattr(obj, "archived_via", None)
         return f"Rejected{f' by {who}' if who else ''}{f' ({via})' if via else ''}"
+
+    @admin.display(description="Written")
+    def written(self, obj: RejectedMemory) -> str:
+        """Where it came from, which a restore gives back: 'dream pass 3 (…) · 2026-06-01 09:12', 'sync · Dana ·
+        …'. Empty for rows archived before these were kept (migration 0022)."""
+        if obj.created_at is None:
+            return "—"
+        who = username(obj.created_by_id) or obj.created_author
+        label = str((obj.origin or {}).get("label") or HISTORY_SOURCES.get(obj.source, obj.source))
+        parts = [p for p in (label, who, obj.created_at.strftime("%Y-%m-%d %H:%M")) if p]
+        return " · ".join(parts)
 
     @admin.action(description="Restore selected to the review queue")
     def restore_selected(self, request: HttpRequest, queryset: QuerySet[RejectedMemory]) -> None:

@@ -52,15 +52,6 @@ def _teammate(repo: Path, n: int, kind: str, **fields: Any) -> None:
     (folder / f"teammate-{n}.json").write_text(json.dumps({**event, **fields}))
 
 
-def _reject_and_restore(staff: Client, memory: Memory) -> Memory:
-    staff.post(REVIEW, {"action": "rate", "memory_id": memory.pk, "rating": "2"})
-    assert not Memory.objects.filter(pk=memory.pk).exists()
-    row = RejectedMemory.objects.get(content=memory.content)
-    response = staff.post(REVIEW, {"action": "restore", "rejected_id": row.pk}, follow=True)
-    assert "Restored 1 memory" in response.content.decode()
-    return Memory.objects.get(content=memory.content)
-
-
 # --- 1. an undone rejection ------------------------------------------------------------------------------
 
 
@@ -83,6 +74,8 @@ def test_a_dreamed_memory_rejected_then_restored_comes_back_dreamed_when_it_was_
     row = RejectedMemory.objects.get()
     assert (row.created_at, row.source, row.created_by_id) == (then, "dream", memory.created_by_id)
     assert row.origin["label"].startswith(f"dream pass {dream.pk}") and row.origin["session"] == "sess-42"
+    listed = staff.get("/admin/memories/rejectedmemory/").content.decode()
+    assert f"dream pass {dream.pk} (openai:llama3.1) · {then:%Y-%m-%d %H:%M}" in listed  # what a restore gives back
     pass_id = dream.pk
     dream.delete()  # passes are pruned: the origin kept with the rejection is what is left
     staff.post(REVIEW, {"action": "restore", "rejected_id": row.pk})
@@ -128,7 +121,11 @@ def test_a_teammates_memory_restored_keeps_its_writer_and_time_and_the_log_tells
     memory = Memory.objects.get(uuid=U1)
     assert (memory.created_at, memory.created_author) == (CREATED, "Dana")
 
-    back = _reject_and_restore(staff, memory)
+    staff.post(REVIEW, {"action": "rate", "memory_id": memory.pk, "rating": "2"})
+    assert "sync · Dana · 2026-06-01 00:00" in staff.get("/admin/memories/rejectedmemory/").content.decode()
+    row = RejectedMemory.objects.get()
+    staff.post(REVIEW, {"action": "restore", "rejected_id": row.pk})
+    back = Memory.objects.get(content=text)
 
     assert (str(back.uuid), back.created_at, back.created_author, back.created_by_id) == (U1, CREATED, "Dana", None)
     page = staff.get(REVIEW + "?source=teammate").content.decode()
