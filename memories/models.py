@@ -205,6 +205,9 @@ class RejectedMemory(models.Model):
     created_author = models.CharField(max_length=150, blank=True, default="", db_default="")
     source = models.CharField(max_length=20, blank=True, default="", db_default="")
     origin = models.JSONField(default=dict, blank=True)
+    # The memory's updated_at (its last event's time) when archived: its delete event was stamped after it, and
+    # a restore's create event must come after that delete, also when a teammate's clock ran ahead (0025).
+    updated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "rejected memory"

@@ -120,6 +120,9 @@ def test_a_teammates_memory_restored_keeps_its_writer_and_time_and_the_log_tells
     assert reconcile_scope(scope)["created"] == 1
     memory = Memory.objects.get(uuid=U1)
     assert (memory.created_at, memory.created_author) == (CREATED, "Dana")
+    # Dana's clock ran an hour ahead: her edit's time is ours too (reconcile), and so our delete's is later still.
+    ahead = timezone.now() + timedelta(hours=1)
+    Memory.objects.filter(pk=memory.pk).update(updated_at=ahead)
 
     staff.post(REVIEW, {"action": "rate", "memory_id": memory.pk, "rating": "2"})
     assert "sync · Dana · 2026-06-01 00:00" in staff.get("/admin/memories/rejectedmemory/").content.decode()

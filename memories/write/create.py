@@ -288,8 +288,11 @@ def _announce_created(
 
 def _ts(item: NewMemory, now_ns: int) -> int:
     """A create's event time: an imported memory keeps its creation time; one written before and stored
-    again (a restore) is stamped now, after the delete it undoes (its event carries `created_at`)."""
-    return datetime_to_ns(item.created_at) if item.created_at and item.first_writer is None else now_ns
+    again (a restore) is stamped now, and after the delete it undoes (its event carries `created_at`)."""
+    if item.created_at and item.first_writer is None:
+        return datetime_to_ns(item.created_at)
+    # After the memory's delete, stamped at least 1 µs after its last event (changes.change_time): 2 µs after.
+    return max(now_ns, datetime_to_ns(item.not_before) + 2000) if item.not_before else now_ns
 
 
 def _lock_project(project_id: str) -> None:

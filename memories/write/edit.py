@@ -284,6 +284,7 @@ def archive(memory: Memory, reason: str, *, rating: int | None = None, comment: 
         created_author=memory.created_author,
         source=str(created.values_list("metadata__source", flat=True).first() or "")[:20],
         origin=dataclasses.asdict(origin) if origin else {},
+        updated_at=memory.updated_at,
     )
 
 
@@ -373,6 +374,7 @@ def restore_rejected(rejected_id: Any, *, source: str = "admin") -> Memory:
         uuid=None if Memory.objects.filter(uuid=row.uuid).exists() else str(row.uuid),
         vector=vectors[0].tolist() if vectors else None,
         first_writer=(row.created_by_id, row.created_author) if known else None,
+        not_before=row.updated_at,
     )
     with transaction.atomic():
         scope = Scope(row.project_id, known_root(row.project_id))

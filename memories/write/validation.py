@@ -265,6 +265,8 @@ class NewMemory:
     # first creation time only: the row is updated and its create event stamped now (after the delete it undoes),
     # and the event carries `created_at`, so teammates fold the same creation time.
     first_writer: tuple[int | None, str] | None = None
+    # Its create event comes after this time (a restore: after the memory's last event, so after its delete).
+    not_before: datetime | None = None
 
 
 @dataclass
@@ -289,4 +291,5 @@ def clean_item(i: NewMemory, now: datetime) -> CleanMemory:
         i.vector,
         carried=i.carried,
         first_writer=i.first_writer,
+        not_before=i.not_before,
     )
