@@ -547,6 +547,7 @@ RULES: tuple[Rule, ...] = (
             "poetry",
             "oathtool",
             "signtool",
+            "rabbitmqctl",
             "certutil",
             "keychain",
             "-password",

@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 
 from .model import Rule
+from .names import _SECRET_NAME
 from .phrases import _passphrase
-from .values import _not_placeholder
+from .told import _told_secret
+from .values import _assigned_secret, _not_placeholder, _random_case
 from .words import _ABOUT, _NEARBY_INITIALS, _NEARBY_KEYWORDS, _NEARBY_WORDS
 
 # The length of the number `digits-told-as-password` wants: a router's 16- or 20-digit Wi-Fi key, a numeric
@@ -51,6 +53,25 @@ def _key_bytes(numbers: str) -> bool:
 # word's repeated letters are fewer).
 MIN_APP_PASSWORD_LETTERS = 8
 _APP_PASSWORD_BEFORE = re.compile(rf"(?i)(?:password|app[ -]specific)s?{_ABOUT}[^\n]{{0,60}}$")
+
+
+_SQL_VALUE = re.compile(r"\s*(?:'((?:[^']|'')*)'|\"([^\"]*)\"|([^,]*?))\s*(?:,|$)")
+_PASSWORD_COLUMN = re.compile(r"(?i)[\"`]?\w*(?:password|passwd|pwd|secret|token|api_?key)[\"`]?")
+_NOT_CLEAR_COLUMN = re.compile(r"(?i)hash|digest|salt|crypt|_id\b|expire|reset|type|name")
+
+
+def _inserted_password(statement: str) -> bool:
+    """`email, password, role) VALUES ('a@b.c', 'X', 'admin'`: the value under a password's column looks like one."""
+    parts = re.split(r"(?i)\)\s*values\s*\(", statement, maxsplit=1)
+    if len(parts) != 2:
+        return False
+    columns, values = parts
+    names = [c.strip() for c in columns.split(",")]
+    cells = [next(g for g in m.groups() if g is not None) for m in _SQL_VALUE.finditer(values) if m.group(0)]
+    for name, cell in zip(names, cells, strict=False):
+        if _PASSWORD_COLUMN.fullmatch(name) and not _NOT_CLEAR_COLUMN.search(name) and _assigned_secret(cell):
+            return True
+    return False
 
 
 RULES: tuple[Rule, ...] = (
@@ -137,5 +158,40 @@ RULES: tuple[Rule, ...] = (
         ("password", "app-specific", "app specific"),
         check=lambda value: len(set(value) - {"-"}) >= MIN_APP_PASSWORD_LETTERS,
         before=lambda text: bool(_APP_PASSWORD_BEFORE.search(text)),
+    ),
+    # An environment variable's name and value as a list's two keys (other fillings of sets 15's forms): Kubernetes'
+    # `- name: DB_PASSWORD` / `value: "X"`, an ECS task's `{"name": "API_TOKEN", "value": "X"}` (`valueFrom:` and a
+    # `${VAR}` are where the value comes from).
+    Rule(
+        "name-value-pair",
+        "a secret assignment",
+        re.compile(
+            rf"(?i)[\"']?\bname[\"']?[ \t]*[:=][ \t]*[\"']?[\w.-]*{_SECRET_NAME}[\w.-]*[\"']?[ \t]*"
+            r"(?:,[ \t]*|\r?\n[ \t]*)"
+            r"[\"']?value[\"']?[ \t]*[:=][ \t]*[\"']?([^\"'\s,}]{6,})"
+        ),
+        ("value",),
+        check=_assigned_secret,
+    ),
+    # "SMTP for alerts: user alerts@acme.io pass X": `pass` after a user's name and its login (the word alone is a verb
+    # too; `password-named` reads it only after whose it is; other fillings of set 15's forms).
+    Rule(
+        "user-then-pass",
+        "a password",
+        re.compile(
+            r"(?i)\b(?:user(?:name)?|login)[ \t]*[:=]?[ \t]+[^\s,;]{1,64}[ \t]*[,;]?[ \t]+pass[ \t]*[:=]?[ \t]+"
+            r"[\"'`]?(\S{6,})"
+        ),
+        ("pass",),
+        check=lambda value: _told_secret(value) or _random_case(value.strip("'\"`.,;)")),
+    ),
+    # A password in the clear in an SQL `INSERT` (a seed file, a fixture): the value in the place of a column named a
+    # password, a secret or a token, not its hash (other fillings of set 17's forms; `password_hash` is a hash).
+    Rule(
+        "sql-insert-password",
+        "a password",
+        re.compile(r"(?i)\binsert\s+into\s+[\w.\"`]+\s*\(([^()\n]{1,300}\)\s*values\s*\([^()\n]{1,600})\)"),
+        ("insert",),
+        check=lambda statement: _inserted_password(statement),
     ),
 )

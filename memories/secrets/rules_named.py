@@ -58,8 +58,9 @@ RULES: tuple[Rule, ...] = (
         "oracle-connect",
         "a password on a command line",
         # (`user/X@db` first, then the command before it: the commands' names start too many words)
-        # (also EZConnect's `user/X@//host:1521/service`)
-        re.compile(r"(?<=[\w$#])/([^\s@/'\"]{4,})@(?://)?\w"),
+        # (also EZConnect's `user/X@//host:1521/service`; an `@` inside the password when another follows it:
+        # `scott/fXUPe@5lTppK@//orahost`, other fillings of sets 14, 16 and 17's forms)
+        re.compile(r"(?<=[\w$#])/((?=[^\s/'\"]{4})(?:[^\s@/'\"]|@(?=[^\s/'\"]*@))+)@(?://)?\w"),
         ("@",),
         check=_assigned_secret,
         before=lambda text: bool(_ORACLE_CLIENT.search(text)),

@@ -143,7 +143,7 @@ def _own_name(view: str, start: int, secret: str) -> bool:
 # admin" in prose stays refused).
 _TYPE_NAME = re.compile(r"_?(?:[A-Z][a-z]+\d?)+")  # (`Credentials`, `Http2Connection`; not `Winter2024`)
 _AFTER_TYPE = re.compile(r"\)|[ \t]*(?:\|[ \t]*[A-Za-z_]|=[ \t]*[^=\s])")
-_ASSIGNMENT_RULES = ("secret-assignment", "generic-api-key")
+_ASSIGNMENT_RULES = ("secret-assignment", "generic-api-key", "name-value-pair")
 
 
 # `ZoneInfo(key='America/Vancouver')`, `tz: Europe/Berlin`: a path of plain words (no word's case mixed inside it,

@@ -139,11 +139,26 @@ def _name_like(value: str, class_names: bool = True) -> bool:
     if (
         any(c in value for c in "/:()[]{}\\")
         or _code_star(value)
-        or "=" in value.rstrip("=")
+        or _setting_code(value)
         or re.search(r"@[\w-]+\.|\.[a-z]{2,5}$", value)
     ):
         return True
     return bool(_IDENTIFIER.fullmatch(value)) and _words_joined(value)
+
+
+def _setting_code(value: str) -> bool:
+    """`time_cost=3`, `maxLength=12`, `encoding=UTF8`: a name and a plain value, code; not a password with `=` inside
+    (`Bp7=Jz1JpLOSKg`, `ve=6GPA3nZR4`: no name before it, or a random mix after; other fillings of sets 14's forms)."""
+    body = value.rstrip("=")
+    if "=" not in body:
+        return False
+    name, _, after = body.partition("=")
+    # (settings in a row, `v=19$m=65536,t=3`, and a name of code's characters are code)
+    if "=" in after or any(c in name for c in "$,:/"):
+        return True
+    if not re.fullmatch(r"-{0,2}[A-Za-z_][A-Za-z_.-]*", name):  # (an option's too: `--expires=1893456000`)
+        return False
+    return not (any(c.isupper() for c in after) and any(c.islower() for c in after) and any(c.isdigit() for c in after))
 
 
 def _words_joined(value: str) -> bool:

@@ -284,6 +284,8 @@ _CLIENT_PASSWORD_OPTIONS = (
     (r"oathtool", r"(?:-[-\w=]+\s+)*"),
     # code signing's: Windows' `signtool sign /f c.pfx /p X`, `certutil -p X`, macOS' `security create-keychain -p X`,
     # `unlock-keychain -p X`, `import c.p12 -P X`, `add-generic-password … -w X`
+    # (RabbitMQ's users: `rabbitmqctl add_user NAME X`, `change_password NAME X`; other fillings of set 17's forms)
+    (r"rabbitmqctl", r"(?:add_user|change_password)\s+\S+\s+"),
     (r"signtool", r"/p\s+"),
     (r"certutil", r"-p\s+"),
     (
