@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from access.models import ApiToken, hash_token
 from dreaming.services import due_projects, record_messages
 from memories.models import ProjectLocation
 from tests.conftest import free_port
@@ -146,3 +147,39 @@ def test_one_projects_broken_repo_config_leaves_the_others_scheduled_dreaming_al
             assert f"{broken}/.yullu/config.toml: [retrieval].min_similarity" in line["detail"], line
         else:
             assert line is None, line  # no project file here: no line
+
+
+def test_revoking_the_owners_token_renews_its_file_and_doctor_names_the_copies_still_sending_it(
+    tmp_path: Path,
+) -> None:
+    # Walk 18 rotated the token: after `yullu tokens revoke` of the default, the token file kept the revoked token
+    # (the hooks sent it), `yullu install codex` copied it again ("already installed; nothing changed"), and
+    # `yullu doctor` said "ok  hooks  installed: codex notify, codex mcp" while every Codex MCP call got a 401.
+    home = tmp_path / "home"
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(home), YULLU_PORT=str(free_port()))
+    token_file = tmp_path / "yhome" / "token"
+    assert run_cli(["token"], env, timeout=120).returncode == 0
+    old = token_file.read_text().strip()
+    assert run_cli(["install", "codex", "--yes"], env, timeout=120).returncode == 0
+    codex = home / ".codex" / "config.toml"
+    assert old in codex.read_text()
+    listed = run_cli(["tokens", "list"], env, timeout=120).stdout
+    default = next(line.split()[0] for line in listed.splitlines() if " default " in line)
+    revoked = run_cli(["tokens", "revoke", default], env, timeout=120)
+    assert revoked.returncode == 0, revoked.stderr
+    new = token_file.read_text().strip()
+    assert new != old and ApiToken.objects.filter(key_hash=hash_token(new)).exists()
+    assert f"{token_file} held that token: it now holds a new one" in revoked.stdout, revoked.stdout
+    assert "run `yullu install codex` / `yullu install cursor` again" in revoked.stdout
+    assert old not in revoked.stdout + revoked.stderr and new not in revoked.stdout + revoked.stderr
+
+    def hooks_line() -> dict[str, str]:
+        ran = run_cli(["doctor", "--json"], env, timeout=120)
+        return {c["check"]: c for c in json.loads(ran.stdout)["checks"]}["hooks"]
+
+    line = hooks_line()
+    assert line["status"] == "fail" and f"{codex} holds another token than {token_file}" in line["detail"], line
+    assert "run `yullu install codex` again" in line["fix"], line
+    assert run_cli(["install", "codex", "--yes"], env, timeout=120).returncode == 0
+    assert new in codex.read_text() and old not in codex.read_text()
+    assert "another token" not in hooks_line()["detail"]

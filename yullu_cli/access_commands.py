@@ -135,6 +135,25 @@ def cmd_tokens_revoke(args: argparse.Namespace) -> None:
         print(f"token {row['id']} ({row['user']} / {row['name']}) was already revoked on {row['revoked_at'][:16]}")
         return
     print(f"revoked token {row['id']} ({row['user']} / {row['name']})")
+    _renew_the_token_file()
+
+
+def _renew_the_token_file() -> None:
+    """The owner's token file held the token just revoked: issue its successor now, as the next `yullu serve` or
+    `yullu token` would. Walk 18 revoked it: until a restart the hooks sent a refused token, and `yullu install
+    codex` copied the revoked token into ~/.codex/config.toml again ("already installed; nothing changed")."""
+    from access.bootstrap import ensure_token, token_file
+    from yullu_core.database import migration_lock
+
+    if not token_file().exists():
+        return
+    with migration_lock():  # a server starting now bootstraps under this lock too
+        if not ensure_token():
+            return
+    print(
+        f"{token_file()} held that token: it now holds a new one (the hooks and the Claude Code plugin read it). "
+        "Codex and Cursor keep a copy: run `yullu install codex` / `yullu install cursor` again."
+    )
 
 
 def cmd_grant(args: argparse.Namespace) -> None:

@@ -367,6 +367,9 @@ def _hooks() -> tuple[bool, str, str]:
         text = codex.read_text(errors="replace")
         (found if "codex-notify" in text else missing).append("codex notify")
         (found if "[mcp_servers.yullu]" in text else missing).append("codex mcp")
+    cursor = Path.home() / ".cursor" / "mcp.json"
+    if cursor.exists() and '"yullu"' in cursor.read_text(errors="replace"):
+        found.append("cursor mcp")  # walk 18: a Cursor-only install was "no assistant configuration found"
     if not found and not missing:
         return False, "no assistant configuration found", "run `yullu install` (claude, codex or cursor)"
     no_token = not (yullu_home() / "token").exists()
@@ -380,9 +383,39 @@ def _hooks() -> tuple[bool, str, str]:
         return False, detail, "run `yullu install` again (the checkout, its venv or the hook entry moved)"
     if no_token:
         return False, detail, _token_file_fix()
+    if copies := _stale_token_copies(Path.home()):
+        hold = "holds" if len(copies) == 1 else "hold"
+        detail += f"; {' and '.join(copies)} {hold} another token than {yullu_home() / 'token'}"
+        names = " / ".join(f"`yullu install {c.split('/')[-2].lstrip('.')}`" for c in copies)
+        return False, detail, f"run {names} again (a token revoked or rotated since it was copied is refused)"
     if off_path:
         return False, detail, "put `yullu` on PATH (the `export PATH=` line `yullu serve` prints, or pipx install)"
     return not missing, detail, "run `yullu install` (or install the Claude Code plugin, README)"
+
+
+def _stale_token_copies(home: Any) -> list[str]:
+    """Codex's and Cursor's MCP entries carry a copy of the token (they cannot run `yullu mcp-headers`); the
+    files whose copy is not the token file's, when this machine's server is theirs (not a team server's).
+    Walk 18: the token revoked, `yullu doctor` said "ok hooks" while every Codex MCP call was refused."""
+    import re
+
+    from yullu_core.env import env_str
+
+    from .hooks import token
+
+    current = token()
+    if not current or env_str("YULLU_SERVER"):
+        return []
+    stale = []
+    for path in (home / ".codex" / "config.toml", home / ".cursor" / "mcp.json"):
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        sent = re.findall(r"Bearer ([A-Za-z0-9_\-]+)", text)
+        if sent and current not in sent:
+            stale.append(str(path))
+    return stale
 
 
 def _token_file_fix() -> str:
