@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connection
 from django.test import Client
@@ -23,6 +24,8 @@ from memories.write import create
 from sync.fold import fold
 from sync.schema import Event
 from sync.services import reconcile_scope
+from tests.stubs import StubServer
+from tests.test_sync import Machine, machine_dbs, machines, repo_origin  # noqa: F401  (fixtures)
 from yullu_core.timestamps import datetime_to_ns
 
 REVIEW = "/admin/memories/memory/review/"
@@ -148,6 +151,34 @@ def test_a_teammates_memory_restored_keeps_its_writer_and_time_and_the_log_tells
     )
     ours = fold([Event.model_validate(e) for e in (delete, *restore)])
     assert ours.exists and ours.created_ns == datetime_to_ns(CREATED)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_teammate_who_applied_the_reject_gets_the_memory_back_as_dana_wrote_it(
+    repo: Path,
+    owner: Any,
+    machines: dict[str, Machine],  # noqa: F811 (the fixture imported above)
+    stub_embedder: StubServer,
+) -> None:
+    """Machine B (a `yullu reconcile` process with its own database) applies the delete, then the restore."""
+    staff = Client()
+    staff.force_login(owner)
+    scope = resolve(None, str(repo))
+    text = "vec:1,0,0 The deploy key rotates on the first of the month."
+    _teammate(repo, 1, "create", content=text, tags=["ops"], author="Dana")
+    reconcile_scope(scope)
+    b = machines["B"]
+    b.reconcile(repo)
+    staff.post(REVIEW, {"action": "rate", "memory_id": Memory.objects.get(uuid=U1).pk, "rating": "2"})
+    b.reconcile(repo)
+    assert b.rows() == []
+    staff.post(REVIEW, {"action": "restore", "rejected_id": RejectedMemory.objects.get().pk})
+    b.reconcile(repo)
+    with psycopg.connect(b.url) as conn:
+        rows = conn.execute(
+            "SELECT uuid::text, content, tags, created_at, created_author FROM memories_memory"
+        ).fetchall()
+    assert rows == [(U1, text, ["ops"], CREATED, "Dana")]
 
 
 # --- 2. who wrote a memory, one reading ---------------------------------------------------------------------
