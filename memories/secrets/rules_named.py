@@ -25,7 +25,7 @@ from .told import (
     _told_token,
     _words_joined,
 )
-from .values import _assigned_secret
+from .values import _assigned_secret, _random_case
 from .words import (
     _ABOUT,
     _NEARBY_WORDS,
@@ -323,6 +323,20 @@ RULES: tuple[Rule, ...] = (
         ),
         ("passw", "pasw", "passo", "passphrase", "passcode", "pw", "secret", "token", "key", "credential"),
         check=_told_password,
+    ),
+    # The same before the login it opens: "use `CNDj99-vjUr` for the grafana admin login" (other fillings of set 17's
+    # forms). A login is named by products and pages too ("we use Keycloak2024 for the SSO login page"), so the value
+    # must have a symbol inside or a random mix of cases.
+    Rule(
+        "secret-before-login",
+        "a credential",
+        re.compile(
+            r"(?i)\b(?=[bistuwaecp])(?:is|was|are|were|be|use[ds]?|using|try|tried|set|type|enter|paste|put)\s+"
+            rf"[\"'`]?({_TOLD_VALUE})[\"'`]?,?\s+(?:for|as)\s+(?:the|our|my|your|its|a|an)\s+(?:[\w-]+\s+){{0,3}}?"
+            rf"(?:login|log-?in|sign-?in)s?\b{_ABOUT}"
+        ),
+        ("login", "log-in", "signin", "sign-in"),
+        check=lambda value: _told_password(value) and (not value.strip("'\"`.,;").isalnum() or _random_case(value)),
     ),
     # "(login acmeftp, X as the pass)", "with X as my password": the value first, then `as` what it is, no verb
     # before it (`secret-before-its-name` wants one).
