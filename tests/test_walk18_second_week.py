@@ -20,8 +20,12 @@ from django.db import connection
 from access.models import ApiToken, hash_token
 from dreaming.services import due_projects, record_messages
 from memories.models import ProjectLocation
+from memories.scope import resolve
+from memories.write import create
 from tests.conftest import free_port
 from tests.processes import REPO, git_repo, product_env, run_cli
+from tests.stubs import StubServer
+from tests.test_anchors import CLOCK, checkout, commit  # noqa: F401 (checkout: a fixture)
 from yullu_core.database import NewerSchemaError, migrate_if_needed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -183,3 +187,25 @@ def test_revoking_the_owners_token_renews_its_file_and_doctor_names_the_copies_s
     assert run_cli(["install", "codex", "--yes"], env, timeout=120).returncode == 0
     assert new in codex.read_text() and old not in codex.read_text()
     assert "another token" not in hooks_line()["detail"]
+
+
+def test_memories_search_and_list_say_which_memory_cites_changed_code(
+    checkout: Path,  # noqa: F811 (the fixture)
+    stub_embedder: StubServer,
+    tmp_path: Path,
+) -> None:
+    # Walk 18: after a week of commits, `yullu memories search` and `list` showed memory 58 (its rollback() changed)
+    # like any other; the hook said "(cited code changed since this was written: src/deploy.py)", `show` "stale".
+    scope = resolve(None, str(checkout))
+    stale = create.store_memory(scope, "vec:1,0,0 the clock module answers now()", anchors=["app/clock.py::Clock.now"])
+    fresh = create.store_memory(scope, "vec:0,1,0 the clock helper returns one", anchors=["app/clock.py::helper"])
+    (checkout / "app" / "clock.py").write_text(CLOCK.replace("return time.time()", "return time.monotonic()"))
+    commit(checkout, "monotonic")
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    note = "(cited code changed since this was written: app/clock.py) "
+    for args in (["search", "clock"], ["list"]):
+        ran = run_cli(["memories", *args, "--project", scope.project_id], env, timeout=120)
+        assert ran.returncode == 0, ran.stderr
+        lines = {line.split()[0]: line for line in ran.stdout.splitlines() if line.startswith("#")}
+        assert note + "vec:1,0,0 the clock module" in lines[f"#{stale.memory.pk}"], (args, ran.stdout)
+        assert "cited code changed" not in lines[f"#{fresh.memory.pk}"], (args, ran.stdout)

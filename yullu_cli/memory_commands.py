@@ -103,7 +103,17 @@ def _short(content: Any) -> str:
 
 def _line(m: Mapping[str, Any], score: float | None = None) -> str:
     sim = f" {score:.2f}" if score is not None else ""
-    return f"#{m['id']}{sim} [{m.get('category') or 'note'}] {_short(m['content'])}"
+    return f"#{m['id']}{sim} [{m.get('category') or 'note'}] {_stale_note(m)}{_short(m['content'])}"
+
+
+def _stale_note(m: Mapping[str, Any]) -> str:
+    """The hooks' and build_context's words for a stale memory (docs/contract.md §12). Walk 18: `yullu memories
+    search` and `list` showed a memory whose cited code had changed like any other; only `show` said so."""
+    if not m.get("stale"):
+        return ""
+    gone = [a for a in m.get("anchors") or [] if a.get("status") in ("changed", "missing")]
+    paths = ", ".join(dict.fromkeys(a.get("current_path") or a["path"] for a in gone))
+    return f"(cited code changed since this was written: {paths}) "
 
 
 def _anchors_text(anchors: list[dict[str, Any]]) -> str:
@@ -152,6 +162,7 @@ def memories(args: argparse.Namespace) -> int:
             )
         most = stats.LIST_LIMIT.hi  # as GET /api/memories' page
         rows = stats.list_memories(scope.project_id, min(args.limit, most), args.offset)
+        annotate(scope.project_id, rows)  # `stale` and `anchors`, as search results and `show` carry them
         if args.limit > len(rows) == most:
             _say_more(scope.project_id, most, args.offset)
         out = {"project_id": scope.project_id, "offset": args.offset, "memories": rows}
