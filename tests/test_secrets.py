@@ -3560,6 +3560,29 @@ def test_a_key_with_slashes_and_dashes_is_still_refused() -> None:
     assert find_secret("key Xk3mP9qL2vRt/Ab8Zq-Wk4r/Tm9pL7x-Qz2n") is not None
 
 
+# Held-out set AN (round twenty-one): a .NET build path, its project and framework folders words joined by dots.
+@pytest.mark.parametrize(
+    "text",
+    [
+        "install the browsers with pwsh tests/Northgale.DockBoard.E2E/bin/Debug/net8.0/playwright.ps1 install",
+        "the publish output goes to src/MyCompany.Billing.Api/bin/Release/net8.0/publish/",
+        "obj/Debug/net6.0/MyApp.AssemblyInfo.cs is generated on every build",
+    ],
+)
+def test_a_dotted_build_path_is_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+def test_a_key_with_dots_between_slashes_is_still_refused() -> None:
+    assert find_secret("key Xk3mP9qL2vRt.Ab8ZqWk4r/Tm9pL7xQz2nR8wVb") is not None
+
+
+def test_a_path_of_many_dotted_words_is_scanned_in_linear_time() -> None:
+    # (the dotted parts' words are matched atomically: with a plain group, "ab.ab.…/x" backtracked 2^n ways and 25
+    # parts took 41 s; no timing is asserted, a regression hangs the test past pytest's own timeout instead)
+    assert find_secret("see " + "ab." * 5000 + "/x") is None
+
+
 # Walk 20: one long lower-case token told as a password's value is a password (a passphrase's words run together).
 @pytest.mark.parametrize(
     "text", ["the wifi password is correcthorsebatterystaple", "password: correcthorsebatterystaple"]

@@ -25,7 +25,13 @@ _PATH_WORD = (
 # `cron_descriptor/locale/YOUR_LOCALE_CODE.mo`; a base64 key's parts mix their cases)
 # (from the root too, its parts words joined by `-`: `/docs/execution-providers/NNAPI-ExecutionProvider.md`, the
 # false-positive hunt of set 17)
-_WORDS_PATH = re.compile(rf"/?(?:{_PATH_WORD}(?:-{_PATH_WORD})*/)+{_PATH_WORD}(?:-{_PATH_WORD})*(?:\.[a-z0-9]{{1,8}})?")
+# (a part may be words joined by dots, as .NET names projects and build folders: `tests/Acme.Billing.E2E/bin/Debug/
+# net8.0/playwright.ps1`, `src/MyCompany.Api/bin/Release/net8.0/publish/`; set AN's memory, held out, was refused: a
+# base64 key has no dot, and a JWT's dotted parts have no `/` between them)
+_DOTTED_WORD = rf"(?>{_PATH_WORD})(?:\.(?>{_PATH_WORD}|\d+))*+"
+_WORDS_PATH = re.compile(
+    rf"/?(?:{_DOTTED_WORD}(?:-{_DOTTED_WORD})*/)+{_DOTTED_WORD}(?:-{_DOTTED_WORD})*(?:\.[a-z0-9]{{1,8}})?/?"
+)
 # A URL's part of a hex digest named by words (`250cf8b51c773f3f8dc8b4be867a9a02-Abstract.html`, a paper's page): the
 # words and the extension say what it is; only the rest is weighed as a key.
 _WORDS_AFTER_HEX = re.compile(r"(?<=[0-9a-f])(?:[-_.][A-Za-z][a-z]+)+$")
