@@ -209,6 +209,10 @@ OLDER_SETS_FILLINGS = {
         "[10:42] priya: use `CNDj99-vjUr` for the grafana admin login, I'll rotate it friday",
         "secret-before-login",
     ),
+    "a dash of the value spelled between dashes": (
+        "the vault unseal passphrase, one char at a time: 0-j-u-J-P-6-T---p-X",
+        "password-nearby",
+    ),
     "an @ inside an Oracle password": ("sqlplus scott/fXUPe@5lTppK@//orahost:1521/ORCLPDB1", "oracle-connect"),
 }
 
@@ -235,6 +239,7 @@ def test_each_cause_of_the_older_sets_other_fillings_is_refused_by_its_rule(name
         "the password hashing uses argon2$argon2id$v=19$m=65536,t=3,p=4$<salt>$<hash>",
         "playwright-cli cookie-set remember_me token123 --expires=1893456000",
         "sqlplus /nolog",
+        "x---y---z and the 1-2-3-4-5-6 steps",
         "we use Keycloak2024 for the SSO login page",
         "use SAML2 for the admin login",
         "use the staging-db for the admin login",

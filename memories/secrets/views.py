@@ -120,7 +120,8 @@ def _joined(text: str) -> tuple[str, list[int], list[tuple[int, int]]] | None:
 # patterns themselves, tried at every position, were 40 µs on a 300-character text)
 _SPACED = re.compile(r"(?<!\S)(?:\S ){5,}\S(?!\S)")
 _SPACED_HINT = re.compile(r" \S \S \S \S ")
-_DASHED = re.compile(r"(?<![\w-])(?:[^\s-]-){5,}[^\s-](?![\w-])")
+# (a `-` of the value spelled between its two dashes, `T---p`: other fillings of set 17's forms)
+_DASHED = re.compile(r"(?<![\w-])(?:(?:[^\s-]|(?<=-)-(?=-))-){5,}[^\s-](?![\w-])")
 _DASHED_HINT = re.compile(r"-[^\s-]-[^\s-]-[^\s-]-")
 _GROUPED = re.compile(r"(?<![\w-])(?:[A-Z2-7]{4} ){3,}[A-Z2-7]{4}(?![\w-])")
 _GROUPED_WORDS = ("otp", "2fa", "mfa", "authenticator", "seed")
@@ -146,7 +147,10 @@ def _respelled_runs(text: str) -> list[tuple[int, int, str]]:
     for pattern, hexed in forms:
         for m in pattern.finditer(text):
             if not hexed:
-                runs.append((m.start(), m.end(), m.group(0).replace(" ", "").replace("-", "")))
+                # (one character, then one space or dash: every other character is the value's)
+                runs.append(
+                    (m.start(), m.end(), m.group(0)[::2] if pattern is _DASHED else m.group(0).replace(" ", ""))
+                )
                 continue
             plain = bytes.fromhex(m.group(0)).decode("ascii", "replace")
             if all("!" <= c <= "~" for c in plain):
