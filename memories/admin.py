@@ -16,6 +16,7 @@ from django.db.models import (
     FloatField,
     IntegerField,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Value,
@@ -685,8 +686,8 @@ class MemoryChangeAdmin(ModelAdmin):
     list_display = ["at", "action", "memory_link", "project_id", "who", "change"]
     list_filter = [ActionFilter, WhenFilter, ChannelFilter, ProjectFilter]
     list_filter_submit = True
-    search_fields = ["=author", "=user__username"]
-    search_help_text = "A person's user name or a teammate's name, exactly."
+    search_fields = ["=author", "=user__username"]  # (get_search_results reads the whole term as one name)
+    search_help_text = "A person's user name or a teammate's name (Dana Reyes), exactly."
     list_per_page = 50
     show_full_result_count = False
     list_select_related = ["user"]
@@ -698,6 +699,15 @@ class MemoryChangeAdmin(ModelAdmin):
         # the memory was restored since under the same uuid (one index probe per row of the page).
         now = Memory.objects.filter(uuid=OuterRef("memory_uuid")).values("pk")[:1]
         return super().get_queryset(request).annotate(current_id=Subquery(now))
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[MemoryChange], search_term: str
+    ) -> tuple[QuerySet[MemoryChange], bool]:
+        """One name, spaces and all: Django's search split "Sam Okafor" into two words that each had to match."""
+        name = " ".join(search_term.split())
+        if not name:
+            return queryset, False
+        return queryset.filter(Q(author__iexact=name) | Q(user__username__iexact=name)), False
 
     @admin.display(description="when (UTC)", ordering="created_at")
     def at(self, obj: MemoryChange) -> str:

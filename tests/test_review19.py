@@ -266,6 +266,10 @@ def test_ratings_rejects_and_restores_are_in_a_trail_with_who_and_when_filtered_
     assert "admin (owner)" in reviews and "not ours" in reviews
     assert "Releases are cut on Thursdays." in reviews and "The other project" not in reviews
     assert _rows(staff.get(CHANGES + "?q=owner").content.decode()) == 4  # and the reject's delete
+    MemoryChange.objects.create(
+        memory=kept, memory_uuid=kept.uuid, project_id="acme/app", action="updated", source="sync", author="Sam Okafor"
+    )
+    assert _rows(staff.get(CHANGES + "?q=Sam+Okafor").content.decode()) == 1
     assert _rows(staff.get(CHANGES + "?project_id=acme/other").content.decode()) == 1
     MemoryChange.objects.filter(action="rated").update(created_at=timezone.now() - timedelta(days=2))
     assert _rows(staff.get(CHANGES + "?action=review&within=24h").content.decode()) == 2  # the reject, the restore
