@@ -15,9 +15,10 @@ from yullu_core.text import json_safe
 
 from ..anchors import store as anchor_store
 from ..models import CATEGORIES, Memory, MemoryAnchor, MemoryVector
+from . import archived
 
 FORMAT = "yullu-memories"
-VERSION = 1
+VERSION = 1  # a file of memories only; one holding archived memories too is archived.ARCHIVED_VERSION
 # Fields every version writes; others (lifecycle fields added later) are exported generically.
 # A teammate's name (created_author / updated_author) is this machine's record of the log, as created_by is a user
 # of it: neither travels in a file.
@@ -78,15 +79,19 @@ CHUNK = 500  # memories whose vectors and anchors are read in one query each (on
 
 
 def export_json(project_id: str | None, out: IO[str], *, vectors: bool = False) -> int:
+    """Every memory (or one project's), then every archived one (rejected or expired: `archived`): returns how
+    many memories were written."""
     qs = Memory.objects.order_by("project_id", "created_at", "id")
     if project_id:
         qs = qs.filter(project_id=project_id)
+    n_archived = archived.archived_rows(project_id).count()
     header = {
         "format": FORMAT,
-        "version": VERSION,
+        "version": archived.ARCHIVED_VERSION if n_archived else VERSION,
         "exported_at": timezone.now().isoformat(),
         "project_id": project_id,
         "count": qs.count(),
+        "archived": n_archived,
         "vectors": vectors,
     }
     out.write(json_safe(json.dumps(header, ensure_ascii=False)) + "\n")
@@ -97,7 +102,10 @@ def export_json(project_id: str | None, out: IO[str], *, vectors: bool = False) 
         if len(chunk) == CHUNK:
             n += _write_chunk(chunk, out, vectors)
             chunk = []
-    return n + _write_chunk(chunk, out, vectors)
+    n += _write_chunk(chunk, out, vectors)
+    for record in archived.records(project_id):
+        out.write(json_safe(json.dumps(record, ensure_ascii=False)) + "\n")
+    return n
 
 
 def _write_chunk(chunk: list[Memory], out: IO[str], vectors: bool) -> int:

@@ -43,11 +43,14 @@ from ..scope import resolve, validate_project_id
 from ..secrets import find_secret, redact
 from ..write import create, validation
 from ..write.load_index import LoadIndex
-from . import assistant_memory
-from .export import FORMAT, SKIP_FIELDS, VERSION
+from . import archived, assistant_memory
+from .export import FORMAT, SKIP_FIELDS
+from .placing import FUTURE_FIELDS, derived_uuid, relocated_uuid
+from .placing import not_after as _not_after
+from .placing import placed as _placed
+from .placing import read_time as _time
 
 BATCH = 2_000  # rows per write: one embedding call, one duplicate query, one insert each
-IMPORT_NAMESPACE = uuid.UUID("6b1d3c52-7a0e-4f4e-9a57-0c8f3f0f9d11")
 
 
 # --- reading the three formats ----------------------------------------------------------
@@ -64,53 +67,6 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict)  # rating, updated_at, lifecycle fields …
     vectors: dict[str, Any] = field(default_factory=dict)  # embedder id → vector (`export --vectors`)
     moved: bool = False  # imported into another project than the one it was exported from (`--project`)
-
-
-def _time(value: Any) -> datetime | None:
-    """A time as ISO 8601 or epoch seconds/milliseconds; ValueError for anything else."""
-    if value in (None, "") or isinstance(value, datetime):
-        return value or None
-    try:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            seconds = value / 1000 if value > 10**11 else value  # milliseconds or seconds
-            return datetime.fromtimestamp(seconds, tz=UTC)
-        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    except (ValueError, OverflowError, OSError):  # OSError: beyond what the C library converts
-        raise ValueError(f"{str(value)[:40]!r} is not a time between the years 1 and 9999") from None
-
-
-# Times a memory may hold in the future; every other time records something that already happened.
-FUTURE_FIELDS = frozenset({"expires_at"})
-
-
-def _not_after(when: datetime | None, now: datetime) -> datetime | None:
-    """`when`, or `now` if it is later: a file from a machine whose clock was wrong (a 2099
-    `updated_at`) must not date the memory, and its sync event, after every edit to come. Reconcile
-    bounds a teammate's future event the same way, but not this machine's own: a teammate's later edit
-    lost to the 2099 event here while it won on theirs (walk 17), two machines with one log disagreeing."""
-    return now if when is not None and when > now else when
-
-
-def derived_uuid(project_id: str, content: str) -> str:
-    return str(uuid.uuid5(IMPORT_NAMESPACE, f"{project_id}\n{content.strip()}"))
-
-
-def relocated_uuid(project_id: str, original: str) -> str:
-    """The uuid of a memory imported into another project than its export's (`--project`): a uuid
-    names one memory across all projects, so keeping the original skipped every row whose source
-    project is on this server ("0 new, 2 already there"). Derived from the target and the original,
-    so importing the same file there again is still idempotent, and links between its rows hold."""
-    return str(uuid.uuid5(IMPORT_NAMESPACE, f"{project_id}\nuuid:{original}"))
-
-
-def _placed(project: str | None, source: str, original: Any) -> tuple[str, str | None, bool]:
-    """(project, uuid, moved) of a record from `source` imported with `--project project`."""
-    target = project or source
-    moved = bool(project) and bool(source) and project != source
-    if moved and original:
-        return target, relocated_uuid(target, str(original)), True
-    return target, original, moved
 
 
 def detect(path: Path) -> str:
@@ -137,11 +93,14 @@ def detect(path: Path) -> str:
     )
 
 
-def read_yullu(path: Path, project: str | None) -> Iterator[Row]:
+def read_yullu(path: Path, project: str | None, held: list[tuple[int, Any]] | None = None) -> Iterator[Row]:
+    """The file's memories as rows; its archived memories (format version 2) are put in `held` with their line."""
     with path.open(encoding="utf-8") as fh:
         header = json.loads(fh.readline())
-        if header.get("version", 0) > VERSION:
-            raise UserError(f"{path} is format version {header['version']}; this yullu reads up to {VERSION}.")
+        if header.get("version", 0) > archived.ARCHIVED_VERSION:
+            raise UserError(
+                f"{path} is format version {header['version']}; this yullu reads up to {archived.ARCHIVED_VERSION}."
+            )
         for n, line in enumerate(fh, start=2):
             if not line.strip():
                 continue
@@ -149,6 +108,10 @@ def read_yullu(path: Path, project: str | None) -> Iterator[Row]:
                 rec = json.loads(line)
             except ValueError:
                 raise UserError(f"{path}:{n}: not valid JSON; nothing after line {n - 1} was imported.") from None
+            if isinstance(rec, dict) and archived.KEY in rec:
+                if held is not None:
+                    held.append((n, rec[archived.KEY]))
+                continue
             known = {"uuid", "project_id", "content", "category", "tags", "created_at", "vectors"}
             target, uid, moved = _placed(project, str(rec.get("project_id") or ""), rec.get("uuid"))
             yield Row(
@@ -231,6 +194,7 @@ class ImportResult:
     skipped: int = 0  # the same as (or a near-duplicate of) a memory that was there before the import
     repeated: int = 0  # the same as (or a near-duplicate of) an earlier row of the file
     refused: int = 0
+    archived: int = 0  # archived memories (rejected or expired) written back, from a file of format version 2
     errors: list[str] = field(default_factory=list)
     # Assistant memory files only: each fact read with the category guessed for it, for review.
     review: list[dict[str, str | None]] = field(default_factory=list)
@@ -527,13 +491,16 @@ def import_path(
     kind = detect(path)
     result = ImportResult(format=kind)
     expected = 0  # the MCP memory server's lines hold any number of facts: not counted
+    held: list[tuple[int, Any]] = []  # the file's archived memories, written after its memories
     if kind == "yullu-jsonl":
-        rows, expected = read_yullu(path, project), _lines(path) - 1
+        rows, expected = read_yullu(path, project, held), _lines(path) - 1
     elif kind == "go-sqlite":
         rows, expected = read_go_sqlite(path, project), _sqlite_rows(path)
     else:
         rows = read_mcp_memory(path, project or resolve(None, cwd).project_id)
-    return import_rows(rows, result, progress=progress, expected=expected)
+    import_rows(rows, result, progress=progress, expected=expected)
+    archived.restore(held, project, result)
+    return result
 
 
 def _lines(path: Path) -> int:
