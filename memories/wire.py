@@ -121,6 +121,7 @@ class Duplicate(TypedDict):
     duplicate_of: int
     content: str
     supersedes: NotRequired[int]
+    anchors_not_attached: NotRequired[str]  # anchors were given: why they are not on the existing memory
 
 
 class Deleted(TypedDict):

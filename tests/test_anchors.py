@@ -129,6 +129,23 @@ def test_rest_walk_ok_then_changed_with_the_context_note(
         assert "cited code changed since this was written: app/clock.py" in context
 
 
+def test_a_duplicate_store_says_its_anchors_were_not_attached(
+    checkout: Path, live_server_url: str, owner_token: str, stub_embedder: StubServer
+) -> None:
+    # (walk 18: the answer was `created: false, duplicate_of` and the memory stayed unanchored, without a word)
+    body = {"content": "vec:1,0,0 Clock.now reads the wall clock", "cwd": str(checkout)}
+    with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}, timeout=60) as rest:
+        first = rest.post("/api/memories", json=body)
+        assert first.status_code == 201, first.text
+        again = rest.post("/api/memories", json=body | {"anchors": ["app/clock.py::Clock.now"]})
+        plain = rest.post("/api/memories", json=body)
+    answer = again.json()
+    assert (again.status_code, answer["duplicate_of"]) == (200, first.json()["id"]), again.text
+    assert f"update_memory(id={answer['duplicate_of']}, anchors=" in answer["anchors_not_attached"]
+    assert "anchors_not_attached" not in plain.json()  # nothing asked, nothing said
+    assert not MemoryAnchor.objects.exists()  # the existing memory was not changed
+
+
 def test_formatting_and_code_added_elsewhere_keep_anchors_ok_or_moved(
     checkout: Path, stub_embedder: StubServer
 ) -> None:

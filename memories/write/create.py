@@ -48,6 +48,7 @@ class Stored:
     similar: list[Similar] = field(default_factory=list)
     superseded: int | None = None
     anchors: list[AnchorOut] = field(default_factory=list)
+    cited: bool = False  # the store asked for anchors (what a duplicate's answer must say it did not attach)
 
     def as_dict(self) -> Created | Duplicate:
         m = self.memory
@@ -72,6 +73,13 @@ class Stored:
             out["supersedes"] = self.superseded
         if self.anchors and self.duplicate_of is None:
             cast(Created, out)["anchors"] = self.anchors
+        elif self.cited and self.duplicate_of is not None:
+            # The existing memory is kept as it is: the caller learns the code it cited is not pinned there (walk
+            # 18: a duplicate store's anchors vanished without a word), and how to pin it.
+            cast(Duplicate, out)["anchors_not_attached"] = (
+                f"memory {self.duplicate_of} already holds this fact and was not changed, so the anchors given were "
+                f"not attached; update_memory(id={self.duplicate_of}, anchors=[...]) pins them there."
+            )
         return out
 
 
@@ -168,6 +176,8 @@ def store_memories(
                 result.superseded = old
     if load is not None:  # after the commit: a batch rolled back leaves nothing for the next to repeat
         load.kept(created, [vectors[n] if vectors is not None else None for n in batch.fresh])
+    for n, asked in enumerate(items):
+        results[n].cited = bool(asked.anchors)
     return [results[n] for n in range(len(cleaned))]
 
 
