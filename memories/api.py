@@ -326,7 +326,9 @@ class UnratedView(APIView):
 class RejectedView(APIView):
     @documented(many("Rejected", "rejected", RejectedOut()), params=[*WHERE, LIMIT])
     def get(self, request: Request) -> Response:
-        qs = visible_in(RejectedMemory.objects.order_by("-rejected_at"), project_param(request))
+        qs = visible_in(
+            RejectedMemory.objects.select_related("created_by").order_by("-rejected_at"), project_param(request)
+        )
         rows = qs[: _limit(request, 50)]
         return Response({"rejected": [rejected_to_wire(r) for r in rows]})
 

@@ -89,6 +89,11 @@ class RejectedOut(TypedDict):
     rating: int | None
     rating_comment: str
     rejected_at: Annotated[str, DATETIME]
+    reason: str  # rejected (a reviewer's rating of 1-5) or expired (its ttl ran out)
+    # Where it came from (review 19): null / "" for a memory archived before these were kept.
+    created_at: Annotated[str, DATETIME] | None
+    written_by: str | None  # who wrote it first: a user of this machine or a teammate's name
+    source: str  # the channel its first store came through: mcp, rest, dream, reconcile …
 
 
 class Similar(TypedDict):
@@ -194,6 +199,10 @@ def rejected_to_wire(r: RejectedMemory) -> RejectedOut:
         "rating": r.rating,
         "rating_comment": r.rating_comment,
         "rejected_at": r.rejected_at.isoformat(),
+        "reason": r.reason,
+        "created_at": r.created_at.isoformat() if r.created_at else None,
+        "written_by": r.created_author or (r.created_by.get_username() if r.created_by else None) or None,
+        "source": r.source,
     }
 
 

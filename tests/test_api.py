@@ -84,7 +84,9 @@ def test_rating_8_keeps_3_archives_and_0_or_11_are_400(api: Any, stub_embedder: 
     for bad in (0, 11):
         r = api("post", f"/api/memories/{a}/rate", {"rating": bad})
         assert r.status_code == 400 and "1 to 10" in r.json()["error"]
-    assert api("get", "/api/memories/rejected").json()["rejected"][0]["rating_comment"] == "vague"
+    rejected = api("get", "/api/memories/rejected").json()["rejected"][0]
+    assert (rejected["rating_comment"], rejected["reason"], rejected["source"]) == ("vague", "rejected", "rest")
+    assert rejected["created_at"] and rejected["written_by"]  # where it came from (review 19)
 
 
 def test_stats_projects_and_usage(api: Any, stub_embedder: StubServer) -> None:
