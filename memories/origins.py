@@ -28,6 +28,24 @@ Explainer = Callable[[Sequence[Memory]], dict[int, Origin]]
 _explainers: list[Explainer] = []
 
 
+def site_path(url: object) -> str:
+    """`url` if it is a path on this site ("/admin/dreaming/dreampass/3/change/"), else "": an origin kept in an
+    archived row or a history row may come from an imported file, and the review queue makes its url a link
+    (a "javascript:" one ran in the reviewer's session; an "https://elsewhere" one led off the site)."""
+    text = str(url or "")
+    return text if text.startswith("/") and not text.startswith("//") and "\\" not in text else ""
+
+
+def kept(value: object) -> dict[str, str]:
+    """An origin as a row keeps it (label, url, session, why; strings; a url only as site_path allows)."""
+    if not isinstance(value, dict):
+        return {}
+    out = {k: str(value[k]) for k in ("label", "url", "session", "why") if value.get(k) not in (None, "")}
+    if "url" in out and not site_path(out["url"]):
+        del out["url"]
+    return out
+
+
 def register_explainer(explainer: Explainer) -> None:
     """Idempotent; called from an AppConfig.ready()."""
     if explainer not in _explainers:
@@ -45,7 +63,7 @@ def explain(memories: Sequence[Memory]) -> dict[int, Origin]:
     if unknown := [m.pk for m in memories if m.pk not in found]:
         restored = MemoryChange.objects.filter(memory_id__in=unknown, action="restored").order_by("id")
         for pk, after in restored.values_list("memory_id", "after"):
-            kept = (after or {}).get("origin") if isinstance(after, dict) else None
-            if pk is not None and isinstance(kept, dict) and kept.get("label"):
-                found[pk] = Origin(**{k: str(v) for k, v in kept.items() if k in ("label", "url", "session", "why")})
+            fields = kept((after or {}).get("origin") if isinstance(after, dict) else None)
+            if pk is not None and fields.get("label"):
+                found[pk] = Origin(**fields)
     return found

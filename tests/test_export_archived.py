@@ -102,3 +102,33 @@ def test_a_newer_format_is_refused_in_one_sentence(tmp_path: Path) -> None:
     done = run_cli(["import", str(path)], product_env(tmp_path / "home", YULLU_EMBED_PROVIDER="none"))
     assert done.returncode != 0 and "format version 3; this yullu reads up to 2" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_imported_archived_rows_origin_keeps_no_script_link_for_the_review_queue(
+    stub_embedder: StubServer, tmp_path: Path, client: Any, owner: Any
+) -> None:
+    """An origin from a file was kept as it came: restored, the review queue linked its label to the file's url, so
+    a 'javascript:' url ran in the reviewer's session when clicked. Now only a path on this site is kept."""
+    header = {"format": "yullu-memories", "version": 2, "count": 0, "archived": 2}
+    bad = {"label": "dream pass 7", "url": "javascript:alert(document.cookie)", "why": "said twice", "x": [1]}
+    rows = [
+        header,
+        {"archived": {"uuid": "7f0c3a52-7a0e-4f4e-9a57-0c8f3f0f9d11", "project_id": PROJECT, "content": "Ship on "
+                      "Mondays only", "rating": 2, "origin": bad}},  # fmt: skip
+        {"archived": {"uuid": "8f0c3a52-7a0e-4f4e-9a57-0c8f3f0f9d11", "project_id": PROJECT, "content": "Tag every "
+                      "release", "origin": {"label": "dream pass 8", "url": "/admin/dreaming/dreampass/8/change/"}}},
+    ]  # fmt: skip
+    path = tmp_path / "hand.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = imported(path, product_env(tmp_path / "home", YULLU_EMBED_PROVIDER="none"))
+    assert (result["archived"], result["refused"]) == (2, 0), result
+    kept = dict(RejectedMemory.objects.values_list("content", "origin"))
+    assert kept["Ship on Mondays only"] == {"label": "dream pass 7", "why": "said twice"}
+    assert kept["Tag every release"]["url"] == "/admin/dreaming/dreampass/8/change/"
+
+    for row in RejectedMemory.objects.all():
+        edit.restore_rejected(row.pk)
+    client.force_login(owner)
+    page = client.get("/admin/memories/memory/review/").content.decode()
+    assert "dream pass 7" in page and "javascript:" not in page
+    assert 'href="/admin/dreaming/dreampass/8/change/"' in page

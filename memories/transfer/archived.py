@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from yullu_core.errors import UserError
 
+from .. import origins
 from ..models import Memory, RejectedMemory
 from ..scope import validate_project_id
 from ..write import validation
@@ -106,9 +107,13 @@ def _checked(record: Any, project: str | None, now: datetime) -> RejectedMemory:
     values["content"] = validation.clean_content(values.get("content"))
     values["tags"] = validation.clean_tags(values.get("tags"))
     values["category"] = validation.clean_category(values.get("category"))
-    validation.refuse_secrets(values["content"], *values["tags"], str(values.get("rating_comment") or ""))
     if not isinstance(values.get("anchors", []), list) or not isinstance(values.get("origin", {}), dict):
         raise ValueError("anchors must be a list and origin an object")
+    # What the review queue shows of it once restored: its strings only, a url only as a path on this site (a
+    # file's "javascript:" url was a link there), and scanned for secrets like the rest (the dream pass's reason).
+    values["origin"] = origins.kept(values.get("origin", {}))
+    told = (str(values.get("rating_comment") or ""), *values["origin"].values())
+    validation.refuse_secrets(values["content"], *values["tags"], *told)
     row = RejectedMemory(**values)
     row.full_clean(validate_unique=False)
     return row
