@@ -55,10 +55,11 @@ def records(project_id: str | None) -> Iterator[dict[str, Any]]:
     """Each archived memory as the line an export writes."""
     fields = [f for f in RejectedMemory._meta.concrete_fields if f.name not in SKIP]
     for row in archived_rows(project_id).iterator(chunk_size=500):
-        yield {KEY: {f.name: _plain(getattr(row, f.attname)) for f in fields}}
+        yield {KEY: {f.name: plain(getattr(row, f.attname)) for f in fields}}
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A field's value as a line of the export holds it (a memory's too: export._value)."""
     if isinstance(value, datetime):
         return value.isoformat()
     return str(value) if isinstance(value, uuid.UUID) else value

@@ -5,8 +5,6 @@ memories.transfer.importer) and a project's current memories grouped by category
 from __future__ import annotations
 
 import json
-import uuid
-from datetime import datetime
 from typing import IO, Any
 
 from django.utils import timezone
@@ -53,12 +51,7 @@ def _value(memory: Memory, f: Any) -> Any:
     if f.is_relation:  # links to other memories travel as their uuid
         related = getattr(memory, f.name)
         return str(related.uuid) if related is not None and hasattr(related, "uuid") else None
-    value = getattr(memory, f.attname)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return value
+    return archived.plain(getattr(memory, f.attname))
 
 
 def memory_record(
