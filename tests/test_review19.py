@@ -5,7 +5,6 @@ audit pages cover."""
 from __future__ import annotations
 
 import importlib
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from memories.write import create
 from sync.fold import fold
 from sync.schema import Event
 from sync.services import reconcile_scope
+from tests import team_log
 from tests.stubs import StubServer
 from tests.test_sync import Machine, machine_dbs, machines, repo_origin  # noqa: F401  (fixtures)
 from yullu_core.timestamps import datetime_to_ns
@@ -40,19 +40,11 @@ def staff(client: Client, owner: Any) -> Client:
 
 
 def _events(repo: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted((repo / ".yullu" / "logs").glob("*.json"))]
+    return team_log.events(repo)
 
 
 def _teammate(repo: Path, n: int, kind: str, **fields: Any) -> None:
-    folder = repo / ".yullu" / "logs"
-    folder.mkdir(parents=True, exist_ok=True)
-    event = {
-        "id": f"00000000-0000-4000-8000-{n:012d}",
-        "type": kind,
-        "memory_id": U1,
-        "ts": f"2026-06-01T00:00:{n:02d}Z",
-    }
-    (folder / f"teammate-{n}.json").write_text(json.dumps({**event, **fields}))
+    team_log.teammate_event(repo, U1, n, kind, **fields)
 
 
 # --- 1. an undone rejection ------------------------------------------------------------------------------

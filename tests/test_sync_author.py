@@ -20,26 +20,18 @@ from memories.models import Memory, MemoryChange
 from memories.scope import resolve
 from memories.write import create, edit
 from sync.services import reconcile_scope
+from tests import team_log
 
 pytestmark = pytest.mark.django_db(transaction=True)
 U1 = "22222222-2222-4222-8222-222222222222"
 
 
 def _events(repo: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted((repo / ".yullu" / "logs").glob("*.json"))]
+    return team_log.events(repo)
 
 
 def _teammate(repo: Path, n: int, kind: str, **fields: Any) -> None:
-    folder = repo / ".yullu" / "logs"
-    folder.mkdir(parents=True, exist_ok=True)
-    event = {
-        "id": f"00000000-0000-4000-8000-{n:012d}",
-        "type": kind,
-        "memory_id": U1,
-        "ts": f"2026-06-01T00:00:{n:02d}Z",
-        **fields,
-    }
-    (folder / f"teammate-{n}.json").write_text(json.dumps(event))
+    team_log.teammate_event(repo, U1, n, kind, **fields)
 
 
 def test_the_install_owner_is_named_by_the_checkouts_git_user_name(repo: Path, owner: Any, keyword_only: None) -> None:
