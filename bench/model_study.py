@@ -58,16 +58,17 @@ from typing import Any
 
 import numpy as np
 
+from bench.blind import BLIND
+
 # the splits `pairs` may read (RULES34: held-out sets never); the dumps name other sets' rows after
 # the file (bench.calibrate.dump), ours `tune` (its held-out rows are dropped here)
 TUNING = ("tune", "other_a", "other_i", "other_j", "other_ak", "other_al")
 SETS = {"tune": None, "other_a": "bench/data/codebase_other_a.json"}
 DATA = "bench/data/codebase_{}.json"
 # `embed`'s sets: the tuning codebases (round twenty-one's brief), and B..AB whose aggregates may be
-# reported. AC..AJ are blind: never opened, whatever is asked.
+# reported. The blind ones (bench.blind) are never opened, whatever is asked.
 TUNING_SETS = ("tune", "other_a", "other_i", "other_j", "other_ak", "other_al", "walk14", "walk15", "walk16", "walk17")
 OTHER_SETS = tuple(f"other_{c}" for c in "bcdefghklmnopqrstuvwxyz") + ("other_aa", "other_ab")
-BLIND = frozenset(f"other_a{c}" for c in "cdefghij")
 POSITIVE = ("question", "paraphrase", "long")
 NEGATIVE = ("unrelated", "near_miss", "long_unrelated")
 DEPTH = 3  # the gate judges the first stage's best 3 (gates.Judged)

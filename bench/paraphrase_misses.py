@@ -16,7 +16,8 @@ from pathlib import Path
 
 import django
 
-BLIND = frozenset(f"other_a{c}" for c in "cdefghijmn")
+from bench.blind import BLIND
+
 SLOTS = 3  # the gate judges the fused order's first three (gates.Judged.depth)
 
 
