@@ -188,6 +188,7 @@ class _Reachable:
 
     def __init__(self, home: Path) -> None:
         self.home = home
+        self.unprepared, self.prepared_at = False, 0.0
 
     def reachable(self) -> bool:
         return True

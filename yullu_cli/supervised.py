@@ -142,6 +142,7 @@ class Database:
     # `yullu serve`'s start does, returning the line to say (every role sets it; None: nothing to prepare).
     prepare: Callable[[], str] | None = None
     unprepared: bool = False  # a new cluster not yet brought up to date (tried again every PREPARE_RETRY s)
+    prepared_at: float = 0.0  # when a new cluster was last brought up to date (monotonic)
 
     def adopt(self) -> None:
         """Take note of the running postmaster (and mark it ours when this supervisor owns it)."""
@@ -236,7 +237,7 @@ class Database:
             say(f"yullu: could not bring the new database up to date ({type(exc).__name__}: {reason}); "
                 f"trying again in {PREPARE_RETRY:.0f} s.", "WARNING")  # fmt: skip
             return
-        self.unprepared = False
+        self.unprepared, self.prepared_at = False, time.monotonic()
         say(said)
 
     def _not_seen(self) -> None:
@@ -376,11 +377,15 @@ def _on_exit(child: Child, now: float, database: Database) -> None:
         child.last_words.finish()  # its last lines before ours, as they came
     quick = now - child.started_at < START_GRACE
     full = quick and short_of_space(database.home)
-    excused = full or (quick and not database.reachable())
+    # A child started before a new cluster was migrated dies on its missing tables: not a broken child.
+    # Counted, four such exits (the worker's queue table missing while the migration ran) ended the site (CI).
+    unready = quick and (database.unprepared or child.started_at < database.prepared_at)
+    excused = full or unready or (quick and not database.reachable())
     if excused:
         child.db_waits += 1
         delay = min(MAX_BACKOFF, 2.0 ** min(child.db_waits, 5))
-        why = f"the disk of {database.home} is full; " if full else "the database is unreachable; "
+        why = "the new database was not yet up to date; " if unready else "the database is unreachable; "
+        why = f"the disk of {database.home} is full; " if full else why
     elif quick and code == -signal.SIGKILL:
         # Killed from outside (the OOM killer, an operator), not a start that fails by itself: never a
         # crash loop, restarted with backoff. Four kills of the web process, each once it was ready
