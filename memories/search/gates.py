@@ -105,20 +105,27 @@ class Judged:
 
 # Fitted and chosen on the tuning split of the codebase set (bench/calibrate.py); held-out
 # results and LoCoMo in docs/benchmarks.md. Embedders nobody calibrated keep the cosine gate below.
+MINILM_JUDGED = Judged(
+    w_logit=0.338,
+    w_cosine=20.644,
+    w_coverage=3.648,
+    bias=-2.935,
+    threshold=0.7,
+    # Round three: fitted alone on the tuning split, the other weights kept (bench/calibrate.py
+    # fit: refitting them all too let LoCoMo's hard negatives under 60 %, docs/benchmarks.md).
+    w_general=-10.026,
+    # Round eight: fitted alone on the tuning split, the other weights kept (bench/calibrate.py fit).
+    w_entity=-6.825,
+    fallback=Gate(cosine=0.4, combined=0.5, weight=0.4),  # issue 15's calibration (docs/benchmarks.md)
+)
 JUDGED = {
-    "local:all-MiniLM-L6-v2": Judged(
-        w_logit=0.338,
-        w_cosine=20.644,
-        w_coverage=3.648,
-        bias=-2.935,
-        threshold=0.7,
-        # Round three: fitted alone on the tuning split, the other weights kept (bench/calibrate.py
-        # fit: refitting them all too let LoCoMo's hard negatives under 60 %, docs/benchmarks.md).
-        w_general=-10.026,
-        # Round eight: fitted alone on the tuning split, the other weights kept (bench/calibrate.py fit).
-        w_entity=-6.825,
-        fallback=Gate(cosine=0.4, combined=0.5, weight=0.4),  # issue 15's calibration (docs/benchmarks.md)
-    ),
+    "local:all-MiniLM-L6-v2": MINILM_JUDGED,
+    # The opt-in all-mpnet-base-v2 (`yullu models install`) reuses MiniLM's weights: its cosine scale is close
+    # (no-answer p90 .434 against .455), and on dumps made with mpnet as the embedder (issue 34 round twenty-one,
+    # four tuning codebases) they answered 130 of 180 paraphrases first against MiniLM's 121, the same 195 of 206
+    # questions and 164 long prompts, leaks 4 / 31 / 1 against 5 / 32 / 1, while every leave-one-out refit did
+    # worse (cosine + bias 117, every weight 108). Without an entry it fell back to the cosine-only DEFAULT_GATE.
+    "local:all-mpnet-base-v2": MINILM_JUDGED,
 }
 
 
