@@ -171,6 +171,11 @@ class Refused(ValueError):
     """A 400 answer: the server's one-sentence `error`."""
 
 
+class Unavailable(OSError):
+    """A 5xx answer: the server is up but cannot serve now (starting, its database gone); like a
+    refused connection, what was sent did not arrive and may be sent again later."""
+
+
 def response_body(raw: bytes) -> bytes:
     """The body of a complete HTTP/1.1 response (Content-Length, chunked, or ended by close)."""
     head, found, body = raw.partition(b"\r\n\r\n")
@@ -182,6 +187,8 @@ def response_body(raw: bytes) -> bytes:
         except (ValueError, AttributeError):
             error = None
         raise Refused(str(error or lines[0][:100]))
+    if found and len(status) >= 2 and status[1].startswith("5"):
+        raise Unavailable(f"the server cannot answer now: {lines[0][:100]!r}")
     if not found or len(status) < 2 or not status[1].startswith("2"):
         raise ValueError(f"unexpected answer: {lines[0][:100]!r}")
     return _body(lines, body)
@@ -389,8 +396,15 @@ def read_turns(transcript: str | Path) -> list[tuple[str, str]]:
 
 def last_turn(transcript: str | Path) -> tuple[str, str]:
     """The last user text and the assistant text after it."""
-    entries = read_turns(transcript)
-    user_at = max((i for i, (kind, _) in enumerate(entries) if kind == "user"), default=-1)
+    return last_exchange(read_turns(transcript))
+
+
+def last_user_at(entries: list[tuple[str, str]]) -> int:
+    return max((i for i, (kind, _) in enumerate(entries) if kind == "user"), default=-1)
+
+
+def last_exchange(entries: list[tuple[str, str]]) -> tuple[str, str]:
+    user_at = last_user_at(entries)
     if user_at < 0:
         return "", ""
     reply = "\n".join(text for kind, text in entries[user_at + 1 :] if kind == "assistant")
@@ -417,17 +431,87 @@ def stem(path: str) -> str:
 
 
 def record_turn() -> int:
-    """Stop hook (Claude Code), or any caller giving `transcript_path` in one of our formats."""
+    """Stop hook (Claude Code), or any caller giving `transcript_path` in one of our formats. A turn
+    the server does not take (down, unreachable, a team server offline) is remembered, and sent with
+    the session's later turns by the next record-turn the server takes (walk 19: the turns of an hour
+    offline never reached the dream buffer, each Stop sending only its own last exchange)."""
     data = read_stdin_json()
     path = str(data.get("transcript_path") or "")
     if not os.path.isfile(path):
         return 0
+    session = str(data.get("session_id") or stem(path))
     try:
-        user, assistant = last_turn(path)
-        record(str(data.get("session_id") or stem(path)), data.get("cwd"), user, assistant)
-    except (OSError, ValueError):
+        turns = read_turns(path)
+    except OSError:
         return 0
+    try:
+        record(session, data.get("cwd"), *last_exchange(turns))
+    except OSError:  # the server did not get it (Unavailable too): a later turn sends it
+        remember_unsent(session, path, data.get("cwd"), last_user_at(turns))
+        return 0
+    except ValueError:
+        return 0
+    send_unsent()
     return 0
+
+
+UNSENT_DIR = "unsent-turns"  # in $YULLU_HOME/run: one file per session whose turns did not arrive
+MAX_UNSENT_SESSIONS = 20  # sessions caught up by one hook run (a hook must stay quick)
+
+
+def unsent_marker(session_id: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session_id)[:120]
+    return os.path.join(home_dir(), "run", UNSENT_DIR, f"{safe}.json")
+
+
+def remember_unsent(session_id: str, transcript: str, cwd: Any, first: int) -> None:
+    """Where a session's unsent turns start in its transcript; the first failure's place is kept."""
+    marker = unsent_marker(session_id)
+    if os.path.exists(marker):
+        return
+    note = {"session_id": session_id, "transcript_path": transcript, "cwd": str(cwd or ""), "from": max(first, 0)}
+    try:
+        os.makedirs(os.path.dirname(marker), mode=0o700, exist_ok=True)
+        with open(f"{marker}.tmp", "w", encoding="utf-8") as fh:
+            json.dump(note, fh)
+        os.replace(f"{marker}.tmp", marker)
+    except OSError:
+        pass  # a home we cannot write to: the turn is lost, as before
+
+
+def send_unsent() -> None:
+    """The turns earlier Stop hooks could not send, from where each session's first failure was (the
+    server skips turns its buffer already holds). Stops at the first send that fails again."""
+    folder = os.path.join(home_dir(), "run", UNSENT_DIR)
+    try:
+        names = sorted(name for name in os.listdir(folder) if name.endswith(".json"))
+    except OSError:
+        return
+    for name in names[:MAX_UNSENT_SESSIONS]:
+        marker = os.path.join(folder, name)
+        session, cwd, turns = unsent_turns(marker)
+        try:
+            send_turns(session or name[:-5], cwd, [(r, t) for r, t in turns if not (r == "user" and is_trivial(t))])
+        except OSError:
+            return
+        except ValueError:
+            pass  # refused (a project no longer ours, a bad turn): sending it again would not help
+        try:
+            os.remove(marker)
+        except OSError:
+            return
+
+
+def unsent_turns(marker: str) -> tuple[str, str, list[tuple[str, str]]]:
+    """(session id, cwd, the turns from the first unsent one) of a marker; no turns when the transcript
+    or the marker cannot be read (nothing left to send)."""
+    try:
+        with open(marker, encoding="utf-8") as fh:
+            note = json.load(fh)
+        turns = read_turns(str(note["transcript_path"]))[int(note["from"]) :]
+        return str(note.get("session_id") or ""), str(note.get("cwd") or ""), turns
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return "", "", []
 
 
 def pre_compact() -> int:

@@ -1,0 +1,107 @@
+"""`record-turn` while the server is away (walk 19): the turns of a session spent offline reach the dream
+buffer once the server takes a turn again, instead of only the exchange of the Stop that found it back."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from yullu_cli import hooks
+
+
+class Server:
+    """hooks.post's stand-in: down (a refused connection, or a 503 while it starts) or up (keeps what came)."""
+
+    def __init__(self) -> None:
+        self.down: OSError | None = None
+        self.buffer: list[tuple[str, str, str]] = []
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.down is not None:
+            raise self.down
+        assert path == "/api/messages"
+        for m in body["messages"]:
+            row = (body["session_id"], m["role"], m["content"])
+            if row not in self.buffer:  # as record_messages: turns the buffer holds are skipped
+                self.buffer.append(row)
+        return {"count": len(body["messages"])}
+
+
+def turn(transcript: Path, n: int) -> None:
+    with transcript.open("a") as fh:
+        fh.write(json.dumps({"type": "user", "message": {"role": "user", "content": f"question {n} about refunds"}}))
+        fh.write("\n")
+        answer = {"role": "assistant", "content": [{"type": "text", "text": f"answer {n}: refunds are synchronous"}]}
+        fh.write(json.dumps({"type": "assistant", "message": answer}) + "\n")
+
+
+def stop_hook(monkeypatch: pytest.MonkeyPatch, transcript: Path, session: str = "s1") -> int:
+    stdin = {"transcript_path": str(transcript), "session_id": session, "cwd": ""}
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(stdin)))
+    return hooks.record_turn()
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Server:
+    monkeypatch.setenv("YULLU_HOME", str(tmp_path / "home"))
+    fake = Server()
+    monkeypatch.setattr(hooks, "post", fake.post)
+    return fake
+
+
+@pytest.mark.parametrize("outage", [ConnectionRefusedError(111, "refused"), hooks.Unavailable("503")])
+def test_turns_of_an_outage_arrive_with_the_first_turn_after_it(
+    server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, outage: OSError
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    turn(transcript, 1)
+    assert stop_hook(monkeypatch, transcript) == 0
+    server.down = outage
+    for n in (2, 3):
+        turn(transcript, n)
+        assert stop_hook(monkeypatch, transcript) == 0
+    server.down = None
+    turn(transcript, 4)
+    assert stop_hook(monkeypatch, transcript) == 0
+    questions = [content for _, role, content in server.buffer if role == "user"]
+    assert questions == [f"question {n} about refunds" for n in (1, 4, 2, 3)]
+    assert not list((tmp_path / "home" / "run" / hooks.UNSENT_DIR).iterdir())  # caught up: nothing left
+    turn(transcript, 5)
+    stop_hook(monkeypatch, transcript)
+    assert len(server.buffer) == 10  # each turn once
+
+
+def test_a_session_left_offline_is_sent_by_another_sessions_turn(
+    server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The session that went offline may never stop again: the next turn of any session sends it."""
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    server.down = ConnectionRefusedError(111, "refused")
+    turn(old, 1)
+    stop_hook(monkeypatch, old, "old")
+    server.down = None
+    turn(new, 1)
+    stop_hook(monkeypatch, new, "new")
+    assert {(session, role) for session, role, _ in server.buffer} == {
+        ("new", "user"),
+        ("new", "assistant"),
+        ("old", "user"),
+        ("old", "assistant"),
+    }
+
+
+def test_a_gone_transcript_is_given_up(server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    gone, live = tmp_path / "gone.jsonl", tmp_path / "live.jsonl"
+    server.down = ConnectionRefusedError(111, "refused")
+    turn(gone, 1)
+    stop_hook(monkeypatch, gone, "gone")
+    gone.unlink()
+    server.down = None
+    turn(live, 1)
+    assert stop_hook(monkeypatch, live, "live") == 0
+    assert {session for session, _, _ in server.buffer} == {"live"}
+    assert not list((tmp_path / "home" / "run" / hooks.UNSENT_DIR).iterdir())
