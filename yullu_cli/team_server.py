@@ -10,6 +10,7 @@ import re
 import shlex
 import tomllib
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +31,23 @@ def token_problem(server: str, token: str) -> str | None:
         if exc.code == 401:
             return f"{server} refuses this token ({_why_refused(exc.read())}): its admin makes a new one"
         return f"{server} answered {exc.code}: {_said(exc.read()).rstrip('.')}"
+
+
+def project_problem(server: str, token: str, project_id: str) -> str | None:
+    """None when `token` may read `project_id` on `server`; else the server's sentence (a project the
+    token has no role on answers as one that does not exist). None too when the server cannot be asked:
+    doctor's server line says why."""
+    query = urllib.parse.urlencode({"project_id": project_id})
+    request = urllib.request.Request(
+        f"{server}/api/stats?{query}", headers={"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10):  # noqa: S310 (the URL install pinned)
+            return None
+    except urllib.error.HTTPError as exc:
+        return _said(exc.read()) if exc.code in (403, 404) else None
+    except OSError:
+        return None
 
 
 def _why_refused(body: bytes) -> str:

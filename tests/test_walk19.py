@@ -1,0 +1,53 @@
+"""Defects the nineteenth walk (a team's first day with a team server and code anchors) met, each as it was
+met: with bob's grant on the project revoked, every hook in his checkout went silent while `yullu doctor`
+there said every check was ok (it asked the team server whether it takes the token, not whether the token may
+read the folder's project). (record-turn losing a session's offline turns: tests/test_hook_offline.py.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+
+from access.models import ApiToken, Grant, Project
+from tests.processes import REPO, git_repo, product_env, run_cli
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _folder_check(env: dict[str, str], cwd: Path) -> dict[str, object]:
+    ran = subprocess.run(
+        [sys.executable, "-m", "yullu_cli.main", "doctor", "--json"],
+        env={**env, "PYTHONPATH": str(REPO)},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return next(c for c in json.loads(ran.stdout)["checks"] if c["check"] == "folder")
+
+
+def test_doctor_in_a_checkout_says_the_team_server_gives_no_role_on_its_project(
+    tmp_path: Path, live_server_url: str
+) -> None:
+    project = Project.objects.create(project_id="github.com/walk19/app")
+    bob = User.objects.create_user("bob")
+    _, raw = ApiToken.issue(bob, "laptop")
+    env = product_env(tmp_path / "laptop", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    assert run_cli(["install", "claude", "--server", live_server_url, "--token", raw], env).returncode == 0
+    checkout = git_repo(tmp_path / "app", "git@github.com:walk19/app.git")
+
+    folder = _folder_check(env, checkout)  # no grant (or one revoked): the hooks are refused here
+    assert folder["status"] == "warn", folder
+    assert "this folder is github.com/walk19/app" in str(folder["detail"])
+    assert "you have no role on it" in str(folder["detail"]) and "hooks are silent" in str(folder["fix"])
+
+    Grant.objects.create(project=project, user=bob, role="read")
+    folder = _folder_check(env, checkout)
+    assert folder["status"] == "ok" and "github.com/walk19/app, which your token may read" in str(folder["detail"])
+    assert _folder_check(env, tmp_path)["status"] == "ok"  # outside a checkout: no project to ask about
