@@ -7,6 +7,7 @@ the site as a crash loop."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -64,3 +65,43 @@ def test_the_same_exits_on_an_up_to_date_database_still_end_the_site(tmp_path: P
     child = _dies_at_once()
     with pytest.raises(supervised.CrashLoop, match="4 times in a row"):
         _exits(child, database, supervised.MAX_QUICK_FAILURES)
+
+
+def _refusing_initdb(started: list[Path]) -> object:
+    """pg.ensure_running as initdb answers a data folder without PG_VERSION: refused while it holds anything."""
+    from yullu_core import postgres as pg
+
+    def ensure_running(home: Path, cluster: pg.Cluster) -> pg.Cluster:
+        if any(cluster.pgdata.iterdir()):
+            raise pg.EmbeddedPostgresError(f'initdb failed in {cluster.pgdata}: directory "…" exists but is not empty')
+        started.append(cluster.pgdata)
+        return cluster
+
+    return ensure_running
+
+
+def test_a_data_folder_still_being_deleted_is_waited_for_not_a_crash_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Drill (chaos lane): postmaster.pid and PG_VERSION deleted first, the rest of the folder over the next
+    seconds (a `rm -rf` of a large cluster): initdb refused the folder four times in 7 s and the supervisor
+    ended the site. Now it waits, says so once, and makes the new cluster once the folder is empty."""
+    from yullu_core import postgres as pg
+
+    pgdata = tmp_path / "pgdata"
+    (pgdata / "base" / "16384").mkdir(parents=True)
+    (pgdata / "base" / "16384" / "2619").write_bytes(b"not yet deleted")
+    cluster = pg.Cluster(pgdata, pgdata, tmp_path / "bin", None)
+    started: list[Path] = []
+    monkeypatch.setattr(pg, "ensure_running", _refusing_initdb(started))
+    database = supervised.Database(tmp_path, cluster, owned=True, owner_role=True)
+    for _ in range(supervised.MAX_QUICK_FAILURES * 2):
+        database.retry_at = 0.0  # each look as if its wait were over
+        database.watch(time.monotonic())
+    assert not started and database.failures == 0
+    said = capfd.readouterr().err
+    assert said.count(f"data folder {pgdata} holds no database but is not empty") == 1, said
+    shutil.rmtree(pgdata / "base")  # the deletion ends
+    database.retry_at = 0.0
+    database.watch(time.monotonic())
+    assert started == [pgdata]

@@ -137,6 +137,7 @@ class Database:
     retry_at: float = 0.0
     stopping_since: float | None = None  # when the running server was first seen shutting down
     disk_full: bool = False  # its last start failed for want of space (said once; not a crash loop)
+    emptying: bool = False  # its data folder is being deleted: the new cluster waits for it (said once)
     unseen: int = 0  # starts in a row that succeeded without a postmaster in the watched folder
     # After a start that made a new, empty cluster (its data folder was deleted): migrate and bootstrap it as
     # `yullu serve`'s start does, returning the line to say (every role sets it; None: nothing to prepare).
@@ -183,6 +184,9 @@ class Database:
                 say(f"yullu: ended the embedded PostgreSQL (pid {self.server.pid}) whose data folder was deleted "
                     "under it; it would have removed the new server's socket when it noticed.", "WARNING")  # fmt: skip
             self.unprepared = self.prepare is not None  # kept should this start fail after initdb
+            if pg.being_emptied(self.cluster):
+                self._wait_until_empty()
+                return
         try:
             # The cluster this supervisor watches, not plan(home)'s: that follows the home's mode, and a
             # home recreated 0755 (its cluster had been under /var/lib/yullu) got a fresh server in the
@@ -217,6 +221,7 @@ class Database:
         say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid}) "
              f"{time.monotonic() - self.down_since:.1f} s after it went.")  # fmt: skip
         self.down_since, self.failures, self.killed_starts, self.disk_full, self.unseen = None, 0, 0, False, 0
+        self.emptying = False
         if self.unprepared:  # before beat claims its lock again and children restart (this loop's next steps)
             self._prepare()
 
@@ -239,6 +244,18 @@ class Database:
             return
         self.unprepared, self.prepared_at = False, time.monotonic()
         say(said)
+
+    def _wait_until_empty(self) -> None:
+        """A data folder still being deleted is no crash loop: initdb refused it ("exists but is not empty")
+        four times while a `rm -rf` that took over 7 s ran, and the supervisor ended the site, which then stayed
+        down. Now it waits, not ready, and makes the new cluster once the folder is empty; said once."""
+        if not self.emptying:
+            say(f"yullu: the embedded PostgreSQL's data folder {self.cluster.pgdata} holds no database but is not "
+                "empty (still being deleted?); a new, empty one is made there once it is empty (looked at every "
+                f"{EMPTYING_RETRY:.0f} s; files put there by mistake: move them away).",
+                "WARNING")  # fmt: skip
+        self.emptying, self.failures = True, 0
+        self.retry_at = time.monotonic() + EMPTYING_RETRY
 
     def _not_seen(self) -> None:
         """A start that succeeded but left no postmaster.pid in the watched folder: tried again with
@@ -341,6 +358,7 @@ MAX_QUICK_FAILURES = 4
 MAX_BACKOFF = 30.0
 DISK_FULL_RETRY = 10.0  # seconds between starts of a PostgreSQL whose disk is full
 PREPARE_RETRY = 5.0  # seconds between tries to migrate a new cluster
+EMPTYING_RETRY = 1.0  # seconds between looks at a data folder still being deleted
 STOP_GRACE = 2.0  # seconds a shutdown of the embedded server may wait for sessions before it is made fast
 
 

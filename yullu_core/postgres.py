@@ -187,6 +187,18 @@ def initialised(cluster: Cluster) -> bool:
     return (cluster.pgdata / "PG_VERSION").exists()
 
 
+def being_emptied(cluster: Cluster) -> bool:
+    """Whether `cluster`'s data folder holds files but no cluster: a deletion under way (`rm -rf` of a large
+    folder takes seconds, and PG_VERSION or postmaster.pid may go first), or files put there. initdb refuses a
+    folder that is not empty."""
+    if initialised(cluster):
+        return False
+    try:
+        return any(cluster.pgdata.iterdir())
+    except OSError:  # gone meanwhile, or not ours to list: initdb says what is wrong
+        return False
+
+
 def _initdb(cluster: Cluster) -> None:
     if initialised(cluster):
         return
