@@ -1,7 +1,8 @@
 """Defects the nineteenth walk (a team's first day with a team server and code anchors) met, each as it was
 met: with bob's grant on the project revoked, every hook in his checkout went silent while `yullu doctor`
 there said every check was ok (it asked the team server whether it takes the token, not whether the token may
-read the folder's project). (record-turn losing a session's offline turns: tests/test_hook_offline.py.)"""
+read the folder's project); after src/billing.py was renamed and then changed, the prompt hook's note named the
+old path, a file no longer there. (record-turn losing a session's offline turns: tests/test_hook_offline.py.)"""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ import pytest
 from django.contrib.auth.models import User
 
 from access.models import ApiToken, Grant, Project
+from memories.scope import resolve
+from memories.search.context import build_context
+from memories.write import create
 from tests.processes import REPO, git_repo, product_env, run_cli
+from tests.stubs import StubServer
+from tests.test_anchors import CLOCK, checkout, commit, git  # noqa: F401 (checkout: a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,3 +57,17 @@ def test_doctor_in_a_checkout_says_the_team_server_gives_no_role_on_its_project(
     folder = _folder_check(env, checkout)
     assert folder["status"] == "ok" and "github.com/walk19/app, which your token may read" in str(folder["detail"])
     assert _folder_check(env, tmp_path)["status"] == "ok"  # outside a checkout: no project to ask about
+
+
+def test_the_context_note_names_where_renamed_code_is_now(
+    checkout: Path,  # noqa: F811 (the fixture)
+    stub_embedder: StubServer,
+) -> None:
+    scope = resolve(None, str(checkout))
+    create.store_memory(scope, "vec:1,0,0 Clock.now reads the wall clock", anchors=["app/clock.py::Clock.now"])
+    git(checkout, "mv", "app/clock.py", "app/timing.py")
+    commit(checkout, "rename")
+    (checkout / "app" / "timing.py").write_text(CLOCK.replace("return time.time()", "return time.monotonic()"))
+    commit(checkout, "monotonic")
+    block = build_context(scope.project_id, "vec:1,0,0 what does Clock.now read")["context"]
+    assert "(cited code changed since this was written: app/timing.py) vec:1,0,0 Clock.now" in block, block

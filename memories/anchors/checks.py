@@ -266,11 +266,14 @@ def check_known_projects() -> list[ProjectCheck]:
 
 
 def stale_paths(anchors: Iterable[AnchorOut]) -> list[str]:
-    """The cited paths whose code changed or is gone, for "cited code changed since …" notes."""
+    """The cited paths whose code changed or is gone, for "cited code changed since …" notes: where the
+    code is now when its file was renamed (walk 19: the prompt hook named src/billing.py, a file gone since
+    its rename to src/payments.py, while `yullu memories search` named the new path)."""
     paths: list[str] = []
     for a in anchors:
-        if a["status"] in STALE_STATUSES and a["path"] not in paths:
-            paths.append(a["path"])
+        path = a.get("current_path") or a["path"]
+        if a["status"] in STALE_STATUSES and path not in paths:
+            paths.append(path)
     return paths
 
 
