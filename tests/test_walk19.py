@@ -46,15 +46,15 @@ def test_doctor_in_a_checkout_says_the_team_server_gives_no_role_on_its_project(
     env = product_env(tmp_path / "laptop", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
     (tmp_path / "home" / ".claude").mkdir(parents=True)
     assert run_cli(["install", "claude", "--server", live_server_url, "--token", raw], env).returncode == 0
-    checkout = git_repo(tmp_path / "app", "git@github.com:walk19/app.git")
+    repo = git_repo(tmp_path / "app", "git@github.com:walk19/app.git")
 
-    folder = _folder_check(env, checkout)  # no grant (or one revoked): the hooks are refused here
+    folder = _folder_check(env, repo)  # no grant (or one revoked): the hooks are refused here
     assert folder["status"] == "warn", folder
     assert "this folder is github.com/walk19/app" in str(folder["detail"])
     assert "you have no role on it" in str(folder["detail"]) and "hooks are silent" in str(folder["fix"])
 
     Grant.objects.create(project=project, user=bob, role="read")
-    folder = _folder_check(env, checkout)
+    folder = _folder_check(env, repo)
     assert folder["status"] == "ok" and "github.com/walk19/app, which your token may read" in str(folder["detail"])
     assert _folder_check(env, tmp_path)["status"] == "ok"  # outside a checkout: no project to ask about
 
