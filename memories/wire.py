@@ -114,6 +114,7 @@ class Created(TypedDict):
     # Stored, but held out of retrieval until a person approves it in the admin: the reason.
     held_for_review: NotRequired[str]
     anchors: NotRequired[list[AnchorOut]]  # the code it cites, as pinned (docs/contract.md §12)
+    anchors_unpinned: NotRequired[str]  # none pinned (no checkout of the project here): why, what pins them
 
 
 class Duplicate(TypedDict):

@@ -2,7 +2,9 @@
 met: with bob's grant on the project revoked, every hook in his checkout went silent while `yullu doctor`
 there said every check was ok (it asked the team server whether it takes the token, not whether the token may
 read the folder's project); after src/billing.py was renamed and then changed, the prompt hook's note named the
-old path, a file no longer there. (record-turn losing a session's offline turns: tests/test_hook_offline.py.)"""
+old path, a file no longer there; anchored stores made before the team server had a checkout of the project
+answered `"status": null` and nothing more. (record-turn losing a session's offline turns:
+tests/test_hook_offline.py.)"""
 
 from __future__ import annotations
 
@@ -71,3 +73,17 @@ def test_the_context_note_names_where_renamed_code_is_now(
     commit(checkout, "monotonic")
     block = build_context(scope.project_id, "vec:1,0,0 what does Clock.now read")["context"]
     assert "(cited code changed since this was written: app/timing.py) vec:1,0,0 Clock.now" in block, block
+
+
+def test_a_store_whose_anchors_cannot_be_pinned_says_why(
+    checkout: Path,  # noqa: F811 (the fixture)
+    stub_embedder: StubServer,
+) -> None:
+    # A team server before its admin gave it a checkout: the laptop sends project_id and anchors.
+    away = create.store_memory(resolve("github.com/walk19/lib", None), "vec:1,0,0 f is pure", anchors=["src/x.py::f"])
+    answer = away.as_dict()
+    assert [a["status"] for a in answer["anchors"]] == [None]  # type: ignore[typeddict-item]
+    assert "no checkout of github.com/walk19/lib" in answer["anchors_unpinned"]  # type: ignore[typeddict-item]
+    assert "yullu anchors check --cwd" in answer["anchors_unpinned"]  # type: ignore[typeddict-item]
+    here = create.store_memory(resolve(None, str(checkout)), "vec:0,1,0 now", anchors=["app/clock.py::Clock.now"])
+    assert "anchors_unpinned" not in here.as_dict()  # pinned: nothing to say

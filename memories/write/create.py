@@ -73,6 +73,8 @@ class Stored:
             out["supersedes"] = self.superseded
         if self.anchors and self.duplicate_of is None:
             cast(Created, out)["anchors"] = self.anchors
+            if all(a["status"] is None for a in self.anchors):
+                cast(Created, out)["anchors_unpinned"] = unpinned(m.project_id)
         elif self.cited and self.duplicate_of is not None:
             # The existing memory is kept as it is: the caller learns the code it cited is not pinned there (walk
             # 18: a duplicate store's anchors vanished without a word), and how to pin it.
@@ -81,6 +83,16 @@ class Stored:
                 f"not attached; update_memory(id={self.duplicate_of}, anchors=[...]) pins them there."
             )
         return out
+
+
+def unpinned(project_id: str) -> str:
+    """Why a store's anchors have no status: walk 19's team stored anchored memories on a team server before
+    its admin gave it a checkout, and each answer said `"status": null` and nothing more."""
+    return (
+        f"this server has no checkout of {project_id} to read, so these anchors are not pinned and cannot show "
+        "as stale; they are pinned once it has one (its admin runs `yullu anchors check --cwd CHECKOUT` there, "
+        "or a write sends a cwd inside it)."
+    )
 
 
 def store_memory(
