@@ -37,6 +37,9 @@ from bench.secret_forms_17 import HELD_OUT_17 as HELD_OUT_17
 from bench.secret_forms_17 import HELD_OUT_17_KEEP as HELD_OUT_17_KEEP
 from bench.secret_forms_18 import HELD_OUT_18 as HELD_OUT_18
 from bench.secret_forms_18 import HELD_OUT_18_KEEP as HELD_OUT_18_KEEP
+from bench.secret_forms_19 import HELD_OUT_19 as HELD_OUT_19
+from bench.secret_forms_19 import HELD_OUT_19_KEEP as HELD_OUT_19_KEEP
+from bench.secret_forms_19 import REFUSED_BY_POLICY_19
 
 Gen = Callable[[random.Random], str]
 
@@ -4020,3 +4023,15 @@ HELD_OUT_8_OPEN: frozenset[str] = frozenset()
 # generator (fixed: `--seeds` sends the same text). The first run through a live site (`python -m bench.secret_live`,
 # REST stores) stored 0 of 117 and refused 0 of 59 keepers; only that figure is a held-out figure (docs/security.md).
 # (imported at the top of this file)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_19: secrets23's set (bench/secret_forms_19.py), written before its author read the scanner, this file
+# (beyond its Form type) or the earlier sets' texts: 214 secrets (secret managers, newer platforms, observability, model
+# providers, odd URL schemes, credential files, other key armours, SSO client secrets, JDBC/ODBC/ADO.NET, passwords in
+# 26 languages, split, base64-wrapped and URL-encoded values) and 89 keepers. Each text was drawn once from one seeded
+# generator. The first run (f668e85), `find_secret` and `python -m bench.secret_live` alike, stored 3 of 214 and
+# refused 14 of 89 keepers; only that figure is a held-out figure (docs/security.md). Two of the 14 are refused by
+# policy, moved here: AWS's documented pair, and a Sentry DSN with its public key alone (sets 9 and 12 refuse it).
+# (imported at the top of this file)
+REFUSED_BY_POLICY.extend(REFUSED_BY_POLICY_19)

@@ -612,10 +612,6 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     ("redacted dsn", "SENTRY_DSN=https://<key>@o0.ingest.sentry.io/<project>"),
     ("redacted connection", "Server=tcp:acme-sql.database.windows.net;User ID=orders_admin;Password=***;"),
     # --- docs examples clearly marked ---
-    (
-        "aws docs example",
-        "AWS docs example pair (not real): AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-    ),
     ("example password docs", "In the tutorial the example password is `example-password`; replace it."),
     # --- hashes and digests ---
     ("git commit", f"the regression came in with commit {_hex(40)} (merge of #4821)"),
@@ -655,11 +651,6 @@ KEEP_TEXTS: list[tuple[str, str]] = [
         f"signed with gpg key 0x{_hex(16).upper()}, fingerprint {' '.join(_hex(4).upper() for _ in range(10))}",
     ),
     ("jwks kid", f'{{"kid": "{_v(43, _URLSAFE)}", "kty": "RSA", "alg": "RS256", "use": "sig", "e": "AQAB"}}'),
-    (
-        "sentry public dsn",
-        f'Sentry.init({{ dsn: "https://{_hex(32)}@o{_R.randint(100000, 999999)}.ingest.sentry.io/'
-        f'{_R.randint(1000000, 9999999)}" }})',
-    ),
     ("posthog project key", f"posthog.init('phc_{_v(43)}', {{ api_host: 'https://eu.i.posthog.com' }})"),
     ("stripe publishable", f"const stripe = Stripe('pk_live_{_v(99)}')"),
     (
@@ -692,7 +683,8 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     # --- public keys ---
     ("ssh public key", f"add to authorized_keys: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{_b64(32)} dana@laptop"),
     ("age recipient", f"encrypt backups to age1{_v(58, _BECH32)}"),
-    ("minisign public key", f"minisign -Vm release.tar.gz -P RWS{_b64(39)}"),
+    # (as first run, at f668e85, `RWS` and 52 characters: no minisign key, whose 42 bytes are `Ed`, an id and the key)
+    ("minisign public key", f"minisign -Vm release.tar.gz -P {base64.b64encode(b'Ed' + _bytes(40)).decode()}"),
     (
         "wireguard public key only",
         f"[Peer]\nPublicKey = {_b64(32)}\nAllowedIPs = 10.8.0.0/24\nEndpoint = vpn.example.org:51820",
@@ -752,6 +744,22 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     ),
 ]
 
+# The keeper of AWS's documented pair, refused on the first run and kept refused: a vendor's documented sample key is
+# refused by policy (docs/security.md; bench/secret_forms.REFUSED_BY_POLICY, as sets 3-7 moved theirs).
+# (and a Sentry DSN with its public key alone, which the ninth and twelfth sets count as a secret: it lets anyone send
+# events to the project, and those sets stay refused)
+POLICY_TEXTS: list[tuple[str, str]] = [
+    (
+        "sentry public dsn",
+        f'Sentry.init({{ dsn: "https://{_hex(32)}@o{_R.randint(100000, 999999)}.ingest.sentry.io/'
+        f'{_R.randint(1000000, 9999999)}" }})',
+    ),
+    (
+        "aws docs example",
+        "AWS docs example pair (not real): AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+]
+
 
 def _fixed(text: str) -> Callable[[random.Random], str]:
     """The texts above are drawn once from their own seed; the runner's rng is not needed."""
@@ -760,3 +768,4 @@ def _fixed(text: str) -> Callable[[random.Random], str]:
 
 HELD_OUT_19: list[Form] = [(f"s19 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
 HELD_OUT_19_KEEP: list[Form] = [(f"k19 keep {name}", _fixed(text)) for name, text in KEEP_TEXTS]
+REFUSED_BY_POLICY_19: list[Form] = [(f"k19 policy {name}", _fixed(text)) for name, text in POLICY_TEXTS]

@@ -27,8 +27,8 @@ from .phrases import (
     _phrase_of_words,
 )
 from .shapes import _named_public, _random_looking
-from .told import _LOGIN_BEFORE, _name_like, _query_secret, _random_mixed, _told_token, _words_joined
-from .values import _assigned_secret, _password_shaped, _url_password
+from .told import _LOGIN_BEFORE, _name_like, _query_secret, _random_letters, _random_mixed, _told_token, _words_joined
+from .values import _assigned_secret, _not_placeholder, _password_shaped, _url_password
 from .words import (
     _ABOUT,
     _CLIENT_PASSWORD,
@@ -68,6 +68,8 @@ _VENDOR_PREFIX = (
     # (set 18: Stripe's webhook signing secret, Netlify's, DigitalOcean's, GitLab's runner and deploy tokens, Sonar's,
     # Buildkite's, Shopify's and Render's, whose bodies may have no digit: `whsec_WuCJVvCVklPRrDFAUNPshmkb…`)
     r"|whsec_|nfp_|dop_v1_|glrt-|gldt-|squ_|bkua_|shpat_|rnd_"
+    # (set 19: Honeycomb's ingest and management keys, `hcaik_…`, `hcxmk_…`)
+    r"|hc[ax][im]k_"
 )
 _VENDOR_KEY = re.compile(rf"(?<![\w-])(?:sk-([A-Za-z0-9]{{20,}})|(?:{_VENDOR_PREFIX})([A-Za-z0-9_-]{{20,}}))")
 # The same prefixes (and AWS's `AKIA`) with the key's body split by spaces, so that no scanner sees one token:
@@ -112,8 +114,63 @@ RULES: tuple[Rule, ...] = (
         (
             *("sk-", "gh", "github_pat_", "glpat-", "xox", "hf_", "npm_", "pypi-", "k_live_", "k_test_"),
             *("whsec_", "nfp_", "dop_v1_", "glrt-", "gldt-", "squ_", "bkua_", "shpat_", "rnd_"),
+            *("hcaik_", "hcxik_", "hcamk_", "hcxmk_"),
         ),
         check=_vendor_key_body,
+    ),
+    # Honeycomb's classic key goes in the `x-honeycomb-team` header, whose name says "team", not key or token: an
+    # OpenTelemetry exporter's `OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team=X`, a collector's `headers:` (set 19).
+    Rule(
+        "honeycomb-key",
+        "a credential (honeycomb-key)",
+        re.compile(r"(?i)\bx-honeycomb-team[\"']?[ \t]*[:=][ \t]*[\"']?([A-Za-z0-9_]{20,})"),
+        ("x-honeycomb-team",),
+        check=_assigned_secret,
+    ),
+    # Resend's key, `re_` then 8 and 24 random letters and digits (set 19; `re_` alone starts many of code's names, so
+    # the shape and both cases are asked for: `re_compile_patterns_…` is a name).
+    Rule(
+        "resend-api-key",
+        "a credential (resend-api-key)",
+        re.compile(r"(?<![\w-])re_[A-Za-z0-9]{8}_[A-Za-z0-9]{24}(?![\w-])"),
+        ("re_",),
+        check=lambda key: any(c.isupper() for c in key) and any(c.islower() for c in key),
+    ),
+    # A Telegram bot's token, `<bot id>:AA<33 characters>`: its shape names it, with or without the word (gitleaks
+    # wants "telegr" before it; `telebot.TeleBot("…")` has none). Set 19's other fillings.
+    Rule(
+        "telegram-bot-token",
+        "a credential (telegram-bot-token)",
+        re.compile(r"(?<![\w:])\d{8,10}:AA[A-Za-z0-9_-]{33}(?![\w-])"),
+        (":aa",),
+    ),
+    # Vault's service token before 1.10, `s.` and 24 letters and digits, named by the word "vault" before it; gitleaks
+    # lets one with no digit through (its allowlist), 1 in 70 of them (set 19's other fillings).
+    Rule(
+        "vault-legacy-token",
+        "a credential (vault-token)",
+        re.compile(r"(?<![\w.])s\.([A-Za-z0-9]{24})(?![\w.-])"),
+        ("vault",),
+        check=_random_letters,
+        before=lambda text: "vault" in text.lower(),
+    ),
+    # Render's deploy hook: the URL is the secret, its `key=` of 8 characters or more, with or without a digit.
+    Rule(
+        "render-deploy-hook",
+        "a credential (a webhook URL)",
+        re.compile(r"(?i)\bapi\.render\.com/deploy/srv-[a-z0-9]+\?key=([\w-]{8,})"),
+        ("api.render.com/deploy",),
+        check=_not_placeholder,
+    ),
+    # Braintree's (PayPal's) access token names its environment and merchant between `$`s:
+    # `access_token$production$<16 small letters and digits>$<32 hex>`; no name is needed before it (set 19).
+    Rule(
+        "braintree-access-token",
+        "a credential (braintree-access-token)",
+        re.compile(
+            r"(?<![\w$])access_token\$(?:production|sandbox|development|qa)\$[0-9a-z]{16}\$[0-9a-f]{32}(?![0-9a-f])"
+        ),
+        ("access_token$",),
     ),
     Rule(
         "vendor-key-split",

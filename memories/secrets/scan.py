@@ -3,6 +3,9 @@ entropy floor, checks, allowlists; plus what makes a value code or a reference i
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -15,7 +18,7 @@ from .gitleaks import _NAME_CHAR, gitleaks
 from .model import Allow, Finding, Rule, entropy
 from .names import _told_digest
 from .shapes import _named_public, _without_public_blocks
-from .values import _PASSWORD_MANAGER, VARIABLE_NAME
+from .values import _PASSWORD_MANAGER, VARIABLE_NAME, public_value
 
 # Ours after theirs, in this order: the first rule to find a secret names its kind.
 OURS: tuple[Rule, ...] = (
@@ -242,6 +245,58 @@ def _fingerprint(view: str, start: int, secret: str) -> bool:
 _IMAGE_TOKEN_BEFORE = re.compile(r"(?i)(?:/badge[\w.-]*|\.(?:svg|png|gif))\?(?:[^\s?#]*&)?token=$")
 
 
+# Vault's token accessor (`vault token revoke -accessor X`, `token_accessor  X` in `vault token lookup`): a token's
+# handle to look it up or revoke it, which logs in nowhere (set 19's keeper); the token itself is `hvs.…`.
+_ACCESSOR_JUST_BEFORE = re.compile(r"(?i)(?<![a-z])accessor\b[^\w\n]{0,3}(?:\s+(?:is|was))?[\s:=\"'`]*$")
+
+
+# A key the vendor publishes by design, named so just before it: a search-only key (Algolia's, Typesense's,
+# Meilisearch's, in every page that searches), a CAPTCHA's site key (reCAPTCHA's, hCaptcha's, Turnstile's
+# `data-sitekey`, `RECAPTCHA_SITE_KEY=`; their secret keys are named secret keys). Set 19's keepers.
+_PUBLIC_KEY_NAME_JUST_BEFORE = re.compile(
+    r"(?i)(?<![a-z])(?:search[ _-]?(?:only[ _-]?)?(?:api[ _-]?)?key|site[ _-]?key)s?\b[\"']?[^\w\n]{0,3}"
+    r"(?:\s+(?:is|was))?[\s:=\"'`]*$"
+)
+
+
+# Supabase's (PostgREST's) anon key: a JWT whose role is `anon`, the key every browser client holds; a
+# `service_role` one is the secret (set 19's keeper).
+_JWT = re.compile(r"eyJ[\w-]*\.(eyJ[\w-]*)\.[\w-]*")
+
+
+def _anon_jwt(secret: str) -> bool:
+    m = _JWT.fullmatch(secret.strip("'\"`,;"))
+    if m is None:
+        return False
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(m.group(1) + "=" * (-len(m.group(1)) % 4)))
+    except (ValueError, binascii.Error):
+        return False
+    return isinstance(claims, dict) and claims.get("role") == "anon"
+
+
+# The rules that take a value for a secret because of the name before it (not its own shape): only theirs may be
+# overruled by a name that says the value is public (`site_key: hvs.…` is still Vault's token, by its shape).
+_READ_BY_ITS_NAME = frozenset(
+    (
+        *("generic-api-key", "algolia-api-key", "secret-assignment", "secret-assignment-typed", "name-value-pair"),
+        *("token-in-prose", "token-after-name", "token-named-nearby", "key-in-prose", "quoted-name-value"),
+        *("hex-key-nearby", "hex-key-named-after", "secret-named-quoted", "high-entropy-token"),
+    )
+)
+
+
+def _public_by_design(rule: str, view: str, start: int, secret: str) -> bool:
+    """A key published by design, by its shape (whichever rule read it) or by its name (only for a rule that read the
+    value for its name)."""
+    if public_value(secret) or _anon_jwt(secret):
+        return True
+    before = view[max(0, start - 60) : start]
+    return rule in _READ_BY_ITS_NAME and bool(
+        _PUBLIC_KEY_NAME_JUST_BEFORE.search(before) or _ACCESSOR_JUST_BEFORE.search(before)
+    )
+
+
 def _regex_value(secret: str) -> bool:
     return len(_REGEX_SYNTAX.findall(secret)) >= 2
 
@@ -268,7 +323,9 @@ def _matches(view: str) -> Iterator[Finding]:
                 continue
             if _ID_JUST_BEFORE.search(view, max(0, start - 60), start) or _key_id(view, start, secret, kid):
                 continue
-            if _IMAGE_TOKEN_BEFORE.search(view, max(0, start - 120), start):
+            if _IMAGE_TOKEN_BEFORE.search(view, max(0, start - 120), start) or _public_by_design(
+                rule.id, view, start, secret
+            ):
                 continue
             # (a password manager's name where a value would be: "storePassword=<store password from 1Password>",
             # "パスワードは1Passwordの…にあります", where the password is; set 18's keepers)

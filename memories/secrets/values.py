@@ -116,10 +116,18 @@ _MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(")
 _VARIABLE_PATH = re.compile(r"@?(?:\$\{?[A-Z_][A-Z0-9_]*\}?|~)?(/[a-z0-9._-]+)+|@[a-z0-9._/-]+")
 
 
+# ODBC's and ADO.NET's quoting of a value, `Pwd={Qz8#mWp2Lk9v};` (a value holding `;` or `=` must be braced): the
+# password in braces, not a template's slot, when the braces hold no name (`{password}`, `{DB_PASS}`, `{0}`; set 19).
+_BRACED_VALUE = re.compile(r"\{([^{}\s\"'`,:]{6,})\}")
+_SLOT_NAME = re.compile(rf"\d+|{VARIABLE_NAME}(?:[.-]{VARIABLE_NAME})*")
+
+
 def _assigned_secret(value: str) -> bool:
     """A value assigned to a secret-looking name is a secret unless it is a placeholder, a reference
     to where the secret lives, or too plain to be one (a word, a number, a duration, code)."""
     value = _NEXT_SETTING.split(value, 1)[0].strip("'\"`.,;")
+    if (braced := _BRACED_VALUE.fullmatch(value)) and not _SLOT_NAME.fullmatch(braced[1]):
+        value = braced[1]
     if _SLOT_WITH_USER.fullmatch(value):
         return False
     value = value.rstrip(")}")
@@ -225,11 +233,17 @@ def _plain_url(url: str) -> bool:
 
 def _placeholder_credentials(url: str) -> bool:
     """`postgres://user:password@localhost/db` (a README's DSN): both halves of the URL's credentials are
-    placeholders, and nothing else in it is secret-looking."""
-    m = _URL_CREDENTIALS.match(url)
-    if m is None or "?" in url:
+    placeholders, and nothing else in it is secret-looking. (Also a user alone that is a placeholder, a Sentry DSN's
+    `https://<key>@o0.ingest.sentry.io/<project>`; set 19)"""
+    if "?" in url:
         return False
+    if (m := _URL_CREDENTIALS.match(url)) is None:
+        user = _URL_USER_ONLY.match(url)
+        return user is not None and not _not_placeholder(user.group(1))
     return not (_not_placeholder(m.group(1)) or _not_placeholder(m.group(2)))
+
+
+_URL_USER_ONLY = re.compile(r"[a-z][a-z0-9+.-]*://([^\s:@/]+)@")
 
 
 # A template's slot at a password's start: `${DB_PASSWORD}`, `$(cat pw)`, `%(password)s`, `%DB_PASS%`, `$DB_PASSWORD`,
@@ -241,7 +255,13 @@ def _url_password(password: str) -> bool:
     # "host:8080/path@x" is a port, not a password; "user:${DB_PASSWORD}@" a template
     if re.match(r"\d{1,5}(?:/|$)", password):
         return False
+    # (`$NAME` is a variable only when it is the whole password: `$k50uha%TreuTQD5` is a generator's; set 19)
+    if password.startswith("$") and not password.startswith(("${", "$(")):
+        return _not_placeholder(password) and not _WHOLE_VARIABLE.fullmatch(password)
     return _not_placeholder(password) and not _TEMPLATE_START.match(password)
+
+
+_WHOLE_VARIABLE = re.compile(r"\$" + VARIABLE_NAME)
 
 
 # The symbols people put inside a password. Not `+ / = - _ .` (base64, paths, versions, names) and
@@ -288,7 +308,20 @@ def _password_shaped(token: str) -> bool:
 # hash (`sha512-…` in package-lock.json).
 # (Mapbox's public token `pk.eyJ…` too: its secret one is `sk.eyJ…`)
 # (an SSH public key's algorithm, `authorized_keys: ssh-ed25519 AAAA…`: the line of a public key)
+# (set 19: PostHog's project key `phc_…`, sent by every page's snippet, its personal key is `phx_…`; New Relic's
+# browser key `NRJS-…`, in every page's loader, its license and user keys are `…NRAL`, `NRAK-`)
 PUBLIC_KEY_PREFIXES = (
-    *("pk_test_", "pk_live_", "pk.eyJ", "sha256-", "sha384-", "sha512-"),
+    *("pk_test_", "pk_live_", "pk.eyJ", "sha256-", "sha384-", "sha512-", "phc_", "NRJS-"),
     *("ssh-ed25519", "ssh-rsa", "ssh-dss", "ecdsa-sha2-", "sk-ssh-ed25519", "sk-ecdsa-sha2-"),
 )
+# Datadog's client token (`pub` and 32 hex: its browser SDK's, public by design; its API key is the 32 hex alone).
+_PUBLIC_SHAPE = re.compile(r"pub[0-9a-f]{32}")
+
+
+def public_value(value: str) -> bool:
+    """A key published by design (a prefix above, Datadog's client token), whichever rule read it: a name such as
+    `PUBLISHABLE_KEY=` or `clientToken:` made gitleaks' generic rule refuse it (set 19)."""
+    value = value.strip("'\"`,;")
+    return not any(c.isspace() for c in value) and (
+        value.startswith(PUBLIC_KEY_PREFIXES) or bool(_PUBLIC_SHAPE.fullmatch(value))
+    )
