@@ -683,7 +683,7 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     # --- public keys ---
     ("ssh public key", f"add to authorized_keys: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{_b64(32)} dana@laptop"),
     ("age recipient", f"encrypt backups to age1{_v(58, _BECH32)}"),
-    # (as first run, at f668e85, `RWS` and 52 characters: no minisign key, whose 42 bytes are `Ed`, an id and the key)
+    # (as first run, at 6ca29a7, `RWS` and 52 characters: no minisign key, whose 42 bytes are `Ed`, an id and the key)
     ("minisign public key", f"minisign -Vm release.tar.gz -P {base64.b64encode(b'Ed' + _bytes(40)).decode()}"),
     (
         "wireguard public key only",

@@ -38,7 +38,7 @@ def test_the_nineteenth_sets_documented_sample_pair_is_refused_by_policy(text: s
     assert find_secret(text), text
 
 
-# What set nineteen's first run stored (3 of 214 at f668e85), in other fillings, each with the rule that reads it now.
+# What set nineteen's first run stored (3 of 214 at 6ca29a7), in other fillings, each with the rule that reads it now.
 NINETEENTH_SET_CAUSES = {
     "Honeycomb's team header in OTLP headers": (
         "OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team=" + chars(ALNUM, 22)(R),
