@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from memories.models import Memory
 from memories.transfer.importer import BATCH, import_path
 from tests.mcp_client import call, http_session
 from tests.stubs import StubServer
+from yullu_core import outage
 from yullu_core.failures import DiskFull
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -134,3 +137,29 @@ def test_an_import_the_disk_fills_under_says_what_it_stored(tmp_path: Path) -> N
         "there are skipped."
     )
     assert Memory.objects.filter(project_id=project).count() == BATCH
+
+
+def test_a_full_disk_is_one_log_line_and_a_reminder_not_a_line_per_request(
+    api: httpx.Client,
+    live_server_url: str,
+    owner_token: str,
+    stub_embedder: StubServer,
+    full_disk: None,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chaos drill (the home's tmpfs filled under four REST writers): Django logged `ERROR django.request:
+    Insufficient Storage: /api/memories` for every store, eight a second, and MCP's refusals nothing at all.
+    Now REST, MCP and the token checks count into one outage, said as the database's is (yullu_core.outage)."""
+    monkeypatch.setattr(outage, "DISK", replace(outage.DISK, since=None, failures=0, said_at=0.0, failed_at=0.0))
+    caplog.set_level(logging.INFO)
+    for n in range(3):
+        assert api.post("/api/memories", json={"content": f"fact {n}", "project_id": "acme/full"}).status_code == 507
+    assert_said(mcp(live_server_url, owner_token, "store_memory", content="fact 3", project_id="acme/full"), "disk")
+    said = [r.getMessage() for r in caplog.records if r.name in ("yullu.disk", "django.request")]
+    assert len(said) == 1 and said[0].startswith("the disk is full, writes are refused: could not extend file"), said
+    assert "(1 request failed since" in said[0]
+    outage.DISK.said_at -= outage.REMIND_EVERY_S + 1  # 30 s later, still full
+    assert api.post("/api/memories", json={"content": "fact 4", "project_id": "acme/full"}).status_code == 507
+    said = [r.getMessage() for r in caplog.records if r.name in ("yullu.disk", "django.request")]
+    assert len(said) == 2 and "(5 requests failed since" in said[1], said

@@ -17,7 +17,7 @@ from rest_framework import exceptions, parsers, status
 
 from . import outage
 from .arguments import not_json
-from .failures import UNAVAILABLE, NotAnswering, translate
+from .failures import UNAVAILABLE, DiskFull, NotAnswering, translate
 from .json_body import error_response
 
 log = logging.getLogger("yullu.api")
@@ -63,6 +63,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse:
     if isinstance(exc, DjangoValidationError):
         return error_response(" ".join(exc.messages), 400)
     if (said := translate(exc)) is not None:
+        if isinstance(said, DiskFull):
+            return _counted(outage.DISK, exc, str(said), said.status)
         if not isinstance(said, NotAnswering):
             return error_response(str(said), said.status)
         return _outage(exc, str(said))
@@ -85,8 +87,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse:
 def _outage(exc: Exception, sentence: str) -> HttpResponse:
     """A 503 for a database that is gone or silent: counted into the web's outage, which logs it (once, then a
     reminder every 30 s), and not logged again by Django ("ERROR … Service Unavailable" per request)."""
-    outage.DATABASE.failed(exc)
-    response = error_response(sentence, 503)
+    return _counted(outage.DATABASE, exc, sentence, 503)
+
+
+def _counted(into: outage.Outage, exc: Exception, sentence: str, status: int) -> HttpResponse:
+    into.failed(exc)
+    response = error_response(sentence, status)
     response._has_been_logged = True  # type: ignore[attr-defined]
     return response
 

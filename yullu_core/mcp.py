@@ -23,7 +23,7 @@ from pydantic import Field
 from . import outage
 from .env import env_int
 from .errors import UserError
-from .failures import UNAVAILABLE, NotAnswering, translate
+from .failures import UNAVAILABLE, DiskFull, NotAnswering, translate
 
 log = logging.getLogger("yullu.mcp")
 T = TypeVar("T")
@@ -95,9 +95,13 @@ async def run(fn: Callable[[], dict[str, Any]]) -> CallToolResult:
         said = translate(exc)
         if said is None or isinstance(said, NotAnswering):
             outage.DATABASE.failed(exc)  # one line for the outage, not one per call (yullu_core.outage)
+        elif isinstance(said, DiskFull):
+            outage.DISK.failed(exc)
         return error(str(said) if said is not None else UNAVAILABLE)
     except Exception as exc:
         if (said := translate(exc)) is not None:  # a full disk
+            if isinstance(said, DiskFull):
+                outage.DISK.failed(exc)
             return error(str(said))
         error_id = uuid.uuid4().hex[:12]
         log.exception("unexpected error in MCP tool (id %s)", error_id)

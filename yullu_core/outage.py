@@ -35,10 +35,15 @@ class Outage:
 
     log: logging.Logger
     prefix: str = ""  # "beat: " where celery's own lines share the log
+    what: str = "the database is not answering"
+    # Seconds without a failure that end the outage silently (None: only `answered` ends it). A full disk has no
+    # moment that says it is over: its next failure after a quiet spell is a new outage, said again.
+    quiet_ends: float | None = None
     since: float | None = None  # monotonic time of this outage's first failure
     since_clock: str = ""  # the same moment as the log shows it (local time)
     failures: int = 0  # in this outage
     said_at: float = 0.0
+    failed_at: float = 0.0  # monotonic time of the last failure
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def failed(self, exc: BaseException | str) -> bool:
@@ -46,7 +51,9 @@ class Outage:
         since the last line. True when a line was logged."""
         with self._lock:
             now = time.monotonic()
-            self.failures += 1
+            if self.quiet_ends is not None and now - self.failed_at > self.quiet_ends:
+                self.since, self.failures = None, 0
+            self.failures, self.failed_at = self.failures + 1, now
             if self.since is None:
                 self.since, self.since_clock = now, time.strftime("%H:%M:%S")
             elif now - self.said_at < REMIND_EVERY_S:
@@ -54,8 +61,7 @@ class Outage:
             self.said_at = now
             said = exc if isinstance(exc, str) else first_line(exc) or type(exc).__name__
             count, clock = self.failures, self.since_clock
-        line = "%sthe database is not answering: %s (%s since %s)"
-        self.log.warning(line, self.prefix, said, _requests(count), clock)
+        self.log.warning("%s%s: %s (%s since %s)", self.prefix, self.what, said, _requests(count), clock)
         return True
 
     def answered(self) -> None:
@@ -69,6 +75,9 @@ class Outage:
 
 
 DATABASE = Outage(logging.getLogger("yullu.database"))  # the web process's
+# The web's requests refused for a full disk (507): said as an outage is, not one ERROR line per request from Django
+# ("Insufficient Storage: /api/memories", eight a second under a chaos drill's four writers) and nothing for MCP.
+DISK = Outage(logging.getLogger("yullu.disk"), what="the disk is full, writes are refused", quiet_ends=REMIND_EVERY_S)
 
 
 def connected(*args: Any, **kwargs: Any) -> None:

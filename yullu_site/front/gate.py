@@ -144,6 +144,8 @@ def refused_for_database(exc: BaseException) -> tuple[int, str]:
     status, sentence = database_refusal(exc)
     if status == 503:
         outage.DATABASE.failed(exc)
+    elif status == 507:
+        outage.DISK.failed(exc)
     return status, sentence
 
 
