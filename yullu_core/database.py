@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -77,6 +78,25 @@ def start_database() -> None:
 
     if settings.DATABASE_KIND == "embedded":
         ensure_embedded(settings.YULLU_HOME)
+
+
+def start_database_or_say(process: str, then: str) -> bool:
+    """`start_database` for a web, worker or beat process: a database that does not answer or cannot be started
+    right now is one line on stderr saying `then` (what the process does next), and False. Before, a web process
+    restarted while PostgreSQL was stopped with SIGSTOP printed uvicorn's 50-line traceback above the supervisor's
+    line, and a worker or beat Celery's 25 (the chaos drill)."""
+    import psycopg
+
+    from .failures import first_line
+
+    try:
+        start_database()
+    except (pg.EmbeddedPostgresError, psycopg.OperationalError) as exc:
+        why = first_line(exc) or type(exc).__name__
+        print(f"yullu: the {process} process could not reach the embedded PostgreSQL at start ({why}); {then}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        return False
+    return True
 
 
 def database_settings(database_url: str, home: Path) -> tuple[dict[str, Any], str]:

@@ -15,11 +15,12 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_app = get_asgi_application()
 
-from yullu_core.database import start_database  # noqa: E402
+from yullu_core.database import start_database_or_say  # noqa: E402
 
 # This module is where a web process starts: the embedded PostgreSQL first, before the server listens
 # (importing the settings starts nothing; a failure here ends the process, as it did in the settings).
-start_database()
+if not start_database_or_say("web", "exiting (`yullu serve` starts it again once the database answers)."):
+    raise SystemExit(1)
 
 from access.token_check import TokenChecker  # noqa: E402
 from yullu_site.front.gate import Gate, limit_body  # noqa: E402

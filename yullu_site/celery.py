@@ -31,9 +31,10 @@ app.autodiscover_tasks()
 def _start_database_first(**_kwargs: Any) -> None:
     """A worker or beat starts: the embedded PostgreSQL first (importing the settings starts nothing;
     before the worker's pool forks, so its children find it started)."""
-    from yullu_core.database import start_database
+    from yullu_core.database import start_database_or_say
 
-    start_database()
+    start_database_or_say("worker" if _kwargs.get("signal") is signals.worker_init else "beat",
+                          "it runs on, and its connections try again.")  # fmt: skip
 
 
 HEARTBEAT = env_float("YULLU_HEARTBEAT_SECONDS")
