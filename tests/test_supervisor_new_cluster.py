@@ -105,3 +105,13 @@ def test_a_data_folder_still_being_deleted_is_waited_for_not_a_crash_loop(
     database.retry_at = 0.0
     database.watch(time.monotonic())
     assert started == [pgdata]
+
+
+def test_an_exit_seen_after_the_embedded_server_came_back_is_not_counted(tmp_path: Path) -> None:
+    """The supervisor starts a killed postmaster again inside its loop (seconds of crash recovery); a child that
+    died meanwhile is looked at only afterwards, when the database answers again: it died of the outage."""
+    database = _Up(tmp_path, None, owned=False, owner_role=False)
+    child = _dies_at_once()
+    database.back_at = time.monotonic()  # the server was started again after this child started
+    supervised._on_exit(child, time.monotonic(), database)
+    assert child.quick_failures == 0 and child.db_waits == 1

@@ -144,6 +144,7 @@ class Database:
     prepare: Callable[[], str] | None = None
     unprepared: bool = False  # a new cluster not yet brought up to date (tried again every PREPARE_RETRY s)
     prepared_at: float = 0.0  # when a new cluster was last brought up to date (monotonic)
+    back_at: float = 0.0  # when the embedded server was last started again after it went (monotonic)
 
     def adopt(self) -> None:
         """Take note of the running postmaster (and mark it ours when this supervisor owns it)."""
@@ -221,7 +222,7 @@ class Database:
         say(f"yullu: the embedded PostgreSQL is back (pid {self.server.pid}) "
              f"{time.monotonic() - self.down_since:.1f} s after it went.")  # fmt: skip
         self.down_since, self.failures, self.killed_starts, self.disk_full, self.unseen = None, 0, 0, False, 0
-        self.emptying = False
+        self.emptying, self.back_at = False, time.monotonic()
         if self.unprepared:  # before beat claims its lock again and children restart (this loop's next steps)
             self._prepare()
 
@@ -398,11 +399,15 @@ def _on_exit(child: Child, now: float, database: Database) -> None:
     # A child started before a new cluster was migrated dies on its missing tables: not a broken child.
     # Counted, four such exits (the worker's queue table missing while the migration ran) ended the site (CI).
     unready = quick and (database.unprepared or child.started_at < database.prepared_at)
-    excused = full or unready or (quick and not database.reachable())
+    # Exits while the embedded server was down are seen only once its restart returns (it blocks this loop for
+    # seconds): by then it answers, yet the child died of its going, not of a fault of its own.
+    went = quick and child.started_at < database.back_at
+    excused = full or unready or went or (quick and not database.reachable())
     if excused:
         child.db_waits += 1
         delay = min(MAX_BACKOFF, 2.0 ** min(child.db_waits, 5))
-        why = "the new database was not yet up to date; " if unready else "the database is unreachable; "
+        why = "the database went away after it started; " if went else "the database is unreachable; "
+        why = "the new database was not yet up to date; " if unready else why
         why = f"the disk of {database.home} is full; " if full else why
     elif quick and code == -signal.SIGKILL:
         # Killed from outside (the OOM killer, an operator), not a start that fails by itself: never a
