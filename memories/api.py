@@ -38,6 +38,7 @@ from .rest import (
     RejectedOut,
     ScopeIn,
     SearchOut,
+    UpdatedOut,
     project_param,
     rest_scope,
 )
@@ -243,13 +244,14 @@ class MemoryDetail(APIView):
     def get(self, request: Request, pk: int) -> Response:
         return Response(lifecycle.memory_detail(pk, project_param(request)))  # as MCP's get_memory
 
-    @documented(MemoryOut, request=MemoryPatch, errors=(400, 404))
+    @documented(UpdatedOut, request=MemoryPatch, errors=(400, 404))
     def patch(self, request: Request, pk: int) -> Response:
         data = valid(MemoryPatch, request.data)
         where = {"project_id": data.pop("project_id", None), "cwd": data.pop("cwd", None)}
         if (where["project_id"] or "").strip() or (where["cwd"] or "").strip():
             edit.get_memory_in(pk, rest_scope(where).project_id)
-        return Response(memory_to_wire(edit.update_memory(pk, **data, source="rest")))
+        given = "anchors" in data
+        return Response(edit.updated_answer(edit.update_memory(pk, **data, source="rest"), given))
 
     @documented(DeletedOut, params=WHERE, errors=(404,))
     def delete(self, request: Request, pk: int) -> Response:

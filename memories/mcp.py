@@ -22,7 +22,7 @@ from .search.context import BUDGET, CONTEXT_QUERY, DEFAULT_BUDGET, PREFER_CATEGO
 from .search.context import build_context as make_context
 from .search.merged import CATEGORIES as CATEGORY_LIST
 from .search.merged import LIMIT, MIN_SIMILARITY, QUERY, Recall
-from .wire import deleted_to_wire, memory_to_wire, recall_to_wire
+from .wire import deleted_to_wire, recall_to_wire
 from .write import create, edit, validation
 
 # The memory fields' and the searches' arguments are passed to the service as given (AS_GIVEN: no pydantic
@@ -277,7 +277,7 @@ def _register_change_tools(server: MCPServer) -> None:
                 source="mcp",
                 anchors=anchors,
             )
-            out: dict[str, Any] = dict(memory_to_wire(memory))
+            out: dict[str, Any] = dict(edit.updated_answer(memory, anchors is not None))
             if supersede:
                 out["supersedes"] = id
             return out

@@ -51,6 +51,7 @@ def project_param(request: Request) -> str | None:
 
 
 MemoryOut = shape(wire.MemoryOut)
+UpdatedOut = shape(wire.UpdatedOut)
 MemoryDetailOut = shape(lifecycle.MemoryDetail)
 HitOut = shape(wire.HitOut)
 RejectedOut = shape(wire.RejectedOut)

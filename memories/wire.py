@@ -55,6 +55,12 @@ class AnchorOut(TypedDict):
     current_lines: NotRequired[Annotated[list[int], Doc("moved or changed: [first, last] line now")]]
 
 
+class UpdatedOut(MemoryOut):
+    """What update_memory / PATCH answer: the memory, and its anchors as pinned when the update gave anchors."""
+
+    anchors: NotRequired[list[AnchorOut]]
+
+
 class HitOut(MemoryOut):
     """A memory as a recall returns it."""
 

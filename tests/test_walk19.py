@@ -3,16 +3,18 @@ met: with bob's grant on the project revoked, every hook in his checkout went si
 there said every check was ok (it asked the team server whether it takes the token, not whether the token may
 read the folder's project); after src/billing.py was renamed and then changed, the prompt hook's note named the
 old path, a file no longer there; anchored stores made before the team server had a checkout of the project
-answered `"status": null` and nothing more. (record-turn losing a session's offline turns:
-tests/test_hook_offline.py.)"""
+answered `"status": null` and nothing more; bob re-anchored a memory with update_memory and its answer did not
+say whether the anchors were pinned. (record-turn losing a session's offline turns: tests/test_hook_offline.py.)"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from django.contrib.auth.models import User
 
@@ -20,6 +22,7 @@ from access.models import ApiToken, Grant, Project
 from memories.scope import resolve
 from memories.search.context import build_context
 from memories.write import create
+from tests.mcp_client import call, http_session
 from tests.processes import REPO, git_repo, product_env, run_cli
 from tests.stubs import StubServer
 from tests.test_anchors import CLOCK, checkout, commit, git  # noqa: F401 (checkout: a fixture)
@@ -87,3 +90,30 @@ def test_a_store_whose_anchors_cannot_be_pinned_says_why(
     assert "yullu anchors check --cwd" in answer["anchors_unpinned"]  # type: ignore[typeddict-item]
     here = create.store_memory(resolve(None, str(checkout)), "vec:0,1,0 now", anchors=["app/clock.py::Clock.now"])
     assert "anchors_unpinned" not in here.as_dict()  # pinned: nothing to say
+
+
+def test_an_update_given_anchors_answers_them_as_pinned(
+    checkout: Path,  # noqa: F811 (the fixture)
+    live_server_url: str,
+    owner_token: str,
+    stub_embedder: StubServer,
+) -> None:
+    cwd = str(checkout)
+    with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {owner_token}"}, timeout=60) as rest:
+        stored = rest.post("/api/memories", json={"content": "vec:1,0,0 the clock reads time", "cwd": cwd})
+        pk = stored.json()["id"]
+        patched = rest.patch(f"/api/memories/{pk}", json={"cwd": cwd, "anchors": ["app/clock.py::Clock.now"]})
+        assert patched.status_code == 200, patched.text
+        assert [(a["path"], a["symbol"], a["status"]) for a in patched.json()["anchors"]] == [
+            ("app/clock.py", "Clock.now", "ok")
+        ]
+        assert "anchors" not in rest.patch(f"/api/memories/{pk}", json={"cwd": cwd, "tags": ["t"]}).json()
+
+    async def over_mcp() -> object:
+        async with http_session(live_server_url, owner_token) as session:
+            err, out = await call(session, "update_memory", id=pk, cwd=cwd, anchors=["app/clock.py::helper"])
+            assert not err, out
+            return out
+
+    answer = asyncio.run(over_mcp())
+    assert [(a["symbol"], a["status"]) for a in answer["anchors"]] == [("helper", "ok")]  # type: ignore[index]

@@ -5,7 +5,7 @@ travels to teammates (changes.publish_change) in one transaction."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from django.db import transaction
@@ -18,6 +18,7 @@ from yullu_core.timestamps import ns_to_datetime
 from .. import origins
 from ..anchors import stale as anchor_stale
 from ..anchors import store as anchor_store
+from ..anchors.checks import anchor_out
 from ..changes import ATTRIBUTE_FIELDS, change_time, publish_change
 from ..embedding.embedders import get_embedder
 from ..embedding.vector_index import ensure_index
@@ -32,7 +33,7 @@ from ..models import (
     RejectedMemory,
 )
 from ..scope import Scope, known_root
-from ..wire import Rated, rated_to_wire
+from ..wire import Rated, UpdatedOut, memory_to_wire, rated_to_wire
 from .create import store_memories
 from .history import HISTORY_SOURCES, announce, record, snapshot
 from .poisoning import hold_reason
@@ -59,6 +60,15 @@ def _locked(memory: Memory, memory_id: Any) -> Memory:
     if locked is None:
         raise NotFound(f"memory {memory_id} not found")
     return locked
+
+
+def updated_answer(memory: Memory, anchors_given: bool) -> UpdatedOut:
+    """The answer to an update: the memory, with its anchors as pinned when the caller gave anchors (walk 19:
+    bob re-anchored a memory to the renamed code and learnt whether they were pinned only from get_memory)."""
+    out = cast(UpdatedOut, memory_to_wire(memory))
+    if anchors_given:
+        out["anchors"] = [anchor_out(a) for a in memory.anchors.order_by("id")]
+    return out
 
 
 def get_memory(memory_id: Any, role: str = access.READ) -> Memory:
