@@ -118,5 +118,7 @@ def _pip_reason(output: str) -> str:
         return "the disk is full: they need about 450 MB to download and 900 MB more to build"
     if any(s in lowered for s in ("connection", "network is unreachable", "name resolution", "timed out")):
         return "the package index could not be reached: check the network or pip's index settings"
+    if "no matching distribution" in lowered:  # what pip says of an index it cannot reach, too (measured: refused)
+        return "the package index did not offer them: check the network or pip's index settings"
     errors = [line.strip() for line in output.splitlines() if line.strip().startswith("ERROR")]
     return (errors[-1] if errors else (output.strip().splitlines() or ["no output"])[-1])[:300]
