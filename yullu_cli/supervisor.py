@@ -34,6 +34,7 @@ from yullu_core.env import env_is_set, env_str
 
 from .banner import print_banner
 from .django_setup import alive, fail, not_on_a_team_servers_client, setup_django
+from .output import guard_output
 from .ports import wait_to_listen
 from .supervised import BeatLock, Child, Database, say, stop_all, supervise
 
@@ -100,6 +101,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     from yullu_core.config import load as load_config
     from yullu_core.paths import ensure_home
 
+    guard_output()  # a reader of its output that goes away must not end the site
     server_cfg = load_config()["server"]  # the same file and variables settings read, without Django yet
     not_on_a_team_servers_client()  # before PostgreSQL starts or is created in a home that keeps no memories
     port, host = port or server_cfg["port"], server_cfg["host"]
