@@ -183,15 +183,16 @@ def test_an_event_flush_that_finds_the_database_gone_after_the_commit_is_one_lin
     assert len(list((repo / ".yullu" / "logs").rglob("*.json"))) == kept
 
 
-class _Reachable:
-    """The supervisor's view of a database that is up, for _on_exit (yullu_cli.supervised.Database)."""
+def _reachable(home: Path) -> Any:
+    """The supervisor's view of a database that is up, for _on_exit: its own class, so a field added to it is
+    there too (a hand-made stand-in lacked `back_at`)."""
+    from yullu_cli import supervised
 
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.unprepared, self.prepared_at = False, 0.0
+    class Reachable(supervised.Database):
+        def reachable(self) -> bool:
+            return True
 
-    def reachable(self) -> bool:
-        return True
+    return Reachable(home, None, owned=False, owner_role=False)
 
 
 def test_a_web_process_that_fails_to_bind_for_another_reason_still_shows_its_last_lines_first(
@@ -215,7 +216,7 @@ def test_a_web_process_that_fails_to_bind_for_another_reason_still_shows_its_las
     web.start()
     assert web.proc is not None
     web.proc.wait(timeout=60)
-    supervised._on_exit(web, time.monotonic(), _Reachable(tmp_path))  # type: ignore[arg-type]
+    supervised._on_exit(web, time.monotonic(), _reachable(tmp_path))
     err = capfd.readouterr().err
     startup, bind, abort = err.index("startup complete"), err.index("[Errno 99]"), err.index("terminate called")
     ours = err.index("yullu: the web process (pid")
