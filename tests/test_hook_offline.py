@@ -105,3 +105,22 @@ def test_a_gone_transcript_is_given_up(server: Server, monkeypatch: pytest.Monke
     assert stop_hook(monkeypatch, live, "live") == 0
     assert {session for session, _, _ in server.buffer} == {"live"}
     assert not list((tmp_path / "home" / "run" / hooks.UNSENT_DIR).iterdir())
+
+
+def test_a_long_outage_sends_the_latest_turns_only(
+    server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A session offline for a long time: the Stop that finds the server back sends its latest MAX_UNSENT_TURNS
+    turns (as pre_compact does), not every turn since the outage began in one hook run."""
+    transcript = tmp_path / "t.jsonl"
+    server.down = ConnectionRefusedError(111, "refused")
+    turn(transcript, 0)
+    stop_hook(monkeypatch, transcript)
+    for n in range(1, hooks.MAX_UNSENT_TURNS):  # MAX_UNSENT_TURNS exchanges more: twice as many turns
+        turn(transcript, n)
+    server.down = None
+    stop_hook(monkeypatch, transcript)
+    questions = {content for _, role, content in server.buffer if role == "user"}
+    latest = range(hooks.MAX_UNSENT_TURNS // 2, hooks.MAX_UNSENT_TURNS)
+    assert questions == {f"question {n} about refunds" for n in latest}  # the latest MAX_UNSENT_TURNS turns
+    assert len(server.buffer) == hooks.MAX_UNSENT_TURNS

@@ -457,6 +457,7 @@ def record_turn() -> int:
 
 UNSENT_DIR = "unsent-turns"  # in $YULLU_HOME/run: one file per session whose turns did not arrive
 MAX_UNSENT_SESSIONS = 20  # sessions caught up by one hook run (a hook must stay quick)
+MAX_UNSENT_TURNS = 1000  # a session's latest unsent turns, as pre_compact sends: a day offline is not one hook's job
 
 
 def unsent_marker(session_id: str) -> str:
@@ -490,8 +491,9 @@ def send_unsent() -> None:
     for name in names[:MAX_UNSENT_SESSIONS]:
         marker = os.path.join(folder, name)
         session, cwd, turns = unsent_turns(marker)
+        kept = [(r, t) for r, t in turns if not (r == "user" and is_trivial(t))][-MAX_UNSENT_TURNS:]
         try:
-            send_turns(session or name[:-5], cwd, [(r, t) for r, t in turns if not (r == "user" and is_trivial(t))])
+            send_turns(session or name[:-5], cwd, kept)
         except OSError:
             return
         except ValueError:
