@@ -124,3 +124,28 @@ def test_a_long_outage_sends_the_latest_turns_only(
     latest = range(hooks.MAX_UNSENT_TURNS // 2, hooks.MAX_UNSENT_TURNS)
     assert questions == {f"question {n} about refunds" for n in latest}  # the latest MAX_UNSENT_TURNS turns
     assert len(server.buffer) == hooks.MAX_UNSENT_TURNS
+
+
+def test_turns_meant_for_a_team_server_are_not_given_to_another_server(
+    server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One home, two servers: a session in the team's checkout (YULLU_SERVER pinned to the team server) went
+    unsent while it was offline; a turn in a personal checkout, talking to this machine's server, must not send
+    the team session's turns there. The team server gets them once a hook talks to it again."""
+    team, personal = tmp_path / "team.jsonl", tmp_path / "personal.jsonl"
+    monkeypatch.setenv("YULLU_SERVER", "https://team.example")
+    server.down = ConnectionRefusedError(111, "refused")
+    turn(team, 1)
+    stop_hook(monkeypatch, team, "team")
+    server.down = None
+    monkeypatch.delenv("YULLU_SERVER")
+    turn(personal, 1)
+    stop_hook(monkeypatch, personal, "personal")
+    assert {session for session, _, _ in server.buffer} == {"personal"}
+    monkeypatch.setenv("YULLU_SERVER", "https://team.example")
+    turn(team, 2)
+    stop_hook(monkeypatch, team, "team")
+    assert [c for s, r, c in server.buffer if s == "team" and r == "user"] == [
+        "question 2 about refunds",
+        "question 1 about refunds",
+    ]

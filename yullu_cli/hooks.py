@@ -471,6 +471,7 @@ def remember_unsent(session_id: str, transcript: str, cwd: Any, first: int) -> N
     if os.path.exists(marker):
         return
     note = {"session_id": session_id, "transcript_path": transcript, "cwd": str(cwd or ""), "from": max(first, 0)}
+    note["server"] = server_url()  # sent there only: not to the server a later hook talks to (another YULLU_SERVER)
     try:
         os.makedirs(os.path.dirname(marker), mode=0o700, exist_ok=True)
         with open(f"{marker}.tmp", "w", encoding="utf-8") as fh:
@@ -482,15 +483,23 @@ def remember_unsent(session_id: str, transcript: str, cwd: Any, first: int) -> N
 
 def send_unsent() -> None:
     """The turns earlier Stop hooks could not send, from where each session's first failure was (the
-    server skips turns its buffer already holds). Stops at the first send that fails again."""
+    server skips turns its buffer already holds). Stops at the first send that fails again. A session
+    whose turns were meant for another server (a team server's checkout, this hook run in a personal one
+    with its own YULLU_SERVER) is left for a hook that talks to that server: its turns are not ours to
+    give this one."""
     folder = os.path.join(home_dir(), "run", UNSENT_DIR)
     try:
         names = sorted(name for name in os.listdir(folder) if name.endswith(".json"))
     except OSError:
         return
-    for name in names[:MAX_UNSENT_SESSIONS]:
+    here, tried = server_url(), 0
+    for name in names:
         marker = os.path.join(folder, name)
-        session, cwd, turns = unsent_turns(marker)
+        session, cwd, server, turns = unsent_turns(marker)
+        if server not in ("", here):
+            continue
+        if (tried := tried + 1) > MAX_UNSENT_SESSIONS:
+            return
         kept = [(r, t) for r, t in turns if not (r == "user" and is_trivial(t))][-MAX_UNSENT_TURNS:]
         try:
             send_turns(session or name[:-5], cwd, kept)
@@ -504,16 +513,17 @@ def send_unsent() -> None:
             return
 
 
-def unsent_turns(marker: str) -> tuple[str, str, list[tuple[str, str]]]:
-    """(session id, cwd, the turns from the first unsent one) of a marker; no turns when the transcript
-    or the marker cannot be read (nothing left to send)."""
+def unsent_turns(marker: str) -> tuple[str, str, str, list[tuple[str, str]]]:
+    """(session id, cwd, the server they were meant for, the turns from the first unsent one) of a marker;
+    no turns when the transcript or the marker cannot be read (nothing left to send)."""
     try:
         with open(marker, encoding="utf-8") as fh:
             note = json.load(fh)
         turns = read_turns(str(note["transcript_path"]))[int(note["from"]) :]
-        return str(note.get("session_id") or ""), str(note.get("cwd") or ""), turns
+        server = str(note.get("server") or "")
+        return str(note.get("session_id") or ""), str(note.get("cwd") or ""), server, turns
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return "", "", []
+        return "", "", "", []
 
 
 def pre_compact() -> int:
