@@ -9,6 +9,7 @@ and children started afterwards inherit /dev/null, not the dead pipe."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from typing import Any, TextIO
@@ -23,15 +24,21 @@ class _Guarded:
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
-        except BrokenPipeError:
-            self._silence()
+        except OSError as exc:
+            self._gone(exc)
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
-        except BrokenPipeError:
-            self._silence()
+        except OSError as exc:
+            self._gone(exc)
+
+    def _gone(self, exc: OSError) -> None:
+        """A broken pipe, or a terminal that closed (EIO: the stop after a hang-up still says its lines)."""
+        if exc.errno not in (errno.EPIPE, errno.EIO):
+            raise exc
+        self._silence()
 
     def _silence(self) -> None:
         with contextlib.suppress(OSError, ValueError):

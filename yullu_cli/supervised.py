@@ -488,6 +488,11 @@ def supervise(children: list[Child], beat_lock: BeatLock | None, database: Datab
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    # The terminal `make run` ran in closed: a hang-up is a stop, with its clean-up. By default it killed this
+    # supervisor at once, its children with it (they die with their parent) and the embedded PostgreSQL left
+    # running with no owner (chaos drill, round 22). Under nohup (ignored) it stays ignored.
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, on_signal)
     checked = time.monotonic()
     beat = next((c for c in children if c.name == "beat"), None)
     while not stopping:
