@@ -20,7 +20,9 @@ def test_prompt_hook_requests_reuse_one_connection_on_a_hook_lane(
     opened: list[str] = []  # names of the threads that opened a database connection
 
     def record(**kwargs: Any) -> None:
-        opened.append(threading.current_thread().name)
+        name = threading.current_thread().name
+        if not name.endswith("-warmup"):  # the server's start-up warm-up (a fresh server: run alone), no request's
+            opened.append(name)
 
     auth = {"Authorization": f"Bearer {owner_token}"}
     body = {"project_id": "acme/lanes", "query": "how do we deploy?", "budget_tokens": 300}

@@ -27,6 +27,7 @@ import shutil
 import signal
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -64,6 +65,8 @@ def _pidfile_claim(path: Path) -> None:
     fh.write(str(os.getpid()))
     fh.flush()
     _claimed.append(fh)
+    with contextlib.suppress(OSError):  # a stopping mark left by a server killed while it stopped
+        _stopping_mark(path).unlink(missing_ok=True)
 
 
 def _lock_the_file_at(path: Path) -> IO[str]:
@@ -71,6 +74,7 @@ def _lock_the_file_at(path: Path) -> IO[str]:
     the lock: a start that opened the file just before got the lock of that unlinked file once the
     server exited, and a third start then created and locked a new one (two servers, and no pid file
     naming the first). So the lock counts only while `path` is still the file locked; else, again."""
+    deadline: float | None = None
     while True:
         fh = open(path, "a+")  # noqa: SIM115 - kept open (and locked) until the process exits
         try:
@@ -79,10 +83,43 @@ def _lock_the_file_at(path: Path) -> IO[str]:
             fh.seek(0)
             held_by = fh.read().strip() or "?"
             fh.close()
-            fail(f"a server is already running for this YULLU_HOME (pid {held_by}); stop it first or set YULLU_HOME.")
+            deadline = _wait_for_a_stop(path, held_by, deadline)
+            continue
         if _same_file(fh, path):
             return fh
         fh.close()  # unlinked by the server that held it, which has stopped since: try the file there now
+
+
+STOP_WAIT = 120.0  # seconds a start waits for a server of the same home that is stopping
+
+
+def _stopping_mark(pidfile: Path) -> Path:
+    return pidfile.with_suffix(".stopping")
+
+
+def _stopping(pidfile: Path, held_by: str) -> bool:
+    """Whether the server holding `pidfile` said it is stopping (a mark left by a killed one names another pid)."""
+    try:
+        return _stopping_mark(pidfile).read_text().strip() == held_by
+    except OSError:
+        return False
+
+
+def _wait_for_a_stop(path: Path, held_by: str, deadline: float | None) -> float:
+    """The pid file is locked: a server that is stopping is waited for (saying so once); any other refuses.
+    Walk 19: `yullu serve` run again right after Ctrl-C said "already running" for the ~13 s the old one took
+    to stop its worker and PostgreSQL, and the user had to guess when to try again."""
+    if not _stopping(path, held_by):
+        fail(f"a server is already running for this YULLU_HOME (pid {held_by}); stop it first or set YULLU_HOME.")
+    now = time.monotonic()
+    if deadline is None:
+        say(f"yullu: the server for this YULLU_HOME (pid {held_by}) is stopping; starting once it has stopped.")
+        deadline = now + STOP_WAIT
+    elif now >= deadline:
+        fail(f"the server for this YULLU_HOME (pid {held_by}) is still stopping after {STOP_WAIT:.0f} s; "
+             "stop it first (or end it: `kill` that pid) or set YULLU_HOME.")  # fmt: skip
+    time.sleep(0.5)
+    return deadline
 
 
 def _same_file(fh: IO[str], path: Path) -> bool:
@@ -159,6 +196,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the clean-up runs to its end
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         say("yullu: stopping…")
+        _mark_stopping(pidfile)
         stop_all(children)
         if beat_lock is not None:
             _forget(run_dir / "beat.pid")
@@ -167,6 +205,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         if stops_pg:
             pg.stop(home, database.cluster if database is not None else None)
         _forget(pidfile)
+        _forget(_stopping_mark(pidfile))
         shutil.rmtree(metrics_dir, ignore_errors=True)
         with contextlib.suppress(OSError):  # the home's folder in /dev/shm too, unless another server uses it
             metrics_dir.parent.rmdir()
@@ -187,6 +226,14 @@ def _home_not_writable(exc: OSError) -> str:
         f"the data folder {yullu_home()} {why}, and `yullu serve` writes there (its pid file, the database, logs): "
         "make it writable (remount it read-write, or fix its owner and mode), or set YULLU_HOME to a writable folder."
     )
+
+
+def _mark_stopping(pidfile: Path) -> None:
+    """Say, beside the pid file this process holds, that it is stopping: a start meanwhile waits, not refuses."""
+    if not _claimed:
+        return
+    with contextlib.suppress(OSError):
+        _stopping_mark(pidfile).write_text(str(os.getpid()))
 
 
 def _forget(path: Path) -> None:
