@@ -188,3 +188,22 @@ def test_the_nineteenth_sets_rules_are_scanned_without_backtracking(text: str) -
     """Each new rule on ~20,000 characters made to make it backtrack (docs/security.md, "The scanner's own cost on
     hostile text"). No timing is asserted: a regression hangs past pytest's own timeout instead."""
     assert isinstance(find_secret(text), str | None)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "the search key is ",
+        "azure search key: ",
+        "BRAVE_SEARCH_API_KEY=",
+        "BING_SEARCH_KEY=",
+        "AZURE_SEARCH_KEY=",
+        "AZURE_AI_SEARCH_API_KEY=",
+        "search key (algolia admin): ",
+    ],  # fmt: skip
+)
+def test_a_search_key_that_is_not_said_public_stays_refused(name: str) -> None:
+    """Review 22: the search-key exemption let `the search key is <40 random characters>` be stored, and Azure AI
+    Search's, Brave's and Bing's keys (paid or admin). Only a line saying search-only, or naming Algolia, Typesense
+    or Meilisearch (and no admin or write), makes a search key public."""
+    assert find_secret(name + chars(ALNUM, 44)(R)) is not None, name

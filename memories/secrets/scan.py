@@ -254,9 +254,14 @@ _ACCESSOR_JUST_BEFORE = re.compile(r"(?i)(?<![a-z])accessor\b[^\w\n]{0,3}(?:\s+(
 # Meilisearch's, in every page that searches), a CAPTCHA's site key (reCAPTCHA's, hCaptcha's, Turnstile's
 # `data-sitekey`, `RECAPTCHA_SITE_KEY=`; their secret keys are named secret keys). Set 19's keepers.
 _PUBLIC_KEY_NAME_JUST_BEFORE = re.compile(
-    r"(?i)(?<![a-z])(?:search[ _-]?(?:only[ _-]?)?(?:api[ _-]?)?key|site[ _-]?key)s?\b[\"']?[^\w\n]{0,3}"
+    r"(?i)(?<![a-z])(?:(search)[ _-]?(?:only[ _-]?)?(?:api[ _-]?)?key|site[ _-]?key)s?\b[\"']?[^\w\n]{0,3}"
     r"(?:\s+(?:is|was))?[\s:=\"'`]*$"
 )
+# "Search key" alone is no proof: Azure AI Search's, Brave's and Bing's search keys are paid or admin keys (review
+# 22: `the search key is <40 random characters>` was stored). Public only on a line that says search-only or names
+# a vendor whose search keys are published (Algolia, Typesense, Meilisearch), and says nothing of admin or write.
+_PUBLIC_SEARCH_SAID = re.compile(r"(?i)search[ _-]?only|algolia|typesense|meili")
+_PRIVILEGED_SAID = re.compile(r"(?i)admin|master|write|private|secret")
 
 
 # Supabase's (PostgREST's) anon key: a JWT whose role is `anon`, the key every browser client holds; a
@@ -292,9 +297,17 @@ def _public_by_design(rule: str, view: str, start: int, secret: str) -> bool:
     if public_value(secret) or _anon_jwt(secret):
         return True
     before = view[max(0, start - 60) : start]
-    return rule in _READ_BY_ITS_NAME and bool(
-        _PUBLIC_KEY_NAME_JUST_BEFORE.search(before) or _ACCESSOR_JUST_BEFORE.search(before)
-    )
+    if rule not in _READ_BY_ITS_NAME:
+        return False
+    if _ACCESSOR_JUST_BEFORE.search(before):
+        return True
+    named = _PUBLIC_KEY_NAME_JUST_BEFORE.search(before)
+    if named is None or named.group(1) is None:  # a site key, or no public name
+        return named is not None
+    after = start + len(secret)
+    stop = view.find("\n", after)
+    line = before + view[after : min(after + 80, stop if stop >= 0 else len(view))]
+    return bool(_PUBLIC_SEARCH_SAID.search(line)) and not _PRIVILEGED_SAID.search(line)
 
 
 def _regex_value(secret: str) -> bool:
