@@ -48,7 +48,10 @@ from . import split_wheels
 
 log = logging.getLogger(__name__)
 
-FORMAT = 4  # bump when the export layout changes: old builds are then ignored (4: model.onnx fp16-stored, no fp32)
+# Bump when an old build can no longer be loaded: old builds are then ignored, and a model that does not ship is
+# exported again, which needs the export extra (PyTorch). So not for fp16-stored weights (round 22): an fp32 build
+# still loads, and a user who exported once and removed PyTorch, as the README allows, kept a working embedder.
+FORMAT = 3
 # int8 is used only when it keeps the *pairwise* cosines of the reference sentences within
 # INT8_MAX_PAIR_DELTA of PyTorch's: every threshold in the product (the retrieval floor, the
 # near-duplicate guard) compares two vectors. MiniLM int8 agrees per vector (mean cosine 0.992)
