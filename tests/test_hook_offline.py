@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +150,15 @@ def test_turns_meant_for_a_team_server_are_not_given_to_another_server(
         "question 2 about refunds",
         "question 1 about refunds",
     ]
+
+
+def test_another_hooks_partial_note_does_not_lose_this_ones(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Review 22: two Stop hooks of one session wrote the same `<note>.tmp`; one's partial file in the way (here
+    a folder, that never becomes a file) made the other's note fail, and its unsent turns were skipped."""
+    monkeypatch.setenv("YULLU_HOME", str(tmp_path / "home"))
+    marker = hooks.unsent_marker("s-race")
+    os.makedirs(f"{marker}.tmp")  # the other hook's partial note, mid-write
+    hooks.remember_unsent("s-race", str(tmp_path / "t.jsonl"), tmp_path, 3)
+    with open(marker, encoding="utf-8") as fh:
+        assert json.load(fh)["from"] == 3
+    assert not [name for name in os.listdir(os.path.dirname(marker)) if name.endswith(f"{os.getpid()}.tmp")]

@@ -10,6 +10,7 @@ nothing when the server is down, slow or has nothing to say.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -472,13 +473,15 @@ def remember_unsent(session_id: str, transcript: str, cwd: Any, first: int) -> N
         return
     note = {"session_id": session_id, "transcript_path": transcript, "cwd": str(cwd or ""), "from": max(first, 0)}
     note["server"] = server_url()  # sent there only: not to the server a later hook talks to (another YULLU_SERVER)
+    partial = f"{marker}.{os.getpid()}.tmp"  # two Stop hooks of one session at once each write their own
     try:
         os.makedirs(os.path.dirname(marker), mode=0o700, exist_ok=True)
-        with open(f"{marker}.tmp", "w", encoding="utf-8") as fh:
+        with open(partial, "w", encoding="utf-8") as fh:
             json.dump(note, fh)
-        os.replace(f"{marker}.tmp", marker)
-    except OSError:
-        pass  # a home we cannot write to: the turn is lost, as before
+        os.replace(partial, marker)
+    except OSError:  # a home we cannot write to: the turn is lost, as before
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
 
 
 def send_unsent() -> None:
