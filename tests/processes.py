@@ -126,6 +126,23 @@ def product_env(home: Path, **extra: str) -> dict[str, str]:
     }
 
 
+def own_cluster_env(base: Path, **extra: str) -> dict[str, str]:
+    """The product's environment in a throwaway home under `base` with an embedded PostgreSQL of its own (not the
+    test run's database or settings), no embedder and quiet logs: for a real `yullu serve` to start, break and stop."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_"))}
+    return env | {"YULLU_HOME": str(base / "home"), "YULLU_CONFIG": str(base / "config.toml"),
+                  "YULLU_ROOT_PG_BASE": str(base / "pg"), "YULLU_EMBED_PROVIDER": "none",
+                  "YULLU_LOG_LEVEL": "warning"} | extra  # fmt: skip
+
+
+def run_python(code: str, env: dict[str, str], timeout: float = 120) -> str:
+    """What `python -c code` prints in `env` (from the repository), failing the test with its stderr if it fails."""
+    ran = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+                         timeout=timeout)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    return ran.stdout.strip()
+
+
 @contextlib.contextmanager
 def silent_database_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     """A product environment whose DATABASE_URL reaches a server that takes the connection and says nothing

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import REPO
+from tests.processes import REPO, own_cluster_env
 
 WHERE = "from yullu_core import paths, postgres as pg; print(pg.plan(paths.yullu_home()).pgdata)"
 START = "from yullu_core import paths, postgres as pg; pg.ensure_running(paths.ensure_home())"
@@ -38,10 +38,7 @@ def frozen() -> Iterator[dict[str, str]]:
     """A product environment whose embedded PostgreSQL runs, stopped with SIGSTOP for the test."""
     base = Path(tempfile.mkdtemp(prefix="yullu-frozen-"))
     base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_"))}
-    env |= {"YULLU_HOME": str(base / "home"), "YULLU_CONFIG": str(base / "config.toml"),
-            "YULLU_ROOT_PG_BASE": str(base / "pg"), "YULLU_EMBED_PROVIDER": "none", "YULLU_LOG_LEVEL": "warning",
-            "DJANGO_SETTINGS_MODULE": "yullu_site.settings"}  # fmt: skip
+    env = own_cluster_env(base, DJANGO_SETTINGS_MODULE="yullu_site.settings")
     try:
         started = _python(START, env)
         assert started.returncode == 0, started.stderr[-2000:]

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from access.models import AuditEntry, Grant, Project
 from memories.scope import resolve
 from memories.search import asking, expansion, queries
 from memories.write import create
-from tests.processes import REPO, product_env, run_cli, spawn, stop, wait_until
+from tests.processes import own_cluster_env, product_env, run_cli, run_python, spawn, stop, wait_until
 from yullu_core.errors import NotFound
 
 # --- 5. a search reads the CHOICE pattern once per prompt -------------------------------------------------------
@@ -73,12 +71,6 @@ PENDING = (
 WHERE = "from yullu_core import paths, postgres as pg; print(pg.plan(paths.yullu_home()).pgdata)"
 
 
-def _python(code: str, env: dict[str, str]) -> str:
-    ran = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    return ran.stdout.strip()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("role", ["worker", "beat"])
 def test_a_worker_or_beat_supervisor_migrates_the_cluster_it_made_anew(role: str) -> None:
@@ -86,10 +78,7 @@ def test_a_worker_or_beat_supervisor_migrates_the_cluster_it_made_anew(role: str
     `--role worker` or `--role beat` on the machine's embedded server left it empty (every table missing)."""
     base = Path(tempfile.mkdtemp(prefix="yullu-role-"))
     base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_"))}
-    env |= {"YULLU_HOME": str(base / "home"), "YULLU_CONFIG": str(base / "config.toml"),
-            "YULLU_ROOT_PG_BASE": str(base / "pg"), "YULLU_EMBED_PROVIDER": "none", "YULLU_LOG_LEVEL": "warning",
-            "YULLU_SCHEDULER_TICK_SECONDS": "3600"}  # fmt: skip
+    env = own_cluster_env(base, YULLU_SCHEDULER_TICK_SECONDS="3600")
     log = base / "serve.log"
     serve = None
     try:
@@ -101,12 +90,12 @@ def test_a_worker_or_beat_supervisor_migrates_the_cluster_it_made_anew(role: str
             return log.read_text(errors="replace")
 
         wait_until(lambda: f"Yul'lu {role} started" in said(), f"the {role} to start", alive=serve, output=said)
-        pgdata = Path(_python(WHERE, env))
+        pgdata = Path(run_python(WHERE, env))
         wait_until(lambda: (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL", alive=serve, output=said)
         old = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
         shutil.rmtree(pgdata)
         wait_until(lambda: "is back (pid" in said(), "the cluster made anew", timeout=180, alive=serve, output=said)
-        wait_until(lambda: _python(PENDING, env) == "0", "no migration pending", alive=serve, output=said)
+        wait_until(lambda: run_python(PENDING, env) == "0", "no migration pending", alive=serve, output=said)
         # said once the migration has committed, so a moment after no migration shows pending (CI saw it not yet)
         up_to_date = "brought the new database up to date"
         wait_until(lambda: up_to_date in said(), "the supervisor's line", alive=serve, output=said)
@@ -114,7 +103,7 @@ def test_a_worker_or_beat_supervisor_migrates_the_cluster_it_made_anew(role: str
     finally:
         if serve is not None:
             stop(serve)
-        _python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())", env)
+        run_python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())", env)
         shutil.rmtree(base, ignore_errors=True)
 
 

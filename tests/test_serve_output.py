@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.processes import REPO, is_ready, wait_until
+from tests.processes import REPO, is_ready, own_cluster_env, wait_until
 
 
 def _free_port() -> int:
@@ -44,10 +44,7 @@ def test_serve_whose_output_reader_went_away_keeps_serving_and_restarting_childr
     base = Path(tempfile.mkdtemp(prefix="yullu-pipe-"))
     base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_"))}
-    env |= {"YULLU_HOME": str(base / "home"), "YULLU_CONFIG": str(base / "config.toml"), "YULLU_PORT": str(port),
-            "YULLU_ROOT_PG_BASE": str(base / "pg"), "YULLU_EMBED_PROVIDER": "none", "YULLU_LOG_LEVEL": "warning",
-            "YULLU_SCHEDULER_TICK_SECONDS": "3600"}  # fmt: skip
+    env = own_cluster_env(base, YULLU_PORT=str(port), YULLU_SCHEDULER_TICK_SECONDS="3600")
     serve = subprocess.Popen([sys.executable, "-m", "yullu_cli.main", "serve"], env=env, cwd=REPO,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
