@@ -162,3 +162,11 @@ def test_another_hooks_partial_note_does_not_lose_this_ones(monkeypatch: pytest.
     with open(marker, encoding="utf-8") as fh:
         assert json.load(fh)["from"] == 3
     assert not [name for name in os.listdir(os.path.dirname(marker)) if name.endswith(f"{os.getpid()}.tmp")]
+
+
+@pytest.mark.parametrize("status", ["429 Too Many Requests", "503 Service Unavailable"])
+def test_a_rate_limited_answer_is_a_later_not_a_refusal(status: str) -> None:
+    """Review 22: a turn answered 429 (a rate limit) raised 'unexpected answer' and was dropped; like a 5xx it
+    is Unavailable now, so record-turn keeps it for the session's next turn."""
+    with pytest.raises(hooks.Unavailable):
+        hooks.response_body(f"HTTP/1.1 {status}\r\nContent-Length: 2\r\n\r\n{{}}".encode())

@@ -173,7 +173,7 @@ class Refused(ValueError):
 
 
 class Unavailable(OSError):
-    """A 5xx answer: the server is up but cannot serve now (starting, its database gone); like a
+    """A 5xx or 429 answer: the server is up but cannot serve now (starting, its database gone); like a
     refused connection, what was sent did not arrive and may be sent again later."""
 
 
@@ -188,7 +188,9 @@ def response_body(raw: bytes) -> bytes:
         except (ValueError, AttributeError):
             error = None
         raise Refused(str(error or lines[0][:100]))
-    if found and len(status) >= 2 and status[1].startswith("5"):
+    # 429 too: a rate limit says "later", like a server that cannot answer now (review 22: a turn answered 429 was
+    # dropped as an unexpected answer, not kept for the next Stop hook).
+    if found and len(status) >= 2 and (status[1].startswith("5") or status[1] == "429"):
         raise Unavailable(f"the server cannot answer now: {lines[0][:100]!r}")
     if not found or len(status) < 2 or not status[1].startswith("2"):
         raise ValueError(f"unexpected answer: {lines[0][:100]!r}")
