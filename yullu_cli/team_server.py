@@ -59,12 +59,16 @@ def _why_refused(body: bytes) -> str:
 
 
 def _said(body: bytes) -> str:
-    """The server's own sentence (`{"error": …}`), else the start of what it sent."""
+    """The server's own sentence (`{"error": …}`), else the start of what it sent; its control characters escaped
+    (review 22: a server's answer printed as it came could drive the terminal doctor runs in)."""
+    from yullu_core.text import escape_controls
+
     try:
         error = json.loads(body).get("error")
     except (ValueError, AttributeError):
         error = None
-    return str(error) if error else body[:120].decode("utf-8", "replace").strip() or "no reason given"
+    said = str(error) if error else body[:120].decode("utf-8", "replace").strip() or "no reason given"
+    return escape_controls(said)
 
 
 def pinned_server(home: Path) -> str:

@@ -32,7 +32,9 @@ def list_memories(project_id: str, limit: Any = 20, offset: int = 0) -> list[Mem
 
 def projects() -> list[ProjectOut]:
     counts = tallies.memory_counts().by_project
-    roots = dict(access.only_visible(ProjectLocation.objects.all()).values_list("project_id", "git_root"))
+    located = access.only_visible(ProjectLocation.objects.all()).values_list("project_id", "git_root")
+    shown = access.sees_install_wide()  # where the server's checkouts live is the install's, not a reader's (walk 19)
+    roots: dict[str, str | None] = {pid: root if shown else None for pid, root in located}
     out: dict[str, ProjectOut] = {
         pid: {"project_id": pid, "memories": m, "unrated": u, "git_root": roots.get(pid)}
         for pid, (m, u) in counts.items()
