@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -124,6 +126,33 @@ def product_env(home: Path, **extra: str) -> dict[str, str]:
         "YULLU_LOG_LEVEL": "warning",
         **extra,
     }
+
+
+@contextlib.contextmanager
+def own_cluster(prefix: str, **extra: str) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A throwaway folder and `own_cluster_env` in it; afterwards the home's embedded PostgreSQL is stopped (whoever
+    started it) and the folder removed."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
+    base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
+    env = own_cluster_env(base, **extra)
+    try:
+        yield base, env
+    finally:
+        stop_home = "from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())"
+        subprocess.run([sys.executable, "-c", stop_home], env=env, cwd=REPO, capture_output=True, timeout=120)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def up_database(home: Path, **fields: Any) -> Any:
+    """The supervisor's view of a database that is up (yullu_cli.supervised.Database, no embedded cluster to look
+    at), for `_on_exit`: its own class, so a field added to it is there too (a hand-made stand-in lacked `back_at`)."""
+    from yullu_cli import supervised
+
+    class Up(supervised.Database):
+        def reachable(self) -> bool:
+            return True
+
+    return Up(home, None, owned=False, owner_role=False, **fields)
 
 
 def own_cluster_env(base: Path, **extra: str) -> dict[str, str]:

@@ -7,21 +7,18 @@ printed uvicorn's 50-line traceback of the connect timeout and the worker Celery
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.processes import REPO, own_cluster_env
+from tests.processes import REPO, own_cluster
 
 WHERE = "from yullu_core import paths, postgres as pg; print(pg.plan(paths.yullu_home()).pgdata)"
 START = "from yullu_core import paths, postgres as pg; pg.ensure_running(paths.ensure_home())"
-STOP = "from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())"
 WORKER_START = (
     "from celery import signals; from yullu_site.celery import _start_database_first;"
     "_start_database_first(signal=signals.worker_init)"
@@ -36,10 +33,7 @@ def _python(code: str, env: dict[str, str], timeout: float = 300) -> subprocess.
 @pytest.fixture
 def frozen() -> Iterator[dict[str, str]]:
     """A product environment whose embedded PostgreSQL runs, stopped with SIGSTOP for the test."""
-    base = Path(tempfile.mkdtemp(prefix="yullu-frozen-"))
-    base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
-    env = own_cluster_env(base, DJANGO_SETTINGS_MODULE="yullu_site.settings")
-    try:
+    with own_cluster("yullu-frozen-", DJANGO_SETTINGS_MODULE="yullu_site.settings") as (_base, env):
         started = _python(START, env)
         assert started.returncode == 0, started.stderr[-2000:]
         pgdata = Path(_python(WHERE, env).stdout.strip())
@@ -49,9 +43,6 @@ def frozen() -> Iterator[dict[str, str]]:
             yield env
         finally:
             os.kill(postmaster, signal.SIGCONT)
-    finally:
-        _python(STOP, env)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from access.models import AuditEntry, Grant, Project
 from memories.scope import resolve
 from memories.search import asking, expansion, queries
 from memories.write import create
-from tests.processes import own_cluster_env, product_env, run_cli, run_python, spawn, stop, wait_until
+from tests.processes import own_cluster, product_env, run_cli, run_python, spawn, stop, wait_until
 from yullu_core.errors import NotFound
 
 # --- 5. a search reads the CHOICE pattern once per prompt -------------------------------------------------------
@@ -76,35 +75,35 @@ WHERE = "from yullu_core import paths, postgres as pg; print(pg.plan(paths.yullu
 def test_a_worker_or_beat_supervisor_migrates_the_cluster_it_made_anew(role: str) -> None:
     """Only the web role's supervisor migrated a cluster it started again on a deleted data folder: one with
     `--role worker` or `--role beat` on the machine's embedded server left it empty (every table missing)."""
-    base = Path(tempfile.mkdtemp(prefix="yullu-role-"))
-    base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
-    env = own_cluster_env(base, YULLU_SCHEDULER_TICK_SECONDS="3600")
-    log = base / "serve.log"
-    serve = None
-    try:
-        assert run_cli(["prune", "--dry-run"], env, timeout=300).returncode == 0  # a migrated database to start on
-        with open(log, "wb") as out:
-            serve = spawn(["-m", "yullu_cli.main", "serve", "--role", role], env, stdout=out, stderr=subprocess.STDOUT)
+    with own_cluster("yullu-role-", YULLU_SCHEDULER_TICK_SECONDS="3600") as (base, env):
+        log = base / "serve.log"
+        serve = None
+        try:
+            assert run_cli(["prune", "--dry-run"], env, timeout=300).returncode == 0  # a migrated database to start on
+            with open(log, "wb") as out:
+                serve = spawn(
+                    ["-m", "yullu_cli.main", "serve", "--role", role], env, stdout=out, stderr=subprocess.STDOUT
+                )
 
-        def said() -> str:
-            return log.read_text(errors="replace")
+            def said() -> str:
+                return log.read_text(errors="replace")
 
-        wait_until(lambda: f"Yul'lu {role} started" in said(), f"the {role} to start", alive=serve, output=said)
-        pgdata = Path(run_python(WHERE, env))
-        wait_until(lambda: (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL", alive=serve, output=said)
-        old = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
-        shutil.rmtree(pgdata)
-        wait_until(lambda: "is back (pid" in said(), "the cluster made anew", timeout=180, alive=serve, output=said)
-        wait_until(lambda: run_python(PENDING, env) == "0", "no migration pending", alive=serve, output=said)
-        # said once the migration has committed, so a moment after no migration shows pending (CI saw it not yet)
-        up_to_date = "brought the new database up to date"
-        wait_until(lambda: up_to_date in said(), "the supervisor's line", alive=serve, output=said)
-        assert not old.is_running() or old.status() == psutil.STATUS_ZOMBIE
-    finally:
-        if serve is not None:
-            stop(serve)
-        run_python("from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())", env)
-        shutil.rmtree(base, ignore_errors=True)
+            wait_until(lambda: f"Yul'lu {role} started" in said(), f"the {role} to start", alive=serve, output=said)
+            pgdata = Path(run_python(WHERE, env))
+            wait_until(
+                lambda: (pgdata / "postmaster.pid").exists(), "the embedded PostgreSQL", alive=serve, output=said
+            )
+            old = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
+            shutil.rmtree(pgdata)
+            wait_until(lambda: "is back (pid" in said(), "the cluster made anew", timeout=180, alive=serve, output=said)
+            wait_until(lambda: run_python(PENDING, env) == "0", "no migration pending", alive=serve, output=said)
+            # said once the migration has committed, so a moment after no migration shows pending (CI saw it not yet)
+            up_to_date = "brought the new database up to date"
+            wait_until(lambda: up_to_date in said(), "the supervisor's line", alive=serve, output=said)
+            assert not old.is_running() or old.status() == psutil.STATUS_ZOMBIE
+        finally:
+            if serve is not None:
+                stop(serve)
 
 
 # --- 2. `yullu grant` on a mistyped project id -----------------------------------------------------------------

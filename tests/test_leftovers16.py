@@ -23,7 +23,7 @@ from memories.write import create
 from sync import outbox
 from sync.models import OutboxEvent
 from tests.conftest import free_port
-from tests.processes import git_repo, product_env, spawn, stop, wait_ready, wait_until
+from tests.processes import git_repo, product_env, spawn, stop, up_database, wait_ready, wait_until
 from tests.tcp_gate import TcpGate
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -183,18 +183,6 @@ def test_an_event_flush_that_finds_the_database_gone_after_the_commit_is_one_lin
     assert len(list((repo / ".yullu" / "logs").rglob("*.json"))) == kept
 
 
-def _reachable(home: Path) -> Any:
-    """The supervisor's view of a database that is up, for _on_exit: its own class, so a field added to it is
-    there too (a hand-made stand-in lacked `back_at`)."""
-    from yullu_cli import supervised
-
-    class Reachable(supervised.Database):
-        def reachable(self) -> bool:
-            return True
-
-    return Reachable(home, None, owned=False, owner_role=False)
-
-
 def test_a_web_process_that_fails_to_bind_for_another_reason_still_shows_its_last_lines_first(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -216,7 +204,7 @@ def test_a_web_process_that_fails_to_bind_for_another_reason_still_shows_its_las
     web.start()
     assert web.proc is not None
     web.proc.wait(timeout=60)
-    supervised._on_exit(web, time.monotonic(), _reachable(tmp_path))
+    supervised._on_exit(web, time.monotonic(), up_database(tmp_path))
     err = capfd.readouterr().err
     startup, bind, abort = err.index("startup complete"), err.index("[Errno 99]"), err.index("terminate called")
     ours = err.index("yullu: the web process (pid")

@@ -6,17 +6,15 @@ PostgreSQL running with no owner; the next start had to adopt it."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import free_port
-from tests.processes import REPO, is_ready, own_cluster_env, run_python, wait_until
+from tests.processes import REPO, is_ready, own_cluster, run_python, wait_until
 
 POSTMASTER = (
     "from yullu_core import paths, postgres as pg; print(pg.postmaster(pg.plan(paths.yullu_home())) is not None)"
@@ -25,29 +23,24 @@ POSTMASTER = (
 
 @pytest.mark.slow
 def test_a_hang_up_stops_serve_cleanly_with_its_embedded_postgres() -> None:
-    base = Path(tempfile.mkdtemp(prefix="yullu-hup-"))
-    base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
     port = free_port()
-    env = own_cluster_env(base, YULLU_PORT=str(port), YULLU_SCHEDULER_TICK_SECONDS="3600")
-    log = base / "serve.log"
-    with open(log, "wb") as out:
-        serve = subprocess.Popen([sys.executable, "-m", "yullu_cli.main", "serve"], env=env, cwd=REPO, stdout=out,
-                                 stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
-    try:
-        wait_until(lambda: is_ready(f"http://127.0.0.1:{port}"), "the site to be ready", timeout=300, alive=serve)
-        assert run_python(POSTMASTER, env) == "True"
-        serve.send_signal(signal.SIGHUP)  # the supervisor alone, as a closed terminal's hang-up reaches it
-        code = serve.wait(timeout=120)
-        said = log.read_text(errors="replace")
-        assert code == 0, said[-3000:]
-        assert "yullu: stopped (the embedded PostgreSQL too)." in said, said[-3000:]
-        assert run_python(POSTMASTER, env) == "False"  # its clean-up stopped the embedded PostgreSQL it started
-    finally:
-        if serve.poll() is None:
-            os.killpg(serve.pid, signal.SIGKILL)
-        stop = "from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())"
-        subprocess.run([sys.executable, "-c", stop], env=env, cwd=REPO, capture_output=True, timeout=120)
-        shutil.rmtree(base, ignore_errors=True)
+    with own_cluster("yullu-hup-", YULLU_PORT=str(port), YULLU_SCHEDULER_TICK_SECONDS="3600") as (base, env):
+        log = base / "serve.log"
+        with open(log, "wb") as out:
+            serve = subprocess.Popen([sys.executable, "-m", "yullu_cli.main", "serve"], env=env, cwd=REPO,
+                                     stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        try:
+            wait_until(lambda: is_ready(f"http://127.0.0.1:{port}"), "the site to be ready", timeout=300, alive=serve)
+            assert run_python(POSTMASTER, env) == "True"
+            serve.send_signal(signal.SIGHUP)  # the supervisor alone, as a closed terminal's hang-up reaches it
+            code = serve.wait(timeout=120)
+            said = log.read_text(errors="replace")
+            assert code == 0, said[-3000:]
+            assert "yullu: stopped (the embedded PostgreSQL too)." in said, said[-3000:]
+            assert run_python(POSTMASTER, env) == "False"  # its clean-up stopped the embedded PostgreSQL it started
+        finally:
+            if serve.poll() is None:
+                os.killpg(serve.pid, signal.SIGKILL)
 
 
 class _ClosedTerminal:

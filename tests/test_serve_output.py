@@ -6,24 +6,15 @@ clean-up; its children were killed with it and the embedded PostgreSQL was left 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.processes import REPO, is_ready, own_cluster_env, wait_until
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.conftest import free_port
+from tests.processes import REPO, is_ready, own_cluster, wait_until
 
 
 def _children(serve: subprocess.Popen[bytes]) -> dict[str, int]:
@@ -41,27 +32,22 @@ def _children(serve: subprocess.Popen[bytes]) -> dict[str, int]:
 
 @pytest.mark.slow
 def test_serve_whose_output_reader_went_away_keeps_serving_and_restarting_children() -> None:
-    base = Path(tempfile.mkdtemp(prefix="yullu-pipe-"))
-    base.chmod(0o755)  # as root, PostgreSQL's system user must reach the data folder
-    port = _free_port()
-    env = own_cluster_env(base, YULLU_PORT=str(port), YULLU_SCHEDULER_TICK_SECONDS="3600")
-    serve = subprocess.Popen([sys.executable, "-m", "yullu_cli.main", "serve"], env=env, cwd=REPO,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        assert serve.stdout is not None
-        serve.stdout.readline()  # the first line, as `| head -1` reads it
-        serve.stdout.close()  # and the reader is gone
-        wait_until(lambda: is_ready(url), "the site to be ready", timeout=300, alive=serve)
-        worker = wait_until(lambda: _children(serve).get("worker"), "the worker", alive=serve)
-        os.kill(worker, signal.SIGKILL)  # the supervisor says a line about it, into the broken pipe
-        wait_until(lambda: _children(serve).get("worker") not in (None, worker), "a new worker", alive=serve)
-        assert is_ready(url)
-        serve.send_signal(signal.SIGTERM)
-        assert serve.wait(timeout=120) == 0  # its clean-up ran: the embedded PostgreSQL it started is stopped
-    finally:
-        if serve.poll() is None:
-            os.killpg(serve.pid, signal.SIGKILL)
-        stop = "from yullu_core import paths, postgres as pg; pg.stop(paths.yullu_home())"
-        subprocess.run([sys.executable, "-c", stop], env=env, cwd=REPO, capture_output=True, timeout=120)
-        shutil.rmtree(base, ignore_errors=True)
+    port = free_port()
+    with own_cluster("yullu-pipe-", YULLU_PORT=str(port), YULLU_SCHEDULER_TICK_SECONDS="3600") as (_base, env):
+        serve = subprocess.Popen([sys.executable, "-m", "yullu_cli.main", "serve"], env=env, cwd=REPO,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            assert serve.stdout is not None
+            serve.stdout.readline()  # the first line, as `| head -1` reads it
+            serve.stdout.close()  # and the reader is gone
+            wait_until(lambda: is_ready(url), "the site to be ready", timeout=300, alive=serve)
+            worker = wait_until(lambda: _children(serve).get("worker"), "the worker", alive=serve)
+            os.kill(worker, signal.SIGKILL)  # the supervisor says a line about it, into the broken pipe
+            wait_until(lambda: _children(serve).get("worker") not in (None, worker), "a new worker", alive=serve)
+            assert is_ready(url)
+            serve.send_signal(signal.SIGTERM)
+            assert serve.wait(timeout=120) == 0  # its clean-up ran: the embedded PostgreSQL it started is stopped
+        finally:
+            if serve.poll() is None:
+                os.killpg(serve.pid, signal.SIGKILL)

@@ -14,14 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import up_database
 from yullu_cli import supervised
-
-
-class _Up(supervised.Database):
-    """The supervisor's database, up (no embedded cluster to look at)."""
-
-    def reachable(self) -> bool:
-        return True
 
 
 def _dies_at_once() -> supervised.Child:
@@ -51,7 +45,7 @@ def _exits(child: supervised.Child, database: supervised.Database, times: int) -
 def test_exits_while_the_new_cluster_is_not_up_to_date_are_not_a_crash_loop(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    database = _Up(tmp_path, None, owned=False, owner_role=False, unprepared=True)
+    database = up_database(tmp_path, unprepared=True)
     child = _dies_at_once()
     _exits(child, database, supervised.MAX_QUICK_FAILURES + 2)
     assert child.quick_failures == 0
@@ -60,7 +54,7 @@ def test_exits_while_the_new_cluster_is_not_up_to_date_are_not_a_crash_loop(
 
 def test_an_exit_of_a_child_started_before_the_migration_finished_is_not_counted(tmp_path: Path) -> None:
     """The migration runs in the supervisor's loop: the worker's exit during it is seen only afterwards."""
-    database = _Up(tmp_path, None, owned=False, owner_role=False)
+    database = up_database(tmp_path)
     child = _dies_at_once()
     database.prepared_at = child.started_at + 0.5  # brought up to date after this child started
     supervised._on_exit(child, time.monotonic(), database)
@@ -69,7 +63,7 @@ def test_an_exit_of_a_child_started_before_the_migration_finished_is_not_counted
 
 def test_the_same_exits_on_an_up_to_date_database_still_end_the_site(tmp_path: Path) -> None:
     """The excuse is narrow: a child that keeps dying on a database that is ready is a crash loop."""
-    database = _Up(tmp_path, None, owned=False, owner_role=False)
+    database = up_database(tmp_path)
     child = _dies_at_once()
     with pytest.raises(supervised.CrashLoop, match="4 times in a row"):
         _exits(child, database, supervised.MAX_QUICK_FAILURES)
@@ -118,7 +112,7 @@ def test_a_data_folder_still_being_deleted_is_waited_for_not_a_crash_loop(
 def test_an_exit_seen_after_the_embedded_server_came_back_is_not_counted(tmp_path: Path) -> None:
     """The supervisor starts a killed postmaster again inside its loop (seconds of crash recovery); a child that
     died meanwhile is looked at only afterwards, when the database answers again: it died of the outage."""
-    database = _Up(tmp_path, None, owned=False, owner_role=False)
+    database = up_database(tmp_path)
     child = _dies_at_once()
     database.back_at = child.started_at + 0.5  # the server was started again after this child started
     supervised._on_exit(child, time.monotonic(), database)
