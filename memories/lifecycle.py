@@ -19,7 +19,7 @@ from access.people import username
 from yullu_core.arguments import Text
 from yullu_core.errors import NotFound, UserError
 
-from .anchors.checks import anchor_out, is_stale
+from .anchors.checks import anchors_of, is_stale
 from .embedding.embedders import embeds, get_embedder
 from .models import (
     ArchiveReason,
@@ -343,7 +343,7 @@ def memory_detail(memory_id: Any, project_id: str | None = None) -> MemoryDetail
     anchors, links and a summary of its history. One call for both transports: REST's GET answered the memory
     alone while MCP's get_memory added the rest."""
     memory = edit.get_memory_in(memory_id, project_id)
-    anchors = [anchor_out(a) for a in memory.anchors.order_by("id")]
+    anchors = anchors_of(memory)
     return {
         **memory_to_wire(memory),
         "anchors": anchors,

@@ -107,6 +107,11 @@ def anchor_out(a: MemoryAnchor) -> AnchorOut:
     return out
 
 
+def anchors_of(memory: Memory) -> list[AnchorOut]:
+    """A memory's anchors as pinned (the order they were given in), as get_memory and an update answer them."""
+    return [anchor_out(a) for a in memory.anchors.order_by("id")]
+
+
 def is_stale(anchors: Iterable[AnchorOut]) -> bool:
     return any(a["status"] in STALE_STATUSES for a in anchors)
 

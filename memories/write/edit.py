@@ -18,7 +18,7 @@ from yullu_core.timestamps import ns_to_datetime
 from .. import origins
 from ..anchors import stale as anchor_stale
 from ..anchors import store as anchor_store
-from ..anchors.checks import anchor_out
+from ..anchors.checks import anchors_of
 from ..changes import ATTRIBUTE_FIELDS, change_time, publish_change
 from ..embedding.embedders import get_embedder
 from ..embedding.vector_index import ensure_index
@@ -67,7 +67,7 @@ def updated_answer(memory: Memory, anchors_given: bool) -> UpdatedOut:
     bob re-anchored a memory to the renamed code and learnt whether they were pinned only from get_memory)."""
     out = cast(UpdatedOut, memory_to_wire(memory))
     if anchors_given:
-        out["anchors"] = [anchor_out(a) for a in memory.anchors.order_by("id")]
+        out["anchors"] = anchors_of(memory)
     return out
 
 
