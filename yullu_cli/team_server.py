@@ -21,12 +21,9 @@ PINNED = re.compile(r"YULLU_SERVER=(\S+)")
 def token_problem(server: str, token: str) -> str | None:
     """None when `server` takes `token` (one authenticated read); else one sentence saying why not.
     Raises OSError when the server cannot be reached."""
-    request = urllib.request.Request(
-        f"{server}/api/projects", headers={"Authorization": f"Bearer {token}", "Accept": "application/json"}
-    )
     try:
-        with urllib.request.urlopen(request, timeout=10):  # noqa: S310 (the URL the user named)
-            return None
+        _read(f"{server}/api/projects", token)
+        return None
     except urllib.error.HTTPError as exc:
         if exc.code == 401:
             return f"{server} refuses this token ({_why_refused(exc.read())}): its admin makes a new one"
@@ -38,16 +35,21 @@ def project_problem(server: str, token: str, project_id: str) -> str | None:
     token has no role on answers as one that does not exist). None too when the server cannot be asked:
     doctor's server line says why."""
     query = urllib.parse.urlencode({"project_id": project_id})
-    request = urllib.request.Request(
-        f"{server}/api/stats?{query}", headers={"Authorization": f"Bearer {token}", "Accept": "application/json"}
-    )
     try:
-        with urllib.request.urlopen(request, timeout=10):  # noqa: S310 (the URL install pinned)
-            return None
+        _read(f"{server}/api/stats?{query}", token)
+        return None
     except urllib.error.HTTPError as exc:
         return _said(exc.read()) if exc.code in (403, 404) else None
     except OSError:
         return None
+
+
+def _read(url: str, token: str) -> None:
+    """One authenticated GET of the team server (the URL the user named or install pinned); HTTPError for a refusal,
+    OSError when it cannot be reached."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=10):  # noqa: S310 (the team server's own URL)
+        pass
 
 
 def _why_refused(body: bytes) -> str:
