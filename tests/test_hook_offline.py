@@ -170,3 +170,51 @@ def test_a_rate_limited_answer_is_a_later_not_a_refusal(status: str) -> None:
     is Unavailable now, so record-turn keeps it for the session's next turn."""
     with pytest.raises(hooks.Unavailable):
         hooks.response_body(f"HTTP/1.1 {status}\r\nContent-Length: 2\r\n\r\n{{}}".encode())
+
+
+def codex_turn(n: int, thread: str = "t-1") -> list[str]:
+    """Codex's notify argv: the program's own arguments, then the turn as JSON."""
+    turn = {
+        "type": "agent-turn-complete",
+        "thread-id": thread,
+        "turn-id": f"turn-{n}",
+        "cwd": "",
+        "input-messages": [f"question {n} about refunds"],
+        "last-assistant-message": f"answer {n}: refunds are synchronous",
+    }
+    return ["codex-notify", json.dumps(turn)]
+
+
+@pytest.mark.parametrize("outage", [ConnectionRefusedError(111, "refused"), hooks.Unavailable("503")])
+def test_codex_turns_of_an_outage_arrive_with_the_first_turn_after_it(
+    server: Server, tmp_path: Path, outage: OSError
+) -> None:
+    """Walk 20: Codex's notify gives the turn itself and no transcript, and a turn the server did not take was
+    lost; it is kept now, and the next notify (or Stop hook) the server takes sends it, once."""
+    assert hooks.codex_notify(codex_turn(1)) == 0
+    server.down = outage
+    for n in (2, 3):
+        assert hooks.codex_notify(codex_turn(n)) == 0
+    server.down = None
+    assert hooks.codex_notify(codex_turn(4)) == 0
+    questions = [content for _, role, content in server.buffer if role == "user"]
+    assert questions == [f"question {n} about refunds" for n in (1, 4, 2, 3)]
+    assert {session for session, _, _ in server.buffer} == {"codex-t-1"}
+    assert not list((tmp_path / "home" / "run" / hooks.UNSENT_DIR).iterdir())  # caught up: nothing left
+    hooks.codex_notify(codex_turn(5))
+    assert len(server.buffer) == 10  # each turn once
+
+
+def test_a_codex_turn_kept_offline_is_sent_by_a_claude_code_stop(
+    server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    server.down = ConnectionRefusedError(111, "refused")
+    hooks.codex_notify(codex_turn(1, "offline"))
+    kept = Path(hooks.kept_turns(hooks.unsent_marker("codex-offline")))
+    assert kept.stat().st_mode & 0o077 == 0  # the user's words: this user's only
+    server.down = None
+    transcript = tmp_path / "claude.jsonl"
+    turn(transcript, 7)
+    stop_hook(monkeypatch, transcript, "claude")
+    assert {(s, r) for s, r, _ in server.buffer} >= {("codex-offline", "user"), ("codex-offline", "assistant")}
+    assert not kept.exists()

@@ -516,6 +516,8 @@ def send_unsent() -> None:
             os.remove(marker)
         except OSError:
             return
+        with contextlib.suppress(OSError):  # sent: the turns a notify kept (a Claude Code session has none)
+            os.remove(kept_turns(marker))
 
 
 def unsent_turns(marker: str) -> tuple[str, str, str, list[tuple[str, str]]]:
@@ -558,12 +560,35 @@ def codex_notify(argv: list[str]) -> int:
     inputs = data.get("input-messages") or []
     user = "\n".join(str(m) for m in inputs if isinstance(m, str)).strip()
     assistant = str(data.get("last-assistant-message") or "").strip()
-    session = str(data.get("thread-id") or data.get("turn-id") or "codex")
+    session = "codex-" + str(data.get("thread-id") or data.get("turn-id") or "codex")
     try:
-        record(f"codex-{session}", data.get("cwd"), user, assistant)
-    except (OSError, ValueError):
+        record(session, data.get("cwd"), user, assistant)
+    except OSError:  # the server did not get it: kept, and sent by the next hook the server takes (walk 20)
+        keep_unsent(session, data.get("cwd"), [("user", user), ("assistant", assistant)])
         return 0
+    except ValueError:
+        return 0
+    send_unsent()
     return 0
+
+
+def kept_turns(marker: str) -> str:
+    """Beside a session's note, the turns kept for a client that gives the turn itself, not a transcript."""
+    return marker[: -len(".json")] + ".jsonl"
+
+
+def keep_unsent(session_id: str, cwd: Any, turns: list[tuple[str, str]]) -> None:
+    """Codex's notify hands over one turn and keeps no file we know how to find again, so an unsent turn is
+    appended to a transcript of our own (OpenAI-style lines, which read_turns reads) that send_unsent sends
+    like any other session's and removes with its note."""
+    path = kept_turns(unsent_marker(session_id))
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps({"role": role, "content": text}) + "\n" for role, text in turns)
+    except OSError:  # a home we cannot write to: the turn is lost, as before
+        return
+    remember_unsent(session_id, path, cwd, 0)
 
 
 def mcp_headers() -> int:
