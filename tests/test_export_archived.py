@@ -63,6 +63,27 @@ def test_a_rejected_memory_survives_an_export_and_import(stub_embedder: StubServ
     assert archived_rows() == before
 
 
+def test_an_import_counts_its_archived_rows_as_read(stub_embedder: StubServer, tmp_path: Path) -> None:
+    """Walk 20: importing an export again said `"read": 13, "skipped": 14` (the archived row skipped but not read),
+    and the stderr line, printed before the archived rows, said 13 already there."""
+    scope = resolve(PROJECT, None)
+    create.store_memory(scope, "Run make test before pushing", "process", ["ci"])
+    wrong = create.store_memory(scope, "We deploy on Fridays after lunch", "process", ["deploy"]).memory
+    edit.rate_memory(wrong.id, 2, "we never deploy on Fridays")
+    env = product_env(tmp_path / "home", YULLU_EMBED_PROVIDER="none")
+    out = export(tmp_path, env)
+    Memory.objects.all().delete()  # a fresh server
+    RejectedMemory.objects.all().delete()
+    first = run_cli(["import", str(out)], env)
+    assert json.loads(first.stdout)["read"] == 2
+    assert first.stderr.splitlines()[-1].startswith("read 2: 1 new, 0 already there, 0 repeated within the file, ")
+    assert first.stderr.splitlines()[-1].endswith(", 1 archived memories written back")
+    again = run_cli(["import", str(out)], env)
+    summary = json.loads(again.stdout)
+    assert (summary["read"], summary["skipped"]) == (2, 2), summary
+    assert again.stderr.splitlines()[-1] == "read 2: 0 new, 2 already there, 0 repeated within the file, 0 refused"
+
+
 def test_without_archived_memories_the_file_stays_version_one(stub_embedder: StubServer, tmp_path: Path) -> None:
     create.store_memory(resolve(PROJECT, None), "Run make test before pushing", "process", ["ci"])
     env = product_env(tmp_path / "home", YULLU_EMBED_PROVIDER="none")

@@ -32,6 +32,7 @@ from .placing import not_after, placed, read_time
 class Tally(Protocol):
     """What an import counts (importer.ImportResult)."""
 
+    read: int
     skipped: int
     refused: int
     archived: int
@@ -70,6 +71,7 @@ def restore(lines: list[tuple[int, Any]], project: str | None, result: Tally) ->
     archived; a bad row is refused with its line's reason, like a memory's."""
     now = timezone.now()
     for n, record in lines:
+        result.read += 1  # counted as the file's memories are, so read = created + skipped + … + archived
         try:
             row = _checked(record, project, now)
         except (ValueError, ValidationError, UserError) as exc:

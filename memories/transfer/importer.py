@@ -414,7 +414,6 @@ def import_rows(
                 _progress(progress, result)
         if batch:
             _write_or_explain(batch, result, load, made)
-    _progress(progress, result, done=True)
     return result
 
 
@@ -469,7 +468,7 @@ def _progress(out: IO[str] | None, result: ImportResult, done: bool = False) -> 
     line = (
         f"read {result.read}: {result.created} new, {result.skipped} already there, "
         f"{result.repeated} repeated within the file, {result.refused} refused"
-    )
+    ) + (f", {result.archived} archived memories written back" if result.archived else "")
     if out.isatty():
         out.write("\r" + line + ("\n" if done else ""))
     elif done or result.read % 1000 < BATCH:
@@ -500,6 +499,7 @@ def import_path(
         rows = read_mcp_memory(path, project or resolve(None, cwd).project_id)
     import_rows(rows, result, progress=progress, expected=expected)
     archived.restore(held, project, result)
+    _progress(progress, result, done=True)  # after the archived rows: the last line adds up as the summary does
     return result
 
 
@@ -539,4 +539,6 @@ def import_assistant_memory(
     if not rows:
         expected = "CLAUDE.md, AGENTS.md, .cursor/rules/*.mdc, .github/copilot-instructions.md or Claude Code's memory"
         raise UserError(f"{path}: no facts found (expected Markdown lists or paragraphs: {expected}).")
-    return import_rows(rows, result, progress=progress)
+    import_rows(rows, result, progress=progress)
+    _progress(progress, result, done=True)
+    return result
