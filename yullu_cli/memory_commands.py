@@ -295,7 +295,8 @@ def _server() -> tuple[bool, str, str]:
 
     from yullu_core.env import env_str
 
-    from .hooks import server_url
+    from .hooks import server_url, yullu_home
+    from .supervised import ended_because
 
     url = server_url() + "/api/status"
     try:
@@ -306,6 +307,8 @@ def _server() -> tuple[bool, str, str]:
     except OSError as exc:
         if env_str("YULLU_SERVER"):  # a team server is its admin's to start
             return False, f"{url}: {exc}", "check the URL and your network, or ask the server's admin"
+        if ended := ended_because(yullu_home() / "run"):
+            return False, f"{url}: {exc}; the last `yullu serve` stopped by itself: {ended}", STOPPED_FIX
         return False, f"{url}: {exc}", "start it with `yullu serve` (or `yullu install --service`)"
     status = _status_of(body)
     if status is None:
@@ -318,18 +321,26 @@ def _server() -> tuple[bool, str, str]:
 
 
 def _team_token(url: str) -> tuple[bool, str, str]:
-    """A ready team server still refuses a revoked, expired or mistyped token: every MCP call and hook
-    then fails (the hooks silently), so doctor asks it with the token the hooks send."""
+    """A ready server still refuses a revoked, expired or mistyped token: every MCP call and hook then
+    fails (the hooks silently), so doctor asks it with the token the hooks send. This machine's own server
+    too: its token file deleted and written again by hand (or by another home's `yullu token`) while it
+    served, the hooks were refused and doctor said ok (chaos drill, round 23). No token file: the hooks
+    line says so."""
     from yullu_core.env import env_str
 
-    from .hooks import token
+    from .hooks import token, yullu_home
     from .team_server import token_problem
 
-    if not (team := env_str("YULLU_SERVER").rstrip("/")) or not (problem := token_problem(team, token())):
+    team = env_str("YULLU_SERVER").rstrip("/")
+    sent = token()
+    if not sent or not (problem := token_problem(team or url.removesuffix("/api/status"), sent)):
         return True, url + " ready", ""
-    return False, problem, f"then run `yullu install --server {team} --token NEW`"
+    if team:
+        return False, problem, f"then run `yullu install --server {team} --token NEW`"
+    return False, f"{url.removesuffix('/api/status')} refuses the token in {yullu_home() / 'token'}", _token_file_fix()
 
 
+STOPPED_FIX = "fix what that says (its log above it has the detail), then start it again with `yullu serve`"
 NOT_OURS_FIX = "stop that program, or run Yul'lu on another port: `yullu serve --port N`, YULLU_PORT=N or [server].port"
 
 

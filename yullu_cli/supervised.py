@@ -140,9 +140,11 @@ class Database:
     emptying: bool = False  # its data folder is being deleted: the new cluster waits for it (said once)
     unseen: int = 0  # starts in a row that succeeded without a postmaster in the watched folder
     # After a start that made a new, empty cluster (its data folder was deleted): migrate and bootstrap it as
-    # `yullu serve`'s start does, returning the line to say (every role sets it; None: nothing to prepare).
-    prepare: Callable[[], str] | None = None
+    # `yullu serve`'s start does, returning the line to say, or None when another supervisor of the home did it
+    # (every role sets it; prepare None: nothing to prepare).
+    prepare: Callable[[], str | None] | None = None
     unprepared: bool = False  # a new cluster not yet brought up to date (tried again every PREPARE_RETRY s)
+    prepare_failures: int = 0  # tries in a row that failed with the database up and space left
     prepared_at: float = 0.0  # when a new cluster was last brought up to date (monotonic)
     back_at: float = 0.0  # when the embedded server was last started again after it went (monotonic)
 
@@ -175,7 +177,10 @@ class Database:
         if self.down_since is None:
             self.down_since = now
             gone = f" (pid {self.server.pid})" if self.server else ""
-            say(f"yullu: the embedded PostgreSQL{gone} is gone; starting it again (crash recovery).", "WARNING")
+            # A stop request (pg_ctl stop -m smart/fast, SIGTERM) was said as "crash recovery" (round 22).
+            how = "was shut down" if pg.shut_down_cleanly(self.cluster) else "is gone"
+            again = "starting it again" if how == "was shut down" else "starting it again (crash recovery)"
+            say(f"yullu: the embedded PostgreSQL{gone} {how}; {again}.", "WARNING")
             _count_restart("postgres")
             on_gone()
         if now < self.retry_at:
@@ -229,7 +234,9 @@ class Database:
     def _prepare(self) -> None:
         """A new cluster has no tables: the site answered errors and the worker and beat died on missing
         tables until they were a crash loop that stopped `yullu serve`. Migrate it (and bootstrap: a new
-        admin account and token) with the code the start runs; on failure, try again in PREPARE_RETRY s."""
+        admin account and token) with the code the start runs; on failure, try again in PREPARE_RETRY s.
+        Raises CrashLoop after MAX_QUICK_FAILURES failures in a row with the database up and space left (a
+        migration that cannot apply): its children's exits were excused for ever, and the site never ended."""
         from django.db import connections
 
         if self.prepare is None:
@@ -238,13 +245,26 @@ class Database:
         try:
             said = self.prepare()
         except Exception as exc:
-            self.retry_at = time.monotonic() + PREPARE_RETRY
-            reason = " ".join(str(exc).split())[:600]
-            say(f"yullu: could not bring the new database up to date ({type(exc).__name__}: {reason}); "
-                f"trying again in {PREPARE_RETRY:.0f} s.", "WARNING")  # fmt: skip
+            self._not_prepared(exc)
             return
-        self.unprepared, self.prepared_at = False, time.monotonic()
-        say(said)
+        self.unprepared, self.prepared_at, self.prepare_failures = False, time.monotonic(), 0
+        if said:
+            say(said)
+
+    def _not_prepared(self, exc: Exception) -> None:
+        from yullu_core.failures import short_of_space
+
+        reason = f"{type(exc).__name__}: {' '.join(str(exc).split())[:600]}"
+        passing = short_of_space(self.home) or not self.reachable()  # these pass by themselves: never counted
+        self.prepare_failures += not passing
+        if self.prepare_failures >= MAX_QUICK_FAILURES:
+            raise CrashLoop(
+                f"yullu: could not bring the new database up to date, {self.prepare_failures} times in a row "
+                f"({reason}); stopping everything."
+            ) from exc
+        self.retry_at = time.monotonic() + PREPARE_RETRY
+        say(f"yullu: could not bring the new database up to date ({reason}); trying again in {PREPARE_RETRY:.0f} s.",
+            "WARNING")  # fmt: skip
 
     def _wait_until_empty(self) -> None:
         """A data folder still being deleted is no crash loop: initdb refused it ("exists but is not empty")
@@ -476,10 +496,10 @@ def _count_restart(name: str) -> None:
 LOCK_CHECK_EVERY = 2.0  # seconds: how long a beat may run after the lock's connection was lost
 
 
-def supervise(children: list[Child], beat_lock: BeatLock | None, database: Database) -> bool:
-    """Keep every child (and the embedded PostgreSQL) running until Ctrl-C/SIGTERM (then True). A
+def supervise(children: list[Child], beat_lock: BeatLock | None, database: Database) -> str | None:
+    """Keep every child (and the embedded PostgreSQL) running until Ctrl-C/SIGTERM (then None). A
     child that exits is restarted (the others keep serving); one that keeps dying right at start,
-    or a PostgreSQL that cannot start again, stops everything with one line saying why (then False)."""
+    or a PostgreSQL that cannot start again, stops everything with one line saying why (returned)."""
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -509,12 +529,12 @@ def supervise(children: list[Child], beat_lock: BeatLock | None, database: Datab
                     _on_exit(child, now, database)
         except CrashLoop as exc:
             say(str(exc), "ERROR")
-            return False
+            return str(exc)
         if beat_lock is not None and now - checked > LOCK_CHECK_EVERY:
             checked = now
             _keep_beat_lock(beat_lock, beat)
         time.sleep(0.5)
-    return True
+    return None
 
 
 def _drop_beat_lock(lock: BeatLock | None, beat: Child | None) -> None:
@@ -544,6 +564,27 @@ def _keep_beat_lock(lock: BeatLock, beat: Child | None) -> None:
         say("yullu: holding the beat lock again; starting beat.")
         beat.paused = False
         _restart(beat, time.monotonic())  # not into a config file broken meanwhile (walk 13)
+
+
+def remember_the_stop(run_dir: Path, line: str | None) -> None:
+    """Keep the line a supervisor ended with (None: a start, or a stop by request, forgets it): `yullu doctor`
+    says it beside "connection refused" (a crash loop's line was only in a log the user may not have)."""
+    with contextlib.suppress(OSError):
+        if line is None:
+            (run_dir / ENDED_BECAUSE).unlink(missing_ok=True)
+        else:
+            (run_dir / ENDED_BECAUSE).write_text(line.removeprefix("yullu: ") + "\n")
+
+
+def ended_because(run_dir: Path) -> str | None:
+    """The line the last `yullu serve` of this home ended with by itself, or None."""
+    try:
+        return (run_dir / ENDED_BECAUSE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+ENDED_BECAUSE = "ended-because"
 
 
 def say(message: str, level: str = "INFO") -> None:

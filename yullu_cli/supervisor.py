@@ -37,7 +37,7 @@ from .banner import print_banner
 from .django_setup import alive, fail, not_on_a_team_servers_client, setup_django
 from .output import guard_output
 from .ports import wait_to_listen
-from .supervised import BeatLock, Child, Database, say, stop_all, supervise
+from .supervised import BeatLock, Child, Database, remember_the_stop, say, stop_all, supervise
 
 if TYPE_CHECKING:
     from access.bootstrap import BootstrapResult
@@ -148,6 +148,8 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         run_dir.mkdir(exist_ok=True)
         pidfile = run_dir / ("serve.pid" if role == "all" else f"serve-{role}-{port}.pid")
         _pidfile_claim(pidfile)
+        if role == "all":
+            remember_the_stop(run_dir, None)  # a line from a run before this one is no longer the news
     except OSError as exc:  # EACCES / EPERM: another user's folder, or chmod'ed read-only; EROFS: a read-only mount
         if not isinstance(exc, PermissionError) and exc.errno != errno.EROFS:
             raise
@@ -164,7 +166,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
     children: list[Child] = []
     beat_lock: BeatLock | None = None
     database: Database | None = None
-    healthy = True
+    ended: str | None = None  # the line a crash loop stopped everything with
     # Ctrl-C or SIGTERM while starting (a first migration, waiting for the beat lock) stops the start
     # and still runs the clean-up below: before, it ended the process there and then, leaving the
     # embedded PostgreSQL it had started running with no owner.
@@ -189,7 +191,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
                 print_banner(host, port, *prepared, settings.YULLU_HOME, database.cluster)
             else:
                 print(f"Yul'lu {role} started (pid {os.getpid()}); press Ctrl-C to stop.", flush=True)
-            healthy = supervise(children, beat_lock, database)  # from here on its own handlers stop it
+            ended = supervise(children, beat_lock, database)  # from here on its own handlers stop it
         except StopStarting:
             pass
     finally:
@@ -204,6 +206,8 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         stops_pg = embedded and (database.owned if database is not None else owns_pg)
         if stops_pg:
             pg.stop(home, database.cluster if database is not None else None)
+        if role == "all":
+            remember_the_stop(run_dir, ended)
         _forget(pidfile)
         _forget(_stopping_mark(pidfile))
         shutil.rmtree(metrics_dir, ignore_errors=True)
@@ -212,7 +216,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         # After "stopping…" the worker's warm shutdown and PostgreSQL's took ~9 s in silence, and nothing said
         # when it was over (walk 9).
         say(f"yullu: stopped{' (the embedded PostgreSQL too)' if stops_pg else ''}.")
-    if not healthy:
+    if ended:
         raise SystemExit(1)  # so `make run`, systemd and scripts see that it did not stop by request
 
 
@@ -324,10 +328,13 @@ def _prepare_database() -> tuple[BootstrapResult, list[str]]:
         return bootstrap(), migrated
 
 
-def _prepare_new_database() -> str:
+def _prepare_new_database() -> str | None:
     """A cluster the supervisor made again (its data folder deleted) migrated and bootstrapped, as at start;
-    the line saying so: its admin password and token are new."""
+    the line saying so (its admin password and token are new), or None when another supervisor of this home
+    did it first: three (`--role web|worker|beat`) each said it, two with "0 migrations" (round 22)."""
     result, migrated = _prepare_database()
+    if not (migrated or result.token_created or result.admin_created):
+        return None
     return (
         f"yullu: the embedded PostgreSQL's data folder was made anew (empty): brought the new database up to "
         f"date ({len(migrated)} migrations); its admin password is in {result.admin_password_file} and its "

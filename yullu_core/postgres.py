@@ -441,6 +441,22 @@ def postmaster(cluster: Cluster) -> Postmaster | None:
     return Postmaster(pid, lines[2] if len(lines) > 2 else "") if _alive(pid) else None
 
 
+# pg_control's `state` (a DBState, 4 bytes after the system identifier and two version numbers; the same
+# place since PostgreSQL 9): 1 "shut down", 2 "shut down in recovery". A killed postmaster leaves "in production".
+_CONTROL_STATE = slice(16, 20)
+_SHUT_DOWN = (1, 2)
+
+
+def shut_down_cleanly(cluster: Cluster) -> bool:
+    """Whether `cluster`'s server last ended by a stop request (pg_ctl stop in any mode, SIGTERM/SIGINT), not
+    a crash (kill -9, the OOM killer, a PANIC): its control file says so. False when it cannot be read."""
+    try:
+        state = (cluster.pgdata / "global" / "pg_control").read_bytes()[_CONTROL_STATE]
+    except OSError:
+        return False
+    return len(state) == 4 and int.from_bytes(state, "little") in _SHUT_DOWN
+
+
 def stopping(cluster: Cluster) -> bool:
     """Whether the running postmaster is shutting down: postmaster.pid's status line (the 8th)
     says `stopping` from a stop request until the server exits."""

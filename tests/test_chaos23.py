@@ -1,0 +1,127 @@
+"""Chaos drills, round 23: what the supervisor says and does when the embedded PostgreSQL is stopped on
+purpose, when a new cluster's migration keeps failing, and with three supervisors (one per role) on one home."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port
+from tests.processes import up_database
+from yullu_cli import supervised
+
+PG_CONTROL_STATE_AT = 16  # where pg_control keeps the cluster's state (DBState)
+
+
+def _failing_migration() -> str:
+    raise RuntimeError('relation "memories_memory" already exists')
+
+
+def test_a_migration_that_keeps_failing_on_a_new_cluster_ends_the_site_with_one_line(tmp_path: Path) -> None:
+    """Its children's exits were excused for as long as the new cluster was not up to date, so a migration that
+    could never apply kept the site half up for ever (round 22's leftover): now four failures in a row end it."""
+    database = up_database(tmp_path, unprepared=True, prepare=_failing_migration)
+    for _ in range(supervised.MAX_QUICK_FAILURES - 1):
+        database._prepare()
+    said = r"up to date, 4 times in a row \(RuntimeError: relation .memories_memory. already exists\); stopping"
+    with pytest.raises(supervised.CrashLoop, match=said):
+        database._prepare()
+
+
+def test_a_migration_failing_while_the_database_is_down_is_tried_again_without_end(tmp_path: Path) -> None:
+    """The server going again during the migration is the supervisor's restart's business, not a broken migration."""
+
+    class Down(supervised.Database):
+        def reachable(self) -> bool:
+            return False
+
+    database = Down(tmp_path, None, owned=False, owner_role=False, unprepared=True, prepare=_failing_migration)
+    for _ in range(supervised.MAX_QUICK_FAILURES * 2):
+        database._prepare()
+    assert database.unprepared and database.prepare_failures == 0
+
+
+def test_a_supervisor_whose_new_cluster_another_one_prepared_says_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Three supervisors (`--role web|worker|beat`) on one home each said "brought the new database up to date",
+    two of them "(0 migrations)" with a token "new" that the first one had made (round 22)."""
+    from access.bootstrap import BootstrapResult
+    from yullu_cli import supervisor
+
+    nothing_new = BootstrapResult(False, tmp_path / "admin-password", tmp_path / "token", False)
+    monkeypatch.setattr(supervisor, "_prepare_database", lambda: (nothing_new, []))
+    assert supervisor._prepare_new_database() is None
+    database = up_database(tmp_path, unprepared=True, prepare=supervisor._prepare_new_database)
+    database._prepare()
+    assert not database.unprepared and capfd.readouterr().err == ""
+
+
+def _stopped_cluster(tmp_path: Path, state: int) -> object:
+    """A data folder whose postmaster has exited, its control file in `state` (1 shut down, 6 in production)."""
+    from yullu_core import postgres as pg
+
+    pgdata = tmp_path / "pgdata"
+    (pgdata / "global").mkdir(parents=True)
+    (pgdata / "PG_VERSION").write_text("17\n")
+    control = bytearray(8192)
+    control[PG_CONTROL_STATE_AT : PG_CONTROL_STATE_AT + 4] = state.to_bytes(4, "little")
+    (pgdata / "global" / "pg_control").write_bytes(bytes(control))
+    return pg.Cluster(pgdata, pgdata, tmp_path / "bin", None)
+
+
+@pytest.mark.parametrize(("state", "said"), [(1, "was shut down; starting it again."),
+                                             (6, "is gone; starting it again (crash recovery).")])  # fmt: skip
+def test_a_stop_request_is_said_as_a_shutdown_and_a_kill_as_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], state: int, said: str
+) -> None:
+    """`pg_ctl stop -m smart` of the embedded PostgreSQL was reported as "crash recovery" (round 22)."""
+    from yullu_core import postgres as pg
+
+    cluster = _stopped_cluster(tmp_path, state)
+    monkeypatch.setattr(pg, "ensure_running", lambda home, cluster: cluster)
+    database = supervised.Database(tmp_path, cluster, owned=True, owner_role=True)
+    database.server = pg.Postmaster(4242, "1")
+    database.watch(time.monotonic())
+    assert f"yullu: the embedded PostgreSQL (pid 4242) {said}" in capfd.readouterr().err
+
+
+def test_doctor_says_why_the_last_serve_ended_by_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The crash loop's line was only in `yullu serve`'s log; doctor said "connection refused", "start it"."""
+    from yullu_cli import hooks, memory_commands
+
+    port = free_port()
+    monkeypatch.setattr(hooks, "server_url", lambda: f"http://127.0.0.1:{port}")
+    monkeypatch.setattr(hooks, "yullu_home", lambda: tmp_path)
+    (tmp_path / "run").mkdir()
+    supervised.remember_the_stop(tmp_path / "run", "yullu: could not bring the new database up to date, 4 times")
+    ok, detail, fix = memory_commands._server()
+    assert not ok and detail.endswith("the last `yullu serve` stopped by itself: could not bring the new "
+                                      "database up to date, 4 times")  # fmt: skip
+    assert fix == memory_commands.STOPPED_FIX
+    supervised.remember_the_stop(tmp_path / "run", None)  # a start, or a stop by request
+    assert memory_commands._server()[2].startswith("start it with `yullu serve`")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_doctor_fails_when_this_machines_server_refuses_the_token_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live_server_url: str, owner_token: str
+) -> None:
+    """Drill: the token file written again with another value while `yullu serve` ran. Every hook was refused
+    (silently: a hook never holds up a prompt) and doctor said "ok server … ready", "ok hooks"."""
+    from yullu_cli import memory_commands
+
+    monkeypatch.delenv("YULLU_SERVER", raising=False)
+    monkeypatch.setenv("YULLU_HOME", str(tmp_path))
+    (tmp_path / "token").write_text("yl_" + "0" * 43 + "\n")
+    ok, detail, fix = memory_commands._team_token(f"{live_server_url}/api/status")
+    assert not ok and detail == f"{live_server_url} refuses the token in {tmp_path / 'token'}"
+    assert fix.startswith("run `yullu token`")
+    (tmp_path / "token").write_text(owner_token + "\n")
+    assert memory_commands._team_token(f"{live_server_url}/api/status") == (
+        True,
+        f"{live_server_url}/api/status ready",
+        "",
+    )
