@@ -167,7 +167,8 @@ def memories(args: argparse.Namespace) -> int:
             _say_more(scope.project_id, most, args.offset)
         out = {"project_id": scope.project_id, "offset": args.offset, "memories": rows}
         after = f" after the newest {args.offset:,}" if args.offset else ""
-        human = "\n".join([f"{scope.project_id}: {len(rows)} shown{after}", *(_line(m) for m in rows)])
+        shown = f"{len(rows)}{_of_total(scope.project_id, len(rows) + args.offset) if rows else ''} shown{after}"
+        human = "\n".join([f"{scope.project_id}: {shown}", *(_line(m) for m in rows)])
     elif args.op == "search":
         from memories.search.merged import Recall  # only here: the search stack (and its secret scanner) is ~0.5 s
 
@@ -192,6 +193,15 @@ def memories(args: argparse.Namespace) -> int:
         related = ["similar memories (update or supersede one of them if this replaces it):", *similar]
         human = "\n".join([f"{verb} #{stored.memory.pk} in {scope.project_id}", *(related if similar else [])])
     return _print(args, out, human)
+
+
+def _of_total(project_id: str, seen: int) -> str:
+    """` of 14` when the project holds more memories than the list reached: `--limit 3` said "3 shown" and
+    nothing of the other eleven (walk 20)."""
+    from memories.tallies import memory_counts
+
+    total = memory_counts(project_id).memories
+    return f" of {total:,}" if total > seen else ""
 
 
 def _say_more(project_id: str, most: int, offset: int = 0) -> None:
