@@ -3,13 +3,17 @@ purpose, when a new cluster's migration keeps failing, and with three supervisor
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import free_port
-from tests.processes import up_database
+from tests.processes import REPO, up_database
 from yullu_cli import supervised
 
 PG_CONTROL_STATE_AT = 16  # where pg_control keeps the cluster's state (DBState)
@@ -125,3 +129,77 @@ def test_doctor_fails_when_this_machines_server_refuses_the_token_file(
         f"{live_server_url}/api/status ready",
         "",
     )
+
+
+COUNT_ON_A_FULL_DEV_SHM = """
+import sys
+from pathlib import Path
+from yullu_cli.supervisor import _metrics_dir
+folder = _metrics_dir(Path(sys.argv[1]))  # before prometheus_client is imported, as `yullu serve` does
+try:
+    with open("/dev/shm/filler", "wb", buffering=0) as fh:
+        while True:
+            fh.write(b"x" * 4096)
+except OSError:
+    pass
+from yullu_cli.supervised import _count_restart
+_count_restart("web")  # what the supervisor does when a child exits
+print(folder, flush=True)
+"""
+
+
+def test_the_supervisor_counting_a_restart_with_dev_shm_full_does_not_die(tmp_path: Path) -> None:
+    """Drill: /dev/shm (a small tmpfs in a private mount namespace) filled under a running site, then the web
+    process killed: `yullu serve` died at once of SIGBUS writing its restart count to the metrics file mapped
+    there, without a line, and the whole site with it (its PostgreSQL left with no owner)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a private /dev/shm needs root and unshare (CI runs as root)")
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    private_shm = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                   'mount -t tmpfs -o size=8m tmpfs /dev/shm && exec "$@"', "sh"]  # fmt: skip
+    counted = subprocess.run([*private_shm, sys.executable, "-c", COUNT_ON_A_FULL_DEV_SHM, str(tmp_path)], env=env,
+                             cwd=REPO, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    if "mount" in counted.stderr and counted.returncode == 1:
+        pytest.skip(f"no private mount namespace here: {counted.stderr.strip()}")
+    assert counted.returncode == 0, f"exit {counted.returncode} (-7: SIGBUS) {counted.stderr[-2000:]}"
+
+
+def test_a_child_started_while_the_metrics_folder_is_full_starts_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A child writing its first metric to a full /dev/shm dies of SIGBUS, and again at every restart."""
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    monkeypatch.setattr(supervised, "METRICS_ROOM", shutil.disk_usage(tmp_path).total + 1)  # never room
+    code = "import os; print(os.environ.get('PROMETHEUS_MULTIPROC_DIR', 'none'))"
+    child = supervised.Child("worker", [sys.executable, "-c", code], dict(os.environ))
+    child.start()
+    assert child.proc is not None and child.proc.wait(timeout=60) == 0
+    out, err = capfd.readouterr()
+    assert out.strip() == "none" and f"the metrics folder {tmp_path} has no room" in err
+
+
+def test_a_start_refused_for_want_of_shared_memory_names_it_not_the_data_disk(tmp_path: Path) -> None:
+    from yullu_core import postgres as pg
+
+    fatal = 'FATAL: could not resize shared memory segment "/PostgreSQL.3541279560" to 29776 bytes: No space left'
+    said = pg.no_space_to_start(tmp_path, fatal + " on device")
+    assert said.startswith("the embedded PostgreSQL cannot start: its shared memory (/dev/shm) is full (FATAL")
+
+
+def test_beats_ticks_go_on_when_the_wall_clock_steps_back() -> None:
+    """Celery's interval waits until last run + period by the wall clock: stepped back an hour, beat sent no
+    dream, reconcile or heartbeat tick for that hour (should_dream and is_due handle a last pass "in the
+    future" since round nine, but got no tick to apply it). A step forward is one tick, as before."""
+    import pickle
+    from datetime import UTC, datetime, timedelta
+
+    from yullu_site.celery import TICK, app
+
+    now = datetime(2026, 11, 28, 3, 0, tzinfo=UTC)
+    for name, entry in app.conf.beat_schedule.items():
+        tick = pickle.loads(pickle.dumps(entry["schedule"]))  # as beat's schedule file keeps it
+        tick.nowfun = lambda: now
+        assert tick.is_due(now + timedelta(hours=1)).is_due, f"{name} stalls after the clock went back an hour"
+        assert tick.is_due(now - timedelta(hours=1)).is_due  # the clock went forward: due (once)
+        assert not tick.is_due(now).is_due  # just run: not again before its period
+    assert app.conf.beat_schedule["dream-tick"]["schedule"].seconds == TICK

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -347,10 +348,11 @@ class Child:
     last_words: LastWords | None = None  # the web process's stderr, through this supervisor
 
     def start(self) -> None:
+        env = self.env if room_for_metrics() else _metrics_off(self.env, self.name)
         if self.listens_on is None:
-            self.proc = _spawn(self.cmd, self.env)
+            self.proc = _spawn(self.cmd, env)
         else:
-            self.proc = _spawn(self.cmd, self.env, stderr=subprocess.PIPE)
+            self.proc = _spawn(self.cmd, env, stderr=subprocess.PIPE)
             assert self.proc.stderr is not None
             self.last_words = LastWords(self.proc.stderr)
         self.started_at = time.monotonic()
@@ -460,6 +462,35 @@ def _on_exit(child: Child, now: float, database: Database) -> None:
 CONFIG_RETRY = 2.0  # seconds between looks at a broken config file a restart waits for
 
 
+METRICS_ROOM = 4 * 1024 * 1024  # bytes: a process's metric files are sparse 1 MiB maps, a few pages written
+
+
+def room_for_metrics() -> bool:
+    """Whether the metrics folder's file system has room. prometheus_client maps its files into memory, and a
+    process that writes a new page of one on a full file system dies of SIGBUS: with /dev/shm full, the
+    supervisor died at its first restart count, silently, its children with it and the embedded PostgreSQL
+    left with no owner (chaos drill, round 23; round eight's was $YULLU_HOME's disk)."""
+    folder = os.environ.get(MULTIPROC_ENV)
+    if not folder:
+        return True
+    try:
+        return shutil.disk_usage(folder).free >= METRICS_ROOM
+    except OSError:
+        return False
+
+
+def _metrics_off(env: dict[str, str], name: str) -> dict[str, str]:
+    """`env` without the shared metrics folder (its file system is full): the child counts in its own memory
+    (missing from the scrape) rather than die of SIGBUS at its first count."""
+    say(f"yullu: the metrics folder {env.get(MULTIPROC_ENV)} has no room (its file system is full); the {name} "
+        "process starts with its metrics kept to itself (missing from /metrics) until space is freed there.",
+        "WARNING")  # fmt: skip
+    return {k: v for k, v in env.items() if k != MULTIPROC_ENV}
+
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # yullu_core.metrics.MULTIPROC_ENV (not imported: it imports prometheus)
+
+
 def _restart(child: Child, now: float) -> None:
     """Start `child` again, unless the config file is broken now (a typo, an editor's half-saved file):
     the child would die at import with a traceback, and four such exits ended the whole site (walk 13:
@@ -487,6 +518,8 @@ def _config_problem() -> str | None:
 
 
 def _count_restart(name: str) -> None:
+    if not room_for_metrics():
+        return  # a count lost, not the supervisor (SIGBUS is no exception to suppress)
     with contextlib.suppress(Exception):  # metrics are never a reason to stop supervising
         from yullu_core.metrics import CHILD_RESTARTS
 

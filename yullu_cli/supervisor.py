@@ -37,7 +37,7 @@ from .banner import print_banner
 from .django_setup import alive, fail, not_on_a_team_servers_client, setup_django
 from .output import guard_output
 from .ports import wait_to_listen
-from .supervised import BeatLock, Child, Database, remember_the_stop, say, stop_all, supervise
+from .supervised import METRICS_ROOM, BeatLock, Child, Database, remember_the_stop, say, stop_all, supervise
 
 if TYPE_CHECKING:
     from access.bootstrap import BootstrapResult
@@ -302,7 +302,7 @@ def _metrics_base(run_dir: Path) -> Path:
     its files into memory, and a process writing a new page of a mapped file on a full file system
     gets SIGBUS: with $YULLU_HOME's disk full, the supervisor died at its first restart count (the
     embedded PostgreSQL gone), silently and with every child. Under $YULLU_HOME/run when there is
-    no /dev/shm, or the folder there is not this user's own."""
+    no /dev/shm, the folder there is not this user's own, or /dev/shm is full."""
     if SHARED_MEMORY.is_dir():
         digest = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:12]
         base = SHARED_MEMORY / f"yullu-metrics-{os.geteuid()}-{digest}"
@@ -310,7 +310,8 @@ def _metrics_base(run_dir: Path) -> Path:
             base.mkdir(mode=0o700)
         with contextlib.suppress(OSError):
             info = base.lstat()  # not a link or a folder another user made there first
-            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077 == 0:
+            roomy = shutil.disk_usage(base).free >= METRICS_ROOM  # a full /dev/shm is the same SIGBUS (round 23)
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077 == 0 and roomy:
                 return base
     base = run_dir / "metrics"
     base.mkdir(exist_ok=True)

@@ -265,7 +265,11 @@ class NoSpaceToStart(EmbeddedPostgresError):
 def no_space_to_start(pgdata: Path, reason: str) -> str:
     """The one sentence for a start refused for want of space, from a command or from `yullu serve`
     (a command said only "PostgreSQL did not start … No space left on device", walk 11)."""
-    return f"the embedded PostgreSQL cannot start: the disk holding {pgdata} is full ({' '.join(reason.split())})"
+    # Its shared memory (/dev/shm) full: the data's disk was named, and a user freed space there in vain (round 23).
+    full = f"the disk holding {pgdata} is full"
+    if "shared memory segment" in reason:
+        full = "its shared memory (/dev/shm) is full"
+    return f"the embedded PostgreSQL cannot start: {full} ({' '.join(reason.split())})"
 
 
 def failed_for_space(pgdata: Path, reason: str) -> bool:

@@ -4,10 +4,12 @@ backed-up queue never stacks duplicate runs. Every task is declared with an expl
 
 import os
 import warnings
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery import Celery, signals
 from celery.exceptions import SecurityWarning
+from celery.schedules import schedstate, schedule
 
 from yullu_core.env import env_float
 
@@ -37,24 +39,52 @@ def _start_database_first(**_kwargs: Any) -> None:
                           "it runs on, and its connections try again.")  # fmt: skip
 
 
+class Steady(schedule):
+    """An interval a wall clock stepped back does not stall. Celery's waits until `last run + period` by the
+    clock, so a step back of an hour sent no tick (no dreaming, reconcile or heartbeat) for that hour; the
+    passes' own rules already treat a last pass "in the future" as due (round nine), but never got a tick to
+    apply them (chaos drill, round 23). A last run later than now is due now; a step forward is one run."""
+
+    def is_due(self, last_run_at: datetime) -> schedstate:
+        if self.maybe_make_aware(last_run_at) > self.now():
+            return schedstate(is_due=True, next=self.seconds)
+        return super().is_due(last_run_at)
+
+
+def every(seconds: float) -> Steady:
+    return Steady(timedelta(seconds=seconds))
+
+
 HEARTBEAT = env_float("YULLU_HEARTBEAT_SECONDS")
 TICK = env_float("YULLU_SCHEDULER_TICK_SECONDS")
 
 app.conf.beat_schedule = {
-    "heartbeat": {"task": "yullu_site.tasks.heartbeat", "schedule": HEARTBEAT, "options": {"expires": HEARTBEAT * 0.9}},
-    "reconcile-tick": {"task": "sync.tasks.reconcile_due", "schedule": TICK, "options": {"expires": TICK * 0.9}},
-    "dream-tick": {"task": "dreaming.tasks.dream_due", "schedule": TICK, "options": {"expires": TICK * 0.9}},
-    "prune-tick": {"task": "memories.tasks.prune_expired", "schedule": TICK * 60, "options": {"expires": TICK * 50}},
+    "heartbeat": {
+        "task": "yullu_site.tasks.heartbeat",
+        "schedule": every(HEARTBEAT),
+        "options": {"expires": HEARTBEAT * 0.9},
+    },
+    "reconcile-tick": {"task": "sync.tasks.reconcile_due", "schedule": every(TICK), "options": {"expires": TICK * 0.9}},
+    "dream-tick": {"task": "dreaming.tasks.dream_due", "schedule": every(TICK), "options": {"expires": TICK * 0.9}},
+    "prune-tick": {
+        "task": "memories.tasks.prune_expired",
+        "schedule": every(TICK * 60),
+        "options": {"expires": TICK * 50},
+    },
     "recall-log-tick": {
         "task": "memories.tasks.prune_recall_log",
-        "schedule": TICK * 60,
+        "schedule": every(TICK * 60),
         "options": {"expires": TICK * 50},
     },
     # Code anchors against each checkout's HEAD (docs/contract.md §12); unchanged HEADs cost one lookup each.
-    "anchors-tick": {"task": "memories.tasks.check_anchors", "schedule": TICK * 5, "options": {"expires": TICK * 4.5}},
+    "anchors-tick": {
+        "task": "memories.tasks.check_anchors",
+        "schedule": every(TICK * 5),
+        "options": {"expires": TICK * 4.5},
+    },
     "backfill-tick": {
         "task": "memories.tasks.backfill_embeddings",
-        "schedule": TICK * 5,
+        "schedule": every(TICK * 5),
         "options": {"expires": TICK * 4.5},
     },
 }
