@@ -69,7 +69,7 @@ def test_turns_of_an_outage_arrive_with_the_first_turn_after_it(
     turn(transcript, 4)
     assert stop_hook(monkeypatch, transcript) == 0
     questions = [content for _, role, content in server.buffer if role == "user"]
-    assert questions == [f"question {n} about refunds" for n in (1, 4, 2, 3)]
+    assert questions == [f"question {n} about refunds" for n in (1, 2, 3, 4)]  # in order (walk 20: 1, 4, 2, 3)
     assert not list((tmp_path / "home" / "run" / hooks.UNSENT_DIR).iterdir())  # caught up: nothing left
     turn(transcript, 5)
     stop_hook(monkeypatch, transcript)
@@ -147,8 +147,8 @@ def test_turns_meant_for_a_team_server_are_not_given_to_another_server(
     turn(team, 2)
     stop_hook(monkeypatch, team, "team")
     assert [c for s, r, c in server.buffer if s == "team" and r == "user"] == [
-        "question 2 about refunds",
         "question 1 about refunds",
+        "question 2 about refunds",
     ]
 
 
@@ -198,7 +198,7 @@ def test_codex_turns_of_an_outage_arrive_with_the_first_turn_after_it(
     server.down = None
     assert hooks.codex_notify(codex_turn(4)) == 0
     questions = [content for _, role, content in server.buffer if role == "user"]
-    assert questions == [f"question {n} about refunds" for n in (1, 4, 2, 3)]
+    assert questions == [f"question {n} about refunds" for n in (1, 2, 3, 4)]  # in order (walk 20: 1, 4, 2, 3)
     assert {session for session, _, _ in server.buffer} == {"codex-t-1"}
     assert not list((tmp_path / "home" / "run" / hooks.UNSENT_DIR).iterdir())  # caught up: nothing left
     hooks.codex_notify(codex_turn(5))

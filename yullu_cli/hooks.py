@@ -423,10 +423,13 @@ def send_turns(session_id: str, cwd: Any, turns: list[tuple[str, str]]) -> None:
         post_about("/api/messages", body, str(cwd or ""))
 
 
+def worth_keeping(user: str, assistant: str) -> bool:
+    return not (is_trivial(user) and len(assistant) < 40)
+
+
 def record(session_id: str, cwd: Any, user: str, assistant: str) -> None:
-    if is_trivial(user) and len(assistant) < 40:
-        return
-    send_turns(session_id, cwd, [("user", user), ("assistant", assistant)])
+    if worth_keeping(user, assistant):
+        send_turns(session_id, cwd, [("user", user), ("assistant", assistant)])
 
 
 def stem(path: str) -> str:
@@ -437,12 +440,17 @@ def record_turn() -> int:
     """Stop hook (Claude Code), or any caller giving `transcript_path` in one of our formats. A turn
     the server does not take (down, unreachable, a team server offline) is remembered, and sent with
     the session's later turns by the next record-turn the server takes (walk 19: the turns of an hour
-    offline never reached the dream buffer, each Stop sending only its own last exchange)."""
+    offline never reached the dream buffer, each Stop sending only its own last exchange). While the
+    session's earlier turns wait, this one is sent with them, after them (the buffer is read in the order
+    it was written: walk 20 found Q1 Q4 Q2 Q3)."""
     data = read_stdin_json()
     path = str(data.get("transcript_path") or "")
     if not os.path.isfile(path):
         return 0
     session = str(data.get("session_id") or stem(path))
+    if os.path.exists(unsent_marker(session)):  # the transcript from the noted turn on holds this one too
+        send_unsent()
+        return 0
     try:
         turns = read_turns(path)
     except OSError:
@@ -561,6 +569,11 @@ def codex_notify(argv: list[str]) -> int:
     user = "\n".join(str(m) for m in inputs if isinstance(m, str)).strip()
     assistant = str(data.get("last-assistant-message") or "").strip()
     session = "codex-" + str(data.get("thread-id") or data.get("turn-id") or "codex")
+    if os.path.exists(unsent_marker(session)):  # this thread's earlier turns wait: this one goes after them
+        if worth_keeping(user, assistant):
+            keep_unsent(session, data.get("cwd"), [("user", user), ("assistant", assistant)])
+        send_unsent()
+        return 0
     try:
         record(session, data.get("cwd"), user, assistant)
     except OSError:  # the server did not get it: kept, and sent by the next hook the server takes (walk 20)
