@@ -77,7 +77,7 @@ def test_an_import_counts_its_archived_rows_as_read(stub_embedder: StubServer, t
     first = run_cli(["import", str(out)], env)
     assert json.loads(first.stdout)["read"] == 2
     assert first.stderr.splitlines()[-1].startswith("read 2: 1 new, 0 already there, 0 repeated within the file, ")
-    assert first.stderr.splitlines()[-1].endswith(", 1 archived memories written back")
+    assert first.stderr.splitlines()[-1].endswith(", 1 archived memory written back")
     again = run_cli(["import", str(out)], env)
     summary = json.loads(again.stdout)
     assert (summary["read"], summary["skipped"]) == (2, 2), summary

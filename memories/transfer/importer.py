@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 
 from yullu_core.errors import UserError
 from yullu_core.failures import DiskFull, translate
@@ -468,7 +469,11 @@ def _progress(out: IO[str] | None, result: ImportResult, done: bool = False) -> 
     line = (
         f"read {result.read}: {result.created} new, {result.skipped} already there, "
         f"{result.repeated} repeated within the file, {result.refused} refused"
-    ) + (f", {result.archived} archived memories written back" if result.archived else "")
+    ) + (
+        f", {result.archived} archived memor{pluralize(result.archived, 'y,ies')} written back"
+        if result.archived
+        else ""
+    )
     if out.isatty():
         out.write("\r" + line + ("\n" if done else ""))
     elif done or result.read % 1000 < BATCH:
