@@ -52,13 +52,19 @@ def _snapshot(memory_uuid: str, folded: Folded) -> list[Event]:
     ts = folded.updated_ns or 0
     base = {"memory_id": memory_uuid, "ts": format_ts(ts)}
     fields: dict[str, Any] = {k: v for k, v in folded.fields.items() if v is not None or k == "category"}
-    # The id depends only on the state, so compacting a compacted log (or the same log twice) is a fixpoint.
-    state = json.dumps([memory_uuid, ts, folded.created_ns, folded.deleted, fields], sort_keys=True)
-    snap_id = uuid.uuid5(NAMESPACE, state)
+    # Who wrote it and who changed it last, as the history named them (the admin and get_memory show both).
+    authors = {k: v for k, v in (("author", folded.author), ("created_by", folded.creator)) if v}
     if folded.deleted:
-        return [Event.model_validate({**base, "id": str(snap_id), "type": "delete"})]
+        authors.pop("created_by", None)
+    # The id depends only on the state, so compacting a compacted log (or the same log twice) is a fixpoint;
+    # the authors count only when named, so a log compacted before they were kept keeps its snapshot ids.
+    state = json.dumps([memory_uuid, ts, folded.created_ns, folded.deleted, fields], sort_keys=True)
+    snap_id = uuid.uuid5(NAMESPACE, state + (json.dumps(authors, sort_keys=True) if authors else ""))
+    if folded.deleted:
+        return [Event.model_validate({**base, **authors, "id": str(snap_id), "type": "delete"})]
+    created_at = format_ts(folded.created_ns or ts)
     create = Event.model_validate(
-        {**base, **fields, "id": str(snap_id), "type": "create", "created_at": format_ts(folded.created_ns or ts)}
+        {**base, **fields, **authors, "id": str(snap_id), "type": "create", "created_at": created_at}
     )
     events = [create]
     for embedder in sorted(folded.vectors):

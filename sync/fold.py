@@ -81,7 +81,7 @@ def _apply(state: Folded, event: Event, ts_ns: int) -> None:
     state.has_fields = True
     state.author = event.author
     if event.type == "create" and not state.has_created:
-        state.creator, state.has_created = event.author, True
+        state.creator, state.has_created = _creator(event), True
     created = parse_ts(event.created_at) if event.type == "create" and event.created_at else ts_ns
     state.created_ns = created if state.created_ns is None else min(state.created_ns, created)
     state.updated_ns = ts_ns
@@ -106,6 +106,13 @@ def _apply(state: Folded, event: Event, ts_ns: int) -> None:
         state.fields[name] = value
         if name == "content":
             state.content_ns = ts_ns
+
+
+def _creator(event: Event) -> str | None:
+    """Who wrote the memory, by its first create. A create carrying `created_at` stands for an earlier history
+    (a compacted snapshot, an undone rejection): its `author` is the last change's, so only `created_by` names
+    the writer (none: unknown, never the last editor)."""
+    return event.created_by if event.created_at is not None else event.author
 
 
 def fold(events: list[Event]) -> Folded:

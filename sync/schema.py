@@ -118,8 +118,10 @@ class Event(BaseModel):
     created_at: str | None = None  # ours: compacted snapshots keep the memory's creation time
     # ours (docs/contract.md §11): the display name of who made the change; readers that do not know it ignore it
     author: str | None = Field(default=None, max_length=150)
+    # ours: a compacted snapshot's `author` is the last change's; this keeps who wrote the memory first
+    created_by: str | None = Field(default=None, max_length=150)
 
-    @field_validator("author", mode="before")
+    @field_validator("author", "created_by", mode="before")
     @classmethod
     def _display_name(cls, value: Any) -> Any:
         # A teammate's free text reaches the assistant (get_memory's recent changes: "sync (NAME)") and
