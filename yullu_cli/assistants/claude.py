@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..hooks import server_url, token, yullu_home
-from .files import hook_command, read_json, say, write_if_changed
+from .files import InstallError, hook_command, read_json, say, write_if_changed
 
 SKILL = """\
 ---
@@ -86,18 +86,36 @@ def claude_settings_with_hooks(settings: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def registered(home: Path, url: str, bearer: str) -> bool:
+    """Whether Claude Code's user config (`~/.claude.json`, which `claude mcp add --scope user` writes) holds
+    this very entry: then install runs no `claude` (two Node starts, ~2 s) and says nothing changed, as for
+    Codex (walk 20: a second install said "registered the MCP server" every time). Unreadable: not known."""
+    try:
+        servers = read_json(home / ".claude.json").get("mcpServers")
+    except (InstallError, OSError):
+        return False
+    entry = servers.get("yullu") if isinstance(servers, dict) else None
+    return entry == {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {bearer}"}}
+
+
 def install_claude(home: Path) -> None:
     claude = home / ".claude"
-    if write_if_changed(claude / "skills" / "yullu" / "SKILL.md", SKILL):
-        say(f"claude: wrote {claude / 'skills/yullu/SKILL.md'}")
-    path = claude / "settings.json"
+    skill, path = claude / "skills" / "yullu" / "SKILL.md", claude / "settings.json"
+    changed = write_if_changed(skill, SKILL)
+    if changed:
+        say(f"claude: wrote {skill}")
     settings = read_json(path)
     updated = claude_settings_with_hooks(json.loads(json.dumps(settings)))
     if write_if_changed(path, json.dumps(updated, indent=2) + "\n"):
+        changed = True
         say(
             "claude: hooks UserPromptSubmit → yullu inject, Stop → yullu record-turn, SessionStart → yullu "
             f"session-start, PreCompact → yullu pre-compact in {path}"
         )
+    if registered(home, f"{server_url()}/mcp", token()):
+        if not changed:
+            say(f"claude: already installed in {skill}, {path} and its MCP servers; nothing changed.")
+        return
     cmd = [
         "claude",
         "mcp",
