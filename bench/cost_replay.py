@@ -13,7 +13,8 @@ too (it needs only those two calls), by path:
     python bench/cost_replay.py OUT.pstats [--ops 400] [--seed 1]
     python -c "import pstats; pstats.Stats('OUT.pstats').sort_stats('cumtime').print_stats(40)"
 `--plain`: no profiler (OUT is not written), and the embedding model thread's own CPU apart (`model_ms`,
-read from /proc; `bodies_ms` = the rest): the numbers to compare checkouts by (issue 34 round eighteen).
+read from /proc; `bodies_ms` = the rest; `pg_ms`: the PostgreSQL backend's CPU over the same operations): the
+numbers to compare checkouts by (issue 34 round eighteen).
 """
 
 from __future__ import annotations
@@ -67,6 +68,17 @@ def model_thread_cpu() -> float:
     return 0.0
 
 
+def backend_cpu() -> float:
+    """CPU seconds of this connection's PostgreSQL backend (the embedded server runs on this machine)."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        pid = cur.fetchone()[0]
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def replay(out: Path, ops: int, seed: int, plain: bool = False) -> dict[str, float]:
     """Profile `ops` operations into `out` (`plain`: no profiler, nothing written); CPU ms per operation of
     each kind."""
@@ -80,7 +92,7 @@ def replay(out: Path, ops: int, seed: int, plain: bool = False) -> dict[str, flo
     profile = cProfile.Profile(time.process_time)
     spent = {"retrieve": 0.0, "store": 0.0}
     count = {"retrieve": 0, "store": 0}
-    model_before = model_thread_cpu()
+    model_before, pg_before = model_thread_cpu(), backend_cpu()
     for op in todo:
         started = time.process_time()
         if not plain:
@@ -90,13 +102,14 @@ def replay(out: Path, ops: int, seed: int, plain: bool = False) -> dict[str, flo
             profile.disable()
         spent[op[0]] += time.process_time() - started
         count[op[0]] += 1
-    model = model_thread_cpu() - model_before
+    model, pg = model_thread_cpu() - model_before, backend_cpu() - pg_before
     if not plain:
         profile.dump_stats(str(out))
     report = {f"{k}_ms": 1000 * spent[k] / max(1, count[k]) for k in spent}
     report["all_ms"] = 1000 * sum(spent.values()) / ops
     report["model_ms"] = 1000 * model / ops
     report["bodies_ms"] = report["all_ms"] - report["model_ms"]
+    report["pg_ms"] = 1000 * pg / ops  # the statements' server side (issue 34, round twenty-three)
     return report
 
 

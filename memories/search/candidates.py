@@ -38,6 +38,9 @@ class Candidate:
     judged: float | None = None  # the cross-encoder's logit, when `[retrieval].rerank_depth` judged the candidates
     relevance: float | None = None  # the calibrated gate's probability, when the cross-encoder judged it
     stale: bool = False  # code it cites changed since it was written (anchors.checks.demote)
+    # Its text as `details` read it, with its times: the later steps of the same search (asking_last, the gate,
+    # the rewordings) read it here instead of each reading memories_memory by id again. None: read it by id.
+    content: str | None = None
 
 
 @dataclass
@@ -48,7 +51,8 @@ class SearchResult:
     considered: list[HitOut] = field(default_factory=list)
 
 
-Timed = tuple[float | None, float, float, str | None]  # similarity, created_at, updated_at (epoch s), session
+# similarity, created_at, updated_at (epoch s), session, content
+Timed = tuple[float | None, float, float, str | None, str]
 EPOCHS = "extract(epoch from m.created_at)::float8, extract(epoch from m.updated_at)::float8"
 SESSION_SQL = f"(SELECT t FROM unnest(m.tags) t WHERE t LIKE '{SESSION_TAG}%%' LIMIT 1)"
 
@@ -141,7 +145,7 @@ CURRENT_SQL = "m.superseded_by_id IS NULL AND m.held_reason = '' AND (m.expires_
 
 
 def details(ids: list[int], cosine_for: list[int], embedder_id: str, qvec: str | None, dim: int) -> dict[int, Timed]:
-    """Times and session tag of every candidate, and the cosine of those the vector search did not
+    """Times, session tag and content of every candidate, and the cosine of those the vector search did not
     return (None without a vector), in one query. Memories deleted meanwhile, superseded or expired
     are absent."""
     if not ids:
@@ -164,8 +168,8 @@ def details(ids: list[int], cosine_for: list[int], embedder_id: str, qvec: str |
     params: list[list[int] | str | int] = [cosine_for, qvec, embedder_id, dim] if qvec else []
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT m.id, {cosine}, {EPOCHS}, {SESSION_SQL} FROM memories_memory m "
+            f"SELECT m.id, {cosine}, {EPOCHS}, {SESSION_SQL}, m.content FROM memories_memory m "
             f"WHERE m.id = ANY(%s) AND {CURRENT_SQL}",
             [*params, ids],
         )
-        return {mid: (None if d is None else _cosine(d), c, u, sess) for mid, d, c, u, sess in cur.fetchall()}
+        return {mid: (None if d is None else _cosine(d), c, u, s, text) for mid, d, c, u, s, text in cur.fetchall()}

@@ -180,8 +180,8 @@ def judged_test(
     short = short and not (asks_about_a_choice(query) if choice is None else choice)
     # Only a candidate that may pass can share only a name: one the first stage rejects is not read
     # (a short prompt whose candidates all fall under the gate's floor reads no text).
-    maybe = [c.memory_id for c in top if verdicts[c.memory_id] is not False]
-    texts = _contents(maybe) if short else {}
+    maybe = [c for c in top if verdicts[c.memory_id] is not False]
+    texts = contents_of(maybe) if short else {}
     names = {c.memory_id: entities.shared(query, texts[c.memory_id]) for c in top if c.memory_id in texts}
     passed: set[int] = set()
     unsure: list[Candidate] = []  # the model's logit decides
@@ -201,7 +201,7 @@ def judged_test(
         elif gate.probability(rerank.LOGIT_RANGE[1], c, general, entity=True) >= gate.threshold:
             unsure.append(c)
     if unsure:
-        texts |= _contents([c.memory_id for c in unsure if c.memory_id not in texts])
+        texts |= contents_of([c for c in unsure if c.memory_id not in texts])
         unsure = [c for c in unsure if c.memory_id in texts]
         judged = judged_logits(query, [texts[c.memory_id] for c in unsure], gate.clauses)
         logits = {c.memory_id: logit for c, logit in zip(unsure, judged, strict=True)}
@@ -226,9 +226,17 @@ def judged_test(
 def logits_of(query: str, cands: list[Candidate], clauses: bool = True) -> dict[int, float]:
     """Memory id → the cross-encoder's logit for `query`, as the gate asks it (judged_logits), in one
     batch; pairs the gate already judged come from the judge's cache."""
-    texts = _contents([c.memory_id for c in cands])
+    texts = contents_of(cands)
     ids = [c.memory_id for c in cands if c.memory_id in texts]
     return dict(zip(ids, judged_logits(query, [texts[i] for i in ids], clauses), strict=True))
+
+
+def contents_of(cands: list[Candidate]) -> dict[int, str]:
+    """Memory id → content of `cands`: as the search's `details` read them (Candidate.content), and those it
+    did not (a caller's own candidates) read by id; a memory deleted since is absent. Cost only (issue 34,
+    round twenty-three): asking_last, the gate and the rewordings each read memories_memory by id again."""
+    texts = {c.memory_id: c.content for c in cands if c.content is not None}
+    return texts | _contents([c.memory_id for c in cands if c.content is None])
 
 
 def _contents(ids: list[int]) -> dict[int, str]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -312,7 +313,7 @@ def closest_first(
     if not REWORDED_ORDER or len(passed) < 2 or rerank.clauses(text):
         return top
     cosine = {c.memory_id: c.similarity or 0.0 for c in passed}
-    for mid, best in reworded_cosines(text, list(cosine), embedder).items():
+    for mid, best in reworded_cosines(text, list(cosine), embedder, gates.contents_of(passed)).items():
         cosine[mid] = max(cosine[mid], best)
 
     def evidence(c: Candidate) -> float:
@@ -354,43 +355,45 @@ def _order_open(
     return contenders if len(contenders) > 1 else []
 
 
-def reworded_cosines(text: str, ids: list[int], embedder: Embedder) -> dict[int, float]:
+def reworded_cosines(
+    text: str, ids: list[int], embedder: Embedder, contents: dict[int, str] | None = None
+) -> dict[int, float]:
     """Memory id → the best cosine of its vector to `text` reworded with the synonyms it holds
-    (synonyms.rewordings), for the memories holding one; at most MAX_REWORDINGS embedded, in one batch."""
+    (synonyms.rewordings), for the memories holding one; at most MAX_REWORDINGS embedded, in one batch.
+    `contents`: the memories' texts as the search read them (else read by id); vectors are read only for
+    the memories that have a rewording (most questions have none)."""
     found = synonyms.swaps(text)
     if not found:
         return {}
+    known = contents if contents is not None else gates.contents_of([Candidate(mid) for mid in ids])
     # Over MAX_REWORDINGS, the first memories of `ids` (the fused order) are reworded first, not
     # whichever rows the database returned first.
-    place = {mid: n for n, mid in enumerate(ids)}
-    rows = sorted(_contents_and_vectors(ids, embedder.id), key=lambda row: place[row[0]])
-    asked = [(mid, vec, r) for mid, content, vec in rows for r in synonyms.rewordings(text, found, content)]
+    reworded = {mid: r for mid in ids if mid in known and (r := synonyms.rewordings(text, found, known[mid]))}
+    vectors_of = _vectors(list(reworded), embedder.id) if reworded else {}
+    asked = [(mid, vectors_of[mid], r) for mid, rs in reworded.items() if mid in vectors_of for r in rs]
     texts = list(dict.fromkeys(r for _, _, r in asked))[:MAX_REWORDINGS]
     if not texts:
         return {}
     vectors = dict(zip(texts, embedder.embed(texts, kind="query"), strict=True))
     best: dict[int, float] = {}
-    for mid, vec, reworded in asked:
-        if reworded in vectors:
-            memory, question = np.asarray(Vector._from_db(vec), dtype=np.float32), vectors[reworded]
+    for mid, vec, reworded_text in asked:
+        if reworded_text in vectors:
+            memory, question = np.asarray(Vector._from_db(vec), dtype=np.float32), vectors[reworded_text]
             cosine = float(np.dot(memory, question) / (np.linalg.norm(memory) * np.linalg.norm(question) or 1.0))
             best[mid] = max(best.get(mid, -1.0), cosine)
     return best
 
 
-def _contents_and_vectors(ids: list[int], embedder_id: str) -> list[tuple[int, str, Any]]:
-    """(memory id, content, vector as the database sent it) of the memories in `ids` with a vector of this
-    embedder. Cost only (issue 34, round eighteen): the rows the ORM's values_list("memory_id",
-    "memory__content", "vector") read, in one statement without its query building, and a vector parsed
-    (by pgvector's own VectorField parser, so the same floats) only for a memory that has a rewording:
-    most questions have none."""
+def _vectors(ids: list[int], embedder_id: str) -> dict[int, Any]:
+    """Memory id → its vector of this embedder as the database sent it, parsed later (by pgvector's own
+    VectorField parser, so the same floats) and only where used. Cost only (issue 34, round eighteen): the
+    ORM's values_list's rows in one statement without its query building."""
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT v.memory_id, m.content, v.vector FROM memories_memoryvector v "
-            "INNER JOIN memories_memory m ON m.id = v.memory_id WHERE v.memory_id = ANY(%s) AND v.embedder = %s",
+            "SELECT memory_id, vector FROM memories_memoryvector WHERE memory_id = ANY(%s) AND embedder = %s",
             [ids, embedder_id],
         )
-        return cur.fetchall()
+        return dict(cur.fetchall())
 
 
 EXPAND_JARGON = True  # measured on the codebase set and LoCoMo dev (docs/benchmarks.md)
@@ -486,7 +489,7 @@ def rank(
         if mid not in found:
             del cands[mid]
             continue
-        cosine, c.created, c.updated, c.session = found[mid]
+        cosine, c.created, c.updated, c.session, c.content = found[mid]
         if c.similarity is None:
             c.similarity = cosine
     return list(cands.values())
@@ -523,8 +526,8 @@ def second_look(
         literal, dim = vector_literal(qvec), len(qvec)
         near = expansion.nearest_in_windows(project_id, embedder_id, literal, dim, windows, cats, DATE_CANDIDATES)
         new = [mid for mid in near if mid not in ranked]
-        for mid, (sim, created, updated, session) in candidates.details(new, new, embedder_id, literal, dim).items():
-            ranked[mid] = Candidate(mid, similarity=sim, created=created, updated=updated, session=session)
+        for mid, (sim, made, updated, session, text) in candidates.details(new, new, embedder_id, literal, dim).items():
+            ranked[mid] = Candidate(mid, similarity=sim, created=made, updated=updated, session=session, content=text)
     for c in ranked.values():
         c.dated = expansion.in_window(c.created, windows)
 
@@ -629,21 +632,23 @@ def with_joined_neighbours(
 # tuning questions (docs/benchmarks.md, issue 34 round eight); the codebase sets' memories ask nothing.
 W_ASKING = 0.4
 ASKING_DEPTH = 20
-# The characters of a memory's sentences that end in "?", over all its characters.
-ASKING_SQL = (
-    "SELECT m.id, coalesce((SELECT sum(length(x[1])) FROM regexp_matches(m.content, '([^.!?\\n]*\\?)', 'g') x), 0)"
-    "::float8 / greatest(length(m.content), 1) FROM memories_memory m WHERE m.id = ANY(%s)"
-)
+# A sentence that ends in "?": what asking_share counts (the pattern PostgreSQL's regexp_matches applied before).
+ASKING = re.compile(r"[^.!?\n]*\?")
+
+
+def asking_share(content: str) -> float:
+    """The characters of a memory's sentences that end in "?", over all its characters."""
+    return sum(len(m) for m in ASKING.findall(content)) / max(len(content), 1)
 
 
 def asking_last(ordered: list[Candidate]) -> list[Candidate]:
-    """`ordered` with the best ASKING_DEPTH's questions moved down (one query over their texts)."""
+    """`ordered` with the best ASKING_DEPTH's questions moved down (over their texts as `details` read them;
+    a candidate without one is read by id)."""
     top = ordered[:ASKING_DEPTH]
     if not top:
         return ordered
-    with connection.cursor() as cur:
-        cur.execute(ASKING_SQL, [[c.memory_id for c in top]])
-        asks = {mid: share for mid, share in cur.fetchall() if share > 0}
+    texts = gates.contents_of(top)
+    asks = {mid: share for mid, text in texts.items() if (share := asking_share(text)) > 0}
     if not asks:
         return ordered
     for c in top:
@@ -682,8 +687,10 @@ def joined(
     windows = expansion.date_windows(query)
     new = list(found)
     rows = candidates.details(new, new, embedder_id, literal, dim)
-    for mid, (sim, created, updated, tag) in rows.items():
-        ranked[mid] = Candidate(mid, similarity=sim, created=created, updated=updated, session=tag, position=found[mid])
+    for mid, (sim, created, updated, tag, text) in rows.items():
+        ranked[mid] = Candidate(
+            mid, similarity=sim, created=created, updated=updated, session=tag, position=found[mid], content=text
+        )
         ranked[mid].dated = expansion.in_window(created, windows) if windows else False
     return list(rows)
 
