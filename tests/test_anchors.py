@@ -288,6 +288,56 @@ def test_a_pin_and_its_check_in_a_go_file(checkout: Path) -> None:
     assert pins.check(repo, repo.head() or "", p).status == "changed"
 
 
+RATES = """from decimal import Decimal
+
+VAT = Decimal("0.20")
+
+
+def gross(net):
+    return net * (1 + VAT)
+
+
+def rounded(amount):
+    return amount.quantize(Decimal("0.01"))
+"""
+
+
+def test_a_small_file_renamed_with_a_few_edits_is_followed_not_missing(checkout: Path) -> None:
+    # git's default 50 % similarity called this rename (33 % similar to libgit2: a new import, a new rate, a
+    # helper renamed) "deleted + added", and an anchor on the untouched `gross` said `missing`.
+    (checkout / "app" / "rates.py").write_text(RATES)
+    commit(checkout, "rates")
+    repo = open_repo(checkout)
+    assert repo is not None
+    on_gross = pins.pin(repo, repo.head() or "", AnchorRef("app/rates.py", symbol="gross"))
+    on_file = pins.pin(repo, repo.head() or "", AnchorRef("app/rates.py"))
+    git(checkout, "mv", "app/rates.py", "app/tax.py")
+    tax = RATES.replace("import Decimal", "import ROUND_HALF_UP, Decimal").replace("def rounded", "def to_cents")
+    tax = tax.replace('"0.20"', '"0.21"')
+    (checkout / "app" / "tax.py").write_text(tax.replace('"0.01"))', '"0.01"), rounding=ROUND_HALF_UP)'))
+    commit(checkout, "rates.py -> tax.py")
+    head = repo.head() or ""
+    assert pins.check(repo, head, on_gross) == pins.Verdict("moved", "app/tax.py", 6, 7)
+    assert pins.check(repo, head, on_file) == pins.Verdict("changed", "app/tax.py")  # followed, and edited
+
+
+def test_code_split_off_into_new_files_is_followed_to_where_it_went(checkout: Path) -> None:
+    repo = open_repo(checkout)
+    assert repo is not None
+    later = pins.pin(repo, repo.head() or "", AnchorRef("app/clock.py", symbol="Clock.later"))
+    helper = pins.pin(repo, repo.head() or "", AnchorRef("app/clock.py", symbol="helper"))
+    lines = pins.pin(repo, repo.head() or "", AnchorRef("app/clock.py", start=8, end=9))
+    cls, rest = CLOCK.split("\n\n\ndef helper")
+    (checkout / "app" / "timing.py").write_text(cls.replace("import time", "import time  # the clock") + "\n")
+    (checkout / "app" / "util.py").write_text("# small helpers\nVERSION = 2\n\n\ndef helper" + rest)
+    (checkout / "app" / "clock.py").unlink()
+    commit(checkout, "split clock.py")
+    head = repo.head() or ""
+    assert pins.check(repo, head, later) == pins.Verdict("moved", "app/timing.py", 8, 9)
+    assert pins.check(repo, head, helper) == pins.Verdict("moved", "app/util.py", 5, 6)
+    assert pins.check(repo, head, lines) == pins.Verdict("moved", "app/timing.py", 8, 9)
+
+
 PAYOUT_WORKER = """defmodule Payouts.Worker do
   def perform(payout) do
     if Disputes.open?(payout.merchant_id) do

@@ -106,7 +106,7 @@ def check(repo: Repo, head: str, p: Pin) -> Verdict:
     path, renamed = p.path, False
     blob = repo.blob_id(head, path)
     if blob is None:
-        moved_to = repo.renamed_to(p.commit, head, path) if p.commit else None
+        moved_to = followed(repo, head, p)
         if moved_to is None:
             return Verdict(MISSING, p.path)
         path, renamed, blob = moved_to, True, repo.blob_id(head, moved_to)
@@ -125,6 +125,47 @@ def check(repo: Repo, head: str, p: Pin) -> Verdict:
             return Verdict(CHANGED, path, *span)
         return Verdict(OK if span == (p.start, p.end) and not renamed else MOVED, path, *span)
     return _check_lines(repo, p, data, path, renamed)
+
+
+# Past this many files added (or renamed) since the pin, the cited code is not searched for in them (a check
+# stays cheap; the anchor says `missing`, or `changed` in the renamed file, as before the search).
+MAX_ADDED_SEARCHED = 300
+
+
+def followed(repo: Repo, head: str, p: Pin) -> str | None:
+    """Where the file of `p`, gone from `head`, went: git's rename when that file still holds the cited symbol
+    or lines (or the anchor is the whole file), else the one file added since the pin that holds them unchanged
+    (code split off into a new module, or a file renamed with so much rewritten that no similarity pairs it),
+    else git's rename (the cited code changed there) or None."""
+    if not p.commit:
+        return None
+    moves = repo.moves(p.commit, head)
+    renamed = moves.renamed.get(p.path)
+    if p.whole_file or (renamed is not None and _holds(repo, head, p, renamed)):
+        return renamed
+    # A low rename threshold pairs a split file with one of its parts: the cited code may be in another,
+    # new or itself the rename of another file.
+    candidates = {*moves.added, *moves.renamed.values()} - {renamed}
+    if len(candidates) > MAX_ADDED_SEARCHED:
+        return renamed
+    holding = [path for path in sorted(candidates) if _holds(repo, head, p, path)]
+    return holding[0] if len(holding) == 1 else renamed
+
+
+def _holds(repo: Repo, head: str, p: Pin, path: str) -> bool:
+    if p.symbol and symbols.language_of(path) != symbols.language_of(p.path):
+        return False
+    data = repo.read(repo.blob_id(head, path) or "")
+    if data is None:
+        return False
+    if p.symbol:
+        span = symbols.find(path, data, p.symbol)
+        return span is not None and digest(span_text(data, *span)) == p.text_hash
+    assert p.start is not None and p.end is not None
+    before = repo.read(p.blob)
+    if before is None:
+        return _find_by_hash(_lines(data), p.end - p.start + 1, p.text_hash) is not None
+    return _find_text(data, span_text(before, p.start, p.end)) is not None
 
 
 def _check_file(repo: Repo, p: Pin, data: bytes, path: str, renamed: bool) -> Verdict:

@@ -6,12 +6,29 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 
-# (repository, old commit, new commit) → renames: commits never change, so this is never stale.
-_renames: dict[tuple[str, str, str], dict[str, str]] = {}
+# git's own default (50 %) calls a small file renamed with a few edits "deleted + added": a 9-line module
+# moved and given a new import and a renamed helper is 40 % similar, and its anchors said `missing`
+# (docs/benchmarks.md "Renames"). Lower pairs it; a false pair costs little (the cited text is still
+# compared, so a wrong file says `changed`, stale as `missing` would have been).
+RENAME_THRESHOLD = 30
+
+
+@dataclass(frozen=True)
+class Moves:
+    """What became of the files of one commit by another: renames (old path → new path), and the files
+    added that no rename claimed (where code split off a file went)."""
+
+    renamed: dict[str, str]
+    added: tuple[str, ...]
+
+
+# (repository, old commit, new commit, threshold) → moves: commits never change, so this is never stale.
+_moves: dict[tuple[str, str, str, int], Moves] = {}
 
 
 class Repo:
@@ -58,25 +75,28 @@ class Repo:
 
     def renamed_to(self, old: str, new: str, path: str) -> str | None:
         """Where `path` of commit `old` went by commit `new`, by git's rename detection (content
-        similarity, as `git diff -M`); None when it was deleted or either commit is unknown."""
-        return self.renames(old, new).get(path)
+        similarity, as `git diff -M30%`); None when it was deleted or either commit is unknown."""
+        return self.moves(old, new).renamed.get(path)
 
-    def renames(self, old: str, new: str) -> dict[str, str]:
-        """Every rename between two commits (old path → new path), computed once per pair."""
-        key = (str(self.root), old, new)
-        if key in _renames:
-            return _renames[key]
+    def moves(self, old: str, new: str) -> Moves:
+        """Renames and added files between two commits, computed once per pair."""
+        key = (str(self.root), old, new, RENAME_THRESHOLD)
+        if key in _moves:
+            return _moves[key]
         a, b = self._commit(old), self._commit(new)
-        found: dict[str, str] = {}
+        renamed: dict[str, str] = {}
+        added: list[str] = []
         if a is not None and b is not None:
             diff = self.git.diff(a, b)
-            diff.find_similar()
+            diff.find_similar(pygit2.enums.DiffFind.FIND_RENAMES, rename_threshold=RENAME_THRESHOLD)
             for delta in diff.deltas:
                 if delta.status == pygit2.enums.DeltaStatus.RENAMED:
-                    found[str(delta.old_file.path)] = str(delta.new_file.path)
-        if len(_renames) > 256:
-            _renames.clear()
-        _renames[key] = found
+                    renamed[str(delta.old_file.path)] = str(delta.new_file.path)
+                elif delta.status == pygit2.enums.DeltaStatus.ADDED:
+                    added.append(str(delta.new_file.path))
+        if len(_moves) > 256:
+            _moves.clear()
+        _moves[key] = found = Moves(renamed, tuple(added))
         return found
 
     def hash_file(self, path: str) -> tuple[str, bytes] | None:
