@@ -25,7 +25,7 @@ from memories.write import create
 from tests.mcp_client import call, http_session
 from tests.processes import REPO, git_repo, product_env, run_cli
 from tests.stubs import StubServer
-from tests.test_anchors import CLOCK, checkout, commit, git  # noqa: F401 (checkout: a fixture)
+from tests.test_anchors import CLOCK, _fresh_cache, checkout, commit, git  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
