@@ -203,3 +203,43 @@ def test_beats_ticks_go_on_when_the_wall_clock_steps_back() -> None:
         assert tick.is_due(now - timedelta(hours=1)).is_due  # the clock went forward: due (once)
         assert not tick.is_due(now).is_due  # just run: not again before its period
     assert app.conf.beat_schedule["dream-tick"]["schedule"].seconds == TICK
+
+
+def test_a_home_turned_read_only_does_not_end_the_site_when_the_postmaster_is_started_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Drill: $YULLU_HOME bind-mounted read-only under a serving site, then the postmaster killed. It was started
+    again, and the owner mark's write (run/postgres.owner) raised EROFS out of the supervisor: the site ended."""
+    import errno
+
+    from yullu_core import postgres as pg
+
+    def read_only(home: Path, server: pg.Postmaster, owner_pid: int) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(home / "run" / "postgres.owner.tmp"))
+
+    monkeypatch.setattr(pg, "postmaster", lambda cluster: pg.Postmaster(4242, "1"))
+    monkeypatch.setattr(pg, "mark_owner", read_only)
+    database = supervised.Database(tmp_path, object(), owned=True, owner_role=True)
+    database.adopt()
+    assert database.server == pg.Postmaster(4242, "1")
+    said = capfd.readouterr().err
+    assert f"could not write {tmp_path}/run/postgres.owner.tmp (Read-only file system); the embedded" in said
+
+
+def test_beat_dying_on_a_read_only_home_is_waited_for_not_a_crash_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The same drill, after the fix above: beat, restarted with its lock, could not write run/beat.pid (EROFS),
+    exited at once with code 1, and four such exits would have ended the site as a crash loop."""
+    (tmp_path / "run").mkdir()
+    database = up_database(tmp_path)
+    monkeypatch.setattr(supervised.os, "access", lambda path, mode: Path(path) != tmp_path / "run")
+    child = supervised.Child("beat", [sys.executable, "-c", "raise SystemExit(1)"], dict(os.environ))
+    for _ in range(supervised.MAX_QUICK_FAILURES + 1):
+        child.start()
+        assert child.proc is not None
+        child.proc.wait(timeout=60)
+        child.started_at = time.monotonic() - 1  # quick, however slow the loaded machine was
+        supervised._on_exit(child, time.monotonic(), database)
+    assert child.quick_failures == 0
+    assert f"{tmp_path / 'run'} is not writable (read-only?); restarting it in" in capfd.readouterr().err

@@ -157,7 +157,14 @@ class Database:
             return
         self.server = pg.postmaster(self.cluster)
         if self.server is not None and self.owned:
-            pg.mark_owner(self.home, self.server, os.getpid())
+            try:
+                pg.mark_owner(self.home, self.server, os.getpid())
+            except OSError as exc:
+                # $YULLU_HOME turned read-only while serving (a disk remounted after errors): the mark's write
+                # raised out of the supervisor at the postmaster's restart, and the site ended (round 23).
+                say(f"yullu: could not write {exc.filename or self.home / 'run'} ({exc.strerror}); the embedded "
+                    "PostgreSQL serves on, but should this `yullu serve` be killed, the next start will not "
+                    "know it was its own (stop it then with `pg_ctl stop`).", "WARNING")  # fmt: skip
 
     def watch(self, now: float, on_gone: Callable[[], None] = lambda: None) -> None:
         """Start the embedded server again if its postmaster is gone (`on_gone` runs first, once per
@@ -418,18 +425,21 @@ def _on_exit(child: Child, now: float, database: Database) -> None:
         child.last_words.finish()  # its last lines before ours, as they came
     quick = now - child.started_at < START_GRACE
     full = quick and short_of_space(database.home)
+    # Beat writes its pid file there: with $YULLU_HOME read-only it died at once, four times, and ended the site.
+    read_only = quick and (run := database.home / "run").is_dir() and not os.access(run, os.W_OK)
     # A child started before a new cluster was migrated dies on its missing tables: not a broken child.
     # Counted, four such exits (the worker's queue table missing while the migration ran) ended the site (CI).
     unready = quick and (database.unprepared or child.started_at < database.prepared_at)
     # Exits while the embedded server was down are seen only once its restart returns (it blocks this loop for
     # seconds): by then it answers, yet the child died of its going, not of a fault of its own.
     went = quick and child.started_at < database.back_at
-    excused = full or unready or went or (quick and not database.reachable())
+    excused = full or read_only or unready or went or (quick and not database.reachable())
     if excused:
         child.db_waits += 1
         delay = min(MAX_BACKOFF, 2.0 ** min(child.db_waits, 5))
         why = "the database went away after it started; " if went else "the database is unreachable; "
         why = "the new database was not yet up to date; " if unready else why
+        why = f"{database.home / 'run'} is not writable (read-only?); " if read_only else why
         why = f"the disk of {database.home} is full; " if full else why
     elif quick and code == -signal.SIGKILL:
         # Killed from outside (the OOM killer, an operator), not a start that fails by itself: never a
