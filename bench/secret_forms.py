@@ -40,6 +40,8 @@ from bench.secret_forms_18 import HELD_OUT_18_KEEP as HELD_OUT_18_KEEP
 from bench.secret_forms_19 import HELD_OUT_19 as HELD_OUT_19
 from bench.secret_forms_19 import HELD_OUT_19_KEEP as HELD_OUT_19_KEEP
 from bench.secret_forms_19 import REFUSED_BY_POLICY_19
+from bench.secret_forms_20 import HELD_OUT_20 as HELD_OUT_20
+from bench.secret_forms_20 import HELD_OUT_20_KEEP as HELD_OUT_20_KEEP
 
 Gen = Callable[[random.Random], str]
 
@@ -4035,3 +4037,13 @@ HELD_OUT_8_OPEN: frozenset[str] = frozenset()
 # policy, moved here: AWS's documented pair, and a Sentry DSN with its public key alone (sets 9 and 12 refuse it).
 # (imported at the top of this file)
 REFUSED_BY_POLICY.extend(REFUSED_BY_POLICY_19)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_20: secrets24's set (bench/secret_forms_20.py), written and committed before its author read the scanner,
+# this file (beyond its Form type) or the earlier sets' texts: 257 secrets (payments, CI, observability, model APIs,
+# package registries, chat ops, mobile push, maps, e-mail, webhook signing secrets, JWTs, private keys in odd
+# wrappings, base64'd and split credentials, credential files, passwords in 14 languages) and 70 keepers. Each text
+# was drawn once from one seeded generator. The first run, `find_secret` and `python -m bench.secret_live`
+# alike, stored 6 of 257 and refused 4 of 70 keepers; only that figure is a held-out figure (docs/security.md).
+# (imported at the top of this file)

@@ -156,6 +156,19 @@ RULES: tuple[Rule, ...] = (
         ("authorization",),
         check=_not_placeholder,
     ),
+    # A vendor's own scheme (Splunk's `Authorization: Splunk <uuid>`, Okta's `SSWS`, Opsgenie's `GenieKey`, Zoho's
+    # `Zoho-oauthtoken`; set 20): whatever the scheme's word, the value after it is the credential when it looks like
+    # one ("authorization server configuration" is prose: the value must pass as an assigned secret).
+    Rule(
+        "authorization-header-scheme",
+        "an Authorization header credential",
+        re.compile(
+            r"(?i)\b(?:proxy-)?authorization\b[\"']?(?:\s*[:=]\s*|\s+)[\"']?"
+            r"(?!(?:bearer|basic|token|digest|apikey|sso-key)\s)[A-Za-z][\w-]{1,30}[ \t]+([A-Za-z0-9._~+/=:-]{16,})"
+        ),
+        ("authorization",),
+        check=_assigned_secret,
+    ),
     Rule(
         "bearer-token",
         "a bearer token",
@@ -250,6 +263,20 @@ RULES: tuple[Rule, ...] = (
         ),
         ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "dsn", "cookie", "hmac"),
         check=_assigned_secret,
+    ),
+    # A personal access token under a name that says PAT (`AZURE_DEVOPS_EXT_PAT=`, `ASANA_PAT=`, `gitlab_pat:`; set
+    # 20). Code's `_PAT` is as often a pattern (`DATE_PAT = "%Y-%m-%d"`, `NAME_PAT = "[A-Za-z_]…"`, `ISSUE_PAT =
+    # "ABC-1234"`), so only a token's characters, 20 or more, are read after it, and not an address or a path
+    # (`URL_PAT = "https://…"`, `TEMPLATE_PAT = "emails/Welcome.html"`; Asana's `2/…/…:<hex>` has its colon).
+    Rule(
+        "pat-assignment",
+        "a secret assignment",
+        re.compile(
+            r"(?:(?<![A-Za-z0-9])PAT|(?<![A-Za-z0-9])pat|(?<=_)pat)(?![A-Za-z0-9])[\"']?[ \t]*(?:=|:(?!:|//)|=>)[ \t]*"
+            r"[\"'`]?([A-Za-z0-9_./:+=-]{20,}+)"
+        ),
+        ("pat",),
+        check=lambda value: "://" not in value and ("/" not in value or ":" in value) and _assigned_secret(value),
     ),
     # The same with a type between the name and `=` (Rust's `const DD_API_KEY: &str = "…"`, Python's
     # `API_KEY: str = "…"`), a subscript's quoted key (Ruby's `ENV["SECRET_KEY_BASE"] = "…"`), or a setter's

@@ -65,6 +65,8 @@ _ID_NAMED_JUST_BEFORE = re.compile(
 _VENDOR_PREFIX = (
     r"sk-(?:proj|svcacct|admin|ant-(?:api|admin)\d\d)-|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|hf_|npm_|pypi-"
     r"|[rs]k_(?:live|test)_"
+    # (set 20: Checkout.com's sandbox secret key, `sk_sbox_…`; its public one is `pk_sbox_…`)
+    r"|sk_sbox_"
     # (set 18: Stripe's webhook signing secret, Netlify's, DigitalOcean's, GitLab's runner and deploy tokens, Sonar's,
     # Buildkite's, Shopify's and Render's, whose bodies may have no digit: `whsec_WuCJVvCVklPRrDFAUNPshmkb…`)
     r"|whsec_|nfp_|dop_v1_|glrt-|gldt-|squ_|bkua_|shpat_|rnd_"
@@ -114,7 +116,7 @@ RULES: tuple[Rule, ...] = (
         (
             *("sk-", "gh", "github_pat_", "glpat-", "xox", "hf_", "npm_", "pypi-", "k_live_", "k_test_"),
             *("whsec_", "nfp_", "dop_v1_", "glrt-", "gldt-", "squ_", "bkua_", "shpat_", "rnd_"),
-            *("hcaik_", "hcxik_", "hcamk_", "hcxmk_"),
+            *("hcaik_", "hcxik_", "hcamk_", "hcxmk_", "sk_sbox_"),
         ),
         check=_vendor_key_body,
     ),

@@ -206,7 +206,11 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "user-password-pair",
         "a password",
-        re.compile(rf"(?<![\w./-])[a-z][\w.@+-]{{1,31}}[ \t]+/[ \t]+[\"'`]?({_TOLD_VALUE})"),
+        # (nor two objects' ids of a typed notation listed, Stripe's "cus_… / pi_…": set 20's keeper)
+        re.compile(
+            r"(?<![\w./-])(?![a-z]{2,6}_[A-Za-z0-9]{8,}[ \t]+/[ \t]+[a-z]{2,6}_[A-Za-z0-9]{8,}(?![\w-]))"
+            rf"[a-z][\w.@+-]{{1,31}}[ \t]+/[ \t]+[\"'`]?({_TOLD_VALUE})"
+        ),
         (" /",),
         check=lambda value: _leet_password(value.strip("'\"`.,;()")),
     ),

@@ -12,6 +12,7 @@ from .values import (
     _ADDRESS,
     _CALL,
     _CODE,
+    _HEX_KEY,
     _PATH,
     _REFERENCE,
     FAMOUS_PASSWORD,
@@ -101,11 +102,24 @@ def _random_letters(value: str) -> bool:
     (A few of base64's or URL-safe base64's symbols among them too, one in five at most: PagerDuty's
     `yP+VVrO_IxdRxxNyzkwP`, a Telegram bot token's body with no digit; set 19's other fillings)"""
     letters = _KEY_SYMBOLS.sub("", value)
-    if len(value) < 20 or len(value) - len(letters) > len(value) // 5 or entropy(value) < 3.8:
+    if len(value) < 20 or len(value) - len(letters) > len(value) // 4 or entropy(value) < 3.5:
         return False
     if not (letters.isascii() and letters.isalpha()):
         return False
+    # (base64's `+` or `/` inside, which no name or word has, and the case changing at three steps in ten or more, as
+    # a drawn key's does: PagerDuty's `yP+VVrO_IxdRxxNyzkwP`, whose capitals are too few for the runs below)
+    if _BASE64_SYMBOL_INSIDE.search(value) and _case_changes(letters) >= 0.3 * (len(letters) - 1):
+        return True
+    if len(value) - len(letters) > len(value) // 5 or entropy(value) < 3.8:
+        return False
     return len(_SHORT_SMALL_RUN.findall(value)) >= 3 and len(_CAPITALS_RUN.findall(value)) >= 2
+
+
+_BASE64_SYMBOL_INSIDE = re.compile(r"(?<=.)[+/](?=.)")
+
+
+def _case_changes(letters: str) -> int:
+    return sum(a.isupper() != b.isupper() for a, b in zip(letters, letters[1:], strict=False))
 
 
 # What follows a secret's name a few words on and is not a secret: a path, a URL or host:port, an e-mail,
@@ -123,12 +137,13 @@ _CLASS_NAME = re.compile(r"(?:[A-Z]++[a-z]*+\d*+)++")  # (possessive: no backtra
 # (`width*height`, `model_patch_size²*3`: a snake_case name, or a small factor at an end). A generator's password may
 # hold a `*` anywhere else (`1zto*EDOjEQY`, `*xSWP82CiJZ7mgkjv`: set twelve).
 _CODE_STAR = re.compile(
-    r"\*\*|\*\.|\.\*|^\*[a-z_][a-z0-9_]*$|^\*.*\*$|\*\d{1,3}$|^\d{1,3}\*"
+    r"(?<![A-Za-z0-9])\*\*|\*\*(?![A-Za-z0-9])|\*\.|\.\*|^\*[a-z_][a-z0-9_]*$|^\*.*\*$|\*\d{1,3}$|^\d{1,3}\*"
     r"|[a-z]{3,}_[a-z]{3,}.*\*|\*.*[a-z]{3,}_[a-z]{3,}"
 )
 # (names multiplied only in a value without both a capital and a digit: `bkaSuwk*cl1h` is a generator's password,
-# `width*height` code; other fillings of set 18's forms)
-_NAMES_MULTIPLIED = re.compile(r"[a-z_]{2,}\*[a-z_]{2,}")
+# `width*height` code; other fillings of set 18's forms; so is `**` between letters or digits, `2**32`, `x**y`,
+# where a generator's `MUR8I0hc**Ph8I` has both: set 20's other fillings)
+_NAMES_MULTIPLIED = re.compile(r"[a-z_]{2,}\*[a-z_]{2,}|[A-Za-z0-9]\*\*[A-Za-z0-9]")
 
 
 def _code_star(value: str) -> bool:
@@ -249,10 +264,17 @@ _LOGIN_BEFORE = re.compile(
 )
 
 
+# An id of a type's capitals then hex (Twilio's `AC…`, `SK…`, `MG…` sids: "messages for account AC<32 hex>"): its
+# capitals are a label, not drawn at random (set 20's keeper); the secret that goes with it is another value.
+_TYPED_HEX_ID = re.compile(r"[A-Z]{2,4}[0-9a-f]{24,}")
+
+
 def _random_mixed(value: str) -> bool:
     """Letters of both cases and digits drawn at random (`Vq7mLp2xR9wt`): two of each, and the kind of character
     changes at most steps (half of them or more; a name's words change it at their edges: `iPhone15ProMax`)."""
     if min(sum(c.isupper() for c in value), sum(c.islower() for c in value), sum(c.isdigit() for c in value)) < 2:
+        return False
+    if _TYPED_HEX_ID.fullmatch(value):
         return False
     kinds = ["u" if c.isupper() else "l" if c.islower() else "d" for c in value]
     changes = sum(a != b for a, b in zip(kinds, kinds[1:], strict=False))
@@ -280,7 +302,10 @@ _ORACLE_CLIENT = re.compile(
 
 # A call whose name says it takes credentials, still open (no `)` after its `(`, a nested pair allowed).
 _CREDENTIAL_CALL = re.compile(
-    r"(?i)(?:auth|login|logon|credential|connect|bind|signin|sign_in|pdo|smtp\w*)\w*\s*(?:=\s*)?\("
+    # (and an SDK's client made or configured with its keys: `Razorpay::Client.new('rzp_live_…', 'X')`,
+    # `braintree.Configuration.configure(env, merchant, public, 'X')`; set 20)
+    r"(?i)(?:auth|login|logon|credential|connect|bind|signin|sign_in|pdo|smtp\w*|client|configure)\w*"
+    r"(?:(?:\.|::)new)?\s*(?:=\s*)?\("
     r"(?:[^()\n]|\([^()\n]*\))*$"
 )
 
@@ -296,6 +321,9 @@ def _argument_password(value: str) -> bool:
         or not any(c.isdigit() for c in value)
     ):
         return False
+    # (a private key of 32 hex digits or more, Braintree's: a call that takes credentials is given no digest)
+    if _HEX_KEY.fullmatch(value) and len(value) >= 32:
+        return True
     if not (any(c.isupper() for c in value) and any(c.islower() for c in value) or not value.isalnum()):
         return False
     return _assigned_secret(value) and not _VERSION.fullmatch(value) and not _PRIMITIVE_WORD.fullmatch(value)

@@ -122,6 +122,12 @@ _BRACED_VALUE = re.compile(r"\{([^{}\s\"'`,:]{6,})\}")
 _SLOT_NAME = re.compile(rf"\d+|{VARIABLE_NAME}(?:[.-]{VARIABLE_NAME})*")
 
 
+# A host name (`authDomain: 'acme-web.firebaseapp.com'`, `auth_host = login.acme.io`): an address, not a secret,
+# whatever the name before it says (set 20's keeper). Small letters, digits and hyphens in dotted labels, ending in
+# a top-level domain's letters.
+_HOST_NAME = re.compile(r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,12}")
+
+
 def _assigned_secret(value: str) -> bool:
     """A value assigned to a secret-looking name is a secret unless it is a placeholder, a reference
     to where the secret lives, or too plain to be one (a word, a number, a duration, code)."""
@@ -141,6 +147,8 @@ def _assigned_secret(value: str) -> bool:
     if (pair := _NAMED_PAIR.fullmatch(value)) and (_TEMPLATE_SLOT.fullmatch(pair[1]) or not _not_placeholder(pair[1])):
         return False
     if value.isdigit() or value.isalpha() and value.islower() or "/" in value and _PATH.fullmatch(value):
+        return False
+    if _HOST_NAME.fullmatch(value):
         return False
     if _VARIABLE_PATH.fullmatch(value) and (value.lstrip("@")[:1] in "$~" or _PATH.fullmatch(value.lstrip("@"))):
         return False
@@ -310,8 +318,9 @@ def _password_shaped(token: str) -> bool:
 # (an SSH public key's algorithm, `authorized_keys: ssh-ed25519 AAAA…`: the line of a public key)
 # (set 19: PostHog's project key `phc_…`, sent by every page's snippet, its personal key is `phx_…`; New Relic's
 # browser key `NRJS-…`, in every page's loader, its license and user keys are `…NRAL`, `NRAK-`)
+# (set 20: a Content-Security-Policy's nonce, `'nonce-…'`, sent in the page it guards)
 PUBLIC_KEY_PREFIXES = (
-    *("pk_test_", "pk_live_", "pk.eyJ", "sha256-", "sha384-", "sha512-", "phc_", "NRJS-"),
+    *("pk_test_", "pk_live_", "pk.eyJ", "sha256-", "sha384-", "sha512-", "phc_", "NRJS-", "nonce-"),
     *("ssh-ed25519", "ssh-rsa", "ssh-dss", "ecdsa-sha2-", "sk-ssh-ed25519", "sk-ecdsa-sha2-"),
 )
 # Datadog's client token (`pub` and 32 hex: its browser SDK's, public by design; its API key is the 32 hex alone).
