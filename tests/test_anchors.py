@@ -399,7 +399,12 @@ def test_cli_check_exits_1_only_when_memories_are_stale(
     out = json.loads(stale.stdout)
     assert [a["status"] for m in out["stale_memories"] for a in m["anchors"]] == ["changed"]
     human = run_cli(["anchors", "check", "--cwd", str(checkout)], env)
-    assert human.returncode == 1 and "changed: app/clock.py::Clock.later" in human.stdout
+    assert human.returncode == 1 and "changed: app/clock.py::Clock.later\n" in human.stdout
+    # Walk (lane team23): renamed, the code is elsewhere; the line said only the path it was pinned at.
+    git(checkout, "mv", "app/clock.py", "app/timing.py")
+    commit(checkout, "rename")
+    renamed = run_cli(["anchors", "check", "--cwd", str(checkout)], env)
+    assert "changed: app/clock.py::Clock.later (now in app/timing.py)\n" in renamed.stdout, renamed.stdout
 
 
 def test_cli_show_lists_anchors_with_their_status(checkout: Path, tmp_path: Path, stub_embedder: StubServer) -> None:

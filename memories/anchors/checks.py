@@ -251,7 +251,9 @@ def describe(result: ProjectCheck) -> str:
     for memory in result.stale:
         lines.append(f"stale memory {memory['id']}: {memory['content'][:100]}")
         for a in memory["anchors"]:
-            lines.append(f"  {a['status']}: {cited(a)}")
+            # The cited path is the pinned one; a renamed file's code is elsewhere now (walk, lane team23).
+            now = f" (now in {a['current_path']})" if a.get("current_path") else ""
+            lines.append(f"  {a['status']}: {cited(a)}{now}")
     if not result.stale:
         lines.append("no stale memories")
     return "\n".join(line for line in lines if line)
