@@ -218,3 +218,54 @@ def test_a_codex_turn_kept_offline_is_sent_by_a_claude_code_stop(
     stop_hook(monkeypatch, transcript, "claude")
     assert {(s, r) for s, r, _ in server.buffer} >= {("codex-offline", "user"), ("codex-offline", "assistant")}
     assert not kept.exists()
+
+
+def another_hook_sends_what_waits_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hook of another session, running at once, reads the waiting turns now; it sends them and removes their
+    note only after this hook's turn has joined them (its send_unsent then finds nothing left)."""
+    folder = Path(os.environ["YULLU_HOME"]) / "run" / hooks.UNSENT_DIR
+    read = {marker: hooks.unsent_turns(str(marker)) for marker in folder.glob("*.json")}
+
+    def racing() -> set[str]:
+        while read:
+            marker, (session, cwd, _, turns) = read.popitem()
+            hooks.send_turns(session, cwd, turns)
+            marker.unlink()
+            Path(hooks.kept_turns(str(marker))).unlink(missing_ok=True)
+        return set()
+
+    monkeypatch.setattr(hooks, "send_unsent", racing)
+
+
+def test_a_turn_joining_turns_another_hook_sends_at_once_is_not_lost(
+    server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """review23: a Stop hook finding its session's turns waiting left them to send_unsent and returned; when a
+    hook of another session had read them (before this turn) and removed their note meanwhile, this turn was
+    sent by no one."""
+    transcript = tmp_path / "t.jsonl"
+    turn(transcript, 1)
+    stop_hook(monkeypatch, transcript)
+    server.down = ConnectionRefusedError(111, "refused")
+    turn(transcript, 2)
+    stop_hook(monkeypatch, transcript)
+    server.down = None
+    another_hook_sends_what_waits_now(monkeypatch)
+    turn(transcript, 3)
+    stop_hook(monkeypatch, transcript)
+    questions = [content for _, role, content in server.buffer if role == "user"]
+    assert questions == [f"question {n} about refunds" for n in (1, 2, 3)]
+
+
+def test_a_codex_turn_joining_turns_another_hook_sends_at_once_is_not_lost(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review23: the notify appended its turn to the kept file, which the other hook removed unread."""
+    hooks.codex_notify(codex_turn(1))
+    server.down = ConnectionRefusedError(111, "refused")
+    hooks.codex_notify(codex_turn(2))
+    server.down = None
+    another_hook_sends_what_waits_now(monkeypatch)
+    hooks.codex_notify(codex_turn(3))
+    questions = [content for _, role, content in server.buffer if role == "user"]
+    assert questions == [f"question {n} about refunds" for n in (1, 2, 3)]

@@ -448,8 +448,8 @@ def record_turn() -> int:
     if not os.path.isfile(path):
         return 0
     session = str(data.get("session_id") or stem(path))
-    if os.path.exists(unsent_marker(session)):  # the transcript from the noted turn on holds this one too
-        send_unsent()
+    marker = unsent_marker(session)
+    if os.path.exists(marker) and waits_or_sent(marker):  # the transcript from the noted turn on holds this one
         return 0
     try:
         turns = read_turns(path)
@@ -494,7 +494,15 @@ def remember_unsent(session_id: str, transcript: str, cwd: Any, first: int) -> N
             os.unlink(partial)
 
 
-def send_unsent() -> None:
+def waits_or_sent(marker: str) -> bool:
+    """After this hook's turn joined a session's waiting turns: true when this call sent them, or they still
+    wait (the turn waits with them). False when another hook sent and removed them meanwhile: it may have read
+    them before this turn joined, so the caller sends this turn itself (the buffer skips turns it holds);
+    returning there lost the turn (review23)."""
+    return marker in send_unsent() or os.path.exists(marker)
+
+
+def send_unsent() -> set[str]:
     """The turns earlier Stop hooks could not send, from where each session's first failure was (the
     server skips turns its buffer already holds). Stops at the first send that fails again. A session
     whose turns were meant for another server (a team server's checkout, this hook run in a personal one
@@ -504,28 +512,31 @@ def send_unsent() -> None:
     try:
         names = sorted(name for name in os.listdir(folder) if name.endswith(".json"))
     except OSError:
-        return
+        return set()
     here, tried = server_url(), 0
+    sent: set[str] = set()
     for name in names:
         marker = os.path.join(folder, name)
         session, cwd, server, turns = unsent_turns(marker)
         if server not in ("", here):
             continue
         if (tried := tried + 1) > MAX_UNSENT_SESSIONS:
-            return
+            return sent
         kept = [(r, t) for r, t in turns if not (r == "user" and is_trivial(t))][-MAX_UNSENT_TURNS:]
         try:
             send_turns(session or name[:-5], cwd, kept)
         except OSError:
-            return
+            return sent
         except ValueError:
             pass  # refused (a project no longer ours, a bad turn): sending it again would not help
         try:
             os.remove(marker)
         except OSError:
-            return
+            return sent
+        sent.add(marker)
         with contextlib.suppress(OSError):  # sent: the turns a notify kept (a Claude Code session has none)
             os.remove(kept_turns(marker))
+    return sent
 
 
 def unsent_turns(marker: str) -> tuple[str, str, str, list[tuple[str, str]]]:
@@ -570,10 +581,12 @@ def codex_notify(argv: list[str]) -> int:
     assistant = str(data.get("last-assistant-message") or "").strip()
     session = "codex-" + str(data.get("thread-id") or data.get("turn-id") or "codex")
     if os.path.exists(unsent_marker(session)):  # this thread's earlier turns wait: this one goes after them
-        if worth_keeping(user, assistant):
-            keep_unsent(session, data.get("cwd"), [("user", user), ("assistant", assistant)])
-        send_unsent()
-        return 0
+        if not worth_keeping(user, assistant):
+            send_unsent()
+            return 0
+        keep_unsent(session, data.get("cwd"), [("user", user), ("assistant", assistant)])
+        if waits_or_sent(unsent_marker(session)):
+            return 0
     try:
         record(session, data.get("cwd"), user, assistant)
     except OSError:  # the server did not get it: kept, and sent by the next hook the server takes (walk 20)
