@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
+from memories.models import Memory
 from memories.scope import resolve
 from memories.write import create
 from memories.write.validation import NewMemory
@@ -30,6 +33,12 @@ def test_a_short_list_says_how_many_memories_it_left_out(tmp_path: Path, keyword
     assert header() == "acme/few: 5 shown"
     assert header("--limit", "2", "--offset", "3") == "acme/few: 2 shown after the newest 3"
     assert header("--limit", "1", "--offset", "1") == "acme/few: 1 of 5 shown after the newest 1"
+    # review23: the tallies count rows the list never shows; an expired memory is not one left out
+    Memory.objects.filter(pk=Memory.objects.filter(project_id="acme/few").order_by("id")[0].pk).update(
+        expires_at=timezone.now() - timedelta(days=1)
+    )
+    assert header("--limit", "4") == "acme/few: 4 shown"
+    assert header("--limit", "3") == "acme/few: 3 of 4 shown"
 
 
 def test_a_second_install_leaves_a_registered_mcp_server_alone(tmp_path: Path) -> None:

@@ -167,7 +167,8 @@ def memories(args: argparse.Namespace) -> int:
             _say_more(scope.project_id, most, args.offset)
         out = {"project_id": scope.project_id, "offset": args.offset, "memories": rows}
         after = f" after the newest {args.offset:,}" if args.offset else ""
-        shown = f"{len(rows)}{_of_total(scope.project_id, len(rows) + args.offset) if rows else ''} shown{after}"
+        cut = rows and len(rows) == min(args.limit, most)  # a shorter page reached the end: nothing left out
+        shown = f"{len(rows)}{_of_total(scope.project_id, len(rows) + args.offset) if cut else ''} shown{after}"
         human = "\n".join([f"{scope.project_id}: {shown}", *(_line(m) for m in rows)])
     elif args.op == "search":
         from memories.search.merged import Recall  # only here: the search stack (and its secret scanner) is ~0.5 s
@@ -197,11 +198,10 @@ def memories(args: argparse.Namespace) -> int:
 
 def _of_total(project_id: str, seen: int) -> str:
     """` of 14` when the project holds more memories than the list reached: `--limit 3` said "3 shown" and
-    nothing of the other eleven (walk 20)."""
-    from memories.tallies import memory_counts
+    nothing of the other eleven (walk 20). Counted as the list reads them (current ones only)."""
+    from memories.search import stats
 
-    total = memory_counts(project_id).memories
-    return f" of {total:,}" if total > seen else ""
+    return f" of {total:,}" if (total := stats.count_current(project_id)) > seen else ""
 
 
 def _say_more(project_id: str, most: int, offset: int = 0) -> None:

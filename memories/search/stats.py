@@ -30,6 +30,13 @@ def list_memories(project_id: str, limit: Any = 20, offset: int = 0) -> list[Mem
     return [memory_to_wire(m) for m in rows]
 
 
+def count_current(project_id: str) -> int:
+    """How many memories `list_memories` pages through: the tallies count every row, superseded, expired and
+    held ones too, so "4 of 5 shown" said one was left out when none could be listed (review23)."""
+    access.require(project_id, access.READ)
+    return Memory.objects.current().filter(project_id=project_id).count()
+
+
 def projects() -> list[ProjectOut]:
     counts = tallies.memory_counts().by_project
     located = access.only_visible(ProjectLocation.objects.all()).values_list("project_id", "git_root")
