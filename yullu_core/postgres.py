@@ -452,8 +452,9 @@ _SHUT_DOWN = (1, 2)
 
 
 def shut_down_cleanly(cluster: Cluster) -> bool:
-    """Whether `cluster`'s server last ended by a stop request (pg_ctl stop in any mode, SIGTERM/SIGINT), not
-    a crash (kill -9, the OOM killer, a PANIC): its control file says so. False when it cannot be read."""
+    """Whether `cluster`'s server last ended by a stop request (pg_ctl stop -m smart/fast, SIGTERM/SIGINT), not
+    a crash (kill -9, the OOM killer, a PANIC): its control file says so. `-m immediate` (SIGQUIT) writes no
+    shutdown checkpoint, so the next start does recover, and False says so. False when it cannot be read."""
     try:
         state = (cluster.pgdata / "global" / "pg_control").read_bytes()[_CONTROL_STATE]
     except OSError:
