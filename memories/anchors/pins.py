@@ -159,13 +159,17 @@ def _holds(repo: Repo, head: str, p: Pin, path: str) -> bool:
     if data is None:
         return False
     if p.symbol:
+        # Most candidates do not name the symbol at all: skip parsing them (up to 300 files per anchor).
+        if p.symbol.rsplit(".", 1)[-1].encode() not in data:
+            return False
         span = symbols.find(path, data, p.symbol)
         return span is not None and digest(span_text(data, *span)) == p.text_hash
     assert p.start is not None and p.end is not None
     before = repo.read(p.blob)
     if before is None:
         return _find_by_hash(_lines(data), p.end - p.start + 1, p.text_hash) is not None
-    return _find_text(data, span_text(before, p.start, p.end)) is not None
+    wanted = span_text(before, p.start, p.end)
+    return bool(wanted) and wanted.split()[0].encode() in data and _find_text(data, wanted) is not None
 
 
 def _check_file(repo: Repo, p: Pin, data: bytes, path: str, renamed: bool) -> Verdict:
