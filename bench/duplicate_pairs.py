@@ -44,8 +44,14 @@ def scored(pairs: list[list[str]], same: bool) -> list[Pair]:
     return out
 
 
+def same_fact(a: str, b: str) -> bool:
+    """Either text stored first: the guard lets a shorter copy of a memory merge into it, not the reverse,
+    and a pair counts as merged when either order merges (the stricter count for false merges)."""
+    return same_fact_tokens(a, b) or same_fact_tokens(b, a)
+
+
 def measure(pairs: list[Pair], threshold: float, guard: bool) -> tuple[float, float, int]:
-    merged = [p for p in pairs if p[3] >= threshold and (not guard or same_fact_tokens(p[0], p[1]))]
+    merged = [p for p in pairs if p[3] >= threshold and (not guard or same_fact(p[0], p[1]))]
     true = sum(1 for p in merged if p[2])
     positives = sum(1 for p in pairs if p[2])
     precision = true / len(merged) if merged else 1.0

@@ -159,12 +159,16 @@ def literal_tokens(text: str) -> frozenset[str]:
 
 
 def same_fact_tokens(a: str, b: str) -> bool:
-    """False when `a` and `b` differ in a literal or by a one/two-word swap (likely one changed fact)."""
+    """Whether new text `b` says the same fact as existing text `a`: False when they differ in a literal
+    or by a one/two-word swap (likely one changed fact). True when `b` is a run of `a`'s words (a shorter
+    copy says nothing new), not the other way round: a longer `b` adds a fact to `a`."""
     return same_fact_skeletons(skeleton(a), skeleton(b))
 
 
 def same_fact_skeletons(a: str, b: str) -> bool:
     """same_fact_tokens of two texts' skeletons (a store batch keeps each item's)."""
+    if _copied_from(a, b):
+        return True
     ta, tb = _tokens(a), _tokens(b)
     only_a, only_b = ta - tb, tb - ta
     if not _literals(a).issubset(tb) and not _literals(b).issubset(ta):
@@ -178,6 +182,26 @@ def same_fact_skeletons(a: str, b: str) -> bool:
     # One word added to an otherwise identical sentence changes the fact ("make dev" → "make serve").
     added = len(only_a) + len(only_b) == 1 and len(ta & tb) >= 3
     return not (swapped or added or _one_phrase_replaced(a, b))
+
+
+# Words that turn a sentence round: a run copied from beside one is not the same fact (and "not" and
+# "no" are stopwords, gone from the token sequences).
+NEGATION = re.compile(r"\b(?:not|no|never|without|avoid)\b|n't\b|\bdont\b", re.IGNORECASE)
+MIN_COPIED = 4  # words: "run make ship" inside a longer memory is too little to call it a copy
+
+
+def _copied_from(old: str, new: str) -> bool:
+    """`new`'s words are one unbroken run of the longer `old`'s, and `old` negates nothing `new` does not:
+    a sentence copied out of a memory that holds it and more (walk 20: a CLAUDE.md line stored beside
+    the memory with that line and a promote step, the extra step's flag and number read as a change)."""
+    wa, wb = _sequence(old), _sequence(new)
+    if len(wb) < MIN_COPIED or len(wb) >= len(wa) or _negations(old) - _negations(new):
+        return False
+    return any(wa[at : at + len(wb)] == wb for at in range(len(wa) - len(wb) + 1))
+
+
+def _negations(text: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in NEGATION.findall(text))
 
 
 @functools.lru_cache(maxsize=4096)

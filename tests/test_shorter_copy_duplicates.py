@@ -1,0 +1,42 @@
+"""A shorter copy of a memory is its duplicate (walk 20): a CLAUDE.md line stored beside the memory that
+holds that line and one more step was kept twice, the extra step's flag and number read as a changed
+fact. A longer text that adds a fact stays new. Real default embedder: the cosine gate is part of it."""
+
+from __future__ import annotations
+
+import pytest
+
+from memories.scope import resolve
+from memories.write import create, validation
+
+pytestmark = pytest.mark.django_db
+
+LONG = (
+    "The deploy process: run make ship, then watch the 10 percent canary. "
+    "After 30 minutes, promote it with make promote --all."
+)
+SHORT = "The deploy process: run make ship, then watch the 10 percent canary."
+
+
+def test_a_shorter_copy_of_a_memory_is_its_duplicate() -> None:
+    scope = resolve("walk20/shorter", None)
+    first = create.store_memory(scope, LONG, "process")
+    again = create.store_memory(scope, SHORT, "process")
+    assert (again.created, again.duplicate_of) == (False, first.memory.pk)
+
+
+def test_a_longer_text_that_adds_a_step_is_a_new_memory() -> None:
+    scope = resolve("walk20/longer", None)
+    create.store_memory(scope, SHORT, "process")
+    assert create.store_memory(scope, LONG, "process").created
+
+
+def test_a_shorter_copy_later_in_one_batch_is_stored_once() -> None:
+    stored = create.store_memories(resolve("walk20/batch", None), [validation.NewMemory(t) for t in (LONG, SHORT)])
+    assert [s.created for s in stored] == [True, False]
+
+
+def test_a_sentence_copied_from_beside_a_negation_is_a_new_memory() -> None:
+    scope = resolve("walk20/negated", None)
+    create.store_memory(scope, "Never push the release branch to production directly from a laptop.")
+    assert create.store_memory(scope, "Push the release branch to production directly from a laptop.").created
