@@ -55,6 +55,11 @@ TWENTIETH_SET_CAUSES = {
 # What 40 other fillings of the set stored, and the leftover of set 19's, each with the rule that reads it now.
 OTHER_FILLINGS = {
     "a generated password with `**` inside": ("<password>MUR8I0hc**Ph8I</password>", "xml-secret-element"),
+    "a drawn key that holds one of gitleaks' stopwords by chance": (
+        "[api]\nemail=bot@acme.zulipchat.com\nkey=AcNT"
+        + "WordYP5a4myypcjJRXUFkrwOsZqz\nsite=https://acme.zulipchat.com",
+        "generic-api-key",
+    ),
     "PagerDuty's key with no digit (set 19's last filling)": (
         "PagerDuty REST key for the runbook bot: yP+" + "VVrO_IxdRxxNyzkwP",
         "key-in-prose",
@@ -118,6 +123,8 @@ def test_a_no_digit_key_with_base64_symbols_told_as_a_key_is_refused_in_most_fil
         "client = httpx.Client(base_url='https://api.acme.io', timeout=30)",
         "client.configure(region='eu-west-1', retries=3)",
         "value = 2**32 - 1, and x**y for the power",
+        # a stopword still allows a value whose rest is words, not drawn
+        'api_key = "ExampleApiKeyForDocsOnly12345678"',
     ],
 )
 def test_the_twentieth_sets_near_misses_are_kept(text: str) -> None:

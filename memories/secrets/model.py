@@ -9,6 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
+def _without(secret: str, word: str) -> str:
+    at = secret.lower().find(word)
+    return secret[:at] + secret[at + len(word) :]
+
+
 @dataclass(frozen=True)
 class Allow:
     """A gitleaks allowlist: a finding it matches is not a secret."""
@@ -18,11 +23,12 @@ class Allow:
     stopwords: tuple[str, ...]
     all_of: bool  # condition = "AND": every kind of check given must hold
 
-    def allows(self, secret: str, match: str, line: str) -> bool:
+    def allows(self, secret: str, match: str, line: str, drawn: Callable[[str], bool] | None = None) -> bool:
+        """`drawn(rest)`: the secret without a stopword is still drawn at random, so the word is there by chance."""
         text = {"match": match, "line": line}.get(self.target, secret)
         by_regex = any(r.search(text) for r in self.regexes)
         lowered = secret.lower()
-        by_stopword = any(w in lowered for w in self.stopwords)
+        by_stopword = any(w in lowered and not (drawn and drawn(_without(secret, w))) for w in self.stopwords)
         if self.all_of:
             checks = ([by_regex] if self.regexes else []) + ([by_stopword] if self.stopwords else [])
             return bool(checks) and all(checks)

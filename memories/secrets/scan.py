@@ -312,6 +312,24 @@ def _public_by_design(rule: str, view: str, start: int, secret: str) -> bool:
     return bool(_PUBLIC_SEARCH_SAID.search(line)) and not _PRIVILEGED_SAID.search(line)
 
 
+# A key drawn at random holds one of gitleaks' 1,400 stopwords by chance (a Zulip key `…TWordYP5a4m…`: 2 of 40 of set
+# 20's fillings): the word allows the value only when what is left is not drawn at random too: 24 characters or more,
+# both cases and a digit, entropy 4 or more, the kind of character changing at a third of the steps or more (about
+# three in five for a drawn key), and five consonants in a row, which words in camel case seldom have
+# (`ExampleApiKeyForDocsOnly12345678`'s rest has three at most).
+_FIVE_CONSONANTS = re.compile(r"(?i)[b-df-hj-np-tv-z]{5}")
+
+
+def _drawn(rest: str) -> bool:
+    rest = rest.strip("'\"`")
+    if len(rest) < 24 or not (any(c.isupper() for c in rest) and any(c.islower() for c in rest)):
+        return False
+    if not any(c.isdigit() for c in rest) or entropy(rest) < 4.0 or not _FIVE_CONSONANTS.search(rest):
+        return False
+    kinds = ["u" if c.isupper() else "l" if c.islower() else "o" for c in rest]
+    return sum(a != b for a, b in zip(kinds, kinds[1:], strict=False)) >= 0.35 * (len(rest) - 1)
+
+
 def _regex_value(secret: str) -> bool:
     return len(_REGEX_SYNTAX.findall(secret)) >= 2
 
@@ -359,6 +377,6 @@ def _matches(view: str) -> Iterator[Finding]:
             if rule.before is not None and not rule.before(view[max(0, start - BEFORE) : start]):
                 continue
             line = _line(view, begin)
-            if any(a.allows(secret, view[begin : m.end()], line) for a in (*glob, *rule.allows)):
+            if any(a.allows(secret, view[begin : m.end()], line, _drawn) for a in (*glob, *rule.allows)):
                 continue
             yield Finding(rule.id, rule.kind, start, end)
