@@ -31,7 +31,7 @@ def test_a_list_longer_than_its_cap_says_how_many_there_are_and_how_to_see_them_
     env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
     listed = run_cli(["memories", "list", "--project", "acme/many", "--limit", "5000"], env)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.splitlines()[0] == f"acme/many: {LIST_LIMIT.hi} shown"
+    assert listed.stdout.splitlines()[0] == f"acme/many: {LIST_LIMIT.hi} of 205 shown"  # walk 20
     assert listed.stderr.strip().splitlines()[-1] == (
         f"yullu: showing the newest {LIST_LIMIT.hi} of 205 memories (a list shows at most {LIST_LIMIT.hi}); "
         f"`--offset {LIST_LIMIT.hi}` shows the next, `yullu export json --project acme/many` writes them all."

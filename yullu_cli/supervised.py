@@ -480,7 +480,7 @@ def room_for_metrics() -> bool:
     process that writes a new page of one on a full file system dies of SIGBUS: with /dev/shm full, the
     supervisor died at its first restart count, silently, its children with it and the embedded PostgreSQL
     left with no owner (chaos drill, round 23; round eight's was $YULLU_HOME's disk)."""
-    folder = os.environ.get(MULTIPROC_ENV)
+    folder = env_str(MULTIPROC_ENV)
     if not folder:
         return True
     try:
