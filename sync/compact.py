@@ -53,9 +53,11 @@ def _snapshot(memory_uuid: str, folded: Folded) -> list[Event]:
     base = {"memory_id": memory_uuid, "ts": format_ts(ts)}
     fields: dict[str, Any] = {k: v for k, v in folded.fields.items() if v is not None or k == "category"}
     # Who wrote it and who changed it last, as the history named them (the admin and get_memory show both).
-    authors = {k: v for k, v in (("author", folded.author), ("created_by", folded.creator)) if v}
-    if folded.deleted:
-        authors.pop("created_by", None)
+    # Not as `author`: an older peer takes a create's author for its writer, and would credit the last editor
+    # (review 23); with these two fields it sees no author, as before snapshots kept them.
+    authors = {k: v for k, v in (("created_by", folded.creator), ("updated_by", folded.author)) if v}
+    if folded.deleted:  # a delete's author is who deleted it, for every version
+        authors = {"author": folded.author} if folded.author else {}
     # The id depends only on the state, so compacting a compacted log (or the same log twice) is a fixpoint;
     # the authors count only when named, so a log compacted before they were kept keeps its snapshot ids.
     state = json.dumps([memory_uuid, ts, folded.created_ns, folded.deleted, fields], sort_keys=True)

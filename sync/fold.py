@@ -79,7 +79,7 @@ def _apply(state: Folded, event: Event, ts_ns: int) -> None:
             state.vectors[event.embedder] = Vector(list(event.vector), ts_ns, event.content_sha256)
         return
     state.has_fields = True
-    state.author = event.author
+    state.author = event.updated_by or event.author  # a snapshot names its last editor by updated_by
     if event.type == "create" and not state.has_created:
         state.creator, state.has_created = _creator(event), True
     created = parse_ts(event.created_at) if event.type == "create" and event.created_at else ts_ns
@@ -110,8 +110,8 @@ def _apply(state: Folded, event: Event, ts_ns: int) -> None:
 
 def _creator(event: Event) -> str | None:
     """Who wrote the memory, by its first create. A create carrying `created_at` stands for an earlier history
-    (a compacted snapshot, an undone rejection): its `author` is the last change's, so only `created_by` names
-    the writer (none: unknown, never the last editor)."""
+    (a compacted snapshot, an undone rejection): its `author` or `updated_by` is the last change's, so only
+    `created_by` names the writer (none: unknown, never the last editor)."""
     return event.created_by if event.created_at is not None else event.author
 
 

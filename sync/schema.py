@@ -118,10 +118,12 @@ class Event(BaseModel):
     created_at: str | None = None  # ours: compacted snapshots keep the memory's creation time
     # ours (docs/contract.md §11): the display name of who made the change; readers that do not know it ignore it
     author: str | None = Field(default=None, max_length=150)
-    # ours: a compacted snapshot's `author` is the last change's; this keeps who wrote the memory first
+    # ours: a compacted snapshot names who wrote the memory first and who changed it last by these, not by
+    # `author` (which older readers take for the writer of a create)
     created_by: str | None = Field(default=None, max_length=150)
+    updated_by: str | None = Field(default=None, max_length=150)
 
-    @field_validator("author", "created_by", mode="before")
+    @field_validator("author", "created_by", "updated_by", mode="before")
     @classmethod
     def _display_name(cls, value: Any) -> Any:
         # A teammate's free text reaches the assistant (get_memory's recent changes: "sync (NAME)") and

@@ -44,7 +44,9 @@ def test_a_fresh_teammate_reading_a_compacted_log_sees_who_wrote_and_who_last_ed
     assert _authors(Memory.objects.get(uuid=U1)) == ("Dana", "Sam Okafor")
     compact(scope)
     creates = [e for e in team_log.events(repo) if e["type"] == "create"]
-    assert [(e.get("created_by"), e.get("author")) for e in creates] == [("Dana", "Sam Okafor")]
+    assert [(e.get("created_by"), e.get("updated_by"), e.get("author")) for e in creates] == [
+        ("Dana", "Sam Okafor", None)
+    ]
     assert _authors(_fresh_teammate_reads(repo)) == ("Dana", "Sam Okafor")
 
 
@@ -75,3 +77,14 @@ def test_a_snapshot_folds_to_the_same_creator_and_last_author_as_the_history_it_
     whole = fold(history)
     again = fold(_snapshot(U1, whole))
     assert (again.creator, again.author) == (whole.creator, whole.author) == ("Dana", "Sam")
+
+
+def test_an_older_reader_of_a_snapshot_credits_no_one_rather_than_the_last_editor() -> None:
+    # An older version's fold takes a create's `author` for its writer (review 23): a snapshot must not carry
+    # the last editor there.
+    from sync.compact import _snapshot
+
+    history = [_event(1, "create", content="x", author="Dana"), _event(2, "update", tags=["a"], author="Sam")]
+    create = _snapshot(U1, fold(history))[0]
+    assert create.type == "create" and create.author is None
+    assert (create.created_by, create.updated_by) == ("Dana", "Sam")
