@@ -58,7 +58,10 @@ def test_each_candidate_carries_its_own_memorys_current_text() -> None:
 
 @pytest.mark.parametrize(
     "content",
-    ["", "no question here.", "Why? Because.", "a?b?c", "line one?\nline two", "¿Qué? ok! fine?", "what.\n?", FACTS[4]],
+    [
+        *("", "no question here.", "Why? Because.", "a?b?c", "line one?\nline two", "¿Qué? ok! fine?", "what.\n?"),
+        *("??", "a.?b", "?!?", "tail without an end", "word " * 1600 + "?", ("why so " * 300 + ". ") * 4, FACTS[4]),
+    ],
 )
 def test_the_share_of_questions_is_counted_as_postgresql_counted_it(content: str) -> None:
     with connection.cursor() as cur:
