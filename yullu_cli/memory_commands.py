@@ -341,13 +341,13 @@ def _team_token(url: str) -> tuple[bool, str, str]:
     from .hooks import token, yullu_home
     from .team_server import token_problem
 
-    team = env_str("YULLU_SERVER").rstrip("/")
+    team, own = env_str("YULLU_SERVER").rstrip("/"), url.removesuffix("/api/status")
     sent = token()
-    if not sent or not (problem := token_problem(team or url.removesuffix("/api/status"), sent)):
+    if not sent or not (problem := token_problem(team or own, sent)):
         return True, url + " ready", ""
     if team:
         return False, problem, f"then run `yullu install --server {team} --token NEW`"
-    return False, f"{url.removesuffix('/api/status')} refuses the token in {yullu_home() / 'token'}", _token_file_fix()
+    return False, f"{own} refuses the token in {yullu_home() / 'token'}", _token_file_fix()
 
 
 STOPPED_FIX = "fix what that says (its log above it has the detail), then start it again with `yullu serve`"

@@ -187,8 +187,8 @@ class Database:
             gone = f" (pid {self.server.pid})" if self.server else ""
             # A stop request (pg_ctl stop -m smart/fast, SIGTERM) was said as "crash recovery" (round 22).
             how = "was shut down" if pg.shut_down_cleanly(self.cluster) else "is gone"
-            again = "starting it again" if how == "was shut down" else "starting it again (crash recovery)"
-            say(f"yullu: the embedded PostgreSQL{gone} {how}; {again}.", "WARNING")
+            recovery = "" if how == "was shut down" else " (crash recovery)"
+            say(f"yullu: the embedded PostgreSQL{gone} {how}; starting it again{recovery}.", "WARNING")
             _count_restart("postgres")
             on_gone()
         if now < self.retry_at:
@@ -481,8 +481,11 @@ def room_for_metrics() -> bool:
     supervisor died at its first restart count, silently, its children with it and the embedded PostgreSQL
     left with no owner (chaos drill, round 23; round eight's was $YULLU_HOME's disk)."""
     folder = env_str(MULTIPROC_ENV)
-    if not folder:
-        return True
+    return not folder or room_in(folder)
+
+
+def room_in(folder: str | Path) -> bool:
+    """Whether `folder`'s file system has METRICS_ROOM free (unreadable: no)."""
     try:
         return shutil.disk_usage(folder).free >= METRICS_ROOM
     except OSError:

@@ -37,7 +37,7 @@ from .banner import print_banner
 from .django_setup import alive, fail, not_on_a_team_servers_client, setup_django
 from .output import guard_output
 from .ports import wait_to_listen
-from .supervised import METRICS_ROOM, BeatLock, Child, Database, remember_the_stop, say, stop_all, supervise
+from .supervised import BeatLock, Child, Database, remember_the_stop, room_in, say, stop_all, supervise
 
 if TYPE_CHECKING:
     from access.bootstrap import BootstrapResult
@@ -310,7 +310,7 @@ def _metrics_base(run_dir: Path) -> Path:
             base.mkdir(mode=0o700)
         with contextlib.suppress(OSError):
             info = base.lstat()  # not a link or a folder another user made there first
-            roomy = shutil.disk_usage(base).free >= METRICS_ROOM  # a full /dev/shm is the same SIGBUS (round 23)
+            roomy = room_in(base)  # a full /dev/shm is the same SIGBUS (round 23)
             if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077 == 0 and roomy:
                 return base
     base = run_dir / "metrics"
