@@ -73,13 +73,9 @@ class Repo:
             return None
         return obj.data if isinstance(obj, pygit2.Blob) else None
 
-    def renamed_to(self, old: str, new: str, path: str) -> str | None:
-        """Where `path` of commit `old` went by commit `new`, by git's rename detection (content
-        similarity, as `git diff -M30%`); None when it was deleted or either commit is unknown."""
-        return self.moves(old, new).renamed.get(path)
-
     def moves(self, old: str, new: str) -> Moves:
-        """Renames and added files between two commits, computed once per pair."""
+        """Renames (git's rename detection by content similarity, as `git diff -M30%`) and added files between
+        two commits, computed once per pair; empty when either commit is unknown."""
         key = (str(self.root), old, new, RENAME_THRESHOLD)
         if key in _moves:
             return _moves[key]
