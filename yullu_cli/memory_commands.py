@@ -318,7 +318,7 @@ def _server() -> tuple[bool, str, str]:
         if env_str("YULLU_SERVER"):  # a team server is its admin's to start
             return False, f"{url}: {exc}", "check the URL and your network, or ask the server's admin"
         if ended := ended_because(yullu_home() / "run"):
-            return False, f"{url}: {exc}; the last `yullu serve` stopped by itself: {ended}", STOPPED_FIX
+            return False, f"{url}: {exc}; {ended}", STOPPED_FIX
         return False, f"{url}: {exc}", "start it with `yullu serve` (or `yullu install --service`)"
     status = _status_of(body)
     if status is None:
@@ -328,6 +328,17 @@ def _server() -> tuple[bool, str, str]:
     # (the disk too: a write that found it full leaves the site not ready for a minute, and doctor named no reason)
     down = [part for part in ("database", "broker", "embedder", "disk") if not _part_ok(status.get(part))]
     return False, f"{url} answers but is not ready" + (f" ({', '.join(down)})" if down else ""), "wait, or see its log"
+
+
+def _roles_ended() -> str | None:
+    """A worker or beat supervisor (`yullu serve --role worker|beat`) that stopped by itself leaves the site
+    answering, ready, with no task run: what it ended with, kept in run/, or None (a team server's: its admin's)."""
+    from yullu_core.env import env_str
+
+    from .hooks import yullu_home
+    from .supervised import ended_because
+
+    return None if env_str("YULLU_SERVER") else ended_because(yullu_home() / "run", roles_only=True)
 
 
 def _team_token(url: str) -> tuple[bool, str, str]:
@@ -556,8 +567,10 @@ def doctor(args: argparse.Namespace) -> int:
     # A client-only install (hooks on a team server) keeps nothing here: doctor asks that server and
     # starts no local storage (it created and migrated an embedded PostgreSQL the laptop never used).
     if results[0]["ok"]:
-        for name, fn in (("server", _server), ("hooks", _hooks)):
-            done(_check(name, fn))
+        done(_check("server", _server))
+        if results[-1]["ok"] and (ended := _roles_ended()):  # down: the server line says it
+            done({"check": "roles", "ok": False, "status": "warn", "detail": ended, "fix": STOPPED_FIX})
+        done(_check("hooks", _hooks))
         from .served_folder import served_folder
 
         done(_warning("folder", served_folder))

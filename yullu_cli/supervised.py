@@ -612,22 +612,37 @@ def _keep_beat_lock(lock: BeatLock, beat: Child | None) -> None:
         _restart(beat, time.monotonic())  # not into a config file broken meanwhile (walk 13)
 
 
-def remember_the_stop(run_dir: Path, line: str | None) -> None:
+def remember_the_stop(run_dir: Path, line: str | None, role: str = "all", port: int | None = None) -> None:
     """Keep the line a supervisor ended with (None: a start, or a stop by request, forgets it): `yullu doctor`
-    says it beside "connection refused" (a crash loop's line was only in a log the user may not have)."""
+    says it beside "connection refused" (a crash loop's line was only in a log the user may not have). Each
+    role's supervisor (`yullu serve --role web|worker|beat`) keeps its own: they wrote none (round 23)."""
+    file = run_dir / _ended_name(role, port)
     with contextlib.suppress(OSError):
         if line is None:
-            (run_dir / ENDED_BECAUSE).unlink(missing_ok=True)
+            file.unlink(missing_ok=True)
         else:
-            (run_dir / ENDED_BECAUSE).write_text(line.removeprefix("yullu: ") + "\n")
+            file.write_text(line.removeprefix("yullu: ") + "\n")
 
 
-def ended_because(run_dir: Path) -> str | None:
-    """The line the last `yullu serve` of this home ended with by itself, or None."""
-    try:
-        return (run_dir / ENDED_BECAUSE).read_text().strip() or None
-    except OSError:
-        return None
+def _ended_name(role: str, port: int | None) -> str:
+    return ENDED_BECAUSE if role == "all" else f"{ENDED_BECAUSE}-{role}-{port}"
+
+
+def ended_because(run_dir: Path, roles_only: bool = False) -> str | None:
+    """What the last `yullu serve` of this home, and each role's, ended with by itself ("the last `yullu serve
+    --role worker` (port 8000) stopped by itself: …"; several joined by "; "), or None."""
+    said = []
+    for file in sorted(run_dir.glob(f"{ENDED_BECAUSE}*")):
+        role, _, port = file.name.removeprefix(ENDED_BECAUSE).lstrip("-").partition("-")
+        if roles_only and not role:
+            continue
+        try:
+            line = file.read_text().strip()
+        except OSError:
+            continue
+        who = f"`yullu serve --role {role}` (port {port})" if role else "`yullu serve`"
+        said += [f"the last {who} stopped by itself: {line}"] if line else []
+    return "; ".join(said) or None
 
 
 ENDED_BECAUSE = "ended-because"

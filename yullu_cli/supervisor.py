@@ -148,8 +148,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         run_dir.mkdir(exist_ok=True)
         pidfile = run_dir / ("serve.pid" if role == "all" else f"serve-{role}-{port}.pid")
         _pidfile_claim(pidfile)
-        if role == "all":
-            remember_the_stop(run_dir, None)  # a line from a run before this one is no longer the news
+        remember_the_stop(run_dir, None, role, port)  # a line from a run before this one is no longer the news
     except OSError as exc:  # EACCES / EPERM: another user's folder, or chmod'ed read-only; EROFS: a read-only mount
         if not isinstance(exc, PermissionError) and exc.errno != errno.EROFS:
             raise
@@ -206,8 +205,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         stops_pg = embedded and (database.owned if database is not None else owns_pg)
         if stops_pg:
             pg.stop(home, database.cluster if database is not None else None)
-        if role == "all":
-            remember_the_stop(run_dir, ended)
+        remember_the_stop(run_dir, ended, role, port)
         _forget(pidfile)
         _forget(_stopping_mark(pidfile))
         shutil.rmtree(metrics_dir, ignore_errors=True)
