@@ -19,7 +19,7 @@ from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Max, QuerySet
 from django.utils import timezone
 
 from access import policy as access
@@ -120,16 +120,42 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
     sid = session_id.strip()
     with transaction.atomic():
         # A hook may send turns the buffer already holds (PreCompact sends the whole transcript).
-        held = set(
-            SessionMessage.objects.filter(
-                project_id=project_id, session_id=sid, content__in=[c for _, c in valid]
-            ).values_list("role", "content")
-        )
+        session = SessionMessage.objects.filter(project_id=project_id, session_id=sid)
+        held = {
+            (r, c): (pk, at)
+            for pk, r, c, at in session.filter(content__in=[c for _, c in valid]).values_list(
+                "id", "role", "content", "created_at"
+            )
+        }
         fresh = [(r, c) for r, c in valid if (r, c) not in held]
         SessionMessage.objects.bulk_create(
-            [SessionMessage(project_id=project_id, session_id=sid, role=r, content=c) for r, c in fresh]
+            [
+                SessionMessage(project_id=project_id, session_id=sid, role=r, content=c, created_at=at)
+                for r, c, at in in_transcript_order(session, valid, held)
+            ]
         )
     return {"session_id": sid, "project_id": project_id, "count": len(fresh)}
+
+
+def in_transcript_order(
+    session: QuerySet[SessionMessage], valid: list[tuple[str, str]], held: dict[tuple[str, str], tuple[int, datetime]]
+) -> list[tuple[str, str, datetime]]:
+    """The turns to add, in the order a dream pass must read them (the buffer is read by id). New turns sent
+    before turns the buffer holds (PreCompact's whole transcript after the Stop hook sent its last exchange:
+    walk 21's dream read an answer before its question) are written with the held turns after them, which
+    leave their old place and keep their time (the buffer's age limit)."""
+    first = next((n for n, m in enumerate(valid) if m not in held), len(valid))
+    tail = valid[first:]
+    if not any(m in held for m in tail):
+        return [(r, c, timezone.now()) for r, c in tail]
+    session.filter(pk__in=[held[m][0] for m in tail if m in held]).delete()
+    now, seen, out = timezone.now(), set[tuple[str, str]](), []
+    for m in tail:
+        if m in held and m in seen:
+            continue  # a held turn moves once
+        seen.add(m)
+        out.append((*m, held[m][1] if m in held else now))
+    return out
 
 
 def recent_passes(project_id: str | None = None, limit: int = 50) -> list[DreamPass]:
