@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import uuid
+from pathlib import Path
+
 import pytest
 
 from dreaming.models import SessionMessage
 from dreaming.services import record_messages
+from memories.models import Memory
+from tests.processes import git_repo, run_cli
 
 
 def turn(role: str, content: str) -> dict[str, str]:
@@ -24,3 +30,31 @@ def test_a_whole_transcript_sent_after_its_last_turn_is_buffered_in_the_transcri
     record_messages("acme/order", "s1", [turn("user", "A later question?")])  # the next Stop
     buffered = list(SessionMessage.objects.filter(session_id="s1").order_by("id").values_list("content", flat=True))
     assert buffered == [t["content"] for t in early + late] + ["A later question?"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_in_a_fresh_clone_starts_with_the_team_log_applied(
+    live_server_url: str, keyword_only: None, hook_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Bob cloned the repository Alice had committed twelve memories to, ran `yullu install` and started a
+    session: no primer, no recall, `yullu memories list` "0 shown". Reads never record where a checkout lives,
+    so his server had not applied the log until something was written there (walk 21)."""
+    repo = git_repo(tmp_path / "harbor", "git@github.com:acme/harbor.git")
+    logs = repo / ".yullu" / "logs"
+    logs.mkdir(parents=True)
+    event = {
+        "id": str(uuid.uuid4()),
+        "type": "create",
+        "memory_id": str(uuid.uuid4()),
+        "ts": "2026-11-28T04:40:19.572416590Z",
+        "content": "Invoice totals use banker's rounding (ROUND_HALF_EVEN); the tax office rounds half to even.",
+        "category": "decision",
+        "author": "Alice A",
+    }
+    (logs / f"20261128T044019.572416590Z-{event['id'][:8]}.json").write_text(json.dumps(event))
+    out = run_cli(["session-start"], hook_env, json.dumps({"cwd": str(repo), "source": "startup"}))
+    assert out.returncode == 0 and "banker's rounding" in out.stdout, out.stdout + out.stderr
+    assert Memory.objects.get(project_id="github.com/acme/harbor").created_author == "Alice A"
+    outside = tmp_path / "notes"  # no checkout: nothing to apply, the primer as before
+    outside.mkdir()
+    assert run_cli(["session-start"], hook_env, json.dumps({"cwd": str(outside)})).returncode == 0

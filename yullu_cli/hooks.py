@@ -316,15 +316,35 @@ def inject() -> int:
 
 
 def session_start() -> int:
-    """SessionStart hook: the project primer within PRIMER_BUDGET tokens (stdout joins the context)."""
+    """SessionStart hook: the project primer within PRIMER_BUDGET tokens (stdout joins the context), after
+    the checkout's team log is applied."""
     data = read_stdin_json()
+    cwd = str(data.get("cwd") or "")
+    apply_team_log(cwd)
     try:
-        block = context({"budget_tokens": PRIMER_BUDGET}, str(data.get("cwd") or ""))
+        block = context({"budget_tokens": PRIMER_BUDGET}, cwd)
     except (OSError, ValueError):
         return 0
     if block:
         emit(block)
     return 0
+
+
+def apply_team_log(cwd: str) -> None:
+    """Reconcile the team log committed in the checkout of `cwd`, if it has one. Reads never record where a
+    checkout lives, so in a teammate's fresh clone this machine's server had applied none of the log: no
+    primer, no recall, `yullu memories list` "0 shown", until something was written there (walk 21). With
+    nothing new the server lists the folder and stops (~0.2 s). A team server reconciles its own checkout."""
+    if not cwd or env_is_set("YULLU_SERVER"):
+        return
+    folder = os.path.abspath(cwd)
+    while not os.path.exists(os.path.join(folder, ".git")):
+        if os.path.dirname(folder) == folder:
+            return  # not in a checkout
+        folder = os.path.dirname(folder)
+    if os.path.isdir(os.path.join(folder, ".yullu")):
+        with contextlib.suppress(OSError, ValueError):  # down, slow, refused: the primer still comes
+            post_about("/api/reconcile", {}, cwd)
 
 
 TEXT_BLOCKS = ("text", "input_text", "output_text")
