@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
@@ -24,7 +25,7 @@ from yullu_core.database import fetch_prepared
 from yullu_core.errors import NotFound, UserError
 from yullu_core.gitorigin import PERSONAL_PREFIX
 
-from .actor import Actor, acting  # acting: also for attribution (memories.write)
+from .actor import SYSTEM, Actor, acting, actor_for_user  # acting: also for attribution (memories.write)
 from .audit import record
 from .models import ROLE_RANK, Grant, Project, Role
 
@@ -60,6 +61,17 @@ def owner_id() -> int | None:
         [],
     )
     return rows[0][0] if rows else None
+
+
+def owner_actor() -> Actor:
+    """The install's owner as the actor, for what they do at a terminal (`yullu memories add` / `rm`): a memory the
+    CLI stores names them in created_by, as one their token stores over MCP or REST does (round 24: the admin and
+    `memories list` showed the CLI's memories as written by no one while the team log named the git user).
+    The system until the owner exists (no `yullu serve` or `yullu token` yet)."""
+    owner = owner_id()
+    if owner is None:
+        return SYSTEM
+    return actor_for_user(get_user_model().objects.get(pk=owner))
 
 
 def personal_project(actor: Actor | None = None) -> str:

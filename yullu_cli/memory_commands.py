@@ -596,7 +596,11 @@ def run(args: argparse.Namespace) -> None:
             from .django_setup import setup_django
 
             setup_django()
-            code = memories(args)
+            from access.actor import acting_as
+            from access.policy import owner_actor
+
+            with acting_as(owner_actor()):  # the owner at their terminal, named as their token's stores name them
+                code = memories(args)
     except UserError as exc:
         print(f"yullu: {exc}", file=sys.stderr)
         code = 1
