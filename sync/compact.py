@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict
 
+from memories.models import Memory
 from memories.scope import Scope
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
@@ -31,10 +33,11 @@ from yullu_core.timestamps import format_ts
 from .eventlog import event_filename, logs_dir, read_events, remove_stale_temps, write_events
 from .fold import Folded, fold
 from .models import LedgerEntry, ProjectSyncState
-from .outbox import flush, sync_config
+from .outbox import flush, name_of, sync_config
 from .schema import Event, content_sha256
 from .services import checkout_of, clamp, ledger_clamps, reconcile_scope
 
+Names = tuple[str | None, str | None]  # (who wrote it, who changed it last)
 NAMESPACE = uuid.UUID("5e1f0c0a-7c1b-4f5e-9d43-0b9a6a3c2d11")
 
 
@@ -46,6 +49,27 @@ class CompactResult(TypedDict):
     tombstones: int
     left_alone: int
     dry_run: bool
+
+
+def _known_names(project_id: str, root: str, by_memory: dict[str, list[tuple[str, Event]]]) -> dict[str, Names]:
+    """Who this machine's rows say wrote and last changed each memory, for a fold that names no one: an older
+    version's compaction wrote snapshots without created_by / updated_by, and a machine that had applied the
+    history before still holds the names (reconcile leaves a row's writer as it is). Compacting here writes them
+    back into the log, so teammates who joined since learn them (round 24)."""
+    rows = Memory.objects.filter(project_id=project_id, uuid__in=list(by_memory)).values_list(
+        "uuid", "created_by_id", "created_author", "updated_by_id", "updated_author"
+    )
+
+    def name(user_id: int | None, author: str) -> str | None:
+        return author or (name_of(user_id, project_id, root) if user_id is not None else None)
+
+    return {str(u): (name(cb, ca), name(ub, ua)) for u, cb, ca, ub, ua in rows}
+
+
+def _with_known_names(folded: Folded, known: Names | None) -> Folded:
+    if folded.deleted or known is None or (folded.creator and folded.author):
+        return folded
+    return replace(folded, creator=folded.creator or known[0], author=folded.author or known[1])
 
 
 def _snapshot(memory_uuid: str, folded: Folded) -> list[Event]:
@@ -96,10 +120,10 @@ def compact(scope: Scope, dry_run: bool = False, cwd: str | None = None) -> Comp
     with advisory_lock(LockKey.RECONCILE, scope.project_id) as got:
         if not got:
             raise UserError("a reconcile of this project is running; try again in a moment.")
-        return _compact(scope.project_id, folder, dry_run)
+        return _compact(scope.project_id, folder, dry_run, str(git_root))
 
 
-def _compact(project_id: str, folder: Path, dry_run: bool) -> CompactResult:
+def _compact(project_id: str, folder: Path, dry_run: bool, git_root: str) -> CompactResult:
     flush(project_id=project_id)
     if not dry_run:
         remove_stale_temps(folder)  # a compaction killed while linking left one per snapshot
@@ -112,6 +136,7 @@ def _compact(project_id: str, folder: Path, dry_run: bool) -> CompactResult:
                            tombstones=0, left_alone=0, dry_run=dry_run)  # fmt: skip
     keep: set[str] = {e["file"] for e in read.parse_errors}
     clamps = ledger_clamps(project_id)  # a teammate's future times, as reconcile read them
+    known = _known_names(project_id, git_root, by_memory)
     writes: list[tuple[str, Event]] = []
     remove: set[str] = set()
     for memory_uuid, pairs in by_memory.items():
@@ -121,7 +146,7 @@ def _compact(project_id: str, folder: Path, dry_run: bool) -> CompactResult:
             result["left_alone"] += 1
             keep |= names
             continue
-        snapshot = _snapshot(memory_uuid, folded)
+        snapshot = _snapshot(memory_uuid, _with_known_names(folded, known.get(memory_uuid)))
         result["tombstones" if folded.deleted else "memories"] += 1
         new_names = {event_filename(e) for e in snapshot}
         writes += [(event_filename(e), e) for e in snapshot]

@@ -31,6 +31,7 @@ from django.db.models import Count, Min, QuerySet
 from django.utils import timezone
 
 from access.actor import acting
+from access.people import username
 from access.policy import owner_id
 from memories.changes import AnnouncedChange
 from memories.scope import is_personal, known_root
@@ -139,12 +140,30 @@ def _author(project_id: str, git_root: str | None) -> dict[str, str]:
     single-user `admin`, or the CLI acting for them) is named by the checkout's git user.name, so a
     team's log tells Dana's changes from Sam's; a team-server user keeps their user name."""
     actor = acting()
-    if actor.is_system or (actor.user_id is not None and actor.user_id == owner_id()):
+    name = name_of(actor.user_id, project_id, git_root) if actor.user_id is not None or actor.is_system else None
+    return {"author": name} if name else {}
+
+
+def name_of(user_id: int | None, project_id: str, git_root: str | None) -> str | None:
+    """The log's name for a user of this machine (None: the system): the owner's is the git user.name."""
+    if user_id is None or user_id == owner_id():
         root = git_root or (str(r) if (r := known_root(project_id)) else None)
-        name = _git_user_name(root) if root else None
-        if name:
-            return {"author": name}
-    return {"author": actor.username} if actor.user_id is not None and actor.username else {}
+        if name := (_git_user_name(root) if root else None):
+            return name
+    return username(user_id)
+
+
+def _first_writer(change: AnnouncedChange) -> AnnouncedChange:
+    """An undone rejection's create names its first writer by `created_by` (docs/contract.md §5): a teammate's name
+    as it is, a user of this machine as their events name them. Without it, a teammate folding the create after a
+    compaction of the deleted memory (its history one `delete`) knew no writer (round 24)."""
+    if "created_by_user" not in change.state:
+        return change
+    state = dict(change.state)
+    user_id = state.pop("created_by_user")
+    if user_id is not None and (name := name_of(user_id, change.project_id, change.git_root)):
+        state["created_by"] = name
+    return replace(change, state=state)
 
 
 def events_for(change: AnnouncedChange, log_embeddings: bool, author: dict[str, str] | None = None) -> list[Event]:
@@ -230,6 +249,7 @@ def on_change(changes: Sequence[AnnouncedChange]) -> None:
 def _events_or_refusal(change: AnnouncedChange, log_embeddings: bool, author: dict[str, str]) -> list[Event]:
     """The change's events; a change the schema refuses rolls the write back with one sentence."""
     try:
+        change = _first_writer(change)
         return events_for(change, log_embeddings, author)
     except EventError as exc:
         core = {k: v for k, v in change.state.items() if k in CORE_FIELDS}

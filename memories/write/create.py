@@ -300,8 +300,9 @@ def _announce_created(
             rows = anchor_store.attach(memory, items_cited)
             results[n].anchors = [anchor_checks.anchor_out(a) for a in rows]
             extra["anchors"] = anchor_store.to_wire(rows)
-        if cleaned[n].first_writer is not None:  # a memory written before: teammates keep its creation time
-            extra["created_at"] = format_ts(datetime_to_ns(memory.created_at))
+        if (first := cleaned[n].first_writer) is not None:  # a memory written before: teammates keep its creation
+            extra["created_at"] = format_ts(datetime_to_ns(memory.created_at))  # time and its writer (the log's name
+            extra.update({"created_by": first[1]} if first[1] else {"created_by_user": first[0]})  # by sync.outbox)
         changes.append(
             announced("create", memory, _ts(cleaned[n], stamp), vector=logged, git_root=root, extra=extra or None)
         )

@@ -40,6 +40,18 @@ def _attribute(memory: Memory, state: RemoteState) -> None:
     memory.created_author, memory.updated_author = state.creator or "", state.author or ""
 
 
+def _learn_names(memory: Memory, state: RemoteState) -> bool:
+    """A row that knows no writer (or last editor) takes the log's when it names one: a memory applied from an
+    older version's compaction, whose snapshot named no one, learns them from a newer peer's compaction that wrote
+    them back (sync.compact); a name the row holds is never replaced here."""
+    learnt = False
+    if state.creator and not memory.created_author and memory.created_by_id is None:
+        memory.created_author, learnt = state.creator, True
+    if state.author and not memory.updated_author and memory.updated_by_id is None:
+        memory.updated_author, learnt = state.author, True
+    return learnt
+
+
 RemoteOutcome = Literal["created", "updated", "unchanged", "deleted", "absent"]
 
 
@@ -123,6 +135,8 @@ def apply_remote_state(
         MemoryVector.objects.filter(memory=memory).delete()
     if vector is not None:
         save_vector(memory, vector[0], vector[1])
+    if _learn_names(memory, state) and not changes:
+        memory.save(update_fields=["created_author", "updated_author"])
     if not changes and (memory.created_at, memory.updated_at) == (state.created_at, state.updated_at):
         return "unchanged"
     before = snapshot(memory)
