@@ -226,7 +226,7 @@ def another_hook_sends_what_waits_now(monkeypatch: pytest.MonkeyPatch) -> None:
     folder = Path(os.environ["YULLU_HOME"]) / "run" / hooks.UNSENT_DIR
     read = {marker: hooks.unsent_turns(str(marker)) for marker in folder.glob("*.json")}
 
-    def racing() -> set[str]:
+    def racing(first: str | None = None) -> set[str]:
         while read:
             marker, (session, cwd, _, turns) = read.popitem()
             hooks.send_turns(session, cwd, turns)
@@ -269,3 +269,39 @@ def test_a_codex_turn_joining_turns_another_hook_sends_at_once_is_not_lost(
     hooks.codex_notify(codex_turn(3))
     questions = [content for _, role, content in server.buffer if role == "user"]
     assert questions == [f"question {n} about refunds" for n in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("stuck", [hooks.Unavailable("504 Gateway Timeout"), TimeoutError("no complete answer")])
+def test_a_session_the_server_will_not_take_does_not_hold_back_the_others(
+    server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stuck: OSError
+) -> None:
+    """Round 24: send_unsent stopped at the first session whose send failed, in name order; one session's
+    catch-up that the server (or its proxy) would not take held every session named after it, and their next
+    turns (each waits behind its own noted turns), for as long as it failed. The calling session goes first;
+    past a 5xx the others go too (a timeout ends the run: the rest would each cost one)."""
+    a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    server.down = ConnectionRefusedError(111, "refused")
+    for path, session in ((a, "a-stuck"), (b, "b"), (c, "c")):
+        turn(path, 1)
+        stop_hook(monkeypatch, path, session)
+    server.down = None
+    up = server.post
+
+    def refuses_a(path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if body["session_id"] == "a-stuck":
+            raise stuck
+        return up(path, body)
+
+    monkeypatch.setattr(hooks, "post", refuses_a)
+    turn(b, 2)
+    assert stop_hook(monkeypatch, b, "b") == 0
+    assert [content for s, role, content in server.buffer if s == "b" and role == "user"] == [
+        "question 1 about refunds",
+        "question 2 about refunds",
+    ]
+    waiting = sorted(p.name for p in (tmp_path / "home" / "run" / hooks.UNSENT_DIR).iterdir())
+    if isinstance(stuck, hooks.Unavailable):  # c, which may never stop again, went too
+        assert [s for s, role, _ in server.buffer if role == "user"] == ["b", "b", "c"]
+        assert waiting == ["a-stuck.json"]
+    else:
+        assert waiting == ["a-stuck.json", "c.json"]

@@ -519,20 +519,27 @@ def waits_or_sent(marker: str) -> bool:
     wait (the turn waits with them). False when another hook sent and removed them meanwhile: it may have read
     them before this turn joined, so the caller sends this turn itself (the buffer skips turns it holds);
     returning there lost the turn (review23)."""
-    return marker in send_unsent() or os.path.exists(marker)
+    return marker in send_unsent(first=marker) or os.path.exists(marker)
 
 
-def send_unsent() -> set[str]:
+def send_unsent(first: str | None = None) -> set[str]:
     """The turns earlier Stop hooks could not send, from where each session's first failure was (the
-    server skips turns its buffer already holds). Stops at the first send that fails again. A session
-    whose turns were meant for another server (a team server's checkout, this hook run in a personal one
-    with its own YULLU_SERVER) is left for a hook that talks to that server: its turns are not ours to
-    give this one."""
+    server skips turns its buffer already holds). A session whose turns were meant for another server (a team
+    server's checkout, this hook run in a personal one with its own YULLU_SERVER) is left for a hook that talks
+    to that server: its turns are not ours to give this one.
+
+    `first`: the calling session's note, tried before the others, so no other conversation's waiting turns hold
+    back its own. A session the server answers 5xx or 429 waits and the next is tried (round 24: one session's
+    catch-up that a proxy answered 504 every time held every session sorted after it, and their next turns,
+    for as long as it failed); a refused, unreachable or timed-out send ends the run (the server is away or
+    slow: trying the rest would cost each a TIMEOUT, and a hook must stay quick)."""
     folder = os.path.join(home_dir(), "run", UNSENT_DIR)
     try:
         names = sorted(name for name in os.listdir(folder) if name.endswith(".json"))
     except OSError:
         return set()
+    if first is not None and (own := os.path.basename(first)) in names:
+        names.insert(0, names.pop(names.index(own)))
     here, tried = server_url(), 0
     sent: set[str] = set()
     for name in names:
@@ -545,6 +552,8 @@ def send_unsent() -> set[str]:
         kept = [(r, t) for r, t in turns if not (r == "user" and is_trivial(t))][-MAX_UNSENT_TURNS:]
         try:
             send_turns(session or name[:-5], cwd, kept)
+        except Unavailable:
+            continue  # this session's turns wait; the server answers, so the others may go
         except OSError:
             return sent
         except ValueError:
@@ -602,7 +611,7 @@ def codex_notify(argv: list[str]) -> int:
     session = "codex-" + str(data.get("thread-id") or data.get("turn-id") or "codex")
     if os.path.exists(unsent_marker(session)):  # this thread's earlier turns wait: this one goes after them
         if not worth_keeping(user, assistant):
-            send_unsent()
+            send_unsent(first=unsent_marker(session))
             return 0
         keep_unsent(session, data.get("cwd"), [("user", user), ("assistant", assistant)])
         if waits_or_sent(unsent_marker(session)):
