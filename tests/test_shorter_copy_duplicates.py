@@ -40,3 +40,26 @@ def test_a_sentence_copied_from_beside_a_negation_is_a_new_memory() -> None:
     scope = resolve("walk20/negated", None)
     create.store_memory(scope, "Never push the release branch to production directly from a laptop.")
     assert create.store_memory(scope, "Push the release branch to production directly from a laptop.").created
+
+
+NIGHTLY = "Staging deploys run every night from the main branch, after the full integration suite passes."
+
+
+def test_a_copy_less_one_middle_word_is_a_duplicate() -> None:
+    # Round 24: dup23's rule took one unbroken run, so dropping "full" made the copy a new memory (the guard
+    # read one word fewer as a changed fact).
+    scope = resolve("r24/less-one-word", None)
+    first = create.store_memory(scope, NIGHTLY, "process")
+    again = create.store_memory(scope, NIGHTLY.replace("full ", ""), "process")
+    assert (again.created, again.duplicate_of) == (False, first.memory.pk)
+    part = "Staging deploys run every night from the branch"  # a run of it, less one word inside the run
+    assert create.store_memory(scope, part, "process").duplicate_of == first.memory.pk
+
+
+def test_a_copy_that_drops_a_flag_or_a_number_is_a_new_memory() -> None:
+    # Dropping a literal may be the fix ("pytest -x" was wrong): not a copy.
+    scope = resolve("r24/less-one-flag", None)
+    create.store_memory(scope, "Run the unit tests with pytest -x before every push to main.")
+    assert create.store_memory(scope, "Run the unit tests with pytest before every push to main.").created
+    create.store_memory(scope, "The nightly backup keeps 14 daily snapshots in the cold bucket.")
+    assert create.store_memory(scope, "The nightly backup keeps daily snapshots in the cold bucket.").created
