@@ -286,7 +286,15 @@ class FallbackReasoner:
                     f"the MCP client could not run the model ({type(exc).__name__}) and no reasoner is configured: "
                     "install Claude Code or Codex, or set [reasoning].provider with an API key."
                 ) from None
-            return self.second.complete(system, prompt)
+            try:
+                return self.second.complete(system, prompt)
+            except Unavailable as then:
+                # Both failed: the error named only the second ("`claude -p` failed: Not logged in"), so a
+                # client whose sampling broke never learnt that it had been asked (walk 21).
+                raise Unavailable(
+                    f"the MCP client could not run the model ({type(exc).__name__}: {str(exc)[:200]}), "
+                    f"then {self.second.name} failed: {then}"
+                ) from None
 
 
 def configured_reasoner() -> Reasoner | None:

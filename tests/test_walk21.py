@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 
 from dreaming.models import SessionMessage
+from dreaming.reasoners import CallbackReasoner, FallbackReasoner
 from dreaming.services import record_messages
 from memories.models import Memory
 from tests.processes import git_repo, run_cli
+from yullu_core.errors import Unavailable
 
 
 def turn(role: str, content: str) -> dict[str, str]:
@@ -58,3 +61,23 @@ def test_a_session_in_a_fresh_clone_starts_with_the_team_log_applied(
     outside = tmp_path / "notes"  # no checkout: nothing to apply, the primer as before
     outside.mkdir()
     assert run_cli(["session-start"], hook_env, json.dumps({"cwd": str(outside)})).returncode == 0
+
+
+def test_a_dream_whose_sampling_and_configured_reasoner_both_fail_names_both_failures() -> None:
+    """dream_now from a client whose sampling failed fell back to `claude`, nobody logged in: the pass's error
+    named only `claude -p`, and the client never learnt it had been asked (walk 21)."""
+
+    def sampling(system: str, prompt: str) -> str:
+        raise RuntimeError("Sampling not supported")
+
+    def claude(system: str, prompt: str) -> str:
+        raise Unavailable("`claude -p` failed: Not logged in · Please run /login.")
+
+    with patch("dreaming.reasoners.record_usage"):  # no usage rows: no database here
+        reasoner = FallbackReasoner(CallbackReasoner("sampling", sampling), CallbackReasoner("cli:claude", claude))
+        with pytest.raises(Unavailable) as failed:
+            reasoner.complete("system", "prompt")
+    assert str(failed.value) == (
+        "the MCP client could not run the model (RuntimeError: Sampling not supported), "
+        "then cli:claude failed: `claude -p` failed: Not logged in · Please run /login."
+    )
