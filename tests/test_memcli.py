@@ -69,7 +69,7 @@ def test_doctor_reports_each_failure_with_how_to_fix_it(tmp_path: Path) -> None:
     assert out.returncode == 1, out.stderr
     checks = {c["check"]: c for c in json.loads(out.stdout)["checks"]}
     system = {"database", "broker", "disk", "embedder", "reasoner", "team log", "sync events"}  # health.DOCTOR
-    assert set(checks) == {"config", "server", "hooks", "folder", *system}
+    assert set(checks) == {"config", "server", "hooks", "folder", "checkout", *system}
     assert checks["config"]["ok"] and checks["database"]["ok"] and checks["embedder"]["ok"]
     assert not checks["server"]["ok"] and "yullu serve" in checks["server"]["fix"]
     assert not checks["hooks"]["ok"] and "yullu install" in checks["hooks"]["fix"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from unittest.mock import patch
@@ -13,7 +15,7 @@ from dreaming.models import SessionMessage
 from dreaming.reasoners import CallbackReasoner, FallbackReasoner
 from dreaming.services import record_messages
 from memories.models import Memory
-from tests.processes import git_repo, run_cli
+from tests.processes import git_repo, product_env, run_cli
 from yullu_core.errors import Unavailable
 
 
@@ -35,6 +37,22 @@ def test_a_whole_transcript_sent_after_its_last_turn_is_buffered_in_the_transcri
     assert buffered == [t["content"] for t in early + late] + ["A later question?"]
 
 
+def alices_event(repo: Path, content: str) -> None:
+    """A `create` event Alice's machine wrote and she committed: what a teammate's clone brings."""
+    event = {
+        "id": str(uuid.uuid4()),
+        "type": "create",
+        "memory_id": str(uuid.uuid4()),
+        "ts": "2026-11-28T04:40:19.572416590Z",
+        "content": content,
+        "category": "decision",
+        "author": "Alice A",
+    }
+    logs = repo / ".yullu" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / f"20261128T044019.572416590Z-{event['id'][:8]}.json").write_text(json.dumps(event))
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_session_in_a_fresh_clone_starts_with_the_team_log_applied(
     live_server_url: str, keyword_only: None, hook_env: dict[str, str], tmp_path: Path
@@ -43,18 +61,7 @@ def test_a_session_in_a_fresh_clone_starts_with_the_team_log_applied(
     session: no primer, no recall, `yullu memories list` "0 shown". Reads never record where a checkout lives,
     so his server had not applied the log until something was written there (walk 21)."""
     repo = git_repo(tmp_path / "harbor", "git@github.com:acme/harbor.git")
-    logs = repo / ".yullu" / "logs"
-    logs.mkdir(parents=True)
-    event = {
-        "id": str(uuid.uuid4()),
-        "type": "create",
-        "memory_id": str(uuid.uuid4()),
-        "ts": "2026-11-28T04:40:19.572416590Z",
-        "content": "Invoice totals use banker's rounding (ROUND_HALF_EVEN); the tax office rounds half to even.",
-        "category": "decision",
-        "author": "Alice A",
-    }
-    (logs / f"20261128T044019.572416590Z-{event['id'][:8]}.json").write_text(json.dumps(event))
+    alices_event(repo, "Invoice totals use banker's rounding (ROUND_HALF_EVEN); the tax office rounds half to even.")
     out = run_cli(["session-start"], hook_env, json.dumps({"cwd": str(repo), "source": "startup"}))
     assert out.returncode == 0 and "banker's rounding" in out.stdout, out.stdout + out.stderr
     assert Memory.objects.get(project_id="github.com/acme/harbor").created_author == "Alice A"
@@ -81,3 +88,26 @@ def test_a_dream_whose_sampling_and_configured_reasoner_both_fail_names_both_fai
         "the MCP client could not run the model (RuntimeError: Sampling not supported), "
         "then cli:claude failed: `claude -p` failed: Not logged in · Please run /login."
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_doctor_in_a_checkout_warns_of_team_log_files_not_applied_here(tmp_path: Path) -> None:
+    """In Bob's fresh clone doctor said "ok" to everything while `yullu memories list` said "0 shown" beside the
+    24 files Alice had committed: none was applied on his machine, and nothing said so (walk 21)."""
+    repo = git_repo(tmp_path / "ledger", "git@github.com:acme/ledger.git")
+    alices_event(repo, "Journal entries are never edited once posted: corrections are reversing entries.")
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path), YULLU_PORT="9")
+
+    def checkout_line() -> dict[str, str]:
+        ran = subprocess.run(
+            [sys.executable, "-m", "yullu_cli.main", "doctor", "--json"],
+            env={**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+            cwd=repo, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        return next(c for c in json.loads(ran.stdout)["checks"] if c["check"] == "checkout")
+
+    line = checkout_line()
+    assert line["status"] == "warn" and line["detail"].startswith("1 of the 1 files of "), line
+    assert "yullu reconcile" in line["fix"]
+    assert run_cli(["reconcile", "--cwd", str(repo)], env).returncode == 0
+    assert checkout_line()["status"] == "ok"

@@ -571,9 +571,11 @@ def doctor(args: argparse.Namespace) -> int:
         if results[-1]["ok"] and (ended := _roles_ended()):  # down: the server line says it
             done({"check": "roles", "ok": False, "status": "warn", "detail": ended, "fix": STOPPED_FIX})
         done(_check("hooks", _hooks))
-        from .served_folder import served_folder
+        from .served_folder import served_folder, unapplied_log
 
         done(_warning("folder", served_folder))
+        if not env_str("YULLU_SERVER"):  # a team server applies its own checkout's log
+            done(_warning("checkout", unapplied_log))
     failed = any(r["status"] == "fail" for r in results)
     if args.json:
         print(json.dumps({"ok": not failed, "checks": results}, indent=2))

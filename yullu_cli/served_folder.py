@@ -42,3 +42,27 @@ def team_folder(team: str) -> tuple[bool, str, str]:
         detail = f"this folder is {project} on {team}, which answers: {problem}"
         return False, detail, "until you have a role on it, the hooks are silent in this folder"
     return True, f"{talks}; this folder is {project}, which your token may read", ""
+
+
+def unapplied_log() -> tuple[bool, str, str]:
+    """Whether this machine applied the team log committed in the checkout doctor runs in. Reads never record
+    where a checkout lives, so the log of a fresh clone (or what a pull just brought) waits for `yullu reconcile`,
+    a session start there or beat's next tick, and assistants recall none of it meanwhile: in Bob's fresh clone
+    doctor said "ok" to everything while `yullu memories list` said "0 shown" beside 24 committed files (walk 21)."""
+    from memories.scope import resolve_path
+    from sync.eventlog import list_names
+    from sync.models import LedgerEntry
+    from sync.outbox import resolve_folder
+
+    scope = resolve_path(Path.cwd())
+    if scope.git_root is None:
+        return True, "not in a checkout", ""
+    folder, _ = resolve_folder(scope.project_id, scope.git_root)
+    names = set(list_names(folder)) if folder is not None and folder.is_dir() else set()
+    if not names:
+        return True, f"{scope.git_root} has no team log", ""
+    waiting = len(names) - LedgerEntry.objects.filter(project_id=scope.project_id, name__in=names).count()
+    if not waiting:
+        return True, f"the {len(names)} files of {folder} are applied here", ""
+    detail = f"{waiting} of the {len(names)} files of {folder} are not applied here: assistants recall nothing of them"
+    return False, detail, "run `yullu reconcile` here (a Claude Code session starting here does it too)"
