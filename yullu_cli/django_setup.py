@@ -116,11 +116,28 @@ def alive(pid: int) -> bool:
     return True
 
 
+def serving(pid: int) -> bool:
+    """Whether `pid` runs a `yullu serve`. A pid file's pid is reused by another program after a reboot (or a
+    container's restart, whose pids start again from 1): `yullu serve` then refused to start, "a server is already
+    running for this YULLU_HOME (pid N)", naming a shell or a browser (chaos drill, round 24)."""
+    import psutil
+
+    if not alive(pid):
+        return False
+    try:
+        words = " ".join(psutil.Process(pid).cmdline())
+    except psutil.AccessDenied:
+        return True  # another user's process: cannot tell, so as before
+    except psutil.Error:
+        return False
+    return "yullu" in words and "serve" in words
+
+
 def server_running(home: Path) -> bool:
     """Whether a `yullu serve` (any role) is running on this YULLU_HOME."""
     for pidfile in (home / "run").glob("serve*.pid"):
         with contextlib.suppress(OSError, ValueError):
             pid = int(pidfile.read_text().strip() or "0")
-            if pid and pid != os.getpid() and alive(pid):
+            if pid and pid != os.getpid() and serving(pid):
                 return True
     return False

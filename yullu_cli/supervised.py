@@ -353,17 +353,40 @@ class Child:
     config_wait: bool = False  # its restart waits for a broken config file to be fixed (said once)
     listens_on: tuple[str, int] | None = None  # the web process's host and port (a port taken meanwhile ends it)
     last_words: LastWords | None = None  # the web process's stderr, through this supervisor
+    # Beat's pid file, removed before each start: beat runs only while this supervisor holds the beat lock, so a
+    # file there is a dead beat's. After a reboot its pid was another program's, Celery refused to start ("Pidfile
+    # … already exists. Seems we're already running?"), and four such exits ended the site (chaos drill, round 24).
+    pidfile: Path | None = None
+    metrics_off: bool = False  # started without the shared metrics folder (it had no room)
+    recycling: bool = False  # asked to stop so that it starts again with its metrics (not a failure)
 
     def start(self) -> None:
-        env = self.env if room_for_metrics() else _metrics_off(self.env, self.name)
+        cmd = self.cmd if self.pidfile is None else self._without_a_stale_pidfile()
+        self.metrics_off, self.recycling = not room_for_metrics(), False
+        env = _metrics_off(self.env, self.name) if self.metrics_off else self.env
         if self.listens_on is None:
-            self.proc = _spawn(self.cmd, env)
+            self.proc = _spawn(cmd, env)
         else:
-            self.proc = _spawn(self.cmd, env, stderr=subprocess.PIPE)
+            self.proc = _spawn(cmd, env, stderr=subprocess.PIPE)
             assert self.proc.stderr is not None
             self.last_words = LastWords(self.proc.stderr)
         self.started_at = time.monotonic()
         self.restart_at = None
+
+    def _without_a_stale_pidfile(self) -> list[str]:
+        """The command, its pid file removed first; without `--pidfile` while that folder is not writable. With
+        $YULLU_HOME read-only, Celery's pid file check printed a 50-line traceback (OSError: Read-only file
+        system) at each of beat's restarts, and beat never ran until the home was writable (round 23's leftover).
+        The beat lock, not the file, keeps beat single; the file is there again at the first start that can."""
+        assert self.pidfile is not None
+        with contextlib.suppress(OSError):
+            self.pidfile.unlink(missing_ok=True)
+        if os.access(self.pidfile.parent, os.W_OK):
+            return self.cmd
+        say(f"yullu: {self.pidfile.parent} is not writable (read-only?); the {self.name} process starts without "
+            f"its pid file {self.pidfile.name}.", "WARNING")  # fmt: skip
+        at = self.cmd.index("--pidfile") if "--pidfile" in self.cmd else len(self.cmd)
+        return self.cmd[:at] + self.cmd[at + 2 :]
 
     def pause(self) -> None:
         """Stop the process now and keep it stopped until start()."""
@@ -423,6 +446,9 @@ def _on_exit(child: Child, now: float, database: Database) -> None:
         raise CrashLoop(f"yullu: {taken}{where}; stopping everything.")  # no restart takes the port back
     if child.last_words is not None:
         child.last_words.finish()  # its last lines before ours, as they came
+    if child.recycling:  # stopped on purpose to count its metrics again (said then): started at once, not counted
+        child.recycling, child.restart_at = False, now
+        return
     quick = now - child.started_at < START_GRACE
     full = quick and short_of_space(database.home)
     # Beat writes its pid file there: with $YULLU_HOME read-only it died at once, four times, and ended the site.
@@ -504,6 +530,26 @@ def _metrics_off(env: dict[str, str], name: str) -> dict[str, str]:
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # yullu_core.metrics.MULTIPROC_ENV (not imported: it imports prometheus)
 
 
+METRICS_CHECK_EVERY = 10.0  # seconds between looks for room in a metrics folder a child started without
+
+
+def _metrics_back(children: list[Child]) -> None:
+    """A child started while the metrics folder was full (/dev/shm) counted in its own memory for the rest of its
+    life: missing from /metrics long after space came back (round 23's leftover). Once there is room it is asked to
+    stop (SIGTERM: uvicorn drains, Celery finishes its tasks) and started again at once with the shared folder."""
+    running = [c for c in children if c.proc is not None and c.proc.poll() is None]
+    waiting = [c for c in running if c.metrics_off and not c.recycling]
+    if not waiting or not room_for_metrics():
+        return
+    for child in waiting:
+        assert child.proc is not None
+        say(f"yullu: the metrics folder has room again; restarting the {child.name} process (pid {child.proc.pid}) so "
+            "that it counts there.")  # fmt: skip
+        child.recycling = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.proc.pid, signal.SIGTERM)
+
+
 def _restart(child: Child, now: float) -> None:
     """Start `child` again, unless the config file is broken now (a typo, an editor's half-saved file):
     the child would die at import with a traceback, and four such exits ended the whole site (walk 13:
@@ -559,7 +605,7 @@ def supervise(children: list[Child], beat_lock: BeatLock | None, database: Datab
     # running with no owner (chaos drill, round 22). Under nohup (ignored) it stays ignored.
     if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
         signal.signal(signal.SIGHUP, on_signal)
-    checked = time.monotonic()
+    checked = metrics_checked = time.monotonic()
     beat = next((c for c in children if c.name == "beat"), None)
     while not stopping:
         now = time.monotonic()
@@ -579,6 +625,9 @@ def supervise(children: list[Child], beat_lock: BeatLock | None, database: Datab
         if beat_lock is not None and now - checked > LOCK_CHECK_EVERY:
             checked = now
             _keep_beat_lock(beat_lock, beat)
+        if now - metrics_checked > METRICS_CHECK_EVERY:
+            metrics_checked = now
+            _metrics_back(children)
         time.sleep(0.5)
     return None
 

@@ -34,7 +34,7 @@ from typing import IO, TYPE_CHECKING
 from yullu_core.env import env_is_set, env_str
 
 from .banner import print_banner
-from .django_setup import alive, fail, not_on_a_team_servers_client, setup_django
+from .django_setup import alive, fail, not_on_a_team_servers_client, serving, setup_django
 from .output import guard_output
 from .ports import wait_to_listen
 from .supervised import BeatLock, Child, Database, remember_the_stop, room_in, say, stop_all, supervise
@@ -49,15 +49,16 @@ _claimed: list[IO[str]] = []  # the open pid file whose lock says this process s
 def _pidfile_claim(path: Path) -> None:
     """Refuse to start twice on one $YULLU_HOME. The pid file stays locked (flock) for this
     process's life, so two starts at the same moment cannot both claim it (reading then writing
-    it could) and a dead server's lock is gone with it (its stale file is taken over). A live pid
-    in the file also refuses: a server of a version that did not lock it."""
+    it could) and a dead server's lock is gone with it (its stale file is taken over). A live `yullu
+    serve` named in the file also refuses: a server of a version that did not lock it (any other
+    program there holds a pid reused since a reboot)."""
     fh = _lock_the_file_at(path)
     fh.seek(0)
     try:
         pid = int(fh.read().strip() or "0")
     except ValueError:
         pid = 0
-    if pid and pid != os.getpid() and alive(pid):
+    if pid and pid != os.getpid() and serving(pid):  # a server of a version that did not lock it
         fh.close()
         fail(f"a server is already running for this YULLU_HOME (pid {pid}); stop it first or set YULLU_HOME.")
     fh.seek(0)
@@ -270,7 +271,13 @@ def _start_children(role: str, home: Path, host: str, port: int, workers: int, p
         "beat": _beat_cmd(py, home / "run"),
     }
     children = [
-        Child(name, cmd, env, listens_on=(host, port) if name == "web" else None)
+        Child(
+            name,
+            cmd,
+            env,
+            listens_on=(host, port) if name == "web" else None,
+            pidfile=home / "run" / "beat.pid" if name == "beat" else None,
+        )  # fmt: skip
         for name, cmd in commands.items()
         if role in ("all", name)
     ]

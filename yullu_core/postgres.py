@@ -215,6 +215,8 @@ def _initdb(cluster: Cluster) -> None:
 def is_running(cluster: Cluster) -> bool:
     if cluster.run_as and not system_user_exists(cluster.run_as):
         return False  # a fresh machine: nothing can run as a user that does not exist yet
+    if _stale_pid(cluster) is not None:
+        return False  # pg_ctl status would say "server is running" for a pid reused by another program
     result = _run(cluster, ["pg_ctl", "status", "-D", str(cluster.pgdata)], timeout=10)
     return result.returncode == 0 and (cluster.socket_dir / ".s.PGSQL.5432").exists()
 
@@ -417,6 +419,7 @@ def ensure_running(home: Path, cluster: Cluster | None = None) -> Cluster:
             _prepare_root(cluster)
         _initdb(cluster)
         _wait_until_reaped(cluster)
+        _forget_a_stale_pid(cluster)
         if not is_running(cluster):
             started = time.monotonic()
             _start(cluster)
@@ -442,7 +445,47 @@ def postmaster(cluster: Cluster) -> Postmaster | None:
         pid = int(lines[0])
     except (OSError, ValueError, IndexError):
         return None
-    return Postmaster(pid, lines[2] if len(lines) > 2 else "") if _alive(pid) else None
+    if not _alive(pid) or not _serves(cluster, pid):
+        return None
+    return Postmaster(pid, lines[2] if len(lines) > 2 else "")
+
+
+def _serves(cluster: Cluster, pid: int) -> bool:
+    """Whether the live process `pid` is a postmaster of `cluster` (started with `-D <its pgdata>`), not a program
+    that got its pid after a reboot (cannot tell, another user's process behind hidepid: yes, as before)."""
+    try:
+        return str(cluster.pgdata) in psutil.Process(pid).cmdline()
+    except psutil.AccessDenied:
+        return True
+    except psutil.Error:
+        return False
+
+
+def _stale_pid(cluster: Cluster) -> int | None:
+    """The pid in `cluster`'s postmaster.pid when a live process holds it that is not its postmaster, else None."""
+    try:
+        pid = int((cluster.pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if _alive(pid) and not _serves(cluster, pid) else None
+
+
+def _forget_a_stale_pid(cluster: Cluster) -> None:
+    """A postmaster killed with the machine (a reboot, a power cut, a container's restart) leaves postmaster.pid
+    and its socket's lock file naming its pid; once another program of the same user holds that pid, pg_ctl said
+    "server is running" and PostgreSQL refused the lock file ("Is another postmaster (PID N) running?"): `yullu
+    serve` ended with "lost the embedded PostgreSQL … Connection refused" (chaos drill, round 24). Removed here,
+    under the home's lock, when the pid's process is not this cluster's postmaster; PostgreSQL's crash recovery
+    does the rest."""
+    if (pid := _stale_pid(cluster)) is None:
+        return
+    for lock in (cluster.pgdata / "postmaster.pid", cluster.socket_dir / ".s.PGSQL.5432.lock"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(lock.read_text().split()[0]) == pid:
+                lock.unlink()
+    log.warning(
+        "removed %s/postmaster.pid naming pid %s, now another program's (the machine restarted?)", cluster.pgdata, pid
+    )
 
 
 # pg_control's `state` (a DBState, 4 bytes after the system identifier and two version numbers; the same
