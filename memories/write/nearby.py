@@ -56,33 +56,64 @@ def near_many(
     """For each item, the current memory it duplicates (the same text as a reader sees it, or cosine ≥
     the embedder's duplicate threshold), else up to MAX_SIMILAR related ones. A constant number of
     queries whatever the batch size (an import writes 100 per batch): exact texts in one, every item's
-    nearest neighbours in one, their rows in one. `vectors` are the texts' skeletons' (probe_vectors)."""
-    current = Memory.objects.current().filter(project_id=project_id).exclude(pk__in=exclude)
+    nearest neighbours in one, their texts in one (and the whole rows of the duplicates found, when there are any).
+    `vectors` are the texts' skeletons' (probe_vectors)."""
     if not _has_current(project_id, exclude):  # an empty project (a first import): nothing to be near, no search
         return [Nearby(None, []) for _ in items]
     shapes = [skeleton(i.content) for i in items]
-    exact: dict[str, Memory] = {}
-    for memory in current.filter(content__in={*(i.content for i in items), *shapes}).order_by("-id"):
-        exact[skeleton(memory.content)] = memory  # the oldest wins: rows come newest first
-    out: list[Nearby] = [Nearby((exact[shape], 1.0), []) if shape in exact else Nearby(None, []) for shape in shapes]
+    exact: dict[str, int] = {}
+    for mid, content in _current_texts(project_id, exclude, texts=[*{*(i.content for i in items), *shapes}]):
+        exact[skeleton(content)] = mid  # the oldest wins: rows come newest first
+    found: list[tuple[int, float] | None] = [(exact[shape], 1.0) if shape in exact else None for shape in shapes]
+    similar: list[list[Similar]] = [[] for _ in items]
     todo = [n for n, shape in enumerate(shapes) if shape not in exact and vectors is not None]
-    if not todo or vectors is None:
-        return out
-    from ..search.candidates import nearest_many
+    if todo and vectors is not None:
+        from ..search.candidates import nearest_many
 
-    limit = thresholds(embedder_id)
-    near = nearest_many(project_id, embedder_id, [vectors[n] for n in todo], 12, exact=exact_scan)
-    rows = current.in_bulk({mid for hits in near for mid in hits})
-    for n, hits in zip(todo, near, strict=True):
-        # A look-alike of a neighbour (its skeleton's vector found it, whatever the cosine) is the same text.
-        same = [(mid, sim) for mid, sim in hits.items() if mid in rows and skeleton(rows[mid].content) == shapes[n]]
-        if same:
-            mid, sim = max(same, key=lambda p: p[1])
-            out[n] = Nearby((rows[mid], sim), [])
-            continue
-        close = {mid: sim for mid, sim in hits.items() if sim >= limit.related}
-        out[n] = _nearby_from(items[n].content, close, rows, limit.duplicate)
+        limit = thresholds(embedder_id)
+        near = nearest_many(project_id, embedder_id, [vectors[n] for n in todo], 12, exact=exact_scan)
+        texts = dict(_current_texts(project_id, exclude, ids=sorted({mid for hits in near for mid in hits})))
+        for n, hits in zip(todo, near, strict=True):
+            # A look-alike of a neighbour (its skeleton's vector found it, whatever the cosine) is the same text.
+            same = [(mid, sim) for mid, sim in hits.items() if mid in texts and skeleton(texts[mid]) == shapes[n]]
+            if same:
+                found[n] = max(same, key=lambda p: p[1])
+                continue
+            close = {mid: sim for mid, sim in hits.items() if sim >= limit.related}
+            found[n], similar[n] = _nearby_from(items[n].content, close, texts, limit.duplicate)
+    # Whole rows only for the duplicates a store answers with (rare): the neighbours' texts are all the check reads.
+    # Read under the project's write lock (store_memories), so a row read as current above still is.
+    rows = Memory.objects.in_bulk({hit[0] for hit in found if hit is not None})
+    out: list[Nearby] = []
+    for n, hit in enumerate(found):  # a duplicate deleted meanwhile (dreaming reads without the lock) is no longer one
+        out.append(
+            Nearby((rows[hit[0]], hit[1]), []) if hit is not None and hit[0] in rows else Nearby(None, similar[n])
+        )
     return out
+
+
+_CURRENT_TEXTS_SQL = (
+    "SELECT id, content FROM memories_memory WHERE project_id = %(project)s "
+    f"AND {CURRENT_WHERE} AND NOT (id = ANY(%(exclude)s)) AND {{match}} ORDER BY id DESC"
+)
+
+
+def _current_texts(
+    project_id: str, exclude: set[int], *, texts: list[str] | None = None, ids: list[int] | None = None
+) -> list[tuple[int, str]]:
+    """(id, text) of the project's current memories outside `exclude` whose text is one of `texts`, or whose id is
+    one of `ids`, newest first. Cost only (issue 34, round twenty-four): the ORM's `current()` querysets for these
+    two reads built their statements and whole Memory rows for 0.9–1.3 ms of CPU each, a store; the check reads
+    only ids and texts. The conditions are Memory.objects.current()'s (models.CURRENT_WHERE), with its own clock."""
+    match, values = ("content = ANY(%(values)s)", texts) if texts is not None else ("id = ANY(%(values)s)", ids)
+    if not values:
+        return []
+    with connection.cursor() as cur:
+        cur.execute(
+            _CURRENT_TEXTS_SQL.format(match=match),
+            {"project": project_id, "now": timezone.now(), "exclude": sorted(exclude), "values": values},
+        )
+        return cur.fetchall()
 
 
 _HAS_CURRENT_SQL = (
@@ -120,15 +151,15 @@ def probe_vectors(
     return probes
 
 
-def _nearby_from(content: str, close: dict[int, float], rows: dict[int, Memory], duplicate: float) -> Nearby:
-    ranked = sorted(((rows[mid], sim) for mid, sim in close.items() if mid in rows), key=lambda p: (-p[1], p[0].pk))
-    for memory, sim in ranked:  # the nearest that is the same fact, not one with a changed literal
-        if sim >= duplicate and same_fact_tokens(memory.content, content):
-            return Nearby((memory, sim), [])
-    similar: list[Similar] = [
-        {"id": m.pk, "content": m.content, "similarity": round(sim, 4)} for m, sim in ranked[:MAX_SIMILAR]
-    ]
-    return Nearby(None, similar)
+def _nearby_from(
+    content: str, close: dict[int, float], texts: dict[int, str], duplicate: float
+) -> tuple[tuple[int, float] | None, list[Similar]]:
+    """The nearest of `close` that is the same fact as `content` (id, cosine), else up to MAX_SIMILAR related ones."""
+    ranked = sorted(((mid, sim) for mid, sim in close.items() if mid in texts), key=lambda p: (-p[1], p[0]))
+    for mid, sim in ranked:  # the nearest that is the same fact, not one with a changed literal
+        if sim >= duplicate and same_fact_tokens(texts[mid], content):
+            return (mid, sim), []
+    return None, [{"id": mid, "content": texts[mid], "similarity": round(sim, 4)} for mid, sim in ranked[:MAX_SIMILAR]]
 
 
 def nearby(project_id: str, content: Any) -> Nearby:
