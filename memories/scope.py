@@ -299,15 +299,21 @@ def project_known(project_id: str) -> bool:
 
 
 def known_root(project_id: str) -> Path | None:
-    from .models import ProjectLocation
-
     if is_personal(project_id):
         return None  # the user scope has no repository, so nothing of it reaches a team log
+
+    root = recorded_root(project_id)
+    if root is not None and Path(root, ".git").exists():
+        return Path(root)
+    return None
+
+
+def recorded_root(project_id: str) -> str | None:
+    """The folder this machine last saw a checkout of `project_id` in (ProjectLocation), there or not."""
+    from .models import ProjectLocation
 
     # Runs on every tool call: plain SQL costs a tenth of the ORM query (11 % of the web
     # process's CPU under load, docs/benchmarks.md), prepared once per connection (planning took
     # ten times its execution). project_id is unique: one plan fits every value.
     rows = fetch_prepared(f"SELECT git_root FROM {ProjectLocation._meta.db_table} WHERE project_id = %s", [project_id])
-    if rows and Path(rows[0][0], ".git").exists():
-        return Path(rows[0][0])
-    return None
+    return str(rows[0][0]) if rows else None

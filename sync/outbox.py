@@ -34,7 +34,7 @@ from access.actor import acting
 from access.people import username
 from access.policy import owner_id
 from memories.changes import AnnouncedChange
-from memories.scope import is_personal, known_root
+from memories.scope import is_personal, known_root, recorded_root
 from memories.write import bulk_rows
 from yullu_core.config import load_for_project
 from yullu_core.env import env_float
@@ -75,9 +75,9 @@ def resolve_folder(project_id: str, git_root: Path | None) -> tuple[Path | None,
 def _had_checkout(project_id: str) -> bool:
     """This machine knew a checkout of the project (now moved or deleted). A project never seen in a
     checkout (a team server's) has none to wait for: its changes are not logged."""
-    from memories.models import ProjectLocation
-
-    return ProjectLocation.objects.filter(project_id=project_id).exists()
+    # known_root's prepared statement (cost only, issue 34 round twenty-four: the ORM's .exists() cost ~0.8 ms of CPU
+    # on every store of a project without a checkout, a team server's, against ~0.1).
+    return recorded_root(project_id) is not None
 
 
 def _target(project_id: str, git_root: Path | None) -> tuple[str | None, bool]:

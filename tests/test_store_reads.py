@@ -4,18 +4,21 @@ neighbours' rows cost 0.9–1.3 ms of CPU each a store). Real models and Postgre
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories.models import Memory
-from memories.scope import resolve
+from memories.models import Memory, ProjectLocation
+from memories.scope import recorded_root, resolve
 from memories.write import create, edit
+from sync import outbox
 
 pytestmark = pytest.mark.django_db
 
 PORT = "The probe service listens on port 8080 behind the staging proxy."
-OTHER_PORT = "The probe service listens on port 8081 behind the staging proxy."  # a changed literal: related, not the same
+OTHER_PORT = "The probe service listens on port 8081 behind the staging proxy."  # a changed literal: related only
 VAULT = "Secrets of the probe service are kept in Vault under secret/probe; never commit them."
 WHOLE_ROW = '"memories_memory"."uuid"'  # what the ORM selects when it builds Memory rows
 
@@ -72,3 +75,14 @@ def test_the_check_builds_no_memory_rows_unless_it_found_a_duplicate() -> None:
     assert selects == []
     read = [q["sql"] for q in duplicate.captured_queries if q["sql"].startswith("SELECT") and WHOLE_ROW in q["sql"]]
     assert len(read) == 1  # the duplicate's own row, which the store answers with
+
+
+def test_a_store_of_a_project_never_checked_out_is_not_logged_and_one_whose_checkout_is_gone_is_held(
+    tmp_path: Path,
+) -> None:
+    """outbox._target's last two cases, which read the project's recorded folder (memories.scope.recorded_root)
+    rather than asking the ORM whether one exists (round twenty-four)."""
+    assert outbox._target("acme/never-checked-out", None) == (None, False)
+    ProjectLocation.objects.create(project_id="acme/moved-away", git_root=str(tmp_path / "gone"))
+    assert recorded_root("acme/moved-away") == str(tmp_path / "gone")
+    assert outbox._target("acme/moved-away", None)[0] == outbox.HELD
