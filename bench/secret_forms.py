@@ -42,6 +42,9 @@ from bench.secret_forms_19 import HELD_OUT_19_KEEP as HELD_OUT_19_KEEP
 from bench.secret_forms_19 import REFUSED_BY_POLICY_19
 from bench.secret_forms_20 import HELD_OUT_20 as HELD_OUT_20
 from bench.secret_forms_20 import HELD_OUT_20_KEEP as HELD_OUT_20_KEEP
+from bench.secret_forms_21 import HELD_OUT_21 as HELD_OUT_21
+from bench.secret_forms_21 import HELD_OUT_21_KEEP as HELD_OUT_21_KEEP
+from bench.secret_forms_21 import REFUSED_BY_POLICY_21
 
 Gen = Callable[[random.Random], str]
 
@@ -4047,3 +4050,14 @@ REFUSED_BY_POLICY.extend(REFUSED_BY_POLICY_19)
 # was drawn once from one seeded generator. The first run, `find_secret` and `python -m bench.secret_live`
 # alike, stored 6 of 257 and refused 4 of 70 keepers; only that figure is a held-out figure (docs/security.md).
 # (imported at the top of this file)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_21: secrets25's set (bench/secret_forms_21.py), written and committed before its author read the scanner,
+# this file (beyond its Form type) or the earlier sets' texts: 217 secrets placed where developers paste them (stack
+# traces, HTTP dumps, shell history, Terraform, Ansible, Helm, CI logs, signed URLs, SQL, constants in 17 languages,
+# prose in 12 languages, odd separators, Markdown tables, the value before its name, values wrapped over lines) and
+# 76 keepers. The first run, `find_secret` and every write path alike, stored 3 of 217 and refused 3 of 76, one of
+# them AWS's documented sample pair, refused by policy: moved to REFUSED_BY_POLICY (docs/security.md).
+# (imported at the top of this file)
+REFUSED_BY_POLICY.extend(REFUSED_BY_POLICY_21)

@@ -896,10 +896,6 @@ KEEP_TEXTS: list[tuple[str, str]] = [
         "rfc 6238 totp secret",
         'RFC 6238 appendix B uses the ASCII seed "12345678901234567890" for SHA1; at T=59 the TOTP is 94287082.',
     ),
-    (
-        "aws docs example keys",
-        "The AWS docs use AKIAIOSFODNN7EXAMPLE with wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY in every example.",
-    ),
     ("stripe test card", "use 4242 4242 4242 4242 with any future expiry and any CVC in test mode"),
     (
         "redacted stripe key",
@@ -942,7 +938,14 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     ),
 ]
 
-POLICY_TEXTS: list[tuple[str, str]] = []
+# Written as a keeper and refused on the first run: the project refuses a vendor's documented sample key like any key
+# (people paste them as stand-ins for real ones; docs/security.md), so it is kept here, as set 20's policy texts.
+POLICY_TEXTS: list[tuple[str, str]] = [
+    (
+        "aws docs example keys",
+        "The AWS docs use AKIAIOSFODNN7EXAMPLE with wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY in every example.",
+    ),
+]
 
 
 def _fixed(text: str) -> Callable[[random.Random], str]:
