@@ -87,6 +87,14 @@ def _long_lower_passphrase(value: str) -> bool:
     return _one_word_password(value) and not _NOUN_ENDING.fullmatch(value)
 
 
+# How far a secret's name may run from its secret word to the operator (`SECRET_KEY_BASE_FOR_STAGING =`): no
+# variable's name is longer. Unbounded, a run of such words (`secret_secret_…`, 8,000 characters) was read from each
+# of its words to its end: the square of its length (1.4 s; `test_secrets_21`).
+NAME_RUN = 100
+# A regular expression's piece: a class with a range, a count, an escaped class, a group's flags. A raw string's value
+# (`r'…'`, read since set 21) is a pattern more often than a password: `TOKEN_RE = r'[0-9a-f]{32}'`,
+# `SECRET_RX = r'(?i)secret[_-]?key'`. No password or key holds one.
+_REGEX_PIECE = re.compile(r"\[[^\]\s]*\w-\w[^\]\s]*\]|\{\d+(?:,\d*)?\}|\\[bdswBDSW]|\(\?[:=!<iP]")
 _SMALL_WORDS_JOINED = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")
 _TOKEN_RUN = re.compile(r"(?=[A-Za-z]*\d)[A-Za-z0-9]{16,}")
 _WORDS_NUMBER = re.compile(r"(?:[A-Z][a-z]{2,}){1,3}\d{2,6}[!#$%*?]?")
@@ -209,27 +217,33 @@ RULES: tuple[Rule, ...] = (
         check=lambda user: bool(_TOKEN_RUN.search(user)) and _told_token(user),
     ),
     # A user and password as a client's two quoted arguments: requests' `auth=('api', 'X')`, `HTTPBasicAuth('u', 'X')`,
-    # Go's `SetBasicAuth("u", "X")`, .NET's `NetworkCredential("u", "X")` (secrets9's probing).
+    # Go's `SetBasicAuth("u", "X")`, .NET's `NetworkCredential("u", "X")` (secrets9's probing); OkHttp's
+    # `Credentials.basic("u", "X")`, Apache's `UsernamePasswordCredentials("u", "X")`, Java's
+    # `PasswordAuthentication("u", "X".toCharArray())`, Spring's `UsernamePasswordAuthenticationToken` (set 21).
     Rule(
         "basic-auth-arguments",
         "a password",
         re.compile(
-            r"(?i)(?:\bauth[ \t]*[=:][ \t]*[(\[]|\b(?:HTTP(?:Basic|Digest|Proxy)Auth|SetBasicAuth|NetworkCredential)\()"
+            r"(?i)(?:\bauth[ \t]*[=:][ \t]*[(\[]|\b(?:HTTP(?:Basic|Digest|Proxy)Auth|SetBasicAuth|NetworkCredential"
+            r"|BasicAuth|Credentials\.basic|UsernamePassword\w*|PasswordAuthentication|PasswordCredential)\()"
             r"[ \t]*[bf]?[\"'][^\"'\s]{1,64}[\"'][ \t]*,[ \t]*[bf]?[\"']([^\"'\s]{6,})[\"']"
         ),
-        ("auth", "credential"),
+        ("auth", "credential", "basic", "password"),
         check=_assigned_secret,
     ),
     Rule(
         "password-option",
         "a password on a command line",
         re.compile(
-            r"(?i)(?<![\w-])--?(?:password|passwd|pass|token|secret|api-key|auth-token)[= ]\s*['\"]?"
+            # (the option's last word names it: `--api-token`, `--github-token`, `--client-secret`, `--db-password`;
+            # set 20's other fillings, set 21. Not `--password-file`, `--token-stdin`: the word is not last)
+            r"(?i)(?<![\w-])--?(?:[a-z0-9]+-){0,3}(?:password|passwd|pass|token|secret|api-key|auth-token)[= ]\s*['\"]?"
             # (not BuildKit's `--secret id=npmrc,src=$HOME/.npmrc`, `--secret id=gh,env=GH_TOKEN`: which file or
             # variable holds it)
             # (nor OpenSSL's `-pass env:VAR`, `file:path`, `fd:3`, `stdin`: where the password is read from; its
             # `pass:X` is the password)
-            r"(?!(?:id|src|source|env|type|target|required)=|(?:env|file|fd):|stdin\b)([^\s'\"]{6,})"
+            # (nor the next option: `--no-password --verbose-output`)
+            r"(?!(?:id|src|source|env|type|target|required)=|(?:env|file|fd):|stdin\b|--)([^\s'\"]{6,})"
         ),
         ("pass", "token", "secret", "api-key"),
         check=_assigned_secret,
@@ -241,7 +255,8 @@ RULES: tuple[Rule, ...] = (
             # Starts at the secret-looking part of the name (no `\b[A-Z0-9_.-]*` before it: Python's re
             # tried that at every word, 1.5 ms on an 8,000-character memory).
             # ("set DJANGO_SECRET_KEY to 'X'": `to` reads as the operator only after a name in capitals and
-            # before a quote: "the token is passed to 'AuthMiddleware2'" is prose)
+            # before a quote: "the token is passed to 'AuthMiddleware2'" is prose; Markdown's backticks quote both:
+            # "Set the `SECRET_KEY` to `…`", set 21)
             # (not a field that names the secret: Kubernetes' `secretName: tls-cert-2024`, `secretRef:`, a form's or a
             # datasource's `passwordField: secureJsonData`; nor its id,
             # WebAuthn's `credential_id=…`, Jenkins' `credentialsId: 'nexus-deploy'`, `tokenId`, `keyId`; nor its kind:
@@ -250,11 +265,13 @@ RULES: tuple[Rule, ...] = (
             # `AUTHENTICATION_BACKENDS`, whose values are classes' names, `MinimumLengthValidator`; secrets12's set)
             # (nor Helm's `existingSecret: orders-db-credentials`, `auth.existingSecret=`, `existingSecretPasswordKey:`:
             # the name of a Kubernetes Secret that holds the value, as `secretName`)
-            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-])*(?<!name)(?<!ref)(?<!credential_id)(?<!credentialsid)(?<!credentialid)(?<!tokenid)(?<!keyid)(?<!type)(?<!method)(?<!mode)(?<!scheme)(?<!field)(?<!validators)(?<!hashers)(?<!backends)[\"']?(?:\s*(?:=|:=|:(?!:|//)|=>|->)\s*(?:[\"'`]|b[\"'])?|(?-i:(?<=[A-Z0-9]))\s+to\s+[\"'])"
+            rf"(?i)(?<!existing)(?<!existingsecret){_SECRET_NAME}(?:(?!existingsecret)[A-Z0-9_.-]){{0,{NAME_RUN}}}(?<!name)(?<!ref)(?<!credential_id)(?<!credentialsid)(?<!credentialid)(?<!tokenid)(?<!keyid)(?<!type)(?<!method)(?<!mode)(?<!scheme)(?<!field)(?<!validators)(?<!hashers)(?<!backends)[\"']?(?:\s*(?:=|:=|\?=|\+=|:(?!:|//)|=>|->)\s*(?:[\"'`]|[bBrRuUfF]{{1,2}}[\"'])?|(?-i:(?<=[A-Z0-9]))`?\s+to\s+[\"'`])"
             # (not the next key of a mapping: `DB_PASSWORD` / `valueFrom:` / `secretKeyRef:` in a Kubernetes
             # manifest; the match starts again at that key, so `secretKeyRef: X` is still read)
             # (`::` is a path's, not an operator: pytest's `test_secret_paths.py::test_x`, C++'s, Rust's; nor `://`,
             # a URI's scheme: `otpauth://totp/…`)
+            # (Make's `?=` and `+=` set a variable too, `REGISTRY_PASSWORD ?= X`; a Python string may have its prefix,
+            # `password = r'X'`, not only `b'X'`; set 21's other fillings)
             # (nor the next line's empty `NAME=` of an env file: `DJANGO_SECRET_KEY=` / `STRIPE_SECRET_KEY=`)
             # (the value ends before the next setting of a connection string, `;MultipleActiveResultSets=False`: read
             # on, gitleaks' allowlist took the whole for a `false` and let the password through; secrets12's set)
@@ -262,7 +279,7 @@ RULES: tuple[Rule, ...] = (
             r"((?:(?!;[A-Za-z][A-Za-z ]{1,30}=)[^\s\"'`]){6,})"
         ),
         ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "dsn", "cookie", "hmac"),
-        check=_assigned_secret,
+        check=lambda value: _assigned_secret(value) and not _REGEX_PIECE.search(value),
     ),
     # A personal access token under a name that says PAT (`AZURE_DEVOPS_EXT_PAT=`, `ASANA_PAT=`, `gitlab_pat:`; set
     # 20). Code's `_PAT` is as often a pattern (`DATE_PAT = "%Y-%m-%d"`, `NAME_PAT = "[A-Za-z_]…"`, `ISSUE_PAT =
@@ -299,7 +316,7 @@ RULES: tuple[Rule, ...] = (
         "secret-assignment-typed",
         "a secret assignment",
         re.compile(
-            rf"(?i){_SECRET_NAME}[A-Z0-9_.-]*(?:[ \t]*:[ \t]*&?(?:'static[ \t]+)?(?:str|string|bytes)"
+            rf"(?i){_SECRET_NAME}[A-Z0-9_.-]{{0,{NAME_RUN}}}(?:[ \t]*:[ \t]*&?(?:'static[ \t]+)?(?:str|string|bytes)"
             rf"|[\"']\])[ \t]*=[ \t]*[bf]?[\"'`]([^\s\"'`]{{6,}})"
         ),
         ("secret", "token", "pass", "pwd", "key", "credential", "auth", "salt", "hmac"),

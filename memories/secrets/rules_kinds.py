@@ -161,16 +161,31 @@ RULES: tuple[Rule, ...] = (
     ),
     # An environment variable's name and value as a list's two keys (other fillings of sets 15's forms): Kubernetes'
     # `- name: DB_PASSWORD` / `value: "X"`, an ECS task's `{"name": "API_TOKEN", "value": "X"}` (`valueFrom:` and a
-    # `${VAR}` are where the value comes from).
+    # `${VAR}` are where the value comes from); Postman's and Insomnia's `{"key": "password", "value": "X"}` (set 21).
     Rule(
         "name-value-pair",
         "a secret assignment",
         re.compile(
-            rf"(?i)[\"']?\bname[\"']?[ \t]*[:=][ \t]*[\"']?[\w.-]*{_SECRET_NAME}[\w.-]*[\"']?[ \t]*"
+            rf"(?i)[\"']?\b(?:name|key)[\"']?[ \t]*[:=][ \t]*[\"']?[\w.-]*{_SECRET_NAME}[\w.-]*[\"']?[ \t]*"
             r"(?:,[ \t]*|\r?\n[ \t]*)"
             r"[\"']?value[\"']?[ \t]*[:=][ \t]*[\"']?([^\"'\s,}]{6,})"
         ),
         ("value",),
+        check=_assigned_secret,
+    ),
+    # A Postman collection's auth, exported: an array named by the auth's type whose entries are key/value pairs, and
+    # for an API key the entry keyed `value` holds the key (`"apikey": [{"key": "value", "value": "X"}, {"key": "key",
+    # "value": "X-API-Key"}]`; set 21). The other types' entries are keyed by what they hold (`token`, `password`),
+    # which `name-value-pair` reads.
+    Rule(
+        "auth-array-value",
+        "a secret assignment",
+        re.compile(
+            r"(?i)[\"'](?:apikey|bearer|basic|digest|oauth1|oauth2|hawk|awsv4|ntlm|akamai|edgegrid|jwt|asap)[\"']"
+            r"[ \t]*:[ \t]*\[[^\]]{0,300}?[\"']key[\"'][ \t]*:[ \t]*[\"']value[\"'][ \t]*,"
+            r"\s*[\"']value[\"'][ \t]*:[ \t]*[\"']([^\"'\s]{6,})"
+        ),
+        ("apikey", "bearer", "basic", "digest", "oauth", "hawk", "awsv4", "ntlm", "akamai", "edgegrid", "jwt", "asap"),
         check=_assigned_secret,
     ),
     # "SMTP for alerts: user alerts@acme.io pass X": `pass` after a user's name and its login (the word alone is a verb

@@ -165,11 +165,12 @@ RULES: tuple[Rule, ...] = (
         check=_assigned_secret,
     ),
     # Go's MySQL driver's DSN, `app:X@tcp(10.0.0.5:3306)/orders`: the `@tcp(` says the colon's value is a password
-    # (host-password wants a stronger value, since `name:x@host` is an address's shape too).
+    # (host-password wants a stronger value, since `name:x@host` is an address's shape too). The driver reads the
+    # password up to the last `@`, so one may hold an `@` (`etl:XZRMH^v5d9Dd@Tun2n@tcp(…)`; set 21's other fillings).
     Rule(
         "go-dsn-password",
         "a password in a URL",
-        re.compile(r"(?<=[\w.-]):([^\s:@/'\"`]{3,})@(?:tcp6?|udp|unix)\("),
+        re.compile(r"(?<=[\w.-]):([^\s:/'\"`]{3,}?)@(?:tcp6?|udp|unix)\("),
         ("@tcp", "@udp", "@unix"),
         check=lambda value: _url_password(value) and not value.isdigit(),
     ),

@@ -37,8 +37,12 @@ _REFERENCE = (
 # an OCI auth token's `8x(Zq;k3…` is not a call. Its arguments look like code (a string, a name, a number, a
 # literal, or nothing yet): a Django key's `zf(_643wnfylx_7v2^ipnu!&z639+s!)…` or `t(Uv@CQkg…` is no call.
 _CALL = re.compile(
-    r"[\[(]*[A-Za-z_][\w.\[\]'\"]*\((?:$|[\"'){\[*(]|[A-Za-z_][\w.]*\s*(?:$|[,)=.(\[:])|-?\d[\d.]*\s*(?:$|[,)*/+ -]))"
+    r"[\[(]*[A-Za-z_][\w.\[\]'\"]*\((?:$|[\"'){\[*(]|:?[A-Za-z_][\w.]*\s*(?:$|[,)=.(\[:])|-?\d[\d.]*\s*(?:$|[,)*/+ -]))"
 )
+# (an argument may be a Ruby symbol: `Rails.application.credentials.dig(:stripe, :secret_key)`, set 21)
+# PowerShell's subexpression running a cmdlet (`Verb-Noun`): `$env:X = (Get-AzKeyVaultSecret -VaultName …)` reads the
+# secret from where it lives (set 21).
+_CMDLET = re.compile(r"\$?\((?:[A-Z][a-z]+){1,2}-[A-Z][A-Za-z]*[a-z]")
 # A call's parenthesis closes at its end or before more code (`.strip()`, `[0]`, `, "x")`); a Django key's
 # `b(3*^e%p!…0w)%v0h7w` goes on with its random characters after the `)` (secrets13's set).
 _AFTER_CLOSE = re.compile(r"\)(?![\s.\[(),;]|$)")
@@ -145,6 +149,8 @@ def _assigned_secret(value: str) -> bool:
     if _ADDRESS.match(value) and (_placeholder_credentials(value) or _plain_url(value)):
         return False
     if not _not_placeholder(value) or value.startswith(_REFERENCE) or _call(value) or value.startswith("{"):
+        return False
+    if _CMDLET.fullmatch(value):
         return False
     # (a cookie's `name=<redacted>` after `Cookie:`: a pair whose value is a placeholder)
     if (pair := _NAMED_PAIR.fullmatch(value)) and (_TEMPLATE_SLOT.fullmatch(pair[1]) or not _not_placeholder(pair[1])):
