@@ -368,6 +368,16 @@ def _count(result: DreamResult, counts: dict[str, int]) -> None:
         result[f"ops_{COUNTED_AS.get(key, key)}"] += value  # type: ignore[literal-required]
 
 
+def _consume(project_id: str, session_id: str, rows: list[tuple[int, str, str]]) -> None:
+    """Delete the turns a pass read: by id, and their copies. A whole transcript recorded while the pass waited on
+    the model moves held turns to new ids (in_transcript_order), and the next pass read that exchange again (review
+    24). The buffer never takes a turn it holds, so a row of the session with a read turn's role and content is it."""
+    read = {(role, content) for _, role, content in rows}
+    session = SessionMessage.objects.filter(project_id=project_id, session_id=session_id)
+    moved = session.filter(content__in=[c for _, c in read]).values_list("id", "role", "content")
+    session.filter(pk__in=[r[0] for r in rows] + [pk for pk, r, c in moved if (r, c) in read]).delete()
+
+
 def _dream_session(
     project_id: str,
     session_id: str,
@@ -396,7 +406,7 @@ def _dream_session(
         return outcome  # messages are kept for the next pass
     with transaction.atomic():  # the answer is kept and its messages consumed together
         pending = pend(dream, session_id, ops)
-        SessionMessage.objects.filter(pk__in=[r[0] for r in rows]).delete()
+        _consume(project_id, session_id, rows)
     counts = apply_pending(Scope(project_id, known_root(project_id)), pending, reasoner)
     _count(result, counts)
     outcome.update(counts)

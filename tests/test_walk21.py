@@ -13,7 +13,7 @@ import pytest
 
 from dreaming.models import SessionMessage
 from dreaming.reasoners import CallbackReasoner, FallbackReasoner
-from dreaming.services import record_messages
+from dreaming.services import record_messages, run_dream_pass
 from memories.models import Memory
 from tests.processes import git_repo, product_env, run_cli
 from yullu_core.errors import Unavailable
@@ -35,6 +35,24 @@ def test_a_whole_transcript_sent_after_its_last_turn_is_buffered_in_the_transcri
     record_messages("acme/order", "s1", [turn("user", "A later question?")])  # the next Stop
     buffered = list(SessionMessage.objects.filter(session_id="s1").order_by("id").values_list("content", flat=True))
     assert buffered == [t["content"] for t in early + late] + ["A later question?"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_turns_a_pass_consumed_are_not_read_again_when_a_whole_transcript_moved_them_meanwhile() -> None:
+    """Review 24: the reordering above rewrites held turns with new ids. PreCompact's whole transcript arriving
+    while a pass waits on the model moved the turns the pass had read, so the pass consumed ids that were gone
+    and the next pass read (and extracted) the same exchange again."""
+    early = [turn("user", "Refunds are credit notes with their own CN- series?"), turn("assistant", "Yes, CN-<n>.")]
+    late = [turn("user", "Yes. And staging is reset nightly at 02:00 UTC."), turn("assistant", "Noted: staging.")]
+    record_messages("acme/order", "s1", late)  # Stop: the last exchange
+
+    def model(system: str, prompt: str) -> str:
+        record_messages("acme/order", "s1", early + late)  # PreCompact, while the pass waits on the model
+        return json.dumps({"operations": []})
+
+    run_dream_pass("acme/order", reasoner=CallbackReasoner("sampling", model), session_id="s1")
+    buffered = list(SessionMessage.objects.filter(session_id="s1").order_by("id").values_list("content", flat=True))
+    assert buffered == [t["content"] for t in early]  # the turns the pass read are consumed, wherever they moved
 
 
 def alices_event(repo: Path, content: str) -> None:
