@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ from sync.compact import compact
 from sync.models import LedgerEntry, ProjectSyncState
 from sync.services import reconcile_scope
 from tests import team_log
-from tests.processes import git_repo, product_env, run_cli
+from tests.mcp_client import call
+from tests.processes import REPO, git_repo, product_env, run_cli, stub_env
+from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -132,3 +135,25 @@ def _forget_the_log() -> None:
 
 def _authors(memory: Memory) -> tuple[str, str]:
     return memory.created_author, memory.updated_author
+
+
+@pytest.mark.slow
+def test_a_memory_stored_over_stdio_names_the_owner_too(tmp_path: Path, stub_api: StubServer) -> None:
+    import asyncio
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    get_user_model().objects.create_superuser("admin", password="x")
+    env = product_env(tmp_path / "home", **stub_env(stub_api.url))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "yullu_cli.main", "stdio"], env=env, cwd=REPO)
+
+    async def go() -> list[Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            err, _ = await call(s, "store_memory", content="vec:1,0,0 Refunds settle in two days.", project_id="r24/io")
+            assert not err
+            err, listed = await call(s, "list_memories", project_id="r24/io")
+            return [(m["created_by"], m["updated_by"]) for m in listed["memories"]]
+
+    assert asyncio.run(go()) == [("admin", "admin")]

@@ -83,12 +83,18 @@ def unknown_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any] |
     return arguments_rule.unknown_arguments(unknown, sorted(known))
 
 
+# Over stdio, who runs `yullu stdio`: the install's owner once run_stdio found one (the system before; in-process
+# callers without a request too). As `yullu memories add`, so a memory stored over stdio names them in created_by
+# as one their token stores over HTTP does (round 24).
+_LOCAL = [SYSTEM]
+
+
 def tool_actor(context: Any) -> Actor:
     """Who calls a tool: over HTTP, the owner of the request's token (set by mcp_http.TokenAuth;
-    a request without one acts as nobody); over stdio, the local system (the install's owner)."""
+    a request without one acts as nobody); over stdio, the install's owner."""
     request = getattr(getattr(context, "request_context", None), "request", None)
     if request is None:
-        return SYSTEM
+        return _LOCAL[0]
     return request.scope.get(ACTOR_KEY, NOBODY)
 
 
@@ -137,4 +143,7 @@ def run_stdio() -> None:
     """`yullu stdio`: the same tools over stdin/stdout; logs go to stderr only."""
     import anyio
 
+    from access.policy import owner_actor
+
+    _LOCAL[0] = owner_actor()  # here, before the event loop: the ORM is synchronous
     anyio.run(get_server().run_stdio_async)
