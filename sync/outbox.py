@@ -40,6 +40,7 @@ from yullu_core.config import load_for_project
 from yullu_core.env import env_float
 from yullu_core.errors import UserError
 from yullu_core.failures import first_line
+from yullu_core.outage import REMIND_EVERY_S, Outage
 
 from .eventlog import logs_dir, new_event, write_event, write_events
 from .models import OutboxEvent, record_applied
@@ -316,8 +317,21 @@ def _write_group(folder: Path, rows: list[OutboxEvent]) -> list[tuple[OutboxEven
         try:
             out.append((row, write_event(folder, Event.model_validate(row.payload))))
         except OSError as exc:
-            log.warning("could not write a sync event to %s (kept for the next sweep): %s", row.folder, exc)
+            _write_failures(row.folder).failed(exc)
     return out
+
+
+_FAILURES: dict[str, Outage] = {}
+
+
+def _write_failures(folder: str) -> Outage:
+    """A log folder that cannot be written (its disk full, read-only), said as an outage is: one line at the first
+    failure, a reminder with the count at most every 30 s. A chaos drill (round 24: a full .yullu/logs under two
+    writers) logged one warning per event, 485 in 40 s; each event waits in the outbox for the sweep all the same."""
+    if folder not in _FAILURES:
+        what = f"could not write sync events to {folder} (kept for the next sweep)"
+        _FAILURES[folder] = Outage(log, what=what, quiet_ends=REMIND_EVERY_S, counted="event")
+    return _FAILURES[folder]
 
 
 STUCK_AFTER = timedelta(minutes=5)  # the sweep runs every minute: older rows keep failing to be written

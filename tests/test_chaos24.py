@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -175,3 +176,27 @@ def test_a_child_started_while_the_metrics_folder_was_full_counts_there_once_roo
             signal.signal(sig, handler)
         supervised.stop_all([child])
     assert lines() == ["none", str(metrics)] and child.restarts == 0 and child.quick_failures == 0
+
+
+def test_a_log_folder_that_cannot_be_written_is_one_line_not_one_per_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Drill: a checkout's .yullu/logs on a full 64 KiB tmpfs under two writers: every store was acknowledged and its
+    events waited in the outbox, as designed, but the web logged one warning per event (485 in 40 s)."""
+    import logging
+    from types import SimpleNamespace
+
+    from sync import outbox
+
+    def full(folder: Path, event: object) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(outbox, "write_event", full)
+    monkeypatch.setattr(outbox, "Event", SimpleNamespace(model_validate=lambda payload: payload))
+    rows: list[Any] = [SimpleNamespace(payload={}, folder=str(tmp_path)) for _ in range(outbox.BULK_FROM - 1)]
+    with caplog.at_level(logging.INFO, logger=outbox.log.name):
+        for _ in range(4):
+            assert outbox._write_group(tmp_path, rows) == []  # each kept for the sweep
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [f"could not write sync events to {tmp_path} (kept for the next sweep): [Errno 28] No space left "
+                    f"on device (1 event failed since {said[0].rsplit(' ', 1)[-1]}"]  # fmt: skip

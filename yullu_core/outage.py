@@ -25,8 +25,8 @@ from .failures import first_line
 REMIND_EVERY_S = 30.0
 
 
-def _requests(n: int) -> str:
-    return f"{n} request failed" if n == 1 else f"{n} requests failed"
+def _requests(n: int, counted: str = "request") -> str:
+    return f"{n} {counted} failed" if n == 1 else f"{n} {counted}s failed"
 
 
 @dataclass
@@ -39,6 +39,7 @@ class Outage:
     # Seconds without a failure that end the outage silently (None: only `answered` ends it). A full disk has no
     # moment that says it is over: its next failure after a quiet spell is a new outage, said again.
     quiet_ends: float | None = None
+    counted: str = "request"  # what failed, as the lines count it
     since: float | None = None  # monotonic time of this outage's first failure
     since_clock: str = ""  # the same moment as the log shows it (local time)
     failures: int = 0  # in this outage
@@ -61,7 +62,7 @@ class Outage:
             self.said_at = now
             said = exc if isinstance(exc, str) else first_line(exc) or type(exc).__name__
             count, clock = self.failures, self.since_clock
-        self.log.warning("%s%s: %s (%s since %s)", self.prefix, self.what, said, _requests(count), clock)
+        self.log.warning("%s%s: %s (%s since %s)", self.prefix, self.what, said, _requests(count, self.counted), clock)
         return True
 
     def answered(self) -> None:
@@ -71,7 +72,8 @@ class Outage:
                 return
             lasted, count = time.monotonic() - self.since, self.failures
             self.since, self.failures = None, 0
-        self.log.warning("%sthe database answers again after %.0f s, %s", self.prefix, lasted, _requests(count))
+        self.log.warning("%sthe database answers again after %.0f s, %s", self.prefix, lasted,
+                         _requests(count, self.counted))  # fmt: skip
 
 
 DATABASE = Outage(logging.getLogger("yullu.database"))  # the web process's
