@@ -136,3 +136,25 @@ def test_the_models_judgement_orders_what_the_gate_passed(monkeypatch: pytest.Mo
         got = [pk[hit["id"]] for hit in queries.search("acme/ledger", question, log=False).results]
         first = other if mode == "off" else answer
         assert got[0] == first and {answer, other} <= set(got), (question, got)  # both passed; which first
+
+
+def test_the_gates_own_judgements_order_what_it_passed_for_no_pair_more() -> None:
+    """Issue 34, round twenty-four: when the gate had the model judge every memory it passed (none settled by
+    cosine and coverage alone), its logits are in the judge's cache, and the gate's whole evidence orders them
+    (w_cosine × cosine + w_coverage × coverage + w_logit × logit): the release notes, a little closer in cosine,
+    come after the deploy memory the model reads as the answer, and no pair is run for it. When one of them
+    was settled without the model, its logit is unknown and the order stays the first stage's."""
+    gate = gates.JUDGED[get_embedder().id]
+    question = "how do we deploy the service"
+    notes = Candidate(10**9 + 1, similarity=0.40, coverage=0.0, content=NOTES)
+    deploy = Candidate(10**9 + 2, similarity=0.38, coverage=0.0, content=DEPLOY)
+    logits = gates.logits_of(question, [notes, deploy], gate.clauses)  # as the gate judged them
+    assert gate.w_logit * (logits[deploy.memory_id] - logits[notes.memory_id]) > gate.w_cosine * 0.02
+    for c in (notes, deploy):
+        c.relevance = gate.probability(logits[c.memory_id], c)
+    scored = rerank.judge.pairs_scored
+    assert queries.closest_first(question, [notes, deploy], lambda c: True, gate, get_embedder()) == [deploy, notes]
+    assert rerank.judge.pairs_scored == scored  # the gate's judgements, from the cache
+    notes.relevance = None  # settled by cosine and coverage: no logit to weigh
+    assert queries.closest_first(question, [notes, deploy], lambda c: True, gate, get_embedder()) == [notes, deploy]
+    assert rerank.judge.pairs_scored == scored

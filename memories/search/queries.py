@@ -288,6 +288,9 @@ JUDGED_ORDER = False
 # of the best's (the gate's z without its bias: w_cosine × cosine + w_coverage × coverage), where the order
 # is open. On the codebase files' replay, 2 kept every first place the full form won for 29 % of its pairs.
 JUDGED_ORDER_MARGIN = 2.0
+# With neither, the model's logit still orders what the gate passed when the gate had it judge every one of them
+# (issue 34, round twenty-four): those judgements are cached, so the order costs no pair.
+JUDGED_WHEN_KNOWN = True
 FULL_COVERAGE = 0.999  # bm25.search_with_coverage's 1.0, read with float rounding
 MAX_REWORDINGS = 4  # embedded in one batch; a question rarely has more synonyms its passed memories hold
 
@@ -343,13 +346,17 @@ def _order_open(
     with JUDGED_ORDER_MARGIN, the best and the next when the next is of its rank and within the margin of
     its evidence (which comes first is what a question's answer needs: on the codebase files judging more
     than two moved no first place, docs/benchmarks.md); else none."""
+    best = closest[0]
     if JUDGED_ORDER:
         margin = math.inf
     elif settings.YULLU["retrieval"].get("judged_order"):
         margin = JUDGED_ORDER_MARGIN
+    elif JUDGED_WHEN_KNOWN and all(c.relevance is not None for c in closest):
+        # The gate's model judged every one it passed (none was settled by cosine and coverage alone): their
+        # logits are in the judge's cache, so its whole evidence orders them for no pair more (round 24).
+        return [c for c in closest if rank(c) == rank(best)] if len(closest) > 1 else []
     else:
         return []
-    best = closest[0]
     contenders = [c for c in closest if rank(c) == rank(best) and evidence(best) - evidence(c) < margin]
     contenders = contenders if JUDGED_ORDER else contenders[:2]
     return contenders if len(contenders) > 1 else []
