@@ -43,6 +43,19 @@ def test_a_role_supervisor_that_gives_up_says_why_to_doctor(tmp_path: Path, monk
     assert not ok and detail.endswith(said) and fix == memory_commands.STOPPED_FIX
 
 
+def test_an_all_in_one_start_forgets_what_a_role_supervisor_ended_with(tmp_path: Path) -> None:
+    """Review 24: a worker role's line stayed after its home moved to the all-in-one `yullu serve` (its worker runs
+    the tasks again), and doctor warned "the last `yullu serve --role worker` … stopped by itself" for good."""
+    from yullu_cli.supervised import ended_because, remember_the_stop
+
+    remember_the_stop(tmp_path, "yullu: the worker process exited with code 1, 4 times in a row", "worker", 8000)
+    assert ended_because(tmp_path, roles_only=True)
+    remember_the_stop(tmp_path, None, "web", 8000)  # another role's start: the worker's line is still the news
+    assert ended_because(tmp_path, roles_only=True)
+    remember_the_stop(tmp_path, None)  # `yullu serve`: every role runs under it
+    assert ended_because(tmp_path) is None
+
+
 @pytest.fixture
 def another_program() -> Iterator[int]:
     """A live process that is no `yullu serve` and no PostgreSQL: what holds a pid file's pid after a reboot."""

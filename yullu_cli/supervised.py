@@ -666,9 +666,13 @@ def remember_the_stop(run_dir: Path, line: str | None, role: str = "all", port: 
     says it beside "connection refused" (a crash loop's line was only in a log the user may not have). Each
     role's supervisor (`yullu serve --role web|worker|beat`) keeps its own: they wrote none (round 23)."""
     file = run_dir / _ended_name(role, port)
+    # An all-in-one start runs every role: a role supervisor's line from before (the home ran split) is no longer
+    # the news, and doctor warned of a stopped worker for good (review 24).
+    forgotten = [file] if role != "all" else [file, *run_dir.glob(f"{ENDED_BECAUSE}-*")]
     with contextlib.suppress(OSError):
         if line is None:
-            file.unlink(missing_ok=True)
+            for old in forgotten:
+                old.unlink(missing_ok=True)
         else:
             file.write_text(line.removeprefix("yullu: ") + "\n")
 
