@@ -89,7 +89,8 @@ def _reconcile(sample: Sample) -> Outcome:
     if done.returncode not in (0, 3):  # 3: some files refused; anything else: the pass did not run
         raise SystemExit(f"reconcile failed ({done.returncode}): {done.stderr[-2000:]}")
     out = {name: file not in done.stderr for name, file in files.items()}
-    print(f"reconcile's counts: {done.stdout.strip()[-300:]} (texts not refused: {sum(out.values())})")
+    counts = {k: v for k, v in json.loads(done.stdout).items() if isinstance(v, int)}
+    print(f"reconcile's counts: {counts} (texts not refused: {sum(out.values())})")
     return out
 
 

@@ -63,6 +63,13 @@ TWENTY_FIRST_SET_CAUSES = {
         "travis login --pro --api-token " + chars(LETTERS, 4)(R) + "-" + chars(LETTERS, 17)(R),
         "password-option",
     ),
+    "an Erlang pair of a name and a password": ('{password, "-' + chars(ALNUM, 12)(R) + '*9"}', "secret-pair"),
+    "a Python raw string": ("db_password = r'" + chars(ALNUM, 12)(R) + "!q'", "secret-assignment"),
+    "Make's conditional assignment": ("REGISTRY_PASSWORD ?= " + chars(ALNUM, 14)(R) + "*x", "secret-assignment"),
+    "a Go DSN password holding an @": (
+        '"etl:' + chars(ALNUM, 8)(R) + "@" + chars(ALNUM, 5)(R) + '@tcp(10.0.0.5:3306)/db"',
+        "go-dsn-password",
+    ),
     "a token of letters only after a vendor's option": (
         "ci-tool --github-token " + chars(LETTERS, 22)(R),
         "password-option",
@@ -94,6 +101,13 @@ def test_each_cause_of_the_twenty_first_sets_stored_secrets_is_refused_by_its_ru
         '{"auth": {"type": "apikey", "apikey": [{"key": "value", "value": "{{apiKey}}"}]}}',
         '{"key": "password", "value": "{{password}}"}',
         "Set the `SECRET_KEY` to `os.environ['SECRET_KEY']` in settings.",
+        '("api_key", "X-API-Key")',
+        'CHOICES = [("password", "Password"), ("token", "API token")]',
+        '{password, "${DB_PASSWORD}"}',
+        "TOKEN_RE = r'[0-9a-f]{32}'",
+        "SECRET_RX = r'(?i)secret[_-]?key'",
+        "PASSWORD_RE = r'^[A-Za-z0-9!@#]{12,64}$'",
+        "CFLAGS += -O2 -Wall",
     ],
 )
 def test_the_twenty_first_sets_near_misses_are_kept(text: str) -> None:

@@ -74,6 +74,9 @@ def _inserted_password(statement: str) -> bool:
     return False
 
 
+# A name in snake_case (`refresh_token_v2`, a migration's `0012_alter_user_…`): code's, not a secret.
+_SNAKE_NAME = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)+")
+
 RULES: tuple[Rule, ...] = (
     # Dovecot's, nginx's and LDAP's scheme for a password kept in the clear: `deploy:{PLAIN}X` in an .htpasswd,
     # `userPassword: {CLEARTEXT}X` (a hash's scheme, `{SSHA}`, `{PLAIN-MD5}`, names a hash: kept).
@@ -172,6 +175,21 @@ RULES: tuple[Rule, ...] = (
         ),
         ("value",),
         check=_assigned_secret,
+    ),
+    # A secret's name and its value as a pair: Erlang's and Elixir's `{password, "X"}`, `{:password, "X"}`, a Python
+    # tuple `("api_key", "X")`, a Ruby or PHP pair in brackets (set 21's other fillings: `{password, "-PRvh…"}`).
+    Rule(
+        "secret-pair",
+        "a secret assignment",
+        re.compile(
+            # (the name says a secret, not only whose: Django's migration `("auth", "0012_alter_user_…")`)
+            r"(?i)[{(\[][ \t]*:?[\"']?[\w.-]*"
+            r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api_?key|access_?key|private_?key)[\w.-]*[\"']?"
+            r"[ \t]*,[ \t]*[bf]?[\"']([^\"'\s]{6,})[\"'][ \t]*[})\]]"
+        ),
+        ("secret", "token", "pass", "pwd", "key"),
+        # (nor a snake_case name for a value: `("token", "refresh_token_v2")`)
+        check=lambda value: not _SNAKE_NAME.fullmatch(value) and _assigned_secret(value),
     ),
     # A Postman collection's auth, exported: an array named by the auth's type whose entries are key/value pairs, and
     # for an API key the entry keyed `value` holds the key (`"apikey": [{"key": "value", "value": "X"}, {"key": "key",

@@ -184,7 +184,7 @@ def _own_name(view: str, start: int, secret: str) -> bool:
 # admin" in prose stays refused).
 _TYPE_NAME = re.compile(r"_?(?:[A-Z][a-z]+\d?)+")  # (`Credentials`, `Http2Connection`; not `Winter2024`)
 _AFTER_TYPE = re.compile(r"\)|[ \t]*(?:\|[ \t]*[A-Za-z_]|=[ \t]*[^=\s])")
-_ASSIGNMENT_RULES = ("secret-assignment", "generic-api-key", "name-value-pair")
+_ASSIGNMENT_RULES = ("secret-assignment", "generic-api-key", "name-value-pair", "secret-pair")
 
 
 # `ZoneInfo(key='America/Vancouver')`, `tz: Europe/Berlin`: a path of plain words (no word's case mixed inside it,
@@ -194,7 +194,7 @@ _PLAIN_WORDS_PATH = re.compile(r"(?:[A-Z]?[a-z]{2,}(?:[_-][A-Za-z][a-z]+)*/)+[A-
 
 # `const apiKeyHeader = "X-Api-Key"`: an HTTP header's name (an `X-` name of words, as headers spell them), the
 # header a key is sent in, not the key (set 17's keeper).
-_HEADER_NAME = re.compile(r"X(?:-[A-Z][a-z]+)+|X(?:-[A-Z]+)+")
+_HEADER_NAME = re.compile(r"X(?:-(?:[A-Z][a-z]+|[A-Z]+))+")  # (`X-API-Key` mixes the two: set 21)
 
 
 def _code_value(view: str, start: int, secret: str) -> bool:
