@@ -103,6 +103,19 @@ def test_a_postmaster_pid_file_naming_another_program_after_a_reboot_is_removed_
     (pgdata / "postmaster.pid").write_text(f"{os.getpid()}\n{pgdata}\n")  # a live process that is no postmaster
     pg._forget_a_stale_pid(cluster)
     assert not (pgdata / "postmaster.pid").exists()
+    # A postmaster started under another spelling of the path (a symbolic link) works in its data folder: its own,
+    # never removed (a second postmaster on one data folder would follow).
+    (tmp_path / "link").symlink_to(pgdata)
+    postmaster = subprocess.Popen(["sleep", "300"], cwd=tmp_path / "link")
+    try:
+        (pgdata / "postmaster.pid").write_text(f"{postmaster.pid}\n{tmp_path / 'link'}\n1795841127\n")
+        pg._forget_a_stale_pid(cluster)
+        assert (pgdata / "postmaster.pid").exists() and pg.postmaster(cluster) == pg.Postmaster(
+            postmaster.pid, "1795841127"
+        )
+    finally:
+        postmaster.kill()
+        postmaster.wait()
 
 
 def test_beat_starts_over_a_pid_file_a_dead_beat_left(tmp_path: Path, another_program: int) -> None:

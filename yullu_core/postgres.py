@@ -451,13 +451,15 @@ def postmaster(cluster: Cluster) -> Postmaster | None:
 
 
 def _serves(cluster: Cluster, pid: int) -> bool:
-    """Whether the live process `pid` is a postmaster of `cluster` (started with `-D <its pgdata>`), not a program
-    that got its pid after a reboot (cannot tell, another user's process behind hidepid: yes, as before)."""
+    """Whether the live process `pid` is a postmaster of `cluster` (started with `-D <its pgdata>`, or working in it
+    under another spelling of the path: PostgreSQL works in its data folder), not a program that got its pid after a
+    reboot (cannot tell, another user's process behind hidepid: yes, as before)."""
     try:
-        return str(cluster.pgdata) in psutil.Process(pid).cmdline()
+        process = psutil.Process(pid)
+        return str(cluster.pgdata) in process.cmdline() or Path(process.cwd()).resolve() == cluster.pgdata.resolve()
     except psutil.AccessDenied:
         return True
-    except psutil.Error:
+    except (psutil.Error, OSError):
         return False
 
 
