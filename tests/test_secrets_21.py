@@ -156,6 +156,17 @@ def test_a_text_of_one_repeated_unit_costs_work_in_proportion_to_its_length(unit
     assert large < 24 * max(small, 1e-4), (unit, small, large)
 
 
+@pytest.mark.parametrize("opening", ["(", "{", "[:"])
+def test_a_bracket_before_a_run_of_secret_words_costs_work_in_proportion_to_its_length(opening: str) -> None:
+    """Review 24: `secret-pair` read the name around its secret word with two unbounded runs, `[\\w.-]*`, so a bracket
+    before 16,000 characters of `token` was read from each of its words to its end: 32 to 41 times the CPU of 2,000
+    (1.3 s for 20,000 characters; 7 times before the rule)."""
+    _cpu_to_scan("warm up secret_key")
+    small = _cpu_to_scan(opening + "token" * 400)
+    large = _cpu_to_scan(opening + "token" * 3_200)
+    assert large < 24 * max(small, 1e-4), (opening, small, large)
+
+
 def test_a_refused_word_is_checked_once_however_many_matches_retry_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """`password ` × 900: each match of the rule that reads a value near the word retried the words after it, and
     each word was checked again by every match before it (3,138 checks of 900 words, two thirds of the text's
