@@ -94,7 +94,7 @@ def test_the_activity_chart_reads_the_index_alone(reviewer: Client) -> None:
 def test_a_stores_exact_text_check_reads_the_text_index(stub_embedder: StubServer) -> None:
     create.store_memory(A, "Releases are cut on Tuesdays", "process")
     only_index("memories_memory", "memory_content_hash")
-    plan = plan_of(lambda: create.store_memory(A, "Hotfixes skip the release train"), '"memories_memory"."content" IN')
+    plan = plan_of(lambda: create.store_memory(A, "Hotfixes skip the release train"), "content = ANY(")
     assert "memory_content_hash" in plan
 
 
