@@ -42,18 +42,21 @@ def test_a_sentence_copied_from_beside_a_negation_is_a_new_memory() -> None:
     assert create.store_memory(scope, "Push the release branch to production directly from a laptop.").created
 
 
-NIGHTLY = "Staging deploys run every night from the main branch, after the full integration suite passes."
+# Review 24: round 24 merged a copy less one ordinary word inside it; each of these drops the word that is the
+# correction, and each was answered duplicate_of (the write thrown away).
+CORRECTIONS = [
+    ("Run make dev to start the local stack with hot reload.", "Run make to start the local stack with hot reload."),
+    ("Use npm ci to install dependencies on the build agents.", "Use npm to install dependencies on the build agents."),
+    ("Deploy only from the main branch after the checks pass.", "Deploy from the main branch after the checks pass."),
+    ("Staging deploys run every night from the main branch.", "Staging deploys run every night from the branch."),
+]
 
 
-def test_a_copy_less_one_middle_word_is_a_duplicate() -> None:
-    # Round 24: dup23's rule took one unbroken run, so dropping "full" made the copy a new memory (the guard
-    # read one word fewer as a changed fact).
-    scope = resolve("r24/less-one-word", None)
-    first = create.store_memory(scope, NIGHTLY, "process")
-    again = create.store_memory(scope, NIGHTLY.replace("full ", ""), "process")
-    assert (again.created, again.duplicate_of) == (False, first.memory.pk)
-    part = "Staging deploys run every night from the branch"  # a run of it, less one word inside the run
-    assert create.store_memory(scope, part, "process").duplicate_of == first.memory.pk
+@pytest.mark.parametrize(("old", "new"), CORRECTIONS)
+def test_a_copy_less_one_word_inside_it_is_a_new_memory(old: str, new: str) -> None:
+    scope = resolve(f"r24/less-one-word-{CORRECTIONS.index((old, new))}", None)
+    create.store_memory(scope, old, "process")
+    assert create.store_memory(scope, new, "process").created
 
 
 def test_a_copy_that_drops_a_flag_or_a_number_is_a_new_memory() -> None:

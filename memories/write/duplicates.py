@@ -191,24 +191,16 @@ MIN_COPIED = 4  # words: "run make ship" inside a longer memory is too little to
 
 
 def _copied_from(old: str, new: str) -> bool:
-    """`new`'s words are one run of the longer `old`'s, whole or less one word inside it that is no literal, and
-    `old` negates nothing `new` does not: a sentence copied out of a memory that holds it and more (walk 20: a
-    CLAUDE.md line stored beside the memory with that line and a promote step, the extra step's flag and number
-    read as a change), or copied less one adjective or adverb (round 24). A dropped number, path or flag may be
-    the fix ("pytest -x" → "pytest"): it stays a new memory."""
+    """`new`'s words are one unbroken run of the longer `old`'s, and `old` negates nothing `new` does not:
+    a sentence copied out of a memory that holds it and more (walk 20: a CLAUDE.md line stored beside
+    the memory with that line and a promote step, the extra step's flag and number read as a change).
+    A run less one word inside it is not a copy: the word may be the fix ("from the main branch" → "from the
+    branch", "npm ci" → "npm", "deploy only from" → "deploy from"; review 24 undid round 24's rule that merged
+    those)."""
     wa, wb = _sequence(old), _sequence(new)
     if len(wb) < MIN_COPIED or len(wb) >= len(wa) or _negations(old) - _negations(new):
         return False
-    n = len(wb)
-    return any(wa[at : at + n] == wb or _less_one_word(wa[at : at + n + 1], wb) for at in range(len(wa) - n + 1))
-
-
-def _less_one_word(run: tuple[str, ...], new: tuple[str, ...]) -> bool:
-    """`new` is `run` without one word strictly inside it (at an end, `new` is a shorter run), not a literal."""
-    if len(run) != len(new) + 1 or run[0] != new[0] or run[-1] != new[-1]:
-        return False
-    at = next((k for k in range(len(new)) if run[k] != new[k]), len(new))
-    return run[at + 1 :] == new[at:] and not LITERAL.search(run[at])
+    return any(wa[at : at + len(wb)] == wb for at in range(len(wa) - len(wb) + 1))
 
 
 def _negations(text: str) -> frozenset[str]:
