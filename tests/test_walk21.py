@@ -129,3 +129,25 @@ def test_doctor_in_a_checkout_warns_of_team_log_files_not_applied_here(tmp_path:
     assert "yullu reconcile" in line["fix"]
     assert run_cli(["reconcile", "--cwd", str(repo)], env).returncode == 0
     assert checkout_line()["status"] == "ok"
+
+
+def test_a_session_start_applies_a_team_log_kept_under_a_renamed_sync_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 24: the hook looked for `.yullu` alone, so a team whose `[sync].dir` names another folder got no
+    reconcile at session start."""
+    from yullu_cli import hooks
+
+    repo = git_repo(tmp_path / "harbor", "git@github.com:acme/harbor.git")
+    (repo / "team-memory" / "logs").mkdir(parents=True)
+    config = tmp_path / "config.toml"
+    config.write_text('[sync]\ndir = "team-memory"\n')
+    monkeypatch.setenv("YULLU_CONFIG", str(config))
+    monkeypatch.delenv("YULLU_SERVER", raising=False)
+    with patch.object(hooks, "post_about") as sent:
+        hooks.apply_team_log(str(repo))
+    assert [c.args[0] for c in sent.call_args_list] == ["/api/reconcile"]
+    config.write_text("[sync]\n")  # the default name, which this checkout does not have: nothing to apply
+    with patch.object(hooks, "post_about") as sent:
+        hooks.apply_team_log(str(repo))
+    assert not sent.called

@@ -76,15 +76,24 @@ def server_port() -> int:
     port = env_str("YULLU_PORT")
     if port.isdigit():
         return int(port)
-    import tomllib  # only when the hook command does not pin the port
+    try:
+        return int(config_value("server", "port", DEFAULT_PORT))
+    except (ValueError, TypeError):
+        return DEFAULT_PORT
 
-    default = os.path.join(os.path.expanduser("~"), ".config", "yullu", "config.toml")
-    path = env_str("YULLU_CONFIG") or default
+
+def config_value(section: str, key: str, default: Any) -> Any:
+    """`[section].key` of the config file, or `default` when the file, the table or the key is missing or
+    unreadable (hooks run without site-packages: no yullu_core.config, only tomllib)."""
+    import tomllib  # only when a hook needs the file
+
+    path = env_str("YULLU_CONFIG") or os.path.join(os.path.expanduser("~"), ".config", "yullu", "config.toml")
     try:
         with open(path, "rb") as fh:
-            return int(tomllib.load(fh).get("server", {}).get("port", DEFAULT_PORT))
-    except (OSError, ValueError, TypeError):
-        return DEFAULT_PORT
+            table = tomllib.load(fh).get(section, {})
+    except (OSError, ValueError):
+        return default
+    return table.get(key, default) if isinstance(table, dict) else default
 
 
 def hook_argv(verb: str) -> list[str]:
@@ -342,7 +351,7 @@ def apply_team_log(cwd: str) -> None:
         if os.path.dirname(folder) == folder:
             return  # not in a checkout
         folder = os.path.dirname(folder)
-    if os.path.isdir(os.path.join(folder, ".yullu")):
+    if os.path.isdir(os.path.join(folder, str(config_value("sync", "dir", ".yullu")))):  # a team may rename it
         with contextlib.suppress(OSError, ValueError):  # down, slow, refused: the primer still comes
             post_about("/api/reconcile", {}, cwd)
 
