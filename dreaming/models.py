@@ -20,6 +20,23 @@ class SessionMessage(models.Model):
         ]
 
 
+class ConsumedTurn(models.Model):
+    """A turn a dream pass read, as a digest of its role and text only (the text itself is deleted with the turn).
+    PreCompact sends a session's whole transcript, so turns a finished pass consumed came back to the buffer and
+    were dreamed again (walk 21); record_messages skips a turn whose digest is here. Pruned with the buffer."""
+
+    project_id = models.CharField(max_length=500)
+    session_id = models.CharField(max_length=200)
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project_id", "session_id", "digest"], name="consumed_turn_unique")
+        ]
+        indexes = [models.Index(fields=["created_at"], name="consumed_turn_time")]
+
+
 class DreamPass(models.Model):
     project_id = models.CharField(max_length=500)
     trigger = models.CharField(max_length=20, default="manual")  # manual | interval | idle

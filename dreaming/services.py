@@ -11,6 +11,7 @@ to a second reading). Messages are kept when the reasoner fails or its answer ca
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from yullu_core.config import ConfigError, load_for_project, parse_duration
 from yullu_core.errors import NotFound, UserError
 from yullu_core.locks import LockKey, advisory_lock
 
-from .models import DreamPass, DreamSchedule, SessionMessage
+from .models import ConsumedTurn, DreamPass, DreamSchedule, SessionMessage
 from .operations import COUNTED_AS, apply_pending, left_pending, pend
 from .parse import ParseError, parse_operations
 from .prompt import build_user_prompt, current_prompt
@@ -119,6 +120,7 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
     valid = [(r, redact(c)) for r, c in validate_messages(messages)]
     sid = session_id.strip()
     with transaction.atomic():
+        valid = _not_consumed(project_id, sid, valid)
         # A hook may send turns the buffer already holds (PreCompact sends the whole transcript).
         session = SessionMessage.objects.filter(project_id=project_id, session_id=sid)
         held = {
@@ -135,6 +137,21 @@ def record_messages(project_id: str, session_id: Any, messages: Any) -> RecordRe
             ]
         )
     return {"session_id": sid, "project_id": project_id, "count": len(fresh)}
+
+
+def turn_digest(role: str, content: str) -> str:
+    return hashlib.sha256(f"{role}\0{content}".encode()).hexdigest()
+
+
+def _not_consumed(project_id: str, session_id: str, turns: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`turns` less those a pass already read from this session (ConsumedTurn: PreCompact resends them)."""
+    digests = {turn_digest(r, c) for r, c in turns}
+    done = set(
+        ConsumedTurn.objects.filter(project_id=project_id, session_id=session_id, digest__in=digests).values_list(
+            "digest", flat=True
+        )
+    )
+    return [(r, c) for r, c in turns if turn_digest(r, c) not in done] if done else turns
 
 
 def in_transcript_order(
@@ -227,7 +244,9 @@ def prune_buffer(now: datetime | None = None) -> int:
     [dreaming].buffer_max_age_days, or beyond the newest buffer_max_messages of a project."""
     cfg = settings.YULLU["dreaming"]
     now = now or timezone.now()
-    deleted, _ = SessionMessage.objects.filter(created_at__lt=now - timedelta(days=cfg["buffer_max_age_days"])).delete()
+    too_old = now - timedelta(days=cfg["buffer_max_age_days"])
+    deleted, _ = SessionMessage.objects.filter(created_at__lt=too_old).delete()
+    ConsumedTurn.objects.filter(created_at__lt=too_old).delete()  # a transcript older than that is not resent
     keep = cfg["buffer_max_messages"]
     for row in SessionMessage.objects.values("project_id").annotate(n=Count("id")).filter(n__gt=keep):
         newest = SessionMessage.objects.filter(project_id=row["project_id"]).order_by("-id")
@@ -376,6 +395,10 @@ def _consume(project_id: str, session_id: str, rows: list[tuple[int, str, str]])
     session = SessionMessage.objects.filter(project_id=project_id, session_id=session_id)
     moved = session.filter(content__in=[c for _, c in read]).values_list("id", "role", "content")
     session.filter(pk__in=[r[0] for r in rows] + [pk for pk, r, c in moved if (r, c) in read]).delete()
+    ConsumedTurn.objects.bulk_create(
+        [ConsumedTurn(project_id=project_id, session_id=session_id, digest=turn_digest(r, c)) for r, c in read],
+        ignore_conflicts=True,
+    )
 
 
 def _dream_session(

@@ -6,14 +6,16 @@ import json
 import subprocess
 import sys
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from unittest.mock import patch
 
 import pytest
+from django.utils import timezone
 
-from dreaming.models import SessionMessage
+from dreaming.models import ConsumedTurn, SessionMessage
 from dreaming.reasoners import CallbackReasoner, FallbackReasoner
-from dreaming.services import record_messages, run_dream_pass
+from dreaming.services import prune_buffer, record_messages, run_dream_pass
 from memories.models import Memory
 from tests.processes import git_repo, product_env, run_cli
 from yullu_core.errors import Unavailable
@@ -53,6 +55,22 @@ def test_turns_a_pass_consumed_are_not_read_again_when_a_whole_transcript_moved_
     run_dream_pass("acme/order", reasoner=CallbackReasoner("sampling", model), session_id="s1")
     buffered = list(SessionMessage.objects.filter(session_id="s1").order_by("id").values_list("content", flat=True))
     assert buffered == [t["content"] for t in early]  # the turns the pass read are consumed, wherever they moved
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_whole_transcript_sent_after_a_pass_brings_back_only_the_turns_no_pass_read() -> None:
+    """Walk 21: PreCompact after a finished pass resent the turns the pass had consumed (it deletes them), and the
+    next pass dreamed them again. Only digests of consumed turns are kept, and pruned with the buffer."""
+    read = [turn("user", "Refunds are credit notes with their own CN- series?"), turn("assistant", "Yes, CN-<n>.")]
+    later = [turn("user", "And staging is reset nightly at 02:00 UTC."), turn("assistant", "Noted: staging.")]
+    record_messages("acme/order", "s2", read)
+    run_dream_pass("acme/order", reasoner=CallbackReasoner("sampling", lambda s, p: '{"operations": []}'))
+    assert not SessionMessage.objects.filter(session_id="s2").exists()
+    assert record_messages("acme/order", "s2", read + later)["count"] == 2  # PreCompact: the whole transcript
+    buffered = list(SessionMessage.objects.filter(session_id="s2").order_by("id").values_list("content", flat=True))
+    assert buffered == [t["content"] for t in later]
+    prune_buffer(now=timezone.now() + timedelta(days=365))  # older than the buffer keeps anything: gone too
+    assert not ConsumedTurn.objects.exists()
 
 
 def alices_event(repo: Path, content: str) -> None:
