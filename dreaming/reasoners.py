@@ -271,10 +271,13 @@ class FallbackReasoner:
     def __init__(self, first: Reasoner, second: Reasoner | None) -> None:
         self.first, self.second = first, second
         self.name = first.name + (f" → {second.name}" if second else "")
+        self.answered: list[str] = []  # who answered, in order: the pass's label says so (walk 21)
 
     def complete(self, system: str, prompt: str) -> str:
         try:
-            return self.first.complete(system, prompt)
+            text = self.first.complete(system, prompt)
+            self.answered.append(self.first.name)
+            return text
         except DatabaseError:
             # The pass's own connection went (PostgreSQL restarted while the client ran the model; its usage row
             # failed): not the client's failure, and another model's answer could not be kept either. Walk 14:
@@ -287,7 +290,9 @@ class FallbackReasoner:
                     "install Claude Code or Codex, or set [reasoning].provider with an API key."
                 ) from None
             try:
-                return self.second.complete(system, prompt)
+                text = self.second.complete(system, prompt)
+                self.answered.append(self.second.name)
+                return text
             except Unavailable as then:
                 # Both failed: the error named only the second ("`claude -p` failed: Not logged in"), so a
                 # client whose sampling broke never learnt that it had been asked (walk 21).
@@ -295,6 +300,13 @@ class FallbackReasoner:
                     f"the MCP client could not run the model ({type(exc).__name__}: {str(exc)[:200]}), "
                     f"then {self.second.name} failed: {then}"
                 ) from None
+
+
+def answered_by(reasoner: Reasoner | None) -> str | None:
+    """Which of a chain's reasoners answered a pass ("cli:claude", or both, in order), or None when the
+    reasoner is no chain or nothing answered: a pass labelled "sampling → cli:claude" did not say which ran."""
+    answered = getattr(reasoner, "answered", None)
+    return " + ".join(dict.fromkeys(answered)) if answered else None
 
 
 def configured_reasoner() -> Reasoner | None:

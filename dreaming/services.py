@@ -36,7 +36,7 @@ from .models import ConsumedTurn, DreamPass, DreamSchedule, SessionMessage
 from .operations import COUNTED_AS, apply_pending, left_pending, pend
 from .parse import ParseError, parse_operations
 from .prompt import build_user_prompt, current_prompt
-from .reasoners import HOW_TO_GET_A_REASONER, Reasoner, configured_reasoner
+from .reasoners import HOW_TO_GET_A_REASONER, Reasoner, answered_by, configured_reasoner
 
 log = logging.getLogger(__name__)
 MAX_MESSAGES_PER_SESSION = 500
@@ -325,7 +325,8 @@ def run_dream_pass(
             # A pass that hit errors and processed nothing (no reasoner, every answer unparseable) failed.
             phase = "failed" if result["errors"] and not result["sessions_processed"] else "done"
         finally:
-            _progress(dream, phase=phase, finished_at=timezone.now(), **_counters(result))
+            label = {"reasoner": answered_by(reasoner)} if answered_by(reasoner) else {}
+            _progress(dream, phase=phase, finished_at=timezone.now(), **label, **_counters(result))
             DreamSchedule.objects.update_or_create(project_id=project_id, defaults={"last_pass_at": timezone.now()})
     return result
 

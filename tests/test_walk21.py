@@ -13,7 +13,7 @@ from unittest.mock import patch
 import pytest
 from django.utils import timezone
 
-from dreaming.models import ConsumedTurn, SessionMessage
+from dreaming.models import ConsumedTurn, DreamPass, SessionMessage
 from dreaming.reasoners import CallbackReasoner, FallbackReasoner
 from dreaming.services import prune_buffer, record_messages, run_dream_pass
 from memories.models import Memory
@@ -169,3 +169,16 @@ def test_a_session_start_applies_a_team_log_kept_under_a_renamed_sync_dir(
     with patch.object(hooks, "post_about") as sent:
         hooks.apply_team_log(str(repo))
     assert not sent.called
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pass_is_labelled_with_the_reasoner_that_answered_it() -> None:
+    """Walk 21: a pass read "sampling → cli:claude" whichever of the two answered."""
+
+    def sampling(system: str, prompt: str) -> str:
+        raise RuntimeError("Sampling not supported")
+
+    record_messages("acme/label", "s1", [turn("user", "Invoices close on the 1st?"), turn("assistant", "Yes.")])
+    claude = CallbackReasoner("cli:claude", lambda s, p: '{"operations": []}')
+    result = run_dream_pass("acme/label", reasoner=FallbackReasoner(CallbackReasoner("sampling", sampling), claude))
+    assert DreamPass.objects.get(pk=result["pass_id"]).reasoner == "cli:claude"
