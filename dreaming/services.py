@@ -145,13 +145,13 @@ def turn_digest(role: str, content: str) -> str:
 
 def _not_consumed(project_id: str, session_id: str, turns: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """`turns` less those a pass already read from this session (ConsumedTurn: PreCompact resends them)."""
-    digests = {turn_digest(r, c) for r, c in turns}
+    digests = [turn_digest(r, c) for r, c in turns]
     done = set(
         ConsumedTurn.objects.filter(project_id=project_id, session_id=session_id, digest__in=digests).values_list(
             "digest", flat=True
         )
     )
-    return [(r, c) for r, c in turns if turn_digest(r, c) not in done] if done else turns
+    return [turn for turn, digest in zip(turns, digests, strict=True) if digest not in done]
 
 
 def in_transcript_order(
@@ -325,7 +325,7 @@ def run_dream_pass(
             # A pass that hit errors and processed nothing (no reasoner, every answer unparseable) failed.
             phase = "failed" if result["errors"] and not result["sessions_processed"] else "done"
         finally:
-            label = {"reasoner": answered_by(reasoner)} if answered_by(reasoner) else {}
+            label = {"reasoner": answered} if (answered := answered_by(reasoner)) else {}
             _progress(dream, phase=phase, finished_at=timezone.now(), **label, **_counters(result))
             DreamSchedule.objects.update_or_create(project_id=project_id, defaults={"last_pass_at": timezone.now()})
     return result

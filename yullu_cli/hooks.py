@@ -346,12 +346,12 @@ def apply_team_log(cwd: str) -> None:
     nothing new the server lists the folder and stops (~0.2 s). A team server reconciles its own checkout."""
     if not cwd or env_is_set("YULLU_SERVER"):
         return
-    folder = os.path.abspath(cwd)
-    while not os.path.exists(os.path.join(folder, ".git")):
-        if os.path.dirname(folder) == folder:
-            return  # not in a checkout
-        folder = os.path.dirname(folder)
-    if os.path.isdir(os.path.join(folder, str(config_value("sync", "dir", ".yullu")))):  # a team may rename it
+    from pathlib import Path
+
+    from yullu_core.gitorigin import find_git_root  # standard library only, shared with the server's scoping
+
+    root = find_git_root(Path(os.path.abspath(cwd)))
+    if root is not None and (root / str(config_value("sync", "dir", ".yullu"))).is_dir():  # a team may rename it
         with contextlib.suppress(OSError, ValueError):  # down, slow, refused: the primer still comes
             post_about("/api/reconcile", {}, cwd)
 
