@@ -8,7 +8,10 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from access.actor import Actor
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -44,6 +47,17 @@ def setup_django(migrate: bool = True) -> None:
 
         if migrated := migrate_if_needed():
             print(f"yullu: brought the database up to date{upgrade_summary(migrated)}.", file=sys.stderr)
+
+
+def as_the_owner() -> contextlib.AbstractContextManager[Actor]:
+    """Act as the install's owner for a command run at this machine's terminal (`yullu memories`, `import`,
+    `dream`, `prune`): what it writes names them in created_by / updated_by and history, as what their token
+    writes over MCP or REST does (round 25: `yullu import` and `dream` stored memories naming no one). Not
+    `reconcile` nor `sync compact`: they apply and fold teammates' changes, which name their events' authors."""
+    from access.actor import acting_as
+    from access.policy import owner_actor
+
+    return acting_as(owner_actor())
 
 
 def not_on_a_team_servers_client() -> None:

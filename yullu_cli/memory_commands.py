@@ -595,13 +595,10 @@ def run(args: argparse.Namespace) -> None:
         if args.command == "doctor":
             code = doctor(args)
         else:
-            from .django_setup import setup_django
+            from .django_setup import as_the_owner, setup_django
 
             setup_django()
-            from access.actor import acting_as
-            from access.policy import owner_actor
-
-            with acting_as(owner_actor()):  # the owner at their terminal, named as their token's stores name them
+            with as_the_owner():  # the owner at their terminal, named as their token's stores name them
                 code = memories(args)
     except UserError as exc:
         print(f"yullu: {exc}", file=sys.stderr)

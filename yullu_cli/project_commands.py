@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from .argtypes import a_path, folder
-from .django_setup import fail, setup_django
+from .django_setup import as_the_owner, fail, setup_django
 
 # `yullu reconcile`'s exit code while the log holds files it refuses: the good ones applied, yet a CI job or a
 # script must see that some did not (exit 0 said nothing). Not 1 (it could not run) nor 2 (a usage error).
@@ -181,7 +181,8 @@ def cmd_dream(args: argparse.Namespace) -> None:
               "a minute or more)…", file=sys.stderr, flush=True)  # fmt: skip
 
     try:
-        result = dream_in_folder(args.cwd, args.project_id, announce)
+        with as_the_owner():  # what the pass stores names them, as a dream_now with their token does
+            result = dream_in_folder(args.cwd, args.project_id, announce)
     except NothingToDream as exc:
         fail(str(exc))
     except UserError as exc:
@@ -197,7 +198,8 @@ def cmd_prune(args: argparse.Namespace) -> None:
 
     from memories.lifecycle import prune_expired
 
-    print(json.dumps(prune_expired(dry_run=args.dry_run), indent=2))
+    with as_the_owner():  # the history's "deleted" rows name who pruned (the hourly task: the system)
+        print(json.dumps(prune_expired(dry_run=args.dry_run), indent=2))
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -226,7 +228,8 @@ def cmd_import(args: argparse.Namespace) -> None:
     from yullu_core.errors import UserError
 
     try:
-        result = import_path(Path(args.path), args.project, args.cwd, progress=sys.stderr)
+        with as_the_owner():  # the imported memories name them as their writer (no file carries a local user)
+            result = import_path(Path(args.path), args.project, args.cwd, progress=sys.stderr)
     except UserError as exc:
         fail(str(exc))
     print(json.dumps(result.__dict__, indent=2))
