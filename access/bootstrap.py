@@ -57,9 +57,13 @@ def ensure_token() -> bool:
     path = token_file()
     if path.exists():
         keep_private(path)
-        raw = path.read_text().strip()
+        raw = path.read_bytes().decode(errors="replace").strip()
         if ApiToken.objects.filter(key_hash=hash_token(raw)).exists():
             return False
+        if not raw.isascii() or not raw.isprintable():
+            # Chaos round 25: a file that was not UTF-8 (damaged, a binary copied over it) raised
+            # UnicodeDecodeError out of `yullu serve`'s start and out of `yullu token`, the command that fixes it.
+            log.warning("%s held no token (it is damaged); wrote a new one there.", path)
     admin = get_user_model().objects.get(username="admin")
     _, raw = ApiToken.issue(admin)
     write_private(path, raw + "\n")

@@ -109,12 +109,34 @@ def server_url() -> str:
     return remote or f"http://127.0.0.1:{server_port()}"
 
 
+# What a token file holds: one word of printable ASCII (`yl_…`, or a team server's token as given to `yullu install`).
+TOKEN_TEXT = re.compile(r"[!-~]+")
+
+
 def token() -> str:
+    """The token in $YULLU_HOME/token, or "" when there is none: no file, one this user may not read, or one that
+    holds no token (empty, binary, several words: a damaged file). Chaos round 25: a file that was not UTF-8 raised
+    UnicodeDecodeError out of `yullu mcp-headers` (Claude Code's MCP connection), `yullu doctor` and `yullu token`."""
     try:
-        with open(os.path.join(home_dir(), "token"), encoding="utf-8") as fh:
-            return fh.read().strip()
+        with open(os.path.join(home_dir(), "token"), "rb") as fh:
+            text = fh.read(4096).decode("ascii", errors="replace").strip()
     except OSError:
         return ""
+    return text if TOKEN_TEXT.fullmatch(text) else ""
+
+
+def damaged_token_file() -> str | None:
+    """One sentence when the token file is there and readable but holds no token (empty or damaged): the hooks
+    then send none, each is refused in silence, and `yullu doctor` said "ok server … ready"."""
+    path = os.path.join(home_dir(), "token")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError:
+        return None
+    if token():
+        return None
+    return f"the API token file {path} holds no token (it is empty or damaged)"
 
 
 def is_trivial(text: str) -> bool:
@@ -681,6 +703,8 @@ def _no_token() -> str:
     except OSError as exc:
         fix = f"fix the owner and mode of {home_dir()}, or set YULLU_HOME."
         return f"the API token {path} cannot be read ({exc.strerror}); {fix}"
+    if damaged := damaged_token_file():
+        return f"{damaged}; run `yullu token` to write a new one there."
     return (
         f"no API token in {path}; run `yullu token` once to write it there, or set YULLU_HOME "
         "to the folder of the server you run (its `yullu serve` banner says where its token is)."
