@@ -27,6 +27,12 @@ this load generator, and how busy the whole machine was (other users of the CPU 
 `--inject N` runs the real inject hook (the command `yullu install` writes) N times, one after
 another, while the clients run (process start to printed block). Afterwards every acknowledged
 store is checked in the database. Loopback only; bounded by duration and request count.
+
+A server that drops a session's connection (it stopped, restarted or crashed) ends that client: MCP clients do
+not reconnect. Each level says so in one line on stderr (how many sessions, the first cause), its call in flight
+counts as an error (paced: also its arrivals left in the window, as `connection_dropped`), the level's report and
+the summary carry `dropped_sessions`, and the run goes on: what it measured is kept, a later level that cannot
+connect counts its sessions as dropped.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import os
 import random
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -122,6 +129,18 @@ class Stats:
         self.acked: list[str] = []
         self.deleted: set[str] = set()  # acknowledged deletes (another client's duplicate store may name one)
         self.requests = 0
+        self.dropped = 0  # sessions whose connection the server dropped (or that could not connect)
+        self.drop_reason = ""
+
+    def drop(self, exc: BaseException) -> None:
+        """A session ended by its connection: MCP clients do not reconnect, so the client stops here."""
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # the SDK's task group wraps the cause
+            exc = exc.exceptions[0]
+        self.dropped += 1
+        self.drop_reason = self.drop_reason or f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no detail'}"
+
+    def fail(self, tool: str, count: int = 1) -> None:
+        self.errors[tool] = self.errors.get(tool, 0) + count
 
 
 def parse_mix(text: str) -> dict[str, float]:
@@ -163,11 +182,14 @@ async def client_loop(
 ) -> None:
     rng = random.Random(seed)
     mine: list[int] = []
-    async with mcp_session(url, token) as session:
-        while time.monotonic() < deadline and budget[0] > 0:
-            budget[0] -= 1
-            tool, args = pick(rng, mix, project, mine)
-            await timed_call(session, tool, args, time.perf_counter(), stats, mine)
+    try:
+        async with mcp_session(url, token) as session:
+            while time.monotonic() < deadline and budget[0] > 0:
+                budget[0] -= 1
+                tool, args = pick(rng, mix, project, mine)
+                await timed_call(session, tool, args, time.perf_counter(), stats, mine)
+    except Exception as exc:  # the connection dropped (the call in flight is counted): this client is done
+        stats.drop(exc)
 
 
 async def timed_call(
@@ -180,10 +202,14 @@ async def timed_call(
         ok = not result.is_error
     except Exception:
         ok, result = False, None
+    except asyncio.CancelledError:  # the session's task group ended: the server dropped the connection
+        stats.requests += 1
+        stats.fail(tool)
+        raise
     stats.latency.setdefault(tool, []).append((time.perf_counter() - started) * 1000)
     stats.requests += 1
     if not ok:
-        stats.errors[tool] = stats.errors.get(tool, 0) + 1
+        stats.fail(tool)
     elif tool == "store_memory" and result is not None:
         stats.acked.append(result.structured_content["uuid"])
         mine.append(result.structured_content["id"])
@@ -234,24 +260,37 @@ async def paced_client_loop(
     did not keep up) and dropped."""
     rng = random.Random(seed)
     mine: list[int] = []
-    async with mcp_session(url, token) as session:
-        pace.arrived()
-        await pace.go.wait()
-        end = pace.start + pace.duration
-        due = pace.start + rng.expovariate(rate)
-        while due < end and budget[0] > 0:
+    arrived, due = False, 0.0
+    try:
+        async with mcp_session(url, token) as session:
+            pace.arrived()
+            arrived = True
+            await pace.go.wait()
+            end = pace.start + pace.duration
+            due = pace.start + rng.expovariate(rate)
+            while due < end and budget[0] > 0:
+                pace.scheduled += 1
+                now = time.perf_counter()
+                if now >= end:
+                    pace.not_started += 1
+                else:
+                    if due > now:
+                        await asyncio.sleep(due - now)
+                    budget[0] -= 1
+                    tool, args = pick(rng, mix, project, mine)
+                    await timed_call(session, tool, args, due, stats, mine)
+                due += rng.expovariate(rate)
+    except Exception as exc:  # the connection dropped (the call in flight is counted): this client is done
+        stats.drop(exc)
+        if not arrived:  # the others wait for every session before the clock starts
+            pace.arrived()
+            await pace.go.wait()
+        due = max(due, pace.start) + rng.expovariate(rate)  # the arrivals this session would still have had
+        while due < pace.start + pace.duration:
             pace.scheduled += 1
-            now = time.perf_counter()
-            if now >= end:
-                pace.not_started += 1
-            else:
-                if due > now:
-                    await asyncio.sleep(due - now)
-                budget[0] -= 1
-                tool, args = pick(rng, mix, project, mine)
-                await timed_call(session, tool, args, due, stats, mine)
+            stats.fail("connection_dropped")
             due += rng.expovariate(rate)
-        pace.finished = max(pace.finished, time.perf_counter())
+    pace.finished = max(pace.finished, time.perf_counter())
 
 
 async def run_paced_level(
@@ -359,6 +398,7 @@ def level_report(
         "requests": stats.requests,
         "throughput_ops": round(stats.requests / elapsed, 1),
         "errors": stats.errors,
+        "dropped_sessions": stats.dropped,
         "per_tool_ms": {
             tool: {
                 "n": len(v),
@@ -449,6 +489,10 @@ def measure_level(
     if timer:
         timer.join()
     report = level_report(clients, stats, elapsed, cpu, injects, floor)
+    if stats.dropped:  # one line, not the SDK's traceback; what the level measured is kept
+        print(f"bench load: the server dropped {stats.dropped} of {clients} sessions at {clients} clients "
+              f"({stats.drop_reason}); MCP clients do not reconnect, so each stopped there and its call in flight "
+              f"(paced: its arrivals left in the window) counts as an error.", file=sys.stderr, flush=True)  # fmt: skip
     report["mode"] = "paced" if pace else "closed_loop"
     if pace:
         report |= pace_report(args.rate, stats, pace)
@@ -478,6 +522,7 @@ def summarise(
         "lost_writes": len(expected - present),
         "lost_uuids": sorted(expected - present)[:20],
         "errors": sum(sum(r["errors"].values()) for r in results),
+        "dropped_sessions": sum(r["dropped_sessions"] for r in results),
     }
 
 

@@ -3,10 +3,12 @@ reply): each test was red before its fix."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -16,6 +18,8 @@ from memories.models import Memory, MemoryChange
 from memories.scope import resolve
 from memories.write import create
 from tests.processes import git_repo, product_env, run_cli
+from tests.stubs import StubServer
+from tests.tcp_gate import TcpGate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,3 +75,53 @@ def test_yullu_prune_names_the_owner_in_history(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["expired"] == 1
     assert MemoryChange.objects.get(action="deleted").user_id == owner
+
+
+# --- bench load when the server drops its connections -------------------------------------------------------------
+def _load_args(url: str, **over: Any) -> argparse.Namespace:
+    base: dict[str, Any] = dict(
+        url=url, project="dropped-load", clients="2", mix="retrieve=50,store=50", prefill=0, seed=0, inject=0,
+        duration=60.0, max_requests=1000, rate=0.0, schedule_seed=1, out=None,
+    )  # fmt: skip
+    return argparse.Namespace(**(base | over))
+
+
+@pytest.mark.parametrize("rate", [0.0, 3.0], ids=["closed_loop", "paced"])
+def test_bench_load_says_in_one_line_that_the_server_dropped_its_connections_and_keeps_what_it_measured(
+    rate: float,
+    live_server_url: str,
+    owner_token: str,
+    stub_embedder: StubServer,
+    tmp_path: Path,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # MCP clients do not reconnect: a server that went away mid-level ended `yullu bench load` with a traceback
+    # (an ExceptionGroup out of the SDK's task group), and the operations it had measured were lost.
+    from bench import load
+
+    port = int(live_server_url.rsplit(":", 1)[1])
+    gate = TcpGate(("127.0.0.1", port))
+    real_call = load.timed_call
+
+    async def cut_after_four(session: Any, tool: str, args: dict[str, Any], *rest: Any) -> None:
+        await real_call(session, tool, args, *rest)
+        if sum(len(v) for v in stats_seen(rest).latency.values()) == 4:
+            gate.cut()
+
+    def stats_seen(rest: tuple[Any, ...]) -> Any:
+        return rest[1]
+
+    monkeypatch.setattr(load, "timed_call", cut_after_four)
+    settings.YULLU_HOME = tmp_path
+    (tmp_path / "token").write_text(owner_token)
+    summary = load.main(_load_args(f"http://127.0.0.1:{gate.port}/mcp", rate=rate, clients="2,2"))
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err
+    first, second = summary["levels"]
+    assert first["requests"] >= 4  # what was measured before the drop is kept
+    assert sum(first["errors"].values()) >= 1 and summary["errors"] >= 1
+    assert first["dropped_sessions"] == 2 and second["dropped_sessions"] == 2, summary["levels"]
+    dropped = [line for line in out.err.splitlines() if "dropped" in line]
+    assert len(dropped) == 2, out.err  # one line a level
