@@ -53,7 +53,7 @@ from memories.embedding import vector_index
 from memories.embedding.embedders import Embedder, embeds, get_embedder
 from memories.lifecycle import apply_remote_links
 from memories.models import Memory, MemoryVector
-from memories.scope import Scope, known_root, resolve
+from memories.scope import Scope, known_root, resolve, resolve_path
 from memories.write import bulk_rows, remote
 from yullu_core.errors import UserError
 from yullu_core.locks import LockKey, advisory_lock
@@ -471,6 +471,13 @@ def checkout_of(scope: Scope, cwd: str | None) -> Path:
     if root is not None:
         return root
     folder = f"{cwd} is" if cwd else "this folder is"
+    # With --project naming another project, the folder may well be a checkout: of that other project (walk 22).
+    other = resolve_path(cwd) if cwd else None
+    if other is not None and other.git_root is not None:
+        raise UserError(
+            f"{folder} a checkout of {other.project_id}, not of {scope.project_id}, and no checkout of "
+            f"{scope.project_id} is known; run it (or give --cwd) inside {scope.project_id}'s git checkout."
+        )
     raise UserError(
         f"{folder} not inside a git repository and no checkout of {scope.project_id} is known; run it (or give "
         "--cwd) inside the project's git checkout."
