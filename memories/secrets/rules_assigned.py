@@ -42,6 +42,9 @@ from .words import (
 # end, a password manager's or a person's passphrase (set sixteen). `_plain_password` reads it as a slug's name (an
 # `api-server-77` is a name in English config); right after a password's name and its verb it is the password, as
 # `password-in-prose` reads it in English.
+# (the line's command: Azure's `-t` is its tenant, tmux's and screen's `-t` a session's or a window's name)
+_T_TAKES_NO_TOKEN = re.compile(r"(?i)\btenant|(?:^|[\s;&|(])(?:az|tmux|screen)\s")
+
 _WORDS_WITH_A_NUMBER = re.compile(
     r"[^\W\d_]{3,}(?:[-._][^\W\d_]{3,})+[-._]?\d{1,6}|\d{1,6}[-._]?[^\W\d_]{3,}(?:[-._][^\W\d_]{3,})+"
 )
@@ -247,6 +250,44 @@ RULES: tuple[Rule, ...] = (
         ),
         ("pass", "token", "secret", "api-key"),
         check=_assigned_secret,
+    ),
+    # A token as a CLI's `-t` with a GUID's shape (Codecov's uploader `-t <uuid>`, as its docs show it; set 22): `-t`
+    # takes a tag or a terminal elsewhere, not a GUID, except Azure's tenant (`az login -t <tenant id>`) and a tmux
+    # session named by one, which are no secrets.
+    Rule(
+        "token-short-option",
+        "a credential on a command line",
+        re.compile(
+            r"(?<![\w-])-t[= ][ \t]*['\"]?"
+            r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})(?![\w-])"
+        ),
+        ("-t",),
+        before=lambda text: not _T_TAKES_NO_TOKEN.search(text.rsplit("\n", 1)[-1]),
+    ),
+    # A key as a vendor SDK's client's argument (`messagebird.initClient('<key>')`, `new Twilio.Client("…")`,
+    # `Pusher.configure("…")`), or a quoted random value on a line whose comment names it a key (`algoliasearch('APP',
+    # '<hex>')  // admin API key`; set 22): no name is assigned the value, the call or the comment names it.
+    Rule(
+        "client-key-argument",
+        "a credential",
+        re.compile(
+            r"(?<![\w.])(?:new[ \t]+)?(?:[A-Za-z_]\w{0,40}\.){0,3}(?:\w{0,30}(?:Client|client|CLIENT)|init\w{0,20}"
+            r"|configure|connect|set_?[Aa]pi_?[Kk]ey)\([ \t]*(?:[bf]?[\"'][^\"'\n]{0,64}[\"'][ \t]*,[ \t]*){0,2}"
+            r"[bf]?[\"']([A-Za-z0-9_-]{20,100})[\"']"
+        ),
+        ("client", "init", "configure", "connect", "apikey", "api_key"),
+        check=_told_token,
+    ),
+    Rule(
+        "key-argument-commented",
+        "a credential",
+        re.compile(
+            r"[\"']([A-Za-z0-9_-]{20,100})[\"'][^\n#]{0,80}?(?:#|//)[^\n]{0,60}?"
+            r"(?i:\b(?:(?:api|live|admin|secret|private|access|auth|server|master)[ _-]?key"
+            r"|token|secret|password|credential)s?\b)"
+        ),
+        ("#", "//"),
+        check=_told_token,
     ),
     Rule(
         "secret-assignment",

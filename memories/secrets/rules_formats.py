@@ -251,6 +251,21 @@ RULES: tuple[Rule, ...] = (
         ("-b", "--cookie", "cookie:"),
         check=_told_token,
     ),
+    # A session cookie's signed value with no `Cookie:` before it (`session=<payload>.<time>.<signature>` copied from
+    # the browser's storage; set 22): the name of a session, `=`, and a value in a signing library's shape, base64url
+    # parts joined by dots (Flask's itsdangerous, a JWT), data and a hex signature after `--` (Rails), or Express's
+    # `s%3A<id>.<signature>`. `session=anon`, `session_timeout=3600`, `session=abc123` have no such shape.
+    Rule(
+        "session-cookie-signed",
+        "a credential (a session cookie)",
+        re.compile(
+            r"(?i)(?<![\w.-])(?:[\w-]{0,30}sess(?:ion)?(?:id)?|sid|connect\.sid)=['\"]?"
+            r"((?:s%3A|s:)?[A-Za-z0-9_-]{16,}+(?:\.[A-Za-z0-9_%-]{4,}+){1,2}(?![\w.%-])"
+            r"|[A-Za-z0-9%+/=]{16,}+--[0-9a-f]{40}(?![\w-]))"
+        ),
+        ("sess", "sid"),
+        check=lambda value: _told_token(value.replace(".", "")),
+    ),
     # A webhook whose URL is its only secret (anyone who has it can post): Zapier's catch hook, Make's
     # (Integromat's), IFTTT's maker key, Pipedream's endpoint, a Mattermost-style `/hooks/<26 characters>`.
     # (Slack's, Discord's and Teams' are gitleaks' rules.)

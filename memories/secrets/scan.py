@@ -18,7 +18,7 @@ from .gitleaks import _NAME_CHAR, gitleaks
 from .model import Allow, Finding, Rule, entropy
 from .names import _told_digest
 from .shapes import _named_public, _without_public_blocks
-from .values import _PASSWORD_MANAGER, VARIABLE_NAME, public_value
+from .values import _PASSWORD_MANAGER, STORE_REFERENCE, VARIABLE_NAME, public_value
 
 # Ours after theirs, in this order: the first rule to find a secret names its kind.
 OURS: tuple[Rule, ...] = (
@@ -399,11 +399,13 @@ def _matches(view: str) -> Iterator[Finding]:
             ):
                 continue
             # (a password manager's name where a value would be: "storePassword=<store password from 1Password>",
-            # "パスワードは1Passwordの…にあります", where the password is; set 18's keepers)
+            # "パスワードは1Passwordの…にあります", where the password is; set 18's keepers; or a secret store's
+            # reference, `password: vault:secret/data/prod/db#password`, set 22's keeper)
             if (
                 ":" in secret
                 and _fingerprint(view, start, secret)
                 or _PASSWORD_MANAGER.fullmatch(secret.strip(_AROUND_NAME))
+                or STORE_REFERENCE.fullmatch(secret.strip(_AROUND_NAME))
             ):
                 continue
             if rule.id == "generic-api-key" and not _named_public(view[max(0, start - BEFORE) : start]):

@@ -133,11 +133,15 @@ _IDENTIFIER = re.compile(r"[a-z0-9]+(?:[_-][a-z0-9]+)+")
 _CLASS_NAME = re.compile(r"(?:[A-Z]++[a-z]*+\d*+)++")  # (possessive: no backtracking)
 
 
+# (a small factor multiplies a name, `3*width`, `batchSize*2`, or a number; a generator's `9*neOA@vMqiPKTm5` starts
+# with a digit and a `*` too: set 22's other fillings)
+_FACTOR_NAME = r"[a-z_][a-z0-9_]*(?:[A-Z][a-z0-9]+)*"
 # A `*` of code: a glob (`*.pem`, `.*`), `**kwargs`, `*args`, emphasis around a word, names multiplied
 # (`width*height`, `model_patch_size²*3`: a snake_case name, or a small factor at an end). A generator's password may
 # hold a `*` anywhere else (`1zto*EDOjEQY`, `*xSWP82CiJZ7mgkjv`: set twelve).
 _CODE_STAR = re.compile(
-    r"(?<![A-Za-z0-9])\*\*|\*\*(?![A-Za-z0-9])|\*\.|\.\*|^\*[a-z_][a-z0-9_]*$|^\*.*\*$|\*\d{1,3}$|^\d{1,3}\*"
+    r"(?<![A-Za-z0-9])\*\*|\*\*(?![A-Za-z0-9])|\*\.|\.\*|^\*[a-z_][a-z0-9_]*$|^\*.*\*$"
+    rf"|^(?:{_FACTOR_NAME}|\d+)\*\d{{1,3}}$|^\d{{1,3}}\*(?:{_FACTOR_NAME}|\d+)$"
     r"|[a-z]{3,}_[a-z]{3,}.*\*|\*.*[a-z]{3,}_[a-z]{3,}"
 )
 # (names multiplied only in a value without both a capital and a digit: `bkaSuwk*cl1h` is a generator's password,

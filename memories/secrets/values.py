@@ -115,6 +115,17 @@ _SECRETS_NAME = re.compile(
 )
 # A password manager's name (`1Password`, a table's "where the password is" column): where the value is kept.
 _PASSWORD_MANAGER = re.compile(r"(?i)1password|bitwarden|vaultwarden|lastpass|keepass(?:xc)?|dashlane|keeper")
+# A secret store's reference where a value would be: `vault:secret/data/prod/db#password` (Spring Cloud Vault's and
+# Argo CD Vault Plugin's), `ref+vault://secret/db#/password` (helm-secrets' vals), `ssm:/prod/db/password`,
+# `op://Private/db/password` (1Password's), `awssecrets://…`, `gcpsm://…`, `azurekeyvault://…`: where the secret is
+# kept, not the secret (set 22's keeper). A store's scheme, then a path of two parts or more, each a word in small
+# letters or one capital first (a password's `xIftrk/GbqXba` mixes its cases), and a key's name after `#`.
+_STORE_SEGMENT = r"[A-Z]?[a-z0-9_.-]+"
+STORE_REFERENCE = re.compile(
+    r"(?i:ref\+)?(?i:vault|op|ssm|awssm|awssecrets|secretsmanager|gcpsm|gcpsecrets|azurekeyvault|akv|keyvault|bw"
+    r"|doppler|infisical|sops|conjur|sm)(?::/{0,2})/?"
+    rf"{_STORE_SEGMENT}(?:/{_STORE_SEGMENT})+(?:#/?{_STORE_SEGMENT}(?:/{_STORE_SEGMENT})*)?"
+)
 # A markdown image or link (`![Settings](docs/screenshots/settings.png)`, a README's table read as names and values: a
 # cell "Dream pass" then the next cell): a link, not a value.
 _MARKDOWN_LINK = re.compile(r"!?\[[^\]\n]*\]\(")
@@ -163,7 +174,7 @@ def _assigned_secret(value: str) -> bool:
         return False
     if _CODE.fullmatch(value) or value.startswith(PUBLIC_KEY_PREFIXES) or _SECRETS_NAME.fullmatch(value):
         return False
-    if _PASSWORD_MANAGER.fullmatch(value) or _MARKDOWN_LINK.match(value):
+    if _PASSWORD_MANAGER.fullmatch(value) or _MARKDOWN_LINK.match(value) or STORE_REFERENCE.fullmatch(value):
         return False
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
