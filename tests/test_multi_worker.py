@@ -1,10 +1,12 @@
-"""`yullu serve --workers 2`: two uvicorn worker processes behind one port, MCP in stateless mode,
-driven through the official MCP SDK client. Per-process caches must not make one worker miss
-what the other wrote."""
+"""`yullu serve --workers 2`: two uvicorn worker processes behind one port, MCP sessions routed to the
+worker that opened them (yullu_site.mcp.routing), driven through the official MCP SDK client.
+Per-process caches must not make one worker miss what the other wrote."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import signal
 import subprocess
 import sys
@@ -13,16 +15,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
+import httpx2
 import psutil
 import pytest
+from mcp import ClientSession, types
+from mcp.client.streamable_http import streamable_http_client
 
+from dreaming.services import record_messages
 from tests.conftest import free_port
 from tests.mcp_client import call, http_session
 from tests.processes import REPO, product_env, wait_ready, wait_until
 
 
 @pytest.fixture
-def two_workers(django_db_setup: Any, tmp_path: Path) -> Iterator[tuple[str, str]]:
+def two_workers(django_db_setup: Any, tmp_path: Path) -> Iterator[tuple[str, str, int]]:
     port = free_port()
     home = tmp_path / "home"
     env = product_env(home, YULLU_PORT=str(port))
@@ -36,7 +43,7 @@ def two_workers(django_db_setup: Any, tmp_path: Path) -> Iterator[tuple[str, str
     try:
         wait_ready(url, proc, output=lambda: log.read_text(errors="replace"))
         wait_until(lambda: _uvicorn_workers(proc.pid) >= 2, "two uvicorn worker processes", alive=proc)
-        yield url, (home / "token").read_text().strip()
+        yield url, (home / "token").read_text().strip(), proc.pid
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -66,8 +73,10 @@ async def _retrieve_many(url: str, token: str, project: str, query: str, session
     return await asyncio.gather(*(one() for _ in range(sessions)))
 
 
-def test_mcp_sessions_work_across_two_workers_and_every_worker_sees_a_new_memory(two_workers: tuple[str, str]) -> None:
-    url, token = two_workers
+def test_mcp_sessions_work_across_two_workers_and_every_worker_sees_a_new_memory(
+    two_workers: tuple[str, str, int],
+) -> None:
+    url, token, _ = two_workers
     project = f"workers-{uuid.uuid4().hex[:8]}"
     fact = "The staging deploy waits for the schema migration job before switching traffic."
     query = "what does the staging deploy wait for?"
@@ -86,3 +95,83 @@ def test_mcp_sessions_work_across_two_workers_and_every_worker_sees_a_new_memory
     # …then every request, whichever worker answers it, finds the memory the other may have written.
     after = asyncio.run(_retrieve_many(url, token, project, query, sessions=4))
     assert all(found == fact for session in after for found in session), after
+
+
+class _Split(httpx2.AsyncBaseTransport):
+    """The client's requests, by kind, to one worker's socket or the other's: `initialize` to the first (which
+    opens the session), everything after it (tool calls, the GET stream, the answer to a sampling request, the
+    DELETE) to the second, which does not hold the session and must hand each to its owner."""
+
+    def __init__(self, owner: str, other: str) -> None:
+        self.owner = httpx2.AsyncHTTPTransport(uds=owner)
+        self.other = httpx2.AsyncHTTPTransport(uds=other)
+        self.sent: list[tuple[str, str]] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        opening = request.method == "POST" and b'"initialize"' in request.content
+        self.sent.append((request.method, "owner" if opening else "other"))
+        return await (self.owner if opening else self.other).handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.owner.aclose()
+        await self.other.aclose()
+
+
+def _worker_sockets(supervisor: int) -> list[str]:
+    """Each uvicorn worker's own socket (yullu_site.mcp.routing), from the folder the supervisor gave them."""
+    children = psutil.Process(supervisor).children(recursive=True)
+    folder = next(Path(env["YULLU_MCP_ROUTE_DIR"]) for p in children if "YULLU_MCP_ROUTE_DIR" in (env := p.environ()))
+    sockets = [folder / f"{p.pid}.sock" for p in children]
+    return [str(sock) for sock in sockets if sock.exists()]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_keeps_sampling_when_its_requests_reach_the_worker_that_did_not_open_it(
+    two_workers: tuple[str, str, int],
+) -> None:
+    url, token, supervisor = two_workers
+
+    project = f"routed-{uuid.uuid4().hex[:8]}"
+    record_messages(project, "s1", [{"role": "user", "content": "we always run make lint before pushing"}])
+    owner, other = _worker_sockets(supervisor)
+    split = _Split(owner, other)
+    asked: list[str] = []
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(str(params.messages[0].content))
+        reply = {"operations": [{"op": "create", "content": "Run make lint before every push", "category": "process"}]}
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text=json.dumps(reply)), model="client-model"
+        )
+
+    async def go() -> tuple[tuple[bool, Any], tuple[bool, Any]]:
+        http = httpx2.AsyncClient(transport=split, headers={"Authorization": f"Bearer {token}"}, timeout=120)
+        async with (
+            http,
+            streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
+            ClientSession(
+                read, write, sampling_callback=sampling, sampling_capabilities=types.SamplingCapability()
+            ) as s,
+        ):
+            await s.initialize()
+            found = await call(s, "retrieve_memories", query="what do we run before pushing?", project_id=project)
+            return found, await call(s, "dream_now", project_id=project)
+
+    (retrieve_error, _), (dream_error, dreamed) = asyncio.run(go())
+    assert not retrieve_error and not dream_error, dreamed
+    assert len(asked) == 1 and "make lint" in asked[0]  # the owner sampled through the other worker's connection
+    assert dreamed["ops_created"] == 1
+    assert [who for _, who in split.sent].count("owner") == 1 and ("POST", "other") in split.sent
+    scraped = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {token}"}).text
+    forwarded = re.search(r'^yullu_mcp_forwarded_total\{method="POST"\} (\S+)$', scraped, re.M)
+    assert forwarded is not None and float(forwarded.group(1)) >= 3  # the two tool calls and the sampling answer
+
+
+def test_a_worker_socket_checks_the_token_too(two_workers: tuple[str, str, int]) -> None:
+    url, _token, supervisor = two_workers
+    sockets = _worker_sockets(supervisor)
+    assert len(sockets) == 2
+    for sock in sockets:
+        with httpx.Client(transport=httpx.HTTPTransport(uds=sock)) as client:
+            answer = client.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert answer.status_code == 401

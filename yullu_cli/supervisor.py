@@ -27,6 +27,7 @@ import shutil
 import signal
 import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -163,6 +164,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         say(f"yullu: adopting the embedded PostgreSQL (pid {orphan.pid}) left by a `yullu serve` that was killed.")
     owns_pg = embedded and role == "all" and (orphan is not None or not pg.is_running(pg.plan(home)))
     metrics_dir = _metrics_dir(run_dir)  # before anything imports prometheus_client
+    routes = _route_dir() if workers > 1 and role in ("all", "web") else None
     children: list[Child] = []
     beat_lock: BeatLock | None = None
     database: Database | None = None
@@ -186,7 +188,7 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
             beat_lock = BeatLock() if role in ("all", "beat") else None
             if beat_lock is not None:
                 beat_lock.wait()
-            children = _start_children(role, home, host, port, workers, server_cfg["trusted_proxies"])
+            children = _start_children(role, home, host, port, workers, server_cfg["trusted_proxies"], routes)
             if prepared is not None:
                 print_banner(host, port, *prepared, settings.YULLU_HOME, database.cluster)
             else:
@@ -210,6 +212,8 @@ def serve(port: int | None, workers: int = 1, role: str = "all") -> None:
         _forget(pidfile)
         _forget(_stopping_mark(pidfile))
         shutil.rmtree(metrics_dir, ignore_errors=True)
+        if routes is not None:
+            shutil.rmtree(routes, ignore_errors=True)
         with contextlib.suppress(OSError):  # the home's folder in /dev/shm too, unless another server uses it
             metrics_dir.parent.rmdir()
         # After "stopping…" the worker's warm shutdown and PostgreSQL's took ~9 s in silence, and nothing said
@@ -256,14 +260,16 @@ def _stop_the_start(signum: int, frame: object) -> None:
     raise StopStarting
 
 
-def _start_children(role: str, home: Path, host: str, port: int, workers: int, proxies: list[str]) -> list[Child]:
-    """Start the children `role` runs (web, worker, beat, or all three)."""
+def _start_children(
+    role: str, home: Path, host: str, port: int, workers: int, proxies: list[str], routes: Path | None = None
+) -> list[Child]:
+    """Start the children `role` runs (web, worker, beat, or all three); `routes`: the web workers' sockets' folder."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "yullu_site.settings", "YULLU_HOME": str(home)}
     # Their output is written as it comes: beat prints its banner, and with stdout a file or a pipe
     # (journald, `> serve.log`) it sat in the buffer until shutdown (walk 11).
     env["PYTHONUNBUFFERED"] = "1"
-    if workers > 1:
-        env["YULLU_MCP_STATELESS"] = "1"  # a session would hit a worker that does not know it
+    if routes is not None:
+        env["YULLU_MCP_ROUTE_DIR"] = str(routes)  # a session reaching a worker that did not open it is handed on
     py = sys.executable
     commands = {
         "web": _web_cmd(py, host, port, workers, proxies),
@@ -297,6 +303,12 @@ def _metrics_dir(run_dir: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)  # (a server stopping on this home may have just removed base)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
     return folder
+
+
+def _route_dir() -> Path:
+    """A private folder (0700) for the web workers' unix sockets (yullu_site.mcp.routing), short enough for a
+    socket's path (108 bytes) whatever $YULLU_HOME is; removed when this supervisor stops."""
+    return Path(tempfile.mkdtemp(prefix="yullu-mcp-"))
 
 
 SHARED_MEMORY = Path("/dev/shm")

@@ -57,6 +57,11 @@ VARS: dict[str, Var] = {
             "WARNING",
             "the worker's and beat's Celery log level; INFO or DEBUG also print their start-up banners",
         ),
+        Var(
+            "YULLU_MCP_ROUTE_DIR",
+            "",
+            "set by `yullu serve --workers N>1`: the folder of the web workers' sockets (MCP sessions routed)",
+        ),
         Var("YULLU_MCP_STATELESS", "false", "serve /mcp without sessions (several web nodes, no sticky routing)"),
         Var("YULLU_HEARTBEAT_SECONDS", "60", "the heartbeat task's period"),
         Var(

@@ -22,6 +22,9 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 HTTP_REQUESTS = Counter("yullu_http_requests", "HTTP requests by route", ["route", "method", "status"])
 HTTP_SECONDS = Histogram("yullu_http_request_seconds", "HTTP request latency by route", ["route"])
 MCP_CALLS = Counter("yullu_mcp_tool_calls", "MCP tool calls by tool and outcome", ["tool", "outcome"])
+MCP_FORWARDED = Counter(
+    "yullu_mcp_forwarded", "MCP requests handed to the web worker that owns their session", ["method"]
+)
 MCP_SECONDS = Histogram("yullu_mcp_tool_seconds", "MCP tool latency by tool", ["tool"])
 RECALL_SECONDS = Histogram("yullu_recall_seconds", "Search (recall) latency, embedding included")
 RECONCILE_RESULTS = Counter("yullu_reconcile_results", "Reconcile outcomes summed over passes", ["result"])

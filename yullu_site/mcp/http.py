@@ -1,9 +1,10 @@
 """The MCP Streamable HTTP app with bearer-token auth and DNS-rebinding protection.
 
 Mode: stateful by default (sessions in this process's memory; sampling for
-dream_now works). With several uvicorn workers, a session would land on a worker
-that does not know it, so `yullu serve --workers N>1` sets YULLU_MCP_STATELESS=1 (yullu_cli/supervisor.py):
-every request is self-contained (sampling then falls back to the configured reasoner).
+dream_now works). With several uvicorn workers (`yullu serve --workers N>1`) a session
+lives in the worker that opened it, and a request reaching another worker is handed to it
+(yullu_site.mcp.routing; the supervisor sets YULLU_MCP_ROUTE_DIR). YULLU_MCP_STATELESS=1
+serves every request on its own (several web nodes without sticky routing): no sampling then.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from access.origins import HOST_REFUSED, allowed_origins, host_allowed, origin_a
 from access.token_check import TokenChecker
 from yullu_core.env import env_bool
 from yullu_site.front.gate import check_token, headers_of, limit_body, refused_for_database, send_json
+from yullu_site.mcp.routing import Router, route_dir
 from yullu_site.mcp.transport import streamable_http_app
 
 # ASGI's types, for this module and yullu_site.asgi. Named ASGIScope: memories.scope.Scope is the
@@ -96,10 +98,15 @@ def build_mcp_asgi() -> ASGIApp:
 
     server = get_server()
     stateless = env_bool("YULLU_MCP_STATELESS")
+    folder = route_dir()
+    router = Router(folder) if folder is not None and not stateless else None
     app = streamable_http_app(
-        server, stateless=stateless, security_settings=transport_security(), talks_back=server.talks_back
+        server, stateless=stateless, security_settings=transport_security(), talks_back=server.talks_back, router=router
     )
-    return _Guarded(TokenAuth(app), app)
+    guarded = _Guarded(TokenAuth(app), app)
+    if router is not None:
+        router.app = guarded  # the socket serves what the port does: the token is checked there too
+    return guarded
 
 
 class _Guarded:

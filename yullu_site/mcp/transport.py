@@ -21,16 +21,15 @@ tests/test_mcp_json.py when upgrading the SDK.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Self
-from uuid import uuid4
 
 import pydantic_core
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -40,6 +39,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
+
+from yullu_site.mcp.routing import Router, new_session_id
 
 # True while this transport serves a POST it answers in JSON. A context variable, not an attribute:
 # one session serves several POSTs at once (a dream_now on SSE beside retrieves in JSON), and the
@@ -140,16 +141,27 @@ class SelectiveJsonSessionManager(StreamableHTTPSessionManager):
     """Stateful sessions whose transports choose JSON or SSE per POST (stateless mode has no
     back-channel to keep, so it uses the SDK's own `json_response=True`)."""
 
-    def __init__(self, *args: Any, talks_back: TalksBack, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, talks_back: TalksBack, router: Router | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._talks_back = talks_back
+        self.router = router
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Another worker's session goes to that worker (yullu_site.mcp.routing); if it is gone, the SDK
+        # answers 404 "Session not found" below, without reading the body the forwarding consumed.
+        if self.router is not None:
+            session_id = Request(scope).headers.get(MCP_SESSION_ID_HEADER)
+            owner = None if session_id in self._server_instances else self.router.foreign_owner(session_id)
+            if owner is not None and await self.router.forward(owner, scope, receive, send):
+                return
+        await super()._handle_stateful_request(scope, receive, send)
 
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         # mcp 2.3.0's _admit_session, building our transport instead of the SDK's.
         if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
             return None
         transport = SelectiveJsonTransport(
-            mcp_session_id=uuid4().hex,
+            mcp_session_id=new_session_id(routed=self.router is not None),
             event_store=self.event_store,
             security_settings=self.security_settings,
             retry_interval=self.retry_interval,
@@ -165,7 +177,12 @@ class SelectiveJsonSessionManager(StreamableHTTPSessionManager):
 
 
 def streamable_http_app(
-    server: MCPServer, *, stateless: bool, security_settings: TransportSecuritySettings | None, talks_back: TalksBack
+    server: MCPServer,
+    *,
+    stateless: bool,
+    security_settings: TransportSecuritySettings | None,
+    talks_back: TalksBack,
+    router: Router | None = None,
 ) -> Starlette:
     """What `server.streamable_http_app()` builds (no SDK auth: yullu_site.mcp.http.TokenAuth guards
     it), with our session manager. Stateless requests have no back-channel at all (dream_now's
@@ -176,7 +193,15 @@ def streamable_http_app(
         json_response=stateless,
         security_settings=security_settings,
         talks_back=talks_back,
+        router=None if stateless else router,
     )
-    return Starlette(
-        routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lambda _app: manager.run()
-    )
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(manager.run())
+            if manager.router is not None:  # this worker's socket, for the others' requests to its sessions
+                await stack.enter_async_context(manager.router.listening())
+            yield
+
+    return Starlette(routes=[Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lifespan)

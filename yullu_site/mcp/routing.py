@@ -1,0 +1,182 @@
+"""Stateful MCP sessions under several web workers: a session id names the worker that owns it, and a
+worker hands a request for another worker's session to its owner.
+
+`yullu serve --workers N` runs N uvicorn processes behind one listening socket; the kernel gives each new
+connection to one of them. An MCP session (and with it dream_now's sampling, a server→client request on
+the session's streams) lives in one process's memory. So, when the supervisor sets YULLU_MCP_ROUTE_DIR
+(a private folder, 0700, made for this server's run):
+
+- every worker listens on its own unix socket there, `<pid>.sock`, serving the same /mcp app;
+- a session it opens is called `<pid>-<uuid>`;
+- a request carrying another worker's session id is forwarded, body and headers as they came, to that
+  worker's socket, and the owner's answer (a JSON body, or an SSE stream for as long as it lasts) is
+  streamed back. The owner checks the token again (the request's own Authorization header): nothing is
+  trusted because it came through the socket.
+
+A keep-alive connection stays on the worker that accepted it, so a client that reuses its connection
+forwards nothing; a new connection (a second concurrent request, the GET stream) may land on the other
+worker and costs one more local hop. A worker that is gone (restarted) has no socket: its sessions answer
+404 "Session not found", as a restarted stateful server's do, and clients initialize again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import anyio
+import httpx
+from starlette.types import Receive, Scope, Send
+
+from yullu_core.env import env_str
+from yullu_core.metrics import MCP_FORWARDED
+
+ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
+
+# A session id's owner part: the owner's process id. Anything else (a client's made-up id, a
+# stateless server's, one from before routing) is not forwarded: it is this worker's to answer.
+_OWNED = re.compile(r"^([0-9]{1,10})-[0-9a-f]{32}$")
+# Not forwarded either way: they describe one hop's connection, not the request.
+_HOP = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"te", b"upgrade", b"proxy-connection"})
+
+
+def route_dir() -> Path | None:
+    """The folder of the workers' sockets, or None when this server runs one worker (no routing)."""
+    value = env_str("YULLU_MCP_ROUTE_DIR")
+    return Path(value) if value else None
+
+
+def new_session_id(routed: bool) -> str:
+    """A session id; under routing it names this process as the owner."""
+    return f"{os.getpid()}-{uuid4().hex}" if routed else uuid4().hex
+
+
+def owner_of(session_id: str) -> int | None:
+    """The worker (process id) a session id names, or None when it names none."""
+    match = _OWNED.match(session_id)
+    return int(match.group(1)) if match else None
+
+
+class Router:
+    """One worker's side of routing: its own socket (while the app runs) and its clients to the others."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.me = os.getpid()
+        self._clients: dict[int, httpx.AsyncClient] = {}
+        self.app: ASGIApp | None = None  # what the socket serves: the guarded /mcp app (yullu_site.mcp.http)
+
+    def socket_of(self, pid: int) -> Path:
+        return self.folder / f"{pid}.sock"
+
+    def foreign_owner(self, session_id: str | None) -> int | None:
+        """The other worker owning this session, or None when it is this worker's (or nobody's) to answer."""
+        owner = owner_of(session_id) if session_id else None
+        return owner if owner is not None and owner != self.me else None
+
+    @contextlib.asynccontextmanager
+    async def listening(self) -> AsyncIterator[None]:
+        """Serve `self.app` on this worker's socket while the context runs."""
+        import uvicorn
+
+        app = self.app
+        assert app is not None, "Router.app is set when the app is built"
+
+        path = self.socket_of(self.me)
+        path.unlink(missing_ok=True)  # a process id reused after a crash
+        config = uvicorn.Config(
+            app, uds=str(path), lifespan="off", log_config=None, access_log=False, proxy_headers=False,
+            timeout_graceful_shutdown=1,
+        )  # fmt: skip
+        config.load()
+        server = uvicorn.Server(config)
+        server.lifespan = config.lifespan_class(config)
+        quiet = _Quiet()  # uvicorn's "running on unix socket … (Press CTRL+C to quit)" is not for the user
+        logging.getLogger("uvicorn.error").addFilter(quiet)
+        try:
+            await server.startup()
+        finally:
+            logging.getLogger("uvicorn.error").removeFilter(quiet)
+        os.chmod(path, 0o600)
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                for client in self._clients.values():
+                    await client.aclose()
+                self._clients.clear()
+                await server.shutdown()
+                path.unlink(missing_ok=True)
+
+    async def forward(self, owner: int, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Hand the request to its session's owner and stream the answer back. False when the owner is
+        gone (nothing was sent: the caller answers as for an unknown session)."""
+        body = await _read_body(receive)
+        client = self._client(owner)
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _HOP]
+        target = scope.get("raw_path") or scope["path"].encode()
+        if scope.get("query_string"):
+            target += b"?" + scope["query_string"]
+        request = client.build_request(
+            scope["method"], "http://worker" + target.decode(), headers=headers, content=body
+        )
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.TransportError:
+            return False
+        MCP_FORWARDED.labels(method=scope["method"]).inc()  # /metrics: how often a client's connection missed
+        try:
+            await _relay(response, receive, send)
+        finally:
+            await response.aclose()
+        return True
+
+    def _client(self, owner: int) -> httpx.AsyncClient:
+        client = self._clients.get(owner)
+        if client is None:
+            transport = httpx.AsyncHTTPTransport(uds=str(self.socket_of(owner)))
+            # No read timeout: an SSE answer (dream_now, the GET stream) is open as long as the session wants.
+            client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(None, connect=5.0))
+            self._clients[owner] = client
+        return client
+
+
+class _Quiet(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # the client left; the owner gets what came
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _relay(response: httpx.Response, receive: Receive, send: Send) -> None:
+    """The owner's answer, sent on as it comes; stops (closing the owner's side) when the client leaves."""
+    headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP]
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    async with anyio.create_task_group() as tg:
+
+        async def client_left() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(client_left)
+        async for chunk in response.aiter_raw():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        tg.cancel_scope.cancel()
