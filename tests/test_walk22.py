@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from sync.services import reconcile_folder
 from yullu_core.errors import UserError
@@ -34,3 +41,38 @@ def test_a_project_with_no_known_checkout_is_not_blamed_on_the_checkout_you_are_
     plain.mkdir()
     with pytest.raises(UserError, match="is not inside a git repository and no checkout of acme/never is known"):
         reconcile_folder(str(plain), "acme/never")
+
+
+def _client_config() -> dict[str, Any]:
+    """The README's JSON for MCP clients other than Claude Code, Codex and Cursor."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", text, re.S) if "mcpServers" in b]
+    assert blocks, "README.md shows no mcpServers JSON for a generic MCP client"
+    return blocks[0]["mcpServers"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_readmes_json_for_other_mcp_clients_connects(live_server_url: str, owner_token: str) -> None:
+    """The README promised "any MCP client" but showed only Claude Code's command line: a client configured from
+    JSON (url + headers, or command + args) had nothing to copy. Its HTTP entry, with the token in place of `yl_…`
+    and the test server's port, connects with the official SDK and lists the tools; its stdio entry runs `yullu
+    stdio`."""
+    servers = _client_config()
+    http = servers["yullu"]
+    port = live_server_url.rsplit(":", 1)[1]
+    url = http["url"].replace(":47823/", f":{port}/")
+    headers = {k: v.replace("yl_…", owner_token) for k, v in http["headers"].items()}
+
+    async def tools() -> list[str]:
+        client = create_mcp_http_client(headers=headers)
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return [t.name for t in (await session.list_tools()).tools]
+
+    assert "retrieve_memories" in asyncio.run(tools())
+    stdio = servers["yullu-stdio"]
+    assert Path(stdio["command"]).name == "yullu" and stdio["args"] == ["stdio"]
