@@ -1,18 +1,20 @@
 """Chaos drills, round 25 (docs/reliability.md, "Chaos drills (round 25)"): a damaged token file, an embedded
-PostgreSQL data folder left by another major version of PostgreSQL."""
+PostgreSQL data folder left by another major version of PostgreSQL, lock files a power cut left damaged."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.conftest import free_port
-from tests.processes import REPO, own_cluster, product_env, run_cli, run_python
+from tests.processes import REPO, own_cluster, product_env, run_cli, run_python, wait_until
 
 DAMAGED = b"\xff\xfe\x00\x9c garbage\n"  # not UTF-8: a damaged disk block, a binary copied over the file
 
@@ -98,3 +100,50 @@ def test_a_data_folder_made_by_another_major_version_is_one_sentence_with_the_wa
             assert "`yullu export json --out memories.jsonl`" in said[0] and not (pgdata / "postmaster.pid").exists()
         (pgdata / "PG_VERSION").write_text(version)  # the folder was not touched: with its version back, it serves
         assert run_cli(["memories", "list"], env, timeout=120).returncode == 0
+
+
+START = "from yullu_core import paths, postgres as pg; home = paths.yullu_home(); c = pg.ensure_running(home)"
+ASK = "import psycopg; print(psycopg.connect(**c.conninfo(), autocommit=True).execute('SELECT 41 + 1').fetchone()[0])"
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("damage", [b"", b"\0" * 120, b"\xff\xfegarbage\n"])
+def test_lock_files_a_power_cut_left_damaged_are_removed_and_postgres_starts(damage: bytes) -> None:
+    """Drill: `kill -9` of `yullu serve` and the postmaster at once (a power cut), then postmaster.pid and the
+    socket's lock file filled with NUL bytes (what delayed allocation leaves of a file written just before the cut).
+    `yullu serve` ended at once with "PostgreSQL did not start …: invalid data in PID file" (pg_ctl), and with only
+    postmaster.pid removed by hand, "bogus data in lock file" (PostgreSQL): the site stayed down until someone
+    deleted files inside the data folder."""
+    with own_cluster("yullu-locks-") as (_base, env):
+        pgdata = Path(run_python(f"{START}; print(c.pgdata)", env))
+        postmaster = int((pgdata / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGKILL)
+        wait_until(lambda: not psutil.pid_exists(postmaster), "the killed postmaster to go", timeout=60)
+        locks = [pgdata / "postmaster.pid", pgdata / ".s.PGSQL.5432.lock"]
+        for lock in locks:
+            lock.write_bytes(damage)
+        started = subprocess.run([sys.executable, "-c", f"{START}; {ASK}"], env=env, cwd=REPO, capture_output=True,
+                                 text=True, timeout=180)  # fmt: skip
+        assert started.returncode == 0 and started.stdout.strip() == "42", started.stderr[-2000:]
+        assert started.stderr.splitlines()[0] == (
+            f"removed {locks[0]} and {locks[1]}, which held no pid (damaged: did the machine lose power?); starting "
+            "PostgreSQL without it"
+        )
+        assert (pgdata / "postmaster.pid").read_text().split()[0].isdigit()  # the new server's own
+
+
+@pytest.mark.faults
+def test_a_damaged_lock_file_of_a_running_postmaster_is_left_alone() -> None:
+    """Two postmasters on one data folder would corrupt it: while one works there, a damaged lock file is not ours
+    to remove (PostgreSQL itself notices within a minute that its lock file is no longer its own)."""
+    with own_cluster("yullu-locks-") as (_base, env):
+        from yullu_core import postgres as pg
+
+        pgdata = Path(run_python(f"{START}; print(c.pgdata)", env))
+        kept = (pgdata / "postmaster.pid").read_bytes()
+        (pgdata / "postmaster.pid").write_bytes(b"\0" * 100)
+        try:
+            pg._forget_damaged_lock_files(pg.Cluster(pgdata, pgdata, Path("/nonexistent"), None))
+            assert (pgdata / "postmaster.pid").read_bytes() == b"\0" * 100
+        finally:
+            (pgdata / "postmaster.pid").write_bytes(kept)  # so that the clean-up's pg_ctl stop finds the server

@@ -455,6 +455,7 @@ def ensure_running(home: Path, cluster: Cluster | None = None) -> Cluster:
             _prepare_root(cluster)
         _initdb(cluster)
         _wait_until_reaped(cluster)
+        _forget_damaged_lock_files(cluster)
         _forget_a_stale_pid(cluster)
         if not is_running(cluster):
             started = time.monotonic()
@@ -524,6 +525,51 @@ def _forget_a_stale_pid(cluster: Cluster) -> None:
     log.warning(
         "removed %s/postmaster.pid naming pid %s, now another program's (the machine restarted?)", cluster.pgdata, pid
     )
+
+
+def _forget_damaged_lock_files(cluster: Cluster) -> None:
+    """A power cut can leave a file written just before it empty or full of NUL bytes (delayed allocation), and
+    postmaster.pid and its socket's lock file are rewritten as the server starts. pg_ctl then refused to start it
+    ("invalid data in PID file"), PostgreSQL too ("bogus data in lock file"), and `yullu serve` ended at once: the
+    site stayed down until someone deleted a file inside the data folder (chaos drill, round 25). Removed here,
+    under the home's lock, when no postmaster works in the folder; PostgreSQL's crash recovery does the rest."""
+    damaged = [lock for lock in _lock_files(cluster) if _holds_no_pid(lock)]
+    if not damaged or _a_postmaster_works_in(cluster):
+        return
+    for lock in damaged:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+    log.warning(
+        "removed %s, which held no pid (damaged: did the machine lose power?); starting PostgreSQL without it",
+        " and ".join(str(lock) for lock in damaged),
+    )
+
+
+def _lock_files(cluster: Cluster) -> tuple[Path, Path]:
+    return cluster.pgdata / "postmaster.pid", cluster.socket_dir / ".s.PGSQL.5432.lock"
+
+
+def _holds_no_pid(lock: Path) -> bool:
+    """Whether `lock` is there but does not start with a pid (empty, NUL bytes, garbage). One that cannot be read
+    is not known to be damaged: PostgreSQL says why it cannot read it."""
+    try:
+        first = lock.read_bytes()[:64].split()
+    except OSError:
+        return False
+    return not first or not first[0].isdigit()
+
+
+def _a_postmaster_works_in(cluster: Cluster) -> bool:
+    """Whether any PostgreSQL process runs with `-D <pgdata>` or in the data folder (a damaged lock file says
+    nothing of who holds it; two postmasters on one folder would corrupt it)."""
+    folder = cluster.pgdata.resolve()
+    for process in psutil.process_iter(["name", "cmdline"]):
+        if "postgres" not in (process.info["name"] or ""):
+            continue
+        with contextlib.suppress(psutil.Error, OSError):
+            if str(cluster.pgdata) in (process.info["cmdline"] or []) or Path(process.cwd()).resolve() == folder:
+                return True
+    return False
 
 
 # pg_control's `state` (a DBState, 4 bytes after the system identifier and two version numbers; the same
