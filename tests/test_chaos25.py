@@ -147,3 +147,31 @@ def test_a_damaged_lock_file_of_a_running_postmaster_is_left_alone() -> None:
             assert (pgdata / "postmaster.pid").read_bytes() == b"\0" * 100
         finally:
             (pgdata / "postmaster.pid").write_bytes(kept)  # so that the clean-up's pg_ctl stop finds the server
+
+
+KEY = (
+    "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'yullu_site.settings'; django.setup(); "
+    "from django.conf import settings; print(settings.SECRET_KEY)"
+)
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("damage", [b"", b"\0" * 67, b"\xff\xfe\x00\x9c garbage\n"])
+def test_a_secret_key_file_a_power_cut_left_damaged_is_written_anew(tmp_path: Path, damage: bytes) -> None:
+    """The key file is written once, at the first start: a power cut then can leave it empty or full of NUL bytes.
+    Empty, Django raised "The SECRET_KEY setting must not be empty" wherever the key is used (the admin's sessions);
+    not UTF-8, every command and every process of the site ended with a UnicodeDecodeError traceback; NUL bytes were a
+    key anyone could guess."""
+    env = {k: v for k, v in os.environ.items() if k != "YULLU_SECRET_KEY"} | {"YULLU_HOME": str(tmp_path / "home")}
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "secret_key").write_bytes(damage)
+    first = subprocess.run([sys.executable, "-c", KEY], env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr[-2000:]
+    key = first.stdout.strip()
+    assert len(key) == 67 and (tmp_path / "home" / "secret_key").read_text().strip() == key
+    assert first.stderr.splitlines() == [
+        f"yullu: {tmp_path / 'home' / 'secret_key'} held no secret key (damaged: did the machine lose power?); "
+        "wrote a new one."
+    ]
+    again = subprocess.run([sys.executable, "-c", KEY], env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (again.stdout.strip(), again.stderr) == (key, "")  # every process reads the one key now

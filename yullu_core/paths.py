@@ -105,7 +105,7 @@ def create_once(path: Path, text: str, mode: int = 0o600) -> str:
     command and every restarted child of `yullu serve` failed, even those that store nothing (and on a
     read-only home, walk 8)."""
     if path.exists():
-        return path.read_text()
+        return _read(path)
     tmp = _temp_file(path, text, mode)
     try:
         os.link(tmp, path)
@@ -113,4 +113,10 @@ def create_once(path: Path, text: str, mode: int = 0o600) -> str:
         pass
     finally:
         tmp.unlink(missing_ok=True)
-    return path.read_text()
+    return _read(path)
+
+
+def _read(path: Path) -> str:
+    """A file's text; bytes that are not UTF-8 (a damaged file) read as U+FFFD for the caller to judge, not a
+    UnicodeDecodeError out of every process that reads it (chaos round 25: the secret key)."""
+    return path.read_bytes().decode(errors="replace")

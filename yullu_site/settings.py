@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +16,7 @@ from yullu_core import config as yconfig
 from yullu_core import postgres as pg
 from yullu_core.database import database_settings
 from yullu_core.env import env_bool, env_choice, env_str
-from yullu_core.paths import create_once, ensure_home
+from yullu_core.paths import create_once, ensure_home, write_private
 from yullu_site.broker import ALIAS as BROKER_ALIAS
 
 if TYPE_CHECKING:
@@ -31,7 +32,28 @@ def _secret_key() -> str:
     # Several web nodes behind one address need the same key (sessions, CSRF): set it in the env.
     if shared := env_str("YULLU_SECRET_KEY"):
         return shared
-    return create_once(YULLU_HOME / "secret_key", secrets.token_urlsafe(50)).strip()
+    path = YULLU_HOME / "secret_key"
+    key = create_once(path, secrets.token_urlsafe(50)).strip()
+    if len(key) >= MIN_SECRET_KEY and key.isascii() and key.isprintable():
+        return key
+    return _new_secret_key(path)
+
+
+MIN_SECRET_KEY = 32  # characters; `yullu serve` writes 67 (token_urlsafe(50))
+
+
+def _new_secret_key(path: Path) -> str:
+    """The key file holds no key: empty, NUL bytes or not text, what a power cut can leave of a file written just
+    before it. Empty, Django raised "The SECRET_KEY setting must not be empty" wherever it is used (the admin's
+    sessions); not UTF-8, every process ended with a UnicodeDecodeError; NUL bytes were a key anyone could guess
+    (chaos round 25). A new one is written: admin sessions start again, nothing else depends on it."""
+    key = secrets.token_urlsafe(50)
+    try:
+        write_private(path, key + "\n")
+    except OSError:
+        return key  # a read-only home: this process's own key (an admin login holds until the web restarts)
+    print(f"yullu: {path} held no secret key (damaged: did the machine lose power?); wrote a new one.", file=sys.stderr)
+    return key
 
 
 SECRET_KEY = _secret_key()
