@@ -14,7 +14,10 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from access.services import MAX_TOKEN_DAYS
 from sync.services import reconcile_folder
+from tests.processes import product_env, run_cli
+from yullu_cli.access_commands import TOKEN_DAYS
 from yullu_core.errors import UserError
 
 
@@ -76,3 +79,19 @@ def test_the_readmes_json_for_other_mcp_clients_connects(live_server_url: str, o
     assert "retrieve_memories" in asyncio.run(tools())
     stdio = servers["yullu-stdio"]
     assert Path(stdio["command"]).name == "yullu" and stdio["args"] == ["stdio"]
+
+
+@pytest.mark.parametrize("days", ["abc", "0", "-3", "99999", "nan", "inf"])
+def test_a_tokens_lifetime_that_is_no_number_of_days_is_a_usage_error_in_words(tmp_path: Path, days: str) -> None:
+    """`yullu tokens create --expires-days abc` answered argparse's "invalid float value: 'abc'" (Python's words)
+    and `--expires-days 0` exit 1 ("expires-days must be …", not the option's name), where every other mistyped
+    value is a usage error naming the option in one sentence (exit 2, nothing done)."""
+    env = product_env(tmp_path / "yhome", HOME=str(tmp_path / "home"))
+    ran = run_cli(["tokens", "create", "--user", "alice", "--expires-days", days], env)
+    assert ran.returncode == 2, ran.stderr
+    assert ran.stderr.splitlines()[-1] == (
+        f"yullu tokens create: error: argument --expires-days: must be a number of days more than 0 and at most "
+        f"3650, not {days!r}"
+    )
+    assert "float" not in ran.stderr
+    assert TOKEN_DAYS == MAX_TOKEN_DAYS

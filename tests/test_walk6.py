@@ -81,9 +81,10 @@ def test_a_token_expiry_out_of_range_says_what_is_allowed(tmp_path: Path, days: 
     env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
     assert run_cli(["users", "add", "alice"], env).returncode == 0
     ran = run_cli(["tokens", "create", "--user", "alice", "--expires-days", days], env)
-    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
-    assert "must be more than 0 and at most 3650 days" in ran.stderr, ran.stderr
-    assert f"not {days}." in ran.stderr, ran.stderr  # as typed: 99999999 was said "1e+08" (fixes10)
+    # walk 22: a usage error (exit 2) naming the option, as every other mistyped value
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
+    assert "argument --expires-days: must be a number of days more than 0 and at most 3650" in ran.stderr, ran.stderr
+    assert f"not '{days}'" in ran.stderr, ran.stderr  # as typed: 99999999 was said "1e+08" (fixes10)
 
 
 def test_the_readmes_claude_mcp_add_registers_the_server_for_every_project() -> None:

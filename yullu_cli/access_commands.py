@@ -8,8 +8,10 @@ import argparse
 import json
 from typing import Any
 
-from .argtypes import a_project, an_id
+from .argtypes import a_project, an_id, days
 from .django_setup import setup_django
+
+TOKEN_DAYS = 3650  # access.services.MAX_TOKEN_DAYS, not imported: building the parser loads no Django
 
 ROLES = ("read", "write", "admin")
 
@@ -37,7 +39,10 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("--name", default="default", help="a label, e.g. the laptop it is for")
     q.add_argument("--read-only", action="store_true", help="may retrieve and list, never write")
     q.add_argument(
-        "--expires-days", type=float, default=None, help="expire after this many days (up to 3650; default: never)"
+        "--expires-days",
+        type=days(TOKEN_DAYS),
+        default=None,
+        help="expire after this many days (up to 3650; default: never)",
     )
     q.set_defaults(fn=cmd_tokens_create)
     q = ops.add_parser("list", help="tokens (never their values): id, user, name, created, last used, expiry")

@@ -32,6 +32,24 @@ def whole_number(lowest: int, highest: int) -> Callable[[str], int]:
     return parse
 
 
+def days(highest: int) -> Callable[[str], float]:
+    """A number of days in (0, highest], fractions allowed (a token for an afternoon): `--expires-days abc` answered
+    argparse's "invalid float value" and `--expires-days 0` was exit 1 (walk 22)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = 0.0
+        if not 0 < value <= highest:  # NaN fails it too
+            raise argparse.ArgumentTypeError(
+                f"must be a number of days more than 0 and at most {highest}, not {text!r}"
+            )
+        return value
+
+    return parse
+
+
 def an_id(text: str) -> int:
     """A memory's or a token's id: `memories show abc` was exit 1 ('id must be an integer.'),
     `tokens revoke ''` said 'token  not found'."""
