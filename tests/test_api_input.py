@@ -56,6 +56,8 @@ def test_a_patch_with_an_unknown_category_changes_nothing(api: Any, stub_embedde
         ("/api/memories/recall", {"query": "how do we deploy?"}),
         ("/api/messages", {"session_id": "s1", "messages": [{"role": "user", "content": "hi"}]}),
         ("/api/dream", {}),
+        ("/api/reconcile", {}),  # walk 22: "project_id: give project_id or cwd.", its own words
+        ("/api/context", {"query": "how do we deploy?"}),
     ],
 )
 def test_rest_without_project_id_or_cwd_is_400(api: Any, path: str, body: dict[str, Any]) -> None:
