@@ -45,6 +45,8 @@ from bench.secret_forms_20 import HELD_OUT_20_KEEP as HELD_OUT_20_KEEP
 from bench.secret_forms_21 import HELD_OUT_21 as HELD_OUT_21
 from bench.secret_forms_21 import HELD_OUT_21_KEEP as HELD_OUT_21_KEEP
 from bench.secret_forms_21 import REFUSED_BY_POLICY_21
+from bench.secret_forms_22 import HELD_OUT_22 as HELD_OUT_22
+from bench.secret_forms_22 import HELD_OUT_22_KEEP as HELD_OUT_22_KEEP
 
 Gen = Callable[[random.Random], str]
 
@@ -4061,3 +4063,13 @@ REFUSED_BY_POLICY.extend(REFUSED_BY_POLICY_19)
 # them AWS's documented sample pair, refused by policy: moved to REFUSED_BY_POLICY (docs/security.md).
 # (imported at the top of this file)
 REFUSED_BY_POLICY.extend(REFUSED_BY_POLICY_21)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_22: secrets26's set (bench/secret_forms_22.py), written and committed before its author read the scanner,
+# this file (beyond its Form type) or the earlier sets' texts: 287 secrets from an outsider's checklist (about forty
+# providers' documented token formats, JWTs and session cookies, private keys in PEM, OpenSSH, PuTTY, PGP and JWK,
+# connection strings of databases and brokers, credential files, base64 and URL-encoded, split and nested-quoted
+# values, prose in 20 languages) and 70 keepers. The first run, `find_secret` and every write path alike, stored 4 of
+# 287 and refused 1 of 70 (a secret store's reference). It has no documented sample key, so no policy texts.
+# (imported at the top of this file)
