@@ -98,6 +98,10 @@ def test_a_data_folder_made_by_another_major_version_is_one_sentence_with_the_wa
                 f"runs PostgreSQL {version.strip()}."  # its minor follows, as PostgreSQL says it: 18.6
             ), done.stderr
             assert "`yullu export json --out memories.jsonl`" in said[0] and not (pgdata / "postmaster.pid").exists()
+        doctor = run_cli(["doctor", "--json"], env, timeout=120)  # it ended at the start's sentence: no JSON
+        checks = {check["check"]: check for check in json.loads(doctor.stdout)["checks"]}
+        assert doctor.returncode == 1 and checks["database"]["detail"] == said[0].removeprefix("yullu: ")
+        assert not checks["server"]["ok"]  # the checks after it ran
         (pgdata / "PG_VERSION").write_text(version)  # the folder was not touched: with its version back, it serves
         assert run_cli(["memories", "list"], env, timeout=120).returncode == 0
 

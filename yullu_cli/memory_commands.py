@@ -541,6 +541,7 @@ def doctor(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from yullu_core.env import env_is_set, env_str
+    from yullu_core.postgres import EmbeddedPostgresError
 
     from .team_server import pinned_server
 
@@ -563,9 +564,15 @@ def doctor(args: argparse.Namespace) -> int:
 
         if not args.json and sys.stderr.isatty():
             print("      (loading the site and the embedding model: a few seconds)", file=sys.stderr, flush=True)
-        setup_django()  # like every database command: migrate first, stop a PostgreSQL started only for this
-        for result in _system_checks():
-            done(result)
+        try:
+            setup_django()  # like every database command: migrate first, stop a PostgreSQL started only for this
+        except EmbeddedPostgresError as exc:
+            # Chaos round 25: a cluster that cannot start (another major version's folder) ended doctor here with
+            # its sentence, the other checks unrun, and `--json` printed no JSON. Its sentence says the fix.
+            done({"check": "database", "ok": False, "status": "fail", "detail": str(exc), "fix": str(exc)})
+        else:
+            for result in _system_checks():
+                done(result)
     # A client-only install (hooks on a team server) keeps nothing here: doctor asks that server and
     # starts no local storage (it created and migrated an embedded PostgreSQL the laptop never used).
     if results[0]["ok"]:
