@@ -15,6 +15,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from access.services import MAX_TOKEN_DAYS
+from memories.scope import resolve
+from memories.write import create
+from memories.write.validation import NewMemory
 from sync.services import reconcile_folder
 from tests.processes import product_env, run_cli
 from yullu_cli.access_commands import TOKEN_DAYS
@@ -95,3 +98,15 @@ def test_a_tokens_lifetime_that_is_no_number_of_days_is_a_usage_error_in_words(t
     )
     assert "float" not in ran.stderr
     assert TOKEN_DAYS == MAX_TOKEN_DAYS
+
+
+@pytest.mark.django_db
+def test_the_graphs_project_picker_names_the_project_the_graph_shows(admin_client: Any) -> None:
+    """The graph of a project with no memories (a link kept from before, a typo in the URL) drew nothing while its
+    picker showed the first known project as chosen: the reviewer read "github.com/acme/kelp: 0 memories"."""
+    create.store_memories(resolve("acme/kelp", None), [NewMemory("Invoices are numbered per tenant", "domain")])
+    page = admin_client.get("/admin/memories/memory/graph/?project_id=acme/nope").content.decode()
+    assert '<option value="acme/nope" selected>acme/nope (no memories)</option>' in page
+    assert '<option value="acme/kelp" >acme/kelp</option>' in page
+    known = admin_client.get("/admin/memories/memory/graph/?project_id=acme/kelp").content.decode()
+    assert "no memories" not in known and '<option value="acme/kelp" selected>' in known
