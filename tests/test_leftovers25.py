@@ -125,3 +125,53 @@ def test_bench_load_says_in_one_line_that_the_server_dropped_its_connections_and
     assert first["dropped_sessions"] == 2 and second["dropped_sessions"] == 2, summary["levels"]
     dropped = [line for line in out.err.splitlines() if "dropped" in line]
     assert len(dropped) == 2, out.err  # one line a level
+
+
+# --- a fresh clone's first call applies the team log ---------------------------------------------------------------
+T1, T2 = "44444444-4444-4444-8444-444444444444", "55555555-5555-4555-8555-555555555555"
+
+
+def test_a_fresh_clones_first_mcp_call_applies_its_team_log_and_later_calls_only_what_a_pull_brings(
+    live_server_url: str,
+    owner_token: str,
+    stub_embedder: StubServer,
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A Codex-only teammate (no session-start hook) recalled nothing of the committed log until a write, a
+    # `yullu reconcile` or beat's tick after a write: reads record no location, so beat never knew the clone.
+    import asyncio
+
+    from sync import catchup
+    from tests import team_log
+    from tests.mcp_client import call, http_session
+
+    team_log.teammate_event(repo, T1, 1, "create", content="vec:1,0,0 Releases are tagged from main.", tags=[])
+    passes: list[str] = []
+    real = catchup.reconcile_scope
+
+    def counted(scope: Any) -> Any:
+        passes.append(scope.project_id)
+        return real(scope)
+
+    monkeypatch.setattr(catchup, "reconcile_scope", counted)
+
+    async def listed() -> list[str]:
+        async with http_session(live_server_url, owner_token) as s:
+            err, got = await call(s, "list_memories", cwd=str(repo))
+            assert not err, got
+            return [m["content"] for m in got["memories"]]
+
+    assert asyncio.run(listed()) == ["vec:1,0,0 Releases are tagged from main."]
+    assert len(passes) == 1, passes
+    assert asyncio.run(listed()) == ["vec:1,0,0 Releases are tagged from main."]
+    assert len(passes) == 1  # nothing new: no second pass
+    team_log.teammate_event(repo, T2, 2, "create", content="vec:0,1,0 Migrations run before the deploy.", tags=[])
+    assert sorted(asyncio.run(listed())) == [
+        "vec:0,1,0 Migrations run before the deploy.",
+        "vec:1,0,0 Releases are tagged from main.",
+    ]
+    assert len(passes) == 2
+    from memories.models import ProjectLocation
+
+    assert ProjectLocation.objects.filter(git_root=str(repo)).exists()  # beat keeps it applied from now on

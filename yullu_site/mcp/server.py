@@ -89,6 +89,10 @@ def unknown_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any] |
 _LOCAL = [SYSTEM]
 
 
+def on_stdio(context: Any) -> bool:
+    return getattr(getattr(context, "request_context", None), "request", None) is None
+
+
 def tool_actor(context: Any) -> Actor:
     """Who calls a tool: over HTTP, the owner of the request's token (set by mcp_http.TokenAuth;
     a request without one acts as nobody); over stdio, the install's owner."""
@@ -103,6 +107,7 @@ class YulluMCPServer(MCPServer):
         with observe_tool(name) as outcome, acting_as(tool_actor(context)):
             if message := unknown_arguments(self._tool_input_schema(name), arguments):
                 raise ToolError(message)
+            await sync.mcp.catch_up_before(name, arguments, local=on_stdio(context))
             try:
                 result = await super().call_tool(name, arguments, context)
             except ToolError as exc:
