@@ -175,3 +175,26 @@ def test_a_fresh_clones_first_mcp_call_applies_its_team_log_and_later_calls_only
     from memories.models import ProjectLocation
 
     assert ProjectLocation.objects.filter(git_root=str(repo)).exists()  # beat keeps it applied from now on
+
+
+def test_a_call_from_someone_who_may_not_read_the_project_applies_nothing(
+    live_server_url: str, owner_token: str, stranger: Any, stub_embedder: StubServer, repo: Path
+) -> None:
+    # The log is applied as the system: only for a caller who may read the project, never on a stranger's call.
+    import asyncio
+
+    from access import services as access_services
+    from memories.models import ProjectLocation
+    from tests import team_log
+    from tests.mcp_client import call, http_session
+
+    team_log.teammate_event(repo, T1, 1, "create", content="vec:1,0,0 Releases are tagged from main.", tags=[])
+
+    async def listed(token: str) -> None:
+        async with http_session(live_server_url, token) as s:
+            await call(s, "list_memories", cwd=str(repo))
+
+    asyncio.run(listed(access_services.create_token(stranger, "laptop").raw))
+    assert not Memory.objects.exists() and not ProjectLocation.objects.exists()
+    asyncio.run(listed(owner_token))
+    assert Memory.objects.count() == 1
