@@ -60,6 +60,15 @@ TWENTY_SECOND_SET_CAUSES = {
         "<password>9*" + chars(ALNUM, 6)(R) + "@" + chars(ALNUM, 7)(R) + "</password>",
         "xml-secret-element",
     ),
+    # (and two left-overs of sets 14 and 17 in other fillings, reported since set 21)
+    "a password starting with - after net use's user": (
+        "net use Z: \\\\fs01\\share /user:CORP\\svc_backup -" + chars("0123456789", 1)(R) + chars(ALNUM, 13)(R),
+        "client-password-option",
+    ),
+    "a WordPress salt starting with < and holding >@": (
+        "define( 'AUTH_KEY', '<:" + chars(ALNUM, 20)(R) + "@>@cQ/0EN;;" + chars(ALNUM, 20)(R) + "!V;rN>C)' );",
+        "quoted-name-value",
+    ),
 }
 
 
@@ -93,6 +102,11 @@ def test_each_cause_of_the_twenty_second_sets_stored_secrets_is_refused_by_its_r
         'redis_client = redis.Client("redis_cache_primary_node")',
         't.init("feature_flags_bootstrap")  # token bucket size',
         'x = "abcdefghijklmnopqrstuvwxyz"  # the secret alphabet',
+        "net use Z: \\\\fs01\\share /user:CORP\\svc_backup /persistent:yes",
+        "net use Z: \\\\fs01\\share /user:CORP\\svc_backup -persistent",
+        "DATABASE_URL=postgres://${DB_USER}:${DB_PASSWORD}@db:5432/app",
+        "remote: gitlab-ci-token:${CI_JOB_TOKEN}@gitlab.acme.io/acme/api.git",
+        "password: <password>@db.internal:5432/app?sslmode=require",
         "size = 3*width",
         "timeout = batchSize*2",
     ],

@@ -103,7 +103,10 @@ _TEMPLATE_SLOT = re.compile(
 # `gitlab-ci-token:${CI_JOB_TOKEN}@gitlab.acme.io/…` (a remote's user and its token), `glrt-[MASKED]` (a runner's token
 # as GitLab shows it masked); set 18's keepers.
 _SLOT_WITH_USER = re.compile(
-    r"(?i)(?:[\w.+-]{1,64}[/:]|[a-z]{2,10}[-_])?(?:" + _TEMPLATE_SLOT.pattern.removeprefix("(?i)") + r")(?:@\S*)?"
+    r"(?i)(?:[\w.+-]{1,64}[/:]|[a-z]{2,10}[-_])?(?:" + _TEMPLATE_SLOT.pattern.removeprefix("(?i)") + r")"
+    # (the host and a URL's path: a WordPress salt's `<:bHyc#cJL<XS^#~mi!u+…y@>@cQ/0EN;;KpX%v…>C)` is a `<…>` and an `@`
+    # too, then its random symbols; other fillings of set 17)
+    r"(?:@[\w.-]+(?::\d+)?(?:[/?#][\w.~%/?#&=+:,@-]*)?)?"
 )
 
 # A lower-case name of the secret itself (`new_password`, `db-secret-2`): a variable's or a file's name, not a value.

@@ -296,8 +296,9 @@ _CLIENT_PASSWORD_OPTIONS = (
 _CLIENT_PASSWORD = (
     r"(?<![\w-])(?:"
     + "|".join(rf"(?:{cmd})\b[^\n|;&]{{0,160}}?\s{opt}" for cmd, opt in _CLIENT_PASSWORD_OPTIONS)
-    # (not another option, nor a variable)
-    + r")['\"]?([^\s'\"$-][^\s'\"]{3,})"
+    # (not another option, nor a variable; a password may start with `-` before a digit or a symbol, `-0sMuiJSPx9P5X`,
+    # where no option's name does: other fillings of sets 14's and 17's `net use`)
+    + r")['\"]?((?:-(?=[\d!#%*^@+])|[^\s'\"$-])[^\s'\"]{3,})"
 )
 # A database shell's password after its user: `cypher-shell -u neo4j -p X`, `cqlsh … -u ops -p X`, `cbq -u Admin -p X`
 # (set 18): `-p` right after `-u USER` and at most two other options is no port (`psql -U app -p 5432`, `docker run
