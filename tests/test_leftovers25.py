@@ -198,3 +198,35 @@ def test_a_call_from_someone_who_may_not_read_the_project_applies_nothing(
     assert not Memory.objects.exists() and not ProjectLocation.objects.exists()
     asyncio.run(listed(owner_token))
     assert Memory.objects.count() == 1
+
+
+def test_over_stdio_the_first_call_applies_the_log_of_the_folder_the_client_started_it_in(
+    tmp_path: Path, stub_api: StubServer
+) -> None:
+    # Codex may run `yullu stdio` in the checkout: calls naming no project are about that folder (contract §2).
+    import asyncio
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests import team_log
+    from tests.mcp_client import call
+    from tests.processes import REPO, stub_env
+
+    checkout = git_repo(tmp_path / "checkout", "git@github.com:acme/stdio-clone.git")
+    team_log.teammate_event(checkout, T1, 1, "create", content="vec:1,0,0 Releases are tagged from main.", tags=[])
+    # PYTHONPATH: this checkout's code, not whichever the virtualenv's editable install points at.
+    env = product_env(tmp_path / "home", PYTHONPATH=str(REPO), **stub_env(stub_api.url))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "yullu_cli.main", "stdio"], env=env, cwd=str(checkout)
+    )
+
+    async def go() -> list[str]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            err, listed = await call(s, "list_memories")
+            assert not err, listed
+            return [m["content"] for m in listed["memories"]]
+
+    assert asyncio.run(go()) == ["vec:1,0,0 Releases are tagged from main."]
