@@ -110,3 +110,15 @@ def test_the_graphs_project_picker_names_the_project_the_graph_shows(admin_clien
     assert '<option value="acme/kelp" >acme/kelp</option>' in page
     known = admin_client.get("/admin/memories/memory/graph/?project_id=acme/kelp").content.decode()
     assert "no memories" not in known and '<option value="acme/kelp" selected>' in known
+
+
+def test_a_search_typed_without_quotes_searches_the_words(tmp_path: Path) -> None:
+    """`yullu memories search how do we deploy` was a usage error ("unrecognized arguments: do we deploy"): the
+    first thing a person types at a terminal. The words are the query, as the quoted form's."""
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    stored = run_cli(["memories", "add", "Deploys go through make ship", "--project", "acme/words"], env)
+    assert stored.returncode == 0, stored.stderr
+    quoted = run_cli(["memories", "search", "how do we deploy", "--project", "acme/words", "--json"], env)
+    words = run_cli(["memories", "search", "how", "do", "we", "deploy", "--project", "acme/words", "--json"], env)
+    assert words.returncode == 0, words.stderr
+    assert json.loads(words.stdout) == json.loads(quoted.stdout)

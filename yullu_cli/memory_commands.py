@@ -43,7 +43,8 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
         "--offset", type=whole_number(0, MAX_ID), default=0, help="skip this many of the newest (the next page)"
     )
     q = scoped("search", "search the project's (and your personal) memories")
-    q.add_argument("query", help="what you want to know, in plain words")
+    # Words typed without quotes are the query too (walk 22: "unrecognized arguments: do we deploy").
+    q.add_argument("query", nargs="+", help="what you want to know, in plain words (quotes optional)")
     q.add_argument("--limit", type=whole_number(1, MAX_ID), default=10, help="at most this many (default 10)")
     q = scoped("show", "one memory with every field", by_id=True)
     q.add_argument("id", type=an_id, help="the memory's id (#N in list and search)")
@@ -173,7 +174,7 @@ def memories(args: argparse.Namespace) -> int:
     elif args.op == "search":
         from memories.search.merged import Recall  # only here: the search stack (and its secret scanner) is ~0.5 s
 
-        found = Recall.judged(args.query, max(1, min(args.limit, 50))).run(scope.project_id, log=False)
+        found = Recall.judged(" ".join(args.query), max(1, min(args.limit, 50))).run(scope.project_id, log=False)
         out = {"project_id": scope.project_id, "results": found.results}
         lines = [_line(h, h.get("similarity")) for h in found.results]
         human = "\n".join([f"{scope.project_id}: {len(lines)} found", *lines])
