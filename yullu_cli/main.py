@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the web server, a Celery worker and beat (and embedded Postgres)")
     p.add_argument("--port", type=whole_number(1, 65535), default=None, help="port (default $YULLU_PORT or 47823)")
     p.add_argument("--workers", type=whole_number(1, 256), default=1,
-                   help="uvicorn worker processes (more than 1: stateless MCP)")  # fmt: skip
+                   help="uvicorn worker processes (MCP sessions routed to the worker that opened them)")  # fmt: skip
     p.add_argument(
         "--role",
         choices=("all", "web", "worker", "beat"),

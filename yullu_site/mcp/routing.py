@@ -13,10 +13,13 @@ the session's streams) lives in one process's memory. So, when the supervisor se
   streamed back. The owner checks the token again (the request's own Authorization header): nothing is
   trusted because it came through the socket.
 
-A keep-alive connection stays on the worker that accepted it, so a client that reuses its connection
-forwards nothing; a new connection (a second concurrent request, the GET stream) may land on the other
-worker and costs one more local hop. A worker that is gone (restarted) has no socket: its sessions answer
-404 "Session not found", as a restarted stateful server's do, and clients initialize again.
+A keep-alive connection stays on the worker that accepted it, but clients open several (the SDK's client
+a new one whenever the last answer's is not back in its pool yet, and one for the GET stream): about half
+of a two-worker server's requests land on the worker that does not hold their session. Those that need
+nothing of it (a tool call answered in one JSON body: every tool but dream_now) are answered where they
+land (yullu_site.mcp.transport); the rest take the hop. A worker that is gone (restarted) has no socket:
+its sessions answer 404 "Session not found", as a restarted stateful server's do, and clients initialize
+again.
 """
 
 from __future__ import annotations
@@ -114,10 +117,9 @@ class Router:
                 await server.shutdown()
                 path.unlink(missing_ok=True)
 
-    async def forward(self, owner: int, scope: Scope, receive: Receive, send: Send) -> bool:
-        """Hand the request to its session's owner and stream the answer back. False when the owner is
-        gone (nothing was sent: the caller answers as for an unknown session)."""
-        body = await _read_body(receive)
+    async def forward(self, owner: int, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
+        """Hand the request (its body read already) to its session's owner and stream the answer back.
+        False when the owner is gone (nothing was sent: the caller answers as for an unknown session)."""
         client = self._client(owner)
         headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _HOP]
         target = scope.get("raw_path") or scope["path"].encode()
@@ -152,7 +154,7 @@ class _Quiet(logging.Filter):
         return False
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def read_body(receive: Receive) -> bytes:
     chunks = []
     while True:
         message = await receive()
@@ -162,6 +164,16 @@ async def _read_body(receive: Receive) -> bytes:
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` with the body already read given once more, then the client's own messages (its disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def again() -> dict[str, Any]:
+        return pending.pop() if pending else dict(await receive())
+
+    return again
 
 
 async def _relay(response: httpx.Response, receive: Receive, send: Send) -> None:

@@ -33,6 +33,7 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServ
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp.types import JSONRPCError, JSONRPCResponse
 from starlette.applications import Starlette
@@ -40,7 +41,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from yullu_site.mcp.routing import Router, new_session_id
+from yullu_site.mcp.routing import Router, new_session_id, read_body, replay
 
 # True while this transport serves a POST it answers in JSON. A context variable, not an attribute:
 # one session serves several POSTs at once (a dream_now on SSE beside retrieves in JSON), and the
@@ -48,6 +49,8 @@ from yullu_site.mcp.routing import Router, new_session_id
 _json_body: ContextVar[bool] = ContextVar("yullu_mcp_json_body", default=False)
 
 TalksBack = Callable[[str], bool]  # tool name → may it send anything to the client mid-call?
+# True while a request for another worker's session is answered in this one (SelectiveJsonSessionManager).
+_answered_here: ContextVar[bool] = ContextVar("yullu_mcp_answered_here", default=False)
 
 
 class SelectiveJsonTransport(StreamableHTTPServerTransport):
@@ -79,19 +82,7 @@ class SelectiveJsonTransport(StreamableHTTPServerTransport):
             _json_body.reset(token)
 
     def _answerable_in_json(self, body: bytes) -> str | None:
-        """The id of a JSON-RPC request that only its response can follow, else None."""
-        try:
-            message = pydantic_core.from_json(body)
-        except ValueError:
-            return None  # the SDK answers the parse error
-        if not isinstance(message, dict) or message.get("id") is None or not isinstance(message.get("method"), str):
-            return None  # notifications, responses, batches: the SDK's usual way
-        if message["method"] == "tools/call":
-            params = message.get("params")
-            name = params.get("name") if isinstance(params, dict) else None
-            if not isinstance(name, str) or self._talks_back(name):
-                return None
-        return str(message["id"])  # the SDK keys its request streams by str(id)
+        return answerable_in_json(body, self._talks_back)
 
     @asynccontextmanager
     async def connect(
@@ -99,6 +90,22 @@ class SelectiveJsonTransport(StreamableHTTPServerTransport):
     ) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
         async with super().connect() as (read_stream, write_stream):
             yield read_stream, _DropRelatedToJson(write_stream, self._json_requests)
+
+
+def answerable_in_json(body: bytes, talks_back: TalksBack) -> str | None:
+    """The id of a JSON-RPC request that only its response can follow, else None."""
+    try:
+        message = pydantic_core.from_json(body)
+    except ValueError:
+        return None  # the SDK answers the parse error
+    if not isinstance(message, dict) or message.get("id") is None or not isinstance(message.get("method"), str):
+        return None  # notifications, responses, batches: the SDK's usual way
+    if message["method"] == "tools/call":
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if not isinstance(name, str) or talks_back(name):
+            return None
+    return str(message["id"])  # the SDK keys its request streams by str(id)
 
 
 class _DropRelatedToJson:
@@ -146,15 +153,40 @@ class SelectiveJsonSessionManager(StreamableHTTPSessionManager):
         self._talks_back = talks_back
         self.router = router
 
+    @property
+    def json_response(self) -> bool:
+        return self._json_everywhere or _answered_here.get()
+
+    @json_response.setter
+    def json_response(self, value: bool) -> None:  # the SDK's __init__ stores the manager's choice here
+        self._json_everywhere = value
+
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # Another worker's session goes to that worker (yullu_site.mcp.routing); if it is gone, the SDK
-        # answers 404 "Session not found" below, without reading the body the forwarding consumed.
-        if self.router is not None:
-            session_id = Request(scope).headers.get(MCP_SESSION_ID_HEADER)
-            owner = None if session_id in self._server_instances else self.router.foreign_owner(session_id)
-            if owner is not None and await self.router.forward(owner, scope, receive, send):
-                return
-        await super()._handle_stateful_request(scope, receive, send)
+        session_id = Request(scope).headers.get(MCP_SESSION_ID_HEADER)
+        owner = None
+        if self.router is not None and session_id not in self._server_instances:
+            owner = self.router.foreign_owner(session_id)
+        if owner is None or self.router is None:
+            await super()._handle_stateful_request(scope, receive, send)
+            return
+        # Another worker's session (yullu_site.mcp.routing). A request that only its response can follow
+        # (every tool but dream_now, tools/list, ping) needs nothing of the session: it is answered here, in
+        # JSON, as stateless mode answers it, which costs less than the hop. Whatever needs the session
+        # (dream_now, the answer to a sampling request, the GET stream, DELETE) goes to its owner; if the
+        # owner is gone, the SDK answers 404 "Session not found" below.
+        body = await read_body(receive)
+        again = replay(body, receive)
+        if scope["method"] == "POST" and answerable_in_json(body, self._talks_back) is not None:
+            version = Request(scope).headers.get(MCP_PROTOCOL_VERSION_HEADER)
+            here = _answered_here.set(True)  # read (as json_response) while the SDK builds the request's transport
+            try:
+                await self._handle_stateless_request(version, scope, again, send)
+            finally:
+                _answered_here.reset(here)
+            return
+        if await self.router.forward(owner, scope, body, again, send):
+            return
+        await super()._handle_stateful_request(scope, again, send)
 
     def _admit_session(self, requestor: AuthorizationContext | None) -> StreamableHTTPServerTransport | None:
         # mcp 2.3.0's _admit_session, building our transport instead of the SDK's.
