@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import DatabaseError
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 
@@ -49,5 +50,7 @@ async def catch_up_before(name: str, arguments: Any, local: bool) -> None:
     try:
         call = sync_to_async(with_fresh_connections, thread_sensitive=False, executor=tool_pool())
         await call(lambda: catch_up(project_id, cwd))
+    except DatabaseError:
+        return  # the tool meets the same outage and says it, once for the outage (yullu_core.outage)
     except Exception:
         log.warning("applying the team log before %s failed; the tool answers without it", name, exc_info=True)
