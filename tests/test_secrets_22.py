@@ -107,6 +107,8 @@ def test_each_cause_of_the_twenty_second_sets_stored_secrets_is_refused_by_its_r
         "DATABASE_URL=postgres://${DB_USER}:${DB_PASSWORD}@db:5432/app",
         "remote: gitlab-ci-token:${CI_JOB_TOKEN}@gitlab.acme.io/acme/api.git",
         "password: <password>@db.internal:5432/app?sslmode=require",
+        # (an outside probe after the set: analytics cookies in a pasted Cookie header)
+        "Cookie: _ga=GA1.2.1234567890.1700000000; _gid=GA1.2.987654321.1700000000",
         "size = 3*width",
         "timeout = batchSize*2",
     ],
@@ -126,6 +128,8 @@ def test_the_twenty_second_sets_near_misses_are_kept(text: str) -> None:
         'sdk.init("' + chars(ALNUM, 22)(R) + '")',
         'hmac = "' + chars(ALNUM, 22)(R) + '"  // signing secret',
         "az login\ncodecov -t " + _guid(),
+        "Cookie: _ga=GA1.2.1234567890.1700000000; sessionid=" + chars(ALNUM.lower(), 32)(R),
+        "Cookie: token=" + chars(ALNUM, 24)(R),
     ],
 )
 def test_the_twenty_second_sets_keepers_neighbours_with_a_secret_are_refused(text: str) -> None:

@@ -167,7 +167,9 @@ def _assigned_secret(value: str) -> bool:
     if _CMDLET.fullmatch(value):
         return False
     # (a cookie's `name=<redacted>` after `Cookie:`: a pair whose value is a placeholder)
-    if (pair := _NAMED_PAIR.fullmatch(value)) and (_TEMPLATE_SLOT.fullmatch(pair[1]) or not _not_placeholder(pair[1])):
+    if (pair := _NAMED_PAIR.fullmatch(value)) and (
+        _TEMPLATE_SLOT.fullmatch(pair[1]) or not _not_placeholder(pair[1]) or _DOTTED_NUMBERS.fullmatch(pair[1])
+    ):
         return False
     if value.isdigit() or value.isalpha() and value.islower() or "/" in value and _PATH.fullmatch(value):
         return False
@@ -200,6 +202,9 @@ _HEX_KEY = re.compile(
 
 
 _NAMED_PAIR = re.compile(r"[A-Za-z_][\w.-]{0,40}=(.+)")
+# (an analytics cookie's numbers after `Cookie:`, `_ga=GA1.2.1234567890.1700000000`: a version, a client's number and a
+# time joined by dots, no random characters)
+_DOTTED_NUMBERS = re.compile(r"[A-Za-z]{0,4}\d{0,2}(?:\.\d+){2,}")
 _WORD_TWICE = re.compile(r"([A-Za-z]{3,})[-_.]?\1", re.IGNORECASE)
 
 
