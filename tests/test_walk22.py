@@ -122,3 +122,18 @@ def test_a_search_typed_without_quotes_searches_the_words(tmp_path: Path) -> Non
     words = run_cli(["memories", "search", "how", "do", "we", "deploy", "--project", "acme/words", "--json"], env)
     assert words.returncode == 0, words.stderr
     assert json.loads(words.stdout) == json.loads(quoted.stdout)
+
+
+def test_a_personal_memory_is_said_to_be_yours_not_an_internal_scope_id(tmp_path: Path) -> None:
+    """`yullu memories add … --user` said "stored #522 in ~user:1" (the scope's internal id), and took a --project
+    given with it without a word (the memory is for every project all the same)."""
+    env = product_env(tmp_path / "yhome", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    ran = run_cli(["memories", "add", "I prefer pytest over unittest", "--user"], env)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().endswith("in your personal memories (every project, never shared)"), ran.stdout
+    assert "~user" not in ran.stdout
+    both = run_cli(["memories", "add", "I prefer tabs", "--user", "--project", "acme/app"], env)
+    assert both.returncode == 2, both.stdout
+    assert both.stderr.splitlines()[-1] == (
+        "yullu memories add: error: argument --user: a personal memory is for every project; leave out --project"
+    )

@@ -186,6 +186,9 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     args, extra = parser.parse_known_args(argv)
     if extra:
         innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+    if getattr(args, "user", None) is True and getattr(args, "project", None):  # `memories add --user` (a flag)
+        # walk 22: the --project was taken without a word, and the memory went to every project all the same
+        innermost(parser, args).error("argument --user: a personal memory is for every project; leave out --project")
     return args
 
 

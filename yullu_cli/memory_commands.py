@@ -193,7 +193,9 @@ def memories(args: argparse.Namespace) -> int:
         verb = "stored" if stored.created else f"already there as #{stored.duplicate_of}; not stored again:"
         similar = [f"  #{x['id']} {x['similarity']:.2f} {_short(x['content'])}" for x in out.get("similar", [])]
         related = ["similar memories (update or supersede one of them if this replaces it):", *similar]
-        human = "\n".join([f"{verb} #{stored.memory.pk} in {scope.project_id}", *(related if similar else [])])
+        # a personal memory's scope id (`~user:1`) means nothing to its owner (walk 22)
+        where = "your personal memories (every project, never shared)" if args.user else scope.project_id
+        human = "\n".join([f"{verb} #{stored.memory.pk} in {where}", *(related if similar else [])])
     return _print(args, out, human)
 
 
