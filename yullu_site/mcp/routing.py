@@ -14,8 +14,8 @@ the session's streams) lives in one process's memory. So, when the supervisor se
   trusted because it came through the socket.
 
 A keep-alive connection stays on the worker that accepted it, but clients open several (the SDK's client
-a new one whenever the last answer's is not back in its pool yet, and one for the GET stream): about half
-of a two-worker server's requests land on the worker that does not hold their session. Those that need
+spreads a session's calls over more than one, and the GET stream has its own): about half of a two-worker
+server's requests land on the worker that does not hold their session (docs/benchmarks.md, round 25). Those that need
 nothing of it (a tool call answered in one JSON body: every tool but dream_now) are answered where they
 land (yullu_site.mcp.transport); the rest take the hop. A worker that is gone (restarted) has no socket:
 its sessions answer 404 "Session not found", as a restarted stateful server's do, and clients initialize
@@ -79,9 +79,23 @@ class Router:
         return self.folder / f"{pid}.sock"
 
     def foreign_owner(self, session_id: str | None) -> int | None:
-        """The other worker owning this session, or None when it is this worker's (or nobody's) to answer."""
+        """The other worker owning this session, or None when it is this worker's (or nobody's) to answer:
+        a session whose worker is gone is unknown here too (404), as a restarted server's sessions are."""
         owner = owner_of(session_id) if session_id else None
-        return owner if owner is not None and owner != self.me else None
+        if owner is None or owner == self.me or not self._alive(owner):
+            return None
+        return owner
+
+    def _alive(self, pid: int) -> bool:
+        if not self.socket_of(pid).exists():
+            return False
+        try:
+            os.kill(pid, 0)  # a worker killed hard leaves its socket's file behind
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
     @contextlib.asynccontextmanager
     async def listening(self) -> AsyncIterator[None]:
