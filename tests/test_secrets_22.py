@@ -150,6 +150,8 @@ def _cpu_to_scan(text: str) -> float:
     "unit",
     [
         "session=" + "a1" * 10 + ".",  # the signed session value's dotted parts
+        "sid=",  # a session's name inside Rails' base64 run (`=`, `+`, `/`, `%`): read again from each was quadratic
+        "sid=a/",
         "x.Client('",  # a client's call, its quoted arguments
         "'" + "a1B" * 8 + "' ",  # quoted values before a comment
         "'" + "a1B" * 8 + "' # ",  # a comment after each
