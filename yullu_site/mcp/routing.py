@@ -156,7 +156,11 @@ class Router:
     def _client(self, owner: int) -> httpx.AsyncClient:
         client = self._clients.get(owner)
         if client is None:
-            transport = httpx.AsyncHTTPTransport(uds=str(self.socket_of(owner)))
+            # No cap on connections either: each session's GET stream that reached another worker holds one for as
+            # long as the session lasts, and httpx's default pool (100, no pool deadline) made every forwarded request
+            # past a hundred such sessions wait for good. The sessions' own limit (the SDK's max_sessions) bounds them.
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=20)
+            transport = httpx.AsyncHTTPTransport(uds=str(self.socket_of(owner)), limits=limits)
             # No read timeout: an SSE answer (dream_now, the GET stream) is open as long as the session wants.
             client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(None, connect=5.0))
             self._clients[owner] = client
