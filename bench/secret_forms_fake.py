@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 from bench.secret_forms_9 import Form
 
-SECRET_TEXTS: list[tuple[str, str]] = [
-    # vendor formats with hand-typed bodies
+# Vendor formats with hand-typed bodies (policy a).
+VENDOR_TEXTS: list[tuple[str, str]] = [
     ("github ghp export", "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
     ("github ghp digits first", "GITHUB_TOKEN=ghp_1234567890abcdefghijklmnopqrstuvwxyz"),
     ("github ghp bare", "use ghp_abcdefghijklmnopqrstuvwxyz0123456789 for the release job"),
@@ -48,8 +48,6 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ("aws akia", "AKIA1234567890ABCDEF"),
     ("aws akia sentence", "the access key id is AKIAABCDEFGHIJKLMNOP"),
     ("aws asia", "AWS_ACCESS_KEY_ID=ASIA1234567890ABCDEF"),
-    ("aws secret", "AWS_SECRET_ACCESS_KEY=abcdefghijklmnopqrstuvwxyz0123456789ABCD"),
-    ("aws secret digits", "aws_secret_access_key = 1234567890abcdefghijklmnopqrstuvwxyzABCD"),
     ("google aiza", "AIzaSyAbCdEfGhIjKlMnOpQrStUvWxYz0123456"),
     ("google aiza env", "GOOGLE_API_KEY=AIzaSy1234567890abcdefghijklmnopqrstu"),
     ("sendgrid", "SENDGRID_API_KEY=SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"),
@@ -66,12 +64,17 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ("shopify", "shpat_abcdef0123456789abcdef0123456789"),
     ("linear", "LINEAR_API_KEY=lin_api_abcdefghijklmnopqrstuvwxyz0123456789ABCD"),
     ("groq", "GROQ_API_KEY=gsk_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQR"),
-    ("doppler", "DOPPLER_TOKEN=dp.st.abcdefghijklmnopqrstuvwxyz0123456789ABCD"),
     ("twilio", "TWILIO_AUTH_TOKEN=0123456789abcdef0123456789abcdef"),
     ("mailgun", "MAILGUN_API_KEY=key-abcdef0123456789abcdef0123456789"),
-    ("telegram bot", "TELEGRAM_BOT_TOKEN=123456789:ABCdefGHIjklMNOpqrSTUvwxYZ0123456789"),
     ("discord webhook", "https://discord.com/api/webhooks/123456789012345678/abcdefghijklmnopqrstuvwxyz0123456789"),
-    # secret-named keys with plain values, config and env
+]
+
+# Secret-named keys given plain values, in config, env files, code and prose (policy b).
+NAMED_TEXTS: list[tuple[str, str]] = [
+    ("aws secret", "AWS_SECRET_ACCESS_KEY=abcdefghijklmnopqrstuvwxyz0123456789ABCD"),
+    ("aws secret digits", "aws_secret_access_key = 1234567890abcdefghijklmnopqrstuvwxyzABCD"),
+    ("doppler", "DOPPLER_TOKEN=dp.st.abcdefghijklmnopqrstuvwxyz0123456789ABCD"),
+    ("telegram bot", "TELEGRAM_BOT_TOKEN=123456789:ABCdefGHIjklMNOpqrSTUvwxYZ0123456789"),
     ("password colon", "password: password123"),
     ("password env", "PASSWORD=password123"),
     ("password prose", "the password is password123"),
@@ -174,7 +177,7 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     ("bcrypt talk", "we store bcrypt hashes, cost 12"),
 ]
 
-POLICY_TEXTS: list[tuple[str, str]] = []
+SECRET_TEXTS: list[tuple[str, str]] = VENDOR_TEXTS + NAMED_TEXTS
 
 
 def _fixed(text: str) -> Callable[[random.Random], str]:

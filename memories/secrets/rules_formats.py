@@ -70,6 +70,8 @@ _VENDOR_PREFIX = (
     # (set 18: Stripe's webhook signing secret, Netlify's, DigitalOcean's, GitLab's runner and deploy tokens, Sonar's,
     # Buildkite's, Shopify's and Render's, whose bodies may have no digit: `whsec_WuCJVvCVklPRrDFAUNPshmkb…`)
     r"|whsec_|nfp_|dop_v1_|glrt-|gldt-|squ_|bkua_|shpat_|rnd_"
+    # (set "fake": Groq's key, `gsk_` and 52 letters and digits)
+    r"|gsk_"
     # (set 19: Honeycomb's ingest and management keys, `hcaik_…`, `hcxmk_…`)
     r"|hc[ax][im]k_"
 )
@@ -116,9 +118,27 @@ RULES: tuple[Rule, ...] = (
         (
             *("sk-", "gh", "github_pat_", "glpat-", "xox", "hf_", "npm_", "pypi-", "k_live_", "k_test_"),
             *("whsec_", "nfp_", "dop_v1_", "glrt-", "gldt-", "squ_", "bkua_", "shpat_", "rnd_"),
-            *("hcaik_", "hcxik_", "hcamk_", "hcxmk_", "sk_sbox_"),
+            *("hcaik_", "hcxik_", "hcamk_", "hcxmk_", "sk_sbox_", "gsk_"),
         ),
         check=_vendor_key_body,
+    ),
+    # An AWS access key id as people type a fake one: `AKIA` / `ASIA`, 16 capitals or digits (`AKIA1234567890ABCDEF`).
+    # gitleaks' rule wants the real ids' base32 (no 0, 1, 8, 9), so a hand-typed id with them was stored (set "fake").
+    # Its placeholders (`AKIA0000000000000000`, AWS's documented `AKIAIOSFODNN7EXAMPLE`) are kept by the vendor
+    # formats' placeholder test (scan._vendor_placeholder).
+    Rule(
+        "aws-key-id-typed",
+        "a credential (aws-access-token)",
+        re.compile(r"(?<![A-Za-z0-9])(?-i:AKIA|ASIA)([A-Z0-9]{16})(?![A-Za-z0-9])"),
+        ("akia", "asia"),
+    ),
+    # A Discord webhook's URL: its id and its token (anyone holding it posts to the channel). A random token was found
+    # as a bare key only, a hand-typed one (`…/123456789012345678/abcdefghijklmnopqrstuvwxyz0123456789`) not at all.
+    Rule(
+        "discord-webhook-url",
+        "a credential (discord-webhook-url)",
+        re.compile(r"(?i)discord(?:app)?\.com/api/webhooks/\d{17,20}/([A-Za-z0-9_-]{30,})"),
+        ("discord",),
     ),
     # Honeycomb's classic key goes in the `x-honeycomb-team` header, whose name says "team", not key or token: an
     # OpenTelemetry exporter's `OTEL_EXPORTER_OTLP_HEADERS=x-honeycomb-team=X`, a collector's `headers:` (set 19).

@@ -14,7 +14,7 @@ _FAMOUS = r"hunter2|letmein|qwerty\w*|12345\w*"
 PLACEHOLDER = re.compile(
     r"(?i)^(?:x{3,}|\*{3,}|\.{3,}|<[^>]*>|\[[^\]]*\]|\{[^}]*\}|\$\{[^}]*\}?|\$\(.*|\$" + VARIABLE_NAME + r"|%[A-Z_]+%"
     # (`sk_test_your_key_here`, `paste-token-here`: a template's words inside a vendor's prefix)
-    r"|(?:my|your|some)[-_][\w-]*|[\w.-]*[-_.](?:your|my)[-_][\w.-]*|[\w.-]+[-_]here|change[-_]?me\w*|example\w*|dummy\w*|placeholder\w*|redacted\w*"
+    r"|(?:my|your|some)[-_][\w-]*|[\w.-]*[-_.](?:your|my)[-_][\w.-]*|[\w.-]*[-_.](?:example|redacted|placeholder)\w*|[\w.-]+[-_]here|change[-_]?me\w*|example\w*|dummy\w*|placeholder\w*|redacted\w*"
     r"|none|null|nil|true|false|undefined|password\d{0,3}|passwd|pass|secret|token|pwd|test|admin|root|user"
     r"|" + _FAMOUS + r")$"
 )

@@ -1,0 +1,56 @@
+"""Hand-typed fake secrets (bench/secret_forms_fake.py, secrets27): an outside tester's `ghp_abcdef…`,
+`AKIA1234567890ABCDEF`, `password: password123`. A value in a vendor's token format is a secret however plain its body,
+unless it is an obvious placeholder; every keeper (placeholders, code references, advice, hashes) is kept. The new
+patterns' cost is measured by scaling the text, not by a bound on time."""
+
+import time
+
+import pytest
+
+from bench import secret_forms_fake
+from memories.secrets import find_secret
+from memories.secrets.views import _scan_views
+
+
+@pytest.mark.parametrize("text", [text for _, text in secret_forms_fake.VENDOR_TEXTS])
+def test_a_vendor_format_with_a_hand_typed_body_is_a_secret(text: str) -> None:
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize("text", [text for _, text in secret_forms_fake.KEEP_TEXTS])
+def test_the_fake_sets_keepers_are_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ghp_" + "x" * 36,
+        "GITHUB_TOKEN=ghp_" + "0" * 36,
+        "AKIA" + "0" * 16,
+        "AKIAIOSFODNN7EXAMPLE",
+        "HF_TOKEN=hf_" + "REDACTED" + "x" * 26,
+        "npm_" + "<token>",
+        "sk-ant-api03-" + "..." + "abc",
+    ],
+)
+def test_a_vendor_formats_obvious_placeholder_is_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
+def _cpu_to_scan(text: str, runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.thread_time()
+        list(_scan_views(text))
+        best = min(best, time.thread_time() - start)
+    return best
+
+
+@pytest.mark.parametrize("unit", ["AKIA", "AKIA1 ", "a" * 7 + "b", "ghp_" + "a" * 7, "${{<...", "x-EXAMPLE "])
+def test_the_fake_policys_patterns_cost_work_in_proportion_to_the_text(unit: str) -> None:
+    """Eight times the text costs about eight times the CPU when linear, sixty-four times when quadratic."""
+    _cpu_to_scan("warm up secret_key")
+    small = _cpu_to_scan(unit * (2_000 // len(unit)))
+    large = _cpu_to_scan(unit * (16_000 // len(unit)))
+    assert large < 24 * max(small, 1e-4), (unit, small, large)
