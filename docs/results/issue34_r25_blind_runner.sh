@@ -1,10 +1,12 @@
 #!/bin/bash
-# usage: runblind.sh SNAPDIR OUTDIR  -- runs every set of SNAPDIR/bench/blind.py, bench output discarded,
-# each report cut to aggregates (all, splits' removed, misses removed) before anything reads it.
+# usage: issue34_r25_blind_runner.sh SNAPDIR OUTDIR [SET...]  -- runs every set of SNAPDIR/bench/blind.py (or the
+# SETs named), the bench's output discarded, each report cut to its aggregates (all, pairs_scored, timings; no
+# splits, no misses) and deleted before anything reads it. SNAPDIR: `git archive <commit> | tar -x` plus a .venv link.
 SNAP=$1; OUT=$2
 export YULLU_HOME=${YULLU_HOME:-/tmp/blind25/home} YULLU_CONFIG=${YULLU_HOME:-/tmp/blind25/home}/config.toml
 cd "$SNAP"
-SETS=$(.venv/bin/python -c "from bench.blind import BLIND; print(' '.join(sorted(BLIND)))")
+shift 2
+SETS=${*:-$(.venv/bin/python -c "from bench.blind import BLIND; print(' '.join(sorted(BLIND)))")}
 for X in $SETS; do
   .venv/bin/python -c 'import sys; from yullu_cli.main import main; sys.argv[0]="yullu"; main()' bench codebase \
      --data bench/data/codebase_$X.json --out "$OUT/raw_$X.json" >/dev/null 2>"$OUT/err_$X.txt"
