@@ -69,7 +69,7 @@ VENDOR_TEXTS: list[tuple[str, str]] = [
     ("discord webhook", "https://discord.com/api/webhooks/123456789012345678/abcdefghijklmnopqrstuvwxyz0123456789"),
 ]
 
-# Secret-named keys given plain values, in config, env files, code and prose (policy b).
+# Secret-named keys given plain values in config, env files, JSON, YAML, TOML and code (policy b).
 NAMED_TEXTS: list[tuple[str, str]] = [
     ("aws secret", "AWS_SECRET_ACCESS_KEY=abcdefghijklmnopqrstuvwxyz0123456789ABCD"),
     ("aws secret digits", "aws_secret_access_key = 1234567890abcdefghijklmnopqrstuvwxyzABCD"),
@@ -77,15 +77,11 @@ NAMED_TEXTS: list[tuple[str, str]] = [
     ("telegram bot", "TELEGRAM_BOT_TOKEN=123456789:ABCdefGHIjklMNOpqrSTUvwxYZ0123456789"),
     ("password colon", "password: password123"),
     ("password env", "PASSWORD=password123"),
-    ("password prose", "the password is password123"),
     ("db password", "DB_PASSWORD=supersecret"),
     ("secret key", "SECRET_KEY=mysecretkey"),
     ("jwt secret", "JWT_SECRET=secret"),
     ("api key digits", "API_KEY=1234567890"),
-    ("api key prose", "api key = abc123"),
     ("token colon", "token: test-token-123"),
-    ("admin slash", "admin/admin123 is the login"),
-    ("admin colon", "login with admin:admin"),
     ("postgres password env", "POSTGRES_PASSWORD=postgres123"),
     ("mysql root", "MYSQL_ROOT_PASSWORD=rootpass"),
     ("redis password", "REDIS_PASSWORD=redispass"),
@@ -98,13 +94,9 @@ NAMED_TEXTS: list[tuple[str, str]] = [
     ("js apiKey", "const apiKey = 'abcdef123456';"),
     ("ini password", "[database]\nhost = localhost\npassword = qwerty123"),
     ("toml token", 'token = "mytoken123"'),
-    ("prose my password", "my password is sunshine"),
     ("prose wifi", "wifi password: coffeeshop2024"),
-    ("prose set to", "I set the admin password to changeme123"),
     ("prose api key is", "the api key is 1234567890abcdef"),
-    ("prose secret is", "the client secret is topsecret"),
     ("prose use password", "use password Passw0rd! for the staging box"),
-    ("prose token is", "my github token is mytoken123"),
     ("passwd", "passwd=hunter22"),
     ("pwd upper", "PWD: letmein123"),
     ("auth token env", "AUTH_TOKEN=abc123def456"),
@@ -112,16 +104,29 @@ NAMED_TEXTS: list[tuple[str, str]] = [
     ("private key env", "PRIVATE_KEY=myprivatekey"),
     ("encryption key", "ENCRYPTION_KEY=encryptme123"),
     ("webhook secret", "WEBHOOK_SECRET=whsec_test123"),
-    ("docker password flag", "docker login -u admin -p admin123"),
-    ("mysql inline", "mysql -u root -pfoobar123 mydb"),
-    ("url password", "postgres://admin:password123@localhost:5432/app"),
     ("redis url password", "redis://:secret123@cache:6379/0"),
-    ("creds pair", "username: admin, password: admin"),
-    ("login prose", "log in as root with password toor"),
-    ("session secret", "SESSION_SECRET=keyboard cat"),
     ("client secret env", "OAUTH_CLIENT_SECRET=clientsecret"),
     ("bearer", "Authorization: Bearer test-token-123"),
     ("basic auth curl", "curl -u admin:admin123 https://api.example.com/v1/items"),
+]
+
+# Secret-named words given plain values in prose, a client's options, a URL, a login pair (policy b; the scanner's
+# prose rules still ask these values to look random, and these are left for a later round).
+TOLD_TEXTS: list[tuple[str, str]] = [
+    ("password prose", "the password is password123"),
+    ("api key prose", "api key = abc123"),
+    ("admin slash", "admin/admin123 is the login"),
+    ("admin colon", "login with admin:admin"),
+    ("prose my password", "my password is sunshine"),
+    ("prose set to", "I set the admin password to changeme123"),
+    ("prose secret is", "the client secret is topsecret"),
+    ("prose token is", "my github token is mytoken123"),
+    ("docker password flag", "docker login -u admin -p admin123"),
+    ("mysql inline", "mysql -u root -pfoobar123 mydb"),
+    ("url password", "postgres://admin:password123@localhost:5432/app"),
+    ("creds pair", "username: admin, password: admin"),
+    ("login prose", "log in as root with password toor"),
+    ("session secret", "SESSION_SECRET=keyboard cat"),
 ]
 
 KEEP_TEXTS: list[tuple[str, str]] = [
@@ -177,7 +182,7 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     ("bcrypt talk", "we store bcrypt hashes, cost 12"),
 ]
 
-SECRET_TEXTS: list[tuple[str, str]] = VENDOR_TEXTS + NAMED_TEXTS
+SECRET_TEXTS: list[tuple[str, str]] = VENDOR_TEXTS + NAMED_TEXTS + TOLD_TEXTS
 
 
 def _fixed(text: str) -> Callable[[random.Random], str]:

@@ -1,7 +1,8 @@
 """Hand-typed fake secrets (bench/secret_forms_fake.py, secrets27): an outside tester's `ghp_abcdef…`,
-`AKIA1234567890ABCDEF`, `password: password123`. A value in a vendor's token format is a secret however plain its body,
-unless it is an obvious placeholder; every keeper (placeholders, code references, advice, hashes) is kept. The new
-patterns' cost is measured by scaling the text, not by a bound on time."""
+`AKIA1234567890ABCDEF`, `password: password123`. A value in a vendor's token format, or a plain value given to a
+secret's name in config (`DB_PASSWORD=supersecret`, `password: letmein`), is a secret however plain, unless it is an
+obvious placeholder, a type or a reference in code; every keeper (placeholders, code references, advice, hashes) is
+kept. The new patterns' cost is measured by scaling the text, not by a bound on time."""
 
 import time
 
@@ -15,6 +16,32 @@ from memories.secrets.views import _scan_views
 @pytest.mark.parametrize("text", [text for _, text in secret_forms_fake.VENDOR_TEXTS])
 def test_a_vendor_format_with_a_hand_typed_body_is_a_secret(text: str) -> None:
     assert find_secret(text), text
+
+
+@pytest.mark.parametrize("text", [text for _, text in secret_forms_fake.NAMED_TEXTS])
+def test_a_plain_value_given_to_a_secrets_name_in_config_is_a_secret(text: str) -> None:
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password: str",
+        "  token: expired",
+        "PASSWORD=${DB_PASSWORD}",
+        "api_key = settings.OPENAI_KEY",
+        "run(api_key=api_key, token=token)",
+        "password = current_password",
+        "SECRET_KEY=<generate one>",
+        "JWT_SECRET=xxxxxxxx",
+        '"password": "${DB_PASSWORD}"',
+        "POSTGRES_PASSWORD: postgres",
+        "max_tokens: 4096",
+        "bypass: true",
+    ],
+)
+def test_a_placeholder_type_or_reference_given_to_a_secrets_name_is_kept(text: str) -> None:
+    assert find_secret(text) is None, text
 
 
 @pytest.mark.parametrize("text", [text for _, text in secret_forms_fake.KEEP_TEXTS])
@@ -47,7 +74,22 @@ def _cpu_to_scan(text: str, runs: int = 3) -> float:
     return best
 
 
-@pytest.mark.parametrize("unit", ["AKIA", "AKIA1 ", "a" * 7 + "b", "ghp_" + "a" * 7, "${{<...", "x-EXAMPLE "])
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "AKIA",
+        "AKIA1 ",
+        "a" * 7 + "b",
+        "ghp_" + "a" * 7,
+        "${{<...",
+        "x-EXAMPLE ",
+        "a_" * 4 + "password=",
+        "PASSWORD=a\n",
+        "password: ",
+        "'password':'",
+        "a_b_c_d_e_",
+    ],
+)
 def test_the_fake_policys_patterns_cost_work_in_proportion_to_the_text(unit: str) -> None:
     """Eight times the text costs about eight times the CPU when linear, sixty-four times when quadratic."""
     _cpu_to_scan("warm up secret_key")

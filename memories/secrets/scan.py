@@ -13,7 +13,16 @@ from typing import Any
 
 import ahocorasick
 
-from . import rules_assigned, rules_entry, rules_formats, rules_kinds, rules_named, rules_spoken, rules_wrapped
+from . import (
+    rules_assigned,
+    rules_entry,
+    rules_formats,
+    rules_kinds,
+    rules_named,
+    rules_plain,
+    rules_spoken,
+    rules_wrapped,
+)
 from .gitleaks import _NAME_CHAR, gitleaks
 from .model import Allow, Finding, Rule, entropy
 from .names import _told_digest
@@ -29,6 +38,7 @@ OURS: tuple[Rule, ...] = (
     *rules_wrapped.RULES,
     *rules_spoken.RULES,
     *rules_kinds.RULES,
+    *rules_plain.RULES,
 )
 
 
@@ -385,6 +395,10 @@ def _vendor_rules() -> frozenset[str]:
     return frozenset(own | _OUR_VENDOR_FORMATS)
 
 
+# A plain value given to a secret's name (rules_plain) is judged by its own placeholder test; a stopword in it
+# (`abcdefghijklmnopqrstuvwxyz`, `password`) does not make it one.
+_PLAIN_VALUE_RULES = frozenset({"plain-secret-assigned"})
+
 _VENDOR_PLACEHOLDER = re.compile(
     r"(.)\1{7,}|<|\.\.\.|…|\$\{|\{\{|(?i:example|redacted|placeholder|your[-_]|dummy|changeme)"
 )
@@ -451,7 +465,7 @@ def _matches(view: str) -> Iterator[Finding]:
             vendor = rule.id in _vendor_rules()
             if vendor and _vendor_placeholder(secret):
                 continue
-            drawn = _always_drawn if vendor else _drawn
+            drawn = _always_drawn if vendor or rule.id in _PLAIN_VALUE_RULES else _drawn
             if any(a.allows(secret, view[begin:m_end], line, drawn) for a in (*glob, *rule.allows)):
                 continue
             yield Finding(rule.id, rule.kind, start, end)
