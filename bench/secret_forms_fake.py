@@ -110,21 +110,26 @@ NAMED_TEXTS: list[tuple[str, str]] = [
     ("basic auth curl", "curl -u admin:admin123 https://api.example.com/v1/items"),
 ]
 
-# Secret-named words given plain values in prose, a client's options, a URL, a login pair (policy b; the scanner's
-# prose rules still ask these values to look random, and these are left for a later round).
+# Secret-named words given plain values in a sentence or a login pair (policy b).
 TOLD_TEXTS: list[tuple[str, str]] = [
     ("password prose", "the password is password123"),
     ("api key prose", "api key = abc123"),
-    ("admin slash", "admin/admin123 is the login"),
-    ("admin colon", "login with admin:admin"),
     ("prose my password", "my password is sunshine"),
-    ("prose set to", "I set the admin password to changeme123"),
     ("prose secret is", "the client secret is topsecret"),
     ("prose token is", "my github token is mytoken123"),
+    ("creds pair", "username: admin, password: admin"),
+]
+
+# Left for a later round (stored today): a `changeme`-style default (set 10 keeps `DB_PASSWORD=changeme123`), a
+# login pair without a password's word, a client's password option, a URL's password, a value told after "with
+# password" and a value of two words; their rules still ask a value to look drawn at random.
+LEFT_TEXTS: list[tuple[str, str]] = [
+    ("prose set to", "I set the admin password to changeme123"),
+    ("admin slash", "admin/admin123 is the login"),
+    ("admin colon", "login with admin:admin"),
     ("docker password flag", "docker login -u admin -p admin123"),
     ("mysql inline", "mysql -u root -pfoobar123 mydb"),
     ("url password", "postgres://admin:password123@localhost:5432/app"),
-    ("creds pair", "username: admin, password: admin"),
     ("login prose", "log in as root with password toor"),
     ("session secret", "SESSION_SECRET=keyboard cat"),
 ]
@@ -182,7 +187,7 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     ("bcrypt talk", "we store bcrypt hashes, cost 12"),
 ]
 
-SECRET_TEXTS: list[tuple[str, str]] = VENDOR_TEXTS + NAMED_TEXTS + TOLD_TEXTS
+SECRET_TEXTS: list[tuple[str, str]] = VENDOR_TEXTS + NAMED_TEXTS + TOLD_TEXTS + LEFT_TEXTS
 
 
 def _fixed(text: str) -> Callable[[random.Random], str]:

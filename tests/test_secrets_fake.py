@@ -23,6 +23,18 @@ def test_a_plain_value_given_to_a_secrets_name_in_config_is_a_secret(text: str) 
     assert find_secret(text), text
 
 
+@pytest.mark.parametrize("text", [text for _, text in secret_forms_fake.TOLD_TEXTS])
+def test_a_weak_password_or_a_self_named_token_told_in_a_sentence_is_a_secret(text: str) -> None:
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize(
+    "text", ["the token is expired", "my api key is revoked", "the secret is out", "the key is monkey", "my key is F5"]
+)
+def test_a_state_or_a_plain_word_told_after_a_tokens_name_is_kept(text: str) -> None:
+    assert find_secret(text) is None, text
+
+
 @pytest.mark.parametrize(
     "text",
     [

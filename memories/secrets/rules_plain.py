@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from .model import Rule
-from .values import _REFERENCE, PLACEHOLDER
+from .values import _REFERENCE, FAMOUS_PASSWORD, PLACEHOLDER
 
 # The name: up to four words joined by `_`, `.` or `-` (`MYSQL_ROOT_PASSWORD`, `auth.client_secret`) ending in a
 # secret's word; nothing of a word before it (`bypass`, `max_tokens` are not).
@@ -27,8 +27,9 @@ _PLAIN_ASSIGNED = re.compile(
     r"(?m)"
     # a quoted value, after `=` or `:` (`password = "welcome1"`, `"api_key": "testkey123"`; not psql's `PASSWORD :'v'`)
     rf"{_NAME}[\"']?(?:[ \t]*=|:)[ \t]*(?:\"(?P<double>{_VALUE})\"|'(?P<single>{_VALUE})'){_END}"
-    # YAML's or a header's `name: value`, the name first on its line (`  password: letmein`)
-    rf"|^[ \t]*-?[ \t]*{_NAME}:[ \t]+(?P<yaml>{_VALUE}){_END}"
+    # YAML's or a header's `name: value`, the name first on its line (`  password: letmein`) or after a comma
+    # (`username: admin, password: admin`)
+    rf"|(?:^[ \t]*-?|,)[ \t]*{_NAME}:[ \t]+(?P<yaml>{_VALUE}){_END}"
     # an env file's or a shell's `NAME=value`, the name in capitals (`DB_PASSWORD=supersecret`)
     rf"|(?-i:(?<![\w.-])(?:[A-Z0-9]+_){{0,4}}(?:PASSWORD|PASSWD|PWD|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|API_KEY|APIKEY"
     rf"|TOKEN|PRIVATE_KEY|PASSPHRASE))=(?P<env>{_VALUE}){_END}"
@@ -60,7 +61,7 @@ _VERSION_OR_NAME = re.compile(r"v?\d+(?:\.\d+)+|[A-Z][a-z]+(?:[A-Z][A-Za-z]*)+")
 
 def _plain_secret(value: str) -> bool:
     """A value that is no placeholder, no type or state word, and no reference to where a secret lives."""
-    if len(value) < 3 or _FILLER.search(value) or PLACEHOLDER.match(value) and not _KEPT_BY_NOW.fullmatch(value):
+    if len(value) < 3 or _FILLER.search(value) or PLACEHOLDER.match(value) and not _weak_password(value):
         return False
     if len(set(value)) == 1 or _STATE_WORDS.fullmatch(value) or _VERSION_OR_NAME.fullmatch(value):
         return False
@@ -71,7 +72,11 @@ def _plain_secret(value: str) -> bool:
 
 # The values the placeholder list took for words of a template that are a secret when given to a secret's name: a
 # weak password is still the password (`password: password123`, `JWT_SECRET=secret`, `admin`, `root`).
-_KEPT_BY_NOW = re.compile(r"(?i)password\d{1,3}|passwd|secret|admin|root|pass|qwerty\w*|12345\w*|hunter2|letmein")
+_WEAK_WORDS = re.compile(r"(?i)passwd|secret|admin|root|pass")
+
+
+def _weak_password(value: str) -> bool:
+    return bool(_WEAK_WORDS.fullmatch(value) or FAMOUS_PASSWORD.fullmatch(value))
 
 
 RULES: tuple[Rule, ...] = (

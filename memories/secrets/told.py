@@ -80,9 +80,21 @@ def _told_secret(value: str) -> bool:
 _SHORT_HEX = re.compile(r"[0-9a-f]{16,31}|[0-9A-F]{16,31}")
 
 
+# A hand-typed fake told as a token or a secret (set "fake", secrets27): one of the commonest passwords
+# (`topsecret`), or a value naming itself a secret and numbered (`mytoken123`, `testkey42`, `mysecret1`).
+# (a word before it: `token123` alone is a test's cookie value, set 18's keeper)
+_SELF_NAMED_SECRET = re.compile(r"(?i)[a-z]{1,8}(?:token|secret|key|pass)[a-z]{0,8}\d{1,6}")
+
+
 def _told_token(value: str) -> bool:
-    """A token named in a sentence: random enough for a key (≥ 16 characters, entropy ≥ 3.0)."""
+    """A token named in a sentence: random enough for a key (≥ 16 characters, entropy ≥ 3.0), or a hand-typed fake."""
     value = value.strip("'\"`.,;)")
+    # (a famous password with a digit or a secret's word only: "the key is monkey" may be a riddle's)
+    # (and a letter: "press the keys in order: 1 2 3 4 5 6", respelled `123456`, is set 17's keeper)
+    famous = FAMOUS_PASSWORD.fullmatch(value) and any(c.isalpha() for c in value)
+    famous = famous and (any(c.isdigit() for c in value) or "secret" in value.lower())
+    if famous or _SELF_NAMED_SECRET.fullmatch(value):
+        return True
     if len(value) < 16 or _encoded_text(value):
         return False
     if _SHORT_HEX.fullmatch(value):  # (16 random hex digits often repeat some: entropy 2.9)

@@ -10,7 +10,12 @@ from .model import entropy
 # A shell variable's name after `$`: capitals (`$DB_PASSWORD`), small letters (`$password`), camel or Pascal case words
 # (`$dbPassword`, `$ApiKey2`); not a generator's random letters after a `$` (`$p1OSp316542`, `$UJG51f3WaPf`).
 VARIABLE_NAME = r"(?-i:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*|[a-z]+(?:[A-Z][a-z]+)+\d*|(?:[A-Z][a-z]+)+\d*)"
-_FAMOUS = r"hunter2|letmein|qwerty\w*|12345\w*"
+# (and the commonest passwords of the breach lists, which an outside tester types first: `password123`, `admin123`,
+# `sunshine`, `toor`; set "fake", secrets27; not `changeme123`: a default set 10's keepers keep)
+_FAMOUS = (
+    r"hunter2|letmein|qwerty\w*|12345\w*|password\d{1,4}|passw0rd\w*|admin\d{1,4}|welcome\d{1,4}"
+    r"|sunshine|iloveyou|monkey|dragon|trustno1|football|baseball|princess|abc123|toor|topsecret|supersecret"
+)
 PLACEHOLDER = re.compile(
     r"(?i)^(?:x{3,}|\*{3,}|\.{3,}|<[^>]*>|\[[^\]]*\]|\{[^}]*\}|\$\{[^}]*\}?|\$\(.*|\$" + VARIABLE_NAME + r"|%[A-Z_]+%"
     # (`sk_test_your_key_here`, `paste-token-here`: a template's words inside a vendor's prefix)
