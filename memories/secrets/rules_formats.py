@@ -265,7 +265,10 @@ RULES: tuple[Rule, ...] = (
         "session-cookie",
         "a credential (a session cookie)",
         re.compile(
-            r"(?i)(?:\s-b|--cookie|\bcookie:)[ \t]*['\"]?(?:[^'\"\n;]*;[ \t]*)*?"
+            # (each earlier pair read possessively and the pairs bounded: `[^;]*` and `[ \t]*` both took a pair's
+            # spaces, so `Cookie: a=1; ` × 30 backtracked exponentially, review 25; and every `cookie:` read on
+            # to the text's end was quadratic)
+            r"(?i)(?:\s-b|--cookie|\bcookie:)[ \t]*+['\"]?(?:[^'\"\n;]{0,300}+;[ \t]*+){0,60}?"
             r"(?:[\w.-]*sess(?:ion)?(?:id)?[\w.-]*|sid|connect\.sid|remember_token|auth_token|jwt)=([^;'\"\s]{16,})"
         ),
         ("-b", "--cookie", "cookie:"),

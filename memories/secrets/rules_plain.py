@@ -35,7 +35,9 @@ _PLAIN_ASSIGNED = re.compile(
     rf"|TOKEN|PRIVATE_KEY|PASSPHRASE))=(?P<env>{_VALUE}){_END}"
     # `name=value` in small letters with a digit or a symbol in the value (`passwd=hunter22`): without one it reads
     # as code passing a variable (`Client(api_key=api_key)`)
-    rf"|{_NAME}[ \t]*=[ \t]*(?P<code>(?=[^\s\"'`]*[\d!@#%^&*+?~])(?![\d.]+[ \t]*[,;)]){_VALUE}){_END}"
+    # (the look-ahead bounded to a value's length: unbounded, it read on to the end of a run with no space from every
+    # name, `pwd==pwd=…` quadratic)
+    rf"|{_NAME}[ \t]*=[ \t]*(?P<code>(?=[^\s\"'`]{{0,64}}[\d!@#%^&*+?~])(?![\d.]+[ \t]*[,;)]){_VALUE}){_END}"
 )
 # The words a setting's value names a type or a state with, not a secret's.
 _STATE_WORDS = re.compile(
