@@ -108,3 +108,39 @@ def test_the_fake_policys_patterns_cost_work_in_proportion_to_the_text(unit: str
     small = _cpu_to_scan(unit * (2_000 // len(unit)))
     large = _cpu_to_scan(unit * (16_000 // len(unit)))
     assert large < 24 * max(small, 1e-4), (unit, small, large)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DATABASE_URL=postgres://admin:password123@db.internal:5432/app",
+        "postgres://app:hunter2@db:5432/orders",
+        "redis://:password123@cache:6379/0",
+        "docker login -u admin -p admin123 registry.acme.io",
+        "sshpass -p admin123 ssh root@10.0.0.4",
+        "mysql -u root -pfoobar123 mydb",
+        "mysql -u root -pXy7#kq2 orders",
+        "mysqldump -u backup -pS3cret shop > shop.sql",
+    ],
+)
+def test_a_weak_or_short_password_where_only_a_password_stands_is_a_secret(text: str) -> None:
+    """A URL's `user:X@`, a client's `-p X`, mysql's glued `-pX`: the lead's probe after set "fake" (all stored)."""
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "postgres://user:password@localhost/db",
+        "postgres://app:changeme@db:5432/x",
+        "mysql -u root -p mydb",
+        "mysql -uroot -p$MYSQL_PWD",
+        "mysql -h db -P3306 -uroot -p",
+        'mysql -u root -p"${DB_PASS}" app',
+        "mysql -u root -p<password>",
+        "mysql -u root -ppassword",
+        "use mysql -p to be prompted for the password",
+    ],
+)
+def test_a_placeholder_or_a_prompt_where_a_password_stands_is_kept(text: str) -> None:
+    assert find_secret(text) is None, text

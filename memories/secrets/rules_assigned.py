@@ -23,7 +23,7 @@ from .told import (
     _told_secret,
     _told_token,
 )
-from .values import _assigned_secret, _not_placeholder, _random_case, _url_password
+from .values import _assigned_secret, _not_placeholder, _random_case, _url_or_famous_password, _url_password
 from .words import (
     _ABOUT,
     _ADVERB,
@@ -194,7 +194,7 @@ RULES: tuple[Rule, ...] = (
         # (a password may hold an unescaped `@` when another follows: `mongodb+srv://u:D@bOfus…@cluster0…`, set twelve)
         re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:@/]{0,100}:((?:[^\s@]|@(?=[^\s/@]*@)){3,200})@[^\s@/]"),
         ("://",),
-        check=_url_password,
+        check=_url_or_famous_password,
     ),
     Rule(
         "user-password-option",

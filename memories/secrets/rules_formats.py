@@ -28,7 +28,14 @@ from .phrases import (
 )
 from .shapes import _named_public, _random_looking
 from .told import _LOGIN_BEFORE, _name_like, _query_secret, _random_letters, _random_mixed, _told_token, _words_joined
-from .values import _assigned_secret, _not_placeholder, _password_shaped, _url_password
+from .values import (
+    _assigned_or_famous_password,
+    _assigned_secret,
+    _glued_password,
+    _not_placeholder,
+    _password_shaped,
+    _url_password,
+)
 from .words import (
     _ABOUT,
     _CLIENT_PASSWORD,
@@ -206,7 +213,7 @@ RULES: tuple[Rule, ...] = (
         "a password on a command line",
         re.compile(_PASSWORD_SHORT_OPTION),
         ("login", "sshpass", "redis-cli", "ldap", "mongo"),
-        check=_assigned_secret,
+        check=_assigned_or_famous_password,
     ),
     Rule(
         "user-then-password-option",
@@ -216,6 +223,15 @@ RULES: tuple[Rule, ...] = (
         # (a letter in it: a port, `8080:80`, is none; and a capital or a symbol, as mysql's `-p X` wants: `mysql -u
         # reporting -p reporting_db` prompts, and the word is the database)
         check=lambda value: any(c.isalpha() for c in value) and _mysql_password(value),
+    ),
+    # mysql's password glued to its `-p` (`-pfoobar123`, `-pXy7#kq2`): nothing else is written there (the port is `-P`),
+    # so any value that is no placeholder or variable is the password, however short or plain (set "fake"'s left-overs).
+    Rule(
+        "mysql-password-glued",
+        "a password on a command line",
+        re.compile(r"(?i)\b(?:mysql\w*|mariadb\w*)\b[^\n|;&]{0,120}?\s(?-i:-p)(?=[^\s-])['\"]?([^\s'\"]{3,64})"),
+        ("mysql", "mariadb"),
+        check=_glued_password,
     ),
     Rule(
         "mysql-password-option",

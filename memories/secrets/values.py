@@ -305,6 +305,28 @@ def _url_password(password: str) -> bool:
 _WHOLE_VARIABLE = re.compile(r"\$" + VARIABLE_NAME)
 
 
+def _famous_password(value: str) -> bool:
+    """One of the commonest weak passwords (`hunter2`, `password123`, `admin123`): a placeholder in an example's
+    prose, but the password itself where only a password can stand, a URL's `user:X@` or a client's `-p X` (an outside
+    tester's `postgres://app:hunter2@db`, `docker login -u admin -p admin123`; set "fake"'s left-overs)."""
+    return bool(FAMOUS_PASSWORD.match(value.strip("'\"`")))
+
+
+def _url_or_famous_password(value: str) -> bool:
+    return _url_password(value) or _famous_password(value)
+
+
+def _assigned_or_famous_password(value: str) -> bool:
+    return _assigned_secret(value) or _famous_password(value)
+
+
+def _glued_password(value: str) -> bool:
+    """Whatever is glued to mysql's `-p`, unless a slot, a variable or a placeholder (`-p$MYSQL_PWD`, `-p"${PW}"`,
+    `-ppassword`): no randomness asked, only a password is written there."""
+    value = value.strip("'\"`")
+    return not _TEMPLATE_SLOT.match(value) and not value.startswith("$") and _told_not_placeholder(value)
+
+
 # The symbols people put inside a password. Not `+ / = - _ .` (base64, paths, versions, names) and
 # `%` only when it starts no percent-escape.
 _PASSWORD_SYMBOLS = frozenset("!#$%&*^~?@")
