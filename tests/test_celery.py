@@ -18,16 +18,22 @@ def beats() -> int:
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_task_sent_through_the_configured_broker_runs_on_a_real_worker(tmp_path: Path) -> None:
+    # (only this test's message: a task another test's server process queued into the shared test database after
+    # that test's flush is not this test's; CI of round 25 found five such rows)
+    before = set(BrokerMessage.objects.values_list("pk", flat=True))
     heartbeat.delay()  # from this process, through the broker the settings configure
-    queued = list(BrokerMessage.objects.values_list("payload", flat=True))
-    assert len(queued) == 1 and "yullu_site.tasks.heartbeat" in queued[0]
+    queued = list(BrokerMessage.objects.exclude(pk__in=before).values_list("pk", "payload"))
+    assert len(queued) == 1 and "yullu_site.tasks.heartbeat" in queued[0][1]
+    ours = queued[0][0]
     env = product_env(tmp_path / "home")
     worker = spawn(["-m", "celery", "-A", "yullu_site", "worker", "--concurrency", "1", "--loglevel", "WARNING",
                     "-n", f"direct-{tmp_path.name}@%h"], env)  # fmt: skip
     try:
-        wait_until(lambda: beats() == 1, "the worker to run the queued task", alive=worker)
+        wait_until(lambda: beats() >= 1, "the worker to run the queued task", alive=worker)
         # Acknowledged late: the row goes once the task has run.
-        wait_until(lambda: not BrokerMessage.objects.exists(), "the message to be acknowledged", alive=worker)
+        wait_until(
+            lambda: not BrokerMessage.objects.filter(pk=ours).exists(), "the message to be acknowledged", alive=worker
+        )
     finally:
         stop(worker)
 
