@@ -144,3 +144,19 @@ def test_a_weak_or_short_password_where_only_a_password_stands_is_a_secret(text:
 )
 def test_a_placeholder_or_a_prompt_where_a_password_stands_is_kept(text: str) -> None:
     assert find_secret(text) is None, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["ssh into bastion with password Welcome123", "the default password admin123", "login as deploy, password qwerty1"],
+)
+def test_a_famous_weak_password_right_after_a_passwords_name_is_a_secret(text: str) -> None:
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["pass 12345 as the seed", "the password policy requires 12 characters", "Password123 is banned by the policy"],
+)
+def test_a_passwords_name_before_an_ordinary_word_is_kept(text: str) -> None:
+    assert find_secret(text) is None, text

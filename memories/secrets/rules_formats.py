@@ -31,6 +31,7 @@ from .told import _LOGIN_BEFORE, _name_like, _query_secret, _random_letters, _ra
 from .values import (
     _assigned_or_famous_password,
     _assigned_secret,
+    _famous_password,
     _glued_password,
     _not_placeholder,
     _password_shaped,
@@ -223,6 +224,16 @@ RULES: tuple[Rule, ...] = (
         # (a letter in it: a port, `8080:80`, is none; and a capital or a symbol, as mysql's `-p X` wants: `mysql -u
         # reporting -p reporting_db` prompts, and the word is the database)
         check=lambda value: any(c.isalpha() for c in value) and _mysql_password(value),
+    ),
+    # A famous weak password right after a password's name, no verb between ("ssh in with password Welcome123", "the
+    # default password admin123"): a placeholder only in an example's shape elsewhere (`values._famous_password`).
+    # (Not after `pass`: a verb, "pass 12345 as the seed"; nor quoted, `password 'hunter2'`, an example's shape.)
+    Rule(
+        "famous-password-named",
+        "a password",
+        re.compile(r"(?i)\b(?:password|passwd|pwd|passcode)\s+([A-Za-z0-9]{4,32})\b"),
+        ("password", "passwd", "pwd", "passcode"),
+        check=_famous_password,
     ),
     # mysql's password glued to its `-p` (`-pfoobar123`, `-pXy7#kq2`): nothing else is written there (the port is `-P`),
     # so any value that is no placeholder or variable is the password, however short or plain (set "fake"'s left-overs).
