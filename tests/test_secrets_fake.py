@@ -160,3 +160,16 @@ def test_a_famous_weak_password_right_after_a_passwords_name_is_a_secret(text: s
 )
 def test_a_passwords_name_before_an_ordinary_word_is_kept(text: str) -> None:
     assert find_secret(text) is None, text
+
+
+@pytest.mark.parametrize("text", ["credentials are admin:admin123", "sign in as ops/Welcome1"])
+def test_a_login_pair_told_with_a_weak_or_random_password_is_a_secret(text: str) -> None:
+    assert find_secret(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["sign in with google/oauth", "login flow lives in auth/login", "credentials are in 1Password/Engineering"],
+)
+def test_a_login_followed_by_a_path_is_kept(text: str) -> None:
+    assert find_secret(text) is None, text

@@ -235,6 +235,20 @@ RULES: tuple[Rule, ...] = (
         ("password", "passwd", "pwd", "passcode"),
         check=_famous_password,
     ),
+    # A login told as `user:password` or `user/password` after what names it ("credentials are admin:admin123", "sign
+    # in as ops/Welcome1"): the pair's password when it is one of the breach lists' or random-looking; a path's word
+    # after the slash (`google/oauth`, `auth/login`) is neither, and a local stack's `admin/admin` stays a default.
+    Rule(
+        "login-pair-told",
+        "a password",
+        re.compile(
+            r"(?i)\b(?:credentials?|creds|log\s?in|sign\s?in|logon)\b"
+            r"(?:\s+(?:is|are|with|as|via|using))?[ \t]*[:=]?[ \t]*"
+            r"[\"'`]?(?:[A-Za-z][\w.@-]{1,40})[:/]([^\s'\"`/:]{3,64}?)[\"'`]?(?=[\s,;)]|[.!?](?:\s|$)|$)"
+        ),
+        ("credential", "creds", "login", "log in", "sign in", "signin", "logon"),
+        check=lambda value: _famous_password(value) or _assigned_secret(value),
+    ),
     # mysql's password glued to its `-p` (`-pfoobar123`, `-pXy7#kq2`): nothing else is written there (the port is `-P`),
     # so any value that is no placeholder or variable is the password, however short or plain (set "fake"'s left-overs).
     Rule(
