@@ -4,7 +4,7 @@ secrets27): `DB_PASSWORD=supersecret`, `JWT_SECRET=secret`, `API_KEY=1234567890`
 _assigned_secret`), so a dictionary word, a short number or `password123` was stored; an outside tester types exactly
 those. Kept: placeholders (`<…>`, `${…}`, `$VAR`, `{{…}}`, `xxx`, `***`, `...`, EXAMPLE / REDACTED / YOUR_… / …_HERE),
 type annotations (`password: str`), code's references (`password = user_password`, `Client(api_key=api_key)`,
-`os.environ[…]`, `settings.X`, a call), and the words a setting's value names a state with (`token: expired`)."""
+an environment lookup, `settings.X`, a call), and the words a setting's value names a state with (`token: expired`)."""
 
 from __future__ import annotations
 
