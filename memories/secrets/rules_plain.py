@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from .model import Rule
-from .values import _REFERENCE, FAMOUS_PASSWORD, PLACEHOLDER
+from .values import _REFERENCE, PLACEHOLDER, _famous_password
 
 # The name: up to four words joined by `_`, `.` or `-` (`MYSQL_ROOT_PASSWORD`, `auth.client_secret`) ending in a
 # secret's word; nothing of a word before it (`bypass`, `max_tokens` are not).
@@ -78,7 +78,7 @@ _WEAK_WORDS = re.compile(r"(?i)passwd|secret|admin|root|pass")
 
 
 def _weak_password(value: str) -> bool:
-    return bool(_WEAK_WORDS.fullmatch(value) or FAMOUS_PASSWORD.fullmatch(value))
+    return bool(_WEAK_WORDS.fullmatch(value)) or _famous_password(value)
 
 
 RULES: tuple[Rule, ...] = (

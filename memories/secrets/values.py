@@ -88,11 +88,20 @@ def _not_placeholder(secret: str) -> bool:
     return not PLACEHOLDER.match(secret.strip("'\"`.,;"))
 
 
+def _famous_password(value: str, strip: str = "'\"`") -> bool:
+    """One of the commonest weak passwords (`hunter2`, `password123`, `admin123`) once `strip`'s quotes (and a
+    sentence's punctuation, where a caller names it) are off its ends: a placeholder in an example's prose, but the
+    password itself where only a password can stand, a URL's `user:X@` or a client's `-p X` (an outside tester's
+    `postgres://app:hunter2@db`, `docker login -u admin -p admin123`; set "fake"'s left-overs). The one reading of
+    the list: `_told_not_placeholder` and `rules_plain` ask it too."""
+    return bool(FAMOUS_PASSWORD.match(value.strip(strip)))
+
+
 def _told_not_placeholder(secret: str) -> bool:
     """Not a placeholder, where a famous weak password (`hunter2`) counts as a password: a value told right after a
     password's name and `is` / `:` / `=` (a placeholder meant there is a slot, `<password>`, or a template's word,
     `changeme`, `password`, `example`)."""
-    return _not_placeholder(secret) or bool(FAMOUS_PASSWORD.match(secret.strip("'\"`.,;")))
+    return _not_placeholder(secret) or _famous_password(secret, strip="'\"`.,;")
 
 
 # The next `Name=` of a connection string (`AccountKey=<key>;EndpointSuffix=…`): where a value ends.
@@ -303,13 +312,6 @@ def _url_password(password: str) -> bool:
 
 
 _WHOLE_VARIABLE = re.compile(r"\$" + VARIABLE_NAME)
-
-
-def _famous_password(value: str) -> bool:
-    """One of the commonest weak passwords (`hunter2`, `password123`, `admin123`): a placeholder in an example's
-    prose, but the password itself where only a password can stand, a URL's `user:X@` or a client's `-p X` (an outside
-    tester's `postgres://app:hunter2@db`, `docker login -u admin -p admin123`; set "fake"'s left-overs)."""
-    return bool(FAMOUS_PASSWORD.match(value.strip("'\"`")))
 
 
 def _url_or_famous_password(value: str) -> bool:
