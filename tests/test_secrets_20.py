@@ -13,6 +13,7 @@ from bench import secret_forms_20
 from bench.secret_forms import ALNUM, HEX, chars
 from memories.secrets import find_secret
 from memories.secrets.views import _scan_views
+from tests.scan_cost import cpu_to_scan
 
 R = random.Random(2024)
 B32 = "abcdefghijklmnopqrstuvwxyz234567"
@@ -169,23 +170,13 @@ def test_the_twentieth_sets_rules_are_scanned_without_backtracking(text: str) ->
     assert isinstance(find_secret(text), str | None)
 
 
-def _cpu_to_scan(text: str) -> float:
-    """The least CPU time of three scans of `text` (this thread's, not the wall clock: other processes do not count)."""
-    best = float("inf")
-    for _ in range(3):
-        start = time.thread_time()
-        list(_scan_views(text))
-        best = min(best, time.thread_time() - start)
-    return best
-
-
 def test_a_url_of_percent_signs_with_no_escape_costs_work_in_proportion_to_its_length() -> None:
     """Left from set 19: `redis://:$` and `a%` x 4,000 took 0.3-2 s, the percent view's `\\S*%XX\\S*` tried again from
     every character of a run with no escape (x 8,000: 3.6 s). Its work is measured by scaling, not by a bound on time:
     eight times the text costs about eight times the CPU when linear, sixty-four times when quadratic (before)."""
-    _cpu_to_scan("warm up %41")
-    small = _cpu_to_scan("redis://:$" + "a%" * 2_000 + "@h")
-    large = _cpu_to_scan("redis://:$" + "a%" * 16_000 + "@h")
+    cpu_to_scan("warm up %41")
+    small = cpu_to_scan("redis://:$" + "a%" * 2_000 + "@h")
+    large = cpu_to_scan("redis://:$" + "a%" * 16_000 + "@h")
     assert large < 24 * max(small, 1e-4), (small, large)
 
 

@@ -6,7 +6,6 @@ texts whose scan cost grew faster than their length (a run of secret words in on
 
 import random
 import string
-import time
 
 import pytest
 
@@ -14,6 +13,7 @@ from bench import secret_forms_21
 from bench.secret_forms import ALNUM, HEX, chars
 from memories.secrets import find_secret
 from memories.secrets.views import _scan_views
+from tests.scan_cost import cpu_to_scan, cpu_to_scan_repeated
 
 R = random.Random(2125)
 LETTERS = string.ascii_letters
@@ -128,16 +128,6 @@ def test_the_twenty_first_sets_keepers_neighbours_with_a_secret_are_refused(text
     assert find_secret(text), text
 
 
-def _cpu_to_scan(text: str) -> float:
-    """The least CPU time of three scans of `text` (this thread's, not the wall clock: other processes do not count)."""
-    best = float("inf")
-    for _ in range(3):
-        start = time.thread_time()
-        list(_scan_views(text))
-        best = min(best, time.thread_time() - start)
-    return best
-
-
 @pytest.mark.parametrize(
     "unit",
     [
@@ -150,9 +140,7 @@ def test_a_text_of_one_repeated_unit_costs_work_in_proportion_to_its_length(unit
     """Eight times the text costs about eight times the CPU when linear, sixty-four times when quadratic: 16,000
     characters of `secret_` took 62 times the CPU of 2,000 before (4.7 s), of `key-` 28 times (0.23 s). `password `
     was linear before too (7.7 times; its cost is the forty rules its word wakes): kept here as a guard."""
-    _cpu_to_scan("warm up secret_key")
-    small = _cpu_to_scan(unit * (2_000 // len(unit)))
-    large = _cpu_to_scan(unit * (16_000 // len(unit)))
+    small, large = cpu_to_scan_repeated(unit)
     assert large < 24 * max(small, 1e-4), (unit, small, large)
 
 
@@ -161,9 +149,9 @@ def test_a_bracket_before_a_run_of_secret_words_costs_work_in_proportion_to_its_
     """Review 24: `secret-pair` read the name around its secret word with two unbounded runs, `[\\w.-]*`, so a bracket
     before 16,000 characters of `token` was read from each of its words to its end: 32 to 41 times the CPU of 2,000
     (1.3 s for 20,000 characters; 7 times before the rule)."""
-    _cpu_to_scan("warm up secret_key")
-    small = _cpu_to_scan(opening + "token" * 400)
-    large = _cpu_to_scan(opening + "token" * 3_200)
+    cpu_to_scan("warm up secret_key")
+    small = cpu_to_scan(opening + "token" * 400)
+    large = cpu_to_scan(opening + "token" * 3_200)
     assert large < 24 * max(small, 1e-4), (opening, small, large)
 
 

@@ -4,7 +4,6 @@ new rules' cost, measured by scaling the text, not by a bound on time.
 (Values assembled at run time where a vendor's prefix is in them: no literal token in this file.)"""
 
 import random
-import time
 
 import pytest
 
@@ -12,6 +11,7 @@ from bench import secret_forms_22
 from bench.secret_forms import ALNUM, HEX, chars
 from memories.secrets import find_secret
 from memories.secrets.views import _scan_views
+from tests.scan_cost import cpu_to_scan_repeated
 
 R = random.Random(2226)
 URLSAFE = ALNUM + "-_"
@@ -136,16 +136,6 @@ def test_the_twenty_second_sets_keepers_neighbours_with_a_secret_are_refused(tex
     assert find_secret(text), text
 
 
-def _cpu_to_scan(text: str) -> float:
-    """The least CPU time of three scans of `text` (this thread's, not the wall clock: other processes do not count)."""
-    best = float("inf")
-    for _ in range(3):
-        start = time.thread_time()
-        list(_scan_views(text))
-        best = min(best, time.thread_time() - start)
-    return best
-
-
 @pytest.mark.parametrize(
     "unit",
     [
@@ -162,7 +152,5 @@ def _cpu_to_scan(text: str) -> float:
 )
 def test_the_twenty_second_sets_rules_cost_work_in_proportion_to_the_text(unit: str) -> None:
     """Eight times the text costs about eight times the CPU when linear, sixty-four times when quadratic."""
-    _cpu_to_scan("warm up secret_key")
-    small = _cpu_to_scan(unit * (2_000 // len(unit)))
-    large = _cpu_to_scan(unit * (16_000 // len(unit)))
+    small, large = cpu_to_scan_repeated(unit)
     assert large < 24 * max(small, 1e-4), (unit, small, large)

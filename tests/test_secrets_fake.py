@@ -4,13 +4,11 @@ secret's name in config (`DB_PASSWORD=supersecret`, `password: letmein`), is a s
 obvious placeholder, a type or a reference in code; every keeper (placeholders, code references, advice, hashes) is
 kept. The new patterns' cost is measured by scaling the text, not by a bound on time."""
 
-import time
-
 import pytest
 
 from bench import secret_forms_fake
 from memories.secrets import find_secret
-from memories.secrets.views import _scan_views
+from tests.scan_cost import cpu_to_scan_repeated
 
 
 @pytest.mark.parametrize("text", [text for _, text in secret_forms_fake.VENDOR_TEXTS])
@@ -77,15 +75,6 @@ def test_a_vendor_formats_obvious_placeholder_is_kept(text: str) -> None:
     assert find_secret(text) is None, text
 
 
-def _cpu_to_scan(text: str, runs: int = 3) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.thread_time()
-        list(_scan_views(text))
-        best = min(best, time.thread_time() - start)
-    return best
-
-
 @pytest.mark.parametrize(
     "unit",
     [
@@ -104,9 +93,7 @@ def _cpu_to_scan(text: str, runs: int = 3) -> float:
 )
 def test_the_fake_policys_patterns_cost_work_in_proportion_to_the_text(unit: str) -> None:
     """Eight times the text costs about eight times the CPU when linear, sixty-four times when quadratic."""
-    _cpu_to_scan("warm up secret_key")
-    small = _cpu_to_scan(unit * (2_000 // len(unit)))
-    large = _cpu_to_scan(unit * (16_000 // len(unit)))
+    small, large = cpu_to_scan_repeated(unit)
     assert large < 24 * max(small, 1e-4), (unit, small, large)
 
 

@@ -9,14 +9,13 @@ exponential pattern is stopped by an alarm (the regex engine checks for signals)
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Iterator
 from types import FrameType
 
 import pytest
 
 from memories.secrets.scan import _rules
-from memories.secrets.views import _scan_views
+from tests.scan_cost import cpu_to_scan
 
 _SMALL = 1_000
 _LARGE = 8_000
@@ -31,15 +30,6 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
     raise _TooSlow
 
 
-def _cpu(text: str, tries: int = 1) -> float:
-    best = float("inf")
-    for _ in range(tries):
-        start = time.thread_time()
-        list(_scan_views(text))
-        best = min(best, time.thread_time() - start)
-    return best
-
-
 def _units() -> Iterator[str]:
     keywords = sorted({k for rule in _rules()[0] for k in rule.keywords if k.strip()})
     for k in keywords:
@@ -47,13 +37,13 @@ def _units() -> Iterator[str]:
 
 
 def _ratio(unit: str, tries: int) -> tuple[float, float]:
-    small = _cpu(unit * (_SMALL // len(unit) + 1), tries)
-    large = _cpu(unit * (_LARGE // len(unit) + 1), tries)
+    small = cpu_to_scan(unit * (_SMALL // len(unit) + 1), tries)
+    large = cpu_to_scan(unit * (_LARGE // len(unit) + 1), tries)
     return small, large
 
 
 def test_every_rules_keywords_repeated_cost_work_in_proportion_to_the_text() -> None:
-    _cpu("warm up secret_key")
+    cpu_to_scan("warm up secret_key", runs=1)
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     slow: list[str] = []
     try:
