@@ -17,6 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
+from bench.secret_fill import ALNUM as ALNUM
+from bench.secret_fill import HEX as HEX
+from bench.secret_fill import fixed
 from bench.secret_forms_9 import HELD_OUT_9 as HELD_OUT_9
 from bench.secret_forms_9 import HELD_OUT_9_KEEP as HELD_OUT_9_KEEP
 from bench.secret_forms_10 import HELD_OUT_10 as HELD_OUT_10
@@ -52,9 +55,7 @@ Gen = Callable[[random.Random], str]
 
 UPPER_DIGITS = string.ascii_uppercase + string.digits
 BASE32 = string.ascii_uppercase + "234567"  # AWS key ids
-ALNUM = string.ascii_letters + string.digits
 LOWER_ALNUM = string.ascii_lowercase + string.digits
-HEX = "0123456789abcdef"
 B64 = ALNUM + "+/"
 URLSAFE = ALNUM + "-_"
 
@@ -1348,12 +1349,8 @@ REFUSED_BY_POLICY: list[Form] = [
 # live `yullu serve` (real PostgreSQL) at 8c1acc1: 4 of 249 refused (an algorithm's name after "key derivation:",
 # German words after "Passwort:", a Kubernetes manifest's next key after DB_PASSWORD, a port after "the PIN
 # screen uses"); all kept since.
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    return lambda r: text
-
-
 REVIEW_6_KEEP: list[Form] = [
-    (f"review6 {i}", _fixed(text))
+    (f"review6 {i}", fixed(text))
     for i, text in enumerate(json.loads((Path(__file__).parent / "data" / "review6_keep.json").read_text("utf-8")))
 ]
 
@@ -1370,7 +1367,7 @@ REVIEW_6_KEEP: list[Form] = [
 # an .env.example's next empty `NAME=` read as the value of the one before, Helm's `existingSecret:` name,
 # `ISO 9564` after "PIN", and a Solana program id after "the token program"); all kept since.
 REVIEW_7_KEEP: list[Form] = [
-    (f"review7 {i}", _fixed(text))
+    (f"review7 {i}", fixed(text))
     for i, text in enumerate(json.loads((Path(__file__).parent / "data" / "review7_keep.json").read_text("utf-8")))
 ]
 
@@ -1388,7 +1385,7 @@ REVIEW_7_KEEP: list[Form] = [
 # a YAML mapping's next key glued to a `_FILE` path, `auth_type = scram-sha-256`, ingress-nginx's `auth-secret:
 # staging-basic-auth`); all kept since.
 REVIEW_8_KEEP: list[Form] = [
-    (f"review8 {i}", _fixed(text))
+    (f"review8 {i}", fixed(text))
     for i, text in enumerate(json.loads((Path(__file__).parent / "data" / "review8_keep.json").read_text("utf-8")))
 ]
 
@@ -1401,7 +1398,7 @@ REVIEW_8_KEEP: list[Form] = [
 # review sets. First run, each stored through `POST /api/memories` on a live `yullu serve` (real PostgreSQL) at
 # bc95cab's scanner: 10 of 248 refused (see docs/security.md).
 REVIEW_9_KEEP: list[Form] = [
-    (f"review9 {i}", _fixed(text))
+    (f"review9 {i}", fixed(text))
     for i, text in enumerate(json.loads((Path(__file__).parent / "data" / "review9_keep.json").read_text("utf-8")))
 ]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import base64
 import json
 import random
-from collections.abc import Callable
 
+from bench.secret_fill import fixed
 from bench.secret_forms_9 import Form
 
 _R = random.Random(1313)
@@ -277,10 +277,5 @@ HELD_OUT_13_KEEP_TEXTS: list[str] = [
 ]
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """A form whose values were drawn once, from the module's seeded generator."""
-    return lambda _rng: text
-
-
-HELD_OUT_13: list[Form] = [(f"s13 {i + 1}", _fixed(t)) for i, t in enumerate(HELD_OUT_13_TEXTS)]
-HELD_OUT_13_KEEP: list[Form] = [(f"k13 keep {i + 1}", _fixed(t)) for i, t in enumerate(HELD_OUT_13_KEEP_TEXTS)]
+HELD_OUT_13: list[Form] = [(f"s13 {i + 1}", fixed(t)) for i, t in enumerate(HELD_OUT_13_TEXTS)]
+HELD_OUT_13_KEEP: list[Form] = [(f"k13 keep {i + 1}", fixed(t)) for i, t in enumerate(HELD_OUT_13_KEEP_TEXTS)]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import base64
 import random
 import string
-from collections.abc import Callable
 
+from bench.secret_fill import fixed
 from bench.secret_forms_9 import Form
 
 _R = random.Random(1714)
@@ -458,10 +458,5 @@ KEEP_TEXTS: list[str] = [
 ]
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts above are drawn once from their own seed; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-HELD_OUT_14: list[Form] = [(f"s14 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-HELD_OUT_14_KEEP: list[Form] = [(f"k14 keep {i + 1}", _fixed(t)) for i, t in enumerate(KEEP_TEXTS)]
+HELD_OUT_14: list[Form] = [(f"s14 {name}", fixed(text)) for name, text in SECRET_TEXTS]
+HELD_OUT_14_KEEP: list[Form] = [(f"k14 keep {i + 1}", fixed(t)) for i, t in enumerate(KEEP_TEXTS)]

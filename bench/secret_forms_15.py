@@ -14,8 +14,8 @@ import base64
 import json
 import random
 import string
-from collections.abc import Callable
 
+from bench.secret_fill import fixed
 from bench.secret_forms_9 import Form
 
 _rng = random.Random(15_2026)
@@ -552,10 +552,5 @@ _KEEP_LABELLED: list[tuple[str, str]] = [
 KEEP_TEXTS: list[str] = [text for _, text in _KEEP_LABELLED]
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts above are drawn once from their own seed; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-HELD_OUT_15: list[Form] = [(f"s15 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-HELD_OUT_15_KEEP: list[Form] = [(f"k15 keep {name}", _fixed(text)) for name, text in _KEEP_LABELLED]
+HELD_OUT_15: list[Form] = [(f"s15 {name}", fixed(text)) for name, text in SECRET_TEXTS]
+HELD_OUT_15_KEEP: list[Form] = [(f"k15 keep {name}", fixed(text)) for name, text in _KEEP_LABELLED]

@@ -17,8 +17,8 @@ from __future__ import annotations
 import base64
 import json
 import random
-from collections.abc import Callable
 
+from bench.secret_fill import fixed
 from bench.secret_forms_9 import Form
 
 _RNG = random.Random(16_016)
@@ -370,10 +370,5 @@ KEEP_TEXTS: list[tuple[str, str]] = [
 ]
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts above are drawn once from their own seed; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-HELD_OUT_16: list[Form] = [(f"s16 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-HELD_OUT_16_KEEP: list[Form] = [(f"k16 keep {name}", _fixed(text)) for name, text in KEEP_TEXTS]
+HELD_OUT_16: list[Form] = [(f"s16 {name}", fixed(text)) for name, text in SECRET_TEXTS]
+HELD_OUT_16_KEEP: list[Form] = [(f"k16 keep {name}", fixed(text)) for name, text in KEEP_TEXTS]

@@ -21,8 +21,8 @@ from __future__ import annotations
 import base64
 import random
 import string
-from collections.abc import Callable
 
+from bench.secret_fill import fixed
 from bench.secret_forms_9 import Form
 
 _R = random.Random(1717)
@@ -850,10 +850,5 @@ KEEP_TEXTS: list[tuple[str, str]] = [
 ]
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts above are drawn once from their own seed; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-HELD_OUT_17: list[Form] = [(f"s17 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-HELD_OUT_17_KEEP: list[Form] = [(f"k17 keep {name}", _fixed(text)) for name, text in KEEP_TEXTS]
+HELD_OUT_17: list[Form] = [(f"s17 {name}", fixed(text)) for name, text in SECRET_TEXTS]
+HELD_OUT_17_KEEP: list[Form] = [(f"k17 keep {name}", fixed(text)) for name, text in KEEP_TEXTS]

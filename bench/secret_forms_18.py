@@ -26,8 +26,8 @@ import json
 import random
 import string
 import uuid
-from collections.abc import Callable
 
+from bench.secret_fill import fixed
 from bench.secret_forms_9 import Form
 
 _R = random.Random(1818)
@@ -1198,10 +1198,5 @@ KEEP_TEXTS: list[tuple[str, str]] = [
 ]
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts above are drawn once from their own seed; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-HELD_OUT_18: list[Form] = [(f"s18 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-HELD_OUT_18_KEEP: list[Form] = [(f"k18 keep {name}", _fixed(text)) for name, text in KEEP_TEXTS]
+HELD_OUT_18: list[Form] = [(f"s18 {name}", fixed(text)) for name, text in SECRET_TEXTS]
+HELD_OUT_18_KEEP: list[Form] = [(f"k18 keep {name}", fixed(text)) for name, text in KEEP_TEXTS]

@@ -22,15 +22,22 @@ from __future__ import annotations
 
 import base64
 import json
-import random
 import string
-import uuid
-from collections.abc import Callable
 from urllib.parse import quote
 
+from bench.secret_fill import Filler, fixed, lines, part
 from bench.secret_forms_9 import Form
 
-_R = random.Random(1919)
+_F = Filler(1919)
+_R = _F.rng
+_v = _F.v
+_hex = _F.hex
+_bytes = _F.bytes
+_b64 = _F.b64
+_b64url = _F.b64url
+_uuid = _F.uuid
+_jwt = _F.jwt
+_ipv4 = _F.ip
 _ALNUM = string.ascii_letters + string.digits
 _LOWER_DIGITS = string.ascii_lowercase + string.digits
 _UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -43,20 +50,9 @@ _WORDS = [
 ]  # fmt: skip
 
 
-def _v(n: int, alphabet: str = _ALNUM) -> str:
-    return "".join(_R.choice(alphabet) for _ in range(n))
-
-
-def _hex(n: int) -> str:
-    return _v(n, _HEX)
-
-
 def _pw(n: int = 12) -> str:
     """A generated password: letters, digits and a symbol or two, in no fixed place."""
-    chars = [_R.choice(string.ascii_uppercase), _R.choice(string.digits), _R.choice("!#%*@-_+$")]
-    chars += [_R.choice(_ALNUM + "!#%*") for _ in range(n - 3)]
-    _R.shuffle(chars)
-    return "".join(chars)
+    return _F.pw(n, "!#%*@-_+$", "!#%*")
 
 
 def _human_pw() -> str:
@@ -65,45 +61,13 @@ def _human_pw() -> str:
     return f"{a}{_R.choice('-_.')}{b.capitalize()}{_R.randint(10, 9999)}{_R.choice('!?#$')}"
 
 
-def _bytes(n: int) -> bytes:
-    return bytes(_R.getrandbits(8) for _ in range(n))
-
-
-def _b64(n_bytes: int) -> str:
-    return base64.b64encode(_bytes(n_bytes)).decode()
-
-
-def _b64url(n_bytes: int) -> str:
-    return base64.urlsafe_b64encode(_bytes(n_bytes)).decode().rstrip("=")
-
-
-def _uuid() -> str:
-    return str(uuid.UUID(int=_R.getrandbits(128), version=4))
-
-
-def _part(obj: dict[str, object]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def _jwt(payload: dict[str, object], alg: str = "HS256", sig_bytes: int = 32) -> str:
-    return f"{_part({'alg': alg, 'typ': 'JWT'})}.{_part(payload)}.{_b64url(sig_bytes)}"
-
-
-def _lines(text: str, width: int = 64) -> str:
-    return "\n".join(text[i : i + width] for i in range(0, len(text), width))
-
-
-def _ipv4() -> str:
-    return f"10.{_R.randint(0, 255)}.{_R.randint(0, 255)}.{_R.randint(1, 254)}"
-
-
-_PPK_PRIVATE = _lines(_b64(48), 64)
-_PPK_PUBLIC = _lines("AAAAC3NzaC1lZDI1NTE5AAAAI" + _b64(32), 64)
+_PPK_PRIVATE = lines(_b64(48), 64)
+_PPK_PUBLIC = lines("AAAAC3NzaC1lZDI1NTE5AAAAI" + _b64(32), 64)
 _KUBE_KEY = base64.b64encode(
-    ("-----BEGIN EC PRIVATE KEY-----\n" + _lines(_b64(121)) + "\n-----END EC PRIVATE KEY-----\n").encode()
+    ("-----BEGIN EC PRIVATE KEY-----\n" + lines(_b64(121)) + "\n-----END EC PRIVATE KEY-----\n").encode()
 ).decode()
 _KUBE_CERT = base64.b64encode(
-    ("-----BEGIN CERTIFICATE-----\n" + _lines(_b64(400)) + "\n-----END CERTIFICATE-----\n").encode()
+    ("-----BEGIN CERTIFICATE-----\n" + lines(_b64(400)) + "\n-----END CERTIFICATE-----\n").encode()
 ).decode()
 _ANTHROPIC = "sk-ant-api03-" + _v(93, _URLSAFE) + "AA"
 _SPLIT_TOKEN = "ghp_" + _v(36)
@@ -249,7 +213,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     (
         "mapbox secret token",
         "MAPBOX_DOWNLOADS_TOKEN=sk."
-        + _part({"u": _R.choice(_WORDS) + str(_R.randint(1, 99)), "a": _v(25, _LOWER_DIGITS)})
+        + part({"u": _R.choice(_WORDS) + str(_R.randint(1, 99)), "a": _v(25, _LOWER_DIGITS)})
         + "."
         + _v(22, _URLSAFE),
     ),
@@ -362,7 +326,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     (
         "openssh key pasted in chat",
         "can you keep this for later:\n-----BEGIN OPENSSH PRIVATE KEY-----\n"
-        f"{_lines('b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW' + _b64(260), 70)}\n--"
+        f"{lines('b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW' + _b64(260), 70)}\n--"
         "---END OPENSSH PRIVATE KEY-----",
     ),
     # --- SSO client secrets ---
@@ -672,7 +636,7 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     ),
     (
         "mapbox public token",
-        "mapboxgl.accessToken = 'pk." + _part({"u": "acme", "a": _v(25, _LOWER_DIGITS)}) + "." + _v(22, _URLSAFE) + "'",
+        "mapboxgl.accessToken = 'pk." + part({"u": "acme", "a": _v(25, _LOWER_DIGITS)}) + "." + _v(22, _URLSAFE) + "'",
     ),
     ("recaptcha site key", f'<div class="g-recaptcha" data-sitekey="6L{_v(38, _URLSAFE)}"></div>'),
     (
@@ -693,12 +657,12 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     ("ethereum address", f"send the testnet ETH to 0x{_hex(40)}"),
     (
         "pem public key",
-        f"-----BEGIN PUBLIC KEY-----\n{_lines('MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA' + _b64(250))}\n----"
+        f"-----BEGIN PUBLIC KEY-----\n{lines('MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA' + _b64(250))}\n----"
         "-END PUBLIC KEY-----",
     ),
     (
         "certificate",
-        f"-----BEGIN CERTIFICATE-----\n{_lines('MIIDdzCCAl+gAwIBAgIE' + _b64(300))}\n-----END CERTIFICATE-----",
+        f"-----BEGIN CERTIFICATE-----\n{lines('MIIDdzCCAl+gAwIBAgIE' + _b64(300))}\n-----END CERTIFICATE-----",
     ),
     (
         "ppk public part only",
@@ -761,11 +725,6 @@ POLICY_TEXTS: list[tuple[str, str]] = [
 ]
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts above are drawn once from their own seed; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-HELD_OUT_19: list[Form] = [(f"s19 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-HELD_OUT_19_KEEP: list[Form] = [(f"k19 keep {name}", _fixed(text)) for name, text in KEEP_TEXTS]
-REFUSED_BY_POLICY_19: list[Form] = [(f"k19 policy {name}", _fixed(text)) for name, text in POLICY_TEXTS]
+HELD_OUT_19: list[Form] = [(f"s19 {name}", fixed(text)) for name, text in SECRET_TEXTS]
+HELD_OUT_19_KEEP: list[Form] = [(f"k19 keep {name}", fixed(text)) for name, text in KEEP_TEXTS]
+REFUSED_BY_POLICY_19: list[Form] = [(f"k19 policy {name}", fixed(text)) for name, text in POLICY_TEXTS]

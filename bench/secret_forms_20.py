@@ -27,16 +27,23 @@ re-runs the file with other seeds.
 
 from __future__ import annotations
 
-import base64
 import json
-import random
 import string
-import uuid
-from collections.abc import Callable
 
+from bench.secret_fill import Filler, enc, fixed, lines
 from bench.secret_forms_9 import Form
 
-_R = random.Random(2020)
+_F = Filler(2020)
+_R = _F.rng
+_v = _F.v
+_hex = _F.hex
+_b64 = _F.b64
+_b64url = _F.b64url
+_uuid = _F.uuid
+_jwt = _F.jwt
+_pem = _F.pem
+_ipv4 = _F.ip
+_epoch = _F.epoch
 _ALNUM = string.ascii_letters + string.digits
 _LOWER_DIGITS = string.ascii_lowercase + string.digits
 _UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -49,74 +56,19 @@ _WORDS = [
 ]  # fmt: skip
 
 
-def _v(n: int, alphabet: str = _ALNUM) -> str:
-    return "".join(_R.choice(alphabet) for _ in range(n))
-
-
-def _hex(n: int) -> str:
-    return _v(n, _HEX)
-
-
 def _HEXU(n: int) -> str:
     return _v(n, "0123456789ABCDEF")
 
 
 def _pw(n: int = 14) -> str:
     """A generated password: letters, digits and a symbol or two, in no fixed place."""
-    chars = [_R.choice(string.ascii_uppercase), _R.choice(string.digits), _R.choice("!#%*@-_+^")]
-    chars += [_R.choice(_ALNUM + "!#%*^") for _ in range(n - 3)]
-    _R.shuffle(chars)
-    return "".join(chars)
+    return _F.pw(n, "!#%*@-_+^", "!#%*^")
 
 
 def _human_pw() -> str:
     """A password a person made up: two words, digits, a symbol."""
     a, b = _R.sample(_WORDS, 2)
     return f"{a.capitalize()}{_R.choice('-_.')}{b}{_R.randint(10, 9999)}{_R.choice('!?#&')}"
-
-
-def _bytes(n: int) -> bytes:
-    return bytes(_R.getrandbits(8) for _ in range(n))
-
-
-def _b64(n_bytes: int) -> str:
-    return base64.b64encode(_bytes(n_bytes)).decode()
-
-
-def _b64url(n_bytes: int) -> str:
-    return base64.urlsafe_b64encode(_bytes(n_bytes)).decode().rstrip("=")
-
-
-def _enc(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-def _uuid() -> str:
-    return str(uuid.UUID(int=_R.getrandbits(128), version=4))
-
-
-def _part(obj: dict[str, object]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def _jwt(payload: dict[str, object], alg: str = "HS256", sig_bytes: int = 32) -> str:
-    return f"{_part({'alg': alg, 'typ': 'JWT'})}.{_part(payload)}.{_b64url(sig_bytes)}"
-
-
-def _lines(text: str, width: int = 64) -> str:
-    return "\n".join(text[i : i + width] for i in range(0, len(text), width))
-
-
-def _pem(kind: str, n_bytes: int = 1190) -> str:
-    return f"-----BEGIN {kind}-----\n{_lines(_b64(n_bytes))}\n-----END {kind}-----"
-
-
-def _ipv4() -> str:
-    return f"10.{_R.randint(0, 255)}.{_R.randint(0, 255)}.{_R.randint(1, 254)}"
-
-
-def _epoch() -> int:
-    return _R.randint(1_760_000_000, 1_790_000_000)
 
 
 _USER = _R.choice(["deploy", "svc_app", "ci-bot", "admin", "jenkins", "release", "app_rw"])
@@ -136,7 +88,7 @@ _SA_JSON = json.dumps(
 )
 _SPLIT_SLACK = "xoxb-" + f"{_R.randint(10**11, 10**12 - 1)}-{_R.randint(10**12, 10**13 - 1)}-{_v(24)}"
 _PYPI = "pypi-AgEIcHlwaS5vcmc" + _v(150, _URLSAFE)
-_DOCKER_AUTH = _enc(f"{_USER}:dckr_pat_{_v(27, _URLSAFE)}")
+_DOCKER_AUTH = enc(f"{_USER}:dckr_pat_{_v(27, _URLSAFE)}")
 _KUBE_TOKEN = _jwt(
     {"iss": "kubernetes/serviceaccount", "sub": "system:serviceaccount:ci:deployer", "exp": _epoch()}, "RS256", 256
 )
@@ -207,7 +159,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ("grafana service account token", f"GRAFANA_TOKEN=glsa_{_v(32)}_{_hex(8)}"),
     (
         "grafana cloud token",
-        f"grafana cloud access policy token: glc_{_enc(json.dumps({'o': str(_R.randint(100000, 999999)), 'n': 'stack-otlp', 'k': _v(24), 'm': {'r': 'prod-eu-west-2'}}))}",
+        f"grafana cloud access policy token: glc_{enc(json.dumps({'o': str(_R.randint(100000, 999999)), 'n': 'stack-otlp', 'k': _v(24), 'm': {'r': 'prod-eu-west-2'}}))}",
     ),
     ("dynatrace token", f"DT_API_TOKEN=dt0c01.{_v(24, _UPPER_DIGITS)}.{_v(64, _UPPER_DIGITS)}"),
     (
@@ -216,10 +168,10 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ),
     ("rollbar token", f"ROLLBAR_ACCESS_TOKEN={_hex(32)}"),
     ("axiom token", f"AXIOM_TOKEN=xaat-{_uuid()}"),
-    ("elastic api key header", f"Authorization: ApiKey {_enc(_v(20, _URLSAFE) + ':' + _v(22, _URLSAFE))}"),
+    ("elastic api key header", f"Authorization: ApiKey {enc(_v(20, _URLSAFE) + ':' + _v(22, _URLSAFE))}"),
     (
         "elastic cloud auth",
-        f'cloud.id: "acme-prod:{_enc("eu-west-1.aws.found.io$" + _hex(32) + "$" + _hex(32))}"\ncloud.auth: "elastic:{_pw(24)}"',
+        f'cloud.id: "acme-prod:{enc("eu-west-1.aws.found.io$" + _hex(32) + "$" + _hex(32))}"\ncloud.auth: "elastic:{_pw(24)}"',
     ),
     ("coralogix key", f"CORALOGIX_PRIVATE_KEY=cxtp_{_v(30)}"),
     (
@@ -260,7 +212,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ("mistral key toml", f'[providers.mistral]\napi_key = "{_v(32)}"'),
     # --- package registries ---
     ("npm token npmrc", f"//registry.npmjs.org/:_authToken=npm_{_v(36)}"),
-    ("npmrc basic auth", f"registry=https://npm.acme.io/\n_auth={_enc(_USER + ':' + _pw())}\nalways-auth=true"),
+    ("npmrc basic auth", f"registry=https://npm.acme.io/\n_auth={enc(_USER + ':' + _pw())}\nalways-auth=true"),
     ("pypi token pypirc", f"[pypi]\n  username = __token__\n  password = {_PYPI}"),
     ("pypi token twine", f"TWINE_USERNAME=__token__ TWINE_PASSWORD={_PYPI} twine upload dist/*"),
     ("rubygems key", f"---\n:rubygems_api_key: rubygems_{_hex(48)}"),
@@ -440,19 +392,19 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ("netrc one line", f"machine nexus.acme.io login {_USER} password {_pw()}"),
     ("pgpass", f"db.acme.io:5432:*:{_USER}:{_pw()}"),
     ("docker config json", json.dumps({"auths": {"https://index.docker.io/v1/": {"auth": _DOCKER_AUTH}}}, indent=2)),
-    ("docker config ghcr", json.dumps({"auths": {"ghcr.io": {"auth": _enc(_USER + ":ghp_" + _v(36))}}})),
+    ("docker config ghcr", json.dumps({"auths": {"ghcr.io": {"auth": enc(_USER + ":ghp_" + _v(36))}}})),
     ("kubeconfig token", f"users:\n- name: ci-deployer\n  user:\n    token: {_KUBE_TOKEN}"),
     (
         "kubeconfig client key",
-        f"users:\n- name: admin\n  user:\n    client-certificate-data: {_b64(600)}\n    client-key-data: {_enc(_RSA_PEM)}",
+        f"users:\n- name: admin\n  user:\n    client-certificate-data: {_b64(600)}\n    client-key-data: {enc(_RSA_PEM)}",
     ),
     (
         "k8s secret manifest",
-        f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: api\ntype: Opaque\ndata:\n  DATABASE_PASSWORD: {_enc(_pw())}\n  STRIPE_KEY: {_enc('sk_live_' + _v(24))}",
+        f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: api\ntype: Opaque\ndata:\n  DATABASE_PASSWORD: {enc(_pw())}\n  STRIPE_KEY: {enc('sk_live_' + _v(24))}",
     ),
     (
         "k8s dockerconfigjson",
-        f"data:\n  .dockerconfigjson: {_enc(json.dumps({'auths': {'registry.acme.io': {'username': _USER, 'password': _pw(), 'auth': _enc(_USER + ':x')}}}))}",
+        f"data:\n  .dockerconfigjson: {enc(json.dumps({'auths': {'registry.acme.io': {'username': _USER, 'password': _pw(), 'auth': enc(_USER + ':x')}}}))}",
     ),
     ("git credentials", f"https://{_USER}:{_pw()}@git.acme.io"),
     ("gh hosts yml", f"github.com:\n    oauth_token: gho_{_v(36)}\n    user: {_USER}\n    git_protocol: https"),
@@ -529,7 +481,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     # --- private keys in odd wrappings ---
     ("pem in json escaped", json.dumps({"key": _RSA_PEM})),
     ("pem in yaml block", "tls:\n  key: |\n    " + _EC_PEM.replace("\n", "\n    ")),
-    ("pem base64 env", f"SSH_PRIVATE_KEY_B64={_enc(_pem('OPENSSH PRIVATE KEY', 400))}"),
+    ("pem base64 env", f"SSH_PRIVATE_KEY_B64={enc(_pem('OPENSSH PRIVATE KEY', 400))}"),
     (
         "jwk private",
         json.dumps(
@@ -538,7 +490,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ),
     (
         "pgp private block",
-        f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{_lines(_b64(900))}\n={_b64(3)}\n-----END PGP PRIVATE KEY BLOCK-----",
+        f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{lines(_b64(900))}\n={_b64(3)}\n-----END PGP PRIVATE KEY BLOCK-----",
     ),
     ("pkcs12 base64 env", f"SIGNING_CERT_P12={_b64(1600)}\nSIGNING_CERT_PASSWORD={_pw()}"),
     ("pem key one line env", 'PRIVATE_KEY="' + _PKCS8_PEM.replace("\n", "\\n") + '"'),
@@ -548,9 +500,9 @@ SECRET_TEXTS: list[tuple[str, str]] = [
         json.dumps({"name": f"organizations/{_uuid()}/apiKeys/{_uuid()}", "privateKey": _EC_PEM + "\n"}),
     ),
     # --- base64'd credentials ---
-    ("basic auth header", f"Authorization: Basic {_enc(_USER + ':' + _pw())}"),
-    ("basic auth in python", f"headers = {{'Authorization': 'Basic {_enc('api:' + _v(32))}'}}"),
-    ("base64 password in yaml", f"# base64 of the prod db password\ndb_password_b64: {_enc(_human_pw())}"),
+    ("basic auth header", f"Authorization: Basic {enc(_USER + ':' + _pw())}"),
+    ("basic auth in python", f"headers = {{'Authorization': 'Basic {enc('api:' + _v(32))}'}}"),
+    ("base64 password in yaml", f"# base64 of the prod db password\ndb_password_b64: {enc(_human_pw())}"),
     # --- split across lines / concatenated ---
     ("slack token concatenated", f'token = (\n    "{_SPLIT_SLACK[:20]}"\n    "{_SPLIT_SLACK[20:]}"\n)'),
     ("pypi token folded yaml", f"env:\n  TWINE_PASSWORD: >-\n    {_PYPI[:60]}\n    {_PYPI[60:120]}\n    {_PYPI[120:]}"),
@@ -654,10 +606,10 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     ("ssh fingerprint", f"ED25519 key fingerprint is SHA256:{_b64(32).rstrip('=')}."),
     (
         "pgp public block",
-        f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n{_lines(_b64(400))}\n-----END PGP PUBLIC KEY BLOCK-----",
+        f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n{lines(_b64(400))}\n-----END PGP PUBLIC KEY BLOCK-----",
     ),
-    ("certificate", f"-----BEGIN CERTIFICATE-----\n{_lines(_b64(900))}\n-----END CERTIFICATE-----"),
-    ("public key pem", f"-----BEGIN PUBLIC KEY-----\n{_lines(_b64(294))}\n-----END PUBLIC KEY-----"),
+    ("certificate", f"-----BEGIN CERTIFICATE-----\n{lines(_b64(900))}\n-----END CERTIFICATE-----"),
+    ("public key pem", f"-----BEGIN PUBLIC KEY-----\n{lines(_b64(294))}\n-----END PUBLIC KEY-----"),
     (
         "gpg fingerprint",
         f"pub   ed25519 2025-01-04 [SC]\n      {_HEXU(40)}\nuid           [ultimate] Jo Park <jo@acme.io>",
@@ -765,11 +717,6 @@ KEEP_TEXTS: list[tuple[str, str]] = [
 POLICY_TEXTS: list[tuple[str, str]] = []
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts above are drawn once from their own seed; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-HELD_OUT_20: list[Form] = [(f"s20 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-HELD_OUT_20_KEEP: list[Form] = [(f"k20 keep {name}", _fixed(text)) for name, text in KEEP_TEXTS]
-REFUSED_BY_POLICY_20: list[Form] = [(f"k20 policy {name}", _fixed(text)) for name, text in POLICY_TEXTS]
+HELD_OUT_20: list[Form] = [(f"s20 {name}", fixed(text)) for name, text in SECRET_TEXTS]
+HELD_OUT_20_KEEP: list[Form] = [(f"k20 keep {name}", fixed(text)) for name, text in KEEP_TEXTS]
+REFUSED_BY_POLICY_20: list[Form] = [(f"k20 policy {name}", fixed(text)) for name, text in POLICY_TEXTS]

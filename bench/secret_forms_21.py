@@ -30,17 +30,24 @@ re-runs the file with other seeds.
 
 from __future__ import annotations
 
-import base64
 import json
-import random
 import string
-import uuid
-from collections.abc import Callable
 from urllib.parse import quote
 
+from bench.secret_fill import Filler, enc, fixed, lines
 from bench.secret_forms_9 import Form
 
-_R = random.Random(2121)
+_F = Filler(2121)
+_R = _F.rng
+_v = _F.v
+_hex = _F.hex
+_b64 = _F.b64
+_b64url = _F.b64url
+_uuid = _F.uuid
+_jwt = _F.jwt
+_pem = _F.pem
+_ip = _F.ip
+_epoch = _F.epoch
 _ALNUM = string.ascii_letters + string.digits
 _LOWER_DIGITS = string.ascii_lowercase + string.digits
 _UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -62,70 +69,15 @@ _BIP39 = [
 ]  # fmt: skip
 
 
-def _v(n: int, alphabet: str = _ALNUM) -> str:
-    return "".join(_R.choice(alphabet) for _ in range(n))
-
-
-def _hex(n: int) -> str:
-    return _v(n, _HEX)
-
-
 def _pw(n: int = 14) -> str:
     """A generated password: letters, digits and a symbol or two, in no fixed place."""
-    chars = [_R.choice(string.ascii_uppercase), _R.choice(string.digits), _R.choice("!#%*@-_+^")]
-    chars += [_R.choice(_ALNUM + "!#%*^") for _ in range(n - 3)]
-    _R.shuffle(chars)
-    return "".join(chars)
+    return _F.pw(n, "!#%*@-_+^", "!#%*^")
 
 
 def _human_pw() -> str:
     """A password a person made up: two words, digits, a symbol."""
     a, b = _R.sample(_WORDS, 2)
     return f"{a.capitalize()}{_R.choice('-_.')}{b}{_R.randint(10, 9999)}{_R.choice('!?#&')}"
-
-
-def _bytes(n: int) -> bytes:
-    return bytes(_R.getrandbits(8) for _ in range(n))
-
-
-def _b64(n_bytes: int) -> str:
-    return base64.b64encode(_bytes(n_bytes)).decode()
-
-
-def _b64url(n_bytes: int) -> str:
-    return base64.urlsafe_b64encode(_bytes(n_bytes)).decode().rstrip("=")
-
-
-def _enc(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-def _uuid() -> str:
-    return str(uuid.UUID(int=_R.getrandbits(128), version=4))
-
-
-def _part(obj: dict[str, object]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def _jwt(payload: dict[str, object], alg: str = "HS256", sig_bytes: int = 32) -> str:
-    return f"{_part({'alg': alg, 'typ': 'JWT'})}.{_part(payload)}.{_b64url(sig_bytes)}"
-
-
-def _lines(text: str, width: int = 64) -> str:
-    return "\n".join(text[i : i + width] for i in range(0, len(text), width))
-
-
-def _pem(kind: str, n_bytes: int = 1190) -> str:
-    return f"-----BEGIN {kind}-----\n{_lines(_b64(n_bytes))}\n-----END {kind}-----"
-
-
-def _ip() -> str:
-    return f"10.{_R.randint(0, 255)}.{_R.randint(0, 255)}.{_R.randint(1, 254)}"
-
-
-def _epoch() -> int:
-    return _R.randint(1_760_000_000, 1_790_000_000)
 
 
 def _akia() -> str:
@@ -144,7 +96,7 @@ _USER = _R.choice(["deploy", "svc_api", "ci-runner", "admin", "etl", "backup", "
 _HOST = _R.choice(["db-prod-1.internal", "pg.acme.io", "10.0.3.17", "mysql.eu-west-1.rds.amazonaws.com"])
 _BEARER = _jwt({"sub": _uuid(), "iss": "https://auth.acme.io/", "exp": _epoch(), "scope": "read write"}, "RS256", 256)
 _SESSION = _b64url(32)
-_BASIC = _enc(f"{_USER}:{_pw()}")
+_BASIC = enc(f"{_USER}:{_pw()}")
 _AWS_ID, _AWS_SECRET = _akia(), _aws_secret()
 _SESSION_TOKEN = "FwoGZXIvYXdzE" + _v(300, _B64)
 _AZ_SAS_SIG = quote(_b64(32), safe="")
@@ -154,7 +106,7 @@ _ACCT_KEY = _b64(64)
 _SB_KEY = _b64(32)
 _SSH_KEY = (
     "-----BEGIN OPENSSH PRIVATE KEY-----\n"
-    + _lines("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" + _b64(380), 70)
+    + lines("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" + _b64(380), 70)
     + "\n-----END OPENSSH PRIVATE KEY-----"
 )
 _SEED_WORDS = " ".join(_R.choice(_BIP39) for _ in range(12))
@@ -210,7 +162,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ),
     (
         "requests wire log basic auth",
-        f"send: b'POST /oauth/token HTTP/1.1\\r\\nHost: login.acme.io\\r\\nUser-Agent: python-requests/2.31.0\\r\\nAuthorization: Basic {_enc(_uuid() + ':' + _v(40, _URLSAFE))}\\r\\nContent-Length: 29\\r\\n\\r\\n'\nreply: 'HTTP/1.1 400 Bad Request\\r\\n'",
+        f"send: b'POST /oauth/token HTTP/1.1\\r\\nHost: login.acme.io\\r\\nUser-Agent: python-requests/2.31.0\\r\\nAuthorization: Basic {enc(_uuid() + ':' + _v(40, _URLSAFE))}\\r\\nContent-Length: 29\\r\\n\\r\\n'\nreply: 'HTTP/1.1 400 Bad Request\\r\\n'",
     ),
     (
         "httpie output token header",
@@ -593,7 +545,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ),
     ("python raw string", f"password = r'{_pw(14)}\\x'"),
     ("wrapped github token", f"here is the token i got:\n{_WRAPPED[:20]}\n{_WRAPPED[20:]}"),
-    ("wrapped jwt in chat", "service role key (it got wrapped):\n" + _lines(_LONG_JWT, 76)),
+    ("wrapped jwt in chat", "service role key (it got wrapped):\n" + lines(_LONG_JWT, 76)),
     (
         "line continuation",
         f"curl https://api.acme.io/v1/sync \\\n  -H 'Content-Type: application/json' \\\n  -H 'X-Api-Secret: {_v(40)}' \\\n  -d '{{}}'",
@@ -918,7 +870,7 @@ KEEP_TEXTS: list[tuple[str, str]] = [
     ),
     (
         "base64 of a config",
-        f"config.json base64'd for the ConfigMap: {_enc(json.dumps({'theme': 'dark', 'locale': 'de-DE', 'features': ['beta-search', 'new-nav']}))}",
+        f"config.json base64'd for the ConfigMap: {enc(json.dumps({'theme': 'dark', 'locale': 'de-DE', 'features': ['beta-search', 'new-nav']}))}",
     ),
     (
         "md table env names",
@@ -948,11 +900,6 @@ POLICY_TEXTS: list[tuple[str, str]] = [
 ]
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts above are drawn once from their own seed; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-HELD_OUT_21: list[Form] = [(f"s21 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-HELD_OUT_21_KEEP: list[Form] = [(f"k21 keep {name}", _fixed(text)) for name, text in KEEP_TEXTS]
-REFUSED_BY_POLICY_21: list[Form] = [(f"k21 policy {name}", _fixed(text)) for name, text in POLICY_TEXTS]
+HELD_OUT_21: list[Form] = [(f"s21 {name}", fixed(text)) for name, text in SECRET_TEXTS]
+HELD_OUT_21_KEEP: list[Form] = [(f"k21 keep {name}", fixed(text)) for name, text in KEEP_TEXTS]
+REFUSED_BY_POLICY_21: list[Form] = [(f"k21 policy {name}", fixed(text)) for name, text in POLICY_TEXTS]

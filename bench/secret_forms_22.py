@@ -23,18 +23,24 @@ re-runs the file with other seeds.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
-import random
 import string
-import uuid
-from collections.abc import Callable
 from urllib.parse import quote
 
+from bench.secret_fill import Filler, enc, fixed, lines
 from bench.secret_forms_9 import Form
 
-_R = random.Random(2222)
+_F = Filler(2222)
+_R = _F.rng
+_v = _F.v
+_hex = _F.hex
+_b64 = _F.b64
+_b64url = _F.b64url
+_uuid = _F.uuid
+_jwt = _F.jwt
+_pem = _F.pem
+_epoch = _F.epoch
 _ALNUM = string.ascii_letters + string.digits
 _LOWER_DIGITS = string.ascii_lowercase + string.digits
 _UPPER_DIGITS = string.ascii_uppercase + string.digits
@@ -48,66 +54,15 @@ _WORDS = [
 ]  # fmt: skip
 
 
-def _v(n: int, alphabet: str = _ALNUM) -> str:
-    return "".join(_R.choice(alphabet) for _ in range(n))
-
-
-def _hex(n: int) -> str:
-    return _v(n, _HEX)
-
-
 def _pw(n: int = 16) -> str:
     """A generated password: letters, digits and a symbol or two, in no fixed place."""
-    chars = [_R.choice(string.ascii_uppercase), _R.choice(string.digits), _R.choice("!#%*@-_+^$")]
-    chars += [_R.choice(_ALNUM + "!#%*^") for _ in range(n - 3)]
-    _R.shuffle(chars)
-    return "".join(chars)
+    return _F.pw(n, "!#%*@-_+^$", "!#%*^")
 
 
 def _human_pw() -> str:
     """A password a person made up: a word or two, digits, a symbol."""
     a, b = _R.sample(_WORDS, 2)
     return f"{a.capitalize()}{_R.choice(['', '-', '_', '.'])}{b}{_R.randint(1, 9999)}{_R.choice('!?#&$')}"
-
-
-def _bytes(n: int) -> bytes:
-    return bytes(_R.getrandbits(8) for _ in range(n))
-
-
-def _b64(n_bytes: int) -> str:
-    return base64.b64encode(_bytes(n_bytes)).decode()
-
-
-def _b64url(n_bytes: int) -> str:
-    return base64.urlsafe_b64encode(_bytes(n_bytes)).decode().rstrip("=")
-
-
-def _enc(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-def _uuid() -> str:
-    return str(uuid.UUID(int=_R.getrandbits(128), version=4))
-
-
-def _part(obj: dict[str, object]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def _jwt(payload: dict[str, object], alg: str = "HS256", sig_bytes: int = 32) -> str:
-    return f"{_part({'alg': alg, 'typ': 'JWT'})}.{_part(payload)}.{_b64url(sig_bytes)}"
-
-
-def _lines(text: str, width: int = 64) -> str:
-    return "\n".join(text[i : i + width] for i in range(0, len(text), width))
-
-
-def _pem(kind: str, n_bytes: int = 1190) -> str:
-    return f"-----BEGIN {kind}-----\n{_lines(_b64(n_bytes))}\n-----END {kind}-----"
-
-
-def _epoch() -> int:
-    return _R.randint(1_760_000_000, 1_790_000_000)
 
 
 def _digits(n: int) -> str:
@@ -154,15 +109,15 @@ _PKCS8 = _pem("PRIVATE KEY", 1218)
 _ENC_PKCS8 = _pem("ENCRYPTED PRIVATE KEY", 1298)
 _OPENSSH = (
     "-----BEGIN OPENSSH PRIVATE KEY-----\n"
-    + _lines("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW" + _b64(330), 70)
+    + lines("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW" + _b64(330), 70)
     + "\n-----END OPENSSH PRIVATE KEY-----"
 )
 _GCP_KEY_ESCAPED = (
-    "-----BEGIN PRIVATE KEY-----\\n" + "\\n".join(_lines(_b64(1218)).split("\n")) + "\\n-----END PRIVATE KEY-----\\n"
+    "-----BEGIN PRIVATE KEY-----\\n" + "\\n".join(lines(_b64(1218)).split("\n")) + "\\n-----END PRIVATE KEY-----\\n"
 )
 _PUTTY = (
     "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: eddsa-key-20260114\nPublic-Lines: 2\n"
-    + _lines("AAAAC3NzaC1lZDI1NTE5AAAAI" + _b64(32), 64)
+    + lines("AAAAC3NzaC1lZDI1NTE5AAAAI" + _b64(32), 64)
     + "\nPrivate-Lines: 1\n"
     + _b64(36)
     + "\nPrivate-MAC: "
@@ -170,15 +125,15 @@ _PUTTY = (
 )
 _PUTTY2 = (
     "PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nComment: rsa-key-20250302\nPublic-Lines: 6\n"
-    + _lines("AAAAB3NzaC1yc2EAAAADAQABAAABAQ" + _b64(250), 64)
+    + lines("AAAAB3NzaC1yc2EAAAADAQABAAABAQ" + _b64(250), 64)
     + "\nPrivate-Lines: 14\n"
-    + _lines(_b64(880), 64)
+    + lines(_b64(880), 64)
     + "\nPrivate-MAC: "
     + _hex(40)
 )
 _PGP = (
     "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n"
-    + _lines("lQOYBG" + _b64(900), 64)
+    + lines("lQOYBG" + _b64(900), 64)
     + "\n="
     + _v(4, _B64)
     + "\n-----END PGP PRIVATE KEY BLOCK-----"
@@ -202,8 +157,8 @@ _JWK_RSA = json.dumps(
 _JWK_EC = json.dumps({"kty": "EC", "crv": "P-256", "x": _b64url(32), "y": _b64url(32), "d": _b64url(32)})
 _JWK_OKP = json.dumps({"kty": "OKP", "crv": "Ed25519", "x": _b64url(32), "d": _b64url(32)})
 _JWK_OCT = json.dumps({"kty": "oct", "kid": "hmac-1", "alg": "HS256", "k": _b64url(32)})
-_DOCKER_AUTH = _enc(f"{_USER}:{_pw()}")
-_GHCR_AUTH = _enc(f"{_word()}-bot:" + "ghp_" + _v(36))
+_DOCKER_AUTH = enc(f"{_USER}:{_pw()}")
+_GHCR_AUTH = enc(f"{_word()}-bot:" + "ghp_" + _v(36))
 _K8S_TOKEN = _jwt(
     {
         "iss": "kubernetes/serviceaccount",
@@ -213,9 +168,9 @@ _K8S_TOKEN = _jwt(
     "RS256",
     256,
 )
-_K8S_CLIENT_KEY = _enc(_pem("RSA PRIVATE KEY", 1190) + "\n")
-_K8S_CA = _enc(_pem("CERTIFICATE", 780) + "\n")
-_B64_ENV = _enc(
+_K8S_CLIENT_KEY = enc(_pem("RSA PRIVATE KEY", 1190) + "\n")
+_K8S_CA = enc(_pem("CERTIFICATE", 780) + "\n")
+_B64_ENV = enc(
     f"DATABASE_URL=postgres://{_USER}:{_pw()}@db.internal:5432/{_DB}\nSECRET_KEY={_v(50, _ALNUM + '!@#$%^&*(-_=+)')}\n"
 )
 
@@ -270,7 +225,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
         f"curl -H 'Authorization: Token token=u+{_v(18, _URLSAFE)}' https://api.pagerduty.com/incidents",
     ),
     ("splunk hec token", f"curl -k https://splunk:8088/services/collector -H 'Authorization: Splunk {_uuid()}'"),
-    ("elastic cloud api key", f"Authorization: ApiKey {_enc(_v(20) + ':' + _v(22, _URLSAFE))}"),
+    ("elastic cloud api key", f"Authorization: ApiKey {enc(_v(20) + ':' + _v(22, _URLSAFE))}"),
     ("posthog personal key", f"POSTHOG_PERSONAL_API_KEY=phx_{_v(43)}"),
     # ---- CI / code hosts ----
     ("github classic pat", f"git clone https://{_GH_PAT}@github.com/acme/infra.git"),
@@ -337,7 +292,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
         f'curl -X POST -d \'{{"text":"deployed"}}\' https://hooks.slack.com/services/T{_v(8, _UPPER_DIGITS)}/B{_v(10, _UPPER_DIGITS)}/{_v(24)}',
     ),
     ("discord webhook", f"DISCORD_WEBHOOK=https://discord.com/api/webhooks/{_digits(19)}/{_v(68, _URLSAFE)}"),
-    ("discord bot token", f"client.run('{_enc(_digits(18)).rstrip('=')}.{_v(6, _URLSAFE)}.{_v(38, _URLSAFE)}')"),
+    ("discord bot token", f"client.run('{enc(_digits(18)).rstrip('=')}.{_v(6, _URLSAFE)}.{_v(38, _URLSAFE)}')"),
     (
         "teams webhook",
         f"https://acme.webhook.office.com/webhookb2/{_uuid()}@{_uuid()}/IncomingWebhook/{_hex(32)}/{_uuid()}/V2{_v(43, _URLSAFE)}",
@@ -485,7 +440,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ("express session cookie", f"Cookie: connect.sid=s%3A{_v(32, _URLSAFE)}.{quote(_b64(32), safe='')}"),
     (
         "laravel session",
-        f"Set-Cookie: laravel_session={quote(_enc(json.dumps({'iv': _b64(16), 'value': _b64(96), 'mac': _hex(64)})), safe='')}; path=/; httponly",
+        f"Set-Cookie: laravel_session={quote(enc(json.dumps({'iv': _b64(16), 'value': _b64(96), 'mac': _hex(64)})), safe='')}; path=/; httponly",
     ),
     ("rails session", f"Cookie: _myapp_session={_v(200, _ALNUM + '%')}--{_hex(40)}"),
     (
@@ -557,9 +512,9 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ("npmrc auth token", f"//registry.npmjs.org/:_authToken={_NPM}"),
     (
         "npmrc basic auth",
-        f"registry=https://npm.acme.io/\n//npm.acme.io/:_auth={_enc(_USER + ':' + _pw())}\nalways-auth=true",
+        f"registry=https://npm.acme.io/\n//npm.acme.io/:_auth={enc(_USER + ':' + _pw())}\nalways-auth=true",
     ),
-    ("npmrc password b64", f"//npm.pkg.github.com/:username={_USER}\n//npm.pkg.github.com/:_password={_enc(_pw())}"),
+    ("npmrc password b64", f"//npm.pkg.github.com/:username={_USER}\n//npm.pkg.github.com/:_password={enc(_pw())}"),
     ("pypirc", f"[distutils]\nindex-servers = pypi\n\n[pypi]\nusername = __token__\npassword = {_PYPI}"),
     ("pypirc private index", f"[internal]\nrepository = https://pypi.acme.io/\nusername = {_USER}\npassword = {_HPW}"),
     ("netrc", f"machine api.heroku.com\n  login ops@acme.io\n  password {_uuid()}"),
@@ -579,7 +534,7 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ("kubeconfig basic", f"users:\n- name: legacy\n  user:\n    username: admin\n    password: {_pw()}"),
     (
         "k8s secret manifest",
-        f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\ndata:\n  password: {_enc(_pw())}",
+        f"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\ndata:\n  password: {enc(_pw())}",
     ),
     ("k8s secret stringData", f'kind: Secret\nstringData:\n  DB_PASSWORD: "{_pw()}"'),
     ("pgpass", f"db.acme.internal:5432:{_DB}:{_USER}:{_pw()}"),
@@ -629,9 +584,9 @@ SECRET_TEXTS: list[tuple[str, str]] = [
     ("rails master key", f"config/master.key: {_hex(32)}"),
     # ---- wrapped, encoded, split ----
     ("base64 env file", f"echo {_B64_ENV} | base64 -d > .env"),
-    ("basic auth header", f"Authorization: Basic {_enc(_USER + ':' + _pw())}"),
-    ("proxy authorization", f"Proxy-Authorization: Basic {_enc('proxyuser:' + _HPW)}"),
-    ("base64 of a key", f"STRIPE_KEY_B64={_enc(_STRIPE)}"),
+    ("basic auth header", f"Authorization: Basic {enc(_USER + ':' + _pw())}"),
+    ("proxy authorization", f"Proxy-Authorization: Basic {enc('proxyuser:' + _HPW)}"),
+    ("base64 of a key", f"STRIPE_KEY_B64={enc(_STRIPE)}"),
     (
         "url-encoded token in a query",
         f"https://api.acme.io/hook?token={quote('ghp_' + _v(36), safe='')}&sig={quote(_b64(32), safe='')}",
@@ -770,7 +725,7 @@ KEEP_TEXTS: list[tuple[str, str]] = [
         "md5 of text",
         f'md5("hello") = 5d41402abc4b2a76b9719d911017c592, our cache key is {hashlib.md5(_word().encode()).hexdigest()}',
     ),
-    ("base64 of prose", f"echo {_enc('hello from the build server, all tests passed')} | base64 -d"),
+    ("base64 of prose", f"echo {enc('hello from the build server, all tests passed')} | base64 -d"),
     ("ethereum address", f"send the refund to 0x{_hex(40)}"),
     ("trace ids", f"traceparent: 00-{_hex(32)}-{_hex(16)}-01"),
     ("request ids", f"x-request-id: {_uuid()} x-amzn-trace-id: Root=1-{_hex(8)}-{_hex(24)}"),
@@ -816,11 +771,6 @@ KEEP_TEXTS: list[tuple[str, str]] = [
 POLICY_TEXTS: list[tuple[str, str]] = []
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts above are drawn once from their own seed; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-HELD_OUT_22: list[Form] = [(f"s22 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-HELD_OUT_22_KEEP: list[Form] = [(f"k22 keep {name}", _fixed(text)) for name, text in KEEP_TEXTS]
-REFUSED_BY_POLICY_22: list[Form] = [(f"k22 policy {name}", _fixed(text)) for name, text in POLICY_TEXTS]
+HELD_OUT_22: list[Form] = [(f"s22 {name}", fixed(text)) for name, text in SECRET_TEXTS]
+HELD_OUT_22_KEEP: list[Form] = [(f"k22 keep {name}", fixed(text)) for name, text in KEEP_TEXTS]
+REFUSED_BY_POLICY_22: list[Form] = [(f"k22 policy {name}", fixed(text)) for name, text in POLICY_TEXTS]

@@ -16,9 +16,7 @@ advice about passwords, hashes, ids) must all be stored. The texts are fixed: no
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
-
+from bench.secret_fill import fixed
 from bench.secret_forms_9 import Form
 
 # Vendor formats with hand-typed bodies (policy a).
@@ -190,10 +188,5 @@ KEEP_TEXTS: list[tuple[str, str]] = [
 SECRET_TEXTS: list[tuple[str, str]] = VENDOR_TEXTS + NAMED_TEXTS + TOLD_TEXTS + LEFT_TEXTS
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts are typed by hand; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-FAKE_SECRETS: list[Form] = [(f"fake {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-FAKE_KEEP: list[Form] = [(f"fake keep {name}", _fixed(text)) for name, text in KEEP_TEXTS]
+FAKE_SECRETS: list[Form] = [(f"fake {name}", fixed(text)) for name, text in SECRET_TEXTS]
+FAKE_KEEP: list[Form] = [(f"fake keep {name}", fixed(text)) for name, text in KEEP_TEXTS]
