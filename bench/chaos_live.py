@@ -41,6 +41,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,56 @@ def ready_after(site: Site, since: float, timeout: float = 300) -> float:
         time.sleep(0.05)
     site.wait_ready(timeout)
     return round(time.monotonic() - since, 1)
+
+
+@dataclass
+class PowerCut:
+    """A power cut under load (`power_cut`): the writers still running, the data folder and system user of the
+    postmaster killed (read before the kill), and when."""
+
+    load: Load
+    threads: list[threading.Thread]
+    pgdata: Path
+    pg_user: str
+    at: float
+
+
+def power_cut(site: Site, token: str, drill: str, clients: int) -> PowerCut:
+    """`kill -9` of `yullu serve` and of the postmaster at once, after 8 s of writes; returns once the supervisor
+    is reaped and its children gone (rounds 24 and 25 then damage what a cut leaves, and start `yullu serve`)."""
+    assert site.proc is not None
+    load = Load(site, token, f"chaos/{drill}-{uuid.uuid4().hex[:6]}")
+    threads = load.run(clients)
+    time.sleep(8)
+    postmaster = site.postmaster()
+    pgdata, pg_user = Path(postmaster.cwd()), postmaster.username()
+    site.proc.kill()
+    postmaster.kill()
+    at = time.monotonic()
+    site.proc.wait()
+    time.sleep(3)  # its children die with it (PR_SET_PDEATHSIG)
+    return PowerCut(load, threads, pgdata, pg_user, at)
+
+
+Drill = Callable[[Site, str, int], dict[str, Any]]
+
+
+def run_drills(doc: str | None, name: str, port: int, drills: dict[str, Drill], *, token_each: bool = False) -> None:
+    """The command of a round's drills under load (chaos_round23 to 25): `--drills` (all, in `drills`' order, by
+    default) each on the same site, ready first, one JSON line each, then the serve log's count of tracebacks.
+    `token_each`: the token is read again before each drill (a drill that rewrites the token file, round 25's)."""
+    parser = drill_arguments(doc, ",".join(drills))
+    parser.add_argument("--clients", type=int, default=2, help="MCP clients, and as many REST clients")
+    parser.add_argument("--port", type=int, default=port)
+    args = parser.parse_args()
+    logging.getLogger("mcp").setLevel(logging.CRITICAL)  # the SDK logs every broken session with a traceback
+    no_dreams, no_model = "[dreaming]\nenabled = false\n", {"YULLU_EMBED_PROVIDER": "none"}
+    with drill_site(args.base, name, no_dreams, keep=args.keep, port=args.port, extra=no_model) as site:
+        token = site.token()
+        for drill in args.drills.split(","):
+            site.wait_ready()
+            print(json.dumps(drills[drill](site, site.token() if token_each else token, args.clients)), flush=True)
+        print(json.dumps({"serve_log_tracebacks": site.log.read_text(errors="replace").count("Traceback")}))
 
 
 def drill_kills(site: Site, token: str, kills: int, clients: int) -> dict[str, Any]:

@@ -16,8 +16,6 @@ what the clients saw, and the supervisor's lines the drill caused.
 from __future__ import annotations
 
 import ast
-import json
-import logging
 import subprocess
 import sys
 import time
@@ -27,8 +25,8 @@ from typing import Any
 
 import httpx
 
-from bench.chaos_live import Load, ready_after
-from bench.faults import REPO, Site, drill_arguments, drill_site
+from bench.chaos_live import Load, ready_after, run_drills
+from bench.faults import REPO, Site
 
 
 def log_since(site: Site, offset: int) -> list[str]:
@@ -96,19 +94,7 @@ def drill_token(site: Site, token: str, clients: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = drill_arguments(__doc__, "smart,twice,token")
-    parser.add_argument("--clients", type=int, default=2, help="MCP clients, and as many REST clients")
-    parser.add_argument("--port", type=int, default=48050)
-    args = parser.parse_args()
-    logging.getLogger("mcp").setLevel(logging.CRITICAL)  # the SDK logs every broken session with a traceback
-    no_dreams, no_model = "[dreaming]\nenabled = false\n", {"YULLU_EMBED_PROVIDER": "none"}
-    drills = {"smart": drill_smart, "twice": drill_twice, "token": drill_token}
-    with drill_site(args.base, "r23", no_dreams, keep=args.keep, port=args.port, extra=no_model) as site:
-        token = site.token()
-        for drill in args.drills.split(","):
-            site.wait_ready()
-            print(json.dumps(drills[drill](site, token, args.clients)), flush=True)
-        print(json.dumps({"serve_log_tracebacks": site.log.read_text(errors="replace").count("Traceback")}))
+    run_drills(__doc__, "r23", 48050, {"smart": drill_smart, "twice": drill_twice, "token": drill_token})
 
 
 if __name__ == "__main__":

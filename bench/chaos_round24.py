@@ -16,20 +16,17 @@ clients saw, the seconds until ready again, and the supervisor's lines the drill
 
 from __future__ import annotations
 
-import json
-import logging
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from bench.chaos_live import Load, ready_after
+from bench.chaos_live import power_cut, ready_after, run_drills
 from bench.chaos_round23 import log_since
-from bench.faults import REPO, Site, drill_arguments, drill_site
+from bench.faults import REPO, Site
 
 
 def _sleeper(*user: str) -> subprocess.Popen[bytes]:
@@ -46,18 +43,10 @@ def _pid_of(proc: subprocess.Popen[bytes]) -> int:
 
 
 def drill_reboot(site: Site, token: str, clients: int) -> dict[str, Any]:
-    assert site.proc is not None
     run = Path(site.env["YULLU_HOME"]) / "run"
-    load = Load(site, token, f"chaos/reboot-{uuid.uuid4().hex[:6]}")
-    threads = load.run(clients)
-    time.sleep(8)
-    postmaster = site.postmaster()
-    pgdata, pg_user = Path(postmaster.cwd()), postmaster.username()
-    site.proc.kill()
-    postmaster.kill()
-    at = time.monotonic()
-    site.proc.wait()
-    time.sleep(3)  # its children die with it (PR_SET_PDEATHSIG)
+    cut = power_cut(site, token, "reboot", clients)
+    pgdata, pg_user = cut.pgdata, cut.pg_user
+    assert site.proc is not None
     root_sleep, pg_sleep = _sleeper(), _sleeper(pg_user) if pg_user != "root" else _sleeper()
     others = (_pid_of(root_sleep), _pid_of(pg_sleep))
     try:
@@ -67,12 +56,12 @@ def drill_reboot(site: Site, token: str, clients: int) -> dict[str, Any]:
         (pgdata / "postmaster.pid").write_text("\n".join([str(others[1]), *lines[1:]]) + "\n")
         offset = site.log.stat().st_size
         site.start()
-        ready = ready_after(site, at)
+        ready = ready_after(site, cut.at)
         time.sleep(8)
         beat = [p.pid for p in psutil.Process(site.proc.pid).children() if "beat" in p.cmdline()]
         return {"drill": "reboot", "pids_reused": {"serve.pid/beat.pid": others[0], f"postmaster.pid ({pg_user})":
                 others[1]}, "ready_again_s": ready, "supervisor_running": site.proc.poll() is None,
-                "beat_running": bool(beat), **load.result(threads), "said": log_since(site, offset),
+                "beat_running": bool(beat), **cut.load.result(cut.threads), "said": log_since(site, offset),
                 "warnings": [line[24:] for line in site.log.read_bytes()[offset:].decode().splitlines()
                              if " WARNING " in line]}  # fmt: skip
     finally:
@@ -102,19 +91,7 @@ def drill_port(site: Site, token: str, clients: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = drill_arguments(__doc__, "reboot,port")
-    parser.add_argument("--clients", type=int, default=2, help="MCP clients, and as many REST clients")
-    parser.add_argument("--port", type=int, default=48051)
-    args = parser.parse_args()
-    logging.getLogger("mcp").setLevel(logging.CRITICAL)  # the SDK logs every broken session with a traceback
-    no_dreams, no_model = "[dreaming]\nenabled = false\n", {"YULLU_EMBED_PROVIDER": "none"}
-    drills = {"reboot": drill_reboot, "port": drill_port}
-    with drill_site(args.base, "r24", no_dreams, keep=args.keep, port=args.port, extra=no_model) as site:
-        token = site.token()
-        for drill in args.drills.split(","):
-            site.wait_ready()
-            print(json.dumps(drills[drill](site, token, args.clients)), flush=True)
-        print(json.dumps({"serve_log_tracebacks": site.log.read_text(errors="replace").count("Traceback")}))
+    run_drills(__doc__, "r24", 48051, {"reboot": drill_reboot, "port": drill_port})
 
 
 if __name__ == "__main__":

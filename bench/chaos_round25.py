@@ -16,18 +16,15 @@ clients saw, the seconds until ready again, and the supervisor's lines the drill
 
 from __future__ import annotations
 
-import json
-import logging
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.chaos_live import Load, ready_after
+from bench.chaos_live import Load, power_cut, ready_after, run_drills
 from bench.chaos_round23 import log_since, yullu
-from bench.faults import REPO, Site, drill_arguments, drill_site
+from bench.faults import REPO, Site
 
 DAMAGED = b"\xff\xfe\x00\x9c garbage\n"
 
@@ -38,25 +35,17 @@ def _warnings(site: Site, offset: int) -> list[str]:
 
 
 def drill_locks(site: Site, token: str, clients: int) -> dict[str, Any]:
+    cut = power_cut(site, token, "locks", clients)
     assert site.proc is not None
-    load = Load(site, token, f"chaos/locks-{uuid.uuid4().hex[:6]}")
-    threads = load.run(clients)
-    time.sleep(8)
-    postmaster = site.postmaster()
-    pgdata = Path(postmaster.cwd())
-    site.proc.kill()
-    postmaster.kill()
-    at = time.monotonic()
-    site.proc.wait()
-    time.sleep(3)  # its children die with it (PR_SET_PDEATHSIG)
-    locks = [pgdata / "postmaster.pid", pgdata / ".s.PGSQL.5432.lock"]
+    locks = [cut.pgdata / "postmaster.pid", cut.pgdata / ".s.PGSQL.5432.lock"]
     for lock in locks:
         lock.write_bytes(b"\0" * lock.stat().st_size)
     offset = site.log.stat().st_size
     site.start()
-    ready = ready_after(site, at)
+    ready = ready_after(site, cut.at)
     return {"drill": "locks", "ready_again_s": ready, "supervisor_running": site.proc.poll() is None,
-            **load.result(threads), "said": log_since(site, offset), "warnings": _warnings(site, offset)}  # fmt: skip
+            **cut.load.result(cut.threads), "said": log_since(site, offset),
+            "warnings": _warnings(site, offset)}  # fmt: skip
 
 
 def drill_token(site: Site, token: str, clients: int) -> dict[str, Any]:
@@ -83,18 +72,8 @@ def drill_token(site: Site, token: str, clients: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = drill_arguments(__doc__, "locks,token")
-    parser.add_argument("--clients", type=int, default=2, help="MCP clients, and as many REST clients")
-    parser.add_argument("--port", type=int, default=48061)
-    args = parser.parse_args()
-    logging.getLogger("mcp").setLevel(logging.CRITICAL)  # the SDK logs every broken session with a traceback
-    no_dreams, no_model = "[dreaming]\nenabled = false\n", {"YULLU_EMBED_PROVIDER": "none"}
-    drills = {"locks": drill_locks, "token": drill_token}
-    with drill_site(args.base, "r25", no_dreams, keep=args.keep, port=args.port, extra=no_model) as site:
-        for drill in args.drills.split(","):
-            site.wait_ready()
-            print(json.dumps(drills[drill](site, site.token(), args.clients)), flush=True)
-        print(json.dumps({"serve_log_tracebacks": site.log.read_text(errors="replace").count("Traceback")}))
+    # (the token drill rewrites the token file: each drill reads it again)
+    run_drills(__doc__, "r25", 48061, {"locks": drill_locks, "token": drill_token}, token_each=True)
 
 
 if __name__ == "__main__":
