@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import secrets
@@ -34,12 +35,14 @@ def _secret_key() -> str:
         return shared
     path = YULLU_HOME / "secret_key"
     key = create_once(path, secrets.token_urlsafe(50)).strip()
-    if len(key) >= MIN_SECRET_KEY and key.isascii() and key.isprintable():
-        return key
-    return _new_secret_key(path)
+    return key if _holds_a_key(key) else _new_secret_key(path)
 
 
 MIN_SECRET_KEY = 32  # characters; `yullu serve` writes 67 (token_urlsafe(50))
+
+
+def _holds_a_key(text: str) -> bool:
+    return len(text) >= MIN_SECRET_KEY and text.isascii() and text.isprintable()
 
 
 def _new_secret_key(path: Path) -> str:
@@ -49,7 +52,16 @@ def _new_secret_key(path: Path) -> str:
     (chaos round 25). A new one is written: admin sessions start again, nothing else depends on it."""
     key = secrets.token_urlsafe(50)
     try:
-        write_private(path, key + "\n")
+        # Under a lock on the damaged file, read again once held. Two processes starting together on one home
+        # (`yullu serve --role web` and `--role worker` from two units, a command beside a start) both found it
+        # damaged, each wrote a key of its own and kept using it while the file held the other's: two web
+        # processes with different keys refuse each other's admin sessions (review of round 25). Now the first
+        # writes; the others wait and take its key. (flock needs no write access: a read-only home locks too.)
+        with open(path, "rb") as damaged:
+            fcntl.flock(damaged, fcntl.LOCK_EX)
+            if _holds_a_key(written := path.read_bytes().decode(errors="replace").strip()):
+                return written  # another process replaced it while this one waited
+            write_private(path, key + "\n")
     except OSError:
         return key  # a read-only home: this process's own key (an admin login holds until the web restarts)
     print(f"yullu: {path} held no secret key (damaged: did the machine lose power?); wrote a new one.", file=sys.stderr)
