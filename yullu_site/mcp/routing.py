@@ -40,6 +40,8 @@ from starlette.types import Receive, Scope, Send
 from yullu_core.env import env_str
 from yullu_core.metrics import MCP_FORWARDED
 
+log = logging.getLogger(__name__)
+
 ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
 
 # A session id's owner part: the owner's process id. Anything else (a client's made-up id, a
@@ -134,6 +136,7 @@ class Router:
     async def forward(self, owner: int, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
         """Hand the request (its body read already) to its session's owner and stream the answer back.
         False when the owner is gone (nothing was sent: the caller answers as for an unknown session)."""
+        await self._forget_the_gone()
         client = self._client(owner)
         headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _HOP]
         target = scope.get("raw_path") or scope["path"].encode()
@@ -148,10 +151,23 @@ class Router:
             return False
         MCP_FORWARDED.labels(method=scope["method"]).inc()  # /metrics: how often a client's connection missed
         try:
-            await _relay(response, receive, send)
+            await _relay(owner, response, receive, send)
         finally:
             await response.aclose()
         return True
+
+    async def _forget_the_gone(self) -> None:
+        """Close the clients of workers that are gone. One client per owner was kept for good: a worker restarted
+        again and again (killed, or uvicorn's health check) left a client and its pool behind each time (review of
+        round 25); now the cache holds the live workers' only."""
+        for pid in [pid for pid in self._clients if not self._alive(pid)]:
+            await self._forget(pid)
+
+    async def _forget(self, owner: int) -> None:
+        client = self._clients.pop(owner, None)
+        if client is not None:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
 
     def _client(self, owner: int) -> httpx.AsyncClient:
         client = self._clients.get(owner)
@@ -194,7 +210,7 @@ def replay(body: bytes, receive: Receive) -> Receive:
     return again
 
 
-async def _relay(response: httpx.Response, receive: Receive, send: Send) -> None:
+async def _relay(owner: int, response: httpx.Response, receive: Receive, send: Send) -> None:
     """The owner's answer, sent on as it comes; stops (closing the owner's side) when the client leaves."""
     headers = [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP]
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
@@ -206,7 +222,14 @@ async def _relay(response: httpx.Response, receive: Receive, send: Send) -> None
             tg.cancel_scope.cancel()
 
         tg.start_soon(client_left)
-        async for chunk in response.aiter_raw():
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        try:
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except httpx.TransportError as exc:
+            # The owner died mid-answer (killed, restarted). uvicorn logged it as a 30-line "Exception in ASGI
+            # application" traceback (review of round 25). The client's SDK takes an SSE stream that ends
+            # without its response as it takes a broken one (the request fails, the session opens again).
+            log.warning("the worker (pid %s) answering this request through its socket is gone (%s); the answer ends "
+                        "here.", owner, type(exc).__name__)  # fmt: skip
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         tg.cancel_scope.cancel()
