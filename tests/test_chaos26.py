@@ -5,9 +5,12 @@ key at once."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -16,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import psutil
 import pytest
 
+from tests.conftest import free_port
+from tests.processes import REPO, product_env, wait_ready, wait_until
 from yullu_core.paths import write_private
 from yullu_site import settings as site_settings
 from yullu_site.mcp.routing import Router
@@ -136,3 +142,95 @@ def test_two_processes_replacing_a_damaged_secret_key_at_once_use_one_key(tmp_pa
         write_private(path, KEY + "\n")
     replacing.join(30)
     assert got == [KEY] and path.read_text() == KEY + "\n"
+
+
+def _web_workers(supervisor: int) -> list[psutil.Process]:
+    procs = psutil.Process(supervisor).children(recursive=True)
+    return [p for p in procs if "multiprocessing.spawn" in " ".join(p.cmdline())]
+
+
+def _gone(procs: list[psutil.Process]) -> bool:
+    return not [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.faults
+def test_a_killed_supervisors_web_workers_die_with_it_and_the_next_start_removes_its_sockets_folder(
+    django_db_setup: Any, tmp_path: Path
+) -> None:
+    """`kill -9` of `yullu serve --workers 2`: uvicorn's parent died with it, but its two workers served on, holding
+    the port (the next `yullu serve`: "port … is already in use", exit 1); and its sockets' folder stayed in /tmp."""
+    port = free_port()
+    env = product_env(tmp_path / "home", YULLU_PORT=str(port))
+    command = [sys.executable, "-m", "yullu_cli.main", "serve", "--role", "web", "--workers", "2"]
+    log = tmp_path / "serve.log"
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start() -> None:
+        with open(log, "ab") as out:
+            started.append(subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
+                                            start_new_session=True))  # fmt: skip
+        wait_ready(f"http://127.0.0.1:{port}", started[-1], output=lambda: log.read_text(errors="replace"))
+
+    workers: list[psutil.Process] = []
+
+    def two_workers() -> list[psutil.Process] | None:
+        found = _web_workers(started[0].pid)
+        return found if len(found) == 2 else None
+
+    try:
+        start()
+        workers = wait_until(two_workers, "two web workers")
+        routes = Path(workers[0].environ()["YULLU_MCP_ROUTE_DIR"])
+        started[0].kill()
+        started[0].wait()
+        wait_until(lambda: _gone(workers), "the killed supervisor's web workers to die", timeout=60)
+        assert routes.is_dir()  # nothing removes it but the next start
+        start()
+        assert not routes.exists()
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=60)
+        for worker in workers:  # the web workers a failure of this test left running
+            with contextlib.suppress(psutil.Error):
+                worker.kill()
+
+
+async def _json_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b'{"ok": true}', "more_body": False})
+
+
+async def test_a_worker_listens_again_when_its_sockets_folder_is_removed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The sockets' folder (in /tmp, where cleaners remove what looks old) deleted while serving: no worker reached
+    another's sessions again until a restart (half of the new MCP sessions: 404 "Session not found"). Now each worker
+    makes the folder (0700) and its socket again."""
+    folder = tmp_path / "routes"
+    folder.mkdir(mode=0o700)
+    owner = Router(folder)
+    owner.app = _json_app
+    owner.relisten_every = 0.05
+    other = Router(folder)
+    other.me = os.getpid() + 1
+    answered: list[MutableMapping[str, Any]] = []
+
+    async def collect(message: MutableMapping[str, Any]) -> None:
+        answered.append(message)
+
+    with caplog.at_level(logging.WARNING, logger="yullu_site.mcp.routing"):
+        async with owner.listening():
+            shutil.rmtree(folder)
+            with anyio.fail_after(30):  # a deadline against a hang, not a measure
+                while not owner.socket_of(os.getpid()).exists():
+                    await anyio.sleep(0.05)
+            assert await other.forward(os.getpid(), _scope("POST"), b"{}", _receive, collect)
+            await other._forget(os.getpid())
+    assert [m["status"] for m in answered if m["type"] == "http.response.start"] == [200]
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the socket {owner.socket_of(os.getpid())} was removed (a /tmp cleaner?); this worker listens there again."
+    ]

@@ -305,10 +305,22 @@ def _metrics_dir(run_dir: Path) -> Path:
     return folder
 
 
+ROUTES_PREFIX = "yullu-mcp-"
+
+
 def _route_dir() -> Path:
     """A private folder (0700) for the web workers' unix sockets (yullu_site.mcp.routing), short enough for a
-    socket's path (108 bytes) whatever $YULLU_HOME is; removed when this supervisor stops."""
-    return Path(tempfile.mkdtemp(prefix="yullu-mcp-"))
+    socket's path (108 bytes) whatever $YULLU_HOME is; removed when this supervisor stops. Its name holds this
+    supervisor's pid, so that a start removes the folders of supervisors that were killed: each `kill -9` of
+    `yullu serve` left one in /tmp for good (chaos round 26)."""
+    base = Path(tempfile.gettempdir())
+    for old in base.glob(f"{ROUTES_PREFIX}*-*"):
+        pid = old.name.removeprefix(ROUTES_PREFIX).split("-", 1)[0]
+        with contextlib.suppress(OSError):
+            mine = old.lstat().st_uid == os.geteuid() and stat.S_ISDIR(old.lstat().st_mode)
+            if mine and pid.isdigit() and not alive(int(pid)):
+                shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{ROUTES_PREFIX}{os.getpid()}-"))
 
 
 SHARED_MEMORY = Path("/dev/shm")

@@ -6,10 +6,31 @@ lifespan is forwarded to it; our own start-up work runs first.
 
 from __future__ import annotations
 
+import ctypes
+import multiprocessing
 import os
+import signal
+import sys
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
+
+
+def _die_with_the_web_parent() -> None:
+    """A worker of `uvicorn --workers N` (a process multiprocessing spawned) is killed by the kernel when uvicorn's
+    parent process dies. `yullu serve` has the kernel kill that parent when it dies itself (PR_SET_PDEATHSIG), but
+    its workers lived on: after a `kill -9` of `yullu serve` they kept serving the port, so the next `yullu serve`
+    said "port … is already in use" and ended, and nothing stopped them (chaos round 26)."""
+    parent = multiprocessing.parent_process()
+    if parent is None or not sys.platform.startswith("linux"):
+        return  # one web process: `yullu serve` set this already (yullu_cli.supervised)
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent.pid:
+        os._exit(1)  # the parent died before the line above: no signal comes
+
+
+_die_with_the_web_parent()
 
 from django.core.asgi import get_asgi_application  # noqa: E402
 

@@ -28,6 +28,7 @@ import contextlib
 import logging
 import os
 import re
+import stat
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,7 @@ class Router:
         self.folder = folder
         self.me = os.getpid()
         self._clients: dict[int, httpx.AsyncClient] = {}
+        self.relisten_every = 5.0  # seconds between looks at this worker's socket (a stat)
         self.app: ASGIApp | None = None  # what the socket serves: the guarded /mcp app (yullu_site.mcp.http)
 
     def socket_of(self, pid: int) -> Path:
@@ -101,14 +103,32 @@ class Router:
 
     @contextlib.asynccontextmanager
     async def listening(self) -> AsyncIterator[None]:
-        """Serve `self.app` on this worker's socket while the context runs."""
+        """Serve `self.app` on this worker's socket while the context runs, listening there again if the socket
+        is removed meanwhile."""
+        path = self.socket_of(self.me)
+        path.unlink(missing_ok=True)  # a process id reused after a crash
+        servers = [await self._serve(path)]
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._keep_listening, path, servers)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                for client in self._clients.values():
+                    await client.aclose()
+                self._clients.clear()
+                for server in servers:
+                    await server.shutdown()
+                path.unlink(missing_ok=True)
+
+    async def _serve(self, path: Path) -> Any:
         import uvicorn
 
         app = self.app
         assert app is not None, "Router.app is set when the app is built"
-
-        path = self.socket_of(self.me)
-        path.unlink(missing_ok=True)  # a process id reused after a crash
         config = uvicorn.Config(
             app, uds=str(path), lifespan="off", log_config=None, access_log=False, proxy_headers=False,
             timeout_graceful_shutdown=1,
@@ -123,15 +143,31 @@ class Router:
         finally:
             logging.getLogger("uvicorn.error").removeFilter(quiet)
         os.chmod(path, 0o600)
-        try:
-            yield
-        finally:
-            with anyio.CancelScope(shield=True):
-                for client in self._clients.values():
-                    await client.aclose()
-                self._clients.clear()
-                await server.shutdown()
-                path.unlink(missing_ok=True)
+        return server
+
+    async def _keep_listening(self, path: Path, servers: list[Any]) -> None:
+        """The sockets' folder lives in /tmp, where a cleaner (systemd-tmpfiles, tmpreaper) or a hand may remove it.
+        Then no worker reached another's sessions: every request that needed its session's owner (the first
+        notification after initialize, the GET stream, dream_now) was 404 "Session not found", half of all new
+        sessions failed until the server restarted (chaos round 26). Now each worker makes its socket again."""
+        said = False
+        while True:
+            await anyio.sleep(self.relisten_every)
+            if path.exists():
+                said = False
+                continue
+            problem = _private_folder(self.folder)
+            if problem is None:
+                try:
+                    servers.append(await self._serve(path))
+                except OSError as exc:
+                    problem = f"{path}: {exc.strerror}"
+            if problem is None:
+                log.warning("the socket %s was removed (a /tmp cleaner?); this worker listens there again.", path)
+            elif not said:
+                why = "this worker's MCP sessions fail (404) when a request reaches another worker"
+                log.warning("cannot listen on %s again (%s): %s; restart `yullu serve`.", path, problem, why)
+            said = problem is not None
 
     async def forward(self, owner: int, scope: Scope, body: bytes, receive: Receive, send: Send) -> bool:
         """Hand the request (its body read already) to its session's owner and stream the answer back.
@@ -181,6 +217,19 @@ class Router:
             client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(None, connect=5.0))
             self._clients[owner] = client
         return client
+
+
+def _private_folder(folder: Path) -> str | None:
+    """Make the sockets' folder again, this user's and private (0700); what is wrong with it, else None. Its name is
+    known: in /tmp, another user could have made one of that name first."""
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.lstat()
+    except OSError as exc:
+        return f"{folder}: {exc.strerror}"
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        return f"{folder} is not a private folder of this user"
+    return None
 
 
 class _Quiet(logging.Filter):
