@@ -68,10 +68,12 @@ class Site:
     url: str
     log: Path
     proc: subprocess.Popen[bytes] | None = None
+    serve_args: list[str] = field(default_factory=list)  # `yullu serve`'s options (chaos round 26: --workers 2)
 
     def start(self) -> None:
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "yullu_cli.main", "serve"], env=self.env, cwd=REPO,
+            command = [sys.executable, "-m", "yullu_cli.main", "serve", *self.serve_args]
+            self.proc = subprocess.Popen(command, env=self.env, cwd=REPO,
                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
 
     def child(self, kind: str) -> psutil.Process:
@@ -140,7 +142,14 @@ CALLERS_OWN = ("DATABASE_URL", "YULLU_", "DJANGO_", "CELERY_")  # a drill's site
 
 @contextlib.contextmanager
 def drill_site(
-    root: Path, name: str, config: str, *, keep: bool, port: int = 0, extra: dict[str, str] | None = None
+    root: Path,
+    name: str,
+    config: str,
+    *,
+    keep: bool,
+    port: int = 0,
+    extra: dict[str, str] | None = None,
+    serve_args: list[str] | None = None,
 ) -> Iterator[Site]:
     """A site of its own for a chaos drill (bench.chaos, chaos_live, chaos_worker): `root`/`name-<pid>`
     holds its home, `config` as config.toml, its embedded PostgreSQL and serve.log, and is the one
@@ -157,7 +166,7 @@ def drill_site(
     env |= {"YULLU_HOME": str(base / "home"), "YULLU_CONFIG": str(base / "config.toml"), "YULLU_PORT": str(port),
             "YULLU_ROOT_PG_BASE": str(base / "pg"), "YULLU_ALLOWED_ROOTS": str(base), "YULLU_LOG_LEVEL": "warning",
             "PYTHONPATH": str(REPO), **(extra or {})}  # fmt: skip
-    site = Site(env, f"http://127.0.0.1:{port}", base / "serve.log")
+    site = Site(env, f"http://127.0.0.1:{port}", base / "serve.log", serve_args=serve_args or [])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the clean-up below runs on a SIGTERM too
     try:
         site.start()
