@@ -18,6 +18,7 @@ from memories.scope import resolve, validate_project_id
 from memories.write import create, validation
 from tests.mcp_client import call, http_session
 from tests.processes import product_env, run_cli
+from yullu_cli import argtypes
 from yullu_core.errors import UserError
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -91,8 +92,17 @@ def _cli(tmp_path: Path, field: str, text: str) -> str:
         args.append(f"--project={PROJECT}")
     env = product_env(tmp_path / "home", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path))
     ran = run_cli(args, env)
+    if field == "ttl_days":  # a usage error, as --limit 0 (walk 23): the usage line, then the rule's sentence
+        assert ran.returncode == 2, ran.stdout + ran.stderr
+        return ran.stderr.strip().rpartition("error: argument --ttl-days: ")[2]
     assert ran.returncode == 1, ran.stdout + ran.stderr
     return ran.stderr.strip().removeprefix("yullu: ")
+
+
+def test_the_cli_states_the_ttl_rule_as_the_service_does() -> None:
+    """yullu_cli.argtypes copies the rule (its parser loads no Django): the copy must not drift."""
+    assert (argtypes.MIN_TTL_DAYS, argtypes.MAX_TTL_DAYS) == (validation.MIN_TTL_DAYS, validation.MAX_TTL_DAYS)
+    assert argtypes.TTL_PROBLEM == validation.TTL_PROBLEM
 
 
 def _admin(client: Client, field: str, text: str) -> str:

@@ -50,6 +50,24 @@ def days(highest: int) -> Callable[[str], float]:
     return parse
 
 
+# memories.write.validation's MIN_TTL_DAYS, MAX_TTL_DAYS and TTL_PROBLEM, not imported: building the parser loads
+# no Django (tests/test_field_rules.py holds them equal).
+MIN_TTL_DAYS, MAX_TTL_DAYS = 1, 3650
+TTL_PROBLEM = f"ttl_days must be a number of days from {MIN_TTL_DAYS} to {MAX_TTL_DAYS}."
+
+
+def ttl_days(text: str) -> float:
+    """`memories add --ttl-days`: a number of days from 1 to 3650, in the service's sentence. Judged by the store,
+    `--ttl-days 0` was exit 1 where `--limit 0` is exit 2 (walk 22)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not MIN_TTL_DAYS <= value <= MAX_TTL_DAYS:  # NaN fails it too
+        raise argparse.ArgumentTypeError(TTL_PROBLEM)
+    return value
+
+
 def an_id(text: str) -> int:
     """A memory's or a token's id: `memories show abc` was exit 1 ('id must be an integer.'),
     `tokens revoke ''` said 'token  not found'."""

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .argtypes import MAX_ID, an_id, folder, whole_number
+from .argtypes import MAX_ID, an_id, folder, ttl_days, whole_number
 
 if TYPE_CHECKING:
     from yullu_site.monitoring.health import Part
@@ -53,8 +53,8 @@ def add_parsers(sub: Any, run: Callable[[argparse.Namespace], None]) -> None:
     q.add_argument("--category", default=None, help="process, decision, gotcha, domain or style")
     q.add_argument("--tags", default="", help="comma-separated")
     q.add_argument("--importance", default=None, help="low, normal or high")
-    # Text, judged by the service's rule (memories/write/validation.py): the same sentence as REST and MCP.
-    q.add_argument("--ttl-days", default=None, help="expire after this many days (1-3650)")
+    # The service's rule and sentence (memories/write/validation.py), as a usage error: exit 2 like --limit 0.
+    q.add_argument("--ttl-days", type=ttl_days, default=None, help="expire after this many days (1-3650)")
     q.add_argument("--user", action="store_true", help="a personal memory for every project (never shared)")
     q = scoped("rm", "delete a memory by id", by_id=True)
     q.add_argument("id", type=an_id, help="the memory's id (#N in list and search)")
