@@ -18,13 +18,14 @@ from django.utils import timezone
 
 from yullu_core.errors import NotFound, UserError
 from yullu_core.gitorigin import canonical_origin, normalise_project_id
-from yullu_core.text import refuse_id_control
+from yullu_core.text import label_problem, refuse_id_control
 
 from .audit import record
 from .models import ApiToken, AuditEntry, Grant, Project, Role
 from .policy import ADMIN, is_personal, only_visible, require, require_install_wide, role_on
 
 MAX_TOKEN_DAYS = 3650
+MAX_TOKEN_NAME = 100  # ApiToken.name's column
 
 
 def user_named(name: str) -> Any:
@@ -105,7 +106,9 @@ def create_token(
     user: AbstractBaseUser | Any, name: str = "default", *, read_only: bool = False, expires_days: float | None = None
 ) -> Issued:
     require_install_wide("managing tokens")
-    name = (name or "default").strip()[:100] or "default"
+    if problem := label_problem(name or "", "a token's name", MAX_TOKEN_NAME):
+        raise UserError(problem)
+    name = (name or "default").strip() or "default"
     expires_at: datetime | None = None
     if expires_days is not None:
         if not 0 < expires_days <= MAX_TOKEN_DAYS:

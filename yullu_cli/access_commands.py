@@ -8,7 +8,7 @@ import argparse
 import json
 from typing import Any
 
-from .argtypes import a_project, an_id, days
+from .argtypes import a_project, a_token_name, an_id, days
 from .django_setup import setup_django
 
 TOKEN_DAYS = 3650  # access.services.MAX_TOKEN_DAYS, not imported: building the parser loads no Django
@@ -36,7 +36,12 @@ def add_parsers(sub: Any) -> None:
     ops = p.add_subparsers(dest="op", required=True)
     q = ops.add_parser("create", help="create a token; prints it alone on the last line")
     q.add_argument("--user", required=True, help="whose token it is (`yullu users add NAME` first)")
-    q.add_argument("--name", default="default", help="a label, e.g. the laptop it is for")
+    q.add_argument(
+        "--name",
+        type=a_token_name,
+        default="default",
+        help="a label, e.g. the laptop it is for (100 characters at most)",
+    )
     q.add_argument("--read-only", action="store_true", help="may retrieve and list, never write")
     q.add_argument(
         "--expires-days",

@@ -7,7 +7,7 @@ import argparse
 import os
 from collections.abc import Callable
 
-from yullu_core.text import find_id_control
+from yullu_core.text import find_id_control, label_problem
 
 MAX_ID = 2**63 - 1  # PostgreSQL's bigint
 
@@ -66,6 +66,14 @@ def ttl_days(text: str) -> float:
     if not MIN_TTL_DAYS <= value <= MAX_TTL_DAYS:  # NaN fails it too
         raise argparse.ArgumentTypeError(TTL_PROBLEM)
     return value
+
+
+def a_token_name(text: str) -> str:
+    """`tokens create --name`: access.services' rule (at most 100 characters, no control character) as a usage
+    error; the service cut a longer name to 100 without a word (walk 22)."""
+    if problem := label_problem(text, "a token's name", 100):  # access.services.MAX_TOKEN_NAME
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def an_id(text: str) -> int:

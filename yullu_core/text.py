@@ -61,6 +61,16 @@ def refuse_id_control(text: str, what: str = "project_id") -> None:
         raise UserError(f"{what} holds a control character ({bad}); send it without.")
 
 
+def label_problem(text: str, what: str, most: int) -> str | None:
+    """Why a short label (a token's name) is refused, or None: longer than its column, or holding a control
+    character. A 500-character token name was cut to 100 without a word, and listed so (walk 22)."""
+    if bad := find_id_control(text):
+        return f"{what} holds a control character ({bad}); type it without."
+    if len(text.strip()) > most:
+        return f"{what} must be at most {most} characters, not {len(text.strip()):,}."
+    return None
+
+
 def _json_escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     if code < 0x10000:

@@ -1,0 +1,34 @@
+"""Walk 23: a small team's first day, from fresh clones and clean homes (docs/testing.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from access import services
+from access.models import ApiToken
+from tests.processes import product_env, run_cli
+from yullu_core.errors import UserError
+
+
+@pytest.mark.parametrize("name", ["x" * 101, "x" * 500, "laptop\nrevoked", "tab\there"])
+def test_a_token_name_the_column_cannot_hold_is_a_usage_error(tmp_path: Path, name: str) -> None:
+    """`yullu tokens create --name <500 characters>` printed the token and listed its name cut to 100, without a
+    word (walk 22's left-over); a newline in the name broke `yullu tokens list`'s one line a token."""
+    env = product_env(tmp_path / "yhome", HOME=str(tmp_path / "home"))
+    ran = run_cli(["tokens", "create", "--user", "alice", "--name", name], env)
+    assert ran.returncode == 2, ran.stderr
+    assert ran.stderr.splitlines()[-1].startswith("yullu tokens create: error: argument --name: a token's name ")
+    assert "yl_" not in ran.stdout
+
+
+@pytest.mark.django_db
+def test_the_service_refuses_a_token_name_it_would_cut(django_user_model: Any) -> None:
+    """The admin and REST forms hold the column's length; the service (the CLI's path) cut the name instead."""
+    ben = django_user_model.objects.create_user("ben")
+    with pytest.raises(UserError, match="a token's name must be at most 100 characters, not 500"):
+        services.create_token(ben, "x" * 500)
+    assert not ApiToken.objects.filter(user=ben).exists()
+    assert services.create_token(ben, "  " + "y" * 100 + " ").token.name == "y" * 100  # trimmed, as before
