@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from access import services
-from access.models import ApiToken
+from access.models import ApiToken, Project
 from tests.processes import product_env, run_cli
 from yullu_core.errors import UserError
 
@@ -32,3 +32,20 @@ def test_the_service_refuses_a_token_name_it_would_cut(django_user_model: Any) -
         services.create_token(ben, "x" * 500)
     assert not ApiToken.objects.filter(user=ben).exists()
     assert services.create_token(ben, "  " + "y" * 100 + " ").token.name == "y" * 100  # trimmed, as before
+
+
+@pytest.mark.django_db
+def test_stats_of_a_project_nobody_has_used_is_not_found_not_zeros(client: Any, owner_token: str) -> None:
+    """`GET /api/stats?project_id=<typo>` answered 200 with zeros (walk 22's left-over), where `yullu memories list
+    --project <typo>` is an error: the owner could not tell a typo from an idle project."""
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {owner_token}"}
+    stored = client.post(
+        "/api/memories", {"project_id": "acme/app", "content": "Deploys go out on Tuesdays"}, "application/json", **auth
+    )
+    assert stored.status_code == 201, stored.content
+    typo = client.get("/api/stats?project_id=acme/ap", **auth)
+    assert typo.status_code == 404, typo.content
+    assert typo.json()["error"].startswith("project 'acme/ap' not found")
+    assert client.get("/api/stats?project_id=acme/app", **auth).json()["totals"]["memories"] == 1
+    Project.objects.create(project_id="acme/new")  # made on purpose (`yullu grant … --create`): its zeros are news
+    assert client.get("/api/stats?project_id=acme/new", **auth).json()["totals"]["memories"] == 0

@@ -51,11 +51,23 @@ def projects() -> list[ProjectOut]:
     return sorted(out.values(), key=lambda r: r["project_id"])
 
 
+def _exists(project_id: str) -> bool:
+    """A project with something to count, or one made on purpose (`yullu grant --create`): its zeros are news."""
+    from access.models import Project
+
+    from ..scope import project_known
+
+    seen = access.is_personal(project_id) or project_known(project_id)
+    return seen or Project.objects.filter(project_id=project_id).exists()
+
+
 def stats(project_id: str | None = None, days: int = 30) -> dict[str, Any]:
     events = access.only_visible(MemoryEvent.objects.all())
     rejected = access.only_visible(RejectedMemory.objects.all())
     if project_id:
         access.require(project_id, access.READ)
+        if not _exists(project_id):  # a superuser's typo was answered 200 with zeros (walk 22)
+            raise access.hidden(project_id)
         rejected = rejected.filter(project_id=project_id)
         events = events.filter(project_id=project_id)
     counts = tallies.memory_counts(project_id or None)
