@@ -9,7 +9,7 @@ import pytest
 
 from access import services
 from access.models import ApiToken, Project
-from tests.processes import product_env, run_cli
+from tests.processes import own_cluster, product_env, run_cli
 from yullu_core.errors import UserError
 
 
@@ -49,3 +49,18 @@ def test_stats_of_a_project_nobody_has_used_is_not_found_not_zeros(client: Any, 
     assert client.get("/api/stats?project_id=acme/app", **auth).json()["totals"]["memories"] == 1
     Project.objects.create(project_id="acme/new")  # made on purpose (`yullu grant … --create`): its zeros are news
     assert client.get("/api/stats?project_id=acme/new", **auth).json()["totals"]["memories"] == 0
+
+
+def test_a_broken_config_is_its_sentence_before_any_database_is_made(tmp_path: Path) -> None:
+    """`yullu memories list` (or `yullu token`) on a fresh home with a config.toml missing a `]` said "creating the
+    database in …/pgdata (its first use: a few seconds)…" and made the home before the config's sentence (walk 22's
+    left-over): the user fixed the file believing a database had been made."""
+    with own_cluster("walk23-config-") as (base, env):
+        Path(env["YULLU_CONFIG"]).write_text("[server\\nport = 1\\n")
+        ran = run_cli(["memories", "list"], env)
+        assert ran.returncode == 1, ran.stderr
+        assert ran.stderr.strip().splitlines() == [
+            f"yullu: {env['YULLU_CONFIG']}: not valid TOML (Expected ']' at the end of a table declaration (at line 1,"
+            " column 8)); fix or delete the file."
+        ]
+        assert not Path(env["YULLU_HOME"]).exists() and not (base / "pg").exists()

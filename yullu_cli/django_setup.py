@@ -27,6 +27,9 @@ def setup_django(migrate: bool = True) -> None:
     only this command started (so nothing is left running after it exits)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "yullu_site.settings")
     not_on_a_team_servers_client()
+    from yullu_core.config import load
+
+    load()  # a broken config.toml is its sentence before anything is made: it said "creating the database" first
     import django
 
     started_here = migrate and _embedded_postgres_is_down()
