@@ -257,6 +257,23 @@ def test_paths_written_in_the_content_that_exist_become_anchors(checkout: Path, 
     assert [(a["path"], a["lines"]) for a in stored.anchors] == [("app/clock.py", [4, 6])]
 
 
+def test_a_symbol_written_after_its_file_in_the_content_cites_the_symbol(
+    checkout: Path, stub_embedder: StubServer
+) -> None:
+    """Walk 23: "Totals round per line in billing/invoice.py::total_cents" cited the whole file, so renaming another
+    function of it marked the memory stale. Written as an anchor is, it cites the symbol; a symbol the file does
+    not define still cites the file."""
+    scope = resolve(None, str(checkout))
+    cited = create.store_memory(scope, "vec:1,0,0 app/clock.py::Clock.now reads the wall clock, in seconds.")
+    assert [(a["path"], a.get("symbol")) for a in cited.anchors] == [("app/clock.py", "Clock.now")]
+    typo = create.store_memory(scope, "vec:0,1,0 see app/clock.py::Clock.never for the helper")
+    assert [(a["path"], a.get("symbol")) for a in typo.anchors] == [("app/clock.py", None)]
+    rewrite(checkout, "def helper():", "def renamed_helper():")  # (and commits)
+    m = cited.memory
+    found = checks.for_memories(scope.project_id, {m.pk: m.updated_at.timestamp()})
+    assert [a["status"] for a in found[m.pk]] == ["ok"]
+
+
 # --- symbols in Go and TypeScript --------------------------------------------------------------
 
 

@@ -19,8 +19,12 @@ _FILE_EXT = re.compile(r"\.(py|pyi|ts|tsx|js|jsx|mjs|go|rs|java|rb|md|toml|yaml|
 _LINES = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:-(?P<end>\d+))?$")
 _SYMBOL = re.compile(r"^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*$")
 # A path written in prose: segments of word characters, dots and dashes with at least one `/` or a
-# file extension, optionally `:line` or `:start-end`. Backticks and quotes around it are fine.
-_IN_TEXT = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,10})(?::(\d+)(?:-(\d+))?)?(?![\w/-])")
+# file extension, optionally `:line`, `:start-end` or `::Symbol` (the anchor forms). Backticks and quotes around it
+# are fine.
+_IN_TEXT = re.compile(
+    r"(?<![\w./-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,10})"
+    r"(?::(\d+)(?:-(\d+))?|::([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*))?(?![\w/-])"
+)
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,10 @@ def inside(root: Path, path: str) -> bool:
 
 
 def detect(content: str) -> list[AnchorRef]:
-    """Candidate anchors written in the text (`billing/clock.py`, `src/app.py:40-58`); the caller
-    keeps those that exist in the repository. Unsafe or malformed ones are skipped, not refused."""
+    """Candidate anchors written in the text (`billing/clock.py`, `src/app.py:40-58`, `billing/clock.py::Clock.now`);
+    the caller keeps those that exist in the repository. Unsafe or malformed ones are skipped, not refused. A
+    symbol written after its file cites the symbol: read as the whole file, any edit of the file made the memory
+    stale (walk 23)."""
     found: list[AnchorRef] = []
     for m in _IN_TEXT.finditer(content):
         path = m.group(1).rstrip(".")
@@ -114,6 +120,8 @@ def detect(content: str) -> list[AnchorRef]:
         start = int(m.group(2)) if m.group(2) else None
         end = int(m.group(3)) if m.group(3) else start
         ref = AnchorRef(clean, start=start, end=end) if start and end and end >= start else AnchorRef(clean)
+        if m.group(4) and len(m.group(4)) <= MAX_SYMBOL:
+            ref = AnchorRef(clean, symbol=m.group(4))
         if ref not in found:
             found.append(ref)
     return found[:MAX_ANCHORS]

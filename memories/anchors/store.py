@@ -68,11 +68,14 @@ def prepare(
         for ref in refs.detect(content):
             if ref.path in cited or len(out) >= refs.MAX_ANCHORS or not refs.inside(root, ref.path):
                 continue
-            try:
-                out.append(Prepared(ref, pins.pin(repo, head, ref)))
-            except UserError:
-                continue  # a name that only looks like a path, or lines the file does not have
-            cited.add(ref.path)
+            # a symbol the file does not define (a typo, another language's form) still cites its file
+            for candidate in (ref, AnchorRef(ref.path)) if ref.symbol else (ref,):
+                try:
+                    out.append(Prepared(candidate, pins.pin(repo, head, candidate)))
+                except UserError:
+                    continue  # a name that only looks like a path, or lines the file does not have
+                cited.add(ref.path)
+                break
     if raw is None and not out:
         return None
     return out
