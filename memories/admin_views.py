@@ -118,8 +118,8 @@ def review_view(request: HttpRequest) -> HttpResponse:
     rows = [
         {
             "m": m,
-            "source": (source := source_of.get(m.pk, "unknown")),
-            "by": by.get(m.pk, "") if source in ("teammate", "person") else "",
+            "source": (kind := source_of.get(m.pk, "unknown")),  # not `source`: a walrus binds the function's name
+            "by": by.get(m.pk, "") if kind in ("teammate", "person") else "",
             "history": history[m.pk],
             "origin": why.get(m.pk),
         }

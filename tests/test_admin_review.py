@@ -75,6 +75,16 @@ def test_the_queue_filters_by_source(staff: Client, stub_embedder: StubServer) -
     assert "from an assistant" in staff.get(REVIEW + "?source=assistant").content.decode()
 
 
+def test_the_unfiltered_queue_says_any_source(staff: Client, stub_embedder: StubServer) -> None:
+    """Walk 23: with no filter the Source box said the last row's source ("person"), so a reviewer believed the
+    queue filtered and the next filter change sent it (the row's source leaked out of the comprehension)."""
+    create.store_memory(resolve("acme/u", None), "vec:1,0,0 typed at the terminal", source="cli")
+    page = staff.get(REVIEW).content.decode()
+    assert "typed at the terminal" in page
+    assert '<option value="person" selected' not in page and '<option value="" selected' not in page
+    assert '<option value="person" selected' in staff.get(REVIEW + "?source=person").content.decode()
+
+
 def test_a_memory_added_at_the_terminal_is_a_persons(staff: Client, stub_embedder: StubServer) -> None:
     create.store_memory(resolve("acme/u", None), "vec:1,0,0 typed at the terminal", source="cli")
     assert "typed at the terminal" in staff.get(REVIEW + "?source=person").content.decode()
