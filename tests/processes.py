@@ -98,6 +98,29 @@ def run_cli(
     )
 
 
+# A test's git: its own HOME, no system config, a fixed author, `main` for a new repository, merges on pull.
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    """`git ARGS` in `cwd` (also its HOME), asserted to succeed; its output."""
+    out = subprocess.run(
+        ["git", "-c", "pull.rebase=false", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(cwd), **GIT_ENV},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
+    return out.stdout
+
+
 def git_repo(path: Path, origin: str | None = None) -> Path:
     """A git repository at `path` (created if needed), with `origin` as its remote."""
     path.mkdir(parents=True, exist_ok=True)

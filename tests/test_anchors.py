@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,18 +22,11 @@ from memories.write import create, edit
 from sync.models import LedgerEntry, ProjectSyncState
 from sync.services import reconcile_scope
 from tests.mcp_client import call, http_session
-from tests.processes import product_env, run_cli
+from tests.processes import git, product_env, run_cli
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 CLOCK = """import time
 
 
@@ -49,18 +41,6 @@ class Clock:
 def helper():
     return 1
 """
-
-
-def git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "init.defaultBranch=main", *args],
-        cwd=cwd,
-        env={"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(cwd), **GIT_ENV},
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
-    return out.stdout
 
 
 def commit(repo: Path, message: str = "change") -> None:

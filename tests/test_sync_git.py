@@ -20,30 +20,11 @@ import pytest
 from django.conf import settings
 
 from tests.conftest import free_port
-from tests.processes import REPO, product_env, run_cli, stop, stub_env, wait_ready
+from tests.processes import REPO, git, product_env, run_cli, stop, stub_env, wait_ready
 from tests.stubs import StubServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FIXTURES = Path(__file__).parent / "fixtures" / "go_log"
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "pull.rebase=false", "-c", "init.defaultBranch=main", *args],
-        cwd=cwd,
-        env={"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(cwd), **GIT_ENV},
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
-    return out.stdout
 
 
 def commit_and_push(clone: Path, message: str) -> None:

@@ -23,9 +23,9 @@ from memories.scope import resolve
 from memories.search.context import build_context
 from memories.write import create
 from tests.mcp_client import call, http_session
-from tests.processes import REPO, git_repo, product_env, run_cli
+from tests.processes import REPO, git, git_repo, product_env, run_cli
 from tests.stubs import StubServer
-from tests.test_anchors import CLOCK, _fresh_cache, checkout, commit, git  # noqa: F401 (fixtures)
+from tests.test_anchors import CLOCK, _fresh_cache, checkout, commit  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
