@@ -70,19 +70,22 @@ def remote_fields(memory: Memory, state: RemoteState) -> dict[str, Any]:
 RemoteVector = tuple[str, Sequence[float]]  # (embedder id, vector)
 
 
+def _new_from_remote(project_id: str, memory_uuid: str, state: RemoteState) -> Memory:
+    """An unsaved row for a memory this machine does not have yet, equal to `state` (its times and author too)."""
+    memory = Memory(uuid=memory_uuid, project_id=project_id)
+    for key, value in remote_fields(memory, state).items():
+        setattr(memory, key, value)
+    memory.held_reason = hold_reason(memory.content, memory.tags)
+    memory.created_at, memory.updated_at = state.created_at, state.updated_at
+    _attribute(memory, state)
+    return memory
+
+
 def create_remote_many(project_id: str, items: Sequence[tuple[str, RemoteState, RemoteVector | None]]) -> list[Memory]:
     """`apply_remote_state` for memories this machine does not have yet, in a constant number of
     statements (a teammate's first reconcile creates thousands). Call inside a transaction, after
     checking that no row with these uuids exists."""
-    memories = []
-    for memory_uuid, state, _ in items:
-        memory = Memory(uuid=memory_uuid, project_id=project_id)
-        for key, value in remote_fields(memory, state).items():
-            setattr(memory, key, value)
-        memory.held_reason = hold_reason(memory.content, memory.tags)
-        memory.created_at, memory.updated_at = state.created_at, state.updated_at
-        _attribute(memory, state)
-        memories.append(memory)
+    memories = [_new_from_remote(project_id, memory_uuid, state) for memory_uuid, state, _ in items]
     created = bulk_rows.insert(Memory, memories)
     with_vector = [(m, v) for m, (_, _, v) in zip(created, items, strict=True) if v is not None]
     for embedder_id, dim in {(v[0], len(v[1])) for _, v in with_vector}:
@@ -114,12 +117,7 @@ def apply_remote_state(
         remove(memory, "reconcile", publish_forget=False, author=author)
         return "deleted"
     if memory is None:
-        memory = Memory(uuid=memory_uuid, project_id=project_id)
-        for key, value in remote_fields(memory, state).items():
-            setattr(memory, key, value)
-        memory.held_reason = hold_reason(memory.content, memory.tags)
-        memory.created_at, memory.updated_at = state.created_at, state.updated_at
-        _attribute(memory, state)
+        memory = _new_from_remote(project_id, memory_uuid, state)
         memory.save()
         if vector is not None:
             save_vector(memory, vector[0], vector[1])
