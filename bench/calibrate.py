@@ -363,27 +363,34 @@ def counts_by(
 ) -> dict[str, int]:
     """`counts` with any features (`feat(row, candidate)`, the weights' order)."""
     out: dict[str, int] = {}
-
-    def add(key: str, value: bool = True) -> None:
-        out[key] = out.get(key, 0) + int(value)
-
     for r in rows:
         passing = [
             c["id"]
             for c in r["cands"][:3]
             if (c["cosine"] or 0.0) >= min_cosine(r) and 1.0 / (1.0 + np.exp(-np.dot(feat(r, c), w))) >= t
         ]
-        kind = r["kind"]
-        add(f"{kind} n")
-        if kind == "long":
-            add("long found", bool(set(passing) & set(r["answers"])))
-        elif kind in KINDS_ANSWERED:
-            add(f"{kind} r1", bool(passing) and passing[0] in r["answers"])
-            add(f"{kind} top3", bool(set(passing) & set(r["answers"])))
-            add(f"{kind} empty", not passing)
-        else:
-            add(f"{kind} leak", bool(passing))
+        tally(out, r, passing)
     return out
+
+
+def tally(out: dict[str, int], r: dict[str, Any], passing: list[str]) -> None:
+    """Add to `out` what a gate that let `passing` through (ids, best first) did for prompt `r`, as `counts` says:
+    one gate's outcome counted alike by every study (sentence_gate, gate_grid). The top 3 is the first three
+    passing: a gate that adds slots past three (gate_grid's `t4`) is judged on what an assistant reads first."""
+
+    def add(key: str, value: bool = True) -> None:
+        out[key] = out.get(key, 0) + int(value)
+
+    kind = r["kind"]
+    add(f"{kind} n")
+    if kind == "long":
+        add("long found", bool(set(passing) & set(r["answers"])))
+    elif kind in KINDS_ANSWERED:
+        add(f"{kind} r1", bool(passing) and passing[0] in r["answers"])
+        add(f"{kind} top3", bool(set(passing[:3]) & set(r["answers"])))
+        add(f"{kind} empty", not passing)
+    else:
+        add(f"{kind} leak", bool(passing))
 
 
 def fit_some(

@@ -38,9 +38,6 @@ def counts(
 ) -> dict[str, int]:
     out: dict[str, int] = {}
 
-    def add(key: str, value: bool = True) -> None:
-        out[key] = out.get(key, 0) + int(value)
-
     def p(r: dict[str, Any], c: dict[str, Any]) -> float:
         return float(1.0 / (1.0 + np.exp(-np.dot(calibrate.features(r, c, "best", floor), w))))
 
@@ -57,16 +54,7 @@ def counts(
                 for c in r["cands"][3:]
                 if c["dense_rank"] == 1 and (c["cosine"] or 0.0) >= floor_cos and p(r, c) >= t4
             ]
-        kind = r["kind"]
-        add(f"{kind} n")
-        if kind == "long":
-            add("long found", bool(set(passing) & set(r["answers"])))
-        elif kind in calibrate.KINDS_ANSWERED:
-            add(f"{kind} r1", bool(passing) and passing[0] in r["answers"])
-            add(f"{kind} top3", bool(set(passing[:3]) & set(r["answers"])))
-            add(f"{kind} empty", not passing)
-        else:
-            add(f"{kind} leak", bool(passing))
+        calibrate.tally(out, r, passing)
     return out
 
 

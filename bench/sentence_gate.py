@@ -141,10 +141,6 @@ def counts(rows: list[dict[str, Any]], w: np.ndarray, t: float, floor: float, se
     """calibrate.counts_by with the gap feature; `sent_floor`: the cosine floor read on max(cosine, sent)."""
     f = feat(floor)
     out: dict[str, int] = {}
-
-    def add(key: str, value: bool = True) -> None:
-        out[key] = out.get(key, 0) + int(value)
-
     for r in rows:
         passing = []
         for c in r["cands"][:3]:
@@ -153,16 +149,7 @@ def counts(rows: list[dict[str, Any]], w: np.ndarray, t: float, floor: float, se
                 cos = max(cos, c[FIELD])
             if cos >= calibrate.min_cosine(r) and 1.0 / (1.0 + np.exp(-np.dot(f(r, c), w))) >= t:
                 passing.append(c["id"])
-        kind = r["kind"]
-        add(f"{kind} n")
-        if kind == "long":
-            add("long found", bool(set(passing) & set(r["answers"])))
-        elif kind in calibrate.KINDS_ANSWERED:
-            add(f"{kind} r1", bool(passing) and passing[0] in r["answers"])
-            add(f"{kind} top3", bool(set(passing) & set(r["answers"])))
-            add(f"{kind} empty", not passing)
-        else:
-            add(f"{kind} leak", bool(passing))
+        calibrate.tally(out, r, passing)
     return out
 
 
