@@ -12,6 +12,16 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import InitializeResult, TextContent
 
+# A raw MCP `initialize` request, and the Accept header streamable HTTP asks for: for tests that speak MCP by hand
+# (through a proxy, a gate, a server whose database is down).
+MCP_HELLO = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
 
 @asynccontextmanager
 async def http_session(base_url: str, token: str, **session_kwargs: Any) -> AsyncIterator[ClientSession]:

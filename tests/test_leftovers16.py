@@ -23,18 +23,12 @@ from memories.write import create
 from sync import outbox
 from sync.models import OutboxEvent
 from tests.conftest import free_port
+from tests.mcp_client import MCP_HEADERS, MCP_HELLO
 from tests.processes import git_repo, product_env, spawn, stop, up_database, wait_ready, wait_until
 from tests.tcp_gate import TcpGate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 NOT_ANSWERING = "The database is not answering (nothing back within 5 s); try again shortly."
-MCP_HELLO = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
 # The people and access endpoints, left out of the OpenAPI schema (yullu's own CLI is their client).

@@ -18,16 +18,10 @@ from django.db import OperationalError, connection, connections
 from django.test import Client
 
 from tests.conftest import free_port
+from tests.mcp_client import MCP_HEADERS, MCP_HELLO
 from tests.processes import product_env, spawn, stop, wait_ready, wait_until
 from tests.tcp_gate import TcpGate
 
-MCP_HELLO = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 NOT_ANSWERING_LINE = re.compile(r"the database is not answering: .+ \((\d+) requests? failed since \d\d:\d\d:\d\d\)$")
 ANSWERS_AGAIN_LINE = re.compile(r"the database answers again after (\d+) s, (\d+) requests? failed$")
 

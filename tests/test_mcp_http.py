@@ -10,7 +10,7 @@ import httpx
 import pytest
 from mcp import types
 
-from tests.mcp_client import call, http_session, initialized_session
+from tests.mcp_client import MCP_HELLO, call, http_session, initialized_session
 from tests.processes import git_repo
 from tests.stubs import StubServer
 
@@ -214,15 +214,9 @@ def test_mcp_without_a_token_is_401(live_server_url: str) -> None:
 
 @pytest.mark.parametrize("headers", [{"origin": "http://evil.example"}, {"host": "evil.example"}])
 def test_foreign_origin_or_host_is_refused(live_server_url: str, owner_token: str, headers: dict[str, str]) -> None:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
     response = httpx.post(
         f"{live_server_url}/mcp",
-        json=body,
+        json=MCP_HELLO,
         headers={"authorization": f"Bearer {owner_token}", "accept": "application/json, text/event-stream", **headers},
     )
     assert response.status_code in (403, 421)
