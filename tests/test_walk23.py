@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from access import services
-from access.models import ApiToken, Project
-from tests.processes import own_cluster, product_env, run_cli
+from access.models import ApiToken, Grant, Project
+from tests.processes import git_repo, own_cluster, product_env, run_cli
+from tests.test_walk19 import _folder_check
 from yullu_core.errors import UserError
 
 
@@ -64,3 +65,25 @@ def test_a_broken_config_is_its_sentence_before_any_database_is_made(tmp_path: P
             " column 8)); fix or delete the file."
         ]
         assert not Path(env["YULLU_HOME"]).exists() and not (base / "pg").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_doctor_does_not_say_a_revoked_token_may_read_the_folders_project(
+    tmp_path: Path, live_server_url: str, django_user_model: Any
+) -> None:
+    """Walk 23: after `yullu tokens revoke`, Ben's doctor said "FAIL server … refuses this token (it was revoked …)"
+    and, the next line, "ok folder … github.com/walk23/tinyapp, which your token may read"."""
+    project = Project.objects.create(project_id="github.com/walk23/app")
+    ben = django_user_model.objects.create_user("ben")
+    token, raw = ApiToken.issue(ben, "laptop")
+    Grant.objects.create(project=project, user=ben, role="write")
+    env = product_env(tmp_path / "laptop", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    assert run_cli(["install", "claude", "--server", live_server_url, "--token", raw], env).returncode == 0
+    repo = git_repo(tmp_path / "app", "git@github.com:walk23/app.git")
+    assert "which your token may read" in str(_folder_check(env, repo)["detail"])
+
+    services.revoke_token(token.pk)
+    folder = _folder_check(env, repo)
+    assert folder["status"] == "ok" and "this folder is github.com/walk23/app" in str(folder["detail"])
+    assert "may read" not in str(folder["detail"]), folder

@@ -32,16 +32,19 @@ def team_folder(team: str) -> tuple[bool, str, str]:
     from yullu_core.gitorigin import find_git_root, project_id_of
 
     from .hooks import token
-    from .team_server import project_problem
+    from .team_server import UNASKED, project_problem
 
     talks = f"the hooks talk to the team server {team}, which names projects by their ids"
     if find_git_root(Path.cwd()) is None:
         return True, talks, ""
     project = project_id_of(Path.cwd())
-    if problem := project_problem(team, token(), project):
+    problem = project_problem(team, token(), project)
+    if problem:
         detail = f"this folder is {project} on {team}, which answers: {problem}"
         return False, detail, "until you have a role on it, the hooks are silent in this folder"
-    return True, f"{talks}; this folder is {project}, which your token may read", ""
+    # a revoked token was said to read the project, under the server line saying it was revoked (walk 23)
+    may = "" if problem == UNASKED else ", which your token may read"
+    return True, f"{talks}; this folder is {project}{may}", ""
 
 
 def unapplied_log() -> tuple[bool, str, str]:

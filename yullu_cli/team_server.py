@@ -30,18 +30,21 @@ def token_problem(server: str, token: str) -> str | None:
         return f"{server} answered {exc.code}: {_said(exc.read()).rstrip('.')}"
 
 
+UNASKED = ""  # project_problem: the server could not judge the project (down, or refusing the token itself)
+
+
 def project_problem(server: str, token: str, project_id: str) -> str | None:
     """None when `token` may read `project_id` on `server`; else the server's sentence (a project the
-    token has no role on answers as one that does not exist). None too when the server cannot be asked:
-    doctor's server line says why."""
+    token has no role on answers as one that does not exist). UNASKED ("") when the server could not judge it
+    (down, or refusing the token itself): doctor's server line says why."""
     query = urllib.parse.urlencode({"project_id": project_id})
     try:
         _read(f"{server}/api/stats?{query}", token)
         return None
     except urllib.error.HTTPError as exc:
-        return _said(exc.read()) if exc.code in (403, 404) else None
+        return _said(exc.read()) if exc.code in (403, 404) else UNASKED
     except OSError:
-        return None
+        return UNASKED
 
 
 def _read(url: str, token: str) -> None:
