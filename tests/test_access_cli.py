@@ -31,7 +31,8 @@ def ok(args: list[str], env: dict[str, str]) -> str:
 def test_users_tokens_and_grants_from_the_command_line(tmp_path: Path, live_server_url: str) -> None:
     env = env_for(tmp_path)
     create.store_memory(Scope(P, None), "Releases are cut from the main branch every Tuesday.", "process")
-    assert "added user alice" in ok(["users", "add", "alice"], env)
+    added = ok(["users", "add", "alice"], env)
+    assert "added user alice" in added and "yullu grant alice PROJECT write" in added  # the token alone is refused
     created = ok(
         ["tokens", "create", "--user", "alice", "--name", "laptop", "--read-only", "--expires-days", "30"], env
     )

@@ -82,7 +82,9 @@ def cmd_users_add(args: argparse.Namespace) -> None:
     user = services.add_user(args.name, admin=args.admin, staff=args.staff)
     name = user.get_username()
     kind = "superuser" if args.admin else "staff reviewer" if args.staff else "user"
-    print(f"added {kind} {name}; give them a token: yullu tokens create --user {name}")
+    # Walk 23: the token alone left Ben refused by the project he came for; a superuser needs no grant.
+    role = "" if args.admin else f", and a role on each project they work on: yullu grant {name} PROJECT write"
+    print(f"added {kind} {name}; give them a token: yullu tokens create --user {name}{role}")
     if args.admin or args.staff:
         _print_login(user)
 
