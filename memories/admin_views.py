@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from access import policy as access
+from access.people import username
 from yullu_core import settings_edit
 from yullu_core.config import ConfigError, load_for_project
 from yullu_core.errors import UserError
@@ -86,6 +87,15 @@ def _safe_next(request: HttpRequest, fallback: str = "admin:memories_review") ->
     return target
 
 
+def _named(writer: str, kind: str, owner: str | None) -> str:
+    """Who the queue names beside a memory's source: a person's or a teammate's name, and whose assistant stored
+    it unless it was the install's owner's (a one-person install's every row). On a team server a teammate's
+    assistant's memory said only "from assistant" (walk 23)."""
+    if kind in ("teammate", "person") or (kind == "assistant" and writer != owner):
+        return writer
+    return ""
+
+
 def review_view(request: HttpRequest) -> HttpResponse:
     """Unrated memories, newest first; 6–10 keeps, 1–5 archives (after confirmation), with undo."""
     if request.method == "POST":
@@ -115,11 +125,12 @@ def review_view(request: HttpRequest) -> HttpResponse:
     source_of, history = admin_queries.sources(ids), admin_queries.recall_history(ids)
     why = origins.explain(page)  # which dream pass proposed it, from which conversation, and the reason
     by = authors.writers(page)  # the row says who wrote it (memories.authors), not the history's created row
+    owner = username(access.owner_id())
     rows = [
         {
             "m": m,
             "source": (kind := source_of.get(m.pk, "unknown")),  # not `source`: a walrus binds the function's name
-            "by": by.get(m.pk, "") if kind in ("teammate", "person") else "",
+            "by": _named(by.get(m.pk, ""), kind, owner),
             "history": history[m.pk],
             "origin": why.get(m.pk),
         }

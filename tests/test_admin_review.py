@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from access.actor import acting_as, actor_for_user
 from memories import lifecycle
 from memories.models import Memory, RecallFeedback, RejectedMemory
 from memories.scope import resolve
@@ -83,6 +84,19 @@ def test_the_unfiltered_queue_says_any_source(staff: Client, stub_embedder: Stub
     assert "typed at the terminal" in page
     assert '<option value="person" selected' not in page and '<option value="" selected' not in page
     assert '<option value="person" selected' in staff.get(REVIEW + "?source=person").content.decode()
+
+
+def test_the_queue_names_whose_assistant_stored_a_memory_on_a_team_server(
+    staff: Client, stub_embedder: StubServer, django_user_model: Any
+) -> None:
+    """Walk 23: Ben's assistant's memory said "from assistant" beside "from person admin": on a team server the
+    reviewer could not tell whose it was. The owner's own assistant (a one-person install's every row) stays unnamed."""
+    scope = resolve("acme/u", None)
+    with acting_as(actor_for_user(django_user_model.objects.create_user("ben"))):
+        create.store_memory(scope, "vec:1,0,0 stored by ben's assistant", source="mcp")
+    create.store_memory(scope, "vec:0,1,0 stored by nobody's", source="mcp")
+    page = staff.get(REVIEW).content.decode()
+    assert "from assistant <b>ben</b>" in page and page.count("from assistant</span>") == 1
 
 
 def test_a_memory_added_at_the_terminal_is_a_persons(staff: Client, stub_embedder: StubServer) -> None:
