@@ -14,6 +14,7 @@ from unfold.admin import ModelAdmin
 
 from yullu_core.errors import UserError
 from yullu_core.forms import untrimmed
+from yullu_core.text import label_problem
 
 from . import services
 from .audit import record
@@ -26,6 +27,14 @@ class TokenForm(forms.ModelForm):
     class Meta:
         model = ApiToken
         fields = ["user", "name", "read_only"]
+
+    def clean_name(self) -> str:
+        """The service's rule on the form: a name with a tab reached create_token in save_model, whose refusal
+        was a bare text page in place of the form (review of 0d04ed4)."""
+        name = str(self.cleaned_data["name"])
+        if problem := label_problem(name, "a token's name", services.MAX_TOKEN_NAME):
+            raise forms.ValidationError(problem)
+        return name
 
 
 @admin.register(ApiToken)

@@ -87,3 +87,18 @@ def test_doctor_does_not_say_a_revoked_token_may_read_the_folders_project(
     folder = _folder_check(env, repo)
     assert folder["status"] == "ok" and "this folder is github.com/walk23/app" in str(folder["detail"])
     assert "may read" not in str(folder["detail"]), folder
+
+
+@pytest.mark.django_db
+def test_the_admin_refuses_a_token_name_with_a_control_character_on_its_form(owner: Any) -> None:
+    """The admin's add form passed a name holding a tab to the service, whose new refusal (a UserError in
+    save_model) was a bare text page (400): the form says the rule's sentence, and no token is issued."""
+    from django.test import Client
+
+    alice = services.add_user("alice")
+    client = Client()
+    client.force_login(owner)
+    page = client.post("/admin/access/apitoken/add/", {"user": alice.pk, "name": "ci\tlaptop"})
+    assert page.status_code == 200, page.status_code
+    assert "a token&#x27;s name holds a control character" in page.content.decode()
+    assert not ApiToken.objects.filter(user=alice).exists()
