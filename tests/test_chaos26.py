@@ -234,3 +234,16 @@ async def test_a_worker_listens_again_when_its_sockets_folder_is_removed(
     assert [r.getMessage() for r in caplog.records] == [
         f"the socket {owner.socket_of(os.getpid())} was removed (a /tmp cleaner?); this worker listens there again."
     ]
+
+
+async def test_a_live_workers_client_is_kept_while_its_socket_is_missing(tmp_path: Path) -> None:
+    """The sockets' folder removed: a live worker's socket is missing until it listens again (within 5 s). The next
+    forward closed that worker's client as a gone one's, cutting every answer streaming from it through this
+    worker (the sessions' GET streams, which would have lived on: their connections do not need the file)."""
+    router = Router(tmp_path)
+    router.me = os.getpid() + 1
+    live = router._client(os.getpid())  # this process: alive, with no socket file in tmp_path
+    gone = _gone_pid()
+    assert await router.forward(gone, _scope("POST"), b"{}", _receive, _never_sent) is False
+    assert router._clients.get(os.getpid()) is live and not live.is_closed
+    await router._forget(os.getpid())

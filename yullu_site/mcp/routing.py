@@ -91,15 +91,7 @@ class Router:
         return owner
 
     def _alive(self, pid: int) -> bool:
-        if not self.socket_of(pid).exists():
-            return False
-        try:
-            os.kill(pid, 0)  # a worker killed hard leaves its socket's file behind
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return self.socket_of(pid).exists() and _running(pid)  # a worker killed hard leaves its socket's file behind
 
     @contextlib.asynccontextmanager
     async def listening(self) -> AsyncIterator[None]:
@@ -195,8 +187,10 @@ class Router:
     async def _forget_the_gone(self) -> None:
         """Close the clients of workers that are gone. One client per owner was kept for good: a worker restarted
         again and again (killed, or uvicorn's health check) left a client and its pool behind each time (review of
-        round 25); now the cache holds the live workers' only."""
-        for pid in [pid for pid in self._clients if not self._alive(pid)]:
+        round 25); now the cache holds the live workers' only. Judged by the process alone: a live worker's socket
+        is missing for a moment after its folder was removed (it listens again), and closing its client then cut
+        every answer streaming from it through this worker (the sessions' GET streams)."""
+        for pid in [pid for pid in self._clients if not _running(pid)]:
             await self._forget(pid)
 
     async def _forget(self, owner: int) -> None:
@@ -217,6 +211,16 @@ class Router:
             client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(None, connect=5.0))
             self._clients[owner] = client
         return client
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _private_folder(folder: Path) -> str | None:
