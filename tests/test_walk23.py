@@ -102,3 +102,21 @@ def test_the_admin_refuses_a_token_name_with_a_control_character_on_its_form(own
     assert page.status_code == 200, page.status_code
     assert "a token&#x27;s name holds a control character" in page.content.decode()
     assert not ApiToken.objects.filter(user=alice).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_doctor_says_the_install_owners_token_may_read_a_project_nobody_has_used_yet(
+    tmp_path: Path, live_server_url: str, django_user_model: Any
+) -> None:
+    """Doctor asked GET /api/stats whether the token may read the folder's project; since stats of a project nobody
+    has used is 404 (294cb06), the team's admin on a fresh repository was told "project … not found" and that the
+    hooks are silent there, where the admin's hooks store and recall (a superuser may use any project)."""
+    admin = django_user_model.objects.create_superuser("ann")
+    _, raw = ApiToken.issue(admin, "laptop")
+    env = product_env(tmp_path / "laptop", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    assert run_cli(["install", "claude", "--server", live_server_url, "--token", raw], env).returncode == 0
+    repo = git_repo(tmp_path / "fresh", "git@github.com:walk23/fresh.git")
+    folder = _folder_check(env, repo)
+    assert folder["status"] == "ok", folder
+    assert "github.com/walk23/fresh, which your token may read" in str(folder["detail"])

@@ -36,10 +36,12 @@ UNASKED = ""  # project_problem: the server could not judge the project (down, o
 def project_problem(server: str, token: str, project_id: str) -> str | None:
     """None when `token` may read `project_id` on `server`; else the server's sentence (a project the
     token has no role on answers as one that does not exist). UNASKED ("") when the server could not judge it
-    (down, or refusing the token itself): doctor's server line says why."""
-    query = urllib.parse.urlencode({"project_id": project_id})
+    (down, or refusing the token itself): doctor's server line says why. Asked of the memory list, which needs the
+    read role alone: stats of a project nobody has used yet is 404 since 294cb06, and the team's admin on a fresh
+    repository was told the hooks are silent there."""
+    query = urllib.parse.urlencode({"project_id": project_id, "limit": 1})
     try:
-        _read(f"{server}/api/stats?{query}", token)
+        _read(f"{server}/api/memories?{query}", token)
         return None
     except urllib.error.HTTPError as exc:
         return _said(exc.read()) if exc.code in (403, 404) else UNASKED
