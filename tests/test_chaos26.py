@@ -247,3 +247,14 @@ async def test_a_live_workers_client_is_kept_while_its_socket_is_missing(tmp_pat
     assert await router.forward(gone, _scope("POST"), b"{}", _receive, _never_sent) is False
     assert router._clients.get(os.getpid()) is live and not live.is_closed
     await router._forget(os.getpid())
+
+
+async def test_a_worker_starting_while_the_sockets_folder_is_gone_makes_it_and_listens(tmp_path: Path) -> None:
+    """A web worker (re)started after the folder was removed: its socket's bind failed the app's start-up, and uvicorn
+    stops all workers when one fails to start, so the whole web process ended."""
+    folder = tmp_path / "routes"  # not there
+    owner = Router(folder)
+    owner.app = _json_app
+    async with owner.listening():
+        assert owner.socket_of(os.getpid()).exists()
+    assert folder.stat().st_mode & 0o777 == 0o700

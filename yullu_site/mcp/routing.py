@@ -99,7 +99,15 @@ class Router:
         is removed meanwhile."""
         path = self.socket_of(self.me)
         path.unlink(missing_ok=True)  # a process id reused after a crash
-        servers = [await self._serve(path)]
+        servers = []
+        # A worker (re)started while the folder is gone: the bind's OSError failed the app's start-up, and uvicorn
+        # stops every worker when one fails to start (the whole web process, for a folder a /tmp cleaner removed).
+        if (problem := _private_folder(self.folder)) is None:
+            with contextlib.suppress(OSError):
+                servers.append(await self._serve(path))
+        if not servers:
+            log.warning("cannot listen on %s (%s); trying again every %g s.", path, problem or "bind failed",
+                        self.relisten_every)  # fmt: skip
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._keep_listening, path, servers)
