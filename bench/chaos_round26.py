@@ -8,6 +8,7 @@ load (bench.chaos_live.Load: REST writers and MCP SDK sessions storing back to b
 - postmaster: `kill -9` of the embedded PostgreSQL's postmaster: does the site live on and serve again?
 - sigstop: the postmaster stopped (SIGSTOP) for --stop-s seconds, then continued.
 - routes: the sockets' folder deleted while serving.
+- clients: `yullu bench load` (MCP clients) and the hooks' requests by curl while one web worker is killed.
 - disk (alone, a site of its own): $YULLU_HOME, the embedded PostgreSQL's data and a checkout on a small tmpfs mounted
   on the drill's folder (root), filled (`dd`) for --full-s seconds while REST writers store into the checkout's
   project (each store an event file in its `.yullu/logs`) and MCP writers store; then the filler removed.
@@ -32,6 +33,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -201,6 +203,46 @@ def drill_routes(site: Site, token: str, clients: int) -> dict[str, Any]:
                   sockets_back=sorted(p.name for p in folder.glob("*.sock")) if folder.exists() else [])  # fmt: skip
 
 
+def hooks_by_curl(site: Site, token: str, stop: threading.Event, codes: collections.Counter[str]) -> None:
+    """What the assistant's hooks send, by curl: the prompt hook's POST /api/context and the turns' /api/messages."""
+    bodies = {
+        "/api/context": {"query": "how do the invoices wait for the queue?", "project_id": "chaos/hooks26"},
+        "/api/messages": {"session_id": "chaos-hooks-26", "project_id": "chaos/hooks26",
+                          "messages": [{"role": "user", "content": "the queue drains before the deploy"}]},
+    }  # fmt: skip
+    while not stop.is_set():
+        for path, body in bodies.items():
+            curl = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "30", "-X", "POST",
+                    "-H", f"Authorization: Bearer {token}", "-H", "Content-Type: application/json",
+                    "-d", json.dumps(body), site.url + path]  # fmt: skip
+            done = subprocess.run(curl, capture_output=True, text=True)
+            codes[f"{path} {done.stdout or 'curl exit ' + str(done.returncode)}"] += 1
+        time.sleep(0.2)
+
+
+def drill_clients(site: Site, token: str, clients: int) -> dict[str, Any]:
+    """`yullu bench load` (its MCP clients) and the hooks by curl while one web worker is killed."""
+    offset = site.log.stat().st_size
+    report = site.base / "bench_load.json"
+    command = [sys.executable, "-m", "yullu_cli.main", "bench", "load", "--url", f"{site.url}/mcp",
+               "--clients", str(clients * 2), "--duration", "45", "--out", str(report)]  # fmt: skip
+    load = subprocess.Popen(command, env=site.env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    stop, codes = threading.Event(), collections.Counter[str]()
+    curl = threading.Thread(target=hooks_by_curl, args=(site, token, stop, codes), daemon=True)
+    curl.start()
+    time.sleep(15)
+    before = {p.pid for p in workers(site)}
+    workers(site)[0].kill()
+    back = wait_for("new worker", lambda: len({p.pid for p in workers(site)} - before) >= 1)
+    out, _ = load.communicate(timeout=300)
+    stop.set()
+    curl.join(60)
+    lines = out.decode(errors="replace").splitlines()
+    return {"drill": "clients", "worker_back_s": back, "bench_load_exit": load.returncode, "load_said": lines[-6:],
+            "bench_load_traceback": any(line.startswith("Traceback") for line in lines), "hooks": dict(codes),
+            "said": log_since(site, offset), "tracebacks": tracebacks(site, offset)}  # fmt: skip
+
+
 class CheckoutLoad(TimedLoad):
     """TimedLoad whose REST writers store into a git checkout's project (`cwd`): each store is an event file in its
     `.yullu/logs` too (the team log)."""
@@ -313,6 +355,7 @@ def main() -> None:
         "postmaster": lambda s, t: drill_postmaster(s, t, args.clients),
         "sigstop": lambda s, t: drill_sigstop(s, t, args.clients, args.stop_s),
         "routes": lambda s, t: drill_routes(s, t, args.clients),
+        "clients": lambda s, t: drill_clients(s, t, args.clients),
     }
     os.environ.pop("YULLU_HOME", None)
     with drill_site(args.base, "r26", no_dreams, keep=args.keep, port=args.port, extra=no_model,
