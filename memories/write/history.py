@@ -90,11 +90,15 @@ def record(
 
 
 def record_created(memories: list[Memory], source: str, authors: list[str | None] | None = None) -> None:
-    """`record(m, "created", source, None, snapshot(m), author=a)` for a batch of new memories: two
-    COPYs (bulk_rows)."""
+    """`record(m, "created", source, None, snapshot(m), author=a)` for a batch of new memories: a few in
+    one statement, many by two COPYs (bulk_rows)."""
     names = authors or [None] * len(memories)
-    bulk_rows.insert(MemoryEvent, [_event(EventKind.CREATED, m, source) for m in memories])
+    events = [_event(EventKind.CREATED, m, source) for m in memories]
     rows = [_row(m, "created", source, None, snapshot(m), a) for m, a in zip(memories, names, strict=True)]
+    if len(memories) < bulk_rows.COPY_FROM:
+        bulk_rows.insert_together(events, rows)
+        return
+    bulk_rows.insert(MemoryEvent, events)
     bulk_rows.insert(MemoryChange, rows)
 
 
