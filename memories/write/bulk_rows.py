@@ -105,10 +105,12 @@ def insert_vectors(rows: Sequence[tuple[int, str, str, Sequence[float] | np.ndar
     """Insert (memory id, project id, embedder id, vector) rows of MemoryVector: a few in one INSERT,
     many by one binary COPY, the vector in pgvector's binary form (its `Vector.to_binary`) sent as
     raw bytes."""
-    if len(rows) < COPY_FROM:
-        MemoryVector.objects.bulk_create(
-            MemoryVector(memory_id=m, project_id=p, embedder=e, dim=len(v), vector=np.asarray(v, dtype=np.float32))
-            for m, p, e, v in rows
+    if len(rows) < COPY_FROM:  # one plain INSERT (insert_together): nothing reads their keys back
+        insert_together(
+            [
+                MemoryVector(memory_id=m, project_id=p, embedder=e, dim=len(v), vector=np.asarray(v, dtype=np.float32))
+                for m, p, e, v in rows
+            ]
         )
         return
     kinds = {(e, len(v)) for _, _, e, v in rows}
