@@ -50,6 +50,8 @@ from bench.secret_forms_21 import HELD_OUT_21_KEEP as HELD_OUT_21_KEEP
 from bench.secret_forms_21 import REFUSED_BY_POLICY_21
 from bench.secret_forms_22 import HELD_OUT_22 as HELD_OUT_22
 from bench.secret_forms_22 import HELD_OUT_22_KEEP as HELD_OUT_22_KEEP
+from bench.secret_forms_23 import HELD_OUT_23 as HELD_OUT_23
+from bench.secret_forms_23 import HELD_OUT_23_KEEP as HELD_OUT_23_KEEP
 
 Gen = Callable[[random.Random], str]
 
@@ -4069,4 +4071,14 @@ REFUSED_BY_POLICY.extend(REFUSED_BY_POLICY_21)
 # connection strings of databases and brokers, credential files, base64 and URL-encoded, split and nested-quoted
 # values, prose in 20 languages) and 70 keepers. The first run, `find_secret` and every write path alike, stored 4 of
 # 287 and refused 1 of 70 (a secret store's reference). It has no documented sample key, so no policy texts.
+# (imported at the top of this file)
+
+
+# ---------------------------------------------------------------------------------------------
+# HELD_OUT_23: secrets28's set (bench/secret_forms_23.py), written and committed before its author read the scanner
+# or the earlier sets' texts (set 22's file shape only): 196 secrets where developers paste them into an assistant
+# (shell history, CI logs and CI YAML, Kubernetes Secrets and Helm values, Terraform, docker-compose, HTTP dumps,
+# stack traces, code in nine languages, chat prose in fourteen languages, conversation transcripts) and 70 keepers.
+# The first run, `find_secret` and every write path alike, stored 2 of 196 and refused 2 of 70 (the dreaming path
+# a third: a near-duplicate of another keeper, not a secret's refusal). No documented sample key, so no policy texts.
 # (imported at the top of this file)

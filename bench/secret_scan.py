@@ -2,13 +2,13 @@
 
 Run: .venv/bin/python -m bench.secret_scan [--seeds 3] [--show]
          [--split tune|held-out|held-out-2|held-out-3|held-out-4|held-out-5|held-out-6|held-out-7|held-out-8
-                  |held-out-9|held-out-10|held-out-11|held-out-12|held-out-13|held-out-14|held-out-15|held-out-16|held-out-17|held-out-18|held-out-19|held-out-20|held-out-21|held-out-22|fake|review-6|review-7|review-8|review-9
+                  |held-out-9|held-out-10|held-out-11|held-out-12|held-out-13|held-out-14|held-out-15|held-out-16|held-out-17|held-out-18|held-out-19|held-out-20|held-out-21|held-out-22|held-out-23|fake|review-6|review-7|review-8|review-9
                   |tune-walk8|all]
 
-Credentials: the forms of bench/secret_forms.py (TUNE, HELD_OUT, HELD_OUT_2 … HELD_OUT_22
+Credentials: the forms of bench/secret_forms.py (TUNE, HELD_OUT, HELD_OUT_2 … HELD_OUT_23
 reported apart), each filled with `--seeds` different random values; FAKE (bench/secret_forms_fake.py: hand-typed
 fake values, `ghp_abcdef…`, `password: password123`, fixed texts) with its keepers FAKE_KEEP;
-HELD_OUT_2_KEEP … HELD_OUT_22_KEEP,
+HELD_OUT_2_KEEP … HELD_OUT_23_KEEP,
 REVIEW_6_KEEP … REVIEW_9_KEEP and TUNE_WALK8_KEEP (memories that must be stored) are reported with them.
 Ordinary: every LoCoMo turn of ../shared/bench/locomo_dev.json (chat about daily life), the codebase set's
 memories, questions and prompts, the duplicate-pair memories, and secret_talk.json (memories *about*
@@ -93,6 +93,7 @@ def main() -> None:
             "held-out-20",
             "held-out-21",
             "held-out-22",
+            "held-out-23",
             "fake",
             "review-6",
             "review-7",
@@ -131,6 +132,7 @@ def main() -> None:
         ("held-out-20", secret_forms.HELD_OUT_20),
         ("held-out-21", secret_forms.HELD_OUT_21),
         ("held-out-22", secret_forms.HELD_OUT_22),
+        ("held-out-23", secret_forms.HELD_OUT_23),
         ("fake", secret_forms_fake.FAKE_SECRETS),
         ("tune-walk8", secret_forms.TUNE_WALK8),
     )
@@ -176,6 +178,7 @@ def main() -> None:
         ("held-out-20", secret_forms.HELD_OUT_20_KEEP),
         ("held-out-21", secret_forms.HELD_OUT_21_KEEP),
         ("held-out-22", secret_forms.HELD_OUT_22_KEEP),
+        ("held-out-23", secret_forms.HELD_OUT_23_KEEP),
         ("fake", secret_forms_fake.FAKE_KEEP),
         ("review-6", secret_forms.REVIEW_6_KEEP),
         ("review-7", secret_forms.REVIEW_7_KEEP),

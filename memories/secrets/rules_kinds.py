@@ -2,7 +2,7 @@
 a password stored in the clear under a `{PLAIN}` scheme, a passphrase of several words quoted after a command's
 option, an Erlang distribution cookie, and a long number told as a password or a Wi-Fi key; and (held-out set 18) a
 key's raw bytes as a JSON array, a Kubernetes bootstrap token, and a Terraform `random_password`'s result in a state
-file."""
+file; and (set 23) a secret's variable echoed in a log with its value on the next line."""
 
 from __future__ import annotations
 
@@ -228,5 +228,20 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"(?i)\binsert\s+into\s+[\w.\"`]+\s*\(([^()\n]{1,300}\)\s*values\s*\([^()\n]{1,600})\)"),
         ("insert",),
         check=lambda statement: _inserted_password(statement),
+    ),
+    # A secret's variable echoed in a CI log or a terminal, its value on the next line: `$ echo $DEPLOY_TOKEN` then
+    # `[deploy] vjia5b14…` (a job's prefix in brackets may start the line; set 23). A masked `***`, a word, a number
+    # or an address is kept by the value's test.
+    Rule(
+        "echoed-secret-variable",
+        "a secret echoed in a log",
+        re.compile(
+            r"(?i)\b(?:echo|printenv|print)[ \t]+[\"']?\$?\{?[a-z0-9_]{0,40}"
+            r"(?:token|secret|passw(?:or)?d|pass|pwd|api_?key|key|credentials?)[a-z0-9_]{0,40}\}?[\"']?[ \t]*\r?\n"
+            r"(?:\[[^\]\n]{1,40}\][ \t]*)?([^\s]{12,})[ \t]*(?:\r?\n|$)"
+        ),
+        ("echo", "printenv", "print"),
+        # (an address printed there is a base URL's setting, `echo $API_KEY_URL`, not the key)
+        check=lambda value: "://" not in value and _assigned_secret(value),
     ),
 )

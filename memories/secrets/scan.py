@@ -27,7 +27,7 @@ from .gitleaks import _NAME_CHAR, gitleaks
 from .model import Allow, Finding, Rule, entropy
 from .names import _told_digest
 from .shapes import _named_public, _without_public_blocks
-from .values import _PASSWORD_MANAGER, STORE_REFERENCE, VARIABLE_NAME, public_value
+from .values import _PASSWORD_MANAGER, STORE_REFERENCE, VARIABLE_NAME, _told_not_placeholder, public_value
 
 # Ours after theirs, in this order: the first rule to find a secret names its kind.
 OURS: tuple[Rule, ...] = (
@@ -464,6 +464,10 @@ def _matches(view: str) -> Iterator[Finding]:
             line = _line(view, begin)
             vendor = rule.id in _vendor_rules()
             if vendor and _vendor_placeholder(secret):
+                continue
+            # (a template's word given to a password's name, `password: "changeme"`: gitleaks' Terraform rule takes
+            # any 8 to 20 small letters; ours keep that placeholder and refuse a breach list's `password123`; set 23)
+            if rule.name_prefix and not _told_not_placeholder(secret):
                 continue
             drawn = _always_drawn if vendor or rule.id in _PLAIN_VALUE_RULES else _drawn
             if any(a.allows(secret, view[begin:m_end], line, drawn) for a in (*glob, *rule.allows)):

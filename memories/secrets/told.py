@@ -28,8 +28,9 @@ from .values import (
 _SLUG = re.compile(r"[a-z]{2,}(?:[-_.](?:[a-z]{2,}|\d{1,3}[a-z]?))+")
 
 
-# "pass" is a verb too: a password only after whose it is ("root pass X") or a list's comma ("wifi: X,
-# pass Y"). Lookbehinds, so the match starts at "pass" and re tries few starts.
+# "pass" is a verb too: a password only after whose it is ("root pass X") or a list's comma, slash or bar ("wifi: X,
+# pass Y", "user ops / pass Y", "user: ops | pass: Y"; set 23). Lookbehinds, so the match starts at "pass" and re
+# tries few starts.
 _PASS_OWNERS = (
     "root",
     "admin",
@@ -50,7 +51,7 @@ _PASS_OWNERS = (
 )
 # "pwd" is the shell's command too: a password only as a list's item ("user app, pwd X").
 _PWD_AFTER = "(?:(?<=, )|(?<=; ))"
-_PASS_AFTER = "(?:" + "|".join(f"(?<={w} )" for w in (*_PASS_OWNERS, ",", ";")) + ")"
+_PASS_AFTER = "(?:" + "|".join(f"(?<={re.escape(w)} )" for w in (*_PASS_OWNERS, ",", ";", "/", "|")) + ")"
 
 
 # A cryptographic construction's name: primitives, modes and sizes joined ("key derivation: PBKDF2-HMAC-SHA256",

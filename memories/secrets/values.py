@@ -180,10 +180,14 @@ def _assigned_secret(value: str) -> bool:
         return False
     if _CMDLET.fullmatch(value):
         return False
-    # (a cookie's `name=<redacted>` after `Cookie:`: a pair whose value is a placeholder)
+    # (a cookie's `name=<redacted>` after `Cookie:`: a pair whose value is a placeholder; or a setting's small word
+    # after a name in small letters, a consent banner's `cookieconsent_status=dismiss`, set 23's keeper; a password
+    # holding `=` has capitals or digits, `Copper=7750`)
     if (pair := _NAMED_PAIR.fullmatch(value)) and (
         _TEMPLATE_SLOT.fullmatch(pair[1]) or not _not_placeholder(pair[1]) or _DOTTED_NUMBERS.fullmatch(pair[1])
     ):
+        return False
+    if _PLAIN_PAIR.fullmatch(value):
         return False
     if value.isdigit() or value.isalpha() and value.islower() or "/" in value and _PATH.fullmatch(value):
         return False
@@ -219,6 +223,7 @@ _NAMED_PAIR = re.compile(r"[A-Za-z_][\w.-]{0,40}=(.+)")
 # (an analytics cookie's numbers after `Cookie:`, `_ga=GA1.2.1234567890.1700000000`: a version, a client's number and a
 # time joined by dots, no random characters)
 _DOTTED_NUMBERS = re.compile(r"[A-Za-z]{0,4}\d{0,2}(?:\.\d+){2,}")
+_PLAIN_PAIR = re.compile(r"[a-z_][a-z0-9_.-]{0,40}=[a-z]{1,8}")  # (a short word: a drawn session id is longer)
 _WORD_TWICE = re.compile(r"([A-Za-z]{3,})[-_.]?\1", re.IGNORECASE)
 
 
