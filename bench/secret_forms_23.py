@@ -19,21 +19,26 @@ seeds); the rest are typed by hand the way an outsider types a plausible key (`s
 
 from __future__ import annotations
 
-import base64
 import json
-import random
 import string
-import uuid
-from collections.abc import Callable
 from urllib.parse import quote
 
+from bench.secret_fill import Filler, enc, fixed
 from bench.secret_forms_9 import Form
 
-_R = random.Random(2323)
+_F = Filler(2323)
+_R = _F.rng
+_v = _F.v
+_hex = _F.hex
+_b64 = _F.b64
+_b64url = _F.b64url
+_uuid = _F.uuid
+_jwt = _F.jwt
+_epoch = _F.epoch
+_enc = enc
 _ALNUM = string.ascii_letters + string.digits
 _LOWER_DIGITS = string.ascii_lowercase + string.digits
 _UPPER_DIGITS = string.ascii_uppercase + string.digits
-_HEX = "0123456789abcdef"
 _URLSAFE = _ALNUM + "-_"
 _B64 = _ALNUM + "+/"
 _WORDS = [
@@ -42,58 +47,15 @@ _WORDS = [
 ]  # fmt: skip
 
 
-def _v(n: int, alphabet: str = _ALNUM) -> str:
-    return "".join(_R.choice(alphabet) for _ in range(n))
-
-
-def _hex(n: int) -> str:
-    return _v(n, _HEX)
-
-
 def _pw(n: int = 16) -> str:
     """A generated password: letters, digits and a symbol or two, in no fixed place."""
-    chars = [_R.choice(string.ascii_uppercase), _R.choice(string.digits), _R.choice("!#%*@-_+^")]
-    chars += [_R.choice(_ALNUM + "!#%*^") for _ in range(n - 3)]
-    _R.shuffle(chars)
-    return "".join(chars)
+    return _F.pw(n, "!#%*@-_+^", "!#%*^")
 
 
 def _human_pw() -> str:
     """A password a person made up: a word or two, digits, a symbol."""
     a, b = _R.sample(_WORDS, 2)
     return f"{a.capitalize()}{_R.choice(['', '-', '_', '.'])}{b}{_R.randint(1, 9999)}{_R.choice('!?#&')}"
-
-
-def _bytes(n: int) -> bytes:
-    return bytes(_R.getrandbits(8) for _ in range(n))
-
-
-def _b64(n_bytes: int) -> str:
-    return base64.b64encode(_bytes(n_bytes)).decode()
-
-
-def _b64url(n_bytes: int) -> str:
-    return base64.urlsafe_b64encode(_bytes(n_bytes)).decode().rstrip("=")
-
-
-def _enc(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-def _uuid() -> str:
-    return str(uuid.UUID(int=_R.getrandbits(128), version=4))
-
-
-def _part(obj: dict[str, object]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def _jwt(payload: dict[str, object], alg: str = "HS256") -> str:
-    return f"{_part({'alg': alg, 'typ': 'JWT'})}.{_part(payload)}.{_b64url(32)}"
-
-
-def _epoch() -> int:
-    return _R.randint(1_760_000_000, 1_790_000_000)
 
 
 def _digits(n: int) -> str:
@@ -735,11 +697,6 @@ KEEP_TEXTS: list[tuple[str, str]] = [
 POLICY_TEXTS: list[tuple[str, str]] = []
 
 
-def _fixed(text: str) -> Callable[[random.Random], str]:
-    """The texts above are drawn once from their own seed; the runner's rng is not needed."""
-    return lambda _rng: text
-
-
-HELD_OUT_23: list[Form] = [(f"s23 {name}", _fixed(text)) for name, text in SECRET_TEXTS]
-HELD_OUT_23_KEEP: list[Form] = [(f"k23 keep {name}", _fixed(text)) for name, text in KEEP_TEXTS]
-REFUSED_BY_POLICY_23: list[Form] = [(f"k23 policy {name}", _fixed(text)) for name, text in POLICY_TEXTS]
+HELD_OUT_23: list[Form] = [(f"s23 {name}", fixed(text)) for name, text in SECRET_TEXTS]
+HELD_OUT_23_KEEP: list[Form] = [(f"k23 keep {name}", fixed(text)) for name, text in KEEP_TEXTS]
+REFUSED_BY_POLICY_23: list[Form] = [(f"k23 policy {name}", fixed(text)) for name, text in POLICY_TEXTS]

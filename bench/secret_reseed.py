@@ -2,11 +2,11 @@
 
 Run: .venv/bin/python -m bench.secret_reseed [--module bench.secret_forms_18] [--fillings 40] [--show]
 
-The sets since the seventeenth draw each text once from one seeded generator (`random.Random(<seed>)` in the file),
-so `bench.secret_scan --seeds N` sends the same text N times. This runs the set's file again with the generator
-seeded 5000, 5001, … (its forms and words unchanged, its random values new) and counts the secret texts the scanner
-does not refuse and the keepers it refuses. A form that passes on its first values and fails on others was passed by
-luck (a symbol some shape rule reads), not by the rule meant for it.
+The sets since the seventeenth draw each text once from one seeded generator (`random.Random(<seed>)` or
+`Filler(<seed>)` in the file), so `bench.secret_scan --seeds N` sends the same text N times. This runs the set's file
+again with the generator seeded 5000, 5001, … (its forms and words unchanged, its random values new) and counts the
+secret texts the scanner does not refuse and the keepers it refuses. A form that passes on its first values and fails
+on others was passed by luck (a symbol some shape rule reads), not by the rule meant for it.
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ import types
 from memories.secrets import find_secret
 
 FIRST_SEED = 5000
+# The set's generator: `random.Random(2222)`, or `Filler(2222)` since bench/secret_fill.py (sets 19 to 22 moved to it
+# and were no longer reseeded: every filling was the first).
+SEEDED = re.compile(r"(?m)^(\w+ = (?:random\.Random|Filler)\()[\d_]+\)")
 
 
 def _filling(source: str, seed: int) -> types.ModuleType:
     module = types.ModuleType(f"reseeded_{seed}")
     exec(
-        compile(re.sub(r"(?m)^(\w+ = random\.Random\()[\d_]+\)", rf"\g<1>{seed})", source, count=1), "<set>", "exec"),
+        compile(SEEDED.sub(rf"\g<1>{seed})", source, count=1), "<set>", "exec"),
         vars(module),
     )  # noqa: S102 (our own bench file)
     return module

@@ -4,7 +4,6 @@ neighbours; and the new rule's cost, measured by scaling the text, not by a boun
 (Values assembled at run time where a vendor's prefix is in them: no literal token in this file.)"""
 
 import random
-import time
 
 import pytest
 
@@ -12,6 +11,7 @@ from bench import secret_forms_23
 from bench.secret_forms import ALNUM, chars
 from memories.secrets import find_secret
 from memories.secrets.views import _scan_views
+from tests.scan_cost import cpu_to_scan_repeated
 
 R = random.Random(2328)
 LOWER_DIGITS = "abcdefghijklmnopqrstuvwxyz0123456789"
@@ -91,23 +91,11 @@ def test_the_twenty_third_sets_keepers_neighbours_with_a_secret_are_refused(text
     assert find_secret(text), text
 
 
-def _cpu_to_scan(text: str) -> float:
-    """The least CPU time of three scans of `text` (this thread's, not the wall clock: other processes do not count)."""
-    best = float("inf")
-    for _ in range(3):
-        start = time.thread_time()
-        list(_scan_views(text))
-        best = min(best, time.thread_time() - start)
-    return best
-
-
 @pytest.mark.parametrize(
     "unit",
     ["echo $DB_PASSWORD\n", "echo $TOKEN_TOKEN_TOKEN_", "printenv key\n[x] ", "echo " + "a_key" * 20, "user / pass "],
 )
 def test_the_twenty_third_sets_rules_cost_work_in_proportion_to_the_text(unit: str) -> None:
     """Eight times the text costs about eight times the CPU when linear, sixty-four times when quadratic."""
-    _cpu_to_scan("warm up secret_key")
-    small = _cpu_to_scan(unit * (2_000 // len(unit)))
-    large = _cpu_to_scan(unit * (16_000 // len(unit)))
+    small, large = cpu_to_scan_repeated(unit)
     assert large < 24 * max(small, 1e-4), (unit, small, large)
