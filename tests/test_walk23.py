@@ -11,6 +11,7 @@ from access import services
 from access.models import ApiToken, Grant, Project
 from tests.processes import git_repo, own_cluster, product_env, run_cli
 from tests.test_walk19 import _folder_check
+from yullu_cli.assistants import claude
 from yullu_core.errors import UserError
 
 
@@ -120,3 +121,23 @@ def test_doctor_says_the_install_owners_token_may_read_a_project_nobody_has_used
     folder = _folder_check(env, repo)
     assert folder["status"] == "ok", folder
     assert "github.com/walk23/fresh, which your token may read" in str(folder["detail"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_team_servers_client_is_told_to_name_the_project_not_its_folder(
+    tmp_path: Path, live_server_url: str, django_user_model: Any
+) -> None:
+    """Walk 23: the skill and Codex's AGENTS.md said to pass `cwd`, which a team server refuses (it cannot read the
+    laptop's folders): every session's first recall failed until the model formed a project_id from the error."""
+    _, raw = ApiToken.issue(django_user_model.objects.create_user("ben"), "laptop")
+    env = product_env(tmp_path / "laptop", YULLU_EMBED_PROVIDER="none", HOME=str(tmp_path / "home"))
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    (tmp_path / "home" / ".codex").mkdir()
+    for target in ("claude", "codex"):
+        ran = run_cli(["install", target, "--server", live_server_url, "--token", raw], env)
+        assert ran.returncode == 0, ran.stderr
+    skill = (tmp_path / "home" / ".claude" / "skills" / "yullu" / "SKILL.md").read_text()
+    agents = (tmp_path / "home" / ".codex" / "AGENTS.md").read_text()
+    for text in (skill, agents):
+        assert "pass\n  `project_id` instead of `cwd`" in text and "github.com/acme/app" in text
+    assert claude.skill_text() == claude.SKILL  # a local install (no --server) keeps the plugin's text

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..hooks import hook_argv, server_url, token
-from .claude import SKILL
+from .claude import skill_text
 from .files import InstallError, pinned_env, say, write_if_changed
 
 AGENTS_START = "<!-- yullu:start -->"
@@ -15,7 +15,7 @@ AGENTS_END = "<!-- yullu:end -->"
 
 
 def agents_section() -> str:
-    return f"{AGENTS_START}\n{SKILL.split('---', 2)[2].strip()}\n{AGENTS_END}\n"
+    return f"{AGENTS_START}\n{skill_text().split('---', 2)[2].strip()}\n{AGENTS_END}\n"
 
 
 def without_section(text: str) -> str:
