@@ -8,6 +8,7 @@ load (bench.chaos_live.Load: REST writers and MCP SDK sessions storing back to b
 - postmaster: `kill -9` of the embedded PostgreSQL's postmaster: does the site live on and serve again?
 - sigstop: the postmaster stopped (SIGSTOP) for --stop-s seconds, then continued.
 - routes: the sockets' folder deleted while serving.
+- routes_worker: the sockets' folder deleted and a web worker killed at once (the new one starts with no folder).
 - clients: `yullu bench load` (MCP clients) and the hooks' requests by curl while one web worker is killed.
 - disk (alone, a site of its own): $YULLU_HOME, the embedded PostgreSQL's data and a checkout on a small tmpfs mounted
   on the drill's folder (root), filled (`dd`) for --full-s seconds while REST writers store into the checkout's
@@ -335,6 +336,19 @@ def _warnings(site: Site, offset: int) -> list[str]:
     return [f"{n}x {line}" for line, n in collections.Counter(lines).most_common(10)]
 
 
+def drill_routes_then_worker(site: Site, token: str, clients: int) -> dict[str, Any]:
+    """The sockets' folder deleted, and at once a web worker killed: the new worker starts with no folder."""
+    load, threads, offset = start_load(site, token, "routes-worker", clients)
+    folder, parent = route_folder(site), web_parent(site)
+    before = {p.pid for p in workers(site)}
+    shutil.rmtree(folder)
+    next(p for p in parent.children() if p.pid in before).kill()
+    at = time.monotonic()
+    back = wait_for("a new worker's socket", lambda: len({p.pid for p in workers(site)} - before) >= 1)
+    return finish(site, token, load, threads, at, offset, drill="routes+worker", worker_back_s=back,
+                  same_web_parent=web_parent(site).pid == parent.pid)  # fmt: skip
+
+
 def main() -> None:
     parser = drill_arguments(__doc__, "worker,workers,supervisor,postmaster,sigstop,routes")
     parser.add_argument("--clients", type=int, default=2, help="MCP clients, and as many REST clients")
@@ -356,6 +370,7 @@ def main() -> None:
         "sigstop": lambda s, t: drill_sigstop(s, t, args.clients, args.stop_s),
         "routes": lambda s, t: drill_routes(s, t, args.clients),
         "clients": lambda s, t: drill_clients(s, t, args.clients),
+        "routes_worker": lambda s, t: drill_routes_then_worker(s, t, args.clients),
     }
     os.environ.pop("YULLU_HOME", None)
     with drill_site(args.base, "r26", no_dreams, keep=args.keep, port=args.port, extra=no_model,
