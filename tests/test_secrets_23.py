@@ -49,6 +49,15 @@ TWENTY_THIRD_SET_CAUSES = {
         "password-named",
     ),
     "a password after `user: X | pass`": ("user: ops | pass " + chars(SYMBOLS, 16)(R), "password-named"),
+    # (a probe after the set: a chat's question, the answer a value alone on the next turn)
+    "a password asked, the answer's turn a value alone": (
+        "Q: root password for bastion?\nA: BGYgmjDs!MP3Hq",
+        "secret-asked-then-answered",
+    ),
+    "a Wi-Fi pw asked in bracketed turns": (
+        "[user] whats the wifi pw\n[assistant] XQAhDRxo#YfAAm",
+        "secret-asked-then-answered",
+    ),
 }
 
 
@@ -72,6 +81,10 @@ def test_each_cause_of_the_twenty_third_sets_stored_secrets_is_refused_by_its_ru
         "echo $TOKEN_COUNT\n1234567890123\n",
         "tests: 3 fail / pass rate is low",
         "A/B: variant a / pass through to the old handler",
+        "Q: root password for bastion?\nA: we use SSH keys only, no password",
+        "User: what's the token limit?\nAssistant: 128000",
+        "Q: which secret manager?\nA: Vault",
+        "[user] the api key rotation doc?\n[assistant] docs/security/rotation.md",
     ],
 )
 def test_the_twenty_third_sets_near_misses_are_kept(text: str) -> None:
@@ -93,7 +106,16 @@ def test_the_twenty_third_sets_keepers_neighbours_with_a_secret_are_refused(text
 
 @pytest.mark.parametrize(
     "unit",
-    ["echo $DB_PASSWORD\n", "echo $TOKEN_TOKEN_TOKEN_", "printenv key\n[x] ", "echo " + "a_key" * 20, "user / pass "],
+    [
+        *(
+            "echo $DB_PASSWORD\n",
+            "echo $TOKEN_TOKEN_TOKEN_",
+            "printenv key\n[x] ",
+            "echo " + "a_key" * 20,
+            "user / pass ",
+        ),
+        *("password?\nA: x\n", "token\n[assistant] ", "pw pw pw pw ", "secret\n<"),
+    ],
 )
 def test_the_twenty_third_sets_rules_cost_work_in_proportion_to_the_text(unit: str) -> None:
     """Eight times the text costs about eight times the CPU when linear, sixty-four times when quadratic."""

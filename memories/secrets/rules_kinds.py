@@ -244,4 +244,18 @@ RULES: tuple[Rule, ...] = (
         # (an address printed there is a base URL's setting, `echo $API_KEY_URL`, not the key)
         check=lambda value: "://" not in value and _assigned_secret(value),
     ),
+    # A chat's question naming a password, a key or a token, and the next turn's answer nothing but a value:
+    # "Q: root password for bastion?" / "A: BGYg…", "[user] whats the wifi pw" / "[assistant] XQAh…" (a probe after
+    # set 23). The answer's line holds the value alone, so "A: we use SSH keys only" is a sentence, not a value.
+    Rule(
+        "secret-asked-then-answered",
+        "a password",
+        re.compile(
+            r"(?im)\b(?:pass?(?:w(?:or|ro|r)|ow?r|or)d|passwd|passphrase|pw|pwd|api[ _-]?key|token|secret)s?\b"
+            r"[^\n]{0,60}?\r?\n[ \t]*(?:\[(?:a|assistant|ai|bot)\]|(?:a|answer|assistant|ai|bot)[ \t]*:|<)[ \t]*"
+            r"[\"'`]?([^\s\"'`]{8,})[\"'`]?[ \t]*$"
+        ),
+        ("passw", "pasw", "passo", "passphrase", "pw", "pwd", "api", "token", "secret"),
+        check=lambda value: _assigned_secret(value) and _random_case(value.strip("'\"`.,;)")) or _told_secret(value),
+    ),
 )
