@@ -104,6 +104,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "model": Key(str, ""),
         "batch_size": Key(int, 64, _between(1, 2048)),
         "runtime": Key(str, "onnx", _choice("onnx", "onnx-int8", "torch")),
+        "query_runtime": Key(str, "onnx-int8", _choice("onnx-int8", "same")),
     },
     "reasoning": {
         "provider": Key(str, "", _choice(*REASON_PROVIDERS)),
@@ -174,6 +175,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "YULLU_EMBED_PROVIDER": ("embedding", "provider"),
     "YULLU_EMBED_MODEL": ("embedding", "model"),
     "YULLU_EMBED_RUNTIME": ("embedding", "runtime"),
+    "YULLU_EMBED_QUERY_RUNTIME": ("embedding", "query_runtime"),
     "YULLU_REASON_PROVIDER": ("reasoning", "provider"),
     "YULLU_REASON_MODEL": ("reasoning", "model"),
     "OPENAI_API_KEY": ("openai", "api_key"),
@@ -186,8 +188,8 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
 
 DEFAULT_FILE = """\
 # Yul'lu configuration. Environment variables override these values
-# (YULLU_EMBED_PROVIDER, YULLU_EMBED_MODEL, YULLU_EMBED_RUNTIME, YULLU_REASON_PROVIDER,
-# YULLU_REASON_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, VOYAGE_API_KEY,
+# (YULLU_EMBED_PROVIDER, YULLU_EMBED_MODEL, YULLU_EMBED_RUNTIME, YULLU_EMBED_QUERY_RUNTIME,
+# YULLU_REASON_PROVIDER, YULLU_REASON_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, VOYAGE_API_KEY,
 # YULLU_PORT, YULLU_ALLOWED_ROOTS; docs/environment.md lists every variable).
 # Prefer environment variables for API keys: never commit a key.
 
@@ -198,6 +200,7 @@ provider = "local"
 model = ""            # blank = the provider's default model
 batch_size = 64
 runtime = "onnx"      # local embedder: "onnx" (ONNX Runtime), "onnx-int8" (faster, less exact) or "torch"
+query_runtime = "onnx-int8"  # questions through the shipped int8 file (2x cheaper; stored vectors unchanged), or "same"
 
 [reasoning]
 # Blank = automatic: Anthropic when ANTHROPIC_API_KEY is set, else an installed

