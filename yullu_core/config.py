@@ -104,7 +104,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "model": Key(str, ""),
         "batch_size": Key(int, 64, _between(1, 2048)),
         "runtime": Key(str, "onnx", _choice("onnx", "onnx-int8", "torch")),
-        "query_runtime": Key(str, "onnx-int8", _choice("onnx-int8", "same")),
+        "query_runtime": Key(str, "same", _choice("onnx-int8", "same")),
     },
     "reasoning": {
         "provider": Key(str, "", _choice(*REASON_PROVIDERS)),
@@ -200,7 +200,7 @@ provider = "local"
 model = ""            # blank = the provider's default model
 batch_size = 64
 runtime = "onnx"      # local embedder: "onnx" (ONNX Runtime), "onnx-int8" (faster, less exact) or "torch"
-query_runtime = "onnx-int8"  # questions through the shipped int8 file (2x cheaper; stored vectors unchanged), or "same"
+query_runtime = "same"  # "onnx-int8": questions through the shipped int8 file (2x cheaper, for a busy team server)
 
 [reasoning]
 # Blank = automatic: Anthropic when ANTHROPIC_API_KEY is set, else an installed

@@ -96,14 +96,11 @@ _said: set[str] = set()  # models whose fallback to `runtime` for questions was 
 
 def runtime_for(model: str, kind: str) -> str:
     """The runtime that embeds `kind` ("query" or "document"). Questions go through the shipped int8 file when
-    query_runtime = "onnx-int8" and the documents run on plain ONNX (docs/decisions.md: it moves question-memory
-    cosines by 0.006 on average and answers the same); without that file (another model) they use `runtime()`."""
+    query_runtime = "onnx-int8" (opt-in, for a busy team server) and the documents run on plain ONNX
+    (docs/decisions.md: it moves question-memory cosines by 0.006 on average; a few prompts at the gate's edge
+    change); without that file (another model) they use `runtime()`."""
     base = runtime()
-    if (
-        kind != "query"
-        or base != "onnx"
-        or settings.YULLU["embedding"].get("query_runtime", "onnx-int8") != "onnx-int8"
-    ):
+    if kind != "query" or base != "onnx" or settings.YULLU["embedding"].get("query_runtime", "same") != "onnx-int8":
         return base
     from .onnx_model import query_int8_file
 
