@@ -371,7 +371,7 @@ def _days(request: Request) -> int:
 
 
 class StatsView(APIView):
-    @documented(params=[*WHERE, DAYS])
+    @documented(params=[*WHERE, DAYS], errors=(404,))
     def get(self, request: Request) -> Response:
         return Response(stats.stats(project_param(request), _days(request)))
 
