@@ -69,10 +69,14 @@ class Load:
             if "Traceback" in message or "Internal error" in message or "Internal Server Error" in message:
                 self.tracebacks += 1
 
+    def rest_body(self) -> dict[str, str]:
+        """One REST writer's store (a subclass stores elsewhere, e.g. into a checkout by `cwd`)."""
+        return {"content": f"rest chaos fact {uuid.uuid4().hex}: invoices wait", "project_id": self.project}
+
     def rest(self) -> None:
         with httpx.Client(base_url=self.site.url, headers={"Authorization": f"Bearer {self.token}"}) as api:
             while not self.stop.is_set():
-                body = {"content": f"rest chaos fact {uuid.uuid4().hex}: invoices wait", "project_id": self.project}
+                body = self.rest_body()
                 try:
                     r = api.post("/api/memories", json=body, timeout=30)
                 except httpx.HTTPError as exc:

@@ -254,22 +254,8 @@ class CheckoutLoad(TimedLoad):
         super().__init__(site, token, first.json()["project_id"])  # the MCP writers store into the same project
         self.repo = repo
 
-    def rest(self) -> None:
-        with httpx.Client(base_url=self.site.url, headers={"Authorization": f"Bearer {self.token}"}) as api:
-            while not self.stop.is_set():
-                body = {"content": f"disk chaos fact {uuid.uuid4().hex}: the cache warms first", "cwd": str(self.repo)}
-                try:
-                    r = api.post("/api/memories", json=body, timeout=30)
-                except httpx.HTTPError as exc:
-                    self.saw(f"REST {type(exc).__name__}")
-                    time.sleep(0.5)
-                    continue
-                if r.status_code == 201:
-                    with self.lock:
-                        self.acked.append(str(r.json()["uuid"]))
-                else:
-                    self.saw(f"REST {r.status_code} {r.text}")
-                    time.sleep(0.5)
+    def rest_body(self) -> dict[str, str]:
+        return {"content": f"disk chaos fact {uuid.uuid4().hex}: the cache warms first", "cwd": str(self.repo)}
 
 
 def drill_disk(base: Path, port: int, clients: int, size_mb: int, full_s: float) -> dict[str, Any]:
