@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from yullu_core.pids import pid_exists
+
 if TYPE_CHECKING:
     from access.actor import Actor
 
@@ -123,23 +125,13 @@ def _stop_postgres_started_here() -> None:
         pg.stop(home)
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def serving(pid: int) -> bool:
     """Whether `pid` runs a `yullu serve`. A pid file's pid is reused by another program after a reboot (or a
     container's restart, whose pids start again from 1): `yullu serve` then refused to start, "a server is already
     running for this YULLU_HOME (pid N)", naming a shell or a browser (chaos drill, round 24)."""
     import psutil
 
-    if not alive(pid):
+    if not pid_exists(pid):
         return False
     try:
         words = " ".join(psutil.Process(pid).cmdline())

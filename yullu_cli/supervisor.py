@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from yullu_core.env import env_is_set, env_str
+from yullu_core.pids import pid_exists
 
 from .banner import print_banner
-from .django_setup import alive, fail, not_on_a_team_servers_client, serving, setup_django
+from .django_setup import fail, not_on_a_team_servers_client, serving, setup_django
 from .output import guard_output
 from .ports import wait_to_listen
 from .supervised import BeatLock, Child, Database, remember_the_stop, room_in, say, stop_all, supervise
@@ -297,7 +298,7 @@ def _metrics_dir(run_dir: Path) -> Path:
     folders left by supervisors that died without cleaning up are removed."""
     base = _metrics_base(run_dir)
     for old in base.iterdir():
-        if not (old.name.isdigit() and alive(int(old.name))):
+        if not (old.name.isdigit() and pid_exists(int(old.name))):
             shutil.rmtree(old, ignore_errors=True)
     folder = base / str(os.getpid())
     folder.mkdir(parents=True, exist_ok=True)  # (a server stopping on this home may have just removed base)
@@ -318,7 +319,7 @@ def _route_dir() -> Path:
         pid = old.name.removeprefix(ROUTES_PREFIX).split("-", 1)[0]
         with contextlib.suppress(OSError):
             mine = old.lstat().st_uid == os.geteuid() and stat.S_ISDIR(old.lstat().st_mode)
-            if mine and pid.isdigit() and not alive(int(pid)):
+            if mine and pid.isdigit() and not pid_exists(int(pid)):
                 shutil.rmtree(old, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f"{ROUTES_PREFIX}{os.getpid()}-"))
 

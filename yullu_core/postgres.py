@@ -43,6 +43,7 @@ from typing import Any
 import psutil
 
 from .env import env_str
+from .pids import pid_exists
 
 log = logging.getLogger(__name__)
 
@@ -633,24 +634,14 @@ def _wait_until_reaped(cluster: Cluster, timeout: float = 30) -> None:
     except (OSError, ValueError, IndexError):
         return
     deadline = time.monotonic() + timeout
-    while not _alive(pid) and _exists(pid) and time.monotonic() < deadline:
+    while not _alive(pid) and pid_exists(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 def _alive(pid: int) -> bool:
     """Whether `pid` runs: a killed postmaster stays a zombie until init reaps it, and signal 0
     still reaches a zombie, so Linux's process state is read too."""
-    if not _exists(pid):
+    if not pid_exists(pid):
         return False
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

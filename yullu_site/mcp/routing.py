@@ -40,6 +40,7 @@ from starlette.types import Receive, Scope, Send
 
 from yullu_core.env import env_str
 from yullu_core.metrics import MCP_FORWARDED
+from yullu_core.pids import pid_exists
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class Router:
         return owner
 
     def _alive(self, pid: int) -> bool:
-        return self.socket_of(pid).exists() and _running(pid)  # a worker killed hard leaves its socket's file behind
+        return self.socket_of(pid).exists() and pid_exists(pid)  # a worker killed hard leaves its socket's file behind
 
     @contextlib.asynccontextmanager
     async def listening(self) -> AsyncIterator[None]:
@@ -198,7 +199,7 @@ class Router:
         round 25); now the cache holds the live workers' only. Judged by the process alone: a live worker's socket
         is missing for a moment after its folder was removed (it listens again), and closing its client then cut
         every answer streaming from it through this worker (the sessions' GET streams)."""
-        for pid in [pid for pid in self._clients if not _running(pid)]:
+        for pid in [pid for pid in self._clients if not pid_exists(pid)]:
             await self._forget(pid)
 
     async def _forget(self, owner: int) -> None:
@@ -219,16 +220,6 @@ class Router:
             client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(None, connect=5.0))
             self._clients[owner] = client
         return client
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _private_folder(folder: Path) -> str | None:
